@@ -1,0 +1,57 @@
+"""cupel_np: the Cupel context-selection specification as a vectorized NumPy/Numba engine."""
+
+from .budget import ContextBudget
+from .errors import (
+    BudgetOverflowError,
+    CupelError,
+    InvalidConfigError,
+    InvalidInputTypeError,
+    PinnedExceedsBudgetError,
+    ScarcityError,
+    TableTooLargeError,
+)
+from .items import ContextItem, ItemTable
+from .pipeline import Pipeline, run_policy
+from .policy import (
+    CompositeScorer,
+    CountConstrainedKnapsackSlice,
+    CountQuotaEntry,
+    CountQuotaSlice,
+    DecayScorer,
+    ExponentialCurve,
+    FrequencyScorer,
+    GreedySlice,
+    KindScorer,
+    KnapsackSlice,
+    MetadataKeyScorer,
+    MetadataTrustScorer,
+    Policy,
+    PriorityScorer,
+    QuotaEntry,
+    QuotaSlice,
+    RecencyScorer,
+    ReflexiveScorer,
+    ScaledScorer,
+    StepCurve,
+    TagScorer,
+    WindowCurve,
+)
+from .report import (
+    BudgetExceeded,
+    CountCapExceeded,
+    CountRequirementShortfall,
+    Deduplicated,
+    ExcludedItem,
+    ExclusionReason,
+    Filtered,
+    IncludedItem,
+    InclusionReason,
+    NegativeTokens,
+    PinnedOverride,
+    QuotaCapExceeded,
+    QuotaRequireDisplaced,
+    ScoredTooLow,
+    SelectionReport,
+)
+
+__version__ = "0.1.0"

@@ -1,0 +1,47 @@
+"""Error types. Every error is a ``CupelError``; configuration and input errors are also
+the fitting built-in (``ValueError`` / ``TypeError``) so generic handlers keep working."""
+
+from __future__ import annotations
+
+
+class CupelError(Exception):
+    """Base class of every error raised by cupel_np."""
+
+    #: short machine-readable code (the conformance vectors' ``[expected] error``)
+    code: str = "error"
+
+
+class InvalidConfigError(CupelError, ValueError):
+    """A scorer, slicer, placer, policy, budget or item that must be rejected at construction."""
+
+    code = "invalid_config"
+
+
+class InvalidInputTypeError(CupelError, TypeError):
+    """A value of the wrong type (a column of the wrong Arrow type, a float where an int belongs)."""
+
+    code = "invalid_config"
+
+
+class PinnedExceedsBudgetError(CupelError):
+    """Pinned items need more tokens than ``max_tokens - output_reserve`` (Classify stage)."""
+
+    code = "pinned_exceeds_budget"
+
+
+class BudgetOverflowError(CupelError):
+    """Merged items exceed ``target_tokens`` under ``overflow_strategy = "throw"`` (Place stage)."""
+
+    code = "overflow"
+
+
+class ScarcityError(CupelError):
+    """A count-quota slicer with ``scarcity_behavior = "throw"`` cannot meet a ``require_count``."""
+
+    code = "scarcity"
+
+
+class TableTooLargeError(CupelError):
+    """A knapsack DP keep table would exceed the configured cell limit."""
+
+    code = "table_too_large"

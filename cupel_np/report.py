@@ -1,0 +1,269 @@
+"""SelectionReport and the inclusion / exclusion reasons.
+
+Reports are views over a PolicyRun's columns: the included and excluded lists (and the
+ContextItems in them) are built only when read.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from functools import cached_property
+from typing import ClassVar
+
+import numpy as np
+
+from . import stages
+from .items import ContextItem
+
+
+class InclusionReason(enum.Enum):
+    Scored = "Scored"
+    Pinned = "Pinned"
+    ZeroToken = "ZeroToken"
+
+    def to_dict(self) -> dict:
+        return {"reason": self.value}
+
+
+@dataclass(frozen=True)
+class ExclusionReason:
+    """Base of the data-carrying exclusion reasons; ``reason`` is the variant name."""
+
+    reason: ClassVar[str] = ""
+
+    def to_dict(self) -> dict:
+        d = {"reason": self.reason}
+        d.update(self.__dict__)
+        return d
+
+
+@dataclass(frozen=True)
+class BudgetExceeded(ExclusionReason):
+    item_tokens: int
+    available_tokens: int
+    reason: ClassVar[str] = "BudgetExceeded"
+
+
+@dataclass(frozen=True)
+class ScoredTooLow(ExclusionReason):
+    """Reserved by the spec; never emitted by the built-in stages."""
+
+    score: float
+    threshold: float
+    reason: ClassVar[str] = "ScoredTooLow"
+
+
+@dataclass(frozen=True)
+class Deduplicated(ExclusionReason):
+    deduplicated_against: str
+    reason: ClassVar[str] = "Deduplicated"
+
+
+@dataclass(frozen=True)
+class QuotaCapExceeded(ExclusionReason):
+    """Reserved by the spec; never emitted by the built-in stages."""
+
+    kind: str
+    cap: int
+    actual: int
+    reason: ClassVar[str] = "QuotaCapExceeded"
+
+
+@dataclass(frozen=True)
+class QuotaRequireDisplaced(ExclusionReason):
+    """Reserved by the spec; never emitted by the built-in stages."""
+
+    displaced_by_kind: str
+    reason: ClassVar[str] = "QuotaRequireDisplaced"
+
+
+@dataclass(frozen=True)
+class NegativeTokens(ExclusionReason):
+    tokens: int
+    reason: ClassVar[str] = "NegativeTokens"
+
+
+@dataclass(frozen=True)
+class PinnedOverride(ExclusionReason):
+    displaced_by: str
+    reason: ClassVar[str] = "PinnedOverride"
+
+
+@dataclass(frozen=True)
+class Filtered(ExclusionReason):
+    """Reserved by the spec; never emitted by the built-in stages."""
+
+    filter_name: str
+    reason: ClassVar[str] = "Filtered"
+
+
+@dataclass(frozen=True)
+class CountCapExceeded(ExclusionReason):
+    """A count-quota slicer's per-kind ``cap_count`` was reached (upstream extension)."""
+
+    kind: str
+    cap: int
+    count: int
+    reason: ClassVar[str] = "CountCapExceeded"
+
+
+@dataclass(frozen=True)
+class IncludedItem:
+    item: ContextItem
+    score: float
+    reason: InclusionReason
+
+
+@dataclass(frozen=True)
+class ExcludedItem:
+    item: ContextItem
+    score: float
+    reason: ExclusionReason
+
+
+@dataclass(frozen=True)
+class CountRequirementShortfall:
+    kind: str
+    required_count: int
+    satisfied_count: int
+
+
+_INCLUSION = {
+    stages.R_SCORED: InclusionReason.Scored,
+    stages.R_PINNED: InclusionReason.Pinned,
+    stages.R_ZERO_TOKEN: InclusionReason.ZeroToken,
+}
+
+REASON_NAMES = {
+    stages.R_SCORED: "Scored",
+    stages.R_PINNED: "Pinned",
+    stages.R_ZERO_TOKEN: "ZeroToken",
+    stages.R_BUDGET_EXCEEDED: "BudgetExceeded",
+    stages.R_SCORED_TOO_LOW: "ScoredTooLow",
+    stages.R_DEDUPLICATED: "Deduplicated",
+    stages.R_QUOTA_CAP_EXCEEDED: "QuotaCapExceeded",
+    stages.R_QUOTA_REQUIRE_DISPLACED: "QuotaRequireDisplaced",
+    stages.R_NEGATIVE_TOKENS: "NegativeTokens",
+    stages.R_PINNED_OVERRIDE: "PinnedOverride",
+    stages.R_FILTERED: "Filtered",
+    stages.R_COUNT_CAP_EXCEEDED: "CountCapExceeded",
+}
+
+
+def exclusion_reason(run, row: int) -> ExclusionReason:
+    code = int(run.reason[row])
+    t = run.table
+    if code == stages.R_BUDGET_EXCEEDED:
+        return BudgetExceeded(int(run.detail_a[row]), int(run.detail_b[row]))
+    if code == stages.R_NEGATIVE_TOKENS:
+        return NegativeTokens(int(run.detail_a[row]))
+    if code == stages.R_DEDUPLICATED:
+        return Deduplicated(t.content[int(run.ref_row[row])].as_py())
+    if code == stages.R_PINNED_OVERRIDE:
+        return PinnedOverride(t.content[int(run.ref_row[row])].as_py())
+    if code == stages.R_COUNT_CAP_EXCEEDED:
+        return CountCapExceeded(t.kind[row].as_py(), int(run.detail_a[row]), int(run.detail_b[row]))
+    raise ValueError(f"row {row} has no exclusion reason (code {code})")
+
+
+def excluded_order(run, lo: int, hi: int) -> np.ndarray:
+    """Rows of one set's excluded items: score descending, stable by insertion sequence."""
+    rows = np.arange(lo, hi)
+    rows = rows[~run.included[lo:hi]]
+    if rows.size == 0:
+        return rows
+    sc = run.score[rows]
+    key = np.where(np.isnan(sc), np.inf, -sc)
+    return rows[np.lexsort((run.seq[rows], key))]
+
+
+class SelectionReport:
+    """Why each item of one item set was included or excluded.
+
+    ``included``: placed order; ``excluded``: score descending (stable by the order the
+    pipeline excluded them); every input row is in exactly one of them."""
+
+    def __init__(self, run, segment: int):
+        self._run = run
+        self._seg = segment
+        t = run.table
+        self._lo = int(t.offsets[segment])
+        self._hi = int(t.offsets[segment + 1])
+
+    @property
+    def events(self) -> list:
+        return []
+
+    @cached_property
+    def included_rows(self) -> np.ndarray:
+        """Grouped-order rows of the included items, in placed order."""
+        run = self._run
+        lo, hi = self._lo, self._hi
+        rows = np.flatnonzero(run.included[lo:hi]) + lo
+        return rows[np.argsort(run.position[rows], kind="stable")]
+
+    @cached_property
+    def excluded_rows(self) -> np.ndarray:
+        return excluded_order(self._run, self._lo, self._hi)
+
+    @cached_property
+    def included(self) -> list[IncludedItem]:
+        run = self._run
+        t = run.table
+        return [
+            IncludedItem(t.row(r), float(run.score[r]), _INCLUSION[int(run.reason[r])])
+            for r in self.included_rows
+        ]
+
+    @cached_property
+    def excluded(self) -> list[ExcludedItem]:
+        run = self._run
+        t = run.table
+        return [
+            ExcludedItem(t.row(r), float(run.score[r]), exclusion_reason(run, int(r)))
+            for r in self.excluded_rows
+        ]
+
+    @property
+    def total_candidates(self) -> int:
+        return self._hi - self._lo
+
+    @property
+    def total_tokens_considered(self) -> int:
+        return int(self._run.table.tokens[self._lo:self._hi].sum())
+
+    @property
+    def count_requirement_shortfalls(self) -> list[CountRequirementShortfall]:
+        return [CountRequirementShortfall(*s) for s in self._run.shortfalls[self._seg]]
+
+    @property
+    def effective_target_tokens(self) -> int:
+        return int(self._run.effective_target[self._seg])
+
+    def input_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Map grouped rows (``included_rows`` / ``excluded_rows``) to input row numbers."""
+        return self._run.table.input_row[rows]
+
+    def to_dict(self) -> dict:
+        return {
+            "events": [],
+            "included": [
+                {"item": i.item.to_dict(), "score": i.score, "reason": i.reason.to_dict()}
+                for i in self.included
+            ],
+            "excluded": [
+                {"item": e.item.to_dict(), "score": e.score, "reason": e.reason.to_dict()}
+                for e in self.excluded
+            ],
+            "total_candidates": self.total_candidates,
+            "total_tokens_considered": self.total_tokens_considered,
+            "count_requirement_shortfalls": [s.__dict__ for s in self.count_requirement_shortfalls],
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"SelectionReport(included={int(self._run.included[self._lo:self._hi].sum())}, "
+            f"excluded={self.total_candidates - int(self._run.included[self._lo:self._hi].sum())}, "
+            f"total_candidates={self.total_candidates})"
+        )

@@ -1,0 +1,147 @@
+"""Scorer evaluation: turn a scorer spec into a float64 score column over the scoreable rows.
+
+A :class:`ScoreContext` holds the table, the scoreable rows (grouped order) and their segment
+offsets, and caches every column it computes keyed by the scorer spec, so a scorer used by
+many variants (or twice inside one composite) is computed once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..policy import (
+    CompositeScorer,
+    DecayScorer,
+    ExponentialCurve,
+    FrequencyScorer,
+    KindScorer,
+    MetadataKeyScorer,
+    MetadataTrustScorer,
+    PriorityScorer,
+    RecencyScorer,
+    ReflexiveScorer,
+    ScaledScorer,
+    Scorer,
+    StepCurve,
+    TagScorer,
+    WindowCurve,
+)
+from . import kernels
+
+
+class ScoreContext:
+    def __init__(self, table, rows: np.ndarray, offsets: np.ndarray):
+        self.table = table
+        self.rows = rows
+        self.offsets = offsets
+        self._cache: dict[Scorer, np.ndarray] = {}
+        self._tags: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def __len__(self) -> int:
+        return self.rows.shape[0]
+
+    def score(self, scorer: Scorer) -> np.ndarray:
+        col = self._cache.get(scorer)
+        if col is None:
+            col = _evaluate(scorer, self)
+            col.setflags(write=False)
+            self._cache[scorer] = col
+        return col
+
+    def tags(self, which: str) -> tuple[np.ndarray, np.ndarray]:
+        """CSR (offsets, ids) of the scoreable rows' tags; ``which`` = "raw" or "fold"."""
+        if which not in self._tags:
+            t = self.table
+            starts = t.tag_offsets[self.rows]
+            ends = t.tag_offsets[self.rows + 1]
+            lens = ends - starts
+            offs = np.zeros(len(self.rows) + 1, dtype=np.int64)
+            np.cumsum(lens, out=offs[1:])
+            src = t.tag_raw_id if which == "raw" else t.tag_fold_id
+            if offs[-1]:
+                take = np.repeat(starts - offs[:-1], lens) + np.arange(offs[-1])
+                ids = src[take]
+            else:
+                ids = np.zeros(0, dtype=np.int64)
+            self._tags[which] = (offs, ids)
+        return self._tags[which]
+
+
+def _evaluate(scorer: Scorer, ctx: ScoreContext) -> np.ndarray:
+    t = ctx.table
+    rows = ctx.rows
+    if isinstance(scorer, RecencyScorer):
+        return kernels.rank_scores(t.timestamp[rows], t.timestamp_valid[rows], ctx.offsets)
+    if isinstance(scorer, PriorityScorer):
+        return kernels.rank_scores(t.priority[rows], t.priority_valid[rows], ctx.offsets)
+    if isinstance(scorer, ReflexiveScorer):
+        h = t.hint[rows]
+        ok = t.hint_valid[rows] & np.isfinite(h)
+        return np.where(ok, np.clip(h, 0.0, 1.0), 0.0)
+    if isinstance(scorer, KindScorer):
+        w = scorer.effective_weights()
+        lut = np.array([w.get(k, 0.0) for k in t.kind_vocab] + [0.0], dtype=np.float64)
+        return lut[t.kind_id[rows]] if len(rows) else np.zeros(0)
+    if isinstance(scorer, TagScorer):
+        weights, total = scorer.effective_weights()
+        lut = np.full(len(t.tag_vocab) + 1, -1.0, dtype=np.float64)
+        for tag, w in weights.items():
+            i = t.tag_id_for(tag)
+            if i >= 0:
+                lut[i] = w
+        offs, ids = ctx.tags("raw")
+        return kernels.tag_scores(offs, ids, lut, float(total))
+    if isinstance(scorer, FrequencyScorer):
+        offs, ids = ctx.tags("fold")
+        return kernels.frequency_scores(offs, ids, int(t.n_fold_tags), ctx.offsets)
+    if isinstance(scorer, CompositeScorer):
+        cols = np.empty((len(rows), len(scorer.entries)), dtype=np.float64)
+        for j, (child, _) in enumerate(scorer.entries):
+            cols[:, j] = ctx.score(child)
+        return kernels.weighted_sum(cols, np.array(scorer.normalized_weights(), dtype=np.float64))
+    if isinstance(scorer, ScaledScorer):
+        return kernels.scaled_scores(ctx.score(scorer.inner), ctx.offsets)
+    if isinstance(scorer, MetadataTrustScorer):
+        vals, ok = t.trust_values()
+        v = vals[rows]
+        good = ok[rows]
+        return np.where(good, np.clip(np.where(good, v, 0.0), 0.0, 1.0), scorer.default_score)
+    if isinstance(scorer, MetadataKeyScorer):
+        import pyarrow.compute as pc
+
+        vals = t.metadata_values(scorer.key)
+        if len(vals) == 0:
+            return np.ones(len(rows))
+        match = pc.fill_null(pc.equal(vals, scorer.value), False).to_numpy(zero_copy_only=False)
+        return np.where(match[rows], scorer.boost, 1.0)
+    if isinstance(scorer, DecayScorer):
+        curve = scorer.curve
+        ref = _reference(scorer.reference_time, t.timestamp_unit)
+        half = 1.0
+        ages = np.zeros(1, dtype=np.float64)
+        scores = np.zeros(1, dtype=np.float64)
+        if isinstance(curve, ExponentialCurve):
+            code, half = 0, curve.half_life_secs
+        elif isinstance(curve, StepCurve):
+            code = 1
+            ages = np.array([a for a, _ in curve.windows], dtype=np.float64)
+            scores = np.array([s for _, s in curve.windows], dtype=np.float64)
+        elif isinstance(curve, WindowCurve):
+            code = 2
+            ages = np.array([curve.max_age_secs], dtype=np.float64)
+        else:  # pragma: no cover - Policy validation makes this unreachable
+            raise TypeError(curve)
+        return kernels.decay_scores(
+            t.timestamp[rows], t.timestamp_valid[rows], np.int64(ref), float(t.units_per_second),
+            code, float(half), ages, scores, float(scorer.null_timestamp_score),
+        )
+    raise TypeError(f"unsupported scorer spec: {scorer!r}")
+
+
+def _reference(dt, unit: str) -> int:
+    from datetime import datetime, timezone
+
+    epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    delta = dt - epoch
+    us = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return {"s": us // 1_000_000, "ms": us // 1000, "us": us, "ns": us * 1000}[unit]

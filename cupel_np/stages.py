@@ -1,0 +1,250 @@
+"""Numba kernels for the non-scoring pipeline stages: deduplicate, sort, and the final
+place stage (merge, overflow, placer) together with every inclusion/exclusion reason.
+
+All of them walk item-set segments themselves. Row indices are positions in the ItemTable's
+grouped row order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import jit
+from .slicers.kernels import _desc_key
+
+# reason codes (stored in the int8 reason matrix)
+R_SCORED = 0
+R_PINNED = 1
+R_ZERO_TOKEN = 2
+R_BUDGET_EXCEEDED = 10
+R_SCORED_TOO_LOW = 11
+R_DEDUPLICATED = 12
+R_QUOTA_CAP_EXCEEDED = 13
+R_QUOTA_REQUIRE_DISPLACED = 14
+R_NEGATIVE_TOKENS = 15
+R_PINNED_OVERRIDE = 16
+R_FILTERED = 17
+R_COUNT_CAP_EXCEEDED = 18
+
+ERR_PINNED = 1
+ERR_OVERFLOW = 2
+
+PLACER_CHRONOLOGICAL = 0
+PLACER_U_SHAPED = 1
+
+OVERFLOW_THROW = 0
+OVERFLOW_TRUNCATE = 1
+OVERFLOW_PROCEED = 2
+
+
+@jit
+def dedup_survivors(content_id, score, offsets):
+    """Per segment keep, for each content, the highest-scoring copy (lowest index on ties).
+    Returns ``winner[i]``: the position of the copy that survives for ``i``'s content
+    (``winner[i] == i`` for survivors)."""
+    n = content_id.shape[0]
+    winner = np.arange(n)
+    for s in range(offsets.shape[0] - 1):
+        lo = offsets[s]
+        hi = offsets[s + 1]
+        if hi - lo <= 1:
+            continue
+        order = np.argsort(content_id[lo:hi], kind="mergesort") + lo
+        j = 0
+        m = hi - lo
+        while j < m:
+            k = j
+            best = order[j]
+            while k + 1 < m and content_id[order[k + 1]] == content_id[order[j]]:
+                k += 1
+                cand = order[k]
+                if score[cand] > score[best]:
+                    best = cand
+            for q in range(j, k + 1):
+                winner[order[q]] = best
+            j = k + 1
+    return winner
+
+
+@jit
+def sort_segments(score, offsets):
+    """Stable per-segment order by score descending (NaN lowest); returns positions."""
+    n = score.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    for s in range(offsets.shape[0] - 1):
+        lo = offsets[s]
+        hi = offsets[s + 1]
+        if hi - lo == 0:
+            continue
+        order = np.argsort(_desc_key(score[lo:hi]), kind="mergesort")
+        for j in range(hi - lo):
+            out[lo + j] = order[j] + lo
+    return out
+
+
+@jit
+def place_segments(
+    n_rows, tokens, kind, ts, ts_valid,
+    pin_rows, pin_offsets,
+    cand_rows, cand_score, cand_offsets, rank,
+    eff_targets, budget_targets, budget_reserves,
+    overflow, placer, count_caps, cap_of_kind,
+    included, score_out, reason, detail_a, detail_b, ref_row, position, seq,
+):
+    """Merge pinned and sliced items per segment, apply the overflow strategy, run the placer
+    and write every row's inclusion/exclusion reason. Returns per-segment ``(err, err_a)``
+    (``ERR_OVERFLOW`` with the merged token count when the strategy is throw)."""
+    n_seg = pin_offsets.shape[0] - 1
+    err = np.zeros(n_seg, dtype=np.int8)
+    err_a = np.zeros(n_seg, dtype=np.int64)
+    n_kinds = cap_of_kind.shape[0]
+    drop_seq = 3 * n_rows
+    for s in range(n_seg):
+        plo = pin_offsets[s]
+        phi = pin_offsets[s + 1]
+        clo = cand_offsets[s]
+        chi = cand_offsets[s + 1]
+        n_pin = phi - plo
+        n_sel = 0
+        pinned_tokens = 0
+        for q in range(plo, phi):
+            pinned_tokens += tokens[pin_rows[q]]
+        for p in range(clo, chi):
+            if rank[p] >= 0:
+                n_sel += 1
+        m = n_pin + n_sel
+        # merged list: pinned (input order, score 1.0) then the slicer output in its order
+        mrow = np.empty(m, dtype=np.int64)
+        mscore = np.empty(m, dtype=np.float64)
+        mpin = np.zeros(m, dtype=np.bool_)
+        for q in range(n_pin):
+            mrow[q] = pin_rows[plo + q]
+            mscore[q] = 1.0
+            mpin[q] = True
+        sliced_tokens = 0
+        kind_count = np.zeros(n_kinds, dtype=np.int64)
+        for p in range(clo, chi):
+            r = rank[p]
+            if r >= 0:
+                mrow[n_pin + r] = cand_rows[p]
+                mscore[n_pin + r] = cand_score[p]
+                sliced_tokens += tokens[cand_rows[p]]
+                kind_count[kind[cand_rows[p]]] += 1
+        # slice-stage exclusions
+        eff_target = eff_targets[s]
+        first_pin = pin_rows[plo] if n_pin > 0 else -1
+        available = eff_target - sliced_tokens
+        for p in range(clo, chi):
+            if rank[p] >= 0:
+                continue
+            row = cand_rows[p]
+            t = tokens[row]
+            included[row] = False
+            score_out[row] = cand_score[p]
+            seq[row] = 2 * n_rows + p
+            k = kind[row]
+            if pinned_tokens > 0 and t > eff_target and t <= budget_targets[s] - budget_reserves[s]:
+                reason[row] = R_PINNED_OVERRIDE
+                ref_row[row] = first_pin
+            elif count_caps and cap_of_kind[k] >= 0 and kind_count[k] >= cap_of_kind[k] and t <= eff_target:
+                reason[row] = R_COUNT_CAP_EXCEEDED
+                detail_a[row] = cap_of_kind[k]
+                detail_b[row] = kind_count[k]
+            else:
+                reason[row] = R_BUDGET_EXCEEDED
+                detail_a[row] = t
+                detail_b[row] = available
+        merged_tokens = pinned_tokens + sliced_tokens
+        target = budget_targets[s]
+        keep = np.ones(m, dtype=np.bool_)
+        order = np.arange(m)
+        if merged_tokens > target:
+            if overflow == OVERFLOW_THROW:
+                err[s] = ERR_OVERFLOW
+                err_a[s] = merged_tokens
+                continue
+            if overflow == OVERFLOW_TRUNCATE:
+                # pinned first (they already are), then the sliced items by score descending
+                if n_sel > 1:
+                    tail = np.argsort(_desc_key(mscore[n_pin:]), kind="mergesort") + n_pin
+                    order[n_pin:] = tail
+                current = 0
+                for j in range(m):
+                    q = order[j]
+                    t = tokens[mrow[q]]
+                    if mpin[q] or current + t <= target:
+                        current += t
+                    else:
+                        keep[q] = False
+                kept_tokens = current
+                for j in range(m):
+                    q = order[j]
+                    if not keep[q]:
+                        row = mrow[q]
+                        included[row] = False
+                        score_out[row] = mscore[q]
+                        reason[row] = R_BUDGET_EXCEEDED
+                        detail_a[row] = tokens[row]
+                        detail_b[row] = target - kept_tokens
+                        seq[row] = drop_seq
+                        drop_seq += 1
+        # the placer sees the kept items in `order` sequence
+        n_keep = 0
+        for j in range(m):
+            if keep[order[j]]:
+                n_keep += 1
+        lst = np.empty(n_keep, dtype=np.int64)
+        c = 0
+        for j in range(m):
+            if keep[order[j]]:
+                lst[c] = order[j]
+                c += 1
+        placed = np.empty(n_keep, dtype=np.int64)
+        if placer == PLACER_CHRONOLOGICAL:
+            n_ts = 0
+            for j in range(n_keep):
+                if ts_valid[mrow[lst[j]]]:
+                    n_ts += 1
+            with_ts = np.empty(n_ts, dtype=np.int64)
+            keys = np.empty(n_ts, dtype=ts.dtype)
+            c = 0
+            for j in range(n_keep):
+                if ts_valid[mrow[lst[j]]]:
+                    with_ts[c] = j
+                    keys[c] = ts[mrow[lst[j]]]
+                    c += 1
+            ordr = np.argsort(keys, kind="mergesort")
+            for j in range(n_ts):
+                placed[j] = lst[with_ts[ordr[j]]]
+            c = n_ts
+            for j in range(n_keep):
+                if not ts_valid[mrow[lst[j]]]:
+                    placed[c] = lst[j]
+                    c += 1
+        else:
+            sc = np.empty(n_keep, dtype=np.float64)
+            for j in range(n_keep):
+                sc[j] = mscore[lst[j]]
+            ordr = np.argsort(_desc_key(sc), kind="mergesort")
+            left = 0
+            right = n_keep - 1
+            for j in range(n_keep):
+                if j % 2 == 0:
+                    placed[left] = lst[ordr[j]]
+                    left += 1
+                else:
+                    placed[right] = lst[ordr[j]]
+                    right -= 1
+        for j in range(n_keep):
+            q = placed[j]
+            row = mrow[q]
+            included[row] = True
+            position[row] = j
+            seq[row] = -1
+            if mpin[q]:
+                reason[row] = R_PINNED
+                score_out[row] = 1.0
+            else:
+                score_out[row] = mscore[q]
+                reason[row] = R_ZERO_TOKEN if tokens[row] == 0 else R_SCORED
+    return err, err_a
