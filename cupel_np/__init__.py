@@ -10,6 +10,7 @@ from .errors import (
     ScarcityError,
     TableTooLargeError,
 )
+from .dotnet import PRESETS, preset, policy_from_dotnet, policy_to_dotnet
 from .items import ContextItem, ItemTable
 from .pipeline import Pipeline, run_policy
 from .policy import (
