@@ -93,11 +93,16 @@ METADATA_VALUES = ["x", "X", "0.5", "", "yes"]
 # Items
 # ---------------------------------------------------------------------------
 
-tokens_st = st.one_of(
-    st.integers(0, 40),
-    st.sampled_from([0, 0, 1, 1, 10, 10, 25, 25]),
-    st.integers(-5, -1),
-    st.integers(41, 250),
+def _weighted(*pairs):
+    """one_of with integer weights: ``_weighted((3, a), (1, b))`` picks a about 3x as often."""
+    return st.one_of(*[strategy for weight, strategy in pairs for _ in range(weight)])
+
+
+tokens_st = _weighted(
+    (6, st.integers(0, 40)),
+    (3, st.sampled_from([0, 1, 1, 10, 10, 25, 25])),
+    (1, st.integers(-5, -1)),
+    (1, st.integers(41, 250)),
 )
 
 timestamps_st = st.one_of(
@@ -138,7 +143,7 @@ def item_dicts(draw, extreme_timestamps=True):
         item["future_relevance_hint"] = draw(
             st.one_of(st.none(), st.sampled_from(HINTS), st.floats(-1.0, 2.0))
         )
-    if draw(st.integers(0, 4)) == 0:
+    if draw(st.integers(0, 11)) == 5:
         item["pinned"] = True
     if draw(st.integers(0, 5)) == 0:
         item["original_tokens"] = draw(st.integers(0, 500))
@@ -168,12 +173,15 @@ def _unique_fold(kinds):
 
 @st.composite
 def budgets(draw):
-    max_tokens = draw(st.one_of(st.integers(0, 12), st.integers(0, 400), st.just(400)))
-    target = draw(st.one_of(st.just(max_tokens), st.integers(0, max_tokens),
-                            st.integers(0, min(max_tokens, 8))))
+    # mostly "about the size of the item set" (about 12 x 20 tokens), sometimes tiny or zero
+    target = draw(_weighted((1, st.integers(0, 8)), (4, st.integers(20, 250)),
+                            (1, st.integers(0, 400))))
+    max_tokens = target + draw(_weighted((2, st.just(0)), (2, st.integers(0, 30)),
+                                         (1, st.integers(0, 300))))
     budget = {"max_tokens": max_tokens, "target_tokens": target}
-    if draw(st.integers(0, 2)) == 0:
-        budget["output_reserve"] = draw(st.integers(0, max_tokens))
+    if draw(st.integers(0, 2)) == 1:
+        budget["output_reserve"] = draw(st.one_of(st.integers(0, max_tokens),
+                                                  st.integers(0, max_tokens - target)))
     if draw(st.integers(0, 3)) == 0:
         kinds = _unique_fold(draw(st.lists(st.sampled_from(CONFIG_KINDS), max_size=3)))
         budget["reserved_slots"] = {k: draw(st.integers(0, 40)) for k in kinds}
@@ -457,7 +465,7 @@ _BREAKERS = [
 @st.composite
 def maybe_invalid_configs(draw):
     config = draw(configs())
-    if draw(st.integers(0, 9)) == 0:
+    if draw(st.integers(0, 19)) == 7:
         config = {**config, "scorers": list(config["scorers"])}
         draw(st.sampled_from(_BREAKERS))(config)
     return config
@@ -466,7 +474,7 @@ def maybe_invalid_configs(draw):
 @st.composite
 def maybe_invalid_budgets(draw):
     budget = draw(budgets())
-    if draw(st.integers(0, 19)) == 0:
+    if draw(st.integers(0, 39)) == 13:
         budget = dict(budget)
         breaker = draw(st.sampled_from([
             {"target_tokens": budget["max_tokens"] + 1},
