@@ -151,31 +151,69 @@ REASON_NAMES = {
 }
 
 
-def exclusion_reason(run, row: int) -> ExclusionReason:
-    code = int(run.reason[row])
+def _sparse(pairs, row: int):
+    rows = pairs[0]
+    i = int(np.searchsorted(rows, row))
+    if i >= rows.shape[0] or rows[i] != row:
+        raise KeyError(row)
+    return tuple(int(a[i]) for a in pairs[1:])
+
+
+def exclusion_reason(run, row: int, segment: int) -> ExclusionReason:
+    """Rebuild row ``row``'s data-carrying exclusion reason from the run's columns."""
+    from .batch import R_TRUNCATED
+
+    sw, v = run.sweep, run.v
     t = run.table
+    code = int(run.reason[row])
     if code == stages.R_BUDGET_EXCEEDED:
-        return BudgetExceeded(int(run.detail_a[row]), int(run.detail_b[row]))
+        return BudgetExceeded(int(t.tokens[row]), int(sw.avail_slice[v, segment]))
+    if code == R_TRUNCATED:
+        return BudgetExceeded(int(t.tokens[row]), int(sw.avail_place[v, segment]))
     if code == stages.R_NEGATIVE_TOKENS:
-        return NegativeTokens(int(run.detail_a[row]))
+        return NegativeTokens(int(t.tokens[row]))
     if code == stages.R_DEDUPLICATED:
-        return Deduplicated(t.content[int(run.ref_row[row])].as_py())
+        (winner,) = _sparse(sw.dedup_winner[v], row)
+        return Deduplicated(t.content[winner].as_py())
     if code == stages.R_PINNED_OVERRIDE:
-        return PinnedOverride(t.content[int(run.ref_row[row])].as_py())
+        return PinnedOverride(t.content[int(sw.classified.first_pin[segment])].as_py())
     if code == stages.R_COUNT_CAP_EXCEEDED:
-        return CountCapExceeded(t.kind[row].as_py(), int(run.detail_a[row]), int(run.detail_b[row]))
+        cap, count = _sparse(sw.count_cap[v], row)
+        return CountCapExceeded(t.kind[row].as_py(), cap, count)
     raise ValueError(f"row {row} has no exclusion reason (code {code})")
 
 
+def _stage_rank(reason: np.ndarray) -> np.ndarray:
+    """The stage that recorded each exclusion: classify 0, dedup 1, slice 2, place 3."""
+    from .batch import R_TRUNCATED
+
+    out = np.full(reason.shape, 2, dtype=np.int8)
+    out[reason == stages.R_NEGATIVE_TOKENS] = 0
+    out[reason == stages.R_DEDUPLICATED] = 1
+    out[reason == R_TRUNCATED] = 3
+    return out
+
+
 def excluded_order(run, lo: int, hi: int) -> np.ndarray:
-    """Rows of one set's excluded items: score descending, stable by insertion sequence."""
+    """Rows of one set's excluded items: score descending, then the order the pipeline
+    recorded them (stage, then within a stage its own order: row order, except truncation,
+    which drops in its own order)."""
     rows = np.arange(lo, hi)
     rows = rows[~run.included[lo:hi]]
     if rows.size == 0:
         return rows
     sc = run.score[rows]
     key = np.where(np.isnan(sc), np.inf, -sc)
-    return rows[np.lexsort((run.seq[rows], key))]
+    stage = _stage_rank(run.reason[rows])
+    within = rows.astype(np.int64)
+    trunc_rows, trunc_ord = run.sweep.trunc_order[run.v]
+    if trunc_rows.size:
+        sel = stage == 3
+        if sel.any():
+            idx = np.searchsorted(trunc_rows, rows[sel])
+            within = within.copy()
+            within[sel] = trunc_ord[idx]
+    return rows[np.lexsort((within, stage, key))]
 
 
 class SelectionReport:
@@ -221,7 +259,7 @@ class SelectionReport:
         run = self._run
         t = run.table
         return [
-            ExcludedItem(t.row(r), float(run.score[r]), exclusion_reason(run, int(r)))
+            ExcludedItem(t.row(r), float(run.score[r]), exclusion_reason(run, int(r), self._seg))
             for r in self.excluded_rows
         ]
 

@@ -16,7 +16,7 @@ def ascii_fold(s: str) -> str:
 # decimal digits with an optional fraction and exponent. No surrounding whitespace, no '_',
 # no hex, and at least one digit in the mantissa.
 _RUST_F64 = re.compile(
-    r"[+-]?(?:(?i:inf|infinity|nan)|(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
+    r"[+-]?(?:(?ai:inf|infinity|nan)|(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
 )
 
 

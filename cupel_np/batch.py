@@ -1,0 +1,311 @@
+"""The multi-variant plan: every policy variant of a sweep over every item set of a table,
+written as one row of ``[V, N]`` result matrices.
+
+Shared across variants: classification (it depends only on tokens and pinned flags), each
+distinct base scorer column (``ScoreContext``), the duplicate-content groups, and the first
+pinned row of each set. Per variant: one kernel call per stage over all sets. A single policy
+run (``Pipeline.dry_run``) is simply a sweep with one variant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from . import stages
+from .batch_kernels import duplicate_groups, duplicate_winners, variant_scores
+from .budget import ContextBudget
+from .errors import (
+    BudgetOverflowError,
+    PinnedExceedsBudgetError,
+    ScarcityError,
+    TableTooLargeError,
+)
+from .items import ItemTable
+from .policy import CompositeScorer, CountConstrainedKnapsackSlice, CountQuotaSlice, GreedySlice, Policy
+from .scorers import ScoreContext
+from .slicers import kernels as sk
+from .slicers.greedy import greedy_segments
+
+#: internal reason code: BudgetExceeded emitted by the Place stage's truncation
+R_TRUNCATED = 19
+
+#: Largest knapsack DP keep table (candidates x capacity cells) a run may allocate. The
+#: table is packed 8 cells per byte, so this is 512 MiB of keep bits.
+KNAPSACK_MAX_CELLS = 4_294_967_296
+
+
+@dataclass(frozen=True)
+class Variant:
+    label: str
+    policy: Policy
+    budget: ContextBudget
+
+
+def segment_sums(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    cs = np.zeros(values.shape[0] + 1, dtype=np.int64 if values.dtype.kind in "biu" else np.float64)
+    np.cumsum(values, out=cs[1:])
+    return cs[offsets[1:]] - cs[offsets[:-1]]
+
+
+def _offsets(counts: np.ndarray) -> np.ndarray:
+    off = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+    np.cumsum(counts, out=off[1:])
+    return off
+
+
+@dataclass
+class Classified:
+    """Classify-stage output, shared by every variant over the same table."""
+
+    negative: np.ndarray  # bool [N]
+    pinned: np.ndarray  # bool [N] (non-negative pinned rows)
+    sc_rows: np.ndarray  # scoreable rows, grouped order
+    sc_offsets: np.ndarray
+    pin_rows: np.ndarray
+    pin_offsets: np.ndarray
+    pinned_tokens: np.ndarray  # per set
+    first_pin: np.ndarray  # per set: first pinned row, -1 when none
+
+
+def classify(table: ItemTable) -> Classified:
+    neg = table.tokens < 0
+    pin = table.pinned & ~neg
+    sc = ~neg & ~pin
+    pin_rows = np.flatnonzero(pin)
+    pin_off = _offsets(segment_sums(pin.astype(np.int64), table.offsets))
+    first = np.full(table.n_sets, -1, dtype=np.int64)
+    has = pin_off[1:] > pin_off[:-1]
+    first[has] = pin_rows[pin_off[:-1][has]]
+    return Classified(
+        neg, pin, np.flatnonzero(sc), _offsets(segment_sums(sc.astype(np.int64), table.offsets)),
+        pin_rows, pin_off, segment_sums(np.where(pin, table.tokens, 0), table.offsets),
+        first,
+    )
+
+
+def effective_targets(budget: ContextBudget, pinned_tokens: np.ndarray) -> np.ndarray:
+    """The spec's effective target for every set at once (same float ops as the scalar form)."""
+    reserved = budget.reserved_tokens
+    eff_max = np.maximum(0, budget.max_tokens - budget.output_reserve - pinned_tokens - reserved)
+    eff_t = np.minimum(np.maximum(0, budget.target_tokens - pinned_tokens - reserved), eff_max)
+    margin = budget.estimation_safety_margin_percent
+    if margin > 0:
+        mult = 1.0 - margin / 100.0
+        eff_max = np.floor(eff_max.astype(np.float64) * mult).astype(np.int64)
+        eff_t = np.floor(eff_t.astype(np.float64) * mult).astype(np.int64)
+        eff_t = np.minimum(eff_t, eff_max)
+    return eff_t.astype(np.int64)
+
+
+class SweepRun:
+    """Result matrices of V variants over one table (rows in the table's grouped order).
+
+    ``included[v, r]``, ``reason[v, r]`` (int8 code), ``position[v, r]`` (placed position within
+    the set, -1 when excluded) and ``scores[v, r]`` (the score the report shows) are dense;
+    everything needed to rebuild a reason's fields on demand is kept per set or sparsely."""
+
+    def __init__(self, table: ItemTable, variants: Sequence[Variant], cls: Classified):
+        v, n, s = len(variants), table.n, table.n_sets
+        self.table = table
+        self.variants = list(variants)
+        self.classified = cls
+        self.included = np.zeros((v, n), dtype=np.bool_)
+        self.reason = np.full((v, n), -1, dtype=np.int8)
+        self.position = np.full((v, n), -1, dtype=np.int32)
+        self.scores = np.zeros((v, n), dtype=np.float64)
+        self.effective_target = np.zeros((v, s), dtype=np.int64)
+        self.avail_slice = np.zeros((v, s), dtype=np.int64)
+        self.avail_place = np.zeros((v, s), dtype=np.int64)
+        self.cap_dropped = np.zeros((v, s), dtype=np.int64)
+        self.errors: list[dict[int, Exception]] = [dict() for _ in range(v)]
+        self.shortfalls: list[dict[int, list]] = [dict() for _ in range(v)]
+        # sparse details: (rows, values...) sorted by row
+        self.dedup_winner: list[tuple[np.ndarray, np.ndarray]] = []
+        self.trunc_order: list[tuple[np.ndarray, np.ndarray]] = []
+        self.count_cap: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    @property
+    def n_variants(self) -> int:
+        return len(self.variants)
+
+
+def _score_plan(variants: Sequence[Variant], ctx: ScoreContext):
+    """Distinct base columns and each variant's (column, normalised weight) terms."""
+    cols: dict = {}
+    term_off = [0]
+    term_col: list[int] = []
+    term_w: list[float] = []
+    for var in variants:
+        sc = var.policy.scorer
+        pairs = list(zip((s for s, _ in sc.entries), sc.normalized_weights())) if isinstance(sc, CompositeScorer) else [(sc, 1.0)]
+        for child, w in pairs:
+            if child not in cols:
+                cols[child] = len(cols)
+            term_col.append(cols[child])
+            term_w.append(w)
+        term_off.append(len(term_col))
+    m = len(ctx)
+    base = np.empty((m, len(cols)), dtype=np.float64)
+    for child, j in cols.items():
+        base[:, j] = ctx.score(child)
+    return base, np.array(term_off, dtype=np.int64), np.array(term_col, dtype=np.int64), np.array(term_w, dtype=np.float64)
+
+
+def _set_label(table: ItemTable, s: int) -> str:
+    return "" if table.set_column is None else f"set {table.set_keys[s]!r}: "
+
+
+def run_sweep(
+    table: ItemTable,
+    variants: Sequence[Variant],
+    *,
+    max_cells: int = KNAPSACK_MAX_CELLS,
+    progress: Callable[[int, int], None] | None = None,
+    classified: Classified | None = None,
+    score_context: ScoreContext | None = None,
+) -> SweepRun:
+    """Run every variant over every set. Per-(variant, set) failures are recorded in
+    ``SweepRun.errors[v][s]``; the caller decides whether they raise."""
+    from .pipeline import _slicer_args
+
+    n = table.n
+    n_sets = table.n_sets
+    cls = classified or classify(table)
+    ctx = score_context or ScoreContext(table, cls.sc_rows, cls.sc_offsets)
+    out = SweepRun(table, variants, cls)
+    sc_rows, sc_off = cls.sc_rows, cls.sc_offsets
+    m = len(sc_rows)
+    base, term_off, term_col, term_w = _score_plan(variants, ctx)
+    all_scores = variant_scores(base, term_off, term_col, term_w)
+    members, goff = duplicate_groups(table.content_id[sc_rows], sc_off)
+    neg_rows = np.flatnonzero(cls.negative)
+    sc_tok = table.tokens[sc_rows]
+    sc_kind = table.kind_id[sc_rows]
+    # scratch, reused by every variant
+    score_row = np.zeros(n, dtype=np.float64)
+    detail_a = np.zeros(n, dtype=np.int64)
+    detail_b = np.zeros(n, dtype=np.int64)
+    ref_row = np.zeros(n, dtype=np.int64)
+    seq = np.zeros(n, dtype=np.int64)
+    pos64 = np.zeros(n, dtype=np.int64)
+    for v, var in enumerate(variants):
+        pol, bud = var.policy, var.budget
+        errors = out.errors[v]
+        label = f"variant {var.label!r}: " if len(variants) > 1 else ""
+        included = out.included[v]
+        reason = out.reason[v]
+        score_row[:] = 0.0
+        seq[:] = -1
+        pos64[:] = -1
+        sc = all_scores[v]
+        avail = bud.max_tokens - bud.output_reserve
+        for s in np.flatnonzero(cls.pinned_tokens > avail):
+            errors[int(s)] = PinnedExceedsBudgetError(
+                f"{label}{_set_label(table, s)}pinned items require {int(cls.pinned_tokens[s])} tokens, "
+                f"but only {avail} are available (max_tokens - output_reserve)"
+            )
+        reason[neg_rows] = stages.R_NEGATIVE_TOKENS
+        # Deduplicate
+        if pol.deduplication and members.size:
+            winners = duplicate_winners(members, goff, sc)
+            lose = winners != members
+            losers, lwin = members[lose], winners[lose]
+            o = np.argsort(losers)
+            losers, lwin = losers[o], lwin[o]
+            keep = np.ones(m, dtype=np.bool_)
+            keep[losers] = False
+            surv = np.flatnonzero(keep)
+            surv_off = _offsets(segment_sums(keep.astype(np.int64), sc_off))
+            lrows = sc_rows[losers]
+            reason[lrows] = stages.R_DEDUPLICATED
+            score_row[lrows] = sc[losers]
+            out.dedup_winner.append((lrows, sc_rows[lwin]))
+        else:
+            surv = np.arange(m)
+            surv_off = sc_off
+            out.dedup_winner.append((np.zeros(0, np.int64), np.zeros(0, np.int64)))
+        eff = effective_targets(bud, cls.pinned_tokens)
+        out.effective_target[v] = eff
+        run_targets = eff.copy()
+        if errors:
+            run_targets[list(errors)] = 0
+        # Sort + Slice
+        (mode, use_knapsack, bucket, kind_rank, q_has, q_req, q_cap, q_req_all, e_kind, e_req,
+         cap_of_kind, throw, resort) = _slicer_args(pol.slicer, table)
+        if isinstance(pol.slicer, GreedySlice):
+            cand = surv  # greedy needs no score sort (see slicers/greedy.py)
+            cand_score = sc[cand]
+            rank = np.full(len(cand), -1, dtype=np.int64)
+            greedy_segments(sc_tok[cand], cand_score, surv_off, run_targets, rank)
+        else:
+            order = stages.sort_segments(sc[surv], surv_off)
+            cand = surv[order]
+            cand_score = sc[cand]
+            rank, s_err, s_err_a, s_err_b, satisfied, cap_dropped = sk.slice_segments(
+                mode, sc_tok[cand], cand_score, sc_kind[cand], surv_off, run_targets, use_knapsack,
+                int(bucket), int(max_cells), kind_rank, q_has, q_req, q_cap, q_req_all, e_kind,
+                e_req, cap_of_kind, throw, resort,
+            )
+            out.cap_dropped[v] = cap_dropped
+            entries = getattr(pol.slicer, "entries", ())
+            if len(entries):
+                for s, e in np.argwhere(satisfied >= 0):
+                    out.shortfalls[v].setdefault(int(s), []).append(
+                        (entries[e].kind, entries[e].require_count, int(satisfied[s, e])))
+            for s in np.flatnonzero(s_err):
+                s = int(s)
+                if s in errors:
+                    continue
+                if s_err[s] == sk.ERR_SCARCITY:
+                    e = entries[int(s_err_a[s])]
+                    errors[s] = ScarcityError(
+                        f"{label}{_set_label(table, s)}{pol.slicer.name}: kind {e.kind!r} requires "
+                        f"{e.require_count} items but only {int(s_err_b[s])} candidates are available"
+                    )
+                else:
+                    errors[s] = TableTooLargeError(
+                        f"{label}{_set_label(table, s)}knapsack table of {int(s_err_a[s])} candidates x "
+                        f"{int(s_err_b[s]) + 1} capacity cells exceeds the limit of {max_cells} cells; "
+                        "raise bucket_size or lower the target"
+                    )
+        cand_rows = sc_rows[cand]
+        sliced_tok = segment_sums(np.where(rank >= 0, sc_tok[cand], 0), surv_off)
+        out.avail_slice[v] = eff - sliced_tok
+        # Place + reasons
+        count_caps = isinstance(pol.slicer, (CountQuotaSlice, CountConstrainedKnapsackSlice))
+        ov = {"throw": stages.OVERFLOW_THROW, "truncate": stages.OVERFLOW_TRUNCATE,
+              "proceed": stages.OVERFLOW_PROCEED}[pol.overflow_strategy]
+        pl = stages.PLACER_CHRONOLOGICAL if pol.placer == "chronological" else stages.PLACER_U_SHAPED
+        p_err, p_err_a = stages.place_segments(
+            n, table.tokens, table.kind_id, table.timestamp, table.timestamp_valid,
+            cls.pin_rows, cls.pin_offsets, cand_rows, cand_score, surv_off, rank,
+            eff, np.full(n_sets, bud.target_tokens, dtype=np.int64),
+            np.full(n_sets, bud.output_reserve, dtype=np.int64),
+            ov, pl, count_caps, cap_of_kind,
+            included, score_row, reason, detail_a, detail_b, ref_row, pos64, seq,
+        )
+        for s in np.flatnonzero(p_err):
+            s = int(s)
+            if s not in errors:
+                errors[s] = BudgetOverflowError(
+                    f"{label}{_set_label(table, s)}selected items require {int(p_err_a[s])} tokens, "
+                    f"exceeding the target budget of {bud.target_tokens} (overflow_strategy = 'throw')"
+                )
+        trunc = np.flatnonzero(seq >= 3 * n)
+        reason[trunc] = R_TRUNCATED
+        out.trunc_order.append((trunc, seq[trunc] - 3 * n))
+        if count_caps:
+            cc = np.flatnonzero(reason == stages.R_COUNT_CAP_EXCEEDED)
+            out.count_cap.append((cc, detail_a[cc].copy(), detail_b[cc].copy()))
+        else:
+            out.count_cap.append((np.zeros(0, np.int64),) * 3)
+        kept_tok = segment_sums(np.where(included, table.tokens, 0), table.offsets)
+        out.avail_place[v] = bud.target_tokens - kept_tok
+        out.scores[v] = score_row
+        out.position[v] = pos64
+        if progress is not None:
+            progress(v + 1, len(variants))
+    return out
