@@ -9,6 +9,7 @@ from .errors import (
     PinnedExceedsBudgetError,
     ScarcityError,
     TableTooLargeError,
+    TooFewVariantsError,
 )
 from .dotnet import PRESETS, preset, policy_from_dotnet, policy_to_dotnet
 from .items import ContextItem, ItemTable
@@ -53,6 +54,15 @@ from .report import (
     QuotaRequireDisplaced,
     ScoredTooLow,
     SelectionReport,
+)
+from .sensitivity import (
+    ItemStatus,
+    PolicySensitivityDiffEntry,
+    PolicySensitivityReport,
+    SweepResult,
+    policy_sensitivity,
+    policy_sensitivity_from_pipelines,
+    sweep,
 )
 
 __version__ = "0.1.0"

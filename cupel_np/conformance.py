@@ -279,7 +279,38 @@ def run_pipeline(vec: Mapping) -> None:
 
 
 def run_sensitivity(vec: Mapping) -> None:
-    raise VectorFailure("stage 'sensitivity' is not supported yet")
+    from .sensitivity import policy_sensitivity
+
+    variants = []
+    for i, v in enumerate(vec.get("variants", [])):
+        if not isinstance(v, Mapping):
+            raise VectorFailure(f"variants[{i}] is not a table")
+        variants.append((v.get("label"), Policy.from_dict(v.get("config") or {})))
+    budget = _budget(vec)
+    items = [item_from_vector(d) for d in vec.get("items", [])]
+    report = policy_sensitivity(items, budget, variants)
+    exp = vec.get("expected") or {}
+    want_vars = exp.get("variants")
+    if want_vars is not None:
+        got_labels = [label for label, _ in report.variants]
+        want_labels = [w.get("label") for w in want_vars]
+        if got_labels != want_labels:
+            raise VectorFailure(f"variant labels {got_labels}, expected {want_labels}")
+        for (label, rep), w in zip(report.variants, want_vars):
+            if "included" in w:
+                got = [i.item.content for i in rep.included]
+                if got != list(w["included"]):
+                    raise VectorFailure(f"variant {label!r} included {got}, expected {list(w['included'])}")
+    if "diffs" in exp or want_vars is not None:
+        want = {}
+        for d in exp.get("diffs", []):
+            want[d.get("content")] = [(st.get("label"), st.get("status")) for st in d.get("statuses", [])]
+        got = {e.content: [(l, s.value) for l, s in e.statuses] for e in report.diffs}
+        if set(got) != set(want):
+            raise VectorFailure(f"swinging contents {sorted(got)}, expected {sorted(want)}")
+        for content, sts in want.items():
+            if got[content] != sts:
+                raise VectorFailure(f"statuses of {content!r}: {got[content]}, expected {sts}")
 
 
 RUNNERS = {

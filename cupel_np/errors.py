@@ -45,3 +45,9 @@ class TableTooLargeError(CupelError):
     """A knapsack DP keep table would exceed the configured cell limit."""
 
     code = "table_too_large"
+
+
+class TooFewVariantsError(InvalidConfigError):
+    """A sensitivity comparison was given fewer than two variants."""
+
+    code = "too_few_variants"

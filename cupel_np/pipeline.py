@@ -175,3 +175,9 @@ class Pipeline:
         if not isinstance(policy, Policy):
             raise InvalidInputTypeError(f"policy must be a Policy, got {type(policy).__name__}")
         return SelectionReport(self._run_single(items, budget, policy), 0)
+
+    def policy_sensitivity(self, items, budget: ContextBudget, variants, *, on_error: str = "raise"):
+        """Compare ``variants`` over ``items`` (the .NET extension method's shape)."""
+        from .sensitivity import policy_sensitivity
+
+        return policy_sensitivity(items, budget, variants, on_error=on_error)

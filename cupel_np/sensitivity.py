@@ -1,0 +1,417 @@
+"""Policy sensitivity: run several policy variants over the same items and say which items
+swing in or out.
+
+``policy_sensitivity`` is the upstream API (one item set). ``sweep`` is the batch entry point
+for one set or a corpus of many: every variant is one row of the ``[V, N]`` result matrices
+(see ``batch.run_sweep``), content-keyed statuses come from one scatter per variant, and swing
+rows from one reduction over the variant axis (bit-packed: a row swings when its packed bits
+are neither all zeros nor all ones). Reports and diff entries are built only when read.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from .batch import SweepRun, Variant, run_sweep
+from .budget import ContextBudget
+from .errors import CupelError, InvalidConfigError, InvalidInputTypeError, TooFewVariantsError
+from .items import ItemTable
+from .pipeline import Pipeline, PolicyRun, as_table
+from .policy import Policy
+from .report import REASON_NAMES, SelectionReport
+
+
+class ItemStatus(enum.Enum):
+    Included = "Included"
+    Excluded = "Excluded"
+
+
+@dataclass(frozen=True)
+class PolicySensitivityDiffEntry:
+    """One swinging content: its status under every (successful) variant, in input order."""
+
+    content: str
+    statuses: tuple[tuple[str, ItemStatus], ...]
+
+
+# --------------------------------------------------------------------------- variants
+def _as_variants(variants, budget, *, allow_budget: bool) -> list[Variant]:
+    if isinstance(variants, (str, bytes)) or not isinstance(variants, Sequence):
+        raise InvalidInputTypeError(
+            "variants must be a sequence of (label, Policy | Pipeline) pairs, got "
+            f"{type(variants).__name__}"
+        )
+    out: list[Variant] = []
+    seen: set[str] = set()
+    for i, v in enumerate(variants):
+        if isinstance(v, Variant):
+            label, pol, bud = v.label, v.policy, v.budget
+        else:
+            if not isinstance(v, (tuple, list)) or len(v) not in (2, 3):
+                raise InvalidInputTypeError(
+                    f"variant {i} must be a (label, Policy | Pipeline) pair"
+                    + (" or a (label, policy, budget) triple" if allow_budget else "")
+                    + f", got {v!r}"
+                )
+            if len(v) == 3 and not allow_budget:
+                raise InvalidInputTypeError(
+                    f"variant {i}: per-variant budgets belong to cupel_np.sweep; "
+                    "policy_sensitivity takes one explicit budget"
+                )
+            label, pol = v[0], v[1]
+            bud = v[2] if len(v) == 3 else budget
+        if not isinstance(label, str):
+            raise InvalidInputTypeError(f"variant {i}: label must be a string, got {label!r}")
+        if not label.strip():
+            raise InvalidConfigError(f"variant {i}: label must not be empty")
+        if label in seen:
+            raise InvalidConfigError(f"variant {i}: label {label!r} is used twice; labels must be unique")
+        seen.add(label)
+        if isinstance(pol, Pipeline):
+            pol = pol.policy
+        if not isinstance(pol, Policy):
+            raise InvalidInputTypeError(
+                f"variant {label!r}: expected a Policy or a Pipeline, got {type(pol).__name__}"
+            )
+        if not isinstance(bud, ContextBudget):
+            raise InvalidInputTypeError(
+                f"variant {label!r}: budget must be a ContextBudget, got {type(bud).__name__}"
+            )
+        out.append(Variant(label, pol, bud))
+    return out
+
+
+def _check_on_error(on_error: str) -> None:
+    if on_error not in ("raise", "collect"):
+        raise InvalidConfigError(f"on_error must be 'raise' or 'collect', got {on_error!r}")
+
+
+# --------------------------------------------------------------------------- sweep result
+class SweepResult:
+    """Every variant over every item set: matrices, tables and per-set reports.
+
+    Matrices (``included``, ``scores``, ``reasons``, ``positions``) are ``[N, V]`` in input row
+    order. A variant that failed on a set (e.g. overflow with the throw strategy) under
+    ``on_error="collect"`` is listed in ``errors`` and left out of that set's comparison."""
+
+    def __init__(self, run: SweepRun):
+        self.run = run
+        self.table: ItemTable = run.table
+        self.variants = run.variants
+        self.labels = [v.label for v in run.variants]
+        t = self.table
+        n_sets = t.n_sets
+        # content groups: (set, exact content) in order of first appearance
+        set_of_row = np.repeat(np.arange(n_sets, dtype=np.int64), np.diff(t.offsets))
+        n_content = int(t.content_id.max()) + 1 if t.n else 1
+        key = set_of_row * n_content + t.content_id
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.shape[0])
+        self.group_of_row = rank[inverse.reshape(-1)]
+        self.group_first_row = first[order]
+        self.group_set = set_of_row[self.group_first_row]
+        g = order.shape[0]
+        v = len(self.labels)
+        # failed (variant, set) cells
+        self.failed = np.zeros((v, n_sets), dtype=np.bool_)
+        for vi, errs in enumerate(run.errors):
+            for s in errs:
+                self.failed[vi, s] = True
+        # content-keyed status: Included if any copy of the content is included
+        status = np.zeros((g, v), dtype=np.bool_)
+        for vi in range(v):
+            status[self.group_of_row[run.included[vi]], vi] = True
+        self.status = status
+        if not self.failed.any():
+            packed = np.packbits(status, axis=1)
+            ones = np.packbits(np.ones(v, dtype=np.bool_))
+            self.swing = packed.any(axis=1) & (packed != ones).any(axis=1)
+        else:
+            valid = ~self.failed.T[self.group_set]  # [G, V]
+            n_inc = (status & valid).sum(axis=1)
+            self.swing = (n_inc > 0) & (n_inc < valid.sum(axis=1))
+        self.swing_groups = np.flatnonzero(self.swing)
+        self.group_offsets = np.searchsorted(self.group_set, np.arange(n_sets + 1))
+        self.swing_offsets = np.searchsorted(self.group_set[self.swing_groups], np.arange(n_sets + 1))
+
+    # -- matrices (input row order) ---------------------------------------------------
+    @cached_property
+    def _to_input(self) -> np.ndarray:
+        inv = np.empty_like(self.table.input_row)
+        inv[self.table.input_row] = np.arange(self.table.n)
+        return inv
+
+    @cached_property
+    def included(self) -> np.ndarray:
+        return self.run.included.T[self._to_input]
+
+    @cached_property
+    def scores(self) -> np.ndarray:
+        return self.run.scores.T[self._to_input]
+
+    @cached_property
+    def reasons(self) -> np.ndarray:
+        return self.run.reason.T[self._to_input]
+
+    @cached_property
+    def positions(self) -> np.ndarray:
+        return self.run.position.T[self._to_input]
+
+    @property
+    def errors(self) -> dict[str, dict[Any, CupelError]]:
+        """label -> {set key -> error} for every failed (variant, set)."""
+        t = self.table
+        return {
+            self.labels[v]: {t.set_keys[s]: e for s, e in sorted(errs.items())}
+            for v, errs in enumerate(self.run.errors) if errs
+        }
+
+    @property
+    def n_swing(self) -> int:
+        return int(self.swing_groups.shape[0])
+
+    # -- tables ---------------------------------------------------------------------------
+    def _set_name(self) -> str:
+        return self.table.set_column or "set"
+
+    def diffs_table(self) -> pa.Table:
+        """Swinging contents only: set key, content, one status column per variant
+        ("Included" / "Excluded"; null where that variant failed on that set)."""
+        t = self.table
+        gs = self.swing_groups
+        rows = self.group_first_row[gs]
+        cols: dict[str, Any] = {
+            self._set_name(): pa.array([t.set_keys[s] for s in self.group_set[gs]]) if t.set_column else pa.nulls(len(gs), pa.string()),
+            "content": t.content.take(pa.array(rows, pa.int64())),
+        }
+        names = np.array(["Excluded", "Included"])
+        for v, label in enumerate(self.labels):
+            st = names[self.status[gs, v].astype(np.int64)]
+            mask = self.failed[v, self.group_set[gs]]
+            cols[label] = pa.array(st, pa.string(), mask=mask)
+        return pa.table(cols)
+
+    def items_table(self) -> pa.Table:
+        """One row per input row: set key, content, and per variant included / score /
+        reason / position (null when excluded or when the variant failed on the set)."""
+        t = self.table
+        to_in = self._to_input
+        set_of_row = np.repeat(np.arange(t.n_sets), np.diff(t.offsets))[to_in]
+        cols: dict[str, Any] = {}
+        if t.set_column:
+            keys = pa.array(t.set_keys)
+            cols[self._set_name()] = keys.take(pa.array(set_of_row, pa.int64()))
+        cols["input_row"] = pa.array(np.arange(t.n, dtype=np.int64))
+        cols["content"] = t.content.take(pa.array(to_in, pa.int64()))
+        names = _reason_name_lut()
+        for v, label in enumerate(self.labels):
+            failed = self.failed[v, set_of_row]
+            inc = self.run.included[v][to_in]
+            cols[f"{label}.included"] = pa.array(inc, mask=failed)
+            cols[f"{label}.score"] = pa.array(self.run.scores[v][to_in], mask=failed)
+            codes = self.run.reason[v][to_in].astype(np.int64)
+            cols[f"{label}.reason"] = pa.array(names[codes + 1], pa.string(), mask=failed | (codes < 0))
+            cols[f"{label}.position"] = pa.array(self.run.position[v][to_in].astype(np.int64), mask=failed | ~inc)
+        return pa.table(cols)
+
+    def variants_table(self) -> pa.Table:
+        """Per variant and set: included count, tokens used, target, utilization, the number
+        of swinging contents in the set and how many of them this variant includes, error."""
+        t = self.table
+        run = self.run
+        n_sets = t.n_sets
+        swing_per_set = np.diff(self.swing_offsets)
+        rows: dict[str, list] = {k: [] for k in (
+            "variant", self._set_name(), "included_count", "tokens_used", "target_tokens",
+            "utilization", "swing_count", "swing_included", "error")}
+        seg = np.repeat(np.arange(n_sets), np.diff(t.offsets))
+        for v, var in enumerate(self.variants):
+            inc = run.included[v]
+            cnt = np.bincount(seg[inc], minlength=n_sets)
+            tok = np.bincount(seg[inc], weights=t.tokens[inc], minlength=n_sets).astype(np.int64)
+            sw_inc = np.bincount(self.group_set[self.swing_groups], weights=self.status[self.swing_groups, v], minlength=n_sets).astype(np.int64)
+            target = var.budget.target_tokens
+            for s in range(n_sets):
+                failed = bool(self.failed[v, s])
+                rows["variant"].append(var.label)
+                rows[self._set_name()].append(t.set_keys[s])
+                rows["included_count"].append(None if failed else int(cnt[s]))
+                rows["tokens_used"].append(None if failed else int(tok[s]))
+                rows["target_tokens"].append(target)
+                rows["utilization"].append(None if failed else (float(tok[s]) / target if target else 0.0))
+                rows["swing_count"].append(int(swing_per_set[s]))
+                rows["swing_included"].append(None if failed else int(sw_inc[s]))
+                rows["error"].append(str(run.errors[v][s]) if failed else None)
+        return pa.table(rows)
+
+    # -- reports --------------------------------------------------------------------------
+    def report(self, set_key=None) -> "PolicySensitivityReport":
+        return PolicySensitivityReport(self, self.table.segment_of(set_key))
+
+    def selection_report(self, label: str, set_key=None) -> SelectionReport:
+        v = self.labels.index(label)
+        return SelectionReport(PolicyRun(self.run, v), self.table.segment_of(set_key))
+
+
+def _reason_name_lut() -> np.ndarray:
+    from .batch import R_TRUNCATED
+
+    names = ["" for _ in range(130)]
+    for code, name in REASON_NAMES.items():
+        names[code + 1] = name
+    names[R_TRUNCATED + 1] = "BudgetExceeded"
+    return np.array(names, dtype=object)
+
+
+# --------------------------------------------------------------------------- report
+class _LazyDiffs(Sequence):
+    """``report.diffs``: a sequence whose entries are built only when indexed."""
+
+    def __init__(self, result: SweepResult, seg: int):
+        self._r = result
+        self._lo = int(result.swing_offsets[seg])
+        self._hi = int(result.swing_offsets[seg + 1])
+        self._ok = [v for v in range(len(result.labels)) if not result.failed[v, seg]]
+
+    def __len__(self) -> int:
+        return self._hi - self._lo
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        r = self._r
+        g = r.swing_groups[self._lo + i]
+        content = r.table.content[int(r.group_first_row[g])].as_py()
+        st = r.status[g]
+        return PolicySensitivityDiffEntry(
+            content,
+            tuple((r.labels[v], ItemStatus.Included if st[v] else ItemStatus.Excluded) for v in self._ok),
+        )
+
+    def __iter__(self) -> Iterator[PolicySensitivityDiffEntry]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} diff entries>"
+
+
+class PolicySensitivityReport:
+    """``variants``: (label, SelectionReport) in input order (variants that failed under
+    ``on_error="collect"`` are in ``failed`` instead); ``diffs``: swinging contents, ordered by
+    the first input row holding the content."""
+
+    def __init__(self, result: SweepResult, seg: int):
+        self._result = result
+        self._seg = seg
+        self.failed: list[tuple[str, CupelError]] = [
+            (result.labels[v], result.run.errors[v][seg])
+            for v in range(len(result.labels)) if result.failed[v, seg]
+        ]
+        self.variants: list[tuple[str, SelectionReport]] = [
+            (result.labels[v], SelectionReport(PolicyRun(result.run, v), seg))
+            for v in range(len(result.labels)) if not result.failed[v, seg]
+        ]
+        self.diffs = _LazyDiffs(result, seg)
+
+    def __repr__(self) -> str:
+        return f"PolicySensitivityReport(variants={[l for l, _ in self.variants]}, diffs={len(self.diffs)})"
+
+
+# --------------------------------------------------------------------------- entry points
+def sweep(items, budget: ContextBudget | None, variants, *, on_error: str = "raise",
+          progress: bool | None = None) -> SweepResult:
+    """Run every variant over every item set of ``items`` (an ItemTable, possibly with a set
+    column, or a sequence of ContextItems). A variant is ``(label, Policy | Pipeline)`` or
+    ``(label, policy, budget)``; ``budget`` is the default for variants without one.
+    ``on_error="collect"`` records a failing (variant, set) instead of raising.
+    ``progress``: report per-variant progress on stderr (default: when stderr is a terminal)."""
+    _check_on_error(on_error)
+    table = as_table(items)
+    if budget is not None and not isinstance(budget, ContextBudget):
+        raise InvalidInputTypeError(f"budget must be a ContextBudget, got {type(budget).__name__}")
+    vs = _as_variants(variants, budget, allow_budget=True)
+    if not vs:
+        raise InvalidConfigError("sweep needs at least one variant")
+    reserved = {"content", "input_row", table.set_column or "set"}
+    for v in vs:
+        if v.label in reserved:
+            raise InvalidConfigError(f"variant label {v.label!r} clashes with a result column name")
+    cb = _progress_callback(progress, len(vs))
+    run = run_sweep(table, vs, progress=cb)
+    if cb is not None:
+        cb.finish()
+    if on_error == "raise":
+        for errs in run.errors:
+            if errs:
+                raise errs[min(errs)]
+    return SweepResult(run)
+
+
+def policy_sensitivity(items, budget: ContextBudget, variants, *, on_error: str = "raise") -> PolicySensitivityReport:
+    """The spec's policy sensitivity over ONE item set: every variant's SelectionReport and
+    the contents whose inclusion differs between at least two variants."""
+    _check_on_error(on_error)
+    if not isinstance(budget, ContextBudget):
+        raise InvalidInputTypeError(f"budget must be a ContextBudget, got {type(budget).__name__}")
+    vs = _as_variants(variants, budget, allow_budget=False)
+    if len(vs) < 2:
+        raise TooFewVariantsError("policy_sensitivity requires at least 2 variants")
+    table = as_table(items)
+    if table.n_sets != 1:
+        raise InvalidConfigError(
+            f"policy_sensitivity compares variants over one item set, but this table holds "
+            f"{table.n_sets} sets (set column {table.set_column!r}); use cupel_np.sweep(...) and "
+            "result.report(set_key)"
+        )
+    run = run_sweep(table, vs)
+    if on_error == "raise":
+        for errs in run.errors:
+            if errs:
+                raise errs[min(errs)]
+    return SweepResult(run).report(table.set_keys[0])
+
+
+def policy_sensitivity_from_pipelines(items, budget: ContextBudget, variants, *, on_error: str = "raise"):
+    """``policy_sensitivity`` with ``(label, Pipeline)`` variants (upstream parity)."""
+    for i, v in enumerate(variants):
+        if isinstance(v, (tuple, list)) and len(v) == 2 and not isinstance(v[1], Pipeline):
+            raise InvalidInputTypeError(f"variant {i}: expected a Pipeline, got {type(v[1]).__name__}")
+    return policy_sensitivity(items, budget, variants, on_error=on_error)
+
+
+class _Progress:
+    def __init__(self, total: int, stream):
+        self.total = total
+        self.stream = stream
+
+    def __call__(self, done: int, total: int) -> None:
+        width = 30
+        filled = int(width * done / total)
+        self.stream.write(f"\rvariants [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+def _progress_callback(progress: bool | None, total: int):
+    stream = sys.stderr
+    if progress is None:
+        progress = bool(getattr(stream, "isatty", lambda: False)())
+    return _Progress(total, stream) if progress else None

@@ -1,0 +1,191 @@
+"""Policy sensitivity and sweeps: sweep == policy_sensitivity == V separate dry runs diffed by
+hand (content-keyed, one status per content), on generated inputs with duplicates; plus the
+API's errors and tables."""
+
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import strategies as S  # noqa: E402
+
+import cupel_np as c  # noqa: E402
+from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError  # noqa: E402
+
+PROPS = settings(max_examples=120, deadline=None, database=None,
+                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def _budget(d):
+    return c.ContextBudget(**d)
+
+
+def _by_hand(items, budget, variants):
+    """V separate dry runs, diffed by content: Included if any copy is included. A variant
+    may carry its own budget as a third element."""
+    ok, failed, status = [], [], {}
+    for label, pol, *own in variants:
+        try:
+            rep = c.Pipeline(pol).dry_run(items, own[0] if own else budget)
+        except CupelError as e:
+            failed.append((label, e.code))
+            continue
+        ok.append((label, [i.item.content for i in rep.included]))
+        inc = {i.item.content for i in rep.included}
+        for it in items:
+            status.setdefault(it.content, {})[label] = it.content in inc
+    diffs = {}
+    for content, by_label in status.items():
+        vals = [by_label[l] for l, _ in ok]
+        if any(vals) and not all(vals):
+            diffs[content] = [(l, "Included" if by_label[l] else "Excluded") for l, _ in ok]
+    return ok, failed, diffs
+
+
+def _variants(draw_configs):
+    return [(f"v{i}", c.Policy.from_dict(cfg)) for i, cfg in enumerate(draw_configs)]
+
+
+@PROPS
+@given(items=S.item_lists(max_size=10), budget=S.budgets(), configs=st.lists(S.configs(), min_size=2, max_size=4))
+def test_policy_sensitivity_equals_dry_runs_diffed_by_hand(items, budget, configs):
+    items = [c.ContextItem(**d) for d in items]
+    budget = _budget(budget)
+    variants = _variants(configs)
+    ok, failed, diffs = _by_hand(items, budget, variants)
+    rep = c.policy_sensitivity(items, budget, variants, on_error="collect")
+    assert [(l, [i.item.content for i in r.included]) for l, r in rep.variants] == ok
+    assert [(l, e.code) for l, e in rep.failed] == failed
+    got = {e.content: [(l, s.value) for l, s in e.statuses] for e in rep.diffs}
+    assert got == diffs
+    assert len(rep.diffs) == len(diffs)  # one entry per content, never two
+    if failed:
+        with pytest.raises(CupelError) as ei:
+            c.policy_sensitivity(items, budget, variants)
+        assert ei.value.code == failed[0][1] and repr(failed[0][0]) in str(ei.value)
+
+
+@PROPS
+@given(data=S.item_sets(max_sets=4, max_items=8), budgets=st.lists(S.budgets(), min_size=2, max_size=3),
+       configs=st.lists(S.configs(), min_size=2, max_size=3))
+def test_sweep_over_many_sets_equals_per_set_sensitivity(data, budgets, configs):
+    sets, interleaving = data
+    rows = [dict(sets[s][k], session=f"s{s}") for s, k in interleaving]
+    table = c.ItemTable.from_items(rows, set_column="session")
+    variants = [(f"v{i}", c.Policy.from_dict(cfg), _budget(budgets[i % len(budgets)]))
+                for i, cfg in enumerate(configs)]
+    res = c.sweep(table, None, variants, on_error="collect")
+    assert res.included.shape == (len(rows), len(variants))
+    n_swing = 0
+    for s, items in enumerate(sets):
+        items = [c.ContextItem(**d) for d in items]
+        key = f"s{s}"
+        rep = res.report(key)
+        for i, (label, pol, bud) in enumerate(variants):
+            try:
+                one = c.Pipeline(pol).dry_run(items, bud)
+            except CupelError as e:
+                assert res.errors[label][key].code == e.code
+                continue
+            got = dict(rep.variants)[label]
+            assert [x.item.content for x in got.included] == [x.item.content for x in one.included]
+            assert [(x.item.content, x.reason) for x in got.excluded] == [(x.item.content, x.reason) for x in one.excluded]
+        _, _, diffs = _by_hand(items, None, variants)
+        assert {e.content: [(l, st.value) for l, st in e.statuses] for e in rep.diffs} == diffs
+        n_swing += len(rep.diffs)
+    dt = res.diffs_table()
+    assert dt.num_rows == n_swing == res.n_swing
+    # the items table keeps every input row, in input order
+    it = res.items_table()
+    assert it.num_rows == len(rows)
+    assert it.column("content").to_pylist() == [r["content"] for r in rows]
+
+
+def test_errors_and_labels():
+    items = [c.ContextItem("a", 10)]
+    b = c.ContextBudget(100, 50)
+    p = c.Policy(c.RecencyScorer())
+    with pytest.raises(c.TooFewVariantsError, match="policy_sensitivity requires at least 2 variants") as ei:
+        c.policy_sensitivity(items, b, [("only", p)])
+    assert isinstance(ei.value, ValueError)
+    with pytest.raises(InvalidConfigError, match="label 'x' is used twice"):
+        c.policy_sensitivity(items, b, [("x", p), ("x", p)])
+    with pytest.raises(InvalidConfigError, match="label must not be empty"):
+        c.policy_sensitivity(items, b, [("", p), ("y", p)])
+    with pytest.raises(InvalidInputTypeError, match="variant 'y': expected a Policy or a Pipeline, got dict"):
+        c.policy_sensitivity(items, b, [("x", p), ("y", {})])
+    with pytest.raises(InvalidInputTypeError, match="budget must be a ContextBudget"):
+        c.policy_sensitivity(items, {"max_tokens": 1}, [("x", p), ("y", p)])
+    with pytest.raises(InvalidInputTypeError, match="variant 'y': budget must be a ContextBudget"):
+        c.sweep(items, b, [("x", p), ("y", p, 5)])
+    many = c.ItemTable.from_items([{"content": "a", "tokens": 1, "s": 1}, {"content": "b", "tokens": 1, "s": 2}], set_column="s")
+    with pytest.raises(InvalidConfigError, match="use cupel_np.sweep"):
+        c.policy_sensitivity(many, b, [("x", p), ("y", p)])
+
+
+def test_duplicate_content_gets_one_status_per_variant():
+    # upstream emits one status per copy, so a content can be both Included and Excluded
+    # under the same variant; here a content is Included when any copy is.
+    items = [c.ContextItem("dup", 40, priority=10, future_relevance_hint=0.0),
+             c.ContextItem("other", 40, priority=5, future_relevance_hint=0.5),
+             c.ContextItem("dup", 40, priority=1, future_relevance_hint=1.0)]
+    b = c.ContextBudget(50, 40)
+    by_prio = c.Policy(c.PriorityScorer(), deduplication=False)
+    by_hint = c.Policy(c.ReflexiveScorer(), deduplication=False)
+    rep = c.policy_sensitivity(items, b, [("prio", by_prio), ("hint", by_hint)])
+    assert [i.item.priority for i in dict(rep.variants)["prio"].included] == [10]
+    assert [i.item.priority for i in dict(rep.variants)["hint"].included] == [1]
+    assert len(rep.diffs) == 0  # "dup" is Included under both
+
+
+def test_collect_reports_failed_variant_never_drops_it():
+    items = [c.ContextItem("pin", 80, pinned=True), c.ContextItem("a", 10)]
+    b = c.ContextBudget(100, 50)
+    throw = c.Policy(c.RecencyScorer(), overflow_strategy="throw")
+    proceed = c.Policy(c.RecencyScorer(), overflow_strategy="proceed")
+    truncate = c.Policy(c.RecencyScorer(), overflow_strategy="truncate")
+    with pytest.raises(c.BudgetOverflowError, match="variant 'throw'"):
+        c.policy_sensitivity(items, b, [("throw", throw), ("proceed", proceed)])
+    rep = c.policy_sensitivity(items, b, [("throw", throw), ("proceed", proceed), ("truncate", truncate)], on_error="collect")
+    assert [l for l, _ in rep.failed] == ["throw"] and rep.failed[0][1].code == "overflow"
+    assert [l for l, _ in rep.variants] == ["proceed", "truncate"]
+    res = c.sweep(items, b, [("throw", throw), ("proceed", proceed)], on_error="collect")
+    vt = res.variants_table().to_pylist()
+    assert vt[0]["variant"] == "throw" and "exceeding the target budget" in vt[0]["error"]
+    assert vt[0]["included_count"] is None and vt[1]["included_count"] == 1
+    assert res.diffs_table().num_rows == 0
+
+
+def test_pipeline_method_and_from_pipelines():
+    items = [c.ContextItem("a", 40, priority=10, future_relevance_hint=0.1),
+             c.ContextItem("b", 40, priority=1, future_relevance_hint=0.9)]
+    b = c.ContextBudget(50, 40)
+    pa_, pr = c.Pipeline(c.Policy(c.PriorityScorer())), c.Pipeline(c.Policy(c.ReflexiveScorer()))
+    r1 = pa_.policy_sensitivity(items, b, [("priority", pa_), ("reflexive", pr)])
+    r2 = c.policy_sensitivity_from_pipelines(items, b, [("priority", pa_), ("reflexive", pr)])
+    for r in (r1, r2):
+        assert sorted((d.content, d.statuses[0][1].value) for d in r.diffs) == [("a", "Included"), ("b", "Excluded")]
+    with pytest.raises(InvalidInputTypeError, match="expected a Pipeline"):
+        c.policy_sensitivity_from_pipelines(items, b, [("x", pa_.policy), ("y", pr)])
+
+
+def test_tables_shape_and_types():
+    t = c.ItemTable.from_parquet(Path(__file__).resolve().parents[1] / "data" / "sample_sessions.parquet", set_column="session_id")
+    res = c.sweep(t, c.ContextBudget(8000, 6000, 1000), [("chat", c.preset("chat")), ("rag", c.preset("rag")),
+                                                         ("small", c.preset("chat"), c.ContextBudget(4000, 3000))])
+    dt = res.diffs_table()
+    assert dt.column_names == ["session_id", "content", "chat", "rag", "small"]
+    assert set(dt.column("rag").to_pylist()) <= {"Included", "Excluded"}
+    it = res.items_table()
+    assert it.num_rows == t.n and it.schema.field("chat.score").type == pa.float64()
+    vt = res.variants_table()
+    assert vt.num_rows == 3 * t.n_sets
+    small = [r for r in vt.to_pylist() if r["variant"] == "small"]
+    assert all(r["tokens_used"] <= 3000 or r["error"] for r in small)
+    # a budget sweep: halving the budget never adds included items in these greedy runs
+    assert res.included[:, 2].sum() < res.included[:, 0].sum()
