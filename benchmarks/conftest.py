@@ -13,16 +13,19 @@ def make_table(n: int, seed: int = 7, n_tags: int = 2000) -> ItemTable:
     k = rng.integers(0, 5, n)
     flat = np.minimum(rng.zipf(1.3, k.sum()) - 1, len(vocab) - 1)
     offsets = np.concatenate([[0], np.cumsum(k)])
-    tags = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(vocab[flat]))
+    tags = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(vocab).take(pa.array(flat)))
     kinds = np.array(["Message", "message", "Document", "ToolOutput", "Memory", "SystemPrompt"])
     trust = np.array(["0.1", "0.5", "0.9", "high", "1.5"])
-    md = pa.array([[("cupel:trust", trust[i % 5])] if i % 3 else [] for i in range(n)],
-                  pa.map_(pa.string(), pa.string()))
+    has = (np.arange(n) % 3) != 0
+    md_off = np.concatenate([[0], np.cumsum(has)]).astype(np.int32)
+    md = pa.MapArray.from_arrays(
+        pa.array(md_off), pa.array(["cupel:trust"]).take(pa.array(np.zeros(int(has.sum()), dtype=np.int64))),
+        pa.array(trust).take(pa.array((np.arange(n) % 5)[has])))
     ts = (1_700_000_000_000_000 + rng.integers(0, 10**12, n)).astype("datetime64[us]")
     table = pa.table({
         "content": pa.array([f"item {i}" for i in range(n)]),
         "tokens": rng.integers(1, 2000, n),
-        "kind": kinds[rng.integers(0, len(kinds), n)],
+        "kind": pa.array(kinds).take(pa.array(rng.integers(0, len(kinds), n))),
         "priority": pa.array(rng.integers(0, 100, n), mask=rng.random(n) < 0.5),
         "tags": tags,
         "metadata": md,

@@ -115,7 +115,9 @@ class SweepRun:
         self.included = np.zeros((v, n), dtype=np.bool_)
         self.reason = np.full((v, n), -1, dtype=np.int8)
         self.position = np.full((v, n), -1, dtype=np.int32)
-        self.scores = np.zeros((v, n), dtype=np.float64)
+        # scores are not stored per variant: scores_for(v) rebuilds them from the shared base
+        # columns (8 bytes per item per variant saved)
+        self._plan = None
         self.effective_target = np.zeros((v, s), dtype=np.int64)
         self.avail_slice = np.zeros((v, s), dtype=np.int64)
         self.avail_place = np.zeros((v, s), dtype=np.int64)
@@ -130,6 +132,21 @@ class SweepRun:
     @property
     def n_variants(self) -> int:
         return len(self.variants)
+
+    def scores_for(self, v: int) -> np.ndarray:
+        """Variant ``v``'s report scores per row: its composite score for scoreable rows,
+        1.0 for pinned rows, 0.0 for negative-token rows."""
+        base, term_off, term_col, term_w = self._plan
+        cls = self.classified
+        out = np.zeros(self.table.n, dtype=np.float64)
+        out[cls.sc_rows] = _one_variant(base, term_off, term_col, term_w, v)
+        out[cls.pin_rows] = 1.0
+        return out
+
+    @property
+    def scores(self) -> np.ndarray:
+        """``[V, N]`` score matrix (built on access)."""
+        return np.stack([self.scores_for(v) for v in range(self.n_variants)]) if self.n_variants else np.zeros((0, self.table.n))
 
 
 def _score_plan(variants: Sequence[Variant], ctx: ScoreContext):
@@ -152,6 +169,11 @@ def _score_plan(variants: Sequence[Variant], ctx: ScoreContext):
     for child, j in cols.items():
         base[:, j] = ctx.score(child)
     return base, np.array(term_off, dtype=np.int64), np.array(term_col, dtype=np.int64), np.array(term_w, dtype=np.float64)
+
+
+def _one_variant(base, term_off, term_col, term_w, v: int) -> np.ndarray:
+    a, b = int(term_off[v]), int(term_off[v + 1])
+    return variant_scores(base, np.array([0, b - a], dtype=np.int64), term_col[a:b], term_w[a:b])[0]
 
 
 def _set_label(table: ItemTable, s: int) -> str:
@@ -178,8 +200,9 @@ def run_sweep(
     out = SweepRun(table, variants, cls)
     sc_rows, sc_off = cls.sc_rows, cls.sc_offsets
     m = len(sc_rows)
-    base, term_off, term_col, term_w = _score_plan(variants, ctx)
-    all_scores = variant_scores(base, term_off, term_col, term_w)
+    out._plan = plan = _score_plan(variants, ctx)
+    if score_context is None:
+        del ctx  # the base matrix holds every column the variants need
     members, goff = duplicate_groups(table.content_id[sc_rows], sc_off)
     neg_rows = np.flatnonzero(cls.negative)
     sc_tok = table.tokens[sc_rows]
@@ -200,7 +223,7 @@ def run_sweep(
         score_row[:] = 0.0
         seq[:] = -1
         pos64[:] = -1
-        sc = all_scores[v]
+        sc = _one_variant(*plan, v)
         avail = bud.max_tokens - bud.output_reserve
         for s in np.flatnonzero(cls.pinned_tokens > avail):
             errors[int(s)] = PinnedExceedsBudgetError(
@@ -304,7 +327,6 @@ def run_sweep(
             out.count_cap.append((np.zeros(0, np.int64),) * 3)
         kept_tok = segment_sums(np.where(included, table.tokens, 0), table.offsets)
         out.avail_place[v] = bud.target_tokens - kept_tok
-        out.scores[v] = score_row
         out.position[v] = pos64
         if progress is not None:
             progress(v + 1, len(variants))

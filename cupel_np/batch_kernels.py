@@ -29,35 +29,34 @@ def variant_scores(base, term_off, term_col, term_w):
     return out
 
 
-@jit
-def duplicate_groups(content_id, offsets):
+def duplicate_groups(content_id: np.ndarray, offsets: np.ndarray):
     """Groups of equal content inside each segment (only groups of 2 or more). Returns
-    ``(members, group_offsets)``: members of a group are positions in ascending order."""
+    ``(members, group_offsets)``: members of a group are positions in ascending order.
+
+    Content ids are global, so only ids seen twice anywhere can form a group; those few
+    positions are grouped with one stable lexsort (usually none at all)."""
     n = content_id.shape[0]
-    members = np.empty(n, dtype=np.int64)
-    goff = np.zeros(n + 1, dtype=np.int64)
-    n_mem = 0
-    n_grp = 0
-    for s in range(offsets.shape[0] - 1):
-        lo = offsets[s]
-        hi = offsets[s + 1]
-        if hi - lo <= 1:
-            continue
-        order = np.argsort(content_id[lo:hi], kind="mergesort") + lo
-        m = hi - lo
-        j = 0
-        while j < m:
-            k = j
-            while k + 1 < m and content_id[order[k + 1]] == content_id[order[j]]:
-                k += 1
-            if k > j:
-                for q in range(j, k + 1):
-                    members[n_mem] = order[q]
-                    n_mem += 1
-                n_grp += 1
-                goff[n_grp] = n_mem
-            j = k + 1
-    return members[:n_mem], goff[: n_grp + 1]
+    empty = np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    if n < 2:
+        return empty
+    counts = np.bincount(content_id)
+    cand = np.flatnonzero(counts[content_id] >= 2)
+    if cand.size == 0:
+        return empty
+    seg = np.searchsorted(offsets, cand, side="right") - 1
+    ids = content_id[cand]
+    order = np.lexsort((cand, ids, seg))
+    cand, ids, seg = cand[order], ids[order], seg[order]
+    new = np.ones(cand.size, dtype=np.bool_)
+    new[1:] = (ids[1:] != ids[:-1]) | (seg[1:] != seg[:-1])
+    start = np.flatnonzero(new)
+    size = np.diff(np.append(start, cand.size))
+    keep = np.repeat(size >= 2, size)
+    members = cand[keep]
+    sizes = size[size >= 2]
+    goff = np.zeros(sizes.size + 1, dtype=np.int64)
+    np.cumsum(sizes, out=goff[1:])
+    return members.astype(np.int64), goff
 
 
 @jit

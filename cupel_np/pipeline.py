@@ -48,7 +48,7 @@ class PolicyRun:
         self.budget = var.budget
         self.label = var.label
         self.included = sweep.included[v]
-        self.score = sweep.scores[v]
+        self.score = sweep.scores_for(v)
         self.reason = sweep.reason[v]
         self.position = sweep.position[v]
         self.effective_target = sweep.effective_target[v]

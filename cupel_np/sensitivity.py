@@ -217,7 +217,7 @@ class SweepResult:
             failed = self.failed[v, set_of_row]
             inc = self.run.included[v][to_in]
             cols[f"{label}.included"] = pa.array(inc, mask=failed)
-            cols[f"{label}.score"] = pa.array(self.run.scores[v][to_in], mask=failed)
+            cols[f"{label}.score"] = pa.array(self.run.scores_for(v)[to_in], mask=failed)
             codes = self.run.reason[v][to_in].astype(np.int64)
             cols[f"{label}.reason"] = pa.array(names[codes + 1], pa.string(), mask=failed | (codes < 0))
             cols[f"{label}.position"] = pa.array(self.run.position[v][to_in].astype(np.int64), mask=failed | ~inc)

@@ -66,19 +66,33 @@ def dedup_survivors(content_id, score, offsets):
     return winner
 
 
+#: segments at least this long are sorted by NumPy's (much faster) stable sort instead of
+#: inside the kernel; a corpus of small sets never leaves the kernel
+BIG_SEGMENT = 65536
+
+
 @jit
-def sort_segments(score, offsets):
-    """Stable per-segment order by score descending (NaN lowest); returns positions."""
-    n = score.shape[0]
-    out = np.empty(n, dtype=np.int64)
+def _sort_small_segments(score, offsets, out):
     for s in range(offsets.shape[0] - 1):
         lo = offsets[s]
         hi = offsets[s + 1]
-        if hi - lo == 0:
+        if hi - lo == 0 or hi - lo >= BIG_SEGMENT:
             continue
         order = np.argsort(_desc_key(score[lo:hi]), kind="mergesort")
         for j in range(hi - lo):
             out[lo + j] = order[j] + lo
+
+
+def sort_segments(score, offsets):
+    """Stable per-segment order by score descending (NaN lowest); returns positions."""
+    out = np.empty(score.shape[0], dtype=np.int64)
+    _sort_small_segments(score, offsets, out)
+    sizes = np.diff(offsets)
+    for s in np.flatnonzero(sizes >= BIG_SEGMENT):
+        lo, hi = int(offsets[s]), int(offsets[s + 1])
+        seg = score[lo:hi]
+        key = np.where(np.isnan(seg), np.inf, -seg)
+        out[lo:hi] = np.argsort(key, kind="stable") + lo
     return out
 
 

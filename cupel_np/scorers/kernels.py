@@ -38,7 +38,8 @@ def rank_scores(values, valid, offsets):
         if count == 1:
             out[idx[0]] = 1.0
             continue
-        order = np.argsort(vals, kind="mergesort")
+        # equal values share a rank, so the sort need not be stable
+        order = np.argsort(vals, kind="quicksort")
         denom = np.float64(count - 1)
         rank = 0
         for j in range(count):

@@ -6,7 +6,7 @@ score-sorted position is exactly (score desc, index asc), so the pipeline's scor
 needed for greedy at all. And only a prefix of the density order can matter: once the remaining
 budget is smaller than every not-yet-visited candidate's token count, nothing later can be
 selected. ``greedy_segments`` therefore selects a density threshold with a linear-time
-partition, sorts only the candidates at or above it, scans them, and widens the prefix (x4)
+partition, sorts only the candidates at or above it, scans them, and widens the prefix (x8)
 only when some item beyond it could still fit. Result: O(n) per segment plus the sort of a
 prefix that is usually a few thousand items, with output identical to the spec's.
 """
@@ -40,13 +40,13 @@ def greedy_segments(tok, score, offsets, targets, rank):
         target = targets[s]
         if k == 0 or target <= 0:
             continue
-        dens = np.empty(k, dtype=np.float64)
+        keyd = np.empty(k, dtype=np.float64)  # density descending, NaN last
         for j in range(k):
             t = tok[lo + j]
-            dens[j] = MAX_FLOAT if t == 0 else score[lo + j] / np.float64(t)
-        keyd = _desc_key(dens)
+            d = MAX_FLOAT if t == 0 else score[lo + j] / np.float64(t)
+            keyd[j] = np.inf if d != d else -d
         keys = _desc_key(score[lo:hi])
-        limit = 1024
+        limit = 16384
         while True:
             if k <= FULL_SORT_BELOW or limit >= k:
                 prefix = _lex_order(keyd, keys, np.arange(k))
@@ -84,4 +84,4 @@ def greedy_segments(tok, score, offsets, targets, rank):
                 break
             for j in range(prefix.shape[0]):  # undo and widen the prefix
                 rank[lo + prefix[j]] = -1
-            limit *= 4
+            limit *= 8
