@@ -1,0 +1,114 @@
+"""Code paths that only large sets reach (the property tests use small sets): greedy's
+density-prefix selection, NumPy's sort for big segments, the rank scorers' quicksort, the
+frequency scorer's bitsets, and duplicate grouping. Each is compared with the naive oracle or
+a brute-force formula on a few thousand items."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import naive  # noqa: E402
+
+from cupel_np import stages  # noqa: E402
+from cupel_np.batch_kernels import duplicate_groups  # noqa: E402
+from cupel_np.scorers import kernels as sck  # noqa: E402
+from cupel_np.slicers.greedy import greedy_segments  # noqa: E402
+
+
+def _naive_greedy(tokens, scores, target):
+    # the spec's input is the score-sorted list; naive returns positions in that list
+    order = sorted(range(len(scores)), key=lambda i: naive._score_desc_key(scores[i]) + (i,))
+    scored = [({"content": f"c{i}", "tokens": int(tokens[i])}, float(scores[i])) for i in order]
+    picked = naive.slice_items(scored, target, {"slicer": "greedy"})[0]
+    return [order[p] for p in picked]
+
+
+@pytest.mark.parametrize("seed, n, target", [(0, 20_000, 64_000), (1, 30_000, 5_000), (2, 12_000, 2_000_000), (3, 25_000, 1)])
+def test_greedy_prefix_selection_matches_spec(seed, n, target):
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(0, 2000, n)
+    tokens[rng.random(n) < 0.01] = 0  # zero-token items
+    scores = np.round(rng.random(n), 2)  # coarse scores: many equal densities and scores
+    scores[rng.random(n) < 0.01] = np.nan
+    rank = np.full(n, -1, dtype=np.int64)
+    greedy_segments(tokens, scores, np.array([0, n]), np.array([target]), rank)
+    got = list(np.flatnonzero(rank >= 0)[np.argsort(rank[rank >= 0])])
+    assert got == _naive_greedy(tokens, scores, target)
+
+
+def test_greedy_segments_many_sets_match_one_set_each():
+    rng = np.random.default_rng(5)
+    sizes = [5000, 1, 0, 7000]
+    off = np.concatenate([[0], np.cumsum(sizes)])
+    tokens = rng.integers(1, 300, off[-1])
+    scores = rng.random(off[-1])
+    targets = np.array([3000, 10, 50, 0])
+    rank = np.full(off[-1], -1, dtype=np.int64)
+    greedy_segments(tokens, scores, off, targets, rank)
+    for s in range(len(sizes)):
+        lo, hi = off[s], off[s + 1]
+        one = np.full(hi - lo, -1, dtype=np.int64)
+        greedy_segments(tokens[lo:hi], scores[lo:hi], np.array([0, hi - lo]), targets[s:s + 1], one)
+        assert (rank[lo:hi] == one).all()
+
+
+def test_big_segment_sort_is_stable_descending_nan_last():
+    rng = np.random.default_rng(3)
+    n = stages.BIG_SEGMENT + 5000
+    score = np.round(rng.random(n), 3)
+    score[::97] = np.nan
+    small = 300
+    off = np.array([0, small, n])
+    order = stages.sort_segments(score, off)
+    for lo, hi in ((0, small), (small, n)):
+        want = sorted(range(lo, hi), key=lambda i: (np.isnan(score[i]), -np.nan_to_num(score[i]), i))
+        assert list(order[lo:hi]) == want
+
+
+def test_rank_scores_quicksort_matches_strict_rank_formula():
+    rng = np.random.default_rng(4)
+    n = 50_000
+    vals = rng.integers(0, 300, n)
+    valid = rng.random(n) < 0.8
+    got = sck.rank_scores(vals, valid, np.array([0, n]))
+    v = np.sort(vals[valid])
+    rank = np.searchsorted(v, vals, side="left")
+    want = np.where(valid, rank / (valid.sum() - 1), 0.0)
+    assert np.array_equal(got, want)
+
+
+def test_frequency_bitset_path_matches_naive():
+    rng = np.random.default_rng(6)
+    n = 1500  # 24 words per bitset: tags with more than 24 items take the bitset path
+    vocab = ["a", "A", "b", "c", "d"] + [f"t{i}" for i in range(200)]
+    items = []
+    for i in range(n):
+        k = int(rng.integers(0, 4))
+        items.append({"content": f"x{i}", "tokens": 1,
+                      "tags": [vocab[min(int(rng.zipf(1.5)) - 1, len(vocab) - 1)] for _ in range(k)]})
+    flat = [naive.ascii_fold(t) for it in items for t in it["tags"]]
+    ids = {t: j for j, t in enumerate(dict.fromkeys(flat))}
+    offs = np.concatenate([[0], np.cumsum([len(it["tags"]) for it in items])])
+    got = sck.frequency_scores(offs, np.array([ids[t] for t in flat], dtype=np.int64), len(ids), np.array([0, n]))
+    want = naive.score_items(items, {"type": "frequency"})
+    assert np.allclose(got, want, atol=1e-12, rtol=0)
+
+
+def test_duplicate_groups_match_brute_force():
+    rng = np.random.default_rng(8)
+    n = 5000
+    cid = rng.integers(0, 3000, n)
+    off = np.array([0, 1000, 1000, 3500, n])
+    members, goff = duplicate_groups(cid, off)
+    got = sorted(tuple(members[goff[g]:goff[g + 1]]) for g in range(len(goff) - 1))
+    want = []
+    for s in range(len(off) - 1):
+        by = {}
+        for p in range(off[s], off[s + 1]):
+            by.setdefault(cid[p], []).append(p)
+        want += [tuple(v) for v in by.values() if len(v) > 1]
+    assert got == sorted(want)
