@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -53,3 +55,174 @@ def _inverse(perm):
     inv = np.empty_like(perm)
     inv[perm] = np.arange(len(perm))
     return inv
+
+
+# ----------------------------------------------------------------------------- sweep output
+def _variants_metadata(variants) -> dict[bytes, bytes]:
+    import json
+
+    from . import __version__
+    from .policy import _json_default
+
+    meta = [
+        {"label": v.label, "policy": v.policy.to_dict(), "budget": v.budget.to_dict()}
+        for v in variants
+    ]
+    return {
+        b"cupel_np.version": __version__.encode(),
+        b"cupel_np.variants": json.dumps(meta, default=_json_default).encode(),
+    }
+
+
+class _AtomicWriter:
+    """A ParquetWriter on a temp file beside the target, renamed into place on close; an
+    interrupted run leaves no file that looks complete."""
+
+    def __init__(self, path: Path, schema: pa.Schema, metadata: dict[bytes, bytes]):
+        import os
+        import tempfile
+
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+        os.close(fd)
+        self.tmp = tmp
+        self.schema = schema.with_metadata({**(schema.metadata or {}), **metadata})
+        self.writer = pq.ParquetWriter(tmp, self.schema, compression="zstd")
+
+    def write(self, table: pa.Table) -> None:
+        self.writer.write_table(table.cast(self.schema))
+
+    def close(self) -> None:
+        import os
+
+        self.writer.close()
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        import os
+
+        try:
+            self.writer.close()
+        finally:
+            if os.path.exists(self.tmp):
+                os.unlink(self.tmp)
+
+
+def write_sweep(result, out_dir, *, items: bool = True) -> dict[str, Path]:
+    """Write ``diffs.parquet``, ``variants.parquet`` and (``items=True``) ``items.parquet``
+    for a SweepResult into ``out_dir``; the policies and budgets go in the file metadata."""
+    out = Path(out_dir)
+    meta = _variants_metadata(result.variants)
+    tables = {"diffs": result.diffs_table(), "variants": result.variants_table()}
+    if items:
+        tables["items"] = result.items_table()
+    paths = {}
+    for name, table in tables.items():
+        w = _AtomicWriter(out / f"{name}.parquet", table.schema, meta)
+        try:
+            w.write(table)
+        except BaseException:
+            w.abort()
+            raise
+        w.close()
+        paths[name] = out / f"{name}.parquet"
+    return paths
+
+
+def sweep_parquet(path, budget, variants, out_dir, *, set_column: str, chunk_rows: int = 1_000_000,
+                  on_error: str = "raise", items: bool = True, progress: bool | None = None) -> dict:
+    """Sweep a corpus too large for memory: read ``path`` a few row groups at a time (whole
+    item sets per chunk; a set that continues into the next chunk is an error naming it),
+    sweep each chunk, and stream ``items`` / ``diffs`` / ``variants`` Parquet into
+    ``out_dir``. Returns totals (rows, sets, swinging contents, chunks)."""
+    import sys
+
+    from .items import ItemTable
+    from .sensitivity import _as_variants, sweep
+
+    p = Path(path)
+    if not p.exists():
+        raise InvalidConfigError(f"items file not found: {p}")
+    try:
+        pf = pq.ParquetFile(p)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise InvalidInputTypeError(f"cannot read Parquet file {p}: {e}") from None
+    if set_column not in pf.schema_arrow.names:
+        raise InvalidConfigError(
+            f"set column {set_column!r} not found in {p} (columns: {', '.join(pf.schema_arrow.names)})"
+        )
+    vs = _as_variants(variants, budget, allow_budget=True)
+    meta = _variants_metadata(vs)
+    if progress is None:
+        progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
+    writers: dict[str, _AtomicWriter] = {}
+    seen: set = set()
+    totals = {"rows": 0, "sets": 0, "swing": 0, "chunks": 0}
+    n_groups = pf.num_row_groups
+
+    def chunks():
+        """Whole row groups, at least ``chunk_rows`` rows; the trailing set of a chunk (which
+        may continue in the next row group) is carried into the next chunk."""
+        import pyarrow.compute as pc
+
+        carry = None
+        for g in range(n_groups):
+            t = pf.read_row_group(g)
+            buf = t if carry is None else pa.concat_tables([carry, t])
+            carry = None
+            if g == n_groups - 1:
+                yield buf, g + 1
+                return
+            if buf.num_rows < chunk_rows:
+                carry = buf
+                continue
+            keys = buf.column(set_column)
+            other = np.flatnonzero(pc.not_equal(keys, keys[-1]).to_numpy(zero_copy_only=False))
+            if other.size == 0:  # one set so far: keep reading
+                carry = buf
+                continue
+            cut = int(other[-1]) + 1
+            yield buf.slice(0, cut), g + 1
+            carry = buf.slice(cut)
+
+    try:
+        for chunk, done_groups in chunks():
+            keys = set(chunk.column(set_column).unique().to_pylist())
+            again = keys & seen
+            if again:
+                raise InvalidConfigError(
+                    f"set {sorted(again, key=str)[0]!r} (column {set_column!r}) is not contiguous in "
+                    f"{p}: its rows reappear after other sets' rows; write each set's rows together "
+                    "(sort by the set column) to stream the file"
+                )
+            seen |= keys
+            table = ItemTable.from_arrow(chunk, set_column=set_column)
+            res = sweep(table, budget, vs, on_error=on_error, progress=False)
+            parts = {"diffs": res.diffs_table(), "variants": res.variants_table()}
+            if items:
+                it = res.items_table()
+                it = it.set_column(it.schema.get_field_index("input_row"), "input_row",
+                                   pa.array(np.arange(it.num_rows, dtype=np.int64) + totals["rows"]))
+                parts["items"] = it
+            for name, t in parts.items():
+                if name not in writers:
+                    writers[name] = _AtomicWriter(Path(out_dir) / f"{name}.parquet", t.schema, meta)
+                writers[name].write(t)
+            totals["rows"] += table.n
+            totals["sets"] += table.n_sets
+            totals["swing"] += res.n_swing
+            totals["chunks"] += 1
+            if progress:
+                sys.stderr.write(f"\rrow groups {done_groups}/{n_groups}  rows {totals['rows']}  "
+                                 f"swinging {totals['swing']}")
+                sys.stderr.flush()
+        if progress:
+            sys.stderr.write("\n")
+    except BaseException:
+        for w in writers.values():
+            w.abort()
+        raise
+    for w in writers.values():
+        w.close()
+    return totals

@@ -251,7 +251,11 @@ class SweepResult:
                 rows["swing_count"].append(int(swing_per_set[s]))
                 rows["swing_included"].append(None if failed else int(sw_inc[s]))
                 rows["error"].append(str(run.errors[v][s]) if failed else None)
-        return pa.table(rows)
+        types = {"variant": pa.string(), "included_count": pa.int64(), "tokens_used": pa.int64(),
+                 "target_tokens": pa.int64(), "utilization": pa.float64(), "swing_count": pa.int64(),
+                 "swing_included": pa.int64(), "error": pa.string()}
+        key_type = pa.array(t.set_keys).type if t.set_column else pa.string()
+        return pa.table({k: pa.array(v, types.get(k, key_type)) for k, v in rows.items()})
 
     # -- reports --------------------------------------------------------------------------
     def report(self, set_key=None) -> "PolicySensitivityReport":
