@@ -12,6 +12,7 @@ from .errors import (
     TooFewVariantsError,
 )
 from .dotnet import PRESETS, preset, policy_from_dotnet, policy_to_dotnet
+from .grid import Sweep
 from .items import ContextItem, ItemTable
 from .pipeline import Pipeline, run_policy
 from .policy import (

@@ -43,6 +43,10 @@ class PolicySensitivityDiffEntry:
 
 # --------------------------------------------------------------------------- variants
 def _as_variants(variants, budget, *, allow_budget: bool) -> list[Variant]:
+    from .grid import Sweep
+
+    if isinstance(variants, Sweep):
+        variants = variants.variants()
     if isinstance(variants, (str, bytes)) or not isinstance(variants, Sequence):
         raise InvalidInputTypeError(
             "variants must be a sequence of (label, Policy | Pipeline) pairs, got "
@@ -66,7 +70,7 @@ def _as_variants(variants, budget, *, allow_budget: bool) -> list[Variant]:
                     "policy_sensitivity takes one explicit budget"
                 )
             label, pol = v[0], v[1]
-            bud = v[2] if len(v) == 3 else budget
+            bud = v[2] if len(v) == 3 and v[2] is not None else budget
         if not isinstance(label, str):
             raise InvalidInputTypeError(f"variant {i}: label must be a string, got {label!r}")
         if not label.strip():

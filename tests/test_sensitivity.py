@@ -189,3 +189,22 @@ def test_tables_shape_and_types():
     assert all(r["tokens_used"] <= 3000 or r["error"] for r in small)
     # a budget sweep: halving the budget never adds included items in these greedy runs
     assert res.included[:, 2].sum() < res.included[:, 0].sum()
+
+
+def test_sweep_grid_labels_and_policies():
+    grid = c.Sweep(["chat", "rag"], weights=[{"kind": 1}, {"kind": 5}], slicers=["greedy", c.KnapsackSlice(50)],
+                   budgets=[c.ContextBudget(8000, 6000), c.ContextBudget(4000, 3000)])
+    vs = grid.variants()
+    assert len(vs) == len(grid) == 16
+    label, pol, bud = vs[-1]
+    assert label == "rag|kind=5|knapsack(50)|4000/3000"
+    assert pol.slicer == c.KnapsackSlice(50) and bud == c.ContextBudget(4000, 3000)
+    assert [(s.type_name, w) for s, w in pol.scorer.entries] == [("reflexive", 3.0), ("kind", 5.0)]
+    assert len({l for l, _, _ in vs}) == 16
+    t = c.ItemTable.from_parquet(Path(__file__).resolve().parents[1] / "data" / "sample_sessions.parquet", set_column="session_id")
+    res = c.sweep(t, None, grid)
+    assert res.labels == [l for l, _, _ in vs] and res.included.shape == (t.n, 16)
+    with pytest.raises(InvalidConfigError, match="has no tag scorer to reweight"):
+        c.Sweep(["chat"], weights=[{"tag": 1}]).variants()
+    with pytest.raises(InvalidInputTypeError, match="budget must be a ContextBudget"):
+        c.sweep(t, None, c.Sweep(["chat", "rag"]))  # no budget anywhere
