@@ -1,5 +1,6 @@
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from cupel_np import ItemTable
@@ -23,7 +24,7 @@ def make_table(n: int, seed: int = 7, n_tags: int = 2000) -> ItemTable:
         pa.array(trust).take(pa.array((np.arange(n) % 5)[has])))
     ts = (1_700_000_000_000_000 + rng.integers(0, 10**12, n)).astype("datetime64[us]")
     table = pa.table({
-        "content": pa.array([f"item {i}" for i in range(n)]),
+        "content": pc.binary_join_element_wise("item ", pa.array(np.arange(n)).cast(pa.string()), ""),
         "tokens": rng.integers(1, 2000, n),
         "kind": pa.array(kinds).take(pa.array(rng.integers(0, len(kinds), n))),
         "priority": pa.array(rng.integers(0, 100, n), mask=rng.random(n) < 0.5),

@@ -103,8 +103,9 @@ def effective_targets(budget: ContextBudget, pinned_tokens: np.ndarray) -> np.nd
 class SweepRun:
     """Result matrices of V variants over one table (rows in the table's grouped order).
 
-    ``included[v, r]``, ``reason[v, r]`` (int8 code), ``position[v, r]`` (placed position within
-    the set, -1 when excluded) and ``scores[v, r]`` (the score the report shows) are dense;
+    ``included[v, r]`` and ``reason[v, r]`` (int8 code) are dense; placed positions are kept for
+    the included rows and scores rebuilt from the shared base columns (``position_for`` /
+    ``scores_for``, or the ``position`` / ``scores`` matrices, built on access);
     everything needed to rebuild a reason's fields on demand is kept per set or sparsely."""
 
     def __init__(self, table: ItemTable, variants: Sequence[Variant], cls: Classified):
@@ -114,7 +115,8 @@ class SweepRun:
         self.classified = cls
         self.included = np.zeros((v, n), dtype=np.bool_)
         self.reason = np.full((v, n), -1, dtype=np.int8)
-        self.position = np.full((v, n), -1, dtype=np.int32)
+        # placed positions are kept for included rows only: (sorted rows, positions) per variant
+        self.placed: list[tuple[np.ndarray, np.ndarray]] = []
         # scores are not stored per variant: scores_for(v) rebuilds them from the shared base
         # columns (8 bytes per item per variant saved)
         self._plan = None
@@ -132,6 +134,18 @@ class SweepRun:
     @property
     def n_variants(self) -> int:
         return len(self.variants)
+
+    def position_for(self, v: int) -> np.ndarray:
+        """Variant ``v``'s placed position per row (-1 when excluded)."""
+        out = np.full(self.table.n, -1, dtype=np.int32)
+        rows, pos = self.placed[v]
+        out[rows] = pos
+        return out
+
+    @property
+    def position(self) -> np.ndarray:
+        """``[V, N]`` placed positions (built on access)."""
+        return np.stack([self.position_for(v) for v in range(self.n_variants)]) if self.n_variants else np.zeros((0, self.table.n), np.int32)
 
     def scores_for(self, v: int) -> np.ndarray:
         """Variant ``v``'s report scores per row: its composite score for scoreable rows,
@@ -327,7 +341,8 @@ def run_sweep(
             out.count_cap.append((np.zeros(0, np.int64),) * 3)
         kept_tok = segment_sums(np.where(included, table.tokens, 0), table.offsets)
         out.avail_place[v] = bud.target_tokens - kept_tok
-        out.position[v] = pos64
+        inc_rows = np.flatnonzero(included)
+        out.placed.append((inc_rows, pos64[inc_rows].astype(np.int32)))
         if progress is not None:
             progress(v + 1, len(variants))
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import datetime, timezone
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Sequence
@@ -320,30 +321,85 @@ class ItemTable:
         self.kind_id = kenc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         self.kind_vocab: list[str] = kenc.dictionary.to_pylist()
         self._kind_index = {k: i for i, k in enumerate(self.kind_vocab)}
-        self.priority, self.priority_valid = _int_col(t.column("priority"))
-        self.original_tokens_col, self.original_tokens_valid = _int_col(t.column("original_tokens"))
         ts = t.column("timestamp").combine_chunks()
         self.timestamp_unit = ts.type.unit
         self.units_per_second = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}[ts.type.unit]
         self.timestamp_valid = ts.is_valid().to_numpy(zero_copy_only=False)
         self.timestamp = ts.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-        hint = t.column("future_relevance_hint").combine_chunks()
-        self.hint_valid = hint.is_valid().to_numpy(zero_copy_only=False)
-        self.hint = hint.fill_null(0.0).to_numpy(zero_copy_only=False).astype(np.float64)
         self.pinned = t.column("pinned").combine_chunks().to_numpy(zero_copy_only=False).astype(np.bool_)
         tags = t.column("tags").combine_chunks()
         self.tags = tags
-        self.tag_offsets = tags.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
-        self.tag_offsets = self.tag_offsets - self.tag_offsets[0]
-        flat = tags.flatten()
-        raw = pc.dictionary_encode(flat)
-        self.tag_raw_id = raw.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        self.tag_vocab: list[str] = raw.dictionary.to_pylist()
-        fold = pc.dictionary_encode(pc.ascii_lower(flat))
-        self.tag_fold_id = fold.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        self.n_fold_tags = len(fold.dictionary)
-        self._tag_index = {k: i for i, k in enumerate(self.tag_vocab)}
+        offs = tags.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+        self.tag_offsets = offs - offs[0]
         self.metadata = t.column("metadata").combine_chunks()
+
+    # -- columns encoded on first use (a sweep that never reads them never pays for them) --
+    @cached_property
+    def _priority(self):
+        return _int_col(self.table.column("priority"))
+
+    @property
+    def priority(self) -> np.ndarray:
+        return self._priority[0]
+
+    @property
+    def priority_valid(self) -> np.ndarray:
+        return self._priority[1]
+
+    @cached_property
+    def _original_tokens(self):
+        return _int_col(self.table.column("original_tokens"))
+
+    @property
+    def original_tokens_col(self) -> np.ndarray:
+        return self._original_tokens[0]
+
+    @property
+    def original_tokens_valid(self) -> np.ndarray:
+        return self._original_tokens[1]
+
+    @cached_property
+    def _hint(self):
+        hint = self.table.column("future_relevance_hint").combine_chunks()
+        return (hint.fill_null(0.0).to_numpy(zero_copy_only=False).astype(np.float64),
+                hint.is_valid().to_numpy(zero_copy_only=False))
+
+    @property
+    def hint(self) -> np.ndarray:
+        return self._hint[0]
+
+    @property
+    def hint_valid(self) -> np.ndarray:
+        return self._hint[1]
+
+    @cached_property
+    def _raw_tags(self):
+        raw = pc.dictionary_encode(self.tags.flatten())
+        vocab = raw.dictionary.to_pylist()
+        return raw.indices.to_numpy(zero_copy_only=False).astype(np.int64), vocab, {k: i for i, k in enumerate(vocab)}
+
+    @property
+    def tag_raw_id(self) -> np.ndarray:
+        """Exact (case-sensitive) tag ids, CSR by ``tag_offsets``."""
+        return self._raw_tags[0]
+
+    @property
+    def tag_vocab(self) -> list[str]:
+        return self._raw_tags[1]
+
+    @cached_property
+    def _fold_tags(self):
+        fold = pc.dictionary_encode(pc.ascii_lower(self.tags.flatten()))
+        return fold.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(fold.dictionary)
+
+    @property
+    def tag_fold_id(self) -> np.ndarray:
+        """ASCII-folded tag ids, CSR by ``tag_offsets``."""
+        return self._fold_tags[0]
+
+    @property
+    def n_fold_tags(self) -> int:
+        return self._fold_tags[1]
 
     # -- lookups used by the scorers ----------------------------------------------------
     def kind_ids_for(self, kind: str) -> int:
@@ -351,7 +407,7 @@ class ItemTable:
         return self._kind_index.get(ascii_fold(kind), -1)
 
     def tag_id_for(self, tag: str) -> int:
-        return self._tag_index.get(tag, -1)
+        return self._raw_tags[2].get(tag, -1)
 
     def metadata_values(self, key: str) -> pa.Array:
         """Per row the metadata value at ``key`` (null where absent)."""

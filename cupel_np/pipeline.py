@@ -50,12 +50,15 @@ class PolicyRun:
         self.included = sweep.included[v]
         self.score = sweep.scores_for(v)
         self.reason = sweep.reason[v]
-        self.position = sweep.position[v]
         self.effective_target = sweep.effective_target[v]
         self.cap_dropped = sweep.cap_dropped[v]
         n_sets = sweep.table.n_sets
         self.error = [sweep.errors[v].get(s) for s in range(n_sets)]
         self.shortfalls = [sweep.shortfalls[v].get(s, []) for s in range(n_sets)]
+
+    @property
+    def position(self) -> np.ndarray:
+        return self.sweep.position_for(self.v)
 
     def raise_first_error(self) -> None:
         for e in self.error:

@@ -238,8 +238,9 @@ class SelectionReport:
         """Grouped-order rows of the included items, in placed order."""
         run = self._run
         lo, hi = self._lo, self._hi
-        rows = np.flatnonzero(run.included[lo:hi]) + lo
-        return rows[np.argsort(run.position[rows], kind="stable")]
+        inc_rows, inc_pos = run.sweep.placed[run.v]
+        a, b = np.searchsorted(inc_rows, [lo, hi])
+        return inc_rows[a:b][np.argsort(inc_pos[a:b], kind="stable")]
 
     @cached_property
     def excluded_rows(self) -> np.ndarray:

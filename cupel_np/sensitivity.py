@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from .batch import SweepRun, Variant, run_sweep
+from .batch_kernels import duplicate_groups
 from .budget import ContextBudget
 from .errors import CupelError, InvalidConfigError, InvalidInputTypeError, TooFewVariantsError
 from .items import ItemTable
@@ -112,18 +113,20 @@ class SweepResult:
         self.labels = [v.label for v in run.variants]
         t = self.table
         n_sets = t.n_sets
-        # content groups: (set, exact content) in order of first appearance
+        # content groups: (set, exact content), numbered in order of first appearance. Every
+        # row is its own group except the (usually few) rows repeating an earlier content.
         set_of_row = np.repeat(np.arange(n_sets, dtype=np.int64), np.diff(t.offsets))
-        n_content = int(t.content_id.max()) + 1 if t.n else 1
-        key = set_of_row * n_content + t.content_id
-        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-        order = np.argsort(first, kind="stable")
-        rank = np.empty_like(order)
-        rank[order] = np.arange(order.shape[0])
-        self.group_of_row = rank[inverse.reshape(-1)]
-        self.group_first_row = first[order]
+        members, goff = duplicate_groups(t.content_id, t.offsets)
+        leader = np.arange(t.n, dtype=np.int64)
+        if members.size:
+            leader[members] = np.repeat(members[goff[:-1]], np.diff(goff))
+        is_first = leader == np.arange(t.n)
+        gid = np.cumsum(is_first) - 1
+        self.group_of_row = gid[leader]
+        self.group_first_row = np.flatnonzero(is_first)
         self.group_set = set_of_row[self.group_first_row]
-        g = order.shape[0]
+        del leader, is_first, gid, set_of_row
+        g = self.group_first_row.shape[0]
         v = len(self.labels)
         # failed (variant, set) cells
         self.failed = np.zeros((v, n_sets), dtype=np.bool_)
@@ -224,7 +227,7 @@ class SweepResult:
             cols[f"{label}.score"] = pa.array(self.run.scores_for(v)[to_in], mask=failed)
             codes = self.run.reason[v][to_in].astype(np.int64)
             cols[f"{label}.reason"] = pa.array(names[codes + 1], pa.string(), mask=failed | (codes < 0))
-            cols[f"{label}.position"] = pa.array(self.run.position[v][to_in].astype(np.int64), mask=failed | ~inc)
+            cols[f"{label}.position"] = pa.array(self.run.position_for(v)[to_in].astype(np.int64), mask=failed | ~inc)
         return pa.table(cols)
 
     def variants_table(self) -> pa.Table:

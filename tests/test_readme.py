@@ -21,3 +21,11 @@ def test_quick_start_matches_ci():
     assert len(cmds) == 2
     ci = (README.parent / ".ci" / "run").read_text()
     assert cmds[1] in ci
+
+
+def test_sensitivity_example_runs(capsys, monkeypatch):
+    monkeypatch.chdir(README.parent)
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    exec(compile(blocks[1], "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "chat" in out and "('rag', 'Included')" in out
