@@ -8,7 +8,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from .errors import InvalidConfigError, InvalidInputTypeError
-from .text import ascii_fold
+from .text import ascii_fold, is_blank
 
 
 def _require_int(name: str, value) -> int:
@@ -75,7 +75,7 @@ class ContextBudget:
             )
         seen: dict[str, str] = {}
         for kind, count in raw_slots.items():
-            if not isinstance(kind, str) or not kind.strip():
+            if not isinstance(kind, str) or is_blank(kind):
                 raise InvalidConfigError(
                     f"ContextBudget.reserved_slots has an empty or non-string kind: {kind!r}"
                 )

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import InvalidConfigError, InvalidInputTypeError
-from .text import ascii_fold, parse_rust_f64
+from .text import WHITE_SPACE_CLASS, ascii_fold, is_blank, parse_rust_f64
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -76,7 +76,7 @@ class ContextItem:
                 raise InvalidInputTypeError(
                     f"ContextItem.{name} must be a string, got {type(v).__name__} {v!r}"
                 )
-            if not v.strip():
+            if is_blank(v):
                 raise InvalidConfigError(
                     f"ContextItem.{name} must not be empty or whitespace-only, got {v!r}"
                 )
@@ -556,9 +556,7 @@ def _normalize(table: pa.Table, set_column: str | None) -> pa.Table:
             col = col.fill_null(_OPTIONAL_DEFAULTS[name][0])
             arrays[idx] = col
         if n:
-            blank = pc.or_(
-                pc.equal(pc.utf8_length(col), 0), pc.utf8_is_space(col)
-            ).to_numpy(zero_copy_only=False)
+            blank = pc.match_substring_regex(col, f"^[{WHITE_SPACE_CLASS}]*$").to_numpy(zero_copy_only=False)
             if blank.any():
                 _bad_row(blank, f"{name} must not be empty or whitespace-only", name, col)
     if arrays[9].null_count:  # pinned

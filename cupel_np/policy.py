@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import InvalidConfigError, InvalidInputTypeError
-from .text import ascii_fold
+from .text import ascii_fold, is_blank
 
 DEFAULT_KIND_WEIGHTS = (
     ("SystemPrompt", 1.0),
@@ -49,7 +49,7 @@ def _str(where: str, v) -> str:
 
 def _kind(where: str, v) -> str:
     v = _str(where, v)
-    if not v.strip():
+    if is_blank(v):
         raise InvalidConfigError(f"{where} must not be empty or whitespace-only, got {v!r}")
     return v
 

@@ -25,3 +25,14 @@ def parse_rust_f64(s: str) -> float | None:
     if not isinstance(s, str) or _RUST_F64.fullmatch(s) is None:
         return None
     return float(s)
+
+
+# Unicode White_Space (what Rust's str::trim and .NET's char.IsWhiteSpace strip). Python's
+# str.isspace/strip also treat U+001C..U+001F as whitespace; the spec's implementations do not.
+WHITE_SPACE_CLASS = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+_BLANK = re.compile(f"[{WHITE_SPACE_CLASS}]*")
+
+
+def is_blank(s: str) -> bool:
+    """True when ``s`` is empty or only Unicode White_Space (ContextKind/Source rule)."""
+    return _BLANK.fullmatch(s) is not None
