@@ -134,3 +134,10 @@ def test_expected_error_codes(tmp_path):
         assert conformance.run_vector(p) is None, code
         p.write_text(p.read_text().replace(f'error="{code}"', 'error="scarcity"'))
         assert "expected error 'scarcity'" in conformance.run_vector(p)
+
+
+def test_project_sensitivity_vectors():
+    vectors = Path(__file__).resolve().parent / "vectors"
+    out = io.StringIO()
+    passed, failed = conformance.run([vectors], out=out)
+    assert failed == 0 and passed >= 4, out.getvalue()
