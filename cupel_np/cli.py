@@ -1,67 +1,432 @@
-"""Command line: ``cupel-np`` / ``python -m cupel_np``."""
+"""Command line: ``cupel-np`` / ``python -m cupel_np``.
+
+Exit status: 0 ok, 2 bad usage or bad input (one line on stderr naming the file, field, row
+and value), 1 internal error. ``--debug`` shows tracebacks.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
 
-from .errors import CupelError
+from .errors import CupelError, InvalidConfigError
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
+DEFAULT_SAMPLE = Path("data") / "sample_sessions.parquet"
 
 
-def _demo(args) -> int:
-    import numpy as np
+class UsageError(Exception):
+    pass
 
+
+def _err(msg: str) -> None:
+    print(f"cupel-np: error: {msg}", file=sys.stderr)
+
+
+def _progress_enabled(args) -> bool:
+    return not args.quiet and sys.stderr.isatty()
+
+
+# ----------------------------------------------------------------------------- loading
+def _load_table(path, set_column):
+    from .items import ItemTable
+
+    return ItemTable.from_parquet(path, set_column=set_column)
+
+
+def _budget(args):
+    from .budget import ContextBudget
+
+    if args.max_tokens is None or args.target_tokens is None:
+        raise UsageError("--max-tokens and --target-tokens are required")
+    return ContextBudget(args.max_tokens, args.target_tokens, args.output_reserve or 0)
+
+
+def _read_data_file(path) -> object:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InvalidConfigError(f"cannot read {p}: {e.strerror}") from None
+    if p.suffix.lower() == ".toml":
+        import tomli
+
+        try:
+            return tomli.loads(text)
+        except tomli.TOMLDecodeError as e:
+            raise InvalidConfigError(f"{p}: malformed TOML: {e}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InvalidConfigError(f"{p}: malformed JSON: {e}") from None
+
+
+def _policy_from_obj(obj, where: str):
+    from .policy import Policy
+
+    if not isinstance(obj, dict):
+        raise InvalidConfigError(f"{where}: a policy must be a table/object")
+    try:
+        if "slicerType" in obj or "placerType" in obj or "deduplicationEnabled" in obj:
+            return Policy.from_dotnet_json(obj)
+        if "preset" in obj:
+            from .dotnet import preset
+
+            return preset(obj["preset"])
+        return Policy.from_dict(obj.get("config", obj))
+    except CupelError as e:
+        raise type(e)(f"{where}: {e}") from None
+
+
+def load_policies_file(path) -> list[tuple[str, object]]:
+    """Labelled policies from a JSON/TOML file: ``[[variants]]`` tables (``label`` plus
+    ``config``, ``preset``, or a .NET policy object), or a mapping label -> policy."""
+    data = _read_data_file(path)
+    if isinstance(data, dict) and "variants" in data:
+        entries = data["variants"]
+        if not isinstance(entries, list):
+            raise InvalidConfigError(f"{path}: 'variants' must be a list")
+        out = []
+        for i, e in enumerate(entries):
+            if not isinstance(e, dict) or not e.get("label"):
+                raise InvalidConfigError(f"{path}: variants[{i}] needs a 'label'")
+            out.append((e["label"], _policy_from_obj(e, f"{path}: variant {e['label']!r}")))
+        return out
+    if isinstance(data, dict):
+        return [(k, _policy_from_obj(v, f"{path}: variant {k!r}")) for k, v in data.items()]
+    raise InvalidConfigError(f"{path}: expected 'variants' or a mapping of label -> policy")
+
+
+def load_grid_file(path):
+    """A Sweep grid (see README 'Grid files') plus the grid's default set column."""
+    from .budget import ContextBudget
+    from .dotnet import preset
+    from .grid import Sweep
+
+    data = _read_data_file(path)
+    if not isinstance(data, dict):
+        raise InvalidConfigError(f"{path}: a grid file must be a table/object")
+    known = {"presets", "policies", "weights", "slicers", "placers", "budgets", "set_column"}
+    unknown = set(data) - known
+    if unknown:
+        raise InvalidConfigError(f"{path}: unknown grid key(s) {sorted(unknown)}; known: {sorted(known)}")
+    policies = {}
+    for name in data.get("presets", []):
+        policies[str(name)] = preset(str(name))
+    for i, e in enumerate(data.get("policies", [])):
+        if not isinstance(e, dict) or not e.get("label"):
+            raise InvalidConfigError(f"{path}: policies[{i}] needs a 'label'")
+        policies[e["label"]] = _policy_from_obj(e, f"{path}: policy {e['label']!r}")
+    if not policies:
+        raise InvalidConfigError(f"{path}: the grid needs 'presets' and/or 'policies'")
+    budgets = []
+    for i, b in enumerate(data.get("budgets", [])):
+        if not isinstance(b, dict):
+            raise InvalidConfigError(f"{path}: budgets[{i}] must be a table")
+        try:
+            budgets.append(ContextBudget.from_dict(b))
+        except CupelError as e:
+            raise type(e)(f"{path}: budgets[{i}]: {e}") from None
+    if not budgets:
+        raise InvalidConfigError(f"{path}: the grid needs at least one [[budgets]] entry")
+    try:
+        grid = Sweep(policies, weights=data.get("weights"), slicers=data.get("slicers"),
+                     placers=data.get("placers"), budgets=budgets)
+        grid.variants()
+    except CupelError as e:
+        raise type(e)(f"{path}: {e}") from None
+    return grid, data.get("set_column")
+
+
+# ----------------------------------------------------------------------------- output
+def _print_summary(result, out=None) -> None:
+    out = out or sys.stdout
+    vt = result.variants_table().to_pydict()
+    stats = {}
+    for i, lab in enumerate(vt["variant"]):
+        s = stats.setdefault(lab, {"included": 0, "tokens": 0, "target": 0, "failed": 0, "swing_in": 0})
+        if vt["error"][i] is not None:
+            s["failed"] += 1
+            continue
+        s["included"] += vt["included_count"][i]
+        s["tokens"] += vt["tokens_used"][i]
+        s["target"] += vt["target_tokens"][i]
+        s["swing_in"] += vt["swing_included"][i]
+    w = max(8, *(len(l) for l in stats))
+    print(f"{'variant':<{w}}  {'included':>9} {'tokens used':>12} {'utilization':>11} {'swing incl.':>11} {'failed sets':>11}", file=out)
+    for lab, s in stats.items():
+        util = s["tokens"] / s["target"] if s["target"] else 0.0
+        print(f"{lab:<{w}}  {s['included']:>9,} {s['tokens']:>12,} {util:>11.1%} {s['swing_in']:>11,} {s['failed']:>11,}", file=out)
+
+
+def _write_outputs(result, out_dir, *, title: str, html: bool = True) -> dict:
+    from .io import write_sweep
+
+    paths = {k: str(v) for k, v in write_sweep(result, out_dir).items()}
+    if html:
+        from .html_report import write_html_report
+
+        paths["report"] = str(write_html_report(result, out_dir, title=title))
+    return paths
+
+
+def _summary_json(result, paths: dict, elapsed: float) -> dict:
+    return {
+        "items": result.table.n,
+        "sets": result.table.n_sets,
+        "variants": result.labels,
+        "swinging": result.n_swing,
+        "errors": {l: {str(k): str(e) for k, e in errs.items()} for l, errs in result.errors.items()},
+        "outputs": paths,
+        "seconds": round(elapsed, 3),
+    }
+
+
+# ----------------------------------------------------------------------------- commands
+def cmd_demo(args) -> int:
     from .budget import ContextBudget
     from .dotnet import PRESETS
-    from .items import ItemTable
-    from .pipeline import classify, run_policy
-    from .scorers import ScoreContext
+    from .grid import Sweep
+    from .sensitivity import sweep
 
-    path = Path(args.items)
+    items = Path(args.items)
+    if not items.exists():
+        raise InvalidConfigError(
+            f"sample data not found at {items}; run from the repository root or pass --items PATH"
+        )
     t0 = time.perf_counter()
-    table = ItemTable.from_parquet(path, set_column=args.set_column)
-    budget = ContextBudget(args.max_tokens, args.target_tokens, args.output_reserve)
-    cls = classify(table)
-    ctx = ScoreContext(table, cls.sc_rows, cls.sc_offsets)  # base scorer columns are shared
-    runs = {name: run_policy(table, budget, p, classified=cls, score_context=ctx) for name, p in PRESETS.items()}
+    table = _load_table(items, args.set_column)
+    grid = Sweep(list(PRESETS), budgets=[ContextBudget(8000, 6000, 1000), ContextBudget(4000, 3000, 500)])
+    result = sweep(table, None, grid, on_error="collect", progress=_progress_enabled(args))
+    paths = _write_outputs(result, args.out, title="cupel_np demo: presets x budgets on the sample corpus")
     elapsed = time.perf_counter() - t0
-    base_name = next(iter(runs))
-    base = runs[base_name].included
-    print(f"{table.n} items in {table.n_sets} sets from {path}; budget max={budget.max_tokens} "
-          f"target={budget.target_tokens} reserve={budget.output_reserve}")
-    print(f"{'preset':<13}{'included':>9}{'tokens used':>13}{'utilization':>13}{'failed sets':>13}{'differ vs ' + base_name:>16}")
-    for name, r in runs.items():
-        used = int(table.tokens[r.included].sum())
-        cap = budget.target_tokens * table.n_sets
-        failed = sum(e is not None for e in r.error)
-        print(f"{name:<13}{int(r.included.sum()):>9}{used:>13}{used / cap:>12.1%}{failed:>13}{int((r.included != base).sum()):>16}")
-    print(f"{len(runs)} policies x {table.n} items in {elapsed:.2f}s")
-    return 0
+    if args.json:
+        print(json.dumps(_summary_json(result, paths, elapsed), indent=2))
+        return EXIT_OK
+    print(f"{table.n:,} items in {table.n_sets:,} sessions from {items}; {len(result.labels)} variants "
+          f"(7 presets x 2 budgets); {result.n_swing:,} swinging items; {elapsed:.1f}s")
+    _print_summary(result)
+    print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
+    return EXIT_OK
+
+
+def cmd_sensitivity(args) -> int:
+    from .dotnet import preset
+    from .sensitivity import sweep
+
+    if bool(args.policies) == bool(args.preset):
+        raise UsageError("give either --policies FILE or one or more --preset NAME")
+    variants = load_policies_file(args.policies) if args.policies else [(p, preset(p)) for p in args.preset]
+    if len(variants) < 2:
+        from .errors import TooFewVariantsError
+
+        raise TooFewVariantsError("sensitivity needs at least 2 variants (policies or presets)")
+    budget = _budget(args)
+    t0 = time.perf_counter()
+    table = _load_table(args.items, args.set_column)
+    result = sweep(table, budget, variants, on_error="collect", progress=_progress_enabled(args))
+    paths = _write_outputs(result, args.out, title=f"Policy sensitivity: {Path(args.items).name}")
+    elapsed = time.perf_counter() - t0
+    if args.json:
+        print(json.dumps(_summary_json(result, paths, elapsed), indent=2))
+    else:
+        print(f"{table.n:,} items in {table.n_sets:,} set(s); {result.n_swing:,} swinging items; {elapsed:.1f}s")
+        _print_summary(result)
+        print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
+    return EXIT_OK
+
+
+def cmd_sweep(args) -> int:
+    from .sensitivity import sweep
+
+    grid, grid_set_col = load_grid_file(args.grid)
+    t0 = time.perf_counter()
+    table = _load_table(args.items, args.set_column or grid_set_col)
+    result = sweep(table, None, grid, on_error="collect", progress=_progress_enabled(args))
+    paths = _write_outputs(result, args.out, title=f"Sweep: {Path(args.items).name} x {Path(args.grid).name}")
+    elapsed = time.perf_counter() - t0
+    if args.json:
+        print(json.dumps(_summary_json(result, paths, elapsed), indent=2))
+    else:
+        print(f"{table.n:,} items in {table.n_sets:,} set(s); {len(result.labels)} variants; "
+              f"{result.n_swing:,} swinging items; {elapsed:.1f}s")
+        _print_summary(result)
+        print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
+    return EXIT_OK
+
+
+def cmd_run(args) -> int:
+    from .dotnet import preset
+    from .pipeline import Pipeline
+    from .policy import Policy
+
+    if bool(args.policy) == bool(args.preset):
+        raise UsageError("give either --policy FILE or --preset NAME")
+    policy = Policy.from_file(args.policy) if args.policy else preset(args.preset)
+    budget = _budget(args)
+    table = _load_table(args.items, args.set_column)
+    if table.n_sets > 1 or args.set is not None:
+        if args.set_column is None:
+            raise UsageError("--set needs --set-column")
+        if args.set is None:
+            raise UsageError(f"{table.n_sets} item sets in {args.items}; choose one with --set KEY")
+        seg = _segment(table, args.set)
+        from .items import ItemTable
+
+        lo, hi = int(table.offsets[seg]), int(table.offsets[seg + 1])
+        table = ItemTable.from_arrow(table.table.slice(lo, hi - lo).drop_columns([args.set_column]))
+    report = Pipeline(policy).dry_run(table, budget)
+    if args.json:
+        print(json.dumps(report.to_dict(), default=str, indent=2))
+        return EXIT_OK
+    used = sum(i.item.tokens for i in report.included)
+    print(f"included {len(report.included)} of {report.total_candidates} items, {used:,} tokens "
+          f"(target {budget.target_tokens:,}, effective {report.effective_target_tokens:,})")
+    for i, inc in enumerate(report.included):
+        print(f"  {i:>3}  IN   {inc.score:8.4f}  {inc.reason.value:<10} {inc.item.tokens:>7}  {_one_line(inc.item.content)}")
+    for exc in report.excluded:
+        detail = ", ".join(f"{k}={v}" for k, v in exc.reason.to_dict().items() if k != "reason")
+        print(f"       OUT  {exc.score:8.4f}  {exc.reason.reason:<16} {exc.item.tokens:>7}  {_one_line(exc.item.content)}  ({detail})")
+    for s in report.count_requirement_shortfalls:
+        print(f"  shortfall: kind {s.kind!r} required {s.required_count}, got {s.satisfied_count}")
+    return EXIT_OK
+
+
+def _segment(table, key: str) -> int:
+    for i, k in enumerate(table.set_keys):
+        if str(k) == key:
+            return i
+    raise InvalidConfigError(f"no set {key!r} in set column {table.set_column!r}")
+
+
+def _one_line(s: str, n: int = 70) -> str:
+    s = s.replace("\n", " ")
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def cmd_presets(args) -> int:
+    from .dotnet import PRESETS
+
+    if args.json:
+        print(json.dumps({k: p.to_dict() for k, p in PRESETS.items()}, indent=2))
+        return EXIT_OK
+    for name, p in PRESETS.items():
+        scorers = ", ".join(f"{s.type_name}×{w:g}" for s, w in p.scorer.entries)
+        sl = p.slicer.name + (f"(bucket {p.slicer.bucket_size})" if hasattr(p.slicer, "bucket_size") else "")
+        print(f"{name:<13} {scorers:<40} {sl:<20} {p.placer:<14} dedup={p.deduplication} overflow={p.overflow_strategy}")
+        print(f"{'':<13} {p.description}")
+    return EXIT_OK
+
+
+def cmd_validate(args) -> int:
+    from .io import validate_items
+
+    problems, summary = validate_items(args.items, set_column=args.set_column)
+    if args.json:
+        print(json.dumps({"ok": not problems, "problems": problems, **summary}, indent=2))
+    else:
+        if problems:
+            for p in problems:
+                print(f"{args.items}: {p}")
+        else:
+            print(f"{args.items}: ok — {summary['rows']:,} rows, {summary['sets']:,} set(s), "
+                  f"{summary['negative_tokens']:,} negative-token rows (will be excluded), "
+                  f"{summary['pinned']:,} pinned")
+    return EXIT_OK if not problems else EXIT_USAGE
+
+
+def cmd_conformance(args) -> int:
+    from . import conformance
+
+    return conformance.main(args.paths)
+
+
+# ----------------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--quiet", action="store_true", help="no progress output")
+    common.add_argument("--debug", action="store_true", help="show tracebacks")
+    common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+
+    def budget_opts(p):
+        p.add_argument("--max-tokens", type=int, help="the model's context window (required)")
+        p.add_argument("--target-tokens", type=int, help="the slicer's token target (required)")
+        p.add_argument("--output-reserve", type=int, default=0, help="tokens kept for the answer")
+
+    parser = argparse.ArgumentParser(
+        prog="cupel-np",
+        description="Cupel context selection at corpus scale: which items do your policies swap in or out?")
+    sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("demo", parents=[common], help="presets x budgets on the sample corpus; Parquet + HTML report")
+    p.add_argument("--items", default=str(DEFAULT_SAMPLE), help=f"items Parquet (default {DEFAULT_SAMPLE})")
+    p.add_argument("--set-column", default="session_id")
+    p.add_argument("--out", default="cupel-np-demo", help="output directory (default ./cupel-np-demo)")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("sensitivity", parents=[common], help="compare policies over an items file")
+    p.add_argument("items", help="items Parquet file")
+    p.add_argument("--policies", help="JSON/TOML file of labelled policies")
+    p.add_argument("--preset", action="append", help="a preset to compare (repeatable)")
+    budget_opts(p)
+    p.add_argument("--set-column", help="column holding the item-set key")
+    p.add_argument("--out", required=True, help="output directory")
+    p.set_defaults(func=cmd_sensitivity)
+
+    p = sub.add_parser("sweep", parents=[common], help="run a grid of variants (presets x weights x slicers x placers x budgets)")
+    p.add_argument("items", help="items Parquet file")
+    p.add_argument("--grid", required=True, help="grid file (TOML/JSON; see README)")
+    p.add_argument("--set-column", help="column holding the item-set key (overrides the grid's)")
+    p.add_argument("--out", required=True, help="output directory")
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("run", parents=[common], help="one dry run: included and excluded items with scores and reasons")
+    p.add_argument("items", help="items Parquet file")
+    p.add_argument("--policy", help="policy file (JSON/TOML, EXTENSIONS.md or .NET shape)")
+    p.add_argument("--preset", help="a preset name")
+    budget_opts(p)
+    p.add_argument("--set-column", help="column holding the item-set key")
+    p.add_argument("--set", help="which item set to run (with --set-column)")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("presets", parents=[common], help="list the presets with their full configuration")
+    p.set_defaults(func=cmd_presets)
+
+    p = sub.add_parser("validate", parents=[common], help="check an items file: schema and row problems")
+    p.add_argument("items", help="items Parquet file")
+    p.add_argument("--set-column", help="column holding the item-set key")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("conformance", parents=[common], help="run conformance vectors (files or directories)")
+    p.add_argument("paths", nargs="+")
+    p.set_defaults(func=cmd_conformance)
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="cupel-np", description="Cupel context selection at corpus scale.")
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("demo", help="run the upstream presets over the sample corpus and summarise")
-    d.add_argument("--items", default="data/sample_sessions.parquet", help="items Parquet file")
-    d.add_argument("--set-column", default="session_id")
-    d.add_argument("--max-tokens", type=int, default=8000)
-    d.add_argument("--target-tokens", type=int, default=6000)
-    d.add_argument("--output-reserve", type=int, default=1000)
-    c = sub.add_parser("conformance", help="run conformance vectors (files or directories)")
-    c.add_argument("paths", nargs="+")
+    parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if args.cmd == "demo":
-            return _demo(args)
-        from . import conformance
-
-        return conformance.main(args.paths)
-    except CupelError as e:
-        print(f"cupel-np: error: {e}", file=sys.stderr)
-        return 2
+        return args.func(args)
+    except UsageError as e:
+        _err(str(e))
+        return EXIT_USAGE
+    except (CupelError, FileNotFoundError) as e:
+        if args.debug:
+            raise
+        _err(str(e))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return 130
+    except Exception as e:  # an engine bug, not the user's input
+        if args.debug:
+            raise
+        _err(f"internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)")
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

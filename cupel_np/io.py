@@ -57,6 +57,24 @@ def _inverse(perm):
     return inv
 
 
+def atomic_write_bytes(path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temp file + rename (never a half-written file)."""
+    import os
+    import tempfile
+
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, p)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 # ----------------------------------------------------------------------------- sweep output
 def _variants_metadata(variants) -> dict[bytes, bytes]:
     import json
@@ -226,3 +244,72 @@ def sweep_parquet(path, budget, variants, out_dir, *, set_column: str, chunk_row
     for w in writers.values():
         w.close()
     return totals
+
+
+# ----------------------------------------------------------------------------- validation
+def validate_items(path, set_column: str | None = None, max_rows_listed: int = 5) -> tuple[list[str], dict]:
+    """Every schema and row problem of an items file (not just the first), by column and row.
+    Returns ``(problems, summary)``; no problems means ``ItemTable.from_parquet`` will load it."""
+    import pyarrow.compute as pc
+
+    from .errors import CupelError
+    from .items import ITEM_SCHEMA, _cast_column
+    from .text import WHITE_SPACE_CLASS
+
+    table = read_items_table(path)
+    problems: list[str] = []
+    names = set(table.column_names)
+    n = table.num_rows
+
+    def rows_of(mask, values=None) -> str:
+        idx = np.flatnonzero(np.asarray(mask))
+        shown = []
+        for r in idx[:max_rows_listed]:
+            shown.append(f"{int(r)} ({values[int(r)].as_py()!r})" if values is not None else str(int(r)))
+        more = f" and {idx.size - max_rows_listed} more" if idx.size > max_rows_listed else ""
+        return f"row{'s' if idx.size > 1 else ''} {', '.join(shown)}{more}"
+
+    for req in ("content", "tokens"):
+        if req not in names:
+            problems.append(f"missing required column {req!r}")
+    if set_column is not None and set_column not in names:
+        problems.append(f"set column {set_column!r} not found (columns: {', '.join(table.column_names)})")
+    cols = {}
+    for f in ITEM_SCHEMA:
+        if f.name not in names:
+            continue
+        try:
+            cols[f.name] = _cast_column(f.name, table.column(f.name).combine_chunks(), f.type)
+        except CupelError as e:
+            problems.append(str(e))
+    if "content" in cols and n:
+        c = cols["content"]
+        if c.null_count:
+            problems.append(f"column 'content': null at {rows_of(c.is_null().to_numpy(zero_copy_only=False))}")
+        empty = pc.fill_null(pc.equal(pc.utf8_length(c), 0), False).to_numpy(zero_copy_only=False)
+        if empty.any():
+            problems.append(f"column 'content': empty string at {rows_of(empty)}")
+    if "tokens" in cols and cols["tokens"].null_count:
+        problems.append(f"column 'tokens': null at {rows_of(cols['tokens'].is_null().to_numpy(zero_copy_only=False))}")
+    for name in ("kind", "source"):
+        if name in cols and n:
+            blank = pc.fill_null(pc.match_substring_regex(cols[name], f"^[{WHITE_SPACE_CLASS}]*$"), False)
+            blank = blank.to_numpy(zero_copy_only=False)
+            if blank.any():
+                problems.append(f"column {name!r}: empty or whitespace-only at {rows_of(blank, cols[name])}")
+    if "tags" in cols and n and cols["tags"].flatten().null_count:
+        flat_null = cols["tags"].flatten().is_null().to_numpy(zero_copy_only=False)
+        lengths = pc.fill_null(pc.list_value_length(cols["tags"]), 0).to_numpy(zero_copy_only=False)
+        rows = np.unique(np.searchsorted(np.cumsum(lengths), np.flatnonzero(flat_null), side="right"))
+        mask = np.zeros(n, dtype=bool)
+        mask[rows] = True
+        problems.append(f"column 'tags': null tag at {rows_of(mask)}")
+    n_sets = 1
+    if set_column is not None and set_column in names:
+        keys = table.column(set_column).combine_chunks()
+        if keys.null_count:
+            problems.append(f"set column {set_column!r}: null at {rows_of(keys.is_null().to_numpy(zero_copy_only=False))}")
+        n_sets = len(pc.unique(keys))
+    neg = int((cols["tokens"].fill_null(0).to_numpy(zero_copy_only=False) < 0).sum()) if "tokens" in cols else 0
+    pinned = int(pc.sum(cols["pinned"]).as_py() or 0) if "pinned" in cols else 0
+    return problems, {"rows": n, "sets": n_sets, "negative_tokens": neg, "pinned": pinned}
