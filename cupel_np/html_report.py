@@ -146,6 +146,14 @@ def _group_rows(result, g: int) -> list[int]:
     return [first] + [int(r) for r in np.flatnonzero(result.table.content_id[first + 1:hi] == cid) + first + 1]
 
 
+def _describe_scorer(sc) -> str:
+    entries = getattr(sc, "entries", None)
+    if entries:
+        return " + ".join(f"{_describe_scorer(s)}×{w:g}" for s, w in entries)
+    inner = getattr(sc, "inner", None)
+    return f"scaled({_describe_scorer(inner)})" if inner is not None else sc.type_name
+
+
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;color:#222;max-width:1200px}
 h1{font-size:1.4em} h2{font-size:1.1em;margin-top:1.6em}
@@ -185,7 +193,7 @@ def write_html_report(result, out_dir, *, title: str = "cupel_np policy sensitiv
         rows_html.append(f"<tr>{set_cell}<td>{html.escape(_short(content, 80))}</td>{cells}</tr>")
     set_head = f"<th>{html.escape(t.set_column)}</th>" if t.set_column else ""
     variants = "".join(
-        f"<li><b>{html.escape(v.label)}</b>: scorer {html.escape(v.policy.scorer.type_name)}, slicer "
+        f"<li><b>{html.escape(v.label)}</b>: scorer {html.escape(_describe_scorer(v.policy.scorer))}, slicer "
         f"{html.escape(v.policy.slicer.name)}, placer {html.escape(v.policy.placer)}, budget "
         f"{v.budget.max_tokens}/{v.budget.target_tokens} (reserve {v.budget.output_reserve})</li>"
         for v in result.variants
