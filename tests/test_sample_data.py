@@ -1,0 +1,39 @@
+"""The committed sample corpus is exactly what data/make_sample.py generates, and it has the
+features the demo is meant to show."""
+
+import runpy
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def test_sample_is_reproducible_and_small():
+    mod = runpy.run_path(str(DATA / "make_sample.py"))
+    import numpy as np
+
+    rows = mod["make_rows"](np.random.default_rng(mod["SEED"]))
+    schema = mod["SCHEMA"]
+    cols = {f.name: [r[f.name] if f.name != "metadata" else list(r["metadata"].items()) for r in rows] for f in schema}
+    fresh = pa.Table.from_pydict(cols, schema=schema)
+    committed = pq.read_table(DATA / "sample_sessions.parquet")
+    assert committed.equals(fresh)
+    assert (DATA / "sample_sessions.parquet").stat().st_size < 5_000_000
+
+
+def test_sample_has_the_interesting_cases():
+    t = pq.read_table(DATA / "sample_sessions.parquet")
+    assert len(pc.unique(t["session_id"])) == 300
+    assert pc.sum(t["pinned"]).as_py() == 300  # one pinned system prompt per session
+    kinds = set(t["kind"].to_pylist())
+    assert {"Message", "message", "MESSAGE", "ToolOutput", "tooloutput", "Document", "Memory", "SystemPrompt"} <= kinds
+    tags = set(pc.list_flatten(t["tags"]).to_pylist())
+    assert any(x != x.lower() for x in tags) and any(x == x.lower() for x in tags)
+    keys = [(s, c) for s, c in zip(t["session_id"].to_pylist(), t["content"].to_pylist())]
+    assert len(keys) > len(set(keys))  # exact duplicates inside sessions
+    trust = pc.map_lookup(t["metadata"], "cupel:trust", "first").drop_null().to_pylist()
+    assert "high" in trust and any(v.replace(".", "", 1).isdigit() for v in trust)
+    assert pc.max(t["tokens"]).as_py() > 3000 and t["timestamp"].null_count > 0
