@@ -24,7 +24,15 @@ from .errors import (
     TableTooLargeError,
 )
 from .items import ItemTable
-from .policy import CompositeScorer, CountConstrainedKnapsackSlice, CountQuotaSlice, GreedySlice, Policy
+from .policy import (
+    CompositeScorer,
+    CountConstrainedKnapsackSlice,
+    CountQuotaSlice,
+    GreedySlice,
+    KnapsackSlice,
+    Policy,
+    QuotaSlice,
+)
 from .scorers import ScoreContext
 from .slicers import kernels as sk
 from .slicers.greedy import greedy_segments
@@ -185,6 +193,54 @@ def _score_plan(variants: Sequence[Variant], ctx: ScoreContext):
     return base, np.array(term_off, dtype=np.int64), np.array(term_col, dtype=np.int64), np.array(term_w, dtype=np.float64)
 
 
+def _slicer_args(slicer, table: ItemTable):
+    """Flatten a slicer spec into the arrays ``slice_segments`` takes."""
+    n_kinds = len(table.kind_vocab) + 1
+    kind_rank = np.zeros(n_kinds, dtype=np.int64)
+    for r, k in enumerate(sorted(range(len(table.kind_vocab)), key=table.kind_vocab.__getitem__)):
+        kind_rank[k] = r
+    q_has = np.zeros(n_kinds, dtype=np.bool_)
+    q_req = np.zeros(n_kinds, dtype=np.float64)
+    q_cap = np.full(n_kinds, 100.0, dtype=np.float64)
+    q_req_all = np.zeros(0, dtype=np.float64)
+    e_kind = np.zeros(0, dtype=np.int64)
+    e_req = np.zeros(0, dtype=np.int64)
+    cap_of_kind = np.full(n_kinds, -1, dtype=np.int64)
+    use_knapsack = False
+    bucket = 100
+    throw = False
+    resort = False
+    if isinstance(slicer, GreedySlice):
+        mode = sk.MODE_GREEDY
+    elif isinstance(slicer, KnapsackSlice):
+        mode, bucket = sk.MODE_KNAPSACK, slicer.bucket_size
+    elif isinstance(slicer, QuotaSlice):
+        mode = sk.MODE_QUOTA
+        use_knapsack = isinstance(slicer.inner, KnapsackSlice)
+        if use_knapsack:
+            bucket = slicer.inner.bucket_size
+        q_req_all = np.array([q.require for q in slicer.quotas], dtype=np.float64)
+        for q in slicer.quotas:
+            k = table.kind_ids_for(q.kind)
+            if k >= 0:
+                q_has[k] = True
+                q_req[k] = q.require
+                q_cap[k] = q.cap
+    else:
+        mode = sk.MODE_COUNT
+        if isinstance(slicer, CountConstrainedKnapsackSlice):
+            use_knapsack, bucket, resort = True, slicer.bucket_size, True
+        throw = slicer.scarcity_behavior == "throw"
+        e_kind = np.array([table.kind_ids_for(e.kind) for e in slicer.entries], dtype=np.int64)
+        e_req = np.array([e.require_count for e in slicer.entries], dtype=np.int64)
+        for e in slicer.entries:
+            k = table.kind_ids_for(e.kind)
+            if k >= 0 and e.cap_count is not None:
+                cap_of_kind[k] = e.cap_count
+    return (mode, use_knapsack, bucket, kind_rank, q_has, q_req, q_cap, q_req_all, e_kind, e_req,
+            cap_of_kind, throw, resort)
+
+
 def _one_variant(base, term_off, term_col, term_w, v: int) -> np.ndarray:
     a, b = int(term_off[v]), int(term_off[v + 1])
     return variant_scores(base, np.array([0, b - a], dtype=np.int64), term_col[a:b], term_w[a:b])[0]
@@ -205,8 +261,6 @@ def run_sweep(
 ) -> SweepRun:
     """Run every variant over every set. Per-(variant, set) failures are recorded in
     ``SweepRun.errors[v][s]``; the caller decides whether they raise."""
-    from .pipeline import _slicer_args
-
     n = table.n
     n_sets = table.n_sets
     cls = classified or classify(table)

@@ -228,15 +228,7 @@ def cmd_sensitivity(args) -> int:
     t0 = time.perf_counter()
     table = _load_table(args.items, args.set_column)
     result = sweep(table, budget, variants, on_error="collect", progress=_progress_enabled(args))
-    paths = _write_outputs(result, args.out, title=f"Policy sensitivity: {Path(args.items).name}")
-    elapsed = time.perf_counter() - t0
-    if args.json:
-        print(json.dumps(_summary_json(result, paths, elapsed), indent=2))
-    else:
-        print(f"{table.n:,} items in {table.n_sets:,} set(s); {result.n_swing:,} swinging items; {elapsed:.1f}s")
-        _print_summary(result)
-        print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
-    return EXIT_OK
+    return _finish(args, result, t0, f"Policy sensitivity: {Path(args.items).name}")
 
 
 def cmd_sweep(args) -> int:
@@ -246,15 +238,21 @@ def cmd_sweep(args) -> int:
     t0 = time.perf_counter()
     table = _load_table(args.items, args.set_column or grid_set_col)
     result = sweep(table, None, grid, on_error="collect", progress=_progress_enabled(args))
-    paths = _write_outputs(result, args.out, title=f"Sweep: {Path(args.items).name} x {Path(args.grid).name}")
+    return _finish(args, result, t0, f"Sweep: {Path(args.items).name} x {Path(args.grid).name}")
+
+
+def _finish(args, result, t0: float, title: str) -> int:
+    """Write the outputs of a sensitivity/sweep command and print its summary."""
+    paths = _write_outputs(result, args.out, title=title)
     elapsed = time.perf_counter() - t0
     if args.json:
         print(json.dumps(_summary_json(result, paths, elapsed), indent=2))
-    else:
-        print(f"{table.n:,} items in {table.n_sets:,} set(s); {len(result.labels)} variants; "
-              f"{result.n_swing:,} swinging items; {elapsed:.1f}s")
-        _print_summary(result)
-        print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
+        return EXIT_OK
+    t = result.table
+    print(f"{t.n:,} items in {t.n_sets:,} set(s); {len(result.labels)} variants; "
+          f"{result.n_swing:,} swinging items; {elapsed:.1f}s")
+    _print_summary(result)
+    print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
     return EXIT_OK
 
 

@@ -116,7 +116,7 @@ def run_scoring(vec: Mapping) -> None:
 
 
 def _slicer_run(vec: Mapping):
-    from .pipeline import _slicer_args
+    from .batch import _slicer_args
     from .slicers import kernels as sk
 
     test = vec["test"]
@@ -130,7 +130,7 @@ def _slicer_run(vec: Mapping):
     target = int((vec.get("budget") or {}).get("target_tokens", 0))
     (mode, use_knapsack, bucket, kind_rank, q_has, q_req, q_cap, q_req_all, e_kind, e_req,
      cap_of_kind, throw, resort) = _slicer_args(slicer, table)
-    from .pipeline import KNAPSACK_MAX_CELLS
+    from .batch import KNAPSACK_MAX_CELLS
 
     rank, err, err_a, err_b, satisfied, cap_dropped = sk.slice_segments(
         mode, table.tokens, score, table.kind_id, np.array([0, table.n], dtype=np.int64),
@@ -362,7 +362,8 @@ def collect(paths: Iterable[str | Path]) -> list[Path]:
     return out
 
 
-def run(paths: Iterable[str | Path], out=sys.stdout) -> tuple[int, int]:
+def run(paths: Iterable[str | Path], out=None) -> tuple[int, int]:
+    out = out or sys.stdout
     files = collect(paths)
     passed = failed = 0
     for f in files:
