@@ -165,6 +165,20 @@ class SweepRun:
         out[cls.pin_rows] = 1.0
         return out
 
+    def scores_at(self, v: int, rows: np.ndarray) -> np.ndarray:
+        """``scores_for(v)[rows]`` without building the whole column."""
+        rows = np.asarray(rows, dtype=np.int64)
+        cls = self.classified
+        out = np.zeros(rows.shape[0], dtype=np.float64)
+        out[self.table.pinned[rows] & ~cls.negative[rows]] = 1.0
+        pos = np.searchsorted(cls.sc_rows, rows)
+        pos_c = np.minimum(pos, max(len(cls.sc_rows) - 1, 0))
+        is_sc = (pos < len(cls.sc_rows)) & (cls.sc_rows[pos_c] == rows) if len(cls.sc_rows) else np.zeros(rows.shape[0], bool)
+        if is_sc.any():
+            base, term_off, term_col, term_w = self._plan
+            out[is_sc] = _one_variant(np.ascontiguousarray(base[pos[is_sc]]), term_off, term_col, term_w, v)
+        return out
+
     @property
     def scores(self) -> np.ndarray:
         """``[V, N]`` score matrix (built on access)."""
@@ -285,7 +299,7 @@ def run_sweep(
     for v, var in enumerate(variants):
         pol, bud = var.policy, var.budget
         errors = out.errors[v]
-        label = f"variant {var.label!r}: " if len(variants) > 1 else ""
+        label = f"variant {var.label!r}: " if var.label else ""
         included = out.included[v]
         reason = out.reason[v]
         score_row[:] = 0.0

@@ -16,6 +16,8 @@ def _require_int(name: str, value) -> int:
         raise InvalidInputTypeError(
             f"ContextBudget.{name} must be an integer, got {type(value).__name__} {value!r}"
         )
+    if abs(int(value)) >= 2**62:
+        raise InvalidConfigError(f"ContextBudget.{name} must be within ±2**62, got {value}")
     return int(value)
 
 

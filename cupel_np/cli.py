@@ -113,8 +113,22 @@ def load_grid_file(path):
     unknown = set(data) - known
     if unknown:
         raise InvalidConfigError(f"{path}: unknown grid key(s) {sorted(unknown)}; known: {sorted(known)}")
+    presets = data.get("presets", [])
+    if isinstance(presets, str):
+        presets = [presets]
+    if not isinstance(presets, list):
+        raise InvalidConfigError(f"{path}: 'presets' must be a list of preset names")
+    weights = data.get("weights")
+    if isinstance(weights, dict):
+        weights = [weights]
+    if weights is not None and not (isinstance(weights, list) and all(isinstance(w, dict) for w in weights)):
+        raise InvalidConfigError(f"{path}: 'weights' must be a list of tables of scorer type -> weight")
+    for i, w in enumerate(weights or []):
+        for k, x in w.items():
+            if isinstance(x, bool) or not isinstance(x, (int, float)):
+                raise InvalidConfigError(f"{path}: weights[{i}].{k} must be a number, got {x!r}")
     policies = {}
-    for name in data.get("presets", []):
+    for name in presets:
         policies[str(name)] = preset(str(name))
     for i, e in enumerate(data.get("policies", [])):
         if not isinstance(e, dict) or not e.get("label"):
@@ -126,6 +140,10 @@ def load_grid_file(path):
     for i, b in enumerate(data.get("budgets", [])):
         if not isinstance(b, dict):
             raise InvalidConfigError(f"{path}: budgets[{i}] must be a table")
+        extra = set(b) - {"max_tokens", "target_tokens", "output_reserve", "reserved_slots",
+                          "estimation_safety_margin_percent"}
+        if extra:
+            raise InvalidConfigError(f"{path}: budgets[{i}] has unknown key(s) {sorted(extra)}")
         try:
             budgets.append(ContextBudget.from_dict(b))
         except CupelError as e:
@@ -133,7 +151,7 @@ def load_grid_file(path):
     if not budgets:
         raise InvalidConfigError(f"{path}: the grid needs at least one [[budgets]] entry")
     try:
-        grid = Sweep(policies, weights=data.get("weights"), slicers=data.get("slicers"),
+        grid = Sweep(policies, weights=weights, slicers=data.get("slicers"),
                      placers=data.get("placers"), budgets=budgets)
         grid.variants()
     except CupelError as e:
@@ -155,7 +173,7 @@ def _print_summary(result, out=None) -> None:
         s["tokens"] += vt["tokens_used"][i]
         s["target"] += vt["target_tokens"][i]
         s["swing_in"] += vt["swing_included"][i]
-    w = max(8, *(len(l) for l in stats))
+    w = max([8, *(len(l) for l in stats)])
     print(f"{'variant':<{w}}  {'included':>9} {'tokens used':>12} {'utilization':>11} {'swing incl.':>11} {'failed sets':>11}", file=out)
     for lab, s in stats.items():
         util = s["tokens"] / s["target"] if s["target"] else 0.0
@@ -271,11 +289,7 @@ def cmd_run(args) -> int:
             raise UsageError("--set needs --set-column")
         if args.set is None:
             raise UsageError(f"{table.n_sets} item sets in {args.items}; choose one with --set KEY")
-        seg = _segment(table, args.set)
-        from .items import ItemTable
-
-        lo, hi = int(table.offsets[seg]), int(table.offsets[seg + 1])
-        table = ItemTable.from_arrow(table.table.slice(lo, hi - lo).drop_columns([args.set_column]))
+        table = table.subset(table.set_keys[_segment(table, args.set)])
     report = Pipeline(policy).dry_run(table, budget)
     if args.json:
         print(json.dumps(report.to_dict(), default=str, indent=2))
@@ -412,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         _err(str(e))
         return EXIT_USAGE
-    except (CupelError, FileNotFoundError) as e:
+    except (CupelError, OSError) as e:  # bad input, or a path we cannot read or write
         if args.debug:
             raise
         _err(str(e))

@@ -67,6 +67,14 @@ class Sweep:
             if not isinstance(p, Policy):
                 raise InvalidInputTypeError(f"policy {label!r} is not a Policy: {p!r}")
         self.policies = pols
+        if isinstance(weights, Mapping):
+            weights = [weights]
+        for w in weights or ():
+            if not isinstance(w, Mapping):
+                raise InvalidInputTypeError(f"weights must be mappings of scorer type -> weight, got {w!r}")
+            for k, x in w.items():
+                if isinstance(x, bool) or not isinstance(x, (int, float)):
+                    raise InvalidInputTypeError(f"weight for {k!r} must be a number, got {x!r}")
         self.weights = [dict(w) for w in weights] if weights else [None]
         self.slicers = [_as_slicer(s) for s in slicers] if slicers else [None]
         self.placers = list(placers) if placers else [None]

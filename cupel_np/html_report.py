@@ -51,6 +51,11 @@ def _short(s: str, n: int = 60) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def _mpl(s: str) -> str:
+    """Text for matplotlib: '$' would start mathtext (and can make it raise)."""
+    return s.replace("$", r"\$")
+
+
 def heatmap_png(result, groups: np.ndarray) -> bytes:
     plt = _plt()
     from matplotlib.colors import ListedColormap
@@ -69,12 +74,12 @@ def heatmap_png(result, groups: np.ndarray) -> bytes:
         for g in groups:
             key = t.set_keys[result.group_set[g]]
             content = _short(t.content[int(result.group_first_row[g])].as_py(), 48)
-            labels.append(f"{key}: {content}" if t.set_column else content)
+            labels.append(_mpl(f"{key}: {content}" if t.set_column else content))
         ax.set_yticks(range(len(groups)), labels, fontsize=7)
     else:
         ax.text(0.5, 0.5, "no item swings between these variants", ha="center", va="center", transform=ax.transAxes)
         ax.set_yticks([])
-    ax.set_xticks(range(v), result.labels, rotation=45, ha="right", fontsize=8)
+    ax.set_xticks(range(v), [_mpl(l) for l in result.labels], rotation=45, ha="right", fontsize=8)
     ax.set_title("Swinging items (green = included, red = excluded, grey = variant failed)", fontsize=9)
     return _png(fig)
 
@@ -96,7 +101,7 @@ def tokens_png(result) -> bytes:
     for i in range(len(labels)):
         if target[i]:
             ax.text(x[i] + 0.2, used[i], f"{used[i] / target[i]:.0%}", ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(x, labels, rotation=45, ha="right", fontsize=8)
+    ax.set_xticks(x, [_mpl(l) for l in labels], rotation=45, ha="right", fontsize=8)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_title("Tokens used vs budget per variant", fontsize=9)
     return _png(fig)
@@ -115,10 +120,11 @@ def kinds_png(result) -> bytes:
     bottom = np.zeros(len(result.labels))
     x = np.arange(len(result.labels))
     for j in np.argsort(-mix.sum(axis=0)):
-        ax.bar(x, mix[:, j], bottom=bottom, label=kinds[j])
+        ax.bar(x, mix[:, j], bottom=bottom, label=_mpl(kinds[j]))
         bottom += mix[:, j]
-    ax.set_xticks(x, result.labels, rotation=45, ha="right", fontsize=8)
-    ax.legend(fontsize=7, title="kind (case-folded)", title_fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_xticks(x, [_mpl(l) for l in result.labels], rotation=45, ha="right", fontsize=8)
+    if k:
+        ax.legend(fontsize=7, title="kind (case-folded)", title_fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_title("Kind mix of the selected tokens per variant", fontsize=9)
     return _png(fig)
 

@@ -184,6 +184,9 @@ def sweep_parquet(path, budget, variants, out_dir, *, set_column: str, chunk_row
         may continue in the next row group) is carried into the next chunk."""
         import pyarrow.compute as pc
 
+        if n_groups == 0:  # an empty file still gets (empty) outputs
+            yield pf.read(), 0
+            return
         carry = None
         for g in range(n_groups):
             t = pf.read_row_group(g)
@@ -310,6 +313,17 @@ def validate_items(path, set_column: str | None = None, max_rows_listed: int = 5
         if keys.null_count:
             problems.append(f"set column {set_column!r}: null at {rows_of(keys.is_null().to_numpy(zero_copy_only=False))}")
         n_sets = len(pc.unique(keys))
+    if "metadata" in cols and n and cols["metadata"].items.null_count:
+        md = cols["metadata"]
+        offs = md.offsets.to_numpy(zero_copy_only=False)
+        rows = np.unique(np.searchsorted(offs[1:] - offs[0], np.flatnonzero(md.items.is_null().to_numpy(zero_copy_only=False)), side="right"))
+        mask = np.zeros(n, dtype=bool)
+        mask[rows] = True
+        problems.append(f"column 'metadata': null value at {rows_of(mask)}")
+    if set_column is not None and set_column in names:
+        kt = table.schema.field(set_column).type
+        if pa.types.is_nested(kt):
+            problems.append(f"set column {set_column!r} must hold scalar keys (strings or integers), got {kt}")
     neg = int((cols["tokens"].fill_null(0).to_numpy(zero_copy_only=False) < 0).sum()) if "tokens" in cols else 0
     pinned = int(pc.sum(cols["pinned"]).as_py() or 0) if "pinned" in cols else 0
     return problems, {"rows": n, "sets": n_sets, "negative_tokens": neg, "pinned": pinned}

@@ -70,6 +70,8 @@ class ContextItem:
                 f"{self.tokens!r} (content {self.content[:40]!r})"
             )
         set_(self, "tokens", int(self.tokens))
+        if abs(self.tokens) >= _TOKEN_LIMIT:
+            raise InvalidConfigError(f"ContextItem.tokens must be within ±2**62, got {self.tokens}")
         for name in ("kind", "source"):
             v = getattr(self, name)
             if not isinstance(v, str):
@@ -88,6 +90,8 @@ class ContextItem:
                         f"ContextItem.{name} must be an integer or None, got "
                         f"{type(v).__name__} {v!r}"
                     )
+                if not -(2**63) <= int(v) < 2**63:
+                    raise InvalidConfigError(f"ContextItem.{name} must fit in 64 bits, got {v}")
                 set_(self, name, int(v))
         tags = self.tags
         if isinstance(tags, str) or not isinstance(tags, Iterable):
@@ -195,6 +199,12 @@ ITEM_SCHEMA = pa.schema(
 )
 
 
+#: internal name of the set-key column (a set column may also be an item column, e.g. "kind")
+_SET = "__cupel_set__"
+#: token counts and budgets stay below this so every sum fits in int64
+_TOKEN_LIMIT = 2.0**62
+
+
 def _first_true(mask: np.ndarray) -> int:
     idx = np.flatnonzero(mask)
     return int(idx[0]) if idx.size else -1
@@ -210,7 +220,7 @@ class ItemTable:
         table = _normalize(table, set_column)
         n = table.num_rows
         if set_column is not None:
-            keys = table.column(set_column).combine_chunks()
+            keys = table.column(_SET).combine_chunks()
             if keys.null_count:
                 row = _first_true(keys.is_null().to_numpy(zero_copy_only=False))
                 raise InvalidConfigError(
@@ -234,6 +244,11 @@ class ItemTable:
         self.n = n
         self._encode()
         self._cache: dict = {}
+        self._set_index: dict | None = None
+
+    def _renamed(self, set_column: str) -> "ItemTable":
+        self.set_column = set_column
+        return self
 
     # -- construction -------------------------------------------------------------------
     @classmethod
@@ -253,7 +268,8 @@ class ItemTable:
                 if set_column is not None:
                     if set_column not in d:
                         raise InvalidConfigError(f"row {i}: missing set column {set_column!r}")
-                    sets.append(d.pop(set_column))
+                    # a set column may also be an item field (e.g. "kind"): then it stays one
+                    sets.append(d[set_column] if set_column in ITEM_FIELDS else d.pop(set_column))
                 unknown = set(d) - set(ITEM_FIELDS)
                 if unknown:
                     raise InvalidConfigError(
@@ -286,8 +302,13 @@ class ItemTable:
         arrays = [pa.array(cols[f.name], type=f.type) for f in ITEM_SCHEMA]
         names = list(ITEM_SCHEMA.names)
         if set_column is not None:
-            arrays.append(pa.array(sets))
-            names.append(set_column)
+            try:
+                arrays.append(pa.array(sets))
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+                raise InvalidConfigError(f"set column {set_column!r}: keys of mixed or unsupported types ({e})") from None
+            names.append(set_column if set_column not in ITEM_FIELDS else "__set_key__")
+            if set_column in ITEM_FIELDS:
+                return cls(pa.Table.from_arrays(arrays, names=names), set_column="__set_key__")._renamed(set_column)
         return cls(pa.Table.from_arrays(arrays, names=names), set_column=set_column)
 
     @classmethod
@@ -460,12 +481,23 @@ class ItemTable:
             if key is not None:
                 raise InvalidConfigError("this ItemTable has no set column; use set key None")
             return 0
+        if self._set_index is None:
+            self._set_index = {k: i for i, k in enumerate(self.set_keys)}
         try:
-            return self.set_keys.index(key)
-        except ValueError:
+            return self._set_index[key]
+        except (KeyError, TypeError):
             raise InvalidConfigError(
                 f"no item set with key {key!r} in set column {self.set_column!r}"
             ) from None
+
+    def subset(self, key) -> "ItemTable":
+        """One item set as its own single-set ItemTable (rows in input order)."""
+        seg = self.segment_of(key)
+        lo, hi = int(self.offsets[seg]), int(self.offsets[seg + 1])
+        part = self.table.slice(lo, hi - lo)
+        if _SET in part.column_names:
+            part = part.drop_columns([_SET])
+        return ItemTable(part)
 
     @property
     def n_sets(self) -> int:
@@ -573,8 +605,28 @@ def _normalize(table: pa.Table, set_column: str | None) -> pa.Table:
     schema_fields[7] = pa.field("timestamp", arrays[7].type)
     names_out = [f.name for f in ITEM_SCHEMA]
     if set_column is not None:
-        arrays.append(table.column(set_column).combine_chunks())
-        names_out.append(set_column)
+        keys = table.column(set_column).combine_chunks()
+        if pa.types.is_dictionary(keys.type):
+            keys = keys.cast(keys.type.value_type)
+        if pa.types.is_nested(keys.type) or pa.types.is_null(keys.type) and n:
+            raise InvalidInputTypeError(
+                f"set column {set_column!r} must hold scalar keys (strings or integers), got {keys.type}"
+            )
+        arrays.append(keys)
+        names_out.append(_SET)
+    md = arrays[6]
+    if n and md.items.null_count:
+        offs = md.offsets.to_numpy(zero_copy_only=False)
+        pos = _first_true(md.items.is_null().to_numpy(zero_copy_only=False))
+        row = int(np.searchsorted(offs[1:] - offs[0], pos, side="right"))
+        raise InvalidConfigError(f"column 'metadata', row {row}: a metadata value is null (values must be strings)")
+    big = np.abs(arrays[1].to_numpy(zero_copy_only=False).astype(np.float64))
+    if n and big.sum() >= _TOKEN_LIMIT:
+        row = _first_true(np.cumsum(big) >= _TOKEN_LIMIT)
+        raise InvalidConfigError(
+            f"column 'tokens': the token counts add up past {_TOKEN_LIMIT:.3g} by row {row} "
+            "(sums must fit in 64-bit integers)"
+        )
     return pa.Table.from_arrays(arrays, names=names_out)
 
 

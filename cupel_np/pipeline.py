@@ -7,6 +7,8 @@ vectorized NumPy step or one segmented Numba kernel call; there is no Python loo
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from .batch import KNAPSACK_MAX_CELLS, Classified, SweepRun, Variant, _slicer_args, classify, run_sweep, segment_sums
@@ -47,22 +49,44 @@ class PolicyRun:
         self.budget = var.budget
         self.label = var.label
         self.included = sweep.included[v]
-        self.score = sweep.scores_for(v)
         self.reason = sweep.reason[v]
         self.effective_target = sweep.effective_target[v]
         self.cap_dropped = sweep.cap_dropped[v]
-        n_sets = sweep.table.n_sets
-        self.error = [sweep.errors[v].get(s) for s in range(n_sets)]
-        self.shortfalls = [sweep.shortfalls[v].get(s, []) for s in range(n_sets)]
+
+    # per-row columns and per-set lists are built on access: reading one set's report must
+    # not cost O(rows) or O(sets)
+    @cached_property
+    def score(self) -> np.ndarray:
+        return self.sweep.scores_for(self.v)
+
+    def scores_at(self, rows: np.ndarray) -> np.ndarray:
+        """Report scores of ``rows`` only."""
+        return self.sweep.scores_at(self.v, rows)
+
+    @cached_property
+    def error(self) -> list:
+        errs = self.sweep.errors[self.v]
+        return [errs.get(s) for s in range(self.table.n_sets)]
+
+    def error_of(self, segment: int):
+        return self.sweep.errors[self.v].get(segment)
+
+    @cached_property
+    def shortfalls(self) -> list:
+        sf = self.sweep.shortfalls[self.v]
+        return [sf.get(s, []) for s in range(self.table.n_sets)]
+
+    def shortfalls_of(self, segment: int) -> list:
+        return self.sweep.shortfalls[self.v].get(segment, [])
 
     @property
     def position(self) -> np.ndarray:
         return self.sweep.position_for(self.v)
 
     def raise_first_error(self) -> None:
-        for e in self.error:
-            if e is not None:
-                raise e
+        errs = self.sweep.errors[self.v]
+        if errs:
+            raise errs[min(errs)]
 
 
 def run_policy(
@@ -77,7 +101,7 @@ def run_policy(
     """Run one policy over every item set of ``table``. Per-set failures are recorded in
     ``PolicyRun.error`` (callers decide whether to raise)."""
     sweep = run_sweep(
-        table, [Variant("policy", policy, budget)], max_cells=max_cells,
+        table, [Variant("", policy, budget)], max_cells=max_cells,
         classified=classified, score_context=score_context,
     )
     return PolicyRun(sweep, 0)

@@ -202,7 +202,7 @@ def excluded_order(run, lo: int, hi: int) -> np.ndarray:
     rows = rows[~run.included[lo:hi]]
     if rows.size == 0:
         return rows
-    sc = run.score[rows]
+    sc = run.scores_at(rows)
     key = np.where(np.isnan(sc), np.inf, -sc)
     stage = _stage_rank(run.reason[rows])
     within = rows.astype(np.int64)
@@ -223,6 +223,10 @@ class SelectionReport:
     pipeline excluded them); every input row is in exactly one of them."""
 
     def __init__(self, run, segment: int):
+        err = run.error_of(segment)
+        if err is not None:
+            # this (policy, set) failed: there is no selection to report
+            raise err
         self._run = run
         self._seg = segment
         t = run.table
@@ -250,18 +254,20 @@ class SelectionReport:
     def included(self) -> list[IncludedItem]:
         run = self._run
         t = run.table
+        rows = self.included_rows
         return [
-            IncludedItem(t.row(r), float(run.score[r]), _INCLUSION[int(run.reason[r])])
-            for r in self.included_rows
+            IncludedItem(t.row(r), float(sc), _INCLUSION[int(run.reason[r])])
+            for r, sc in zip(rows, run.scores_at(rows))
         ]
 
     @cached_property
     def excluded(self) -> list[ExcludedItem]:
         run = self._run
         t = run.table
+        rows = self.excluded_rows
         return [
-            ExcludedItem(t.row(r), float(run.score[r]), exclusion_reason(run, int(r), self._seg))
-            for r in self.excluded_rows
+            ExcludedItem(t.row(r), float(sc), exclusion_reason(run, int(r), self._seg))
+            for r, sc in zip(rows, run.scores_at(rows))
         ]
 
     @property
@@ -274,7 +280,7 @@ class SelectionReport:
 
     @property
     def count_requirement_shortfalls(self) -> list[CountRequirementShortfall]:
-        return [CountRequirementShortfall(*s) for s in self._run.shortfalls[self._seg]]
+        return [CountRequirementShortfall(*s) for s in self._run.shortfalls_of(self._seg)]
 
     @property
     def effective_target_tokens(self) -> int:

@@ -197,7 +197,7 @@ class SweepResult:
         gs = self.swing_groups
         rows = self.group_first_row[gs]
         cols: dict[str, Any] = {
-            self._set_name(): pa.array([t.set_keys[s] for s in self.group_set[gs]]) if t.set_column else pa.nulls(len(gs), pa.string()),
+            self._set_name(): self._set_keys_array.take(pa.array(self.group_set[gs], pa.int64())),
             "content": t.content.take(pa.array(rows, pa.int64())),
         }
         names = np.array(["Excluded", "Included"])
@@ -215,8 +215,7 @@ class SweepResult:
         set_of_row = np.repeat(np.arange(t.n_sets), np.diff(t.offsets))[to_in]
         cols: dict[str, Any] = {}
         if t.set_column:
-            keys = pa.array(t.set_keys)
-            cols[self._set_name()] = keys.take(pa.array(set_of_row, pa.int64()))
+            cols[self._set_name()] = self._set_keys_array.take(pa.array(set_of_row, pa.int64()))
         cols["input_row"] = pa.array(np.arange(t.n, dtype=np.int64))
         cols["content"] = t.content.take(pa.array(to_in, pa.int64()))
         names = _reason_name_lut()
@@ -230,45 +229,57 @@ class SweepResult:
             cols[f"{label}.position"] = pa.array(self.run.position_for(v)[to_in].astype(np.int64), mask=failed | ~inc)
         return pa.table(cols)
 
+    @cached_property
+    def _set_keys_array(self) -> pa.Array:
+        t = self.table
+        return pa.array(t.set_keys) if t.set_column else pa.nulls(t.n_sets, pa.string())
+
     def variants_table(self) -> pa.Table:
         """Per variant and set: included count, tokens used, target, utilization, the number
         of swinging contents in the set and how many of them this variant includes, error."""
         t = self.table
         run = self.run
-        n_sets = t.n_sets
-        swing_per_set = np.diff(self.swing_offsets)
-        rows: dict[str, list] = {k: [] for k in (
-            "variant", self._set_name(), "included_count", "tokens_used", "target_tokens",
-            "utilization", "swing_count", "swing_included", "error")}
+        n_sets, n_var = t.n_sets, len(self.variants)
         seg = np.repeat(np.arange(n_sets), np.diff(t.offsets))
-        for v, var in enumerate(self.variants):
+        swing_per_set = np.diff(self.swing_offsets)
+        sw_set = self.group_set[self.swing_groups]
+        cnt = np.empty((n_var, n_sets), dtype=np.int64)
+        tok = np.empty((n_var, n_sets), dtype=np.int64)
+        sw_inc = np.empty((n_var, n_sets), dtype=np.int64)
+        for v in range(n_var):  # one vectorised pass per variant, never per set
             inc = run.included[v]
-            cnt = np.bincount(seg[inc], minlength=n_sets)
-            tok = np.bincount(seg[inc], weights=t.tokens[inc], minlength=n_sets).astype(np.int64)
-            sw_inc = np.bincount(self.group_set[self.swing_groups], weights=self.status[self.swing_groups, v], minlength=n_sets).astype(np.int64)
-            target = var.budget.target_tokens
-            for s in range(n_sets):
-                failed = bool(self.failed[v, s])
-                rows["variant"].append(var.label)
-                rows[self._set_name()].append(t.set_keys[s])
-                rows["included_count"].append(None if failed else int(cnt[s]))
-                rows["tokens_used"].append(None if failed else int(tok[s]))
-                rows["target_tokens"].append(target)
-                rows["utilization"].append(None if failed else (float(tok[s]) / target if target else 0.0))
-                rows["swing_count"].append(int(swing_per_set[s]))
-                rows["swing_included"].append(None if failed else int(sw_inc[s]))
-                rows["error"].append(str(run.errors[v][s]) if failed else None)
-        types = {"variant": pa.string(), "included_count": pa.int64(), "tokens_used": pa.int64(),
-                 "target_tokens": pa.int64(), "utilization": pa.float64(), "swing_count": pa.int64(),
-                 "swing_included": pa.int64(), "error": pa.string()}
-        key_type = pa.array(t.set_keys).type if t.set_column else pa.string()
-        return pa.table({k: pa.array(v, types.get(k, key_type)) for k, v in rows.items()})
+            cnt[v] = np.bincount(seg[inc], minlength=n_sets)
+            tok[v] = np.bincount(seg[inc], weights=t.tokens[inc], minlength=n_sets)
+            sw_inc[v] = np.bincount(sw_set, weights=self.status[self.swing_groups, v], minlength=n_sets)
+        target = np.repeat(np.array([v.budget.target_tokens for v in self.variants], dtype=np.int64), n_sets)
+        failed = self.failed.reshape(-1)
+        used = tok.reshape(-1)
+        util = np.divide(used, target, out=np.zeros(used.shape, dtype=np.float64), where=target > 0)
+        errors = [None] * (n_var * n_sets)
+        for v, errs in enumerate(run.errors):
+            for s, e in errs.items():
+                errors[v * n_sets + s] = str(e)
+        keys = self._set_keys_array.take(pa.array(np.tile(np.arange(n_sets), n_var)))
+        return pa.table({
+            "variant": pa.array(np.repeat(np.array(self.labels, dtype=object), n_sets), pa.string()),
+            self._set_name(): keys,
+            "included_count": pa.array(cnt.reshape(-1), mask=failed),
+            "tokens_used": pa.array(used, mask=failed),
+            "target_tokens": pa.array(target),
+            "utilization": pa.array(util, mask=failed),
+            "swing_count": pa.array(np.tile(swing_per_set, n_var).astype(np.int64)),
+            "swing_included": pa.array(sw_inc.reshape(-1), mask=failed),
+            "error": pa.array(errors, pa.string()),
+        })
 
     # -- reports --------------------------------------------------------------------------
     def report(self, set_key=None) -> "PolicySensitivityReport":
         return PolicySensitivityReport(self, self.table.segment_of(set_key))
 
     def selection_report(self, label: str, set_key=None) -> SelectionReport:
+        """One variant's SelectionReport for one set (raises that cell's error if it failed)."""
+        if label not in self.labels:
+            raise InvalidConfigError(f"no variant labelled {label!r}; labels: {', '.join(self.labels)}")
         v = self.labels.index(label)
         return SelectionReport(PolicyRun(self.run, v), self.table.segment_of(set_key))
 

@@ -111,7 +111,8 @@ def place_segments(
     n_seg = pin_offsets.shape[0] - 1
     err = np.zeros(n_seg, dtype=np.int8)
     err_a = np.zeros(n_seg, dtype=np.int64)
-    n_kinds = cap_of_kind.shape[0]
+    n_kinds = cap_of_kind.shape[0] if count_caps else 1
+    kind_count = np.zeros(n_kinds, dtype=np.int64)  # scratch, reset per segment
     drop_seq = 3 * n_rows
     for s in range(n_seg):
         plo = pin_offsets[s]
@@ -136,14 +137,17 @@ def place_segments(
             mscore[q] = 1.0
             mpin[q] = True
         sliced_tokens = 0
-        kind_count = np.zeros(n_kinds, dtype=np.int64)
+        if count_caps:
+            for p in range(clo, chi):
+                kind_count[kind[cand_rows[p]]] = 0
         for p in range(clo, chi):
             r = rank[p]
             if r >= 0:
                 mrow[n_pin + r] = cand_rows[p]
                 mscore[n_pin + r] = cand_score[p]
                 sliced_tokens += tokens[cand_rows[p]]
-                kind_count[kind[cand_rows[p]]] += 1
+                if count_caps:
+                    kind_count[kind[cand_rows[p]]] += 1
         # slice-stage exclusions
         eff_target = eff_targets[s]
         first_pin = pin_rows[plo] if n_pin > 0 else -1

@@ -141,14 +141,31 @@ def _inner_pick(use_knapsack, tok, score, cand, target, bucket, max_cells, out, 
 
 @jit
 def _quota_segment(tok, score, kind, lo, hi, target, use_knapsack, bucket, max_cells,
-                   kind_rank, q_has, q_req, q_cap, q_req_all, out, n_out):
+                   kind_rank, q_has, q_req, q_cap, q_req_all, out, n_out, mass, cnt):
     """QuotaSlice for one segment (percent require/cap per kind, inner greedy/knapsack)."""
-    n_kinds = kind_rank.shape[0]
-    mass = np.zeros(n_kinds, dtype=np.int64)
-    cnt = np.zeros(n_kinds, dtype=np.int64)
+    n_out, n_c, cap = _quota_segment_inner(tok, score, kind, lo, hi, target, use_knapsack, bucket,
+                                           max_cells, kind_rank, q_has, q_req, q_cap, q_req_all,
+                                           out, n_out, mass, cnt)
     for p in range(lo, hi):
-        mass[kind[p]] += tok[p]
-        cnt[kind[p]] += 1
+        mass[kind[p]] = 0
+        cnt[kind[p]] = 0
+    return n_out, n_c, cap
+
+
+@jit
+def _quota_segment_inner(tok, score, kind, lo, hi, target, use_knapsack, bucket, max_cells,
+                         kind_rank, q_has, q_req, q_cap, q_req_all, out, n_out, mass, cnt):
+    # mass / cnt are per-call scratch arrays (all zero on entry, zeroed again on exit): the
+    # cost per segment is its own size, not the table's kind vocabulary
+    found = np.empty(hi - lo, dtype=np.int64)
+    present = 0
+    for p in range(lo, hi):
+        k = kind[p]
+        if cnt[k] == 0:
+            found[present] = k
+            present += 1
+        mass[k] += tok[p]
+        cnt[k] += 1
     tgt = np.float64(target)
     total_required = 0
     for e in range(q_req_all.shape[0]):
@@ -157,18 +174,10 @@ def _quota_segment(tok, score, kind, lo, hi, target, use_knapsack, bucket, max_c
     if unassigned < 0:
         unassigned = 0
     # partitions in the order of their ASCII-lowercased kind names
-    present = 0
-    for kk in range(n_kinds):
-        if cnt[kk] > 0:
-            present += 1
-    kinds = np.empty(present, dtype=np.int64)
+    kinds = found[:present].copy()
     ranks = np.empty(present, dtype=np.int64)
-    c = 0
-    for kk in range(n_kinds):
-        if cnt[kk] > 0:
-            kinds[c] = kk
-            ranks[c] = kind_rank[kk]
-            c += 1
+    for j in range(present):
+        ranks[j] = kind_rank[kinds[j]]
     kinds = kinds[np.argsort(ranks, kind="mergesort")]
     req_t = np.zeros(present, dtype=np.int64)
     cap_t = np.zeros(present, dtype=np.int64)
@@ -226,6 +235,10 @@ def slice_segments(mode, tok, score, kind, offsets, targets, use_knapsack, bucke
     satisfied = np.full((n_seg, n_entries), -1, dtype=np.int64)
     cap_dropped = np.zeros(n_seg, dtype=np.int64)
     n_kinds = cap_of_kind.shape[0]
+    # per-call scratch indexed by kind; every segment leaves it zeroed
+    mass = np.zeros(n_kinds, dtype=np.int64)
+    cnt = np.zeros(n_kinds, dtype=np.int64)
+    count = np.zeros(n_kinds, dtype=np.int64)
     for s in range(n_seg):
         lo = offsets[s]
         hi = offsets[s + 1]
@@ -247,7 +260,7 @@ def slice_segments(mode, tok, score, kind, offsets, targets, use_knapsack, bucke
         elif mode == MODE_QUOTA:
             n_out, n_c, cap = _quota_segment(tok, score, kind, lo, hi, target, use_knapsack,
                                              bucket, max_cells, kind_rank, q_has, q_req, q_cap,
-                                             q_req_all, out, 0)
+                                             q_req_all, out, 0, mass, cnt)
             if cap < 0:
                 err[s] = ERR_TABLE_TOO_LARGE
                 err_a[s] = n_c
@@ -255,7 +268,11 @@ def slice_segments(mode, tok, score, kind, offsets, targets, use_knapsack, bucke
                 continue
         else:
             committed = np.zeros(m, dtype=np.bool_)
-            count = np.zeros(n_kinds, dtype=np.int64)
+            for p in range(lo, hi):  # reset only what this segment can touch
+                count[kind[p]] = 0
+            for e in range(n_entries):
+                if e_kind[e] >= 0:
+                    count[e_kind[e]] = 0
             prealloc = 0
             failed = False
             for e in range(n_entries):
