@@ -224,8 +224,9 @@ class KindScorer(Scorer):
         # weights: list of (kind, weight) pairs; later duplicates win.
         self.weights = {}
         for kind, weight in weights:
-            if not isinstance(kind, str):
-                _invalid("kind weight key must be a string")
+            if not isinstance(kind, str) or _is_blank(kind):
+                # a ContextKind: non-empty, not whitespace-only (data-model/enumerations.md)
+                _invalid("kind weight key must be a non-blank string")
             if not _is_number(weight):
                 _invalid("kind weight must be a number")
             if weight < 0.0:
@@ -1104,7 +1105,15 @@ def validate_budget(budget):
         _invalid("estimation_safety_margin_percent must be in [0, 100]")
     if not isinstance(reserved_slots, dict):
         _invalid("reserved_slots must be a table")
+    seen_kinds = set()
     for kind, count in reserved_slots.items():
+        # keys are ContextKinds: non-blank, compared ASCII-case-insensitively, so two
+        # spellings of one kind are a duplicate key (rejected, like quota / count entries)
+        if not isinstance(kind, str) or _is_blank(kind):
+            _invalid("reserved slot kind must be a non-blank string")
+        if ascii_fold(kind) in seen_kinds:
+            _invalid(f"reserved slot kind {kind!r} given twice")
+        seen_kinds.add(ascii_fold(kind))
         if not _is_int(count) or count < 0:
             _invalid(f"reserved slot for {kind!r} must be an integer >= 0")
 

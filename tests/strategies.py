@@ -25,13 +25,14 @@ PST = timezone(timedelta(hours=-8))
 # Value pools
 # ---------------------------------------------------------------------------
 
-CONTENTS = ["a", "b", "c", "d", "A", "dup", "x y", "\u00e9t\u00e9", "\u00c9T\u00c9"]
+CONTENTS = ["a", "b", "c", "d", "e", "f", "g", "A", "dup", "x y", "\u00e9t\u00e9", "\u00c9T\u00c9"]
 
 KINDS = [
     "Message", "message", "MESSAGE", "Document", "document", "ToolOutput", "toolOutput",
     "SystemPrompt", "Memory", "memory",
     "\u00c4rger", "\u00e4rger",  # non-ASCII initial: these two are DIFFERENT kinds
     "Custom",
+    "\x1c",  # str.isspace() is True, but it is not Unicode White_Space: a valid kind
 ]
 
 # kinds a config may name: the item kinds plus some no item has
@@ -79,11 +80,10 @@ TRUST_VALUES = [
     "abc", " 0.5", "0.5 ", "", ".", "e5", "1e", "1_0", "0x1p-1", "\u0665", "+", "--1",
     "inf", "-Infinity", "NaN", "nan", "INF", "infinity", "1e400", "1e-400",
 ]
-# Non-ASCII letters that Python's Unicode case-insensitive regex matches to "i" / "n".
-# Rust rejects them; the engine currently crashes on them (cupel_np/text.py, see
-# test_properties.test_trust_parse_rejects_non_ascii_case_variants), so they are kept out
-# of the random pool until that is fixed.
+# Non-ASCII letters that a Unicode case-insensitive regex would match to "i" / "n"; Rust
+# rejects them (so does the engine since cupel_np/text.py uses (?ai:...)).
 TRUST_VALUES_NON_ASCII_FOLD = ["\u0131nf", "\u0130nf", "\u0131nf\u0131n\u0131ty", "\u0130NF"]
+TRUST_VALUES = TRUST_VALUES + TRUST_VALUES_NON_ASCII_FOLD
 
 METADATA_KEYS = ["cupel:trust", "src", "team", "Src"]
 METADATA_VALUES = ["x", "X", "0.5", "", "yes"]
@@ -94,24 +94,31 @@ METADATA_VALUES = ["x", "X", "0.5", "", "yes"]
 # ---------------------------------------------------------------------------
 
 def _weighted(*pairs):
-    """one_of with integer weights: ``_weighted((3, a), (1, b))`` picks a about 3x as often."""
-    return st.one_of(*[strategy for weight, strategy in pairs for _ in range(weight)])
+    """A weighted choice of strategies: ``_weighted((3, a), (1, b))`` picks a about 3x as
+    often as b (st.one_of strongly prefers its first branch)."""
+    choices = [strategy for weight, strategy in pairs for _ in range(weight)]
+    return st.sampled_from(choices).flatmap(lambda strategy: strategy)
+
+
+def _uniform(lo, hi):
+    """Integers spread evenly over [lo, hi] (st.integers favours the ends)."""
+    return st.sampled_from(range(lo, hi + 1))
 
 
 tokens_st = _weighted(
-    (6, st.integers(0, 40)),
+    (6, _uniform(0, 40)),
     (3, st.sampled_from([0, 1, 1, 10, 10, 25, 25])),
     (1, st.integers(-5, -1)),
-    (1, st.integers(41, 250)),
+    (1, _uniform(41, 150)),
 )
 
-timestamps_st = st.one_of(
-    st.none(),
-    st.sampled_from(TIMESTAMP_POOL),
-    st.datetimes(
+timestamps_st = _weighted(
+    (1, st.none()),
+    (3, st.sampled_from(TIMESTAMP_POOL)),
+    (2, st.datetimes(
         min_value=datetime(2024, 12, 1), max_value=datetime(2025, 4, 1),
         timezones=st.sampled_from([UTC, IST, PST]),
-    ),
+    )),
 )
 
 metadata_st = st.dictionaries(
@@ -121,17 +128,26 @@ metadata_st = st.dictionaries(
 )
 
 
+# whitespace-only (Unicode White_Space) kinds: rejected at item construction
+BLANK_KINDS = [" ", "\t\n", "\u2003", "\u0085", "\u3000 "]
+
+
 @st.composite
-def item_dicts(draw, extreme_timestamps=True):
-    item = {"content": draw(st.sampled_from(CONTENTS)), "tokens": draw(tokens_st)}
+def item_dicts(draw, extreme_timestamps=True, blank_kinds=False, tokens=tokens_st):
+    item = {"content": draw(st.sampled_from(CONTENTS)), "tokens": draw(tokens)}
     if draw(st.integers(0, 5)):
         item["kind"] = draw(st.sampled_from(KINDS))
+    if blank_kinds and draw(st.integers(0, 59)) == 31:
+        item["kind"] = draw(st.sampled_from(BLANK_KINDS))
     if draw(st.booleans()):
         item["source"] = draw(st.sampled_from(SOURCES))
     if draw(st.integers(0, 2)):
         item["priority"] = draw(st.one_of(st.none(), st.sampled_from(PRIORITIES)))
     if draw(st.integers(0, 2)):
-        item["tags"] = draw(st.lists(st.sampled_from(TAGS), max_size=4))
+        item["tags"] = draw(_weighted(
+            (3, st.lists(st.sampled_from(TAGS), max_size=4)),
+            (1, st.lists(st.sampled_from(TAGS), min_size=1, max_size=2).map(lambda t: t + t)),
+        ))
     if draw(st.integers(0, 2)):
         item["metadata"] = draw(metadata_st)
     if draw(st.integers(0, 3)):
@@ -150,8 +166,13 @@ def item_dicts(draw, extreme_timestamps=True):
     return item
 
 
-def item_lists(max_size=12, min_size=0, extreme_timestamps=True):
-    return st.lists(item_dicts(extreme_timestamps), min_size=min_size, max_size=max_size)
+def item_lists(max_size=12, min_size=0, extreme_timestamps=True, blank_kinds=False,
+               tokens=tokens_st):
+    # draw the length first: plain st.lists favours very short lists
+    return st.integers(min_size, max_size).flatmap(
+        lambda n: st.lists(item_dicts(extreme_timestamps, blank_kinds, tokens),
+                           min_size=n, max_size=n)
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -174,17 +195,18 @@ def _unique_fold(kinds):
 @st.composite
 def budgets(draw):
     # mostly "about the size of the item set" (about 12 x 20 tokens), sometimes tiny or zero
-    target = draw(_weighted((1, st.integers(0, 8)), (4, st.integers(20, 250)),
+    target = draw(_weighted((1, st.integers(0, 8)), (4, _uniform(20, 250)),
+                            (1, st.sampled_from([10, 20, 25, 30, 50, 60, 100])),
                             (1, st.integers(0, 400))))
-    max_tokens = target + draw(_weighted((2, st.just(0)), (2, st.integers(0, 30)),
+    max_tokens = target + draw(_weighted((2, st.just(0)), (2, _uniform(0, 30)),
                                          (1, st.integers(0, 300))))
     budget = {"max_tokens": max_tokens, "target_tokens": target}
-    if draw(st.integers(0, 2)) == 1:
+    if draw(st.booleans()):
         budget["output_reserve"] = draw(st.one_of(st.integers(0, max_tokens),
                                                   st.integers(0, max_tokens - target)))
     if draw(st.integers(0, 3)) == 0:
         kinds = _unique_fold(draw(st.lists(st.sampled_from(CONFIG_KINDS), max_size=3)))
-        budget["reserved_slots"] = {k: draw(st.integers(0, 40)) for k in kinds}
+        budget["reserved_slots"] = {k: draw(st.integers(0, 15)) for k in kinds}
     if draw(st.integers(0, 3)) == 0:
         budget["estimation_safety_margin_percent"] = draw(st.one_of(
             st.sampled_from([0.0, 0, 10, 12.5, 33.3, 50.0, 99.9, 100.0]),
@@ -205,9 +227,17 @@ weights_st = st.one_of(
 )
 nonneg_weights_st = st.one_of(st.sampled_from([0.0, 1.0, 0.5, 2, 0.3]), st.floats(0.0, 5.0))
 unit_st = st.one_of(st.sampled_from([0.0, 0.5, 1.0, 0.3]), st.floats(0.0, 1.0))
-seconds_st = st.one_of(
-    st.sampled_from([1, 1.0, 60.0, 3600, 86400.0, 0.5, 1e-6]),
-    st.floats(1e-3, 1e8),
+# Ages that really occur (reference time minus a pool timestamp), so curve boundaries
+# ("age < max_age", "max_age > age") are hit exactly.
+POOL_AGES = sorted({
+    (ref - ts).total_seconds()
+    for ref in REFERENCE_TIMES for ts in TIMESTAMP_POOL
+    if ref > ts and (ref - ts).total_seconds() < 1e6
+})
+seconds_st = _weighted(
+    (2, st.sampled_from([1, 1.0, 60.0, 3600, 86400.0, 0.5, 1e-6])),
+    (2, st.sampled_from(POOL_AGES)),
+    (1, st.floats(1e-3, 1e8)),
 )
 
 
@@ -226,31 +256,42 @@ def kind_scorers(draw):
 
 
 @st.composite
-def tag_scorers(draw):
-    pairs = draw(st.lists(st.tuples(st.sampled_from(TAGS + ["zz"]), nonneg_weights_st), max_size=5))
+def tag_scorers(draw, pool=()):
+    """A tag scorer; with ``pool`` (tags the items carry) its keys are mostly those."""
+    keys = _weighted((1, st.sampled_from(TAGS + ["zz"])), (3, st.sampled_from(sorted(pool)))) \
+        if pool else st.sampled_from(TAGS + ["zz"])
+    pairs = draw(st.lists(st.tuples(keys, nonneg_weights_st),
+                          max_size=draw(st.sampled_from([1, 2, 3, 5]))))
     if draw(st.integers(0, 3)) == 0:
         return {"type": "tag", "tag_weights": dict(pairs)}
     return {"type": "tag", "tag_weights": [{"tag": t, "weight": w} for t, w in pairs]}
 
 
 @st.composite
-def decay_scorers(draw):
+def decay_scorers(draw, reference_time=None, ages=()):
+    """A decay scorer. With ``ages`` (ages of real items at ``reference_time``) the curve's
+    ages are often exactly those, so "age < max_age" / "max_age > age" boundaries are hit."""
+    if ages:
+        age_st = _weighted((1, seconds_st), (2, st.sampled_from(sorted(ages))))
+    else:
+        age_st = seconds_st
     curve_type = draw(st.sampled_from(["exponential", "window", "step"]))
     if curve_type == "exponential":
-        curve = {"type": "exponential", "half_life_secs": draw(seconds_st)}
+        curve = {"type": "exponential", "half_life_secs": draw(age_st)}
     elif curve_type == "window":
-        curve = {"type": "window", "max_age_secs": draw(seconds_st)}
+        curve = {"type": "window", "max_age_secs": draw(age_st)}
     else:
         windows = draw(st.lists(
             st.fixed_dictionaries({
-                "max_age_secs": seconds_st,
+                "max_age_secs": _weighted((1, age_st), (1, st.sampled_from(POOL_AGES))),
                 "score": st.one_of(unit_st, st.sampled_from([-0.5, 1.5])),
             }),
             min_size=1, max_size=4,
         ))
         curve = {"type": "step", "windows": windows}
-    entry = {"type": "decay", "reference_time": draw(st.sampled_from(REFERENCE_TIMES)),
-             "curve": curve}
+    if reference_time is None:
+        reference_time = draw(st.sampled_from(REFERENCE_TIMES))
+    entry = {"type": "decay", "reference_time": reference_time, "curve": curve}
     if draw(st.booleans()):
         entry["null_timestamp_score"] = draw(unit_st)
     return entry
@@ -284,14 +325,13 @@ def leaf_scorers():
     )
 
 
-def _with_weight(entry_st):
-    @st.composite
-    def build(draw):
-        entry = dict(draw(entry_st))
-        if draw(st.integers(0, 3)):
-            entry["weight"] = draw(weights_st)
-        return entry
-    return build()
+@st.composite
+def _with_weight(draw, entry_st):
+    """A scorer entry, usually with a ``weight`` (1.0 when left out)."""
+    entry = dict(draw(entry_st))
+    if draw(st.integers(0, 3)):
+        entry["weight"] = draw(weights_st)
+    return entry
 
 
 @st.composite
@@ -342,6 +382,25 @@ def any_scorer_entry():
     )
 
 
+@st.composite
+def scoring_cases(draw, max_sets=3):
+    """(item sets, scorer entry): every scorer type about equally often; a decay scorer's curve
+    ages are often the exact ages of the drawn items."""
+    sets = draw(st.lists(item_lists(), min_size=1, max_size=max_sets))
+    # decay has three curves and the boundary cases: give it three shares
+    scorer_type = draw(st.sampled_from(sorted(SCORER_TYPE_STRATEGIES) + ["decay", "decay"]))
+    if scorer_type == "tag":
+        return sets, draw(tag_scorers(tuple({t for items in sets for d in items
+                                             for t in d.get("tags") or ()})))
+    if scorer_type != "decay":
+        return sets, draw(SCORER_TYPE_STRATEGIES[scorer_type])
+    reference = draw(st.sampled_from(REFERENCE_TIMES))
+    ages = {(reference - d["timestamp"]).total_seconds()
+            for items in sets for d in items
+            if d.get("timestamp") is not None and d["timestamp"] < reference}
+    return sets, draw(decay_scorers(reference, tuple(sorted(ages))))
+
+
 # ---------------------------------------------------------------------------
 # Slicers, placers, whole configs
 # ---------------------------------------------------------------------------
@@ -349,9 +408,17 @@ def any_scorer_entry():
 bucket_sizes = st.integers(1, 50)
 
 
+def _kind_pool(kinds):
+    """Kinds a config names: with ``kinds`` (the items' own kinds) mostly those."""
+    kinds = sorted(k for k in kinds if k in KINDS)
+    if not kinds:
+        return st.sampled_from(CONFIG_KINDS)
+    return _weighted((1, st.sampled_from(CONFIG_KINDS)), (2, st.sampled_from(kinds)))
+
+
 @st.composite
-def quota_lists(draw):
-    kinds = _unique_fold(draw(st.lists(st.sampled_from(CONFIG_KINDS), max_size=4)))
+def quota_lists(draw, kinds=()):
+    kinds = _unique_fold(draw(st.lists(_kind_pool(kinds), max_size=4)))
     remaining = 100.0
     quotas = []
     for kind in kinds:
@@ -369,8 +436,8 @@ def quota_lists(draw):
 
 
 @st.composite
-def count_entries(draw):
-    kinds = _unique_fold(draw(st.lists(st.sampled_from(CONFIG_KINDS), max_size=4)))
+def count_entries(draw, kinds=()):
+    kinds = _unique_fold(draw(st.lists(_kind_pool(kinds), max_size=4)))
     entries = []
     for kind in kinds:
         require = draw(st.integers(0, 3))
@@ -380,7 +447,7 @@ def count_entries(draw):
 
 
 @st.composite
-def slicer_configs(draw):
+def slicer_configs(draw, kinds=()):
     name = draw(st.sampled_from(
         ["greedy", "knapsack", "quota", "count_quota", "count_constrained_knapsack", None]
     ))
@@ -390,14 +457,14 @@ def slicer_configs(draw):
     if name == "knapsack":
         config["bucket_size"] = draw(bucket_sizes)
     elif name == "quota":
-        config["quotas"] = draw(quota_lists())
+        config["quotas"] = draw(quota_lists(kinds))
         inner = draw(st.sampled_from(["greedy", "knapsack", None]))
         if inner is not None:
             config["inner_slicer"] = inner
         if inner == "knapsack":
             config["bucket_size"] = draw(bucket_sizes)
     elif name in ("count_quota", "count_constrained_knapsack"):
-        config["entries"] = draw(count_entries())
+        config["entries"] = draw(count_entries(kinds))
         scarcity = draw(st.sampled_from(["degrade", "throw", "Throw", None]))
         if scarcity is not None:
             config["scarcity_behavior"] = scarcity
@@ -408,12 +475,15 @@ def slicer_configs(draw):
     return config
 
 
+CONFIG_SCORERS = st.lists(_with_weight(scorer_entries(2)), min_size=1, max_size=3)
+
+
 @st.composite
-def configs(draw, scorers=None):
-    """A full pipeline ``[config]`` table."""
-    config = draw(slicer_configs())
+def configs(draw, scorers=None, kinds=()):
+    """A full pipeline ``[config]`` table; quota / count entries favour ``kinds``."""
+    config = draw(slicer_configs(kinds))
     if scorers is None:
-        scorers = st.lists(_with_weight(scorer_entries(2)), min_size=1, max_size=3)
+        scorers = CONFIG_SCORERS
     config["scorers"] = draw(scorers)
     placer = draw(st.sampled_from(["chronological", "u_shaped", "u-shaped", None]))
     if placer is not None:
@@ -457,14 +527,16 @@ _BREAKERS = [
     lambda c: c.update(slicer="count_constrained_knapsack",
                        entries=[{"kind": "x", "require_count": 0, "cap_count": 1},
                                 {"kind": "X", "require_count": 0, "cap_count": 1}]),
+    lambda c: c["scorers"].append({"type": "kind", "weights": [{"kind": " ", "weight": 1.0}]}),
+    lambda c: c["scorers"].append({"type": "kind", "weights": {"\u2003": 0.5}}),
     lambda c: c.update(placer="sideways"),
     lambda c: c.update(overflow_strategy="explode"),
 ]
 
 
 @st.composite
-def maybe_invalid_configs(draw):
-    config = draw(configs())
+def maybe_invalid_configs(draw, kinds=()):
+    config = draw(configs(kinds=kinds))
     if draw(st.integers(0, 19)) == 7:
         config = {**config, "scorers": list(config["scorers"])}
         draw(st.sampled_from(_BREAKERS))(config)
@@ -481,6 +553,8 @@ def maybe_invalid_budgets(draw):
             {"output_reserve": budget["max_tokens"] + 1},
             {"estimation_safety_margin_percent": 100.5},
             {"reserved_slots": {"Message": -1}},
+            {"reserved_slots": {" ": 1}},
+            {"reserved_slots": {"Message": 1, "message": 0}},
             {"max_tokens": -1, "target_tokens": 0},
         ]))
         budget.update(breaker)
@@ -495,11 +569,12 @@ SET_KEYS = ["conv-0", "conv-1", "conv-2", "conv-3", "conv-4"]
 
 
 @st.composite
-def item_sets(draw, max_sets=4, max_items=12):
+def item_sets(draw, max_sets=4, max_items=12, tokens=tokens_st):
     """(list of per-set item lists, interleaving) -- ``interleaving`` is a list of
     (set index, position in set) in the order the rows appear in the combined input."""
     n_sets = draw(st.integers(1, max_sets))
-    sets = [draw(item_lists(max_size=max_items, min_size=1)) for _ in range(n_sets)]
+    sets = [draw(item_lists(max_size=max_items, min_size=1, tokens=tokens))
+            for _ in range(n_sets)]
     labels = [(s, k) for s, items in enumerate(sets) for k in range(len(items))]
     order = draw(st.permutations(labels))
     # keep each set's own order (rows are grouped stably): sort positions within a set
@@ -509,3 +584,52 @@ def item_sets(draw, max_sets=4, max_items=12):
         interleaving.append((s, per_set_next[s]))
         per_set_next[s] += 1
     return sets, interleaving
+
+
+# ---------------------------------------------------------------------------
+# Budget-aware token counts
+# ---------------------------------------------------------------------------
+
+
+def tokens_near(budget):
+    """Token counts drawn partly from the budget's own boundaries (target, target minus the
+    output reserve, halves and thirds, +-1), so that "fits exactly" / "one too many" cases
+    of the slicers, the PinnedOverride rule and overflow truncation come up often."""
+    def as_int(value, default=0):
+        return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+    target = as_int(budget.get("target_tokens"))
+    reserve = as_int(budget.get("output_reserve"))
+    max_tokens = as_int(budget.get("max_tokens"))
+    marks = set()
+    for base in (target, target - reserve, max_tokens - reserve, target // 2, target // 3,
+                 (target - reserve) // 2):
+        marks.update((base - 1, base, base + 1))
+    marks = sorted(m for m in marks if m >= 0)
+    return _weighted((3, tokens_st), (1, st.sampled_from(marks)))
+
+
+def _kinds_of(items):
+    return tuple(sorted({d.get("kind", "Message") for d in items}))
+
+
+@st.composite
+def pipeline_cases(draw, invalid=False, blank_kinds=False, extreme_timestamps=True):
+    """(items, budget, config): a budget, then items whose token counts often sit on its
+    edges, then a config whose quota / count entries mostly name the items' kinds.
+    ``invalid``: now and then a budget or config that must be rejected."""
+    budget = draw(maybe_invalid_budgets() if invalid else budgets())
+    items = draw(item_lists(extreme_timestamps=extreme_timestamps, blank_kinds=blank_kinds,
+                            tokens=tokens_near(budget)))
+    kinds = _kinds_of(items)
+    config = draw(maybe_invalid_configs(kinds) if invalid else configs(kinds=kinds))
+    return items, budget, config
+
+
+@st.composite
+def set_cases(draw):
+    """(item sets with their interleaving, budget, config) for one-table-many-sets runs."""
+    budget = draw(budgets())
+    sets, interleaving = draw(item_sets(tokens=tokens_near(budget)))
+    config = draw(configs(kinds=_kinds_of([d for items in sets for d in items])))
+    return sets, interleaving, budget, config
