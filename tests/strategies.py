@@ -225,7 +225,14 @@ weights_st = st.one_of(
     st.sampled_from([1.0, 1, 2, 0.5, 3.0, 0.1]),
     st.floats(0.001, 10.0),
 )
-nonneg_weights_st = st.one_of(st.sampled_from([0.0, 1.0, 0.5, 2, 0.3]), st.floats(0.0, 5.0))
+# 3e12 / 7.5e11: scores far above 1 give knapsack values (score x 10000) far above 2^32;
+# the slicers must stay exact while sums of values fit in an int64
+HUGE_SCORES = [3e12, 7.5e11]
+nonneg_weights_st = _weighted(
+    (3, st.sampled_from([0.0, 1.0, 0.5, 2, 0.3])),
+    (3, st.floats(0.0, 5.0)),
+    (1, st.sampled_from(HUGE_SCORES)),
+)
 unit_st = st.one_of(st.sampled_from([0.0, 0.5, 1.0, 0.3]), st.floats(0.0, 1.0))
 # Ages that really occur (reference time minus a pool timestamp), so curve boundaries
 # ("age < max_age", "max_age > age") are hit exactly.
@@ -284,7 +291,7 @@ def decay_scorers(draw, reference_time=None, ages=()):
         windows = draw(st.lists(
             st.fixed_dictionaries({
                 "max_age_secs": _weighted((1, age_st), (1, st.sampled_from(POOL_AGES))),
-                "score": st.one_of(unit_st, st.sampled_from([-0.5, 1.5])),
+                "score": st.one_of(unit_st, st.sampled_from([-0.5, 1.5] + HUGE_SCORES)),
             }),
             min_size=1, max_size=4,
         ))
@@ -310,7 +317,8 @@ def metadata_key_scorers(draw):
         "type": "metadata_key",
         "key": draw(st.sampled_from(METADATA_KEYS)),
         "value": draw(st.one_of(st.sampled_from(METADATA_VALUES), st.sampled_from(TRUST_VALUES[:5]))),
-        "boost": draw(st.one_of(st.sampled_from([2.0, 0.5, 1.0, 3]), st.floats(0.01, 5.0))),
+        "boost": draw(_weighted((3, st.sampled_from([2.0, 0.5, 1.0, 3])), (3, st.floats(0.01, 5.0)),
+                                (1, st.sampled_from(HUGE_SCORES)))),
     }
 
 
@@ -422,9 +430,12 @@ def quota_lists(draw, kinds=()):
     remaining = 100.0
     quotas = []
     for kind in kinds:
-        require = draw(st.one_of(st.sampled_from([0.0, 10.0, 25.0, 33.3]), st.floats(0.0, 100.0)))
+        require = draw(_weighted((2, st.sampled_from([0.0, 10.0, 25.0, 33.3, 50.0])),
+                                 (1, st.floats(0.0, 100.0))))
         require = min(require, remaining)
-        cap = draw(st.one_of(st.just(require), st.just(100.0), st.floats(require, 100.0)))
+        cap = draw(_weighted((1, st.just(require)), (2, st.just(100.0)),
+                             (1, st.sampled_from([max(require, c) for c in (20.0, 50.0, 75.0)])),
+                             (1, st.floats(require, 100.0))))
         remaining -= require
         entry = {"kind": kind}
         if require or draw(st.booleans()):

@@ -56,11 +56,12 @@ def _context_item(d):
 
 
 def _score_close(a, b):
+    """Equal to 1e-9 (relative to the magnitude for the few scores far above 1)."""
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
     if math.isinf(a) or math.isinf(b):
         return a == b
-    return abs(a - b) <= EPS
+    return abs(a - b) <= EPS * max(1.0, abs(b))
 
 
 def _same_value(a, b):

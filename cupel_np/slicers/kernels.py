@@ -16,6 +16,8 @@ import numpy as np
 from .._jit import jit
 
 MAX_FLOAT = np.finfo(np.float64).max
+I64_MAX = np.int64(np.iinfo(np.int64).max)
+I64_LIMIT = 9.223372036854775808e18  # 2^63: the first float64 that does not fit in an int64
 
 MODE_GREEDY = 0
 MODE_KNAPSACK = 1
@@ -94,35 +96,52 @@ def knapsack_pick(tok, score, cand, target, bucket, max_cells, out, n_out):
     dw = np.empty(n, dtype=np.int64)
     dv = np.empty(n, dtype=np.int64)
     c = 0
+    value_sum = 0.0
     for j in range(k):
         p = cand[j]
         t = tok[p]
         if t > 0:
             items[c] = p
             dw[c] = (t + bucket - 1) // bucket
+            # value = max(0, floor(score * 10000)) as i64 (Rust's saturating cast: NaN -> 0,
+            # anything >= 2^63 -> i64::MAX); exact for every representable value
             v = np.floor(score[p] * 10000.0)
             if v != v or v <= 0.0:
                 dv[c] = 0
-            elif v > 1e15:
-                dv[c] = np.int64(1e15)
+            elif v >= I64_LIMIT:
+                dv[c] = I64_MAX
             else:
                 dv[c] = np.int64(v)
+            value_sum += np.float64(dv[c])
             c += 1
     width = capacity + 1
     row_bytes = (width + 7) // 8
     keep = np.zeros(n * row_bytes, dtype=np.uint8)
     dp = np.zeros(width, dtype=np.int64)
+    # No DP cell can exceed the sum of all values; only when that sum could overflow int64
+    # does the DP need saturating additions (then sums beyond i64::MAX compare as equal).
+    saturate = value_sum >= 9.0e18
     for i in range(n):
         w_i = dw[i]
         v_i = dv[i]
         base = i * row_bytes
         w = capacity
-        while w >= w_i:
-            with_item = dp[w - w_i] + v_i
-            if with_item > dp[w]:
-                dp[w] = with_item
-                keep[base + (w >> 3)] |= np.uint8(1 << (w & 7))
-            w -= 1
+        if saturate:
+            room = I64_MAX - v_i
+            while w >= w_i:
+                prev = dp[w - w_i]
+                with_item = I64_MAX if prev > room else prev + v_i
+                if with_item > dp[w]:
+                    dp[w] = with_item
+                    keep[base + (w >> 3)] |= np.uint8(1 << (w & 7))
+                w -= 1
+        else:
+            while w >= w_i:
+                with_item = dp[w - w_i] + v_i
+                if with_item > dp[w]:
+                    dp[w] = with_item
+                    keep[base + (w >> 3)] |= np.uint8(1 << (w & 7))
+                w -= 1
     rem = capacity
     for i in range(n - 1, -1, -1):
         if keep[i * row_bytes + (rem >> 3)] & np.uint8(1 << (rem & 7)):
