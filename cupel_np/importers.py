@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 
@@ -262,7 +262,8 @@ def _count(skipped: dict, reason: str, n: int = 1) -> None:
     skipped[reason] = skipped.get(reason, 0) + n
 
 
-def _role_part(role, text: str, where: str, tool_call_kind: str) -> tuple[str, str, bool, str]:
+def _role_part(role, where: str) -> tuple[str, str, bool, str]:
+    """(kind, source, pinned, normalised role) of a chat role."""
     if not isinstance(role, str) or role.strip().lower() not in _ROLE_KINDS:
         raise _Bad(f"{where}: role must be one of {', '.join(_ROLE_KINDS)}, got {role!r}")
     r = role.strip().lower()
@@ -284,7 +285,7 @@ def _openai_conversation(obj, where: str, skipped: dict, tool_call_kind: str) ->
         w = f"messages[{i}]"
         if not isinstance(m, dict):
             raise _Bad(f"{w}: expected an object, got {type(m).__name__}")
-        kind, source, pinned, role = _role_part(m.get("role"), "", f"{w}.role", tool_call_kind)
+        kind, source, pinned, role = _role_part(m.get("role"), f"{w}.role")
         ts = _parse_ts(m.get("timestamp", m.get("created_at")), f"{w}.timestamp")
         mid = m.get("id")
         mid = None if mid is None else str(mid)
@@ -453,7 +454,7 @@ def _message_row(rec, mapping: dict, default_set: str, skipped: dict) -> tuple[s
         if not isinstance(kind_v, str) or is_blank(kind_v):
             raise _Bad(f"column {col['kind']!r}: kind/role must be a non-blank string, got {kind_v!r}")
         if kind_v.strip().lower() in _ROLE_KINDS:
-            kind, source, pinned, role = _role_part(kind_v, text, col["kind"], "")
+            kind, source, pinned, role = _role_part(kind_v, col["kind"])
         else:
             kind = kind_v
     src = rec.get(col["source"])
