@@ -358,16 +358,21 @@ def _agreement_html(result, ag: dict) -> str:
 
     def table(key: str, title: str) -> str:
         m = ag[key]
+        off = m[~np.eye(len(labs), dtype=bool)]
+        off = off[off == off]
+        lo, hi = (float(off.min()), float(off.max())) if off.size else (0.0, 1.0)
+        span = hi - lo if hi > lo else 1.0
         rows = []
         for i in order:
             cells = []
             for j in order:
                 x = m[i, j]
                 txt = "–" if x != x else f"{x:.3f}"
-                cells.append(f'<td class="num" style="background:{_heat(x)}" data-a="{_e(labs[i])}" '
+                cells.append(f'<td class="num" style="background:{_heat((x - lo) / span)}" data-a="{_e(labs[i])}" '
                              f'data-b="{_e(labs[j])}" data-v="{float(x)!r}">{txt}</td>')
             rows.append(f'<tr><th>{_e(labs[i])}</th>{"".join(cells)}</tr>')
-        return (f'<div class="mat"><h3>{title}</h3><table class="matrix" id="{key}-matrix">'
+        return (f'<div class="mat"><h3>{title}</h3><p class="meta">colour: white = {lo:.3f} … blue = {hi:.3f}</p>'
+                f'<table class="matrix" id="{key}-matrix">'
                 f'<tr><th></th>{head}</tr>{"".join(rows)}</table></div>')
 
     return table("agree", "Share of contents with the same status") + table("jaccard", "Jaccard of the included contents")
@@ -427,7 +432,7 @@ def _item_rows_html(result, groups: np.ndarray, cells: dict) -> str:
         n_in = int((result.status[g] & ~result.failed[:, s]).sum())
         rows.append(
             f'<tr data-set="{_e(key)}" data-content="{_e(content)}"><td>{_e(key)}</td>'
-            f'<td title="{_e(content)}">{_e(_short(content, 70))}</td><td>{_e(kind)}</td><td>{_e(source)}</td>'
+            f'<td title="{_e(content)}">{_e(_short(content, 56))}</td><td>{_e(kind)}</td><td>{_e(source)}</td>'
             f'<td class="num" data-s="{int(t.tokens[r])}">{int(t.tokens[r]):,}</td>'
             f'<td class="num" data-s="{n_in}">{n_in}/{int(valid[i])}</td>{_cells_html(result, cells, i)}</tr>')
     return "".join(rows)
@@ -473,16 +478,18 @@ JS = r"""
 """
 
 CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;color:#222;max-width:1400px}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;color:#222;max-width:1800px}
 h1{font-size:1.4em} h2{font-size:1.15em;margin-top:1.8em;border-bottom:1px solid #ddd} h3{font-size:.95em}
 table{border-collapse:collapse;font-size:12px;margin:.4em 0} td,th{border:1px solid #ddd;padding:3px 6px;text-align:left}
 th{background:#f5f5f5} td.in{background:#dff0d8} td.out{background:#f2dede} td.fail{background:#ddd}
 td.num{text-align:right;font-variant-numeric:tabular-nums} .rk{color:#777;font-size:10px}
 img{max-width:100%;border:1px solid #eee} .meta{color:#666;font-size:12px}
-.mat{display:inline-block;vertical-align:top;margin-right:2em} th.rot{height:110px;vertical-align:bottom;padding:2px}
+.mat{display:inline-block;vertical-align:top;margin-right:1.5em} th.rot{height:110px;vertical-align:bottom;padding:2px}
+table.matrix{font-size:10.5px} table.matrix td{padding:2px 3px}
 th.rot span{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap}
 #swing-table th{cursor:pointer} .controls{margin:.5em 0} tr.tot td{background:#fafafa;color:#555}
-details{margin:.4em 0} summary{cursor:pointer}
+details{margin:.4em 0} summary{cursor:pointer} .scroll{overflow-x:auto;max-width:100%}
+#swing-table td,table.set-items td{white-space:nowrap}
 """
 
 
@@ -544,8 +551,8 @@ def write_html_report(result, out_dir, *, title: str = "cupel_np policy sensitiv
         f'<div class="controls">filter <input id="q" placeholder="text in any cell"> kind <select id="kind">'
         f'<option value="">(all)</option>{kinds_opts}</select> <span class="meta"><span id="shown">{len(top)}</span> '
         f'of {len(top)} rows shown; {result.n_swing:,} swinging contents in all</span></div>'
-        f'<table id="swing-table"><thead><tr>{_items_head(result, set_name)}</tr></thead>'
-        f"<tbody>{_item_rows_html(result, top, cells)}</tbody></table>")
+        f'<div class="scroll"><table id="swing-table"><thead><tr>{_items_head(result, set_name)}</tr></thead>'
+        f"<tbody>{_item_rows_html(result, top, cells)}</tbody></table></div>")
 
     # per-set drill-down: the sets with the most swinging contents
     per_set = np.diff(result.swing_offsets)
@@ -576,8 +583,8 @@ def write_html_report(result, out_dir, *, title: str = "cupel_np policy sensitiv
             f"({int(t.offsets[s + 1] - t.offsets[s]):,} items)</summary>"
             f"<table><tr><th>variant</th><th>included</th><th>tokens used</th><th>target</th>"
             f"<th>swinging included</th></tr>{vrows}</table>"
-            f'<table class="set-items"><thead><tr>{_items_head(result, set_name)}</tr></thead>'
-            f"<tbody>{_item_rows_html(result, shown, c2)}</tbody></table>"
+            f'<div class="scroll"><table class="set-items"><thead><tr>{_items_head(result, set_name)}</tr></thead>'
+            f"<tbody>{_item_rows_html(result, shown, c2)}</tbody></table></div>"
             + (f'<p class="meta">{len(shown)} of {hi - lo} swinging contents shown.</p>' if hi - lo > len(shown) else "")
             + "</details>")
     page = f"""<!DOCTYPE html>
@@ -587,7 +594,7 @@ def write_html_report(result, out_dir, *, title: str = "cupel_np policy sensitiv
 <p class="meta" id="summary" data-items="{t.n}" data-sets="{t.n_sets}" data-variants="{v}" data-swing="{result.n_swing}">
 {t.n:,} items in {t.n_sets:,} item set(s); {v} variants; {result.n_swing:,} swinging contents
 (a content swings when at least two variants that ran on its set disagree on it).</p>
-<h2>Variants</h2><ul>{variants}</ul>{err_html}
+<details><summary><b>Variants</b> ({v})</summary><ul>{variants}</ul></details>{err_html}
 <h2 id="agreement">How alike are the variants?</h2>
 <p class="meta">Over every content of every set where both variants ran. Rows and columns are
 ordered so that similar variants sit together (a chain from the least typical variant, each
