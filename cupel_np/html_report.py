@@ -610,7 +610,7 @@ content's kind (ASCII case-folded). Pairs that disagree most first.</p>
 <p class="meta">All {result.n_swing:,} swinging contents: how many each variant includes, and
 the reason of each exclusion.</p>
 {reason_html}
-<h3>The most contested swinging items</h3>
+<h3>Top swinging items: the most contested, with each variant's reason and score rank</h3>
 <p class="meta">Each cell: that variant's status or exclusion reason, and the item's score rank
 within its set under that variant (#1 = highest score). Click a header to sort.</p>
 {swing_html}
