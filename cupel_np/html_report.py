@@ -220,37 +220,42 @@ def swing_by_category(result, which: str) -> dict:
     """Per variant pair and category (``kind`` or ``source`` of the content's first row):
     the number of content groups that swing between the pair. ``counts[c]`` is [V, V]; the
     categories are the ``MAX_CATEGORIES`` with the most swinging groups, the rest summed in
-    ``other`` (so the row totals equal ``agreement()['disagree']``)."""
+    ``other`` (so the row totals equal ``agreement()['disagree']``). Only swinging groups can
+    differ between two variants, so only they are visited; memory is O(MAX_CATEGORIES V²)
+    however many categories there are."""
     v = len(result.labels)
     cid, names = _category_ids(result, which)
     k = len(names)
-    counts = np.zeros((k, v, v))
+    gs = result.swing_groups
+    swing_groups = np.bincount(cid[gs], minlength=k)[:k]
+    groups = np.bincount(cid, minlength=k)[:k]
+    top = [int(j) for j in np.lexsort((np.arange(k), -swing_groups))[:MAX_CATEGORIES] if swing_groups[j] > 0]
+    remap = np.full(k, len(top), dtype=np.int64)  # every other category -> one "other" slot
+    remap[top] = np.arange(len(top))
+    n_slots = len(top) + 1
+    counts = np.zeros((n_slots, v, v))
     any_failed = bool(result.failed.any())
-    g = result.status.shape[0]
-    for lo in range(0, g, BLOCK):
-        hi = min(g, lo + BLOCK)
-        st = result.status[lo:hi]
+    for lo in range(0, gs.size, BLOCK):
+        sel_g = gs[lo:lo + BLOCK]
+        st = result.status[sel_g]
         if any_failed:
-            ok = _valid(result, np.arange(lo, hi))
+            ok = _valid(result, sel_g)
             inc, exc = st & ok, ~st & ok
         else:
             inc, exc = st, ~st
-        c = cid[lo:hi]
+        c = remap[cid[sel_g]]
         order = np.argsort(c, kind="stable")
-        bounds = np.searchsorted(c[order], np.arange(k + 1))
+        bounds = np.searchsorted(c[order], np.arange(n_slots + 1))
         for j in np.flatnonzero(np.diff(bounds)):  # one product per category present
             sel = order[bounds[j]:bounds[j + 1]]
             m = inc[sel].astype(np.float64).T @ exc[sel].astype(np.float64)
             counts[j] += m + m.T
     counts = np.rint(counts).astype(np.int64)
-    swing_groups = np.bincount(cid[result.swing_groups], minlength=k)[:k]
-    groups = np.bincount(cid, minlength=k)[:k]
-    top = [int(j) for j in np.lexsort((np.arange(k), -swing_groups))[:MAX_CATEGORIES] if swing_groups[j] > 0]
-    rest = [j for j in range(k) if j not in set(top)]
-    other = counts[rest].sum(axis=0) if rest else np.zeros((v, v), dtype=np.int64)
-    return {"names": [names[j] for j in top], "counts": counts[top], "other": other,
+    rest = np.ones(k, dtype=bool)
+    rest[top] = False
+    return {"names": [names[j] for j in top], "counts": counts[:len(top)], "other": counts[len(top)],
             "swinging": swing_groups[top], "groups": groups[top],
-            "other_swinging": int(swing_groups[rest].sum()) if rest else 0}
+            "other_swinging": int(swing_groups[rest].sum())}
 
 
 def _reason_names() -> np.ndarray:

@@ -338,3 +338,23 @@ def test_repr_html(written):
     h = sel._repr_html_()
     assert f"{len(sel.included):,} included" in h and f"{len(sel.excluded):,} excluded" in h
     assert h.count("<tr>") <= 1 + 2 * 10
+
+
+def test_many_categories_stay_bounded():
+    """Hundreds of sources: 8 named, the rest in 'other', and every pair's row still adds up."""
+    import numpy as np
+    import pyarrow as pa
+
+    from cupel_np.html_report import MAX_CATEGORIES, agreement, swing_by_category
+
+    t = pq.read_table(SAMPLE)
+    t = t.filter(pc.is_in(t["session_id"], value_set=pc.unique(t["session_id"]).slice(0, 30)))
+    t = t.set_column(t.schema.get_field_index("source"), "source",
+                     pa.array([f"src-{i % 300}" for i in range(t.num_rows)]))
+    r = c.sweep(c.ItemTable.from_arrow(t, set_column="session_id"), c.ContextBudget(8000, 6000, 1000),
+                [("chat", c.preset("chat")), ("rag", c.preset("rag")), ("dq", c.preset("document_qa"))])
+    cat = swing_by_category(r, "source")
+    assert len(cat["names"]) == MAX_CATEGORIES and cat["counts"].shape == (MAX_CATEGORIES, 3, 3)
+    total = cat["counts"].sum(axis=0) + cat["other"]
+    assert np.array_equal(total, agreement(r)["disagree"]) and cat["other"].sum() > 0
+    assert int(cat["swinging"].sum()) + cat["other_swinging"] == r.n_swing
