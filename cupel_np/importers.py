@@ -281,6 +281,8 @@ def _openai_conversation(obj, where: str, skipped: dict, tool_call_kind: str) ->
     if cid is not None and not isinstance(cid, (str, int)):
         raise _Bad(f"conversation id must be a string or integer, got {cid!r}")
     parts: list[_Part] = []
+    if not msgs:
+        _count(skipped, "conversation without messages")
     for i, m in enumerate(msgs):
         w = f"messages[{i}]"
         if not isinstance(m, dict):

@@ -122,6 +122,14 @@ def test_messages_defaults_and_jsonl(tmp_path):
         import_transcripts("openai", p, mapping="content=x")
 
 
+def test_openai_empty_conversation_is_counted(tmp_path):
+    p = tmp_path / "e.jsonl"
+    p.write_text(json.dumps({"id": "x", "messages": []}) + "\n" + json.dumps({"messages": [{"role": "user", "content": "hi"}]}) + "\n")
+    res = import_transcripts("openai", p)
+    assert res.skipped == {"conversation without messages": 1} and res.items == 1
+    assert res.table["conversation_id"].to_pylist() == ["e:2"]  # no id: FILE-STEM:LINE
+
+
 def _bad_openai(tmp_path):
     good = (TR / "openai_chat.jsonl").read_text().splitlines()
     p = tmp_path / "mixed.jsonl"
