@@ -36,9 +36,14 @@ def find_browser():
 
 
 def browser(*args, url):
+    import tempfile
+
     exe = find_browser()
-    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions", *args, url]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    with tempfile.TemporaryDirectory(prefix="cupel-np-chromium-") as profile:  # no shared profile lock
+        cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               f"--user-data-dir={profile}", *args, url]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout
 
