@@ -15,7 +15,6 @@ from pathlib import Path
 from .errors import CupelError, InvalidConfigError
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
-DEFAULT_SAMPLE = Path("data") / "sample_sessions.parquet"
 
 
 class UsageError(Exception):
@@ -210,11 +209,11 @@ def cmd_demo(args) -> int:
     from .grid import Sweep
     from .sensitivity import sweep
 
-    items = Path(args.items)
+    from .data import sample_path
+
+    items = Path(args.items) if args.items else sample_path()
     if not items.exists():
-        raise InvalidConfigError(
-            f"sample data not found at {items}; run from the repository root or pass --items PATH"
-        )
+        raise InvalidConfigError(f"items file not found: {items}")
     t0 = time.perf_counter()
     table = _load_table(items, args.set_column)
     grid = Sweep(list(PRESETS), budgets=[ContextBudget(8000, 6000, 1000), ContextBudget(4000, 3000, 500)])
@@ -350,6 +349,25 @@ def cmd_validate(args) -> int:
     return EXIT_OK if not problems else EXIT_USAGE
 
 
+def cmd_import(args) -> int:
+    from .importers import import_transcripts
+
+    res = import_transcripts(args.format, args.inputs, mapping=args.map, tokenizer=args.tokenizer,
+                             skip_bad=args.skip_bad, set_column=args.set_column,
+                             tool_call_kind=args.tool_call_kind)
+    out = res.write_parquet(args.out)
+    for b in res.bad:  # listed, never silently dropped
+        print(f"cupel-np: skipped bad {'line' if b.unit == 'line' else 'row'}: {b}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({**res.summary(), "out": str(out), "set_column": res.set_column}, indent=2))
+        return EXIT_OK
+    skipped = "; ".join(f"{n} {r}" for r, n in sorted(res.skipped.items()))
+    print(f"{res.items:,} items in {res.conversations:,} conversation(s) from {res.lines:,} line(s) -> {out} "
+          f"(set column {res.set_column!r}); {len(res.bad)} bad line(s) skipped"
+          + (f"; not context: {skipped}" if skipped else ""))
+    return EXIT_OK
+
+
 def cmd_conformance(args) -> int:
     from . import conformance
 
@@ -374,7 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     p = sub.add_parser("demo", parents=[common], help="presets x budgets on the sample corpus; Parquet + HTML report")
-    p.add_argument("--items", default=str(DEFAULT_SAMPLE), help=f"items Parquet (default {DEFAULT_SAMPLE})")
+    p.add_argument("--items", help="items Parquet (default: the sample corpus shipped in the package)")
     p.add_argument("--set-column", default="session_id")
     p.add_argument("--out", default="cupel-np-demo", help="output directory (default ./cupel-np-demo)")
     p.set_defaults(func=cmd_demo)
@@ -411,6 +429,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("items", help="items Parquet file")
     p.add_argument("--set-column", help="column holding the item-set key")
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("import", parents=[common], help="chat / agent transcripts -> an items Parquet file")
+    p.add_argument("format", choices=["openai", "claude-code", "messages"],
+                   help="openai: chat-completions JSONL; claude-code: session JSONL; messages: JSONL/CSV/Parquet + --map")
+    p.add_argument("inputs", nargs="+", metavar="IN", help="input files or directories")
+    p.add_argument("--out", required=True, help="items Parquet to write")
+    p.add_argument("--map", help="messages format: TARGET=COLUMN,... (targets: content, kind (or role), set, "
+                   "timestamp, source, tokens, pinned, id)")
+    p.add_argument("--tokenizer", help="token counter: estimate (default), chars4, tiktoken:ENCODING, "
+                   "tokenizers:PATH/tokenizer.json or module:function")
+    p.add_argument("--skip-bad", action="store_true", help="skip unreadable lines (each is listed on stderr)")
+    p.add_argument("--set-column", default="conversation_id", help="name of the conversation column (default conversation_id)")
+    p.add_argument("--tool-call-kind", default="ToolCall", help="kind given to tool calls (default ToolCall)")
+    p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("conformance", parents=[common], help="run conformance vectors (files or directories)")
     p.add_argument("paths", nargs="+")

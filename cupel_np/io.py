@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import InvalidConfigError, InvalidInputTypeError
+from .importers import import_transcripts  # noqa: F401  (transcripts -> items; see importers.py)
 
 
 def read_items_table(path, columns: list[str] | None = None) -> pa.Table:

@@ -312,3 +312,9 @@ class SelectionReport:
             f"excluded={self.total_candidates - int(self._run.included[self._lo:self._hi].sum())}, "
             f"total_candidates={self.total_candidates})"
         )
+
+    def _repr_html_(self) -> str:
+        """A compact notebook summary (the first included and excluded items with reasons)."""
+        from .html_report import repr_html_selection
+
+        return repr_html_selection(self)

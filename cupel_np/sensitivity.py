@@ -283,6 +283,12 @@ class SweepResult:
         v = self.labels.index(label)
         return SelectionReport(PolicyRun(self.run, v), self.table.segment_of(set_key))
 
+    def _repr_html_(self) -> str:
+        """A compact notebook summary (per-variant totals)."""
+        from .html_report import repr_html_sweep
+
+        return repr_html_sweep(self)
+
 
 def _reason_name_lut() -> np.ndarray:
     from .batch import R_TRUNCATED
@@ -352,6 +358,12 @@ class PolicySensitivityReport:
 
     def __repr__(self) -> str:
         return f"PolicySensitivityReport(variants={[l for l, _ in self.variants]}, diffs={len(self.diffs)})"
+
+    def _repr_html_(self) -> str:
+        """A compact notebook summary (variants and the first swinging contents)."""
+        from .html_report import repr_html_sensitivity
+
+        return repr_html_sensitivity(self)
 
 
 # --------------------------------------------------------------------------- entry points

@@ -1,10 +1,13 @@
-"""Generate data/sample_sessions.parquet: a deterministic corpus of coding-agent sessions.
+"""Generate the sample corpus: a deterministic set of coding-agent sessions.
+
+The file ships inside the package (``cupel_np/data/sample_sessions.parquet``, so ``cupel-np demo``
+works after any install); ``data/sample_sessions.parquet`` is a symlink to it, one copy only.
 
 Each session (set key ``session_id``) has a pinned system prompt, user/assistant turns with
 timestamps, large tool outputs, retrieved documents with relevance hints and ``cupel:trust``
 metadata, memories, exact duplicates, and mixed-case kinds and tags.
 
-    python data/make_sample.py            # rewrites data/sample_sessions.parquet
+    python data/make_sample.py            # rewrites cupel_np/data/sample_sessions.parquet
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import pyarrow.parquet as pq
 
 SEED = 20261130
 N_SESSIONS = 300
-OUT = Path(__file__).with_name("sample_sessions.parquet")
+OUT = Path(__file__).resolve().parents[1] / "cupel_np" / "data" / "sample_sessions.parquet"
 
 TOPICS = ["auth", "db", "api", "ui", "build", "tests", "perf", "deploy", "cache", "logging"]
 TOOLS = ["grep", "pytest", "git diff", "ls", "cat", "curl", "npm test", "cargo build"]

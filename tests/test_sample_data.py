@@ -1,5 +1,6 @@
-"""The committed sample corpus is exactly what data/make_sample.py generates, and it has the
-features the demo is meant to show."""
+"""The committed sample corpus is exactly what data/make_sample.py generates, it has the
+features the demo is meant to show, it ships inside the package (data/ links to it, one copy),
+and the demo finds it from any working directory."""
 
 import runpy
 from pathlib import Path
@@ -8,7 +9,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data"
+PKG_DATA = ROOT / "cupel_np" / "data"
 
 
 def test_sample_is_reproducible_and_small():
@@ -37,3 +40,32 @@ def test_sample_has_the_interesting_cases():
     trust = pc.map_lookup(t["metadata"], "cupel:trust", "first").drop_null().to_pylist()
     assert "high" in trust and any(v.replace(".", "", 1).isdigit() for v in trust)
     assert pc.max(t["tokens"]).as_py() > 3000 and t["timestamp"].null_count > 0
+
+
+def test_one_copy_shipped_in_the_package():
+    import tomli
+
+    from cupel_np.data import example_path, sample_path
+
+    assert sample_path() == (PKG_DATA / "sample_sessions.parquet").resolve() and sample_path().is_file()
+    assert (DATA / "sample_sessions.parquet").resolve() == sample_path()  # data/ links to the package copy
+    for name in ("grid.toml", "policies.toml"):
+        assert (DATA / "examples" / name).resolve() == example_path(name)
+    globs = tomli.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["cupel_np"]
+    shipped = {p.resolve() for g in globs for p in (ROOT / "cupel_np").glob(g)}
+    assert {sample_path(), example_path("grid.toml"), example_path("policies.toml")} <= shipped
+    assert runpy.run_path(str(DATA / "make_sample.py"))["OUT"].resolve() == sample_path()
+
+
+def test_demo_runs_from_any_directory(tmp_path, monkeypatch, capsys):
+    import json
+
+    from cupel_np import cli
+
+    monkeypatch.chdir(tmp_path)  # no data/ here: the demo must use the packaged sample
+    assert cli.main(["demo", "--quiet", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["items"] == pq.read_metadata(DATA / "sample_sessions.parquet").num_rows
+    assert summary["sets"] == 300 and len(summary["variants"]) == 14
+    for name in ("items.parquet", "diffs.parquet", "variants.parquet", "report.html"):
+        assert (tmp_path / "cupel-np-demo" / name).is_file()
