@@ -10,6 +10,8 @@ spec's defaults; other columns are ignored.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -31,42 +33,39 @@ def read_items_table(path, columns: list[str] | None = None) -> pa.Table:
         raise InvalidInputTypeError(f"cannot read Parquet file {p}: {e}") from None
 
 
-def write_items_parquet(table, path) -> None:
-    """Write an ItemTable's items (input order, canonical schema) to Parquet atomically."""
-    import os
-    import tempfile
-
-    arrow = table.table.take(pa.array(_inverse(table.input_row)))
-    p = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=p.parent if str(p.parent) else ".", prefix=f".{p.name}.", suffix=".tmp")
-    os.close(fd)
+def _file_mode() -> int:
+    """The mode a newly created file gets (0o666 minus the process umask). Read from
+    /proc/self/status where available: setting the umask to read it would race other threads."""
     try:
-        pq.write_table(arrow, tmp)
-        os.replace(tmp, p)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
-def _inverse(perm):
-    import numpy as np
-
-    inv = np.empty_like(perm)
-    inv[perm] = np.arange(len(perm))
-    return inv
+def _temp_beside(p: Path) -> str:
+    """A temp file next to ``p`` (same file system, so the rename is atomic), with the
+    permissions a plainly created file would get: mkstemp makes it 0600."""
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, _file_mode())
+    finally:
+        os.close(fd)
+    return tmp
 
 
 def atomic_write_bytes(path, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temp file + rename (never a half-written file)."""
-    import os
-    import tempfile
-
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    tmp = _temp_beside(p)
     try:
-        with os.fdopen(fd, "wb") as f:
+        with open(tmp, "wb") as f:
             f.write(data)
         os.replace(tmp, p)
     except BaseException:
@@ -97,13 +96,9 @@ class _AtomicWriter:
     interrupted run leaves no file that looks complete."""
 
     def __init__(self, path: Path, schema: pa.Schema, metadata: dict[bytes, bytes]):
-        import os
-        import tempfile
-
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        os.close(fd)
+        tmp = _temp_beside(self.path)
         self.tmp = tmp
         self.schema = schema.with_metadata({**(schema.metadata or {}), **metadata})
         self.writer = pq.ParquetWriter(tmp, self.schema, compression="zstd")
@@ -112,14 +107,10 @@ class _AtomicWriter:
         self.writer.write_table(table.cast(self.schema))
 
     def close(self) -> None:
-        import os
-
         self.writer.close()
         os.replace(self.tmp, self.path)
 
     def abort(self) -> None:
-        import os
-
         try:
             self.writer.close()
         finally:
