@@ -702,7 +702,9 @@ def _timestamp_col(name: str, col: pa.Array, problems: _Problems):
     raw = col.view(pa.int64()) if col.offset == 0 else col.cast(pa.int64())
     lo = -(-_US_MIN * per // 1_000_000)  # ceil: the earliest value in range, in this unit
     hi = _US_MAX * per // 1_000_000
-    out_of_range = pc.fill_null(pc.or_(pc.less(raw, lo), pc.greater(raw, hi)), False)
+    lo, hi = max(lo, -(2**63)), min(hi, _INT64_MAX)  # nanoseconds: all of int64 is in range
+    out_of_range = pc.fill_null(pc.or_(pc.less(raw, pa.scalar(lo, pa.int64())),
+                                       pc.greater(raw, pa.scalar(hi, pa.int64()))), False)
     if problems.rows(f"column {name!r}", f"is outside years 1-9999 (raw {typ.unit} value)",
                      _np(out_of_range), _py(raw)):
         return None
