@@ -733,10 +733,16 @@ def _tags_col(name: str, col: pa.Array, problems: _Problems, n: int):
         problems.table(f"column {name!r} must be list<string>, got {typ}", InvalidInputTypeError)
         return None
     try:
-        if pa.types.is_dictionary(typ.value_type):
-            col = col.cast(pa.list_(typ.value_type)) if not pa.types.is_list(typ) else col
-            col = pa.ListArray.from_arrays(col.offsets, col.values.cast(typ.value_type.value_type),
-                                           mask=col.is_null())
+        if not pa.types.is_list(typ) or pa.types.is_dictionary(typ.value_type):
+            # rebuild as a plain list array from the logical values (pyarrow 26 casts
+            # list_view -> list into an invalid array; dictionaries are decoded here)
+            sizes = _np(pc.list_value_length(col).fill_null(0)).astype(np.int64)
+            offsets = np.zeros(len(col) + 1, dtype=np.int64)
+            np.cumsum(sizes, out=offsets[1:])
+            values = col.flatten()
+            if pa.types.is_dictionary(values.type):
+                values = values.dictionary_decode()
+            col = pa.LargeListArray.from_arrays(pa.array(offsets), values, mask=col.is_null())
         col = col.cast(target)
     except pa.ArrowException as e:
         problems.table(f"column {name!r} cannot be read as {target}: {e}", InvalidInputTypeError)
