@@ -796,7 +796,11 @@ def _set_key_col(set_column: str, col: pa.Array, problems: _Problems, n: int):
         if not _utf8_check(col, where, problems):
             return None
         col = col.cast(pa.string())
-    elif not pa.types.is_integer(typ):
+    elif pa.types.is_integer(typ):
+        col = _int_col(set_column, col, problems, where)  # int64 keys (reports and outputs use them)
+        if col is None:
+            return None
+    else:
         problems.table(f"{where} must hold strings or integers, got {typ}", InvalidInputTypeError)
         return None
     if col.null_count:
@@ -875,11 +879,13 @@ def check_items(table: pa.Table, set_column: str | None, problems: _Problems) ->
         col = cols.get(f.name)
         if f.name in _OPTIONAL_DEFAULTS:
             fill = pa.scalar(_OPTIONAL_DEFAULTS[f.name], pa.string())
-            col = pa.array([fill.as_py()] * n, pa.string()) if col is None else col.fill_null(fill)
+            col = pa.repeat(fill, n) if col is None else col.fill_null(fill)
         elif f.name == "pinned":
             col = pa.array(np.zeros(n, dtype=bool)) if col is None else col.fill_null(False)
         elif f.name in ("tags", "metadata") and col is None:
-            col = pa.array([[]] * n, type=f.type) if n else pa.array([], type=f.type)
+            empty = pa.array(np.zeros(n + 1, dtype=np.int32))
+            col = (pa.ListArray.from_arrays(empty, pa.array([], pa.string())) if f.name == "tags" else
+                   pa.MapArray.from_arrays(empty, pa.array([], pa.string()), pa.array([], pa.string())))
         elif f.name == "metadata" and col.null_count:
             col = pc.if_else(col.is_null(), pa.scalar([], type=f.type), col)
         elif col is None:

@@ -214,6 +214,8 @@ def _clean(column: str, t: str, v) -> bool:
     if t.startswith("timestamp"):
         per = _per_second(t[10:t.index(",")])
         return -62_135_596_800 * per <= v <= 253_402_300_799 * per
+    if column == "sid" and isinstance(v, int):
+        return v <= 2**63 - 1
     if column in _INT_COLUMNS and isinstance(v, (int, D)):
         limit = 2**40 if column == "tokens" else 2**63
         return v == int(v) and -limit <= v < limit
@@ -393,6 +395,19 @@ def test_column_types(column, array, accepted):
         _check_runs(value, 1)
     else:
         assert f"column {column!r}" in value
+
+
+def test_uint64_set_keys():
+    """Found by the soak: a uint64 key above 2**63-1 loaded, then the sweep's output tables
+    failed with OverflowError. Keys are int64; a key that does not fit is named."""
+    base = {"content": ["a", "b"], "tokens": [1, 2]}
+    t = c.ItemTable.from_arrow(pa.table({**base, "sid": pa.array([7, 2**63 - 1], pa.uint64())}), set_column="sid")
+    assert t.set_keys == [7, 2**63 - 1]
+    _check_runs(t, 2)
+    status, msg = _load(lambda: c.ItemTable.from_arrow(
+        pa.table({**base, "sid": pa.array([0, 2**64 - 1], pa.uint64())}), set_column="sid"))
+    assert (status, msg) == ("error", "set column 'sid', row 1: does not fit in a 64-bit signed integer "
+                                      "(value 18446744073709551615)")
 
 
 def test_timestamps_in_any_zone_are_the_same_instant():
