@@ -1,4 +1,6 @@
-"""Parquet / Arrow input. The only module that knows about files.
+"""Parquet in and out: validating items files, streaming sweeps, writing results (atomically,
+with the permissions the umask gives). Opening an items file is ``_readers.read_items_table``,
+shared with ``ItemTable.from_parquet``; the accepted types are checked by ``items.check_items``.
 
 Items schema (snake_case ContextItem fields): ``content`` string (required), ``tokens``
 integer (required), ``kind`` string, ``source`` string, ``priority`` integer, ``tags``

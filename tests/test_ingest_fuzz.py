@@ -130,7 +130,7 @@ def _value_pool(t: str, column: str) -> list:
     raise AssertionError(t)
 
 
-def _utf8(values, kind):
+def _utf8(values):
     """Encode text values (str / invalid bytes / None) as bytes for a binary-backed array."""
     return [v.encode() if isinstance(v, str) else v for v in values]
 
@@ -139,11 +139,11 @@ def _build(t: str, values: list) -> pa.Array:
     """An Arrow array of type ``t`` holding ``values`` (invalid UTF-8 kept as raw bytes)."""
     if t in ("string", "large_string", "string_view"):
         bin_t = {"string": pa.binary(), "large_string": pa.large_binary(), "string_view": pa.binary_view()}[t]
-        return pa.array(_utf8(values, t), bin_t).view(getattr(pa, t)())
+        return pa.array(_utf8(values), bin_t).view(getattr(pa, t)())
     if t == "dict_string":
-        return pa.array(_utf8(values, t), pa.binary()).view(pa.string()).dictionary_encode()
+        return pa.array(_utf8(values), pa.binary()).view(pa.string()).dictionary_encode()
     if t in ("binary", "large_binary", "binary_view"):
-        return pa.array(_utf8(values, t), getattr(pa, t)())
+        return pa.array(_utf8(values), getattr(pa, t)())
     if t in INT_TYPES:
         return pa.array(values, getattr(pa, t)())
     if t in FLOAT_TYPES:
@@ -329,8 +329,11 @@ def _check_runs(items: c.ItemTable, n: int) -> None:
         # every row of every variant: included, or excluded with a reason, or in a failed set
         assert np.all(included | has_reason | failed), (label, out.to_pylist())
         assert not np.any(included & failed)
-    for v in range(len(VARIANTS)):  # a failed (variant, set) is reported, never dropped
-        assert failed_rows[v].any() == bool(res.errors[v]) if hasattr(res, "errors") and isinstance(res.errors, list) else True
+    errors = res.errors
+    for v, label in enumerate(res.labels):  # a failed (variant, set) is reported, never dropped
+        assert failed_rows[v].any() == (label in errors)
+        for err in errors.get(label, {}).values():
+            assert isinstance(err, CupelError) and "\n" not in str(err)
 
 
 @FUZZ
