@@ -103,7 +103,10 @@ class Sweep:
     scorer type -> weight, applied to each policy's composite scorer entries of that type.
     ``slicers`` / ``placers`` / ``budgets``: values to try. A dimension left out keeps each
     policy's own setting (and the sweep's default budget). Labels name every dimension that
-    takes more than one value, joined with ``|``."""
+    takes more than one value, joined with ``|``: short forms (``knapsack(50)``,
+    ``8000/6000``) when they tell the values apart, otherwise every option (a slicer's full
+    configuration; a budget's reserve / slots / margin, whichever vary). A value given twice in
+    one dimension is an error."""
 
     def __init__(self, policies, *, weights: Sequence[Mapping[str, float]] | None = None,
                  slicers: Sequence | None = None, placers: Sequence[str] | None = None,
