@@ -14,7 +14,7 @@ from .errors import (
 from .dotnet import PRESETS, preset, policy_from_dotnet, policy_to_dotnet
 from .grid import Sweep
 from .items import ContextItem, ItemTable
-from .pipeline import Pipeline, run_policy
+from .pipeline import Pipeline, policy_sensitivity_from_pipelines, run_policy
 from .policy import (
     CompositeScorer,
     CountConstrainedKnapsackSlice,
@@ -62,7 +62,6 @@ from .sensitivity import (
     PolicySensitivityReport,
     SweepResult,
     policy_sensitivity,
-    policy_sensitivity_from_pipelines,
     sweep,
 )
 

@@ -94,12 +94,18 @@ class ContextBudget:
                 )
             seen[folded] = kind
             slots[kind] = count
+        total = sum(slots.values())
+        if total >= 2**62:
+            raise InvalidConfigError(
+                f"ContextBudget.reserved_slots add up to {total}, past 2**62 (budget sums must fit "
+                "in 64-bit integers)"
+            )
         object.__setattr__(self, "max_tokens", max_tokens)
         object.__setattr__(self, "target_tokens", target)
         object.__setattr__(self, "output_reserve", reserve)
         object.__setattr__(self, "estimation_safety_margin_percent", margin)
         object.__setattr__(self, "reserved_slots", MappingProxyType(slots))
-        object.__setattr__(self, "_reserved_total", sum(slots.values()))
+        object.__setattr__(self, "_reserved_total", total)
 
     def __hash__(self) -> int:
         return hash(

@@ -18,9 +18,9 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from .budget import ContextBudget
-from .errors import CupelError, InvalidConfigError
+from .errors import CupelError
 from .items import ContextItem, ItemTable
-from .pipeline import Pipeline, classify
+from .pipeline import Pipeline
 from .policy import Policy, scorer_from_dict, slicer_from_dict
 from .scorers import ScoreContext
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from .budget import ContextBudget
+from .dotnet import preset
 from .errors import InvalidConfigError, InvalidInputTypeError
 from .policy import (
     CompositeScorer,
-    GreedySlice,
     KnapsackSlice,
     Policy,
     slicer_from_dict,
@@ -22,6 +22,68 @@ def _slicer_label(sl) -> str:
     if isinstance(sl, KnapsackSlice):
         return f"knapsack({sl.bucket_size})"
     return sl.name
+
+
+def _fmt(v) -> str:
+    """Compact, exact rendering of a config value for a label."""
+    if isinstance(v, Mapping):
+        return ",".join(f"{k}={_fmt(x)}" for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return "[" + ";".join(_fmt(x) for x in v) + "]"
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def _slicer_label_full(sl) -> str:
+    """Every option of a slicer (used when two slicers of a grid share a short label)."""
+    opts = {k: v for k, v in sl.to_dict().items() if k != "slicer"}
+    return f"{sl.name}({_fmt(opts)})" if opts else sl.name
+
+
+def _weights_label(w: Mapping[str, float]) -> str:
+    return ",".join(f"{k}={v:g}" for k, v in w.items())
+
+
+def _weights_label_full(w: Mapping[str, float]) -> str:
+    return ",".join(f"{k}={float(v)!r}" for k, v in w.items())
+
+
+def _budget_label(b: ContextBudget) -> str:
+    return f"{b.max_tokens}/{b.target_tokens}"
+
+
+_BUDGET_EXTRAS = (
+    ("reserve", lambda b: str(b.output_reserve)),
+    ("slots", lambda b: "+".join(f"{k}:{v}" for k, v in sorted(b.reserved_slots.items())) or "none"),
+    ("margin", lambda b: f"{b.estimation_safety_margin_percent!r}%"),
+)
+
+
+def _budget_labels(budgets: Sequence[ContextBudget]) -> list[str]:
+    """``max/target``, plus each other field that takes more than one value in the grid."""
+    labels = [_budget_label(b) for b in budgets]
+    if len(set(labels)) == len(labels):
+        return labels
+    for name, get in _BUDGET_EXTRAS:
+        values = [get(b) for b in budgets]
+        if len(set(values)) > 1:
+            labels = [f"{lab} {name}={v}" for lab, v in zip(labels, values)]
+    return labels
+
+
+def _dimension_labels(dim: str, values: list, short, full) -> list[str]:
+    """Labels for one grid dimension: the short form when it tells every value apart, else the
+    full form. A value given twice is an error naming the dimension (its variants would be
+    identical and their labels equal)."""
+    for j, v in enumerate(values):
+        for i in range(j):
+            if values[i] == v:
+                raise InvalidConfigError(f"Sweep {dim}[{j}] repeats {dim}[{i}] ({v!r}); give each value once")
+    labels = [short(v) for v in values]
+    if len(set(labels)) < len(labels):
+        labels = [full(v) for v in values]
+    return labels
 
 
 def _as_slicer(x):
@@ -41,13 +103,14 @@ class Sweep:
     scorer type -> weight, applied to each policy's composite scorer entries of that type.
     ``slicers`` / ``placers`` / ``budgets``: values to try. A dimension left out keeps each
     policy's own setting (and the sweep's default budget). Labels name every dimension that
-    takes more than one value, joined with ``|``."""
+    takes more than one value, joined with ``|``: short forms (``knapsack(50)``,
+    ``8000/6000``) when they tell the values apart, otherwise every option (a slicer's full
+    configuration; a budget's reserve / slots / margin, whichever vary). A value given twice in
+    one dimension is an error."""
 
     def __init__(self, policies, *, weights: Sequence[Mapping[str, float]] | None = None,
                  slicers: Sequence | None = None, placers: Sequence[str] | None = None,
                  budgets: Sequence[ContextBudget] | None = None):
-        from .dotnet import preset
-
         if isinstance(policies, Mapping):
             pols = list(policies.items())
         else:
@@ -82,6 +145,16 @@ class Sweep:
             if not isinstance(b, ContextBudget):
                 raise InvalidInputTypeError(f"budgets must be ContextBudgets, got {b!r}")
         self.budgets = list(budgets) if budgets else [None]
+        self._policy_labels = _unique_policy_labels([label for label, _ in pols])
+        self._weight_labels = (_dimension_labels("weights", self.weights, _weights_label, _weights_label_full)
+                               if weights else [""])
+        self._slicer_labels = (_dimension_labels("slicers", self.slicers, _slicer_label, _slicer_label_full)
+                               if slicers else [""])
+        self._placer_labels = (_dimension_labels("placers", self.placers, str, str) if placers else [""])
+        self._budget_labels = [""]
+        if budgets:
+            _dimension_labels("budgets", self.budgets, _budget_label, _budget_label)  # repeats
+            self._budget_labels = _budget_labels(self.budgets)
 
     def __len__(self) -> int:
         return len(self.policies) * len(self.weights) * len(self.slicers) * len(self.placers) * len(self.budgets)
@@ -91,26 +164,37 @@ class Sweep:
 
     def variants(self) -> list[tuple[str, Policy, ContextBudget | None]]:
         out = []
-        for (pl, pol), w, sl, pc, b in itertools.product(
-                self.policies, self.weights, self.slicers, self.placers, self.budgets):
-            parts = [pl]
+        for (pi, (_, pol)), (wi, w), (si, sl), (ci, pc), (bi, b) in itertools.product(
+                enumerate(self.policies), enumerate(self.weights), enumerate(self.slicers),
+                enumerate(self.placers), enumerate(self.budgets)):
+            parts = [self._policy_labels[pi]]
             p = pol
             if w is not None:
-                p = _reweight(p, w, pl)
+                p = _reweight(p, w, self.policies[pi][0])
                 if len(self.weights) > 1:
-                    parts.append(",".join(f"{k}={v:g}" for k, v in w.items()))
+                    parts.append(self._weight_labels[wi])
             if sl is not None:
                 p = dataclasses.replace(p, slicer=sl)
                 if len(self.slicers) > 1:
-                    parts.append(_slicer_label(sl))
+                    parts.append(self._slicer_labels[si])
             if pc is not None:
                 p = dataclasses.replace(p, placer=pc)
                 if len(self.placers) > 1:
-                    parts.append(p.placer)
+                    parts.append(self._placer_labels[ci])
             if b is not None and len(self.budgets) > 1:
-                parts.append(f"{b.max_tokens}/{b.target_tokens}")
+                parts.append(self._budget_labels[bi])
             out.append(("|".join(parts), p, b))
         return out
+
+
+def _unique_policy_labels(labels: list[str]) -> list[str]:
+    """Policy labels, with ``#2``, ``#3``... appended to repeats (two Policies with one name)."""
+    seen: dict[str, int] = {}
+    out = []
+    for lab in labels:
+        seen[lab] = seen.get(lab, 0) + 1
+        out.append(lab if seen[lab] == 1 else f"{lab}#{seen[lab]}")
+    return out
 
 
 def _reweight(policy: Policy, weights: Mapping[str, float], label: str) -> Policy:

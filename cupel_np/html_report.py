@@ -504,7 +504,7 @@ def write_html_report(result, out_dir, *, title: str = "cupel_np policy sensitiv
     ``out_dir`` (atomically) and return the page's path. The page's size is bounded for any
     sweep: ``max_rows`` swinging items, ``max_sets`` drill-down sets, ``max_pairs`` variant
     pairs, plus aggregates over everything."""
-    from .io import atomic_write_bytes
+    from ._files import atomic_write_bytes
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -38,6 +38,7 @@ from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 
+from ._files import atomic_write_bytes
 from .errors import InvalidConfigError
 from .text import is_blank
 
@@ -95,8 +96,6 @@ class ImportResult:
     def write_parquet(self, path) -> Path:
         """Write the items atomically (temp file + rename)."""
         import pyarrow.parquet as pq
-
-        from .io import atomic_write_bytes
 
         buf = pa.BufferOutputStream()
         pq.write_table(self.table, buf, compression="zstd")

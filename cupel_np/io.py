@@ -1,4 +1,6 @@
-"""Parquet / Arrow input. The only module that knows about files.
+"""Parquet in and out: validating items files, streaming sweeps, writing results (atomically,
+with the permissions the umask gives). Opening an items file is ``_readers.read_items_table``,
+shared with ``ItemTable.from_parquet``; the accepted types are checked by ``items.check_items``.
 
 Items schema (snake_case ContextItem fields): ``content`` string (required), ``tokens``
 integer (required), ``kind`` string, ``source`` string, ``priority`` integer, ``tags``
@@ -10,79 +12,31 @@ spec's defaults; other columns are ignored.
 
 from __future__ import annotations
 
+import json
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from . import __version__
+from ._readers import read_items_table
+from ._files import _temp_beside, atomic_write_bytes
 from .errors import InvalidConfigError, InvalidInputTypeError
 from .importers import import_transcripts  # noqa: F401  (transcripts -> items; see importers.py)
+from .items import _SET, ItemTable, _Problems, check_items
+from .policy import _json_default
+from .sensitivity import _as_variants, sweep
 
-
-def read_items_table(path, columns: list[str] | None = None) -> pa.Table:
-    """Read an items Parquet file into an Arrow table (errors name the file)."""
-    p = Path(path)
-    if not p.exists():
-        raise InvalidConfigError(f"items file not found: {p}")
-    try:
-        return pq.read_table(p, columns=columns)
-    except (pa.ArrowInvalid, OSError) as e:
-        raise InvalidInputTypeError(f"cannot read Parquet file {p}: {e}") from None
-
-
-def write_items_parquet(table, path) -> None:
-    """Write an ItemTable's items (input order, canonical schema) to Parquet atomically."""
-    import os
-    import tempfile
-
-    arrow = table.table.take(pa.array(_inverse(table.input_row)))
-    p = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=p.parent if str(p.parent) else ".", prefix=f".{p.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        pq.write_table(arrow, tmp)
-        os.replace(tmp, p)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _inverse(perm):
-    import numpy as np
-
-    inv = np.empty_like(perm)
-    inv[perm] = np.arange(len(perm))
-    return inv
-
-
-def atomic_write_bytes(path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file + rename (never a half-written file)."""
-    import os
-    import tempfile
-
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, p)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+__all__ = ["atomic_write_bytes", "import_transcripts", "read_items_table", "sweep_parquet", "validate_items", "write_sweep"]
 
 
 # ----------------------------------------------------------------------------- sweep output
 def _variants_metadata(variants) -> dict[bytes, bytes]:
-    import json
-
-    from . import __version__
-    from .policy import _json_default
-
     meta = [
         {"label": v.label, "policy": v.policy.to_dict(), "budget": v.budget.to_dict()}
         for v in variants
@@ -98,13 +52,9 @@ class _AtomicWriter:
     interrupted run leaves no file that looks complete."""
 
     def __init__(self, path: Path, schema: pa.Schema, metadata: dict[bytes, bytes]):
-        import os
-        import tempfile
-
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        os.close(fd)
+        tmp = _temp_beside(self.path)
         self.tmp = tmp
         self.schema = schema.with_metadata({**(schema.metadata or {}), **metadata})
         self.writer = pq.ParquetWriter(tmp, self.schema, compression="zstd")
@@ -113,14 +63,10 @@ class _AtomicWriter:
         self.writer.write_table(table.cast(self.schema))
 
     def close(self) -> None:
-        import os
-
         self.writer.close()
         os.replace(self.tmp, self.path)
 
     def abort(self) -> None:
-        import os
-
         try:
             self.writer.close()
         finally:
@@ -155,11 +101,6 @@ def sweep_parquet(path, budget, variants, out_dir, *, set_column: str, chunk_row
     item sets per chunk; a set that continues into the next chunk is an error naming it),
     sweep each chunk, and stream ``items`` / ``diffs`` / ``variants`` Parquet into
     ``out_dir``. Returns totals (rows, sets, swinging contents, chunks)."""
-    import sys
-
-    from .items import ItemTable
-    from .sensitivity import _as_variants, sweep
-
     p = Path(path)
     if not p.exists():
         raise InvalidConfigError(f"items file not found: {p}")
@@ -183,8 +124,6 @@ def sweep_parquet(path, budget, variants, out_dir, *, set_column: str, chunk_row
     def chunks():
         """Whole row groups, at least ``chunk_rows`` rows; the trailing set of a chunk (which
         may continue in the next row group) is carried into the next chunk."""
-        import pyarrow.compute as pc
-
         if n_groups == 0:  # an empty file still gets (empty) outputs
             yield pf.read(), 0
             return
@@ -253,78 +192,17 @@ def sweep_parquet(path, budget, variants, out_dir, *, set_column: str, chunk_row
 # ----------------------------------------------------------------------------- validation
 def validate_items(path, set_column: str | None = None, max_rows_listed: int = 5) -> tuple[list[str], dict]:
     """Every schema and row problem of an items file (not just the first), by column and row.
-    Returns ``(problems, summary)``; no problems means ``ItemTable.from_parquet`` will load it."""
-    import pyarrow.compute as pc
-
-    from .errors import CupelError
-    from .items import ITEM_SCHEMA, _cast_column
-    from .text import WHITE_SPACE_CLASS
-
+    Returns ``(problems, summary)``. It runs the loader's own checks (``items.check_items``),
+    so no problems means exactly that ``ItemTable.from_parquet`` will load the file."""
     table = read_items_table(path)
-    problems: list[str] = []
-    names = set(table.column_names)
-    n = table.num_rows
-
-    def rows_of(mask, values=None) -> str:
-        idx = np.flatnonzero(np.asarray(mask))
-        shown = []
-        for r in idx[:max_rows_listed]:
-            shown.append(f"{int(r)} ({values[int(r)].as_py()!r})" if values is not None else str(int(r)))
-        more = f" and {idx.size - max_rows_listed} more" if idx.size > max_rows_listed else ""
-        return f"row{'s' if idx.size > 1 else ''} {', '.join(shown)}{more}"
-
-    for req in ("content", "tokens"):
-        if req not in names:
-            problems.append(f"missing required column {req!r}")
-    if set_column is not None and set_column not in names:
-        problems.append(f"set column {set_column!r} not found (columns: {', '.join(table.column_names)})")
-    cols = {}
-    for f in ITEM_SCHEMA:
-        if f.name not in names:
-            continue
-        try:
-            cols[f.name] = _cast_column(f.name, table.column(f.name).combine_chunks(), f.type)
-        except CupelError as e:
-            problems.append(str(e))
-    if "content" in cols and n:
-        c = cols["content"]
-        if c.null_count:
-            problems.append(f"column 'content': null at {rows_of(c.is_null().to_numpy(zero_copy_only=False))}")
-        empty = pc.fill_null(pc.equal(pc.utf8_length(c), 0), False).to_numpy(zero_copy_only=False)
-        if empty.any():
-            problems.append(f"column 'content': empty string at {rows_of(empty)}")
-    if "tokens" in cols and cols["tokens"].null_count:
-        problems.append(f"column 'tokens': null at {rows_of(cols['tokens'].is_null().to_numpy(zero_copy_only=False))}")
-    for name in ("kind", "source"):
-        if name in cols and n:
-            blank = pc.fill_null(pc.match_substring_regex(cols[name], f"^[{WHITE_SPACE_CLASS}]*$"), False)
-            blank = blank.to_numpy(zero_copy_only=False)
-            if blank.any():
-                problems.append(f"column {name!r}: empty or whitespace-only at {rows_of(blank, cols[name])}")
-    if "tags" in cols and n and cols["tags"].flatten().null_count:
-        flat_null = cols["tags"].flatten().is_null().to_numpy(zero_copy_only=False)
-        lengths = pc.fill_null(pc.list_value_length(cols["tags"]), 0).to_numpy(zero_copy_only=False)
-        rows = np.unique(np.searchsorted(np.cumsum(lengths), np.flatnonzero(flat_null), side="right"))
-        mask = np.zeros(n, dtype=bool)
-        mask[rows] = True
-        problems.append(f"column 'tags': null tag at {rows_of(mask)}")
-    n_sets = 1
-    if set_column is not None and set_column in names:
-        keys = table.column(set_column).combine_chunks()
-        if keys.null_count:
-            problems.append(f"set column {set_column!r}: null at {rows_of(keys.is_null().to_numpy(zero_copy_only=False))}")
-        n_sets = len(pc.unique(keys))
-    if "metadata" in cols and n and cols["metadata"].items.null_count:
-        md = cols["metadata"]
-        offs = md.offsets.to_numpy(zero_copy_only=False)
-        rows = np.unique(np.searchsorted(offs[1:] - offs[0], np.flatnonzero(md.items.is_null().to_numpy(zero_copy_only=False)), side="right"))
-        mask = np.zeros(n, dtype=bool)
-        mask[rows] = True
-        problems.append(f"column 'metadata': null value at {rows_of(mask)}")
-    if set_column is not None and set_column in names:
-        kt = table.schema.field(set_column).type
-        if pa.types.is_nested(kt):
-            problems.append(f"set column {set_column!r} must hold scalar keys (strings or integers), got {kt}")
-    neg = int((cols["tokens"].fill_null(0).to_numpy(zero_copy_only=False) < 0).sum()) if "tokens" in cols else 0
-    pinned = int(pc.sum(cols["pinned"]).as_py() or 0) if "pinned" in cols else 0
-    return problems, {"rows": n, "sets": n_sets, "negative_tokens": neg, "pinned": pinned}
+    problems = _Problems(collect=True, max_rows=max_rows_listed)
+    checked = check_items(table, set_column, problems)
+    summary = {"rows": table.num_rows, "sets": None, "negative_tokens": None, "pinned": None}
+    if checked is not None:
+        tokens = checked.column("tokens").to_numpy()
+        summary.update(
+            sets=len(pc.unique(checked.column(_SET))) if set_column is not None else 1,
+            negative_tokens=int((tokens < 0).sum()),
+            pinned=int(pc.sum(checked.column("pinned")).as_py() or 0),
+        )
+    return problems.messages, summary

@@ -7,12 +7,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from datetime import datetime, timezone
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ._readers import one_line, read_items_table
 from .errors import InvalidConfigError, InvalidInputTypeError
 from .text import WHITE_SPACE_CLASS, ascii_fold, is_blank, parse_rust_f64
 
@@ -35,6 +36,17 @@ ITEM_FIELDS = (
 
 def _is_int(v) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _encodable(field_name: str, s: str) -> None:
+    """Strings must be valid Unicode text (UTF-8 encodable): a lone surrogate is not."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InvalidConfigError(
+            f"ContextItem.{field_name} is not valid Unicode text: lone surrogate "
+            f"{s[e.start]!r} at character {e.start} (value {s[:40]!r})"
+        ) from None
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,6 +76,7 @@ class ContextItem:
             )
         if self.content == "":
             raise InvalidConfigError("ContextItem.content must be a non-empty string")
+        _encodable("content", self.content)
         if not _is_int(self.tokens):
             raise InvalidInputTypeError(
                 f"ContextItem.tokens must be an integer, got {type(self.tokens).__name__} "
@@ -82,6 +95,7 @@ class ContextItem:
                 raise InvalidConfigError(
                     f"ContextItem.{name} must not be empty or whitespace-only, got {v!r}"
                 )
+            _encodable(name, v)
         for name in ("priority", "original_tokens"):
             v = getattr(self, name)
             if v is not None:
@@ -104,6 +118,7 @@ class ContextItem:
                 raise InvalidInputTypeError(
                     f"ContextItem.tags must contain strings, got {type(t).__name__} {t!r}"
                 )
+            _encodable("tags", t)
         set_(self, "tags", tags)
         md = self.metadata if self.metadata is not None else {}
         if not isinstance(md, Mapping):
@@ -116,6 +131,8 @@ class ContextItem:
                     "ContextItem.metadata must map strings to strings, got "
                     f"{k!r}: {v!r} ({type(v).__name__})"
                 )
+            _encodable("metadata", k)
+            _encodable("metadata", v)
         set_(self, "metadata", MappingProxyType(dict(md)))
         ts = self.timestamp
         if ts is not None:
@@ -205,11 +222,6 @@ _SET = "__cupel_set__"
 _TOKEN_LIMIT = 2.0**62
 
 
-def _first_true(mask: np.ndarray) -> int:
-    idx = np.flatnonzero(mask)
-    return int(idx[0]) if idx.size else -1
-
-
 class ItemTable:
     """Columnar item store. Rows are held grouped by item set (stable: input order is kept
     inside a set); ``input_row`` maps every stored row back to its input row and ``offsets``
@@ -221,11 +233,6 @@ class ItemTable:
         n = table.num_rows
         if set_column is not None:
             keys = table.column(_SET).combine_chunks()
-            if keys.null_count:
-                row = _first_true(keys.is_null().to_numpy(zero_copy_only=False))
-                raise InvalidConfigError(
-                    f"set column {set_column!r} is null at row {row}; every row needs a set key"
-                )
             enc = pc.dictionary_encode(keys)
             codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
             order = np.argsort(codes, kind="stable")
@@ -304,8 +311,10 @@ class ItemTable:
         if set_column is not None:
             try:
                 arrays.append(pa.array(sets))
-            except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-                raise InvalidConfigError(f"set column {set_column!r}: keys of mixed or unsupported types ({e})") from None
+            except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeEncodeError) as e:
+                raise InvalidConfigError(
+                    f"set column {set_column!r}: keys of mixed or unsupported types ({one_line(e)})"
+                ) from None
             names.append(set_column if set_column not in ITEM_FIELDS else "__set_key__")
             if set_column in ITEM_FIELDS:
                 return cls(pa.Table.from_arrays(arrays, names=names), set_column="__set_key__")._renamed(set_column)
@@ -324,8 +333,6 @@ class ItemTable:
 
     @classmethod
     def from_parquet(cls, path, set_column: str | None = None) -> "ItemTable":
-        from .io import read_items_table
-
         return cls(read_items_table(path), set_column=set_column)
 
     # -- encoding -----------------------------------------------------------------------
@@ -357,7 +364,7 @@ class ItemTable:
     # -- columns encoded on first use (a sweep that never reads them never pays for them) --
     @cached_property
     def _priority(self):
-        return _int_col(self.table.column("priority"))
+        return _int_values(self.table.column("priority"))
 
     @property
     def priority(self) -> np.ndarray:
@@ -369,7 +376,7 @@ class ItemTable:
 
     @cached_property
     def _original_tokens(self):
-        return _int_col(self.table.column("original_tokens"))
+        return _int_values(self.table.column("original_tokens"))
 
     @property
     def original_tokens_col(self) -> np.ndarray:
@@ -519,164 +526,378 @@ def _to_datetime(v: int, unit: str) -> datetime:
     return _EPOCH + timedelta(microseconds=v * mult)
 
 
-def _int_col(col) -> tuple[np.ndarray, np.ndarray]:
+def _int_values(col) -> tuple[np.ndarray, np.ndarray]:
     arr = col.combine_chunks()
     valid = arr.is_valid().to_numpy(zero_copy_only=False)
     vals = arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
     return vals, valid
 
 
-_OPTIONAL_DEFAULTS = {
-    "kind": ("Message", pa.string()),
-    "source": ("Chat", pa.string()),
-}
+# ------------------------------------------------------------------------ checking items
+# One pass checks an items table and casts it to the canonical schema. The loader runs it in
+# "raise" mode (the first problem raises, naming column, row and value); ``io.validate_items``
+# runs it in "collect" mode (every problem, several rows each). Same checks, same order.
+
+_OPTIONAL_DEFAULTS = {"kind": "Message", "source": "Chat"}
+_INT64_MAX = 2**63 - 1
+#: Python datetime's range in microseconds since the epoch (reports build datetimes)
+_US_MIN = -62_135_596_800_000_000  # 0001-01-01T00:00:00Z
+_US_MAX = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
-def _bad_row(mask, what: str, column: str, values=None):
-    row = _first_true(np.asarray(mask))
-    shown = ""
-    if values is not None and row >= 0:
-        shown = f" (value {values[row].as_py()!r})"
-    raise InvalidConfigError(f"column {column!r}, row {row}: {what}{shown}")
+def _show(v) -> str:
+    r = repr(v)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+class _Problems:
+    """Where the checks report. ``collect=False``: raise the first problem (one line: column,
+    row, value). ``collect=True``: keep every problem, listing up to ``max_rows`` rows each."""
+
+    def __init__(self, collect: bool, max_rows: int = 5):
+        self.collect = collect
+        self.max_rows = max_rows
+        self.messages: list[str] = []
+
+    def table(self, message: str, cls=InvalidConfigError) -> None:
+        """A problem of the table as a whole (a missing or repeated column, a column type)."""
+        message = one_line(message)
+        if not self.collect:
+            raise cls(message)
+        self.messages.append(message)
+
+    def rows(self, where: str, what: str, mask, values=None, cls=InvalidConfigError) -> bool:
+        """Rows where ``mask`` holds have problem ``what``; ``values(row)`` gives a row's value.
+        Returns whether there were any."""
+        idx = np.flatnonzero(np.asarray(mask))
+        if idx.size == 0:
+            return False
+        if not self.collect:
+            r = int(idx[0])
+            shown = f" (value {_show(values(r))})" if values is not None else ""
+            raise cls(f"{where}, row {r}: {what}{shown}")
+        listed = [f"{int(r)} ({_show(values(int(r)))})" if values is not None else str(int(r))
+                  for r in idx[: self.max_rows]]
+        more = f" and {idx.size - self.max_rows} more" if idx.size > self.max_rows else ""
+        self.messages.append(f"{where}: {what} at row{'s' if idx.size > 1 else ''} {', '.join(listed)}{more}")
+        return True
+
+
+def _np(arr) -> np.ndarray:
+    return arr.to_numpy(zero_copy_only=False)
+
+
+def _py(arr):
+    return lambda r: arr[r].as_py()
+
+
+def _rows_of_children(offsets: np.ndarray, child_mask: np.ndarray, n: int) -> np.ndarray:
+    """Row mask of a list / map column from a mask over its flattened children."""
+    mask = np.zeros(n, dtype=bool)
+    pos = np.flatnonzero(child_mask)
+    if pos.size:
+        mask[np.searchsorted(offsets[1:] - offsets[0], pos, side="right")] = True
+    return mask
+
+
+def _utf8_check(col: pa.Array, where: str, problems: _Problems, mask_rows=None) -> bool:
+    """Invalid UTF-8 in a string array (Arrow does not validate what Parquet or buffers hand
+    it). ``mask_rows`` maps a child mask to row numbers for list / map children."""
+    try:
+        col.validate(full=True)
+        return True
+    except pa.ArrowInvalid:
+        pass
+    raw = col.cast(pa.large_binary()).to_pylist()
+    bad = np.zeros(len(raw), dtype=bool)
+    for i, v in enumerate(raw):  # error path only
+        if v is not None:
+            try:
+                v.decode("utf-8")
+            except UnicodeDecodeError:
+                bad[i] = True
+    if mask_rows is None:
+        problems.rows(where, "invalid UTF-8", bad, lambda r: raw[r])
+    else:
+        problems.rows(where, "invalid UTF-8", mask_rows(bad))
+    return False
+
+
+def _string_col(name: str, col: pa.Array, problems: _Problems):
+    typ = col.type
+    where = f"column {name!r}"
+    if pa.types.is_null(typ):
+        return pa.nulls(len(col), pa.string())
+    if not (pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_string_view(typ)
+            or pa.types.is_binary(typ) or pa.types.is_large_binary(typ) or pa.types.is_binary_view(typ)):
+        problems.table(f"column {name!r} must be a string column (UTF-8 string or binary), got {typ}",
+                       InvalidInputTypeError)
+        return None
+    if pa.types.is_binary(typ) or pa.types.is_large_binary(typ) or pa.types.is_binary_view(typ):
+        col = col.cast(pa.large_binary()).view(pa.large_string())  # same layout; checked next
+    if not _utf8_check(col, where, problems):
+        return None
+    try:
+        return col.cast(pa.string())
+    except pa.ArrowException as e:  # e.g. more than 2 GiB of text in one column
+        problems.table(f"column {name!r} cannot be read as string: {e}")
+        return None
+
+
+def _int_col(name: str, col: pa.Array, problems: _Problems, where: str | None = None):
+    typ = col.type
+    where = where or f"column {name!r}"
+    if pa.types.is_null(typ):
+        return pa.nulls(len(col), pa.int64())
+    if pa.types.is_integer(typ):
+        if typ == pa.uint64():
+            big = pc.fill_null(pc.greater(col, pa.scalar(_INT64_MAX, pa.uint64())), False)
+            if problems.rows(where, "does not fit in a 64-bit signed integer", _np(big), _py(col)):
+                return None
+        return col.cast(pa.int64())
+    if pa.types.is_decimal(typ):
+        try:
+            return col.cast(pa.int64())
+        except pa.ArrowInvalid:
+            vals = col.to_pylist()  # error path only
+            bad = np.array([v is not None and (v != v.to_integral_value() or not -(2**63) <= v <= _INT64_MAX)
+                            for v in vals], dtype=bool)
+            problems.rows(where, "is not an integer that fits in 64 bits", bad, lambda r: str(vals[r]))
+            return None
+    problems.table(f"column {name!r} must be an integer column (or integral decimal), got {typ}",
+                   InvalidInputTypeError)
+    return None
+
+
+def _float_col(name: str, col: pa.Array, problems: _Problems):
+    typ = col.type
+    if pa.types.is_null(typ):
+        return pa.nulls(len(col), pa.float64())
+    if pa.types.is_floating(typ) or pa.types.is_integer(typ) or pa.types.is_decimal(typ):
+        return col.cast(pa.float64(), safe=False)  # nearest double, like float() on the value
+    problems.table(f"column {name!r} must be a float column, got {typ}", InvalidInputTypeError)
+    return None
+
+
+def _bool_col(name: str, col: pa.Array, problems: _Problems):
+    typ = col.type
+    if pa.types.is_null(typ) or pa.types.is_boolean(typ):
+        return col.cast(pa.bool_())
+    problems.table(f"column {name!r} must be a boolean column, got {typ}", InvalidInputTypeError)
+    return None
+
+
+def _timestamp_col(name: str, col: pa.Array, problems: _Problems):
+    """Any unit and zone (a zone-less timestamp is UTC); held as microseconds since the epoch,
+    UTC, within Python datetime's years 1-9999 (sub-microsecond parts are dropped)."""
+    typ = col.type
+    target = pa.timestamp("us", tz="UTC")
+    if pa.types.is_null(typ):
+        return pa.nulls(len(col), target)
+    if not pa.types.is_timestamp(typ):
+        problems.table(f"column {name!r} must be an Arrow timestamp (UTC), got {typ}", InvalidInputTypeError)
+        return None
+    per = _PER_SECOND[typ.unit]
+    raw = col.view(pa.int64()) if col.offset == 0 else col.cast(pa.int64())
+    lo = -(-_US_MIN * per // 1_000_000)  # ceil: the earliest value in range, in this unit
+    hi = _US_MAX * per // 1_000_000
+    lo, hi = max(lo, -(2**63)), min(hi, _INT64_MAX)  # nanoseconds: all of int64 is in range
+    out_of_range = pc.fill_null(pc.or_(pc.less(raw, pa.scalar(lo, pa.int64())),
+                                       pc.greater(raw, pa.scalar(hi, pa.int64()))), False)
+    if problems.rows(f"column {name!r}", f"is outside years 1-9999 (raw {typ.unit} value)",
+                     _np(out_of_range), _py(raw)):
+        return None
+    try:
+        return col.cast(target, safe=False)  # in range: only sub-microsecond digits are dropped
+    except pa.ArrowException as e:  # e.g. an unknown time zone name
+        problems.table(f"column {name!r} cannot be read as {target}: {e}", InvalidInputTypeError)
+        return None
+
+
+def _string_child_type(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+            or pa.types.is_null(t))
+
+
+def _tags_col(name: str, col: pa.Array, problems: _Problems, n: int):
+    typ = col.type
+    target = pa.list_(pa.string())
+    if pa.types.is_null(typ):
+        return pa.nulls(len(col), target)
+    listy = (pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ)
+             or pa.types.is_list_view(typ) or pa.types.is_large_list_view(typ))
+    if not listy or not _string_child_type(typ.value_type):
+        problems.table(f"column {name!r} must be list<string>, got {typ}", InvalidInputTypeError)
+        return None
+    try:
+        if not pa.types.is_list(typ) or pa.types.is_dictionary(typ.value_type):
+            # rebuild as a plain list array from the logical values (pyarrow 26 casts
+            # list_view -> list into an invalid array; dictionaries are decoded here)
+            sizes = _np(pc.list_value_length(col).fill_null(0)).astype(np.int64)
+            offsets = np.zeros(len(col) + 1, dtype=np.int64)
+            np.cumsum(sizes, out=offsets[1:])
+            values = col.flatten()
+            if pa.types.is_dictionary(values.type):
+                values = values.dictionary_decode()
+            col = pa.LargeListArray.from_arrays(pa.array(offsets), values, mask=col.is_null())
+        col = col.cast(target)
+    except pa.ArrowException as e:
+        problems.table(f"column {name!r} cannot be read as {target}: {e}", InvalidInputTypeError)
+        return None
+    # null list -> empty list
+    if col.null_count:
+        col = pc.if_else(col.is_null(), pa.scalar([], type=target), col)
+    offs = _np(col.offsets).astype(np.int64)
+    values = col.values.slice(offs[0], offs[-1] - offs[0]) if n else col.values.slice(0, 0)
+    rows = lambda m: _rows_of_children(offs, m, n)  # noqa: E731
+    ok = _utf8_check(values, f"column {name!r}", problems, rows)
+    if values.null_count and problems.rows(f"column {name!r}", "a tag is null",
+                                           rows(_np(values.is_null())), None):
+        ok = False
+    return col if ok else None
+
+
+def _metadata_col(name: str, col: pa.Array, problems: _Problems, n: int):
+    typ = col.type
+    target = pa.map_(pa.string(), pa.string())
+    if pa.types.is_null(typ):
+        return pa.nulls(len(col), target)
+    if not pa.types.is_map(typ) or not (_string_child_type(typ.key_type) and _string_child_type(typ.item_type)):
+        problems.table(f"column {name!r} must be map<string, string>, got {typ}", InvalidInputTypeError)
+        return None
+    try:
+        col = col.cast(target)
+    except pa.ArrowException as e:
+        problems.table(f"column {name!r} cannot be read as {target}: {e}", InvalidInputTypeError)
+        return None
+    offs = _np(col.offsets).astype(np.int64)
+    keys = col.keys.slice(offs[0], offs[-1] - offs[0])
+    items = col.items.slice(offs[0], offs[-1] - offs[0])
+    rows = lambda m: _rows_of_children(offs, m, n)  # noqa: E731
+    ok = _utf8_check(keys, f"column {name!r}", problems, rows)
+    ok = _utf8_check(items, f"column {name!r}", problems, rows) and ok
+    if items.null_count and problems.rows(f"column {name!r}", "a metadata value is null (values must be strings)",
+                                          rows(_np(items.is_null())), None):
+        ok = False
+    return col if ok else None
+
+
+def _set_key_col(set_column: str, col: pa.Array, problems: _Problems, n: int):
+    where = f"set column {set_column!r}"
+    typ = col.type
+    if pa.types.is_null(typ) and n == 0:
+        return pa.array([], pa.string())
+    if pa.types.is_null(typ):
+        col = pa.nulls(n, pa.string())
+    elif pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_string_view(typ):
+        if not _utf8_check(col, where, problems):
+            return None
+        col = col.cast(pa.string())
+    elif pa.types.is_integer(typ):
+        col = _int_col(set_column, col, problems, where)  # int64 keys (reports and outputs use them)
+        if col is None:
+            return None
+    else:
+        problems.table(f"{where} must hold strings or integers, got {typ}", InvalidInputTypeError)
+        return None
+    if col.null_count:
+        problems.rows(where, "null (every row needs a set key)", _np(col.is_null()))
+        return None
+    return col
+
+
+def _column(table: pa.Table, name: str) -> pa.Array:
+    col = table.column(name).combine_chunks()
+    if pa.types.is_dictionary(col.type):
+        col = col.dictionary_decode()
+    return col
+
+
+def check_items(table: pa.Table, set_column: str | None, problems: _Problems) -> pa.Table | None:
+    """Check an items table and cast it to the canonical schema (ITEM_SCHEMA, timestamps in
+    microseconds, plus the set-key column). Every problem goes to ``problems``; returns None
+    when there were any."""
+    before = len(problems.messages)
+    names = table.column_names
+    n = table.num_rows
+    wanted = set(ITEM_FIELDS) | ({set_column} if set_column is not None else set())
+    repeated = {nm for nm in names if nm in wanted and names.count(nm) > 1}
+    for nm in sorted(repeated):
+        problems.table(f"items table has {names.count(nm)} columns named {nm!r} (columns: {', '.join(names)}); "
+                       "names must be unique")
+    for req in ("content", "tokens"):
+        if req not in names:
+            problems.table(f"items table has no {req!r} column (columns: {', '.join(names)})")
+    if set_column is not None and set_column not in names:
+        problems.table(f"set column {set_column!r} not found (columns: {', '.join(names)})")
+    readers = {
+        "content": _string_col, "kind": _string_col, "source": _string_col,
+        "tokens": _int_col, "priority": _int_col, "original_tokens": _int_col,
+        "future_relevance_hint": _float_col, "pinned": _bool_col, "timestamp": _timestamp_col,
+    }
+    cols: dict[str, pa.Array | None] = {}
+    for f in ITEM_SCHEMA:
+        name = f.name
+        if name not in names or name in repeated:
+            continue
+        col = _column(table, name)
+        if name == "tags":
+            cols[name] = _tags_col(name, col, problems, n)
+        elif name == "metadata":
+            cols[name] = _metadata_col(name, col, problems, n)
+        else:
+            cols[name] = readers[name](name, col, problems)
+    content = cols.get("content")
+    if content is not None and n:
+        problems.rows("column 'content'", "null", _np(content.is_null()))
+        empty = pc.fill_null(pc.equal(pc.utf8_length(content), 0), False)
+        problems.rows("column 'content'", "empty string", _np(empty))
+    tokens = cols.get("tokens")
+    if tokens is not None and n:
+        problems.rows("column 'tokens'", "null", _np(tokens.is_null()))
+        mag = np.abs(_np(tokens.fill_null(0)).astype(np.float64))
+        running = np.cumsum(mag)
+        problems.rows("column 'tokens'", f"the token counts add up past {_TOKEN_LIMIT:.3g} "
+                      "(sums must fit in 64-bit integers)", running >= _TOKEN_LIMIT, _py(tokens))
+    for name in ("kind", "source"):
+        col = cols.get(name)
+        if col is not None and n:
+            blank = pc.fill_null(pc.match_substring_regex(col, f"^[{WHITE_SPACE_CLASS}]*$"), False)
+            problems.rows(f"column {name!r}", "empty or whitespace-only", _np(blank), _py(col))
+    keys = None
+    if set_column is not None and set_column in names and set_column not in repeated:
+        keys = _set_key_col(set_column, _column(table, set_column), problems, n)
+    if len(problems.messages) > before or any(cols.get(k) is None for k in cols):
+        return None
+    if "content" not in cols or "tokens" not in cols or (set_column is not None and keys is None):
+        return None
+    arrays = []
+    for f in ITEM_SCHEMA:
+        col = cols.get(f.name)
+        if f.name in _OPTIONAL_DEFAULTS:
+            fill = pa.scalar(_OPTIONAL_DEFAULTS[f.name], pa.string())
+            col = pa.repeat(fill, n) if col is None else col.fill_null(fill)
+        elif f.name == "pinned":
+            col = pa.array(np.zeros(n, dtype=bool)) if col is None else col.fill_null(False)
+        elif f.name in ("tags", "metadata") and col is None:
+            empty = pa.array(np.zeros(n + 1, dtype=np.int32))
+            col = (pa.ListArray.from_arrays(empty, pa.array([], pa.string())) if f.name == "tags" else
+                   pa.MapArray.from_arrays(empty, pa.array([], pa.string()), pa.array([], pa.string())))
+        elif f.name == "metadata" and col.null_count:
+            col = pc.if_else(col.is_null(), pa.scalar([], type=f.type), col)
+        elif col is None:
+            col = pa.nulls(n, f.type)
+        arrays.append(col)
+    out_names = list(ITEM_FIELDS)
+    if set_column is not None:
+        arrays.append(keys)
+        out_names.append(_SET)
+    return pa.Table.from_arrays(arrays, names=out_names)
 
 
 def _normalize(table: pa.Table, set_column: str | None) -> pa.Table:
-    """Validate an items table and cast it to the canonical schema (ITEM_SCHEMA plus the set
-    column). Errors name the column, the first bad row and its value."""
-    names = set(table.column_names)
-    for req in ("content", "tokens"):
-        if req not in names:
-            raise InvalidConfigError(
-                f"items table has no {req!r} column (columns: {', '.join(table.column_names)})"
-            )
-    if set_column is not None and set_column not in names:
-        raise InvalidConfigError(
-            f"set column {set_column!r} not found (columns: {', '.join(table.column_names)})"
-        )
-    n = table.num_rows
-    out = []
-    for f in ITEM_SCHEMA:
-        name = f.name
-        if name not in names:
-            if name in _OPTIONAL_DEFAULTS:
-                default, typ = _OPTIONAL_DEFAULTS[name]
-                out.append(pa.array([default] * n, type=typ) if n else pa.array([], type=typ))
-            elif name == "pinned":
-                out.append(pa.array(np.zeros(n, dtype=bool)))
-            elif name == "tags":
-                out.append(pa.array([[]] * n, type=f.type) if n else pa.array([], type=f.type))
-            elif name == "metadata":
-                out.append(pa.array([[]] * n, type=f.type) if n else pa.array([], type=f.type))
-            else:
-                out.append(pa.nulls(n, f.type))
-            continue
-        col = table.column(name).combine_chunks()
-        out.append(_cast_column(name, col, f.type))
-    arrays = out
-    content, tokens = arrays[0], arrays[1]
-    if content.null_count:
-        _bad_row(content.is_null().to_numpy(zero_copy_only=False), "content is null", "content")
-    if n:
-        empty = pc.equal(pc.utf8_length(content), 0).to_numpy(zero_copy_only=False)
-        if empty.any():
-            _bad_row(empty, "content must be a non-empty string", "content")
-    if tokens.null_count:
-        _bad_row(tokens.is_null().to_numpy(zero_copy_only=False), "tokens is null", "tokens")
-    for idx, name in ((2, "kind"), (3, "source")):
-        col = arrays[idx]
-        if col.null_count:
-            col = col.fill_null(_OPTIONAL_DEFAULTS[name][0])
-            arrays[idx] = col
-        if n:
-            blank = pc.match_substring_regex(col, f"^[{WHITE_SPACE_CLASS}]*$").to_numpy(zero_copy_only=False)
-            if blank.any():
-                _bad_row(blank, f"{name} must not be empty or whitespace-only", name, col)
-    if arrays[9].null_count:  # pinned
-        arrays[9] = arrays[9].fill_null(False)
-    if arrays[5].null_count:  # tags: null list -> empty
-        arrays[5] = pc.if_else(arrays[5].is_null(), pa.scalar([], type=arrays[5].type), arrays[5])
-    if n and arrays[5].flatten().null_count:
-        lengths = pc.list_value_length(arrays[5]).to_numpy(zero_copy_only=False)
-        flat_null = arrays[5].flatten().is_null().to_numpy(zero_copy_only=False)
-        pos = _first_true(flat_null)
-        row = int(np.searchsorted(np.cumsum(lengths), pos, side="right"))
-        raise InvalidConfigError(f"column 'tags', row {row}: a tag is null")
-    schema_fields = list(ITEM_SCHEMA)
-    schema_fields[7] = pa.field("timestamp", arrays[7].type)
-    names_out = [f.name for f in ITEM_SCHEMA]
-    if set_column is not None:
-        keys = table.column(set_column).combine_chunks()
-        if pa.types.is_dictionary(keys.type):
-            keys = keys.cast(keys.type.value_type)
-        if pa.types.is_nested(keys.type) or pa.types.is_null(keys.type) and n:
-            raise InvalidInputTypeError(
-                f"set column {set_column!r} must hold scalar keys (strings or integers), got {keys.type}"
-            )
-        arrays.append(keys)
-        names_out.append(_SET)
-    md = arrays[6]
-    if n and md.items.null_count:
-        offs = md.offsets.to_numpy(zero_copy_only=False)
-        pos = _first_true(md.items.is_null().to_numpy(zero_copy_only=False))
-        row = int(np.searchsorted(offs[1:] - offs[0], pos, side="right"))
-        raise InvalidConfigError(f"column 'metadata', row {row}: a metadata value is null (values must be strings)")
-    big = np.abs(arrays[1].to_numpy(zero_copy_only=False).astype(np.float64))
-    if n and big.sum() >= _TOKEN_LIMIT:
-        row = _first_true(np.cumsum(big) >= _TOKEN_LIMIT)
-        raise InvalidConfigError(
-            f"column 'tokens': the token counts add up past {_TOKEN_LIMIT:.3g} by row {row} "
-            "(sums must fit in 64-bit integers)"
-        )
-    return pa.Table.from_arrays(arrays, names=names_out)
-
-
-def _cast_column(name: str, col: pa.Array, target: pa.DataType) -> pa.Array:
-    typ = col.type
-    if pa.types.is_dictionary(typ):
-        col = col.cast(typ.value_type)
-        typ = col.type
-    try:
-        if name == "timestamp":
-            if pa.types.is_timestamp(typ):
-                unit = "ns" if typ.unit == "ns" else "us"
-                return col.cast(pa.timestamp(unit, tz="UTC"))
-            if pa.types.is_null(typ):
-                return pa.nulls(len(col), pa.timestamp("us", tz="UTC"))
-            raise InvalidInputTypeError(
-                f"column 'timestamp' must be an Arrow timestamp (UTC), got {typ}"
-            )
-        if name in ("tokens", "priority", "original_tokens"):
-            if not (pa.types.is_integer(typ) or pa.types.is_null(typ)):
-                raise InvalidInputTypeError(f"column {name!r} must be an integer column, got {typ}")
-            return col.cast(pa.int64())
-        if name in ("content", "kind", "source"):
-            if not (pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_null(typ)
-                    or pa.types.is_string_view(typ)):
-                raise InvalidInputTypeError(f"column {name!r} must be a string column, got {typ}")
-            return col.cast(pa.string())
-        if name == "future_relevance_hint":
-            if not (pa.types.is_floating(typ) or pa.types.is_integer(typ) or pa.types.is_null(typ)):
-                raise InvalidInputTypeError(f"column {name!r} must be a float column, got {typ}")
-            return col.cast(pa.float64())
-        if name == "pinned":
-            if not (pa.types.is_boolean(typ) or pa.types.is_null(typ)):
-                raise InvalidInputTypeError(f"column 'pinned' must be a boolean column, got {typ}")
-            return col.cast(pa.bool_())
-        if name == "tags":
-            if pa.types.is_null(typ):
-                return pa.nulls(len(col), target)
-            if not (pa.types.is_list(typ) or pa.types.is_large_list(typ)) or not (
-                pa.types.is_string(typ.value_type) or pa.types.is_large_string(typ.value_type)
-                or pa.types.is_null(typ.value_type)
-            ):
-                raise InvalidInputTypeError(f"column 'tags' must be list<string>, got {typ}")
-            return col.cast(target)
-        if name == "metadata":
-            if pa.types.is_null(typ):
-                return pa.nulls(len(col), target)
-            if not pa.types.is_map(typ):
-                raise InvalidInputTypeError(f"column 'metadata' must be map<string, string>, got {typ}")
-            return col.cast(target)
-    except pa.ArrowInvalid as e:
-        raise InvalidInputTypeError(f"column {name!r} cannot be read as {target}: {e}") from None
-    return col.cast(target)
+    """The loader's check: raises the first problem (column, row and value)."""
+    return check_items(table, set_column, _Problems(collect=False))

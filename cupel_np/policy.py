@@ -650,8 +650,6 @@ class Policy:
 
     @classmethod
     def from_dotnet_json(cls, data: Mapping[str, Any]) -> "Policy":
-        from .dotnet import policy_from_dotnet
-
         return policy_from_dotnet(data)
 
 
@@ -815,3 +813,168 @@ def slicer_from_dict(d: Mapping[str, Any]) -> Slicer:
             return CountQuotaSlice(tuple(es), inner, sb)
         return CountConstrainedKnapsackSlice(tuple(es), d.get("bucket_size", 100), sb)
     raise InvalidConfigError(f"unknown slicer {d.get('slicer')!r}; expected one of: {', '.join(SLICER_TYPES)}")
+
+
+# ----------------------------------------------------------------------------- .NET JSON shape
+# The .NET ``Wollax.Cupel.Json`` policy object (camelCase; enum values as camelCase strings
+# or their ordinals). ``Policy.from_json`` recognises it, so its reader lives with Policy.
+_DOTNET_SCORERS = {
+    "recency": RecencyScorer,
+    "priority": PriorityScorer,
+    "kind": KindScorer,
+    "tag": TagScorer,
+    "frequency": FrequencyScorer,
+    "reflexive": ReflexiveScorer,
+    "scaled": ScaledScorer,
+}
+_DOTNET_SCORER_ORDER = list(_DOTNET_SCORERS)
+_DOTNET_SLICERS = ["greedy", "knapsack", "stream"]
+_DOTNET_PLACERS = ["chronological", "uShaped"]
+_DOTNET_OVERFLOW = ["throw", "truncate", "proceed"]
+
+
+def _dotnet_enum(where: str, v, names: list[str]) -> str:
+    if isinstance(v, bool):
+        raise InvalidInputTypeError(f"{where} must be a string, got {v!r}")
+    if isinstance(v, int):
+        if 0 <= v < len(names):
+            return names[v]
+        raise InvalidConfigError(f"{where}: unknown value {v}; expected one of {', '.join(names)}")
+    if isinstance(v, str):
+        s = v.strip()
+        if s.isdigit() and int(s) < len(names):
+            return names[int(s)]
+        if s in names:
+            return s
+        raise InvalidConfigError(
+            f"{where}: unknown value {v!r}; expected one of {', '.join(names)} (camelCase, as .NET writes them)"
+        )
+    raise InvalidInputTypeError(f"{where} must be a string, got {type(v).__name__} {v!r}")
+
+
+def _dotnet_weight(where: str, e: Mapping) -> float:
+    w = e.get("weight", 0)
+    if isinstance(w, bool) or not isinstance(w, (int, float)):
+        raise InvalidInputTypeError(f"{where}.weight must be a number, got {w!r}")
+    w = float(w)
+    if not math.isfinite(w) or w <= 0:
+        raise InvalidConfigError(f"{where}.weight must be positive and finite, got {w!r}")
+    return w
+
+
+def _dotnet_scorer(where: str, e: Any) -> Scorer:
+    if not isinstance(e, Mapping):
+        raise InvalidInputTypeError(f"{where} must be an object, got {type(e).__name__}")
+    t = _dotnet_enum(f"{where}.type", e.get("type", 0), _DOTNET_SCORER_ORDER)
+    inner = e.get("innerScorer")
+    if t == "scaled":
+        if inner is None:
+            raise InvalidConfigError(f"{where}: innerScorer must be specified when type is scaled")
+        _dotnet_weight(f"{where}.innerScorer", inner)
+        return ScaledScorer(_dotnet_scorer(f"{where}.innerScorer", inner))
+    if inner is not None:
+        raise InvalidConfigError(f"{where}: innerScorer is only valid for type scaled")
+    if t == "kind":
+        kw = e.get("kindWeights")
+        if kw is None:
+            return KindScorer(None)
+        if not isinstance(kw, Mapping):
+            raise InvalidInputTypeError(f"{where}.kindWeights must be an object of kind -> weight")
+        return KindScorer(tuple(kw.items()))
+    if t == "tag":
+        tw = e.get("tagWeights")
+        if tw is None:
+            raise InvalidConfigError(f"{where}: tagWeights must be specified when type is tag")
+        if not isinstance(tw, Mapping):
+            raise InvalidInputTypeError(f"{where}.tagWeights must be an object of tag -> weight")
+        return TagScorer(tuple(tw.items()))
+    return _DOTNET_SCORERS[t]()
+
+
+def policy_from_dotnet(d: Mapping[str, Any]) -> Policy:
+    """Read a policy written by .NET ``CupelJsonSerializer`` (or by hand in that shape)."""
+    if not isinstance(d, Mapping):
+        raise InvalidInputTypeError(f".NET policy must be a JSON object, got {type(d).__name__}")
+    scorers = d.get("scorers")
+    if scorers is None:
+        raise InvalidConfigError("scorers: value cannot be null")
+    if not isinstance(scorers, list) or not scorers:
+        raise InvalidConfigError("scorers must contain at least one entry")
+    entries = tuple((_dotnet_scorer(f"scorers[{i}]", e), _dotnet_weight(f"scorers[{i}]", e)) for i, e in enumerate(scorers))
+    # .NET always builds a weighted composite over the policy's scorers
+    scorer = entries[0][0] if len(entries) == 1 else CompositeScorer(entries)
+    slicer_type = _dotnet_enum("slicerType", d.get("slicerType", "greedy"), _DOTNET_SLICERS)
+    bucket = d.get("knapsackBucketSize")
+    if bucket is not None and slicer_type != "knapsack":
+        raise InvalidConfigError("knapsackBucketSize can only be specified when slicerType is knapsack")
+    if slicer_type == "stream":
+        raise InvalidConfigError(
+            "slicerType 'stream' is asynchronous and not supported by cupel_np; use greedy"
+        )
+    base = KnapsackSlice(100 if bucket is None else bucket) if slicer_type == "knapsack" else GreedySlice()
+    quotas = d.get("quotas") or []
+    slicer = base
+    if quotas:
+        qs = []
+        for i, q in enumerate(quotas):
+            if not isinstance(q, Mapping) or not q.get("kind"):
+                raise InvalidConfigError(f"quotas[{i}] needs a 'kind'")
+            lo, hi = q.get("minPercent"), q.get("maxPercent")
+            if lo is None and hi is None:
+                raise InvalidConfigError(f"quotas[{i}]: at least one of minPercent or maxPercent must be specified")
+            qs.append(QuotaEntry(q["kind"], 0.0 if lo is None else lo, 100.0 if hi is None else hi))
+        slicer = QuotaSlice(tuple(qs), base)
+    return Policy(
+        scorer=scorer,
+        slicer=slicer,
+        placer="u_shaped" if _dotnet_enum("placerType", d.get("placerType", "chronological"), _DOTNET_PLACERS) == "uShaped" else "chronological",
+        deduplication=d.get("deduplicationEnabled", True),
+        overflow_strategy=_dotnet_enum("overflowStrategy", d.get("overflowStrategy", "throw"), _DOTNET_OVERFLOW),
+        name=d.get("name"),
+        description=d.get("description"),
+    )
+
+
+def policy_to_dotnet(policy: Policy) -> dict[str, Any]:
+    """The .NET JSON shape of ``policy`` (raises for what .NET cannot express)."""
+
+    def entry(s: Scorer, w: float) -> dict:
+        if isinstance(s, KindScorer):
+            d = {"type": "kind", "weight": w}
+            if s.weights is not None:
+                d["kindWeights"] = dict(s.weights)
+            return d
+        if isinstance(s, TagScorer):
+            return {"type": "tag", "weight": w, "tagWeights": dict(s.tag_weights)}
+        if isinstance(s, ScaledScorer):
+            return {"type": "scaled", "weight": w, "innerScorer": entry(s.inner, 1.0)}
+        if type(s) in (RecencyScorer, PriorityScorer, FrequencyScorer, ReflexiveScorer):
+            return {"type": s.type_name, "weight": w}
+        raise InvalidConfigError(f"scorer type {s.type_name!r} cannot be written in the .NET policy shape")
+
+    sc = policy.scorer
+    pairs = sc.entries if isinstance(sc, CompositeScorer) else ((sc, 1.0),)
+    out: dict[str, Any] = {"scorers": [entry(s, w) for s, w in pairs]}
+    sl = policy.slicer
+    quotas = None
+    if isinstance(sl, QuotaSlice):
+        quotas = [{"kind": q.kind, "minPercent": q.require, "maxPercent": q.cap} for q in sl.quotas]
+        sl = sl.inner
+    if isinstance(sl, KnapsackSlice):
+        out["slicerType"] = "knapsack"
+    elif isinstance(sl, GreedySlice):
+        out["slicerType"] = "greedy"
+    else:
+        raise InvalidConfigError(f"slicer {sl.name!r} cannot be written in the .NET policy shape")
+    out["placerType"] = "uShaped" if policy.placer == "u_shaped" else "chronological"
+    out["deduplicationEnabled"] = policy.deduplication
+    out["overflowStrategy"] = policy.overflow_strategy
+    if isinstance(sl, KnapsackSlice):
+        out["knapsackBucketSize"] = sl.bucket_size
+    if quotas:
+        out["quotas"] = quotas
+    if policy.name is not None:
+        out["name"] = policy.name
+    if policy.description is not None:
+        out["description"] = policy.description
+    return out

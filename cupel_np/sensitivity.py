@@ -23,8 +23,9 @@ from .batch import SweepRun, Variant, run_sweep
 from .batch_kernels import duplicate_groups
 from .budget import ContextBudget
 from .errors import CupelError, InvalidConfigError, InvalidInputTypeError, TooFewVariantsError
+from .grid import Sweep
 from .items import ItemTable
-from .pipeline import Pipeline, PolicyRun, as_table
+from .runner import PolicyRun, PolicySource, as_table
 from .policy import Policy
 from .report import REASON_NAMES, SelectionReport
 
@@ -44,8 +45,6 @@ class PolicySensitivityDiffEntry:
 
 # --------------------------------------------------------------------------- variants
 def _as_variants(variants, budget, *, allow_budget: bool) -> list[Variant]:
-    from .grid import Sweep
-
     if isinstance(variants, Sweep):
         variants = variants.variants()
     if isinstance(variants, (str, bytes)) or not isinstance(variants, Sequence):
@@ -79,7 +78,7 @@ def _as_variants(variants, budget, *, allow_budget: bool) -> list[Variant]:
         if label in seen:
             raise InvalidConfigError(f"variant {i}: label {label!r} is used twice; labels must be unique")
         seen.add(label)
-        if isinstance(pol, Pipeline):
+        if isinstance(pol, PolicySource):  # a Pipeline
             pol = pol.policy
         if not isinstance(pol, Policy):
             raise InvalidInputTypeError(
@@ -418,14 +417,6 @@ def policy_sensitivity(items, budget: ContextBudget, variants, *, on_error: str 
             if errs:
                 raise errs[min(errs)]
     return SweepResult(run).report(table.set_keys[0])
-
-
-def policy_sensitivity_from_pipelines(items, budget: ContextBudget, variants, *, on_error: str = "raise"):
-    """``policy_sensitivity`` with ``(label, Pipeline)`` variants (upstream parity)."""
-    for i, v in enumerate(variants):
-        if isinstance(v, (tuple, list)) and len(v) == 2 and not isinstance(v[1], Pipeline):
-            raise InvalidInputTypeError(f"variant {i}: expected a Pipeline, got {type(v[1]).__name__}")
-    return policy_sensitivity(items, budget, variants, on_error=on_error)
 
 
 class _Progress:

@@ -26,7 +26,6 @@ R_PINNED_OVERRIDE = 16
 R_FILTERED = 17
 R_COUNT_CAP_EXCEEDED = 18
 
-ERR_PINNED = 1
 ERR_OVERFLOW = 2
 
 PLACER_CHRONOLOGICAL = 0
@@ -35,35 +34,6 @@ PLACER_U_SHAPED = 1
 OVERFLOW_THROW = 0
 OVERFLOW_TRUNCATE = 1
 OVERFLOW_PROCEED = 2
-
-
-@jit
-def dedup_survivors(content_id, score, offsets):
-    """Per segment keep, for each content, the highest-scoring copy (lowest index on ties).
-    Returns ``winner[i]``: the position of the copy that survives for ``i``'s content
-    (``winner[i] == i`` for survivors)."""
-    n = content_id.shape[0]
-    winner = np.arange(n)
-    for s in range(offsets.shape[0] - 1):
-        lo = offsets[s]
-        hi = offsets[s + 1]
-        if hi - lo <= 1:
-            continue
-        order = np.argsort(content_id[lo:hi], kind="mergesort") + lo
-        j = 0
-        m = hi - lo
-        while j < m:
-            k = j
-            best = order[j]
-            while k + 1 < m and content_id[order[k + 1]] == content_id[order[j]]:
-                k += 1
-                cand = order[k]
-                if score[cand] > score[best]:
-                    best = cand
-            for q in range(j, k + 1):
-                winner[order[q]] = best
-            j = k + 1
-    return winner
 
 
 #: segments at least this long are sorted by NumPy's (much faster) stable sort instead of

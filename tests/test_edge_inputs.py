@@ -1,9 +1,11 @@
 """Edge inputs found in review: each must give the right answer or a CupelError naming the
 field, row or value — never a wrong result, a raw library error or a traceback."""
 
-import json
+import re
+from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -11,7 +13,9 @@ import pytest
 import cupel_np as c
 from cupel_np import cli
 from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError
-from cupel_np.io import sweep_parquet
+from cupel_np.io import sweep_parquet, validate_items
+
+UTC = timezone.utc
 
 CHAT, RAG = c.preset("chat"), c.preset("rag")
 
@@ -83,7 +87,7 @@ def test_set_column_may_be_an_item_column_and_keys_must_be_scalars():
     t2 = c.ItemTable.from_items([{"content": "a", "tokens": 1, "kind": "X"}, {"content": "b", "tokens": 1, "kind": "Y"}],
                                 set_column="kind")
     assert t2.set_keys == ["X", "Y"] and t2.row(1).kind == "Y" and t2.set_column == "kind"
-    with pytest.raises(InvalidInputTypeError, match="must hold scalar keys"):
+    with pytest.raises(InvalidInputTypeError, match=r"^set column 'sid' must hold strings or integers, got list<item: int64>$"):
         c.ItemTable.from_arrow(pa.table({"content": ["a"], "tokens": [1], "sid": [[1]]}), set_column="sid")
     with pytest.raises(InvalidConfigError, match="keys of mixed or unsupported types"):
         c.ItemTable.from_items([{"content": "a", "tokens": 1, "s": 1}, {"content": "b", "tokens": 1, "s": "x"}], set_column="s")
@@ -96,7 +100,7 @@ def test_null_metadata_values_are_named_at_load_and_by_validate(tmp_path, capsys
         c.ItemTable.from_arrow(table)
     pq.write_table(table, tmp_path / "m.parquet")
     assert cli.main(["validate", str(tmp_path / "m.parquet")]) == 2
-    assert "column 'metadata': null value at row 1" in capsys.readouterr().out
+    assert "column 'metadata': a metadata value is null (values must be strings) at row 1" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("grid, message", [
@@ -125,3 +129,155 @@ def test_out_path_that_is_a_file_is_a_usage_error(tmp_path, capsys):
     code = cli.main(["sensitivity", str(items), "--preset", "chat", "--preset", "rag", "--max-tokens", "8000",
                      "--target-tokens", "6000", "--out", str(f / "sub"), "--quiet"])
     assert code == 2 and "cupel-np: error:" in capsys.readouterr().err
+
+
+# ------------------------------------------------- issue 7, defect 4: one CupelError, one line
+def _one_line_error(exc_info, cls=CupelError):
+    err = exc_info.value
+    assert isinstance(err, cls) and isinstance(err, CupelError)
+    assert "\n" not in str(err)
+    return str(err)
+
+
+def _bad_utf8(*values: bytes, typ=pa.string()) -> pa.Array:
+    """A string array holding exactly these bytes (Arrow does not validate buffers)."""
+    offsets = np.cumsum([0] + [len(v) for v in values]).astype(np.int32 if typ == pa.string() else np.int64)
+    return pa.Array.from_buffers(typ, len(values), [None, pa.py_buffer(offsets.tobytes()),
+                                                     pa.py_buffer(b"".join(values))])
+
+
+def test_duplicate_column_names_are_named(tmp_path):
+    t = pa.Table.from_arrays([pa.array(["a"]), pa.array([1]), pa.array(["b"])], names=["content", "tokens", "content"])
+    msg = "^items table has 2 columns named 'content' \\(columns: content, tokens, content\\); names must be unique$"
+    with pytest.raises(InvalidConfigError, match=msg) as ei:
+        c.ItemTable.from_arrow(t)
+    _one_line_error(ei)
+    pq.write_table(t, tmp_path / "dup.parquet")
+    with pytest.raises(InvalidConfigError, match=msg) as ei:
+        c.ItemTable.from_parquet(tmp_path / "dup.parquet")
+    _one_line_error(ei)
+    problems, _ = validate_items(tmp_path / "dup.parquet")
+    assert problems == ["items table has 2 columns named 'content' (columns: content, tokens, content); "
+                        "names must be unique"]
+    # a repeated column that is not read is ignored
+    extra = pa.Table.from_arrays([pa.array(["a"]), pa.array([1]), pa.array([1]), pa.array([2])],
+                                 names=["content", "tokens", "x", "x"])
+    assert c.ItemTable.from_arrow(extra).n == 1
+
+
+@pytest.mark.parametrize("typ", [pa.string(), pa.large_string()])
+def test_invalid_utf8_content_is_rejected_at_load_naming_the_row(tmp_path, typ):
+    t = pa.table({"content": _bad_utf8(b"ok", b"bad \xff\xfe", typ=typ), "tokens": [1, 2]})
+    msg = r"^column 'content', row 1: invalid UTF-8 \(value b'bad \\xff\\xfe'\)$"
+    with pytest.raises(InvalidConfigError, match=msg) as ei:
+        c.ItemTable.from_arrow(t)
+    _one_line_error(ei)
+    pq.write_table(t, tmp_path / "u.parquet")
+    with pytest.raises(InvalidConfigError, match=msg):
+        c.ItemTable.from_parquet(tmp_path / "u.parquet")
+    assert validate_items(tmp_path / "u.parquet")[0] == [
+        "column 'content': invalid UTF-8 at row 1 (b'bad \\xff\\xfe')"]
+
+
+def test_invalid_utf8_in_tags_metadata_kind_and_set_keys():
+    bad = _bad_utf8(b"\xc3")
+    tags = pa.ListArray.from_arrays(pa.array([0, 0, 1], pa.int32()), bad)
+    base = {"content": ["a", "b"], "tokens": [1, 2]}
+    with pytest.raises(InvalidConfigError, match=r"^column 'tags', row 1: invalid UTF-8$"):
+        c.ItemTable.from_arrow(pa.table({**base, "tags": tags}))
+    md = pa.MapArray.from_arrays(pa.array([0, 1, 1], pa.int32()), pa.array(["k"]), bad)
+    with pytest.raises(InvalidConfigError, match=r"^column 'metadata', row 0: invalid UTF-8$"):
+        c.ItemTable.from_arrow(pa.table({**base, "metadata": md}))
+    with pytest.raises(InvalidConfigError, match=r"^column 'kind', row 0: invalid UTF-8 \(value b'\\xc3'\)$"):
+        c.ItemTable.from_arrow(pa.table({**base, "kind": _bad_utf8(b"\xc3", b"x")}))
+    with pytest.raises(InvalidConfigError, match=r"^set column 's', row 1: invalid UTF-8"):
+        c.ItemTable.from_arrow(pa.table({**base, "s": _bad_utf8(b"x", b"\xc3")}), set_column="s")
+
+
+@pytest.mark.parametrize("field, kwargs", [
+    ("content", {"content": "a\ud800b"}),
+    ("kind", {"kind": "K\udfff"}),
+    ("source", {"source": "\ud800"}),
+    ("tags", {"tags": ("ok", "\udc80")}),
+    ("metadata", {"metadata": {"k": "\ud800"}}),
+])
+def test_lone_surrogates_are_rejected_at_construction(field, kwargs):
+    args = {"content": "x", "tokens": 1, **kwargs}
+    with pytest.raises(InvalidConfigError, match=rf"^ContextItem\.{field} is not valid Unicode text: lone surrogate") as ei:
+        c.ContextItem(**args)
+    _one_line_error(ei)
+    with pytest.raises(InvalidConfigError, match=rf"^row 0: ContextItem\.{field} is not valid Unicode text"):
+        c.ItemTable.from_items([args])
+
+
+def test_decay_reference_in_2300_with_nanosecond_timestamps():
+    """Was OverflowError: the reference time in nanoseconds does not fit in int64."""
+    ts = [datetime(2024, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC), None]
+    policy = c.Policy.from_dict({"scorers": [{"type": "decay", "reference_time": "2300-01-01T00:00:00Z",
+                                              "curve": {"type": "exponential", "half_life_secs": 3.0e9}}]})
+    budget = c.ContextBudget(1000, 1000)
+    scores = {}
+    for unit in ("s", "ms", "us", "ns"):
+        t = c.ItemTable.from_arrow(pa.table({"content": ["old", "new", "none"], "tokens": [1, 1, 1],
+                                             "timestamp": pa.array(ts, pa.timestamp(unit, tz="UTC"))}))
+        rep = c.Pipeline(policy).dry_run(t, budget)
+        scores[unit] = {i.item.content: i.score for i in rep.included}
+    assert scores["ns"] == scores["us"] == scores["ms"] == scores["s"]
+    age = (datetime(2300, 1, 1, tzinfo=UTC) - ts[0]).total_seconds()
+    assert scores["ns"]["old"] == pytest.approx(2.0 ** (-age / 3.0e9), rel=1e-12)
+
+
+def test_reserved_slots_whose_sum_overflows():
+    with pytest.raises(InvalidConfigError, match=r"^ContextBudget.reserved_slots add up to 9223372036854775806, past 2\*\*62") as ei:
+        c.ContextBudget(10, 5, reserved_slots={"a": 2**62 - 1, "b": 2**62 - 1})
+    _one_line_error(ei)
+    b = c.ContextBudget(10, 5, reserved_slots={"a": 2**61, "b": 2**61 - 1})
+    assert b.effective(0) == (0, 0)
+
+
+@pytest.mark.parametrize("keys, typ", [
+    ([1.0, float("nan"), float("nan")], "double"),
+    ([True, False, True], "bool"),
+    ([b"x", b"y", b"x"], "binary"),
+    ([datetime(2024, 1, 1), datetime(2024, 1, 2), datetime(2024, 1, 1)], "timestamp[us]"),
+])
+def test_set_keys_must_be_strings_or_integers(keys, typ):
+    t = pa.table({"content": ["a", "b", "c"], "tokens": [1, 2, 3], "s": keys})
+    with pytest.raises(InvalidInputTypeError, match=rf"^set column 's' must hold strings or integers, got {re.escape(typ)}$") as ei:
+        c.ItemTable.from_arrow(t, set_column="s")
+    _one_line_error(ei)
+
+
+def test_float_set_keys_through_from_items_are_rejected():
+    rows = [{"content": "a", "tokens": 1, "s": float("nan")}, {"content": "b", "tokens": 1, "s": float("nan")}]
+    with pytest.raises(InvalidInputTypeError, match="^set column 's' must hold strings or integers, got double$"):
+        c.ItemTable.from_items(rows, set_column="s")
+
+
+def test_validate_applies_exactly_the_loader_checks(tmp_path):
+    """validate said "ok" for tokens that load refused (the sum check was the loader's only)."""
+    path = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"content": ["a", "b"], "tokens": [2**61 + 1, 2**61 + 1]}), path)
+    with pytest.raises(InvalidConfigError, match=r"^column 'tokens', row 1: the token counts add up past 4.61e\+18") as ei:
+        c.ItemTable.from_parquet(path)
+    _one_line_error(ei)
+    problems, _ = validate_items(path)
+    assert problems == ["column 'tokens': the token counts add up past 4.61e+18 (sums must fit in 64-bit integers) "
+                        f"at row 1 ({2**61 + 1})"]
+
+
+def test_validate_lists_every_problem_the_loader_would_raise_first(tmp_path):
+    path = tmp_path / "many.parquet"
+    pq.write_table(pa.table({"content": ["a", "", None, "d"], "tokens": pa.array([1, 2**64 - 1, 3, None], pa.uint64()),
+                             "kind": ["x", " ", "y", "z"], "s": [1.5, 2.5, 1.5, 2.5]}), path)
+    problems, summary = validate_items(path, set_column="s")
+    assert problems == [
+        "column 'tokens': does not fit in a 64-bit signed integer at row 1 (18446744073709551615)",
+        "column 'content': null at row 2",
+        "column 'content': empty string at row 1",
+        "column 'kind': empty or whitespace-only at row 1 (' ')",
+        "set column 's' must hold strings or integers, got double",
+    ]
+    assert summary["rows"] == 4
+    with pytest.raises(InvalidConfigError, match=r"^column 'tokens', row 1: does not fit in a 64-bit signed integer \(value 18446744073709551615\)$"):
+        c.ItemTable.from_parquet(path, set_column="s")

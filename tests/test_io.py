@@ -4,7 +4,6 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -67,3 +66,48 @@ def test_missing_file_and_column(tmp_path):
         sweep_parquet(tmp_path / "nope.parquet", BUDGET, VARIANTS, tmp_path, set_column="s")
     with pytest.raises(InvalidConfigError, match="set column 'sid' not found"):
         sweep_parquet(SAMPLE, BUDGET, VARIANTS, tmp_path, set_column="sid")
+
+
+# ----------------------------------------------------------------- output file permissions
+@pytest.fixture
+def umask():
+    """Set the process umask for one test and restore it afterwards."""
+    import os
+
+    old = os.umask(0o022)
+    os.umask(old)
+    yield lambda m: os.umask(m)
+    os.umask(old)
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o002, 0o077])
+def test_output_files_get_the_umask_mode(tmp_path, umask, mask):
+    """Temp file + rename must not leave mkstemp's 0600 (issue 7, defect 5)."""
+    import stat
+
+    from cupel_np.io import atomic_write_bytes
+
+    umask(mask)
+    items = [c.ContextItem(f"x{i}", 5) for i in range(3)]
+    paths = write_sweep(c.sweep(items, BUDGET, VARIANTS[:2]), tmp_path / "out")
+    atomic_write_bytes(tmp_path / "report.html", b"<html></html>")
+    files = [*paths.values(), tmp_path / "report.html"]
+    for p in files:
+        assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~mask, p
+
+
+def test_cli_output_files_get_the_umask_mode(tmp_path, umask):
+    import stat
+
+    from cupel_np.cli import main
+
+    umask(0o022)
+    src = tmp_path / "items.parquet"
+    pq.write_table(pa.table({"content": ["a", "b", "c"], "tokens": [1, 2, 3]}), src)
+    out = tmp_path / "out"
+    assert main(["sensitivity", str(src), "--preset", "chat", "--preset", "rag", "--quiet",
+                 "--max-tokens", "10", "--target-tokens", "5", "--out", str(out)]) == 0
+    written = sorted(p for p in out.iterdir() if p.is_file())
+    assert {p.name for p in written} >= {"items.parquet", "diffs.parquet", "variants.parquet", "report.html"}
+    assert {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in written} == {
+        p.name: oct(0o644) for p in written}

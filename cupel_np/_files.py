@@ -1,0 +1,49 @@
+"""Writing files atomically (temp file beside the target + rename) with the permissions a
+plainly created file would get. Shared by every module that writes output files."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def _file_mode() -> int:
+    """The mode a newly created file gets (0o666 minus the process umask). Read from
+    /proc/self/status where available: setting the umask to read it would race other threads."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def _temp_beside(p: Path) -> str:
+    """A temp file next to ``p`` (same file system, so the rename is atomic), with the
+    permissions a plainly created file would get: mkstemp makes it 0600."""
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, _file_mode())
+    finally:
+        os.close(fd)
+    return tmp
+
+
+def atomic_write_bytes(path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temp file + rename (never a half-written file)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temp_beside(p)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, p)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,29 @@
+"""Opening an items Parquet file: the one read that ``ItemTable.from_parquet`` and
+``cupel_np.io`` (``validate_items``) share, so both see the same table and the same errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .errors import InvalidConfigError, InvalidInputTypeError
+
+
+def one_line(text: str) -> str:
+    """Arrow's messages can span lines; errors here are one line."""
+    return " ".join(str(text).split())
+
+
+def read_items_table(path, columns: list[str] | None = None) -> pa.Table:
+    """Read an items Parquet file into an Arrow table (errors name the file). Duplicate column
+    names are read as they are (the items check then names them), not refused by Arrow's
+    dataset layer with a multi-line message."""
+    p = Path(path)
+    if not p.exists():
+        raise InvalidConfigError(f"items file not found: {p}")
+    try:
+        return pq.ParquetFile(p).read(columns=columns)
+    except (pa.ArrowException, OSError) as e:
+        raise InvalidInputTypeError(f"cannot read Parquet file {p}: {one_line(e)}") from None

@@ -1,0 +1,115 @@
+"""The single-policy stage runner over a whole ItemTable (every item set at once).
+
+Stages: Classify -> Score -> Deduplicate -> Sort -> Slice -> Place. Each stage is one
+vectorized NumPy step or one segmented Numba kernel call; there is no Python loop per item set.
+``Pipeline`` (cupel_np.pipeline) and the sensitivity sweep (cupel_np.sensitivity) both run on it.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from .batch import KNAPSACK_MAX_CELLS, Classified, SweepRun, Variant, run_sweep
+from .budget import ContextBudget
+from .errors import InvalidInputTypeError
+from .items import ItemTable
+from .policy import Policy
+from .scorers import ScoreContext
+
+
+def as_table(items) -> ItemTable:
+    if isinstance(items, ItemTable):
+        return items
+    if isinstance(items, (list, tuple)):
+        return ItemTable.from_items(items)
+    raise InvalidInputTypeError(
+        f"items must be an ItemTable or a sequence of ContextItems, got {type(items).__name__}"
+    )
+
+
+def _check_budget(budget) -> ContextBudget:
+    if not isinstance(budget, ContextBudget):
+        raise InvalidInputTypeError(f"budget must be a ContextBudget, got {type(budget).__name__}")
+    return budget
+
+
+class PolicyRun:
+    """One policy over every item set of a table: a one-variant view of a SweepRun.
+
+    ``included``, ``score``, ``reason`` and ``position`` are per-row columns (grouped row
+    order); ``error[s]`` / ``shortfalls[s]`` are per set."""
+
+    def __init__(self, sweep: SweepRun, v: int = 0):
+        self.sweep = sweep
+        self.v = v
+        var = sweep.variants[v]
+        self.table = sweep.table
+        self.policy = var.policy
+        self.budget = var.budget
+        self.label = var.label
+        self.included = sweep.included[v]
+        self.reason = sweep.reason[v]
+        self.effective_target = sweep.effective_target[v]
+        self.cap_dropped = sweep.cap_dropped[v]
+
+    # per-row columns and per-set lists are built on access: reading one set's report must
+    # not cost O(rows) or O(sets)
+    @cached_property
+    def score(self) -> np.ndarray:
+        return self.sweep.scores_for(self.v)
+
+    def scores_at(self, rows: np.ndarray) -> np.ndarray:
+        """Report scores of ``rows`` only."""
+        return self.sweep.scores_at(self.v, rows)
+
+    @cached_property
+    def error(self) -> list:
+        errs = self.sweep.errors[self.v]
+        return [errs.get(s) for s in range(self.table.n_sets)]
+
+    def error_of(self, segment: int):
+        return self.sweep.errors[self.v].get(segment)
+
+    @cached_property
+    def shortfalls(self) -> list:
+        sf = self.sweep.shortfalls[self.v]
+        return [sf.get(s, []) for s in range(self.table.n_sets)]
+
+    def shortfalls_of(self, segment: int) -> list:
+        return self.sweep.shortfalls[self.v].get(segment, [])
+
+    @property
+    def position(self) -> np.ndarray:
+        return self.sweep.position_for(self.v)
+
+    def raise_first_error(self) -> None:
+        errs = self.sweep.errors[self.v]
+        if errs:
+            raise errs[min(errs)]
+
+
+def run_policy(
+    table: ItemTable,
+    budget: ContextBudget,
+    policy: Policy,
+    *,
+    classified: Classified | None = None,
+    score_context: ScoreContext | None = None,
+    max_cells: int = KNAPSACK_MAX_CELLS,
+) -> PolicyRun:
+    """Run one policy over every item set of ``table``. Per-set failures are recorded in
+    ``PolicyRun.error`` (callers decide whether to raise)."""
+    sweep = run_sweep(
+        table, [Variant("", policy, budget)], max_cells=max_cells,
+        classified=classified, score_context=score_context,
+    )
+    return PolicyRun(sweep, 0)
+
+
+class PolicySource:
+    """Anything that carries a ``policy`` to run: sensitivity variants accept these (a
+    ``Pipeline``) as well as bare Policies."""
+
+    policy: Policy
