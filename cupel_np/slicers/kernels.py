@@ -117,15 +117,24 @@ def knapsack_value(s):
 
 @jit
 def _dp_int64(dw, dv, capacity, keep, row_words):
-    """The DP on int64 rows (the sum of all values fits an int64, so no cell overflows)."""
+    """The DP on int64 rows (the sum of all values fits an int64, so no cell overflows).
+
+    ``reach`` is the total weight of the items taken so far and ``total`` their total value:
+    every cell at or above ``reach`` holds ``total`` (all of them fit), so for item ``i`` the
+    cells at or above ``reach + w_i`` become ``total + v_i`` with their keep bit set, exactly
+    what the DP computes there, and only the cells below are computed."""
     pw = row_words * 64
     old = np.zeros(pw, dtype=np.int64)
     new = np.zeros(pw, dtype=np.int64)
+    reach = 0
+    total = 0
     for i in range(dw.shape[0]):
         wi = dw[i]
         vi = dv[i]
         if wi > capacity or vi == 0:
             continue  # nothing can be strictly better with this item: its keep row stays 0
+        reach = min(reach + wi, pw)
+        total += vi
         k0 = wi >> 6
         new[:k0 * 64] = old[:k0 * 64]
         base = i * row_words
@@ -142,14 +151,15 @@ def _dp_int64(dw, dv, capacity, keep, row_words):
             else:
                 new[w] = o
         keep[base + k0] = bits
-        # whole words: slices from 0 so the indices are provably non-negative (no wraparound
-        # select, which would turn the loads into gathers)
+        # whole words below reach: slices from 0 so the indices are provably non-negative (no
+        # wraparound select, which would turn the loads into gathers)
         k1 = k0 + 1
+        k2 = max(k1, (reach + 63) >> 6)
         o_sh = old[k1 * 64 - wi:]
         oo = old[k1 * 64:]
         nn = new[k1 * 64:]
-        kp = keep[base + k1:base + row_words]
-        for kk in range(row_words - k1):
+        kp = keep[base + k1:base + k2]
+        for kk in range(k2 - k1):
             bits = np.uint64(0)
             for j in range(64):
                 x = kk * 64 + j
@@ -158,6 +168,9 @@ def _dp_int64(dw, dv, capacity, keep, row_words):
                 nn[x] = max(c, o)
                 bits |= np.uint64(c > o) << np.uint64(j)
             kp[kk] = bits
+        # whole words at or above reach: every item so far fits
+        new[k2 * 64:] = total
+        keep[base + k2:base + row_words] = ~np.uint64(0)
         old, new = new, old
 
 
