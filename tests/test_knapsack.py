@@ -7,6 +7,7 @@ int64; a sum of values may not, and the spec compares sums with unbounded intege
 
 import dataclasses
 import math
+import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -199,6 +200,34 @@ def test_default_limit_admits_its_largest_single_row():
 def test_limit_never_overflows():
     for n, cap, m in [(2**62, 2**62, 2**62), (1, 2**63 - 1, 2**63 - 1), (2**40, 2**20, 2**63 - 1), (1, 1, 63)]:
         assert sk.knapsack_fits(n, cap, m) == (_cells(n, cap) <= m)
+
+
+PEAK_SCRIPT = """
+import resource, sys
+import numpy as np
+from cupel_np.slicers import kernels as sk
+n, cap, limit = (int(a) for a in sys.argv[1:])
+tok = np.ones(n, dtype=np.int64)
+score = np.full(n, np.inf)  # every value i64::MAX: the sum needs the split (4-row) DP
+cand = np.arange(n, dtype=np.int64)
+out = np.empty(n, dtype=np.int64)
+sk.knapsack_pick(tok, score, cand, 100, 1, limit, out, 0)  # compile / load, small
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+got = sk.knapsack_pick(tok, score, cand, cap, 1, limit, out, 0)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(got[2], after - before)
+"""
+
+
+def test_peak_memory_stays_within_the_limit():
+    # the largest DP the default limit admits for two candidates, in the exact (split) mode:
+    # the process grows by at most max_cells / 8 bytes (plus allocator slack)
+    n = 2
+    cap = (KNAPSACK_MAX_CELLS // 64 // (n + sk.KNAPSACK_ROW_CELLS)) * 64 - 1
+    out = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, str(n), str(cap), str(KNAPSACK_MAX_CELLS)],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert int(out[0]) == cap  # it ran
+    assert int(out[1]) <= KNAPSACK_MAX_CELLS // 8 + 16 * 2**20
 
 
 @pytest.mark.parametrize("slicer", [
