@@ -77,6 +77,8 @@ def greedy_pick(tok, score, cand, target, out, n_out):
 # 64 cells per word. Ties break as in the spec: an item is kept only when it is strictly better.
 
 LIMB_BITS = 62
+I64_MIN = np.int64(np.iinfo(np.int64).min)
+PAD = 64  # cells of i64::MIN before cell 0 of every DP row
 LIMB = np.int64(1 << LIMB_BITS)
 LIMB_MASK = np.int64((1 << LIMB_BITS) - 1)
 
@@ -119,13 +121,17 @@ def knapsack_value(s):
 def _dp_int64(dw, dv, capacity, keep, row_words):
     """The DP on int64 rows (the sum of all values fits an int64, so no cell overflows).
 
+    Each row has PAD cells of i64::MIN before cell 0, so the word holding ``w = w_i`` is a
+    whole word like the others (below ``w_i`` the item adds to i64::MIN and never wins).
     ``reach`` is the total weight of the items taken so far and ``total`` their total value:
     every cell at or above ``reach`` holds ``total`` (all of them fit), so for item ``i`` the
     cells at or above ``reach + w_i`` become ``total + v_i`` with their keep bit set, exactly
     what the DP computes there, and only the cells below are computed."""
     pw = row_words * 64
-    old = np.zeros(pw, dtype=np.int64)
-    new = np.zeros(pw, dtype=np.int64)
+    old = np.zeros(PAD + pw, dtype=np.int64)
+    new = np.zeros(PAD + pw, dtype=np.int64)
+    old[:PAD] = I64_MIN
+    new[:PAD] = I64_MIN
     reach = 0
     total = 0
     for i in range(dw.shape[0]):
@@ -136,30 +142,16 @@ def _dp_int64(dw, dv, capacity, keep, row_words):
         reach = min(reach + wi, pw)
         total += vi
         k0 = wi >> 6
-        new[:k0 * 64] = old[:k0 * 64]
+        k2 = max(k0 + 1, (reach + 63) >> 6)
         base = i * row_words
-        # the word holding w = wi: cells below wi cannot take the item
-        bits = np.uint64(0)
-        for w in range(k0 * 64, wi):
-            new[w] = old[w]
-        for w in range(wi, (k0 + 1) * 64):
-            c = old[w - wi] + vi
-            o = old[w]
-            if c > o:
-                new[w] = c
-                bits |= np.uint64(1) << np.uint64(w & 63)
-            else:
-                new[w] = o
-        keep[base + k0] = bits
-        # whole words below reach: slices from 0 so the indices are provably non-negative (no
+        new[PAD:PAD + k0 * 64] = old[PAD:PAD + k0 * 64]  # whole words below w_i
+        # words k0 .. k2-1: slices from 0 so the indices are provably non-negative (no
         # wraparound select, which would turn the loads into gathers)
-        k1 = k0 + 1
-        k2 = max(k1, (reach + 63) >> 6)
-        o_sh = old[k1 * 64 - wi:]
-        oo = old[k1 * 64:]
-        nn = new[k1 * 64:]
-        kp = keep[base + k1:base + k2]
-        for kk in range(k2 - k1):
+        o_sh = old[PAD + k0 * 64 - wi:]
+        oo = old[PAD + k0 * 64:]
+        nn = new[PAD + k0 * 64:]
+        kp = keep[base + k0:base + k2]
+        for kk in range(k2 - k0):
             bits = np.uint64(0)
             for j in range(64):
                 x = kk * 64 + j
@@ -169,7 +161,7 @@ def _dp_int64(dw, dv, capacity, keep, row_words):
                 bits |= np.uint64(c > o) << np.uint64(j)
             kp[kk] = bits
         # whole words at or above reach: every item so far fits
-        new[k2 * 64:] = total
+        new[PAD + k2 * 64:] = total
         keep[base + k2:base + row_words] = ~np.uint64(0)
         old, new = new, old
 
@@ -196,12 +188,15 @@ def _split_words(sh_h, sh_l, oo_h, oo_l, nn_h, nn_l, kp, vh, vl):
 
 @jit
 def _dp_split(dw, v_hi, v_lo, capacity, keep, row_words):
-    """The DP on split rows ``hi * 2^62 + lo``: exact for any sum of values."""
+    """The DP on split rows ``hi * 2^62 + lo``: exact for any sum of values. The pad cells
+    hold hi = i64::MIN, lo = 0 (see :func:`_dp_int64`)."""
     pw = row_words * 64
-    old_h = np.zeros(pw, dtype=np.int64)
-    old_l = np.zeros(pw, dtype=np.int64)
-    new_h = np.zeros(pw, dtype=np.int64)
-    new_l = np.zeros(pw, dtype=np.int64)
+    old_h = np.zeros(PAD + pw, dtype=np.int64)
+    old_l = np.zeros(PAD + pw, dtype=np.int64)
+    new_h = np.zeros(PAD + pw, dtype=np.int64)
+    new_l = np.zeros(PAD + pw, dtype=np.int64)
+    old_h[:PAD] = I64_MIN
+    new_h[:PAD] = I64_MIN
     for i in range(dw.shape[0]):
         wi = dw[i]
         vh = v_hi[i]
@@ -209,36 +204,13 @@ def _dp_split(dw, v_hi, v_lo, capacity, keep, row_words):
         if wi > capacity or (vh == 0 and vl == 0):
             continue
         k0 = wi >> 6
-        new_h[:k0 * 64] = old_h[:k0 * 64]
-        new_l[:k0 * 64] = old_l[:k0 * 64]
         base = i * row_words
-        bits = np.uint64(0)
-        for w in range(k0 * 64, wi):
-            new_h[w] = old_h[w]
-            new_l[w] = old_l[w]
-        for w in range(wi, (k0 + 1) * 64):
-            cl = old_l[w - wi] + vl
-            ch = old_h[w - wi] + vh + (cl >> LIMB_BITS)
-            cl &= LIMB_MASK
-            oh = old_h[w]
-            ol = old_l[w]
-            if ch > oh or (ch == oh and cl > ol):
-                new_h[w] = ch
-                new_l[w] = cl
-                bits |= np.uint64(1) << np.uint64(w & 63)
-            else:
-                new_h[w] = oh
-                new_l[w] = ol
-        keep[base + k0] = bits
-        k1 = k0 + 1
-        sh_h = old_h[k1 * 64 - wi:]
-        sh_l = old_l[k1 * 64 - wi:]
-        oo_h = old_h[k1 * 64:]
-        oo_l = old_l[k1 * 64:]
-        nn_h = new_h[k1 * 64:]
-        nn_l = new_l[k1 * 64:]
-        kp = keep[base + k1:base + row_words]
-        _split_words(sh_h, sh_l, oo_h, oo_l, nn_h, nn_l, kp, vh, vl)
+        new_h[PAD:PAD + k0 * 64] = old_h[PAD:PAD + k0 * 64]
+        new_l[PAD:PAD + k0 * 64] = old_l[PAD:PAD + k0 * 64]
+        a = PAD + k0 * 64 - wi
+        b = PAD + k0 * 64
+        _split_words(old_h[a:], old_l[a:], old_h[b:], old_l[b:], new_h[b:], new_l[b:],
+                     keep[base + k0:base + row_words], vh, vl)
         old_h, new_h = new_h, old_h
         old_l, new_l = new_l, old_l
 
