@@ -8,7 +8,7 @@ a priority, 0-3 tags, hints for 80%; a composite of recency / priority / kind / 
 target = 25% of all tokens. A "cell" is one (candidate, capacity) pair of the spec's DP:
 candidates with tokens > 0 times (capacity + 1).
 
-50k items at bucket 10 is a 16.5G-cell table: over the default limit (asserted), and run with
+50k items at bucket 10 is a 16.1G-cell table: over the default limit (asserted), and run with
 a raised limit only under CUPEL_BENCH_BIG=1 (~2.1 GB of keep bits).
 """
 
@@ -178,7 +178,8 @@ def test_knapsack_cells_per_second(benchmark, n, bucket):
     a, b = new(), old()
     assert a == b and (out_new[:a[0]] == out_old[:b[0]]).all()  # same selection, same order
     rounds = 3 if cells < 10**9 else 1
-    t_new = t_old = 0.0
+    # new, old, new: the better of the two new medians, so a burst of load on the shared
+    # machine during one of them does not decide the ratio
     t_new = _median(new, rounds)
     t_old = _median(old, rounds)
     t_new = min(t_new, _median(new, rounds))
@@ -216,7 +217,7 @@ def test_knapsack_50k_bucket_10():
     run = run_policy(table, budget, policy(bucket))
     assert isinstance(run.error[0], c.TableTooLargeError)  # over the default 2^32-cell limit
     if not BIG:
-        pytest.skip("set CUPEL_BENCH_BIG=1 to time the 16.5G-cell table (~2.1 GB)")
+        pytest.skip("set CUPEL_BENCH_BIG=1 to time the 16.1G-cell table (~2.1 GB)")
     pol = policy(bucket)
     t = _median(lambda: run_policy(table, budget, pol, max_cells=2**36), 1)
     print(f"\nknapsack 50,000 items bucket 10: {cells / 1e9:.1f}G cells in {t:.2f}s = {cells / t / 1e9:.2f}G cells/s")
