@@ -41,7 +41,7 @@ from .slicers.greedy import greedy_segments
 R_TRUNCATED = 19
 
 #: Most memory one knapsack DP may allocate, in keep-table cells (bits): 2^32 cells = 512 MiB.
-#: A DP of n candidates and capacity C needs (n + 256) x 64 x (C // 64 + 1) cells: its keep
+#: A DP of n candidates and capacity C needs (n + 256) x 64 x (C // 64 + 2) cells: its keep
 #: table (one bit per candidate and capacity cell, rows padded to 64-bit words) plus its value
 #: rows (charged at 256 bits per capacity cell); see ``slicers.kernels.knapsack_fits``.
 KNAPSACK_MAX_CELLS = 4_294_967_296
@@ -374,7 +374,7 @@ def run_sweep(
                     )
                 else:
                     n_c, cap = int(s_err_a[s]), int(s_err_b[s])
-                    need = (n_c + sk.KNAPSACK_ROW_CELLS) * 64 * (cap // 64 + 1)
+                    need = (n_c + sk.KNAPSACK_ROW_CELLS) * 64 * (cap // 64 + 2)
                     errors[s] = TableTooLargeError(
                         f"{label}{_set_label(table, s)}knapsack table of {n_c} candidates x "
                         f"{cap + 1} capacity cells needs {need} cells (keep bits plus value rows) "

@@ -152,7 +152,7 @@ def test_equal_sums_of_different_sets_beyond_int64():
 
 
 def _cells(n, capacity):
-    return (n + sk.KNAPSACK_ROW_CELLS) * 64 * (capacity // 64 + 1)
+    return (n + sk.KNAPSACK_ROW_CELLS) * 64 * (capacity // 64 + 2)
 
 
 def _knapsack_run(n, target, bucket, max_cells, slicer=None):
@@ -192,7 +192,7 @@ def test_default_limit_refuses_one_huge_row(target):
 
 def test_default_limit_admits_its_largest_single_row():
     # the largest capacity one candidate may have under the default limit (16.7M cells)
-    cap = (KNAPSACK_MAX_CELLS // 64 // (1 + sk.KNAPSACK_ROW_CELLS)) * 64 - 1
+    cap = (KNAPSACK_MAX_CELLS // 64 // (1 + sk.KNAPSACK_ROW_CELLS) - 1) * 64 - 1
     assert sk.knapsack_fits(1, cap, KNAPSACK_MAX_CELLS)
     assert not sk.knapsack_fits(1, cap + 1, KNAPSACK_MAX_CELLS)
     assert _kernel_pick([3], [0.5], cap, 1)[0] == [0]
@@ -224,7 +224,7 @@ def test_peak_memory_stays_within_the_limit():
     # the largest DP the default limit admits for two candidates, in the exact (split) mode:
     # the process grows by at most max_cells / 8 bytes (plus allocator slack)
     n = 2
-    cap = (KNAPSACK_MAX_CELLS // 64 // (n + sk.KNAPSACK_ROW_CELLS)) * 64 - 1
+    cap = (KNAPSACK_MAX_CELLS // 64 // (n + sk.KNAPSACK_ROW_CELLS) - 1) * 64 - 1
     out = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, str(n), str(cap), str(KNAPSACK_MAX_CELLS)],
                          capture_output=True, text=True, check=True).stdout.split()
     assert int(out[0]) == cap  # it ran

@@ -79,30 +79,23 @@ def greedy_pick(tok, score, cand, target, out, n_out):
 LIMB_BITS = 62
 I64_MIN = np.int64(np.iinfo(np.int64).min)
 PAD = 64  # cells of i64::MIN before cell 0 of every DP row
-LIMB = np.int64(1 << LIMB_BITS)
 LIMB_MASK = np.int64((1 << LIMB_BITS) - 1)
 
-#: Memory the knapsack DP may allocate, counted in keep-table cells (bits): the keep table
-#: (one row of ``64 * row_words`` bits per candidate, ``row_words = capacity // 64 + 1``) plus
-#: the value rows, charged at the exact mode's four int64 rows = 256 bits per capacity cell.
+#: Memory the knapsack DP may allocate, counted in keep-table cells (bits):
+#: ``(n + KNAPSACK_ROW_CELLS) * 64 * (capacity // 64 + 2)``. Per candidate a keep row of
+#: ``64 * (capacity // 64 + 1)`` bits; the value rows (PAD + 64 * (capacity // 64 + 1) cells
+#: each) charged at the exact mode's four int64 rows = 256 bits per cell.
 KNAPSACK_ROW_CELLS = 256
-
-
-@jit
-def knapsack_cells(n, capacity):
-    """Cells (bits) the DP needs for ``n`` candidates and ``capacity``, as a float64 (the exact
-    count can exceed int64); see :data:`KNAPSACK_ROW_CELLS`."""
-    return (np.float64(n) + KNAPSACK_ROW_CELLS) * 64.0 * (np.float64(capacity // 64) + 1.0)
 
 
 @jit
 def knapsack_fits(n, capacity, max_cells):
     """Whether the DP for ``n`` candidates and ``capacity`` stays within ``max_cells`` bits
     (exact integer test, no overflow for any int64 inputs)."""
-    row_words = capacity // 64 + 1
-    if max_cells < 64 or row_words > max_cells // 64:
+    words = capacity // 64 + 2  # a row's words, plus the pad (see KNAPSACK_ROW_CELLS)
+    if max_cells < 64 or words > max_cells // 64:
         return False
-    return n + KNAPSACK_ROW_CELLS <= (max_cells // 64) // row_words
+    return n + KNAPSACK_ROW_CELLS <= (max_cells // 64) // words
 
 
 @jit
