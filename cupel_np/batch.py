@@ -40,8 +40,10 @@ from .slicers.greedy import greedy_segments
 #: internal reason code: BudgetExceeded emitted by the Place stage's truncation
 R_TRUNCATED = 19
 
-#: Largest knapsack DP keep table (candidates x capacity cells) a run may allocate. The
-#: table is packed 8 cells per byte, so this is 512 MiB of keep bits.
+#: Most memory one knapsack DP may allocate, in keep-table cells (bits): 2^32 cells = 512 MiB.
+#: A DP of n candidates and capacity C needs (n + 256) x 64 x (C // 64 + 2) cells: its keep
+#: table (one bit per candidate and capacity cell, rows padded to 64-bit words) plus its value
+#: rows (charged at 256 bits per capacity cell); see ``slicers.kernels.knapsack_fits``.
 KNAPSACK_MAX_CELLS = 4_294_967_296
 
 
@@ -371,10 +373,12 @@ def run_sweep(
                         f"{e.require_count} items but only {int(s_err_b[s])} candidates are available"
                     )
                 else:
+                    n_c, cap = int(s_err_a[s]), int(s_err_b[s])
+                    need = (n_c + sk.KNAPSACK_ROW_CELLS) * 64 * (cap // 64 + 2)
                     errors[s] = TableTooLargeError(
-                        f"{label}{_set_label(table, s)}knapsack table of {int(s_err_a[s])} candidates x "
-                        f"{int(s_err_b[s]) + 1} capacity cells exceeds the limit of {max_cells} cells; "
-                        "raise bucket_size or lower the target"
+                        f"{label}{_set_label(table, s)}knapsack table of {n_c} candidates x "
+                        f"{cap + 1} capacity cells needs {need} cells (keep bits plus value rows) "
+                        f"over the limit of {max_cells} cells; raise bucket_size or lower the target"
                     )
         cand_rows = sc_rows[cand]
         sliced_tok = segment_sums(np.where(rank >= 0, sc_tok[cand], 0), surv_off)
