@@ -159,3 +159,17 @@ class Pipeline:
         from .sensitivity import policy_sensitivity
 
         return policy_sensitivity(items, budget, variants, on_error=on_error)
+
+    # -- budget simulation (spec: analytics/budget-simulation.md; see budget_sim.py) ---------
+    def get_marginal_items(self, items, budget: ContextBudget, slack_tokens: int) -> list[ContextItem]:
+        """Items included at ``budget`` but excluded at ``budget`` reduced by ``slack_tokens``."""
+        from .budget_sim import get_marginal_items
+
+        return get_marginal_items(self.policy, items, budget, slack_tokens)
+
+    def find_min_budget_for(self, items, target_item, search_ceiling: int) -> int | None:
+        """The smallest budget in ``[target_item.tokens, search_ceiling]`` the spec's binary
+        search finds that includes ``target_item`` (None when it finds none)."""
+        from .budget_sim import find_min_budget_for
+
+        return find_min_budget_for(self.policy, items, target_item, search_ceiling)
