@@ -417,3 +417,43 @@ def test_budget_ladder():
     with pytest.raises(c.InvalidConfigError) as ei:
         c.budget_curves([ContextItem("a", 1)], ["chat"], [100, 50])
     assert "strictly increase" in str(ei.value)
+
+
+# ---------------------------------------------------------------------------
+# 5. The conformance vectors agree with the spec pseudocode and with the runner
+# ---------------------------------------------------------------------------
+
+VECTORS = sorted((Path(__file__).resolve().parent / "vectors" / "budget").glob("*.toml"))
+
+
+def _naive_item(d):
+    out = {k: v for k, v in d.items() if k != "futureRelevanceHint"}
+    if "futureRelevanceHint" in d:
+        out["future_relevance_hint"] = d["futureRelevanceHint"]
+    return out
+
+
+@pytest.mark.parametrize("path", VECTORS, ids=[p.stem for p in VECTORS])
+def test_budget_vectors_match_oracle_and_runner(path):
+    from cupel_np.conformance import load_vector, run_vector
+
+    vec = load_vector(path)
+    assert vec["test"]["stage"] == "budget_simulation"
+    items = [_naive_item(d) for d in vec["items"]]
+    q, exp, config = vec["query"], vec["expected"], vec["config"]
+    if q["method"] == "get_marginal_items":
+        b = vec["budget"]
+        out = _outcome(naive_marginal, items, {"max_tokens": b["max_tokens"], "target_tokens": b["target_tokens"],
+                                               "output_reserve": b.get("output_reserve", 0)}, q["slack_tokens"], config)
+        want = ("error", exp["error"]) if "error" in exp else ("ok", exp["marginal"])
+        if out[0] == "ok":
+            out = ("ok", [items[r]["content"] for r in out[1]])
+    else:
+        rows = [i for i, d in enumerate(items) if d["content"] == q["target"]]
+        if rows:
+            out = _outcome(naive_find_min, items, rows[0], q["search_ceiling"], config)
+        else:
+            out = ("error", "non_monotonic_slicer" if config.get("slicer") in REFUSED_BY_FIND_MIN else "invalid_config")
+        want = ("error", exp["error"]) if "error" in exp else ("ok", exp.get("min_budget") if exp.get("selectable", True) else None)
+    assert out == want
+    assert run_vector(path) is None
