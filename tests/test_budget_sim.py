@@ -457,3 +457,121 @@ def test_budget_vectors_match_oracle_and_runner(path):
         want = ("error", exp["error"]) if "error" in exp else ("ok", exp.get("min_budget") if exp.get("selectable", True) else None)
     assert out == want
     assert run_vector(path) is None
+
+
+# ---------------------------------------------------------------------------
+# 6. CLI: Parquet files and a report whose numbers are the files' numbers
+# ---------------------------------------------------------------------------
+
+
+def _cli_corpus(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sample = Path(__file__).resolve().parents[1] / "data" / "sample_sessions.parquet"
+    t = pq.read_table(sample)
+    keys = t.column("session_id").to_pylist()
+    keep = [i for i, k in enumerate(keys) if int(k.split("-")[1]) < 25]
+    path = tmp_path / "items.parquet"
+    pq.write_table(t.take(pa.array(keep)), path)
+    return path
+
+
+def _expected_numbers(curves, rows):
+    """The report's numbers recomputed from the Parquet files (independently of summarize)."""
+    out = {}
+    c = curves.to_pylist()
+    labels = list(dict.fromkeys(r["variant"] for r in c))
+    budgets = sorted({r["budget"] for r in c})
+    for lab in labels:
+        total = {b: sum(r["included_count"] or 0 for r in c if r["variant"] == lab and r["budget"] == b) for b in budgets}
+        largest = total[budgets[-1]]
+        reach = {}
+        for lv in (90, 95, 99):
+            hit = [b for b in budgets if total[b] * 100 >= lv * largest]
+            reach[f"{lv}%"] = f"{hit[0]:,}" if hit else "never"
+        mine = [r for r in rows.to_pylist() if r["variant"] == lab]
+        failed = sum(1 for r in c if r["variant"] == lab and r["included_count"] is None)
+        out[lab] = {"largest": f"{largest:,}", "reach": reach,
+                    "nonmono": f"{sum(r['non_monotonic'] for r in mine):,}",
+                    "multiflip": f"{sum(r['flips_more_than_once'] for r in mine):,}",
+                    "failed": f"{failed:,}"}
+    return out
+
+
+def _shown_numbers(dom):
+    """Numbers in the rendered page's two tables, by variant."""
+    import re
+
+    got = {}
+    for table_id in ("reach", "nonmono"):
+        body = re.search(rf'<table id="{table_id}">(.*?)</table>', dom, re.S).group(1)
+        for tr in re.findall(r'<tr data-variant="([^"]*)">(.*?)</tr>', body, re.S):
+            lab, cells = tr
+            g = got.setdefault(lab, {"reach": {}})
+            for cls, level, text in re.findall(r'<td class="(\w+)"(?: data-level="([^"]+)")?>([^<]*)</td>', cells):
+                if cls == "reach":
+                    g["reach"][level] = text
+                else:
+                    g[cls] = text
+    return got
+
+
+def test_cli_budget_writes_parquet_and_report(capsys, tmp_path):
+    import pyarrow.parquet as pq
+
+    from cupel_np import cli
+
+    items = _cli_corpus(tmp_path)
+    out = tmp_path / "b"
+    argv = ["budget", str(items), "--preset", "chat", "--preset", "rag", "--ladder", "300:32000:7",
+            "--output-reserve", "100", "--set-column", "session_id", "--out", str(out), "--quiet"]
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr().out
+    curves, rows = pq.read_table(out / "curves.parquet"), pq.read_table(out / "rows.parquet")
+    # the files are budget_curves' tables
+    table = ItemTable.from_parquet(items, set_column="session_id")
+    res = c.budget_curves(table, ["chat", "rag"], c.budget_ladder(300, 32000, 7, output_reserve=100))
+    assert curves.equals(res.curves) and rows.equals(res.rows)
+    want = _expected_numbers(curves, rows)
+    for lab, w in want.items():
+        assert f"{lab}" in printed and w["reach"]["90%"] in printed
+    assert sum(int(w["failed"].replace(",", "")) for w in want.values()) > 0  # pinned prompts (150-399 tokens) above 300 - 100
+    page = (out / "report.html").read_text()
+    assert _shown_numbers(page) == {lab: {"largest": w["largest"], "reach": w["reach"], "nonmono": w["nonmono"],
+                                          "multiflip": w["multiflip"], "failed": w["failed"]}
+                                    for lab, w in want.items()}
+    code = cli.main(["budget", str(items), "--preset", "chat", "--ladder", "800:32000", "--out", str(out)])
+    assert code == 2 and "LO:HI:STEPS" in capsys.readouterr().err
+
+
+def test_budget_report_renders_in_headless_chromium(tmp_path):
+    import shutil
+    import subprocess
+
+    import pyarrow.parquet as pq
+
+    from cupel_np import cli
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if chromium is None:
+        pytest.skip("no headless Chromium installed (Debian package 'chromium')")
+    items = _cli_corpus(tmp_path)
+    out = tmp_path / "b"
+    assert cli.main(["budget", str(items), "--preset", "chat", "--preset", "code_review", "--ladder",
+                     "1000:40000:6", "--set-column", "session_id", "--out", str(out), "--quiet"]) == 0
+    page = (out / "report.html").resolve()
+    shot = tmp_path / "shot.png"
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,2000"]
+    r = subprocess.run([chromium, *flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert shot.stat().st_size > 50_000  # a rendered page with images, not a blank one
+    r = subprocess.run([chromium, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    dom = r.stdout
+    assert dom.count("<img") == 2 and "Utilization by budget" in dom and "Non-monotonic rows" in dom
+    want = _expected_numbers(pq.read_table(out / "curves.parquet"), pq.read_table(out / "rows.parquet"))
+    assert _shown_numbers(dom) == {lab: {"largest": w["largest"], "reach": w["reach"], "nonmono": w["nonmono"],
+                                         "multiflip": w["multiflip"], "failed": w["failed"]}
+                                   for lab, w in want.items()}
