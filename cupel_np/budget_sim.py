@@ -442,20 +442,48 @@ class _CopiedScores:
 class _Prober:
     """Evaluates (row, budget) probes of one policy: one engine call per ``probe`` call."""
 
-    def __init__(self, table: ItemTable, policy: Policy):
+    def __init__(self, table: ItemTable, policy: Policy, max_rows: int):
         self.table = table
+        self.max_rows = max_rows
         self.policy = policy
         self.cls = classify(table)
         self.ctx = ScoreContext(table, self.cls.sc_rows, self.cls.sc_offsets)
         self.sc_pos = np.full(table.n, -1, dtype=np.int64)
         self.sc_pos[self.cls.sc_rows] = np.arange(self.cls.sc_rows.shape[0])
         self.set_of_row = np.repeat(np.arange(table.n_sets, dtype=np.int64), np.diff(table.offsets))
+        self.steps = 0
         self.engine_calls = 0
         self.probe_rows = 0
+
+    def _run_copies(self, u_set, u_b, included_out, err_out) -> None:
+        """One engine call over copies of sets ``u_set`` at budgets ``u_b``: each copy is the
+        set followed by a pinned padding row of ``cap - b`` tokens, run at ``ContextBudget(cap,
+        cap)``. With ``max = target`` and no reserve the run then sees exactly what a run at
+        ``ContextBudget(b, b)`` sees: effective target ``max(0, b - pinned)``, the pinned check
+        ``pinned > b``, the overflow check ``pinned + sliced > b`` and the same truncation."""
+        t = self.table
+        size = np.diff(t.offsets)[u_set] + 1
+        off = np.zeros(u_set.shape[0] + 1, dtype=np.int64)
+        np.cumsum(size, out=off[1:])
+        # src[j]: parent row of derived row j, -1 for the padding row closing each copy
+        within = np.arange(off[-1], dtype=np.int64) - np.repeat(off[:-1], size)
+        src = np.repeat(t.offsets[:-1][u_set], size) + within
+        src[off[1:] - 1] = -1
+        cap = int(u_b.max())
+        probe = _ProbeTable(t, src, off, cap - u_b)
+        cls = classify(probe)
+        ctx = _CopiedScores(self.ctx, self.sc_pos[src[cls.sc_rows]])
+        run = run_sweep(probe, [Variant("", self.policy, ContextBudget(cap, cap))], classified=cls, score_context=ctx)
+        self.engine_calls += 1
+        self.probe_rows += probe.n
+        for c, e in run.errors[0].items():
+            err_out[c] = next((code for typ, code in _ERROR_CODES if isinstance(e, typ)), _E_BUDGET)
+        included_out[:] = run.included[0]
 
     def probe(self, rows: np.ndarray, budgets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each (row, budget): is the row included in its set's dry run at
         ``ContextBudget(budget, budget)``, and the error code of that dry run (0 = none)."""
+        self.steps += 1
         k = rows.shape[0]
         inc = np.zeros(k, dtype=np.bool_)
         err = np.zeros(k, dtype=np.int8)
@@ -477,29 +505,25 @@ class _Prober:
         size = np.diff(t.offsets)[u_set] + 1  # the set plus its padding row
         off = np.zeros(u_set.shape[0] + 1, dtype=np.int64)
         np.cumsum(size, out=off[1:])
-        # src[j]: parent row of derived row j, -1 for the padding row closing each copy
-        within = np.arange(off[-1], dtype=np.int64) - np.repeat(off[:-1], size)
-        src = np.repeat(t.offsets[:-1][u_set], size) + within
-        src[off[1:] - 1] = -1
-        cap = int(u_b.max())
-        probe = _ProbeTable(t, src, off, cap - u_b)
-        cls = classify(probe)
-        ctx = _CopiedScores(self.ctx, self.sc_pos[src[cls.sc_rows]])
-        budget = ContextBudget(cap, cap)
-        run = run_sweep(probe, [Variant("", self.policy, budget)], classified=cls, score_context=ctx)
-        self.engine_calls += 1
-        self.probe_rows += probe.n
+        included = np.zeros(int(off[-1]), dtype=np.bool_)
         copy_err = np.zeros(u_set.shape[0], dtype=np.int8)
-        for c, e in run.errors[0].items():
-            copy_err[c] = next((code for typ, code in _ERROR_CODES if isinstance(e, typ)), _E_BUDGET)
+        # copies are independent: evaluate them in chunks of at most max_rows derived rows
+        # (one engine call per chunk; one chunk unless the step is very large)
+        cuts = [0]
+        while cuts[-1] < u_set.shape[0]:
+            nxt = int(np.searchsorted(off, off[cuts[-1]] + self.max_rows, side="right")) - 1
+            cuts.append(max(nxt, cuts[-1] + 1))
+        for a, z in zip(cuts[:-1], cuts[1:]):
+            self._run_copies(u_set[a:z], u_b[a:z], included[off[a]:off[z]], copy_err[a:z])
         drow = off[copy_of] + (r - t.offsets[s])
-        inc[ok] = run.included[0][drow]
+        inc[ok] = included[drow]
         err[ok] = copy_err[copy_of]
         inc[err != 0] = False
         return inc, err
 
 
-def min_budgets(items, policy, search_ceiling: int, *, stats: dict | None = None) -> pa.Table:
+def min_budgets(items, policy, search_ceiling: int, *, max_probe_rows: int = 4_000_000,
+                stats: dict | None = None) -> pa.Table:
     """``find_min_budget_for`` for every row of every item set, without a Python call per row
     or per probe: each binary-search step evaluates the probes of all rows in one engine call
     (``O(log search_ceiling)`` calls in all).
@@ -508,14 +532,20 @@ def min_budgets(items, policy, search_ceiling: int, *, stats: dict | None = None
     ``input_row``, ``min_budget`` (null when the row is not selectable within the ceiling, or
     when find_min_budget_for would raise), ``error`` (the class find_min_budget_for would raise
     for that row, else null) and ``error_budget`` (the probed budget whose dry run failed).
-    ``stats`` (a dict) receives ``engine_calls`` and ``probe_rows`` (rows the engine ran)."""
+    A step whose derived table would exceed ``max_probe_rows`` rows is run in chunks of whole
+    set copies (bounded memory; one engine call per chunk). ``stats`` (a dict) receives
+    ``steps`` (probe rounds: the search steps plus at most two final checks), ``engine_calls``
+    and ``probe_rows`` (rows the engine ran)."""
     policy = _policy_of(policy)
     table = as_table(items)
     if isinstance(policy.slicer, FIND_MIN_REFUSED):
         raise NonMonotonicSlicerError(FIND_MIN_MONOTONIC_MESSAGE)
     ceiling = _require_int("search_ceiling", search_ceiling)
     n = table.n
-    prober = _Prober(table, policy)
+    max_rows = _require_int("max_probe_rows", max_probe_rows)
+    if max_rows < 1:
+        raise InvalidConfigError(f"max_probe_rows must be >= 1, got {max_rows}")
+    prober = _Prober(table, policy, max_rows)
     low = table.tokens.copy()
     high = np.full(n, ceiling, dtype=np.int64)
     result = np.full(n, -1, dtype=np.int64)
@@ -567,6 +597,7 @@ def min_budgets(items, policy, search_ceiling: int, *, stats: dict | None = None
         hit = need_high[good & inc]
         result[hit], found[hit] = high[hit], True
     if stats is not None:
+        stats["steps"] = prober.steps
         stats["engine_calls"] = prober.engine_calls
         stats["probe_rows"] = prober.probe_rows
     # back to input row order
