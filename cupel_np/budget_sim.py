@@ -397,8 +397,8 @@ _ERROR_CODES = ((PinnedExceedsBudgetError, _E_PINNED), (BudgetOverflowError, _E_
 
 class _ProbeTable:
     """The columns ``run_sweep`` reads, for a derived table whose item sets are copies of the
-    parent's sets (each followed by one pinned padding row). Strings never enter: kinds and
-    content keep the parent's ids."""
+    parent's sets reduced to what decides inclusion (see ``_Prober``). Strings never enter:
+    kinds keep the parent's ids and every row gets its own content id."""
 
     set_column = None
 
@@ -408,10 +408,10 @@ class _ProbeTable:
         self.n = int(src.shape[0])
         self.offsets = offsets
         self.set_keys = [None] * (offsets.shape[0] - 1)
-        self.tokens = np.where(pad, 0, parent.tokens[safe])
+        self.tokens = parent.tokens[safe]
         self.tokens[pad] = pad_tokens
-        self.pinned = np.where(pad, True, parent.pinned[safe])
-        self.content_id = np.where(pad, -1, parent.content_id[safe])
+        self.pinned = pad.copy()
+        self.content_id = np.arange(self.n, dtype=np.int64)
         self.kind_id = parent.kind_id[safe]
         self.kind_vocab = parent.kind_vocab
         self.kind_ids_for = parent.kind_ids_for
@@ -425,8 +425,8 @@ class _ProbeTable:
 
 
 class _CopiedScores:
-    """A score context for a probe table: every base column is the parent's, gathered (a copy
-    of a set scores exactly like the set: the padding row is pinned, so it is not scored)."""
+    """A score context for a probe table: every base column is the parent's, gathered (scores
+    depend on the whole set's scoreable rows, which the parent run saw)."""
 
     def __init__(self, parent_ctx: ScoreContext, pos: np.ndarray):
         self._parent = parent_ctx
@@ -435,42 +435,73 @@ class _CopiedScores:
     def __len__(self) -> int:
         return self._pos.shape[0]
 
+    def __bool__(self) -> bool:  # present even when empty (run_sweep tests ``score_context or ...``)
+        return True
+
     def score(self, scorer) -> np.ndarray:
         return self._parent.score(scorer)[self._pos]
 
 
+# what a row is in a probe: a slicing candidate, never included, or pinned
+_K_CANDIDATE, _K_NEVER, _K_PINNED = 0, 1, 2
+
+
 class _Prober:
-    """Evaluates (row, budget) probes of one policy: one engine call per ``probe`` call."""
+    """Evaluates (row, budget) probes of one policy, all of a round in one engine call (or a
+    few, for very large rounds).
+
+    Everything that does not depend on the budget is settled once on the parent table: scores
+    (computed once, gathered into the copies), deduplication (the losers are never included;
+    the copies hold the survivors only, so the engine finds no duplicates), negative-token rows
+    (never included). A copy of a set is its surviving scoreable rows plus ONE pinned row
+    carrying the set's pinned tokens plus ``cap - b``; the copy runs at ``ContextBudget(cap,
+    cap)``. With ``max = target`` and no reserve the slicer and placer then see exactly what a
+    run at ``ContextBudget(b, b)`` sees: effective target ``max(0, b - pinned)``, the pinned
+    check ``pinned > b``, the overflow check ``pinned + sliced > b`` and the same truncation.
+    A pinned row is included exactly when its set's run does not fail."""
 
     def __init__(self, table: ItemTable, policy: Policy, max_rows: int):
+        from .stages import R_DEDUPLICATED
+
         self.table = table
-        self.max_rows = max_rows
         self.policy = policy
-        self.cls = classify(table)
-        self.ctx = ScoreContext(table, self.cls.sc_rows, self.cls.sc_offsets)
+        self.max_rows = max_rows
+        cls = self.cls = classify(table)
+        self.ctx = ScoreContext(table, cls.sc_rows, cls.sc_offsets)
         self.sc_pos = np.full(table.n, -1, dtype=np.int64)
-        self.sc_pos[self.cls.sc_rows] = np.arange(self.cls.sc_rows.shape[0])
+        self.sc_pos[cls.sc_rows] = np.arange(cls.sc_rows.shape[0])
         self.set_of_row = np.repeat(np.arange(table.n_sets, dtype=np.int64), np.diff(table.offsets))
         self.steps = 0
         self.engine_calls = 0
         self.probe_rows = 0
+        # deduplication does not depend on the budget: one run at a budget every set's pinned
+        # items fit tells the losers
+        b0 = int(cls.pinned_tokens.max()) if table.n_sets else 0
+        run0 = run_policy(table, ContextBudget(b0, b0), policy, classified=cls, score_context=self.ctx)
+        loser = run0.reason == R_DEDUPLICATED
+        keep = ~cls.negative & ~cls.pinned & ~loser
+        self.kept_rows = np.flatnonzero(keep)
+        counts = np.diff(np.searchsorted(self.kept_rows, table.offsets))
+        self.kept_off = np.zeros(table.n_sets + 1, dtype=np.int64)
+        np.cumsum(counts, out=self.kept_off[1:])
+        self.kept_index = np.full(table.n, -1, dtype=np.int64)
+        self.kept_index[self.kept_rows] = np.arange(self.kept_rows.shape[0]) - np.repeat(self.kept_off[:-1], counts)
+        self.role = np.full(table.n, _K_NEVER, dtype=np.int8)
+        self.role[keep] = _K_CANDIDATE
+        self.role[cls.pinned] = _K_PINNED
 
     def _run_copies(self, u_set, u_b, included_out, err_out) -> None:
-        """One engine call over copies of sets ``u_set`` at budgets ``u_b``: each copy is the
-        set followed by a pinned padding row of ``cap - b`` tokens, run at ``ContextBudget(cap,
-        cap)``. With ``max = target`` and no reserve the run then sees exactly what a run at
-        ``ContextBudget(b, b)`` sees: effective target ``max(0, b - pinned)``, the pinned check
-        ``pinned > b``, the overflow check ``pinned + sliced > b`` and the same truncation."""
-        t = self.table
-        size = np.diff(t.offsets)[u_set] + 1
+        """One engine call over the copies of sets ``u_set`` at budgets ``u_b``."""
+        size = np.diff(self.kept_off)[u_set] + 1
         off = np.zeros(u_set.shape[0] + 1, dtype=np.int64)
         np.cumsum(size, out=off[1:])
-        # src[j]: parent row of derived row j, -1 for the padding row closing each copy
+        # src[j]: parent row of derived row j, -1 for the pinned row closing each copy
         within = np.arange(off[-1], dtype=np.int64) - np.repeat(off[:-1], size)
-        src = np.repeat(t.offsets[:-1][u_set], size) + within
+        src = self.kept_rows[np.minimum(np.repeat(self.kept_off[:-1][u_set], size) + within,
+                                        max(self.kept_rows.shape[0] - 1, 0))] if self.kept_rows.size else np.zeros(off[-1], np.int64)
         src[off[1:] - 1] = -1
         cap = int(u_b.max())
-        probe = _ProbeTable(t, src, off, cap - u_b)
+        probe = _ProbeTable(self.table, src, off, self.cls.pinned_tokens[u_set] + (cap - u_b))
         cls = classify(probe)
         ctx = _CopiedScores(self.ctx, self.sc_pos[src[cls.sc_rows]])
         run = run_sweep(probe, [Variant("", self.policy, ContextBudget(cap, cap))], classified=cls, score_context=ctx)
@@ -492,7 +523,6 @@ class _Prober:
         ok = np.flatnonzero(~neg)
         if ok.size == 0:
             return inc, err
-        t = self.table
         r, b = rows[ok], budgets[ok]
         s = self.set_of_row[r]
         order = np.lexsort((b, s))
@@ -502,23 +532,28 @@ class _Prober:
         copy_of = np.empty(order.shape[0], dtype=np.int64)
         copy_of[order] = np.cumsum(new) - 1
         u_set, u_b = s_o[new], b_o[new]
-        size = np.diff(t.offsets)[u_set] + 1  # the set plus its padding row
+        size = np.diff(self.kept_off)[u_set] + 1
         off = np.zeros(u_set.shape[0] + 1, dtype=np.int64)
         np.cumsum(size, out=off[1:])
         included = np.zeros(int(off[-1]), dtype=np.bool_)
         copy_err = np.zeros(u_set.shape[0], dtype=np.int8)
         # copies are independent: evaluate them in chunks of at most max_rows derived rows
-        # (one engine call per chunk; one chunk unless the step is very large)
+        # (one engine call per chunk; one chunk unless the round is very large)
         cuts = [0]
         while cuts[-1] < u_set.shape[0]:
             nxt = int(np.searchsorted(off, off[cuts[-1]] + self.max_rows, side="right")) - 1
             cuts.append(max(nxt, cuts[-1] + 1))
         for a, z in zip(cuts[:-1], cuts[1:]):
             self._run_copies(u_set[a:z], u_b[a:z], included[off[a]:off[z]], copy_err[a:z])
-        drow = off[copy_of] + (r - t.offsets[s])
-        inc[ok] = included[drow]
-        err[ok] = copy_err[copy_of]
-        inc[err != 0] = False
+        e = copy_err[copy_of]
+        role = self.role[r]
+        cand = role == _K_CANDIDATE
+        got = np.zeros(r.shape[0], dtype=np.bool_)
+        got[cand] = included[off[copy_of[cand]] + self.kept_index[r[cand]]]
+        got[role == _K_PINNED] = True
+        got[e != 0] = False
+        inc[ok] = got
+        err[ok] = e
         return inc, err
 
 
