@@ -578,3 +578,19 @@ def test_budget_report_renders_in_headless_chromium(tmp_path):
     assert _shown_numbers(dom) == {lab: {"largest": w["largest"], "reach": w["reach"], "nonmono": w["nonmono"],
                                          "multiflip": w["multiflip"], "failed": w["failed"]}
                                    for lab, w in want.items()}
+
+
+def test_readme_budget_example_runs(capsys, monkeypatch):
+    import re
+
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    monkeypatch.chdir(readme.parent)
+    src = readme.read_text()
+    code = re.search(r"## Budget simulation\n.*?```python\n(.*?)```", src, re.S).group(1)
+    scope = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("[ContextItem(content='X'") and out[1] == "70"
+    res, mins = scope["res"], scope["mins"]
+    assert res.curves.num_rows == 3 * 16 * 300 and res.rows.num_rows == 3 * scope["table"].n
+    assert mins.num_rows == scope["table"].subset("session-0007").n
