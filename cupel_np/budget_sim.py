@@ -476,9 +476,12 @@ class _Prober:
         self.probe_rows = 0
         # deduplication does not depend on the budget: one run at a budget every set's pinned
         # items fit tells the losers
-        b0 = int(cls.pinned_tokens.max()) if table.n_sets else 0
-        run0 = run_policy(table, ContextBudget(b0, b0), policy, classified=cls, score_context=self.ctx)
-        loser = run0.reason == R_DEDUPLICATED
+        loser = np.zeros(table.n, dtype=np.bool_)
+        if policy.deduplication and table.n:
+            b0 = int(cls.pinned_tokens.max())
+            run0 = run_policy(table, ContextBudget(b0, b0), policy, classified=cls, score_context=self.ctx)
+            self.engine_calls += 1
+            loser = run0.reason == R_DEDUPLICATED
         keep = ~cls.negative & ~cls.pinned & ~loser
         self.kept_rows = np.flatnonzero(keep)
         counts = np.diff(np.searchsorted(self.kept_rows, table.offsets))
