@@ -1,6 +1,13 @@
 """cupel_np: the Cupel context-selection specification as a vectorized NumPy/Numba engine."""
 
 from .budget import ContextBudget
+from .budget_sim import (
+    BudgetCurves,
+    NonMonotonicSlicerError,
+    budget_curves,
+    budget_ladder,
+    min_budgets,
+)
 from .errors import (
     BudgetOverflowError,
     CupelError,

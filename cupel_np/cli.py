@@ -273,6 +273,38 @@ def _finish(args, result, t0: float, title: str) -> int:
     return EXIT_OK
 
 
+def cmd_budget(args) -> int:
+    from .budget_report import parse_ladder, print_summary, summarize, write_budget_outputs
+    from .budget_sim import budget_curves, budget_ladder
+    from .dotnet import preset
+    from .policy import Policy
+
+    if not args.policy and not args.preset:
+        raise UsageError("give one or more --policy FILE and/or --preset NAME")
+    variants = [(Path(f).stem, Policy.from_file(f)) for f in args.policy or []]
+    variants += [(name, preset(name)) for name in args.preset or []]
+    lo, hi, steps = parse_ladder(args.ladder)
+    ladder = budget_ladder(lo, hi, steps, spacing=args.spacing, output_reserve=args.output_reserve)
+    t0 = time.perf_counter()
+    table = _load_table(args.items, args.set_column)
+    result = budget_curves(table, variants, ladder)
+    paths = write_budget_outputs(result, args.out, title=f"Budget simulation: {Path(args.items).name}")
+    elapsed = time.perf_counter() - t0
+    summary = summarize(result.curves, result.rows)
+    if args.json:
+        print(json.dumps({"items": table.n, "sets": table.n_sets, "budgets": summary["budgets"],
+                          "variants": {l: {k: v[k] for k in ("reach", "total_included", "non_monotonic_rows",
+                                                             "multi_flip_rows", "failed_cells")}
+                                       for l, v in summary["variants"].items()},
+                          "outputs": {k: str(v) for k, v in paths.items()}, "seconds": round(elapsed, 3)}, indent=2))
+        return EXIT_OK
+    print(f"{table.n:,} items in {table.n_sets:,} set(s); {len(variants)} variant(s) x {len(ladder)} budgets "
+          f"({lo:,} .. {hi:,}, {args.spacing}); {elapsed:.1f}s")
+    print_summary(summary)
+    print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
+    return EXIT_OK
+
+
 def cmd_run(args) -> int:
     from .dotnet import preset
     from .pipeline import Pipeline
@@ -412,6 +444,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set-column", help="column holding the item-set key (overrides the grid's)")
     p.add_argument("--out", required=True, help="output directory")
     p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("budget", parents=[common], help="budget curves: selection and utilization along a ladder of budgets")
+    p.add_argument("items", help="items Parquet file")
+    p.add_argument("--policy", action="append", help="policy file (JSON/TOML; repeatable, labelled by file name)")
+    p.add_argument("--preset", action="append", help="a preset (repeatable)")
+    p.add_argument("--ladder", required=True, help="LO:HI:STEPS budgets (max_tokens), e.g. 4000:200000:16")
+    p.add_argument("--spacing", choices=["geometric", "linear"], default="geometric")
+    p.add_argument("--output-reserve", type=int, default=0, help="tokens kept for the answer at every budget")
+    p.add_argument("--set-column", help="column holding the item-set key")
+    p.add_argument("--out", required=True, help="output directory")
+    p.set_defaults(func=cmd_budget)
 
     p = sub.add_parser("run", parents=[common], help="one dry run: included and excluded items with scores and reasons")
     p.add_argument("items", help="items Parquet file")

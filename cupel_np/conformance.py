@@ -313,12 +313,45 @@ def run_sensitivity(vec: Mapping) -> None:
                 raise VectorFailure(f"statuses of {content!r}: {got[content]}, expected {sts}")
 
 
+def run_budget_simulation(vec: Mapping) -> None:
+    """``stage = "budget_simulation"``: ``[query] method`` is ``get_marginal_items`` (with
+    ``[budget]`` and ``slack_tokens``; ``[expected] marginal`` = contents in the full run's
+    placed order) or ``find_min_budget_for`` (``target`` = the target item's content, which is
+    unique in the vector, or a content not in ``[[items]]``; ``search_ceiling``;
+    ``[expected] min_budget`` or ``selectable = false``)."""
+    policy = Policy.from_dict(vec.get("config") or {})
+    items = [item_from_vector(d) for d in vec.get("items", [])]
+    q = vec.get("query") or {}
+    exp = vec.get("expected") or {}
+    method = q.get("method")
+    pipe = Pipeline(policy)
+    if method == "get_marginal_items":
+        got = [i.content for i in pipe.get_marginal_items(items, _budget(vec), q.get("slack_tokens"))]
+        want = list(exp.get("marginal", []))
+        if got != want:
+            raise VectorFailure(f"marginal items {got}, expected {want}")
+    elif method == "find_min_budget_for":
+        target = q.get("target")
+        matches = [i for i in items if i.content == target]
+        if len(matches) > 1:
+            raise VectorFailure(f"target content {target!r} is not unique in [[items]]")
+        # a content not in [[items]]: an equal-looking item that is not an element of items
+        item = matches[0] if matches else ContextItem(str(target), int(q.get("target_tokens", 1)))
+        got = pipe.find_min_budget_for(items, item, q.get("search_ceiling"))
+        want = exp.get("min_budget") if exp.get("selectable", True) else None
+        if got != want:
+            raise VectorFailure(f"min budget {got}, expected {want}")
+    else:
+        raise VectorFailure(f"unknown budget_simulation method {method!r}")
+
+
 RUNNERS = {
     "scoring": run_scoring,
     "slicing": run_slicing,
     "placing": run_placing,
     "pipeline": run_pipeline,
     "sensitivity": run_sensitivity,
+    "budget_simulation": run_budget_simulation,
 }
 
 

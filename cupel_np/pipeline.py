@@ -4,6 +4,7 @@ budget-independent runner over one item set. The runner itself is ``cupel_np.run
 
 from __future__ import annotations
 
+from . import budget_sim
 from .batch import classify
 from .budget import ContextBudget
 from .errors import CupelError, InvalidInputTypeError
@@ -57,6 +58,16 @@ class Pipeline(PolicySource):
     def policy_sensitivity(self, items, budget: ContextBudget, variants, *, on_error: str = "raise"):
         """Compare ``variants`` over ``items`` (the .NET extension method's shape)."""
         return policy_sensitivity(items, budget, variants, on_error=on_error)
+
+    # -- budget simulation (spec: analytics/budget-simulation.md; see budget_sim.py) ---------
+    def get_marginal_items(self, items, budget: ContextBudget, slack_tokens: int) -> list[ContextItem]:
+        """Items included at ``budget`` but excluded at ``budget`` reduced by ``slack_tokens``."""
+        return budget_sim.get_marginal_items(self.policy, items, budget, slack_tokens)
+
+    def find_min_budget_for(self, items, target_item, search_ceiling: int) -> int | None:
+        """The smallest budget in ``[target_item.tokens, search_ceiling]`` the spec's binary
+        search finds that includes ``target_item`` (None when it finds none)."""
+        return budget_sim.find_min_budget_for(self.policy, items, target_item, search_ceiling)
 
 
 def policy_sensitivity_from_pipelines(items, budget: ContextBudget, variants, *, on_error: str = "raise"):
