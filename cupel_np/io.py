@@ -20,15 +20,12 @@ import pyarrow.parquet as pq
 from .errors import InvalidConfigError, InvalidInputTypeError
 
 
-def read_items_table(path, columns: list[str] | None = None) -> pa.Table:
-    """Read an items Parquet file into an Arrow table (errors name the file)."""
-    p = Path(path)
-    if not p.exists():
-        raise InvalidConfigError(f"items file not found: {p}")
-    try:
-        return pq.read_table(p, columns=columns)
-    except (pa.ArrowInvalid, OSError) as e:
-        raise InvalidInputTypeError(f"cannot read Parquet file {p}: {e}") from None
+def read_items_table(path, columns: list[str] | None = None, filter=None) -> pa.Table:
+    """Read items Parquet - a file, a directory (hive partition columns included) or a list
+    of files - into an Arrow table (errors name the file)."""
+    from .datasets import read_table
+
+    return read_table(path, columns=columns, filter=filter)
 
 
 def write_items_parquet(table, path) -> None:
@@ -149,104 +146,18 @@ def write_sweep(result, out_dir, *, items: bool = True) -> dict[str, Path]:
 
 
 def sweep_parquet(path, budget, variants, out_dir, *, set_column: str, chunk_rows: int = 1_000_000,
-                  on_error: str = "raise", items: bool = True, progress: bool | None = None) -> dict:
-    """Sweep a corpus too large for memory: read ``path`` a few row groups at a time (whole
-    item sets per chunk; a set that continues into the next chunk is an error naming it),
-    sweep each chunk, and stream ``items`` / ``diffs`` / ``variants`` Parquet into
-    ``out_dir``. Returns totals (rows, sets, swinging contents, chunks)."""
-    import sys
+                  on_error: str = "raise", items: bool = True, progress: bool | None = None,
+                  memory_limit: int | None = None) -> dict:
+    """Sweep a corpus too large for memory: read ``path`` (a file, a directory or a list of
+    files) a few row groups at a time, whole item sets per chunk, sweep each chunk, and stream
+    ``items`` / ``diffs`` / ``variants`` Parquet into ``out_dir``. When a set's rows are not
+    contiguous the whole input is grouped in memory if it fits in ``memory_limit`` bytes
+    (default half the available memory); otherwise the error says to use the Dask path.
+    Returns totals (rows, sets, swinging contents, chunks)."""
+    from .datasets import sweep_dataset
 
-    from .items import ItemTable
-    from .sensitivity import _as_variants, sweep
-
-    p = Path(path)
-    if not p.exists():
-        raise InvalidConfigError(f"items file not found: {p}")
-    try:
-        pf = pq.ParquetFile(p)
-    except (pa.ArrowInvalid, OSError) as e:
-        raise InvalidInputTypeError(f"cannot read Parquet file {p}: {e}") from None
-    if set_column not in pf.schema_arrow.names:
-        raise InvalidConfigError(
-            f"set column {set_column!r} not found in {p} (columns: {', '.join(pf.schema_arrow.names)})"
-        )
-    vs = _as_variants(variants, budget, allow_budget=True)
-    meta = _variants_metadata(vs)
-    if progress is None:
-        progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
-    writers: dict[str, _AtomicWriter] = {}
-    seen: set = set()
-    totals = {"rows": 0, "sets": 0, "swing": 0, "chunks": 0}
-    n_groups = pf.num_row_groups
-
-    def chunks():
-        """Whole row groups, at least ``chunk_rows`` rows; the trailing set of a chunk (which
-        may continue in the next row group) is carried into the next chunk."""
-        import pyarrow.compute as pc
-
-        if n_groups == 0:  # an empty file still gets (empty) outputs
-            yield pf.read(), 0
-            return
-        carry = None
-        for g in range(n_groups):
-            t = pf.read_row_group(g)
-            buf = t if carry is None else pa.concat_tables([carry, t])
-            carry = None
-            if g == n_groups - 1:
-                yield buf, g + 1
-                return
-            if buf.num_rows < chunk_rows:
-                carry = buf
-                continue
-            keys = buf.column(set_column)
-            other = np.flatnonzero(pc.not_equal(keys, keys[-1]).to_numpy(zero_copy_only=False))
-            if other.size == 0:  # one set so far: keep reading
-                carry = buf
-                continue
-            cut = int(other[-1]) + 1
-            yield buf.slice(0, cut), g + 1
-            carry = buf.slice(cut)
-
-    try:
-        for chunk, done_groups in chunks():
-            keys = set(chunk.column(set_column).unique().to_pylist())
-            again = keys & seen
-            if again:
-                raise InvalidConfigError(
-                    f"set {sorted(again, key=str)[0]!r} (column {set_column!r}) is not contiguous in "
-                    f"{p}: its rows reappear after other sets' rows; write each set's rows together "
-                    "(sort by the set column) to stream the file"
-                )
-            seen |= keys
-            table = ItemTable.from_arrow(chunk, set_column=set_column)
-            res = sweep(table, budget, vs, on_error=on_error, progress=False)
-            parts = {"diffs": res.diffs_table(), "variants": res.variants_table()}
-            if items:
-                it = res.items_table()
-                it = it.set_column(it.schema.get_field_index("input_row"), "input_row",
-                                   pa.array(np.arange(it.num_rows, dtype=np.int64) + totals["rows"]))
-                parts["items"] = it
-            for name, t in parts.items():
-                if name not in writers:
-                    writers[name] = _AtomicWriter(Path(out_dir) / f"{name}.parquet", t.schema, meta)
-                writers[name].write(t)
-            totals["rows"] += table.n
-            totals["sets"] += table.n_sets
-            totals["swing"] += res.n_swing
-            totals["chunks"] += 1
-            if progress:
-                sys.stderr.write(f"\rrow groups {done_groups}/{n_groups}  rows {totals['rows']}  "
-                                 f"swinging {totals['swing']}")
-                sys.stderr.flush()
-        if progress:
-            sys.stderr.write("\n")
-    except BaseException:
-        for w in writers.values():
-            w.abort()
-        raise
-    for w in writers.values():
-        w.close()
-    return totals
+    return sweep_dataset(path, budget, variants, out_dir, set_column=set_column, chunk_rows=chunk_rows,
+                         on_error=on_error, items=items, progress=progress, memory_limit=memory_limit)
 
 
 # ----------------------------------------------------------------------------- validation

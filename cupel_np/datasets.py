@@ -1,0 +1,342 @@
+"""Parquet datasets: one file, a directory (hive partitions become ordinary columns) or a list
+of files, read through ``pyarrow.dataset`` in one fixed order (the files as listed, a
+directory's files sorted by path; row groups in file order). That order defines every row's
+input row number, in process and on Dask alike.
+
+Also the streaming corpus sweep behind ``io.sweep_parquet``: whole item sets per chunk when
+each set's rows are contiguous; otherwise the table is grouped in memory when it fits, and the
+error points to ``cupel_np.dask.sweep`` when it does not.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from .errors import InvalidConfigError, InvalidInputTypeError
+
+#: resident bytes of an in-memory sweep per uncompressed Parquet byte (the Arrow table, the
+#: encoded ItemTable columns and the sweep's matrices); measured on the sample schema at V = 8
+IN_MEMORY_FACTOR = 4.0
+
+
+def _describe(source) -> str:
+    if isinstance(source, (list, tuple)):
+        return f"{len(source)} files ({source[0]}{', ...' if len(source) > 1 else ''})" if source else "[]"
+    return str(source)
+
+
+def _files_of(source) -> tuple[list[str], str | None]:
+    """The Parquet files of ``source`` in input order, and the directory hive partition
+    names are read relative to (None for a single file or a list given without one)."""
+    if isinstance(source, (str, os.PathLike)):
+        p = Path(source)
+        if p.is_dir():
+            files = sorted(
+                str(f) for f in p.rglob("*")
+                if f.is_file() and not f.name.startswith((".", "_")) and not any(
+                    part.startswith((".", "_")) for part in f.relative_to(p).parts[:-1])
+            )
+            if not files:
+                raise InvalidConfigError(f"items directory {p} holds no Parquet files")
+            return files, str(p)
+        if not p.exists():
+            raise InvalidConfigError(f"items file not found: {p}")
+        return [str(p)], None
+    if isinstance(source, (list, tuple)):
+        if not source:
+            raise InvalidConfigError("the list of items files is empty")
+        files = []
+        for f in source:
+            if not isinstance(f, (str, os.PathLike)):
+                raise InvalidInputTypeError(f"items files must be paths, got {type(f).__name__} {f!r}")
+            if not Path(f).is_file():
+                raise InvalidConfigError(f"items file not found: {f}")
+            files.append(str(f))
+        parents = {str(Path(f).parent) for f in files}
+        try:
+            base = os.path.commonpath([str(Path(f).parent) for f in files]) if len(parents) > 1 else None
+        except ValueError:
+            base = None
+        return files, base
+    raise InvalidInputTypeError(
+        f"items source must be a path, a directory or a list of paths, got {type(source).__name__}"
+    )
+
+
+def open_dataset(source) -> ds.FileSystemDataset:
+    """A ``pyarrow.dataset`` over ``source`` with one schema unified over every file (a column
+    missing from some files reads as null there) plus the hive partition columns."""
+    if isinstance(source, ds.Dataset):
+        return source
+    files, base = _files_of(source)
+    schemas = []
+    for f in files:
+        try:
+            schemas.append(pq.read_schema(f))
+        except (pa.ArrowInvalid, OSError) as e:
+            raise InvalidInputTypeError(f"cannot read Parquet file {f}: {e}") from None
+    try:
+        kw = {"partitioning": "hive", "partition_base_dir": base} if base else {}
+        probe = ds.dataset(files, format="parquet", **kw)
+        schema = pa.unify_schemas([*schemas, probe.partitioning.schema] if base else schemas,
+                                  promote_options="permissive")
+        return ds.dataset(files, format="parquet", schema=schema, **kw)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as e:
+        raise InvalidInputTypeError(f"cannot read Parquet dataset {_describe(source)}: {e}") from None
+
+
+def read_table(source, columns: list[str] | None = None, filter=None) -> pa.Table:
+    """Read ``source`` (file, directory or list of files) into one Arrow table in input order.
+    ``filter`` is a ``pyarrow.compute`` expression; partition columns may appear in it."""
+    d = open_dataset(source)
+    if columns is not None:
+        missing = [c for c in columns if c not in d.schema.names]
+        if missing:
+            raise InvalidConfigError(
+                f"column {missing[0]!r} not found in {_describe(source)} (columns: {', '.join(d.schema.names)})"
+            )
+    try:
+        return d.to_table(columns=columns, filter=filter)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as e:
+        raise InvalidInputTypeError(f"cannot read Parquet dataset {_describe(source)}: {e}") from None
+
+
+# ----------------------------------------------------------------------------- pieces
+@dataclass(frozen=True)
+class Piece:
+    """A run of row groups of one file: the unit a Dask partition reads. ``first_row`` is the
+    input row number of its first row in the whole dataset."""
+
+    path: str
+    row_groups: tuple[int, ...]
+    num_rows: int
+    first_row: int
+
+
+def pieces(source, npartitions: int | None = None) -> tuple[list[Piece], pa.Schema]:
+    """Split a dataset into about ``npartitions`` pieces of whole row groups in input order
+    (default: one per file), from the Parquet metadata alone."""
+    d = open_dataset(source)
+    groups: list[tuple[str, int, int]] = []
+    per_file: list[int] = []
+    for frag in d.get_fragments():
+        md = frag.metadata
+        per_file.append(md.num_row_groups)
+        for g in range(md.num_row_groups):
+            groups.append((frag.path, g, md.row_group(g).num_rows))
+    total = sum(r for _, _, r in groups)
+    if npartitions is None:
+        npartitions = max(1, len(per_file))
+    if npartitions < 1:
+        raise InvalidConfigError(f"npartitions must be at least 1, got {npartitions}")
+    target = max(1, -(-total // npartitions))
+    out: list[Piece] = []
+    cur: list[int] = []
+    cur_path, cur_rows, first = None, 0, 0
+    row = 0
+    for path, g, r in groups:
+        if cur and (path != cur_path or cur_rows >= target):
+            out.append(Piece(cur_path, tuple(cur), cur_rows, first))
+            cur, cur_rows = [], 0
+        if not cur:
+            cur_path, first = path, row
+        cur.append(g)
+        cur_rows += r
+        row += r
+    if cur:
+        out.append(Piece(cur_path, tuple(cur), cur_rows, first))
+    return out, d.schema
+
+
+def read_piece(piece: Piece, schema: pa.Schema, partition_base: str | None = None) -> pa.Table:
+    """The rows of one piece (with hive partition columns, cast to the dataset schema)."""
+    kw = {"partitioning": "hive", "partition_base_dir": partition_base} if partition_base else {}
+    d = ds.dataset([piece.path], format="parquet", schema=schema, **kw)
+    frag = next(iter(d.get_fragments()))
+    sub = frag.format.make_fragment(frag.path, frag.filesystem, frag.partition_expression,
+                                    row_groups=list(piece.row_groups))
+    return sub.to_table(schema=schema)
+
+
+def partition_base(source) -> str | None:
+    if isinstance(source, ds.Dataset):
+        return None
+    return _files_of(source)[1]
+
+
+# ----------------------------------------------------------------------------- set layout
+def runs_are_sets(keys: pa.Array | pa.ChunkedArray) -> bool:
+    """True when every set's rows form one contiguous run (so a stream of whole sets works)."""
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    if len(keys) == 0:
+        return True
+    codes = pc.dictionary_encode(keys).indices.to_numpy(zero_copy_only=False)
+    runs = 1 + int(np.count_nonzero(codes[1:] != codes[:-1]))
+    return runs == int(codes.max()) + 1
+
+
+def first_repeated_set(keys: pa.Array | pa.ChunkedArray):
+    """The first set (in input order) whose rows reappear after another set's rows."""
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    enc = pc.dictionary_encode(keys)
+    codes = enc.indices.to_numpy(zero_copy_only=False)
+    starts = np.concatenate(([0], np.flatnonzero(codes[1:] != codes[:-1]) + 1))
+    run_codes = codes[starts]
+    _, first_idx = np.unique(run_codes, return_index=True)
+    again = np.ones(run_codes.shape[0], dtype=bool)
+    again[first_idx] = False
+    if not again.any():
+        return None
+    return enc.dictionary[int(run_codes[np.flatnonzero(again)[0]])].as_py()
+
+
+def uncompressed_bytes(d: ds.FileSystemDataset) -> int:
+    """Uncompressed size of every row group of a dataset, from the Parquet metadata."""
+    total = 0
+    for frag in d.get_fragments():
+        md = frag.metadata
+        total += sum(md.row_group(g).total_byte_size for g in range(md.num_row_groups))
+    return total
+
+
+def available_memory() -> int:
+    """Bytes this process may still allocate: MemAvailable (Linux), capped by a cgroup limit."""
+    avail = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    try:
+        raw = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if raw != "max":
+            cap = int(raw) - int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
+            avail = cap if avail is None else min(avail, cap)
+    except (OSError, ValueError):
+        pass
+    if avail is None:
+        avail = int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
+    return max(0, avail)
+
+
+def default_memory_limit() -> int:
+    """Half of the memory available now."""
+    return available_memory() // 2
+
+
+# ----------------------------------------------------------------------------- streaming sweep
+def _row_groups(d: ds.FileSystemDataset):
+    """Every row group of the dataset in input order, as tables in the dataset schema."""
+    for frag in d.get_fragments():
+        for rg in frag.split_by_row_group():
+            yield rg.to_table(schema=d.schema)
+
+
+def sweep_dataset(source, budget, variants, out_dir, *, set_column: str, chunk_rows: int = 1_000_000,
+                  on_error: str = "raise", items: bool = True, progress: bool | None = None,
+                  memory_limit: int | None = None) -> dict:
+    """``io.sweep_parquet``: see its docstring."""
+    from .io import _AtomicWriter, _variants_metadata
+    from .items import ItemTable
+    from .sensitivity import _as_variants, sweep
+
+    d = open_dataset(source)
+    where = _describe(source)
+    if set_column not in d.schema.names:
+        raise InvalidConfigError(
+            f"set column {set_column!r} not found in {where} (columns: {', '.join(d.schema.names)})"
+        )
+    vs = _as_variants(variants, budget, allow_budget=True)
+    meta = _variants_metadata(vs)
+    if progress is None:
+        progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
+    keys = d.to_table(columns=[set_column]).column(set_column)
+    if not runs_are_sets(keys):
+        need = int(uncompressed_bytes(d) * IN_MEMORY_FACTOR)
+        limit = default_memory_limit() if memory_limit is None else int(memory_limit)
+        if need > limit:
+            raise InvalidConfigError(
+                f"set {first_repeated_set(keys)!r} (column {set_column!r}) is not contiguous in {where}: "
+                f"its rows reappear after other sets' rows, and grouping the sets in memory needs about "
+                f"{need / 2**30:.1f} GiB (limit {limit / 2**30:.1f} GiB); sort the data by the set column, "
+                "or run it on Dask (cupel_np.dask.sweep, or cupel-np ... --dask local)"
+            )
+        chunk_iter = iter([(d.to_table(), 1)])
+        n_groups = 1
+    else:
+        n_groups = sum(f.metadata.num_row_groups for f in d.get_fragments())
+        chunk_iter = _whole_set_chunks(d, set_column, chunk_rows, n_groups)
+    del keys
+    writers: dict[str, _AtomicWriter] = {}
+    totals = {"rows": 0, "sets": 0, "swing": 0, "chunks": 0}
+    try:
+        for chunk, done_groups in chunk_iter:
+            table = ItemTable.from_arrow(chunk, set_column=set_column)
+            res = sweep(table, budget, vs, on_error=on_error, progress=False)
+            parts = {"diffs": res.diffs_table(), "variants": res.variants_table()}
+            if items:
+                it = res.items_table()
+                it = it.set_column(it.schema.get_field_index("input_row"), "input_row",
+                                   pa.array(np.arange(it.num_rows, dtype=np.int64) + totals["rows"]))
+                parts["items"] = it
+            for name, t in parts.items():
+                if name not in writers:
+                    writers[name] = _AtomicWriter(Path(out_dir) / f"{name}.parquet", t.schema, meta)
+                writers[name].write(t)
+            totals["rows"] += table.n
+            totals["sets"] += table.n_sets
+            totals["swing"] += res.n_swing
+            totals["chunks"] += 1
+            if progress:
+                sys.stderr.write(f"\rrow groups {done_groups}/{n_groups}  rows {totals['rows']}  "
+                                 f"swinging {totals['swing']}")
+                sys.stderr.flush()
+        if progress:
+            sys.stderr.write("\n")
+    except BaseException:
+        for w in writers.values():
+            w.abort()
+        raise
+    for w in writers.values():
+        w.close()
+    return totals
+
+
+def _whole_set_chunks(d, set_column: str, chunk_rows: int, n_groups: int):
+    """Whole row groups, at least ``chunk_rows`` rows; the trailing set of a chunk (which may
+    continue in the next row group) is carried into the next chunk."""
+    if n_groups == 0:  # an empty dataset still gets (empty) outputs
+        yield d.to_table(), 0
+        return
+    carry = None
+    for g, t in enumerate(_row_groups(d)):
+        buf = t if carry is None else pa.concat_tables([carry, t])
+        carry = None
+        if g == n_groups - 1:
+            yield buf, g + 1
+            return
+        if buf.num_rows < chunk_rows:
+            carry = buf
+            continue
+        keys = buf.column(set_column)
+        other = np.flatnonzero(pc.not_equal(keys, keys[-1]).to_numpy(zero_copy_only=False))
+        if other.size == 0:  # one set so far: keep reading
+            carry = buf
+            continue
+        cut = int(other[-1]) + 1
+        yield buf.slice(0, cut), g + 1
+        carry = buf.slice(cut)
