@@ -138,17 +138,17 @@ def pieces(source, npartitions: int | None = None) -> tuple[list[Piece], pa.Sche
         npartitions = max(1, len(per_file))
     if npartitions < 1:
         raise InvalidConfigError(f"npartitions must be at least 1, got {npartitions}")
-    target = max(1, -(-total // npartitions))
     out: list[Piece] = []
     cur: list[int] = []
-    cur_path, cur_rows, first = None, 0, 0
+    cur_path, cur_rows, cur_bin, first = None, 0, -1, 0
     row = 0
     for path, g, r in groups:
-        if cur and (path != cur_path or cur_rows >= target):
+        b = row * npartitions // max(total, 1)  # the partition this row group starts in
+        if cur and (path != cur_path or b != cur_bin):
             out.append(Piece(cur_path, tuple(cur), cur_rows, first))
             cur, cur_rows = [], 0
         if not cur:
-            cur_path, first = path, row
+            cur_path, cur_bin, first = path, b, row
         cur.append(g)
         cur_rows += r
         row += r
@@ -158,13 +158,27 @@ def pieces(source, npartitions: int | None = None) -> tuple[list[Piece], pa.Sche
 
 
 def read_piece(piece: Piece, schema: pa.Schema, partition_base: str | None = None) -> pa.Table:
-    """The rows of one piece (with hive partition columns, cast to the dataset schema)."""
-    kw = {"partitioning": "hive", "partition_base_dir": partition_base} if partition_base else {}
-    d = ds.dataset([piece.path], format="parquet", schema=schema, **kw)
-    frag = next(iter(d.get_fragments()))
-    sub = frag.format.make_fragment(frag.path, frag.filesystem, frag.partition_expression,
-                                    row_groups=list(piece.row_groups))
-    return sub.to_table(schema=schema)
+    """The rows of one piece in file order, in the dataset schema (hive partition columns
+    filled from the path; a column missing from this file is null)."""
+    try:
+        pf = pq.ParquetFile(piece.path)
+        present = set(pf.schema_arrow.names)
+        t = pf.read_row_groups(list(piece.row_groups), columns=[n for n in schema.names if n in present])
+    except (pa.ArrowInvalid, OSError) as e:
+        raise InvalidInputTypeError(f"cannot read Parquet file {piece.path}: {e}") from None
+    keys = {}
+    if partition_base:
+        d = ds.dataset([piece.path], format="parquet", partitioning="hive", partition_base_dir=partition_base)
+        keys = ds.get_partition_keys(next(iter(d.get_fragments())).partition_expression)
+    cols = []
+    for f in schema:
+        if f.name in present:
+            cols.append(t.column(f.name).cast(f.type))
+        elif f.name in keys:
+            cols.append(pa.array([keys[f.name]] * t.num_rows).cast(f.type))
+        else:
+            cols.append(pa.nulls(t.num_rows, f.type))
+    return pa.Table.from_arrays(cols, schema=schema)
 
 
 def partition_base(source) -> str | None:
