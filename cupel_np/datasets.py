@@ -23,8 +23,9 @@ import pyarrow.parquet as pq
 
 from .errors import InvalidConfigError, InvalidInputTypeError
 
-#: resident bytes of an in-memory sweep per uncompressed Parquet byte (the Arrow table, the
-#: encoded ItemTable columns and the sweep's matrices); measured on the sample schema at V = 8
+#: estimated resident bytes of an in-memory sweep per uncompressed Parquet byte (the Arrow
+#: table, the encoded ItemTable columns and the sweep's matrices); a deliberately generous
+#: estimate, used only to decide whether non-contiguous sets may be grouped in memory
 IN_MEMORY_FACTOR = 4.0
 
 
@@ -247,6 +248,10 @@ def available_memory() -> int:
     return max(0, avail)
 
 
+def _size(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
 def default_memory_limit() -> int:
     """Half of the memory available now."""
     return available_memory() // 2
@@ -286,7 +291,7 @@ def sweep_dataset(source, budget, variants, out_dir, *, set_column: str, chunk_r
             raise InvalidConfigError(
                 f"set {first_repeated_set(keys)!r} (column {set_column!r}) is not contiguous in {where}: "
                 f"its rows reappear after other sets' rows, and grouping the sets in memory needs about "
-                f"{need / 2**30:.1f} GiB (limit {limit / 2**30:.1f} GiB); sort the data by the set column, "
+                f"{_size(need)} (limit {_size(limit)}); sort the data by the set column, "
                 "or run it on Dask (cupel_np.dask.sweep, or cupel-np ... --dask local)"
             )
         chunk_iter = iter([(d.to_table(), 1)])
