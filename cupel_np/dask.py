@@ -261,7 +261,7 @@ def sweep(source, budget, variants, *, set_column: str, out_dir, client=None, on
 
             client = default_client()
         except ValueError:
-            own_cluster = LocalCluster(processes=True, threads_per_worker=1, dashboard_address=None)
+            own_cluster = LocalCluster(processes=True, threads_per_worker=1, dashboard_address=":0")
             client = Client(own_cluster)
     futures = []
     try:
@@ -321,3 +321,43 @@ def sweep(source, budget, variants, *, set_column: str, out_dir, client=None, on
 
     atomic_write_bytes(out / MANIFEST, json.dumps(manifest, indent=2).encode())
     return summary
+
+
+class connect:
+    """``with connect("local:2") as client``: a LocalCluster of N single-threaded worker
+    processes (``local`` = one per core), or ``tcp://HOST:PORT`` for an existing scheduler."""
+
+    def __init__(self, spec: str):
+        _require()
+        self.spec = spec
+        self.cluster = None
+        self.client = None
+
+    def __enter__(self):
+        from distributed import Client, LocalCluster
+
+        spec = self.spec.strip()
+        if spec == "local" or spec.startswith("local:"):
+            n = spec.partition(":")[2]
+            if n and (not n.isdigit() or int(n) < 1):
+                raise InvalidConfigError(f"--dask local:N needs a positive worker count, got {spec!r}")
+            self.cluster = LocalCluster(n_workers=int(n) if n else (os.cpu_count() or 1), threads_per_worker=1,
+                                        processes=True, dashboard_address=":0")
+            self.client = Client(self.cluster)
+        elif "://" in spec:
+            try:
+                self.client = Client(spec, timeout="20s")
+            except OSError as e:
+                raise InvalidConfigError(f"cannot reach the Dask scheduler at {spec}: {e}") from None
+        else:
+            raise InvalidConfigError(
+                f"--dask takes local, local:N or a scheduler address like tcp://HOST:8786, got {spec!r}"
+            )
+        return self.client
+
+    def __exit__(self, *exc):
+        if self.client is not None:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+        return False

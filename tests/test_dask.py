@@ -34,7 +34,7 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 def client():
     from distributed import Client, LocalCluster
 
-    with LocalCluster(processes=True, n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster, \
+    with LocalCluster(processes=True, n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
             Client(cluster) as cl:
         yield cl
 
@@ -209,3 +209,49 @@ def test_killed_worker_is_retried_and_output_complete(tmp_path, client, sample):
 
 def test_dask_error_is_a_cupel_error():
     assert issubclass(PinnedExceedsBudgetError, CupelError)
+
+
+# ----------------------------------------------------------------------------- command line, report
+def test_cli_dask_and_report_from_any_sweep_directory(tmp_path, client, sample, capsys):
+    from cupel_np.cli import main
+    from cupel_np.report_dir import load_sweep_dir
+
+    t = sample.take(pa.array(np.random.default_rng(5).permutation(sample.num_rows)))
+    d = tmp_path / "ds"
+    d.mkdir()
+    for i in range(3):
+        pq.write_table(t.slice(i * 3000, 3000), d / f"f{i}.parquet")
+    common = ["--preset", "chat", "--preset", "rag", "--preset", "long_running", "--max-tokens", "8000",
+              "--target-tokens", "6000", "--set-column", "session_id", "--quiet"]
+    assert main(["sensitivity", str(d), *common, "--out", str(tmp_path / "mem")]) == 0
+    assert main(["sensitivity", str(d), *common, "--out", str(tmp_path / "dk"),
+                 "--dask", client.scheduler.address]) == 0
+    out = capsys.readouterr().out
+    assert "on Dask" in out and "3 partitions, shuffled on the set key" in out
+    assert (tmp_path / "dk" / "report.html").is_file() and (tmp_path / "dk" / "manifest.json").is_file()
+    # rerun into the same directory: refused, then replaced with --overwrite
+    assert main(["sensitivity", str(d), *common, "--out", str(tmp_path / "dk"), "--dask", client.scheduler.address]) == 2
+    assert "already holds a sweep" in capsys.readouterr().err
+    files = [str(d / f"f{i}.parquet") for i in range(3)]
+    assert main(["sensitivity", *files, *common, "--out", str(tmp_path / "dk"), "--dask", "local:1",
+                 "--overwrite", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["rows"] == sample.num_rows and summary["partitions"] == 3
+
+    a, b = load_sweep_dir(tmp_path / "mem", top_k=15), load_sweep_dir(tmp_path / "dk", top_k=15)
+    for f in ("labels", "variants", "set_column", "rows", "sets", "swing", "top"):
+        assert getattr(a, f) == getattr(b, f), f
+    for f in ("included", "tokens", "target", "swing_included", "failed"):
+        assert np.array_equal(getattr(a, f), getattr(b, f)), f
+    res = c.sweep(c.ItemTable.from_parquet(d, set_column="session_id"), BUDGET,
+                  [(p, c.preset(p)) for p in ("chat", "rag", "long_running")])
+    vt = res.variants_table().group_by("variant").aggregate([("included_count", "sum"), ("tokens_used", "sum")])
+    got = dict(zip(vt["variant"].to_pylist(), vt["included_count_sum"].to_pylist()))
+    assert got == dict(zip(a.labels, a.included.tolist()))
+    assert a.rows == sample.num_rows and a.sets == 300 and a.swing == res.n_swing and len(a.top) == 15
+    assert all(r in ("Included", "failed") or r for t_ in a.top for r in t_["reason"])
+    assert all(0 < sum(s_ for s_ in t_["status"] if s_ >= 0) < 3 for t_ in a.top)  # every shown row swings
+    assert main(["report", str(tmp_path / "mem"), "--title", "from disk"]) == 0
+    page = (tmp_path / "mem" / "report.html").read_text()
+    assert "from disk" in page and "most contested swinging items" in page
+    assert main(["report", str(tmp_path / "nothing")]) == 2
