@@ -284,8 +284,12 @@ def sweep(source, budget, variants, *, set_column: str, out_dir, client=None, on
                 sys.stderr.flush()
         if progress:
             sys.stderr.write("\n")
-    except BaseException:
+    except BaseException as e:
         if futures:
+            if isinstance(e, Exception):  # let running tasks end so none writes after the cleanup
+                from distributed import wait
+
+                wait(futures)
             client.cancel(futures)
         for p in PARTS:
             shutil.rmtree(out / p, ignore_errors=True)

@@ -23,10 +23,10 @@ import pyarrow.parquet as pq
 
 from .errors import InvalidConfigError, InvalidInputTypeError
 
-#: estimated resident bytes of an in-memory sweep per uncompressed Parquet byte (the Arrow
-#: table, the encoded ItemTable columns and the sweep's matrices); a deliberately generous
-#: estimate, used only to decide whether non-contiguous sets may be grouped in memory
-IN_MEMORY_FACTOR = 4.0
+#: estimated peak resident bytes of an in-memory sweep per uncompressed Parquet byte (the Arrow
+#: table, the encoded ItemTable, the sweep's matrices and the items output); measured on the
+#: Dask benchmark corpus (10M rows, V = 8): 9.67 GiB peak RSS for 0.70 GiB uncompressed = 13.8x
+IN_MEMORY_FACTOR = 14.0
 
 
 def _describe(source) -> str:
