@@ -110,8 +110,12 @@ def _run_partition(df, index: int, budget, variants, set_column: str, on_error: 
     if len(df) == 0:
         return empty
     t = pa.Table.from_pandas(df, preserve_index=False)
-    t = t.take(pa.compute.sort_indices(t.column(ROW)))  # original order inside every set
     rows = t.column(ROW).combine_chunks()
+    r = rows.to_numpy(zero_copy_only=False)
+    if r.size > 1 and not (r[1:] > r[:-1]).all():  # original order inside every set
+        order = np.argsort(r, kind="stable")
+        t = t.take(pa.array(order))
+        rows = pa.array(r[order])
     t = t.drop_columns([ROW])
     table = ItemTable.from_arrow(t, set_column=set_column)
     # The engine runs serially today; when cupel_np.sweep takes a thread count, this task's

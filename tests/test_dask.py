@@ -255,3 +255,25 @@ def test_cli_dask_and_report_from_any_sweep_directory(tmp_path, client, sample, 
     page = (tmp_path / "mem" / "report.html").read_text()
     assert "from disk" in page and "most contested swinging items" in page
     assert main(["report", str(tmp_path / "nothing")]) == 2
+
+
+def test_task_restores_input_order_whatever_the_row_order(tmp_path, sample):
+    """A partition whose rows arrive in any order (a shuffle may interleave them) is swept in
+    input-row order: same parts as the ordered partition."""
+    import pandas as pd
+
+    from cupel_np.sensitivity import _as_variants
+
+    t = sample.slice(0, 1500)
+    t = t.append_column(cdask.ROW, pa.array(np.arange(100, 100 + t.num_rows, dtype=np.int64)))
+    vs = _as_variants(VARIANTS, BUDGET, allow_budget=True)
+    ordered = t.to_pandas(types_mapper=pd.ArrowDtype)
+    mixed = t.take(pa.array(np.random.default_rng(2).permutation(t.num_rows))).to_pandas(types_mapper=pd.ArrowDtype)
+    a = cdask._run_partition(ordered, 0, BUDGET, vs, "session_id", "raise", str(tmp_path / "a"))
+    b = cdask._run_partition(mixed, 0, BUDGET, vs, "session_id", "raise", str(tmp_path / "b"))
+    assert (a["rows"], a["sets"], a["swing"]) == (b["rows"], b["sets"], b["swing"]) == (1500, a["sets"], a["swing"])
+    for name in ("items", "diffs", "variants"):
+        x = pq.read_table(tmp_path / "a" / name / "part-00000.parquet")
+        y = pq.read_table(tmp_path / "b" / name / "part-00000.parquet")
+        assert x.equals(y), name
+    assert pq.read_table(tmp_path / "a" / "items").column("input_row").to_pylist() == list(range(100, 1600))
