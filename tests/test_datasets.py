@@ -133,3 +133,21 @@ def test_sweep_parquet_groups_non_contiguous_sets_in_memory(tmp_path, sample):
     with pytest.raises(InvalidConfigError, match=r"set 'session-\d+' .*is not contiguous in .*shuffled.*needs about [\d.]+ MiB .*--dask"):
         sweep_parquet(d, BUDGET, VARIANTS, tmp_path / "o2", set_column="session_id", memory_limit=1000)
     assert not (tmp_path / "o2").exists() or not list((tmp_path / "o2").iterdir())
+
+
+def test_cli_takes_directories_and_file_lists(tmp_path, sample, capsys):
+    from cupel_np.cli import main
+
+    root, day = _hive(tmp_path, sample)
+    assert main(["validate", str(root), "--set-column", "day"]) == 0
+    assert f"ok — {sample.num_rows:,} rows, 3 set(s)" in capsys.readouterr().out
+    files = [str(root / f"day={d}" / "part-0.parquet") for d in (2, 0)]
+    assert main(["sensitivity", *files, "--preset", "chat", "--preset", "rag", "--max-tokens", "8000",
+                 "--target-tokens", "6000", "--set-column", "session_id", "--out", str(tmp_path / "o"),
+                 "--quiet", "--json"]) == 0
+    import json
+
+    out = json.loads(capsys.readouterr().out)
+    assert out["items"] == int(((day == 2) | (day == 0)).sum()) and out["sets"] == 200
+    assert main(["run", str(root), "--preset", "chat", "--max-tokens", "8000", "--target-tokens", "6000",
+                 "--set-column", "session_id", "--set", "session-0001", "--json"]) == 0
