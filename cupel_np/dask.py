@@ -223,7 +223,7 @@ def sweep(source, budget, variants, *, set_column: str, out_dir, client=None, on
     """Run every variant over every item set of ``source`` on a Dask cluster.
 
     ``source``: a Parquet file, a directory (hive partition columns are ordinary columns), a
-    list of files, or a dask DataFrame. ``variants``: what ``cupel_np.sweep`` accepts
+    glob pattern, a list of files, or a dask DataFrame. ``variants``: what ``cupel_np.sweep`` accepts
     (including a ``Sweep`` grid); ``budget`` is the default for variants without one.
     ``client``: a ``distributed.Client`` (default: the current one, else a LocalCluster for
     this call). ``npartitions``: how many tasks (default: one per file / input partition).

@@ -1,5 +1,5 @@
-"""Parquet datasets: one file, a directory (hive partitions become ordinary columns) or a list
-of files, read through ``pyarrow.dataset`` in one fixed order (the files as listed, a
+"""Parquet datasets: one file, a directory (hive partitions become ordinary columns), a glob
+pattern or a list of files, read through ``pyarrow.dataset`` in one fixed order (the files as listed, a
 directory's files sorted by path; row groups in file order). That order defines every row's
 input row number, in process and on Dask alike.
 
@@ -38,6 +38,13 @@ def _describe(source) -> str:
 def _files_of(source) -> tuple[list[str], str | None]:
     """The Parquet files of ``source`` in input order, and the directory hive partition
     names are read relative to (None for a single file or a list given without one)."""
+    if isinstance(source, str) and any(ch in source for ch in "*?[") and not Path(source).exists():
+        import glob
+
+        files = sorted(f for f in glob.glob(source, recursive=True) if Path(f).is_file())
+        if not files:
+            raise InvalidConfigError(f"no items files match {source}")
+        return _files_of(files)
     if isinstance(source, (str, os.PathLike)):
         p = Path(source)
         if p.is_dir():
@@ -96,7 +103,7 @@ def open_dataset(source) -> ds.FileSystemDataset:
 
 
 def read_table(source, columns: list[str] | None = None, filter=None) -> pa.Table:
-    """Read ``source`` (file, directory or list of files) into one Arrow table in input order.
+    """Read ``source`` (file, directory, glob pattern or list of files) into one Arrow table in input order.
     ``filter`` is a ``pyarrow.compute`` expression; partition columns may appear in it."""
     d = open_dataset(source)
     if columns is not None:

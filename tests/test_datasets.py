@@ -151,3 +151,11 @@ def test_cli_takes_directories_and_file_lists(tmp_path, sample, capsys):
     assert out["items"] == int(((day == 2) | (day == 0)).sum()) and out["sets"] == 200
     assert main(["run", str(root), "--preset", "chat", "--max-tokens", "8000", "--target-tokens", "6000",
                  "--set-column", "session_id", "--set", "session-0001", "--json"]) == 0
+
+
+def test_glob_pattern(tmp_path, sample):
+    root, day = _hive(tmp_path, sample)
+    t = read_table(str(root / "day=*" / "*.parquet"))
+    assert t.num_rows == sample.num_rows and t.column("day").to_pylist() == sorted(day.tolist())
+    with pytest.raises(InvalidConfigError, match="no items files match"):
+        read_table(str(tmp_path / "nothing-*.parquet"))
