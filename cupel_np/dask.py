@@ -70,12 +70,10 @@ def _piece_keys(piece, schema: pa.Schema, base: str | None, set_column: str):
     return t.column(set_column).unique()
 
 
-def _frame_keys(df, set_column: str):
-    return pa.Array.from_pandas(df[set_column]).unique() if len(df) else pa.array([])
-
-
-def _frame_len(df) -> int:
-    return len(df)
+def _frame_stats(df, set_column: str):
+    """(row count, distinct set keys) of one input partition."""
+    keys = pa.Array.from_pandas(df[set_column]).unique() if len(df) else pa.array([])
+    return len(df), keys
 
 
 def _number_rows(df, first_row: int):
@@ -187,12 +185,13 @@ def _frame_of(source, set_column: str, npartitions: int | None, client):
         if npartitions is not None and npartitions != source.npartitions:
             source = source.repartition(npartitions=npartitions)
         parts = source.to_delayed()
-        lengths = client.gather(client.compute([_delayed(_frame_len)(p) for p in parts]))
+        stats = client.gather(client.compute([_delayed(_frame_stats)(p, set_column) for p in parts]))
+        lengths = [n for n, _ in stats]
+        keys = [k for _, k in stats]
         firsts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
         numbered = [_delayed(_number_rows)(p, int(f)) for p, f in zip(parts, firsts)]
         meta = source._meta.assign(**{ROW: pd.Series([], dtype=np.int64)})
         ddf = dd.from_delayed(numbered, meta=meta, verify_meta=False)
-        keys = client.gather(client.compute([_delayed(_frame_keys)(p, set_column) for p in parts]))
         return ddf, keys
     if isinstance(source, (str, os.PathLike, list, tuple)):
         ps, schema = pieces(source, npartitions)
