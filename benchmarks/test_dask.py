@@ -81,7 +81,10 @@ import json, resource, sys, time
 from cupel_np.io import sweep_parquet
 src, out = sys.argv[1], sys.argv[2]
 t0 = time.perf_counter()
-tot = sweep_parquet(src, BUDGET, VARIANTS, out, set_column="session_id", progress=False)
+from cupel_np.datasets import available_memory
+# all of the available memory: the default limit (half) refuses this corpus on a busy machine
+tot = sweep_parquet(src, BUDGET, VARIANTS, out, set_column="session_id", progress=False,
+                    memory_limit=available_memory())
 dt = time.perf_counter() - t0
 print(json.dumps({"seconds": dt, "rows": tot["rows"], "sets": tot["sets"], "swing": tot["swing"],
                   "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
