@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .datasets import read_table
 from .errors import InvalidConfigError, InvalidInputTypeError
 
 
@@ -16,10 +17,14 @@ def one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def read_items_table(path, columns: list[str] | None = None) -> pa.Table:
-    """Read an items Parquet file into an Arrow table (errors name the file). Duplicate column
-    names are read as they are (the items check then names them), not refused by Arrow's
-    dataset layer with a multi-line message."""
+def read_items_table(path, columns: list[str] | None = None, filter=None) -> pa.Table:
+    """Read items Parquet - a file, a directory (hive partition columns included), a glob or a
+    list of files - into an Arrow table in input order (errors name the file). A single file
+    without a filter is read directly, so duplicate column names are read as they are (the
+    items check then names them) rather than refused by Arrow's dataset layer with a multi-line
+    message."""
+    if filter is not None or isinstance(path, (list, tuple)) or not Path(path).is_file():
+        return read_table(path, columns=columns, filter=filter)
     p = Path(path)
     if not p.exists():
         raise InvalidConfigError(f"items file not found: {p}")

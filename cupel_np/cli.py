@@ -33,7 +33,42 @@ def _progress_enabled(args) -> bool:
 def _load_table(path, set_column):
     from .items import ItemTable
 
-    return ItemTable.from_parquet(path, set_column=set_column)
+    return ItemTable.from_parquet(_source(path), set_column=set_column)
+
+
+def _source(items):
+    """The items argument(s): one file or directory, or several files."""
+    if isinstance(items, (list, tuple)):
+        return items[0] if len(items) == 1 else list(items)
+    return items
+
+
+def _name(items) -> str:
+    src = _source(items)
+    return Path(src).name if not isinstance(src, list) else f"{Path(src[0]).name} (+{len(src) - 1} files)"
+
+
+def _run_dask(args, budget, variants, set_column, title: str) -> int:
+    """A sensitivity/sweep command on Dask: parts written by the workers, report from them."""
+    from .dask import connect, sweep as dask_sweep
+    from .report_dir import write_dir_report
+
+    if not set_column:
+        raise UsageError("--dask needs --set-column (the unit of work is a partition of whole item sets)")
+    with connect(args.dask) as client:
+        summary = dask_sweep(_source(args.items), budget, variants, set_column=set_column, out_dir=args.out,
+                             client=client, on_error="collect", overwrite=args.overwrite,
+                             progress=_progress_enabled(args))
+    report = write_dir_report(args.out, title=title)
+    if args.json:
+        print(json.dumps({**summary, "outputs": {"dir": str(Path(args.out)), "report": str(report)}}, indent=2))
+        return EXIT_OK
+    failed = sum(summary["failed"].values())
+    print(f"{summary['rows']:,} items in {summary['sets']:,} set(s) on Dask ({args.dask}, {summary['partitions']} "
+          f"partitions{', shuffled on the set key' if summary['shuffled'] else ''}); {summary['swing']:,} swinging "
+          f"items; {failed:,} failed (variant, set) cells; {summary['seconds']:.1f}s")
+    print(f"wrote items/, diffs/, variants/, manifest.json and {report.name} to {Path(args.out).resolve()}")
+    return EXIT_OK
 
 
 def _budget(args):
@@ -242,20 +277,25 @@ def cmd_sensitivity(args) -> int:
 
         raise TooFewVariantsError("sensitivity needs at least 2 variants (policies or presets)")
     budget = _budget(args)
+    if args.dask:
+        return _run_dask(args, budget, variants, args.set_column, f"Policy sensitivity: {_name(args.items)}")
     t0 = time.perf_counter()
     table = _load_table(args.items, args.set_column)
     result = sweep(table, budget, variants, on_error="collect", progress=_progress_enabled(args))
-    return _finish(args, result, t0, f"Policy sensitivity: {Path(args.items).name}")
+    return _finish(args, result, t0, f"Policy sensitivity: {_name(args.items)}")
 
 
 def cmd_sweep(args) -> int:
     from .sensitivity import sweep
 
     grid, grid_set_col = load_grid_file(args.grid)
+    if args.dask:
+        return _run_dask(args, None, grid, args.set_column or grid_set_col,
+                         f"Sweep: {_name(args.items)} x {Path(args.grid).name}")
     t0 = time.perf_counter()
     table = _load_table(args.items, args.set_column or grid_set_col)
     result = sweep(table, None, grid, on_error="collect", progress=_progress_enabled(args))
-    return _finish(args, result, t0, f"Sweep: {Path(args.items).name} x {Path(args.grid).name}")
+    return _finish(args, result, t0, f"Sweep: {_name(args.items)} x {Path(args.grid).name}")
 
 
 def _finish(args, result, t0: float, title: str) -> int:
@@ -319,7 +359,7 @@ def cmd_run(args) -> int:
         if args.set_column is None:
             raise UsageError("--set needs --set-column")
         if args.set is None:
-            raise UsageError(f"{table.n_sets} item sets in {args.items}; choose one with --set KEY")
+            raise UsageError(f"{table.n_sets} item sets in {_name(args.items)}; choose one with --set KEY")
         table = table.subset(table.set_keys[_segment(table, args.set)])
     report = Pipeline(policy).dry_run(table, budget)
     if args.json:
@@ -367,7 +407,8 @@ def cmd_presets(args) -> int:
 def cmd_validate(args) -> int:
     from .io import validate_items
 
-    problems, summary = validate_items(args.items, set_column=args.set_column)
+    problems, summary = validate_items(_source(args.items), set_column=args.set_column)
+    args.items = _name(args.items)
     if args.json:
         print(json.dumps({"ok": not problems, "problems": problems, **summary}, indent=2))
     else:
@@ -397,6 +438,17 @@ def cmd_import(args) -> int:
     print(f"{res.items:,} items in {res.conversations:,} conversation(s) from {res.lines:,} line(s) -> {out} "
           f"(set column {res.set_column!r}); {len(res.bad)} bad line(s) skipped"
           + (f"; not context: {skipped}" if skipped else ""))
+    return EXIT_OK
+
+
+def cmd_report(args) -> int:
+    from .report_dir import write_dir_report
+
+    path = write_dir_report(args.out_dir, title=args.title, top_k=args.top)
+    if args.json:
+        print(json.dumps({"report": str(path)}))
+    else:
+        print(f"wrote {path}")
     return EXIT_OK
 
 
@@ -430,19 +482,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("sensitivity", parents=[common], help="compare policies over an items file")
-    p.add_argument("items", help="items Parquet file")
+    p.add_argument("items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files")
     p.add_argument("--policies", help="JSON/TOML file of labelled policies")
     p.add_argument("--preset", action="append", help="a preset to compare (repeatable)")
     budget_opts(p)
     p.add_argument("--set-column", help="column holding the item-set key")
     p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--dask", metavar="SPEC", help="run on Dask: local, local:N (a LocalCluster of N workers) or tcp://HOST:PORT")
+    p.add_argument("--overwrite", action="store_true", help="with --dask: replace a sweep already in --out")
     p.set_defaults(func=cmd_sensitivity)
 
     p = sub.add_parser("sweep", parents=[common], help="run a grid of variants (presets x weights x slicers x placers x budgets)")
-    p.add_argument("items", help="items Parquet file")
+    p.add_argument("items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files")
     p.add_argument("--grid", required=True, help="grid file (TOML/JSON; see README)")
     p.add_argument("--set-column", help="column holding the item-set key (overrides the grid's)")
     p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--dask", metavar="SPEC", help="run on Dask: local, local:N (a LocalCluster of N workers) or tcp://HOST:PORT")
+    p.add_argument("--overwrite", action="store_true", help="with --dask: replace a sweep already in --out")
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("budget", parents=[common], help="budget curves: selection and utilization along a ladder of budgets")
@@ -457,7 +513,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_budget)
 
     p = sub.add_parser("run", parents=[common], help="one dry run: included and excluded items with scores and reasons")
-    p.add_argument("items", help="items Parquet file")
+    p.add_argument("items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files")
     p.add_argument("--policy", help="policy file (JSON/TOML, EXTENSIONS.md or .NET shape)")
     p.add_argument("--preset", help="a preset name")
     budget_opts(p)
@@ -469,7 +525,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_presets)
 
     p = sub.add_parser("validate", parents=[common], help="check an items file: schema and row problems")
-    p.add_argument("items", help="items Parquet file")
+    p.add_argument("items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files")
     p.add_argument("--set-column", help="column holding the item-set key")
     p.set_defaults(func=cmd_validate)
 
@@ -486,6 +542,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set-column", default="conversation_id", help="name of the conversation column (default conversation_id)")
     p.add_argument("--tool-call-kind", default="ToolCall", help="kind given to tool calls (default ToolCall)")
     p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("report", parents=[common], help="HTML report of a written sweep directory (in-process or Dask)")
+    p.add_argument("out_dir", help="a directory written by sensitivity, sweep or demo (with or without --dask)")
+    p.add_argument("--title", help="page title")
+    p.add_argument("--top", type=int, default=40, help="swinging items shown (default 40)")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("conformance", parents=[common], help="run conformance vectors (files or directories)")
     p.add_argument("paths", nargs="+")

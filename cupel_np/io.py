@@ -25,6 +25,17 @@ import pyarrow.parquet as pq
 
 from . import __version__
 from ._readers import read_items_table
+from .datasets import (
+    IN_MEMORY_FACTOR,
+    _describe,
+    _size,
+    _whole_set_chunks,
+    default_memory_limit,
+    first_repeated_set,
+    open_dataset,
+    runs_are_sets,
+    uncompressed_bytes,
+)
 from ._files import _temp_beside, atomic_write_bytes
 from .errors import InvalidConfigError, InvalidInputTypeError
 from .importers import import_transcripts  # noqa: F401  (transcripts -> items; see importers.py)
@@ -96,68 +107,45 @@ def write_sweep(result, out_dir, *, items: bool = True) -> dict[str, Path]:
 
 
 def sweep_parquet(path, budget, variants, out_dir, *, set_column: str, chunk_rows: int = 1_000_000,
-                  on_error: str = "raise", items: bool = True, progress: bool | None = None) -> dict:
-    """Sweep a corpus too large for memory: read ``path`` a few row groups at a time (whole
-    item sets per chunk; a set that continues into the next chunk is an error naming it),
-    sweep each chunk, and stream ``items`` / ``diffs`` / ``variants`` Parquet into
-    ``out_dir``. Returns totals (rows, sets, swinging contents, chunks)."""
-    p = Path(path)
-    if not p.exists():
-        raise InvalidConfigError(f"items file not found: {p}")
-    try:
-        pf = pq.ParquetFile(p)
-    except (pa.ArrowInvalid, OSError) as e:
-        raise InvalidInputTypeError(f"cannot read Parquet file {p}: {e}") from None
-    if set_column not in pf.schema_arrow.names:
+                  on_error: str = "raise", items: bool = True, progress: bool | None = None,
+                  memory_limit: int | None = None) -> dict:
+    """Sweep a corpus too large for memory: read ``path`` (a file, a directory or a list of
+    files) a few row groups at a time, whole item sets per chunk, sweep each chunk, and stream
+    ``items`` / ``diffs`` / ``variants`` Parquet into ``out_dir``. When a set's rows are not
+    contiguous the whole input is grouped in memory if it fits in ``memory_limit`` bytes
+    (default half the available memory); otherwise the error says to use the Dask path.
+    Returns totals (rows, sets, swinging contents, chunks)."""
+    d = open_dataset(path)
+    where = _describe(path)
+    if set_column not in d.schema.names:
         raise InvalidConfigError(
-            f"set column {set_column!r} not found in {p} (columns: {', '.join(pf.schema_arrow.names)})"
+            f"set column {set_column!r} not found in {where} (columns: {', '.join(d.schema.names)})"
         )
     vs = _as_variants(variants, budget, allow_budget=True)
     meta = _variants_metadata(vs)
     if progress is None:
         progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
+    keys = d.to_table(columns=[set_column]).column(set_column)
+    if not runs_are_sets(keys):
+        need = int(uncompressed_bytes(d) * IN_MEMORY_FACTOR)
+        limit = default_memory_limit() if memory_limit is None else int(memory_limit)
+        if need > limit:
+            raise InvalidConfigError(
+                f"set {first_repeated_set(keys)!r} (column {set_column!r}) is not contiguous in {where}: "
+                f"its rows reappear after other sets' rows, and grouping the sets in memory needs about "
+                f"{_size(need)} (limit {_size(limit)}); sort the data by the set column, "
+                "or run it on Dask (cupel_np.dask.sweep, or cupel-np ... --dask local)"
+            )
+        chunk_iter = iter([(d.to_table(), 1)])
+        n_groups = 1
+    else:
+        n_groups = sum(f.metadata.num_row_groups for f in d.get_fragments())
+        chunk_iter = _whole_set_chunks(d, set_column, chunk_rows, n_groups)
+    del keys
     writers: dict[str, _AtomicWriter] = {}
-    seen: set = set()
     totals = {"rows": 0, "sets": 0, "swing": 0, "chunks": 0}
-    n_groups = pf.num_row_groups
-
-    def chunks():
-        """Whole row groups, at least ``chunk_rows`` rows; the trailing set of a chunk (which
-        may continue in the next row group) is carried into the next chunk."""
-        if n_groups == 0:  # an empty file still gets (empty) outputs
-            yield pf.read(), 0
-            return
-        carry = None
-        for g in range(n_groups):
-            t = pf.read_row_group(g)
-            buf = t if carry is None else pa.concat_tables([carry, t])
-            carry = None
-            if g == n_groups - 1:
-                yield buf, g + 1
-                return
-            if buf.num_rows < chunk_rows:
-                carry = buf
-                continue
-            keys = buf.column(set_column)
-            other = np.flatnonzero(pc.not_equal(keys, keys[-1]).to_numpy(zero_copy_only=False))
-            if other.size == 0:  # one set so far: keep reading
-                carry = buf
-                continue
-            cut = int(other[-1]) + 1
-            yield buf.slice(0, cut), g + 1
-            carry = buf.slice(cut)
-
     try:
-        for chunk, done_groups in chunks():
-            keys = set(chunk.column(set_column).unique().to_pylist())
-            again = keys & seen
-            if again:
-                raise InvalidConfigError(
-                    f"set {sorted(again, key=str)[0]!r} (column {set_column!r}) is not contiguous in "
-                    f"{p}: its rows reappear after other sets' rows; write each set's rows together "
-                    "(sort by the set column) to stream the file"
-                )
-            seen |= keys
+        for chunk, done_groups in chunk_iter:
             table = ItemTable.from_arrow(chunk, set_column=set_column)
             res = sweep(table, budget, vs, on_error=on_error, progress=False)
             parts = {"diffs": res.diffs_table(), "variants": res.variants_table()}

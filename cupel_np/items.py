@@ -332,8 +332,11 @@ class ItemTable:
         return cls(data, set_column=set_column)
 
     @classmethod
-    def from_parquet(cls, path, set_column: str | None = None) -> "ItemTable":
-        return cls(read_items_table(path), set_column=set_column)
+    def from_parquet(cls, path, set_column: str | None = None, *, filter=None) -> "ItemTable":
+        """From a Parquet file, a directory of them (hive partition columns are ordinary
+        columns, usable as the set column or in ``filter``, a ``pyarrow.compute``
+        expression) or a list of files; rows in file order."""
+        return cls(read_items_table(path, filter=filter), set_column=set_column)
 
     # -- encoding -----------------------------------------------------------------------
     def _encode(self) -> None:
