@@ -87,88 +87,160 @@ def frequency_scores(tag_offsets, tag_ids, n_tags, offsets):
     """FrequencyScorer: share of the other items in the segment that have at least one
     (case-folded) tag in common with the item.
 
-    Per segment an inverted index (tag -> items) is built. For an item, the peers sharing a
-    tag form the union of its tags' posting lists; that union always contains the item itself
-    (when it has a tag), so matches = |union| - 1. Frequent tags (posting list longer than
-    words-per-bitset) are held as bitsets and OR-ed; rare ones are marked item by item. Cost per
-    item is O(tags x segment/64) at worst, never the spec's O(n^2 * t^2)."""
+    Cost is linear in the items and tag occurrences, never in the table's tag vocabulary:
+    each segment remaps the tags it touches to local ids 0..L-1 through one per-call scratch
+    array (``n_tags`` long, reset only at the entries the segment set) and builds posting lists
+    (local tag -> items, each item posted once per tag). For an item, the peers sharing a tag
+    are the union of its tags' posting lists, which contains the item itself, so
+    matches = |union| - 1. The union is the largest list ``t*`` plus the items of the other
+    lists that do not carry ``t*``: an item with one distinct tag costs O(1), and a common tag
+    is never walked per item. The other lists are walked with a stamp array (each peer counted
+    once); only when that walk would cost more than OR-ing bitsets (posting lists longer than
+    words-per-bitset are also held as bitsets) is the union formed and counted by words."""
     n = tag_offsets.shape[0] - 1
     out = np.zeros(n, dtype=np.float64)
-    for s in range(offsets.shape[0] - 1):
+    n_seg = offsets.shape[0] - 1
+    max_m = 0
+    max_occ = 0
+    for s in range(n_seg):
+        m = offsets[s + 1] - offsets[s]
+        occ = tag_offsets[offsets[s + 1]] - tag_offsets[offsets[s]]
+        if m > max_m:
+            max_m = m
+        if occ > max_occ:
+            max_occ = occ
+    if max_m <= 1 or max_occ == 0:
+        return out
+    local = np.full(n_tags, -1, dtype=np.int64)  # global tag -> local id (reset per segment)
+    touched = np.empty(max_occ, dtype=np.int64)  # local id -> global tag
+    start = np.empty(max_occ + 1, dtype=np.int64)  # CSR of posting lists by local id
+    fill = np.empty(max_occ, dtype=np.int64)
+    last_seen = np.full(max_occ, -1, dtype=np.int64)  # global item index: never stale
+    post = np.empty(max_occ, dtype=np.int64)  # segment-relative items
+    dense_slot = np.empty(max_occ, dtype=np.int64)
+    uoff = np.empty(max_m + 1, dtype=np.int64)  # each item's distinct local tags, CSR
+    utag = np.empty(max_occ, dtype=np.int64)
+    stamp = np.full(max_m, -1, dtype=np.int64)
+    for s in range(n_seg):
         lo = offsets[s]
         hi = offsets[s + 1]
         m = hi - lo
-        if m <= 1:
+        if m <= 1 or tag_offsets[hi] == tag_offsets[lo]:
             continue
-        # posting lists for the segment, CSR by tag id (only tags that occur here matter)
-        counts = np.zeros(n_tags + 1, dtype=np.int64)
+        # local ids, distinct tags per item, posting-list lengths
+        n_local = 0
+        k = 0
         for i in range(lo, hi):
+            uoff[i - lo] = k
             for j in range(tag_offsets[i], tag_offsets[i + 1]):
-                counts[tag_ids[j] + 1] += 1
-        start = np.cumsum(counts)
-        fill = start[:-1].copy()
-        post = np.empty(start[-1], dtype=np.int64)
-        last_seen = np.full(n_tags, -1, dtype=np.int64)
-        for i in range(lo, hi):
-            for j in range(tag_offsets[i], tag_offsets[i + 1]):
-                t = tag_ids[j]
-                if last_seen[t] != i:  # a tag repeated on one item is posted once
+                g = tag_ids[j]
+                t = local[g]
+                if t < 0:
+                    t = n_local
+                    local[g] = t
+                    touched[t] = g
+                    start[t + 1] = 0
+                    n_local += 1
+                if last_seen[t] != i:  # a tag repeated on one item counts once
                     last_seen[t] = i
-                    post[fill[t]] = i - lo
-                    fill[t] += 1
+                    utag[k] = t
+                    k += 1
+                    start[t + 1] += 1
+        uoff[m] = k
+        start[0] = 0
+        for t in range(n_local):
+            start[t + 1] += start[t]
+            fill[t] = start[t]
+        for r in range(m):
+            for p in range(uoff[r], uoff[r + 1]):
+                t = utag[p]
+                post[fill[t]] = r
+                fill[t] += 1
+        for t in range(n_local):
+            local[touched[t]] = -1
         words = (m + 63) // 64
-        dense_slot = np.full(n_tags, -1, dtype=np.int64)
         n_dense = 0
-        for t in range(n_tags):
-            if fill[t] - start[t] > words:
+        for t in range(n_local):
+            if start[t + 1] - start[t] > words:
                 dense_slot[t] = n_dense
                 n_dense += 1
+            else:
+                dense_slot[t] = -1
         bits = np.zeros((n_dense, words), dtype=np.uint64)
-        for t in range(n_tags):
-            d = dense_slot[t]
-            if d >= 0:
-                for p in range(start[t], fill[t]):
-                    q = post[p]
-                    bits[d, q >> 6] |= np.uint64(1) << np.uint64(q & 63)
-        work = np.zeros(words, dtype=np.uint64)
-        stamp = np.full(m, -1, dtype=np.int64)
+        if n_dense > 0:
+            for t in range(n_local):
+                d = dense_slot[t]
+                if d >= 0:
+                    for p in range(start[t], start[t + 1]):
+                        q = post[p]
+                        bits[d, q >> 6] |= np.uint64(1) << np.uint64(q & 63)
+        work = np.empty(words if n_dense > 0 else 0, dtype=np.uint64)
         denom = np.float64(m - 1)
-        for i in range(lo, hi):
-            a = tag_offsets[i]
-            b = tag_offsets[i + 1]
+        for r in range(m):
+            a = uoff[r]
+            b = uoff[r + 1]
             if a == b:
                 continue
-            has_dense = False
-            for j in range(a, b):
-                if dense_slot[tag_ids[j]] >= 0:
-                    has_dense = True
-                    break
-            if has_dense:
-                work[:] = 0
-                for j in range(a, b):
-                    d = dense_slot[tag_ids[j]]
-                    if d >= 0:
-                        for w in range(words):
-                            work[w] |= bits[d, w]
-                for j in range(a, b):
-                    t = tag_ids[j]
-                    if dense_slot[t] < 0:
-                        for p in range(start[t], fill[t]):
-                            q = post[p]
-                            work[q >> 6] |= np.uint64(1) << np.uint64(q & 63)
-                total = 0
-                for w in range(words):
-                    total += _popcount64(work[w])
-            else:
-                total = 0
-                for j in range(a, b):
-                    t = tag_ids[j]
-                    for p in range(start[t], fill[t]):
-                        q = post[p]
-                        if stamp[q] != i:
-                            stamp[q] = i
-                            total += 1
-            out[i] = np.float64(total - 1) / denom
+            # t*: the item's tag with the longest posting list
+            best = utag[a]
+            for p in range(a + 1, b):
+                t = utag[p]
+                if start[t + 1] - start[t] > start[best + 1] - start[best]:
+                    best = t
+            total = start[best + 1] - start[best]
+            if b - a > 1:
+                rest = 0
+                n_other_dense = 0
+                for p in range(a, b):
+                    t = utag[p]
+                    if t != best:
+                        rest += start[t + 1] - start[t]
+                        if dense_slot[t] >= 0:
+                            n_other_dense += 1
+                db = dense_slot[best]
+                if db >= 0 and n_other_dense > 0 and rest > words * (n_other_dense + 2):
+                    # bitsets pay: OR the dense lists, set the sparse ones, count by words
+                    for w in range(words):
+                        work[w] = bits[db, w]
+                    for p in range(a, b):
+                        t = utag[p]
+                        if t == best:
+                            continue
+                        d = dense_slot[t]
+                        if d >= 0:
+                            for w in range(words):
+                                work[w] |= bits[d, w]
+                        else:
+                            for e in range(start[t], start[t + 1]):
+                                q = post[e]
+                                work[q >> 6] |= np.uint64(1) << np.uint64(q & 63)
+                    total = 0
+                    for w in range(words):
+                        total += np.int64(_popcount64(work[w]))
+                else:
+                    # peers of the other lists that do not carry t*, each counted once
+                    for p in range(a, b):
+                        t = utag[p]
+                        if t == best:
+                            continue
+                        for e in range(start[t], start[t + 1]):
+                            q = post[e]
+                            if stamp[q] == r + lo:
+                                continue
+                            stamp[q] = r + lo
+                            if db >= 0:
+                                has_best = (bits[db, q >> 6] >> np.uint64(q & 63)) & np.uint64(1)
+                                if has_best == 0:
+                                    total += 1
+                            else:
+                                has = False
+                                for f in range(uoff[q], uoff[q + 1]):
+                                    if utag[f] == best:
+                                        has = True
+                                        break
+                                if not has:
+                                    total += 1
+            out[r + lo] = np.float64(total - 1) / denom
     return out
 
 
