@@ -15,38 +15,96 @@ def rank_scores(values, valid, offsets):
     """RecencyScorer / PriorityScorer: rank = number of valid peers with a strictly smaller
     value, score = rank / (count - 1); a lone valid item scores 1.0, a null one 0.0.
 
-    O(n log n) per segment via a stable sort instead of the spec's O(n^2) double loop."""
+    O(n log n) per segment instead of the spec's O(n^2) double loop: the segment's valid
+    values are sorted in a scratch buffer (allocated once per call) and each item's rank is
+    the lower bound of its value, so equal values share a rank. The sort is written out here
+    rather than taken from ``np.argsort``: NumPy's sorts cost seconds to compile cold."""
     n = values.shape[0]
     out = np.zeros(n, dtype=np.float64)
-    for s in range(offsets.shape[0] - 1):
+    n_seg = offsets.shape[0] - 1
+    max_m = 0
+    for s in range(n_seg):
+        if offsets[s + 1] - offsets[s] > max_m:
+            max_m = offsets[s + 1] - offsets[s]
+    buf = np.empty(max_m, dtype=values.dtype)
+    tmp = np.empty(max_m, dtype=values.dtype)
+    for s in range(n_seg):
         lo = offsets[s]
         hi = offsets[s + 1]
         count = 0
+        last = lo
         for i in range(lo, hi):
             if valid[i]:
+                buf[count] = values[i]
                 count += 1
+                last = i
         if count == 0:
             continue
-        idx = np.empty(count, dtype=np.int64)
-        vals = np.empty(count, dtype=values.dtype)
-        k = 0
+        if count == 1:
+            out[last] = 1.0
+            continue
+        _sort_prefix(buf, tmp, count)
+        denom = np.float64(count - 1)
         for i in range(lo, hi):
             if valid[i]:
-                idx[k] = i
-                vals[k] = values[i]
-                k += 1
-        if count == 1:
-            out[idx[0]] = 1.0
-            continue
-        # equal values share a rank, so the sort need not be stable
-        order = np.argsort(vals, kind="quicksort")
-        denom = np.float64(count - 1)
-        rank = 0
-        for j in range(count):
-            if j == 0 or vals[order[j]] != vals[order[j - 1]]:
-                rank = j
-            out[idx[order[j]]] = np.float64(rank) / denom
+                v = values[i]
+                a = 0
+                b = count
+                while a < b:  # lower bound: how many sorted values are < v
+                    mid = (a + b) >> 1
+                    if buf[mid] < v:
+                        a = mid + 1
+                    else:
+                        b = mid
+                out[i] = np.float64(a) / denom
     return out
+
+
+@jit
+def _sort_prefix(buf, tmp, count):
+    """Sort ``buf[:count]`` ascending in place (``tmp`` is scratch of the same length):
+    insertion sort on runs of 16, then bottom-up merges."""
+    run = 16
+    for start in range(0, count, run):
+        end = min(start + run, count)
+        for i in range(start + 1, end):
+            v = buf[i]
+            j = i - 1
+            while j >= start and buf[j] > v:
+                buf[j + 1] = buf[j]
+                j -= 1
+            buf[j + 1] = v
+    src = buf
+    dst = tmp
+    width = run
+    while width < count:
+        for left in range(0, count, 2 * width):
+            mid = min(left + width, count)
+            right = min(left + 2 * width, count)
+            i = left
+            j = mid
+            k = left
+            while i < mid and j < right:
+                if src[j] < src[i]:
+                    dst[k] = src[j]
+                    j += 1
+                else:
+                    dst[k] = src[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                dst[k] = src[i]
+                i += 1
+                k += 1
+            while j < right:
+                dst[k] = src[j]
+                j += 1
+                k += 1
+        src, dst = dst, src
+        width *= 2
+    if src is not buf:
+        for i in range(count):
+            buf[i] = src[i]
 
 
 @jit
