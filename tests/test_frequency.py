@@ -181,3 +181,57 @@ def test_cost_does_not_grow_with_the_table_vocabulary():
     elapsed = time.perf_counter() - t0
     assert out.tolist() == [0.0] * (2 * n_sets)
     assert elapsed < 0.5, elapsed
+
+
+# ----------------------------------------------------------------------------- kernel boundary
+def test_as_input_is_zero_copy_read_only_and_normalizes():
+    from cupel_np._jit import as_input
+
+    a = np.arange(5, dtype=np.int64)
+    v = as_input(a, np.int64)
+    assert np.shares_memory(v, a) and not v.flags.writeable and a.flags.writeable
+    assert as_input(v, np.int64) is v  # already right: returned as is
+    w = as_input(np.arange(10, dtype=np.int32)[::2], np.int64)
+    assert w.dtype == np.int64 and w.flags.c_contiguous and not w.flags.writeable
+    assert w.tolist() == [0, 2, 4, 6, 8]
+
+
+SPECIALIZATION_SCRIPT = r"""
+import json
+import pyarrow as pa
+import cupel_np as c
+from cupel_np._jit import specializations
+from cupel_np.batch import classify
+from cupel_np.scorers import ScoreContext
+from datetime import datetime, timezone
+
+SCORERS = [c.RecencyScorer(), c.PriorityScorer(), c.TagScorer((("a", 1.0),)), c.FrequencyScorer(),
+           c.ScaledScorer(c.PriorityScorer()), c.CompositeScorer(((c.RecencyScorer(), 1.0), (c.KindScorer(), 2.0))),
+           c.DecayScorer(datetime(2026, 1, 1, tzinfo=timezone.utc), c.ExponentialCurve(3600.0))]
+for pinned in ([False, False, False], [True, False, False]):  # rows = every row / a gather
+    t = c.ItemTable.from_arrow(pa.table({
+        "content": ["x", "y", "z"], "tokens": [1, 2, 3], "pinned": pinned,
+        "tags": [["a", "B"], ["b"], []], "priority": pa.array([1, None, 3], pa.int32()),
+        "timestamp": pa.array([1, 2, None], pa.timestamp("ms", tz="UTC"))}))
+    cls = classify(t)
+    for s in SCORERS:
+        ScoreContext(t, cls.sc_rows, cls.sc_offsets).score(s)
+print(json.dumps({k: v for k, v in specializations().items() if ".scorers." in k}))
+"""
+
+
+def test_scorer_kernels_compile_one_specialization():
+    """Through the public path every scorer kernel is compiled once: int32 columns, gathered
+    and zero-copy inputs, cached (read-only) score columns all reach it as one type."""
+    import json
+    import os
+    import subprocess
+
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        pytest.skip("no compilation with NUMBA_DISABLE_JIT=1")
+    out = subprocess.run([sys.executable, "-c", SPECIALIZATION_SCRIPT], capture_output=True, text=True,
+                         check=True, timeout=600)
+    specs = json.loads(out.stdout.strip().splitlines()[-1])
+    assert {k.rsplit(".", 1)[1] for k in specs} >= {"rank_scores", "tag_scores", "frequency_scores",
+                                                    "scaled_scores", "weighted_sum", "decay_scores"}
+    assert all(len(v) == 1 for v in specs.values()), specs
