@@ -12,8 +12,11 @@ specialization, and Numba specializes on more than the dtype:
   C-contiguous and a strided one are different types: each compiles the kernel again. Public
   wrappers pass kernel inputs through :func:`as_input` (one dtype, C order, read-only view;
   zero-copy when the array is already right) so a kernel sees one type per argument.
-* a constant passed from one kernel to another (``f(x, 0)``) is typed ``Literal[int](0)``
-  and compiles ``f`` a second time next to the ``int64`` version; pass ``np.int64(0)``.
+* a constant passed from one kernel to another (``f(x, 0)``, and even a variable that starts
+  as ``k = 0`` while type inference is still iterating) is typed ``Literal[int](0)`` and would
+  compile ``f`` a second time next to its ``int64`` version. :func:`jit` makes every project
+  kernel type its arguments without literal values when called from another kernel, so a
+  kernel compiles once per argument *type*.
 * NumPy functions inside kernels compile their own implementations: ``np.partition`` pulls
   in ``np.unique``, ``np.sort`` and a quicksort (seconds, cold); a short written-out loop is
   often both cheaper to compile and faster.
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba.core import types as nbtypes
 
 JIT_OPTIONS = {"nogil": True, "cache": True, "fastmath": False}
 
@@ -36,8 +40,23 @@ KERNELS: list = []
 def jit(fn):
     """Decorate a kernel: nopython, nogil, cached, no fastmath."""
     d = numba.njit(**JIT_OPTIONS)(fn)
+    if hasattr(d, "get_call_template"):  # absent under NUMBA_DISABLE_JIT=1
+        _type_calls_without_literals(d)
     KERNELS.append(d)
     return d
+
+
+def _type_calls_without_literals(d) -> None:
+    """When another kernel calls ``d``, Numba asks ``d.get_call_template(arg_types, ...)`` and
+    compiles ``d`` for exactly those types, literal constants included. Strip the literal
+    values first (``Literal[int](0)`` -> ``int64``): one specialization serves every call."""
+    resolve = d.get_call_template
+
+    def get_call_template(args, kws):
+        return resolve(tuple(nbtypes.unliteral(a) for a in args),
+                       {k: nbtypes.unliteral(v) for k, v in kws.items()})
+
+    d.get_call_template = get_call_template
 
 
 def as_input(a, dtype) -> np.ndarray:
