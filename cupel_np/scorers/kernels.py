@@ -16,9 +16,10 @@ def rank_scores(values, valid, offsets):
     value, score = rank / (count - 1); a lone valid item scores 1.0, a null one 0.0.
 
     O(n log n) per segment instead of the spec's O(n^2) double loop: the segment's valid
-    values are sorted in a scratch buffer (allocated once per call) and each item's rank is
-    the lower bound of its value, so equal values share a rank. The sort is written out here
-    rather than taken from ``np.argsort``: NumPy's sorts cost seconds to compile cold."""
+    (value, row) pairs are sorted by value in scratch buffers allocated once per call, and
+    walking the sorted run gives each row the index of its run of equal values. The sort is
+    written out here rather than taken from ``np.argsort``: NumPy's sorts cost seconds to
+    compile cold."""
     n = values.shape[0]
     out = np.zeros(n, dtype=np.float64)
     n_seg = offsets.shape[0] - 1
@@ -26,58 +27,58 @@ def rank_scores(values, valid, offsets):
     for s in range(n_seg):
         if offsets[s + 1] - offsets[s] > max_m:
             max_m = offsets[s + 1] - offsets[s]
-    buf = np.empty(max_m, dtype=values.dtype)
-    tmp = np.empty(max_m, dtype=values.dtype)
+    key = np.empty(max_m, dtype=values.dtype)
+    row = np.empty(max_m, dtype=np.int64)
+    key2 = np.empty(max_m, dtype=values.dtype)
+    row2 = np.empty(max_m, dtype=np.int64)
     for s in range(n_seg):
         lo = offsets[s]
         hi = offsets[s + 1]
         count = 0
-        last = lo
         for i in range(lo, hi):
             if valid[i]:
-                buf[count] = values[i]
+                key[count] = values[i]
+                row[count] = i
                 count += 1
-                last = i
         if count == 0:
             continue
         if count == 1:
-            out[last] = 1.0
+            out[row[0]] = 1.0
             continue
-        _sort_prefix(buf, tmp, count)
+        _sort_pairs(key, row, key2, row2, count)
         denom = np.float64(count - 1)
-        for i in range(lo, hi):
-            if valid[i]:
-                v = values[i]
-                a = 0
-                b = count
-                while a < b:  # lower bound: how many sorted values are < v
-                    mid = (a + b) >> 1
-                    if buf[mid] < v:
-                        a = mid + 1
-                    else:
-                        b = mid
-                out[i] = np.float64(a) / denom
+        rank = 0
+        for j in range(count):
+            if j > 0 and key[j] != key[j - 1]:
+                rank = j
+            out[row[j]] = np.float64(rank) / denom
     return out
 
 
 @jit
-def _sort_prefix(buf, tmp, count):
-    """Sort ``buf[:count]`` ascending in place (``tmp`` is scratch of the same length):
-    insertion sort on runs of 16, then bottom-up merges."""
+def _sort_pairs(key, row, key2, row2, count):
+    """Sort ``key[:count]`` ascending in place, carrying ``row`` along (``key2``/``row2`` are
+    scratch of the same length): insertion sort on runs of 16, then bottom-up merges."""
     run = 16
     for start in range(0, count, run):
         end = min(start + run, count)
         for i in range(start + 1, end):
-            v = buf[i]
+            k = key[i]
+            r = row[i]
             j = i - 1
-            while j >= start and buf[j] > v:
-                buf[j + 1] = buf[j]
+            while j >= start and key[j] > k:
+                key[j + 1] = key[j]
+                row[j + 1] = row[j]
                 j -= 1
-            buf[j + 1] = v
-    src = buf
-    dst = tmp
+            key[j + 1] = k
+            row[j + 1] = r
     width = run
+    flipped = False
     while width < count:
+        if flipped:
+            sk, sr, dk, dr = key2, row2, key, row
+        else:
+            sk, sr, dk, dr = key, row, key2, row2
         for left in range(0, count, 2 * width):
             mid = min(left + width, count)
             right = min(left + 2 * width, count)
@@ -85,26 +86,31 @@ def _sort_prefix(buf, tmp, count):
             j = mid
             k = left
             while i < mid and j < right:
-                if src[j] < src[i]:
-                    dst[k] = src[j]
+                if sk[j] < sk[i]:
+                    dk[k] = sk[j]
+                    dr[k] = sr[j]
                     j += 1
                 else:
-                    dst[k] = src[i]
+                    dk[k] = sk[i]
+                    dr[k] = sr[i]
                     i += 1
                 k += 1
             while i < mid:
-                dst[k] = src[i]
+                dk[k] = sk[i]
+                dr[k] = sr[i]
                 i += 1
                 k += 1
             while j < right:
-                dst[k] = src[j]
+                dk[k] = sk[j]
+                dr[k] = sr[j]
                 j += 1
                 k += 1
-        src, dst = dst, src
+        flipped = not flipped
         width *= 2
-    if src is not buf:
+    if flipped:
         for i in range(count):
-            buf[i] = src[i]
+            key[i] = key2[i]
+            row[i] = row2[i]
 
 
 @jit
