@@ -133,8 +133,10 @@ def test_corpus_linearity():
     The check uses the thread's CPU time (every scorer runs on the calling thread): on a
     loaded machine a 1 ms call usually runs inside one time slice while a 100 ms call is
     preempted many times, so wall-clock per-item time grows with N even for a linear loop.
-    Wall-clock medians are printed beside it. Fails if the largest size costs more than 2.5x
-    CPU per item what the smallest does (memory-hierarchy effects stay well below that)."""
+    Wall-clock medians are printed beside it. Fails if the largest size costs more than 4x CPU
+    per item what the smallest does: the smallest corpus fits in cache and the largest does not
+    (up to ~2.5x per item for plain NumPy passes), while a cost in sets x vocabulary or in
+    items^2 grows 10x per item for each 10x in N."""
     cpu, wall = {}, {}
     for n in CORPUS_SIZES:
         table, cls = corpus(n)
@@ -150,6 +152,6 @@ def test_corpus_linearity():
         ratio = row[-1] / row[0]
         print(f"{name:<16}{'':<5}" + "".join(f"{v:11.1f}" for v in row) + f"  {'':<6}"
               + "".join(f"{wall[name, n]:11.1f}" for n in CORPUS_SIZES) + f"  {ratio:.2f}")
-        if ratio > 2.5:
+        if ratio > 4.0:
             bad.append((name, ratio))
     assert not bad, bad

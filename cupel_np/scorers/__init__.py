@@ -86,9 +86,11 @@ def _evaluate(scorer: Scorer, ctx: ScoreContext) -> np.ndarray:
         return kernels.rank_scores(as_input(t.priority[rows], I64), as_input(t.priority_valid[rows], B1),
                                    as_input(ctx.offsets, I64))
     if isinstance(scorer, ReflexiveScorer):
-        h = t.hint[rows]
+        h = t.hint[rows]  # a fresh copy: clipped and masked in place
         ok = t.hint_valid[rows] & np.isfinite(h)
-        return np.where(ok, np.clip(h, 0.0, 1.0), 0.0)
+        np.clip(h, 0.0, 1.0, out=h)
+        h[~ok] = 0.0
+        return h
     if isinstance(scorer, KindScorer):
         w = scorer.effective_weights()
         lut = np.array([w.get(k, 0.0) for k in t.kind_vocab] + [0.0], dtype=np.float64)
@@ -114,9 +116,10 @@ def _evaluate(scorer: Scorer, ctx: ScoreContext) -> np.ndarray:
         return kernels.scaled_scores(as_input(ctx.score(scorer.inner), F64), as_input(ctx.offsets, I64))
     if isinstance(scorer, MetadataTrustScorer):
         vals, ok = t.trust_values()
-        v = vals[rows]
-        good = ok[rows]
-        return np.where(good, np.clip(np.where(good, v, 0.0), 0.0, 1.0), scorer.default_score)
+        v = vals[rows]  # a fresh copy: clipped and masked in place
+        np.clip(v, 0.0, 1.0, out=v)
+        v[~ok[rows]] = scorer.default_score
+        return v
     if isinstance(scorer, MetadataKeyScorer):
         import pyarrow.compute as pc
 
