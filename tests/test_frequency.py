@@ -105,7 +105,8 @@ def _big_set(rng, m):
     than that is held as a bitset.
       - 'common' on ~85% of items (dense), 'Mid0'..'mid3' on ~15% each (dense), 'r0'.. rare;
       - an item with common + a mid tag has rest (mid list) > words * 3: bitset union;
-      - an item with common + rare tags walks the rare lists with bitset membership of t*;
+      - an item with common + a 'pair' tag (a list of 1-2 items) walks it with bitset
+        membership of t* (STAMP_COST x 2 entries < the bitset's words);
       - an item with rare tags only walks them with a scan of each peer's tags;
       - an item with one distinct tag (possibly repeated, possibly case-varied) is O(1);
       - about 8% of items have no tag."""
@@ -123,6 +124,8 @@ def _big_set(rng, m):
                     tags.append(f"{'M' if rng.random() < 0.5 else 'm'}id{j}")
             for _ in range(int(rng.integers(0, 3))):
                 tags.append(f"r{int(rng.integers(0, m // 8))}")
+            if rng.random() < 0.3:
+                tags.append(f"pair{len(tag_lists) // 2}")  # a list of 1-2 items: the stamp walk
             if tags and rng.random() < 0.2:
                 tags.append(tags[int(rng.integers(0, len(tags)))])  # repeated on one item
         tag_lists.append(tags)

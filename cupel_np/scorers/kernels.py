@@ -146,6 +146,11 @@ def _popcount64(x):
     return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
 
 
+#: cost of walking one posting-list entry with the stamp array, in bitset words OR-ed and
+#: counted (random access vs vectorized streaming; measured on the 200k Zipf benchmark)
+STAMP_COST = 8
+
+
 @jit
 def frequency_scores(tag_offsets, tag_ids, n_tags, offsets):
     """FrequencyScorer: share of the other items in the segment that have at least one
@@ -262,7 +267,7 @@ def frequency_scores(tag_offsets, tag_ids, n_tags, offsets):
                         if dense_slot[t] >= 0:
                             n_other_dense += 1
                 db = dense_slot[best]
-                if db >= 0 and n_other_dense > 0 and rest > words * (n_other_dense + 2):
+                if db >= 0 and STAMP_COST * rest > words * (n_other_dense + 2):
                     # bitsets pay: OR the dense lists, set the sparse ones, count by words
                     for w in range(words):
                         work[w] = bits[db, w]
