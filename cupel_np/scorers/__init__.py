@@ -97,7 +97,7 @@ def _evaluate(scorer: Scorer, ctx: ScoreContext) -> np.ndarray:
         return lut[t.kind_id[rows]] if len(rows) else np.zeros(0)
     if isinstance(scorer, TagScorer):
         weights, total = scorer.effective_weights()
-        lut = np.full(len(t.tag_vocab) + 1, -1.0, dtype=np.float64)
+        lut = np.full(t.n_raw_tags + 1, -1.0, dtype=np.float64)
         for tag, w in weights.items():
             i = t.tag_id_for(tag)
             if i >= 0:
