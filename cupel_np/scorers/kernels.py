@@ -143,7 +143,11 @@ def _popcount64(x):
     x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
     x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
     x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
+    # byte sums by shifts, not a wrapping multiply: also valid as plain (NumPy) Python
+    x = x + (x >> np.uint64(8))
+    x = x + (x >> np.uint64(16))
+    x = x + (x >> np.uint64(32))
+    return x & np.uint64(0x7F)
 
 
 #: cost of walking one posting-list entry with the stamp array, in bitset words OR-ed and
@@ -291,10 +295,10 @@ def frequency_scores(tag_offsets, tag_ids, n_tags, offsets):
                 if db >= 0 and STAMP_COST * rest > words * (n_other_dense + 2):
                     # bitsets pay: OR the dense lists, set the sparse ones, count by words;
                     # items with the same tag set share the answer (memo by sorted tags)
-                    h = np.uint64(14695981039346656037)
+                    h = 0  # polynomial hash mod 2^31 - 1: never overflows int64 (valid plain Python)
                     for p in range(a, b):
-                        h = (h ^ np.uint64(utag[p])) * np.uint64(1099511628211)
-                    slot = np.int64(h & np.uint64(cap - 1))
+                        h = (h * 1000003 + utag[p] + 1) % 2147483647
+                    slot = h & (cap - 1)
                     hit = -1
                     while memo_item[slot] >= 0:
                         r2 = memo_item[slot]
