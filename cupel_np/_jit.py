@@ -1,18 +1,81 @@
-"""The project's single jit spelling.
+"""The project's single jit spelling, and the boundary rules that keep cold start cheap.
 
 Every kernel is compiled ``nopython`` (object mode can never be reached: numba.njit raises
 instead of falling back), ``nogil`` and ``cache=True`` so the compile cost is paid once per
 machine. No ``fastmath``: results must agree with the spec to 1e-9 and NaN ordering matters.
 ``NUMBA_DISABLE_JIT=1`` runs the same functions as plain Python (the test suite uses it).
+
+Compile cost (a cold ``cupel-np demo`` is almost all compilation) grows with every distinct
+specialization, and Numba specializes on more than the dtype:
+
+* an int32 and an int64 array, a read-only (Arrow-backed or cached) and a writable array, a
+  C-contiguous and a strided one are different types: each compiles the kernel again. Public
+  wrappers pass kernel inputs through :func:`as_input` (one dtype, C order, read-only view;
+  zero-copy when the array is already right) so a kernel sees one type per argument.
+* a constant passed from one kernel to another (``f(x, 0)``, and even a variable that starts
+  as ``k = 0`` while type inference is still iterating) is typed ``Literal[int](0)`` and would
+  compile ``f`` a second time next to its ``int64`` version. :func:`jit` makes every project
+  kernel type its arguments without literal values when called from another kernel, so a
+  kernel compiles once per argument *type*.
+* NumPy functions inside kernels compile their own implementations: ``np.partition`` pulls
+  in ``np.unique``, ``np.sort`` and a quicksort (seconds, cold); a short written-out loop is
+  often both cheaper to compile and faster.
+
+:func:`specializations` lists what has been compiled in this process (the cold-start
+benchmark prints it) so a duplicate shows up as a kernel with two signatures.
 """
 
 from __future__ import annotations
 
 import numba
+import numpy as np
+from numba.core import types as nbtypes
 
 JIT_OPTIONS = {"nogil": True, "cache": True, "fastmath": False}
+
+#: every dispatcher made by :func:`jit`, in definition order
+KERNELS: list = []
 
 
 def jit(fn):
     """Decorate a kernel: nopython, nogil, cached, no fastmath."""
-    return numba.njit(**JIT_OPTIONS)(fn)
+    d = numba.njit(**JIT_OPTIONS)(fn)
+    if hasattr(d, "get_call_template"):  # absent under NUMBA_DISABLE_JIT=1
+        _type_calls_without_literals(d)
+    KERNELS.append(d)
+    return d
+
+
+def _type_calls_without_literals(d) -> None:
+    """When another kernel calls ``d``, Numba asks ``d.get_call_template(arg_types, ...)`` and
+    compiles ``d`` for exactly those types, literal constants included. Strip the literal
+    values first (``Literal[int](0)`` -> ``int64``): one specialization serves every call."""
+    resolve = d.get_call_template
+
+    def get_call_template(args, kws):
+        return resolve(tuple(nbtypes.unliteral(a) for a in args),
+                       {k: nbtypes.unliteral(v) for k, v in kws.items()})
+
+    d.get_call_template = get_call_template
+
+
+def as_input(a, dtype) -> np.ndarray:
+    """``a`` as a C-contiguous array of ``dtype``, returned as a read-only view, for a kernel
+    argument the kernel only reads. Zero-copy when ``a`` already has that dtype and layout
+    (read-only or not), so every caller hands the kernel the same Numba type."""
+    a = np.ascontiguousarray(a, dtype=dtype)
+    if a.flags.writeable:
+        a = a.view()
+        a.setflags(write=False)
+    return a
+
+
+def specializations() -> dict[str, list[str]]:
+    """``module.function -> [signature, ...]`` for every project kernel compiled (or loaded
+    from the cache) in this process."""
+    out = {}
+    for d in KERNELS:
+        sigs = [str(s) for s in getattr(d, "signatures", ())]
+        if sigs:
+            out[f"{d.py_func.__module__}.{d.py_func.__qualname__}"] = sigs
+    return out

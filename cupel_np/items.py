@@ -406,17 +406,20 @@ class ItemTable:
     @cached_property
     def _raw_tags(self):
         raw = pc.dictionary_encode(self.tags.flatten())
-        vocab = raw.dictionary.to_pylist()
-        return raw.indices.to_numpy(zero_copy_only=False).astype(np.int64), vocab, {k: i for i, k in enumerate(vocab)}
+        return raw.indices.to_numpy(zero_copy_only=False).astype(np.int64), raw.dictionary
 
     @property
     def tag_raw_id(self) -> np.ndarray:
         """Exact (case-sensitive) tag ids, CSR by ``tag_offsets``."""
         return self._raw_tags[0]
 
-    @property
+    @cached_property
     def tag_vocab(self) -> list[str]:
-        return self._raw_tags[1]
+        return self._raw_tags[1].to_pylist()
+
+    @property
+    def n_raw_tags(self) -> int:
+        return len(self._raw_tags[1])
 
     @cached_property
     def _fold_tags(self):
@@ -438,7 +441,8 @@ class ItemTable:
         return self._kind_index.get(ascii_fold(kind), -1)
 
     def tag_id_for(self, tag: str) -> int:
-        return self._raw_tags[2].get(tag, -1)
+        # a scan in Arrow, not a Python dict over the whole vocabulary (O(V) Python per table)
+        return pc.index(self._raw_tags[1], tag).as_py()
 
     def metadata_values(self, key: str) -> pa.Array:
         """Per row the metadata value at ``key`` (null where absent)."""

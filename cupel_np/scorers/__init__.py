@@ -26,7 +26,10 @@ from ..policy import (
     TagScorer,
     WindowCurve,
 )
+from .._jit import as_input
 from . import kernels
+
+I64, F64, B1 = np.int64, np.float64, np.bool_
 
 
 class ScoreContext:
@@ -52,18 +55,24 @@ class ScoreContext:
         """CSR (offsets, ids) of the scoreable rows' tags; ``which`` = "raw" or "fold"."""
         if which not in self._tags:
             t = self.table
-            starts = t.tag_offsets[self.rows]
-            ends = t.tag_offsets[self.rows + 1]
-            lens = ends - starts
-            offs = np.zeros(len(self.rows) + 1, dtype=np.int64)
-            np.cumsum(lens, out=offs[1:])
             src = t.tag_raw_id if which == "raw" else t.tag_fold_id
+            rows = self.rows
+            n = len(rows)
+            if n == t.n and (n == 0 or (rows[0] == 0 and rows[-1] == n - 1 and np.all(np.diff(rows) == 1))):
+                # every row, in table order: the table's own CSR, no gather
+                self._tags[which] = (as_input(t.tag_offsets, I64), as_input(src, I64))
+                return self._tags[which]
+            starts = t.tag_offsets[rows]
+            ends = t.tag_offsets[rows + 1]
+            lens = ends - starts
+            offs = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(lens, out=offs[1:])
             if offs[-1]:
                 take = np.repeat(starts - offs[:-1], lens) + np.arange(offs[-1])
                 ids = src[take]
             else:
                 ids = np.zeros(0, dtype=np.int64)
-            self._tags[which] = (offs, ids)
+            self._tags[which] = (as_input(offs, I64), as_input(ids, I64))
         return self._tags[which]
 
 
@@ -71,41 +80,46 @@ def _evaluate(scorer: Scorer, ctx: ScoreContext) -> np.ndarray:
     t = ctx.table
     rows = ctx.rows
     if isinstance(scorer, RecencyScorer):
-        return kernels.rank_scores(t.timestamp[rows], t.timestamp_valid[rows], ctx.offsets)
+        return kernels.rank_scores(as_input(t.timestamp[rows], I64), as_input(t.timestamp_valid[rows], B1),
+                                   as_input(ctx.offsets, I64))
     if isinstance(scorer, PriorityScorer):
-        return kernels.rank_scores(t.priority[rows], t.priority_valid[rows], ctx.offsets)
+        return kernels.rank_scores(as_input(t.priority[rows], I64), as_input(t.priority_valid[rows], B1),
+                                   as_input(ctx.offsets, I64))
     if isinstance(scorer, ReflexiveScorer):
-        h = t.hint[rows]
+        h = t.hint[rows]  # a fresh copy: clipped and masked in place
         ok = t.hint_valid[rows] & np.isfinite(h)
-        return np.where(ok, np.clip(h, 0.0, 1.0), 0.0)
+        np.clip(h, 0.0, 1.0, out=h)
+        h[~ok] = 0.0
+        return h
     if isinstance(scorer, KindScorer):
         w = scorer.effective_weights()
         lut = np.array([w.get(k, 0.0) for k in t.kind_vocab] + [0.0], dtype=np.float64)
         return lut[t.kind_id[rows]] if len(rows) else np.zeros(0)
     if isinstance(scorer, TagScorer):
         weights, total = scorer.effective_weights()
-        lut = np.full(len(t.tag_vocab) + 1, -1.0, dtype=np.float64)
+        lut = np.full(t.n_raw_tags + 1, -1.0, dtype=np.float64)
         for tag, w in weights.items():
             i = t.tag_id_for(tag)
             if i >= 0:
                 lut[i] = w
         offs, ids = ctx.tags("raw")
-        return kernels.tag_scores(offs, ids, lut, float(total))
+        return kernels.tag_scores(offs, ids, as_input(lut, F64), float(total))
     if isinstance(scorer, FrequencyScorer):
         offs, ids = ctx.tags("fold")
-        return kernels.frequency_scores(offs, ids, int(t.n_fold_tags), ctx.offsets)
+        return kernels.frequency_scores(offs, ids, int(t.n_fold_tags), as_input(ctx.offsets, I64))
     if isinstance(scorer, CompositeScorer):
         cols = np.empty((len(rows), len(scorer.entries)), dtype=np.float64)
         for j, (child, _) in enumerate(scorer.entries):
             cols[:, j] = ctx.score(child)
-        return kernels.weighted_sum(cols, np.array(scorer.normalized_weights(), dtype=np.float64))
+        return kernels.weighted_sum(as_input(cols, F64), as_input(scorer.normalized_weights(), F64))
     if isinstance(scorer, ScaledScorer):
-        return kernels.scaled_scores(ctx.score(scorer.inner), ctx.offsets)
+        return kernels.scaled_scores(as_input(ctx.score(scorer.inner), F64), as_input(ctx.offsets, I64))
     if isinstance(scorer, MetadataTrustScorer):
         vals, ok = t.trust_values()
-        v = vals[rows]
-        good = ok[rows]
-        return np.where(good, np.clip(np.where(good, v, 0.0), 0.0, 1.0), scorer.default_score)
+        v = vals[rows]  # a fresh copy: clipped and masked in place
+        np.clip(v, 0.0, 1.0, out=v)
+        v[~ok[rows]] = scorer.default_score
+        return v
     if isinstance(scorer, MetadataKeyScorer):
         import pyarrow.compute as pc
 
@@ -132,8 +146,9 @@ def _evaluate(scorer: Scorer, ctx: ScoreContext) -> np.ndarray:
         else:  # pragma: no cover - Policy validation makes this unreachable
             raise TypeError(curve)
         return kernels.decay_scores(
-            t.timestamp[rows], t.timestamp_valid[rows], np.int64(ref), float(t.units_per_second),
-            code, float(half), ages, scores, float(scorer.null_timestamp_score),
+            as_input(t.timestamp[rows], I64), as_input(t.timestamp_valid[rows], B1), np.int64(ref),
+            float(t.units_per_second), int(code), float(half), as_input(ages, F64), as_input(scores, F64),
+            float(scorer.null_timestamp_score),
         )
     raise TypeError(f"unsupported scorer spec: {scorer!r}")
 

@@ -1,0 +1,112 @@
+"""Cold start of ``cupel-np demo`` (issue 8): a fresh process with an EMPTY kernel cache (install
+already done), then a second, warm run on the same cache. Targets: cold <= 15 s, warm <= 3 s.
+
+    .venv/bin/python -m pytest benchmarks/test_cold_start.py -s
+
+Wall time is what a user waits; the process's CPU time (user + sys of the child) is printed
+beside it and is what the targets are checked against, because on a shared machine wall time
+mostly measures the other processes. ``test_compile_profile`` says where the cold time goes:
+compile seconds per project kernel and per NumPy/Numba implementation it pulls in, and every
+kernel compiled for more than one signature (each extra signature is a full extra compile).
+"""
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COLD_CPU_TARGET = 15.0
+WARM_CPU_TARGET = 3.0
+
+
+def _run(args, cache_dir, **kw):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir))
+    env.pop("NUMBA_DISABLE_JIT", None)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=900, **kw)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, proc.stdout
+
+
+def test_demo_cold_and_warm():
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as out:
+        demo = ["-m", "cupel_np", "demo", "--quiet", "--out", out]
+        cold_wall, cold_cpu, _ = _run(demo, cache)
+        n_files = sum(1 for p in Path(cache).rglob("*") if p.suffix in (".nbi", ".nbc"))
+        warm_wall, warm_cpu, _ = _run(demo, cache)
+    print(f"\ncupel-np demo, empty kernel cache: wall {cold_wall:.1f} s, CPU {cold_cpu:.1f} s "
+          f"(target {COLD_CPU_TARGET:g} s); {n_files} cache files written")
+    print(f"cupel-np demo, warm cache:        wall {warm_wall:.1f} s, CPU {warm_cpu:.1f} s "
+          f"(target {WARM_CPU_TARGET:g} s)")
+    assert n_files > 0  # the cold run really compiled into the empty cache
+    assert cold_cpu <= COLD_CPU_TARGET and warm_cpu <= WARM_CPU_TARGET, (cold_cpu, warm_cpu)
+
+
+PROFILE_SCRIPT = r"""
+import collections, json, sys, tempfile, time
+from numba.core import dispatcher
+
+orig = dispatcher.Dispatcher.compile
+stack = []
+exclusive = collections.defaultdict(float)
+calls = collections.Counter()
+
+
+def timed_compile(self, sig):
+    name = self.py_func.__module__ + "." + self.py_func.__qualname__
+    t0 = time.process_time()
+    stack.append(0.0)
+    try:
+        return orig(self, sig)
+    finally:
+        child = stack.pop()
+        dt = time.process_time() - t0
+        if stack:
+            stack[-1] += dt
+        exclusive[name] += dt - child
+        calls[name] += 1
+
+
+dispatcher.Dispatcher.compile = timed_compile
+c0 = time.process_time()
+from cupel_np import cli
+from cupel_np._jit import specializations
+
+cli.main(["demo", "--quiet", "--out", tempfile.mkdtemp()])
+total = time.process_time() - c0
+print(json.dumps({"total_cpu": total, "exclusive": exclusive, "specializations": specializations()}))
+"""
+
+
+def test_compile_profile():
+    """Compile seconds (process CPU, exclusive of nested compiles) of a cold demo, by kernel."""
+    with tempfile.TemporaryDirectory() as cache:
+        _, _, stdout = _run(["-c", PROFILE_SCRIPT], cache)
+    prof = json.loads(stdout.strip().splitlines()[-1])
+    exclusive = prof["exclusive"]
+    compile_total = sum(exclusive.values())
+    ours = {k: v for k, v in exclusive.items() if k.startswith("cupel_np.")}
+    print(f"\ncold demo in-process: {prof['total_cpu']:.1f} s CPU, of which compiling {compile_total:.1f} s "
+          f"({sum(ours.values()):.1f} s in project kernels' own code, the rest in NumPy/Numba "
+          "implementations they call)")
+    for name, sec in sorted(exclusive.items(), key=lambda kv: -kv[1])[:30]:
+        sigs = prof["specializations"].get(name)
+        extra = f"  [{len(sigs)} signatures]" if sigs and len(sigs) > 1 else ""
+        print(f"  {sec:6.2f} s  {name}{extra}")
+    multi = {k: v for k, v in prof["specializations"].items() if len(v) > 1}
+    for name, sigs in multi.items():
+        print(f"  compiled {len(sigs)}x: {name}")
+        for s in sigs:
+            print(f"      {s}")
+    assert ours and compile_total <= prof["total_cpu"]
+    assert compile_total >= 0.5 * prof["total_cpu"]  # a cold start is mostly compilation
