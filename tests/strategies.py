@@ -90,8 +90,9 @@ METADATA_VALUES = ["x", "X", "0.5", "", "yes"]
 
 
 # ---------------------------------------------------------------------------
-# Items
+# Helpers
 # ---------------------------------------------------------------------------
+
 
 def _weighted(*pairs):
     """A weighted choice of strategies: ``_weighted((3, a), (1, b))`` picks a about 3x as
@@ -104,6 +105,10 @@ def _uniform(lo, hi):
     """Integers spread evenly over [lo, hi] (st.integers favours the ends)."""
     return st.sampled_from(range(lo, hi + 1))
 
+
+# ---------------------------------------------------------------------------
+# Items
+# ---------------------------------------------------------------------------
 
 tokens_st = _weighted(
     (6, _uniform(0, 40)),
@@ -133,9 +138,12 @@ BLANK_KINDS = [" ", "\t\n", "\u2003", "\u0085", "\u3000 "]
 
 
 @st.composite
-def item_dicts(draw, extreme_timestamps=True, blank_kinds=False, tokens=tokens_st):
+def item_dicts(draw, extreme_timestamps=True, blank_kinds=False, tokens=tokens_st, kinds=None):
+    """One item. ``kinds``: draw the kind from these only (and always set it)."""
     item = {"content": draw(st.sampled_from(CONTENTS)), "tokens": draw(tokens)}
-    if draw(st.integers(0, 5)):
+    if kinds:
+        item["kind"] = draw(st.sampled_from(kinds))
+    elif draw(st.integers(0, 5)):
         item["kind"] = draw(st.sampled_from(KINDS))
     if blank_kinds and draw(st.integers(0, 59)) == 31:
         item["kind"] = draw(st.sampled_from(BLANK_KINDS))
@@ -167,12 +175,16 @@ def item_dicts(draw, extreme_timestamps=True, blank_kinds=False, tokens=tokens_s
 
 
 def item_lists(max_size=12, min_size=0, extreme_timestamps=True, blank_kinds=False,
-               tokens=tokens_st):
+               tokens=tokens_st, kinds=None):
     # draw the length first: plain st.lists favours very short lists
     return st.integers(min_size, max_size).flatmap(
-        lambda n: st.lists(item_dicts(extreme_timestamps, blank_kinds, tokens),
+        lambda n: st.lists(item_dicts(extreme_timestamps, blank_kinds, tokens, kinds),
                            min_size=n, max_size=n)
     )
+
+
+# a few kinds only: per-kind counts grow, so caps bind and quota partitions hold several items
+kind_subsets = st.lists(st.sampled_from(KINDS), min_size=1, max_size=3)
 
 
 # ---------------------------------------------------------------------------
@@ -180,12 +192,17 @@ def item_lists(max_size=12, min_size=0, extreme_timestamps=True, blank_kinds=Fal
 # ---------------------------------------------------------------------------
 
 
+def _fold(text):
+    """ASCII case folding ('A'-'Z' only), as the spec compares kinds."""
+    return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in text)
+
+
 def _unique_fold(kinds):
     """Drop kinds that repeat another kind up to ASCII case."""
     seen = set()
     out = []
     for kind in kinds:
-        folded = "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in kind)
+        folded = _fold(kind)
         if folded not in seen:
             seen.add(folded)
             out.append(kind)
@@ -316,8 +333,9 @@ def metadata_key_scorers(draw):
     return {
         "type": "metadata_key",
         "key": draw(st.sampled_from(METADATA_KEYS)),
-        "value": draw(st.one_of(st.sampled_from(METADATA_VALUES), st.sampled_from(TRUST_VALUES[:5]))),
-        "boost": draw(_weighted((3, st.sampled_from([2.0, 0.5, 1.0, 3])), (3, st.floats(0.01, 5.0)),
+        "value": draw(st.sampled_from(METADATA_VALUES + TRUST_VALUES[:5])),
+        "boost": draw(_weighted((3, st.sampled_from([2.0, 0.5, 1.0, 3])),
+                                (3, st.floats(0.01, 5.0)),
                                 (1, st.sampled_from(HUGE_SCORES)))),
     }
 
@@ -580,11 +598,11 @@ SET_KEYS = ["conv-0", "conv-1", "conv-2", "conv-3", "conv-4"]
 
 
 @st.composite
-def item_sets(draw, max_sets=4, max_items=12, tokens=tokens_st):
+def item_sets(draw, max_sets=4, max_items=12, tokens=tokens_st, kinds=None):
     """(list of per-set item lists, interleaving) -- ``interleaving`` is a list of
     (set index, position in set) in the order the rows appear in the combined input."""
     n_sets = draw(st.integers(1, max_sets))
-    sets = [draw(item_lists(max_size=max_items, min_size=1, tokens=tokens))
+    sets = [draw(item_lists(max_size=max_items, min_size=1, tokens=tokens, kinds=kinds))
             for _ in range(n_sets)]
     labels = [(s, k) for s, items in enumerate(sets) for k in range(len(items))]
     order = draw(st.permutations(labels))
@@ -624,18 +642,155 @@ def _kinds_of(items):
     return tuple(sorted({d.get("kind", "Message") for d in items}))
 
 
+def _drop_timestamps(items):
+    return [{k: v for k, v in d.items() if k != "timestamp"} for d in items]
+
+
+@st.composite
+def overflow_cases(draw, extreme_timestamps=True):
+    """(items, budget, config) where a count-quota slicer's phase 1 commits more tokens than
+    the target, so the Place stage overflows; tokens are multiples of 5, so the truncation
+    walk often fills the target exactly before it drops the rest."""
+    kinds = draw(st.lists(st.sampled_from(KINDS), min_size=1, max_size=2))
+    target = draw(st.sampled_from([15, 20, 25, 30, 40, 50]))
+    budget = {"max_tokens": target + draw(st.sampled_from([0, 10, 100])),
+              "target_tokens": target}
+    tokens = st.sampled_from([0, 5, 5, 10, 10, 15, 20, 25])
+    items = draw(item_lists(min_size=2, max_size=8, extreme_timestamps=extreme_timestamps,
+                            tokens=tokens, kinds=kinds))
+    if draw(st.booleans()):
+        items = _drop_timestamps(items)
+    config = draw(configs(kinds=tuple(kinds)))
+    config["slicer"] = draw(st.sampled_from(["count_quota", "count_constrained_knapsack"]))
+    config["bucket_size"] = draw(st.sampled_from([1, 5]))
+    config.pop("inner_slicer", None)
+    entries = []
+    for kind in _unique_fold(kinds):
+        present = sum(1 for d in items if _fold(d["kind"]) == _fold(kind))
+        require = draw(_weighted((3, st.just(present)), (1, st.integers(0, present))))
+        entries.append({"kind": kind, "require_count": require,
+                        "cap_count": require + draw(st.integers(0, 2))})
+    config["entries"] = entries
+    config["overflow_strategy"] = draw(
+        st.sampled_from(["truncate", "truncate", "truncate", "proceed", "throw"]))
+    return items, budget, config
+
+
+@st.composite
+def slicer_focus_cases(draw, slicer, extreme_timestamps=True):
+    """(items, budget, config) aimed at one slicer: a few kinds with several items each (so
+    count caps bind, count_constrained_knapsack re-sorts several phase-2 picks and quota
+    partitions hold several items) and often no timestamps, so the placed order shows the
+    slicer's output order. greedy: many equal densities with different scores; knapsack:
+    scores far above 1."""
+    kinds = draw(st.lists(st.sampled_from(KINDS), min_size=2, max_size=3))
+    budget = draw(budgets())
+    tokens = _weighted((3, tokens_st), (1, tokens_near(budget)))
+    if slicer == "greedy":
+        # sizes in ratio 1:2:4 and scores 1 or 2 (below): many equal densities with
+        # different scores, and several zero-token items (density "infinite")
+        tokens = st.sampled_from([0, 0, 5, 10, 10, 20, 20, 40])
+    items = draw(item_lists(min_size=5, extreme_timestamps=extreme_timestamps,
+                            tokens=tokens, kinds=kinds))
+    if draw(st.integers(0, 2)):
+        items = _drop_timestamps(items)
+    config = draw(configs(kinds=tuple(kinds)))
+    if draw(st.integers(0, 2)):
+        config["placer"] = "chronological"  # with no timestamps: placed order = slicer order
+    for key in ("slicer", "bucket_size", "inner_slicer", "quotas", "entries",
+                "scarcity_behavior"):
+        config.pop(key, None)
+    if draw(st.booleans()):
+        # a scorer that gives every item a positive score, so knapsack values are not all 0
+        config["scorers"] = config["scorers"] + [{"type": "metadata_trust", "weight": 0.5}]
+    if slicer == "greedy":
+        config["slicer"] = "greedy"
+        if draw(st.integers(0, 2)):
+            config["scorers"] = [{"type": "metadata_key", "key": "src", "value": "x",
+                                  "boost": 2.0}]
+            marks = draw(st.lists(st.booleans(), min_size=len(items), max_size=len(items)))
+            items = [dict(d, metadata={"src": "x"}) if mark else d
+                     for d, mark in zip(items, marks)]
+    elif slicer == "knapsack":
+        config.update(slicer="knapsack", bucket_size=draw(bucket_sizes))
+        if draw(st.booleans()):
+            # kinds worth 1.1e11..7.5e11: knapsack values 1.1e15..7.5e15 that must stay exact
+            # (one 2e11 item against two 1.1e11 ones is decided by them)
+            config["bucket_size"] = draw(st.sampled_from([1, 2, 5]))
+            values = draw(st.permutations([2e11, 1.5e11, 1.1e11, 7.5e11]))
+            config["scorers"] = [{"type": "kind", "weights": dict(zip(_unique_fold(kinds),
+                                                                      values))}]
+    elif slicer == "quota":
+        config.update(slicer="quota", quotas=draw(quota_lists(tuple(kinds))))
+        if draw(st.booleans()):
+            config.update(inner_slicer="knapsack", bucket_size=draw(bucket_sizes))
+    else:
+        config["slicer"] = slicer
+        config["entries"] = [
+            {"kind": kind, "require_count": require,
+             "cap_count": require + draw(st.integers(0, 2))}
+            for kind in _unique_fold(kinds)
+            for require in [draw(st.integers(0, 2))]
+        ]
+        if slicer == "count_constrained_knapsack":
+            config["bucket_size"] = draw(bucket_sizes)
+        if draw(st.integers(0, 3)) == 0:
+            config["scarcity_behavior"] = "throw"
+    return items, budget, config
+
+
+@st.composite
+def pinned_cases(draw, extreme_timestamps=True):
+    """(items, budget, config) with pinned items and an output reserve, and unpinned items
+    sized around target - output_reserve: the PinnedOverride rule's edges."""
+    target = draw(_uniform(20, 200))
+    reserve = draw(_uniform(1, target))
+    budget = {"max_tokens": target + draw(st.sampled_from([0, 5, 50])),
+              "target_tokens": target, "output_reserve": reserve}
+    limit = target - reserve
+    sizes = sorted({m for m in (limit - 1, limit, limit + 1, target - 1, target, target + 1)
+                    if m >= 0})
+    pinned = draw(item_lists(min_size=1, max_size=2, extreme_timestamps=extreme_timestamps,
+                             tokens=_uniform(0, max(0, min(limit, 15)))))
+    pinned = [dict(d, pinned=True) for d in pinned]
+    others = draw(item_lists(min_size=1, max_size=8, extreme_timestamps=extreme_timestamps,
+                             tokens=_weighted((1, tokens_st), (2, st.sampled_from(sizes)))))
+    others = [dict(d, pinned=False) for d in others]
+    items = draw(st.permutations(pinned + others))
+    return items, budget, draw(configs(kinds=_kinds_of(items)))
+
+
+FOCUS_CASES = ("pinned", "overflow", "greedy", "knapsack", "quota", "count_quota",
+               "count_constrained_knapsack")
+
+
+def focused_cases(focus, extreme_timestamps=True):
+    """(items, budget, config) of one focus: "pinned" (pinned_cases), "overflow"
+    (overflow_cases) or a slicer name (slicer_focus_cases)."""
+    if focus == "overflow":
+        return overflow_cases(extreme_timestamps)
+    if focus == "pinned":
+        return pinned_cases(extreme_timestamps)
+    return slicer_focus_cases(focus, extreme_timestamps)
+
+
 @st.composite
 def pipeline_cases(draw, invalid=False, blank_kinds=False, extreme_timestamps=True):
     """(items, budget, config): a budget, then items whose token counts often sit on its
     edges, then a config whose quota / count entries mostly name the items' kinds.
-    ``invalid``: now and then a budget or config that must be rejected."""
+    ``invalid``: now and then a budget or config that must be rejected. About half the
+    cases are focused ones instead (overflow_cases, pinned_cases, slicer_focus_cases)."""
+    focus = draw(st.sampled_from([None] * 7 + list(FOCUS_CASES) + ["overflow"]))
+    if focus is not None:
+        return draw(focused_cases(focus, extreme_timestamps))
     budget = draw(maybe_invalid_budgets() if invalid else budgets())
+    subset = draw(kind_subsets) if draw(st.booleans()) else None
     items = draw(item_lists(extreme_timestamps=extreme_timestamps, blank_kinds=blank_kinds,
-                            tokens=tokens_near(budget)))
-    if draw(st.integers(0, 3)) == 2:
+                            tokens=tokens_near(budget), kinds=subset))
+    if draw(st.integers(0, 2)) == 1:
         # no timestamps at all: the chronological placer then keeps the merged order, so the
         # report shows the slicer's output order (its tie-breaks) directly
-        items = [{k: v for k, v in d.items() if k != "timestamp"} for d in items]
+        items = _drop_timestamps(items)
     kinds = _kinds_of(items)
     config = draw(maybe_invalid_configs(kinds) if invalid else configs(kinds=kinds))
     return items, budget, config
@@ -645,6 +800,7 @@ def pipeline_cases(draw, invalid=False, blank_kinds=False, extreme_timestamps=Tr
 def set_cases(draw):
     """(item sets with their interleaving, budget, config) for one-table-many-sets runs."""
     budget = draw(budgets())
-    sets, interleaving = draw(item_sets(tokens=tokens_near(budget)))
+    subset = draw(kind_subsets) if draw(st.booleans()) else None
+    sets, interleaving = draw(item_sets(tokens=tokens_near(budget), kinds=subset))
     config = draw(configs(kinds=_kinds_of([d for items in sets for d in items])))
     return sets, interleaving, budget, config
