@@ -12,7 +12,8 @@
    NumPy buffers -- give the oracle's report and the from_items report bit for bit.
 
 The strategies live in tests/strategies.py. Each property runs 150 examples (about 40 s for
-the file once Numba's cache is warm); CUPEL_PROPERTY_EXAMPLES=3000 runs a longer hunt.
+the file once Numba's cache is warm); CUPEL_NP_SOAK=1 runs 1500 and CUPEL_PROPERTY_EXAMPLES=N
+runs N (the focused test runs 2/5 of that per focus).
 """
 
 import dataclasses
@@ -43,7 +44,7 @@ from cupel_np.scorers import ScoreContext  # noqa: E402
 EPS = 1e-9
 
 PROPS = settings(
-    max_examples=int(os.environ.get("CUPEL_PROPERTY_EXAMPLES", "150")),
+    max_examples=int(os.environ.get("CUPEL_PROPERTY_EXAMPLES", S.examples(150, 1500))),
     deadline=None,
     database=None,  # keep the work tree clean; failures print a reproduction blob
     print_blob=True,
