@@ -8,7 +8,9 @@ The property tests below run whole pipelines on big generated shapes (tests/stra
 table, tokens near 2^62, scores near the float64 limits, knapsack tables at ``max_cells``.
 The default run draws a few examples of each; CUPEL_NP_SOAK=1 draws many."""
 
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -213,3 +215,35 @@ def test_knapsack_table_limit_is_exact(case, limit):
         assert not isinstance(err, TableTooLargeError), str(err)
     got = ("error", err.code) if err is not None else ("ok", P.normalize_report(SelectionReport(run, 0)))
     P.assert_same_outcome(got, want)
+
+
+# ---------------------------------------------------------------------------
+# Bounds checking (.ci/run runs the property tests with NUMBA_BOUNDSCHECK=1)
+# ---------------------------------------------------------------------------
+
+_OUT_OF_RANGE = """
+import numpy as np
+from cupel_np.slicers.greedy import greedy_segments
+rank = np.full(4, -1, dtype=np.int64)
+try:
+    greedy_segments(np.ones(4, dtype=np.int64), np.ones(4), np.array([0, 1000]), np.array([10]), rank)
+except IndexError:
+    print("IndexError")
+"""
+
+
+def test_boundscheck_turns_out_of_range_reads_into_errors(tmp_path):
+    """Offsets past the arrays make a kernel index out of range: with NUMBA_BOUNDSCHECK=1 that
+    is an IndexError. In the CI pass with bounds checking this runs in-process, so it fails if
+    the kernels came unchecked from Numba's cache (its key ignores NUMBA_BOUNDSCHECK)."""
+    if os.environ.get("NUMBA_BOUNDSCHECK") == "1":
+        rank = np.full(4, -1, dtype=np.int64)
+        with pytest.raises(IndexError):
+            greedy_segments(np.ones(4, dtype=np.int64), np.ones(4), np.array([0, 1000]),
+                            np.array([10]), rank)
+        return
+    env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path))
+    env.pop("NUMBA_DISABLE_JIT", None)
+    r = subprocess.run([sys.executable, "-c", _OUT_OF_RANGE], capture_output=True, text=True,
+                       env=env, timeout=600)
+    assert (r.returncode, r.stdout) == (0, "IndexError\n"), r.stderr[-2000:]

@@ -16,6 +16,7 @@ import tomli
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import naive  # noqa: E402
+from conftest import missing_conformance  # noqa: E402
 from naive import NaiveError  # noqa: E402
 
 CONFORMANCE_DIR = Path(__file__).resolve().parents[2] / "shared" / "conformance"
@@ -296,7 +297,7 @@ STAGE_CHECKS = {
 )
 def test_conformance_vector(vector_path):
     if vector_path is None:
-        pytest.skip(f"conformance vectors not found at {CONFORMANCE_DIR}")
+        missing_conformance(CONFORMANCE_DIR)
     vector = _load(vector_path)
     stage = vector["test"]["stage"]
     if stage not in STAGE_CHECKS:
@@ -306,7 +307,7 @@ def test_conformance_vector(vector_path):
 
 def test_vectors_cover_every_stage():
     if not VECTOR_FILES:
-        pytest.skip(f"conformance vectors not found at {CONFORMANCE_DIR}")
+        missing_conformance(CONFORMANCE_DIR)
     stages = {_load(path)["test"]["stage"] for path in VECTOR_FILES}
     assert {"scoring", "slicing", "placing", "pipeline"} <= stages
 
