@@ -1053,12 +1053,20 @@ def big_pipeline_cases(draw, shape):
     slicer = "greedy" if shape in ("greedy_prefix", "full_sort", "big_segment") else None
     config = draw(big_configs(len(items), kinds, extreme_scores=shape == "extreme_scores",
                               slicer=slicer))
-    if shape == "huge_tokens" and config.get("slicer") in (
-            "knapsack", "count_constrained_knapsack") or config.get("inner_slicer") == "knapsack":
-        # a knapsack table over a 2^62 target is refused (TableTooLargeError): keep its
-        # bucket as large as the target so the table stays tiny
-        config["bucket_size"] = max(1, budget["target_tokens"] // draw(st.sampled_from([1, 3, 50])))
+    if shape == "huge_tokens":
+        config = draw(small_knapsack_tables(config, budget))
     return items, budget, config
+
+
+@st.composite
+def small_knapsack_tables(draw, config, budget):
+    """``config`` with a knapsack bucket near the target: a knapsack table over a 2^62 target
+    is refused (TableTooLargeError, an engine limit the oracle does not have)."""
+    if config.get("slicer") in ("knapsack", "count_constrained_knapsack") \
+            or config.get("inner_slicer") == "knapsack":
+        config = dict(config, bucket_size=max(
+            1, budget["target_tokens"] // draw(st.sampled_from([1, 3, 50]))))
+    return config
 
 
 BIG_SHAPES = ("hundreds", "greedy_prefix", "full_sort", "big_segment", "huge_tokens",
