@@ -161,7 +161,10 @@ def test_collect_reports_failed_variant_never_drops_it():
     assert [l for l, _ in rep.variants] == ["proceed", "truncate"]
     res = c.sweep(items, b, [("throw", throw), ("proceed", proceed)], on_error="collect")
     vt = res.variants_table().to_pylist()
-    assert vt[0]["variant"] == "throw" and "exceeding the target budget" in vt[0]["error"]
+    assert vt[0]["variant"] == "throw" and vt[0]["error"] == (
+        "variant 'throw': selected items require 80 tokens, exceeding the target budget of 50 "
+        "(overflow_strategy = 'throw')")
+    assert vt[1]["error"] is None
     assert vt[0]["included_count"] is None and vt[1]["included_count"] == 1
     assert res.diffs_table().num_rows == 0
 
