@@ -21,7 +21,7 @@ import test_properties as P  # noqa: E402
 import cupel_np as c  # noqa: E402
 from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError  # noqa: E402
 
-PROPS = settings(max_examples=S.examples(120, 1500), deadline=None, database=None,
+PROPS = settings(max_examples=S.examples(120, 800), deadline=None, database=None,
                  print_blob=True,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -376,7 +376,7 @@ def test_policy_sensitivity_matches_naive_oracle(items, data):
         assert ei.value.code == code and repr(label) in str(ei.value)
 
 
-@settings(PROPS, max_examples=S.examples(8, 300))
+@settings(PROPS, max_examples=S.examples(8, 150))
 @given(case=S.many_set_cases(max_sets=120), data=st.data())
 def test_sweep_big_tables_match_naive_oracle(case, data):
     """Hundreds of sets, or sets of hundreds of items, with several variants."""
@@ -399,7 +399,7 @@ def test_sweep_big_tables_match_naive_oracle(case, data):
     _check_against_oracle(res, rows, want, variants, "conv")
 
 
-@settings(PROPS, max_examples=S.examples(20, 1000))
+@settings(PROPS, max_examples=S.examples(20, 400))
 @given(case=S.big_pipeline_cases("huge_tokens"), data=st.data())
 def test_sweep_with_tokens_near_the_int64_limit_matches_naive_oracle(case, data):
     """Token counts near 2^62: tokens_used and utilization stay exact."""
