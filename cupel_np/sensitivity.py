@@ -19,7 +19,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .batch import SweepRun, Variant, run_sweep
+from .batch import SweepRun, Variant, run_sweep, segment_sums
 from .batch_kernels import duplicate_groups
 from .budget import ContextBudget
 from .errors import CupelError, InvalidConfigError, InvalidInputTypeError, TooFewVariantsError
@@ -248,7 +248,7 @@ class SweepResult:
         for v in range(n_var):  # one vectorised pass per variant, never per set
             inc = run.included[v]
             cnt[v] = np.bincount(seg[inc], minlength=n_sets)
-            tok[v] = np.bincount(seg[inc], weights=t.tokens[inc], minlength=n_sets)
+            tok[v] = segment_sums(np.where(inc, t.tokens, 0), t.offsets)  # exact int64
             sw_inc[v] = np.bincount(sw_set, weights=self.status[self.swing_groups, v], minlength=n_sets)
         target = np.repeat(np.array([v.budget.target_tokens for v in self.variants], dtype=np.int64), n_sets)
         failed = self.failed.reshape(-1)

@@ -28,6 +28,7 @@ __all__ = [
     "slice_items_detailed",
     "place",
     "run_pipeline",
+    "policy_sensitivity",
 ]
 
 
@@ -824,7 +825,8 @@ def count_slice(scored, pool, max_tokens, target_tokens, entries, scarcity,
                 inner_name, bucket_size, resort_phase2):
     """CountQuotaSlice / CountConstrainedKnapsackSlice.
 
-    entries: list of (kind_as_written, require_count, cap_count), config order.
+    entries: list of (kind_as_written, require_count, cap_count), config order
+    (cap_count NO_CAP: no cap).
     Returns (selected positions, shortfalls, cap_excluded_count).
     """
     if len(pool) == 0 or target_tokens <= 0:
@@ -886,7 +888,8 @@ def count_slice(scored, pool, max_tokens, target_tokens, entries, scarcity,
     for pos in inner_selected:
         kind = ascii_fold(scored[pos][0]["kind"])
         count = selected_count.get(kind, 0)
-        if kind in entry_by_kind and count >= entry_by_kind[kind][1]:
+        if (kind in entry_by_kind and entry_by_kind[kind][1] is not NO_CAP
+                and count >= entry_by_kind[kind][1]):
             cap_excluded_count += 1  # cap exceeded
         else:
             result.append(pos)
@@ -967,6 +970,10 @@ def _build_quotas(raw):
     return quotas
 
 
+#: cap_count of a count entry that leaves it out: no cap for that kind
+NO_CAP = None
+
+
 def _build_count_entries(raw):
     if not isinstance(raw, list):
         _invalid("entries must be a list of tables")
@@ -977,16 +984,17 @@ def _build_count_entries(raw):
             _invalid("count entry must be a table")
         kind = entry.get("kind")
         require_count = entry.get("require_count")
-        cap_count = entry.get("cap_count")
+        # README "Differences from upstream" 6: an omitted cap_count means "no cap"
+        cap_count = entry.get("cap_count") if "cap_count" in entry else NO_CAP
         if not isinstance(kind, str) or _is_blank(kind):
             _invalid("count entry kind must be a non-blank string")
-        if not _is_int(require_count) or not _is_int(cap_count):
+        if not _is_int(require_count) or not (cap_count is NO_CAP or _is_int(cap_count)):
             _invalid("count entry needs integer require_count and cap_count")
-        if require_count < 0 or cap_count < 0:
+        if require_count < 0 or (cap_count is not NO_CAP and cap_count < 0):
             _invalid("count entry counts must be non-negative")
-        if require_count > cap_count:
+        if cap_count is not NO_CAP and require_count > cap_count:
             _invalid("require_count must not exceed cap_count")
-        if cap_count == 0 and require_count > 0:
+        if cap_count is not NO_CAP and cap_count == 0 and require_count > 0:
             _invalid("cap_count 0 with a positive require_count")
         if ascii_fold(kind) in seen:
             _invalid(f"duplicate count entry kind {kind!r}")
@@ -1244,7 +1252,8 @@ def run_pipeline(items, budget, config):
     count_caps = {}
     if slicer["name"] in COUNT_SLICERS:
         for kind, _require, cap in slicer["entries"]:
-            count_caps[ascii_fold(kind)] = cap
+            if cap is not NO_CAP:
+                count_caps[ascii_fold(kind)] = cap
     for p, (row, score) in enumerate(sorted_scored):
         if p in selected_set:
             continue
@@ -1348,3 +1357,76 @@ def run_pipeline(items, budget, config):
         "total_tokens_considered": total_tokens_considered,
         "shortfalls": list(shortfalls),
     }
+
+
+# ---------------------------------------------------------------------------
+# Policy sensitivity (README "Policy sensitivity and sweeps" -> Semantics and
+# "Differences from upstream" 10 and 11)
+# ---------------------------------------------------------------------------
+
+
+def policy_sensitivity(rows, variants, set_keys=None):
+    """Run every variant over every item set with ``run_pipeline`` and diff the results.
+
+    rows: items in input order.  set_keys: one key per row (None: all rows are one set).
+    variants: (label, budget, config) triples.  A config or budget that
+    ``run_pipeline`` rejects as invalid raises (it is not a per-set failure);
+    every other failure of a variant on a set is collected.
+
+    Returns one dict per item set, in order of the set's first input row:
+      key      the set key;
+      rows     the set's input rows, in input order (report rows index this list);
+      ok       [(label, run_pipeline report)] for the variants that succeeded;
+      failed   [(label, error code)] for the variants that failed;
+      status   {content: {label: "Included" | "Excluded"}} over the ok variants;
+      diffs    [(content, [(label, status), ...])] for the contents on which two
+               ok variants disagree, ordered by the first input row holding them.
+    A content's status under a variant is Included if ANY row of the set with that
+    exact content is included, else Excluded: one status per content per variant.
+    """
+    if set_keys is None:
+        set_keys = [None] * len(rows)
+    assert len(set_keys) == len(rows)
+    order = []
+    members = {}
+    for row, key in enumerate(set_keys):
+        if key not in members:
+            members[key] = []
+            order.append(key)
+        members[key].append(row)
+    out = []
+    for key in order:
+        set_rows = members[key]
+        items = [rows[r] for r in set_rows]
+        ok = []
+        failed = []
+        for label, budget, config in variants:
+            try:
+                report = run_pipeline(items, budget, config)
+            except NaiveError as err:
+                if err.code == "invalid_config":
+                    raise
+                failed.append((label, err.code))
+                continue
+            ok.append((label, report))
+        contents = []  # distinct contents, in order of their first row
+        for item in items:
+            if item["content"] not in contents:
+                contents.append(item["content"])
+        status = {}
+        for content in contents:
+            status[content] = {}
+            for label, report in ok:
+                included = False
+                for row, _score, _reason in report["included"]:
+                    if items[row]["content"] == content:
+                        included = True
+                status[content][label] = "Included" if included else "Excluded"
+        diffs = []
+        for content in contents:
+            values = [status[content][label] for label, _report in ok]
+            if "Included" in values and "Excluded" in values:
+                diffs.append((content, [(label, status[content][label]) for label, _r in ok]))
+        out.append({"key": key, "rows": set_rows, "ok": ok, "failed": failed,
+                    "status": status, "diffs": diffs})
+    return out

@@ -1,19 +1,34 @@
 """Code paths that only large sets reach (the property tests use small sets): greedy's
 density-prefix selection, NumPy's sort for big segments, the rank scorers' quicksort, the
 frequency scorer's bitsets, and duplicate grouping. Each is compared with the naive oracle or
-a brute-force formula on a few thousand items."""
+a brute-force formula on a few thousand items.
 
+The property tests below run whole pipelines on big generated shapes (tests/strategies.py,
+"Big shapes") against the oracle: sets of hundreds to 66,000 items, hundreds of sets in one
+table, tokens near 2^62, scores near the float64 limits, knapsack tables at ``max_cells``.
+The default run draws a few examples of each; CUPEL_NP_SOAK=1 draws many."""
+
+import os
+import re
+import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import naive  # noqa: E402
+import strategies as S  # noqa: E402
+import test_properties as P  # noqa: E402
 
-from cupel_np import stages  # noqa: E402
+from cupel_np import ContextBudget, CupelError, ItemTable, Policy, stages  # noqa: E402
+from cupel_np.errors import TableTooLargeError  # noqa: E402
+from cupel_np.pipeline import run_policy  # noqa: E402
+from cupel_np.report import SelectionReport  # noqa: E402
 from cupel_np.batch_kernels import duplicate_groups  # noqa: E402
 from cupel_np.scorers import kernels as sck  # noqa: E402
 from cupel_np.slicers.greedy import greedy_segments  # noqa: E402
@@ -112,3 +127,123 @@ def test_duplicate_groups_match_brute_force():
             by.setdefault(cid[p], []).append(p)
         want += [tuple(v) for v in by.values() if len(v) > 1]
     assert got == sorted(want)
+
+
+# ---------------------------------------------------------------------------
+# Whole pipelines on big generated shapes against the oracle
+# ---------------------------------------------------------------------------
+
+
+def _settings(default, soak):
+    return settings(max_examples=S.examples(default, soak), deadline=None, database=None,
+                    print_blob=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+# (default examples, soak examples) per shape: the big ones cost seconds per example
+SHAPE_EXAMPLES = {"hundreds": (4, 150), "greedy_prefix": (1, 15), "full_sort": (2, 20),
+                  "big_segment": (1, 5), "huge_tokens": (25, 800),
+                  "extreme_scores": (6, 200)}
+
+
+def _shape_test(shape):
+    @_settings(*SHAPE_EXAMPLES[shape])
+    @given(case=S.big_pipeline_cases(shape))
+    def check(case):
+        """A big shape (strategies.big_pipeline_cases) gives the oracle's outcome."""
+        items, budget, config = case
+        want = P.naive_outcome(items, budget, config)
+        got, _report = P.engine_outcome(items, budget, config, table=ItemTable.from_items(items))
+        event(f"{config.get('slicer', 'greedy')}: {want[0] if want[0] == 'ok' else want[1]}")
+        if want[0] == "ok":
+            event(f"included {'none' if not want[1]['included'] else 'some'}")
+        P.assert_same_outcome(got, want)
+    return check
+
+
+for _shape in S.BIG_SHAPES:  # one test per shape: test_big_hundreds_matches_naive, ...
+    globals()[f"test_big_{_shape}_matches_naive"] = _shape_test(_shape)
+
+
+@_settings(6, 200)
+@given(case=S.many_set_cases())
+def test_many_sets_in_one_table_match_naive(case):
+    rows, keys, budget, config = case
+    policy = Policy.from_dict(config)
+    table = ItemTable.from_items([dict(d, conv=k) for d, k in zip(rows, keys)], set_column="conv")
+    run = run_policy(table, ContextBudget(**budget), policy)
+    by_key = {}
+    for row, key in enumerate(keys):
+        by_key.setdefault(key, []).append(row)
+    assert list(table.set_keys) == list(by_key)  # sets in order of first appearance
+    for seg, key in enumerate(table.set_keys):
+        set_rows = by_key[key]
+        want = P.naive_outcome([rows[r] for r in set_rows], budget, config)
+        if run.error[seg] is not None:
+            got = ("error", run.error[seg].code)
+        else:
+            got = ("ok", P.normalize_report(SelectionReport(run, seg),
+                                            {r: k for k, r in enumerate(set_rows)}))
+        P.assert_same_outcome(got, want)
+
+
+_CELLS = re.compile(r"knapsack table of (\d+) candidates x (\d+) capacity cells exceeds the "
+                    r"limit of (\d+) cells")
+
+
+@_settings(60, 1500)
+@given(case=S.knapsack_limit_cases(), limit=st.integers(0, 400))
+def test_knapsack_table_limit_is_exact(case, limit):
+    """With a small ``max_cells`` a knapsack set either gives the oracle's answer or fails with
+    TableTooLargeError naming a table of more than ``max_cells`` cells; at exactly that many
+    cells it runs and gives the oracle's answer."""
+    items, budget, config = case
+    want = P.naive_outcome(items, budget, config)
+    table = ItemTable.from_items(items)
+    b, policy = ContextBudget(**budget), Policy.from_dict(config)
+    run = run_policy(table, b, policy, max_cells=limit)
+    err = run.error[0]
+    event("table too large" if isinstance(err, TableTooLargeError) else "table fits")
+    if isinstance(err, TableTooLargeError):
+        m = _CELLS.search(str(err))
+        assert m, str(err)
+        candidates, width, said_limit = (int(g) for g in m.groups())
+        cells = candidates * (width - 1)  # the DP has capacity + 1 columns; the limit counts capacity
+        assert said_limit == limit and cells > limit, str(err)
+        run = run_policy(table, b, policy, max_cells=cells)
+        err = run.error[0]
+        assert not isinstance(err, TableTooLargeError), str(err)
+    got = ("error", err.code) if err is not None else ("ok", P.normalize_report(SelectionReport(run, 0)))
+    P.assert_same_outcome(got, want)
+
+
+# ---------------------------------------------------------------------------
+# Bounds checking (.ci/run runs the property tests with NUMBA_BOUNDSCHECK=1)
+# ---------------------------------------------------------------------------
+
+_OUT_OF_RANGE = """
+import numpy as np
+from cupel_np.slicers.greedy import greedy_segments
+rank = np.full(4, -1, dtype=np.int64)
+try:
+    greedy_segments(np.ones(4, dtype=np.int64), np.ones(4), np.array([0, 1000]), np.array([10]), rank)
+except IndexError:
+    print("IndexError")
+"""
+
+
+def test_boundscheck_turns_out_of_range_reads_into_errors(tmp_path):
+    """Offsets past the arrays make a kernel index out of range: with NUMBA_BOUNDSCHECK=1 that
+    is an IndexError. In the CI pass with bounds checking this runs in-process, so it fails if
+    the kernels came unchecked from Numba's cache (its key ignores NUMBA_BOUNDSCHECK)."""
+    if os.environ.get("NUMBA_BOUNDSCHECK") == "1":
+        rank = np.full(4, -1, dtype=np.int64)
+        with pytest.raises(IndexError):
+            greedy_segments(np.ones(4, dtype=np.int64), np.ones(4), np.array([0, 1000]),
+                            np.array([10]), rank)
+        return
+    env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path))
+    env.pop("NUMBA_DISABLE_JIT", None)
+    r = subprocess.run([sys.executable, "-c", _OUT_OF_RANGE], capture_output=True, text=True,
+                       env=env, timeout=600)
+    assert (r.returncode, r.stdout) == (0, "IndexError\n"), r.stderr[-2000:]

@@ -16,6 +16,7 @@ import tomli
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import naive  # noqa: E402
+from conftest import missing_conformance  # noqa: E402
 from naive import NaiveError  # noqa: E402
 
 CONFORMANCE_DIR = Path(__file__).resolve().parents[2] / "shared" / "conformance"
@@ -296,7 +297,7 @@ STAGE_CHECKS = {
 )
 def test_conformance_vector(vector_path):
     if vector_path is None:
-        pytest.skip(f"conformance vectors not found at {CONFORMANCE_DIR}")
+        missing_conformance(CONFORMANCE_DIR)
     vector = _load(vector_path)
     stage = vector["test"]["stage"]
     if stage not in STAGE_CHECKS:
@@ -306,7 +307,7 @@ def test_conformance_vector(vector_path):
 
 def test_vectors_cover_every_stage():
     if not VECTOR_FILES:
-        pytest.skip(f"conformance vectors not found at {CONFORMANCE_DIR}")
+        missing_conformance(CONFORMANCE_DIR)
     stages = {_load(path)["test"]["stage"] for path in VECTOR_FILES}
     assert {"scoring", "slicing", "placing", "pipeline"} <= stages
 
@@ -571,3 +572,48 @@ def test_invalid_pipeline_config(budget, config):
     with pytest.raises(NaiveError) as info:
         naive.run_pipeline([_hinted("a", 1, 0.5)], budget, merged)
     assert info.value.code == "invalid_config"
+
+
+def test_count_entry_without_cap_count_has_no_cap():
+    # README "Differences from upstream" 6: cap_count may be left out ("no cap")
+    items = [_hinted(c, 10, h, kind="tool") for c, h in (("a", 0.9), ("b", 0.8), ("c", 0.7))]
+    budget = {"max_tokens": 100, "target_tokens": 100}
+    report = _run(items, budget, slicer="count_quota",
+                  entries=[{"kind": "tool", "require_count": 1}])
+    assert [row for row, _s, _r in report["included"]] == [0, 1, 2]
+    # with a cap of 1 the two phase-2 picks are CountCapExceeded
+    report = _run(items, budget, slicer="count_quota",
+                  entries=[{"kind": "tool", "require_count": 1, "cap_count": 1}])
+    assert [row for row, _s, _r in report["included"]] == [0]
+    assert [(row, reason) for row, _s, reason, _f in report["excluded"]] == [
+        (1, "CountCapExceeded"), (2, "CountCapExceeded")]
+    with pytest.raises(NaiveError) as info:
+        _run(items, budget, slicer="count_quota",
+             entries=[{"kind": "tool", "require_count": 2, "cap_count": 1}])
+    assert info.value.code == "invalid_config"
+
+
+def test_sensitivity_oracle_one_status_per_content():
+    # "dup" is included under "prio" (first copy) and "hint" (second copy): no swing;
+    # "other" swings; a failing variant is collected and left out of the diff
+    items = [{"content": "dup", "tokens": 40, "priority": 10, "future_relevance_hint": 0.0},
+             {"content": "other", "tokens": 40, "priority": 5, "future_relevance_hint": 0.5},
+             {"content": "dup", "tokens": 40, "priority": 1, "future_relevance_hint": 1.0},
+             {"content": "solo", "tokens": 40, "priority": 7, "future_relevance_hint": 0.1}]
+    budget = {"max_tokens": 100, "target_tokens": 80}
+    variants = [
+        ("prio", budget, {"scorers": [{"type": "priority"}], "deduplication": False}),
+        ("hint", budget, {"scorers": [{"type": "reflexive"}], "deduplication": False}),
+        ("tiny", {"max_tokens": 100, "target_tokens": 10},
+         {"scorers": [{"type": "reflexive"}], "slicer": "count_quota", "scarcity_behavior": "throw",
+          "entries": [{"kind": "Message", "require_count": 5}]}),
+    ]
+    (s,) = naive.policy_sensitivity(items, variants)
+    assert [label for label, _r in s["ok"]] == ["prio", "hint"]
+    assert s["failed"] == [("tiny", "scarcity")]
+    assert s["status"]["dup"] == {"prio": "Included", "hint": "Included"}
+    assert s["diffs"] == [("other", [("prio", "Excluded"), ("hint", "Included")]),
+                          ("solo", [("prio", "Included"), ("hint", "Excluded")])]
+    # two sets, keyed per row, in order of first appearance
+    out = naive.policy_sensitivity(items, variants[:2], set_keys=["y", "x", "y", "x"])
+    assert [(s["key"], s["rows"]) for s in out] == [("y", [0, 2]), ("x", [1, 3])]

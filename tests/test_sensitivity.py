@@ -1,5 +1,7 @@
 """Policy sensitivity and sweeps: sweep == policy_sensitivity == V separate dry runs diffed by
-hand (content-keyed, one status per content), on generated inputs with duplicates; plus the
+hand (content-keyed, one status per content), on generated inputs with duplicates; the same
+against the independent oracle ``naive.policy_sensitivity`` (per-variant naive pipelines,
+then the content-keyed diff) over multi-set tables, every table and report checked; plus the
 API's errors and tables."""
 
 import sys
@@ -7,17 +9,20 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import naive  # noqa: E402
 import strategies as S  # noqa: E402
+import test_properties as P  # noqa: E402
 
 import cupel_np as c  # noqa: E402
 from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError  # noqa: E402
 
-PROPS = settings(max_examples=120, deadline=None, database=None,
+PROPS = settings(max_examples=S.examples(120, 800), deadline=None, database=None,
+                 print_blob=True,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -156,7 +161,10 @@ def test_collect_reports_failed_variant_never_drops_it():
     assert [l for l, _ in rep.variants] == ["proceed", "truncate"]
     res = c.sweep(items, b, [("throw", throw), ("proceed", proceed)], on_error="collect")
     vt = res.variants_table().to_pylist()
-    assert vt[0]["variant"] == "throw" and "exceeding the target budget" in vt[0]["error"]
+    assert vt[0]["variant"] == "throw" and vt[0]["error"] == (
+        "variant 'throw': selected items require 80 tokens, exceeding the target budget of 50 "
+        "(overflow_strategy = 'throw')")
+    assert vt[1]["error"] is None
     assert vt[0]["included_count"] is None and vt[1]["included_count"] == 1
     assert res.diffs_table().num_rows == 0
 
@@ -208,3 +216,212 @@ def test_sweep_grid_labels_and_policies():
         c.Sweep(["chat"], weights=[{"tag": 1}]).variants()
     with pytest.raises(InvalidInputTypeError, match="budget must be a ContextBudget"):
         c.sweep(t, None, c.Sweep(["chat", "rag"]))  # no budget anywhere
+
+
+# ---------------------------------------------------------------------------
+# Against the independent oracle (tests/naive.py policy_sensitivity)
+# ---------------------------------------------------------------------------
+
+
+def _engine_variants(variants):
+    """(label, Policy, ContextBudget) triples; None when the oracle too rejects a config."""
+    try:
+        return [(label, c.Policy.from_dict(config), c.ContextBudget(**budget))
+                for label, budget, config in variants]
+    except CupelError:
+        return None
+
+
+def _oracle(rows, keys, variants):
+    try:
+        return naive.policy_sensitivity(rows, variants, keys)
+    except naive.NaiveError as err:
+        assert err.code == "invalid_config"
+        return None
+
+
+def _check_against_oracle(res, rows, want, variants, set_name):
+    """Every view of a SweepResult equals the oracle's per-set results."""
+    n_diffs = sum(len(s["diffs"]) for s in want)
+    event("swings" if n_diffs else "no swing")
+    event("a variant failed on a set" if any(s["failed"] for s in want) else "no failure")
+    labels = [label for label, _b, _c in variants]
+    # errors: exactly the failed (variant, set) cells, with their codes
+    want_errors = {}
+    for s in want:
+        for label, code in s["failed"]:
+            want_errors.setdefault(label, {})[s["key"]] = code
+    assert {l: {k: e.code for k, e in errs.items()} for l, errs in res.errors.items()} == want_errors
+    # diffs_table: set by first appearance, then content by its first row; null = failed
+    want_diffs = []
+    for s in want:
+        failed = {label for label, _code in s["failed"]}
+        for content, statuses in s["diffs"]:
+            row = {set_name: s["key"], "content": content}
+            row.update({label: None if label in failed else dict(statuses)[label]
+                        for label in labels})
+            want_diffs.append(row)
+    assert res.diffs_table().to_pylist() == want_diffs
+    assert res.n_swing == len(want_diffs)
+    # items_table: every input row, per variant included / score / reason / position
+    got_items = res.items_table().to_pylist()
+    assert [r["input_row"] for r in got_items] == list(range(len(rows)))
+    assert [r["content"] for r in got_items] == [d["content"] for d in rows]
+    for s in want:
+        ok = dict(s["ok"])
+        for label in labels:
+            for row in s["rows"]:
+                g = got_items[row]
+                assert g.get(set_name) == s["key"]  # no set column: one set, key None
+                if label not in ok:
+                    assert [g[f"{label}.{f}"] for f in ("included", "score", "reason", "position")] \
+                        == [None] * 4, (label, g)
+            if label not in ok:
+                continue
+            report = ok[label]
+            for pos, (r, score, reason) in enumerate(report["included"]):
+                g = got_items[s["rows"][r]]
+                assert (g[f"{label}.included"], g[f"{label}.reason"], g[f"{label}.position"]) \
+                    == (True, reason, pos), (label, g)
+                assert P._score_close(g[f"{label}.score"], score), (label, g, score)
+            for r, score, reason, _fields in report["excluded"]:
+                g = got_items[s["rows"][r]]
+                assert (g[f"{label}.included"], g[f"{label}.reason"], g[f"{label}.position"]) \
+                    == (False, reason, None), (label, g)
+                assert P._score_close(g[f"{label}.score"], score), (label, g, score)
+    # variants_table: per variant, per set (sets in order of first appearance)
+    want_vt = []
+    for label, budget, _config in variants:
+        for s in want:
+            ok = dict(s["ok"])
+            row = {"variant": label, set_name: s["key"], "target_tokens": budget["target_tokens"],
+                   "swing_count": len(s["diffs"])}
+            if label in ok:
+                inc = [s["rows"][r] for r, _s, _r in ok[label]["included"]]
+                used = sum(rows[r]["tokens"] for r in inc)
+                row.update(included_count=len(inc), tokens_used=used,
+                           utilization=used / budget["target_tokens"] if budget["target_tokens"] else 0.0,
+                           swing_included=sum(1 for content, _st in s["diffs"]
+                                              if s["status"][content][label] == "Included"))
+            else:
+                row.update(included_count=None, tokens_used=None, utilization=None,
+                           swing_included=None)
+            want_vt.append(row)
+    got_vt = res.variants_table().to_pylist()
+    assert len(got_vt) == len(want_vt)
+    for g, w in zip(got_vt, want_vt):
+        failed = w["included_count"] is None
+        assert (g["error"] is None) != failed, (g, w)
+        g = {k: v for k, v in g.items() if k != "error"}
+        if not failed:
+            assert abs(g.pop("utilization") - w.pop("utilization")) <= 1e-12 * max(1.0, w["tokens_used"] or 0), (g, w)
+        assert g == w
+    # report(set): failed, variants (included rows in placed order), diffs
+    for s in want:
+        rep = res.report(s["key"])
+        assert [(l, e.code) for l, e in rep.failed] == s["failed"]
+        assert [l for l, _r in rep.variants] == [l for l, _r in s["ok"]]
+        for (label, got), (_l, w) in zip(rep.variants, s["ok"]):
+            assert [int(r) for r in got.input_rows(got.included_rows)] == \
+                [s["rows"][r] for r, _s, _r in w["included"]]
+            assert [int(r) for r in got.input_rows(got.excluded_rows)] == \
+                [s["rows"][r] for r, _s, _r, _f in w["excluded"]]
+        diffs = [(e.content, [(l, st.value) for l, st in e.statuses]) for e in rep.diffs]
+        assert diffs == s["diffs"]
+        assert len(rep.diffs) == len(s["diffs"])
+
+
+@PROPS
+@given(case=S.sensitivity_cases())
+def test_sweep_over_many_sets_matches_naive_oracle(case):
+    rows, keys, variants = case
+    ours = _engine_variants(variants)
+    want = _oracle(rows, keys, variants)
+    assert (ours is None) == (want is None)
+    if ours is None:
+        return
+    table = c.ItemTable.from_items([dict(d, conv=k) for d, k in zip(rows, keys)], set_column="conv")
+    res = c.sweep(table, None, ours, on_error="collect")
+    _check_against_oracle(res, rows, want, variants, "conv")
+
+
+@PROPS
+@given(items=S.item_lists(min_size=1, max_size=12), data=st.data())
+def test_policy_sensitivity_matches_naive_oracle(items, data):
+    """One item set, one budget: policy_sensitivity (collect and raise) == the oracle."""
+    budget = data.draw(S.budgets())
+    variants = data.draw(S.sensitivity_variants(S._kinds_of(items), budget_st=st.just(budget)))
+    ours = _engine_variants(variants)
+    want = _oracle(items, None, variants)
+    assert (ours is None) == (want is None)
+    if ours is None:
+        return
+    (want,) = want
+    ctx = [c.ContextItem(**d) for d in items]
+    pairs = [(label, pol) for label, pol, _b in ours]
+    rep = c.policy_sensitivity(ctx, c.ContextBudget(**budget), pairs, on_error="collect")
+    assert [(l, e.code) for l, e in rep.failed] == want["failed"]
+    assert [l for l, _r in rep.variants] == [l for l, _r in want["ok"]]
+    for (_l, got), (_l2, w) in zip(rep.variants, want["ok"]):
+        P.assert_same_outcome(("ok", P.normalize_report(got)), ("ok", {
+            "included": w["included"], "excluded": w["excluded"],
+            "total_candidates": w["total_candidates"],
+            "total_tokens_considered": w["total_tokens_considered"],
+            "shortfalls": [tuple(x) for x in w["shortfalls"]]}))
+    assert [(e.content, [(l, st.value) for l, st in e.statuses]) for e in rep.diffs] == want["diffs"]
+    if want["failed"]:
+        label, code = want["failed"][0]
+        with pytest.raises(CupelError) as ei:
+            c.policy_sensitivity(ctx, c.ContextBudget(**budget), pairs)
+        assert ei.value.code == code and repr(label) in str(ei.value)
+
+
+@settings(PROPS, max_examples=S.examples(8, 150))
+@given(case=S.many_set_cases(max_sets=120), data=st.data())
+def test_sweep_big_tables_match_naive_oracle(case, data):
+    """Hundreds of sets, or sets of hundreds of items, with several variants."""
+    rows, keys, budget, config = case
+    kinds = S._kinds_of(rows)
+    variants = [("base", budget, config)] + [
+        (f"v{i}", b, cfg) for i, (_l, b, cfg) in enumerate(data.draw(S.sensitivity_variants(
+            kinds, n_min=1, n_max=3)))]
+    n_max = max(sum(1 for k in keys if k == key) for key in set(keys))
+    if n_max > S.CHEAP_SCORERS_ABOVE:
+        variants = variants[:1] + [(l, b, dict(cfg, scorers=config["scorers"]))
+                                   for l, b, cfg in variants[1:]]
+    ours = _engine_variants(variants)
+    want = _oracle(rows, keys, variants)
+    assert (ours is None) == (want is None)
+    if ours is None:
+        return
+    table = c.ItemTable.from_items([dict(d, conv=k) for d, k in zip(rows, keys)], set_column="conv")
+    res = c.sweep(table, None, ours, on_error="collect")
+    _check_against_oracle(res, rows, want, variants, "conv")
+
+
+@settings(PROPS, max_examples=S.examples(20, 400))
+@given(case=S.big_pipeline_cases("huge_tokens"), data=st.data())
+def test_sweep_with_tokens_near_the_int64_limit_matches_naive_oracle(case, data):
+    """Token counts near 2^62: tokens_used and utilization stay exact."""
+    items, budget, config = case
+    others = data.draw(S.sensitivity_variants(S._kinds_of(items), n_min=1, n_max=2,
+                                              budget_st=st.just(budget)))
+    variants = [("base", budget, config)] + [
+        (f"v{i}", b, data.draw(S.small_knapsack_tables(cfg, b)))
+        for i, (_l, b, cfg) in enumerate(others)]
+    ours = _engine_variants(variants)
+    want = _oracle(items, None, variants)
+    assert (ours is None) == (want is None)
+    if ours is None:
+        return
+    res = c.sweep([c.ContextItem(**d) for d in items], None, ours, on_error="collect")
+    _check_against_oracle(res, items, want, variants, "set")
+
+
+def test_variants_table_tokens_used_is_exact_above_2_53():
+    # summed through float64, 2**61 + 1 + 3 came out as 2**61
+    items = [c.ContextItem("a", 2**61 + 1), c.ContextItem("b", 3)]
+    b = c.ContextBudget(2**62 - 1, 2**62 - 1)
+    p = c.Policy(c.ReflexiveScorer())
+    vt = c.sweep(items, b, [("x", p), ("y", p)]).variants_table()
+    assert vt.column("tokens_used").to_pylist() == [2**61 + 4, 2**61 + 4]
