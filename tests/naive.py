@@ -678,11 +678,13 @@ def _knapsack_value(score):
     if isinstance(score, float) and math.isnan(score):
         return 0
     scaled = score * 10000
-    if scaled == math.inf:
-        return 2**63 - 1  # Rust's saturating float -> i64 cast
     if scaled == -math.inf:
         return 0
-    return max(0, math.floor(scaled))
+    # the spec's integer value, cast as Rust casts f64 -> i64: it saturates at i64::MAX, for a
+    # finite value past 2**63 exactly as for +inf (sums of values are then exact, unbounded)
+    if scaled == math.inf:
+        return 2**63 - 1
+    return min(max(0, math.floor(scaled)), 2**63 - 1)
 
 
 def knapsack_slice(scored, pool, target_tokens, bucket_size):

@@ -127,6 +127,17 @@ def test_saturated_values_still_add_up():
     assert _naive_pick([10, 10, 10], [math.inf, math.inf, math.inf], 20, 1) == [1, 0]
 
 
+def test_finite_values_past_int64_saturate_like_inf():
+    # A (2e15) and B, C (1e15) all scale past 2^63 and saturate to i64::MAX, as Rust's cast
+    # does: B + C (two saturated values) beats A alone, in the engine and in the oracle
+    items = [{"content": "A", "tokens": 20, "kind": "Big"}, {"content": "B", "tokens": 10, "kind": "Half"},
+             {"content": "C", "tokens": 10, "kind": "Half"}]
+    config = {"scorers": [{"type": "kind", "weights": {"Big": 2e15, "Half": 1e15}}],
+              "slicer": "knapsack", "bucket_size": 1}
+    got = _same_as_naive(items, {"max_tokens": 20, "target_tokens": 20}, config)
+    assert sorted(got[1]) == [1, 2]
+
+
 @pytest.mark.parametrize("score", [0.5, 4.0e14, TOP_SCORE, math.inf])
 def test_equal_value_ties_break_like_the_spec(score):
     # equal values and weights: a later item replaces an earlier one only when strictly
@@ -250,7 +261,10 @@ def test_limit_applies_inside_quota_and_count_slicers(slicer):
 SCORES = st.one_of(
     st.floats(0.0, 1.0),
     st.floats(TOP_SCORE / 2, TOP_SCORE),
-    st.sampled_from([TOP_SCORE, TOP_SCORE / 2, 4.6e14, 3.0e14, 1e14, 0.0, 1e-5, math.inf]),
+    # past TOP_SCORE each value saturates at i64::MAX (Rust's cast), in the engine and the oracle
+    st.floats(TOP_SCORE, 1e300),
+    st.sampled_from([TOP_SCORE, TOP_SCORE / 2, 4.6e14, 3.0e14, 1e14, 0.0, 1e-5, math.inf,
+                     1e15, 2e15, 1.8e308]),
 )
 
 
