@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -563,6 +564,13 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         _err(str(e))
         return EXIT_USAGE
+    except BrokenPipeError:
+        # the reader went away (`cupel-np run ... --json | head`): not an error of ours; stop
+        # quietly, with the status a process killed by SIGPIPE gets, and let no flush at exit
+        # complain again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + 13
     except (CupelError, OSError) as e:  # bad input, or a path we cannot read or write
         if args.debug:
             raise

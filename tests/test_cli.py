@@ -232,3 +232,20 @@ def test_report_renders_in_headless_chromium(tmp_path, small_items):
     r = subprocess.run([CHROMIUM, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
     dom = r.stdout
     assert "Swinging items" in dom and dom.count("<img") == 3 and "Top swinging items" in dom
+
+
+def test_closed_stdout_pipe_is_quiet(tmp_path):
+    # `cupel-np presets --json | head -1`: the reader is gone; no error line, SIGPIPE status
+    import os as _os
+    import subprocess
+    import sys as _sys
+
+    read_end, write_end = _os.pipe()
+    _os.close(read_end)  # every write now fails with EPIPE
+    err_path = tmp_path / "stderr.txt"
+    with open(err_path, "wb") as err:
+        rc = subprocess.call([_sys.executable, "-m", "cupel_np", "presets", "--json"],
+                             stdout=write_end, stderr=err, timeout=120)
+    _os.close(write_end)
+    assert rc == 141
+    assert err_path.read_text() == ""

@@ -1,9 +1,11 @@
 """ContextItem / ItemTable / ContextBudget: encoding, grouping, Arrow & Parquet input, bad input."""
 
+import dataclasses
 from datetime import datetime, timezone
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 import pytest
 
 import cupel_np as c
@@ -27,7 +29,7 @@ def test_context_item_validation_names_field_and_value():
         c.ContextItem("a", 1, metadata={"cupel:trust": 0.5})
     item = c.ContextItem("a", 1, tags=["x"], metadata={"k": "v"})
     assert item.tags == ("x",) and hash(item) == hash(c.ContextItem("a", 1, tags=("x",), metadata={"k": "v"}))
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         item.tokens = 5  # frozen
 
 

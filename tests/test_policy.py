@@ -91,7 +91,7 @@ def test_wrong_types_are_type_errors():
     with pytest.raises(InvalidInputTypeError) as ei:
         c.Policy.from_dict({"scorers": [{"type": "recency", "weight": "heavy"}, {"type": "kind"}]})
     assert isinstance(ei.value, TypeError)
-    with pytest.raises(InvalidInputTypeError):
+    with pytest.raises(InvalidInputTypeError, match="knapsack bucket_size must be an integer, got str '100'"):
         c.KnapsackSlice("100")
 
 
