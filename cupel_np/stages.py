@@ -97,17 +97,77 @@ def sort_segments(score, offsets):
 
 
 @jit
-def place_segments(
+def _chronological_filter(mrow, lst, n_keep, ts, ts_valid, ts_order, a, b, lstpos, placed):
+    """Chronological order of the kept items ``lst`` (merged indices, in placer input order)
+    from the segment's shared timestamp order: timestamped items by timestamp (ties by input
+    order), then the others in input order. Writes merged indices to ``placed``."""
+    for j in range(n_keep):
+        lstpos[mrow[lst[j]]] = j
+    c = 0
+    for i in range(a, b):
+        p = lstpos[ts_order[i]]
+        if p >= 0:
+            placed[c] = p
+            c += 1
+    # repair runs of equal timestamps: by input order (insertion sort; runs are short)
+    i = 0
+    while i < c:
+        t0 = ts[mrow[lst[placed[i]]]]
+        j = i + 1
+        while j < c and ts[mrow[lst[placed[j]]]] == t0:
+            j += 1
+        if j - i > 1:
+            for u in range(i + 1, j):
+                x = placed[u]
+                w = u - 1
+                while w >= i and placed[w] > x:
+                    placed[w + 1] = placed[w]
+                    w -= 1
+                placed[w + 1] = x
+        i = j
+    for j in range(n_keep):
+        if not ts_valid[mrow[lst[j]]]:
+            placed[c] = j
+            c += 1
+    for j in range(n_keep):
+        lstpos[mrow[lst[j]]] = -1
+        placed[j] = lst[placed[j]]
+
+
+def timestamp_order(ts, ts_valid, offsets):
+    """Every segment's timestamped rows sorted by timestamp (shared by all variants), and
+    their segment offsets."""
+    rows = np.flatnonzero(ts_valid)
+    n_seg = offsets.shape[0] - 1
+    seg = np.searchsorted(offsets, rows, side="right") - 1
+    if n_seg == 1:
+        order = rows[np.argsort(ts[rows])]
+    else:
+        order = rows[np.lexsort((ts[rows], seg))]
+    off = np.zeros(n_seg + 1, dtype=np.int64)
+    np.cumsum(np.bincount(seg, minlength=n_seg), out=off[1:])
+    return order.astype(np.int64), off
+
+
+@jit
+def _place_segments(
     n_rows, tokens, kind, ts, ts_valid,
     pin_rows, pin_offsets,
     cand_rows, cand_score, cand_offsets, rank,
     eff_targets, budget_targets, budget_reserves,
     overflow, placer, count_caps, cap_of_kind,
     included, score_out, reason, detail_a, detail_b, ref_row, position, seq,
+    use_ts_order, ts_order, ts_offsets, lstpos,
 ):
     """Merge pinned and sliced items per segment, apply the overflow strategy, run the placer
     and write every row's inclusion/exclusion reason. Returns per-segment ``(err, err_a)``
-    (``ERR_OVERFLOW`` with the merged token count when the strategy is throw)."""
+    (``ERR_OVERFLOW`` with the merged token count when the strategy is throw).
+
+    ``ts_order[ts_offsets[s]:ts_offsets[s+1]]`` holds segment ``s``'s timestamped rows sorted
+    by timestamp (shared by every variant; ties in any order). Chronological placement of a
+    segment that keeps many of its rows filters that order instead of sorting, then repairs
+    runs of equal timestamps to the placer's input order. ``lstpos`` is per-row scratch, -1
+    on entry and on exit."""
     n_seg = pin_offsets.shape[0] - 1
     err = np.zeros(n_seg, dtype=np.int8)
     err_a = np.zeros(n_seg, dtype=np.int64)
@@ -218,7 +278,10 @@ def place_segments(
                 lst[c] = order[j]
                 c += 1
         placed = np.empty(n_keep, dtype=np.int64)
-        if placer == PLACER_CHRONOLOGICAL:
+        if placer == PLACER_CHRONOLOGICAL and use_ts_order and n_keep * 32 >= ts_offsets[s + 1] - ts_offsets[s] and n_keep > 16:
+            _chronological_filter(mrow, lst, n_keep, ts, ts_valid, ts_order, ts_offsets[s],
+                                  ts_offsets[s + 1], lstpos, placed)
+        elif placer == PLACER_CHRONOLOGICAL:
             n_ts = 0
             for j in range(n_keep):
                 if ts_valid[mrow[lst[j]]]:
@@ -253,16 +316,40 @@ def place_segments(
                 else:
                     placed[right] = lst[ordr[j]]
                     right -= 1
-        for j in range(n_keep):
-            q = placed[j]
-            row = mrow[q]
-            included[row] = True
-            position[row] = j
-            seq[row] = -1
-            if mpin[q]:
+        # row-ordered writes for the kept items (sequential in rows), then positions
+        for q in range(n_pin):
+            if keep[q]:
+                row = mrow[q]
+                included[row] = True
+                seq[row] = -1
                 reason[row] = R_PINNED
                 score_out[row] = 1.0
-            else:
-                score_out[row] = mscore[q]
+        for p in range(clo, chi):
+            r = rank[p]
+            if r >= 0 and keep[n_pin + r]:
+                row = cand_rows[p]
+                included[row] = True
+                seq[row] = -1
+                score_out[row] = cand_score[p]
                 reason[row] = R_ZERO_TOKEN if tokens[row] == 0 else R_SCORED
+        for j in range(n_keep):
+            position[mrow[placed[j]]] = j
     return err, err_a
+
+
+def place_segments(n_rows, tokens, kind, ts, ts_valid, pin_rows, pin_offsets, cand_rows, cand_score,
+                   cand_offsets, rank, eff_targets, budget_targets, budget_reserves, overflow, placer,
+                   count_caps, cap_of_kind, included, score_out, reason, detail_a, detail_b, ref_row,
+                   position, seq, ts_order=None, ts_offsets=None, lstpos=None):
+    """Place stage over every segment (see ``_place_segments``). ``ts_order``/``ts_offsets``
+    (from ``timestamp_order``) and the ``lstpos`` scratch are built here when not given."""
+    use_ts_order = ts_order is not None
+    if not use_ts_order:  # every segment sorts its own kept items
+        ts_order, ts_offsets = np.zeros(0, np.int64), np.zeros(pin_offsets.shape[0], np.int64)
+    if lstpos is None:
+        lstpos = np.full(n_rows, -1, dtype=np.int64)
+    return _place_segments(
+        n_rows, tokens, kind, ts, ts_valid, pin_rows, pin_offsets, cand_rows, cand_score,
+        cand_offsets, rank, eff_targets, budget_targets, budget_reserves, overflow, placer,
+        count_caps, cap_of_kind, included, score_out, reason, detail_a, detail_b, ref_row,
+        position, seq, use_ts_order, ts_order, ts_offsets, lstpos)
