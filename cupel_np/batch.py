@@ -14,7 +14,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+import threading
+
 from . import stages
+from .parallel import resolve_threads, run_tasks
 from .batch_kernels import duplicate_groups, duplicate_winners, variant_scores
 from .budget import ContextBudget
 from .errors import (
@@ -272,9 +275,11 @@ def run_sweep(
     progress: Callable[[int, int], None] | None = None,
     classified: Classified | None = None,
     score_context: ScoreContext | None = None,
+    threads: int | None = None,
 ) -> SweepRun:
     """Run every variant over every set. Per-(variant, set) failures are recorded in
-    ``SweepRun.errors[v][s]``; the caller decides whether they raise."""
+    ``SweepRun.errors[v][s]``; the caller decides whether they raise. Variants run on
+    ``threads`` workers (see ``parallel.resolve_threads``); the result does not depend on it."""
     n = table.n
     n_sets = table.n_sets
     cls = classified or classify(table)
@@ -289,14 +294,26 @@ def run_sweep(
     neg_rows = np.flatnonzero(cls.negative)
     sc_tok = table.tokens[sc_rows]
     sc_kind = table.kind_id[sc_rows]
-    # scratch, reused by every variant
-    score_row = np.zeros(n, dtype=np.float64)
-    detail_a = np.zeros(n, dtype=np.int64)
-    detail_b = np.zeros(n, dtype=np.int64)
-    ref_row = np.zeros(n, dtype=np.int64)
-    seq = np.zeros(n, dtype=np.int64)
-    pos64 = np.zeros(n, dtype=np.int64)
-    for v, var in enumerate(variants):
+    ts_order, ts_off = (stages.timestamp_order(table.timestamp, table.timestamp_valid, table.offsets)
+                        if any(var.policy.placer == "chronological" for var in variants) else (None, None))
+    nv = len(variants)
+    out.placed = [None] * nv
+    out.dedup_winner = [None] * nv
+    out.trunc_order = [None] * nv
+    out.count_cap = [None] * nv
+    done = [0]
+    done_lock = threading.Lock()
+
+    def scratch():  # per worker, reused by each variant it runs
+        return dict(score_row=np.zeros(n, dtype=np.float64), detail_a=np.zeros(n, dtype=np.int64),
+                    detail_b=np.zeros(n, dtype=np.int64), ref_row=np.zeros(n, dtype=np.int64),
+                    seq=np.zeros(n, dtype=np.int64), pos64=np.zeros(n, dtype=np.int64),
+                    lstpos=np.full(n, -1, dtype=np.int64))
+
+    def one(v: int, w: dict) -> None:
+        var = variants[v]
+        score_row, detail_a, detail_b, ref_row = w["score_row"], w["detail_a"], w["detail_b"], w["ref_row"]
+        seq, pos64, lstpos = w["seq"], w["pos64"], w["lstpos"]
         pol, bud = var.policy, var.budget
         errors = out.errors[v]
         label = f"variant {var.label!r}: " if var.label else ""
@@ -327,11 +344,11 @@ def run_sweep(
             lrows = sc_rows[losers]
             reason[lrows] = stages.R_DEDUPLICATED
             score_row[lrows] = sc[losers]
-            out.dedup_winner.append((lrows, sc_rows[lwin]))
+            out.dedup_winner[v] = (lrows, sc_rows[lwin])
         else:
             surv = np.arange(m)
             surv_off = sc_off
-            out.dedup_winner.append((np.zeros(0, np.int64), np.zeros(0, np.int64)))
+            out.dedup_winner[v] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
         eff = effective_targets(bud, cls.pinned_tokens)
         out.effective_target[v] = eff
         run_targets = eff.copy()
@@ -391,6 +408,7 @@ def run_sweep(
             np.full(n_sets, bud.output_reserve, dtype=np.int64),
             ov, pl, count_caps, cap_of_kind,
             included, score_row, reason, detail_a, detail_b, ref_row, pos64, seq,
+            ts_order, ts_off, lstpos,
         )
         for s in np.flatnonzero(p_err):
             s = int(s)
@@ -401,16 +419,20 @@ def run_sweep(
                 )
         trunc = np.flatnonzero(seq >= 3 * n)
         reason[trunc] = R_TRUNCATED
-        out.trunc_order.append((trunc, seq[trunc] - 3 * n))
+        out.trunc_order[v] = (trunc, seq[trunc] - 3 * n)
         if count_caps:
             cc = np.flatnonzero(reason == stages.R_COUNT_CAP_EXCEEDED)
-            out.count_cap.append((cc, detail_a[cc].copy(), detail_b[cc].copy()))
+            out.count_cap[v] = (cc, detail_a[cc].copy(), detail_b[cc].copy())
         else:
-            out.count_cap.append((np.zeros(0, np.int64),) * 3)
+            out.count_cap[v] = (np.zeros(0, np.int64),) * 3
         kept_tok = segment_sums(np.where(included, table.tokens, 0), table.offsets)
         out.avail_place[v] = bud.target_tokens - kept_tok
         inc_rows = np.flatnonzero(included)
-        out.placed.append((inc_rows, pos64[inc_rows].astype(np.int32)))
+        out.placed[v] = (inc_rows, pos64[inc_rows].astype(np.int32))
         if progress is not None:
-            progress(v + 1, len(variants))
+            with done_lock:
+                done[0] += 1
+                progress(done[0], nv)
+
+    run_tasks(nv, resolve_threads(threads), scratch, one)
     return out

@@ -97,12 +97,13 @@ def run_policy(
     classified: Classified | None = None,
     score_context: ScoreContext | None = None,
     max_cells: int = KNAPSACK_MAX_CELLS,
+    threads: int | None = None,
 ) -> PolicyRun:
     """Run one policy over every item set of ``table``. Per-set failures are recorded in
-    ``PolicyRun.error`` (callers decide whether to raise)."""
+    ``PolicyRun.error`` (callers decide whether to raise). ``threads`` as in ``sweep``."""
     sweep = run_sweep(
         table, [Variant("", policy, budget)], max_cells=max_cells,
-        classified=classified, score_context=score_context,
+        classified=classified, score_context=score_context, threads=threads,
     )
     return PolicyRun(sweep, 0)
 
@@ -124,7 +125,7 @@ class Pipeline:
     def __repr__(self) -> str:
         return f"Pipeline({self.policy!r})"
 
-    def _run_single(self, items, budget, policy) -> PolicyRun:
+    def _run_single(self, items, budget, policy, threads=None) -> PolicyRun:
         table = as_table(items)
         budget = _check_budget(budget)
         if table.n_sets != 1:
@@ -132,7 +133,7 @@ class Pipeline:
                 f"this table holds {table.n_sets} item sets; Pipeline runs one set at a time "
                 "(select one, or use cupel_np.sweep for many sets)"
             )
-        run = run_policy(table, budget, policy)
+        run = run_policy(table, budget, policy, threads=threads)
         run.raise_first_error()
         return run
 
@@ -140,11 +141,11 @@ class Pipeline:
         """The selected items in placed order."""
         return [inc.item for inc in self.dry_run(items, budget).included]
 
-    def dry_run(self, items, budget: ContextBudget):
-        """A full SelectionReport for one item set."""
+    def dry_run(self, items, budget: ContextBudget, *, threads: int | None = None):
+        """A full SelectionReport for one item set (``threads`` as in ``sweep``)."""
         from .report import SelectionReport
 
-        return SelectionReport(self._run_single(items, budget, self.policy), 0)
+        return SelectionReport(self._run_single(items, budget, self.policy, threads), 0)
 
     def dry_run_with_policy(self, items, budget: ContextBudget, policy: Policy):
         """Like ``dry_run`` but with another policy's scorer, slicer, placer and flags."""

@@ -24,6 +24,7 @@ from .batch_kernels import duplicate_groups
 from .budget import ContextBudget
 from .errors import CupelError, InvalidConfigError, InvalidInputTypeError, TooFewVariantsError
 from .items import ItemTable
+from .parallel import resolve_threads
 from .pipeline import Pipeline, PolicyRun, as_table
 from .policy import Policy
 from .report import REASON_NAMES, SelectionReport
@@ -356,12 +357,14 @@ class PolicySensitivityReport:
 
 # --------------------------------------------------------------------------- entry points
 def sweep(items, budget: ContextBudget | None, variants, *, on_error: str = "raise",
-          progress: bool | None = None) -> SweepResult:
+          progress: bool | None = None, threads: int | None = None) -> SweepResult:
     """Run every variant over every item set of ``items`` (an ItemTable, possibly with a set
     column, or a sequence of ContextItems). A variant is ``(label, Policy | Pipeline)`` or
     ``(label, policy, budget)``; ``budget`` is the default for variants without one.
     ``on_error="collect"`` records a failing (variant, set) instead of raising.
-    ``progress``: report per-variant progress on stderr (default: when stderr is a terminal)."""
+    ``progress``: report per-variant progress on stderr (default: when stderr is a terminal).
+    ``threads``: worker threads (default ``CUPEL_NP_THREADS`` or the cores this process may
+    use); results are bit-identical for any value."""
     _check_on_error(on_error)
     table = as_table(items)
     if budget is not None and not isinstance(budget, ContextBudget):
@@ -374,7 +377,8 @@ def sweep(items, budget: ContextBudget | None, variants, *, on_error: str = "rai
         if v.label in reserved:
             raise InvalidConfigError(f"variant label {v.label!r} clashes with a result column name")
     cb = _progress_callback(progress, len(vs))
-    run = run_sweep(table, vs, progress=cb)
+    threads = resolve_threads(threads)
+    run = run_sweep(table, vs, progress=cb, threads=threads)
     if cb is not None:
         cb.finish()
     if on_error == "raise":
@@ -384,7 +388,8 @@ def sweep(items, budget: ContextBudget | None, variants, *, on_error: str = "rai
     return SweepResult(run)
 
 
-def policy_sensitivity(items, budget: ContextBudget, variants, *, on_error: str = "raise") -> PolicySensitivityReport:
+def policy_sensitivity(items, budget: ContextBudget, variants, *, on_error: str = "raise",
+                       threads: int | None = None) -> PolicySensitivityReport:
     """The spec's policy sensitivity over ONE item set: every variant's SelectionReport and
     the contents whose inclusion differs between at least two variants."""
     _check_on_error(on_error)
@@ -400,7 +405,7 @@ def policy_sensitivity(items, budget: ContextBudget, variants, *, on_error: str 
             f"{table.n_sets} sets (set column {table.set_column!r}); use cupel_np.sweep(...) and "
             "result.report(set_key)"
         )
-    run = run_sweep(table, vs)
+    run = run_sweep(table, vs, threads=resolve_threads(threads))
     if on_error == "raise":
         for errs in run.errors:
             if errs:
@@ -408,12 +413,13 @@ def policy_sensitivity(items, budget: ContextBudget, variants, *, on_error: str 
     return SweepResult(run).report(table.set_keys[0])
 
 
-def policy_sensitivity_from_pipelines(items, budget: ContextBudget, variants, *, on_error: str = "raise"):
+def policy_sensitivity_from_pipelines(items, budget: ContextBudget, variants, *, on_error: str = "raise",
+                                      threads: int | None = None):
     """``policy_sensitivity`` with ``(label, Pipeline)`` variants (upstream parity)."""
     for i, v in enumerate(variants):
         if isinstance(v, (tuple, list)) and len(v) == 2 and not isinstance(v[1], Pipeline):
             raise InvalidInputTypeError(f"variant {i}: expected a Pipeline, got {type(v[1]).__name__}")
-    return policy_sensitivity(items, budget, variants, on_error=on_error)
+    return policy_sensitivity(items, budget, variants, on_error=on_error, threads=threads)
 
 
 class _Progress:
