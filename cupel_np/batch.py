@@ -294,8 +294,9 @@ def run_sweep(
     neg_rows = np.flatnonzero(cls.negative)
     sc_tok = table.tokens[sc_rows]
     sc_kind = table.kind_id[sc_rows]
-    ts_order, ts_off = (stages.timestamp_order(table.timestamp, table.timestamp_valid, table.offsets)
-                        if any(var.policy.placer == "chronological" for var in variants) else (None, None))
+    ts_order, ts_sorted, ts_off = (
+        stages.timestamp_order(table.timestamp, table.timestamp_valid, table.offsets)
+        if any(var.policy.placer == "chronological" for var in variants) else (None, None, None))
     nv = len(variants)
     out.placed = [None] * nv
     out.dedup_winner = [None] * nv
@@ -408,7 +409,7 @@ def run_sweep(
             np.full(n_sets, bud.output_reserve, dtype=np.int64),
             ov, pl, count_caps, cap_of_kind,
             included, score_row, reason, detail_a, detail_b, ref_row, pos64, seq,
-            ts_order, ts_off, lstpos,
+            ts_order, ts_sorted, ts_off, lstpos,
         )
         for s in np.flatnonzero(p_err):
             s = int(s)

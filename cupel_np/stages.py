@@ -97,46 +97,77 @@ def sort_segments(score, offsets):
 
 
 @jit
-def _chronological_filter(mrow, lst, n_keep, ts, ts_valid, ts_order, a, b, lstpos, placed):
-    """Chronological order of the kept items ``lst`` (merged indices, in placer input order)
-    from the segment's shared timestamp order: timestamped items by timestamp (ties by input
-    order), then the others in input order. Writes merged indices to ``placed``."""
+def _chronological_filter(mrow, lst, n_keep, n_pin, cand_rows, clo, chi, rank, ts_valid,
+                          ts_order, ts_sorted, a, b, lstpos, mark, position):
+    """Chronological placement of the kept items ``lst`` (merged indices, in placer input
+    order) by filtering the segment's shared timestamp order: timestamped items by timestamp
+    (ties by input order), then the others in input order. Writes ``position[row]``.
+
+    Per-row work runs in row order (the candidates) or in timestamp order (the shared order);
+    only ``lstpos`` (-1 on entry and exit) and ``position`` are addressed by row."""
+    m = mark.shape[0]
+    inv = mark  # merged index -> input-order position (-1 when dropped)
+    for q in range(m):
+        inv[q] = -1
     for j in range(n_keep):
-        lstpos[mrow[lst[j]]] = j
+        inv[lst[j]] = j
+    for q in range(n_pin):
+        lstpos[mrow[q]] = inv[q]
+    for p in range(clo, chi):
+        r = rank[p]
+        if r >= 0:
+            lstpos[cand_rows[p]] = inv[n_pin + r]
     c = 0
+    run_start = 0
+    prev_t = ts_sorted[a] if b > a else 0
+    out_row = np.empty(n_keep, dtype=np.int64)
+    out_key = np.empty(n_keep, dtype=np.int64)
     for i in range(a, b):
-        p = lstpos[ts_order[i]]
-        if p >= 0:
-            placed[c] = p
-            c += 1
-    # repair runs of equal timestamps: by input order (insertion sort; runs are short)
-    i = 0
-    while i < c:
-        t0 = ts[mrow[lst[placed[i]]]]
-        j = i + 1
-        while j < c and ts[mrow[lst[placed[j]]]] == t0:
-            j += 1
-        if j - i > 1:
-            for u in range(i + 1, j):
-                x = placed[u]
-                w = u - 1
-                while w >= i and placed[w] > x:
-                    placed[w + 1] = placed[w]
-                    w -= 1
-                placed[w + 1] = x
-        i = j
+        row = ts_order[i]
+        p = lstpos[row]
+        if p < 0:
+            continue
+        t = ts_sorted[i]
+        if c == 0 or t != prev_t:
+            run_start = c
+            prev_t = t
+        # insert into the current run of equal timestamps by input order (runs are short)
+        w = c - 1
+        while w >= run_start and out_key[w] > p:
+            out_row[w + 1] = out_row[w]
+            out_key[w + 1] = out_key[w]
+            w -= 1
+        out_row[w + 1] = row
+        out_key[w + 1] = p
+        c += 1
+    # the others, in input order: mark their input positions, then scan
     for j in range(n_keep):
-        if not ts_valid[mrow[lst[j]]]:
-            placed[c] = j
+        inv[j] = -1
+    for q in range(n_pin):
+        row = mrow[q]
+        if lstpos[row] >= 0 and not ts_valid[row]:
+            inv[lstpos[row]] = row
+    for p in range(clo, chi):
+        if rank[p] >= 0:
+            row = cand_rows[p]
+            if lstpos[row] >= 0 and not ts_valid[row]:
+                inv[lstpos[row]] = row
+    for j in range(n_keep):
+        if inv[j] >= 0:
+            out_row[c] = inv[j]
             c += 1
     for j in range(n_keep):
-        lstpos[mrow[lst[j]]] = -1
-        placed[j] = lst[placed[j]]
+        position[out_row[j]] = j
+    for q in range(n_pin):
+        lstpos[mrow[q]] = -1
+    for p in range(clo, chi):
+        if rank[p] >= 0:
+            lstpos[cand_rows[p]] = -1
 
 
 def timestamp_order(ts, ts_valid, offsets):
-    """Every segment's timestamped rows sorted by timestamp (shared by all variants), and
-    their segment offsets."""
+    """Every segment's timestamped rows sorted by timestamp (shared by all variants), their
+    timestamps in that order, and the segment offsets."""
     rows = np.flatnonzero(ts_valid)
     n_seg = offsets.shape[0] - 1
     seg = np.searchsorted(offsets, rows, side="right") - 1
@@ -146,7 +177,8 @@ def timestamp_order(ts, ts_valid, offsets):
         order = rows[np.lexsort((ts[rows], seg))]
     off = np.zeros(n_seg + 1, dtype=np.int64)
     np.cumsum(np.bincount(seg, minlength=n_seg), out=off[1:])
-    return order.astype(np.int64), off
+    order = order.astype(np.int64)
+    return order, ts[order], off
 
 
 @jit
@@ -157,7 +189,7 @@ def _place_segments(
     eff_targets, budget_targets, budget_reserves,
     overflow, placer, count_caps, cap_of_kind,
     included, score_out, reason, detail_a, detail_b, ref_row, position, seq,
-    use_ts_order, ts_order, ts_offsets, lstpos,
+    use_ts_order, ts_order, ts_sorted, ts_offsets, lstpos,
 ):
     """Merge pinned and sliced items per segment, apply the overflow strategy, run the placer
     and write every row's inclusion/exclusion reason. Returns per-segment ``(err, err_a)``
@@ -235,6 +267,7 @@ def _place_segments(
         merged_tokens = pinned_tokens + sliced_tokens
         target = budget_targets[s]
         keep = np.ones(m, dtype=np.bool_)
+        keep_idx = np.empty(m, dtype=np.int64)
         order = np.arange(m)
         if merged_tokens > target:
             if overflow == OVERFLOW_THROW:
@@ -278,9 +311,12 @@ def _place_segments(
                 lst[c] = order[j]
                 c += 1
         placed = np.empty(n_keep, dtype=np.int64)
+        placed_done = False
         if placer == PLACER_CHRONOLOGICAL and use_ts_order and n_keep * 32 >= ts_offsets[s + 1] - ts_offsets[s] and n_keep > 16:
-            _chronological_filter(mrow, lst, n_keep, ts, ts_valid, ts_order, ts_offsets[s],
-                                  ts_offsets[s + 1], lstpos, placed)
+            _chronological_filter(mrow, lst, n_keep, n_pin, cand_rows, clo, chi, rank, ts_valid,
+                                  ts_order, ts_sorted, ts_offsets[s], ts_offsets[s + 1], lstpos,
+                                  keep_idx[:m], position)
+            placed_done = True
         elif placer == PLACER_CHRONOLOGICAL:
             n_ts = 0
             for j in range(n_keep):
@@ -332,24 +368,26 @@ def _place_segments(
                 seq[row] = -1
                 score_out[row] = cand_score[p]
                 reason[row] = R_ZERO_TOKEN if tokens[row] == 0 else R_SCORED
-        for j in range(n_keep):
-            position[mrow[placed[j]]] = j
+        if not placed_done:
+            for j in range(n_keep):
+                position[mrow[placed[j]]] = j
     return err, err_a
 
 
 def place_segments(n_rows, tokens, kind, ts, ts_valid, pin_rows, pin_offsets, cand_rows, cand_score,
                    cand_offsets, rank, eff_targets, budget_targets, budget_reserves, overflow, placer,
                    count_caps, cap_of_kind, included, score_out, reason, detail_a, detail_b, ref_row,
-                   position, seq, ts_order=None, ts_offsets=None, lstpos=None):
-    """Place stage over every segment (see ``_place_segments``). ``ts_order``/``ts_offsets``
+                   position, seq, ts_order=None, ts_sorted=None, ts_offsets=None, lstpos=None):
+    """Place stage over every segment (see ``_place_segments``). ``ts_order``/``ts_sorted``/``ts_offsets``
     (from ``timestamp_order``) and the ``lstpos`` scratch are built here when not given."""
     use_ts_order = ts_order is not None
     if not use_ts_order:  # every segment sorts its own kept items
         ts_order, ts_offsets = np.zeros(0, np.int64), np.zeros(pin_offsets.shape[0], np.int64)
+        ts_sorted = np.zeros(0, dtype=ts.dtype)
     if lstpos is None:
         lstpos = np.full(n_rows, -1, dtype=np.int64)
     return _place_segments(
         n_rows, tokens, kind, ts, ts_valid, pin_rows, pin_offsets, cand_rows, cand_score,
         cand_offsets, rank, eff_targets, budget_targets, budget_reserves, overflow, placer,
         count_caps, cap_of_kind, included, score_out, reason, detail_a, detail_b, ref_row,
-        position, seq, use_ts_order, ts_order, ts_offsets, lstpos)
+        position, seq, use_ts_order, ts_order, ts_sorted, ts_offsets, lstpos)

@@ -109,15 +109,16 @@ def _score_key(v):
 
 
 @jit
-def repair_runs(order, keyd, score):
-    """``order`` is sorted by ``keyd`` with equal keys in any order; reorder every run of equal
-    keys by (score descending with NaN last, position ascending). In place."""
+def repair_runs(order, ks, score):
+    """``order`` is sorted by its keys ``ks`` (``ks[i]`` is the key of ``order[i]``) with equal
+    keys in any order; reorder every run of equal keys by (score descending with NaN last,
+    position ascending). In place."""
     n = order.shape[0]
     i = 0
     while i < n:
         j = i + 1
-        kv = keyd[order[i]]
-        while j < n and keyd[order[j]] == kv:
+        kv = ks[i]
+        while j < n and ks[j] == kv:
             j += 1
         if 1 < j - i <= INSERTION_MAX:
             for u in range(i + 1, j):  # insertion sort by (score key, position)
@@ -181,25 +182,29 @@ def _greedy_big(tok, score, target, rank, min_chunk):
     """One big segment (``tok``, ``score``, ``rank`` are the segment's slices)."""
     keyd = density_keys(tok, score)
     k = keyd.shape[0]
-    cand = np.arange(k)
     chunk = max(min_chunk, int(_first_chunk(keyd, tok, target, 4096) * 1.25))
     remaining, n_out = target, 0
-    while cand.size:
-        kc = keyd[cand]
-        if chunk >= cand.size:
-            part, rest = cand, cand[:0]
-            kpart = kc
+    cand = None  # None: every candidate (no index array needed)
+    while True:
+        kc = keyd if cand is None else keyd[cand]
+        n_c = kc.shape[0]
+        if chunk >= n_c:
+            o = np.argsort(kc)
+            order = o if cand is None else cand[o]
+            rest = None
         else:
             thr = kc[np.argpartition(kc, chunk - 1)[chunk - 1]]
             inside = kc <= thr
-            part, rest = cand[inside], cand[~inside]
-            kpart = kc[inside]
-        order = part[np.argsort(kpart)]
-        repair_runs(order, keyd, score)
+            part = np.flatnonzero(inside) if cand is None else cand[inside]
+            order = part[np.argsort(keyd[part])]
+            rest = np.flatnonzero(~inside) if cand is None else cand[~inside]
+        repair_runs(order, keyd[order], score)
         remaining, n_out = _walk(order, tok, remaining, rank, n_out)
-        if rest.size == 0:
+        if rest is None or rest.size == 0:
             break
         cand = rest[tok[rest] <= remaining]
+        if cand.size == 0:
+            break
         chunk *= 4
 
 
