@@ -97,6 +97,73 @@ def sort_segments(score, offsets):
 
 
 @jit
+def _chronological_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, ts_valid,
+                       ts_order, ts_sorted, a, b, lstpos, position):
+    """``_chronological_filter`` when every merged item is kept in merged order (no
+    truncation): input position = pinned index, or ``n_pin + rank`` for a sliced item."""
+    for q in range(n_pin):
+        lstpos[pin_rows[plo + q]] = q
+    for p in range(clo, chi):
+        r = rank[p]
+        if r >= 0:
+            lstpos[cand_rows[p]] = n_pin + r
+    out_row = np.empty(m, dtype=np.int64)
+    out_key = np.empty(m, dtype=np.int64)
+    c = _ts_scan(ts_order, ts_sorted, a, b, lstpos, out_row, out_key)
+    other = out_key  # reused: input position -> row of an untimestamped item (-1 otherwise)
+    for j in range(c, m):
+        other[j] = -1
+    for j in range(c):
+        other[j] = -1
+    for q in range(n_pin):
+        row = pin_rows[plo + q]
+        if not ts_valid[row]:
+            other[q] = row
+    for p in range(clo, chi):
+        r = rank[p]
+        if r >= 0 and not ts_valid[cand_rows[p]]:
+            other[n_pin + r] = cand_rows[p]
+    for j in range(m):
+        if other[j] >= 0:
+            out_row[c] = other[j]
+            c += 1
+    for j in range(m):
+        position[out_row[j]] = j
+    for q in range(n_pin):
+        lstpos[pin_rows[plo + q]] = -1
+    for p in range(clo, chi):
+        if rank[p] >= 0:
+            lstpos[cand_rows[p]] = -1
+
+
+@jit
+def _ts_scan(ts_order, ts_sorted, a, b, lstpos, out_row, out_key):
+    """Kept rows (``lstpos >= 0``) of the shared timestamp order; runs of equal timestamps
+    ordered by input position. Returns the count written to ``out_row``/``out_key``."""
+    c = 0
+    run_start = 0
+    prev_t = ts_sorted[a] if b > a else 0
+    for i in range(a, b):
+        row = ts_order[i]
+        p = lstpos[row]
+        if p < 0:
+            continue
+        t = ts_sorted[i]
+        if c == 0 or t != prev_t:
+            run_start = c
+            prev_t = t
+        w = c - 1
+        while w >= run_start and out_key[w] > p:
+            out_row[w + 1] = out_row[w]
+            out_key[w + 1] = out_key[w]
+            w -= 1
+        out_row[w + 1] = row
+        out_key[w + 1] = p
+        c += 1
+    return c
+
+
+@jit
 def _chronological_filter(mrow, lst, n_keep, n_pin, cand_rows, clo, chi, rank, ts_valid,
                           ts_order, ts_sorted, a, b, lstpos, mark, position):
     """Chronological placement of the kept items ``lst`` (merged indices, in placer input
@@ -117,29 +184,9 @@ def _chronological_filter(mrow, lst, n_keep, n_pin, cand_rows, clo, chi, rank, t
         r = rank[p]
         if r >= 0:
             lstpos[cand_rows[p]] = inv[n_pin + r]
-    c = 0
-    run_start = 0
-    prev_t = ts_sorted[a] if b > a else 0
     out_row = np.empty(n_keep, dtype=np.int64)
     out_key = np.empty(n_keep, dtype=np.int64)
-    for i in range(a, b):
-        row = ts_order[i]
-        p = lstpos[row]
-        if p < 0:
-            continue
-        t = ts_sorted[i]
-        if c == 0 or t != prev_t:
-            run_start = c
-            prev_t = t
-        # insert into the current run of equal timestamps by input order (runs are short)
-        w = c - 1
-        while w >= run_start and out_key[w] > p:
-            out_row[w + 1] = out_row[w]
-            out_key[w + 1] = out_key[w]
-            w -= 1
-        out_row[w + 1] = row
-        out_key[w + 1] = p
-        c += 1
+    c = _ts_scan(ts_order, ts_sorted, a, b, lstpos, out_row, out_key)
     # the others, in input order: mark their input positions, then scan
     for j in range(n_keep):
         inv[j] = -1
@@ -220,23 +267,12 @@ def _place_segments(
             if rank[p] >= 0:
                 n_sel += 1
         m = n_pin + n_sel
-        # merged list: pinned (input order, score 1.0) then the slicer output in its order
-        mrow = np.empty(m, dtype=np.int64)
-        mscore = np.empty(m, dtype=np.float64)
-        mpin = np.zeros(m, dtype=np.bool_)
-        for q in range(n_pin):
-            mrow[q] = pin_rows[plo + q]
-            mscore[q] = 1.0
-            mpin[q] = True
         sliced_tokens = 0
         if count_caps:
             for p in range(clo, chi):
                 kind_count[kind[cand_rows[p]]] = 0
         for p in range(clo, chi):
-            r = rank[p]
-            if r >= 0:
-                mrow[n_pin + r] = cand_rows[p]
-                mscore[n_pin + r] = cand_score[p]
+            if rank[p] >= 0:
                 sliced_tokens += tokens[cand_rows[p]]
                 if count_caps:
                     kind_count[kind[cand_rows[p]]] += 1
@@ -266,14 +302,47 @@ def _place_segments(
                 detail_b[row] = available
         merged_tokens = pinned_tokens + sliced_tokens
         target = budget_targets[s]
+        if merged_tokens > target and overflow == OVERFLOW_THROW:
+            err[s] = ERR_OVERFLOW
+            err_a[s] = merged_tokens
+            continue
+        truncating = merged_tokens > target and overflow == OVERFLOW_TRUNCATE
+        if (not truncating and placer == PLACER_CHRONOLOGICAL and use_ts_order and m > 16
+                and m * 32 >= ts_offsets[s + 1] - ts_offsets[s]):
+            # every merged item is kept, in merged order: no merged arrays needed
+            _chronological_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, ts_valid,
+                               ts_order, ts_sorted, ts_offsets[s], ts_offsets[s + 1], lstpos, position)
+            for q in range(plo, phi):
+                row = pin_rows[q]
+                included[row] = True
+                seq[row] = -1
+                reason[row] = R_PINNED
+                score_out[row] = 1.0
+            for p in range(clo, chi):
+                if rank[p] >= 0:
+                    row = cand_rows[p]
+                    included[row] = True
+                    seq[row] = -1
+                    score_out[row] = cand_score[p]
+                    reason[row] = R_ZERO_TOKEN if tokens[row] == 0 else R_SCORED
+            continue
+        # merged list: pinned (input order, score 1.0) then the slicer output in its order
+        mrow = np.empty(m, dtype=np.int64)
+        mscore = np.empty(m, dtype=np.float64)
+        mpin = np.zeros(m, dtype=np.bool_)
+        for q in range(n_pin):
+            mrow[q] = pin_rows[plo + q]
+            mscore[q] = 1.0
+            mpin[q] = True
+        for p in range(clo, chi):
+            r = rank[p]
+            if r >= 0:
+                mrow[n_pin + r] = cand_rows[p]
+                mscore[n_pin + r] = cand_score[p]
         keep = np.ones(m, dtype=np.bool_)
         keep_idx = np.empty(m, dtype=np.int64)
         order = np.arange(m)
         if merged_tokens > target:
-            if overflow == OVERFLOW_THROW:
-                err[s] = ERR_OVERFLOW
-                err_a[s] = merged_tokens
-                continue
             if overflow == OVERFLOW_TRUNCATE:
                 # pinned first (they already are), then the sliced items by score descending
                 if n_sel > 1:
