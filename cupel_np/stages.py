@@ -96,6 +96,61 @@ def sort_segments(score, offsets):
     return out
 
 
+#: kept lists at least this long are ordered by the radix sort in u-shaped placement
+RADIX_MIN = 4096
+
+
+@jit
+def ordered_bits(x):
+    """Order-preserving uint64 keys of float64 values: ``a < b`` exactly when
+    ``bits(a) < bits(b)``; -0.0 and 0.0 map to one key (they compare equal). No NaN allowed."""
+    n = x.shape[0]
+    out = np.empty(n, dtype=np.uint64)
+    sign = np.uint64(1) << np.uint64(63)
+    for i in range(n):
+        v = x[i] + 0.0  # -0.0 + 0.0 == +0.0
+        b = np.array([v]).view(np.uint64)[0]
+        out[i] = ~b if b & sign else b | sign
+    return out
+
+
+@jit
+def radix_argsort(key):
+    """Stable argsort of uint64 keys (LSD radix, 16-bit digits; a digit that every key
+    shares is skipped). Equal keys keep their input order."""
+    n = key.shape[0]
+    nb = 65536
+    mask = np.uint64(nb - 1)
+    cnt = np.zeros((4, nb), dtype=np.int64)
+    for i in range(n):
+        k = key[i]
+        for d in range(4):
+            cnt[d, (k >> np.uint64(16 * d)) & mask] += 1
+    idx = np.arange(n)
+    tmp = np.empty(n, dtype=np.int64)
+    k1 = key.copy()
+    k2 = np.empty(n, dtype=np.uint64)
+    for d in range(4):
+        sh = np.uint64(16 * d)
+        if cnt[d, (k1[0] >> sh) & mask] == n:
+            continue
+        total = 0
+        for b in range(nb):
+            c = cnt[d, b]
+            cnt[d, b] = total
+            total += c
+        for i in range(n):
+            k = k1[i]
+            b = (k >> sh) & mask
+            j = cnt[d, b]
+            cnt[d, b] = j + 1
+            k2[j] = k
+            tmp[j] = idx[i]
+        k1, k2 = k2, k1
+        idx, tmp = tmp, idx
+    return idx
+
+
 @jit
 def _chronological_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, ts_valid,
                        ts_order, ts_sorted, a, b, lstpos, position):
@@ -411,7 +466,10 @@ def _place_segments(
             sc = np.empty(n_keep, dtype=np.float64)
             for j in range(n_keep):
                 sc[j] = mscore[lst[j]]
-            ordr = np.argsort(_desc_key(sc), kind="mergesort")
+            if n_keep >= RADIX_MIN:
+                ordr = radix_argsort(ordered_bits(_desc_key(sc)))
+            else:
+                ordr = np.argsort(_desc_key(sc), kind="mergesort")
             left = 0
             right = n_keep - 1
             for j in range(n_keep):
