@@ -49,6 +49,11 @@ def density_keys(tok, score):
 
 
 @jit
+def _score_key(v):
+    return np.inf if v != v else -v
+
+
+@jit
 def _before(keyd, keys, a, b):
     """True when position ``a`` precedes ``b`` in (keyd, keys, index) order."""
     if keyd[a] != keyd[b]:
@@ -79,6 +84,14 @@ def _lex_order(keyd, keys, idx):
 
 @jit
 def _greedy_small(tok, score, offsets, targets, rank, big):
+    # scratch sized by the largest small segment, reused by every segment
+    k_max = 0
+    for s in range(offsets.shape[0] - 1):
+        k = offsets[s + 1] - offsets[s]
+        if k < big and k > k_max:
+            k_max = k
+    skey = np.empty(k_max, dtype=np.float64)
+    sidx = np.empty(k_max, dtype=np.int64)
     for s in range(offsets.shape[0] - 1):
         lo = offsets[s]
         hi = offsets[s + 1]
@@ -86,13 +99,37 @@ def _greedy_small(tok, score, offsets, targets, rank, big):
         target = targets[s]
         if k == 0 or target <= 0 or k >= big:
             continue
-        keyd = density_keys(tok[lo:hi], score[lo:hi])
-        keys = _desc_key(score[lo:hi])
-        order = _lex_order(keyd, keys, np.arange(k))
+        if k > INSERTION_MAX * 4:
+            keyd = density_keys(tok[lo:hi], score[lo:hi])
+            order = _lex_order(keyd, _desc_key(score[lo:hi]), np.arange(k))
+            for j in range(k):
+                sidx[j] = order[j]
+        else:
+            # insertion sort of (density key, position); equal keys then by (score key, position)
+            for j in range(k):
+                t = tok[lo + j]
+                d = MAX_FLOAT if t == 0 else score[lo + j] / np.float64(t)
+                kd = np.inf if d != d else -d
+                w = j - 1
+                while w >= 0:
+                    kw = skey[w]
+                    if kw < kd:
+                        break
+                    if kw == kd:
+                        y = sidx[w]
+                        sy = _score_key(score[lo + y])
+                        sj = _score_key(score[lo + j])
+                        if sy < sj or (sy == sj and y < j):
+                            break
+                    skey[w + 1] = kw
+                    sidx[w + 1] = sidx[w]
+                    w -= 1
+                skey[w + 1] = kd
+                sidx[w + 1] = j
         remaining = target
         n_out = 0
         for j in range(k):
-            q = order[j]
+            q = sidx[j]
             t = tok[lo + q]
             if t == 0:
                 rank[lo + q] = n_out
@@ -101,11 +138,6 @@ def _greedy_small(tok, score, offsets, targets, rank, big):
                 rank[lo + q] = n_out
                 n_out += 1
                 remaining -= t
-
-
-@jit
-def _score_key(v):
-    return np.inf if v != v else -v
 
 
 @jit
