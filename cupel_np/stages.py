@@ -98,6 +98,9 @@ def sort_segments(score, offsets):
 
 #: kept lists at least this long are ordered by the radix sort in u-shaped placement
 RADIX_MIN = 4096
+#: chronological placement filters the shared timestamp order when a segment keeps more than
+#: this many items (and at least 1/32 of its timestamped rows); smaller ones sort their own
+CHRONO_FILTER_MIN = 16
 
 
 @jit
@@ -291,7 +294,7 @@ def _place_segments(
     eff_targets, budget_targets, budget_reserves,
     overflow, placer, count_caps, cap_of_kind,
     included, score_out, reason, detail_a, detail_b, ref_row, position, seq,
-    use_ts_order, ts_order, ts_sorted, ts_offsets, lstpos,
+    use_ts_order, ts_order, ts_sorted, ts_offsets, lstpos, chrono_min, radix_min,
 ):
     """Merge pinned and sliced items per segment, apply the overflow strategy, run the placer
     and write every row's inclusion/exclusion reason. Returns per-segment ``(err, err_a)``
@@ -362,7 +365,7 @@ def _place_segments(
             err_a[s] = merged_tokens
             continue
         truncating = merged_tokens > target and overflow == OVERFLOW_TRUNCATE
-        if (not truncating and placer == PLACER_CHRONOLOGICAL and use_ts_order and m > 16
+        if (not truncating and placer == PLACER_CHRONOLOGICAL and use_ts_order and m > chrono_min
                 and m * 32 >= ts_offsets[s + 1] - ts_offsets[s]):
             # every merged item is kept, in merged order: no merged arrays needed
             _chronological_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, ts_valid,
@@ -436,7 +439,7 @@ def _place_segments(
                 c += 1
         placed = np.empty(n_keep, dtype=np.int64)
         placed_done = False
-        if placer == PLACER_CHRONOLOGICAL and use_ts_order and n_keep * 32 >= ts_offsets[s + 1] - ts_offsets[s] and n_keep > 16:
+        if placer == PLACER_CHRONOLOGICAL and use_ts_order and n_keep * 32 >= ts_offsets[s + 1] - ts_offsets[s] and n_keep > chrono_min:
             _chronological_filter(mrow, lst, n_keep, n_pin, cand_rows, clo, chi, rank, ts_valid,
                                   ts_order, ts_sorted, ts_offsets[s], ts_offsets[s + 1], lstpos,
                                   keep_idx[:m], position)
@@ -466,7 +469,7 @@ def _place_segments(
             sc = np.empty(n_keep, dtype=np.float64)
             for j in range(n_keep):
                 sc[j] = mscore[lst[j]]
-            if n_keep >= RADIX_MIN:
+            if n_keep >= radix_min:
                 ordr = radix_argsort(ordered_bits(_desc_key(sc)))
             else:
                 ordr = np.argsort(_desc_key(sc), kind="mergesort")
@@ -517,4 +520,5 @@ def place_segments(n_rows, tokens, kind, ts, ts_valid, pin_rows, pin_offsets, ca
         n_rows, tokens, kind, ts, ts_valid, pin_rows, pin_offsets, cand_rows, cand_score,
         cand_offsets, rank, eff_targets, budget_targets, budget_reserves, overflow, placer,
         count_caps, cap_of_kind, included, score_out, reason, detail_a, detail_b, ref_row,
-        position, seq, use_ts_order, ts_order, ts_sorted, ts_offsets, lstpos)
+        position, seq, use_ts_order, ts_order, ts_sorted, ts_offsets, lstpos,
+        CHRONO_FILTER_MIN, RADIX_MIN)

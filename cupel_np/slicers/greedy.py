@@ -240,11 +240,14 @@ def _greedy_big(tok, score, target, rank, min_chunk):
         chunk *= 4
 
 
-def greedy_segments(tok, score, offsets, targets, rank, *, big: int = BIG_GREEDY,
-                    min_chunk: int = MIN_CHUNK):
+def greedy_segments(tok, score, offsets, targets, rank, *, big: int | None = None,
+                    min_chunk: int | None = None):
     """GreedySlice per segment over candidates in input (row) order. Writes ``rank[p]`` =
     position in the slicer output (density order), -1 when not selected (``rank`` must be -1
-    on entry). ``big`` and ``min_chunk`` choose the path only, never the answer."""
+    on entry). ``big`` and ``min_chunk`` (default: the module's ``BIG_GREEDY`` and
+    ``MIN_CHUNK``) choose the path only, never the answer."""
+    big = BIG_GREEDY if big is None else big
+    min_chunk = MIN_CHUNK if min_chunk is None else min_chunk
     _greedy_small(tok, score, offsets, targets, rank, big)
     sizes = np.diff(offsets)
     for s in np.flatnonzero((sizes >= big) & (targets > 0)):  # a few big sets at most
