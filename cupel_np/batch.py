@@ -10,6 +10,7 @@ run (``Pipeline.dry_run``) is simply a sweep with one variant.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Callable, Sequence
 
 import numpy as np
@@ -65,6 +66,57 @@ def _offsets(counts: np.ndarray) -> np.ndarray:
     off = np.zeros(counts.shape[0] + 1, dtype=np.int64)
     np.cumsum(counts, out=off[1:])
     return off
+
+
+class SetMap(Mapping):
+    """``{set index: value}`` filled in bulk and built lazily: ``add(sets, build)`` records
+    many sets at once (a set already present keeps its first value) and ``build(s)`` runs
+    only when ``s`` is read, so a sweep that fails in 100,000 sets creates no Python object
+    per set until someone asks. Iteration follows insertion (chunk by chunk, ascending
+    within a chunk)."""
+
+    def __init__(self, n_sets: int):
+        self._has = np.zeros(n_sets, dtype=np.bool_)
+        self._chunks: list[tuple[np.ndarray, Callable[[int], object]]] = []
+        self._cache: dict[int, object] = {}
+        self._len = 0
+
+    def add(self, sets: np.ndarray, build: Callable[[int], object]) -> None:
+        sets = np.asarray(sets, dtype=np.int64)
+        sets = sets[~self._has[sets]]
+        if sets.size:
+            self._has[sets] = True
+            self._chunks.append((sets, build))
+            self._len += int(sets.size)
+
+    def sets(self) -> np.ndarray:
+        """Every set index present (insertion order)."""
+        return np.concatenate([c for c, _ in self._chunks]) if self._chunks else np.zeros(0, np.int64)
+
+    def __contains__(self, s) -> bool:
+        try:
+            return 0 <= s < self._has.shape[0] and bool(self._has[s])
+        except TypeError:
+            return False
+
+    def __getitem__(self, s):
+        if s not in self:
+            raise KeyError(s)
+        s = int(s)
+        if s not in self._cache:
+            for sets, build in self._chunks:
+                i = np.searchsorted(sets, s)
+                if i < sets.size and sets[i] == s:
+                    self._cache[s] = build(s)
+                    break
+        return self._cache[s]
+
+    def __iter__(self):
+        for sets, _ in self._chunks:
+            yield from sets.tolist()
+
+    def __len__(self) -> int:
+        return self._len
 
 
 @dataclass
@@ -135,8 +187,9 @@ class SweepRun:
         self.avail_slice = np.zeros((v, s), dtype=np.int64)
         self.avail_place = np.zeros((v, s), dtype=np.int64)
         self.cap_dropped = np.zeros((v, s), dtype=np.int64)
-        self.errors: list[dict[int, Exception]] = [dict() for _ in range(v)]
-        self.shortfalls: list[dict[int, list]] = [dict() for _ in range(v)]
+        # per variant {set: error} and {set: [(kind, required, satisfied), ...]}, built lazily
+        self.errors: list[SetMap] = [SetMap(s) for _ in range(v)]
+        self.shortfalls: list[SetMap] = [SetMap(s) for _ in range(v)]
         # sparse details: (rows, values...) sorted by row
         self.dedup_winner: list[tuple[np.ndarray, np.ndarray]] = []
         self.trunc_order: list[tuple[np.ndarray, np.ndarray]] = []
@@ -325,11 +378,9 @@ def run_sweep(
         pos64[:] = -1
         sc = _one_variant(*plan, v)
         avail = bud.max_tokens - bud.output_reserve
-        for s in np.flatnonzero(cls.pinned_tokens > avail):
-            errors[int(s)] = PinnedExceedsBudgetError(
-                f"{label}{_set_label(table, s)}pinned items require {int(cls.pinned_tokens[s])} tokens, "
-                f"but only {avail} are available (max_tokens - output_reserve)"
-            )
+        errors.add(np.flatnonzero(cls.pinned_tokens > avail), lambda s, label=label, avail=avail: PinnedExceedsBudgetError(
+            f"{label}{_set_label(table, s)}pinned items require {int(cls.pinned_tokens[s])} tokens, "
+            f"but only {avail} are available (max_tokens - output_reserve)"))
         reason[neg_rows] = stages.R_NEGATIVE_TOKENS
         # Deduplicate
         if pol.deduplication and members.size:
@@ -354,7 +405,7 @@ def run_sweep(
         out.effective_target[v] = eff
         run_targets = eff.copy()
         if errors:
-            run_targets[list(errors)] = 0
+            run_targets[errors.sets()] = 0
         # Sort + Slice
         (mode, use_knapsack, bucket, kind_rank, q_has, q_req, q_cap, q_req_all, e_kind, e_req,
          cap_of_kind, throw, resort) = _slicer_args(pol.slicer, table)
@@ -375,25 +426,21 @@ def run_sweep(
             out.cap_dropped[v] = cap_dropped
             entries = getattr(pol.slicer, "entries", ())
             if len(entries):
-                for s, e in np.argwhere(satisfied >= 0):
-                    out.shortfalls[v].setdefault(int(s), []).append(
-                        (entries[e].kind, entries[e].require_count, int(satisfied[s, e])))
-            for s in np.flatnonzero(s_err):
-                s = int(s)
-                if s in errors:
-                    continue
+                out.shortfalls[v].add(np.flatnonzero((satisfied >= 0).any(axis=1)), lambda s, sat=satisfied, entries=entries: [
+                    (entries[e].kind, entries[e].require_count, int(sat[s, e])) for e in np.flatnonzero(sat[s] >= 0)])
+
+            def slice_error(s, s_err=s_err, a=s_err_a, b=s_err_b, entries=entries, label=label, name=pol.slicer.name):
                 if s_err[s] == sk.ERR_SCARCITY:
-                    e = entries[int(s_err_a[s])]
-                    errors[s] = ScarcityError(
-                        f"{label}{_set_label(table, s)}{pol.slicer.name}: kind {e.kind!r} requires "
-                        f"{e.require_count} items but only {int(s_err_b[s])} candidates are available"
-                    )
-                else:
-                    errors[s] = TableTooLargeError(
-                        f"{label}{_set_label(table, s)}knapsack table of {int(s_err_a[s])} candidates x "
-                        f"{int(s_err_b[s]) + 1} capacity cells exceeds the limit of {max_cells} cells; "
-                        "raise bucket_size or lower the target"
-                    )
+                    e = entries[int(a[s])]
+                    return ScarcityError(
+                        f"{label}{_set_label(table, s)}{name}: kind {e.kind!r} requires "
+                        f"{e.require_count} items but only {int(b[s])} candidates are available")
+                return TableTooLargeError(
+                    f"{label}{_set_label(table, s)}knapsack table of {int(a[s])} candidates x "
+                    f"{int(b[s]) + 1} capacity cells exceeds the limit of {max_cells} cells; "
+                    "raise bucket_size or lower the target")
+
+            errors.add(np.flatnonzero(s_err), slice_error)
         cand_rows = sc_rows[cand]
         sliced_tok = segment_sums(np.where(rank >= 0, sc_tok[cand], 0), surv_off)
         out.avail_slice[v] = eff - sliced_tok
@@ -411,13 +458,9 @@ def run_sweep(
             included, score_row, reason, detail_a, detail_b, ref_row, pos64, seq,
             ts_order, ts_sorted, ts_off, lstpos,
         )
-        for s in np.flatnonzero(p_err):
-            s = int(s)
-            if s not in errors:
-                errors[s] = BudgetOverflowError(
-                    f"{label}{_set_label(table, s)}selected items require {int(p_err_a[s])} tokens, "
-                    f"exceeding the target budget of {bud.target_tokens} (overflow_strategy = 'throw')"
-                )
+        errors.add(np.flatnonzero(p_err), lambda s, a=p_err_a, label=label, target=bud.target_tokens: BudgetOverflowError(
+            f"{label}{_set_label(table, s)}selected items require {int(a[s])} tokens, "
+            f"exceeding the target budget of {target} (overflow_strategy = 'throw')"))
         trunc = np.flatnonzero(seq >= 3 * n)
         reason[trunc] = R_TRUNCATED
         out.trunc_order[v] = (trunc, seq[trunc] - 3 * n)

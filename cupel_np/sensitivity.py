@@ -131,9 +131,8 @@ class SweepResult:
         v = len(self.labels)
         # failed (variant, set) cells
         self.failed = np.zeros((v, n_sets), dtype=np.bool_)
-        for vi, errs in enumerate(run.errors):
-            for s in errs:
-                self.failed[vi, s] = True
+        for vi, errs in enumerate(run.errors):  # one bulk assignment per variant
+            self.failed[vi, errs.sets()] = True
         # content-keyed status: Included if any copy of the content is included
         status = np.zeros((g, v), dtype=np.bool_)
         for vi in range(v):
