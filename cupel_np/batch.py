@@ -373,9 +373,9 @@ def run_sweep(
         label = f"variant {var.label!r}: " if var.label else ""
         included = out.included[v]
         reason = out.reason[v]
-        score_row[:] = 0.0
-        seq[:] = -1
-        pos64[:] = -1
+        truncate = pol.overflow_strategy == "truncate"
+        if truncate:  # seq marks truncated rows; score_row, pos64 are only read where written
+            seq[:] = -1
         sc = _one_variant(*plan, v)
         avail = bud.max_tokens - bud.output_reserve
         errors.add(np.flatnonzero(cls.pinned_tokens > avail), lambda s, label=label, avail=avail: PinnedExceedsBudgetError(
@@ -409,11 +409,13 @@ def run_sweep(
         # Sort + Slice
         (mode, use_knapsack, bucket, kind_rank, q_has, q_req, q_cap, q_req_all, e_kind, e_req,
          cap_of_kind, throw, resort) = _slicer_args(pol.slicer, table)
+        identity = False  # candidates are exactly the scoreable rows, in order
         if isinstance(pol.slicer, GreedySlice):
             cand = surv  # greedy needs no score sort (see slicers/greedy.py)
-            cand_score = sc[cand]
+            every = identity = cand.shape[0] == m  # no deduplication loser
+            cand_score = sc if every else sc[cand]
             rank = np.full(len(cand), -1, dtype=np.int64)
-            greedy_segments(sc_tok[cand], cand_score, surv_off, run_targets, rank)
+            greedy_segments(sc_tok if every else sc_tok[cand], cand_score, surv_off, run_targets, rank)
         else:
             order = stages.sort_segments(sc[surv], surv_off)
             cand = surv[order]
@@ -441,15 +443,13 @@ def run_sweep(
                     "raise bucket_size or lower the target")
 
             errors.add(np.flatnonzero(s_err), slice_error)
-        cand_rows = sc_rows[cand]
-        sliced_tok = segment_sums(np.where(rank >= 0, sc_tok[cand], 0), surv_off)
-        out.avail_slice[v] = eff - sliced_tok
+        cand_rows = sc_rows if identity else sc_rows[cand]
         # Place + reasons
         count_caps = isinstance(pol.slicer, (CountQuotaSlice, CountConstrainedKnapsackSlice))
         ov = {"throw": stages.OVERFLOW_THROW, "truncate": stages.OVERFLOW_TRUNCATE,
               "proceed": stages.OVERFLOW_PROCEED}[pol.overflow_strategy]
         pl = stages.PLACER_CHRONOLOGICAL if pol.placer == "chronological" else stages.PLACER_U_SHAPED
-        p_err, p_err_a = stages.place_segments(
+        p_err, p_err_a, sliced_tok, kept_tok = stages.place_segments(
             n, table.tokens, table.kind_id, table.timestamp, table.timestamp_valid,
             cls.pin_rows, cls.pin_offsets, cand_rows, cand_score, surv_off, rank,
             eff, np.full(n_sets, bud.target_tokens, dtype=np.int64),
@@ -461,15 +461,18 @@ def run_sweep(
         errors.add(np.flatnonzero(p_err), lambda s, a=p_err_a, label=label, target=bud.target_tokens: BudgetOverflowError(
             f"{label}{_set_label(table, s)}selected items require {int(a[s])} tokens, "
             f"exceeding the target budget of {target} (overflow_strategy = 'throw')"))
-        trunc = np.flatnonzero(seq >= 3 * n)
-        reason[trunc] = R_TRUNCATED
-        out.trunc_order[v] = (trunc, seq[trunc] - 3 * n)
+        out.avail_slice[v] = eff - sliced_tok
+        if truncate:
+            trunc = np.flatnonzero(seq >= 3 * n)
+            reason[trunc] = R_TRUNCATED
+            out.trunc_order[v] = (trunc, seq[trunc] - 3 * n)
+        else:
+            out.trunc_order[v] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
         if count_caps:
             cc = np.flatnonzero(reason == stages.R_COUNT_CAP_EXCEEDED)
             out.count_cap[v] = (cc, detail_a[cc].copy(), detail_b[cc].copy())
         else:
             out.count_cap[v] = (np.zeros(0, np.int64),) * 3
-        kept_tok = segment_sums(np.where(included, table.tokens, 0), table.offsets)
         out.avail_place[v] = bud.target_tokens - kept_tok
         inc_rows = np.flatnonzero(included)
         out.placed[v] = (inc_rows, pos64[inc_rows].astype(np.int32))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
-from .slicers.kernels import _desc_key
+from .sortkeys import desc_bits
 
 # reason codes (stored in the int8 reason matrix)
 R_SCORED = 0
@@ -78,7 +78,7 @@ def _sort_small_segments(score, offsets, out):
         hi = offsets[s + 1]
         if hi - lo == 0 or hi - lo >= BIG_SEGMENT:
             continue
-        order = np.argsort(_desc_key(score[lo:hi]), kind="mergesort")
+        order = np.argsort(desc_bits(score[lo:hi]), kind="mergesort")
         for j in range(hi - lo):
             out[lo + j] = order[j] + lo
 
@@ -90,9 +90,7 @@ def sort_segments(score, offsets):
     sizes = np.diff(offsets)
     for s in np.flatnonzero(sizes >= BIG_SEGMENT):
         lo, hi = int(offsets[s]), int(offsets[s + 1])
-        seg = score[lo:hi]
-        key = np.where(np.isnan(seg), np.inf, -seg)
-        out[lo:hi] = np.argsort(key, kind="stable") + lo
+        out[lo:hi] = np.argsort(desc_bits(score[lo:hi]), kind="stable") + lo
     return out
 
 
@@ -101,20 +99,6 @@ RADIX_MIN = 4096
 #: chronological placement filters the shared timestamp order when a segment keeps more than
 #: this many items (and at least 1/32 of its timestamped rows); smaller ones sort their own
 CHRONO_FILTER_MIN = 16
-
-
-@jit
-def ordered_bits(x):
-    """Order-preserving uint64 keys of float64 values: ``a < b`` exactly when
-    ``bits(a) < bits(b)``; -0.0 and 0.0 map to one key (they compare equal). No NaN allowed."""
-    n = x.shape[0]
-    out = np.empty(n, dtype=np.uint64)
-    sign = np.uint64(1) << np.uint64(63)
-    for i in range(n):
-        v = x[i] + 0.0  # -0.0 + 0.0 == +0.0
-        b = np.array([v]).view(np.uint64)[0]
-        out[i] = ~b if b & sign else b | sign
-    return out
 
 
 @jit
@@ -297,8 +281,9 @@ def _place_segments(
     use_ts_order, ts_order, ts_sorted, ts_offsets, lstpos, chrono_min, radix_min,
 ):
     """Merge pinned and sliced items per segment, apply the overflow strategy, run the placer
-    and write every row's inclusion/exclusion reason. Returns per-segment ``(err, err_a)``
-    (``ERR_OVERFLOW`` with the merged token count when the strategy is throw).
+    and write every row's inclusion/exclusion reason. Returns per segment ``(err, err_a,
+    sliced_tokens, kept_tokens)`` (``ERR_OVERFLOW`` with the merged token count when the
+    strategy is throw; the tokens the slicer selected; the tokens of the included rows).
 
     ``ts_order[ts_offsets[s]:ts_offsets[s+1]]`` holds segment ``s``'s timestamped rows sorted
     by timestamp (shared by every variant; ties in any order). Chronological placement of a
@@ -308,6 +293,8 @@ def _place_segments(
     n_seg = pin_offsets.shape[0] - 1
     err = np.zeros(n_seg, dtype=np.int8)
     err_a = np.zeros(n_seg, dtype=np.int64)
+    sliced_out = np.zeros(n_seg, dtype=np.int64)  # per segment: tokens the slicer selected
+    kept_out = np.zeros(n_seg, dtype=np.int64)  # per segment: tokens of the included rows
     n_kinds = cap_of_kind.shape[0] if count_caps else 1
     kind_count = np.zeros(n_kinds, dtype=np.int64)  # scratch, reset per segment
     drop_seq = 3 * n_rows
@@ -360,9 +347,12 @@ def _place_segments(
                 detail_b[row] = available
         merged_tokens = pinned_tokens + sliced_tokens
         target = budget_targets[s]
+        sliced_out[s] = sliced_tokens
+        kept_out[s] = merged_tokens
         if merged_tokens > target and overflow == OVERFLOW_THROW:
             err[s] = ERR_OVERFLOW
             err_a[s] = merged_tokens
+            kept_out[s] = 0
             continue
         truncating = merged_tokens > target and overflow == OVERFLOW_TRUNCATE
         if (not truncating and placer == PLACER_CHRONOLOGICAL and use_ts_order and m > chrono_min
@@ -404,7 +394,7 @@ def _place_segments(
             if overflow == OVERFLOW_TRUNCATE:
                 # pinned first (they already are), then the sliced items by score descending
                 if n_sel > 1:
-                    tail = np.argsort(_desc_key(mscore[n_pin:]), kind="mergesort") + n_pin
+                    tail = np.argsort(desc_bits(mscore[n_pin:]), kind="mergesort") + n_pin
                     order[n_pin:] = tail
                 current = 0
                 for j in range(m):
@@ -415,6 +405,7 @@ def _place_segments(
                     else:
                         keep[q] = False
                 kept_tokens = current
+                kept_out[s] = kept_tokens
                 for j in range(m):
                     q = order[j]
                     if not keep[q]:
@@ -470,9 +461,9 @@ def _place_segments(
             for j in range(n_keep):
                 sc[j] = mscore[lst[j]]
             if n_keep >= radix_min:
-                ordr = radix_argsort(ordered_bits(_desc_key(sc)))
+                ordr = radix_argsort(desc_bits(sc))
             else:
-                ordr = np.argsort(_desc_key(sc), kind="mergesort")
+                ordr = np.argsort(desc_bits(sc), kind="mergesort")
             left = 0
             right = n_keep - 1
             for j in range(n_keep):
@@ -501,7 +492,7 @@ def _place_segments(
         if not placed_done:
             for j in range(n_keep):
                 position[mrow[placed[j]]] = j
-    return err, err_a
+    return err, err_a, sliced_out, kept_out
 
 
 def place_segments(n_rows, tokens, kind, ts, ts_valid, pin_rows, pin_offsets, cand_rows, cand_score,

@@ -27,7 +27,7 @@ import strategies as S  # noqa: E402
 import cupel_np as c  # noqa: E402
 from cupel_np import stages  # noqa: E402
 from cupel_np.slicers import greedy  # noqa: E402
-from cupel_np.slicers.kernels import _desc_key  # noqa: E402
+from cupel_np.sortkeys import desc_bits, ordered_bits  # noqa: E402
 
 SETTINGS = settings(max_examples=120, deadline=None, database=None, print_blob=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -104,11 +104,18 @@ def test_repair_runs_gives_the_total_order(keys, scores):
 # --------------------------------------------------------------------------- radix sort
 @SETTINGS
 @given(st.lists(st.sampled_from(TIE_VALUES) | st.floats(allow_nan=True), max_size=300))
-def test_radix_argsort_is_the_stable_descending_order(xs):
-    x = np.array(xs, dtype=np.float64)
-    key = _desc_key(x)
-    got = stages.radix_argsort(stages.ordered_bits(key))
-    assert list(got) == list(np.argsort(key, kind="stable"))
+def test_radix_argsort_is_the_spec_descending_order(xs):
+    """Score descending, NaN lowest (below -inf), ties in input order."""
+    got = stages.radix_argsort(desc_bits(np.array(xs, dtype=np.float64)))
+    assert list(got) == sorted(range(len(xs)), key=lambda i: naive._score_desc_key(xs[i]) + (i,))
+
+
+@SETTINGS
+@given(st.lists(st.floats(allow_nan=False), min_size=2, max_size=50))
+def test_ordered_bits_preserve_float_order(xs):
+    b = ordered_bits(np.array(xs, dtype=np.float64))
+    for i in range(len(xs) - 1):
+        assert (xs[i] < xs[i + 1]) == (b[i] < b[i + 1]) and (xs[i] == xs[i + 1]) == (b[i] == b[i + 1])
 
 
 def test_radix_argsort_large_with_ties():
@@ -116,8 +123,11 @@ def test_radix_argsort_large_with_ties():
     x = np.round(rng.normal(size=200_000), 3)
     x[rng.random(x.size) < 0.1] = -0.0
     x[rng.random(x.size) < 0.1] = 0.0
-    key = _desc_key(x)
-    assert (stages.radix_argsort(stages.ordered_bits(key)) == np.argsort(key, kind="stable")).all()
+    x[rng.random(x.size) < 0.01] = np.nan
+    x[rng.random(x.size) < 0.01] = -np.inf
+    key = desc_bits(x)
+    assert (stages.radix_argsort(key) == np.argsort(key, kind="stable")).all()
+    assert (key[np.isnan(x)] > key[x == -np.inf].max()).all()
 
 
 # --------------------------------------------------------------------------- whole pipeline

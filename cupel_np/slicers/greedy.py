@@ -25,7 +25,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import jit
-from .kernels import MAX_FLOAT, _desc_key
+from ..sortkeys import desc_bit, desc_bits
+from .kernels import MAX_FLOAT
 
 #: segments with at least this many candidates take the chunked NumPy-sort path
 BIG_GREEDY = 32768
@@ -50,7 +51,7 @@ def density_keys(tok, score):
 
 @jit
 def _score_key(v):
-    return np.inf if v != v else -v
+    return desc_bit(v)
 
 
 @jit
@@ -77,7 +78,7 @@ def _lex_order(keyd, keys, idx):
                 j -= 1
             out[j + 1] = x
         return out
-    o = np.argsort(keys[idx], kind="mergesort")
+    o = np.argsort(keys[idx], kind="mergesort")  # keys: desc_bits of the scores
     o2 = np.argsort(keyd[idx[o]], kind="mergesort")
     return idx[o[o2]]
 
@@ -101,7 +102,7 @@ def _greedy_small(tok, score, offsets, targets, rank, big):
             continue
         if k > INSERTION_MAX * 4:
             keyd = density_keys(tok[lo:hi], score[lo:hi])
-            order = _lex_order(keyd, _desc_key(score[lo:hi]), np.arange(k))
+            order = _lex_order(keyd, desc_bits(score[lo:hi]), np.arange(k))
             for j in range(k):
                 sidx[j] = order[j]
         else:
@@ -167,7 +168,7 @@ def repair_runs(order, ks, score):
                 order[w + 1] = x
         elif j - i > 1:
             run = np.sort(order[i:j])
-            sk = _desc_key(score[run])
+            sk = desc_bits(score[run])
             o = np.argsort(sk, kind="mergesort")
             for q in range(j - i):
                 order[i + q] = run[o[q]]
