@@ -45,7 +45,8 @@ RESULTS: list[dict] = []
 _TABLES: dict = {}
 
 
-def _median_wall_cpu(f, rounds=ROUNDS):
+def _median_wall_cpu(f, rounds=None):
+    rounds = rounds or ROUNDS
     wall, cpu = [], []
     for _ in range(rounds):
         w0, c0 = time.perf_counter(), time.process_time()
@@ -55,7 +56,7 @@ def _median_wall_cpu(f, rounds=ROUNDS):
     return float(np.median(wall)), float(np.median(cpu))
 
 
-def _argsorts(n: int, v: int, rounds=ROUNDS):
+def _argsorts(n: int, v: int, rounds=None):
     x = np.random.default_rng(0).random(n)
     return _median_wall_cpu(lambda: [np.argsort(x, kind="stable") for _ in range(v)], rounds)
 
@@ -142,8 +143,9 @@ def test_corpus(benchmark, threads):
 
 
 def main(argv) -> None:
-    global FRACS, VS, PLACERS, SLICERS, N_SETS
+    global FRACS, VS, PLACERS, SLICERS, N_SETS, ROUNDS
     if "--full" in argv:
+        ROUNDS = 2
         FRACS, VS = [0.0001, 0.01, 0.10, 0.25, 0.50, 0.90], [8, 16]
         PLACERS, SLICERS, N_SETS = ["chronological", "u_shaped"], ["greedy", "quota"], 100_000
     for v in VS:

@@ -361,8 +361,8 @@ def run_sweep(
     def scratch():  # per worker, reused by each variant it runs
         return dict(score_row=np.zeros(n, dtype=np.float64), detail_a=np.zeros(n, dtype=np.int64),
                     detail_b=np.zeros(n, dtype=np.int64), ref_row=np.zeros(n, dtype=np.int64),
-                    seq=np.zeros(n, dtype=np.int64), pos64=np.zeros(n, dtype=np.int64),
-                    lstpos=np.full(n, -1, dtype=np.int64))
+                    seq=np.zeros(n, dtype=np.int64), pos64=np.zeros(n, dtype=np.int32),
+                    lstpos=np.full(n, -1, dtype=np.int32))
 
     def one(v: int, w: dict) -> None:
         var = variants[v]
@@ -475,7 +475,7 @@ def run_sweep(
             out.count_cap[v] = (np.zeros(0, np.int64),) * 3
         out.avail_place[v] = bud.target_tokens - kept_tok
         inc_rows = np.flatnonzero(included)
-        out.placed[v] = (inc_rows, pos64[inc_rows].astype(np.int32))
+        out.placed[v] = (inc_rows, pos64[inc_rows])
         if progress is not None:
             with done_lock:
                 done[0] += 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
-from .sortkeys import desc_bits
+from .sortkeys import desc_bits, radix_argsort  # noqa: F401 (radix_argsort: re-exported)
 
 # reason codes (stored in the int8 reason matrix)
 R_SCORED = 0
@@ -99,43 +99,6 @@ RADIX_MIN = 4096
 #: chronological placement filters the shared timestamp order when a segment keeps more than
 #: this many items (and at least 1/32 of its timestamped rows); smaller ones sort their own
 CHRONO_FILTER_MIN = 16
-
-
-@jit
-def radix_argsort(key):
-    """Stable argsort of uint64 keys (LSD radix, 16-bit digits; a digit that every key
-    shares is skipped). Equal keys keep their input order."""
-    n = key.shape[0]
-    nb = 65536
-    mask = np.uint64(nb - 1)
-    cnt = np.zeros((4, nb), dtype=np.int64)
-    for i in range(n):
-        k = key[i]
-        for d in range(4):
-            cnt[d, (k >> np.uint64(16 * d)) & mask] += 1
-    idx = np.arange(n)
-    tmp = np.empty(n, dtype=np.int64)
-    k1 = key.copy()
-    k2 = np.empty(n, dtype=np.uint64)
-    for d in range(4):
-        sh = np.uint64(16 * d)
-        if cnt[d, (k1[0] >> sh) & mask] == n:
-            continue
-        total = 0
-        for b in range(nb):
-            c = cnt[d, b]
-            cnt[d, b] = total
-            total += c
-        for i in range(n):
-            k = k1[i]
-            b = (k >> sh) & mask
-            j = cnt[d, b]
-            cnt[d, b] = j + 1
-            k2[j] = k
-            tmp[j] = idx[i]
-        k1, k2 = k2, k1
-        idx, tmp = tmp, idx
-    return idx
 
 
 @jit

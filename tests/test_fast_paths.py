@@ -206,3 +206,18 @@ def test_count_quota_truncation_through_the_general_filter():
         got = _engine(items, budget, config)
     assert got == _naive(items, budget, config)
     assert got[0] == "ok" and any(reason == "BudgetExceeded" for _, reason, _ in got[2])
+
+
+def test_quota_big_partitions_match_naive():
+    """Quota partitions above RADIX_PICK candidates: the inner greedy's radix sort."""
+    from cupel_np.slicers import kernels
+
+    items = _big_items(3 * kernels.RADIX_PICK + 600, 4, coarse_ts=False)
+    total = sum(d["tokens"] for d in items)
+    budget = {"max_tokens": total, "target_tokens": total // 2}
+    config = {"scorers": [{"type": "reflexive", "weight": 1.0}, {"type": "kind", "weight": 0.5}],
+              "slicer": "quota", "inner_slicer": "greedy", "placer": "u_shaped",
+              "quotas": [{"kind": "Message", "require": 10.0, "cap": 40.0}]}
+    got = _engine(items, budget, config)
+    assert got[0] == "ok" and len(got[1]) > kernels.RADIX_PICK
+    assert got == _naive(items, budget, config)
