@@ -357,16 +357,14 @@ def run_sweep(
     out.count_cap = [None] * nv
     done = [0]
     done_lock = threading.Lock()
+    no_detail = np.zeros(0, dtype=np.int64)
 
     def scratch():  # per worker, reused by each variant it runs
-        return dict(score_row=np.zeros(n, dtype=np.float64), detail_a=np.zeros(n, dtype=np.int64),
-                    detail_b=np.zeros(n, dtype=np.int64), ref_row=np.zeros(n, dtype=np.int64),
-                    seq=np.zeros(n, dtype=np.int64), pos64=np.zeros(n, dtype=np.int32),
+        return dict(seq=np.zeros(n, dtype=np.int64), pos64=np.zeros(n, dtype=np.int32),
                     lstpos=np.full(n, -1, dtype=np.int32))
 
     def one(v: int, w: dict) -> None:
         var = variants[v]
-        score_row, detail_a, detail_b, ref_row = w["score_row"], w["detail_a"], w["detail_b"], w["ref_row"]
         seq, pos64, lstpos = w["seq"], w["pos64"], w["lstpos"]
         pol, bud = var.policy, var.budget
         errors = out.errors[v]
@@ -395,7 +393,6 @@ def run_sweep(
             surv_off = _offsets(segment_sums(keep.astype(np.int64), sc_off))
             lrows = sc_rows[losers]
             reason[lrows] = stages.R_DEDUPLICATED
-            score_row[lrows] = sc[losers]
             out.dedup_winner[v] = (lrows, sc_rows[lwin])
         else:
             surv = np.arange(m)
@@ -446,6 +443,9 @@ def run_sweep(
         cand_rows = sc_rows if identity else sc_rows[cand]
         # Place + reasons
         count_caps = isinstance(pol.slicer, (CountQuotaSlice, CountConstrainedKnapsackSlice))
+        if count_caps and "detail_a" not in w:  # CountCapExceeded details (count slicers only)
+            w["detail_a"], w["detail_b"] = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        detail_a, detail_b = (w["detail_a"], w["detail_b"]) if count_caps else (no_detail, no_detail)
         ov = {"throw": stages.OVERFLOW_THROW, "truncate": stages.OVERFLOW_TRUNCATE,
               "proceed": stages.OVERFLOW_PROCEED}[pol.overflow_strategy]
         pl = stages.PLACER_CHRONOLOGICAL if pol.placer == "chronological" else stages.PLACER_U_SHAPED
@@ -455,7 +455,7 @@ def run_sweep(
             eff, np.full(n_sets, bud.target_tokens, dtype=np.int64),
             np.full(n_sets, bud.output_reserve, dtype=np.int64),
             ov, pl, count_caps, cap_of_kind,
-            included, score_row, reason, detail_a, detail_b, ref_row, pos64, seq,
+            included, reason, detail_a, detail_b, pos64, seq,
             ts_order, ts_sorted, ts_off, lstpos,
         )
         errors.add(np.flatnonzero(p_err), lambda s, a=p_err_a, label=label, target=bud.target_tokens: BudgetOverflowError(

@@ -240,11 +240,12 @@ def _place_segments(
     cand_rows, cand_score, cand_offsets, rank,
     eff_targets, budget_targets, budget_reserves,
     overflow, placer, count_caps, cap_of_kind,
-    included, score_out, reason, detail_a, detail_b, ref_row, position, seq,
+    included, reason, detail_a, detail_b, position, seq,
     use_ts_order, ts_order, ts_sorted, ts_offsets, lstpos, chrono_min, radix_min,
 ):
     """Merge pinned and sliced items per segment, apply the overflow strategy, run the placer
-    and write every row's inclusion/exclusion reason. Returns per segment ``(err, err_a,
+    and write every row's inclusion/exclusion reason (``detail_a``/``detail_b``: the cap and
+    the count of a CountCapExceeded row; the other reasons' fields are rebuilt on demand). Returns per segment ``(err, err_a,
     sliced_tokens, kept_tokens)`` (``ERR_OVERFLOW`` with the merged token count when the
     strategy is throw; the tokens the slicer selected; the tokens of the included rows).
 
@@ -286,28 +287,22 @@ def _place_segments(
                     kind_count[kind[cand_rows[p]]] += 1
         # slice-stage exclusions
         eff_target = eff_targets[s]
-        first_pin = pin_rows[plo] if n_pin > 0 else -1
-        available = eff_target - sliced_tokens
         for p in range(clo, chi):
             if rank[p] >= 0:
                 continue
             row = cand_rows[p]
             t = tokens[row]
             included[row] = False
-            score_out[row] = cand_score[p]
             seq[row] = 2 * n_rows + p
             k = kind[row]
             if pinned_tokens > 0 and t > eff_target and t <= budget_targets[s] - budget_reserves[s]:
                 reason[row] = R_PINNED_OVERRIDE
-                ref_row[row] = first_pin
             elif count_caps and cap_of_kind[k] >= 0 and kind_count[k] >= cap_of_kind[k] and t <= eff_target:
                 reason[row] = R_COUNT_CAP_EXCEEDED
                 detail_a[row] = cap_of_kind[k]
                 detail_b[row] = kind_count[k]
             else:
                 reason[row] = R_BUDGET_EXCEEDED
-                detail_a[row] = t
-                detail_b[row] = available
         merged_tokens = pinned_tokens + sliced_tokens
         target = budget_targets[s]
         sliced_out[s] = sliced_tokens
@@ -328,13 +323,11 @@ def _place_segments(
                 included[row] = True
                 seq[row] = -1
                 reason[row] = R_PINNED
-                score_out[row] = 1.0
             for p in range(clo, chi):
                 if rank[p] >= 0:
                     row = cand_rows[p]
                     included[row] = True
                     seq[row] = -1
-                    score_out[row] = cand_score[p]
                     reason[row] = R_ZERO_TOKEN if tokens[row] == 0 else R_SCORED
             continue
         # merged list: pinned (input order, score 1.0) then the slicer output in its order
@@ -374,10 +367,7 @@ def _place_segments(
                     if not keep[q]:
                         row = mrow[q]
                         included[row] = False
-                        score_out[row] = mscore[q]
                         reason[row] = R_BUDGET_EXCEEDED
-                        detail_a[row] = tokens[row]
-                        detail_b[row] = target - kept_tokens
                         seq[row] = drop_seq
                         drop_seq += 1
         # the placer sees the kept items in `order` sequence
@@ -443,14 +433,12 @@ def _place_segments(
                 included[row] = True
                 seq[row] = -1
                 reason[row] = R_PINNED
-                score_out[row] = 1.0
         for p in range(clo, chi):
             r = rank[p]
             if r >= 0 and keep[n_pin + r]:
                 row = cand_rows[p]
                 included[row] = True
                 seq[row] = -1
-                score_out[row] = cand_score[p]
                 reason[row] = R_ZERO_TOKEN if tokens[row] == 0 else R_SCORED
         if not placed_done:
             for j in range(n_keep):
@@ -460,7 +448,7 @@ def _place_segments(
 
 def place_segments(n_rows, tokens, kind, ts, ts_valid, pin_rows, pin_offsets, cand_rows, cand_score,
                    cand_offsets, rank, eff_targets, budget_targets, budget_reserves, overflow, placer,
-                   count_caps, cap_of_kind, included, score_out, reason, detail_a, detail_b, ref_row,
+                   count_caps, cap_of_kind, included, reason, detail_a, detail_b,
                    position, seq, ts_order=None, ts_sorted=None, ts_offsets=None, lstpos=None):
     """Place stage over every segment (see ``_place_segments``). ``ts_order``/``ts_sorted``/``ts_offsets``
     (from ``timestamp_order``) and the ``lstpos`` scratch are built here when not given."""
@@ -473,6 +461,6 @@ def place_segments(n_rows, tokens, kind, ts, ts_valid, pin_rows, pin_offsets, ca
     return _place_segments(
         n_rows, tokens, kind, ts, ts_valid, pin_rows, pin_offsets, cand_rows, cand_score,
         cand_offsets, rank, eff_targets, budget_targets, budget_reserves, overflow, placer,
-        count_caps, cap_of_kind, included, score_out, reason, detail_a, detail_b, ref_row,
+        count_caps, cap_of_kind, included, reason, detail_a, detail_b,
         position, seq, use_ts_order, ts_order, ts_sorted, ts_offsets, lstpos,
         CHRONO_FILTER_MIN, RADIX_MIN)
