@@ -16,37 +16,52 @@ NAN_LAST = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 @jit
-def bits_of(v):
-    """``ordered_bits`` of one float64 (no NaN)."""
-    v = v + 0.0  # -0.0 + 0.0 == +0.0
-    b = np.array([v]).view(np.uint64)[0]
-    return ~b if b & _SIGN else b | _SIGN
+def score_cmp(a, b):
+    """-1 when score ``a`` comes first in 'descending, NaN lowest' order, 1 when ``b`` does,
+    0 when they tie (-0.0 ties 0.0; NaN ties NaN)."""
+    if a != a:
+        return 0 if b != b else 1
+    if b != b:
+        return -1
+    if a > b:
+        return -1
+    if a < b:
+        return 1
+    return 0
 
 
 @jit
-def desc_bit(v):
-    """Ascending key of ``v`` for 'descending, NaN lowest'."""
-    if v != v:
-        return NAN_LAST
-    return bits_of(-v)
+def _to_ordered(u):
+    """Float64 bit patterns (as uint64, in place) to order-preserving keys."""
+    for i in range(u.shape[0]):
+        b = u[i]
+        u[i] = ~b if b & _SIGN else b | _SIGN
 
 
 @jit
 def ordered_bits(x):
-    n = x.shape[0]
-    out = np.empty(n, dtype=np.uint64)
-    for i in range(n):
-        out[i] = bits_of(x[i])
-    return out
+    """Order-preserving uint64 keys of float64 values (no NaN); -0.0 and 0.0 share one key."""
+    y = np.empty(x.shape[0], dtype=np.float64)
+    for i in range(x.shape[0]):
+        y[i] = x[i] + 0.0  # -0.0 + 0.0 == +0.0
+    u = y.view(np.uint64)
+    _to_ordered(u)
+    return u
 
 
 @jit
 def desc_bits(x):
+    """Ascending uint64 key for 'descending, NaN lowest' (NaN after -inf)."""
     n = x.shape[0]
-    out = np.empty(n, dtype=np.uint64)
+    y = np.empty(n, dtype=np.float64)
     for i in range(n):
-        out[i] = desc_bit(x[i])
-    return out
+        y[i] = 0.0 - x[i]  # 0.0 - 0.0 == 0.0 - -0.0 == +0.0
+    u = y.view(np.uint64)
+    _to_ordered(u)
+    for i in range(n):
+        if x[i] != x[i]:
+            u[i] = NAN_LAST
+    return u
 
 
 @jit

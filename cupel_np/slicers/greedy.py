@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import jit
-from ..sortkeys import desc_bit, desc_bits
+from ..sortkeys import desc_bits, score_cmp
 from .kernels import MAX_FLOAT
 
 #: segments with at least this many candidates take the chunked NumPy-sort path
@@ -47,11 +47,6 @@ def density_keys(tok, score):
         d = MAX_FLOAT if t == 0 else score[j] / np.float64(t)
         keyd[j] = np.inf if d != d else -d
     return keyd
-
-
-@jit
-def _score_key(v):
-    return desc_bit(v)
 
 
 @jit
@@ -118,9 +113,8 @@ def _greedy_small(tok, score, offsets, targets, rank, big):
                         break
                     if kw == kd:
                         y = sidx[w]
-                        sy = _score_key(score[lo + y])
-                        sj = _score_key(score[lo + j])
-                        if sy < sj or (sy == sj and y < j):
+                        cmp = score_cmp(score[lo + y], score[lo + j])
+                        if cmp < 0 or (cmp == 0 and y < j):
                             break
                     skey[w + 1] = kw
                     sidx[w + 1] = sidx[w]
@@ -156,12 +150,11 @@ def repair_runs(order, ks, score):
         if 1 < j - i <= INSERTION_MAX:
             for u in range(i + 1, j):  # insertion sort by (score key, position)
                 x = order[u]
-                kx = _score_key(score[x])
                 w = u - 1
                 while w >= i:
                     y = order[w]
-                    ky = _score_key(score[y])
-                    if ky < kx or (ky == kx and y < x):
+                    cmp = score_cmp(score[y], score[x])
+                    if cmp < 0 or (cmp == 0 and y < x):
                         break
                     order[w + 1] = y
                     w -= 1
