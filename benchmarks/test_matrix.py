@@ -143,11 +143,31 @@ def test_corpus(benchmark, threads):
 
 
 def main(argv) -> None:
-    global FRACS, VS, PLACERS, SLICERS, N_SETS, ROUNDS
+    """``--full`` for every cell, or pick cells: ``--v=16 --fracs=0.25,0.9 --placers=u_shaped
+    --slicers=greedy --threads=1,2 --sets=10000`` (``--sets=0`` skips the corpus)."""
+    global FRACS, VS, PLACERS, SLICERS, N_SETS, ROUNDS, THREADS
     if "--full" in argv:
         ROUNDS = 2
         FRACS, VS = [0.0001, 0.01, 0.10, 0.25, 0.50, 0.90], [8, 16]
         PLACERS, SLICERS, N_SETS = ["chronological", "u_shaped"], ["greedy", "quota"], 100_000
+    for a in argv:
+        if "=" in a:
+            k, val = a.lstrip("-").split("=", 1)
+            items = val.split(",")
+            if k == "v":
+                VS = [int(x) for x in items]
+            elif k == "fracs":
+                FRACS = [float(x) for x in items]
+            elif k == "placers":
+                PLACERS = items
+            elif k == "slicers":
+                SLICERS = items
+            elif k == "threads":
+                THREADS = [int(x) for x in items]
+            elif k == "sets":
+                N_SETS = int(val)
+            elif k == "rounds":
+                ROUNDS = int(val)
     for v in VS:
         for frac in FRACS:
             for placer in PLACERS:
@@ -155,7 +175,7 @@ def main(argv) -> None:
                     for th in THREADS:
                         r = measure_one_set(v, frac, placer, slicer, th)
                         print(format_table([r]).splitlines()[-1], flush=True)
-    for th in THREADS:
+    for th in THREADS if N_SETS else []:
         r = measure_corpus(th, N_SETS)
         print(format_table([r]).splitlines()[-1], flush=True)
     print("\n" + format_table(RESULTS))

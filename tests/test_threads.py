@@ -167,3 +167,12 @@ def test_nested_call_inside_a_worker_runs_inline(corpus):
     parallel.run_tasks(2, 2, lambda: None,
                        lambda i, s: out.append(c.sweep(corpus, BUDGET, _variants()[:2], threads=2).n_swing))
     assert len(out) == 2 and out[0] == out[1]
+
+
+def test_cli_threads_option(tmp_path, capsys):
+    from cupel_np.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["presets", "--threads", "0"])
+    assert "--threads must be a positive integer" in capsys.readouterr().err
+    assert main(["presets", "--threads", "2"]) == 0
