@@ -146,26 +146,46 @@ def _ts_scan(ts_order, ts_sorted, a, b, lstpos, out_row, out_key):
     """Kept rows (``lstpos >= 0``) of the shared timestamp order; runs of equal timestamps
     ordered by input position. Returns the count written to ``out_row``/``out_key``."""
     c = 0
-    run_start = 0
-    prev_t = ts_sorted[a] if b > a else 0
+    out_t = np.empty(out_row.shape[0], dtype=ts_sorted.dtype)
     for i in range(a, b):
         row = ts_order[i]
         p = lstpos[row]
-        if p < 0:
-            continue
-        t = ts_sorted[i]
-        if c == 0 or t != prev_t:
-            run_start = c
-            prev_t = t
-        w = c - 1
-        while w >= run_start and out_key[w] > p:
-            out_row[w + 1] = out_row[w]
-            out_key[w + 1] = out_key[w]
-            w -= 1
-        out_row[w + 1] = row
-        out_key[w + 1] = p
-        c += 1
+        if p >= 0:
+            out_row[c] = row
+            out_key[c] = p
+            out_t[c] = ts_sorted[i]
+            c += 1
+    _repair_pairs(out_row, out_key, out_t, c)
     return c
+
+
+@jit
+def _repair_pairs(rows, key, grp, n):
+    """Within each run of equal ``grp`` values, order (rows, key) pairs by ``key`` (distinct
+    values). Short runs by insertion, long runs by a sort: never quadratic."""
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and grp[j] == grp[i]:
+            j += 1
+        if 1 < j - i <= 32:
+            for u in range(i + 1, j):
+                x = key[u]
+                r = rows[u]
+                w = u - 1
+                while w >= i and key[w] > x:
+                    key[w + 1] = key[w]
+                    rows[w + 1] = rows[w]
+                    w -= 1
+                key[w + 1] = x
+                rows[w + 1] = r
+        elif j - i > 32:
+            o = np.argsort(key[i:j])
+            kk = key[i:j][o]
+            rr = rows[i:j][o]
+            key[i:j] = kk
+            rows[i:j] = rr
+        i = j
 
 
 @jit
@@ -464,3 +484,4 @@ def place_segments(n_rows, tokens, kind, ts, ts_valid, pin_rows, pin_offsets, ca
         count_caps, cap_of_kind, included, reason, detail_a, detail_b,
         position, seq, use_ts_order, ts_order, ts_sorted, ts_offsets, lstpos,
         CHRONO_FILTER_MIN, RADIX_MIN)
+
