@@ -83,6 +83,29 @@ def _sort_small_segments(score, offsets, out):
             out[lo + j] = order[j] + lo
 
 
+@jit
+def _index_order_runs(order, key):
+    """``order`` sorted by ``key`` with ties in any order: each run of equal keys back to
+    ascending index order (short runs by insertion, long ones by a sort). In place."""
+    n = order.shape[0]
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and key[j] == key[i]:
+            j += 1
+        if 1 < j - i <= 32:
+            for u in range(i + 1, j):
+                x = order[u]
+                w = u - 1
+                while w >= i and order[w] > x:
+                    order[w + 1] = order[w]
+                    w -= 1
+                order[w + 1] = x
+        elif j - i > 32:
+            order[i:j] = np.sort(order[i:j])
+        i = j
+
+
 def sort_segments(score, offsets):
     """Stable per-segment order by score descending (NaN lowest); returns positions."""
     out = np.empty(score.shape[0], dtype=np.int64)
@@ -90,7 +113,10 @@ def sort_segments(score, offsets):
     sizes = np.diff(offsets)
     for s in np.flatnonzero(sizes >= BIG_SEGMENT):
         lo, hi = int(offsets[s]), int(offsets[s + 1])
-        out[lo:hi] = np.argsort(desc_bits(score[lo:hi]), kind="stable") + lo
+        key = desc_bits(score[lo:hi])
+        o = np.argsort(key)  # unstable SIMD quicksort, then equal-key runs back to index order
+        _index_order_runs(o, key[o])
+        out[lo:hi] = o + lo
     return out
 
 

@@ -244,3 +244,19 @@ def test_long_runs_of_equal_timestamps_and_scores(placer):
     got = _engine(items, budget, config)
     assert got[0] == "ok" and len(got[1]) > 2000
     assert got == _naive(items, budget, config)
+
+
+def test_big_segment_score_sort_with_ties():
+    """The quota/knapsack score sort of a big set: quicksort + repair == the spec's stable
+    descending order (NaN lowest, -0.0 == 0.0), across long and short runs of equal scores."""
+    rng = np.random.default_rng(4)
+    n = stages.BIG_SEGMENT + 7000
+    score = np.round(rng.random(n), 2)
+    score[rng.random(n) < 0.05] = -0.0
+    score[rng.random(n) < 0.02] = np.nan
+    score[rng.random(n) < 0.01] = -np.inf
+    score[: n // 3] = 0.5  # one run of ~24,000 equal scores
+    got = stages.sort_segments(score, np.array([0, 100, n]))
+    for lo, hi in ((0, 100), (100, n)):
+        want = sorted(range(lo, hi), key=lambda i: naive._score_desc_key(float(score[i])) + (i,))
+        assert list(got[lo:hi]) == want
