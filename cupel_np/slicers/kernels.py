@@ -347,7 +347,7 @@ def slice_segments(mode, tok, score, kind, offsets, targets, use_knapsack, bucke
                     continue
                 inner = inner[:n_in]
                 if resort_inner and n_in > 1:
-                    inner = inner[np.argsort(_desc_key(score[inner]), kind="mergesort")]
+                    inner = inner[np.argsort(desc_bits(score[inner]), kind="mergesort")]
                 for j in range(n_in):
                     p = inner[j]
                     kk = kind[p]
