@@ -10,11 +10,15 @@ run (``Pipeline.dry_run``) is simply a sweep with one variant.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Callable, Sequence
 
 import numpy as np
 
+import threading
+
 from . import stages
+from .parallel import resolve_threads, run_tasks
 from .batch_kernels import duplicate_groups, duplicate_winners, variant_scores
 from .budget import ContextBudget
 from .errors import (
@@ -64,6 +68,57 @@ def _offsets(counts: np.ndarray) -> np.ndarray:
     off = np.zeros(counts.shape[0] + 1, dtype=np.int64)
     np.cumsum(counts, out=off[1:])
     return off
+
+
+class SetMap(Mapping):
+    """``{set index: value}`` filled in bulk and built lazily: ``add(sets, build)`` records
+    many sets at once (a set already present keeps its first value) and ``build(s)`` runs
+    only when ``s`` is read, so a sweep that fails in 100,000 sets creates no Python object
+    per set until someone asks. Iteration follows insertion (chunk by chunk, ascending
+    within a chunk)."""
+
+    def __init__(self, n_sets: int):
+        self._has = np.zeros(n_sets, dtype=np.bool_)
+        self._chunks: list[tuple[np.ndarray, Callable[[int], object]]] = []
+        self._cache: dict[int, object] = {}
+        self._len = 0
+
+    def add(self, sets: np.ndarray, build: Callable[[int], object]) -> None:
+        sets = np.asarray(sets, dtype=np.int64)
+        sets = sets[~self._has[sets]]
+        if sets.size:
+            self._has[sets] = True
+            self._chunks.append((sets, build))
+            self._len += int(sets.size)
+
+    def sets(self) -> np.ndarray:
+        """Every set index present (insertion order)."""
+        return np.concatenate([c for c, _ in self._chunks]) if self._chunks else np.zeros(0, np.int64)
+
+    def __contains__(self, s) -> bool:
+        try:
+            return 0 <= s < self._has.shape[0] and bool(self._has[s])
+        except TypeError:
+            return False
+
+    def __getitem__(self, s):
+        if s not in self:
+            raise KeyError(s)
+        s = int(s)
+        if s not in self._cache:
+            for sets, build in self._chunks:
+                i = np.searchsorted(sets, s)
+                if i < sets.size and sets[i] == s:
+                    self._cache[s] = build(s)
+                    break
+        return self._cache[s]
+
+    def __iter__(self):
+        for sets, _ in self._chunks:
+            yield from sets.tolist()
+
+    def __len__(self) -> int:
+        return self._len
 
 
 @dataclass
@@ -134,8 +189,9 @@ class SweepRun:
         self.avail_slice = np.zeros((v, s), dtype=np.int64)
         self.avail_place = np.zeros((v, s), dtype=np.int64)
         self.cap_dropped = np.zeros((v, s), dtype=np.int64)
-        self.errors: list[dict[int, Exception]] = [dict() for _ in range(v)]
-        self.shortfalls: list[dict[int, list]] = [dict() for _ in range(v)]
+        # per variant {set: error} and {set: [(kind, required, satisfied), ...]}, built lazily
+        self.errors: list[SetMap] = [SetMap(s) for _ in range(v)]
+        self.shortfalls: list[SetMap] = [SetMap(s) for _ in range(v)]
         # sparse details: (rows, values...) sorted by row
         self.dedup_winner: list[tuple[np.ndarray, np.ndarray]] = []
         self.trunc_order: list[tuple[np.ndarray, np.ndarray]] = []
@@ -274,9 +330,11 @@ def run_sweep(
     progress: Callable[[int, int], None] | None = None,
     classified: Classified | None = None,
     score_context: ScoreContext | None = None,
+    threads: int | None = None,
 ) -> SweepRun:
     """Run every variant over every set. Per-(variant, set) failures are recorded in
-    ``SweepRun.errors[v][s]``; the caller decides whether they raise."""
+    ``SweepRun.errors[v][s]``; the caller decides whether they raise. Variants run on
+    ``threads`` workers (see ``parallel.resolve_threads``); the result does not depend on it."""
     n = table.n
     n_sets = table.n_sets
     cls = classified or classify(table)
@@ -291,29 +349,38 @@ def run_sweep(
     neg_rows = np.flatnonzero(cls.negative)
     sc_tok = table.tokens[sc_rows]
     sc_kind = table.kind_id[sc_rows]
-    # scratch, reused by every variant
-    score_row = np.zeros(n, dtype=np.float64)
-    detail_a = np.zeros(n, dtype=np.int64)
-    detail_b = np.zeros(n, dtype=np.int64)
-    ref_row = np.zeros(n, dtype=np.int64)
-    seq = np.zeros(n, dtype=np.int64)
-    pos64 = np.zeros(n, dtype=np.int64)
-    for v, var in enumerate(variants):
+    ts_order, ts_sorted, ts_off = (
+        stages.timestamp_order(table.timestamp, table.timestamp_valid, table.offsets)
+        if any(var.policy.placer == "chronological" for var in variants) else (None, None, None))
+    nv = len(variants)
+    out.placed = [None] * nv
+    out.dedup_winner = [None] * nv
+    out.trunc_order = [None] * nv
+    out.count_cap = [None] * nv
+    done = [0]
+    done_lock = threading.Lock()
+    no_detail = np.zeros(0, dtype=np.int64)
+
+    def scratch():  # per worker, reused by each variant it runs
+        return dict(seq=np.zeros(n, dtype=np.int64), pos64=np.zeros(n, dtype=np.int32),
+                    lstpos=np.full(n, -1, dtype=np.int32))
+
+    def one(v: int, w: dict) -> None:
+        var = variants[v]
+        seq, pos64, lstpos = w["seq"], w["pos64"], w["lstpos"]
         pol, bud = var.policy, var.budget
         errors = out.errors[v]
         label = f"variant {var.label!r}: " if var.label else ""
         included = out.included[v]
         reason = out.reason[v]
-        score_row[:] = 0.0
-        seq[:] = -1
-        pos64[:] = -1
+        truncate = pol.overflow_strategy == "truncate"
+        if truncate:  # seq marks truncated rows; score_row, pos64 are only read where written
+            seq[:] = -1
         sc = _one_variant(*plan, v)
         avail = bud.max_tokens - bud.output_reserve
-        for s in np.flatnonzero(cls.pinned_tokens > avail):
-            errors[int(s)] = PinnedExceedsBudgetError(
-                f"{label}{_set_label(table, s)}pinned items require {int(cls.pinned_tokens[s])} tokens, "
-                f"but only {avail} are available (max_tokens - output_reserve)"
-            )
+        errors.add(np.flatnonzero(cls.pinned_tokens > avail), lambda s, label=label, avail=avail: PinnedExceedsBudgetError(
+            f"{label}{_set_label(table, s)}pinned items require {int(cls.pinned_tokens[s])} tokens, "
+            f"but only {avail} are available (max_tokens - output_reserve)"))
         reason[neg_rows] = stages.R_NEGATIVE_TOKENS
         # Deduplicate
         if pol.deduplication and members.size:
@@ -328,25 +395,26 @@ def run_sweep(
             surv_off = _offsets(segment_sums(keep.astype(np.int64), sc_off))
             lrows = sc_rows[losers]
             reason[lrows] = stages.R_DEDUPLICATED
-            score_row[lrows] = sc[losers]
-            out.dedup_winner.append((lrows, sc_rows[lwin]))
+            out.dedup_winner[v] = (lrows, sc_rows[lwin])
         else:
             surv = np.arange(m)
             surv_off = sc_off
-            out.dedup_winner.append((np.zeros(0, np.int64), np.zeros(0, np.int64)))
+            out.dedup_winner[v] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
         eff = effective_targets(bud, cls.pinned_tokens)
         out.effective_target[v] = eff
         run_targets = eff.copy()
         if errors:
-            run_targets[list(errors)] = 0
+            run_targets[errors.sets()] = 0
         # Sort + Slice
         (mode, use_knapsack, bucket, kind_rank, q_has, q_req, q_cap, q_req_all, e_kind, e_req,
          cap_of_kind, throw, resort) = _slicer_args(pol.slicer, table)
+        identity = False  # candidates are exactly the scoreable rows, in order
         if isinstance(pol.slicer, GreedySlice):
             cand = surv  # greedy needs no score sort (see slicers/greedy.py)
-            cand_score = sc[cand]
+            every = identity = cand.shape[0] == m  # no deduplication loser
+            cand_score = sc if every else sc[cand]
             rank = np.full(len(cand), -1, dtype=np.int64)
-            greedy_segments(sc_tok[cand], cand_score, surv_off, run_targets, rank)
+            greedy_segments(sc_tok if every else sc_tok[cand], cand_score, surv_off, run_targets, rank)
         else:
             order = stages.sort_segments(sc[surv], surv_off)
             cand = surv[order]
@@ -359,62 +427,63 @@ def run_sweep(
             out.cap_dropped[v] = cap_dropped
             entries = getattr(pol.slicer, "entries", ())
             if len(entries):
-                for s, e in np.argwhere(satisfied >= 0):
-                    out.shortfalls[v].setdefault(int(s), []).append(
-                        (entries[e].kind, entries[e].require_count, int(satisfied[s, e])))
-            for s in np.flatnonzero(s_err):
-                s = int(s)
-                if s in errors:
-                    continue
+                out.shortfalls[v].add(np.flatnonzero((satisfied >= 0).any(axis=1)), lambda s, sat=satisfied, entries=entries: [
+                    (entries[e].kind, entries[e].require_count, int(sat[s, e])) for e in np.flatnonzero(sat[s] >= 0)])
+
+            def slice_error(s, s_err=s_err, a=s_err_a, b=s_err_b, entries=entries, label=label, name=pol.slicer.name):
                 if s_err[s] == sk.ERR_SCARCITY:
-                    e = entries[int(s_err_a[s])]
-                    errors[s] = ScarcityError(
-                        f"{label}{_set_label(table, s)}{pol.slicer.name}: kind {e.kind!r} requires "
-                        f"{e.require_count} items but only {int(s_err_b[s])} candidates are available"
-                    )
-                else:
-                    n_c, cap = int(s_err_a[s]), int(s_err_b[s])
-                    need = (n_c + sk.KNAPSACK_ROW_CELLS) * 64 * (cap // 64 + 2)
-                    errors[s] = TableTooLargeError(
-                        f"{label}{_set_label(table, s)}knapsack table of {n_c} candidates x "
-                        f"{cap + 1} capacity cells needs {need} cells (keep bits plus value rows) "
-                        f"over the limit of {max_cells} cells; raise bucket_size or lower the target"
-                    )
-        cand_rows = sc_rows[cand]
-        sliced_tok = segment_sums(np.where(rank >= 0, sc_tok[cand], 0), surv_off)
-        out.avail_slice[v] = eff - sliced_tok
+                    e = entries[int(a[s])]
+                    return ScarcityError(
+                        f"{label}{_set_label(table, s)}{name}: kind {e.kind!r} requires "
+                        f"{e.require_count} items but only {int(b[s])} candidates are available")
+                n_c, cap = int(a[s]), int(b[s])
+                need = (n_c + sk.KNAPSACK_ROW_CELLS) * 64 * (cap // 64 + 2)
+                return TableTooLargeError(
+                    f"{label}{_set_label(table, s)}knapsack table of {n_c} candidates x "
+                    f"{cap + 1} capacity cells needs {need} cells (keep bits plus value rows) "
+                    f"over the limit of {max_cells} cells; raise bucket_size or lower the target")
+
+            errors.add(np.flatnonzero(s_err), slice_error)
+        cand_rows = sc_rows if identity else sc_rows[cand]
         # Place + reasons
         count_caps = isinstance(pol.slicer, (CountQuotaSlice, CountConstrainedKnapsackSlice))
+        if count_caps and "detail_a" not in w:  # CountCapExceeded details (count slicers only)
+            w["detail_a"], w["detail_b"] = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        detail_a, detail_b = (w["detail_a"], w["detail_b"]) if count_caps else (no_detail, no_detail)
         ov = {"throw": stages.OVERFLOW_THROW, "truncate": stages.OVERFLOW_TRUNCATE,
               "proceed": stages.OVERFLOW_PROCEED}[pol.overflow_strategy]
         pl = stages.PLACER_CHRONOLOGICAL if pol.placer == "chronological" else stages.PLACER_U_SHAPED
-        p_err, p_err_a = stages.place_segments(
+        p_err, p_err_a, sliced_tok, kept_tok = stages.place_segments(
             n, table.tokens, table.kind_id, table.timestamp, table.timestamp_valid,
             cls.pin_rows, cls.pin_offsets, cand_rows, cand_score, surv_off, rank,
             eff, np.full(n_sets, bud.target_tokens, dtype=np.int64),
             np.full(n_sets, bud.output_reserve, dtype=np.int64),
             ov, pl, count_caps, cap_of_kind,
-            included, score_row, reason, detail_a, detail_b, ref_row, pos64, seq,
+            included, reason, detail_a, detail_b, pos64, seq,
+            ts_order, ts_sorted, ts_off, lstpos,
         )
-        for s in np.flatnonzero(p_err):
-            s = int(s)
-            if s not in errors:
-                errors[s] = BudgetOverflowError(
-                    f"{label}{_set_label(table, s)}selected items require {int(p_err_a[s])} tokens, "
-                    f"exceeding the target budget of {bud.target_tokens} (overflow_strategy = 'throw')"
-                )
-        trunc = np.flatnonzero(seq >= 3 * n)
-        reason[trunc] = R_TRUNCATED
-        out.trunc_order.append((trunc, seq[trunc] - 3 * n))
+        errors.add(np.flatnonzero(p_err), lambda s, a=p_err_a, label=label, target=bud.target_tokens: BudgetOverflowError(
+            f"{label}{_set_label(table, s)}selected items require {int(a[s])} tokens, "
+            f"exceeding the target budget of {target} (overflow_strategy = 'throw')"))
+        out.avail_slice[v] = eff - sliced_tok
+        if truncate:
+            trunc = np.flatnonzero(seq >= 3 * n)
+            reason[trunc] = R_TRUNCATED
+            out.trunc_order[v] = (trunc, seq[trunc] - 3 * n)
+        else:
+            out.trunc_order[v] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
         if count_caps:
             cc = np.flatnonzero(reason == stages.R_COUNT_CAP_EXCEEDED)
-            out.count_cap.append((cc, detail_a[cc].copy(), detail_b[cc].copy()))
+            out.count_cap[v] = (cc, detail_a[cc].copy(), detail_b[cc].copy())
         else:
-            out.count_cap.append((np.zeros(0, np.int64),) * 3)
-        kept_tok = segment_sums(np.where(included, table.tokens, 0), table.offsets)
+            out.count_cap[v] = (np.zeros(0, np.int64),) * 3
         out.avail_place[v] = bud.target_tokens - kept_tok
         inc_rows = np.flatnonzero(included)
-        out.placed.append((inc_rows, pos64[inc_rows].astype(np.int32)))
+        out.placed[v] = (inc_rows, pos64[inc_rows])
         if progress is not None:
-            progress(v + 1, len(variants))
+            with done_lock:
+                done[0] += 1
+                progress(done[0], nv)
+
+    run_tasks(nv, resolve_threads(threads), scratch, one)
     return out

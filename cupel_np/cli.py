@@ -196,21 +196,32 @@ def load_grid_file(path):
 
 # ----------------------------------------------------------------------------- output
 def _print_summary(result, out=None) -> None:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     out = out or sys.stdout
-    vt = result.variants_table().to_pydict()
-    stats = {}
-    for i, lab in enumerate(vt["variant"]):
-        s = stats.setdefault(lab, {"included": 0, "tokens": 0, "target": 0, "failed": 0, "swing_in": 0})
-        if vt["error"][i] is not None:
-            s["failed"] += 1
-            continue
-        s["included"] += vt["included_count"][i]
-        s["tokens"] += vt["tokens_used"][i]
-        s["target"] += vt["target_tokens"][i]
-        s["swing_in"] += vt["swing_included"][i]
+    vt = result.variants_table()
+    ok = pc.is_null(vt["error"])
+    failed = pc.invert(ok)
+    zero = pa.scalar(0, pa.int64())
+    t = pa.table({
+        "variant": vt["variant"],
+        "included": pc.if_else(ok, vt["included_count"].cast(pa.int64()), zero),
+        "tokens": pc.if_else(ok, vt["tokens_used"].cast(pa.int64()), zero),
+        "target": pc.if_else(ok, vt["target_tokens"].cast(pa.int64()), zero),
+        "swing_in": pc.if_else(ok, vt["swing_included"].cast(pa.int64()), zero),
+        "failed": failed.cast(pa.int64()),
+    })
+    agg = t.group_by("variant", use_threads=False).aggregate(
+        [(c, "sum") for c in ("included", "tokens", "target", "swing_in", "failed")]).to_pydict()
+    stats = {lab: {k: agg[f"{k}_sum"][i] for k in ("included", "tokens", "target", "swing_in", "failed")}
+             for i, lab in enumerate(agg["variant"])}
     w = max([8, *(len(l) for l in stats)])
     print(f"{'variant':<{w}}  {'included':>9} {'tokens used':>12} {'utilization':>11} {'swing incl.':>11} {'failed sets':>11}", file=out)
-    for lab, s in stats.items():
+    for lab in result.labels:  # one line per variant, in variant order
+        if lab not in stats:
+            continue
+        s = stats.pop(lab)
         util = s["tokens"] / s["target"] if s["target"] else 0.0
         print(f"{lab:<{w}}  {s['included']:>9,} {s['tokens']:>12,} {util:>11.1%} {s['swing_in']:>11,} {s['failed']:>11,}", file=out)
 
@@ -253,7 +264,7 @@ def cmd_demo(args) -> int:
     t0 = time.perf_counter()
     table = _load_table(items, args.set_column)
     grid = Sweep(list(PRESETS), budgets=[ContextBudget(8000, 6000, 1000), ContextBudget(4000, 3000, 500)])
-    result = sweep(table, None, grid, on_error="collect", progress=_progress_enabled(args))
+    result = sweep(table, None, grid, on_error="collect", progress=_progress_enabled(args), threads=args.threads)
     paths = _write_outputs(result, args.out, title="cupel_np demo: presets x budgets on the sample corpus")
     elapsed = time.perf_counter() - t0
     if args.json:
@@ -282,7 +293,7 @@ def cmd_sensitivity(args) -> int:
         return _run_dask(args, budget, variants, args.set_column, f"Policy sensitivity: {_name(args.items)}")
     t0 = time.perf_counter()
     table = _load_table(args.items, args.set_column)
-    result = sweep(table, budget, variants, on_error="collect", progress=_progress_enabled(args))
+    result = sweep(table, budget, variants, on_error="collect", progress=_progress_enabled(args), threads=args.threads)
     return _finish(args, result, t0, f"Policy sensitivity: {_name(args.items)}")
 
 
@@ -295,7 +306,7 @@ def cmd_sweep(args) -> int:
                          f"Sweep: {_name(args.items)} x {Path(args.grid).name}")
     t0 = time.perf_counter()
     table = _load_table(args.items, args.set_column or grid_set_col)
-    result = sweep(table, None, grid, on_error="collect", progress=_progress_enabled(args))
+    result = sweep(table, None, grid, on_error="collect", progress=_progress_enabled(args), threads=args.threads)
     return _finish(args, result, t0, f"Sweep: {_name(args.items)} x {Path(args.grid).name}")
 
 
@@ -362,7 +373,7 @@ def cmd_run(args) -> int:
         if args.set is None:
             raise UsageError(f"{table.n_sets} item sets in {_name(args.items)}; choose one with --set KEY")
         table = table.subset(table.set_keys[_segment(table, args.set)])
-    report = Pipeline(policy).dry_run(table, budget)
+    report = Pipeline(policy).dry_run(table, budget, threads=args.threads)
     if args.json:
         print(json.dumps(report.to_dict(), default=str, indent=2))
         return EXIT_OK
@@ -409,7 +420,8 @@ def cmd_validate(args) -> int:
     from .io import validate_items
 
     problems, summary = validate_items(_source(args.items), set_column=args.set_column)
-    args.items = _name(args.items)
+    src = _source(args.items)
+    args.items = src if not isinstance(src, list) else f"{src[0]} (+{len(src) - 1} files)"
     if args.json:
         print(json.dumps({"ok": not problems, "problems": problems, **summary}, indent=2))
     else:
@@ -460,11 +472,23 @@ def cmd_conformance(args) -> int:
 
 
 # ----------------------------------------------------------------------------- parser
+def _threads_arg(v: str) -> int:
+    try:
+        n = int(v)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--threads must be a positive integer, got {v!r}")
+    return n
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--quiet", action="store_true", help="no progress output")
     common.add_argument("--debug", action="store_true", help="show tracebacks")
     common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    common.add_argument("--threads", type=_threads_arg, default=None,
+                        help="worker threads (default: $CUPEL_NP_THREADS, else the cores this process may use)")
 
     def budget_opts(p):
         p.add_argument("--max-tokens", type=int, help="the model's context window (required)")

@@ -177,11 +177,10 @@ def run_placing(vec: Mapping) -> None:
     n = table.n
     score = np.array([float(d.get("score", 0.0)) for d in raw], dtype=np.float64)
     rows = np.arange(n, dtype=np.int64)
-    out = {k: np.zeros(n, dtype=t) for k, t in (("inc", np.bool_), ("score", np.float64))}
+    out = {"inc": np.zeros(n, dtype=np.bool_)}
     reason = np.zeros(n, dtype=np.int8)
     a = np.zeros(n, dtype=np.int64)
     b = np.zeros(n, dtype=np.int64)
-    ref = np.zeros(n, dtype=np.int64)
     pos = np.full(n, -1, dtype=np.int64)
     seq = np.zeros(n, dtype=np.int64)
     big = np.array([np.iinfo(np.int64).max // 4], dtype=np.int64)
@@ -192,7 +191,7 @@ def run_placing(vec: Mapping) -> None:
         big, big, np.zeros(1, dtype=np.int64), stages.OVERFLOW_PROCEED,
         stages.PLACER_CHRONOLOGICAL if placer == "chronological" else stages.PLACER_U_SHAPED,
         False, np.full(len(table.kind_vocab) + 1, -1, dtype=np.int64),
-        out["inc"], out["score"], reason, a, b, ref, pos, seq,
+        out["inc"], reason, a, b, pos, seq,
     )
     got = [items[i].content for i in np.argsort(pos)]
     want = list((vec.get("expected") or {}).get("ordered_contents", []))

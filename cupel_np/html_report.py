@@ -17,6 +17,8 @@ import io
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from .report import REASON_NAMES
 
@@ -90,14 +92,15 @@ def heatmap_png(result, groups: np.ndarray) -> bytes:
 
 def tokens_png(result) -> bytes:
     plt = _plt()
-    vt = result.variants_table().to_pydict()
+    vt = result.variants_table()
     labels = result.labels
-    used = np.zeros(len(labels))
-    target = np.zeros(len(labels))
-    for lab, u, tt in zip(vt["variant"], vt["tokens_used"], vt["target_tokens"]):
-        i = labels.index(lab)
-        used[i] += u or 0
-        target[i] += tt
+    # one row per (variant, set): sum per variant without a Python loop over the rows
+    idx = pc.index_in(vt["variant"], value_set=pa.array(labels, pa.string())).to_numpy(zero_copy_only=False)
+    u = vt["tokens_used"].to_numpy(zero_copy_only=False)
+    u = np.where(np.isnan(u.astype(np.float64)), 0.0, u.astype(np.float64))
+    used = np.bincount(idx, weights=u, minlength=len(labels))
+    target = np.bincount(idx, weights=vt["target_tokens"].to_numpy(zero_copy_only=False).astype(np.float64),
+                         minlength=len(labels))
     fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(labels) + 3), 3.6))
     x = np.arange(len(labels))
     ax.bar(x - 0.2, target, width=0.4, label="target tokens (all sets)", color="#cccccc")

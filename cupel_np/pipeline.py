@@ -29,7 +29,7 @@ class Pipeline(PolicySource):
     def __repr__(self) -> str:
         return f"Pipeline({self.policy!r})"
 
-    def _run_single(self, items, budget, policy) -> PolicyRun:
+    def _run_single(self, items, budget, policy, threads=None) -> PolicyRun:
         table = as_table(items)
         budget = _check_budget(budget)
         if table.n_sets != 1:
@@ -37,7 +37,7 @@ class Pipeline(PolicySource):
                 f"this table holds {table.n_sets} item sets; Pipeline runs one set at a time "
                 "(select one, or use cupel_np.sweep for many sets)"
             )
-        run = run_policy(table, budget, policy)
+        run = run_policy(table, budget, policy, threads=threads)
         run.raise_first_error()
         return run
 
@@ -45,9 +45,9 @@ class Pipeline(PolicySource):
         """The selected items in placed order."""
         return [inc.item for inc in self.dry_run(items, budget).included]
 
-    def dry_run(self, items, budget: ContextBudget):
-        """A full SelectionReport for one item set."""
-        return SelectionReport(self._run_single(items, budget, self.policy), 0)
+    def dry_run(self, items, budget: ContextBudget, *, threads: int | None = None):
+        """A full SelectionReport for one item set (``threads`` as in ``sweep``)."""
+        return SelectionReport(self._run_single(items, budget, self.policy, threads), 0)
 
     def dry_run_with_policy(self, items, budget: ContextBudget, policy: Policy):
         """Like ``dry_run`` but with another policy's scorer, slicer, placer and flags."""
@@ -55,9 +55,10 @@ class Pipeline(PolicySource):
             raise InvalidInputTypeError(f"policy must be a Policy, got {type(policy).__name__}")
         return SelectionReport(self._run_single(items, budget, policy), 0)
 
-    def policy_sensitivity(self, items, budget: ContextBudget, variants, *, on_error: str = "raise"):
+    def policy_sensitivity(self, items, budget: ContextBudget, variants, *, on_error: str = "raise",
+                           threads: int | None = None):
         """Compare ``variants`` over ``items`` (the .NET extension method's shape)."""
-        return policy_sensitivity(items, budget, variants, on_error=on_error)
+        return policy_sensitivity(items, budget, variants, on_error=on_error, threads=threads)
 
     # -- budget simulation (spec: analytics/budget-simulation.md; see budget_sim.py) ---------
     def get_marginal_items(self, items, budget: ContextBudget, slack_tokens: int) -> list[ContextItem]:
@@ -70,9 +71,10 @@ class Pipeline(PolicySource):
         return budget_sim.find_min_budget_for(self.policy, items, target_item, search_ceiling)
 
 
-def policy_sensitivity_from_pipelines(items, budget: ContextBudget, variants, *, on_error: str = "raise"):
+def policy_sensitivity_from_pipelines(items, budget: ContextBudget, variants, *, on_error: str = "raise",
+                                      threads: int | None = None):
     """``policy_sensitivity`` with ``(label, Pipeline)`` variants (upstream parity)."""
     for i, v in enumerate(variants):
         if isinstance(v, (tuple, list)) and len(v) == 2 and not isinstance(v[1], Pipeline):
             raise InvalidInputTypeError(f"variant {i}: expected a Pipeline, got {type(v[1]).__name__}")
-    return policy_sensitivity(items, budget, variants, on_error=on_error)
+    return policy_sensitivity(items, budget, variants, on_error=on_error, threads=threads)

@@ -98,12 +98,13 @@ def run_policy(
     classified: Classified | None = None,
     score_context: ScoreContext | None = None,
     max_cells: int = KNAPSACK_MAX_CELLS,
+    threads: int | None = None,
 ) -> PolicyRun:
     """Run one policy over every item set of ``table``. Per-set failures are recorded in
-    ``PolicyRun.error`` (callers decide whether to raise)."""
+    ``PolicyRun.error`` (callers decide whether to raise). ``threads`` as in ``sweep``."""
     sweep = run_sweep(
         table, [Variant("", policy, budget)], max_cells=max_cells,
-        classified=classified, score_context=score_context,
+        classified=classified, score_context=score_context, threads=threads,
     )
     return PolicyRun(sweep, 0)
 

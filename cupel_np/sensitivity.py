@@ -25,6 +25,7 @@ from .budget import ContextBudget
 from .errors import CupelError, InvalidConfigError, InvalidInputTypeError, TooFewVariantsError
 from .grid import Sweep
 from .items import ItemTable
+from .parallel import resolve_threads
 from .runner import PolicyRun, PolicySource, as_table
 from .policy import Policy
 from .report import REASON_NAMES, SelectionReport
@@ -129,9 +130,8 @@ class SweepResult:
         v = len(self.labels)
         # failed (variant, set) cells
         self.failed = np.zeros((v, n_sets), dtype=np.bool_)
-        for vi, errs in enumerate(run.errors):
-            for s in errs:
-                self.failed[vi, s] = True
+        for vi, errs in enumerate(run.errors):  # one bulk assignment per variant
+            self.failed[vi, errs.sets()] = True
         # content-keyed status: Included if any copy of the content is included
         status = np.zeros((g, v), dtype=np.bool_)
         for vi in range(v):
@@ -367,12 +367,14 @@ class PolicySensitivityReport:
 
 # --------------------------------------------------------------------------- entry points
 def sweep(items, budget: ContextBudget | None, variants, *, on_error: str = "raise",
-          progress: bool | None = None) -> SweepResult:
+          progress: bool | None = None, threads: int | None = None) -> SweepResult:
     """Run every variant over every item set of ``items`` (an ItemTable, possibly with a set
     column, or a sequence of ContextItems). A variant is ``(label, Policy | Pipeline)`` or
     ``(label, policy, budget)``; ``budget`` is the default for variants without one.
     ``on_error="collect"`` records a failing (variant, set) instead of raising.
-    ``progress``: report per-variant progress on stderr (default: when stderr is a terminal)."""
+    ``progress``: report per-variant progress on stderr (default: when stderr is a terminal).
+    ``threads``: worker threads (default ``CUPEL_NP_THREADS`` or the cores this process may
+    use); results are bit-identical for any value."""
     _check_on_error(on_error)
     table = as_table(items)
     if budget is not None and not isinstance(budget, ContextBudget):
@@ -385,7 +387,8 @@ def sweep(items, budget: ContextBudget | None, variants, *, on_error: str = "rai
         if v.label in reserved:
             raise InvalidConfigError(f"variant label {v.label!r} clashes with a result column name")
     cb = _progress_callback(progress, len(vs))
-    run = run_sweep(table, vs, progress=cb)
+    threads = resolve_threads(threads)
+    run = run_sweep(table, vs, progress=cb, threads=threads)
     if cb is not None:
         cb.finish()
     if on_error == "raise":
@@ -395,7 +398,8 @@ def sweep(items, budget: ContextBudget | None, variants, *, on_error: str = "rai
     return SweepResult(run)
 
 
-def policy_sensitivity(items, budget: ContextBudget, variants, *, on_error: str = "raise") -> PolicySensitivityReport:
+def policy_sensitivity(items, budget: ContextBudget, variants, *, on_error: str = "raise",
+                       threads: int | None = None) -> PolicySensitivityReport:
     """The spec's policy sensitivity over ONE item set: every variant's SelectionReport and
     the contents whose inclusion differs between at least two variants."""
     _check_on_error(on_error)
@@ -411,7 +415,7 @@ def policy_sensitivity(items, budget: ContextBudget, variants, *, on_error: str 
             f"{table.n_sets} sets (set column {table.set_column!r}); use cupel_np.sweep(...) and "
             "result.report(set_key)"
         )
-    run = run_sweep(table, vs)
+    run = run_sweep(table, vs, threads=resolve_threads(threads))
     if on_error == "raise":
         for errs in run.errors:
             if errs:

@@ -187,12 +187,12 @@ def test_many_sets_in_one_table_match_naive(case):
         P.assert_same_outcome(got, want)
 
 
-_CELLS = re.compile(r"knapsack table of (\d+) candidates x (\d+) capacity cells exceeds the "
-                    r"limit of (\d+) cells")
+_CELLS = re.compile(r"knapsack table of (\d+) candidates x (\d+) capacity cells needs (\d+) cells "
+                    r"\(keep bits plus value rows\) over the limit of (\d+) cells")
 
 
 @_settings(60, 1500)
-@given(case=S.knapsack_limit_cases(), limit=st.integers(0, 400))
+@given(case=S.knapsack_limit_cases(), limit=st.one_of(st.integers(0, 400), st.integers(32_000, 120_000)))
 def test_knapsack_table_limit_is_exact(case, limit):
     """With a small ``max_cells`` a knapsack set either gives the oracle's answer or fails with
     TableTooLargeError naming a table of more than ``max_cells`` cells; at exactly that many
@@ -207,8 +207,9 @@ def test_knapsack_table_limit_is_exact(case, limit):
     if isinstance(err, TableTooLargeError):
         m = _CELLS.search(str(err))
         assert m, str(err)
-        candidates, width, said_limit = (int(g) for g in m.groups())
-        cells = candidates * (width - 1)  # the DP has capacity + 1 columns; the limit counts capacity
+        candidates, width, cells, said_limit = (int(g) for g in m.groups())
+        # the limit counts keep bits and value rows: (n + 256) x 64 x (capacity // 64 + 2)
+        assert cells == (candidates + 256) * 64 * ((width - 1) // 64 + 2), str(err)
         assert said_limit == limit and cells > limit, str(err)
         run = run_policy(table, b, policy, max_cells=cells)
         err = run.error[0]

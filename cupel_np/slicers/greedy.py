@@ -1,14 +1,23 @@
-"""GreedySlice without a full sort.
+"""GreedySlice without a full comparison sort.
 
 The spec sorts the score-sorted candidates by density (score / tokens) and fills the budget
 in that order. The order is the lexicographic key (density desc, score desc, index asc): the
 score-sorted position is exactly (score desc, index asc), so the pipeline's score sort is not
-needed for greedy at all. And only a prefix of the density order can matter: once the remaining
-budget is smaller than every not-yet-visited candidate's token count, nothing later can be
-selected. ``greedy_segments`` therefore selects a density threshold with a linear-time
-partition, sorts only the candidates at or above it, scans them, and widens the prefix (x8)
-only when some item beyond it could still fit. Result: O(n) per segment plus the sort of a
-prefix that is usually a few thousand items, with output identical to the spec's.
+needed for greedy at all.
+
+Small segments (a corpus of many sets) are handled inside one kernel. Big segments (at least
+``BIG_GREEDY`` candidates) walk the density order in chunks:
+
+* a chunk is every remaining candidate whose density key is at most a threshold (found by a
+  linear-time partition), so runs of equal keys are never split between chunks;
+* the chunk is ordered by NumPy's unstable (SIMD) quicksort of the float64 density key, and
+  runs of equal keys are repaired to (score desc, index asc) - the spec's total order;
+* after a chunk is walked, only candidates with ``tokens <= remaining budget`` can still be
+  selected (the remaining budget never grows), so the rest is filtered to those before the
+  next chunk.
+
+The first chunk is sized from a strided sample so that it usually reaches the budget
+frontier; the answer does not depend on the chunking (tests force tiny chunks).
 """
 
 from __future__ import annotations
@@ -16,72 +25,225 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import jit
-from .kernels import MAX_FLOAT, _desc_key
+from ..sortkeys import desc_bits, score_cmp
+from .kernels import MAX_FLOAT
 
-FULL_SORT_BELOW = 4096
+#: segments with at least this many candidates take the chunked NumPy-sort path
+BIG_GREEDY = 32768
+#: smallest first chunk of the big-segment path
+MIN_CHUNK = 16384
+#: small segments up to this size are ordered by insertion sort
+INSERTION_MAX = 48
+
+
+@jit
+def density_keys(tok, score):
+    """Ascending sort key for 'density descending, NaN last' (zero tokens: density MAX_FLOAT).
+    -0.0 and 0.0 compare equal (the repair treats them as one run, as comparisons do)."""
+    k = tok.shape[0]
+    keyd = np.empty(k, dtype=np.float64)
+    for j in range(k):
+        t = tok[j]
+        d = MAX_FLOAT if t == 0 else score[j] / np.float64(t)
+        keyd[j] = np.inf if d != d else -d
+    return keyd
+
+
+@jit
+def _before(keyd, keys, a, b):
+    """True when position ``a`` precedes ``b`` in (keyd, keys, index) order."""
+    if keyd[a] != keyd[b]:
+        return keyd[a] < keyd[b]
+    if keys[a] != keys[b]:
+        return keys[a] < keys[b]
+    return a < b
 
 
 @jit
 def _lex_order(keyd, keys, idx):
-    """Positions of ``idx`` ordered by (keyd, keys, idx) ascending (all stable sorts)."""
-    o = np.argsort(keys[idx], kind="mergesort")
+    """Positions of ``idx`` ordered by (keyd, keys, idx) ascending."""
+    n = idx.shape[0]
+    if n <= INSERTION_MAX:
+        out = idx.copy()
+        for i in range(1, n):
+            x = out[i]
+            j = i - 1
+            while j >= 0 and _before(keyd, keys, x, out[j]):
+                out[j + 1] = out[j]
+                j -= 1
+            out[j + 1] = x
+        return out
+    o = np.argsort(keys[idx], kind="mergesort")  # keys: desc_bits of the scores
     o2 = np.argsort(keyd[idx[o]], kind="mergesort")
     return idx[o[o2]]
 
 
 @jit
-def greedy_segments(tok, score, offsets, targets, rank):
-    """GreedySlice per segment over candidates in input (row) order. Writes ``rank[p]`` =
-    position in the slicer output (density order), -1 when not selected."""
+def _greedy_small(tok, score, offsets, targets, rank, big):
+    # scratch sized by the largest small segment, reused by every segment
+    k_max = 0
+    for s in range(offsets.shape[0] - 1):
+        k = offsets[s + 1] - offsets[s]
+        if k < big and k > k_max:
+            k_max = k
+    skey = np.empty(k_max, dtype=np.float64)
+    sidx = np.empty(k_max, dtype=np.int64)
     for s in range(offsets.shape[0] - 1):
         lo = offsets[s]
         hi = offsets[s + 1]
         k = hi - lo
         target = targets[s]
-        if k == 0 or target <= 0:
+        if k == 0 or target <= 0 or k >= big:
             continue
-        keyd = np.empty(k, dtype=np.float64)  # density descending, NaN last
+        if k > INSERTION_MAX * 4:
+            keyd = density_keys(tok[lo:hi], score[lo:hi])
+            order = _lex_order(keyd, desc_bits(score[lo:hi]), np.arange(k))
+            for j in range(k):
+                sidx[j] = order[j]
+        else:
+            # insertion sort of (density key, position); equal keys then by (score key, position)
+            for j in range(k):
+                t = tok[lo + j]
+                d = MAX_FLOAT if t == 0 else score[lo + j] / np.float64(t)
+                kd = np.inf if d != d else -d
+                w = j - 1
+                while w >= 0:
+                    kw = skey[w]
+                    if kw < kd:
+                        break
+                    if kw == kd:
+                        y = sidx[w]
+                        cmp = score_cmp(score[lo + y], score[lo + j])
+                        if cmp < 0 or (cmp == 0 and y < j):
+                            break
+                    skey[w + 1] = kw
+                    sidx[w + 1] = sidx[w]
+                    w -= 1
+                skey[w + 1] = kd
+                sidx[w + 1] = j
+        remaining = target
+        n_out = 0
         for j in range(k):
-            t = tok[lo + j]
-            d = MAX_FLOAT if t == 0 else score[lo + j] / np.float64(t)
-            keyd[j] = np.inf if d != d else -d
-        keys = _desc_key(score[lo:hi])
-        limit = 16384
-        while True:
-            if k <= FULL_SORT_BELOW or limit >= k:
-                prefix = _lex_order(keyd, keys, np.arange(k))
-                complete = True
-            else:
-                thr = np.partition(keyd, limit)[limit]
-                n_in = 0
-                for j in range(k):
-                    if keyd[j] <= thr:
-                        n_in += 1
-                idx = np.empty(n_in, dtype=np.int64)
-                c = 0
-                min_out = np.iinfo(np.int64).max
-                for j in range(k):
-                    if keyd[j] <= thr:
-                        idx[c] = j
-                        c += 1
-                    elif tok[lo + j] < min_out:
-                        min_out = tok[lo + j]
-                prefix = _lex_order(keyd, keys, idx)
-                complete = False
-            remaining = target
-            n_out = 0
-            for j in range(prefix.shape[0]):
-                q = prefix[j]
-                t = tok[lo + q]
-                if t == 0:
-                    rank[lo + q] = n_out
-                    n_out += 1
-                elif t <= remaining:
-                    rank[lo + q] = n_out
-                    n_out += 1
-                    remaining -= t
-            if complete or min_out > remaining:
-                break
-            for j in range(prefix.shape[0]):  # undo and widen the prefix
-                rank[lo + prefix[j]] = -1
-            limit *= 8
+            q = sidx[j]
+            t = tok[lo + q]
+            if t == 0:
+                rank[lo + q] = n_out
+                n_out += 1
+            elif t <= remaining:
+                rank[lo + q] = n_out
+                n_out += 1
+                remaining -= t
+
+
+@jit
+def repair_runs(order, ks, score):
+    """``order`` is sorted by its keys ``ks`` (``ks[i]`` is the key of ``order[i]``) with equal
+    keys in any order; reorder every run of equal keys by (score descending with NaN last,
+    position ascending). In place."""
+    n = order.shape[0]
+    i = 0
+    while i < n:
+        j = i + 1
+        kv = ks[i]
+        while j < n and ks[j] == kv:
+            j += 1
+        if 1 < j - i <= INSERTION_MAX:
+            for u in range(i + 1, j):  # insertion sort by (score key, position)
+                x = order[u]
+                w = u - 1
+                while w >= i:
+                    y = order[w]
+                    cmp = score_cmp(score[y], score[x])
+                    if cmp < 0 or (cmp == 0 and y < x):
+                        break
+                    order[w + 1] = y
+                    w -= 1
+                order[w + 1] = x
+        elif j - i > 1:
+            run = np.sort(order[i:j])
+            sk = desc_bits(score[run])
+            o = np.argsort(sk, kind="mergesort")
+            for q in range(j - i):
+                order[i + q] = run[o[q]]
+        i = j
+
+
+@jit
+def _walk(order, tok, remaining, rank, n_out):
+    for j in range(order.shape[0]):
+        q = order[j]
+        t = tok[q]
+        if t == 0:
+            rank[q] = n_out
+            n_out += 1
+        elif t <= remaining:
+            rank[q] = n_out
+            n_out += 1
+            remaining -= t
+    return remaining, n_out
+
+
+@jit
+def _first_chunk(keyd, tok, target, n_sample):
+    """Estimate how many candidates (in density order) the budget reaches, from a strided
+    sample: the sample's tokens scaled to the whole segment, accumulated in key order."""
+    k = keyd.shape[0]
+    step = max(1, k // n_sample)
+    m = (k + step - 1) // step
+    sk = np.empty(m, dtype=np.float64)
+    st = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        sk[i] = keyd[i * step]
+        st[i] = tok[i * step]
+    o = np.argsort(sk)
+    acc = 0.0
+    for i in range(m):
+        acc += np.float64(st[o[i]]) * step
+        if acc > target:
+            return (i + 1) * step
+    return k
+
+
+def _greedy_big(tok, score, target, rank, min_chunk):
+    """One big segment (``tok``, ``score``, ``rank`` are the segment's slices)."""
+    keyd = density_keys(tok, score)
+    k = keyd.shape[0]
+    chunk = max(min_chunk, int(_first_chunk(keyd, tok, target, 4096) * 1.25))
+    remaining, n_out = target, 0
+    cand = None  # None: every candidate (no index array needed)
+    while True:
+        kc = keyd if cand is None else keyd[cand]
+        n_c = kc.shape[0]
+        if chunk >= n_c:
+            o = np.argsort(kc)
+            order = o if cand is None else cand[o]
+            rest = None
+        else:
+            thr = kc[np.argpartition(kc, chunk - 1)[chunk - 1]]
+            inside = kc <= thr
+            part = np.flatnonzero(inside) if cand is None else cand[inside]
+            order = part[np.argsort(keyd[part])]
+            rest = np.flatnonzero(~inside) if cand is None else cand[~inside]
+        repair_runs(order, keyd[order], score)
+        remaining, n_out = _walk(order, tok, remaining, rank, n_out)
+        if rest is None or rest.size == 0:
+            break
+        cand = rest[tok[rest] <= remaining]
+        if cand.size == 0:
+            break
+        chunk *= 4
+
+
+def greedy_segments(tok, score, offsets, targets, rank, *, big: int | None = None,
+                    min_chunk: int | None = None):
+    """GreedySlice per segment over candidates in input (row) order. Writes ``rank[p]`` =
+    position in the slicer output (density order), -1 when not selected (``rank`` must be -1
+    on entry). ``big`` and ``min_chunk`` (default: the module's ``BIG_GREEDY`` and
+    ``MIN_CHUNK``) choose the path only, never the answer."""
+    big = BIG_GREEDY if big is None else big
+    min_chunk = MIN_CHUNK if min_chunk is None else min_chunk
+    _greedy_small(tok, score, offsets, targets, rank, big)
+    sizes = np.diff(offsets)
+    for s in np.flatnonzero((sizes >= big) & (targets > 0)):  # a few big sets at most
+        lo, hi = int(offsets[s]), int(offsets[s + 1])
+        _greedy_big(tok[lo:hi], score[lo:hi], int(targets[s]), rank[lo:hi], min_chunk)

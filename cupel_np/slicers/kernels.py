@@ -14,6 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import jit
+from ..sortkeys import desc_bits, radix_argsort
+
+#: greedy partitions at least this long are ordered by the radix sort
+RADIX_PICK = 4096
 
 MAX_FLOAT = np.finfo(np.float64).max
 I64_MAX = np.int64(np.iinfo(np.int64).max)
@@ -53,7 +57,9 @@ def greedy_pick(tok, score, cand, target, out, n_out):
             dens[j] = MAX_FLOAT
         else:
             dens[j] = score[cand[j]] / np.float64(t)
-    order = np.argsort(_desc_key(dens), kind="mergesort")
+    # density descending (NaN lowest), ties in candidate order: a stable sort
+    key = desc_bits(dens)
+    order = radix_argsort(key) if k >= RADIX_PICK else np.argsort(key, kind="mergesort")
     remaining = target
     for j in range(k):
         p = cand[order[j]]
@@ -462,7 +468,7 @@ def slice_segments(mode, tok, score, kind, offsets, targets, use_knapsack, bucke
                     continue
                 inner = inner[:n_in]
                 if resort_inner and n_in > 1:
-                    inner = inner[np.argsort(_desc_key(score[inner]), kind="mergesort")]
+                    inner = inner[np.argsort(desc_bits(score[inner]), kind="mergesort")]
                 for j in range(n_in):
                     p = inner[j]
                     kk = kind[p]

@@ -1,0 +1,101 @@
+"""Order-preserving integer sort keys.
+
+``ordered_bits`` maps float64 to uint64 so that integer order is float order (-0.0 and 0.0
+share one key, as they compare equal). ``desc_bits`` is the spec's "score descending, NaN
+lowest" as an ascending uint64 key: NaN sorts after every number, -inf included (a float key
+cannot say that: negating -inf gives the same +inf a NaN would be mapped to)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import jit
+
+_SIGN = np.uint64(1) << np.uint64(63)
+NAN_LAST = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+@jit
+def score_cmp(a, b):
+    """-1 when score ``a`` comes first in 'descending, NaN lowest' order, 1 when ``b`` does,
+    0 when they tie (-0.0 ties 0.0; NaN ties NaN)."""
+    if a != a:
+        return 0 if b != b else 1
+    if b != b:
+        return -1
+    if a > b:
+        return -1
+    if a < b:
+        return 1
+    return 0
+
+
+@jit
+def _to_ordered(u):
+    """Float64 bit patterns (as uint64, in place) to order-preserving keys."""
+    for i in range(u.shape[0]):
+        b = u[i]
+        u[i] = ~b if b & _SIGN else b | _SIGN
+
+
+@jit
+def ordered_bits(x):
+    """Order-preserving uint64 keys of float64 values (no NaN); -0.0 and 0.0 share one key."""
+    y = np.empty(x.shape[0], dtype=np.float64)
+    for i in range(x.shape[0]):
+        y[i] = x[i] + 0.0  # -0.0 + 0.0 == +0.0
+    u = y.view(np.uint64)
+    _to_ordered(u)
+    return u
+
+
+@jit
+def desc_bits(x):
+    """Ascending uint64 key for 'descending, NaN lowest' (NaN after -inf)."""
+    n = x.shape[0]
+    y = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        y[i] = 0.0 - x[i]  # 0.0 - 0.0 == 0.0 - -0.0 == +0.0
+    u = y.view(np.uint64)
+    _to_ordered(u)
+    for i in range(n):
+        if x[i] != x[i]:
+            u[i] = NAN_LAST
+    return u
+
+
+@jit
+def radix_argsort(key):
+    """Stable argsort of uint64 keys (LSD radix, 16-bit digits; a digit that every key
+    shares is skipped). Equal keys keep their input order."""
+    n = key.shape[0]
+    nb = 65536
+    mask = np.uint64(nb - 1)
+    cnt = np.zeros((4, nb), dtype=np.int64)
+    for i in range(n):
+        k = key[i]
+        for d in range(4):
+            cnt[d, (k >> np.uint64(16 * d)) & mask] += 1
+    idx = np.arange(n)
+    tmp = np.empty(n, dtype=np.int64)
+    k1 = key.copy()
+    k2 = np.empty(n, dtype=np.uint64)
+    for d in range(4):
+        sh = np.uint64(16 * d)
+        if cnt[d, (k1[0] >> sh) & mask] == n:
+            continue
+        total = 0
+        for b in range(nb):
+            c = cnt[d, b]
+            cnt[d, b] = total
+            total += c
+        for i in range(n):
+            k = k1[i]
+            b = (k >> sh) & mask
+            j = cnt[d, b]
+            cnt[d, b] = j + 1
+            k2[j] = k
+            tmp[j] = idx[i]
+        k1, k2 = k2, k1
+        idx, tmp = tmp, idx
+    return idx
