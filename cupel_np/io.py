@@ -26,18 +26,20 @@ import pyarrow.parquet as pq
 from . import __version__
 from ._readers import read_items_table
 from .datasets import (
-    IN_MEMORY_FACTOR,
+    IN_MEMORY_FACTOR,  # noqa: F401  (re-exported)
     _describe,
     _size,
     _whole_set_chunks,
+    check_fits,
+    chunk_rows_for,
     default_memory_limit,
+    estimate_in_memory_peak,
     first_repeated_set,
     open_dataset,
-    runs_are_sets,
-    uncompressed_bytes,
+    set_runs,
 )
 from ._files import _temp_beside, atomic_write_bytes
-from .errors import InvalidConfigError, InvalidInputTypeError
+from .errors import InvalidConfigError, InvalidInputTypeError, MemoryLimitError
 from .importers import import_transcripts  # noqa: F401  (transcripts -> items; see importers.py)
 from .items import _SET, ItemTable, _Problems, check_items
 from .policy import _json_default
@@ -106,15 +108,18 @@ def write_sweep(result, out_dir, *, items: bool = True) -> dict[str, Path]:
     return paths
 
 
-def sweep_parquet(path, budget, variants, out_dir, *, set_column: str, chunk_rows: int = 1_000_000,
+def sweep_parquet(path, budget, variants, out_dir, *, set_column: str, chunk_rows: int | None = None,
                   on_error: str = "raise", items: bool = True, progress: bool | None = None,
                   memory_limit: int | None = None) -> dict:
     """Sweep a corpus too large for memory: read ``path`` (a file, a directory or a list of
     files) a few row groups at a time, whole item sets per chunk, sweep each chunk, and stream
-    ``items`` / ``diffs`` / ``variants`` Parquet into ``out_dir``. When a set's rows are not
-    contiguous the whole input is grouped in memory if it fits in ``memory_limit`` bytes
-    (default half the available memory); otherwise the error says to use the Dask path.
-    Returns totals (rows, sets, swinging contents, chunks)."""
+    ``items`` / ``diffs`` / ``variants`` Parquet into ``out_dir``. Chunks hold at least
+    ``chunk_rows`` rows (default: what fits in ``memory_limit`` by the estimate, at most a
+    million). Before anything large is allocated, a set whose estimated in-memory peak is over
+    ``memory_limit`` (default half the available memory) raises ``MemoryLimitError``. When a
+    set's rows are not contiguous the whole input is grouped in memory if it fits in the
+    limit; otherwise the error says to use the Dask path. Returns totals (rows, sets,
+    swinging contents, chunks, chunk_rows)."""
     d = open_dataset(path)
     where = _describe(path)
     if set_column not in d.schema.names:
@@ -125,13 +130,13 @@ def sweep_parquet(path, budget, variants, out_dir, *, set_column: str, chunk_row
     meta = _variants_metadata(vs)
     if progress is None:
         progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
-    keys = d.to_table(columns=[set_column]).column(set_column)
-    if not runs_are_sets(keys):
-        need = int(uncompressed_bytes(d) * IN_MEMORY_FACTOR)
-        limit = default_memory_limit() if memory_limit is None else int(memory_limit)
+    limit = default_memory_limit() if memory_limit is None else int(memory_limit)
+    run_keys, run_lengths = set_runs(d, set_column)  # the key column only, one row group at a time
+    if len(pc.unique(run_keys)) != len(run_keys):
+        need = estimate_in_memory_peak(d)
         if need > limit:
-            raise InvalidConfigError(
-                f"set {first_repeated_set(keys)!r} (column {set_column!r}) is not contiguous in {where}: "
+            raise MemoryLimitError(
+                f"set {first_repeated_set(run_keys)!r} (column {set_column!r}) is not contiguous in {where}: "
                 f"its rows reappear after other sets' rows, and grouping the sets in memory needs about "
                 f"{_size(need)} (limit {_size(limit)}); sort the data by the set column, "
                 "or run it on Dask (cupel_np.dask.sweep, or cupel-np ... --dask local)"
@@ -139,11 +144,14 @@ def sweep_parquet(path, budget, variants, out_dir, *, set_column: str, chunk_row
         chunk_iter = iter([(d.to_table(), 1)])
         n_groups = 1
     else:
+        check_fits(d, set_column, limit, where, runs=(run_keys, run_lengths))
+        if chunk_rows is None:
+            chunk_rows = chunk_rows_for(d, limit)
         n_groups = sum(f.metadata.num_row_groups for f in d.get_fragments())
         chunk_iter = _whole_set_chunks(d, set_column, chunk_rows, n_groups)
-    del keys
+    del run_keys, run_lengths
     writers: dict[str, _AtomicWriter] = {}
-    totals = {"rows": 0, "sets": 0, "swing": 0, "chunks": 0}
+    totals = {"rows": 0, "sets": 0, "swing": 0, "chunks": 0, "chunk_rows": chunk_rows}
     try:
         for chunk, done_groups in chunk_iter:
             table = ItemTable.from_arrow(chunk, set_column=set_column)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from datetime import datetime, timezone
@@ -239,7 +240,8 @@ class ItemTable:
             counts = np.bincount(codes, minlength=len(enc.dictionary))
             self.set_keys = enc.dictionary.to_pylist()
             self.input_row = order.astype(np.int64)
-            table = table.take(pa.array(order))
+            # the key column is now offsets + set_keys: keep no per-row copy of it
+            table = table.drop_columns([_SET]).take(pa.array(order))
         else:
             counts = np.array([n], dtype=np.int64)
             self.set_keys = [None]
@@ -247,7 +249,8 @@ class ItemTable:
         self.set_column = set_column
         self.offsets = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=self.offsets[1:])
-        self.table = table
+        # one chunk per column, so the decoded views below share the table's buffers
+        self.table = pa.Table.from_arrays([_one(c) for c in table.columns], names=table.column_names)
         self.n = n
         self._encode()
         self._cache: dict = {}
@@ -340,29 +343,85 @@ class ItemTable:
 
     # -- encoding -----------------------------------------------------------------------
     def _encode(self) -> None:
+        """What every sweep reads, decoded now; the rest on first use (below). Arrow columns
+        are the table's own buffers, and ``tokens`` is one buffer shared by the table and
+        NumPy (see ``resident_bytes``)."""
         t = self.table
-        self.content = t.column("content").combine_chunks()
+        self.content = _one(t.column("content"))
         self.content_id = (
             pc.dictionary_encode(self.content).indices.to_numpy(zero_copy_only=False).astype(np.int64)
         )
-        self.tokens = t.column("tokens").combine_chunks().to_numpy(zero_copy_only=False).astype(np.int64)
-        self.kind = t.column("kind").combine_chunks()
-        self.source = t.column("source").combine_chunks()
+        self.tokens = _one(t.column("tokens")).to_numpy(zero_copy_only=False).astype(np.int64)
+        # the table's tokens column becomes a zero-copy view of the (writable) NumPy array
+        self.table = t = t.set_column(t.schema.get_field_index("tokens"), "tokens", pa.array(self.tokens))
+        self.kind = _one(t.column("kind"))
+        self.source = _one(t.column("source"))
         kenc = pc.dictionary_encode(pc.ascii_lower(self.kind))
         self.kind_id = kenc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         self.kind_vocab: list[str] = kenc.dictionary.to_pylist()
         self._kind_index = {k: i for i, k in enumerate(self.kind_vocab)}
-        ts = t.column("timestamp").combine_chunks()
-        self.timestamp_unit = ts.type.unit
-        self.units_per_second = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}[ts.type.unit]
-        self.timestamp_valid = ts.is_valid().to_numpy(zero_copy_only=False)
-        self.timestamp = ts.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-        self.pinned = t.column("pinned").combine_chunks().to_numpy(zero_copy_only=False).astype(np.bool_)
-        tags = t.column("tags").combine_chunks()
-        self.tags = tags
-        offs = tags.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
-        self.tag_offsets = offs - offs[0]
-        self.metadata = t.column("metadata").combine_chunks()
+        ts_type = t.schema.field("timestamp").type
+        self.timestamp_unit = ts_type.unit
+        self.units_per_second = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}[ts_type.unit]
+        self.pinned = _one(t.column("pinned")).to_numpy(zero_copy_only=False).astype(np.bool_)
+        self.tags = _one(t.column("tags"))
+        self.metadata = _one(t.column("metadata"))
+
+    @cached_property
+    def _timestamps(self) -> tuple[np.ndarray, np.ndarray]:
+        ts = _one(self.table.column("timestamp"))
+        valid = ts.is_valid().to_numpy(zero_copy_only=False)
+        return ts.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64), valid
+
+    @property
+    def timestamp(self) -> np.ndarray:
+        """Timestamps in ``timestamp_unit`` (0 where null), int64; decoded on first use."""
+        return self._timestamps[0]
+
+    @property
+    def timestamp_valid(self) -> np.ndarray:
+        return self._timestamps[1]
+
+    @cached_property
+    def tag_offsets(self) -> np.ndarray:
+        offs = self.tags.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+        return offs - offs[0]
+
+    def resident_bytes(self) -> dict[str, int]:
+        """Bytes this table holds, by attribute: NumPy arrays and Arrow buffers, each buffer
+        counted once however many attributes share it (columns decoded lazily count only once
+        decoded). ``sum(...) / n`` is the resident bytes per input row."""
+        seen: dict = {}
+        out: dict[str, int] = {}
+
+        def add(x) -> None:
+            if isinstance(x, np.ndarray):
+                base = x
+                while isinstance(base.base, np.ndarray):
+                    base = base.base
+                seen.setdefault(base.__array_interface__["data"][0], base.nbytes)
+            elif isinstance(x, pa.ChunkedArray):
+                for ch in x.chunks:
+                    add(ch)
+            elif isinstance(x, pa.Array):
+                for buf in x.buffers():
+                    if buf is not None:
+                        seen.setdefault(buf.address, buf.size)
+            elif isinstance(x, pa.Table):
+                for col in x.columns:
+                    add(col)
+            elif isinstance(x, (tuple, list)) and x and all(isinstance(v, (np.ndarray, pa.Array)) for v in x):
+                for v in x:
+                    add(v)
+
+        for name, value in list(vars(self).items()) + [(f"cache{k}", v) for k, v in self._cache.items()]:
+            before = sum(seen.values())
+            add(value)
+            if isinstance(value, list) and len(value) and not isinstance(value[0], (np.ndarray, pa.Array)):
+                out[name] = sys.getsizeof(value) + sum(sys.getsizeof(v) for v in value)  # set keys, vocabularies
+            else:
+                out[name] = sum(seen.values()) - before
+        return out
 
     # -- columns encoded on first use (a sweep that never reads them never pays for them) --
     @cached_property
@@ -585,6 +644,13 @@ class _Problems:
         more = f" and {idx.size - self.max_rows} more" if idx.size > self.max_rows else ""
         self.messages.append(f"{where}: {what} at row{'s' if idx.size > 1 else ''} {', '.join(listed)}{more}")
         return True
+
+
+def _one(col) -> pa.Array:
+    """A column as one Arrow array, without a copy when it already is one chunk."""
+    if isinstance(col, pa.ChunkedArray):
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col
 
 
 def _np(arr) -> np.ndarray:
