@@ -91,7 +91,10 @@ def _streams(args, set_column) -> bool:
             raise UsageError("--chunk-rows needs a set column (chunks hold whole item sets)")
         return True
     limit = _memory_limit(args)
-    d = open_dataset(_source(args.items))
+    try:
+        d = open_dataset(_source(args.items))
+    except CupelError:
+        return False  # unreadable as a dataset: the whole-file read reports why
     if estimate_in_memory_peak(d) <= limit:
         return False
     if not set_column:
@@ -479,7 +482,10 @@ def cmd_presets(args) -> int:
 def cmd_validate(args) -> int:
     from .io import validate_items
 
-    problems, summary = validate_items(_source(args.items), set_column=args.set_column)
+    if args.chunk_rows is not None and args.chunk_rows < 1:
+        raise UsageError(f"--chunk-rows must be at least 1, got {args.chunk_rows}")
+    problems, summary = validate_items(_source(args.items), set_column=args.set_column,
+                                       chunk_rows=args.chunk_rows, memory_limit=_memory_limit(args))
     args.items = _name(args.items)
     if args.json:
         print(json.dumps({"ok": not problems, "problems": problems, **summary}, indent=2))

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from . import __version__
 from ._readers import read_items_table
 from .datasets import (
-    IN_MEMORY_FACTOR,  # noqa: F401  (re-exported)
+    IN_MEMORY_FACTOR,
     _describe,
     _size,
     _whole_set_chunks,
@@ -186,19 +186,89 @@ def sweep_parquet(path, budget, variants, out_dir, *, set_column: str, chunk_row
 
 
 # ----------------------------------------------------------------------------- validation
-def validate_items(path, set_column: str | None = None, max_rows_listed: int = 5) -> tuple[list[str], dict]:
+def validate_items(path, set_column: str | None = None, max_rows_listed: int = 5, *,
+                   chunk_rows: int | None = None, memory_limit: int | None = None) -> tuple[list[str], dict]:
     """Every schema and row problem of an items file (not just the first), by column and row.
     Returns ``(problems, summary)``. It runs the loader's own checks (``items.check_items``),
-    so no problems means exactly that ``ItemTable.from_parquet`` will load the file."""
-    table = read_items_table(path)
+    so no problems means exactly that ``ItemTable.from_parquet`` will load the file.
+
+    The file is read in chunks of ``chunk_rows`` rows when given, or when the whole read is
+    estimated (``VALIDATE_FACTOR`` x uncompressed bytes) to need more than ``memory_limit``
+    (default half the available memory): the same problems at the same (input) row numbers."""
+    try:
+        d = open_dataset(path)
+    except InvalidInputTypeError:  # e.g. repeated column names: the whole-file read names the problem
+        if chunk_rows is not None or not (isinstance(path, (str, os.PathLike)) and Path(path).is_file()):
+            raise
+        d, chunk_rows, memory_limit = None, None, float("inf")
+    if chunk_rows is None and d is not None:
+        limit = default_memory_limit() if memory_limit is None else int(memory_limit)
+        if estimate_in_memory_peak(d) / IN_MEMORY_FACTOR * VALIDATE_FACTOR > limit:
+            chunk_rows = chunk_rows_for(d, limit)
+    if chunk_rows is None:
+        table = read_items_table(path)
+        problems = _Problems(collect=True, max_rows=max_rows_listed)
+        checked = check_items(table, set_column, problems)
+        summary = {"rows": table.num_rows, "sets": None, "negative_tokens": None, "pinned": None}
+        if checked is not None:
+            summary.update(_validate_counts(checked, set_column))
+            if set_column is not None:
+                summary["sets"] = len(summary.pop("_keys"))
+        return problems.messages, summary
+    if chunk_rows < 1:
+        raise InvalidConfigError(f"chunk_rows must be at least 1, got {chunk_rows}")
     problems = _Problems(collect=True, max_rows=max_rows_listed)
-    checked = check_items(table, set_column, problems)
-    summary = {"rows": table.num_rows, "sets": None, "negative_tokens": None, "pinned": None}
-    if checked is not None:
-        tokens = checked.column("tokens").to_numpy()
-        summary.update(
-            sets=len(pc.unique(checked.column(_SET))) if set_column is not None else 1,
-            negative_tokens=int((tokens < 0).sum()),
-            pinned=int(pc.sum(checked.column("pinned")).as_py() or 0),
-        )
+    rows, ok, neg, pinned, keys = 0, True, 0, 0, []
+    for batch in _batches(path, d, chunk_rows):
+        chunk = pa.Table.from_batches([batch])
+        problems.row_offset = rows
+        checked = check_items(chunk, set_column, problems)
+        rows += chunk.num_rows
+        if checked is None:
+            ok = False
+        elif ok:
+            c = _validate_counts(checked, set_column)
+            neg += c["negative_tokens"]
+            pinned += c["pinned"]
+            if set_column is not None:
+                keys.append(c["_keys"])
+    summary = {"rows": rows, "sets": None, "negative_tokens": None, "pinned": None}
+    if ok:
+        sets = 1
+        if set_column is not None:
+            sets = len(pc.unique(pa.chunked_array(keys, keys[0].type if keys else pa.string()))) if keys else 0
+        summary.update(sets=sets, negative_tokens=neg, pinned=pinned)
     return problems.messages, summary
+
+
+#: peak resident bytes of an in-memory ``validate_items`` per uncompressed Parquet byte (the
+#: table read, and the checked copy check_items builds); an upper bound, used only to decide
+#: when validate streams
+VALIDATE_FACTOR = 4.0
+
+
+def _validate_counts(checked: pa.Table, set_column) -> dict:
+    tokens = checked.column("tokens").to_numpy()
+    out = {"sets": 1, "negative_tokens": int((tokens < 0).sum()),
+           "pinned": int(pc.sum(checked.column("pinned")).as_py() or 0)}
+    if set_column is not None:
+        out["_keys"] = pc.unique(checked.column(_SET).combine_chunks())
+    return out
+
+
+def _batches(path, d, chunk_rows: int):
+    """Record batches of at most ``chunk_rows`` rows in input order, read the way
+    ``read_items_table`` reads (a single file directly, so repeated column names survive)."""
+    if not isinstance(path, (list, tuple)) and Path(path).is_file():
+        pf = pq.ParquetFile(path)
+        if pf.metadata.num_rows == 0:
+            yield pa.RecordBatch.from_pylist([], schema=pf.schema_arrow)
+            return
+        yield from pf.iter_batches(batch_size=chunk_rows)
+        return
+    empty = True
+    for b in d.to_batches(batch_size=chunk_rows):
+        empty = False
+        yield b
+    if empty:
+        yield pa.RecordBatch.from_pylist([], schema=d.schema)

@@ -615,34 +615,74 @@ def _show(v) -> str:
 
 class _Problems:
     """Where the checks report. ``collect=False``: raise the first problem (one line: column,
-    row, value). ``collect=True``: keep every problem, listing up to ``max_rows`` rows each."""
+    row, value). ``collect=True``: keep every problem, listing up to ``max_rows`` rows each.
+    A streamed check runs chunk by chunk on one ``_Problems``: ``row_offset`` makes the rows
+    global, the same problem in several chunks stays one message (its rows merged), and
+    ``running_tokens`` carries the token sum across chunks."""
 
     def __init__(self, collect: bool, max_rows: int = 5):
         self.collect = collect
         self.max_rows = max_rows
-        self.messages: list[str] = []
+        self.row_offset = 0
+        self.running_tokens = 0.0
+        self.reported = 0
+        self._entries: dict[tuple, list] = {}  # key -> [message] or [where, what, listed, count]
+
+    @staticmethod
+    def _site() -> tuple:
+        """Where in ``check_items`` a problem is reported (its call lines, and the column the
+        checks loop is at): messages are listed in this order, so a streamed check lists them
+        in the order of the whole-table check whichever chunk found them first."""
+        lines, f = [], sys._getframe(2)
+        while f is not None and f.f_code.co_name != "check_items":
+            lines.append(f.f_lineno)
+            f = f.f_back
+        if f is None:
+            return (0,)
+        col = f.f_locals.get("name")
+        col_i = ITEM_FIELDS.index(col) if isinstance(col, str) and col in ITEM_FIELDS else -1
+        return (f.f_lineno, col_i, *reversed(lines))
+
+    @property
+    def messages(self) -> list[str]:
+        out = []
+        for _, e in sorted(self._entries.values(), key=lambda se: se[0]):
+            if len(e) == 1:
+                out.append(e[0])
+                continue
+            where, what, listed, count = e
+            more = f" and {count - self.max_rows} more" if count > self.max_rows else ""
+            out.append(f"{where}: {what} at row{'s' if count > 1 else ''} {', '.join(listed)}{more}")
+        return out
 
     def table(self, message: str, cls=InvalidConfigError) -> None:
         """A problem of the table as a whole (a missing or repeated column, a column type)."""
         message = one_line(message)
         if not self.collect:
             raise cls(message)
-        self.messages.append(message)
+        self.reported += 1
+        self._entries.setdefault(("table", message), (self._site(), [message]))
 
     def rows(self, where: str, what: str, mask, values=None, cls=InvalidConfigError) -> bool:
-        """Rows where ``mask`` holds have problem ``what``; ``values(row)`` gives a row's value.
-        Returns whether there were any."""
+        """Rows where ``mask`` holds have problem ``what``; ``values(row)`` gives a row's value
+        (row local to this chunk). Returns whether there were any."""
         idx = np.flatnonzero(np.asarray(mask))
         if idx.size == 0:
             return False
+        off = self.row_offset
         if not self.collect:
             r = int(idx[0])
             shown = f" (value {_show(values(r))})" if values is not None else ""
-            raise cls(f"{where}, row {r}: {what}{shown}")
-        listed = [f"{int(r)} ({_show(values(int(r)))})" if values is not None else str(int(r))
-                  for r in idx[: self.max_rows]]
-        more = f" and {idx.size - self.max_rows} more" if idx.size > self.max_rows else ""
-        self.messages.append(f"{where}: {what} at row{'s' if idx.size > 1 else ''} {', '.join(listed)}{more}")
+            raise cls(f"{where}, row {r + off}: {what}{shown}")
+        self.reported += 1
+        key = ("rows", where, what)
+        if key not in self._entries:
+            self._entries[key] = (self._site(), [where, what, [], 0])
+        e = self._entries[key][1]
+        room = self.max_rows - len(e[2])
+        e[2].extend(f"{int(r) + off} ({_show(values(int(r)))})" if values is not None else str(int(r) + off)
+                    for r in idx[: max(room, 0)])
+        e[3] += int(idx.size)
         return True
 
 
@@ -889,7 +929,7 @@ def check_items(table: pa.Table, set_column: str | None, problems: _Problems) ->
     """Check an items table and cast it to the canonical schema (ITEM_SCHEMA, timestamps in
     microseconds, plus the set-key column). Every problem goes to ``problems``; returns None
     when there were any."""
-    before = len(problems.messages)
+    before = problems.reported
     names = table.column_names
     n = table.num_rows
     wanted = set(ITEM_FIELDS) | ({set_column} if set_column is not None else set())
@@ -928,7 +968,8 @@ def check_items(table: pa.Table, set_column: str | None, problems: _Problems) ->
     if tokens is not None and n:
         problems.rows("column 'tokens'", "null", _np(tokens.is_null()))
         mag = np.abs(_np(tokens.fill_null(0)).astype(np.float64))
-        running = np.cumsum(mag)
+        running = problems.running_tokens + np.cumsum(mag)  # carried across streamed chunks
+        problems.running_tokens = float(running[-1])
         problems.rows("column 'tokens'", f"the token counts add up past {_TOKEN_LIMIT:.3g} "
                       "(sums must fit in 64-bit integers)", running >= _TOKEN_LIMIT, _py(tokens))
     for name in ("kind", "source"):
@@ -939,7 +980,7 @@ def check_items(table: pa.Table, set_column: str | None, problems: _Problems) ->
     keys = None
     if set_column is not None and set_column in names and set_column not in repeated:
         keys = _set_key_col(set_column, _column(table, set_column), problems, n)
-    if len(problems.messages) > before or any(cols.get(k) is None for k in cols):
+    if problems.reported > before or any(cols.get(k) is None for k in cols):
         return None
     if "content" not in cols or "tokens" not in cols or (set_column is not None and keys is None):
         return None
