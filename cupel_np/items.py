@@ -354,18 +354,20 @@ class ItemTable:
         self.tokens = _one(t.column("tokens")).to_numpy(zero_copy_only=False).astype(np.int64)
         # the table's tokens column becomes a zero-copy view of the (writable) NumPy array
         self.table = t = t.set_column(t.schema.get_field_index("tokens"), "tokens", pa.array(self.tokens))
-        self.kind = _one(t.column("kind"))
-        self.source = _one(t.column("source"))
-        kenc = pc.dictionary_encode(pc.ascii_lower(self.kind))
-        self.kind_id = kenc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        # repetitive strings are held dictionary-encoded (int32 codes + the distinct values);
+        # ``kind``, ``source``, ``tags`` and ``metadata`` decode them when read
+        for name in ("kind", "source", "tags", "metadata"):
+            t = t.set_column(t.schema.get_field_index(name), name, _dict_encoded(_one(t.column(name))))
+        self.table = t
+        kd = _one(t.column("kind"))
+        kenc = pc.dictionary_encode(pc.ascii_lower(kd.dictionary))
+        self.kind_id = kenc.indices.take(kd.indices).to_numpy(zero_copy_only=False).astype(np.int64)
         self.kind_vocab: list[str] = kenc.dictionary.to_pylist()
         self._kind_index = {k: i for i, k in enumerate(self.kind_vocab)}
         ts_type = t.schema.field("timestamp").type
         self.timestamp_unit = ts_type.unit
         self.units_per_second = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}[ts_type.unit]
         self.pinned = _one(t.column("pinned")).to_numpy(zero_copy_only=False).astype(np.bool_)
-        self.tags = _one(t.column("tags"))
-        self.metadata = _one(t.column("metadata"))
 
     @cached_property
     def _timestamps(self) -> tuple[np.ndarray, np.ndarray]:
@@ -382,9 +384,28 @@ class ItemTable:
     def timestamp_valid(self) -> np.ndarray:
         return self._timestamps[1]
 
+    @property
+    def kind(self) -> pa.Array:
+        """The kind strings as given (decoded on each read; ``row`` reads one value)."""
+        return _plain(_one(self.table.column("kind")))
+
+    @property
+    def source(self) -> pa.Array:
+        return _plain(_one(self.table.column("source")))
+
+    @property
+    def tags(self) -> pa.Array:
+        """list<string> per row (decoded on each read)."""
+        return _plain(_one(self.table.column("tags")))
+
+    @property
+    def metadata(self) -> pa.Array:
+        """map<string, string> per row (decoded on each read)."""
+        return _plain(_one(self.table.column("metadata")))
+
     @cached_property
     def tag_offsets(self) -> np.ndarray:
-        offs = self.tags.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+        offs = _one(self.table.column("tags")).offsets.to_numpy(zero_copy_only=False).astype(np.int64)
         return offs - offs[0]
 
     def resident_bytes(self) -> dict[str, int]:
@@ -530,14 +551,15 @@ class ItemTable:
         ts = None
         if self.timestamp_valid[i]:
             ts = _to_datetime(int(self.timestamp[i]), self.timestamp_unit)
-        md = self.metadata[i].as_py() or []
+        col = self.table.column
+        md = _plain(_one(col("metadata")).slice(i, 1))[0].as_py() or []
         return ContextItem(
             content=self.content[i].as_py(),
             tokens=int(self.tokens[i]),
-            kind=self.kind[i].as_py(),
-            source=self.source[i].as_py(),
+            kind=_one(col("kind"))[i].as_py(),
+            source=_one(col("source"))[i].as_py(),
             priority=int(self.priority[i]) if self.priority_valid[i] else None,
-            tags=tuple(self.tags[i].as_py() or ()),
+            tags=tuple(_plain(_one(col("tags")).slice(i, 1))[0].as_py() or ()),
             metadata=dict(md),
             timestamp=ts,
             future_relevance_hint=float(self.hint[i]) if self.hint_valid[i] else None,
@@ -564,6 +586,7 @@ class ItemTable:
         seg = self.segment_of(key)
         lo, hi = int(self.offsets[seg]), int(self.offsets[seg + 1])
         part = self.table.slice(lo, hi - lo)
+        part = pa.Table.from_arrays([_plain(_one(c)) for c in part.columns], names=part.column_names)
         if _SET in part.column_names:
             part = part.drop_columns([_SET])
         return ItemTable(part)
@@ -684,6 +707,31 @@ class _Problems:
                     for r in idx[: max(room, 0)])
         e[3] += int(idx.size)
         return True
+
+
+def _dict_encoded(col: pa.Array) -> pa.Array:
+    """A string column, or the strings inside a list / map column, dictionary-encoded."""
+    if pa.types.is_string(col.type):
+        return pc.dictionary_encode(col)
+    if col.null_count:  # the checked table has none; keep any as they are
+        return col
+    if pa.types.is_map(col.type):
+        return pa.MapArray.from_arrays(col.offsets, pc.dictionary_encode(col.keys), pc.dictionary_encode(col.items))
+    if pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
+        return type(col).from_arrays(col.offsets, pc.dictionary_encode(col.values))
+    return col
+
+
+def _plain(col: pa.Array) -> pa.Array:
+    """The inverse of ``_dict_encoded``."""
+    t = col.type
+    if pa.types.is_dictionary(t):
+        return col.dictionary_decode()
+    if pa.types.is_map(t) and pa.types.is_dictionary(t.key_type):
+        return pa.MapArray.from_arrays(col.offsets, col.keys.dictionary_decode(), col.items.dictionary_decode())
+    if (pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_dictionary(t.value_type):
+        return type(col).from_arrays(col.offsets, col.values.dictionary_decode())
+    return col
 
 
 def _one(col) -> pa.Array:
