@@ -384,18 +384,21 @@ class ItemTable:
     def timestamp_valid(self) -> np.ndarray:
         return self._timestamps[1]
 
-    @property
+    @cached_property
     def kind(self) -> pa.Array:
-        """The kind strings as given (decoded on each read; ``row`` reads one value)."""
+        """The kind strings as given, decoded on first use (reports read them row by row;
+        a sweep reads ``kind_id`` only)."""
         return _plain(_one(self.table.column("kind")))
 
-    @property
+    @cached_property
     def source(self) -> pa.Array:
+        """The source strings as given, decoded on first use."""
         return _plain(_one(self.table.column("source")))
 
     @property
     def tags(self) -> pa.Array:
-        """list<string> per row (decoded on each read)."""
+        """list<string> per row (decoded on each read; the tag scorers read the ids, decoded
+        once)."""
         return _plain(_one(self.table.column("tags")))
 
     @property
