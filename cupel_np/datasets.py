@@ -24,8 +24,12 @@ import pyarrow.parquet as pq
 from .errors import InvalidConfigError, InvalidInputTypeError
 
 #: estimated peak resident bytes of an in-memory sweep per uncompressed Parquet byte (the Arrow
-#: table, the encoded ItemTable, the sweep's matrices and the items output); measured on the
-#: Dask benchmark corpus (10M rows, V = 8): 9.67 GiB peak RSS for 0.70 GiB uncompressed = 13.8x
+#: table, the encoded ItemTable, the sweep's matrices and the items output). Calibrated as peak
+#: RSS of the whole run (child process, ``ru_maxrss``) / the row groups' ``total_byte_size``:
+#: Dask benchmark corpus (10M rows, V = 8, ``io.sweep_parquet``) 9.67 GiB / 0.70 GiB = 13.8x;
+#: memory benchmark (5M rows, V = 4 presets, ``cupel-np sensitivity`` in memory, report
+#: included) 2.84 GiB / 0.22 GiB = 13.1x. It grows with the number of variants (the result
+#: holds a few bytes per row and variant), so a grid of dozens of variants needs more.
 IN_MEMORY_FACTOR = 14.0
 
 
@@ -256,7 +260,9 @@ def available_memory() -> int:
 
 
 def _size(n: int) -> str:
-    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+    if n >= 2**30:
+        return f"{n / 2**30:.1f} GiB"
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
 
 
 def default_memory_limit() -> int:
