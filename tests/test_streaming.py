@@ -156,3 +156,21 @@ def test_validate_streams_a_clean_file(capsys, tmp_path, corpus):
     code2, out, _ = run(capsys, *base, "--chunk-rows", "40")
     assert code == code2 == 0
     assert json.loads(out) == mem and mem["sets"] == 25
+
+
+def test_sets_not_contiguous_are_grouped_when_they_fit_and_refused_when_not(capsys, tmp_path, corpus):
+    d, t = corpus
+    rng = np.random.default_rng(2)
+    shuffled = t.take(pa.array(rng.permutation(t.num_rows)))
+    pq.write_table(shuffled, tmp_path / "shuf.parquet", row_group_size=100)
+    base = ["sensitivity", str(tmp_path / "shuf.parquet"), "--preset", "chat", "--preset", "rag", *BUDGET,
+            "--set-column", "session_id", "--quiet", "--json"]
+    code, _, err = run(capsys, *base, "--out", str(tmp_path / "mem"), "--memory-limit", "8G")
+    assert code == 0, err
+    code, out, err = run(capsys, *base, "--out", str(tmp_path / "str"), "--chunk-rows", "50")
+    assert code == 0, err
+    mem, st = _tables(tmp_path / "mem"), _tables(tmp_path / "str")
+    for name in SORT:
+        assert mem[name].equals(st[name]), name
+    code, out, err = run(capsys, *base, "--out", str(tmp_path / "no"), "--memory-limit", "200K")
+    assert code == 2 and "is not contiguous" in err and "--dask" in err and "limit 200.0 KiB" in err
