@@ -485,7 +485,8 @@ def cmd_validate(args) -> int:
     if args.chunk_rows is not None and args.chunk_rows < 1:
         raise UsageError(f"--chunk-rows must be at least 1, got {args.chunk_rows}")
     problems, summary = validate_items(_source(args.items), set_column=args.set_column,
-                                       chunk_rows=args.chunk_rows, memory_limit=_memory_limit(args))
+                                       chunk_rows=args.chunk_rows, memory_limit=_memory_limit(args),
+                                       progress=_progress_enabled(args))
     args.items = _name(args.items)
     if args.json:
         print(json.dumps({"ok": not problems, "problems": problems, **summary}, indent=2))

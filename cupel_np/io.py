@@ -187,7 +187,8 @@ def sweep_parquet(path, budget, variants, out_dir, *, set_column: str, chunk_row
 
 # ----------------------------------------------------------------------------- validation
 def validate_items(path, set_column: str | None = None, max_rows_listed: int = 5, *,
-                   chunk_rows: int | None = None, memory_limit: int | None = None) -> tuple[list[str], dict]:
+                   chunk_rows: int | None = None, memory_limit: int | None = None,
+                   progress: bool = False) -> tuple[list[str], dict]:
     """Every schema and row problem of an items file (not just the first), by column and row.
     Returns ``(problems, summary)``. It runs the loader's own checks (``items.check_items``),
     so no problems means exactly that ``ItemTable.from_parquet`` will load the file.
@@ -219,11 +220,15 @@ def validate_items(path, set_column: str | None = None, max_rows_listed: int = 5
         raise InvalidConfigError(f"chunk_rows must be at least 1, got {chunk_rows}")
     problems = _Problems(collect=True, max_rows=max_rows_listed)
     rows, ok, neg, pinned, keys = 0, True, 0, 0, []
+    total = sum(f.metadata.num_rows for f in d.get_fragments()) if d is not None else 0
     for batch in _batches(path, d, chunk_rows):
         chunk = pa.Table.from_batches([batch])
         problems.row_offset = rows
         checked = check_items(chunk, set_column, problems)
         rows += chunk.num_rows
+        if progress:
+            sys.stderr.write(f"\rvalidated {rows:,} of {total:,} rows")
+            sys.stderr.flush()
         if checked is None:
             ok = False
         elif ok:
@@ -232,6 +237,8 @@ def validate_items(path, set_column: str | None = None, max_rows_listed: int = 5
             pinned += c["pinned"]
             if set_column is not None:
                 keys.append(c["_keys"])
+    if progress:
+        sys.stderr.write("\n")
     summary = {"rows": rows, "sets": None, "negative_tokens": None, "pinned": None}
     if ok:
         sets = 1
