@@ -72,6 +72,75 @@ def _run_dask(args, budget, variants, set_column, title: str) -> int:
     return EXIT_OK
 
 
+def _memory_limit(args) -> int:
+    """``--memory-limit`` in bytes (default: ``datasets.default_memory_limit()``)."""
+    from .datasets import default_memory_limit, parse_size
+
+    return default_memory_limit() if args.memory_limit is None else parse_size(args.memory_limit, "--memory-limit")
+
+
+def _streams(args, set_column) -> bool:
+    """Whether a sensitivity/sweep run streams: asked for (``--chunk-rows``), or the input's
+    estimated in-memory peak is over the memory limit. Without a set column the whole input
+    is one item set, which cannot be cut: the preflight check says so if it does not fit."""
+    from .datasets import check_fits, estimate_in_memory_peak, open_dataset
+
+    if args.chunk_rows is not None:
+        if args.chunk_rows < 1:
+            raise UsageError(f"--chunk-rows must be at least 1, got {args.chunk_rows}")
+        if not set_column:
+            raise UsageError("--chunk-rows needs a set column (chunks hold whole item sets)")
+        return True
+    limit = _memory_limit(args)
+    try:
+        d = open_dataset(_source(args.items))
+    except CupelError:
+        return False  # unreadable as a dataset: the whole-file read reports why
+    if estimate_in_memory_peak(d) <= limit:
+        return False
+    if not set_column:
+        check_fits(d, None, limit, _name(args.items))  # raises: one set larger than the limit
+    return True
+
+
+def _run_streaming(args, budget, variants, set_column, title: str, t0: float) -> int:
+    """A sensitivity/sweep run in chunks of whole item sets (``io.sweep_parquet``): the same
+    Parquet outputs as the in-memory run, and the report built from them (``report_dir``)."""
+    from .io import sweep_parquet
+    from .report_dir import load_sweep_dir, write_dir_report
+
+    tot = sweep_parquet(_source(args.items), budget, variants, args.out, set_column=set_column,
+                        chunk_rows=args.chunk_rows, on_error="collect", progress=_progress_enabled(args),
+                        memory_limit=_memory_limit(args), threads=args.threads)
+    report = write_dir_report(args.out, title=title)
+    elapsed = time.perf_counter() - t0
+    out = Path(args.out)
+    paths = {k: str(out / f"{k}.parquet") for k in ("diffs", "variants", "items")}
+    paths["report"] = str(report)
+    s = load_sweep_dir(out, top_k=0)
+    if args.json:
+        import pyarrow.dataset as pds
+
+        errs = pds.dataset(str(out / "variants.parquet")).to_table(
+            columns=["variant", s.set_column or "set", "error"], filter=pds.field("error").is_valid()).to_pylist()
+        errors: dict = {}
+        for r in errs:
+            errors.setdefault(r["variant"], {})[str(r[s.set_column or "set"])] = r["error"]
+        print(json.dumps({"items": tot["rows"], "sets": tot["sets"], "variants": s.labels, "swinging": tot["swing"],
+                          "errors": errors, "outputs": paths, "seconds": round(elapsed, 3),
+                          "streamed": {"chunks": tot["chunks"], "chunk_rows": tot["chunk_rows"]}}, indent=2))
+        return EXIT_OK
+    print(f"{tot['rows']:,} items in {tot['sets']:,} set(s); {len(s.labels)} variants; {tot['swing']:,} swinging "
+          f"items; {elapsed:.1f}s (streamed in {tot['chunks']:,} chunks of whole sets)")
+    w = max([8, *(len(l) for l in s.labels)])
+    print(f"{'variant':<{w}}  {'included':>9} {'tokens used':>12} {'utilization':>11} {'swing incl.':>11} {'failed sets':>11}")
+    for v, lab in enumerate(s.labels):
+        util = s.tokens[v] / s.target[v] if s.target[v] else 0.0
+        print(f"{lab:<{w}}  {s.included[v]:>9,} {s.tokens[v]:>12,} {util:>11.1%} {s.swing_included[v]:>11,} {s.failed[v]:>11,}")
+    print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {out.resolve()}")
+    return EXIT_OK
+
+
 def _budget(args):
     from .budget import ContextBudget
 
@@ -292,9 +361,12 @@ def cmd_sensitivity(args) -> int:
     if args.dask:
         return _run_dask(args, budget, variants, args.set_column, f"Policy sensitivity: {_name(args.items)}")
     t0 = time.perf_counter()
+    title = f"Policy sensitivity: {_name(args.items)}"
+    if _streams(args, args.set_column):
+        return _run_streaming(args, budget, variants, args.set_column, title, t0)
     table = _load_table(args.items, args.set_column)
     result = sweep(table, budget, variants, on_error="collect", progress=_progress_enabled(args), threads=args.threads)
-    return _finish(args, result, t0, f"Policy sensitivity: {_name(args.items)}")
+    return _finish(args, result, t0, title)
 
 
 def cmd_sweep(args) -> int:
@@ -305,9 +377,12 @@ def cmd_sweep(args) -> int:
         return _run_dask(args, None, grid, args.set_column or grid_set_col,
                          f"Sweep: {_name(args.items)} x {Path(args.grid).name}")
     t0 = time.perf_counter()
+    title = f"Sweep: {_name(args.items)} x {Path(args.grid).name}"
+    if _streams(args, args.set_column or grid_set_col):
+        return _run_streaming(args, None, grid, args.set_column or grid_set_col, title, t0)
     table = _load_table(args.items, args.set_column or grid_set_col)
     result = sweep(table, None, grid, on_error="collect", progress=_progress_enabled(args), threads=args.threads)
-    return _finish(args, result, t0, f"Sweep: {_name(args.items)} x {Path(args.grid).name}")
+    return _finish(args, result, t0, title)
 
 
 def _finish(args, result, t0: float, title: str) -> int:
@@ -419,7 +494,11 @@ def cmd_presets(args) -> int:
 def cmd_validate(args) -> int:
     from .io import validate_items
 
-    problems, summary = validate_items(_source(args.items), set_column=args.set_column)
+    if args.chunk_rows is not None and args.chunk_rows < 1:
+        raise UsageError(f"--chunk-rows must be at least 1, got {args.chunk_rows}")
+    problems, summary = validate_items(_source(args.items), set_column=args.set_column,
+                                       chunk_rows=args.chunk_rows, memory_limit=_memory_limit(args),
+                                       progress=_progress_enabled(args))
     src = _source(args.items)
     args.items = src if not isinstance(src, list) else f"{src[0]} (+{len(src) - 1} files)"
     if args.json:
@@ -495,6 +574,14 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--target-tokens", type=int, help="the slicer's token target (required)")
         p.add_argument("--output-reserve", type=int, default=0, help="tokens kept for the answer")
 
+    def memory_opts(p):
+        p.add_argument("--memory-limit", metavar="SIZE",
+                       help="memory budget, e.g. 2G or 500M (default: half the memory available now); "
+                            "a larger input is processed in chunks of whole item sets")
+        p.add_argument("--chunk-rows", type=int, metavar="N",
+                       help="stream in chunks of at least N rows (whole row groups and item sets), "
+                            "whatever the input size")
+
     parser = argparse.ArgumentParser(
         prog="cupel-np",
         description="Cupel context selection at corpus scale: which items do your policies swap in or out?")
@@ -515,6 +602,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--dask", metavar="SPEC", help="run on Dask: local, local:N (a LocalCluster of N workers) or tcp://HOST:PORT")
     p.add_argument("--overwrite", action="store_true", help="with --dask: replace a sweep already in --out")
+    memory_opts(p)
     p.set_defaults(func=cmd_sensitivity)
 
     p = sub.add_parser("sweep", parents=[common], help="run a grid of variants (presets x weights x slicers x placers x budgets)")
@@ -524,6 +612,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--dask", metavar="SPEC", help="run on Dask: local, local:N (a LocalCluster of N workers) or tcp://HOST:PORT")
     p.add_argument("--overwrite", action="store_true", help="with --dask: replace a sweep already in --out")
+    memory_opts(p)
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("budget", parents=[common], help="budget curves: selection and utilization along a ladder of budgets")
@@ -552,6 +641,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", parents=[common], help="check an items file: schema and row problems")
     p.add_argument("items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files")
     p.add_argument("--set-column", help="column holding the item-set key")
+    memory_opts(p)
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("import", parents=[common], help="chat / agent transcripts -> an items Parquet file")

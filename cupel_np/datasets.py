@@ -24,8 +24,12 @@ import pyarrow.parquet as pq
 from .errors import InvalidConfigError, InvalidInputTypeError
 
 #: estimated peak resident bytes of an in-memory sweep per uncompressed Parquet byte (the Arrow
-#: table, the encoded ItemTable, the sweep's matrices and the items output); measured on the
-#: Dask benchmark corpus (10M rows, V = 8): 9.67 GiB peak RSS for 0.70 GiB uncompressed = 13.8x
+#: table, the encoded ItemTable, the sweep's matrices and the items output). Calibrated as peak
+#: RSS of the whole run (child process, ``ru_maxrss``) / the row groups' ``total_byte_size``:
+#: Dask benchmark corpus (10M rows, V = 8, ``io.sweep_parquet``) 9.67 GiB / 0.70 GiB = 13.8x;
+#: memory benchmark (5M rows, V = 4 presets, ``cupel-np sensitivity`` in memory, report
+#: included) 2.84 GiB / 0.22 GiB = 13.1x. It grows with the number of variants (the result
+#: holds a few bytes per row and variant), so a grid of dozens of variants needs more.
 IN_MEMORY_FACTOR = 14.0
 
 
@@ -256,12 +260,105 @@ def available_memory() -> int:
 
 
 def _size(n: int) -> str:
-    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+    if n >= 2**30:
+        return f"{n / 2**30:.1f} GiB"
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
 
 
 def default_memory_limit() -> int:
     """Half of the memory available now."""
     return available_memory() // 2
+
+
+_UNITS = {"": 1, "B": 1, "K": 2**10, "KB": 2**10, "KIB": 2**10, "M": 2**20, "MB": 2**20, "MIB": 2**20,
+          "G": 2**30, "GB": 2**30, "GIB": 2**30, "T": 2**40, "TB": 2**40, "TIB": 2**40}
+
+
+def parse_size(text, what: str = "size") -> int:
+    """``2G``, ``500M``, ``1.5GiB``, ``123456`` -> bytes (binary units)."""
+    import re
+
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([A-Za-z]*)\s*", str(text))
+    if not m or m.group(2).upper() not in _UNITS:
+        raise InvalidConfigError(f"{what}: expected a size such as 2G, 500M or 1048576, got {text!r}")
+    n = int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+    if n <= 0:
+        raise InvalidConfigError(f"{what}: must be positive, got {text!r}")
+    return n
+
+
+def estimate_in_memory_peak(d: ds.FileSystemDataset, rows: int | None = None) -> int:
+    """Estimated peak resident bytes of an in-memory sweep of ``rows`` rows of ``d`` (default
+    all of them): uncompressed Parquet bytes per row x ``IN_MEMORY_FACTOR``."""
+    total_rows = sum(f.metadata.num_rows for f in d.get_fragments())
+    ub = uncompressed_bytes(d)
+    if rows is None:
+        return int(ub * IN_MEMORY_FACTOR)
+    return int(rows * (ub / max(total_rows, 1)) * IN_MEMORY_FACTOR)
+
+
+def chunk_rows_for(d: ds.FileSystemDataset, limit: int, cap: int = 250_000) -> int:
+    """Rows per streamed chunk: what fits in ``limit`` by the estimate, at most ``cap`` (past
+    a quarter million rows a chunk buys no throughput, only memory: measured 11.9 s and 1.0 GB
+    peak at 250k vs 13.5 s and 1.6 GB at 1M rows a chunk, 5M rows x 4 presets)."""
+    per_row = max(estimate_in_memory_peak(d, 1_000_000) / 1_000_000, 1.0)
+    return int(max(1, min(cap, limit // per_row)))
+
+
+def set_runs(d: ds.FileSystemDataset, set_column: str) -> tuple[pa.Array, np.ndarray]:
+    """The runs of equal set keys in input order, read one row group at a time (memory in
+    proportion to the number of runs, not rows): (key of each run, length of each run)."""
+    keys, lengths = [], []
+    last, last_len = None, 0
+    for frag in d.get_fragments():
+        for rg in frag.split_by_row_group():
+            col = rg.to_table(columns=[set_column], schema=d.schema).column(set_column).combine_chunks()
+            if len(col) == 0:
+                continue
+            if pa.types.is_dictionary(col.type):
+                col = col.dictionary_decode()
+            neq = pc.fill_null(pc.not_equal(col.slice(1), col.slice(0, len(col) - 1)), True).to_numpy(
+                zero_copy_only=False)
+            starts = np.concatenate(([0], np.flatnonzero(neq) + 1))
+            lens = np.diff(np.append(starts, len(col)))
+            run_keys = col.take(pa.array(starts))
+            if last is not None and run_keys[0].equals(last):
+                lengths[-1][-1] += int(lens[0])
+                run_keys, lens = run_keys.slice(1), lens[1:]
+            if len(run_keys):
+                keys.append(run_keys)
+                lengths.append(lens.astype(np.int64))
+                last = run_keys[len(run_keys) - 1]
+    if not keys:
+        return pa.array([], d.schema.field(set_column).type), np.zeros(0, dtype=np.int64)
+    return pa.concat_arrays(keys), np.concatenate(lengths)
+
+
+def check_fits(d: ds.FileSystemDataset, set_column: str | None, limit: int, where: str,
+               runs: tuple[pa.Array, np.ndarray] | None = None) -> None:
+    """Raise MemoryLimitError before anything is allocated when the largest item set (the
+    whole input without a set column) is estimated to need more than ``limit`` bytes: such a
+    run cannot be streamed in whole sets."""
+    from .errors import MemoryLimitError
+
+    if set_column is None:
+        rows = sum(f.metadata.num_rows for f in d.get_fragments())
+        what = f"the whole input is one item set ({rows:,} rows; no set column)"
+    else:
+        keys, lengths = runs if runs is not None else set_runs(d, set_column)
+        if lengths.size == 0:
+            return
+        i = int(np.argmax(lengths))
+        rows = int(lengths[i])
+        what = f"item set {keys[i].as_py()!r} (column {set_column!r}) has {rows:,} rows"
+    need = estimate_in_memory_peak(d, rows)
+    if need > limit:
+        raise MemoryLimitError(
+            f"{where}: {what}, estimated to need {_size(need)} in memory at once, over the memory limit "
+            f"of {_size(limit)}; a set is never cut, so smaller chunks cannot help; "
+            "options: more memory (raise --memory-limit, a larger machine, or Dask workers with more memory "
+            "each: --dask), or split it into smaller item sets (a finer set column)"
+        )
 
 
 # ----------------------------------------------------------------------------- streaming sweep

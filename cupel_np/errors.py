@@ -51,3 +51,8 @@ class TooFewVariantsError(InvalidConfigError):
     """A sensitivity comparison was given fewer than two variants."""
 
     code = "too_few_variants"
+
+
+class MemoryLimitError(InvalidConfigError):
+    """A run whose estimated peak memory is over the memory limit and that cannot stream
+    (raised before anything large is allocated)."""

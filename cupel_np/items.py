@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from datetime import datetime, timezone
@@ -239,7 +240,8 @@ class ItemTable:
             counts = np.bincount(codes, minlength=len(enc.dictionary))
             self.set_keys = enc.dictionary.to_pylist()
             self.input_row = order.astype(np.int64)
-            table = table.take(pa.array(order))
+            # the key column is now offsets + set_keys: keep no per-row copy of it
+            table = table.drop_columns([_SET]).take(pa.array(order))
         else:
             counts = np.array([n], dtype=np.int64)
             self.set_keys = [None]
@@ -247,7 +249,8 @@ class ItemTable:
         self.set_column = set_column
         self.offsets = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=self.offsets[1:])
-        self.table = table
+        # one chunk per column, so the decoded views below share the table's buffers
+        self.table = pa.Table.from_arrays([_one(c) for c in table.columns], names=table.column_names)
         self.n = n
         self._encode()
         self._cache: dict = {}
@@ -340,29 +343,109 @@ class ItemTable:
 
     # -- encoding -----------------------------------------------------------------------
     def _encode(self) -> None:
+        """What every sweep reads, decoded now; the rest on first use (below). Arrow columns
+        are the table's own buffers, and ``tokens`` is one buffer shared by the table and
+        NumPy (see ``resident_bytes``)."""
         t = self.table
-        self.content = t.column("content").combine_chunks()
+        self.content = _one(t.column("content"))
         self.content_id = (
             pc.dictionary_encode(self.content).indices.to_numpy(zero_copy_only=False).astype(np.int64)
         )
-        self.tokens = t.column("tokens").combine_chunks().to_numpy(zero_copy_only=False).astype(np.int64)
-        self.kind = t.column("kind").combine_chunks()
-        self.source = t.column("source").combine_chunks()
-        kenc = pc.dictionary_encode(pc.ascii_lower(self.kind))
-        self.kind_id = kenc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        self.tokens = _one(t.column("tokens")).to_numpy(zero_copy_only=False).astype(np.int64)
+        # the table's tokens column becomes a zero-copy view of the (writable) NumPy array
+        self.table = t = t.set_column(t.schema.get_field_index("tokens"), "tokens", pa.array(self.tokens))
+        # repetitive strings are held dictionary-encoded (int32 codes + the distinct values);
+        # ``kind``, ``source``, ``tags`` and ``metadata`` decode them when read
+        for name in ("kind", "source", "tags", "metadata"):
+            t = t.set_column(t.schema.get_field_index(name), name, _dict_encoded(_one(t.column(name))))
+        self.table = t
+        kd = _one(t.column("kind"))
+        kenc = pc.dictionary_encode(pc.ascii_lower(kd.dictionary))
+        self.kind_id = kenc.indices.take(kd.indices).to_numpy(zero_copy_only=False).astype(np.int64)
         self.kind_vocab: list[str] = kenc.dictionary.to_pylist()
         self._kind_index = {k: i for i, k in enumerate(self.kind_vocab)}
-        ts = t.column("timestamp").combine_chunks()
-        self.timestamp_unit = ts.type.unit
-        self.units_per_second = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}[ts.type.unit]
-        self.timestamp_valid = ts.is_valid().to_numpy(zero_copy_only=False)
-        self.timestamp = ts.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-        self.pinned = t.column("pinned").combine_chunks().to_numpy(zero_copy_only=False).astype(np.bool_)
-        tags = t.column("tags").combine_chunks()
-        self.tags = tags
-        offs = tags.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
-        self.tag_offsets = offs - offs[0]
-        self.metadata = t.column("metadata").combine_chunks()
+        ts_type = t.schema.field("timestamp").type
+        self.timestamp_unit = ts_type.unit
+        self.units_per_second = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}[ts_type.unit]
+        self.pinned = _one(t.column("pinned")).to_numpy(zero_copy_only=False).astype(np.bool_)
+
+    @cached_property
+    def _timestamps(self) -> tuple[np.ndarray, np.ndarray]:
+        ts = _one(self.table.column("timestamp"))
+        valid = ts.is_valid().to_numpy(zero_copy_only=False)
+        return ts.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64), valid
+
+    @property
+    def timestamp(self) -> np.ndarray:
+        """Timestamps in ``timestamp_unit`` (0 where null), int64; decoded on first use."""
+        return self._timestamps[0]
+
+    @property
+    def timestamp_valid(self) -> np.ndarray:
+        return self._timestamps[1]
+
+    @cached_property
+    def kind(self) -> pa.Array:
+        """The kind strings as given, decoded on first use (reports read them row by row;
+        a sweep reads ``kind_id`` only)."""
+        return _plain(_one(self.table.column("kind")))
+
+    @cached_property
+    def source(self) -> pa.Array:
+        """The source strings as given, decoded on first use."""
+        return _plain(_one(self.table.column("source")))
+
+    @property
+    def tags(self) -> pa.Array:
+        """list<string> per row (decoded on each read; the tag scorers read the ids, decoded
+        once)."""
+        return _plain(_one(self.table.column("tags")))
+
+    @property
+    def metadata(self) -> pa.Array:
+        """map<string, string> per row (decoded on each read)."""
+        return _plain(_one(self.table.column("metadata")))
+
+    @cached_property
+    def tag_offsets(self) -> np.ndarray:
+        offs = _one(self.table.column("tags")).offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+        return offs - offs[0]
+
+    def resident_bytes(self) -> dict[str, int]:
+        """Bytes this table holds, by attribute: NumPy arrays and Arrow buffers, each buffer
+        counted once however many attributes share it (columns decoded lazily count only once
+        decoded). ``sum(...) / n`` is the resident bytes per input row."""
+        seen: dict = {}
+        out: dict[str, int] = {}
+
+        def add(x) -> None:
+            if isinstance(x, np.ndarray):
+                base = x
+                while isinstance(base.base, np.ndarray):
+                    base = base.base
+                seen.setdefault(base.__array_interface__["data"][0], base.nbytes)
+            elif isinstance(x, pa.ChunkedArray):
+                for ch in x.chunks:
+                    add(ch)
+            elif isinstance(x, pa.Array):
+                for buf in x.buffers():
+                    if buf is not None:
+                        seen.setdefault(buf.address, buf.size)
+            elif isinstance(x, pa.Table):
+                for col in x.columns:
+                    add(col)
+            elif isinstance(x, (tuple, list)) and x and all(isinstance(v, (np.ndarray, pa.Array)) for v in x):
+                for v in x:
+                    add(v)
+
+        for name, value in list(vars(self).items()) + [(f"cache{k}", v) for k, v in self._cache.items()]:
+            before = sum(seen.values())
+            add(value)
+            if isinstance(value, list) and len(value) and not isinstance(value[0], (np.ndarray, pa.Array)):
+                out[name] = sys.getsizeof(value) + sum(sys.getsizeof(v) for v in value)  # set keys, vocabularies
+            else:
+                out[name] = sum(seen.values()) - before
+        return out
 
     # -- columns encoded on first use (a sweep that never reads them never pays for them) --
     @cached_property
@@ -475,14 +558,15 @@ class ItemTable:
         ts = None
         if self.timestamp_valid[i]:
             ts = _to_datetime(int(self.timestamp[i]), self.timestamp_unit)
-        md = self.metadata[i].as_py() or []
+        col = self.table.column
+        md = _plain(_one(col("metadata")).slice(i, 1))[0].as_py() or []
         return ContextItem(
             content=self.content[i].as_py(),
             tokens=int(self.tokens[i]),
-            kind=self.kind[i].as_py(),
-            source=self.source[i].as_py(),
+            kind=_one(col("kind"))[i].as_py(),
+            source=_one(col("source"))[i].as_py(),
             priority=int(self.priority[i]) if self.priority_valid[i] else None,
-            tags=tuple(self.tags[i].as_py() or ()),
+            tags=tuple(_plain(_one(col("tags")).slice(i, 1))[0].as_py() or ()),
             metadata=dict(md),
             timestamp=ts,
             future_relevance_hint=float(self.hint[i]) if self.hint_valid[i] else None,
@@ -509,6 +593,7 @@ class ItemTable:
         seg = self.segment_of(key)
         lo, hi = int(self.offsets[seg]), int(self.offsets[seg + 1])
         part = self.table.slice(lo, hi - lo)
+        part = pa.Table.from_arrays([_plain(_one(c)) for c in part.columns], names=part.column_names)
         if _SET in part.column_names:
             part = part.drop_columns([_SET])
         return ItemTable(part)
@@ -560,35 +645,107 @@ def _show(v) -> str:
 
 class _Problems:
     """Where the checks report. ``collect=False``: raise the first problem (one line: column,
-    row, value). ``collect=True``: keep every problem, listing up to ``max_rows`` rows each."""
+    row, value). ``collect=True``: keep every problem, listing up to ``max_rows`` rows each.
+    A streamed check runs chunk by chunk on one ``_Problems``: ``row_offset`` makes the rows
+    global, the same problem in several chunks stays one message (its rows merged), and
+    ``running_tokens`` carries the token sum across chunks."""
 
     def __init__(self, collect: bool, max_rows: int = 5):
         self.collect = collect
         self.max_rows = max_rows
-        self.messages: list[str] = []
+        self.row_offset = 0
+        self.running_tokens = 0.0
+        self.reported = 0
+        self._entries: dict[tuple, list] = {}  # key -> [message] or [where, what, listed, count]
+
+    @staticmethod
+    def _site() -> tuple:
+        """Where in ``check_items`` a problem is reported (its call lines, and the column the
+        checks loop is at): messages are listed in this order, so a streamed check lists them
+        in the order of the whole-table check whichever chunk found them first."""
+        lines, f = [], sys._getframe(2)
+        while f is not None and f.f_code.co_name != "check_items":
+            lines.append(f.f_lineno)
+            f = f.f_back
+        if f is None:
+            return (0,)
+        col = f.f_locals.get("name")
+        col_i = ITEM_FIELDS.index(col) if isinstance(col, str) and col in ITEM_FIELDS else -1
+        return (f.f_lineno, col_i, *reversed(lines))
+
+    @property
+    def messages(self) -> list[str]:
+        out = []
+        for _, e in sorted(self._entries.values(), key=lambda se: se[0]):
+            if len(e) == 1:
+                out.append(e[0])
+                continue
+            where, what, listed, count = e
+            more = f" and {count - self.max_rows} more" if count > self.max_rows else ""
+            out.append(f"{where}: {what} at row{'s' if count > 1 else ''} {', '.join(listed)}{more}")
+        return out
 
     def table(self, message: str, cls=InvalidConfigError) -> None:
         """A problem of the table as a whole (a missing or repeated column, a column type)."""
         message = one_line(message)
         if not self.collect:
             raise cls(message)
-        self.messages.append(message)
+        self.reported += 1
+        self._entries.setdefault(("table", message), (self._site(), [message]))
 
     def rows(self, where: str, what: str, mask, values=None, cls=InvalidConfigError) -> bool:
-        """Rows where ``mask`` holds have problem ``what``; ``values(row)`` gives a row's value.
-        Returns whether there were any."""
+        """Rows where ``mask`` holds have problem ``what``; ``values(row)`` gives a row's value
+        (row local to this chunk). Returns whether there were any."""
         idx = np.flatnonzero(np.asarray(mask))
         if idx.size == 0:
             return False
+        off = self.row_offset
         if not self.collect:
             r = int(idx[0])
             shown = f" (value {_show(values(r))})" if values is not None else ""
-            raise cls(f"{where}, row {r}: {what}{shown}")
-        listed = [f"{int(r)} ({_show(values(int(r)))})" if values is not None else str(int(r))
-                  for r in idx[: self.max_rows]]
-        more = f" and {idx.size - self.max_rows} more" if idx.size > self.max_rows else ""
-        self.messages.append(f"{where}: {what} at row{'s' if idx.size > 1 else ''} {', '.join(listed)}{more}")
+            raise cls(f"{where}, row {r + off}: {what}{shown}")
+        self.reported += 1
+        key = ("rows", where, what)
+        if key not in self._entries:
+            self._entries[key] = (self._site(), [where, what, [], 0])
+        e = self._entries[key][1]
+        room = self.max_rows - len(e[2])
+        e[2].extend(f"{int(r) + off} ({_show(values(int(r)))})" if values is not None else str(int(r) + off)
+                    for r in idx[: max(room, 0)])
+        e[3] += int(idx.size)
         return True
+
+
+def _dict_encoded(col: pa.Array) -> pa.Array:
+    """A string column, or the strings inside a list / map column, dictionary-encoded."""
+    if pa.types.is_string(col.type):
+        return pc.dictionary_encode(col)
+    if col.null_count:  # the checked table has none; keep any as they are
+        return col
+    if pa.types.is_map(col.type):
+        return pa.MapArray.from_arrays(col.offsets, pc.dictionary_encode(col.keys), pc.dictionary_encode(col.items))
+    if pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
+        return type(col).from_arrays(col.offsets, pc.dictionary_encode(col.values))
+    return col
+
+
+def _plain(col: pa.Array) -> pa.Array:
+    """The inverse of ``_dict_encoded``."""
+    t = col.type
+    if pa.types.is_dictionary(t):
+        return col.dictionary_decode()
+    if pa.types.is_map(t) and pa.types.is_dictionary(t.key_type):
+        return pa.MapArray.from_arrays(col.offsets, col.keys.dictionary_decode(), col.items.dictionary_decode())
+    if (pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_dictionary(t.value_type):
+        return type(col).from_arrays(col.offsets, col.values.dictionary_decode())
+    return col
+
+
+def _one(col) -> pa.Array:
+    """A column as one Arrow array, without a copy when it already is one chunk."""
+    if isinstance(col, pa.ChunkedArray):
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col
 
 
 def _np(arr) -> np.ndarray:
@@ -827,7 +984,7 @@ def check_items(table: pa.Table, set_column: str | None, problems: _Problems) ->
     """Check an items table and cast it to the canonical schema (ITEM_SCHEMA, timestamps in
     microseconds, plus the set-key column). Every problem goes to ``problems``; returns None
     when there were any."""
-    before = len(problems.messages)
+    before = problems.reported
     names = table.column_names
     n = table.num_rows
     wanted = set(ITEM_FIELDS) | ({set_column} if set_column is not None else set())
@@ -866,7 +1023,8 @@ def check_items(table: pa.Table, set_column: str | None, problems: _Problems) ->
     if tokens is not None and n:
         problems.rows("column 'tokens'", "null", _np(tokens.is_null()))
         mag = np.abs(_np(tokens.fill_null(0)).astype(np.float64))
-        running = np.cumsum(mag)
+        running = problems.running_tokens + np.cumsum(mag)  # carried across streamed chunks
+        problems.running_tokens = float(running[-1])
         problems.rows("column 'tokens'", f"the token counts add up past {_TOKEN_LIMIT:.3g} "
                       "(sums must fit in 64-bit integers)", running >= _TOKEN_LIMIT, _py(tokens))
     for name in ("kind", "source"):
@@ -877,7 +1035,7 @@ def check_items(table: pa.Table, set_column: str | None, problems: _Problems) ->
     keys = None
     if set_column is not None and set_column in names and set_column not in repeated:
         keys = _set_key_col(set_column, _column(table, set_column), problems, n)
-    if len(problems.messages) > before or any(cols.get(k) is None for k in cols):
+    if problems.reported > before or any(cols.get(k) is None for k in cols):
         return None
     if "content" not in cols or "tokens" not in cols or (set_column is not None and keys is None):
         return None

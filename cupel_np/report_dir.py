@@ -21,6 +21,9 @@ import pyarrow.parquet as pq
 from .errors import InvalidConfigError
 
 BATCH_ROWS = 65_536
+#: scan one file and a few batches ahead: the default read-ahead (16 batches, 4 files) holds
+#: several row groups of a large output at once, and the peak grew with the output size
+_READAHEAD = {"batch_readahead": 2, "fragment_readahead": 1}
 
 
 @dataclass
@@ -85,7 +88,7 @@ def load_sweep_dir(out_dir, top_k: int = 40) -> SweepDirSummary:
     vrows = 0
     vds = ds.dataset(_files(vpath), format="parquet")
     for b in vds.to_batches(columns=["variant", "included_count", "tokens_used", "target_tokens",
-                                     "swing_included", "error"], batch_size=BATCH_ROWS):
+                                     "swing_included", "error"], batch_size=BATCH_ROWS, **_READAHEAD):
         vrows += b.num_rows
         codes = pc.index_in(b.column("variant"), value_set=pa.array(labels)).to_numpy(zero_copy_only=False)
         err = b.column("error").is_valid().to_numpy(zero_copy_only=False)
@@ -113,7 +116,7 @@ def _top_swings(dpath: Path, labels: list[str], set_col, k: int) -> list[dict]:
     same rows); at most k + one batch of rows held at a time."""
     keep: pa.Table | None = None
     cols = ([set_col] if set_col else []) + ["content", *labels]
-    for b in ds.dataset(_files(dpath), format="parquet").to_batches(columns=cols, batch_size=BATCH_ROWS):
+    for b in ds.dataset(_files(dpath), format="parquet").to_batches(columns=cols, batch_size=BATCH_ROWS, **_READAHEAD):
         t = pa.Table.from_batches([b])
         st = np.stack([pc.equal(t.column(l), "Included").to_numpy(zero_copy_only=False) for l in labels], axis=1) \
             if t.num_rows else np.zeros((0, len(labels)), bool)
@@ -144,7 +147,7 @@ def _add_reasons(ipath: Path, labels: list[str], set_col, top: list[dict]) -> No
                                               *(f"{l}.included" for l in labels)]
     flt = pc.field("content").isin(contents)
     found: dict = {}
-    for b in ds.dataset(_files(ipath), format="parquet").to_batches(columns=cols, filter=flt, batch_size=BATCH_ROWS):
+    for b in ds.dataset(_files(ipath), format="parquet").to_batches(columns=cols, filter=flt, batch_size=BATCH_ROWS, **_READAHEAD):
         for r in b.to_pylist():
             found.setdefault((r[set_col] if set_col else None, r["content"]), []).append(r)
     for t in top:

@@ -1,0 +1,176 @@
+"""The command line streams (chunks of whole item sets) and writes what the in-memory run
+writes; validate streams and lists the same problems at the same global rows; a run that
+cannot fit stops before it starts."""
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from cupel_np import cli
+from cupel_np.data import sample_path
+from cupel_np.datasets import parse_size, set_runs, open_dataset
+from cupel_np.errors import InvalidConfigError
+
+BUDGET = ["--max-tokens", "8000", "--target-tokens", "6000"]
+SORT = {"items": ["input_row"], "diffs": ["session_id", "content"], "variants": ["variant", "session_id"]}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """The first 25 sessions of the sample, sets contiguous, in row groups of 1 row (so
+    ``--chunk-rows 1`` streams exactly one set per chunk) and of 37 rows (sets straddle them)."""
+    t = pq.read_table(sample_path())
+    keys = t.column("session_id").unique()[:25]
+    import pyarrow.compute as pc
+
+    t = t.filter(pc.is_in(t.column("session_id"), value_set=keys))
+    d = tmp_path_factory.mktemp("corpus")
+    pq.write_table(t, d / "rg1.parquet", row_group_size=1)
+    pq.write_table(t, d / "rg37.parquet", row_group_size=37)
+    return d, t
+
+
+def run(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _tables(out_dir):
+    res = {}
+    for name, keys in SORT.items():
+        t = pq.read_table(out_dir / f"{name}.parquet")
+        res[name] = t.replace_schema_metadata(None).sort_by([(k, "ascending") for k in keys])
+    return res
+
+
+@pytest.mark.parametrize("file,chunk", [("rg1.parquet", 1), ("rg37.parquet", 1), ("rg37.parquet", 100),
+                                        ("rg37.parquet", 400)])
+def test_streamed_outputs_equal_in_memory(capsys, tmp_path, corpus, file, chunk):
+    d, t = corpus
+    args = ["sensitivity", str(d / file), "--preset", "chat", "--preset", "rag", "--preset", "document_qa",
+            *BUDGET, "--set-column", "session_id", "--quiet", "--json"]
+    code, out, err = run(capsys, *args, "--out", str(tmp_path / "mem"), "--memory-limit", "8G")
+    assert code == 0, err
+    assert "streamed" not in json.loads(out)
+    code, out, err = run(capsys, *args, "--out", str(tmp_path / "str"), "--chunk-rows", str(chunk))
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["items"] == t.num_rows and summary["sets"] == 25
+    if chunk == 1 and file == "rg1.parquet":
+        assert summary["streamed"]["chunks"] == 25  # one set per chunk
+    assert summary["streamed"]["chunks"] > 1
+    mem, st = _tables(tmp_path / "mem"), _tables(tmp_path / "str")
+    for name in SORT:
+        assert mem[name].schema == st[name].schema, name
+        assert mem[name].equals(st[name]), name
+    assert (tmp_path / "str" / "report.html").stat().st_size > 0
+
+
+def test_sweep_streams_when_the_input_is_over_the_limit(capsys, tmp_path, corpus):
+    d, t = corpus
+    grid = tmp_path / "grid.toml"
+    grid.write_text('presets = ["chat", "rag"]\nset_column = "session_id"\n[[budgets]]\nmax_tokens = 8000\n'
+                    'target_tokens = 6000\n')
+    base = ["sweep", str(d / "rg37.parquet"), "--grid", str(grid), "--quiet", "--json"]
+    code, out, err = run(capsys, *base, "--out", str(tmp_path / "mem"), "--memory-limit", "8G")
+    assert code == 0, err
+    # the estimate for 25 sessions is about 1 MiB: a 400K limit streams, in chunks sized by the limit
+    code, out, err = run(capsys, *base, "--out", str(tmp_path / "str"), "--memory-limit", "400K")
+    assert code == 0, err
+    assert json.loads(out)["streamed"]["chunks"] > 1
+    mem, st = _tables(tmp_path / "mem"), _tables(tmp_path / "str")
+    for name in SORT:
+        assert mem[name].equals(st[name]), name
+
+
+def test_one_set_over_the_limit_stops_before_it_starts(capsys, tmp_path, corpus):
+    d, _ = corpus
+    code, out, err = run(capsys, "sensitivity", str(d / "rg37.parquet"), "--preset", "chat", "--preset", "rag",
+                         *BUDGET, "--set-column", "session_id", "--out", str(tmp_path / "o"), "--memory-limit", "20K")
+    assert code == 2
+    assert "estimated to need" in err and "over the memory limit of" in err and "--memory-limit" in err
+    assert "item set 'session-" in err
+    assert not (tmp_path / "o").exists()  # nothing written
+    code, out, err = run(capsys, "sensitivity", str(d / "rg37.parquet"), "--preset", "chat", "--preset", "rag",
+                         *BUDGET, "--out", str(tmp_path / "o2"), "--memory-limit", "100K")
+    assert code == 2 and "no set column" in err and "Dask" in err
+
+
+def test_parse_size():
+    assert parse_size("2G") == 2 * 2**30 and parse_size("500M") == 500 * 2**20
+    assert parse_size("1.5GiB") == int(1.5 * 2**30) and parse_size("1024") == 1024
+    for bad in ("", "2X", "-1G", "0"):
+        with pytest.raises(InvalidConfigError):
+            parse_size(bad)
+
+
+def test_set_runs_across_row_groups(tmp_path):
+    pq.write_table(pa.table({"s": ["a", "a", "a", "b", "b", "a"]}), tmp_path / "f.parquet", row_group_size=2)
+    keys, lengths = set_runs(open_dataset(tmp_path / "f.parquet"), "s")
+    assert keys.to_pylist() == ["a", "b", "a"] and lengths.tolist() == [3, 2, 1]
+
+
+# ----------------------------------------------------------------------------- validate
+def _bad_file(path, rg):
+    rng = np.random.default_rng(3)
+    n = 500
+    content = [f"item {i}" for i in range(n)]
+    for r in (3, 140, 141, 377, 499):
+        content[r] = ""
+    tokens = rng.integers(1, 100, n).astype(object)
+    for r in (0, 250, 251, 252, 253, 254, 255, 256):
+        tokens[r] = None
+    kind = ["Message"] * n
+    kind[260] = "   "
+    sid = np.repeat(np.arange(50), 10).astype(object)
+    sid[333] = None
+    pq.write_table(pa.table({"content": content, "tokens": pa.array(list(tokens), pa.int64()), "kind": kind,
+                             "session_id": pa.array(list(sid), pa.int64())}), path, row_group_size=rg)
+
+
+@pytest.mark.parametrize("chunk", [1, 64, 200])
+def test_validate_streams_with_the_same_problems_and_rows(capsys, tmp_path, chunk):
+    _bad_file(tmp_path / "bad.parquet", 50)
+    base = ["validate", str(tmp_path / "bad.parquet"), "--set-column", "session_id", "--json"]
+    code, out, err = run(capsys, *base, "--memory-limit", "8G")
+    assert code == 2
+    mem = json.loads(out)
+    code, out, err = run(capsys, *base, "--chunk-rows", str(chunk))
+    assert code == 2
+    st = json.loads(out)
+    assert st["problems"] == mem["problems"]
+    assert st["rows"] == mem["rows"] == 500
+    assert any("rows 3 (" in p or "rows 3," in p or "at rows 3" in p for p in mem["problems"])
+    assert any("333" in p for p in mem["problems"])
+
+
+def test_validate_streams_a_clean_file(capsys, tmp_path, corpus):
+    d, t = corpus
+    base = ["validate", str(d / "rg37.parquet"), "--set-column", "session_id", "--json"]
+    code, out, _ = run(capsys, *base, "--memory-limit", "8G")
+    mem = json.loads(out)
+    code2, out, _ = run(capsys, *base, "--chunk-rows", "40")
+    assert code == code2 == 0
+    assert json.loads(out) == mem and mem["sets"] == 25
+
+
+def test_sets_not_contiguous_are_grouped_when_they_fit_and_refused_when_not(capsys, tmp_path, corpus):
+    d, t = corpus
+    rng = np.random.default_rng(2)
+    shuffled = t.take(pa.array(rng.permutation(t.num_rows)))
+    pq.write_table(shuffled, tmp_path / "shuf.parquet", row_group_size=100)
+    base = ["sensitivity", str(tmp_path / "shuf.parquet"), "--preset", "chat", "--preset", "rag", *BUDGET,
+            "--set-column", "session_id", "--quiet", "--json"]
+    code, _, err = run(capsys, *base, "--out", str(tmp_path / "mem"), "--memory-limit", "8G")
+    assert code == 0, err
+    code, out, err = run(capsys, *base, "--out", str(tmp_path / "str"), "--chunk-rows", "50")
+    assert code == 0, err
+    mem, st = _tables(tmp_path / "mem"), _tables(tmp_path / "str")
+    for name in SORT:
+        assert mem[name].equals(st[name]), name
+    code, out, err = run(capsys, *base, "--out", str(tmp_path / "no"), "--memory-limit", "200K")
+    assert code == 2 and "is not contiguous" in err and "--dask" in err and "limit 200.0 KiB" in err
