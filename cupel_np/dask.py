@@ -83,15 +83,9 @@ def _number_rows(df, first_row: int):
 
 
 def _write_part(table: pa.Table, path: Path, meta: dict) -> None:
-    from .io import _AtomicWriter
+    from .io import write_parquet_atomic
 
-    w = _AtomicWriter(path, table.schema, meta)
-    try:
-        w.write(table)
-    except BaseException:
-        w.abort()
-        raise
-    w.close()
+    write_parquet_atomic(table, path, meta)
 
 
 def _run_partition(df, index: int, budget, variants, set_column: str, on_error: str, out_dir: str) -> dict:

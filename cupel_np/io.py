@@ -95,17 +95,20 @@ def write_sweep(result, out_dir, *, items: bool = True) -> dict[str, Path]:
     tables = {"diffs": result.diffs_table(), "variants": result.variants_table()}
     if items:
         tables["items"] = result.items_table()
-    paths = {}
-    for name, table in tables.items():
-        w = _AtomicWriter(out / f"{name}.parquet", table.schema, meta)
-        try:
-            w.write(table)
-        except BaseException:
-            w.abort()
-            raise
-        w.close()
-        paths[name] = out / f"{name}.parquet"
-    return paths
+    return {name: write_parquet_atomic(table, out / f"{name}.parquet", meta) for name, table in tables.items()}
+
+
+def write_parquet_atomic(table: pa.Table, path, meta: dict[bytes, bytes]) -> Path:
+    """Write one Arrow table to ``path`` through a temp file + rename, with ``meta`` in the
+    schema metadata; an interrupted write leaves no file behind."""
+    w = _AtomicWriter(Path(path), table.schema, meta)
+    try:
+        w.write(table)
+    except BaseException:
+        w.abort()
+        raise
+    w.close()
+    return Path(path)
 
 
 def sweep_parquet(path, budget, variants, out_dir, *, set_column: str, chunk_rows: int | None = None,
