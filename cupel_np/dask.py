@@ -88,6 +88,16 @@ def _write_part(table: pa.Table, path: Path, meta: dict) -> None:
     write_parquet_atomic(table, path, meta)
 
 
+def _worker_threads() -> int:
+    """The thread count of the Dask worker running the current task (1 outside a worker)."""
+    try:
+        from distributed import get_worker
+
+        return max(1, int(get_worker().state.nthreads))
+    except (ImportError, ValueError, AttributeError):
+        return 1
+
+
 def _run_partition(df, index: int, budget, variants, set_column: str, on_error: str, out_dir: str) -> dict:
     """One Dask task: sweep the partition's sets with the in-process engine and write its
     three part files. Returns the partition's summary."""
@@ -110,9 +120,9 @@ def _run_partition(df, index: int, budget, variants, set_column: str, on_error: 
         rows = pa.array(r[order])
     t = t.drop_columns([ROW])
     table = ItemTable.from_arrow(t, set_column=set_column)
-    # The engine runs serially today; when cupel_np.sweep takes a thread count, this task's
-    # share is the worker's threads (distributed.get_worker().state.nthreads), i.e. 1 here.
-    res = sweep(table, budget, variants, on_error=on_error, progress=False)
+    # this task's share of the machine is its worker's thread count (1 on the clusters this
+    # module starts): the engine's own pool must not add threads on top of Dask's
+    res = sweep(table, budget, variants, on_error=on_error, progress=False, threads=_worker_threads())
     items = res.items_table()
     items = items.set_column(items.schema.get_field_index("input_row"), "input_row", rows)
     meta = _variants_metadata(variants)

@@ -277,3 +277,15 @@ def test_task_restores_input_order_whatever_the_row_order(tmp_path, sample):
         y = pq.read_table(tmp_path / "b" / name / "part-00000.parquet")
         assert x.equals(y), name
     assert pq.read_table(tmp_path / "a" / "items").column("input_row").to_pylist() == list(range(100, 1600))
+
+
+def test_tasks_run_the_engine_on_their_workers_share(client):
+    # a task's sweep uses its worker's thread count, never the machine's cores on top of
+    # Dask's own worker threads
+    from distributed import Client, LocalCluster
+
+    assert client.submit(cdask._worker_threads, pure=False).result() == 1
+    with LocalCluster(processes=False, n_workers=1, threads_per_worker=3, dashboard_address=":0") as lc, \
+            Client(lc) as two:
+        assert two.submit(cdask._worker_threads, pure=False).result() == 3
+    assert cdask._worker_threads() == 1  # outside any worker
