@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import jit
-from ..sortkeys import desc_bits, radix_argsort
+from ..sortkeys import desc_bits, int_keys, radix_argsort, stable_argsort
 
 #: greedy partitions at least this long are ordered by the radix sort
 RADIX_PICK = 4096
@@ -59,7 +59,7 @@ def greedy_pick(tok, score, cand, target, out, n_out):
             dens[j] = score[cand[j]] / np.float64(t)
     # density descending (NaN lowest), ties in candidate order: a stable sort
     key = desc_bits(dens)
-    order = radix_argsort(key) if k >= RADIX_PICK else np.argsort(key, kind="mergesort")
+    order = radix_argsort(key) if k >= RADIX_PICK else stable_argsort(key)
     remaining = target
     for j in range(k):
         p = cand[order[j]]
@@ -324,7 +324,7 @@ def _quota_segment_inner(tok, score, kind, lo, hi, target, use_knapsack, bucket,
     ranks = np.empty(present, dtype=np.int64)
     for j in range(present):
         ranks[j] = kind_rank[kinds[j]]
-    kinds = kinds[np.argsort(ranks, kind="mergesort")]
+    kinds = kinds[stable_argsort(int_keys(ranks))]
     req_t = np.zeros(present, dtype=np.int64)
     cap_t = np.zeros(present, dtype=np.int64)
     total_mass = 0
@@ -468,7 +468,7 @@ def slice_segments(mode, tok, score, kind, offsets, targets, use_knapsack, bucke
                     continue
                 inner = inner[:n_in]
                 if resort_inner and n_in > 1:
-                    inner = inner[np.argsort(desc_bits(score[inner]), kind="mergesort")]
+                    inner = inner[stable_argsort(desc_bits(score[inner]))]
                 for j in range(n_in):
                     p = inner[j]
                     kk = kind[p]
