@@ -72,8 +72,10 @@ def _index_order_runs(order, key):
                     w -= 1
                 order[w + 1] = x
         elif j - i > 32:
-            seg = order[i:j]
-            order[i:j] = seg[stable_argsort(int_keys(seg))]
+            seg = order[i:j].copy()
+            o = stable_argsort(int_keys(seg))
+            for u in range(j - i):  # element loops, not slice assignment (see _jit)
+                order[i + u] = seg[o[u]]
         i = j
 
 
@@ -180,8 +182,9 @@ def _repair_pairs(rows, key, grp, n):
             o = stable_argsort(int_keys(key[i:j]))
             kk = key[i:j][o]
             rr = rows[i:j][o]
-            key[i:j] = kk
-            rows[i:j] = rr
+            for u in range(j - i):
+                key[i + u] = kk[u]
+                rows[i + u] = rr[u]
         i = j
 
 
@@ -367,8 +370,9 @@ def _place_segments(
             if overflow == OVERFLOW_TRUNCATE:
                 # pinned first (they already are), then the sliced items by score descending
                 if n_sel > 1:
-                    tail = stable_argsort(desc_bits(mscore[n_pin:])) + n_pin
-                    order[n_pin:] = tail
+                    tail = stable_argsort(desc_bits(mscore[n_pin:]))
+                    for u in range(m - n_pin):
+                        order[n_pin + u] = tail[u] + n_pin
                 current = 0
                 for j in range(m):
                     q = order[j]

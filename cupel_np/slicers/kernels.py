@@ -143,7 +143,8 @@ def _dp_int64(dw, dv, capacity, keep, row_words):
         k0 = wi >> 6
         k2 = max(k0 + 1, (reach + 63) >> 6)
         base = i * row_words
-        new[PAD:PAD + k0 * 64] = old[PAD:PAD + k0 * 64]  # whole words below w_i
+        for q in range(PAD, PAD + k0 * 64):  # whole words below w_i (a loop: see _jit)
+            new[q] = old[q]
         # words k0 .. k2-1: slices from 0 so the indices are provably non-negative (no
         # wraparound select, which would turn the loads into gathers)
         o_sh = old[PAD + k0 * 64 - wi:]
@@ -204,8 +205,9 @@ def _dp_split(dw, v_hi, v_lo, capacity, keep, row_words):
             continue
         k0 = wi >> 6
         base = i * row_words
-        new_h[PAD:PAD + k0 * 64] = old_h[PAD:PAD + k0 * 64]
-        new_l[PAD:PAD + k0 * 64] = old_l[PAD:PAD + k0 * 64]
+        for q in range(PAD, PAD + k0 * 64):
+            new_h[q] = old_h[q]
+            new_l[q] = old_l[q]
         a = PAD + k0 * 64 - wi
         b = PAD + k0 * 64
         _split_words(old_h[a:], old_l[a:], old_h[b:], old_l[b:], new_h[b:], new_l[b:],
