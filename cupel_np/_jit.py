@@ -18,8 +18,14 @@ specialization, and Numba specializes on more than the dtype:
   kernel type its arguments without literal values when called from another kernel, so a
   kernel compiles once per argument *type*.
 * NumPy functions inside kernels compile their own implementations: ``np.partition`` pulls
-  in ``np.unique``, ``np.sort`` and a quicksort (seconds, cold); a short written-out loop is
-  often both cheaper to compile and faster.
+  in ``np.unique``, ``np.sort`` and a quicksort (seconds, cold), and every dtype and ``kind``
+  of ``np.argsort``/``np.sort`` is another one. Kernels sort with
+  :func:`cupel_np.sortkeys.stable_argsort` (uint64 keys: ``desc_bits``, ``ordered_bits``,
+  ``int_keys``) or ``radix_argsort``, never a NumPy sort; a short written-out loop is often
+  both cheaper to compile and faster.
+* Slice assignment from an array (``a[i:j] = b``) compiles a shape-mismatch error path that
+  formats its message with Numba's string implementation (over a second, once per process):
+  kernels copy ranges with an element loop instead.
 
 :func:`specializations` lists what has been compiled in this process (the cold-start
 benchmark prints it) so a duplicate shows up as a kernel with two signatures.

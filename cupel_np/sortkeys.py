@@ -99,3 +99,76 @@ def radix_argsort(key):
         k1, k2 = k2, k1
         idx, tmp = tmp, idx
     return idx
+
+
+#: runs this short are sorted by insertion before the merge passes of :func:`stable_argsort`
+INSERTION_RUN = 16
+
+
+@jit
+def int_keys(x):
+    """Order-preserving uint64 keys of int64 values (the sign bit flipped), a new array."""
+    u = x.copy().view(np.uint64)
+    for i in range(u.shape[0]):
+        u[i] ^= _SIGN
+    return u
+
+
+@jit
+def stable_argsort(key):
+    """Stable argsort of uint64 keys: insertion-sorted runs, then bottom-up merges.
+
+    The one comparison sort the kernels use (instead of ``np.argsort``/``np.sort`` variants,
+    each of which compiles its own implementation per dtype and kind, seconds when cold);
+    large inputs go to :func:`radix_argsort` at the caller's threshold."""
+    n = key.shape[0]
+    idx = np.arange(n)
+    k = key.copy()
+    for lo in range(0, n, INSERTION_RUN):
+        hi = min(lo + INSERTION_RUN, n)
+        for i in range(lo + 1, hi):
+            x = k[i]
+            r = idx[i]
+            j = i - 1
+            while j >= lo and k[j] > x:
+                k[j + 1] = k[j]
+                idx[j + 1] = idx[j]
+                j -= 1
+            k[j + 1] = x
+            idx[j + 1] = r
+    if n <= INSERTION_RUN:
+        return idx
+    k2 = np.empty(n, dtype=np.uint64)
+    i2 = np.empty(n, dtype=np.int64)
+    width = INSERTION_RUN
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            a = lo
+            b = mid
+            o = lo
+            while a < mid and b < hi:
+                if k[b] < k[a]:
+                    k2[o] = k[b]
+                    i2[o] = idx[b]
+                    b += 1
+                else:
+                    k2[o] = k[a]
+                    i2[o] = idx[a]
+                    a += 1
+                o += 1
+            while a < mid:
+                k2[o] = k[a]
+                i2[o] = idx[a]
+                a += 1
+                o += 1
+            while b < hi:
+                k2[o] = k[b]
+                i2[o] = idx[b]
+                b += 1
+                o += 1
+        k, k2 = k2, k
+        idx, i2 = i2, idx
+        width *= 2
+    return idx

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
-from .sortkeys import desc_bits, radix_argsort  # noqa: F401 (radix_argsort: re-exported)
+from .sortkeys import desc_bits, int_keys, radix_argsort, stable_argsort  # noqa: F401 (radix_argsort: re-exported)
 
 # reason codes (stored in the int8 reason matrix)
 R_SCORED = 0
@@ -48,7 +48,7 @@ def _sort_small_segments(score, offsets, out):
         hi = offsets[s + 1]
         if hi - lo == 0 or hi - lo >= BIG_SEGMENT:
             continue
-        order = np.argsort(desc_bits(score[lo:hi]), kind="mergesort")
+        order = stable_argsort(desc_bits(score[lo:hi]))
         for j in range(hi - lo):
             out[lo + j] = order[j] + lo
 
@@ -72,7 +72,10 @@ def _index_order_runs(order, key):
                     w -= 1
                 order[w + 1] = x
         elif j - i > 32:
-            order[i:j] = np.sort(order[i:j])
+            seg = order[i:j].copy()
+            o = stable_argsort(int_keys(seg))
+            for u in range(j - i):  # element loops, not slice assignment (see _jit)
+                order[i + u] = seg[o[u]]
         i = j
 
 
@@ -176,11 +179,12 @@ def _repair_pairs(rows, key, grp, n):
                 key[w + 1] = x
                 rows[w + 1] = r
         elif j - i > 32:
-            o = np.argsort(key[i:j])
+            o = stable_argsort(int_keys(key[i:j]))
             kk = key[i:j][o]
             rr = rows[i:j][o]
-            key[i:j] = kk
-            rows[i:j] = rr
+            for u in range(j - i):
+                key[i + u] = kk[u]
+                rows[i + u] = rr[u]
         i = j
 
 
@@ -366,8 +370,9 @@ def _place_segments(
             if overflow == OVERFLOW_TRUNCATE:
                 # pinned first (they already are), then the sliced items by score descending
                 if n_sel > 1:
-                    tail = np.argsort(desc_bits(mscore[n_pin:]), kind="mergesort") + n_pin
-                    order[n_pin:] = tail
+                    tail = stable_argsort(desc_bits(mscore[n_pin:]))
+                    for u in range(m - n_pin):
+                        order[n_pin + u] = tail[u] + n_pin
                 current = 0
                 for j in range(m):
                     q = order[j]
@@ -417,7 +422,7 @@ def _place_segments(
                     with_ts[c] = j
                     keys[c] = ts[mrow[lst[j]]]
                     c += 1
-            ordr = np.argsort(keys, kind="mergesort")
+            ordr = stable_argsort(int_keys(keys))
             for j in range(n_ts):
                 placed[j] = lst[with_ts[ordr[j]]]
             c = n_ts
@@ -432,7 +437,7 @@ def _place_segments(
             if n_keep >= radix_min:
                 ordr = radix_argsort(desc_bits(sc))
             else:
-                ordr = np.argsort(desc_bits(sc), kind="mergesort")
+                ordr = stable_argsort(desc_bits(sc))
             left = 0
             right = n_keep - 1
             for j in range(n_keep):

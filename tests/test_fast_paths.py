@@ -27,7 +27,7 @@ import strategies as S  # noqa: E402
 import cupel_np as c  # noqa: E402
 from cupel_np import stages  # noqa: E402
 from cupel_np.slicers import greedy  # noqa: E402
-from cupel_np.sortkeys import desc_bits, ordered_bits  # noqa: E402
+from cupel_np.sortkeys import desc_bits, int_keys, ordered_bits, stable_argsort  # noqa: E402
 
 SETTINGS = settings(max_examples=120, deadline=None, database=None, print_blob=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -135,6 +135,24 @@ def test_radix_argsort_large_with_ties():
     key = desc_bits(x)
     assert (stages.radix_argsort(key) == np.argsort(key, kind="stable")).all()
     assert (key[np.isnan(x)] > key[x == -np.inf].max()).all()
+
+
+@SETTINGS
+@given(st.lists(st.floats(), min_size=0, max_size=80))
+def test_stable_argsort_is_the_spec_descending_order(xs):
+    """The kernels' one comparison sort: insertion runs of 16 then merges, ties in input order."""
+    got = stable_argsort(desc_bits(np.array(xs, dtype=np.float64)))
+    assert list(got) == sorted(range(len(xs)), key=lambda i: naive._score_desc_key(xs[i]) + (i,))
+
+
+@pytest.mark.parametrize("n", [0, 1, 16, 17, 33, 1000, 5003])
+def test_stable_argsort_and_int_keys_with_ties(n):
+    rng = np.random.default_rng(n)
+    for hi in (3, 2**64 - 1):
+        k = rng.integers(0, hi, n, dtype=np.uint64)
+        assert (stable_argsort(k) == np.argsort(k, kind="stable")).all()
+    x = rng.integers(-2, 2, n) * (2**62) + rng.integers(0, 3, n)  # signed, ties, int64 minimum
+    assert (stable_argsort(int_keys(x)) == np.argsort(x, kind="stable")).all()
 
 
 # --------------------------------------------------------------------------- whole pipeline

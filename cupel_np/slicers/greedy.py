@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import jit
-from ..sortkeys import desc_bits, score_cmp
+from ..sortkeys import desc_bits, int_keys, ordered_bits, score_cmp, stable_argsort
 from .kernels import MAX_FLOAT
 
 #: segments with at least this many candidates take the chunked NumPy-sort path
@@ -73,8 +73,8 @@ def _lex_order(keyd, keys, idx):
                 j -= 1
             out[j + 1] = x
         return out
-    o = np.argsort(keys[idx], kind="mergesort")  # keys: desc_bits of the scores
-    o2 = np.argsort(keyd[idx[o]], kind="mergesort")
+    o = stable_argsort(keys[idx])  # keys: desc_bits of the scores
+    o2 = stable_argsort(ordered_bits(keyd[idx[o]]))
     return idx[o[o2]]
 
 
@@ -160,9 +160,10 @@ def repair_runs(order, ks, score):
                     w -= 1
                 order[w + 1] = x
         elif j - i > 1:
-            run = np.sort(order[i:j])
+            run = order[i:j]
+            run = run[stable_argsort(int_keys(run))]
             sk = desc_bits(score[run])
-            o = np.argsort(sk, kind="mergesort")
+            o = stable_argsort(sk)
             for q in range(j - i):
                 order[i + q] = run[o[q]]
         i = j
@@ -195,7 +196,7 @@ def _first_chunk(keyd, tok, target, n_sample):
     for i in range(m):
         sk[i] = keyd[i * step]
         st[i] = tok[i * step]
-    o = np.argsort(sk)
+    o = stable_argsort(ordered_bits(sk))
     acc = 0.0
     for i in range(m):
         acc += np.float64(st[o[i]]) * step

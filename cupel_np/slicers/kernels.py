@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import jit
-from ..sortkeys import desc_bits, radix_argsort
+from ..sortkeys import desc_bits, int_keys, radix_argsort, stable_argsort
 
 #: greedy partitions at least this long are ordered by the radix sort
 RADIX_PICK = 4096
@@ -59,7 +59,7 @@ def greedy_pick(tok, score, cand, target, out, n_out):
             dens[j] = score[cand[j]] / np.float64(t)
     # density descending (NaN lowest), ties in candidate order: a stable sort
     key = desc_bits(dens)
-    order = radix_argsort(key) if k >= RADIX_PICK else np.argsort(key, kind="mergesort")
+    order = radix_argsort(key) if k >= RADIX_PICK else stable_argsort(key)
     remaining = target
     for j in range(k):
         p = cand[order[j]]
@@ -143,7 +143,8 @@ def _dp_int64(dw, dv, capacity, keep, row_words):
         k0 = wi >> 6
         k2 = max(k0 + 1, (reach + 63) >> 6)
         base = i * row_words
-        new[PAD:PAD + k0 * 64] = old[PAD:PAD + k0 * 64]  # whole words below w_i
+        for q in range(PAD, PAD + k0 * 64):  # whole words below w_i (a loop: see _jit)
+            new[q] = old[q]
         # words k0 .. k2-1: slices from 0 so the indices are provably non-negative (no
         # wraparound select, which would turn the loads into gathers)
         o_sh = old[PAD + k0 * 64 - wi:]
@@ -204,8 +205,9 @@ def _dp_split(dw, v_hi, v_lo, capacity, keep, row_words):
             continue
         k0 = wi >> 6
         base = i * row_words
-        new_h[PAD:PAD + k0 * 64] = old_h[PAD:PAD + k0 * 64]
-        new_l[PAD:PAD + k0 * 64] = old_l[PAD:PAD + k0 * 64]
+        for q in range(PAD, PAD + k0 * 64):
+            new_h[q] = old_h[q]
+            new_l[q] = old_l[q]
         a = PAD + k0 * 64 - wi
         b = PAD + k0 * 64
         _split_words(old_h[a:], old_l[a:], old_h[b:], old_l[b:], new_h[b:], new_l[b:],
@@ -324,7 +326,7 @@ def _quota_segment_inner(tok, score, kind, lo, hi, target, use_knapsack, bucket,
     ranks = np.empty(present, dtype=np.int64)
     for j in range(present):
         ranks[j] = kind_rank[kinds[j]]
-    kinds = kinds[np.argsort(ranks, kind="mergesort")]
+    kinds = kinds[stable_argsort(int_keys(ranks))]
     req_t = np.zeros(present, dtype=np.int64)
     cap_t = np.zeros(present, dtype=np.int64)
     total_mass = 0
@@ -468,7 +470,7 @@ def slice_segments(mode, tok, score, kind, offsets, targets, use_knapsack, bucke
                     continue
                 inner = inner[:n_in]
                 if resort_inner and n_in > 1:
-                    inner = inner[np.argsort(desc_bits(score[inner]), kind="mergesort")]
+                    inner = inner[stable_argsort(desc_bits(score[inner]))]
                 for j in range(n_in):
                     p = inner[j]
                     kk = kind[p]
