@@ -115,60 +115,73 @@ def int_keys(x):
 
 
 @jit
-def stable_argsort(key):
-    """Stable argsort of uint64 keys: insertion-sorted runs, then bottom-up merges.
+def sort_pairs(key, row, key2, row2, count):
+    """Sort ``key[:count]`` ascending and stably in place, carrying ``row`` along: insertion
+    sort on runs of ``INSERTION_RUN``, then bottom-up merges through ``key2``/``row2`` (scratch
+    of at least ``count`` entries; untouched when ``count <= INSERTION_RUN``). The one
+    comparison sort of the kernels: ``np.argsort``/``np.sort`` variants each compile their own
+    implementation per dtype and kind (seconds when cold)."""
+    run = INSERTION_RUN
+    for start in range(0, count, run):
+        end = min(start + run, count)
+        for i in range(start + 1, end):
+            k = key[i]
+            r = row[i]
+            j = i - 1
+            while j >= start and key[j] > k:
+                key[j + 1] = key[j]
+                row[j + 1] = row[j]
+                j -= 1
+            key[j + 1] = k
+            row[j + 1] = r
+    width = run
+    flipped = False
+    while width < count:
+        if flipped:
+            sk, sr, dk, dr = key2, row2, key, row
+        else:
+            sk, sr, dk, dr = key, row, key2, row2
+        for left in range(0, count, 2 * width):
+            mid = min(left + width, count)
+            right = min(left + 2 * width, count)
+            i = left
+            j = mid
+            k = left
+            while i < mid and j < right:
+                if sk[j] < sk[i]:
+                    dk[k] = sk[j]
+                    dr[k] = sr[j]
+                    j += 1
+                else:
+                    dk[k] = sk[i]
+                    dr[k] = sr[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                dk[k] = sk[i]
+                dr[k] = sr[i]
+                i += 1
+                k += 1
+            while j < right:
+                dk[k] = sk[j]
+                dr[k] = sr[j]
+                j += 1
+                k += 1
+        flipped = not flipped
+        width *= 2
+    if flipped:
+        for i in range(count):
+            key[i] = key2[i]
+            row[i] = row2[i]
 
-    The one comparison sort the kernels use (instead of ``np.argsort``/``np.sort`` variants,
-    each of which compiles its own implementation per dtype and kind, seconds when cold);
-    large inputs go to :func:`radix_argsort` at the caller's threshold."""
+
+@jit
+def stable_argsort(key):
+    """Stable argsort of uint64 keys (``desc_bits``, ``ordered_bits``, ``int_keys``) by
+    :func:`sort_pairs`; large inputs go to :func:`radix_argsort` at the caller's threshold."""
     n = key.shape[0]
     idx = np.arange(n)
     k = key.copy()
-    for lo in range(0, n, INSERTION_RUN):
-        hi = min(lo + INSERTION_RUN, n)
-        for i in range(lo + 1, hi):
-            x = k[i]
-            r = idx[i]
-            j = i - 1
-            while j >= lo and k[j] > x:
-                k[j + 1] = k[j]
-                idx[j + 1] = idx[j]
-                j -= 1
-            k[j + 1] = x
-            idx[j + 1] = r
-    if n <= INSERTION_RUN:
-        return idx
-    k2 = np.empty(n, dtype=np.uint64)
-    i2 = np.empty(n, dtype=np.int64)
-    width = INSERTION_RUN
-    while width < n:
-        for lo in range(0, n, 2 * width):
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
-            a = lo
-            b = mid
-            o = lo
-            while a < mid and b < hi:
-                if k[b] < k[a]:
-                    k2[o] = k[b]
-                    i2[o] = idx[b]
-                    b += 1
-                else:
-                    k2[o] = k[a]
-                    i2[o] = idx[a]
-                    a += 1
-                o += 1
-            while a < mid:
-                k2[o] = k[a]
-                i2[o] = idx[a]
-                a += 1
-                o += 1
-            while b < hi:
-                k2[o] = k[b]
-                i2[o] = idx[b]
-                b += 1
-                o += 1
-        k, k2 = k2, k
-        idx, i2 = i2, idx
-        width *= 2
+    m = n if n > INSERTION_RUN else 0  # the merge scratch is needed past one run only
+    sort_pairs(k, idx, np.empty(m, dtype=np.uint64), np.empty(m, dtype=np.int64), n)
     return idx

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import jit
+from ..sortkeys import sort_pairs
 
 
 @jit
@@ -45,7 +46,7 @@ def rank_scores(values, valid, offsets):
         if count == 1:
             out[row[0]] = 1.0
             continue
-        _sort_pairs(key, row, key2, row2, count)
+        sort_pairs(key, row, key2, row2, count)
         denom = np.float64(count - 1)
         rank = 0
         for j in range(count):
@@ -53,64 +54,6 @@ def rank_scores(values, valid, offsets):
                 rank = j
             out[row[j]] = np.float64(rank) / denom
     return out
-
-
-@jit
-def _sort_pairs(key, row, key2, row2, count):
-    """Sort ``key[:count]`` ascending in place, carrying ``row`` along (``key2``/``row2`` are
-    scratch of the same length): insertion sort on runs of 16, then bottom-up merges."""
-    run = 16
-    for start in range(0, count, run):
-        end = min(start + run, count)
-        for i in range(start + 1, end):
-            k = key[i]
-            r = row[i]
-            j = i - 1
-            while j >= start and key[j] > k:
-                key[j + 1] = key[j]
-                row[j + 1] = row[j]
-                j -= 1
-            key[j + 1] = k
-            row[j + 1] = r
-    width = run
-    flipped = False
-    while width < count:
-        if flipped:
-            sk, sr, dk, dr = key2, row2, key, row
-        else:
-            sk, sr, dk, dr = key, row, key2, row2
-        for left in range(0, count, 2 * width):
-            mid = min(left + width, count)
-            right = min(left + 2 * width, count)
-            i = left
-            j = mid
-            k = left
-            while i < mid and j < right:
-                if sk[j] < sk[i]:
-                    dk[k] = sk[j]
-                    dr[k] = sr[j]
-                    j += 1
-                else:
-                    dk[k] = sk[i]
-                    dr[k] = sr[i]
-                    i += 1
-                k += 1
-            while i < mid:
-                dk[k] = sk[i]
-                dr[k] = sr[i]
-                i += 1
-                k += 1
-            while j < right:
-                dk[k] = sk[j]
-                dr[k] = sr[j]
-                j += 1
-                k += 1
-        flipped = not flipped
-        width *= 2
-    if flipped:
-        for i in range(count):
-            key[i] = key2[i]
-            row[i] = row2[i]
 
 
 @jit
