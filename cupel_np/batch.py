@@ -40,6 +40,7 @@ from .policy import (
 from .scorers import ScoreContext
 from .slicers import kernels as sk
 from .slicers.greedy import greedy_segments
+from .slicers.quota import quota_greedy_slice
 
 #: internal reason code: BudgetExceeded emitted by the Place stage's truncation
 R_TRUNCATED = 19
@@ -416,11 +417,14 @@ def run_sweep(
             rank = np.full(len(cand), -1, dtype=np.int64)
             greedy_segments(sc_tok if every else sc_tok[cand], cand_score, surv_off, run_targets, rank)
         else:
-            order = stages.sort_segments(sc[surv], surv_off)
-            cand = surv[order]
-            cand_score = sc[cand]
-            rank, s_err, s_err_a, s_err_b, satisfied, cap_dropped = sk.slice_segments(
-                mode, sc_tok[cand], cand_score, sc_kind[cand], surv_off, run_targets, use_knapsack,
+            # quota with an inner greedy needs no score sort either (see slicers/quota.py)
+            unsorted = mode == sk.MODE_QUOTA and not use_knapsack
+            cand = surv if unsorted else surv[stages.sort_segments(sc[surv], surv_off)]
+            identity = unsorted and cand.shape[0] == m
+            cand_score = sc if identity else sc[cand]
+            rank, s_err, s_err_a, s_err_b, satisfied, cap_dropped = (quota_greedy_slice if unsorted else sk.slice_segments)(
+                mode, sc_tok if identity else sc_tok[cand], cand_score,
+                sc_kind if identity else sc_kind[cand], surv_off, run_targets, use_knapsack,
                 int(bucket), int(max_cells), kind_rank, q_has, q_req, q_cap, q_req_all, e_kind,
                 e_req, cap_of_kind, throw, resort,
             )

@@ -1,9 +1,9 @@
 """Numba kernels for the slicers.
 
-One driver, :func:`slice_segments`, walks every item set (segment) of the score-sorted
-candidate arrays and applies the configured slicer; the per-slicer pieces are small serial
-helpers that work on an index list of candidate positions, so quota and count-quota slicers
-reuse greedy and knapsack unchanged.
+:func:`slice_segments` runs the configured slicer over every item set (segment) of the
+score-sorted candidate arrays, one driver kernel per slicer; the per-slicer pieces are small
+serial helpers that work on an index list of candidate positions, so quota and count-quota
+slicers reuse greedy and knapsack unchanged.
 
 Output: ``rank[p]`` is the position of sorted candidate ``p`` in its segment's slicer output
 (-1 when not selected). The output order matters downstream (placer tie-breaks).
@@ -365,28 +365,78 @@ def _quota_segment_inner(tok, score, kind, lo, hi, target, use_knapsack, bucket,
 
 
 @jit
-def slice_segments(mode, tok, score, kind, offsets, targets, use_knapsack, bucket, max_cells,
-                   kind_rank, q_has, q_req, q_cap, q_req_all,
-                   e_kind, e_require, cap_of_kind, throw_on_scarcity, resort_inner):
-    """Run one slicer over every segment of the sorted candidate arrays.
+def _slice_greedy(tok, score, offsets, targets, rank):
+    """GreedySlice over every segment of the score-sorted candidates (the sweep itself takes
+    slicers/greedy.py; this serves single score-sorted lists, e.g. the conformance runner)."""
+    for s in range(offsets.shape[0] - 1):
+        lo = offsets[s]
+        hi = offsets[s + 1]
+        if hi - lo == 0 or targets[s] <= 0:
+            continue
+        out = np.empty(hi - lo, dtype=np.int64)
+        n_out = greedy_pick(tok, score, np.arange(lo, hi), targets[s], out, 0)
+        for j in range(n_out):
+            rank[out[j]] = j
 
-    Returns ``(rank, err, err_a, err_b, satisfied, cap_dropped)``: ``rank`` per position,
-    per-segment error code and details, per segment and count entry the satisfied count when
-    it fell short (-1 otherwise), and per segment the phase-2 picks dropped by count caps."""
-    n = tok.shape[0]
-    n_seg = offsets.shape[0] - 1
-    rank = np.full(n, -1, dtype=np.int64)
-    err = np.zeros(n_seg, dtype=np.int8)
-    err_a = np.zeros(n_seg, dtype=np.int64)
-    err_b = np.zeros(n_seg, dtype=np.int64)
-    n_entries = e_kind.shape[0]
-    satisfied = np.full((n_seg, n_entries), -1, dtype=np.int64)
-    cap_dropped = np.zeros(n_seg, dtype=np.int64)
-    n_kinds = cap_of_kind.shape[0]
+
+@jit
+def _slice_knapsack(tok, score, offsets, targets, bucket, max_cells, rank, err, err_a, err_b):
+    """KnapsackSlice over every segment of the score-sorted candidates."""
+    for s in range(offsets.shape[0] - 1):
+        lo = offsets[s]
+        hi = offsets[s + 1]
+        if hi - lo == 0 or targets[s] <= 0:
+            continue
+        out = np.empty(hi - lo, dtype=np.int64)
+        n_out, n_c, cap = knapsack_pick(tok, score, np.arange(lo, hi), targets[s], bucket,
+                                        max_cells, out, 0)
+        if cap < 0:
+            err[s] = ERR_TABLE_TOO_LARGE
+            err_a[s] = n_c
+            err_b[s] = -cap
+            continue
+        for j in range(n_out):
+            rank[out[j]] = j
+
+
+@jit
+def _slice_quota(tok, score, kind, offsets, targets, use_knapsack, bucket, max_cells,
+                 kind_rank, q_has, q_req, q_cap, q_req_all, rank, err, err_a, err_b):
+    """QuotaSlice over every segment of the score-sorted candidates (the sweep takes
+    slicers/quota.py when the inner slicer is greedy)."""
+    n_kinds = kind_rank.shape[0]
     # per-call scratch indexed by kind; every segment leaves it zeroed
     mass = np.zeros(n_kinds, dtype=np.int64)
     cnt = np.zeros(n_kinds, dtype=np.int64)
-    count = np.zeros(n_kinds, dtype=np.int64)
+    for s in range(offsets.shape[0] - 1):
+        lo = offsets[s]
+        hi = offsets[s + 1]
+        target = targets[s]
+        if hi - lo == 0 or target <= 0:
+            continue
+        out = np.empty(hi - lo, dtype=np.int64)
+        n_out, n_c, cap = _quota_segment(tok, score, kind, lo, hi, target, use_knapsack,
+                                         bucket, max_cells, kind_rank, q_has, q_req, q_cap,
+                                         q_req_all, out, 0, mass, cnt)
+        if cap < 0:
+            err[s] = ERR_TABLE_TOO_LARGE
+            err_a[s] = n_c
+            err_b[s] = -cap
+            continue
+        for j in range(n_out):
+            rank[out[j]] = j
+
+
+@jit
+def _slice_count(tok, score, kind, offsets, targets, use_knapsack, bucket, max_cells,
+                 e_kind, e_require, cap_of_kind, throw_on_scarcity, resort_inner,
+                 rank, err, err_a, err_b, satisfied, cap_dropped):
+    """CountQuotaSlice / CountConstrainedKnapsackSlice over every segment of the score-sorted
+    candidates."""
+    n_seg = offsets.shape[0] - 1
+    n_entries = e_kind.shape[0]
+    # per-call scratch indexed by kind; reset per segment for what the segment can touch
+    count = np.zeros(cap_of_kind.shape[0], dtype=np.int64)
     for s in range(n_seg):
         lo = offsets[s]
         hi = offsets[s + 1]
@@ -396,91 +446,103 @@ def slice_segments(mode, tok, score, kind, offsets, targets, use_knapsack, bucke
             continue
         out = np.empty(m, dtype=np.int64)
         n_out = 0
-        if mode == MODE_GREEDY or mode == MODE_KNAPSACK:
-            cand = np.arange(lo, hi)
-            n_out, n_c, cap = _inner_pick(mode == MODE_KNAPSACK, tok, score, cand, target,
-                                          bucket, max_cells, out, 0)
-            if cap < 0:
-                err[s] = ERR_TABLE_TOO_LARGE
-                err_a[s] = n_c
-                err_b[s] = -cap
+        committed = np.zeros(m, dtype=np.bool_)
+        for p in range(lo, hi):
+            count[kind[p]] = 0
+        for e in range(n_entries):
+            if e_kind[e] >= 0:
+                count[e_kind[e]] = 0
+        prealloc = 0
+        failed = False
+        for e in range(n_entries):
+            need = e_require[e]
+            if need <= 0:
                 continue
-        elif mode == MODE_QUOTA:
-            n_out, n_c, cap = _quota_segment(tok, score, kind, lo, hi, target, use_knapsack,
-                                             bucket, max_cells, kind_rank, q_has, q_req, q_cap,
-                                             q_req_all, out, 0, mass, cnt)
-            if cap < 0:
-                err[s] = ERR_TABLE_TOO_LARGE
-                err_a[s] = n_c
-                err_b[s] = -cap
-                continue
-        else:
-            committed = np.zeros(m, dtype=np.bool_)
-            for p in range(lo, hi):  # reset only what this segment can touch
-                count[kind[p]] = 0
-            for e in range(n_entries):
-                if e_kind[e] >= 0:
-                    count[e_kind[e]] = 0
-            prealloc = 0
-            failed = False
-            for e in range(n_entries):
-                need = e_require[e]
-                if need <= 0:
-                    continue
-                kk = e_kind[e]
-                got = 0
-                if kk >= 0:
-                    for p in range(lo, hi):
-                        if got >= need:
-                            break
-                        if kind[p] == kk:
-                            out[n_out] = p
-                            n_out += 1
-                            committed[p - lo] = True
-                            prealloc += tok[p]
-                            got += 1
-                    count[kk] = got
-                if got < need:
-                    if throw_on_scarcity:
-                        err[s] = ERR_SCARCITY
-                        err_a[s] = e
-                        err_b[s] = got
-                        failed = True
-                        break
-                    satisfied[s, e] = got
-            if failed:
-                n_out = 0
-                continue
-            residual_target = target - prealloc
-            if residual_target > 0:
-                n_res = m - np.sum(committed)
-                cand = np.empty(n_res, dtype=np.int64)
-                c = 0
+            kk = e_kind[e]
+            got = 0
+            if kk >= 0:
                 for p in range(lo, hi):
-                    if not committed[p - lo]:
-                        cand[c] = p
-                        c += 1
-                inner = np.empty(n_res, dtype=np.int64)
-                n_in, n_c, cap = _inner_pick(use_knapsack, tok, score, cand, residual_target,
-                                             bucket, max_cells, inner, 0)
-                if cap < 0:
-                    err[s] = ERR_TABLE_TOO_LARGE
-                    err_a[s] = n_c
-                    err_b[s] = -cap
+                    if got >= need:
+                        break
+                    if kind[p] == kk:
+                        out[n_out] = p
+                        n_out += 1
+                        committed[p - lo] = True
+                        prealloc += tok[p]
+                        got += 1
+                count[kk] = got
+            if got < need:
+                if throw_on_scarcity:
+                    err[s] = ERR_SCARCITY
+                    err_a[s] = e
+                    err_b[s] = got
+                    failed = True
+                    break
+                satisfied[s, e] = got
+        if failed:
+            continue
+        residual_target = target - prealloc
+        if residual_target > 0:
+            n_res = m - np.sum(committed)
+            cand = np.empty(n_res, dtype=np.int64)
+            c = 0
+            for p in range(lo, hi):
+                if not committed[p - lo]:
+                    cand[c] = p
+                    c += 1
+            inner = np.empty(n_res, dtype=np.int64)
+            n_in, n_c, cap = _inner_pick(use_knapsack, tok, score, cand, residual_target,
+                                         bucket, max_cells, inner, 0)
+            if cap < 0:
+                err[s] = ERR_TABLE_TOO_LARGE
+                err_a[s] = n_c
+                err_b[s] = -cap
+                continue
+            inner = inner[:n_in]
+            if resort_inner and n_in > 1:
+                inner = inner[stable_argsort(desc_bits(score[inner]))]
+            for j in range(n_in):
+                p = inner[j]
+                kk = kind[p]
+                cap_k = cap_of_kind[kk]
+                if cap_k >= 0 and count[kk] >= cap_k:
+                    cap_dropped[s] += 1
                     continue
-                inner = inner[:n_in]
-                if resort_inner and n_in > 1:
-                    inner = inner[stable_argsort(desc_bits(score[inner]))]
-                for j in range(n_in):
-                    p = inner[j]
-                    kk = kind[p]
-                    cap_k = cap_of_kind[kk]
-                    if cap_k >= 0 and count[kk] >= cap_k:
-                        cap_dropped[s] += 1
-                        continue
-                    out[n_out] = p
-                    n_out += 1
-                    count[kk] += 1
+                out[n_out] = p
+                n_out += 1
+                count[kk] += 1
         for j in range(n_out):
             rank[out[j]] = j
+
+
+def slice_segments(mode, tok, score, kind, offsets, targets, use_knapsack, bucket, max_cells,
+                   kind_rank, q_has, q_req, q_cap, q_req_all,
+                   e_kind, e_require, cap_of_kind, throw_on_scarcity, resort_inner):
+    """Run one slicer over every segment of the sorted candidate arrays.
+
+    Returns ``(rank, err, err_a, err_b, satisfied, cap_dropped)``: ``rank`` per position,
+    per-segment error code and details, per segment and count entry the satisfied count when
+    it fell short (-1 otherwise), and per segment the phase-2 picks dropped by count caps.
+
+    One kernel per slicer mode: a policy compiles only its own slicer's code (a cold start
+    that never runs a quota or count slicer does not compile them)."""
+    n = tok.shape[0]
+    n_seg = offsets.shape[0] - 1
+    rank = np.full(n, -1, dtype=np.int64)
+    err = np.zeros(n_seg, dtype=np.int8)
+    err_a = np.zeros(n_seg, dtype=np.int64)
+    err_b = np.zeros(n_seg, dtype=np.int64)
+    satisfied = np.full((n_seg, e_kind.shape[0]), -1, dtype=np.int64)
+    cap_dropped = np.zeros(n_seg, dtype=np.int64)
+    if mode == MODE_GREEDY:
+        _slice_greedy(tok, score, offsets, targets, rank)
+    elif mode == MODE_KNAPSACK:
+        _slice_knapsack(tok, score, offsets, targets, bucket, max_cells, rank, err, err_a, err_b)
+    elif mode == MODE_QUOTA:
+        _slice_quota(tok, score, kind, offsets, targets, use_knapsack, bucket, max_cells,
+                     kind_rank, q_has, q_req, q_cap, q_req_all, rank, err, err_a, err_b)
+    else:
+        _slice_count(tok, score, kind, offsets, targets, use_knapsack, bucket, max_cells,
+                     e_kind, e_require, cap_of_kind, throw_on_scarcity, resort_inner,
+                     rank, err, err_a, err_b, satisfied, cap_dropped)
     return rank, err, err_a, err_b, satisfied, cap_dropped
