@@ -31,12 +31,12 @@ from .kernels import MODE_QUOTA
 
 
 @jit
-def _quota_plan(tok, kind, offsets, targets, kind_rank, q_has, q_req, q_cap, q_req_all):
+def _quota_plan(tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap, q_req_all):
     """Sub-segments of the quota partitions that get a positive budget.
 
-    Returns ``(perm, sub_off, sub_target, sub_seg)``: candidate positions grouped by
-    sub-segment (ascending inside each), the sub-segment offsets into ``perm``, each
-    sub-segment's kind budget and its segment."""
+    Returns ``(perm, ptok, pscore, sub_off, sub_target, sub_seg)``: candidate positions
+    grouped by sub-segment (ascending inside each) with their tokens and scores, the
+    sub-segment offsets into ``perm``, each sub-segment's kind budget and its segment."""
     n = tok.shape[0]
     n_seg = offsets.shape[0] - 1
     n_kinds = kind_rank.shape[0]
@@ -46,6 +46,8 @@ def _quota_plan(tok, kind, offsets, targets, kind_rank, q_has, q_req, q_cap, q_r
     found = np.empty(n_kinds, dtype=np.int64)
     kb = np.empty(n_kinds, dtype=np.int64)
     perm = np.empty(n, dtype=np.int64)
+    ptok = np.empty(n, dtype=np.int64)
+    pscore = np.empty(n, dtype=np.float64)
     # a sub-segment holds at least one candidate: at most n of them
     sub_off = np.empty(n + 1, dtype=np.int64)
     sub_target = np.empty(n, dtype=np.int64)
@@ -122,15 +124,18 @@ def _quota_plan(tok, kind, offsets, targets, kind_rank, q_has, q_req, q_cap, q_r
                 sub_off[n_sub] = c
         for p in range(lo, hi):
             k = kind[p]
-            if start[k] >= 0:
-                perm[start[k]] = p
-                start[k] += 1
+            q = start[k]
+            if q >= 0:
+                perm[q] = p
+                ptok[q] = tok[p]
+                pscore[q] = score[p]
+                start[k] = q + 1
         for j in range(present):
             kk = found[j]
             mass[kk] = 0
             cnt[kk] = 0
             start[kk] = -1
-    return perm[:c], sub_off[:n_sub + 1], sub_target[:n_sub], sub_seg[:n_sub]
+    return perm[:c], ptok[:c], pscore[:c], sub_off[:n_sub + 1], sub_target[:n_sub], sub_seg[:n_sub]
 
 
 @jit
@@ -158,12 +163,12 @@ def quota_greedy_segments(tok, score, kind, offsets, targets, kind_rank, q_has, 
     segment. Writes ``rank[p]`` = position in the segment's slicer output, -1 when not
     selected (``rank`` must be -1 on entry). ``big``/``min_chunk`` are handed to
     :func:`greedy_segments` (they choose the path, never the answer)."""
-    perm, sub_off, sub_target, sub_seg = _quota_plan(tok, kind, offsets, targets, kind_rank,
-                                                     q_has, q_req, q_cap, q_req_all)
+    perm, ptok, pscore, sub_off, sub_target, sub_seg = _quota_plan(
+        tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap, q_req_all)
     if perm.shape[0] == 0:
         return
     sub_rank = np.full(perm.shape[0], -1, dtype=np.int64)
-    greedy_segments(tok[perm], score[perm], sub_off, sub_target, sub_rank, big=big,
+    greedy_segments(ptok, pscore, sub_off, sub_target, sub_rank, big=big,
                     min_chunk=min_chunk)
     _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank)
 
