@@ -141,7 +141,7 @@ def _quota_plan(tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_c
 @jit
 def _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank):
     """``rank[perm[j]]`` = the sub-segment rank ``sub_rank[j]`` plus the count selected by the
-    segment's earlier sub-segments (unselected candidates are left as they are)."""
+    segment's earlier sub-segments, or -1 when not selected."""
     base = 0
     prev = -1
     for u in range(sub_seg.shape[0]):
@@ -150,10 +150,11 @@ def _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank):
             base = 0
         got = 0
         for j in range(sub_off[u], sub_off[u + 1]):
+            # branch-free (which candidates are selected is unpredictable): -1 stays -1
             r = sub_rank[j]
-            if r >= 0:
-                rank[perm[j]] = base + r
-                got += 1
+            sel = r >= 0
+            rank[perm[j]] = r + (base if sel else 0)
+            got += sel
         base += got
 
 
