@@ -373,8 +373,13 @@ def _slice_greedy(tok, score, offsets, targets, rank):
         hi = offsets[s + 1]
         if hi - lo == 0 or targets[s] <= 0:
             continue
+        # the positions lo..hi-1 by a loop: np.arange(lo, hi) would compile an implementation
+        # that nothing else on a cold start needs
+        cand = np.empty(hi - lo, dtype=np.int64)
+        for j in range(hi - lo):
+            cand[j] = lo + j
         out = np.empty(hi - lo, dtype=np.int64)
-        n_out = greedy_pick(tok, score, np.arange(lo, hi), targets[s], out, 0)
+        n_out = greedy_pick(tok, score, cand, targets[s], out, 0)
         for j in range(n_out):
             rank[out[j]] = j
 
@@ -387,8 +392,11 @@ def _slice_knapsack(tok, score, offsets, targets, bucket, max_cells, rank, err, 
         hi = offsets[s + 1]
         if hi - lo == 0 or targets[s] <= 0:
             continue
+        cand = np.empty(hi - lo, dtype=np.int64)
+        for j in range(hi - lo):  # lo..hi-1 (see _slice_greedy)
+            cand[j] = lo + j
         out = np.empty(hi - lo, dtype=np.int64)
-        n_out, n_c, cap = knapsack_pick(tok, score, np.arange(lo, hi), targets[s], bucket,
+        n_out, n_c, cap = knapsack_pick(tok, score, cand, targets[s], bucket,
                                         max_cells, out, 0)
         if cap < 0:
             err[s] = ERR_TABLE_TOO_LARGE
