@@ -142,3 +142,38 @@ def test_quota_greedy_kernel_equals_sorted_kernel(rows, target, quotas):
     sel = np.flatnonzero(rank >= 0)
     want = [int(order[p]) for p in sel[np.argsort(rank[sel])]]
     assert engine_quota(tokens, scores, kinds, [0, n], [target], quotas) == [want]
+
+
+def test_knapsack_driver_sends_only_huge_value_sets_to_the_split_dp():
+    """slice_segments' knapsack driver runs the int64 DP and hands a set whose values sum
+    past an int64 to the exact (split-row) kernel: every set, whichever DP it needs, gives
+    what it gives alone and what the oracle gives."""
+    rng = np.random.default_rng(3)
+    sizes = [30, 25, 0, 40, 12]
+    scales = [1.0, 1e15, 1.0, 3e14, 1e300]  # sets 1, 3 and 4 sum past 2^63 (values of 1e19+)
+    tokens = rng.integers(0, 60, sum(sizes))
+    scores = np.concatenate([np.round(rng.random(m), 2) * sc for m, sc in zip(sizes, scales)])
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    targets = np.array([400, 300, 10, 500, 0])
+    no = np.zeros(0, np.int64)
+
+    def run(tok, sc, off, tgt):
+        n_k = KIND_RANK.shape[0]
+        rank, err, *_ = sk.slice_segments(
+            sk.MODE_KNAPSACK, tok, sc, np.zeros(tok.shape[0], np.int64), off, tgt, False, 7,
+            1 << 30, KIND_RANK, np.zeros(n_k, np.bool_), np.zeros(n_k), np.zeros(n_k), np.zeros(0),
+            no, no, np.full(n_k, -1, np.int64), False, False)
+        assert not err.any()
+        return rank
+
+    rank = run(tokens, scores, offsets, targets)
+    for s in range(len(sizes)):
+        lo, hi = offsets[s], offsets[s + 1]
+        alone = run(tokens[lo:hi], scores[lo:hi], np.array([0, hi - lo]), targets[s:s + 1])
+        assert (rank[lo:hi] == alone).all()
+        # the oracle takes the list as given (the driver's input is score-sorted already)
+        scored = [({"content": f"c{i}", "tokens": int(tokens[lo + i])}, float(scores[lo + i]))
+                  for i in range(hi - lo)]
+        want = naive.slice_items(scored, int(targets[s]), {"slicer": "knapsack", "bucket_size": 7})[0]
+        sel = np.flatnonzero(alone >= 0)
+        assert [int(p) for p in sel[np.argsort(alone[sel])]] == list(want)

@@ -31,6 +31,7 @@ MODE_COUNT = 3
 ERR_NONE = 0
 ERR_SCARCITY = 3
 ERR_TABLE_TOO_LARGE = 4
+ERR_NEEDS_SPLIT = 5  # internal to slice_segments: the segment goes to the exact-DP kernel
 
 
 @jit
@@ -217,15 +218,15 @@ def _dp_split(dw, v_hi, v_lo, capacity, keep, row_words):
 
 
 @jit
-def knapsack_pick(tok, score, cand, target, bucket, max_cells, out, n_out):
-    """KnapsackSlice over ``cand``: zero-token items first, then the 0/1 DP solution in
-    reconstruction order, exactly as the spec computes it with unbounded integers.
-    Returns ``(n_out, n_candidates, capacity)``; ``capacity < 0`` means the DP would need more
-    than ``max_cells`` cells of memory (see :func:`knapsack_fits`; nothing appended beyond the
-    zero-token items)."""
+def _knapsack_items(tok, score, cand, target, bucket, max_cells, out, n_out):
+    """The part of :func:`knapsack_pick` before the DP: appends the zero-token items and
+    builds the DP items. Returns ``(n_out, n_c, cap, items, dw, dv, fits_int64)``; ``cap <= 0``
+    means no DP is run and ``(n_out, n_c, cap)`` is the pick's result, ``fits_int64`` that the
+    sum of all values fits an int64 (the int64 DP is exact)."""
+    none = np.empty(0, dtype=np.int64)
     k = cand.shape[0]
     if k == 0 or target <= 0:
-        return n_out, 0, 0
+        return n_out, 0, 0, none, none, none, True
     n = 0
     for j in range(k):
         t = tok[cand[j]]
@@ -235,12 +236,12 @@ def knapsack_pick(tok, score, cand, target, bucket, max_cells, out, n_out):
         elif t > 0:
             n += 1
     if n == 0:
-        return n_out, 0, 0
+        return n_out, 0, 0, none, none, none, True
     capacity = target // bucket
     if capacity == 0:
-        return n_out, n, 0
+        return n_out, n, 0, none, none, none, True
     if not knapsack_fits(n, capacity, max_cells):
-        return n_out, n, -capacity
+        return n_out, n, -capacity, none, none, none, True
     items = np.empty(n, dtype=np.int64)
     dw = np.empty(n, dtype=np.int64)
     dv = np.empty(n, dtype=np.int64)
@@ -260,24 +261,67 @@ def knapsack_pick(tok, score, cand, target, bucket, max_cells, out, n_out):
             sum_hi += (v >> LIMB_BITS) + (sum_lo >> LIMB_BITS)
             sum_lo &= LIMB_MASK
             c += 1
-    row_words = capacity // 64 + 1
+    # sum_hi <= 1: the sum is at most 2^63 - 1, so no DP cell can overflow an int64
+    return n_out, n, capacity, items, dw, dv, sum_hi <= 1
+
+
+@jit
+def _knapsack_take(keep, items, dw, capacity, row_words, out, n_out):
+    """The DP's reconstruction: appends the kept items (last item first) to ``out``."""
+    rem = capacity
+    for i in range(items.shape[0] - 1, -1, -1):
+        if (keep[i * row_words + (rem >> 6)] >> np.uint64(rem & 63)) & np.uint64(1):
+            out[n_out] = items[i]
+            n_out += 1
+            rem -= dw[i]
+    return n_out
+
+
+@jit
+def knapsack_pick(tok, score, cand, target, bucket, max_cells, out, n_out):
+    """KnapsackSlice over ``cand``: zero-token items first, then the 0/1 DP solution in
+    reconstruction order, exactly as the spec computes it with unbounded integers.
+    Returns ``(n_out, n_candidates, capacity)``; ``capacity < 0`` means the DP would need more
+    than ``max_cells`` cells of memory (see :func:`knapsack_fits`; nothing appended beyond the
+    zero-token items)."""
+    n_out, n_c, cap, items, dw, dv, fits_int64 = _knapsack_items(
+        tok, score, cand, target, bucket, max_cells, out, n_out)
+    if cap <= 0:
+        return n_out, n_c, cap
+    n = items.shape[0]
+    row_words = cap // 64 + 1
     keep = np.zeros(n * row_words, dtype=np.uint64)
-    if sum_hi <= 1:  # the sum is at most 2^63 - 1: no DP cell can overflow an int64
-        _dp_int64(dw, dv, capacity, keep, row_words)
+    if fits_int64:
+        _dp_int64(dw, dv, cap, keep, row_words)
     else:
         v_hi = np.empty(n, dtype=np.int64)
         v_lo = np.empty(n, dtype=np.int64)
         for i in range(n):
             v_hi[i] = dv[i] >> LIMB_BITS
             v_lo[i] = dv[i] & LIMB_MASK
-        _dp_split(dw, v_hi, v_lo, capacity, keep, row_words)
-    rem = capacity
-    for i in range(n - 1, -1, -1):
-        if (keep[i * row_words + (rem >> 6)] >> np.uint64(rem & 63)) & np.uint64(1):
-            out[n_out] = items[i]
-            n_out += 1
-            rem -= dw[i]
-    return n_out, n, capacity
+        _dp_split(dw, v_hi, v_lo, cap, keep, row_words)
+    return _knapsack_take(keep, items, dw, cap, row_words, out, n_out), n_c, cap
+
+
+#: :func:`_knapsack_pick_int64`'s capacity result when the values need the split-row DP
+NEEDS_SPLIT = I64_MIN
+
+
+@jit
+def _knapsack_pick_int64(tok, score, cand, target, bucket, max_cells, out, n_out):
+    """:func:`knapsack_pick` without the split-row DP (so a policy whose values never sum
+    past an int64 never compiles it): returns capacity ``NEEDS_SPLIT`` instead of running
+    it (``out`` may then hold zero-token items: the caller runs the segment again)."""
+    n_out, n_c, cap, items, dw, dv, fits_int64 = _knapsack_items(
+        tok, score, cand, target, bucket, max_cells, out, n_out)
+    if cap <= 0:
+        return n_out, n_c, cap
+    if not fits_int64:
+        return n_out, n_c, NEEDS_SPLIT
+    row_words = cap // 64 + 1
+    keep = np.zeros(items.shape[0] * row_words, dtype=np.uint64)
+    _dp_int64(dw, dv, cap, keep, row_words)
+    return _knapsack_take(keep, items, dw, cap, row_words, out, n_out), n_c, cap
 
 
 @jit
@@ -386,7 +430,9 @@ def _slice_greedy(tok, score, offsets, targets, rank):
 
 @jit
 def _slice_knapsack(tok, score, offsets, targets, bucket, max_cells, rank, err, err_a, err_b):
-    """KnapsackSlice over every segment of the score-sorted candidates."""
+    """KnapsackSlice over every segment of the score-sorted candidates, with the int64 DP;
+    a segment whose values need the split-row DP gets ``err = ERR_NEEDS_SPLIT`` and no ranks
+    (see :func:`_slice_knapsack_split`)."""
     for s in range(offsets.shape[0] - 1):
         lo = offsets[s]
         hi = offsets[s + 1]
@@ -396,8 +442,35 @@ def _slice_knapsack(tok, score, offsets, targets, bucket, max_cells, rank, err, 
         for j in range(hi - lo):  # lo..hi-1 (see _slice_greedy)
             cand[j] = lo + j
         out = np.empty(hi - lo, dtype=np.int64)
-        n_out, n_c, cap = knapsack_pick(tok, score, cand, targets[s], bucket,
-                                        max_cells, out, 0)
+        n_out, n_c, cap = _knapsack_pick_int64(tok, score, cand, targets[s], bucket,
+                                               max_cells, out, 0)
+        if cap == NEEDS_SPLIT:
+            err[s] = ERR_NEEDS_SPLIT
+            continue
+        if cap < 0:
+            err[s] = ERR_TABLE_TOO_LARGE
+            err_a[s] = n_c
+            err_b[s] = -cap
+            continue
+        for j in range(n_out):
+            rank[out[j]] = j
+
+
+@jit
+def _slice_knapsack_split(tok, score, offsets, targets, bucket, max_cells, segs, rank, err, err_a,
+                          err_b):
+    """KnapsackSlice over the segments ``segs`` with the exact DP at any magnitude (values
+    summing past an int64 are rare: only this kernel compiles the split-row DP)."""
+    for u in range(segs.shape[0]):
+        s = segs[u]
+        lo = offsets[s]
+        hi = offsets[s + 1]
+        cand = np.empty(hi - lo, dtype=np.int64)
+        for j in range(hi - lo):
+            cand[j] = lo + j
+        out = np.empty(hi - lo, dtype=np.int64)
+        n_out, n_c, cap = knapsack_pick(tok, score, cand, targets[s], bucket, max_cells, out, 0)
+        err[s] = 0
         if cap < 0:
             err[s] = ERR_TABLE_TOO_LARGE
             err_a[s] = n_c
@@ -546,6 +619,10 @@ def slice_segments(mode, tok, score, kind, offsets, targets, use_knapsack, bucke
         _slice_greedy(tok, score, offsets, targets, rank)
     elif mode == MODE_KNAPSACK:
         _slice_knapsack(tok, score, offsets, targets, bucket, max_cells, rank, err, err_a, err_b)
+        split = np.flatnonzero(err == ERR_NEEDS_SPLIT)
+        if split.size:
+            _slice_knapsack_split(tok, score, offsets, targets, bucket, max_cells, split, rank,
+                                  err, err_a, err_b)
     elif mode == MODE_QUOTA:
         _slice_quota(tok, score, kind, offsets, targets, use_knapsack, bucket, max_cells,
                      kind_rank, q_has, q_req, q_cap, q_req_all, rank, err, err_a, err_b)
