@@ -107,10 +107,11 @@ INSERTION_RUN = 16
 
 @jit
 def int_keys(x):
-    """Order-preserving uint64 keys of int64 values (the sign bit flipped), a new array."""
-    u = x.copy().view(np.uint64)
-    for i in range(u.shape[0]):
-        u[i] ^= _SIGN
+    """Order-preserving uint64 keys of int64 values (the sign bit flipped), a new array.
+    One element loop: no ``copy``/``view`` implementations to compile for int64 arrays."""
+    u = np.empty(x.shape[0], dtype=np.uint64)
+    for i in range(x.shape[0]):
+        u[i] = np.uint64(x[i]) ^ _SIGN
     return u
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import jit
-from ..sortkeys import sort_pairs
+from ..sortkeys import _SIGN, sort_pairs
 
 
 @jit
@@ -20,7 +20,9 @@ def rank_scores(values, valid, offsets):
     (value, row) pairs are sorted by value in scratch buffers allocated once per call, and
     walking the sorted run gives each row the index of its run of equal values. The sort is
     written out here rather than taken from ``np.argsort``: NumPy's sorts cost seconds to
-    compile cold."""
+    compile cold. ``values`` are int64; they are sorted as order-preserving uint64 keys (the
+    sign bit flipped, as ``sortkeys.int_keys``) so ``sort_pairs`` compiles once, for the
+    uint64 keys every other caller uses."""
     n = values.shape[0]
     out = np.zeros(n, dtype=np.float64)
     n_seg = offsets.shape[0] - 1
@@ -28,9 +30,9 @@ def rank_scores(values, valid, offsets):
     for s in range(n_seg):
         if offsets[s + 1] - offsets[s] > max_m:
             max_m = offsets[s + 1] - offsets[s]
-    key = np.empty(max_m, dtype=values.dtype)
+    key = np.empty(max_m, dtype=np.uint64)
     row = np.empty(max_m, dtype=np.int64)
-    key2 = np.empty(max_m, dtype=values.dtype)
+    key2 = np.empty(max_m, dtype=np.uint64)
     row2 = np.empty(max_m, dtype=np.int64)
     for s in range(n_seg):
         lo = offsets[s]
@@ -38,7 +40,7 @@ def rank_scores(values, valid, offsets):
         count = 0
         for i in range(lo, hi):
             if valid[i]:
-                key[count] = values[i]
+                key[count] = np.uint64(values[i]) ^ _SIGN
                 row[count] = i
                 count += 1
         if count == 0:
