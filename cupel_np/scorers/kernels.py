@@ -83,18 +83,6 @@ def tag_scores(tag_offsets, tag_ids, weight_of_tag, total_weight):
     return out
 
 
-@jit
-def _popcount64(x):
-    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
-    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    # byte sums by shifts, not a wrapping multiply: also valid as plain (NumPy) Python
-    x = x + (x >> np.uint64(8))
-    x = x + (x >> np.uint64(16))
-    x = x + (x >> np.uint64(32))
-    return x & np.uint64(0x7F)
-
-
 #: cost of walking one posting-list entry with the stamp array, in bitset words OR-ed and
 #: counted (random access vs vectorized streaming; measured on the 200k Zipf benchmark)
 STAMP_COST = 8
@@ -276,7 +264,17 @@ def frequency_scores(tag_offsets, tag_ids, n_tags, offsets):
                                 work[q >> 6] |= np.uint64(1) << np.uint64(q & 63)
                     total = 0
                     for w in range(words):
-                        total += np.int64(_popcount64(work[w]))
+                        # popcount, written out (a helper kernel is one more compile when
+                        # cold); byte sums by shifts, not a wrapping multiply: also valid as
+                        # plain (NumPy) Python
+                        bw = work[w]
+                        bw = bw - ((bw >> np.uint64(1)) & np.uint64(0x5555555555555555))
+                        bw = (bw & np.uint64(0x3333333333333333)) + ((bw >> np.uint64(2)) & np.uint64(0x3333333333333333))
+                        bw = (bw + (bw >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+                        bw = bw + (bw >> np.uint64(8))
+                        bw = bw + (bw >> np.uint64(16))
+                        bw = bw + (bw >> np.uint64(32))
+                        total += np.int64(bw & np.uint64(0x7F))
                     memo_item[slot] = r
                     memo_total[slot] = total
                     memo_used[n_used] = slot
