@@ -30,12 +30,9 @@ def score_cmp(a, b):
     return 0
 
 
-@jit
-def _to_ordered(u):
-    """Float64 bit patterns (as uint64, in place) to order-preserving keys."""
-    for i in range(u.shape[0]):
-        b = u[i]
-        u[i] = ~b if b & _SIGN else b | _SIGN
+# Float64 bit patterns (as uint64) become order-preserving keys by ``~b if b & _SIGN else
+# b | _SIGN``; the loop is written out in both key functions rather than shared through a
+# helper kernel: every kernel is a separate compile (~0.05 s each when cold, for a 3-line loop).
 
 
 @jit
@@ -45,7 +42,9 @@ def ordered_bits(x):
     for i in range(x.shape[0]):
         y[i] = x[i] + 0.0  # -0.0 + 0.0 == +0.0
     u = y.view(np.uint64)
-    _to_ordered(u)
+    for i in range(u.shape[0]):
+        b = u[i]
+        u[i] = ~b if b & _SIGN else b | _SIGN
     return u
 
 
@@ -57,10 +56,12 @@ def desc_bits(x):
     for i in range(n):
         y[i] = 0.0 - x[i]  # 0.0 - 0.0 == 0.0 - -0.0 == +0.0
     u = y.view(np.uint64)
-    _to_ordered(u)
     for i in range(n):
+        b = u[i]
         if x[i] != x[i]:
             u[i] = NAN_LAST
+        else:
+            u[i] = ~b if b & _SIGN else b | _SIGN
     return u
 
 
@@ -107,10 +108,11 @@ INSERTION_RUN = 16
 
 @jit
 def int_keys(x):
-    """Order-preserving uint64 keys of int64 values (the sign bit flipped), a new array."""
-    u = x.copy().view(np.uint64)
-    for i in range(u.shape[0]):
-        u[i] ^= _SIGN
+    """Order-preserving uint64 keys of int64 values (the sign bit flipped), a new array.
+    One element loop: no ``copy``/``view`` implementations to compile for int64 arrays."""
+    u = np.empty(x.shape[0], dtype=np.uint64)
+    for i in range(x.shape[0]):
+        u[i] = np.uint64(x[i]) ^ _SIGN
     return u
 
 

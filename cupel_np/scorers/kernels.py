@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import jit
-from ..sortkeys import sort_pairs
+from ..sortkeys import _SIGN, sort_pairs
 
 
 @jit
@@ -20,7 +20,9 @@ def rank_scores(values, valid, offsets):
     (value, row) pairs are sorted by value in scratch buffers allocated once per call, and
     walking the sorted run gives each row the index of its run of equal values. The sort is
     written out here rather than taken from ``np.argsort``: NumPy's sorts cost seconds to
-    compile cold."""
+    compile cold. ``values`` are int64; they are sorted as order-preserving uint64 keys (the
+    sign bit flipped, as ``sortkeys.int_keys``) so ``sort_pairs`` compiles once, for the
+    uint64 keys every other caller uses."""
     n = values.shape[0]
     out = np.zeros(n, dtype=np.float64)
     n_seg = offsets.shape[0] - 1
@@ -28,9 +30,9 @@ def rank_scores(values, valid, offsets):
     for s in range(n_seg):
         if offsets[s + 1] - offsets[s] > max_m:
             max_m = offsets[s + 1] - offsets[s]
-    key = np.empty(max_m, dtype=values.dtype)
+    key = np.empty(max_m, dtype=np.uint64)
     row = np.empty(max_m, dtype=np.int64)
-    key2 = np.empty(max_m, dtype=values.dtype)
+    key2 = np.empty(max_m, dtype=np.uint64)
     row2 = np.empty(max_m, dtype=np.int64)
     for s in range(n_seg):
         lo = offsets[s]
@@ -38,7 +40,7 @@ def rank_scores(values, valid, offsets):
         count = 0
         for i in range(lo, hi):
             if valid[i]:
-                key[count] = values[i]
+                key[count] = np.uint64(values[i]) ^ _SIGN
                 row[count] = i
                 count += 1
         if count == 0:
@@ -79,18 +81,6 @@ def tag_scores(tag_offsets, tag_ids, weight_of_tag, total_weight):
         v = matched / total_weight
         out[i] = v if v < 1.0 else 1.0
     return out
-
-
-@jit
-def _popcount64(x):
-    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
-    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    # byte sums by shifts, not a wrapping multiply: also valid as plain (NumPy) Python
-    x = x + (x >> np.uint64(8))
-    x = x + (x >> np.uint64(16))
-    x = x + (x >> np.uint64(32))
-    return x & np.uint64(0x7F)
 
 
 #: cost of walking one posting-list entry with the stamp array, in bitset words OR-ed and
@@ -274,7 +264,17 @@ def frequency_scores(tag_offsets, tag_ids, n_tags, offsets):
                                 work[q >> 6] |= np.uint64(1) << np.uint64(q & 63)
                     total = 0
                     for w in range(words):
-                        total += np.int64(_popcount64(work[w]))
+                        # popcount, written out (a helper kernel is one more compile when
+                        # cold); byte sums by shifts, not a wrapping multiply: also valid as
+                        # plain (NumPy) Python
+                        bw = work[w]
+                        bw = bw - ((bw >> np.uint64(1)) & np.uint64(0x5555555555555555))
+                        bw = (bw & np.uint64(0x3333333333333333)) + ((bw >> np.uint64(2)) & np.uint64(0x3333333333333333))
+                        bw = (bw + (bw >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+                        bw = bw + (bw >> np.uint64(8))
+                        bw = bw + (bw >> np.uint64(16))
+                        bw = bw + (bw >> np.uint64(32))
+                        total += np.int64(bw & np.uint64(0x7F))
                     memo_item[slot] = r
                     memo_total[slot] = total
                     memo_used[n_used] = slot
