@@ -70,6 +70,8 @@ def radix_argsort(key):
     """Stable argsort of uint64 keys (LSD radix, 16-bit digits; a digit that every key
     shares is skipped). Equal keys keep their input order."""
     n = key.shape[0]
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
     nb = 65536
     mask = np.uint64(nb - 1)
     cnt = np.zeros((4, nb), dtype=np.int64)

@@ -125,6 +125,14 @@ def test_ordered_bits_preserve_float_order(xs):
         assert (xs[i] < xs[i + 1]) == (b[i] < b[i + 1]) and (xs[i] == xs[i + 1]) == (b[i] == b[i + 1])
 
 
+def test_radix_argsort_empty():
+    """No key is read when there are none (the compiled kernel read key[0] out of bounds; the
+    plain-Python function, which u-shaped placement runs under NUMBA_DISABLE_JIT, raised)."""
+    for f in (stages.radix_argsort, getattr(stages.radix_argsort, "py_func", stages.radix_argsort)):
+        got = f(np.zeros(0, dtype=np.uint64))
+        assert got.dtype == np.int64 and got.shape == (0,)
+
+
 def test_radix_argsort_large_with_ties():
     rng = np.random.default_rng(9)
     x = np.round(rng.normal(size=200_000), 3)
