@@ -409,12 +409,16 @@ def run_sweep(
         (mode, use_knapsack, bucket, kind_rank, q_has, q_req, q_cap, q_req_all, e_kind, e_req,
          cap_of_kind, throw, resort) = _slicer_args(pol.slicer, table)
         identity = False  # candidates are exactly the scoreable rows, in order
+        rank_prefix = cand_tok = None
         if isinstance(pol.slicer, GreedySlice):
             cand = surv  # greedy needs no score sort (see slicers/greedy.py)
             every = identity = cand.shape[0] == m  # no deduplication loser
             cand_score = sc if every else sc[cand]
+            cand_tok = sc_tok if every else sc_tok[cand]
             rank = np.full(len(cand), -1, dtype=np.int64)
-            greedy_segments(sc_tok if every else sc_tok[cand], cand_score, surv_off, run_targets, rank)
+            # a big set's fitting prefix stays unordered: the placer orders what it compares
+            rank_prefix = np.zeros(n_sets, dtype=np.int64)
+            greedy_segments(cand_tok, cand_score, surv_off, run_targets, rank, prefix=rank_prefix)
         else:
             order = stages.sort_segments(sc[surv], surv_off)
             cand = surv[order]
@@ -460,7 +464,7 @@ def run_sweep(
             np.full(n_sets, bud.output_reserve, dtype=np.int64),
             ov, pl, count_caps, cap_of_kind,
             included, reason, detail_a, detail_b, pos64, seq,
-            ts_order, ts_sorted, ts_off, lstpos,
+            ts_order, ts_sorted, ts_off, lstpos, rank_prefix=rank_prefix, cand_tok=cand_tok,
         )
         errors.add(np.flatnonzero(p_err), lambda s, a=p_err_a, label=label, target=bud.target_tokens: BudgetOverflowError(
             f"{label}{_set_label(table, s)}selected items require {int(a[s])} tokens, "

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
-from .sortkeys import desc_bits, int_keys, radix_argsort, stable_argsort  # noqa: F401 (radix_argsort: re-exported)
+from .slicers.kernels import MAX_FLOAT as MAX_DENSITY
+from .sortkeys import desc_bits, int_keys, ordered_bits, radix_argsort, stable_argsort  # noqa: F401 (radix_argsort: re-exported)
 
 # reason codes (stored in the int8 reason matrix)
 R_SCORED = 0
@@ -95,6 +96,10 @@ def sort_segments(score, offsets):
 
 #: kept lists at least this long are ordered by the radix sort in u-shaped placement
 RADIX_MIN = 4096
+#: u-shaped placement of a segment whose slicer selected at least this many items orders them
+#: outside the kernel: NumPy's SIMD quicksort of the score keys, then every run of equal scores
+#: repaired to slicer-output order (``_sliced_score_order``)
+U_SORT_MIN = 32768
 #: chronological placement filters the shared timestamp order when a segment keeps more than
 #: this many items (and at least 1/32 of its timestamped rows); smaller ones sort their own
 CHRONO_FILTER_MIN = 16
@@ -237,6 +242,157 @@ def _chronological_filter(mrow, lst, n_keep, n_pin, cand_rows, clo, chi, rank, t
             lstpos[cand_rows[p]] = -1
 
 
+@jit
+def _keys_by_rank(rank, cand_score, cand_tok, lo, hi):
+    """Score keys (``desc_bits``: descending, NaN lowest) of the items the slicer selected in
+    ``[lo, hi)``, indexed by their rank; with their scores and tokens, also by rank."""
+    n = 0
+    for p in range(lo, hi):
+        if rank[p] >= 0:
+            n += 1
+    sc = np.empty(n, dtype=np.float64)
+    tk = np.empty(n, dtype=np.int64)
+    for p in range(lo, hi):
+        r = rank[p]
+        if r >= 0:
+            sc[r] = cand_score[p]
+            tk[r] = cand_tok[p]
+    return desc_bits(sc), sc, tk
+
+
+@jit
+def _tie_before(a, b, sc, tk, n_pre):
+    """Slicer-output order of two equal-score ranks ``a`` and ``b``. Ranks below ``n_pre``
+    (the unordered greedy prefix, ranked in index order) come first, by density descending
+    (NaN last), then index; the others by rank."""
+    if a < n_pre and b < n_pre:
+        ta = tk[a]
+        tb = tk[b]
+        da = MAX_DENSITY if ta == 0 else sc[a] / np.float64(ta)
+        db = MAX_DENSITY if tb == 0 else sc[b] / np.float64(tb)
+        ya = np.inf if da != da else 0.0 - da
+        yb = np.inf if db != db else 0.0 - db
+        if ya != yb:
+            return ya < yb
+    return a < b
+
+
+@jit
+def _rank_order_runs(o, key, sc, tk, n_pre):
+    """``o`` (ranks) orders ``key`` with ties in any order: put every run of equal keys in
+    slicer-output order (``_tie_before``), in place. Returns the keys in ``o`` order."""
+    n = o.shape[0]
+    ks = np.empty(n, dtype=np.uint64)
+    for i in range(n):
+        ks[i] = key[o[i]]
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and ks[j] == ks[i]:
+            j += 1
+        if 1 < j - i <= 32:
+            for u in range(i + 1, j):
+                x = o[u]
+                w = u - 1
+                while w >= i and _tie_before(x, o[w], sc, tk, n_pre):
+                    o[w + 1] = o[w]
+                    w -= 1
+                o[w + 1] = x
+        elif j - i > 32:
+            run = o[i:j].copy()
+            run = run[stable_argsort(int_keys(run))]
+            if run[0] < n_pre:  # prefix ranks: by density (0.0 - d, NaN last), then rank
+                y = np.empty(j - i, dtype=np.float64)
+                for u in range(j - i):
+                    r = run[u]
+                    if r < n_pre:
+                        d = MAX_DENSITY if tk[r] == 0 else sc[r] / np.float64(tk[r])
+                        y[u] = np.inf if d != d else 0.0 - d
+                    else:
+                        y[u] = np.inf
+                run = run[stable_argsort(ordered_bits(y))]
+                cls = np.empty(j - i, dtype=np.uint64)  # the prefix before every later rank
+                for u in range(j - i):
+                    cls[u] = np.uint64(1) if run[u] >= n_pre else np.uint64(0)
+                run = run[stable_argsort(cls)]
+            for u in range(j - i):
+                o[i + u] = run[u]
+        i = j
+    return ks
+
+
+def _sliced_score_order(rank, cand_score, cand_tok, cand_offsets, min_sel, prefix):
+    """Per segment with at least ``min_sel`` selected items, or an unordered greedy prefix
+    (``prefix[s] > 0``): the ranks of its selected items in (score descending with NaN lowest,
+    slicer output) order - u-shaped placement's order of the sliced items - sorted by NumPy's
+    SIMD quicksort plus a repair of equal-score runs. Returns ``(u_rank, u_key, u_off)``:
+    segment ``s`` owns ``u_rank[u_off[s]:u_off[s+1]]`` (empty: the kernel sorts the segment
+    itself) and ``u_key`` holds the matching sorted keys."""
+    n_seg = cand_offsets.shape[0] - 1
+    u_off = np.zeros(n_seg + 1, dtype=np.int64)
+    parts_rank, parts_key = [], []
+    sizes = np.diff(cand_offsets)
+    big = sizes >= max(min_sel, 1)
+    if prefix is not None:
+        big |= prefix > 0
+    for s in np.flatnonzero(big):  # a few big sets at most
+        n_pre = 0 if prefix is None else int(prefix[s])
+        key, sc, tk = _keys_by_rank(rank, cand_score, cand_tok, int(cand_offsets[s]), int(cand_offsets[s + 1]))
+        if (key.shape[0] < min_sel and n_pre == 0) or key.shape[0] == 0:
+            continue
+        o = np.argsort(key)  # unstable SIMD quicksort; ties repaired below
+        parts_key.append(_rank_order_runs(o, key, sc, tk, n_pre))
+        parts_rank.append(o)
+        u_off[s + 1] = o.shape[0]
+    np.cumsum(u_off, out=u_off)
+    if not parts_rank:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint64), u_off
+    if len(parts_rank) == 1:
+        return parts_rank[0], parts_key[0], u_off
+    return np.concatenate(parts_rank), np.concatenate(parts_key), u_off
+
+
+@jit
+def _mark_tied(ts_order, ts_sorted, a, b, flag):
+    """``flag[row] = True`` for every row of the shared timestamp order ``[a, b)`` whose
+    timestamp another row of the segment shares."""
+    for i in range(a, b - 1):
+        if ts_sorted[i] == ts_sorted[i + 1]:
+            flag[ts_order[i]] = True
+            flag[ts_order[i + 1]] = True
+
+
+def _finish_ranks(n_rows, tokens, ts_valid, pin_rows, pin_offsets, cand_rows, cand_score, cand_tok,
+                  cand_offsets, rank, prefix, budget_targets, overflow, placer, use_ts_order, ts_order, ts_sorted,
+                  ts_offsets):
+    """Order what the placer compares of each unordered greedy prefix (``prefix[s]`` ranks in
+    index order, see ``greedy.greedy_segments``): nothing for u-shaped (its score order
+    repairs ties itself), the untimestamped and equal-timestamp items for chronological,
+    every rank when the segment truncates. Returns the prefix lengths u-shaped still needs."""
+    from .slicers.greedy import complete_ranks
+
+    left = np.zeros_like(prefix)
+    for s in np.flatnonzero(prefix > 1):
+        lo, hi = int(cand_offsets[s]), int(cand_offsets[s + 1])
+        n_pre = int(prefix[s])
+        tok, sc, rk = cand_tok[lo:hi], cand_score[lo:hi], rank[lo:hi]
+        if overflow == OVERFLOW_TRUNCATE:
+            pinned = int(tokens[pin_rows[pin_offsets[s]:pin_offsets[s + 1]]].sum())
+            if pinned + int(tok[rk >= 0].sum()) > budget_targets[s]:
+                complete_ranks(tok, sc, rk, n_pre)
+                continue
+        if placer == PLACER_U_SHAPED:
+            left[s] = n_pre
+        elif use_ts_order:
+            flag = np.zeros(n_rows, dtype=np.bool_)
+            _mark_tied(ts_order, ts_sorted, int(ts_offsets[s]), int(ts_offsets[s + 1]), flag)
+            rows = cand_rows[lo:hi]
+            complete_ranks(tok, sc, rk, n_pre, need=flag[rows] | ~ts_valid[rows])
+        else:
+            complete_ranks(tok, sc, rk, n_pre)
+    return left
+
+
 def timestamp_order(ts, ts_valid, offsets):
     """Every segment's timestamped rows sorted by timestamp (shared by all variants), their
     timestamps in that order, and the segment offsets."""
@@ -262,6 +418,7 @@ def _place_segments(
     overflow, placer, count_caps, cap_of_kind,
     included, reason, detail_a, detail_b, position, seq,
     use_ts_order, ts_order, ts_sorted, ts_offsets, lstpos, chrono_min, radix_min,
+    u_rank, u_key, u_off,
 ):
     """Merge pinned and sliced items per segment, apply the overflow strategy, run the placer
     and write every row's inclusion/exclusion reason (``detail_a``/``detail_b``: the cap and
@@ -273,7 +430,11 @@ def _place_segments(
     by timestamp (shared by every variant; ties in any order). Chronological placement of a
     segment that keeps many of its rows filters that order instead of sorting, then repairs
     runs of equal timestamps to the placer's input order. ``lstpos`` is per-row scratch, -1
-    on entry and on exit."""
+    on entry and on exit.
+
+    ``u_rank[u_off[s]:u_off[s+1]]`` (when not empty) holds the ranks of segment ``s``'s selected
+    items in u-shaped order (score desc, rank) with their score keys in ``u_key``
+    (``_sliced_score_order``)."""
     n_seg = pin_offsets.shape[0] - 1
     err = np.zeros(n_seg, dtype=np.int8)
     err_a = np.zeros(n_seg, dtype=np.int64)
@@ -282,6 +443,7 @@ def _place_segments(
     n_kinds = cap_of_kind.shape[0] if count_caps else 1
     kind_count = np.zeros(n_kinds, dtype=np.int64)  # scratch, reset per segment
     drop_seq = 3 * n_rows
+    one_key = desc_bits(np.ones(1))[0]  # the u-shaped order key of a pinned item's score 1.0
     for s in range(n_seg):
         plo = pin_offsets[s]
         phi = pin_offsets[s + 1]
@@ -431,21 +593,46 @@ def _place_segments(
                     placed[c] = lst[j]
                     c += 1
         else:
-            sc = np.empty(n_keep, dtype=np.float64)
-            for j in range(n_keep):
-                sc[j] = mscore[lst[j]]
-            if n_keep >= radix_min:
-                ordr = radix_argsort(desc_bits(sc))
+            # the kept items by (score desc, merged index): pinned items (score 1.0) precede
+            # sliced items of equal score
+            ordm = np.empty(n_keep, dtype=np.int64)
+            if u_off[s + 1] > u_off[s]:  # sliced order given: merge the pinned, drop the truncated
+                c = 0
+                pin_done = n_pin == 0
+                for u in range(u_off[s], u_off[s + 1]):
+                    if not pin_done and u_key[u] >= one_key:
+                        for q in range(n_pin):
+                            if keep[q]:
+                                ordm[c] = q
+                                c += 1
+                        pin_done = True
+                    q = n_pin + u_rank[u]
+                    if keep[q]:
+                        ordm[c] = q
+                        c += 1
+                if not pin_done:
+                    for q in range(n_pin):
+                        if keep[q]:
+                            ordm[c] = q
+                            c += 1
             else:
-                ordr = stable_argsort(desc_bits(sc))
+                sc = np.empty(n_keep, dtype=np.float64)
+                for j in range(n_keep):
+                    sc[j] = mscore[lst[j]]
+                if n_keep >= radix_min:
+                    ordr = radix_argsort(desc_bits(sc))
+                else:
+                    ordr = stable_argsort(desc_bits(sc))
+                for j in range(n_keep):
+                    ordm[j] = lst[ordr[j]]
             left = 0
             right = n_keep - 1
             for j in range(n_keep):
                 if j % 2 == 0:
-                    placed[left] = lst[ordr[j]]
+                    placed[left] = ordm[j]
                     left += 1
                 else:
-                    placed[right] = lst[ordr[j]]
+                    placed[right] = ordm[j]
                     right -= 1
         # row-ordered writes for the kept items (sequential in rows), then positions
         for q in range(n_pin):
@@ -470,19 +657,36 @@ def _place_segments(
 def place_segments(n_rows, tokens, kind, ts, ts_valid, pin_rows, pin_offsets, cand_rows, cand_score,
                    cand_offsets, rank, eff_targets, budget_targets, budget_reserves, overflow, placer,
                    count_caps, cap_of_kind, included, reason, detail_a, detail_b,
-                   position, seq, ts_order=None, ts_sorted=None, ts_offsets=None, lstpos=None):
+                   position, seq, ts_order=None, ts_sorted=None, ts_offsets=None, lstpos=None,
+                   rank_prefix=None, cand_tok=None):
     """Place stage over every segment (see ``_place_segments``). ``ts_order``/``ts_sorted``/``ts_offsets``
-    (from ``timestamp_order``) and the ``lstpos`` scratch are built here when not given."""
+    (from ``timestamp_order``) and the ``lstpos`` scratch are built here when not given.
+
+    ``rank_prefix`` (per segment, from ``greedy_segments(prefix=...)``): the first
+    ``rank_prefix[s]`` ranks of segment ``s`` are an unordered greedy prefix (index order);
+    only what the placer compares of it is ordered here (``_finish_ranks``). ``cand_tok``:
+    the candidates' tokens (gathered from ``tokens`` when not given)."""
     use_ts_order = ts_order is not None
     if not use_ts_order:  # every segment sorts its own kept items
         ts_order, ts_offsets = np.zeros(0, np.int64), np.zeros(pin_offsets.shape[0], np.int64)
         ts_sorted = np.zeros(0, dtype=ts.dtype)
     if lstpos is None:
         lstpos = np.full(n_rows, -1, dtype=np.int64)
+    if cand_tok is None and (placer == PLACER_U_SHAPED or rank_prefix is not None):
+        cand_tok = tokens[cand_rows]
+    left = None
+    if rank_prefix is not None and (rank_prefix > 1).any():
+        left = _finish_ranks(n_rows, tokens, ts_valid, pin_rows, pin_offsets, cand_rows, cand_score,
+                             cand_tok, cand_offsets, rank, rank_prefix, budget_targets, overflow, placer,
+                             use_ts_order, ts_order, ts_sorted, ts_offsets)
+    if placer == PLACER_U_SHAPED:
+        u_rank, u_key, u_off = _sliced_score_order(rank, cand_score, cand_tok, cand_offsets, U_SORT_MIN, left)
+    else:
+        u_rank, u_key, u_off = np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(pin_offsets.shape[0], np.int64)
     return _place_segments(
         n_rows, tokens, kind, ts, ts_valid, pin_rows, pin_offsets, cand_rows, cand_score,
         cand_offsets, rank, eff_targets, budget_targets, budget_reserves, overflow, placer,
         count_caps, cap_of_kind, included, reason, detail_a, detail_b,
         position, seq, use_ts_order, ts_order, ts_sorted, ts_offsets, lstpos,
-        CHRONO_FILTER_MIN, RADIX_MIN)
+        CHRONO_FILTER_MIN, RADIX_MIN, u_rank, u_key, u_off)
 

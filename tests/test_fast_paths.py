@@ -38,11 +38,11 @@ TIE_VALUES = [0.0, -0.0, 0.5, 0.25, 1.0, 2.0, -1.0, np.nan, np.inf, -np.inf, 1e-
 
 @contextlib.contextmanager
 def fast_paths_everywhere(min_chunk=1):
-    names = ("BIG_GREEDY", "MIN_CHUNK"), ("RADIX_MIN", "CHRONO_FILTER_MIN")
+    names = ("BIG_GREEDY", "MIN_CHUNK"), ("RADIX_MIN", "CHRONO_FILTER_MIN", "U_SORT_MIN")
     saved = [getattr(greedy, n) for n in names[0]], [getattr(stages, n) for n in names[1]]
     for n, v in zip(names[0], (1, min_chunk)):
         setattr(greedy, n, v)
-    for n, v in zip(names[1], (0, 0)):
+    for n, v in zip(names[1], (0, 0, 0)):
         setattr(stages, n, v)
     try:
         yield

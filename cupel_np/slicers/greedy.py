@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import jit
-from ..sortkeys import desc_bits, int_keys, ordered_bits, score_cmp, stable_argsort
+from ..sortkeys import _to_ordered, desc_bits, int_keys, ordered_bits, score_cmp, stable_argsort
 from .kernels import MAX_FLOAT
 
 #: segments with at least this many candidates take the chunked NumPy-sort path
@@ -205,46 +205,194 @@ def _first_chunk(keyd, tok, target, n_sample):
     return k
 
 
-def _greedy_big(tok, score, target, rank, min_chunk):
-    """One big segment (``tok``, ``score``, ``rank`` are the segment's slices)."""
-    keyd = density_keys(tok, score)
-    k = keyd.shape[0]
-    chunk = max(min_chunk, int(_first_chunk(keyd, tok, target, 4096) * 1.25))
-    remaining, n_out = target, 0
-    cand = None  # None: every candidate (no index array needed)
-    while True:
-        kc = keyd if cand is None else keyd[cand]
+@jit
+def density_bits(tok, score):
+    """``ordered_bits(density_keys(tok, score))`` in one pass: ascending uint64 keys for
+    'density descending, NaN last'; -0.0 and 0.0 share one key, as comparisons do."""
+    k = tok.shape[0]
+    y = np.empty(k, dtype=np.float64)
+    for j in range(k):
+        t = tok[j]
+        d = MAX_FLOAT if t == 0 else score[j] / np.float64(t)
+        y[j] = np.inf if d != d else 0.0 - d  # 0.0 - 0.0 == 0.0 - -0.0 == +0.0
+    u = y.view(np.uint64)
+    _to_ordered(u)
+    return u
+
+
+@jit
+def _frontier(kb, tok, target):
+    """The budget frontier of the density order, found without sorting (a radix selection on
+    16-bit digits, weighted by tokens): the smallest key ``v`` such that the candidates with
+    key <= v hold more than ``target`` tokens. Returns ``(v, tokens of the keys < v)``, or
+    ``(0, -1)`` when every candidate fits."""
+    n = kb.shape[0]
+    nb = 65536
+    mask = np.uint64(nb - 1)
+    w = np.zeros(nb, dtype=np.int64)
+    sh = np.uint64(48)
+    for i in range(n):
+        w[kb[i] >> sh] += tok[i]
+    acc = 0
+    b = 0
+    while b < nb and acc + w[b] <= target:
+        acc += w[b]
+        b += 1
+    if b == nb:
+        return np.uint64(0), -1
+    prefix = np.uint64(b)
+    m = 0
+    for i in range(n):
+        if kb[i] >> sh == prefix:
+            m += 1
+    sub = np.empty(m, dtype=np.int64)
+    c = 0
+    for i in range(n):
+        if kb[i] >> sh == prefix:
+            sub[c] = i
+            c += 1
+    for level in range(3):
+        sh = np.uint64(32 - 16 * level)
+        for j in range(nb):
+            w[j] = 0
+        for j in range(m):
+            i = sub[j]
+            w[(kb[i] >> sh) & mask] += tok[i]
+        b = 0
+        while acc + w[b] <= target:  # the bucket that crosses exists (the parent crossed)
+            acc += w[b]
+            b += 1
+        prefix = (prefix << np.uint64(16)) | np.uint64(b)
+        c = 0
+        for j in range(m):
+            i = sub[j]
+            if kb[i] >> sh == prefix:
+                sub[c] = i
+                c += 1
+        m = c
+    return prefix, acc
+
+
+@jit
+def _prefix_ranks(kb, thr, rank):
+    """Ranks 0, 1, ... in index order for the candidates with key < ``thr``. Returns their count."""
+    c = 0
+    for i in range(kb.shape[0]):
+        if kb[i] < thr:
+            rank[i] = c
+            c += 1
+    return c
+
+
+def _walk_chunks(kb, tok, score, cand, remaining, rank, n_out, chunk):
+    """Walk the candidates ``cand`` (positions, ascending) in exact density order, chunk by
+    chunk, from ``n_out`` with ``remaining`` tokens."""
+    while cand.size:
+        kc = kb[cand]
         n_c = kc.shape[0]
         if chunk >= n_c:
-            o = np.argsort(kc)
-            order = o if cand is None else cand[o]
+            order = cand[np.argsort(kc)]
             rest = None
         else:
             thr = kc[np.argpartition(kc, chunk - 1)[chunk - 1]]
             inside = kc <= thr
-            part = np.flatnonzero(inside) if cand is None else cand[inside]
-            order = part[np.argsort(keyd[part])]
-            rest = np.flatnonzero(~inside) if cand is None else cand[~inside]
-        repair_runs(order, keyd[order], score)
+            part = cand[inside]
+            order = part[np.argsort(kb[part])]
+            rest = cand[~inside]
+        repair_runs(order, kb[order], score)
         remaining, n_out = _walk(order, tok, remaining, rank, n_out)
         if rest is None or rest.size == 0:
             break
         cand = rest[tok[rest] <= remaining]
-        if cand.size == 0:
-            break
         chunk *= 4
+    return n_out
+
+
+def _greedy_big(tok, score, target, rank, min_chunk):
+    """One big segment (``tok``, ``score``, ``rank`` are the segment's slices). The prefix of
+    the density order that fits the budget whole (every candidate before the frontier) is
+    selected without ordering it: its ranks are written in index order. Returns that prefix's
+    length (0: every rank is exact); ``complete_ranks`` orders it when a consumer needs it."""
+    kb = density_bits(tok, score)
+    thr, used = _frontier(kb, tok, target)
+    if used < 0:  # everything fits
+        return _prefix_ranks_all(rank)
+    thr = np.uint64(thr)
+    n_pre = _prefix_ranks(kb, thr, rank)
+    remaining = target - used
+    cand = np.flatnonzero((kb >= thr) & (tok <= remaining))
+    _walk_chunks(kb, tok, score, cand, remaining, rank, n_pre, min_chunk)
+    return n_pre
+
+
+@jit
+def _prefix_ranks_all(rank):
+    for i in range(rank.shape[0]):
+        rank[i] = i
+    return rank.shape[0]
+
+
+def complete_ranks(tok, score, rank, n_pre, need=None):
+    """Exact slicer-output ranks for the unordered prefix of one segment (``rank[p] < n_pre``,
+    written in index order by the big-segment path; the slices are the segment's). With a
+    boolean ``need`` (per candidate), only the prefix candidates marked get exact relative
+    ranks (``0..k-1`` in density order); the others follow (``k..n_pre-1``, index order) -
+    enough for a consumer that compares only marked candidates with each other (every prefix
+    rank stays below every later one)."""
+    if n_pre <= 1:
+        return
+    pre = (rank >= 0) & (rank < n_pre)
+    if need is not None:
+        pre &= need
+    pos = np.flatnonzero(pre)
+    if pos.size == 0:
+        return
+    kb = density_bits(tok[pos], score[pos])
+    o = np.argsort(kb)  # unstable SIMD quicksort; equal keys repaired to (score, index)
+    order = pos[o]
+    repair_runs(order, kb[o], score)
+    if need is None:
+        rank[order] = np.arange(order.shape[0])
+    else:
+        _need_ranks(rank, order, n_pre)
+
+
+@jit
+def _need_ranks(rank, order, n_pre):
+    """``order`` (positions of the marked prefix, exact order) gets ranks 0..k-1; every other
+    prefix candidate (``rank < n_pre``) follows in index order."""
+    k = order.shape[0]
+    for j in range(k):
+        rank[order[j]] = -2
+    c = k
+    for p in range(rank.shape[0]):
+        r = rank[p]
+        if r >= 0 and r < n_pre:
+            rank[p] = c
+            c += 1
+    for j in range(k):
+        rank[order[j]] = j
 
 
 def greedy_segments(tok, score, offsets, targets, rank, *, big: int | None = None,
-                    min_chunk: int | None = None):
+                    min_chunk: int | None = None, prefix: np.ndarray | None = None):
     """GreedySlice per segment over candidates in input (row) order. Writes ``rank[p]`` =
     position in the slicer output (density order), -1 when not selected (``rank`` must be -1
     on entry). ``big`` and ``min_chunk`` (default: the module's ``BIG_GREEDY`` and
-    ``MIN_CHUNK``) choose the path only, never the answer."""
+    ``MIN_CHUNK``) choose the path only, never the answer.
+
+    With ``prefix`` (int64 per segment, zeros), a big segment's fitting prefix is left
+    unordered: ``prefix[s]`` = its length, those candidates hold ranks ``0..prefix[s]-1`` in
+    index order, the rest of the output exact ranks from ``prefix[s]`` (see
+    ``complete_ranks``). Without it every rank is exact."""
     big = BIG_GREEDY if big is None else big
     min_chunk = MIN_CHUNK if min_chunk is None else min_chunk
     _greedy_small(tok, score, offsets, targets, rank, big)
     sizes = np.diff(offsets)
     for s in np.flatnonzero((sizes >= big) & (targets > 0)):  # a few big sets at most
         lo, hi = int(offsets[s]), int(offsets[s + 1])
-        _greedy_big(tok[lo:hi], score[lo:hi], int(targets[s]), rank[lo:hi], min_chunk)
+        n_pre = _greedy_big(tok[lo:hi], score[lo:hi], int(targets[s]), rank[lo:hi], min_chunk)
+        if prefix is not None:
+            prefix[s] = n_pre
+        else:
+            complete_ranks(tok[lo:hi], score[lo:hi], rank[lo:hi], n_pre)
