@@ -362,6 +362,28 @@ def _mark_tied(ts_order, ts_sorted, a, b, flag):
             flag[ts_order[i + 1]] = True
 
 
+@jit
+def _chrono_need(rank, lo, hi, n_pre, cand_rows, ts_valid, flag):
+    """The unordered greedy prefix of ``[lo, hi)`` (ranks below ``n_pre``) as chronological
+    placement sees it: the positions (from ``lo``) of the items it compares by rank -
+    untimestamped, or sharing a timestamp (``flag``) - are returned for exact ordering; the
+    others, which it orders by timestamp alone, take the ranks from ``n_pre - 1`` down."""
+    pos = np.empty(n_pre, dtype=np.int64)
+    k = 0
+    top = n_pre
+    for p in range(lo, hi):
+        r = rank[p]
+        if r >= 0 and r < n_pre:
+            row = cand_rows[p]
+            if flag[row] or not ts_valid[row]:
+                pos[k] = p - lo
+                k += 1
+            else:
+                top -= 1
+                rank[p] = top
+    return pos[:k]
+
+
 def _finish_ranks(n_rows, tokens, ts_valid, pin_rows, pin_offsets, cand_rows, cand_score, cand_tok,
                   cand_offsets, rank, prefix, budget_targets, overflow, placer, use_ts_order, ts_order, ts_sorted,
                   ts_offsets):
@@ -369,7 +391,7 @@ def _finish_ranks(n_rows, tokens, ts_valid, pin_rows, pin_offsets, cand_rows, ca
     index order, see ``greedy.greedy_segments``): nothing for u-shaped (its score order
     repairs ties itself), the untimestamped and equal-timestamp items for chronological,
     every rank when the segment truncates. Returns the prefix lengths u-shaped still needs."""
-    from .slicers.greedy import complete_ranks
+    from .slicers.greedy import complete_ranks, order_positions
 
     left = np.zeros_like(prefix)
     for s in np.flatnonzero(prefix > 1):
@@ -386,8 +408,8 @@ def _finish_ranks(n_rows, tokens, ts_valid, pin_rows, pin_offsets, cand_rows, ca
         elif use_ts_order:
             flag = np.zeros(n_rows, dtype=np.bool_)
             _mark_tied(ts_order, ts_sorted, int(ts_offsets[s]), int(ts_offsets[s + 1]), flag)
-            rows = cand_rows[lo:hi]
-            complete_ranks(tok, sc, rk, n_pre, need=flag[rows] | ~ts_valid[rows])
+            pos = _chrono_need(rank, lo, hi, n_pre, cand_rows, ts_valid, flag)
+            rk[order_positions(tok, sc, pos)] = np.arange(pos.shape[0])
         else:
             complete_ranks(tok, sc, rk, n_pre)
     return left

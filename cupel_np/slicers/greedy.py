@@ -6,18 +6,21 @@ score-sorted position is exactly (score desc, index asc), so the pipeline's scor
 needed for greedy at all.
 
 Small segments (a corpus of many sets) are handled inside one kernel. Big segments (at least
-``BIG_GREEDY`` candidates) walk the density order in chunks:
+``BIG_GREEDY`` candidates) need no order to decide most of the selection:
 
-* a chunk is every remaining candidate whose density key is at most a threshold (found by a
-  linear-time partition), so runs of equal keys are never split between chunks;
-* the chunk is ordered by NumPy's unstable (SIMD) quicksort of the float64 density key, and
-  runs of equal keys are repaired to (score desc, index asc) - the spec's total order;
-* after a chunk is walked, only candidates with ``tokens <= remaining budget`` can still be
-  selected (the remaining budget never grows), so the rest is filtered to those before the
-  next chunk.
+* the *fitting prefix* - every candidate whose density key is below the budget frontier, the
+  first key at which the running token total passes the target - is selected whole; the
+  frontier is found by a radix selection weighted by tokens (linear time, ``_frontier``);
+* beyond it, only candidates with ``tokens <= remaining budget`` can still be selected (the
+  remaining budget never grows); they are walked in exact order, chunk by chunk: a chunk is
+  every remaining candidate whose key is at most a threshold (a linear-time partition, so runs
+  of equal keys are never split), ordered by NumPy's unstable (SIMD) quicksort of the keys
+  with runs of equal keys repaired to (score desc, index asc) - the spec's total order.
 
-The first chunk is sized from a strided sample so that it usually reaches the budget
-frontier; the answer does not depend on the chunking (tests force tiny chunks).
+The prefix's ranks are written in index order. ``greedy_segments`` orders them (by the same
+quicksort and repair) unless the caller takes them unordered (``prefix=``): the placers compare
+only a few of them by rank (``stages._finish_ranks``). The answer does not depend on the
+chunking or the path (tests force tiny chunks and the big path on small sets).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from .kernels import MAX_FLOAT
 
 #: segments with at least this many candidates take the chunked NumPy-sort path
 BIG_GREEDY = 32768
-#: smallest first chunk of the big-segment path
+#: first chunk of the exact walk beyond the frontier (the chunks then grow 4x)
 MIN_CHUNK = 16384
 #: small segments up to this size are ordered by insertion sort
 INSERTION_MAX = 48
@@ -185,27 +188,6 @@ def _walk(order, tok, remaining, rank, n_out):
 
 
 @jit
-def _first_chunk(keyd, tok, target, n_sample):
-    """Estimate how many candidates (in density order) the budget reaches, from a strided
-    sample: the sample's tokens scaled to the whole segment, accumulated in key order."""
-    k = keyd.shape[0]
-    step = max(1, k // n_sample)
-    m = (k + step - 1) // step
-    sk = np.empty(m, dtype=np.float64)
-    st = np.empty(m, dtype=np.int64)
-    for i in range(m):
-        sk[i] = keyd[i * step]
-        st[i] = tok[i * step]
-    o = stable_argsort(ordered_bits(sk))
-    acc = 0.0
-    for i in range(m):
-        acc += np.float64(st[o[i]]) * step
-        if acc > target:
-            return (i + 1) * step
-    return k
-
-
-@jit
 def density_bits(tok, score):
     """``ordered_bits(density_keys(tok, score))`` in one pass: ascending uint64 keys for
     'density descending, NaN last'; -0.0 and 0.0 share one key, as comparisons do."""
@@ -332,46 +314,22 @@ def _prefix_ranks_all(rank):
     return rank.shape[0]
 
 
-def complete_ranks(tok, score, rank, n_pre, need=None):
-    """Exact slicer-output ranks for the unordered prefix of one segment (``rank[p] < n_pre``,
-    written in index order by the big-segment path; the slices are the segment's). With a
-    boolean ``need`` (per candidate), only the prefix candidates marked get exact relative
-    ranks (``0..k-1`` in density order); the others follow (``k..n_pre-1``, index order) -
-    enough for a consumer that compares only marked candidates with each other (every prefix
-    rank stays below every later one)."""
-    if n_pre <= 1:
-        return
-    pre = (rank >= 0) & (rank < n_pre)
-    if need is not None:
-        pre &= need
-    pos = np.flatnonzero(pre)
-    if pos.size == 0:
-        return
+def order_positions(tok, score, pos):
+    """The candidates ``pos`` (positions) in slicer-output order: density descending, then
+    score, then index (NumPy's SIMD quicksort plus a repair of runs of equal keys)."""
     kb = density_bits(tok[pos], score[pos])
-    o = np.argsort(kb)  # unstable SIMD quicksort; equal keys repaired to (score, index)
+    o = np.argsort(kb)  # unstable; runs of equal keys repaired to (score, index) below
     order = pos[o]
     repair_runs(order, kb[o], score)
-    if need is None:
+    return order
+
+
+def complete_ranks(tok, score, rank, n_pre):
+    """Exact slicer-output ranks for the unordered prefix of one segment (``0 <= rank[p] <
+    n_pre``, written in index order by the big-segment path; the slices are the segment's)."""
+    if n_pre > 1:
+        order = order_positions(tok, score, np.flatnonzero((rank >= 0) & (rank < n_pre)))
         rank[order] = np.arange(order.shape[0])
-    else:
-        _need_ranks(rank, order, n_pre)
-
-
-@jit
-def _need_ranks(rank, order, n_pre):
-    """``order`` (positions of the marked prefix, exact order) gets ranks 0..k-1; every other
-    prefix candidate (``rank < n_pre``) follows in index order."""
-    k = order.shape[0]
-    for j in range(k):
-        rank[order[j]] = -2
-    c = k
-    for p in range(rank.shape[0]):
-        r = rank[p]
-        if r >= 0 and r < n_pre:
-            rank[p] = c
-            c += 1
-    for j in range(k):
-        rank[order[j]] = j
 
 
 def greedy_segments(tok, score, offsets, targets, rank, *, big: int | None = None,
