@@ -146,6 +146,34 @@ def _chronological_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, ts_va
 
 
 @jit
+def _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, u_rank, u_key, ua, ub,
+                  one_key, position):
+    """U-shaped placement when every merged item is kept: the sliced items come ordered
+    (``u_rank[ua:ub]``, score desc then rank, keys ``u_key``); the pinned items (score 1.0)
+    go before the first sliced item whose score is not above 1.0. Item ``j`` of that order
+    is placed at ``j // 2`` (even ``j``) or ``m - 1 - j // 2`` (odd ``j``)."""
+    row_of = np.empty(ub - ua, dtype=np.int64)  # sliced row by rank
+    for p in range(clo, chi):
+        r = rank[p]
+        if r >= 0:
+            row_of[r] = cand_rows[p]
+    j = 0
+    pin_done = n_pin == 0
+    for u in range(ua, ub):
+        if not pin_done and u_key[u] >= one_key:
+            for q in range(n_pin):
+                position[pin_rows[plo + q]] = j // 2 if j % 2 == 0 else m - 1 - j // 2
+                j += 1
+            pin_done = True
+        position[row_of[u_rank[u]]] = j // 2 if j % 2 == 0 else m - 1 - j // 2
+        j += 1
+    if not pin_done:
+        for q in range(n_pin):
+            position[pin_rows[plo + q]] = j // 2 if j % 2 == 0 else m - 1 - j // 2
+            j += 1
+
+
+@jit
 def _ts_scan(ts_order, ts_sorted, a, b, lstpos, out_row, out_key):
     """Kept rows (``lstpos >= 0``) of the shared timestamp order; runs of equal timestamps
     ordered by input position. Returns the count written to ``out_row``/``out_key``."""
@@ -517,11 +545,17 @@ def _place_segments(
             kept_out[s] = 0
             continue
         truncating = merged_tokens > target and overflow == OVERFLOW_TRUNCATE
-        if (not truncating and placer == PLACER_CHRONOLOGICAL and use_ts_order and m > chrono_min
-                and m * 32 >= ts_offsets[s + 1] - ts_offsets[s]):
+        fast_chrono = (placer == PLACER_CHRONOLOGICAL and use_ts_order and m > chrono_min
+                       and m * 32 >= ts_offsets[s + 1] - ts_offsets[s])
+        fast_u = placer == PLACER_U_SHAPED and u_off[s + 1] > u_off[s]
+        if not truncating and (fast_chrono or fast_u):
             # every merged item is kept, in merged order: no merged arrays needed
-            _chronological_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, ts_valid,
-                               ts_order, ts_sorted, ts_offsets[s], ts_offsets[s + 1], lstpos, position)
+            if fast_chrono:
+                _chronological_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, ts_valid,
+                                   ts_order, ts_sorted, ts_offsets[s], ts_offsets[s + 1], lstpos, position)
+            else:
+                _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m,
+                              u_rank, u_key, u_off[s], u_off[s + 1], one_key, position)
             for q in range(plo, phi):
                 row = pin_rows[q]
                 included[row] = True
