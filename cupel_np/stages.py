@@ -109,7 +109,8 @@ CHRONO_FILTER_MIN = 16
 def _chronological_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, ts_valid,
                        ts_order, ts_sorted, a, b, lstpos, position):
     """``_chronological_filter`` when every merged item is kept in merged order (no
-    truncation): input position = pinned index, or ``n_pin + rank`` for a sliced item."""
+    truncation): input position = pinned index, or ``n_pin + rank`` for a sliced item.
+    Leaves ``lstpos`` set for the kept rows: the caller resets it."""
     for q in range(n_pin):
         lstpos[pin_rows[plo + q]] = q
     for p in range(clo, chi):
@@ -138,11 +139,7 @@ def _chronological_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, ts_va
             c += 1
     for j in range(m):
         position[out_row[j]] = j
-    for q in range(n_pin):
-        lstpos[pin_rows[plo + q]] = -1
-    for p in range(clo, chi):
-        if rank[p] >= 0:
-            lstpos[cand_rows[p]] = -1
+    # the caller resets lstpos (to -1) in its pass over the kept rows
 
 
 @jit
@@ -482,6 +479,9 @@ def _place_segments(
     runs of equal timestamps to the placer's input order. ``lstpos`` is per-row scratch, -1
     on entry and on exit.
 
+    ``seq[row]`` is written only for the rows truncation drops (``3 * n_rows`` + drop order);
+    the caller reads it only then, after setting it to -1.
+
     ``u_rank[u_off[s]:u_off[s+1]]`` (when not empty) holds the ranks of segment ``s``'s selected
     items in u-shaped order (score desc, rank) with their score keys in ``u_key``
     (``_sliced_score_order``)."""
@@ -504,30 +504,29 @@ def _place_segments(
         pinned_tokens = 0
         for q in range(plo, phi):
             pinned_tokens += tokens[pin_rows[q]]
-        for p in range(clo, chi):
-            if rank[p] >= 0:
-                n_sel += 1
-        m = n_pin + n_sel
         sliced_tokens = 0
-        if count_caps:
+        eff_target = eff_targets[s]
+        override_max = budget_targets[s] - budget_reserves[s]
+        if count_caps:  # the exclusions need every kind's final count: two passes
             for p in range(clo, chi):
                 kind_count[kind[cand_rows[p]]] = 0
-        for p in range(clo, chi):
-            if rank[p] >= 0:
-                sliced_tokens += tokens[cand_rows[p]]
-                if count_caps:
+            for p in range(clo, chi):
+                if rank[p] >= 0:
+                    n_sel += 1
+                    sliced_tokens += tokens[cand_rows[p]]
                     kind_count[kind[cand_rows[p]]] += 1
-        # slice-stage exclusions
-        eff_target = eff_targets[s]
+        # slice-stage exclusions (counted and summed in the same pass without count caps)
         for p in range(clo, chi):
-            if rank[p] >= 0:
-                continue
             row = cand_rows[p]
             t = tokens[row]
+            if rank[p] >= 0:
+                if not count_caps:
+                    n_sel += 1
+                    sliced_tokens += t
+                continue
             included[row] = False
-            seq[row] = 2 * n_rows + p
             k = kind[row]
-            if pinned_tokens > 0 and t > eff_target and t <= budget_targets[s] - budget_reserves[s]:
+            if pinned_tokens > 0 and t > eff_target and t <= override_max:
                 reason[row] = R_PINNED_OVERRIDE
             elif count_caps and cap_of_kind[k] >= 0 and kind_count[k] >= cap_of_kind[k] and t <= eff_target:
                 reason[row] = R_COUNT_CAP_EXCEEDED
@@ -535,6 +534,7 @@ def _place_segments(
                 detail_b[row] = kind_count[k]
             else:
                 reason[row] = R_BUDGET_EXCEEDED
+        m = n_pin + n_sel
         merged_tokens = pinned_tokens + sliced_tokens
         target = budget_targets[s]
         sliced_out[s] = sliced_tokens
@@ -559,14 +559,16 @@ def _place_segments(
             for q in range(plo, phi):
                 row = pin_rows[q]
                 included[row] = True
-                seq[row] = -1
                 reason[row] = R_PINNED
+                if fast_chrono:
+                    lstpos[row] = -1  # _chronological_all's scratch, back to -1
             for p in range(clo, chi):
                 if rank[p] >= 0:
                     row = cand_rows[p]
                     included[row] = True
-                    seq[row] = -1
                     reason[row] = R_ZERO_TOKEN if tokens[row] == 0 else R_SCORED
+                    if fast_chrono:
+                        lstpos[row] = -1
             continue
         # merged list: pinned (input order, score 1.0) then the slicer output in its order
         mrow = np.empty(m, dtype=np.int64)
@@ -695,14 +697,12 @@ def _place_segments(
             if keep[q]:
                 row = mrow[q]
                 included[row] = True
-                seq[row] = -1
                 reason[row] = R_PINNED
         for p in range(clo, chi):
             r = rank[p]
             if r >= 0 and keep[n_pin + r]:
                 row = cand_rows[p]
                 included[row] = True
-                seq[row] = -1
                 reason[row] = R_ZERO_TOKEN if tokens[row] == 0 else R_SCORED
         if not placed_done:
             for j in range(n_keep):
