@@ -387,36 +387,24 @@ def _mark_tied(ts_order, ts_sorted, a, b, flag):
             flag[ts_order[i + 1]] = True
 
 
-@jit
-def _chrono_need(rank, lo, hi, n_pre, cand_rows, ts_valid, flag):
-    """The unordered greedy prefix of ``[lo, hi)`` (ranks below ``n_pre``) as chronological
-    placement sees it: the positions (from ``lo``) of the items it compares by rank -
-    untimestamped, or sharing a timestamp (``flag``) - are returned for exact ordering; the
-    others, which it orders by timestamp alone, take the ranks from ``n_pre - 1`` down."""
-    pos = np.empty(n_pre, dtype=np.int64)
-    k = 0
-    top = n_pre
-    for p in range(lo, hi):
-        r = rank[p]
-        if r >= 0 and r < n_pre:
-            row = cand_rows[p]
-            if flag[row] or not ts_valid[row]:
-                pos[k] = p - lo
-                k += 1
-            else:
-                top -= 1
-                rank[p] = top
-    return pos[:k]
+def chrono_compared(ts_valid, ts_order, ts_sorted, rows):
+    """Per row of ``rows``: whether chronological placement may compare it with another item
+    by input order - untimestamped, or sharing its timestamp with another row (of the whole
+    table, a superset of its set's: marking more rows only orders more). For
+    ``greedy_segments(compared=...)``."""
+    flag = np.zeros(ts_valid.shape[0], dtype=np.bool_)
+    _mark_tied(ts_order, ts_sorted, 0, ts_order.shape[0], flag)
+    return flag[rows] | ~ts_valid[rows]
 
 
-def _finish_ranks(n_rows, tokens, ts_valid, pin_rows, pin_offsets, cand_rows, cand_score, cand_tok,
-                  cand_offsets, rank, prefix, budget_targets, overflow, placer, use_ts_order, ts_order, ts_sorted,
-                  ts_offsets):
+def _finish_ranks(tokens, pin_rows, pin_offsets, cand_score, cand_tok, cand_offsets, rank, prefix,
+                  budget_targets, overflow, placer, prefix_compared):
     """Order what the placer compares of each unordered greedy prefix (``prefix[s]`` ranks in
     index order, see ``greedy.greedy_segments``): nothing for u-shaped (its score order
-    repairs ties itself), the untimestamped and equal-timestamp items for chronological,
-    every rank when the segment truncates. Returns the prefix lengths u-shaped still needs."""
-    from .slicers.greedy import complete_ranks, order_positions
+    repairs ties itself) nor for chronological when the slicer already ordered the compared
+    items (``prefix_compared``), every rank otherwise or when the segment truncates. Returns
+    the prefix lengths u-shaped still needs."""
+    from .slicers.greedy import complete_ranks
 
     left = np.zeros_like(prefix)
     for s in np.flatnonzero(prefix > 1):
@@ -430,12 +418,7 @@ def _finish_ranks(n_rows, tokens, ts_valid, pin_rows, pin_offsets, cand_rows, ca
                 continue
         if placer == PLACER_U_SHAPED:
             left[s] = n_pre
-        elif use_ts_order:
-            flag = np.zeros(n_rows, dtype=np.bool_)
-            _mark_tied(ts_order, ts_sorted, int(ts_offsets[s]), int(ts_offsets[s + 1]), flag)
-            pos = _chrono_need(rank, lo, hi, n_pre, cand_rows, ts_valid, flag)
-            rk[order_positions(tok, sc, pos)] = np.arange(pos.shape[0])
-        else:
+        elif not (placer == PLACER_CHRONOLOGICAL and prefix_compared):
             complete_ranks(tok, sc, rk, n_pre)
     return left
 
@@ -714,14 +697,16 @@ def place_segments(n_rows, tokens, kind, ts, ts_valid, pin_rows, pin_offsets, ca
                    cand_offsets, rank, eff_targets, budget_targets, budget_reserves, overflow, placer,
                    count_caps, cap_of_kind, included, reason, detail_a, detail_b,
                    position, seq, ts_order=None, ts_sorted=None, ts_offsets=None, lstpos=None,
-                   rank_prefix=None, cand_tok=None):
+                   rank_prefix=None, cand_tok=None, prefix_compared=False):
     """Place stage over every segment (see ``_place_segments``). ``ts_order``/``ts_sorted``/``ts_offsets``
     (from ``timestamp_order``) and the ``lstpos`` scratch are built here when not given.
 
     ``rank_prefix`` (per segment, from ``greedy_segments(prefix=...)``): the first
     ``rank_prefix[s]`` ranks of segment ``s`` are an unordered greedy prefix (index order);
-    only what the placer compares of it is ordered here (``_finish_ranks``). ``cand_tok``:
-    the candidates' tokens (gathered from ``tokens`` when not given)."""
+    only what the placer compares of it is ordered here (``_finish_ranks``); with
+    ``prefix_compared`` the slicer already ordered what chronological placement compares
+    (``greedy_segments(compared=chrono_compared(...))``). ``cand_tok``: the candidates'
+    tokens (gathered from ``tokens`` when not given)."""
     use_ts_order = ts_order is not None
     if not use_ts_order:  # every segment sorts its own kept items
         ts_order, ts_offsets = np.zeros(0, np.int64), np.zeros(pin_offsets.shape[0], np.int64)
@@ -732,9 +717,8 @@ def place_segments(n_rows, tokens, kind, ts, ts_valid, pin_rows, pin_offsets, ca
         cand_tok = tokens[cand_rows]
     left = None
     if rank_prefix is not None and (rank_prefix > 1).any():
-        left = _finish_ranks(n_rows, tokens, ts_valid, pin_rows, pin_offsets, cand_rows, cand_score,
-                             cand_tok, cand_offsets, rank, rank_prefix, budget_targets, overflow, placer,
-                             use_ts_order, ts_order, ts_sorted, ts_offsets)
+        left = _finish_ranks(tokens, pin_rows, pin_offsets, cand_score, cand_tok, cand_offsets, rank,
+                             rank_prefix, budget_targets, overflow, placer, prefix_compared)
     if placer == PLACER_U_SHAPED:
         u_rank, u_key, u_off = _sliced_score_order(rank, cand_score, cand_tok, cand_offsets, U_SORT_MIN, left)
     else:

@@ -109,6 +109,18 @@ def test_unordered_prefix_then_complete_ranks(pairs, target, min_chunk):
     assert (lazy[rest] == exact[rest]).all()
     greedy.complete_ranks(tok, score, lazy, n_pre)
     assert (lazy == exact).all()
+    # compared=: the unmarked prefix first in index order, then the marked ones in exact order
+    marked = np.array([(i * 7 + t) % 3 == 0 for i, t in enumerate(tok)], dtype=np.bool_)
+    part = np.full(n, -1, dtype=np.int64)
+    pre2 = np.zeros(1, dtype=np.int64)
+    greedy.greedy_segments(tok, score, np.array([0, n]), np.array([target]), part, big=1,
+                           min_chunk=min_chunk, prefix=pre2, compared=marked)
+    assert pre2[0] == n_pre and ((part >= 0) == (exact >= 0)).all()
+    unmarked_pre = [p for p in in_pre if not marked[p]]
+    marked_pre = sorted((p for p in in_pre if marked[p]), key=lambda p: exact[p])
+    assert list(part[unmarked_pre]) == list(range(len(unmarked_pre)))
+    assert list(part[marked_pre]) == list(range(len(unmarked_pre), n_pre))
+    assert (part[rest] == exact[rest]).all()
 
 
 def _prefix_items(n, seed):

@@ -290,21 +290,51 @@ def _walk_chunks(kb, tok, score, cand, remaining, rank, n_out, chunk):
     return n_out
 
 
-def _greedy_big(tok, score, target, rank, min_chunk):
-    """One big segment (``tok``, ``score``, ``rank`` are the segment's slices). The prefix of
-    the density order that fits the budget whole (every candidate before the frontier) is
-    selected without ordering it: its ranks are written in index order. Returns that prefix's
-    length (0: every rank is exact); ``complete_ranks`` orders it when a consumer needs it."""
+def _greedy_big(tok, score, target, rank, min_chunk, marked=None):
+    """One big segment (``tok``, ``score``, ``rank``, ``marked`` are the segment's slices). The
+    prefix of the density order that fits the budget whole (every candidate before the
+    frontier) is selected without ordering it: its ranks are written in index order, or, with
+    ``marked``, the unmarked ones first in index order and then the marked ones in exact order.
+    Returns that prefix's length (0: every rank is exact); ``complete_ranks`` orders it when a
+    consumer needs it."""
     kb = density_bits(tok, score)
     thr, used = _frontier(kb, tok, target)
-    if used < 0:  # everything fits
-        return _prefix_ranks_all(rank)
+    every = used < 0  # everything fits
     thr = np.uint64(thr)
-    n_pre = _prefix_ranks(kb, thr, rank)
+    if marked is None:
+        if every:
+            return _prefix_ranks_all(rank)
+        n_pre = _prefix_ranks(kb, thr, rank)
+    else:
+        pos, n_pre = _prefix_ranks_marked(kb, thr, every, rank, marked)
+        if pos.shape[0]:
+            rank[order_positions(tok, score, pos, kb)] = np.arange(n_pre, n_pre + pos.shape[0])
+            n_pre += pos.shape[0]
+        if every:
+            return n_pre
     remaining = target - used
     cand = np.flatnonzero((kb >= thr) & (tok <= remaining))
     _walk_chunks(kb, tok, score, cand, remaining, rank, n_pre, min_chunk)
     return n_pre
+
+
+@jit
+def _prefix_ranks_marked(kb, thr, every, rank, marked):
+    """The prefix candidates (key < ``thr``; all when ``every``): the unmarked ones get ranks
+    0, 1, ... in index order; returns the positions of the marked ones and that count."""
+    n = kb.shape[0]
+    pos = np.empty(n, dtype=np.int64)
+    k = 0
+    c = 0
+    for i in range(n):
+        if every or kb[i] < thr:
+            if marked[i]:
+                pos[k] = i
+                k += 1
+            else:
+                rank[i] = c
+                c += 1
+    return pos[:k], c
 
 
 @jit
@@ -314,13 +344,14 @@ def _prefix_ranks_all(rank):
     return rank.shape[0]
 
 
-def order_positions(tok, score, pos):
+def order_positions(tok, score, pos, kb=None):
     """The candidates ``pos`` (positions) in slicer-output order: density descending, then
-    score, then index (NumPy's SIMD quicksort plus a repair of runs of equal keys)."""
-    kb = density_bits(tok[pos], score[pos])
-    o = np.argsort(kb)  # unstable; runs of equal keys repaired to (score, index) below
+    score, then index (NumPy's SIMD quicksort plus a repair of runs of equal keys). ``kb``:
+    the segment's ``density_bits`` when already computed."""
+    kp = density_bits(tok[pos], score[pos]) if kb is None else kb[pos]
+    o = np.argsort(kp)  # unstable; runs of equal keys repaired to (score, index) below
     order = pos[o]
-    repair_runs(order, kb[o], score)
+    repair_runs(order, kp[o], score)
     return order
 
 
@@ -333,7 +364,8 @@ def complete_ranks(tok, score, rank, n_pre):
 
 
 def greedy_segments(tok, score, offsets, targets, rank, *, big: int | None = None,
-                    min_chunk: int | None = None, prefix: np.ndarray | None = None):
+                    min_chunk: int | None = None, prefix: np.ndarray | None = None,
+                    compared: np.ndarray | None = None):
     """GreedySlice per segment over candidates in input (row) order. Writes ``rank[p]`` =
     position in the slicer output (density order), -1 when not selected (``rank`` must be -1
     on entry). ``big`` and ``min_chunk`` (default: the module's ``BIG_GREEDY`` and
@@ -342,14 +374,19 @@ def greedy_segments(tok, score, offsets, targets, rank, *, big: int | None = Non
     With ``prefix`` (int64 per segment, zeros), a big segment's fitting prefix is left
     unordered: ``prefix[s]`` = its length, those candidates hold ranks ``0..prefix[s]-1`` in
     index order, the rest of the output exact ranks from ``prefix[s]`` (see
-    ``complete_ranks``). Without it every rank is exact."""
+    ``complete_ranks``). Without it every rank is exact. ``compared`` (bool per candidate,
+    with ``prefix``): inside the prefix the unmarked candidates come first (index order) and
+    the marked ones after them in exact order - for a consumer that compares by rank only
+    marked candidates with each other (chronological placement: the untimestamped and
+    equal-timestamp ones, ``stages.chrono_compared``)."""
     big = BIG_GREEDY if big is None else big
     min_chunk = MIN_CHUNK if min_chunk is None else min_chunk
     _greedy_small(tok, score, offsets, targets, rank, big)
     sizes = np.diff(offsets)
     for s in np.flatnonzero((sizes >= big) & (targets > 0)):  # a few big sets at most
         lo, hi = int(offsets[s]), int(offsets[s + 1])
-        n_pre = _greedy_big(tok[lo:hi], score[lo:hi], int(targets[s]), rank[lo:hi], min_chunk)
+        marked = None if compared is None or prefix is None else compared[lo:hi]
+        n_pre = _greedy_big(tok[lo:hi], score[lo:hi], int(targets[s]), rank[lo:hi], min_chunk, marked)
         if prefix is not None:
             prefix[s] = n_pre
         else:
