@@ -286,60 +286,59 @@ def _keys_by_rank(rank, cand_score, cand_tok, lo, hi):
 
 
 @jit
-def _tie_before(a, b, sc, tk, n_pre):
-    """Slicer-output order of two equal-score ranks ``a`` and ``b``. Ranks below ``n_pre``
-    (the unordered greedy prefix, ranked in index order) come first, by density descending
-    (NaN last), then index; the others by rank."""
-    if a < n_pre and b < n_pre:
-        ta = tk[a]
-        tb = tk[b]
-        da = MAX_DENSITY if ta == 0 else sc[a] / np.float64(ta)
-        db = MAX_DENSITY if tb == 0 else sc[b] / np.float64(tb)
-        ya = np.inf if da != da else 0.0 - da
-        yb = np.inf if db != db else 0.0 - db
-        if ya != yb:
-            return ya < yb
-    return a < b
-
-
-@jit
 def _rank_order_runs(o, key, sc, tk, n_pre):
     """``o`` (ranks) orders ``key`` with ties in any order: put every run of equal keys in
-    slicer-output order (``_tie_before``), in place. Returns the keys in ``o`` order."""
+    slicer-output order, in place, and return the keys in ``o`` order. Ranks below ``n_pre``
+    (the unordered greedy prefix, ranked in index order) precede the others and are ordered by
+    density descending (NaN last: key ``0.0 - density``, NaN as +inf), then rank; the others by
+    rank."""
     n = o.shape[0]
     ks = np.empty(n, dtype=np.uint64)
     for i in range(n):
         ks[i] = key[o[i]]
+    top = np.uint64(0xFFFFFFFFFFFFFFFF)  # after every prefix key (ordered bits of +inf are lower)
     i = 0
     while i < n:
         j = i + 1
         while j < n and ks[j] == ks[i]:
             j += 1
-        if 1 < j - i <= 32:
+        if 1 < j - i <= 32:  # insertion sort by (class, density key, rank), in place
             for u in range(i + 1, j):
                 x = o[u]
+                dx = 0.0
+                if x < n_pre:
+                    d = MAX_DENSITY if tk[x] == 0 else sc[x] / np.float64(tk[x])
+                    dx = np.inf if d != d else 0.0 - d
                 w = u - 1
-                while w >= i and _tie_before(x, o[w], sc, tk, n_pre):
-                    o[w + 1] = o[w]
+                while w >= i:
+                    z = o[w]
+                    if (z < n_pre) != (x < n_pre):
+                        if z < n_pre:  # the prefix first
+                            break
+                    elif x < n_pre:
+                        d = MAX_DENSITY if tk[z] == 0 else sc[z] / np.float64(tk[z])
+                        dz = np.inf if d != d else 0.0 - d
+                        if dz < dx or (dz == dx and z < x):
+                            break
+                    elif z < x:
+                        break
+                    o[w + 1] = z
                     w -= 1
                 o[w + 1] = x
         elif j - i > 32:
             run = o[i:j].copy()
             run = run[stable_argsort(int_keys(run))]
-            if run[0] < n_pre:  # prefix ranks: by density (0.0 - d, NaN last), then rank
+            if run[0] < n_pre:  # prefix ranks in the run: then by density (stable)
                 y = np.empty(j - i, dtype=np.float64)
                 for u in range(j - i):
                     r = run[u]
-                    if r < n_pre:
-                        d = MAX_DENSITY if tk[r] == 0 else sc[r] / np.float64(tk[r])
-                        y[u] = np.inf if d != d else 0.0 - d
-                    else:
-                        y[u] = np.inf
-                run = run[stable_argsort(ordered_bits(y))]
-                cls = np.empty(j - i, dtype=np.uint64)  # the prefix before every later rank
+                    d = MAX_DENSITY if tk[r] == 0 else sc[r] / np.float64(tk[r])
+                    y[u] = np.inf if d != d or r >= n_pre else 0.0 - d
+                kk = ordered_bits(y)
                 for u in range(j - i):
-                    cls[u] = np.uint64(1) if run[u] >= n_pre else np.uint64(0)
-                run = run[stable_argsort(cls)]
+                    if run[u] >= n_pre:
+                        kk[u] = top
+                run = run[stable_argsort(kk)]
             for u in range(j - i):
                 o[i + u] = run[u]
         i = j

@@ -255,17 +255,6 @@ def _frontier(kb, tok, target):
     return prefix, acc
 
 
-@jit
-def _prefix_ranks(kb, thr, rank):
-    """Ranks 0, 1, ... in index order for the candidates with key < ``thr``. Returns their count."""
-    c = 0
-    for i in range(kb.shape[0]):
-        if kb[i] < thr:
-            rank[i] = c
-            c += 1
-    return c
-
-
 def _walk_chunks(kb, tok, score, cand, remaining, rank, n_out, chunk):
     """Walk the candidates ``cand`` (positions, ascending) in exact density order, chunk by
     chunk, from ``n_out`` with ``remaining`` tokens."""
@@ -301,17 +290,12 @@ def _greedy_big(tok, score, target, rank, min_chunk, marked=None):
     thr, used = _frontier(kb, tok, target)
     every = used < 0  # everything fits
     thr = np.uint64(thr)
-    if marked is None:
-        if every:
-            return _prefix_ranks_all(rank)
-        n_pre = _prefix_ranks(kb, thr, rank)
-    else:
-        pos, n_pre = _prefix_ranks_marked(kb, thr, every, rank, marked)
-        if pos.shape[0]:
-            rank[order_positions(tok, score, pos, kb)] = np.arange(n_pre, n_pre + pos.shape[0])
-            n_pre += pos.shape[0]
-        if every:
-            return n_pre
+    pos, n_pre = _prefix_ranks(kb, thr, every, rank, _NO_MARKS if marked is None else marked)
+    if pos.shape[0]:
+        rank[order_positions(tok, score, pos, kb)] = np.arange(n_pre, n_pre + pos.shape[0])
+        n_pre += pos.shape[0]
+    if every:
+        return n_pre
     remaining = target - used
     cand = np.flatnonzero((kb >= thr) & (tok <= remaining))
     _walk_chunks(kb, tok, score, cand, remaining, rank, n_pre, min_chunk)
@@ -319,16 +303,18 @@ def _greedy_big(tok, score, target, rank, min_chunk, marked=None):
 
 
 @jit
-def _prefix_ranks_marked(kb, thr, every, rank, marked):
+def _prefix_ranks(kb, thr, every, rank, marked):
     """The prefix candidates (key < ``thr``; all when ``every``): the unmarked ones get ranks
-    0, 1, ... in index order; returns the positions of the marked ones and that count."""
+    0, 1, ... in index order; returns the positions of the marked ones (``marked`` empty:
+    none) and that count."""
     n = kb.shape[0]
-    pos = np.empty(n, dtype=np.int64)
+    has = marked.shape[0] > 0
+    pos = np.empty(n if has else 0, dtype=np.int64)
     k = 0
     c = 0
     for i in range(n):
         if every or kb[i] < thr:
-            if marked[i]:
+            if has and marked[i]:
                 pos[k] = i
                 k += 1
             else:
@@ -337,11 +323,7 @@ def _prefix_ranks_marked(kb, thr, every, rank, marked):
     return pos[:k], c
 
 
-@jit
-def _prefix_ranks_all(rank):
-    for i in range(rank.shape[0]):
-        rank[i] = i
-    return rank.shape[0]
+_NO_MARKS = np.zeros(0, dtype=np.bool_)
 
 
 def order_positions(tok, score, pos, kb=None):
