@@ -447,7 +447,7 @@ def _place_segments(
     overflow, placer, count_caps, cap_of_kind,
     included, reason, detail_a, detail_b, position, seq,
     use_ts_order, ts_order, ts_sorted, ts_offsets, lstpos, chrono_min, radix_min,
-    u_rank, u_key, u_off,
+    u_rank, u_key, u_off, one_key,
 ):
     """Merge pinned and sliced items per segment, apply the overflow strategy, run the placer
     and write every row's inclusion/exclusion reason (``detail_a``/``detail_b``: the cap and
@@ -466,7 +466,8 @@ def _place_segments(
 
     ``u_rank[u_off[s]:u_off[s+1]]`` (when not empty) holds the ranks of segment ``s``'s selected
     items in u-shaped order (score desc, rank) with their score keys in ``u_key``
-    (``_sliced_score_order``)."""
+    (``_sliced_score_order``; ``one_key``: the key of a pinned item's score 1.0). It serves
+    the segment when nothing is truncated; a truncating segment sorts its kept items itself."""
     n_seg = pin_offsets.shape[0] - 1
     err = np.zeros(n_seg, dtype=np.int8)
     err_a = np.zeros(n_seg, dtype=np.int64)
@@ -475,7 +476,6 @@ def _place_segments(
     n_kinds = cap_of_kind.shape[0] if count_caps else 1
     kind_count = np.zeros(n_kinds, dtype=np.int64)  # scratch, reset per segment
     drop_seq = 3 * n_rows
-    one_key = desc_bits(np.ones(1))[0]  # the u-shaped order key of a pinned item's score 1.0
     for s in range(n_seg):
         plo = pin_offsets[s]
         phi = pin_offsets[s + 1]
@@ -633,46 +633,21 @@ def _place_segments(
                     placed[c] = lst[j]
                     c += 1
         else:
-            # the kept items by (score desc, merged index): pinned items (score 1.0) precede
-            # sliced items of equal score
-            ordm = np.empty(n_keep, dtype=np.int64)
-            if u_off[s + 1] > u_off[s]:  # sliced order given: merge the pinned, drop the truncated
-                c = 0
-                pin_done = n_pin == 0
-                for u in range(u_off[s], u_off[s + 1]):
-                    if not pin_done and u_key[u] >= one_key:
-                        for q in range(n_pin):
-                            if keep[q]:
-                                ordm[c] = q
-                                c += 1
-                        pin_done = True
-                    q = n_pin + u_rank[u]
-                    if keep[q]:
-                        ordm[c] = q
-                        c += 1
-                if not pin_done:
-                    for q in range(n_pin):
-                        if keep[q]:
-                            ordm[c] = q
-                            c += 1
+            sc = np.empty(n_keep, dtype=np.float64)
+            for j in range(n_keep):
+                sc[j] = mscore[lst[j]]
+            if n_keep >= radix_min:
+                ordr = radix_argsort(desc_bits(sc))
             else:
-                sc = np.empty(n_keep, dtype=np.float64)
-                for j in range(n_keep):
-                    sc[j] = mscore[lst[j]]
-                if n_keep >= radix_min:
-                    ordr = radix_argsort(desc_bits(sc))
-                else:
-                    ordr = stable_argsort(desc_bits(sc))
-                for j in range(n_keep):
-                    ordm[j] = lst[ordr[j]]
+                ordr = stable_argsort(desc_bits(sc))
             left = 0
             right = n_keep - 1
             for j in range(n_keep):
                 if j % 2 == 0:
-                    placed[left] = ordm[j]
+                    placed[left] = lst[ordr[j]]
                     left += 1
                 else:
-                    placed[right] = ordm[j]
+                    placed[right] = lst[ordr[j]]
                     right -= 1
         # row-ordered writes for the kept items (sequential in rows), then positions
         for q in range(n_pin):
@@ -727,5 +702,10 @@ def place_segments(n_rows, tokens, kind, ts, ts_valid, pin_rows, pin_offsets, ca
         cand_offsets, rank, eff_targets, budget_targets, budget_reserves, overflow, placer,
         count_caps, cap_of_kind, included, reason, detail_a, detail_b,
         position, seq, use_ts_order, ts_order, ts_sorted, ts_offsets, lstpos,
-        CHRONO_FILTER_MIN, RADIX_MIN, u_rank, u_key, u_off)
+        CHRONO_FILTER_MIN, RADIX_MIN, u_rank, u_key, u_off, _ONE_KEY)
+
+
+#: the u-shaped order key (``desc_bits``) of a pinned item's score 1.0: the bits of -1.0
+#: (0xBFF0...), negative, so inverted (tests/test_fast_paths.py checks it against desc_bits)
+_ONE_KEY = np.uint64(0xBFF0000000000000 ^ 0xFFFFFFFFFFFFFFFF)
 

@@ -123,6 +123,10 @@ def test_unordered_prefix_then_complete_ranks(pairs, target, min_chunk):
     assert (part[rest] == exact[rest]).all()
 
 
+def test_one_key_is_the_key_of_a_pinned_score():
+    assert stages._ONE_KEY == desc_bits(np.ones(1))[0]
+
+
 def _prefix_items(n, seed):
     """Many equal scores, densities and timestamps, zero tokens and pinned items."""
     rng = np.random.default_rng(seed)
