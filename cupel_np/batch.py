@@ -410,12 +410,23 @@ def run_sweep(
         (mode, use_knapsack, bucket, kind_rank, q_has, q_req, q_cap, q_req_all, e_kind, e_req,
          cap_of_kind, throw, resort) = _slicer_args(pol.slicer, table)
         identity = False  # candidates are exactly the scoreable rows, in order
+        rank_prefix = cand_tok = compared = None
         if isinstance(pol.slicer, GreedySlice):
             cand = surv  # greedy needs no score sort (see slicers/greedy.py)
             every = identity = cand.shape[0] == m  # no deduplication loser
             cand_score = sc if every else sc[cand]
+            cand_tok = sc_tok if every else sc_tok[cand]
             rank = np.full(len(cand), -1, dtype=np.int64)
-            greedy_segments(sc_tok if every else sc_tok[cand], cand_score, surv_off, run_targets, rank)
+            # a big set's fitting prefix stays unordered: the placer orders what it compares
+            # (chronological: the slicer orders the rows marked by chrono_compared, per worker)
+            rank_prefix = np.zeros(n_sets, dtype=np.int64)
+            compared = None
+            if pol.placer == "chronological" and ts_order is not None:
+                if "chrono_compared" not in w:
+                    w["chrono_compared"] = stages.chrono_compared(table.timestamp_valid, ts_order, ts_sorted, sc_rows)
+                compared = w["chrono_compared"] if every else w["chrono_compared"][cand]
+            greedy_segments(cand_tok, cand_score, surv_off, run_targets, rank, prefix=rank_prefix,
+                            compared=compared)
         else:
             # quota with an inner greedy needs no score sort either (see slicers/quota.py)
             unsorted = mode == sk.MODE_QUOTA and not use_knapsack
@@ -464,7 +475,8 @@ def run_sweep(
             np.full(n_sets, bud.output_reserve, dtype=np.int64),
             ov, pl, count_caps, cap_of_kind,
             included, reason, detail_a, detail_b, pos64, seq,
-            ts_order, ts_sorted, ts_off, lstpos,
+            ts_order, ts_sorted, ts_off, lstpos, rank_prefix=rank_prefix, cand_tok=cand_tok,
+            prefix_compared=compared is not None,
         )
         errors.add(np.flatnonzero(p_err), lambda s, a=p_err_a, label=label, target=bud.target_tokens: BudgetOverflowError(
             f"{label}{_set_label(table, s)}selected items require {int(a[s])} tokens, "

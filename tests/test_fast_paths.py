@@ -38,11 +38,11 @@ TIE_VALUES = [0.0, -0.0, 0.5, 0.25, 1.0, 2.0, -1.0, np.nan, np.inf, -np.inf, 1e-
 
 @contextlib.contextmanager
 def fast_paths_everywhere(min_chunk=1):
-    names = ("BIG_GREEDY", "MIN_CHUNK"), ("RADIX_MIN", "CHRONO_FILTER_MIN")
+    names = ("BIG_GREEDY", "MIN_CHUNK"), ("RADIX_MIN", "CHRONO_FILTER_MIN", "U_SORT_MIN")
     saved = [getattr(greedy, n) for n in names[0]], [getattr(stages, n) for n in names[1]]
     for n, v in zip(names[0], (1, min_chunk)):
         setattr(greedy, n, v)
-    for n, v in zip(names[1], (0, 0)):
+    for n, v in zip(names[1], (0, 0, 0)):
         setattr(stages, n, v)
     try:
         yield
@@ -80,6 +80,89 @@ def test_greedy_chunked_walk_matches_spec(pairs, target, min_chunk):
     want = naive_greedy(tokens, scores, target)
     assert engine_greedy(tokens, scores, target, big=1, min_chunk=min_chunk) == want
     assert engine_greedy(tokens, scores, target, big=10**9) == want
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 40), st.sampled_from(TIE_VALUES)), min_size=1, max_size=120),
+       st.integers(1, 600), st.sampled_from([1, 2, 16]))
+def test_unordered_prefix_then_complete_ranks(pairs, target, min_chunk):
+    """The big path's fitting prefix left unordered (``prefix=``): the same selection, prefix
+    ranks in index order below every later rank, later ranks exact; ``complete_ranks`` then
+    gives the exact ranks."""
+    tok = np.array([t for t, _ in pairs], dtype=np.int64)
+    score = np.array([x for _, x in pairs], dtype=np.float64)
+    n = tok.shape[0]
+    exact = np.full(n, -1, dtype=np.int64)
+    greedy.greedy_segments(tok, score, np.array([0, n]), np.array([target]), exact, big=10**9)
+    lazy = np.full(n, -1, dtype=np.int64)
+    pre = np.zeros(1, dtype=np.int64)
+    greedy.greedy_segments(tok, score, np.array([0, n]), np.array([target]), lazy, big=1,
+                           min_chunk=min_chunk, prefix=pre)
+    n_pre = int(pre[0])
+    assert ((lazy >= 0) == (exact >= 0)).all()
+    sel = np.flatnonzero(lazy >= 0)
+    assert sorted(lazy[sel]) == list(range(sel.size))
+    in_pre = sel[lazy[sel] < n_pre]
+    assert list(lazy[in_pre]) == list(range(n_pre))  # index order
+    assert sorted(exact[in_pre]) == list(range(n_pre))  # the prefix of the exact order
+    rest = sel[lazy[sel] >= n_pre]
+    assert (lazy[rest] == exact[rest]).all()
+    greedy.complete_ranks(tok, score, lazy, n_pre)
+    assert (lazy == exact).all()
+    # compared=: the unmarked prefix first in index order, then the marked ones in exact order
+    marked = np.array([(i * 7 + t) % 3 == 0 for i, t in enumerate(tok)], dtype=np.bool_)
+    part = np.full(n, -1, dtype=np.int64)
+    pre2 = np.zeros(1, dtype=np.int64)
+    greedy.greedy_segments(tok, score, np.array([0, n]), np.array([target]), part, big=1,
+                           min_chunk=min_chunk, prefix=pre2, compared=marked)
+    assert pre2[0] == n_pre and ((part >= 0) == (exact >= 0)).all()
+    unmarked_pre = [p for p in in_pre if not marked[p]]
+    marked_pre = sorted((p for p in in_pre if marked[p]), key=lambda p: exact[p])
+    assert list(part[unmarked_pre]) == list(range(len(unmarked_pre)))
+    assert list(part[marked_pre]) == list(range(len(unmarked_pre), n_pre))
+    assert (part[rest] == exact[rest]).all()
+
+
+def test_one_key_is_the_key_of_a_pinned_score():
+    assert stages._ONE_KEY == desc_bits(np.ones(1))[0]
+
+
+def _prefix_items(n, seed):
+    """Many equal scores, densities and timestamps, zero tokens and pinned items."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        d = {"content": f"c{i}", "tokens": int(rng.choice([0, 1, 2, 3, 4, 8])),
+             "kind": ["Message", "Document", "Note"][i % 3]}
+        if rng.random() < 0.6:
+            d["timestamp"] = datetime.fromtimestamp(1_700_000_000 + int(rng.integers(0, 25)), timezone.utc)
+        if rng.random() < 0.8:
+            d["future_relevance_hint"] = float(rng.choice([0.0, 0.25, 0.5, 1.0]))
+        if rng.random() < 0.03:
+            d["pinned"] = True
+        out.append(d)
+    return out
+
+
+@pytest.mark.parametrize("placer", ["chronological", "u_shaped"])
+@pytest.mark.parametrize("overflow", ["throw", "truncate", "proceed"])
+@pytest.mark.parametrize("seed, frac, coarse", [(0, 0.2, False), (1, 0.5, False), (2, 0.8, False),
+                                                (3, 1.0, False), (4, 0.6, True), (5, 0.95, True)])
+def test_unordered_greedy_prefix_matches_naive(placer, overflow, seed, frac, coarse):
+    """The big-set greedy path leaves its fitting prefix unordered and each placer orders only
+    what it compares (u-shaped: equal scores, pinned items' 1.0 included; chronological:
+    untimestamped and equal-timestamp items). Forced on a few hundred items full of ties;
+    ``coarse``: 15 distinct scores, so runs of equal scores are long (sorted, not inserted)."""
+    items = _prefix_items(900 if coarse else 300, seed)
+    total = sum(d["tokens"] for d in items)
+    budget = {"max_tokens": total + 10, "target_tokens": int(total * frac)}
+    scorers = [{"type": "reflexive", "weight": 1.0}, {"type": "kind", "weight": 0.5}]
+    if not coarse:
+        scorers.append({"type": "recency", "weight": 0.25})
+    config = {"scorers": scorers, "slicer": "greedy", "placer": placer, "overflow_strategy": overflow}
+    with fast_paths_everywhere(min_chunk=2):
+        got = _engine(items, budget, config)
+    assert got == _naive(items, budget, config)
 
 
 @pytest.mark.parametrize("seed, target", [(0, 64_000), (1, 5_000), (2, 30_000_000), (3, 1), (4, 2_500_000)])

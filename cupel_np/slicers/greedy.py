@@ -6,18 +6,21 @@ score-sorted position is exactly (score desc, index asc), so the pipeline's scor
 needed for greedy at all.
 
 Small segments (a corpus of many sets) are handled inside one kernel. Big segments (at least
-``BIG_GREEDY`` candidates) walk the density order in chunks:
+``BIG_GREEDY`` candidates) need no order to decide most of the selection:
 
-* a chunk is every remaining candidate whose density key is at most a threshold (found by a
-  linear-time partition), so runs of equal keys are never split between chunks;
-* the chunk is ordered by NumPy's unstable (SIMD) quicksort of the float64 density key, and
-  runs of equal keys are repaired to (score desc, index asc) - the spec's total order;
-* after a chunk is walked, only candidates with ``tokens <= remaining budget`` can still be
-  selected (the remaining budget never grows), so the rest is filtered to those before the
-  next chunk.
+* the *fitting prefix* - every candidate whose density key is below the budget frontier, the
+  first key at which the running token total passes the target - is selected whole; the
+  frontier is found by a radix selection weighted by tokens (linear time, ``_frontier``);
+* beyond it, only candidates with ``tokens <= remaining budget`` can still be selected (the
+  remaining budget never grows); they are walked in exact order, chunk by chunk: a chunk is
+  every remaining candidate whose key is at most a threshold (a linear-time partition, so runs
+  of equal keys are never split), ordered by NumPy's unstable (SIMD) quicksort of the keys
+  with runs of equal keys repaired to (score desc, index asc) - the spec's total order.
 
-The first chunk is sized from a strided sample so that it usually reaches the budget
-frontier; the answer does not depend on the chunking (tests force tiny chunks).
+The prefix's ranks are written in index order. ``greedy_segments`` orders them (by the same
+quicksort and repair) unless the caller takes them unordered (``prefix=``): the placers compare
+only a few of them by rank (``stages._finish_ranks``). The answer does not depend on the
+chunking or the path (tests force tiny chunks and the big path on small sets).
 """
 
 from __future__ import annotations
@@ -25,12 +28,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import jit
-from ..sortkeys import desc_bits, int_keys, ordered_bits, score_cmp, stable_argsort
+from ..sortkeys import _to_ordered, desc_bits, int_keys, ordered_bits, score_cmp, stable_argsort
 from .kernels import MAX_FLOAT
 
 #: segments with at least this many candidates take the chunked NumPy-sort path
 BIG_GREEDY = 32768
-#: smallest first chunk of the big-segment path
+#: first chunk of the exact walk beyond the frontier (the chunks then grow 4x)
 MIN_CHUNK = 16384
 #: small segments up to this size are ordered by insertion sort
 INSERTION_MAX = 48
@@ -185,66 +188,188 @@ def _walk(order, tok, remaining, rank, n_out):
 
 
 @jit
-def _first_chunk(keyd, tok, target, n_sample):
-    """Estimate how many candidates (in density order) the budget reaches, from a strided
-    sample: the sample's tokens scaled to the whole segment, accumulated in key order."""
-    k = keyd.shape[0]
-    step = max(1, k // n_sample)
-    m = (k + step - 1) // step
-    sk = np.empty(m, dtype=np.float64)
-    st = np.empty(m, dtype=np.int64)
-    for i in range(m):
-        sk[i] = keyd[i * step]
-        st[i] = tok[i * step]
-    o = stable_argsort(ordered_bits(sk))
-    acc = 0.0
-    for i in range(m):
-        acc += np.float64(st[o[i]]) * step
-        if acc > target:
-            return (i + 1) * step
-    return k
+def density_bits(tok, score):
+    """``ordered_bits(density_keys(tok, score))`` in one pass: ascending uint64 keys for
+    'density descending, NaN last'; -0.0 and 0.0 share one key, as comparisons do."""
+    k = tok.shape[0]
+    y = np.empty(k, dtype=np.float64)
+    for j in range(k):
+        t = tok[j]
+        d = MAX_FLOAT if t == 0 else score[j] / np.float64(t)
+        y[j] = np.inf if d != d else 0.0 - d  # 0.0 - 0.0 == 0.0 - -0.0 == +0.0
+    u = y.view(np.uint64)
+    _to_ordered(u)
+    return u
 
 
-def _greedy_big(tok, score, target, rank, min_chunk):
-    """One big segment (``tok``, ``score``, ``rank`` are the segment's slices)."""
-    keyd = density_keys(tok, score)
-    k = keyd.shape[0]
-    chunk = max(min_chunk, int(_first_chunk(keyd, tok, target, 4096) * 1.25))
-    remaining, n_out = target, 0
-    cand = None  # None: every candidate (no index array needed)
-    while True:
-        kc = keyd if cand is None else keyd[cand]
+@jit
+def _frontier(kb, tok, target):
+    """The budget frontier of the density order, found without sorting (a radix selection on
+    16-bit digits, weighted by tokens): the smallest key ``v`` such that the candidates with
+    key <= v hold more than ``target`` tokens. Returns ``(v, tokens of the keys < v)``, or
+    ``(0, -1)`` when every candidate fits."""
+    n = kb.shape[0]
+    nb = 65536
+    mask = np.uint64(nb - 1)
+    w = np.zeros(nb, dtype=np.int64)
+    sh = np.uint64(48)
+    for i in range(n):
+        w[kb[i] >> sh] += tok[i]
+    acc = 0
+    b = 0
+    while b < nb and acc + w[b] <= target:
+        acc += w[b]
+        b += 1
+    if b == nb:
+        return np.uint64(0), -1
+    prefix = np.uint64(b)
+    m = 0
+    for i in range(n):
+        if kb[i] >> sh == prefix:
+            m += 1
+    sub = np.empty(m, dtype=np.int64)
+    c = 0
+    for i in range(n):
+        if kb[i] >> sh == prefix:
+            sub[c] = i
+            c += 1
+    for level in range(3):
+        sh = np.uint64(32 - 16 * level)
+        for j in range(nb):
+            w[j] = 0
+        for j in range(m):
+            i = sub[j]
+            w[(kb[i] >> sh) & mask] += tok[i]
+        b = 0
+        while acc + w[b] <= target:  # the bucket that crosses exists (the parent crossed)
+            acc += w[b]
+            b += 1
+        prefix = (prefix << np.uint64(16)) | np.uint64(b)
+        c = 0
+        for j in range(m):
+            i = sub[j]
+            if kb[i] >> sh == prefix:
+                sub[c] = i
+                c += 1
+        m = c
+    return prefix, acc
+
+
+def _walk_chunks(kb, tok, score, cand, remaining, rank, n_out, chunk):
+    """Walk the candidates ``cand`` (positions, ascending) in exact density order, chunk by
+    chunk, from ``n_out`` with ``remaining`` tokens."""
+    while cand.size:
+        kc = kb[cand]
         n_c = kc.shape[0]
         if chunk >= n_c:
-            o = np.argsort(kc)
-            order = o if cand is None else cand[o]
+            order = cand[np.argsort(kc)]
             rest = None
         else:
             thr = kc[np.argpartition(kc, chunk - 1)[chunk - 1]]
             inside = kc <= thr
-            part = np.flatnonzero(inside) if cand is None else cand[inside]
-            order = part[np.argsort(keyd[part])]
-            rest = np.flatnonzero(~inside) if cand is None else cand[~inside]
-        repair_runs(order, keyd[order], score)
+            part = cand[inside]
+            order = part[np.argsort(kb[part])]
+            rest = cand[~inside]
+        repair_runs(order, kb[order], score)
         remaining, n_out = _walk(order, tok, remaining, rank, n_out)
         if rest is None or rest.size == 0:
             break
         cand = rest[tok[rest] <= remaining]
-        if cand.size == 0:
-            break
         chunk *= 4
+    return n_out
+
+
+def _greedy_big(tok, score, target, rank, min_chunk, marked=None):
+    """One big segment (``tok``, ``score``, ``rank``, ``marked`` are the segment's slices). The
+    prefix of the density order that fits the budget whole (every candidate before the
+    frontier) is selected without ordering it: its ranks are written in index order, or, with
+    ``marked``, the unmarked ones first in index order and then the marked ones in exact order.
+    Returns that prefix's length (0: every rank is exact); ``complete_ranks`` orders it when a
+    consumer needs it."""
+    kb = density_bits(tok, score)
+    thr, used = _frontier(kb, tok, target)
+    every = used < 0  # everything fits
+    thr = np.uint64(thr)
+    pos, n_pre = _prefix_ranks(kb, thr, every, rank, _NO_MARKS if marked is None else marked)
+    if pos.shape[0]:
+        rank[order_positions(tok, score, pos, kb)] = np.arange(n_pre, n_pre + pos.shape[0])
+        n_pre += pos.shape[0]
+    if every:
+        return n_pre
+    remaining = target - used
+    cand = np.flatnonzero((kb >= thr) & (tok <= remaining))
+    _walk_chunks(kb, tok, score, cand, remaining, rank, n_pre, min_chunk)
+    return n_pre
+
+
+@jit
+def _prefix_ranks(kb, thr, every, rank, marked):
+    """The prefix candidates (key < ``thr``; all when ``every``): the unmarked ones get ranks
+    0, 1, ... in index order; returns the positions of the marked ones (``marked`` empty:
+    none) and that count."""
+    n = kb.shape[0]
+    has = marked.shape[0] > 0
+    pos = np.empty(n if has else 0, dtype=np.int64)
+    k = 0
+    c = 0
+    for i in range(n):
+        if every or kb[i] < thr:
+            if has and marked[i]:
+                pos[k] = i
+                k += 1
+            else:
+                rank[i] = c
+                c += 1
+    return pos[:k], c
+
+
+_NO_MARKS = np.zeros(0, dtype=np.bool_)
+
+
+def order_positions(tok, score, pos, kb=None):
+    """The candidates ``pos`` (positions) in slicer-output order: density descending, then
+    score, then index (NumPy's SIMD quicksort plus a repair of runs of equal keys). ``kb``:
+    the segment's ``density_bits`` when already computed."""
+    kp = density_bits(tok[pos], score[pos]) if kb is None else kb[pos]
+    o = np.argsort(kp)  # unstable; runs of equal keys repaired to (score, index) below
+    order = pos[o]
+    repair_runs(order, kp[o], score)
+    return order
+
+
+def complete_ranks(tok, score, rank, n_pre):
+    """Exact slicer-output ranks for the unordered prefix of one segment (``0 <= rank[p] <
+    n_pre``, written in index order by the big-segment path; the slices are the segment's)."""
+    if n_pre > 1:
+        order = order_positions(tok, score, np.flatnonzero((rank >= 0) & (rank < n_pre)))
+        rank[order] = np.arange(order.shape[0])
 
 
 def greedy_segments(tok, score, offsets, targets, rank, *, big: int | None = None,
-                    min_chunk: int | None = None):
+                    min_chunk: int | None = None, prefix: np.ndarray | None = None,
+                    compared: np.ndarray | None = None):
     """GreedySlice per segment over candidates in input (row) order. Writes ``rank[p]`` =
     position in the slicer output (density order), -1 when not selected (``rank`` must be -1
     on entry). ``big`` and ``min_chunk`` (default: the module's ``BIG_GREEDY`` and
-    ``MIN_CHUNK``) choose the path only, never the answer."""
+    ``MIN_CHUNK``) choose the path only, never the answer.
+
+    With ``prefix`` (int64 per segment, zeros), a big segment's fitting prefix is left
+    unordered: ``prefix[s]`` = its length, those candidates hold ranks ``0..prefix[s]-1`` in
+    index order, the rest of the output exact ranks from ``prefix[s]`` (see
+    ``complete_ranks``). Without it every rank is exact. ``compared`` (bool per candidate,
+    with ``prefix``): inside the prefix the unmarked candidates come first (index order) and
+    the marked ones after them in exact order - for a consumer that compares by rank only
+    marked candidates with each other (chronological placement: the untimestamped and
+    equal-timestamp ones, ``stages.chrono_compared``)."""
     big = BIG_GREEDY if big is None else big
     min_chunk = MIN_CHUNK if min_chunk is None else min_chunk
     _greedy_small(tok, score, offsets, targets, rank, big)
     sizes = np.diff(offsets)
     for s in np.flatnonzero((sizes >= big) & (targets > 0)):  # a few big sets at most
         lo, hi = int(offsets[s]), int(offsets[s + 1])
-        _greedy_big(tok[lo:hi], score[lo:hi], int(targets[s]), rank[lo:hi], min_chunk)
+        marked = None if compared is None or prefix is None else compared[lo:hi]
+        n_pre = _greedy_big(tok[lo:hi], score[lo:hi], int(targets[s]), rank[lo:hi], min_chunk, marked)
+        if prefix is not None:
+            prefix[s] = n_pre
+        else:
+            complete_ranks(tok[lo:hi], score[lo:hi], rank[lo:hi], n_pre)
