@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import jit
-from ..sortkeys import _to_ordered, desc_bits, int_keys, ordered_bits, score_cmp, stable_argsort
+from ..sortkeys import _SIGN, desc_bits, int_keys, ordered_bits, score_cmp, stable_argsort
 from .kernels import MAX_FLOAT
 
 #: segments with at least this many candidates take the chunked NumPy-sort path
@@ -198,7 +198,9 @@ def density_bits(tok, score):
         d = MAX_FLOAT if t == 0 else score[j] / np.float64(t)
         y[j] = np.inf if d != d else 0.0 - d  # 0.0 - 0.0 == 0.0 - -0.0 == +0.0
     u = y.view(np.uint64)
-    _to_ordered(u)
+    for j in range(k):  # float bit patterns to order-preserving keys (as sortkeys.ordered_bits)
+        b = u[j]
+        u[j] = ~b if b & _SIGN else b | _SIGN
     return u
 
 
