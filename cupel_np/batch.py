@@ -243,8 +243,9 @@ class SweepRun:
         return np.stack([self.scores_for(v) for v in range(self.n_variants)]) if self.n_variants else np.zeros((0, self.table.n))
 
 
-def _score_plan(variants: Sequence[Variant], ctx: ScoreContext):
-    """Distinct base columns and each variant's (column, normalised weight) terms."""
+def _score_terms(variants: Sequence[Variant]):
+    """Distinct base scorers (in order of first use) and each variant's (column, normalised
+    weight) terms."""
     cols: dict = {}
     term_off = [0]
     term_col: list[int] = []
@@ -258,11 +259,8 @@ def _score_plan(variants: Sequence[Variant], ctx: ScoreContext):
             term_col.append(cols[child])
             term_w.append(w)
         term_off.append(len(term_col))
-    m = len(ctx)
-    base = np.empty((m, len(cols)), dtype=np.float64)
-    for child, j in cols.items():
-        base[:, j] = ctx.score(child)
-    return base, np.array(term_off, dtype=np.int64), np.array(term_col, dtype=np.int64), np.array(term_w, dtype=np.float64)
+    return (list(cols), np.array(term_off, dtype=np.int64), np.array(term_col, dtype=np.int64),
+            np.array(term_w, dtype=np.float64))
 
 
 def _slicer_args(slicer, table: ItemTable):
@@ -318,6 +316,10 @@ def _one_variant(base, term_off, term_col, term_w, v: int) -> np.ndarray:
     return variant_scores(base, np.array([0, b - a], dtype=np.int64), term_col[a:b], term_w[a:b])[0]
 
 
+def _no_state() -> None:
+    return None
+
+
 def _set_label(table: ItemTable, s: int) -> str:
     return "" if table.set_column is None else f"set {table.set_keys[s]!r}: "
 
@@ -337,21 +339,37 @@ def run_sweep(
     ``threads`` workers (see ``parallel.resolve_threads``); the result does not depend on it."""
     n = table.n
     n_sets = table.n_sets
+    threads = resolve_threads(threads)
     cls = classified or classify(table)
     ctx = score_context or ScoreContext(table, cls.sc_rows, cls.sc_offsets)
     out = SweepRun(table, variants, cls)
     sc_rows, sc_off = cls.sc_rows, cls.sc_offsets
     m = len(sc_rows)
-    out._plan = plan = _score_plan(variants, ctx)
-    if score_context is None:
-        del ctx  # the base matrix holds every column the variants need
-    members, goff = duplicate_groups(table.content_id[sc_rows], sc_off)
-    neg_rows = np.flatnonzero(cls.negative)
-    sc_tok = table.tokens[sc_rows]
-    sc_kind = table.kind_id[sc_rows]
-    ts_order, ts_sorted, ts_off = (
-        stages.timestamp_order(table.timestamp, table.timestamp_valid, table.offsets)
-        if any(var.policy.placer == "chronological" for var in variants) else (None, None, None))
+    # Everything that does not depend on the variant, as independent tasks on the pool: the
+    # shared timestamp order, each distinct base score column (one column of ``base``), the
+    # duplicate-content groups and the gathers every variant reads. Each task writes its own
+    # output, so the result does not depend on the thread count.
+    children, term_off, term_col, term_w = _score_terms(variants)
+    base = np.empty((m, len(children)), dtype=np.float64)
+    shared: dict = {}
+    jobs: list[Callable[[], None]] = []
+    if any(var.policy.placer == "chronological" for var in variants):
+        jobs.append(lambda: shared.__setitem__("ts", stages.timestamp_order(
+            table.timestamp, table.timestamp_valid, table.offsets)))
+
+    def column(j: int) -> None:
+        base[:, j] = ctx.score(children[j])
+
+    jobs += [lambda j=j: column(j) for j in range(len(children))]
+    jobs.append(lambda: shared.__setitem__("dup", duplicate_groups(table.content_id[sc_rows], sc_off)))
+    jobs.append(lambda: shared.update(neg_rows=np.flatnonzero(cls.negative), sc_tok=table.tokens[sc_rows],
+                                      sc_kind=table.kind_id[sc_rows]))
+    run_tasks(len(jobs), threads, _no_state, lambda i, _: jobs[i]())
+    out._plan = plan = (base, term_off, term_col, term_w)
+    del ctx, column, jobs  # the base matrix holds every column the variants need
+    members, goff = shared["dup"]
+    neg_rows, sc_tok, sc_kind = shared["neg_rows"], shared["sc_tok"], shared["sc_kind"]
+    ts_order, ts_sorted, ts_off = shared.get("ts", (None, None, None))
     nv = len(variants)
     out.placed = [None] * nv
     out.dedup_winner = [None] * nv
@@ -485,5 +503,5 @@ def run_sweep(
                 done[0] += 1
                 progress(done[0], nv)
 
-    run_tasks(nv, resolve_threads(threads), scratch, one)
+    run_tasks(nv, threads, scratch, one)
     return out
