@@ -311,9 +311,12 @@ def _slicer_args(slicer, table: ItemTable):
             cap_of_kind, throw, resort)
 
 
-def _one_variant(base, term_off, term_col, term_w, v: int) -> np.ndarray:
+def _one_variant(base, term_off, term_col, term_w, v: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Variant ``v``'s composite score per base row (into ``out`` when given)."""
     a, b = int(term_off[v]), int(term_off[v + 1])
-    return variant_scores(base, np.array([0, b - a], dtype=np.int64), term_col[a:b], term_w[a:b])[0]
+    out = np.empty(base.shape[0], dtype=np.float64) if out is None else out
+    variant_scores(base, np.array([0, b - a], dtype=np.int64), term_col[a:b], term_w[a:b], out.reshape(1, -1))
+    return out
 
 
 def _no_state() -> None:
@@ -381,7 +384,7 @@ def run_sweep(
 
     def scratch():  # per worker, reused by each variant it runs
         return dict(seq=np.zeros(n, dtype=np.int64), pos64=np.zeros(n, dtype=np.int32),
-                    lstpos=np.full(n, -1, dtype=np.int32))
+                    lstpos=np.full(n, -1, dtype=np.int32), sc=np.empty(m, dtype=np.float64))
 
     def one(v: int, w: dict) -> None:
         var = variants[v]
@@ -394,7 +397,7 @@ def run_sweep(
         truncate = pol.overflow_strategy == "truncate"
         if truncate:  # seq marks truncated rows; score_row, pos64 are only read where written
             seq[:] = -1
-        sc = _one_variant(*plan, v)
+        sc = _one_variant(*plan, v, out=w["sc"])
         avail = bud.max_tokens - bud.output_reserve
         errors.add(np.flatnonzero(cls.pinned_tokens > avail), lambda s, label=label, avail=avail: PinnedExceedsBudgetError(
             f"{label}{_set_label(table, s)}pinned items require {int(cls.pinned_tokens[s])} tokens, "
