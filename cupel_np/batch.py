@@ -319,6 +319,15 @@ def _one_variant(base, term_off, term_col, term_w, v: int, out: np.ndarray | Non
     return out
 
 
+def _scoreable(col: np.ndarray, sc_rows: np.ndarray) -> np.ndarray:
+    """``col[sc_rows]``; the column itself (no copy) when every row is scoreable and it is
+    already a writable C-contiguous int64 array (the kernels' argument type)."""
+    if (sc_rows.shape[0] == col.shape[0] and col.dtype == np.int64 and col.flags.c_contiguous
+            and col.flags.writeable):
+        return col
+    return col[sc_rows]
+
+
 def _no_state() -> None:
     return None
 
@@ -365,13 +374,14 @@ def run_sweep(
 
     jobs += [lambda j=j: column(j) for j in range(len(children))]
     jobs.append(lambda: shared.__setitem__("dup", duplicate_groups(table.content_id[sc_rows], sc_off)))
-    jobs.append(lambda: shared.update(neg_rows=np.flatnonzero(cls.negative), sc_tok=table.tokens[sc_rows],
-                                      sc_kind=table.kind_id[sc_rows]))
+    jobs.append(lambda: shared.update(neg_rows=np.flatnonzero(cls.negative), all_sc=np.arange(m),
+                                      sc_tok=_scoreable(table.tokens, sc_rows), sc_kind=_scoreable(table.kind_id, sc_rows)))
     run_tasks(len(jobs), threads, _no_state, lambda i, _: jobs[i]())
     out._plan = plan = (base, term_off, term_col, term_w)
     del ctx, column, jobs  # the base matrix holds every column the variants need
     members, goff = shared["dup"]
     neg_rows, sc_tok, sc_kind = shared["neg_rows"], shared["sc_tok"], shared["sc_kind"]
+    all_sc = shared["all_sc"]  # every scoreable position, shared by the variants (never written)
     ts_order, ts_sorted, ts_off = shared.get("ts", (None, None, None))
     nv = len(variants)
     out.placed = [None] * nv
@@ -418,7 +428,7 @@ def run_sweep(
             reason[lrows] = stages.R_DEDUPLICATED
             out.dedup_winner[v] = (lrows, sc_rows[lwin])
         else:
-            surv = np.arange(m)
+            surv = all_sc
             surv_off = sc_off
             out.dedup_winner[v] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
         eff = effective_targets(bud, cls.pinned_tokens)
