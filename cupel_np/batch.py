@@ -180,8 +180,11 @@ class SweepRun:
         self.classified = cls
         self.included = np.zeros((v, n), dtype=np.bool_)
         self.reason = np.full((v, n), -1, dtype=np.int8)
-        # placed positions are kept for included rows only: (sorted rows, positions) per variant
-        self.placed: list[tuple[np.ndarray, np.ndarray]] = []
+        # placed positions are kept for included rows only, in row order: ``placed_pos[v][i]``
+        # is the position of the i-th row of ``flatnonzero(included[v])`` (4 bytes per included
+        # item; the rows themselves are the inclusion matrix's, never stored twice)
+        self.placed_pos: list[np.ndarray] = []
+        self._placed_off: dict[int, np.ndarray] = {}
         # scores are not stored per variant: scores_for(v) rebuilds them from the shared base
         # columns (8 bytes per item per variant saved)
         self._plan = None
@@ -204,9 +207,19 @@ class SweepRun:
     def position_for(self, v: int) -> np.ndarray:
         """Variant ``v``'s placed position per row (-1 when excluded)."""
         out = np.full(self.table.n, -1, dtype=np.int32)
-        rows, pos = self.placed[v]
-        out[rows] = pos
+        out[self.included[v]] = self.placed_pos[v]
         return out
+
+    def placed_in(self, v: int, seg: int) -> tuple[np.ndarray, np.ndarray]:
+        """Variant ``v``'s included rows of set ``seg`` (ascending) and their placed positions."""
+        off = self._placed_off.get(v)
+        if off is None:  # included rows before each set, once per variant
+            off = self._placed_off[v] = (
+                np.array([0, self.placed_pos[v].shape[0]], dtype=np.int64) if self.table.n_sets == 1
+                else _offsets(segment_sums(self.included[v], self.table.offsets)))
+        lo = int(self.table.offsets[seg])
+        rows = lo + np.flatnonzero(self.included[v, lo:int(self.table.offsets[seg + 1])])
+        return rows, self.placed_pos[v][off[seg]:off[seg + 1]]
 
     @property
     def position(self) -> np.ndarray:
@@ -384,7 +397,7 @@ def run_sweep(
     all_sc = shared["all_sc"]  # every scoreable position, shared by the variants (never written)
     ts_order, ts_sorted, ts_off = shared.get("ts", (None, None, None))
     nv = len(variants)
-    out.placed = [None] * nv
+    out.placed_pos = [None] * nv
     out.dedup_winner = [None] * nv
     out.trunc_order = [None] * nv
     out.count_cap = [None] * nv
@@ -509,8 +522,7 @@ def run_sweep(
         else:
             out.count_cap[v] = (np.zeros(0, np.int64),) * 3
         out.avail_place[v] = bud.target_tokens - kept_tok
-        inc_rows = np.flatnonzero(included)
-        out.placed[v] = (inc_rows, pos64[inc_rows])
+        out.placed_pos[v] = pos64[included]
         if progress is not None:
             with done_lock:
                 done[0] += 1
