@@ -270,3 +270,18 @@ def test_sweep_result_status_without_repeated_content_is_the_run(corpus):
         assert np.array_equal(res.swing, (n_inc > 0) & (n_inc < valid.sum(axis=1)))
         if table is not corpus:
             assert np.shares_memory(res.status, inc)
+
+
+def test_placed_positions_per_set_agree_with_the_position_matrix(corpus):
+    """Positions are stored for included rows only (rows = the inclusion matrix's): the per-set
+    view used by reports matches the dense position matrix."""
+    res = c.sweep(corpus, None, _variants(), on_error="collect", threads=2)
+    run = res.run
+    pos = run.position
+    assert np.array_equal(pos >= 0, run.included)
+    for v in range(run.n_variants):
+        for s in range(corpus.n_sets):
+            rows, p = run.placed_in(v, s)
+            lo, hi = corpus.offsets[s], corpus.offsets[s + 1]
+            want = lo + np.flatnonzero(pos[v, lo:hi] >= 0)
+            assert np.array_equal(rows, want) and np.array_equal(p, pos[v, want])
