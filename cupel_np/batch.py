@@ -181,8 +181,11 @@ class SweepRun:
         self.classified = cls
         self.included = np.zeros((v, n), dtype=np.bool_)
         self.reason = np.full((v, n), -1, dtype=np.int8)
-        # placed positions are kept for included rows only: (sorted rows, positions) per variant
-        self.placed: list[tuple[np.ndarray, np.ndarray]] = []
+        # placed positions are kept for included rows only, in row order: ``placed_pos[v][i]``
+        # is the position of the i-th row of ``flatnonzero(included[v])`` (4 bytes per included
+        # item; the rows themselves are the inclusion matrix's, never stored twice)
+        self.placed_pos: list[np.ndarray] = []
+        self._placed_off: dict[int, np.ndarray] = {}
         # scores are not stored per variant: scores_for(v) rebuilds them from the shared base
         # columns (8 bytes per item per variant saved)
         self._plan = None
@@ -205,9 +208,19 @@ class SweepRun:
     def position_for(self, v: int) -> np.ndarray:
         """Variant ``v``'s placed position per row (-1 when excluded)."""
         out = np.full(self.table.n, -1, dtype=np.int32)
-        rows, pos = self.placed[v]
-        out[rows] = pos
+        out[self.included[v]] = self.placed_pos[v]
         return out
+
+    def placed_in(self, v: int, seg: int) -> tuple[np.ndarray, np.ndarray]:
+        """Variant ``v``'s included rows of set ``seg`` (ascending) and their placed positions."""
+        off = self._placed_off.get(v)
+        if off is None:  # included rows before each set, once per variant
+            off = self._placed_off[v] = (
+                np.array([0, self.placed_pos[v].shape[0]], dtype=np.int64) if self.table.n_sets == 1
+                else _offsets(segment_sums(self.included[v], self.table.offsets)))
+        lo = int(self.table.offsets[seg])
+        rows = lo + np.flatnonzero(self.included[v, lo:int(self.table.offsets[seg + 1])])
+        return rows, self.placed_pos[v][off[seg]:off[seg + 1]]
 
     @property
     def position(self) -> np.ndarray:
@@ -244,8 +257,9 @@ class SweepRun:
         return np.stack([self.scores_for(v) for v in range(self.n_variants)]) if self.n_variants else np.zeros((0, self.table.n))
 
 
-def _score_plan(variants: Sequence[Variant], ctx: ScoreContext):
-    """Distinct base columns and each variant's (column, normalised weight) terms."""
+def _score_terms(variants: Sequence[Variant]):
+    """Distinct base scorers (in order of first use) and each variant's (column, normalised
+    weight) terms."""
     cols: dict = {}
     term_off = [0]
     term_col: list[int] = []
@@ -259,11 +273,8 @@ def _score_plan(variants: Sequence[Variant], ctx: ScoreContext):
             term_col.append(cols[child])
             term_w.append(w)
         term_off.append(len(term_col))
-    m = len(ctx)
-    base = np.empty((m, len(cols)), dtype=np.float64)
-    for child, j in cols.items():
-        base[:, j] = ctx.score(child)
-    return base, np.array(term_off, dtype=np.int64), np.array(term_col, dtype=np.int64), np.array(term_w, dtype=np.float64)
+    return (list(cols), np.array(term_off, dtype=np.int64), np.array(term_col, dtype=np.int64),
+            np.array(term_w, dtype=np.float64))
 
 
 def _slicer_args(slicer, table: ItemTable):
@@ -314,9 +325,25 @@ def _slicer_args(slicer, table: ItemTable):
             cap_of_kind, throw, resort)
 
 
-def _one_variant(base, term_off, term_col, term_w, v: int) -> np.ndarray:
+def _one_variant(base, term_off, term_col, term_w, v: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Variant ``v``'s composite score per base row (into ``out`` when given)."""
     a, b = int(term_off[v]), int(term_off[v + 1])
-    return variant_scores(base, np.array([0, b - a], dtype=np.int64), term_col[a:b], term_w[a:b])[0]
+    out = np.empty(base.shape[0], dtype=np.float64) if out is None else out
+    variant_scores(base, np.array([0, b - a], dtype=np.int64), term_col[a:b], term_w[a:b], out.reshape(1, -1))
+    return out
+
+
+def _scoreable(col: np.ndarray, sc_rows: np.ndarray) -> np.ndarray:
+    """``col[sc_rows]``; the column itself (no copy) when every row is scoreable and it is
+    already a writable C-contiguous int64 array (the kernels' argument type)."""
+    if (sc_rows.shape[0] == col.shape[0] and col.dtype == np.int64 and col.flags.c_contiguous
+            and col.flags.writeable):
+        return col
+    return col[sc_rows]
+
+
+def _no_state() -> None:
+    return None
 
 
 def _set_label(table: ItemTable, s: int) -> str:
@@ -338,23 +365,40 @@ def run_sweep(
     ``threads`` workers (see ``parallel.resolve_threads``); the result does not depend on it."""
     n = table.n
     n_sets = table.n_sets
+    threads = resolve_threads(threads)
     cls = classified or classify(table)
     ctx = score_context or ScoreContext(table, cls.sc_rows, cls.sc_offsets)
     out = SweepRun(table, variants, cls)
     sc_rows, sc_off = cls.sc_rows, cls.sc_offsets
     m = len(sc_rows)
-    out._plan = plan = _score_plan(variants, ctx)
-    if score_context is None:
-        del ctx  # the base matrix holds every column the variants need
-    members, goff = duplicate_groups(table.content_id[sc_rows], sc_off)
-    neg_rows = np.flatnonzero(cls.negative)
-    sc_tok = table.tokens[sc_rows]
-    sc_kind = table.kind_id[sc_rows]
-    ts_order, ts_sorted, ts_off = (
-        stages.timestamp_order(table.timestamp, table.timestamp_valid, table.offsets)
-        if any(var.policy.placer == "chronological" for var in variants) else (None, None, None))
+    # Everything that does not depend on the variant, as independent tasks on the pool: the
+    # shared timestamp order, each distinct base score column (one column of ``base``), the
+    # duplicate-content groups and the gathers every variant reads. Each task writes its own
+    # output, so the result does not depend on the thread count.
+    children, term_off, term_col, term_w = _score_terms(variants)
+    base = np.empty((m, len(children)), dtype=np.float64)
+    shared: dict = {}
+    jobs: list[Callable[[], None]] = []
+    if any(var.policy.placer == "chronological" for var in variants):
+        jobs.append(lambda: shared.__setitem__("ts", stages.timestamp_order(
+            table.timestamp, table.timestamp_valid, table.offsets)))
+
+    def column(j: int) -> None:
+        base[:, j] = ctx.score(children[j])
+
+    jobs += [lambda j=j: column(j) for j in range(len(children))]
+    jobs.append(lambda: shared.__setitem__("dup", duplicate_groups(table.content_id[sc_rows], sc_off)))
+    jobs.append(lambda: shared.update(neg_rows=np.flatnonzero(cls.negative), all_sc=np.arange(m),
+                                      sc_tok=_scoreable(table.tokens, sc_rows), sc_kind=_scoreable(table.kind_id, sc_rows)))
+    run_tasks(len(jobs), threads, _no_state, lambda i, _: jobs[i]())
+    out._plan = plan = (base, term_off, term_col, term_w)
+    del ctx, column, jobs  # the base matrix holds every column the variants need
+    members, goff = shared["dup"]
+    neg_rows, sc_tok, sc_kind = shared["neg_rows"], shared["sc_tok"], shared["sc_kind"]
+    all_sc = shared["all_sc"]  # every scoreable position, shared by the variants (never written)
+    ts_order, ts_sorted, ts_off = shared.get("ts", (None, None, None))
     nv = len(variants)
-    out.placed = [None] * nv
+    out.placed_pos = [None] * nv
     out.dedup_winner = [None] * nv
     out.trunc_order = [None] * nv
     out.count_cap = [None] * nv
@@ -364,7 +408,7 @@ def run_sweep(
 
     def scratch():  # per worker, reused by each variant it runs
         return dict(seq=np.zeros(n, dtype=np.int64), pos64=np.zeros(n, dtype=np.int32),
-                    lstpos=np.full(n, -1, dtype=np.int32))
+                    lstpos=np.full(n, -1, dtype=np.int32), sc=np.empty(m, dtype=np.float64))
 
     def one(v: int, w: dict) -> None:
         var = variants[v]
@@ -377,7 +421,7 @@ def run_sweep(
         truncate = pol.overflow_strategy == "truncate"
         if truncate:  # seq marks truncated rows; score_row, pos64 are only read where written
             seq[:] = -1
-        sc = _one_variant(*plan, v)
+        sc = _one_variant(*plan, v, out=w["sc"])
         avail = bud.max_tokens - bud.output_reserve
         errors.add(np.flatnonzero(cls.pinned_tokens > avail), lambda s, label=label, avail=avail: PinnedExceedsBudgetError(
             f"{label}{_set_label(table, s)}pinned items require {int(cls.pinned_tokens[s])} tokens, "
@@ -398,7 +442,7 @@ def run_sweep(
             reason[lrows] = stages.R_DEDUPLICATED
             out.dedup_winner[v] = (lrows, sc_rows[lwin])
         else:
-            surv = np.arange(m)
+            surv = all_sc
             surv_off = sc_off
             out.dedup_winner[v] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
         eff = effective_targets(bud, cls.pinned_tokens)
@@ -494,12 +538,11 @@ def run_sweep(
         else:
             out.count_cap[v] = (np.zeros(0, np.int64),) * 3
         out.avail_place[v] = bud.target_tokens - kept_tok
-        inc_rows = np.flatnonzero(included)
-        out.placed[v] = (inc_rows, pos64[inc_rows])
+        out.placed_pos[v] = pos64[included]
         if progress is not None:
             with done_lock:
                 done[0] += 1
                 progress(done[0], nv)
 
-    run_tasks(nv, resolve_threads(threads), scratch, one)
+    run_tasks(nv, threads, scratch, one)
     return out

@@ -8,8 +8,10 @@ from ._jit import jit
 
 
 @jit
-def variant_scores(base, term_off, term_col, term_w):
-    """All variants' composite scores from the shared base-score matrix ``base[m, K]``.
+def variant_scores(base, term_off, term_col, term_w, out):
+    """All variants' composite scores from the shared base-score matrix ``base[m, K]``, written
+    to ``out[V, m]`` (a caller's reused buffer: a fresh array per variant would cost page
+    faults at corpus sizes).
 
     Variant ``v`` is the terms ``term_off[v]:term_off[v+1]`` (column, normalised weight) in the
     variant's own order; each row is summed left to right exactly as the spec's
@@ -17,7 +19,6 @@ def variant_scores(base, term_off, term_col, term_w):
     inputs give bit-equal scores and ties survive."""
     m = base.shape[0]
     n_var = term_off.shape[0] - 1
-    out = np.empty((n_var, m), dtype=np.float64)
     for v in range(n_var):
         a = term_off[v]
         b = term_off[v + 1]

@@ -1,10 +1,12 @@
 """The one thread pool the engine runs on.
 
 Variants of a sweep are independent, and every kernel is ``nogil``, so they run concurrently
-on plain threads; NumPy's sorts release the GIL too. There is no second mechanism (no numba
-``prange``), so nothing oversubscribes. Each worker owns its scratch buffers; every variant
-writes only its own rows of the result matrices, so the answer is the same for any thread
-count and any assignment of variants to workers.
+on plain threads; NumPy's sorts release the GIL too. So does the work a sweep does once before
+its variants (the shared timestamp order, each base score column, the duplicate groups): one
+task each on the same pool. There is no second mechanism (no numba ``prange``), so nothing
+oversubscribes. Each worker owns its scratch buffers; every task writes only its own output
+(a variant its own rows of the result matrices), so the answer is the same for any thread
+count and any assignment of tasks to workers.
 
 ``threads``: an explicit argument wins, then ``CUPEL_NP_THREADS``, then the number of cores
 the process may use (``os.sched_getaffinity``). A caller that is itself a worker of a pool

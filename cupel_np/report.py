@@ -241,10 +241,8 @@ class SelectionReport:
     def included_rows(self) -> np.ndarray:
         """Grouped-order rows of the included items, in placed order."""
         run = self._run
-        lo, hi = self._lo, self._hi
-        inc_rows, inc_pos = run.sweep.placed[run.v]
-        a, b = np.searchsorted(inc_rows, [lo, hi])
-        return inc_rows[a:b][np.argsort(inc_pos[a:b], kind="stable")]
+        rows, pos = run.sweep.placed_in(run.v, self._seg)
+        return rows[np.argsort(pos, kind="stable")]
 
     @cached_property
     def excluded_rows(self) -> np.ndarray:

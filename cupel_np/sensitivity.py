@@ -113,40 +113,53 @@ class SweepResult:
         self.labels = [v.label for v in run.variants]
         t = self.table
         n_sets = t.n_sets
+        v = len(self.labels)
         # content groups: (set, exact content), numbered in order of first appearance. Every
         # row is its own group except the (usually few) rows repeating an earlier content.
         set_of_row = np.repeat(np.arange(n_sets, dtype=np.int64), np.diff(t.offsets))
         members, goff = duplicate_groups(t.content_id, t.offsets)
-        leader = np.arange(t.n, dtype=np.int64)
         if members.size:
+            leader = np.arange(t.n, dtype=np.int64)
             leader[members] = np.repeat(members[goff[:-1]], np.diff(goff))
-        is_first = leader == np.arange(t.n)
-        gid = np.cumsum(is_first) - 1
-        self.group_of_row = gid[leader]
-        self.group_first_row = np.flatnonzero(is_first)
-        self.group_set = set_of_row[self.group_first_row]
-        del leader, is_first, gid, set_of_row
+            is_first = leader == np.arange(t.n)
+            gid = np.cumsum(is_first) - 1
+            self.group_of_row = gid[leader]
+            self.group_first_row = np.flatnonzero(is_first)
+            self.group_set = set_of_row[self.group_first_row]
+            del leader, is_first, gid, set_of_row
+            self.group_offsets = np.searchsorted(self.group_set, np.arange(n_sets + 1))
+        else:  # no repeated content: group g is grouped row g
+            self.group_of_row = self.group_first_row = np.arange(t.n, dtype=np.int64)
+            self.group_set = set_of_row
+            self.group_offsets = np.asarray(t.offsets, dtype=np.int64).copy()
         g = self.group_first_row.shape[0]
-        v = len(self.labels)
         # failed (variant, set) cells
         self.failed = np.zeros((v, n_sets), dtype=np.bool_)
         for vi, errs in enumerate(run.errors):  # one bulk assignment per variant
             self.failed[vi, errs.sets()] = True
-        # content-keyed status: Included if any copy of the content is included
-        status = np.zeros((g, v), dtype=np.bool_)
-        for vi in range(v):
-            status[self.group_of_row[run.included[vi]], vi] = True
-        self.status = status
-        if not self.failed.any():
-            packed = np.packbits(status, axis=1)
-            ones = np.packbits(np.ones(v, dtype=np.bool_))
-            self.swing = packed.any(axis=1) & (packed != ones).any(axis=1)
+        # content-keyed status, [V, G] in memory: Included if any copy of the content is
+        # included. Without repeated content it is the run's inclusion matrix itself (no copy).
+        if members.size:
+            status = np.zeros((v, g), dtype=np.bool_)
+            for vi in range(v):
+                status[vi, self.group_of_row[run.included[vi]]] = True
         else:
-            valid = ~self.failed.T[self.group_set]  # [G, V]
-            n_inc = (status & valid).sum(axis=1)
-            self.swing = (n_inc > 0) & (n_inc < valid.sum(axis=1))
+            status = run.included
+        self.status = status.T  # [G, V]
+        # a content swings when the variants that ran on its set disagree about it
+        if not self.failed.any():
+            self.swing = status.any(axis=0)
+            self.swing &= ~status.all(axis=0)
+        else:
+            n_inc = np.zeros(g, dtype=np.int64)
+            n_valid = np.zeros(g, dtype=np.int64)
+            for vi in range(v):
+                ok = ~self.failed[vi][self.group_set]
+                n_valid += ok
+                ok &= status[vi]
+                n_inc += ok
+            self.swing = (n_inc > 0) & (n_inc < n_valid)
         self.swing_groups = np.flatnonzero(self.swing)
-        self.group_offsets = np.searchsorted(self.group_set, np.arange(n_sets + 1))
         self.swing_offsets = np.searchsorted(self.group_set[self.swing_groups], np.arange(n_sets + 1))
 
     # -- matrices (input row order) ---------------------------------------------------
@@ -195,15 +208,14 @@ class SweepResult:
         t = self.table
         gs = self.swing_groups
         rows = self.group_first_row[gs]
+        sets = self.group_set[gs]
         cols: dict[str, Any] = {
-            self._set_name(): self._set_keys_array.take(pa.array(self.group_set[gs], pa.int64())),
+            self._set_name(): self._set_keys_array.take(pa.array(sets, pa.int64())),
             "content": t.content.take(pa.array(rows, pa.int64())),
         }
-        names = np.array(["Excluded", "Included"])
+        status = self.status.T  # [V, G] rows are contiguous
         for v, label in enumerate(self.labels):
-            st = names[self.status[gs, v].astype(np.int64)]
-            mask = self.failed[v, self.group_set[gs]]
-            cols[label] = pa.array(st, pa.string(), mask=mask)
+            cols[label] = _status_strings(status[v][gs], self.failed[v][sets])
         return pa.table(cols)
 
     def items_table(self) -> pa.Table:
@@ -287,6 +299,26 @@ class SweepResult:
         from .html_report import repr_html_sweep
 
         return repr_html_sweep(self)
+
+
+#: "Excluded" and "Included" are both 8 bytes: a status column is 8 bytes per row plus offsets
+_STATUS_BYTES = np.frombuffer(b"ExcludedIncluded", dtype=np.uint8).reshape(2, 8)
+#: rows per Arrow string chunk (its int32 offsets must stay below 2**31)
+_STATUS_CHUNK = 1 << 27
+
+
+def _status_strings(included: np.ndarray, null: np.ndarray):
+    """A string column "Included"/"Excluded" per row (null where ``null``), built from its
+    Arrow buffers instead of one Python string per row."""
+    n = included.shape[0]
+    if n > _STATUS_CHUNK:
+        return pa.chunked_array([_status_strings(included[i:i + _STATUS_CHUNK], null[i:i + _STATUS_CHUNK])
+                                 for i in range(0, n, _STATUS_CHUNK)], pa.string())
+    data = _STATUS_BYTES[included.view(np.uint8)]
+    offsets = np.arange(0, 8 * n + 1, 8, dtype=np.int32)
+    n_null = int(np.count_nonzero(null))
+    validity = pa.py_buffer(np.packbits(~null, bitorder="little")) if n_null else None
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data), validity, n_null)
 
 
 def _reason_name_lut() -> np.ndarray:

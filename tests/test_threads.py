@@ -188,3 +188,100 @@ def test_cli_threads_option(tmp_path, capsys):
         main(["presets", "--threads", "0"])
     assert "--threads must be a positive integer" in capsys.readouterr().err
     assert main(["presets", "--threads", "2"]) == 0
+
+
+@pytest.mark.parametrize("span", ["ties", "wide", "full"])
+def test_timestamp_order_sorts_every_segment(span):
+    """The shared timestamp order (one packed-key sort, or ranks when segment and timestamp
+    do not fit 64 bits together) lists each segment's timestamped rows by timestamp."""
+    from cupel_np.stages import timestamp_order
+
+    rng = np.random.default_rng({"ties": 1, "wide": 2, "full": 3}[span])
+    for _ in range(60):
+        n = int(rng.integers(0, 400))
+        n_seg = int(rng.integers(1, 40))
+        offsets = np.concatenate([[0], np.sort(rng.integers(0, n + 1, n_seg - 1)), [n]]).astype(np.int64)
+        if span == "ties":
+            ts = rng.integers(-3, 3, n)
+        elif span == "wide":
+            ts = rng.integers(-2**40, 2**40, n)
+        else:  # span of ~2**64: the rank fallback
+            ts = np.where(rng.random(n) < 0.5, np.iinfo(np.int64).min + rng.integers(0, 5, n),
+                          np.iinfo(np.int64).max - rng.integers(0, 5, n))
+        ts = ts.astype(np.int64)
+        valid = rng.random(n) < 0.7
+        order, ts_sorted, off = timestamp_order(ts, valid, offsets)
+        assert order.dtype == np.int64 and off.dtype == np.int64
+        assert np.array_equal(ts_sorted, ts[order])
+        for s in range(n_seg):
+            seg_rows = np.flatnonzero(valid[offsets[s]:offsets[s + 1]]) + offsets[s]
+            got = order[off[s]:off[s + 1]]
+            assert np.array_equal(np.sort(got), seg_rows)
+            assert np.all(ts[got][1:] >= ts[got][:-1])
+
+
+def test_score_context_computes_each_column_once_on_many_threads(monkeypatch, corpus):
+    """Base columns are computed concurrently: a column (or a child shared by two composites)
+    asked for by several threads at once is evaluated once and equals the serial one."""
+    import threading
+
+    from cupel_np import scorers
+    from cupel_np.scorers import ScoreContext
+
+    rec, pri, kind = c.RecencyScorer(), c.PriorityScorer(), c.KindScorer()
+    specs = [rec, pri, c.CompositeScorer(((rec, 1.0), (kind, 2.0))), c.ScaledScorer(rec),
+             c.CompositeScorer(((pri, 1.0), (c.ScaledScorer(rec), 1.0))), c.FrequencyScorer(), c.TagScorer({"tag3": 1.0})]
+    serial = ScoreContext(corpus, np.arange(corpus.n), corpus.offsets)
+    want = [serial.score(s) for s in specs]
+    calls: dict = {}
+    lock = threading.Lock()
+    evaluate = scorers._evaluate
+
+    def counting(scorer, ctx):
+        with lock:
+            calls[scorer] = calls.get(scorer, 0) + 1
+        return evaluate(scorer, ctx)
+
+    monkeypatch.setattr(scorers, "_evaluate", counting)
+    ctx = ScoreContext(corpus, np.arange(corpus.n), corpus.offsets)
+    got = [None] * (4 * len(specs))
+
+    def task(i, _):
+        got[i] = ctx.score(specs[i % len(specs)])
+
+    parallel.run_tasks(len(got), 4, lambda: None, task)
+    assert calls and all(k == 1 for k in calls.values()), calls
+    for i, col in enumerate(got):
+        assert np.array_equal(col.view(np.int64), want[i % len(specs)].view(np.int64))
+
+
+def test_sweep_result_status_without_repeated_content_is_the_run(corpus):
+    """Without repeated content the [G, V] status is the run's inclusion matrix (no copy);
+    with it, one status per content. Both agree with a per-content scatter."""
+    for table in (c.ItemTable.from_arrow(matrix_arrow(3000, n_sets=N_SETS, seed=4), set_column="sid"), corpus):
+        res = c.sweep(table, None, _variants(), on_error="collect", threads=2)
+        inc = res.run.included
+        want = np.zeros((res.group_first_row.shape[0], inc.shape[0]), dtype=bool)
+        for v in range(inc.shape[0]):
+            want[res.group_of_row[inc[v]], v] = True
+        assert np.array_equal(res.status, want)
+        valid = ~res.failed.T[res.group_set]
+        n_inc = (want & valid).sum(axis=1)
+        assert np.array_equal(res.swing, (n_inc > 0) & (n_inc < valid.sum(axis=1)))
+        if table is not corpus:
+            assert np.shares_memory(res.status, inc)
+
+
+def test_placed_positions_per_set_agree_with_the_position_matrix(corpus):
+    """Positions are stored for included rows only (rows = the inclusion matrix's): the per-set
+    view used by reports matches the dense position matrix."""
+    res = c.sweep(corpus, None, _variants(), on_error="collect", threads=2)
+    run = res.run
+    pos = run.position
+    assert np.array_equal(pos >= 0, run.included)
+    for v in range(run.n_variants):
+        for s in range(corpus.n_sets):
+            rows, p = run.placed_in(v, s)
+            lo, hi = corpus.offsets[s], corpus.offsets[s + 1]
+            want = lo + np.flatnonzero(pos[v, lo:hi] >= 0)
+            assert np.array_equal(rows, want) and np.array_equal(p, pos[v, want])

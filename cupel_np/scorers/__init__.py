@@ -2,10 +2,15 @@
 
 A :class:`ScoreContext` holds the table, the scoreable rows (grouped order) and their segment
 offsets, and caches every column it computes keyed by the scorer spec, so a scorer used by
-many variants (or twice inside one composite) is computed once.
+many variants (or twice inside one composite) is computed once. It is thread-safe: a sweep
+computes its base columns concurrently on the engine's pool, and a column (or tag list)
+asked for by two threads at once is computed by one of them while the other waits.
 """
 
 from __future__ import annotations
+
+import threading
+from typing import Callable
 
 import numpy as np
 
@@ -39,41 +44,58 @@ class ScoreContext:
         self.offsets = offsets
         self._cache: dict[Scorer, np.ndarray] = {}
         self._tags: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._lock = threading.Lock()
+        self._key_locks: dict = {}
 
     def __len__(self) -> int:
         return self.rows.shape[0]
 
+    def _once(self, cache: dict, key, compute: Callable[[], object]):
+        """``cache[key]``, computed by exactly one thread (scorer trees are acyclic, so a
+        thread holding one key's lock never waits for a key that waits for it)."""
+        val = cache.get(key)
+        if val is not None:
+            return val
+        with self._lock:
+            lock = self._key_locks.setdefault((id(cache), key), threading.Lock())
+        with lock:
+            val = cache.get(key)
+            if val is None:
+                val = compute()
+                cache[key] = val
+        return val
+
     def score(self, scorer: Scorer) -> np.ndarray:
-        col = self._cache.get(scorer)
-        if col is None:
-            col = _evaluate(scorer, self)
-            col.setflags(write=False)
-            self._cache[scorer] = col
-        return col
+        return self._once(self._cache, scorer, lambda: _read_only(_evaluate(scorer, self)))
 
     def tags(self, which: str) -> tuple[np.ndarray, np.ndarray]:
         """CSR (offsets, ids) of the scoreable rows' tags; ``which`` = "raw" or "fold"."""
-        if which not in self._tags:
-            t = self.table
-            src = t.tag_raw_id if which == "raw" else t.tag_fold_id
-            rows = self.rows
-            n = len(rows)
-            if n == t.n and (n == 0 or (rows[0] == 0 and rows[-1] == n - 1 and np.all(np.diff(rows) == 1))):
-                # every row, in table order: the table's own CSR, no gather
-                self._tags[which] = (as_input(t.tag_offsets, I64), as_input(src, I64))
-                return self._tags[which]
-            starts = t.tag_offsets[rows]
-            ends = t.tag_offsets[rows + 1]
-            lens = ends - starts
-            offs = np.zeros(n + 1, dtype=np.int64)
-            np.cumsum(lens, out=offs[1:])
-            if offs[-1]:
-                take = np.repeat(starts - offs[:-1], lens) + np.arange(offs[-1])
-                ids = src[take]
-            else:
-                ids = np.zeros(0, dtype=np.int64)
-            self._tags[which] = (as_input(offs, I64), as_input(ids, I64))
-        return self._tags[which]
+        return self._once(self._tags, which, lambda: self._tag_csr(which))
+
+    def _tag_csr(self, which: str) -> tuple[np.ndarray, np.ndarray]:
+        t = self.table
+        src = t.tag_raw_id if which == "raw" else t.tag_fold_id
+        rows = self.rows
+        n = len(rows)
+        if n == t.n and (n == 0 or (rows[0] == 0 and rows[-1] == n - 1 and np.all(np.diff(rows) == 1))):
+            # every row, in table order: the table's own CSR, no gather
+            return as_input(t.tag_offsets, I64), as_input(src, I64)
+        starts = t.tag_offsets[rows]
+        ends = t.tag_offsets[rows + 1]
+        lens = ends - starts
+        offs = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lens, out=offs[1:])
+        if offs[-1]:
+            take = np.repeat(starts - offs[:-1], lens) + np.arange(offs[-1])
+            ids = src[take]
+        else:
+            ids = np.zeros(0, dtype=np.int64)
+        return as_input(offs, I64), as_input(ids, I64)
+
+
+def _read_only(col: np.ndarray) -> np.ndarray:
+    col.setflags(write=False)
+    return col
 
 
 def _evaluate(scorer: Scorer, ctx: ScoreContext) -> np.ndarray:
