@@ -407,20 +407,25 @@ def run_sweep(
     no_detail = np.zeros(0, dtype=np.int64)
 
     def scratch():  # per worker, reused by each variant it runs
-        return dict(seq=np.zeros(n, dtype=np.int64), pos64=np.zeros(n, dtype=np.int32),
+        return dict(pos64=np.zeros(n, dtype=np.int32),
                     lstpos=np.full(n, -1, dtype=np.int32), sc=np.empty(m, dtype=np.float64))
 
     def one(v: int, w: dict) -> None:
         var = variants[v]
-        seq, pos64, lstpos = w["seq"], w["pos64"], w["lstpos"]
+        pos64, lstpos = w["pos64"], w["lstpos"]
         pol, bud = var.policy, var.budget
         errors = out.errors[v]
         label = f"variant {var.label!r}: " if var.label else ""
         included = out.included[v]
         reason = out.reason[v]
         truncate = pol.overflow_strategy == "truncate"
-        if truncate:  # seq marks truncated rows; score_row, pos64 are only read where written
+        if truncate:  # seq marks truncated rows (only truncation writes it: allocated on first use)
+            if "seq" not in w:
+                w["seq"] = np.empty(n, dtype=np.int64)
+            seq = w["seq"]
             seq[:] = -1
+        else:
+            seq = no_detail
         sc = _one_variant(*plan, v, out=w["sc"])
         avail = bud.max_tokens - bud.output_reserve
         errors.add(np.flatnonzero(cls.pinned_tokens > avail), lambda s, label=label, avail=avail: PinnedExceedsBudgetError(

@@ -476,7 +476,8 @@ def _place_segments(
     on entry and on exit.
 
     ``seq[row]`` is written only for the rows truncation drops (``3 * n_rows`` + drop order);
-    the caller reads it only then, after setting it to -1.
+    the caller reads it only then, after setting it to -1 (it may pass an empty array when the
+    overflow strategy is not truncate).
 
     ``u_rank[u_off[s]:u_off[s+1]]`` (when not empty) holds the ranks of segment ``s``'s selected
     items in u-shaped order (score desc, rank) with their score keys in ``u_key``
