@@ -345,11 +345,13 @@ def _quota_segment(tok, score, kind, lo, hi, target, use_knapsack, bucket, max_c
 
 
 @jit
-def _quota_segment_inner(tok, score, kind, lo, hi, target, use_knapsack, bucket, max_cells,
-                         kind_rank, q_has, q_req, q_cap, q_req_all, out, n_out, mass, cnt):
-    # mass / cnt are per-call scratch arrays (all zero on entry, zeroed again on exit): the
-    # cost per segment is its own size, not the table's kind vocabulary
-    found = np.empty(hi - lo, dtype=np.int64)
+def kind_budgets(tok, kind, lo, hi, target, kind_rank, q_has, q_req, q_cap, q_req_all, mass, cnt,
+                 found, kb):
+    """The spec's QuotaSlice budget of every kind present in candidates ``lo..hi``: fills
+    ``found[:present]`` with those kinds in partition order (ASCII-lowercased name, as
+    ``kind_rank``), ``kb[kind]`` with each one's token budget, ``mass``/``cnt`` (zero on entry)
+    with their tokens and counts; returns ``present``. The caller zeroes ``mass``/``cnt`` at the
+    ``found`` kinds afterwards. The one implementation both quota paths use."""
     present = 0
     for p in range(lo, hi):
         k = kind[p]
@@ -365,35 +367,51 @@ def _quota_segment_inner(tok, score, kind, lo, hi, target, use_knapsack, bucket,
     unassigned = target - total_required
     if unassigned < 0:
         unassigned = 0
-    # partitions in the order of their ASCII-lowercased kind names
-    kinds = found[:present].copy()
-    ranks = np.empty(present, dtype=np.int64)
-    for j in range(present):
-        ranks[j] = kind_rank[kinds[j]]
-    kinds = kinds[stable_argsort(int_keys(ranks))]
-    req_t = np.zeros(present, dtype=np.int64)
-    cap_t = np.zeros(present, dtype=np.int64)
+    for j in range(1, present):  # insertion sort by kind_rank (distinct per kind)
+        x = found[j]
+        w = j - 1
+        while w >= 0 and kind_rank[found[w]] > kind_rank[x]:
+            found[w + 1] = found[w]
+            w -= 1
+        found[w + 1] = x
     total_mass = 0
     for j in range(present):
-        kk = kinds[j]
-        if q_has[kk]:
-            req_t[j] = np.int64(np.floor(q_req[kk] / 100.0 * tgt))
-            cap_t[j] = np.int64(np.floor(q_cap[kk] / 100.0 * tgt))
-        else:
-            req_t[j] = 0
-            cap_t[j] = target
-        if cap_t[j] > req_t[j]:
+        kk = found[j]
+        req, cap = _req_cap(kk, q_has, q_req, q_cap, target, tgt)
+        if cap > req:
             total_mass += mass[kk]
     for j in range(present):
-        kk = kinds[j]
+        kk = found[j]
+        req, cap = _req_cap(kk, q_has, q_req, q_cap, target, tgt)
         proportional = 0
-        if total_mass > 0 and cap_t[j] > req_t[j]:
+        if total_mass > 0 and cap > req:
             proportional = np.int64(
                 np.floor(np.float64(unassigned) * np.float64(mass[kk]) / np.float64(total_mass))
             )
-        kb = req_t[j] + proportional
-        if kb > cap_t[j]:
-            kb = cap_t[j]
+        b = req + proportional
+        kb[kk] = cap if b > cap else b
+    return present
+
+
+@jit
+def _req_cap(kk, q_has, q_req, q_cap, target, tgt):
+    if q_has[kk]:
+        return np.int64(np.floor(q_req[kk] / 100.0 * tgt)), np.int64(np.floor(q_cap[kk] / 100.0 * tgt))
+    return np.int64(0), np.int64(target)
+
+
+@jit
+def _quota_segment_inner(tok, score, kind, lo, hi, target, use_knapsack, bucket, max_cells,
+                         kind_rank, q_has, q_req, q_cap, q_req_all, out, n_out, mass, cnt):
+    # mass / cnt are per-call scratch arrays (all zero on entry, zeroed again on exit by the
+    # caller): the cost per segment is its own size, not the table's kind vocabulary
+    found = np.empty(kind_rank.shape[0], dtype=np.int64)
+    kbud = np.empty(kind_rank.shape[0], dtype=np.int64)
+    present = kind_budgets(tok, kind, lo, hi, target, kind_rank, q_has, q_req, q_cap, q_req_all,
+                           mass, cnt, found, kbud)
+    for j in range(present):
+        kk = found[j]
+        kb = kbud[kk]
         if kb <= 0:
             continue
         cand = np.empty(cnt[kk], dtype=np.int64)

@@ -7,8 +7,8 @@ name). The inner greedy orders its partition by (density desc, score desc, posit
 inside one kind the score-sorted position is (score desc, row asc): so, as for the plain
 greedy (slicers/greedy.py), the score order is never needed. Here:
 
-* one kernel (:func:`_quota_plan`) computes every segment's kind budgets exactly as
-  ``kernels._quota_segment_inner`` does and lays the candidates out as sub-segments, one per
+* one kernel (:func:`_quota_plan`) computes every segment's kind budgets with
+  ``kernels.kind_budgets`` (the sorted path's own function) and lays the candidates out as sub-segments, one per
   (segment, kind with a positive budget), kinds in partition order, rows ascending inside;
 * :func:`greedy_segments` runs the greedy over all sub-segments at once (small ones in its
   kernel, big ones by its chunked density walk);
@@ -27,7 +27,7 @@ import numpy as np
 
 from .._jit import jit
 from .greedy import greedy_segments
-from .kernels import MODE_QUOTA
+from .kernels import MODE_QUOTA, kind_budgets
 
 
 @jit
@@ -55,64 +55,14 @@ def _quota_plan(tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_c
     sub_off[0] = 0
     n_sub = 0
     c = 0
-    total_required = 0
     for s in range(n_seg):
         lo = offsets[s]
         hi = offsets[s + 1]
         target = targets[s]
         if hi - lo == 0 or target <= 0:
             continue
-        present = 0
-        for p in range(lo, hi):
-            k = kind[p]
-            if cnt[k] == 0:
-                found[present] = k
-                present += 1
-            mass[k] += tok[p]
-            cnt[k] += 1
-        tgt = np.float64(target)
-        total_required = 0
-        for e in range(q_req_all.shape[0]):
-            total_required += np.int64(np.floor(q_req_all[e] / 100.0 * tgt))
-        unassigned = target - total_required
-        if unassigned < 0:
-            unassigned = 0
-        # partitions in the order of their ASCII-lowercased kind names (ties: first seen)
-        for j in range(1, present):
-            x = found[j]
-            w = j - 1
-            while w >= 0 and kind_rank[found[w]] > kind_rank[x]:
-                found[w + 1] = found[w]
-                w -= 1
-            found[w + 1] = x
-        total_mass = 0
-        for j in range(present):
-            kk = found[j]
-            if q_has[kk]:
-                req = np.int64(np.floor(q_req[kk] / 100.0 * tgt))
-                cap = np.int64(np.floor(q_cap[kk] / 100.0 * tgt))
-            else:
-                req = 0
-                cap = target
-            if cap > req:
-                total_mass += mass[kk]
-        for j in range(present):
-            kk = found[j]
-            if q_has[kk]:
-                req = np.int64(np.floor(q_req[kk] / 100.0 * tgt))
-                cap = np.int64(np.floor(q_cap[kk] / 100.0 * tgt))
-            else:
-                req = 0
-                cap = target
-            proportional = 0
-            if total_mass > 0 and cap > req:
-                proportional = np.int64(
-                    np.floor(np.float64(unassigned) * np.float64(mass[kk]) / np.float64(total_mass))
-                )
-            b = req + proportional
-            if b > cap:
-                b = cap
-            kb[kk] = b
+        present = kind_budgets(tok, kind, lo, hi, target, kind_rank, q_has, q_req, q_cap,
+                               q_req_all, mass, cnt, found, kb)
         for j in range(present):
             kk = found[j]
             if kb[kk] > 0:
