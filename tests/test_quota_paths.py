@@ -177,3 +177,21 @@ def test_knapsack_driver_sends_only_huge_value_sets_to_the_split_dp():
         want = naive.slice_items(scored, int(targets[s]), {"slicer": "knapsack", "bucket_size": 7})[0]
         sel = np.flatnonzero(alone >= 0)
         assert [int(p) for p in sel[np.argsort(alone[sel])]] == list(want)
+
+
+@pytest.mark.parametrize("inner", ["greedy", "knapsack"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_quota_with_many_kinds_in_one_set(inner, seed):
+    """More than 32 kinds in one set orders the partitions by a sort instead of insertion
+    (kernels.kind_budgets); both quota paths against the oracle."""
+    rng = np.random.default_rng(seed)
+    names = [("K" if i % 3 == 0 else "k") + f"{int(v):03d}" for i, v in enumerate(rng.permutation(60)[:45])]
+    items = [{"content": f"c{i}", "tokens": int(rng.integers(0, 40)), "kind": names[int(rng.integers(0, 45))],
+              "priority": int(rng.integers(0, 5))} for i in range(300)]
+    quotas = [{"kind": names[0], "require": 10.0, "cap": 30.0}, {"kind": names[7], "require": 5.0},
+              {"kind": names[20].swapcase(), "require": 2.0, "cap": 4.0}]
+    for target in (50, 900, 4000):
+        config = {"scorers": [{"type": "priority", "weight": 1.0}], "slicer": "quota", "quotas": quotas,
+                  "inner_slicer": inner, "bucket_size": 7}
+        budget = {"max_tokens": 20_000, "target_tokens": target}
+        assert _engine(items, budget, config) == _naive(items, budget, config)

@@ -35,16 +35,6 @@ ERR_NEEDS_SPLIT = 5  # internal to slice_segments: the segment goes to the exact
 
 
 @jit
-def _desc_key(x):
-    """Sort key for 'descending, NaN lowest' with a stable ascending sort."""
-    out = np.empty(x.shape[0], dtype=np.float64)
-    for i in range(x.shape[0]):
-        v = x[i]
-        out[i] = np.inf if v != v else -v
-    return out
-
-
-@jit
 def greedy_pick(tok, score, cand, target, out, n_out):
     """GreedySlice over the candidate positions ``cand`` (in sorted order). Appends the
     selected positions to ``out[n_out:]`` in density order; returns the new length."""
@@ -333,11 +323,11 @@ def _inner_pick(use_knapsack, tok, score, cand, target, bucket, max_cells, out, 
 
 @jit
 def _quota_segment(tok, score, kind, lo, hi, target, use_knapsack, bucket, max_cells,
-                   kind_rank, q_has, q_req, q_cap, q_req_all, out, n_out, mass, cnt):
+                   kind_rank, q_has, q_req, q_cap, q_req_all, out, n_out, mass, cnt, found, kbud):
     """QuotaSlice for one segment (percent require/cap per kind, inner greedy/knapsack)."""
     n_out, n_c, cap = _quota_segment_inner(tok, score, kind, lo, hi, target, use_knapsack, bucket,
                                            max_cells, kind_rank, q_has, q_req, q_cap, q_req_all,
-                                           out, n_out, mass, cnt)
+                                           out, n_out, mass, cnt, found, kbud)
     for p in range(lo, hi):
         mass[kind[p]] = 0
         cnt[kind[p]] = 0
@@ -367,13 +357,24 @@ def kind_budgets(tok, kind, lo, hi, target, kind_rank, q_has, q_req, q_cap, q_re
     unassigned = target - total_required
     if unassigned < 0:
         unassigned = 0
-    for j in range(1, present):  # insertion sort by kind_rank (distinct per kind)
-        x = found[j]
-        w = j - 1
-        while w >= 0 and kind_rank[found[w]] > kind_rank[x]:
-            found[w + 1] = found[w]
-            w -= 1
-        found[w + 1] = x
+    if present <= 32:  # insertion sort by kind_rank (stable: ties in first-seen order)
+        for j in range(1, present):
+            x = found[j]
+            w = j - 1
+            while w >= 0 and kind_rank[found[w]] > kind_rank[x]:
+                found[w + 1] = found[w]
+                w -= 1
+            found[w + 1] = x
+    else:  # many kinds in one set: never quadratic
+        ranks = np.empty(present, dtype=np.int64)
+        for j in range(present):
+            ranks[j] = kind_rank[found[j]]
+        o = stable_argsort(int_keys(ranks))
+        kinds = np.empty(present, dtype=np.int64)
+        for j in range(present):
+            kinds[j] = found[o[j]]
+        for j in range(present):
+            found[j] = kinds[j]
     total_mass = 0
     for j in range(present):
         kk = found[j]
@@ -402,11 +403,11 @@ def _req_cap(kk, q_has, q_req, q_cap, target, tgt):
 
 @jit
 def _quota_segment_inner(tok, score, kind, lo, hi, target, use_knapsack, bucket, max_cells,
-                         kind_rank, q_has, q_req, q_cap, q_req_all, out, n_out, mass, cnt):
-    # mass / cnt are per-call scratch arrays (all zero on entry, zeroed again on exit by the
-    # caller): the cost per segment is its own size, not the table's kind vocabulary
-    found = np.empty(kind_rank.shape[0], dtype=np.int64)
-    kbud = np.empty(kind_rank.shape[0], dtype=np.int64)
+                         kind_rank, q_has, q_req, q_cap, q_req_all, out, n_out, mass, cnt, found,
+                         kbud):
+    # mass / cnt / found / kbud are per-call scratch arrays indexed by kind (mass and cnt zero
+    # on entry, zeroed again by the caller): the cost per segment is its own size, not the
+    # table's kind vocabulary
     present = kind_budgets(tok, kind, lo, hi, target, kind_rank, q_has, q_req, q_cap, q_req_all,
                            mass, cnt, found, kbud)
     for j in range(present):
@@ -507,6 +508,8 @@ def _slice_quota(tok, score, kind, offsets, targets, use_knapsack, bucket, max_c
     # per-call scratch indexed by kind; every segment leaves it zeroed
     mass = np.zeros(n_kinds, dtype=np.int64)
     cnt = np.zeros(n_kinds, dtype=np.int64)
+    found = np.empty(n_kinds, dtype=np.int64)
+    kbud = np.empty(n_kinds, dtype=np.int64)
     for s in range(offsets.shape[0] - 1):
         lo = offsets[s]
         hi = offsets[s + 1]
@@ -516,7 +519,7 @@ def _slice_quota(tok, score, kind, offsets, targets, use_knapsack, bucket, max_c
         out = np.empty(hi - lo, dtype=np.int64)
         n_out, n_c, cap = _quota_segment(tok, score, kind, lo, hi, target, use_knapsack,
                                          bucket, max_cells, kind_rank, q_has, q_req, q_cap,
-                                         q_req_all, out, 0, mass, cnt)
+                                         q_req_all, out, 0, mass, cnt, found, kbud)
         if cap < 0:
             err[s] = ERR_TABLE_TOO_LARGE
             err_a[s] = n_c
