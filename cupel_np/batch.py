@@ -380,8 +380,15 @@ def run_sweep(
     shared: dict = {}
     jobs: list[Callable[[], None]] = []
     if any(var.policy.placer == "chronological" for var in variants):
-        jobs.append(lambda: shared.__setitem__("ts", stages.timestamp_order(
-            table.timestamp, table.timestamp_valid, table.offsets)))
+        greedy_chrono = any(var.policy.placer == "chronological" and isinstance(var.policy.slicer, GreedySlice)
+                            for var in variants)
+
+        def ts_job() -> None:
+            ts = shared["ts"] = stages.timestamp_order(table.timestamp, table.timestamp_valid, table.offsets)
+            if greedy_chrono:  # the rows chronological placement compares (greedy orders them)
+                shared["chrono_compared"] = stages.chrono_compared(table.timestamp_valid, ts[0], ts[1], sc_rows)
+
+        jobs.append(ts_job)
 
     def column(j: int) -> None:
         base[:, j] = ctx.score(children[j])
@@ -397,6 +404,7 @@ def run_sweep(
     neg_rows, sc_tok, sc_kind = shared["neg_rows"], shared["sc_tok"], shared["sc_kind"]
     all_sc = shared["all_sc"]  # every scoreable position, shared by the variants (never written)
     ts_order, ts_sorted, ts_off = shared.get("ts", (None, None, None))
+    chrono_cmp = shared.get("chrono_compared")  # per scoreable row; never written
     nv = len(variants)
     out.placed_pos = [None] * nv
     out.dedup_winner = [None] * nv
@@ -467,13 +475,11 @@ def run_sweep(
             cand_tok = sc_tok if every else sc_tok[cand]
             rank = np.full(len(cand), -1, dtype=np.int64)
             # a big set's fitting prefix stays unordered: the placer orders what it compares
-            # (chronological: the slicer orders the rows marked by chrono_compared, per worker)
+            # (chronological: the slicer orders the rows marked by chrono_compared, shared)
             rank_prefix = np.zeros(n_sets, dtype=np.int64)
             compared = None
-            if pol.placer == "chronological" and ts_order is not None:
-                if "chrono_compared" not in w:
-                    w["chrono_compared"] = stages.chrono_compared(table.timestamp_valid, ts_order, ts_sorted, sc_rows)
-                compared = w["chrono_compared"] if every else w["chrono_compared"][cand]
+            if pol.placer == "chronological" and chrono_cmp is not None:
+                compared = chrono_cmp if every else chrono_cmp[cand]
             greedy_segments(cand_tok, cand_score, surv_off, run_targets, rank, prefix=rank_prefix,
                             compared=compared)
         else:

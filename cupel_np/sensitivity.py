@@ -146,6 +146,7 @@ class SweepResult:
         else:
             status = run.included
         self.status = status.T  # [G, V]
+        self.status.flags.writeable = False  # may be a view of run.included: read only
         # a content swings when the variants that ran on its set disagree about it
         if not self.failed.any():
             self.swing = status.any(axis=0)

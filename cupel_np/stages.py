@@ -410,7 +410,7 @@ def _finish_ranks(tokens, pin_rows, pin_offsets, cand_score, cand_tok, cand_offs
         lo, hi = int(cand_offsets[s]), int(cand_offsets[s + 1])
         n_pre = int(prefix[s])
         tok, sc, rk = cand_tok[lo:hi], cand_score[lo:hi], rank[lo:hi]
-        if overflow == OVERFLOW_TRUNCATE:
+        if overflow == OVERFLOW_TRUNCATE:  # the kernel's `truncating`, decided the same way
             pinned = int(tokens[pin_rows[pin_offsets[s]:pin_offsets[s + 1]]].sum())
             if pinned + int(tok[rk >= 0].sum()) > budget_targets[s]:
                 complete_ranks(tok, sc, rk, n_pre)
@@ -541,6 +541,8 @@ def _place_segments(
             err_a[s] = merged_tokens
             kept_out[s] = 0
             continue
+        # _finish_ranks makes this same decision before the kernel (a truncating segment gets
+        # exact ranks): the two conditions must stay identical
         truncating = merged_tokens > target and overflow == OVERFLOW_TRUNCATE
         fast_chrono = (placer == PLACER_CHRONOLOGICAL and use_ts_order and m > chrono_min
                        and m * 32 >= ts_offsets[s + 1] - ts_offsets[s])

@@ -31,7 +31,8 @@ from .._jit import jit
 from ..sortkeys import _SIGN, desc_bits, int_keys, ordered_bits, score_cmp, stable_argsort
 from .kernels import MAX_FLOAT
 
-#: segments with at least this many candidates take the chunked NumPy-sort path
+#: segments with at least this many candidates take the big-set path (the budget frontier by a
+#: weighted radix selection, then the exact chunked walk of what still fits beyond it)
 BIG_GREEDY = 32768
 #: first chunk of the exact walk beyond the frontier (the chunks then grow 4x)
 MIN_CHUNK = 16384
@@ -353,7 +354,9 @@ def greedy_segments(tok, score, offsets, targets, rank, *, big: int | None = Non
     """GreedySlice per segment over candidates in input (row) order. Writes ``rank[p]`` =
     position in the slicer output (density order), -1 when not selected (``rank`` must be -1
     on entry). ``big`` and ``min_chunk`` (default: the module's ``BIG_GREEDY`` and
-    ``MIN_CHUNK``) choose the path only, never the answer.
+    ``MIN_CHUNK``) choose the path only, never the answer. Precondition (what
+    ``items.check_items`` guarantees for every table): a segment's tokens sum to less than
+    2**62, so the big path's int64 token sums cannot overflow.
 
     With ``prefix`` (int64 per segment, zeros), a big segment's fitting prefix is left
     unordered: ``prefix[s]`` = its length, those candidates hold ranks ``0..prefix[s]-1`` in
