@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
-from .slicers.kernels import MAX_FLOAT as MAX_DENSITY
+from .slicers.greedy import complete_ranks, density_key
 from .sortkeys import desc_bits, int_keys, ordered_bits, radix_argsort, stable_argsort  # noqa: F401 (radix_argsort: re-exported)
 
 # reason codes (stored in the int8 reason matrix)
@@ -307,8 +307,7 @@ def _rank_order_runs(o, key, sc, tk, n_pre):
                 x = o[u]
                 dx = 0.0
                 if x < n_pre:
-                    d = MAX_DENSITY if tk[x] == 0 else sc[x] / np.float64(tk[x])
-                    dx = np.inf if d != d else 0.0 - d
+                    dx = density_key(tk[x], sc[x])
                 w = u - 1
                 while w >= i:
                     z = o[w]
@@ -316,8 +315,7 @@ def _rank_order_runs(o, key, sc, tk, n_pre):
                         if z < n_pre:  # the prefix first
                             break
                     elif x < n_pre:
-                        d = MAX_DENSITY if tk[z] == 0 else sc[z] / np.float64(tk[z])
-                        dz = np.inf if d != d else 0.0 - d
+                        dz = density_key(tk[z], sc[z])
                         if dz < dx or (dz == dx and z < x):
                             break
                     elif z < x:
@@ -332,8 +330,7 @@ def _rank_order_runs(o, key, sc, tk, n_pre):
                 y = np.empty(j - i, dtype=np.float64)
                 for u in range(j - i):
                     r = run[u]
-                    d = MAX_DENSITY if tk[r] == 0 else sc[r] / np.float64(tk[r])
-                    y[u] = np.inf if d != d or r >= n_pre else 0.0 - d
+                    y[u] = np.inf if r >= n_pre else density_key(tk[r], sc[r])
                 kk = ordered_bits(y)
                 for u in range(j - i):
                     if run[u] >= n_pre:
@@ -403,8 +400,6 @@ def _finish_ranks(tokens, pin_rows, pin_offsets, cand_score, cand_tok, cand_offs
     repairs ties itself) nor for chronological when the slicer already ordered the compared
     items (``prefix_compared``), every rank otherwise or when the segment truncates. Returns
     the prefix lengths u-shaped still needs."""
-    from .slicers.greedy import complete_ranks
-
     left = np.zeros_like(prefix)
     for s in np.flatnonzero(prefix > 1):
         lo, hi = int(cand_offsets[s]), int(cand_offsets[s + 1])

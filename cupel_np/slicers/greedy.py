@@ -41,15 +41,21 @@ INSERTION_MAX = 48
 
 
 @jit
+def density_key(t, s):
+    """The one definition of greedy's order key for a candidate of ``t`` tokens and score
+    ``s``: ascending for 'density descending, NaN last' (zero tokens: density MAX_FLOAT;
+    ``0.0 - d`` folds -0.0 into +0.0, so equal densities share one key and one bit pattern)."""
+    d = MAX_FLOAT if t == 0 else s / np.float64(t)
+    return np.inf if d != d else 0.0 - d
+
+
+@jit
 def density_keys(tok, score):
-    """Ascending sort key for 'density descending, NaN last' (zero tokens: density MAX_FLOAT).
-    -0.0 and 0.0 compare equal (the repair treats them as one run, as comparisons do)."""
+    """:func:`density_key` of every candidate."""
     k = tok.shape[0]
     keyd = np.empty(k, dtype=np.float64)
     for j in range(k):
-        t = tok[j]
-        d = MAX_FLOAT if t == 0 else score[j] / np.float64(t)
-        keyd[j] = np.inf if d != d else -d
+        keyd[j] = density_key(tok[j], score[j])
     return keyd
 
 
@@ -107,9 +113,7 @@ def _greedy_small(tok, score, offsets, targets, rank, big):
         else:
             # insertion sort of (density key, position); equal keys then by (score key, position)
             for j in range(k):
-                t = tok[lo + j]
-                d = MAX_FLOAT if t == 0 else score[lo + j] / np.float64(t)
-                kd = np.inf if d != d else -d
+                kd = density_key(tok[lo + j], score[lo + j])
                 w = j - 1
                 while w >= 0:
                     kw = skey[w]
@@ -195,9 +199,7 @@ def density_bits(tok, score):
     k = tok.shape[0]
     y = np.empty(k, dtype=np.float64)
     for j in range(k):
-        t = tok[j]
-        d = MAX_FLOAT if t == 0 else score[j] / np.float64(t)
-        y[j] = np.inf if d != d else 0.0 - d  # 0.0 - 0.0 == 0.0 - -0.0 == +0.0
+        y[j] = density_key(tok[j], score[j])
     u = y.view(np.uint64)
     for j in range(k):  # float bit patterns to order-preserving keys (as sortkeys.ordered_bits)
         b = u[j]
