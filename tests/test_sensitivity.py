@@ -331,10 +331,8 @@ def _check_against_oracle(res, rows, want, variants, set_name):
         assert len(rep.diffs) == len(s["diffs"])
 
 
-@PROPS
-@given(case=S.sensitivity_cases())
-def test_sweep_over_many_sets_matches_naive_oracle(case):
-    rows, keys, variants = case
+def _sweep_matches_oracle(rows, keys, variants):
+    """The sweep of ``rows`` grouped by ``keys`` == the oracle (or both refuse the variants)."""
     ours = _engine_variants(variants)
     want = _oracle(rows, keys, variants)
     assert (ours is None) == (want is None)
@@ -343,6 +341,13 @@ def test_sweep_over_many_sets_matches_naive_oracle(case):
     table = c.ItemTable.from_items([dict(d, conv=k) for d, k in zip(rows, keys)], set_column="conv")
     res = c.sweep(table, None, ours, on_error="collect")
     _check_against_oracle(res, rows, want, variants, "conv")
+
+
+@PROPS
+@given(case=S.sensitivity_cases())
+def test_sweep_over_many_sets_matches_naive_oracle(case):
+    rows, keys, variants = case
+    _sweep_matches_oracle(rows, keys, variants)
 
 
 @PROPS
@@ -389,14 +394,7 @@ def test_sweep_big_tables_match_naive_oracle(case, data):
     if n_max > S.CHEAP_SCORERS_ABOVE:
         variants = variants[:1] + [(l, b, dict(cfg, scorers=config["scorers"]))
                                    for l, b, cfg in variants[1:]]
-    ours = _engine_variants(variants)
-    want = _oracle(rows, keys, variants)
-    assert (ours is None) == (want is None)
-    if ours is None:
-        return
-    table = c.ItemTable.from_items([dict(d, conv=k) for d, k in zip(rows, keys)], set_column="conv")
-    res = c.sweep(table, None, ours, on_error="collect")
-    _check_against_oracle(res, rows, want, variants, "conv")
+    _sweep_matches_oracle(rows, keys, variants)
 
 
 @settings(PROPS, max_examples=S.examples(20, 400))
