@@ -18,6 +18,7 @@ import numpy as np
 import threading
 
 from . import stages
+from .reasons import R_TRUNCATED
 from .parallel import resolve_threads, run_tasks
 from .batch_kernels import duplicate_groups, duplicate_winners, variant_scores
 from .budget import ContextBudget
@@ -42,8 +43,6 @@ from .slicers import kernels as sk
 from .slicers.greedy import greedy_segments
 from .slicers.quota import quota_greedy_slice
 
-#: internal reason code: BudgetExceeded emitted by the Place stage's truncation
-R_TRUNCATED = 19
 
 #: Most memory one knapsack DP may allocate, in keep-table cells (bits): 2^32 cells = 512 MiB.
 #: A DP of n candidates and capacity C needs (n + 256) x 64 x (C // 64 + 2) cells: its keep

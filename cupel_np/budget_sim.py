@@ -461,7 +461,7 @@ class _Prober:
     A pinned row is included exactly when its set's run does not fail."""
 
     def __init__(self, table: ItemTable, policy: Policy, max_rows: int):
-        from .stages import R_DEDUPLICATED
+        from .reasons import R_DEDUPLICATED
 
         self.table = table
         self.policy = policy

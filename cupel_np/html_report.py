@@ -1,5 +1,5 @@
 """``report.html``: a self-contained page (no network; PNGs, CSS and plain JavaScript inline)
-for a SweepResult, and compact ``_repr_html_`` summaries for notebooks.
+for a SweepResult (the notebook summaries live beside their classes, helpers in _repr.py).
 
 Sections: how alike the variants are (agreement and Jaccard matrices, ordered so similar
 variants sit together); swing by kind and by source per variant pair; why each variant left
@@ -12,7 +12,6 @@ beside the page). Every section is bounded in size whatever the sweep's size.
 from __future__ import annotations
 
 import base64
-import html
 import io
 from pathlib import Path
 
@@ -20,7 +19,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .report import REASON_NAMES
+from .reasons import reason_name_lut
+from .text import escape_html as _e
+from .text import shorten as _short
 
 TOP_K = 40  # rows of the heatmap PNG
 
@@ -50,11 +51,6 @@ def _top_swings(result, k: int) -> np.ndarray:
     contest = np.minimum(n_inc, result.status.shape[1] - n_inc)
     order = np.lexsort((gs, -contest))
     return gs[order[:k]]
-
-
-def _short(s: str, n: int = 60) -> str:
-    s = s.replace("\n", " ")
-    return s if len(s) <= n else s[: n - 1] + "…"
 
 
 def _mpl(s: str) -> str:
@@ -261,12 +257,6 @@ def swing_by_category(result, which: str) -> dict:
             "other_swinging": int(swing_groups[rest].sum())}
 
 
-def _reason_names() -> np.ndarray:
-    from .sensitivity import _reason_name_lut
-
-    return _reason_name_lut()
-
-
 def group_cells(result, groups: np.ndarray) -> dict:
     """For the given content groups: per variant ``status`` ('Included' / exclusion reason
     of the content's first row / 'failed'), ``reason`` (the row's reason name, inclusion
@@ -277,7 +267,7 @@ def group_cells(result, groups: np.ndarray) -> dict:
     n = len(groups)
     rows = result.group_first_row[groups]
     sets = result.group_set[groups]
-    names = _reason_names()
+    names = reason_name_lut()
     status = np.empty((n, v), dtype=object)
     reason = np.empty((n, v), dtype=object)
     rank = np.zeros((n, v), dtype=np.int64)
@@ -300,7 +290,7 @@ def group_cells(result, groups: np.ndarray) -> dict:
 def reason_totals(result) -> tuple[list[str], np.ndarray]:
     """Over ALL swinging contents: per variant, how many are Included and how many are
     excluded for each reason (the reason of the content's first row); failed cells apart."""
-    names = _reason_names()
+    names = reason_name_lut()
     gs = result.swing_groups
     rows = result.group_first_row[gs]
     sets = result.group_set[gs]
@@ -344,10 +334,6 @@ def set_summary(result, segs: np.ndarray) -> dict:
 
 
 # ----------------------------------------------------------------------------- HTML
-def _e(x) -> str:
-    return html.escape(str(x), quote=True)
-
-
 def _heat(x: float) -> str:
     """A background colour from white (0) to blue (1)."""
     if x != x:
@@ -649,77 +635,3 @@ def _describe_scorer(sc) -> str:
         return " + ".join(f"{_describe_scorer(s)}×{w:g}" for s, w in entries)
     inner = getattr(sc, "inner", None)
     return f"scaled({_describe_scorer(inner)})" if inner is not None else sc.type_name
-
-
-# ----------------------------------------------------------------------------- notebooks
-# Compact summaries for Jupyter's rich display (``_repr_html_``), bounded in size.
-REPR_ROWS = 10
-_REPR_CSS = ("<style>.cupel-np td,.cupel-np th{padding:2px 6px;text-align:left}"
-             ".cupel-np td.n{text-align:right}</style>")
-
-
-def _table(head: list[str], rows: list[list], nums: set[int] = frozenset()) -> str:
-    h = "".join(f"<th>{_e(x)}</th>" for x in head)
-    body = "".join("<tr>" + "".join(
-        f'<td class="n">{x:,}</td>' if i in nums and isinstance(x, (int, np.integer)) else
-        (f'<td class="n">{x:.4f}</td>' if i in nums and isinstance(x, float) else f"<td>{_e(x)}</td>")
-        for i, x in enumerate(r)) + "</tr>" for r in rows)
-    return f"<table><tr>{h}</tr>{body}</table>"
-
-
-def repr_html_sweep(result) -> str:
-    t = result.table
-    v = len(result.labels)
-    rows = []
-    for vi in range(min(v, 3 * REPR_ROWS)):
-        inc = result.run.included[vi]
-        rows.append([result.labels[vi], int(inc.sum()), int(t.tokens[inc].sum()),
-                     int(result.status[result.swing_groups, vi].sum()), int(result.failed[vi].sum())])
-    more = f"<p>… and {v - len(rows)} more variants</p>" if v > len(rows) else ""
-    return (f'<div class="cupel-np">{_REPR_CSS}<b>SweepResult</b>: {t.n:,} items in {t.n_sets:,} set(s), '
-            f"{v} variants, {result.n_swing:,} swinging contents"
-            + _table(["variant", "included", "tokens used", "swinging included", "failed sets"], rows, {1, 2, 3, 4})
-            + more + "</div>")
-
-
-def repr_html_sensitivity(report) -> str:
-    diffs = report.diffs
-    labels = [l for l, _ in report.variants]
-    rows = [[l, len(sel.included_rows), sel.total_candidates - len(sel.included_rows)] for l, sel in report.variants]
-    vt = _table(["variant", "included", "excluded"], rows, {1, 2})
-    failed = "".join(f"<li>{_e(l)} failed: {_e(str(e))}</li>" for l, e in report.failed)
-    drows = []
-    for d in diffs[:REPR_ROWS]:
-        st = dict((l, s.value) for l, s in d.statuses)
-        drows.append([_short(d.content, 60)] + [st.get(l, "") for l in labels])
-    dt = _table(["content"] + labels, drows) if drows else ""
-    more = f"<p>… and {len(diffs) - len(drows)} more</p>" if len(diffs) > len(drows) else ""
-    return (f'<div class="cupel-np">{_REPR_CSS}<b>PolicySensitivityReport</b>: {len(report.variants)} variants, '
-            f"{len(diffs):,} swinging contents{vt}" + (f"<ul>{failed}</ul>" if failed else "") + dt + more + "</div>")
-
-
-def repr_html_selection(report) -> str:
-    from .report import exclusion_reason
-
-    run = report._run
-    t = run.table
-    inc = report.included_rows
-    exc = report.excluded_rows
-    used = int(t.tokens[inc].sum())
-    rows = []
-    for r, sc in zip(inc[:REPR_ROWS], run.scores_at(inc[:REPR_ROWS])):
-        rows.append(["IN", _short(t.content[int(r)].as_py(), 60), t.kind[int(r)].as_py(), int(t.tokens[r]), float(sc),
-                     REASON_NAMES.get(int(run.reason[r]), "?")])
-    for r, sc in zip(exc[:REPR_ROWS], run.scores_at(exc[:REPR_ROWS])):
-        rows.append(["OUT", _short(t.content[int(r)].as_py(), 60), t.kind[int(r)].as_py(), int(t.tokens[r]), float(sc),
-                     exclusion_reason(run, int(r), report._seg).reason])
-    more = []
-    if len(inc) > REPR_ROWS:
-        more.append(f"{len(inc) - REPR_ROWS} more included")
-    if len(exc) > REPR_ROWS:
-        more.append(f"{len(exc) - REPR_ROWS} more excluded")
-    return (f'<div class="cupel-np">{_REPR_CSS}<b>SelectionReport</b>: {len(inc):,} included ({used:,} tokens, '
-            f"effective target {report.effective_target_tokens:,}), {len(exc):,} excluded of "
-            f"{report.total_candidates:,} candidates"
-            + _table(["", "content", "kind", "tokens", "score", "reason"], rows, {3, 4})
-            + (f"<p>… {', '.join(more)}</p>" if more else "") + "</div>")

@@ -13,7 +13,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from . import stages
+from . import reasons
+from ._repr import REPR_CSS, REPR_ROWS, html_table
+from .reasons import REASON_NAMES
+from .text import escape_html, shorten
 from .items import ContextItem
 
 
@@ -130,25 +133,11 @@ class CountRequirementShortfall:
 
 
 _INCLUSION = {
-    stages.R_SCORED: InclusionReason.Scored,
-    stages.R_PINNED: InclusionReason.Pinned,
-    stages.R_ZERO_TOKEN: InclusionReason.ZeroToken,
+    reasons.R_SCORED: InclusionReason.Scored,
+    reasons.R_PINNED: InclusionReason.Pinned,
+    reasons.R_ZERO_TOKEN: InclusionReason.ZeroToken,
 }
 
-REASON_NAMES = {
-    stages.R_SCORED: "Scored",
-    stages.R_PINNED: "Pinned",
-    stages.R_ZERO_TOKEN: "ZeroToken",
-    stages.R_BUDGET_EXCEEDED: "BudgetExceeded",
-    stages.R_SCORED_TOO_LOW: "ScoredTooLow",
-    stages.R_DEDUPLICATED: "Deduplicated",
-    stages.R_QUOTA_CAP_EXCEEDED: "QuotaCapExceeded",
-    stages.R_QUOTA_REQUIRE_DISPLACED: "QuotaRequireDisplaced",
-    stages.R_NEGATIVE_TOKENS: "NegativeTokens",
-    stages.R_PINNED_OVERRIDE: "PinnedOverride",
-    stages.R_FILTERED: "Filtered",
-    stages.R_COUNT_CAP_EXCEEDED: "CountCapExceeded",
-}
 
 
 def _sparse(pairs, row: int):
@@ -161,23 +150,21 @@ def _sparse(pairs, row: int):
 
 def exclusion_reason(run, row: int, segment: int) -> ExclusionReason:
     """Rebuild row ``row``'s data-carrying exclusion reason from the run's columns."""
-    from .batch import R_TRUNCATED
-
     sw, v = run.sweep, run.v
     t = run.table
     code = int(run.reason[row])
-    if code == stages.R_BUDGET_EXCEEDED:
+    if code == reasons.R_BUDGET_EXCEEDED:
         return BudgetExceeded(int(t.tokens[row]), int(sw.avail_slice[v, segment]))
-    if code == R_TRUNCATED:
+    if code == reasons.R_TRUNCATED:
         return BudgetExceeded(int(t.tokens[row]), int(sw.avail_place[v, segment]))
-    if code == stages.R_NEGATIVE_TOKENS:
+    if code == reasons.R_NEGATIVE_TOKENS:
         return NegativeTokens(int(t.tokens[row]))
-    if code == stages.R_DEDUPLICATED:
+    if code == reasons.R_DEDUPLICATED:
         (winner,) = _sparse(sw.dedup_winner[v], row)
         return Deduplicated(t.content[winner].as_py())
-    if code == stages.R_PINNED_OVERRIDE:
+    if code == reasons.R_PINNED_OVERRIDE:
         return PinnedOverride(t.content[int(sw.classified.first_pin[segment])].as_py())
-    if code == stages.R_COUNT_CAP_EXCEEDED:
+    if code == reasons.R_COUNT_CAP_EXCEEDED:
         cap, count = _sparse(sw.count_cap[v], row)
         return CountCapExceeded(t.kind[row].as_py(), cap, count)
     raise ValueError(f"row {row} has no exclusion reason (code {code})")
@@ -185,12 +172,10 @@ def exclusion_reason(run, row: int, segment: int) -> ExclusionReason:
 
 def _stage_rank(reason: np.ndarray) -> np.ndarray:
     """The stage that recorded each exclusion: classify 0, dedup 1, slice 2, place 3."""
-    from .batch import R_TRUNCATED
-
     out = np.full(reason.shape, 2, dtype=np.int8)
-    out[reason == stages.R_NEGATIVE_TOKENS] = 0
-    out[reason == stages.R_DEDUPLICATED] = 1
-    out[reason == R_TRUNCATED] = 3
+    out[reason == reasons.R_NEGATIVE_TOKENS] = 0
+    out[reason == reasons.R_DEDUPLICATED] = 1
+    out[reason == reasons.R_TRUNCATED] = 3
     return out
 
 
@@ -313,6 +298,29 @@ class SelectionReport:
 
     def _repr_html_(self) -> str:
         """A compact notebook summary (the first included and excluded items with reasons)."""
-        from .html_report import repr_html_selection
+        return _repr_html_selection(self)
 
-        return repr_html_selection(self)
+
+def _repr_html_selection(report) -> str:
+    run = report._run
+    t = run.table
+    inc = report.included_rows
+    exc = report.excluded_rows
+    used = int(t.tokens[inc].sum())
+    rows = []
+    for r, sc in zip(inc[:REPR_ROWS], run.scores_at(inc[:REPR_ROWS])):
+        rows.append(["IN", shorten(t.content[int(r)].as_py(), 60), t.kind[int(r)].as_py(), int(t.tokens[r]), float(sc),
+                     REASON_NAMES.get(int(run.reason[r]), "?")])
+    for r, sc in zip(exc[:REPR_ROWS], run.scores_at(exc[:REPR_ROWS])):
+        rows.append(["OUT", shorten(t.content[int(r)].as_py(), 60), t.kind[int(r)].as_py(), int(t.tokens[r]), float(sc),
+                     exclusion_reason(run, int(r), report._seg).reason])
+    more = []
+    if len(inc) > REPR_ROWS:
+        more.append(f"{len(inc) - REPR_ROWS} more included")
+    if len(exc) > REPR_ROWS:
+        more.append(f"{len(exc) - REPR_ROWS} more excluded")
+    return (f'<div class="cupel-np">{REPR_CSS}<b>SelectionReport</b>: {len(inc):,} included ({used:,} tokens, '
+            f"effective target {report.effective_target_tokens:,}), {len(exc):,} excluded of "
+            f"{report.total_candidates:,} candidates"
+            + html_table(["", "content", "kind", "tokens", "score", "reason"], rows, {3, 4})
+            + (f"<p>… {', '.join(more)}</p>" if more else "") + "</div>")

@@ -28,7 +28,10 @@ from .items import ItemTable
 from .parallel import resolve_threads
 from .runner import PolicyRun, PolicySource, as_table
 from .policy import Policy
-from .report import REASON_NAMES, SelectionReport
+from ._repr import REPR_CSS, REPR_ROWS, html_table
+from .reasons import reason_name_lut
+from .text import escape_html, shorten
+from .report import SelectionReport
 
 
 class ItemStatus(enum.Enum):
@@ -230,7 +233,7 @@ class SweepResult:
             cols[self._set_name()] = self._set_keys_array.take(pa.array(set_of_row, pa.int64()))
         cols["input_row"] = pa.array(np.arange(t.n, dtype=np.int64))
         cols["content"] = t.content.take(pa.array(to_in, pa.int64()))
-        names = _reason_name_lut()
+        names = reason_name_lut()
         for v, label in enumerate(self.labels):
             failed = self.failed[v, set_of_row]
             inc = self.run.included[v][to_in]
@@ -297,9 +300,7 @@ class SweepResult:
 
     def _repr_html_(self) -> str:
         """A compact notebook summary (per-variant totals)."""
-        from .html_report import repr_html_sweep
-
-        return repr_html_sweep(self)
+        return _repr_html_sweep(self)
 
 
 #: "Excluded" and "Included" are both 8 bytes: a status column is 8 bytes per row plus offsets
@@ -320,16 +321,6 @@ def _status_strings(included: np.ndarray, null: np.ndarray):
     n_null = int(np.count_nonzero(null))
     validity = pa.py_buffer(np.packbits(~null, bitorder="little")) if n_null else None
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data), validity, n_null)
-
-
-def _reason_name_lut() -> np.ndarray:
-    from .batch import R_TRUNCATED
-
-    names = ["" for _ in range(130)]
-    for code, name in REASON_NAMES.items():
-        names[code + 1] = name
-    names[R_TRUNCATED + 1] = "BudgetExceeded"
-    return np.array(names, dtype=object)
 
 
 # --------------------------------------------------------------------------- report
@@ -393,9 +384,7 @@ class PolicySensitivityReport:
 
     def _repr_html_(self) -> str:
         """A compact notebook summary (variants and the first swinging contents)."""
-        from .html_report import repr_html_sensitivity
-
-        return repr_html_sensitivity(self)
+        return _repr_html_sensitivity(self)
 
 
 # --------------------------------------------------------------------------- entry points
@@ -477,3 +466,34 @@ def _progress_callback(progress: bool | None, total: int):
     if progress is None:
         progress = bool(getattr(stream, "isatty", lambda: False)())
     return _Progress(total, stream) if progress else None
+
+
+def _repr_html_sweep(result) -> str:
+    t = result.table
+    v = len(result.labels)
+    rows = []
+    for vi in range(min(v, 3 * REPR_ROWS)):
+        inc = result.run.included[vi]
+        rows.append([result.labels[vi], int(inc.sum()), int(t.tokens[inc].sum()),
+                     int(result.status[result.swing_groups, vi].sum()), int(result.failed[vi].sum())])
+    more = f"<p>… and {v - len(rows)} more variants</p>" if v > len(rows) else ""
+    return (f'<div class="cupel-np">{REPR_CSS}<b>SweepResult</b>: {t.n:,} items in {t.n_sets:,} set(s), '
+            f"{v} variants, {result.n_swing:,} swinging contents"
+            + html_table(["variant", "included", "tokens used", "swinging included", "failed sets"], rows, {1, 2, 3, 4})
+            + more + "</div>")
+
+
+def _repr_html_sensitivity(report) -> str:
+    diffs = report.diffs
+    labels = [l for l, _ in report.variants]
+    rows = [[l, len(sel.included_rows), sel.total_candidates - len(sel.included_rows)] for l, sel in report.variants]
+    vt = html_table(["variant", "included", "excluded"], rows, {1, 2})
+    failed = "".join(f"<li>{escape_html(l)} failed: {escape_html(str(e))}</li>" for l, e in report.failed)
+    drows = []
+    for d in diffs[:REPR_ROWS]:
+        st = dict((l, s.value) for l, s in d.statuses)
+        drows.append([shorten(d.content, 60)] + [st.get(l, "") for l in labels])
+    dt = html_table(["content"] + labels, drows) if drows else ""
+    more = f"<p>… and {len(diffs) - len(drows)} more</p>" if len(diffs) > len(drows) else ""
+    return (f'<div class="cupel-np">{REPR_CSS}<b>PolicySensitivityReport</b>: {len(report.variants)} variants, '
+            f"{len(diffs):,} swinging contents{vt}" + (f"<ul>{failed}</ul>" if failed else "") + dt + more + "</div>")

@@ -13,19 +13,21 @@ from ._jit import jit
 from .slicers.greedy import complete_ranks, density_key
 from .sortkeys import desc_bits, int_keys, ordered_bits, radix_argsort, stable_argsort  # noqa: F401 (radix_argsort: re-exported)
 
-# reason codes (stored in the int8 reason matrix)
-R_SCORED = 0
-R_PINNED = 1
-R_ZERO_TOKEN = 2
-R_BUDGET_EXCEEDED = 10
-R_SCORED_TOO_LOW = 11
-R_DEDUPLICATED = 12
-R_QUOTA_CAP_EXCEEDED = 13
-R_QUOTA_REQUIRE_DISPLACED = 14
-R_NEGATIVE_TOKENS = 15
-R_PINNED_OVERRIDE = 16
-R_FILTERED = 17
-R_COUNT_CAP_EXCEEDED = 18
+# reason codes (stored in the int8 reason matrix): one home, cupel_np.reasons
+from .reasons import (  # noqa: E402
+    R_BUDGET_EXCEEDED,
+    R_COUNT_CAP_EXCEEDED,
+    R_DEDUPLICATED,
+    R_FILTERED,
+    R_NEGATIVE_TOKENS,
+    R_PINNED,
+    R_PINNED_OVERRIDE,
+    R_QUOTA_CAP_EXCEEDED,
+    R_QUOTA_REQUIRE_DISPLACED,
+    R_SCORED,
+    R_SCORED_TOO_LOW,
+    R_ZERO_TOKEN,
+)
 
 ERR_OVERFLOW = 2
 

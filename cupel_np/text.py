@@ -1,7 +1,8 @@
-"""String rules the spec states literally: ASCII-only case folding and Rust's f64 grammar."""
+"""String rules the spec states literally (ASCII-only case folding, Rust's f64 grammar) and small text helpers."""
 
 from __future__ import annotations
 
+import html
 import re
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
@@ -36,3 +37,14 @@ _BLANK = re.compile(f"[{WHITE_SPACE_CLASS}]*")
 def is_blank(s: str) -> bool:
     """True when ``s`` is empty or only Unicode White_Space (ContextKind/Source rule)."""
     return _BLANK.fullmatch(s) is not None
+
+
+def shorten(s: str, n: int = 60) -> str:
+    """``s`` on one line, cut to ``n`` characters with an ellipsis."""
+    s = s.replace("\n", " ")
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def escape_html(x) -> str:
+    """``str(x)`` escaped for HTML text and attribute values."""
+    return html.escape(str(x), quote=True)

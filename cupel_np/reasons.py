@@ -1,0 +1,52 @@
+"""Every reason code the engine records, and its name in the spec.
+
+The int8 reason matrix (``[V, N]``) holds one of these codes per (variant, row). Kernels read
+the codes as compile-time constants; reports, tables and pages turn them into the spec's names
+with :data:`REASON_NAMES` or the vectorized :func:`reason_name_lut`.
+"""
+
+import numpy as np
+
+# inclusion reasons
+R_SCORED = 0
+R_PINNED = 1
+R_ZERO_TOKEN = 2
+
+# exclusion reasons
+R_BUDGET_EXCEEDED = 10
+R_SCORED_TOO_LOW = 11
+R_DEDUPLICATED = 12
+R_QUOTA_CAP_EXCEEDED = 13
+R_QUOTA_REQUIRE_DISPLACED = 14
+R_NEGATIVE_TOKENS = 15
+R_PINNED_OVERRIDE = 16
+R_FILTERED = 17
+R_COUNT_CAP_EXCEEDED = 18
+#: BudgetExceeded recorded by the Place stage's truncation (the spec's name is BudgetExceeded;
+#: the separate code keeps the stage that excluded the item, which orders the excluded list)
+R_TRUNCATED = 19
+
+#: the spec's name of every code
+REASON_NAMES = {
+    R_SCORED: "Scored",
+    R_PINNED: "Pinned",
+    R_ZERO_TOKEN: "ZeroToken",
+    R_BUDGET_EXCEEDED: "BudgetExceeded",
+    R_SCORED_TOO_LOW: "ScoredTooLow",
+    R_DEDUPLICATED: "Deduplicated",
+    R_QUOTA_CAP_EXCEEDED: "QuotaCapExceeded",
+    R_QUOTA_REQUIRE_DISPLACED: "QuotaRequireDisplaced",
+    R_NEGATIVE_TOKENS: "NegativeTokens",
+    R_PINNED_OVERRIDE: "PinnedOverride",
+    R_FILTERED: "Filtered",
+    R_COUNT_CAP_EXCEEDED: "CountCapExceeded",
+    R_TRUNCATED: "BudgetExceeded",
+}
+
+
+def reason_name_lut() -> np.ndarray:
+    """Object array mapping ``code + 1`` to the spec's name (index 0, code -1: no reason, "")."""
+    names = ["" for _ in range(130)]
+    for code, name in REASON_NAMES.items():
+        names[code + 1] = name
+    return np.array(names, dtype=object)
