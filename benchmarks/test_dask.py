@@ -81,7 +81,7 @@ import json, resource, sys, time
 from cupel_np.io import sweep_parquet
 src, out = sys.argv[1], sys.argv[2]
 t0 = time.perf_counter()
-from cupel_np.datasets import available_memory
+from cupel_np.model.datasets import available_memory
 # all of the available memory: the default limit (half) refuses this corpus on a busy machine
 tot = sweep_parquet(src, BUDGET, VARIANTS, out, set_column="session_id", progress=False,
                     memory_limit=available_memory())
@@ -108,8 +108,8 @@ def test_dask_local2_vs_in_process(tmp_path):
 
     import dask.dataframe as dd
 
-    from cupel_np import dask as cdask
-    from cupel_np.datasets import partition_base, pieces
+    from cupel_np.io import dask as cdask
+    from cupel_np.model.datasets import partition_base, pieces
 
     data = tmp_path / "corpus"
     data.mkdir()

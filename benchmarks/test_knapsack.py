@@ -21,8 +21,8 @@ import pytest
 
 import cupel_np as c
 from cupel_np._jit import jit
-from cupel_np.pipeline import run_policy
-from cupel_np.slicers import kernels as sk
+from cupel_np.analysis.pipeline import run_policy
+from cupel_np.engine.slicers import kernels as sk
 
 BIG = os.environ.get("CUPEL_BENCH_BIG") == "1"
 BASE = [c.RecencyScorer(), c.PriorityScorer(), c.KindScorer(), c.ReflexiveScorer()]
@@ -167,7 +167,7 @@ def test_knapsack_cells_per_second(benchmark, n, bucket):
     tok, score, cand = _kernel_inputs(table, budget, pol)
     out_new = np.empty(n, dtype=np.int64)
     out_old = np.empty(n, dtype=np.int64)
-    lim = c.batch.KNAPSACK_MAX_CELLS
+    lim = c.engine.batch.KNAPSACK_MAX_CELLS
 
     def new():
         return sk.knapsack_pick(tok, score, cand, target, bucket, lim, out_new, 0)
@@ -201,8 +201,8 @@ def test_knapsack_exact_mode_cells_per_second():
     score = score * 1e15
     cells = int((tok > 0).sum()) * (target // bucket + 1)
     out = np.empty(n, dtype=np.int64)
-    sk.knapsack_pick(tok, score, cand, target, bucket, c.batch.KNAPSACK_MAX_CELLS, out, 0)
-    t_new = _median(lambda: sk.knapsack_pick(tok, score, cand, target, bucket, c.batch.KNAPSACK_MAX_CELLS, out, 0), 3)
+    sk.knapsack_pick(tok, score, cand, target, bucket, c.engine.batch.KNAPSACK_MAX_CELLS, out, 0)
+    t_new = _median(lambda: sk.knapsack_pick(tok, score, cand, target, bucket, c.engine.batch.KNAPSACK_MAX_CELLS, out, 0), 3)
     t_old = _median(lambda: _old_knapsack_pick(tok, score, cand, target, bucket, 2**40, out, 0), 3)
     print(f"\nknapsack exact (split-row) mode, 5,000 items bucket 10: {cells / t_new / 1e9:.2f}G cells/s; "
           f"old saturating kernel {cells / t_old / 1e9:.2f}G cells/s: {t_old / t_new:.1f}x")

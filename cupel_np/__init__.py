@@ -1,14 +1,15 @@
 """cupel_np: the Cupel context-selection specification as a vectorized NumPy/Numba engine."""
 
-from .budget import ContextBudget
-from .budget_sim import (
+from cupel_np.model.budget import ContextBudget
+from cupel_np.analysis.budget_sim import (
     BudgetCurves,
     NonMonotonicSlicerError,
     budget_curves,
     budget_ladder,
     min_budgets,
 )
-from .errors import (
+from cupel_np._version import __version__
+from cupel_np.errors import (
     BudgetOverflowError,
     CupelError,
     InvalidConfigError,
@@ -18,11 +19,11 @@ from .errors import (
     TableTooLargeError,
     TooFewVariantsError,
 )
-from .dotnet import PRESETS, preset, policy_from_dotnet, policy_to_dotnet
-from .grid import Sweep
-from .items import ContextItem, ItemTable
-from .pipeline import Pipeline, policy_sensitivity_from_pipelines, run_policy
-from .policy import (
+from cupel_np.model.presets import PRESETS, preset, policy_from_dotnet, policy_to_dotnet
+from cupel_np.model.grid import Sweep
+from cupel_np.model.items import ContextItem, ItemTable
+from cupel_np.analysis.pipeline import Pipeline, policy_sensitivity_from_pipelines, run_policy
+from cupel_np.model.policy import (
     CompositeScorer,
     CountConstrainedKnapsackSlice,
     CountQuotaEntry,
@@ -46,7 +47,7 @@ from .policy import (
     TagScorer,
     WindowCurve,
 )
-from .report import (
+from cupel_np.analysis.selection import (
     BudgetExceeded,
     CountCapExceeded,
     CountRequirementShortfall,
@@ -63,7 +64,7 @@ from .report import (
     ScoredTooLow,
     SelectionReport,
 )
-from .sensitivity import (
+from cupel_np.analysis.sensitivity import (
     ItemStatus,
     PolicySensitivityDiffEntry,
     PolicySensitivityReport,
@@ -72,4 +73,3 @@ from .sensitivity import (
     sweep,
 )
 
-__version__ = "0.1.0"

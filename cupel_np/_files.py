@@ -23,7 +23,7 @@ def _file_mode() -> int:
     return 0o666 & ~mask
 
 
-def _temp_beside(p: Path) -> str:
+def temp_beside(p: Path) -> str:
     """A temp file next to ``p`` (same file system, so the rename is atomic), with the
     permissions a plainly created file would get: mkstemp makes it 0600."""
     fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
@@ -38,7 +38,7 @@ def atomic_write_bytes(path, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temp file + rename (never a half-written file)."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _temp_beside(p)
+    tmp = temp_beside(p)
     try:
         with open(tmp, "wb") as f:
             f.write(data)

@@ -24,7 +24,7 @@ import strategies as S  # noqa: E402
 
 import cupel_np as c  # noqa: E402
 from cupel_np import ContextBudget, ContextItem, CupelError, ItemTable, Pipeline, Policy  # noqa: E402
-from cupel_np.budget_sim import (  # noqa: E402
+from cupel_np.analysis.budget_sim import (  # noqa: E402
     CEILING_BELOW_TOKENS_MESSAGE,
     FIND_MIN_MONOTONIC_MESSAGE,
     MARGINAL_QUOTA_MESSAGE,
@@ -525,7 +525,7 @@ def _shown_numbers(dom):
 def test_cli_budget_writes_parquet_and_report(capsys, tmp_path):
     import pyarrow.parquet as pq
 
-    from cupel_np import cli
+    from cupel_np.cli import commands as cli
 
     items = _cli_corpus(tmp_path)
     out = tmp_path / "b"
@@ -556,7 +556,7 @@ def test_budget_report_renders_in_headless_chromium(tmp_path):
 
     import pyarrow.parquet as pq
 
-    from cupel_np import cli
+    from cupel_np.cli import commands as cli
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if chromium is None:

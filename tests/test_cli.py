@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cupel_np import cli
+from cupel_np.cli import commands as cli
 from cupel_np.errors import InvalidConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -200,7 +200,7 @@ def test_debug_shows_traceback(capsys, tmp_path):
 
 
 def test_internal_error_is_exit_1(capsys, monkeypatch, small_items):
-    import cupel_np.pipeline as pl
+    import cupel_np.analysis.pipeline as pl
 
     def boom(*a, **k):
         raise RuntimeError("kaboom")

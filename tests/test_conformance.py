@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cupel_np import conformance
+from cupel_np.cli import conformance
 
 
 def test_every_vector_passes(conformance_dir):

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import cupel_np as c
-from cupel_np import dask as cdask
+from cupel_np.io import dask as cdask
 from cupel_np.errors import CupelError, InvalidConfigError, PinnedExceedsBudgetError
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample_sessions.parquet"
@@ -214,7 +214,7 @@ def test_dask_error_is_a_cupel_error():
 # ----------------------------------------------------------------------------- command line, report
 def test_cli_dask_and_report_from_any_sweep_directory(tmp_path, client, sample, capsys):
     from cupel_np.cli import main
-    from cupel_np.report_dir import load_sweep_dir
+    from cupel_np.report.from_dir import load_sweep_dir
 
     t = sample.take(pa.array(np.random.default_rng(5).permutation(sample.num_rows)))
     d = tmp_path / "ds"
@@ -262,11 +262,11 @@ def test_task_restores_input_order_whatever_the_row_order(tmp_path, sample):
     input-row order: same parts as the ordered partition."""
     import pandas as pd
 
-    from cupel_np.sensitivity import _as_variants
+    from cupel_np.model.grid import as_variants
 
     t = sample.slice(0, 1500)
     t = t.append_column(cdask.ROW, pa.array(np.arange(100, 100 + t.num_rows, dtype=np.int64)))
-    vs = _as_variants(VARIANTS, BUDGET, allow_budget=True)
+    vs = as_variants(VARIANTS, BUDGET, allow_budget=True)
     ordered = t.to_pandas(types_mapper=pd.ArrowDtype)
     mixed = t.take(pa.array(np.random.default_rng(2).permutation(t.num_rows))).to_pandas(types_mapper=pd.ArrowDtype)
     a = cdask._run_partition(ordered, 0, BUDGET, vs, "session_id", "raise", str(tmp_path / "a"))

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import cupel_np as c
-from cupel_np.datasets import first_repeated_set, pieces, read_piece, read_table, runs_are_sets
+from cupel_np.model.datasets import first_repeated_set, pieces, read_piece, read_table, runs_are_sets
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.io import sweep_parquet, write_sweep
 

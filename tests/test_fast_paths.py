@@ -25,9 +25,9 @@ import naive  # noqa: E402
 import strategies as S  # noqa: E402
 
 import cupel_np as c  # noqa: E402
-from cupel_np import stages  # noqa: E402
-from cupel_np.slicers import greedy  # noqa: E402
-from cupel_np.sortkeys import desc_bits, int_keys, ordered_bits, stable_argsort  # noqa: E402
+from cupel_np.engine import stages  # noqa: E402
+from cupel_np.engine.slicers import greedy  # noqa: E402
+from cupel_np.engine.sortkeys import desc_bits, int_keys, ordered_bits, stable_argsort  # noqa: E402
 
 SETTINGS = settings(max_examples=120, deadline=None, database=None, print_blob=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -326,7 +326,7 @@ def test_count_quota_truncation_through_the_general_filter():
 
 def test_quota_big_partitions_match_naive():
     """Quota partitions above RADIX_PICK candidates: the inner greedy's radix sort."""
-    from cupel_np.slicers import kernels
+    from cupel_np.engine.slicers import kernels
 
     items = _big_items(3 * kernels.RADIX_PICK + 600, 4, coarse_ts=False)
     total = sum(d["tokens"] for d in items)

@@ -9,11 +9,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cupel_np import cli
+from cupel_np.cli import commands as cli
 from cupel_np.errors import CupelError, InvalidConfigError
-from cupel_np.importers import BadTranscriptError, estimate_tokens, import_transcripts, make_token_counter
+from cupel_np.io.importers import BadTranscriptError, estimate_tokens, import_transcripts, make_token_counter
 from cupel_np.io import import_transcripts as reexported
-from cupel_np.items import ItemTable
+from cupel_np.model.items import ItemTable
 
 ROOT = Path(__file__).resolve().parents[1]
 TR = ROOT / "data" / "transcripts"

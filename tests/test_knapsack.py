@@ -24,10 +24,10 @@ import naive  # noqa: E402
 
 import cupel_np as c  # noqa: E402
 from cupel_np import ContextBudget, ContextItem, ItemTable, Pipeline, Policy, TableTooLargeError  # noqa: E402
-from cupel_np.batch import KNAPSACK_MAX_CELLS, _slicer_args  # noqa: E402
-from cupel_np.pipeline import run_policy  # noqa: E402
-from cupel_np.policy import slicer_from_dict  # noqa: E402
-from cupel_np.slicers import kernels as sk  # noqa: E402
+from cupel_np.engine.batch import KNAPSACK_MAX_CELLS, slicer_args  # noqa: E402
+from cupel_np.analysis.pipeline import run_policy  # noqa: E402
+from cupel_np.model.policy import slicer_from_dict  # noqa: E402
+from cupel_np.engine.slicers import kernels as sk  # noqa: E402
 
 I64_MAX = 2**63 - 1
 # the largest score whose value floor(score * 10000) is still below 2^63 (no per-item saturation)
@@ -217,7 +217,7 @@ def test_limit_never_overflows():
 PEAK_SCRIPT = """
 import resource, sys
 import numpy as np
-from cupel_np.slicers import kernels as sk
+from cupel_np.engine.slicers import kernels as sk
 n, cap, limit = (int(a) for a in sys.argv[1:])
 tok = np.ones(n, dtype=np.int64)
 score = np.full(n, np.inf)  # every value i64::MAX: the sum needs the split (4-row) DP
@@ -290,7 +290,7 @@ def slicer_cases(draw):
 def _engine_slice(tokens, scores, kinds, target, config):
     """slice_segments over one score-sorted set; positions in output order."""
     table = ItemTable.from_items([ContextItem(f"c{i}", t, kind=k) for i, (t, k) in enumerate(zip(tokens, kinds))])
-    args = _slicer_args(slicer_from_dict(config), table)
+    args = slicer_args(slicer_from_dict(config), table)
     mode, use_knapsack, bucket, *rest = args
     rank, err, *_ = sk.slice_segments(
         mode, table.tokens, np.asarray(scores, dtype=np.float64), table.kind_id,

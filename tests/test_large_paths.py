@@ -25,13 +25,15 @@ import naive  # noqa: E402
 import strategies as S  # noqa: E402
 import test_properties as P  # noqa: E402
 
-from cupel_np import ContextBudget, CupelError, ItemTable, Policy, stages  # noqa: E402
+from cupel_np import ContextBudget, CupelError, ItemTable, Policy  # noqa: E402
+
+from cupel_np.engine import stages  # noqa: E402
 from cupel_np.errors import TableTooLargeError  # noqa: E402
-from cupel_np.pipeline import run_policy  # noqa: E402
-from cupel_np.report import SelectionReport  # noqa: E402
-from cupel_np.batch_kernels import duplicate_groups  # noqa: E402
-from cupel_np.scorers import kernels as sck  # noqa: E402
-from cupel_np.slicers.greedy import greedy_segments  # noqa: E402
+from cupel_np.analysis.pipeline import run_policy  # noqa: E402
+from cupel_np.analysis.selection import SelectionReport  # noqa: E402
+from cupel_np.engine.batch_kernels import duplicate_groups  # noqa: E402
+from cupel_np.engine.scorers import kernels as sck  # noqa: E402
+from cupel_np.engine.slicers.greedy import greedy_segments  # noqa: E402
 
 
 def _naive_greedy(tokens, scores, target):
@@ -224,7 +226,7 @@ def test_knapsack_table_limit_is_exact(case, limit):
 
 _OUT_OF_RANGE = """
 import numpy as np
-from cupel_np.slicers.greedy import greedy_segments
+from cupel_np.engine.slicers.greedy import greedy_segments
 rank = np.full(4, -1, dtype=np.int64)
 try:
     greedy_segments(np.ones(4, dtype=np.int64), np.ones(4), np.array([0, 1000]), np.array([10]), rank)

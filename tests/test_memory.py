@@ -9,7 +9,7 @@ import pytest
 
 from cupel_np import ItemTable
 from cupel_np.data import sample_path
-from cupel_np.datasets import estimate_in_memory_peak, open_dataset
+from cupel_np.model.datasets import estimate_in_memory_peak, open_dataset
 
 #: the issue's target for the sample schema with ~40-character contents
 TARGET_BYTES_PER_ROW = 150

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import cupel_np as c
-from cupel_np.html_report import write_html_report
+from cupel_np.report.html import write_html_report
 from cupel_np.io import write_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -350,7 +350,7 @@ def test_many_categories_stay_bounded():
     import numpy as np
     import pyarrow as pa
 
-    from cupel_np.html_report import MAX_CATEGORIES, agreement, swing_by_category
+    from cupel_np.report.html import MAX_CATEGORIES, agreement, swing_by_category
 
     t = pq.read_table(SAMPLE)
     t = t.filter(pc.is_in(t["session_id"], value_set=pc.unique(t["session_id"]).slice(0, 30)))

@@ -9,9 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cupel_np import cli
+from cupel_np.cli import commands as cli
 from cupel_np.data import sample_path
-from cupel_np.datasets import parse_size, set_runs, open_dataset
+from cupel_np.model.datasets import parse_size, set_runs, open_dataset
 from cupel_np.errors import InvalidConfigError
 
 BUDGET = ["--max-tokens", "8000", "--target-tokens", "6000"]

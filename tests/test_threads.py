@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 import cupel_np as c  # noqa: E402
-from cupel_np import parallel  # noqa: E402
+from cupel_np.engine import parallel  # noqa: E402
 from cupel_np.errors import InvalidConfigError  # noqa: E402
 
 
@@ -194,7 +194,7 @@ def test_cli_threads_option(tmp_path, capsys):
 def test_timestamp_order_sorts_every_segment(span):
     """The shared timestamp order (one packed-key sort, or ranks when segment and timestamp
     do not fit 64 bits together) lists each segment's timestamped rows by timestamp."""
-    from cupel_np.stages import timestamp_order
+    from cupel_np.engine.stages import timestamp_order
 
     rng = np.random.default_rng({"ties": 1, "wide": 2, "full": 3}[span])
     for _ in range(60):
@@ -225,8 +225,8 @@ def test_score_context_computes_each_column_once_on_many_threads(monkeypatch, co
     asked for by several threads at once is evaluated once and equals the serial one."""
     import threading
 
-    from cupel_np import scorers
-    from cupel_np.scorers import ScoreContext
+    from cupel_np.engine import scorers
+    from cupel_np.engine.scorers import ScoreContext
 
     rec, pri, kind = c.RecencyScorer(), c.PriorityScorer(), c.KindScorer()
     specs = [rec, pri, c.CompositeScorer(((rec, 1.0), (kind, 2.0))), c.ScaledScorer(rec),

@@ -18,7 +18,7 @@ def sample_path() -> Path:
 
 def example_path(name: str) -> Path:
     """An example file by name: ``policies.toml`` or ``grid.toml``."""
-    from ..errors import InvalidConfigError
+    from cupel_np.errors import InvalidConfigError
 
     p = _HERE / "examples" / name
     if not p.is_file():

@@ -1,0 +1,326 @@
+"""SelectionReport and the inclusion / exclusion reasons.
+
+Reports are views over a PolicyRun's columns: the included and excluded lists (and the
+ContextItems in them) are built only when read.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from functools import cached_property
+from typing import ClassVar
+
+import numpy as np
+
+from cupel_np.engine import reasons
+from cupel_np.analysis._repr import REPR_CSS, REPR_ROWS, html_table
+from cupel_np.engine.reasons import REASON_NAMES
+from cupel_np.text import escape_html, shorten
+from cupel_np.model.items import ContextItem
+
+
+class InclusionReason(enum.Enum):
+    Scored = "Scored"
+    Pinned = "Pinned"
+    ZeroToken = "ZeroToken"
+
+    def to_dict(self) -> dict:
+        return {"reason": self.value}
+
+
+@dataclass(frozen=True)
+class ExclusionReason:
+    """Base of the data-carrying exclusion reasons; ``reason`` is the variant name."""
+
+    reason: ClassVar[str] = ""
+
+    def to_dict(self) -> dict:
+        d = {"reason": self.reason}
+        d.update(self.__dict__)
+        return d
+
+
+@dataclass(frozen=True)
+class BudgetExceeded(ExclusionReason):
+    item_tokens: int
+    available_tokens: int
+    reason: ClassVar[str] = "BudgetExceeded"
+
+
+@dataclass(frozen=True)
+class ScoredTooLow(ExclusionReason):
+    """Reserved by the spec; never emitted by the built-in stages."""
+
+    score: float
+    threshold: float
+    reason: ClassVar[str] = "ScoredTooLow"
+
+
+@dataclass(frozen=True)
+class Deduplicated(ExclusionReason):
+    deduplicated_against: str
+    reason: ClassVar[str] = "Deduplicated"
+
+
+@dataclass(frozen=True)
+class QuotaCapExceeded(ExclusionReason):
+    """Reserved by the spec; never emitted by the built-in stages."""
+
+    kind: str
+    cap: int
+    actual: int
+    reason: ClassVar[str] = "QuotaCapExceeded"
+
+
+@dataclass(frozen=True)
+class QuotaRequireDisplaced(ExclusionReason):
+    """Reserved by the spec; never emitted by the built-in stages."""
+
+    displaced_by_kind: str
+    reason: ClassVar[str] = "QuotaRequireDisplaced"
+
+
+@dataclass(frozen=True)
+class NegativeTokens(ExclusionReason):
+    tokens: int
+    reason: ClassVar[str] = "NegativeTokens"
+
+
+@dataclass(frozen=True)
+class PinnedOverride(ExclusionReason):
+    displaced_by: str
+    reason: ClassVar[str] = "PinnedOverride"
+
+
+@dataclass(frozen=True)
+class Filtered(ExclusionReason):
+    """Reserved by the spec; never emitted by the built-in stages."""
+
+    filter_name: str
+    reason: ClassVar[str] = "Filtered"
+
+
+@dataclass(frozen=True)
+class CountCapExceeded(ExclusionReason):
+    """A count-quota slicer's per-kind ``cap_count`` was reached (upstream extension)."""
+
+    kind: str
+    cap: int
+    count: int
+    reason: ClassVar[str] = "CountCapExceeded"
+
+
+@dataclass(frozen=True)
+class IncludedItem:
+    item: ContextItem
+    score: float
+    reason: InclusionReason
+
+
+@dataclass(frozen=True)
+class ExcludedItem:
+    item: ContextItem
+    score: float
+    reason: ExclusionReason
+
+
+@dataclass(frozen=True)
+class CountRequirementShortfall:
+    kind: str
+    required_count: int
+    satisfied_count: int
+
+
+_INCLUSION = {
+    reasons.R_SCORED: InclusionReason.Scored,
+    reasons.R_PINNED: InclusionReason.Pinned,
+    reasons.R_ZERO_TOKEN: InclusionReason.ZeroToken,
+}
+
+
+
+def _sparse(pairs, row: int):
+    rows = pairs[0]
+    i = int(np.searchsorted(rows, row))
+    if i >= rows.shape[0] or rows[i] != row:
+        raise KeyError(row)
+    return tuple(int(a[i]) for a in pairs[1:])
+
+
+def exclusion_reason(run, row: int, segment: int) -> ExclusionReason:
+    """Rebuild row ``row``'s data-carrying exclusion reason from the run's columns."""
+    sw, v = run.sweep, run.v
+    t = run.table
+    code = int(run.reason[row])
+    if code == reasons.R_BUDGET_EXCEEDED:
+        return BudgetExceeded(int(t.tokens[row]), int(sw.avail_slice[v, segment]))
+    if code == reasons.R_TRUNCATED:
+        return BudgetExceeded(int(t.tokens[row]), int(sw.avail_place[v, segment]))
+    if code == reasons.R_NEGATIVE_TOKENS:
+        return NegativeTokens(int(t.tokens[row]))
+    if code == reasons.R_DEDUPLICATED:
+        (winner,) = _sparse(sw.dedup_winner[v], row)
+        return Deduplicated(t.content[winner].as_py())
+    if code == reasons.R_PINNED_OVERRIDE:
+        return PinnedOverride(t.content[int(sw.classified.first_pin[segment])].as_py())
+    if code == reasons.R_COUNT_CAP_EXCEEDED:
+        cap, count = _sparse(sw.count_cap[v], row)
+        return CountCapExceeded(t.kind[row].as_py(), cap, count)
+    raise ValueError(f"row {row} has no exclusion reason (code {code})")
+
+
+def _stage_rank(reason: np.ndarray) -> np.ndarray:
+    """The stage that recorded each exclusion: classify 0, dedup 1, slice 2, place 3."""
+    out = np.full(reason.shape, 2, dtype=np.int8)
+    out[reason == reasons.R_NEGATIVE_TOKENS] = 0
+    out[reason == reasons.R_DEDUPLICATED] = 1
+    out[reason == reasons.R_TRUNCATED] = 3
+    return out
+
+
+def excluded_order(run, lo: int, hi: int) -> np.ndarray:
+    """Rows of one set's excluded items: score descending, then the order the pipeline
+    recorded them (stage, then within a stage its own order: row order, except truncation,
+    which drops in its own order)."""
+    rows = np.arange(lo, hi)
+    rows = rows[~run.included[lo:hi]]
+    if rows.size == 0:
+        return rows
+    sc = run.scores_at(rows)
+    key = np.where(np.isnan(sc), np.inf, -sc)
+    stage = _stage_rank(run.reason[rows])
+    within = rows.astype(np.int64)
+    trunc_rows, trunc_ord = run.sweep.trunc_order[run.v]
+    if trunc_rows.size:
+        sel = stage == 3
+        if sel.any():
+            idx = np.searchsorted(trunc_rows, rows[sel])
+            within = within.copy()
+            within[sel] = trunc_ord[idx]
+    return rows[np.lexsort((within, stage, key))]
+
+
+class SelectionReport:
+    """Why each item of one item set was included or excluded.
+
+    ``included``: placed order; ``excluded``: score descending (stable by the order the
+    pipeline excluded them); every input row is in exactly one of them."""
+
+    def __init__(self, run, segment: int):
+        err = run.error_of(segment)
+        if err is not None:
+            # this (policy, set) failed: there is no selection to report
+            raise err
+        self._run = run
+        self._seg = segment
+        t = run.table
+        self._lo = int(t.offsets[segment])
+        self._hi = int(t.offsets[segment + 1])
+
+    @property
+    def events(self) -> list:
+        return []
+
+    @cached_property
+    def included_rows(self) -> np.ndarray:
+        """Grouped-order rows of the included items, in placed order."""
+        run = self._run
+        rows, pos = run.sweep.placed_in(run.v, self._seg)
+        return rows[np.argsort(pos, kind="stable")]
+
+    @cached_property
+    def excluded_rows(self) -> np.ndarray:
+        return excluded_order(self._run, self._lo, self._hi)
+
+    @cached_property
+    def included(self) -> list[IncludedItem]:
+        run = self._run
+        t = run.table
+        rows = self.included_rows
+        return [
+            IncludedItem(t.row(r), float(sc), _INCLUSION[int(run.reason[r])])
+            for r, sc in zip(rows, run.scores_at(rows))
+        ]
+
+    @cached_property
+    def excluded(self) -> list[ExcludedItem]:
+        run = self._run
+        t = run.table
+        rows = self.excluded_rows
+        return [
+            ExcludedItem(t.row(r), float(sc), exclusion_reason(run, int(r), self._seg))
+            for r, sc in zip(rows, run.scores_at(rows))
+        ]
+
+    @property
+    def total_candidates(self) -> int:
+        return self._hi - self._lo
+
+    @property
+    def total_tokens_considered(self) -> int:
+        return int(self._run.table.tokens[self._lo:self._hi].sum())
+
+    @property
+    def count_requirement_shortfalls(self) -> list[CountRequirementShortfall]:
+        return [CountRequirementShortfall(*s) for s in self._run.shortfalls_of(self._seg)]
+
+    @property
+    def effective_target_tokens(self) -> int:
+        return int(self._run.effective_target[self._seg])
+
+    def input_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Map grouped rows (``included_rows`` / ``excluded_rows``) to input row numbers."""
+        return self._run.table.input_row[rows]
+
+    def to_dict(self) -> dict:
+        return {
+            "events": [],
+            "included": [
+                {"item": i.item.to_dict(), "score": i.score, "reason": i.reason.to_dict()}
+                for i in self.included
+            ],
+            "excluded": [
+                {"item": e.item.to_dict(), "score": e.score, "reason": e.reason.to_dict()}
+                for e in self.excluded
+            ],
+            "total_candidates": self.total_candidates,
+            "total_tokens_considered": self.total_tokens_considered,
+            "count_requirement_shortfalls": [s.__dict__ for s in self.count_requirement_shortfalls],
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"SelectionReport(included={int(self._run.included[self._lo:self._hi].sum())}, "
+            f"excluded={self.total_candidates - int(self._run.included[self._lo:self._hi].sum())}, "
+            f"total_candidates={self.total_candidates})"
+        )
+
+    def _repr_html_(self) -> str:
+        """A compact notebook summary (the first included and excluded items with reasons)."""
+        return _repr_html_selection(self)
+
+
+def _repr_html_selection(report) -> str:
+    run = report._run
+    t = run.table
+    inc = report.included_rows
+    exc = report.excluded_rows
+    used = int(t.tokens[inc].sum())
+    rows = []
+    for r, sc in zip(inc[:REPR_ROWS], run.scores_at(inc[:REPR_ROWS])):
+        rows.append(["IN", shorten(t.content[int(r)].as_py(), 60), t.kind[int(r)].as_py(), int(t.tokens[r]), float(sc),
+                     REASON_NAMES.get(int(run.reason[r]), "?")])
+    for r, sc in zip(exc[:REPR_ROWS], run.scores_at(exc[:REPR_ROWS])):
+        rows.append(["OUT", shorten(t.content[int(r)].as_py(), 60), t.kind[int(r)].as_py(), int(t.tokens[r]), float(sc),
+                     exclusion_reason(run, int(r), report._seg).reason])
+    more = []
+    if len(inc) > REPR_ROWS:
+        more.append(f"{len(inc) - REPR_ROWS} more included")
+    if len(exc) > REPR_ROWS:
+        more.append(f"{len(exc) - REPR_ROWS} more excluded")
+    return (f'<div class="cupel-np">{REPR_CSS}<b>SelectionReport</b>: {len(inc):,} included ({used:,} tokens, '
+            f"effective target {report.effective_target_tokens:,}), {len(exc):,} excluded of "
+            f"{report.total_candidates:,} candidates"
+            + html_table(["", "content", "kind", "tokens", "score", "reason"], rows, {3, 4})
+            + (f"<p>… {', '.join(more)}</p>" if more else "") + "</div>")

@@ -1,0 +1,446 @@
+"""Policy sensitivity: run several policy variants over the same items and say which items
+swing in or out.
+
+``policy_sensitivity`` is the upstream API (one item set). ``sweep`` is the batch entry point
+for one set or a corpus of many: every variant is one row of the ``[V, N]`` result matrices
+(see ``batch.run_sweep``), content-keyed statuses come from one scatter per variant, and swing
+rows from one reduction over the variant axis (bit-packed: a row swings when its packed bits
+are neither all zeros nor all ones). Reports and diff entries are built only when read.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from cupel_np.engine.batch import SweepRun, run_sweep, segment_sums
+from cupel_np.engine.batch_kernels import duplicate_groups
+from cupel_np.model.budget import ContextBudget
+from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError, TooFewVariantsError
+from cupel_np.model.grid import PolicySource, Sweep, Variant, as_variants, check_on_error
+from cupel_np.model.items import ItemTable
+from cupel_np.engine.parallel import resolve_threads
+from cupel_np.engine.runner import PolicyRun, as_table
+from cupel_np.model.policy import Policy
+from cupel_np.analysis._repr import REPR_CSS, REPR_ROWS, html_table
+from cupel_np.engine.reasons import reason_name_lut
+from cupel_np.text import escape_html, shorten
+from cupel_np.analysis.selection import SelectionReport
+
+
+class ItemStatus(enum.Enum):
+    Included = "Included"
+    Excluded = "Excluded"
+
+
+@dataclass(frozen=True)
+class PolicySensitivityDiffEntry:
+    """One swinging content: its status under every (successful) variant, in input order."""
+
+    content: str
+    statuses: tuple[tuple[str, ItemStatus], ...]
+
+
+# --------------------------------------------------------------------------- variants
+# --------------------------------------------------------------------------- sweep result
+class SweepResult:
+    """Every variant over every item set: matrices, tables and per-set reports.
+
+    Matrices (``included``, ``scores``, ``reasons``, ``positions``) are ``[N, V]`` in input row
+    order. A variant that failed on a set (e.g. overflow with the throw strategy) under
+    ``on_error="collect"`` is listed in ``errors`` and left out of that set's comparison."""
+
+    def __init__(self, run: SweepRun):
+        self.run = run
+        self.table: ItemTable = run.table
+        self.variants = run.variants
+        self.labels = [v.label for v in run.variants]
+        t = self.table
+        n_sets = t.n_sets
+        v = len(self.labels)
+        # content groups: (set, exact content), numbered in order of first appearance. Every
+        # row is its own group except the (usually few) rows repeating an earlier content.
+        set_of_row = np.repeat(np.arange(n_sets, dtype=np.int64), np.diff(t.offsets))
+        members, goff = duplicate_groups(t.content_id, t.offsets)
+        if members.size:
+            leader = np.arange(t.n, dtype=np.int64)
+            leader[members] = np.repeat(members[goff[:-1]], np.diff(goff))
+            is_first = leader == np.arange(t.n)
+            gid = np.cumsum(is_first) - 1
+            self.group_of_row = gid[leader]
+            self.group_first_row = np.flatnonzero(is_first)
+            self.group_set = set_of_row[self.group_first_row]
+            del leader, is_first, gid, set_of_row
+            self.group_offsets = np.searchsorted(self.group_set, np.arange(n_sets + 1))
+        else:  # no repeated content: group g is grouped row g
+            self.group_of_row = self.group_first_row = np.arange(t.n, dtype=np.int64)
+            self.group_set = set_of_row
+            self.group_offsets = np.asarray(t.offsets, dtype=np.int64).copy()
+        g = self.group_first_row.shape[0]
+        # failed (variant, set) cells
+        self.failed = np.zeros((v, n_sets), dtype=np.bool_)
+        for vi, errs in enumerate(run.errors):  # one bulk assignment per variant
+            self.failed[vi, errs.sets()] = True
+        # content-keyed status, [V, G] in memory: Included if any copy of the content is
+        # included. Without repeated content it is the run's inclusion matrix itself (no copy).
+        if members.size:
+            status = np.zeros((v, g), dtype=np.bool_)
+            for vi in range(v):
+                status[vi, self.group_of_row[run.included[vi]]] = True
+        else:
+            status = run.included
+        self.status = status.T  # [G, V]
+        self.status.flags.writeable = False  # may be a view of run.included: read only
+        # a content swings when the variants that ran on its set disagree about it
+        if not self.failed.any():
+            self.swing = status.any(axis=0)
+            self.swing &= ~status.all(axis=0)
+        else:
+            n_inc = np.zeros(g, dtype=np.int64)
+            n_valid = np.zeros(g, dtype=np.int64)
+            for vi in range(v):
+                ok = ~self.failed[vi][self.group_set]
+                n_valid += ok
+                ok &= status[vi]
+                n_inc += ok
+            self.swing = (n_inc > 0) & (n_inc < n_valid)
+        self.swing_groups = np.flatnonzero(self.swing)
+        self.swing_offsets = np.searchsorted(self.group_set[self.swing_groups], np.arange(n_sets + 1))
+
+    # -- matrices (input row order) ---------------------------------------------------
+    @cached_property
+    def _to_input(self) -> np.ndarray:
+        inv = np.empty_like(self.table.input_row)
+        inv[self.table.input_row] = np.arange(self.table.n)
+        return inv
+
+    @cached_property
+    def included(self) -> np.ndarray:
+        return self.run.included.T[self._to_input]
+
+    @cached_property
+    def scores(self) -> np.ndarray:
+        return self.run.scores.T[self._to_input]
+
+    @cached_property
+    def reasons(self) -> np.ndarray:
+        return self.run.reason.T[self._to_input]
+
+    @cached_property
+    def positions(self) -> np.ndarray:
+        return self.run.position.T[self._to_input]
+
+    @property
+    def errors(self) -> dict[str, dict[Any, CupelError]]:
+        """label -> {set key -> error} for every failed (variant, set)."""
+        t = self.table
+        return {
+            self.labels[v]: {t.set_keys[s]: e for s, e in sorted(errs.items())}
+            for v, errs in enumerate(self.run.errors) if errs
+        }
+
+    @property
+    def n_swing(self) -> int:
+        return int(self.swing_groups.shape[0])
+
+    # -- tables ---------------------------------------------------------------------------
+    def _set_name(self) -> str:
+        return self.table.set_column or "set"
+
+    def diffs_table(self) -> pa.Table:
+        """Swinging contents only: set key, content, one status column per variant
+        ("Included" / "Excluded"; null where that variant failed on that set)."""
+        t = self.table
+        gs = self.swing_groups
+        rows = self.group_first_row[gs]
+        sets = self.group_set[gs]
+        cols: dict[str, Any] = {
+            self._set_name(): self._set_keys_array.take(pa.array(sets, pa.int64())),
+            "content": t.content.take(pa.array(rows, pa.int64())),
+        }
+        status = self.status.T  # [V, G] rows are contiguous
+        for v, label in enumerate(self.labels):
+            cols[label] = _status_strings(status[v][gs], self.failed[v][sets])
+        return pa.table(cols)
+
+    def items_table(self) -> pa.Table:
+        """One row per input row: set key, content, and per variant included / score /
+        reason / position (null when excluded or when the variant failed on the set)."""
+        t = self.table
+        to_in = self._to_input
+        set_of_row = np.repeat(np.arange(t.n_sets), np.diff(t.offsets))[to_in]
+        cols: dict[str, Any] = {}
+        if t.set_column:
+            cols[self._set_name()] = self._set_keys_array.take(pa.array(set_of_row, pa.int64()))
+        cols["input_row"] = pa.array(np.arange(t.n, dtype=np.int64))
+        cols["content"] = t.content.take(pa.array(to_in, pa.int64()))
+        names = reason_name_lut()
+        for v, label in enumerate(self.labels):
+            failed = self.failed[v, set_of_row]
+            inc = self.run.included[v][to_in]
+            cols[f"{label}.included"] = pa.array(inc, mask=failed)
+            cols[f"{label}.score"] = pa.array(self.run.scores_for(v)[to_in], mask=failed)
+            codes = self.run.reason[v][to_in].astype(np.int64)
+            cols[f"{label}.reason"] = pa.array(names[codes + 1], pa.string(), mask=failed | (codes < 0))
+            cols[f"{label}.position"] = pa.array(self.run.position_for(v)[to_in].astype(np.int64), mask=failed | ~inc)
+        return pa.table(cols)
+
+    @cached_property
+    def _set_keys_array(self) -> pa.Array:
+        t = self.table
+        return pa.array(t.set_keys) if t.set_column else pa.nulls(t.n_sets, pa.string())
+
+    def variants_table(self) -> pa.Table:
+        """Per variant and set: included count, tokens used, target, utilization, the number
+        of swinging contents in the set and how many of them this variant includes, error."""
+        t = self.table
+        run = self.run
+        n_sets, n_var = t.n_sets, len(self.variants)
+        seg = np.repeat(np.arange(n_sets), np.diff(t.offsets))
+        swing_per_set = np.diff(self.swing_offsets)
+        sw_set = self.group_set[self.swing_groups]
+        cnt = np.empty((n_var, n_sets), dtype=np.int64)
+        tok = np.empty((n_var, n_sets), dtype=np.int64)
+        sw_inc = np.empty((n_var, n_sets), dtype=np.int64)
+        for v in range(n_var):  # one vectorised pass per variant, never per set
+            inc = run.included[v]
+            cnt[v] = np.bincount(seg[inc], minlength=n_sets)
+            tok[v] = segment_sums(np.where(inc, t.tokens, 0), t.offsets)  # exact int64
+            sw_inc[v] = np.bincount(sw_set, weights=self.status[self.swing_groups, v], minlength=n_sets)
+        target = np.repeat(np.array([v.budget.target_tokens for v in self.variants], dtype=np.int64), n_sets)
+        failed = self.failed.reshape(-1)
+        used = tok.reshape(-1)
+        util = np.divide(used, target, out=np.zeros(used.shape, dtype=np.float64), where=target > 0)
+        errors = [None] * (n_var * n_sets)
+        for v, errs in enumerate(run.errors):
+            for s, e in errs.items():
+                errors[v * n_sets + s] = str(e)
+        keys = self._set_keys_array.take(pa.array(np.tile(np.arange(n_sets), n_var)))
+        return pa.table({
+            "variant": pa.array(np.repeat(np.array(self.labels, dtype=object), n_sets), pa.string()),
+            self._set_name(): keys,
+            "included_count": pa.array(cnt.reshape(-1), mask=failed),
+            "tokens_used": pa.array(used, mask=failed),
+            "target_tokens": pa.array(target),
+            "utilization": pa.array(util, mask=failed),
+            "swing_count": pa.array(np.tile(swing_per_set, n_var).astype(np.int64)),
+            "swing_included": pa.array(sw_inc.reshape(-1), mask=failed),
+            "error": pa.array(errors, pa.string()),
+        })
+
+    # -- reports --------------------------------------------------------------------------
+    def report(self, set_key=None) -> "PolicySensitivityReport":
+        return PolicySensitivityReport(self, self.table.segment_of(set_key))
+
+    def selection_report(self, label: str, set_key=None) -> SelectionReport:
+        """One variant's SelectionReport for one set (raises that cell's error if it failed)."""
+        if label not in self.labels:
+            raise InvalidConfigError(f"no variant labelled {label!r}; labels: {', '.join(self.labels)}")
+        v = self.labels.index(label)
+        return SelectionReport(PolicyRun(self.run, v), self.table.segment_of(set_key))
+
+    def _repr_html_(self) -> str:
+        """A compact notebook summary (per-variant totals)."""
+        return _repr_html_sweep(self)
+
+
+#: "Excluded" and "Included" are both 8 bytes: a status column is 8 bytes per row plus offsets
+_STATUS_BYTES = np.frombuffer(b"ExcludedIncluded", dtype=np.uint8).reshape(2, 8)
+#: rows per Arrow string chunk (its int32 offsets must stay below 2**31)
+_STATUS_CHUNK = 1 << 27
+
+
+def _status_strings(included: np.ndarray, null: np.ndarray):
+    """A string column "Included"/"Excluded" per row (null where ``null``), built from its
+    Arrow buffers instead of one Python string per row."""
+    n = included.shape[0]
+    if n > _STATUS_CHUNK:
+        return pa.chunked_array([_status_strings(included[i:i + _STATUS_CHUNK], null[i:i + _STATUS_CHUNK])
+                                 for i in range(0, n, _STATUS_CHUNK)], pa.string())
+    data = _STATUS_BYTES[included.view(np.uint8)]
+    offsets = np.arange(0, 8 * n + 1, 8, dtype=np.int32)
+    n_null = int(np.count_nonzero(null))
+    validity = pa.py_buffer(np.packbits(~null, bitorder="little")) if n_null else None
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data), validity, n_null)
+
+
+# --------------------------------------------------------------------------- report
+class _LazyDiffs(Sequence):
+    """``report.diffs``: a sequence whose entries are built only when indexed."""
+
+    def __init__(self, result: SweepResult, seg: int):
+        self._r = result
+        self._lo = int(result.swing_offsets[seg])
+        self._hi = int(result.swing_offsets[seg + 1])
+        self._ok = [v for v in range(len(result.labels)) if not result.failed[v, seg]]
+
+    def __len__(self) -> int:
+        return self._hi - self._lo
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        r = self._r
+        g = r.swing_groups[self._lo + i]
+        content = r.table.content[int(r.group_first_row[g])].as_py()
+        st = r.status[g]
+        return PolicySensitivityDiffEntry(
+            content,
+            tuple((r.labels[v], ItemStatus.Included if st[v] else ItemStatus.Excluded) for v in self._ok),
+        )
+
+    def __iter__(self) -> Iterator[PolicySensitivityDiffEntry]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} diff entries>"
+
+
+class PolicySensitivityReport:
+    """``variants``: (label, SelectionReport) in input order (variants that failed under
+    ``on_error="collect"`` are in ``failed`` instead); ``diffs``: swinging contents, ordered by
+    the first input row holding the content."""
+
+    def __init__(self, result: SweepResult, seg: int):
+        self._result = result
+        self._seg = seg
+        self.failed: list[tuple[str, CupelError]] = [
+            (result.labels[v], result.run.errors[v][seg])
+            for v in range(len(result.labels)) if result.failed[v, seg]
+        ]
+        self.variants: list[tuple[str, SelectionReport]] = [
+            (result.labels[v], SelectionReport(PolicyRun(result.run, v), seg))
+            for v in range(len(result.labels)) if not result.failed[v, seg]
+        ]
+        self.diffs = _LazyDiffs(result, seg)
+
+    def __repr__(self) -> str:
+        return f"PolicySensitivityReport(variants={[l for l, _ in self.variants]}, diffs={len(self.diffs)})"
+
+    def _repr_html_(self) -> str:
+        """A compact notebook summary (variants and the first swinging contents)."""
+        return _repr_html_sensitivity(self)
+
+
+# --------------------------------------------------------------------------- entry points
+def sweep(items, budget: ContextBudget | None, variants, *, on_error: str = "raise",
+          progress: bool | None = None, threads: int | None = None) -> SweepResult:
+    """Run every variant over every item set of ``items`` (an ItemTable, possibly with a set
+    column, or a sequence of ContextItems). A variant is ``(label, Policy | Pipeline)`` or
+    ``(label, policy, budget)``; ``budget`` is the default for variants without one.
+    ``on_error="collect"`` records a failing (variant, set) instead of raising.
+    ``progress``: report per-variant progress on stderr (default: when stderr is a terminal).
+    ``threads``: worker threads (default ``CUPEL_NP_THREADS`` or the cores this process may
+    use); results are bit-identical for any value."""
+    check_on_error(on_error)
+    table = as_table(items)
+    if budget is not None and not isinstance(budget, ContextBudget):
+        raise InvalidInputTypeError(f"budget must be a ContextBudget, got {type(budget).__name__}")
+    vs = as_variants(variants, budget, allow_budget=True)
+    if not vs:
+        raise InvalidConfigError("sweep needs at least one variant")
+    reserved = {"content", "input_row", table.set_column or "set"}
+    for v in vs:
+        if v.label in reserved:
+            raise InvalidConfigError(f"variant label {v.label!r} clashes with a result column name")
+    cb = _progress_callback(progress, len(vs))
+    threads = resolve_threads(threads)
+    run = run_sweep(table, vs, progress=cb, threads=threads)
+    if cb is not None:
+        cb.finish()
+    if on_error == "raise":
+        for errs in run.errors:
+            if errs:
+                raise errs[min(errs)]
+    return SweepResult(run)
+
+
+def policy_sensitivity(items, budget: ContextBudget, variants, *, on_error: str = "raise",
+                       threads: int | None = None) -> PolicySensitivityReport:
+    """The spec's policy sensitivity over ONE item set: every variant's SelectionReport and
+    the contents whose inclusion differs between at least two variants."""
+    check_on_error(on_error)
+    if not isinstance(budget, ContextBudget):
+        raise InvalidInputTypeError(f"budget must be a ContextBudget, got {type(budget).__name__}")
+    vs = as_variants(variants, budget, allow_budget=False)
+    if len(vs) < 2:
+        raise TooFewVariantsError("policy_sensitivity requires at least 2 variants")
+    table = as_table(items)
+    if table.n_sets != 1:
+        raise InvalidConfigError(
+            f"policy_sensitivity compares variants over one item set, but this table holds "
+            f"{table.n_sets} sets (set column {table.set_column!r}); use cupel_np.sweep(...) and "
+            "result.report(set_key)"
+        )
+    run = run_sweep(table, vs, threads=resolve_threads(threads))
+    if on_error == "raise":
+        for errs in run.errors:
+            if errs:
+                raise errs[min(errs)]
+    return SweepResult(run).report(table.set_keys[0])
+
+
+class _Progress:
+    def __init__(self, total: int, stream):
+        self.total = total
+        self.stream = stream
+
+    def __call__(self, done: int, total: int) -> None:
+        width = 30
+        filled = int(width * done / total)
+        self.stream.write(f"\rvariants [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+def _progress_callback(progress: bool | None, total: int):
+    stream = sys.stderr
+    if progress is None:
+        progress = bool(getattr(stream, "isatty", lambda: False)())
+    return _Progress(total, stream) if progress else None
+
+
+def _repr_html_sweep(result) -> str:
+    t = result.table
+    v = len(result.labels)
+    rows = []
+    for vi in range(min(v, 3 * REPR_ROWS)):
+        inc = result.run.included[vi]
+        rows.append([result.labels[vi], int(inc.sum()), int(t.tokens[inc].sum()),
+                     int(result.status[result.swing_groups, vi].sum()), int(result.failed[vi].sum())])
+    more = f"<p>… and {v - len(rows)} more variants</p>" if v > len(rows) else ""
+    return (f'<div class="cupel-np">{REPR_CSS}<b>SweepResult</b>: {t.n:,} items in {t.n_sets:,} set(s), '
+            f"{v} variants, {result.n_swing:,} swinging contents"
+            + html_table(["variant", "included", "tokens used", "swinging included", "failed sets"], rows, {1, 2, 3, 4})
+            + more + "</div>")
+
+
+def _repr_html_sensitivity(report) -> str:
+    diffs = report.diffs
+    labels = [l for l, _ in report.variants]
+    rows = [[l, len(sel.included_rows), sel.total_candidates - len(sel.included_rows)] for l, sel in report.variants]
+    vt = html_table(["variant", "included", "excluded"], rows, {1, 2})
+    failed = "".join(f"<li>{escape_html(l)} failed: {escape_html(str(e))}</li>" for l, e in report.failed)
+    drows = []
+    for d in diffs[:REPR_ROWS]:
+        st = dict((l, s.value) for l, s in d.statuses)
+        drows.append([shorten(d.content, 60)] + [st.get(l, "") for l in labels])
+    dt = html_table(["content"] + labels, drows) if drows else ""
+    more = f"<p>… and {len(diffs) - len(drows)} more</p>" if len(diffs) > len(drows) else ""
+    return (f'<div class="cupel-np">{REPR_CSS}<b>PolicySensitivityReport</b>: {len(report.variants)} variants, '
+            f"{len(diffs):,} swinging contents{vt}" + (f"<ul>{failed}</ul>" if failed else "") + dt + more + "</div>")

@@ -1,0 +1,704 @@
+"""Command line: ``cupel-np`` / ``python -m cupel_np``.
+
+Exit status: 0 ok, 2 bad usage or bad input (one line on stderr naming the file, field, row
+and value), 1 internal error. ``--debug`` shows tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from cupel_np.errors import CupelError, InvalidConfigError
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    pass
+
+
+def _err(msg: str) -> None:
+    print(f"cupel-np: error: {msg}", file=sys.stderr)
+
+
+def _progress_enabled(args) -> bool:
+    return not args.quiet and sys.stderr.isatty()
+
+
+# ----------------------------------------------------------------------------- loading
+def _load_table(path, set_column):
+    from cupel_np.model.items import ItemTable
+
+    return ItemTable.from_parquet(_source(path), set_column=set_column)
+
+
+def _source(items):
+    """The items argument(s): one file or directory, or several files."""
+    if isinstance(items, (list, tuple)):
+        return items[0] if len(items) == 1 else list(items)
+    return items
+
+
+def _name(items) -> str:
+    src = _source(items)
+    return Path(src).name if not isinstance(src, list) else f"{Path(src[0]).name} (+{len(src) - 1} files)"
+
+
+def _run_dask(args, budget, variants, set_column, title: str) -> int:
+    """A sensitivity/sweep command on Dask: parts written by the workers, report from them."""
+    from cupel_np.io.dask import connect, sweep as dask_sweep
+    from cupel_np.report.from_dir import write_dir_report
+
+    if not set_column:
+        raise UsageError("--dask needs --set-column (the unit of work is a partition of whole item sets)")
+    with connect(args.dask) as client:
+        summary = dask_sweep(_source(args.items), budget, variants, set_column=set_column, out_dir=args.out,
+                             client=client, on_error="collect", overwrite=args.overwrite,
+                             progress=_progress_enabled(args))
+    report = write_dir_report(args.out, title=title)
+    if args.json:
+        print(json.dumps({**summary, "outputs": {"dir": str(Path(args.out)), "report": str(report)}}, indent=2))
+        return EXIT_OK
+    failed = sum(summary["failed"].values())
+    print(f"{summary['rows']:,} items in {summary['sets']:,} set(s) on Dask ({args.dask}, {summary['partitions']} "
+          f"partitions{', shuffled on the set key' if summary['shuffled'] else ''}); {summary['swing']:,} swinging "
+          f"items; {failed:,} failed (variant, set) cells; {summary['seconds']:.1f}s")
+    print(f"wrote items/, diffs/, variants/, manifest.json and {report.name} to {Path(args.out).resolve()}")
+    return EXIT_OK
+
+
+def _memory_limit(args) -> int:
+    """``--memory-limit`` in bytes (default: ``datasets.default_memory_limit()``)."""
+    from cupel_np.model.datasets import default_memory_limit, parse_size
+
+    return default_memory_limit() if args.memory_limit is None else parse_size(args.memory_limit, "--memory-limit")
+
+
+def _streams(args, set_column) -> bool:
+    """Whether a sensitivity/sweep run streams: asked for (``--chunk-rows``), or the input's
+    estimated in-memory peak is over the memory limit. Without a set column the whole input
+    is one item set, which cannot be cut: the preflight check says so if it does not fit."""
+    from cupel_np.model.datasets import check_fits, estimate_in_memory_peak, open_dataset
+
+    if args.chunk_rows is not None:
+        if args.chunk_rows < 1:
+            raise UsageError(f"--chunk-rows must be at least 1, got {args.chunk_rows}")
+        if not set_column:
+            raise UsageError("--chunk-rows needs a set column (chunks hold whole item sets)")
+        return True
+    limit = _memory_limit(args)
+    try:
+        d = open_dataset(_source(args.items))
+    except CupelError:
+        return False  # unreadable as a dataset: the whole-file read reports why
+    if estimate_in_memory_peak(d) <= limit:
+        return False
+    if not set_column:
+        check_fits(d, None, limit, _name(args.items))  # raises: one set larger than the limit
+    return True
+
+
+def _run_streaming(args, budget, variants, set_column, title: str, t0: float) -> int:
+    """A sensitivity/sweep run in chunks of whole item sets (``io.sweep_parquet``): the same
+    Parquet outputs as the in-memory run, and the report built from them (``report_dir``)."""
+    from cupel_np.io.parquet import sweep_parquet
+    from cupel_np.report.from_dir import load_sweep_dir, write_dir_report
+
+    tot = sweep_parquet(_source(args.items), budget, variants, args.out, set_column=set_column,
+                        chunk_rows=args.chunk_rows, on_error="collect", progress=_progress_enabled(args),
+                        memory_limit=_memory_limit(args), threads=args.threads)
+    report = write_dir_report(args.out, title=title)
+    elapsed = time.perf_counter() - t0
+    out = Path(args.out)
+    paths = {k: str(out / f"{k}.parquet") for k in ("diffs", "variants", "items")}
+    paths["report"] = str(report)
+    s = load_sweep_dir(out, top_k=0)
+    if args.json:
+        import pyarrow.dataset as pds
+
+        errs = pds.dataset(str(out / "variants.parquet")).to_table(
+            columns=["variant", s.set_column or "set", "error"], filter=pds.field("error").is_valid()).to_pylist()
+        errors: dict = {}
+        for r in errs:
+            errors.setdefault(r["variant"], {})[str(r[s.set_column or "set"])] = r["error"]
+        print(json.dumps({"items": tot["rows"], "sets": tot["sets"], "variants": s.labels, "swinging": tot["swing"],
+                          "errors": errors, "outputs": paths, "seconds": round(elapsed, 3),
+                          "streamed": {"chunks": tot["chunks"], "chunk_rows": tot["chunk_rows"]}}, indent=2))
+        return EXIT_OK
+    print(f"{tot['rows']:,} items in {tot['sets']:,} set(s); {len(s.labels)} variants; {tot['swing']:,} swinging "
+          f"items; {elapsed:.1f}s (streamed in {tot['chunks']:,} chunks of whole sets)")
+    w = max([8, *(len(l) for l in s.labels)])
+    print(f"{'variant':<{w}}  {'included':>9} {'tokens used':>12} {'utilization':>11} {'swing incl.':>11} {'failed sets':>11}")
+    for v, lab in enumerate(s.labels):
+        util = s.tokens[v] / s.target[v] if s.target[v] else 0.0
+        print(f"{lab:<{w}}  {s.included[v]:>9,} {s.tokens[v]:>12,} {util:>11.1%} {s.swing_included[v]:>11,} {s.failed[v]:>11,}")
+    print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {out.resolve()}")
+    return EXIT_OK
+
+
+def _budget(args):
+    from cupel_np.model.budget import ContextBudget
+
+    if args.max_tokens is None or args.target_tokens is None:
+        raise UsageError("--max-tokens and --target-tokens are required")
+    return ContextBudget(args.max_tokens, args.target_tokens, args.output_reserve or 0)
+
+
+def _read_data_file(path) -> object:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InvalidConfigError(f"cannot read {p}: {e.strerror}") from None
+    if p.suffix.lower() == ".toml":
+        import tomli
+
+        try:
+            return tomli.loads(text)
+        except tomli.TOMLDecodeError as e:
+            raise InvalidConfigError(f"{p}: malformed TOML: {e}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InvalidConfigError(f"{p}: malformed JSON: {e}") from None
+
+
+def _policy_from_obj(obj, where: str):
+    from cupel_np.model.policy import Policy
+
+    if not isinstance(obj, dict):
+        raise InvalidConfigError(f"{where}: a policy must be a table/object")
+    try:
+        if "slicerType" in obj or "placerType" in obj or "deduplicationEnabled" in obj:
+            return Policy.from_dotnet_json(obj)
+        if "preset" in obj:
+            from cupel_np.model.presets import preset
+
+            return preset(obj["preset"])
+        return Policy.from_dict(obj.get("config", obj))
+    except CupelError as e:
+        raise type(e)(f"{where}: {e}") from None
+
+
+def load_policies_file(path) -> list[tuple[str, object]]:
+    """Labelled policies from a JSON/TOML file: ``[[variants]]`` tables (``label`` plus
+    ``config``, ``preset``, or a .NET policy object), or a mapping label -> policy."""
+    data = _read_data_file(path)
+    if isinstance(data, dict) and "variants" in data:
+        entries = data["variants"]
+        if not isinstance(entries, list):
+            raise InvalidConfigError(f"{path}: 'variants' must be a list")
+        out = []
+        for i, e in enumerate(entries):
+            if not isinstance(e, dict) or not e.get("label"):
+                raise InvalidConfigError(f"{path}: variants[{i}] needs a 'label'")
+            out.append((e["label"], _policy_from_obj(e, f"{path}: variant {e['label']!r}")))
+        return out
+    if isinstance(data, dict):
+        return [(k, _policy_from_obj(v, f"{path}: variant {k!r}")) for k, v in data.items()]
+    raise InvalidConfigError(f"{path}: expected 'variants' or a mapping of label -> policy")
+
+
+def load_grid_file(path):
+    """A Sweep grid (see README 'Grid files') plus the grid's default set column."""
+    from cupel_np.model.budget import ContextBudget
+    from cupel_np.model.presets import preset
+    from cupel_np.model.grid import Sweep
+
+    data = _read_data_file(path)
+    if not isinstance(data, dict):
+        raise InvalidConfigError(f"{path}: a grid file must be a table/object")
+    known = {"presets", "policies", "weights", "slicers", "placers", "budgets", "set_column"}
+    unknown = set(data) - known
+    if unknown:
+        raise InvalidConfigError(f"{path}: unknown grid key(s) {sorted(unknown)}; known: {sorted(known)}")
+    presets = data.get("presets", [])
+    if isinstance(presets, str):
+        presets = [presets]
+    if not isinstance(presets, list):
+        raise InvalidConfigError(f"{path}: 'presets' must be a list of preset names")
+    weights = data.get("weights")
+    if isinstance(weights, dict):
+        weights = [weights]
+    if weights is not None and not (isinstance(weights, list) and all(isinstance(w, dict) for w in weights)):
+        raise InvalidConfigError(f"{path}: 'weights' must be a list of tables of scorer type -> weight")
+    for i, w in enumerate(weights or []):
+        for k, x in w.items():
+            if isinstance(x, bool) or not isinstance(x, (int, float)):
+                raise InvalidConfigError(f"{path}: weights[{i}].{k} must be a number, got {x!r}")
+    policies = {}
+    for name in presets:
+        policies[str(name)] = preset(str(name))
+    for i, e in enumerate(data.get("policies", [])):
+        if not isinstance(e, dict) or not e.get("label"):
+            raise InvalidConfigError(f"{path}: policies[{i}] needs a 'label'")
+        policies[e["label"]] = _policy_from_obj(e, f"{path}: policy {e['label']!r}")
+    if not policies:
+        raise InvalidConfigError(f"{path}: the grid needs 'presets' and/or 'policies'")
+    budgets = []
+    for i, b in enumerate(data.get("budgets", [])):
+        if not isinstance(b, dict):
+            raise InvalidConfigError(f"{path}: budgets[{i}] must be a table")
+        extra = set(b) - {"max_tokens", "target_tokens", "output_reserve", "reserved_slots",
+                          "estimation_safety_margin_percent"}
+        if extra:
+            raise InvalidConfigError(f"{path}: budgets[{i}] has unknown key(s) {sorted(extra)}")
+        try:
+            budgets.append(ContextBudget.from_dict(b))
+        except CupelError as e:
+            raise type(e)(f"{path}: budgets[{i}]: {e}") from None
+    if not budgets:
+        raise InvalidConfigError(f"{path}: the grid needs at least one [[budgets]] entry")
+    try:
+        grid = Sweep(policies, weights=weights, slicers=data.get("slicers"),
+                     placers=data.get("placers"), budgets=budgets)
+        grid.variants()
+    except CupelError as e:
+        raise type(e)(f"{path}: {e}") from None
+    return grid, data.get("set_column")
+
+
+# ----------------------------------------------------------------------------- output
+def _print_summary(result, out=None) -> None:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = out or sys.stdout
+    vt = result.variants_table()
+    ok = pc.is_null(vt["error"])
+    failed = pc.invert(ok)
+    zero = pa.scalar(0, pa.int64())
+    t = pa.table({
+        "variant": vt["variant"],
+        "included": pc.if_else(ok, vt["included_count"].cast(pa.int64()), zero),
+        "tokens": pc.if_else(ok, vt["tokens_used"].cast(pa.int64()), zero),
+        "target": pc.if_else(ok, vt["target_tokens"].cast(pa.int64()), zero),
+        "swing_in": pc.if_else(ok, vt["swing_included"].cast(pa.int64()), zero),
+        "failed": failed.cast(pa.int64()),
+    })
+    agg = t.group_by("variant", use_threads=False).aggregate(
+        [(c, "sum") for c in ("included", "tokens", "target", "swing_in", "failed")]).to_pydict()
+    stats = {lab: {k: agg[f"{k}_sum"][i] for k in ("included", "tokens", "target", "swing_in", "failed")}
+             for i, lab in enumerate(agg["variant"])}
+    w = max([8, *(len(l) for l in stats)])
+    print(f"{'variant':<{w}}  {'included':>9} {'tokens used':>12} {'utilization':>11} {'swing incl.':>11} {'failed sets':>11}", file=out)
+    for lab in result.labels:  # one line per variant, in variant order
+        if lab not in stats:
+            continue
+        s = stats.pop(lab)
+        util = s["tokens"] / s["target"] if s["target"] else 0.0
+        print(f"{lab:<{w}}  {s['included']:>9,} {s['tokens']:>12,} {util:>11.1%} {s['swing_in']:>11,} {s['failed']:>11,}", file=out)
+
+
+def _write_outputs(result, out_dir, *, title: str, html: bool = True) -> dict:
+    from cupel_np.io.parquet import write_sweep
+
+    paths = {k: str(v) for k, v in write_sweep(result, out_dir).items()}
+    if html:
+        from cupel_np.report.html import write_html_report
+
+        paths["report"] = str(write_html_report(result, out_dir, title=title))
+    return paths
+
+
+def _summary_json(result, paths: dict, elapsed: float) -> dict:
+    return {
+        "items": result.table.n,
+        "sets": result.table.n_sets,
+        "variants": result.labels,
+        "swinging": result.n_swing,
+        "errors": {l: {str(k): str(e) for k, e in errs.items()} for l, errs in result.errors.items()},
+        "outputs": paths,
+        "seconds": round(elapsed, 3),
+    }
+
+
+# ----------------------------------------------------------------------------- commands
+def cmd_demo(args) -> int:
+    from cupel_np.model.budget import ContextBudget
+    from cupel_np.model.presets import PRESETS
+    from cupel_np.model.grid import Sweep
+    from cupel_np.analysis.sensitivity import sweep
+
+    from cupel_np.data import sample_path
+
+    items = Path(args.items) if args.items else sample_path()
+    if not items.exists():
+        raise InvalidConfigError(f"items file not found: {items}")
+    t0 = time.perf_counter()
+    table = _load_table(items, args.set_column)
+    grid = Sweep(list(PRESETS), budgets=[ContextBudget(8000, 6000, 1000), ContextBudget(4000, 3000, 500)])
+    result = sweep(table, None, grid, on_error="collect", progress=_progress_enabled(args), threads=args.threads)
+    paths = _write_outputs(result, args.out, title="cupel_np demo: presets x budgets on the sample corpus")
+    elapsed = time.perf_counter() - t0
+    if args.json:
+        print(json.dumps(_summary_json(result, paths, elapsed), indent=2))
+        return EXIT_OK
+    print(f"{table.n:,} items in {table.n_sets:,} sessions from {items}; {len(result.labels)} variants "
+          f"(7 presets x 2 budgets); {result.n_swing:,} swinging items; {elapsed:.1f}s")
+    _print_summary(result)
+    print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
+    return EXIT_OK
+
+
+def cmd_sensitivity(args) -> int:
+    from cupel_np.model.presets import preset
+    from cupel_np.analysis.sensitivity import sweep
+
+    if bool(args.policies) == bool(args.preset):
+        raise UsageError("give either --policies FILE or one or more --preset NAME")
+    variants = load_policies_file(args.policies) if args.policies else [(p, preset(p)) for p in args.preset]
+    if len(variants) < 2:
+        from cupel_np.errors import TooFewVariantsError
+
+        raise TooFewVariantsError("sensitivity needs at least 2 variants (policies or presets)")
+    budget = _budget(args)
+    if args.dask:
+        return _run_dask(args, budget, variants, args.set_column, f"Policy sensitivity: {_name(args.items)}")
+    t0 = time.perf_counter()
+    title = f"Policy sensitivity: {_name(args.items)}"
+    if _streams(args, args.set_column):
+        return _run_streaming(args, budget, variants, args.set_column, title, t0)
+    table = _load_table(args.items, args.set_column)
+    result = sweep(table, budget, variants, on_error="collect", progress=_progress_enabled(args), threads=args.threads)
+    return _finish(args, result, t0, title)
+
+
+def cmd_sweep(args) -> int:
+    from cupel_np.analysis.sensitivity import sweep
+
+    grid, grid_set_col = load_grid_file(args.grid)
+    if args.dask:
+        return _run_dask(args, None, grid, args.set_column or grid_set_col,
+                         f"Sweep: {_name(args.items)} x {Path(args.grid).name}")
+    t0 = time.perf_counter()
+    title = f"Sweep: {_name(args.items)} x {Path(args.grid).name}"
+    if _streams(args, args.set_column or grid_set_col):
+        return _run_streaming(args, None, grid, args.set_column or grid_set_col, title, t0)
+    table = _load_table(args.items, args.set_column or grid_set_col)
+    result = sweep(table, None, grid, on_error="collect", progress=_progress_enabled(args), threads=args.threads)
+    return _finish(args, result, t0, title)
+
+
+def _finish(args, result, t0: float, title: str) -> int:
+    """Write the outputs of a sensitivity/sweep command and print its summary."""
+    paths = _write_outputs(result, args.out, title=title)
+    elapsed = time.perf_counter() - t0
+    if args.json:
+        print(json.dumps(_summary_json(result, paths, elapsed), indent=2))
+        return EXIT_OK
+    t = result.table
+    print(f"{t.n:,} items in {t.n_sets:,} set(s); {len(result.labels)} variants; "
+          f"{result.n_swing:,} swinging items; {elapsed:.1f}s")
+    _print_summary(result)
+    print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
+    return EXIT_OK
+
+
+def cmd_budget(args) -> int:
+    from cupel_np.report.budget import parse_ladder, print_summary, summarize, write_budget_outputs
+    from cupel_np.analysis.budget_sim import budget_curves, budget_ladder
+    from cupel_np.model.presets import preset
+    from cupel_np.model.policy import Policy
+
+    if not args.policy and not args.preset:
+        raise UsageError("give one or more --policy FILE and/or --preset NAME")
+    variants = [(Path(f).stem, Policy.from_file(f)) for f in args.policy or []]
+    variants += [(name, preset(name)) for name in args.preset or []]
+    lo, hi, steps = parse_ladder(args.ladder)
+    ladder = budget_ladder(lo, hi, steps, spacing=args.spacing, output_reserve=args.output_reserve)
+    t0 = time.perf_counter()
+    table = _load_table(args.items, args.set_column)
+    result = budget_curves(table, variants, ladder)
+    paths = write_budget_outputs(result, args.out, title=f"Budget simulation: {Path(args.items).name}")
+    elapsed = time.perf_counter() - t0
+    summary = summarize(result.curves, result.rows)
+    if args.json:
+        print(json.dumps({"items": table.n, "sets": table.n_sets, "budgets": summary["budgets"],
+                          "variants": {l: {k: v[k] for k in ("reach", "total_included", "non_monotonic_rows",
+                                                             "multi_flip_rows", "failed_cells")}
+                                       for l, v in summary["variants"].items()},
+                          "outputs": {k: str(v) for k, v in paths.items()}, "seconds": round(elapsed, 3)}, indent=2))
+        return EXIT_OK
+    print(f"{table.n:,} items in {table.n_sets:,} set(s); {len(variants)} variant(s) x {len(ladder)} budgets "
+          f"({lo:,} .. {hi:,}, {args.spacing}); {elapsed:.1f}s")
+    print_summary(summary)
+    print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
+    return EXIT_OK
+
+
+def cmd_run(args) -> int:
+    from cupel_np.model.presets import preset
+    from cupel_np.analysis.pipeline import Pipeline
+    from cupel_np.model.policy import Policy
+
+    if bool(args.policy) == bool(args.preset):
+        raise UsageError("give either --policy FILE or --preset NAME")
+    policy = Policy.from_file(args.policy) if args.policy else preset(args.preset)
+    budget = _budget(args)
+    table = _load_table(args.items, args.set_column)
+    if table.n_sets > 1 or args.set is not None:
+        if args.set_column is None:
+            raise UsageError("--set needs --set-column")
+        if args.set is None:
+            raise UsageError(f"{table.n_sets} item sets in {_name(args.items)}; choose one with --set KEY")
+        table = table.subset(table.set_keys[_segment(table, args.set)])
+    report = Pipeline(policy).dry_run(table, budget, threads=args.threads)
+    if args.json:
+        print(json.dumps(report.to_dict(), default=str, indent=2))
+        return EXIT_OK
+    used = sum(i.item.tokens for i in report.included)
+    print(f"included {len(report.included)} of {report.total_candidates} items, {used:,} tokens "
+          f"(target {budget.target_tokens:,}, effective {report.effective_target_tokens:,})")
+    for i, inc in enumerate(report.included):
+        print(f"  {i:>3}  IN   {inc.score:8.4f}  {inc.reason.value:<10} {inc.item.tokens:>7}  {_one_line(inc.item.content)}")
+    for exc in report.excluded:
+        detail = ", ".join(f"{k}={v}" for k, v in exc.reason.to_dict().items() if k != "reason")
+        print(f"       OUT  {exc.score:8.4f}  {exc.reason.reason:<16} {exc.item.tokens:>7}  {_one_line(exc.item.content)}  ({detail})")
+    for s in report.count_requirement_shortfalls:
+        print(f"  shortfall: kind {s.kind!r} required {s.required_count}, got {s.satisfied_count}")
+    return EXIT_OK
+
+
+def _segment(table, key: str) -> int:
+    for i, k in enumerate(table.set_keys):
+        if str(k) == key:
+            return i
+    raise InvalidConfigError(f"no set {key!r} in set column {table.set_column!r}")
+
+
+def _one_line(s: str, n: int = 70) -> str:
+    s = s.replace("\n", " ")
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def cmd_presets(args) -> int:
+    from cupel_np.model.presets import PRESETS
+
+    if args.json:
+        print(json.dumps({k: p.to_dict() for k, p in PRESETS.items()}, indent=2))
+        return EXIT_OK
+    for name, p in PRESETS.items():
+        scorers = ", ".join(f"{s.type_name}×{w:g}" for s, w in p.scorer.entries)
+        sl = p.slicer.name + (f"(bucket {p.slicer.bucket_size})" if hasattr(p.slicer, "bucket_size") else "")
+        print(f"{name:<13} {scorers:<40} {sl:<20} {p.placer:<14} dedup={p.deduplication} overflow={p.overflow_strategy}")
+        print(f"{'':<13} {p.description}")
+    return EXIT_OK
+
+
+def cmd_validate(args) -> int:
+    from cupel_np.io.parquet import validate_items
+
+    if args.chunk_rows is not None and args.chunk_rows < 1:
+        raise UsageError(f"--chunk-rows must be at least 1, got {args.chunk_rows}")
+    problems, summary = validate_items(_source(args.items), set_column=args.set_column,
+                                       chunk_rows=args.chunk_rows, memory_limit=_memory_limit(args),
+                                       progress=_progress_enabled(args))
+    src = _source(args.items)
+    args.items = src if not isinstance(src, list) else f"{src[0]} (+{len(src) - 1} files)"
+    if args.json:
+        print(json.dumps({"ok": not problems, "problems": problems, **summary}, indent=2))
+    else:
+        if problems:
+            for p in problems:
+                print(f"{args.items}: {p}")
+        else:
+            print(f"{args.items}: ok — {summary['rows']:,} rows, {summary['sets']:,} set(s), "
+                  f"{summary['negative_tokens']:,} negative-token rows (will be excluded), "
+                  f"{summary['pinned']:,} pinned")
+    return EXIT_OK if not problems else EXIT_USAGE
+
+
+def cmd_import(args) -> int:
+    from cupel_np.io.importers import import_transcripts
+
+    res = import_transcripts(args.format, args.inputs, mapping=args.map, tokenizer=args.tokenizer,
+                             skip_bad=args.skip_bad, set_column=args.set_column,
+                             tool_call_kind=args.tool_call_kind)
+    out = res.write_parquet(args.out)
+    for b in res.bad:  # listed, never silently dropped
+        print(f"cupel-np: skipped bad {'line' if b.unit == 'line' else 'row'}: {b}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({**res.summary(), "out": str(out), "set_column": res.set_column}, indent=2))
+        return EXIT_OK
+    skipped = "; ".join(f"{n} {r}" for r, n in sorted(res.skipped.items()))
+    print(f"{res.items:,} items in {res.conversations:,} conversation(s) from {res.lines:,} line(s) -> {out} "
+          f"(set column {res.set_column!r}); {len(res.bad)} bad line(s) skipped"
+          + (f"; not context: {skipped}" if skipped else ""))
+    return EXIT_OK
+
+
+def cmd_report(args) -> int:
+    from cupel_np.report.from_dir import write_dir_report
+
+    path = write_dir_report(args.out_dir, title=args.title, top_k=args.top)
+    if args.json:
+        print(json.dumps({"report": str(path)}))
+    else:
+        print(f"wrote {path}")
+    return EXIT_OK
+
+
+def cmd_conformance(args) -> int:
+    from cupel_np.cli import conformance
+
+    return conformance.main(args.paths)
+
+
+# ----------------------------------------------------------------------------- parser
+def _threads_arg(v: str) -> int:
+    try:
+        n = int(v)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--threads must be a positive integer, got {v!r}")
+    return n
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--quiet", action="store_true", help="no progress output")
+    common.add_argument("--debug", action="store_true", help="show tracebacks")
+    common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    common.add_argument("--threads", type=_threads_arg, default=None,
+                        help="worker threads (default: $CUPEL_NP_THREADS, else the cores this process may use)")
+
+    def budget_opts(p):
+        p.add_argument("--max-tokens", type=int, help="the model's context window (required)")
+        p.add_argument("--target-tokens", type=int, help="the slicer's token target (required)")
+        p.add_argument("--output-reserve", type=int, default=0, help="tokens kept for the answer")
+
+    def memory_opts(p):
+        p.add_argument("--memory-limit", metavar="SIZE",
+                       help="memory budget, e.g. 2G or 500M (default: half the memory available now); "
+                            "a larger input is processed in chunks of whole item sets")
+        p.add_argument("--chunk-rows", type=int, metavar="N",
+                       help="stream in chunks of at least N rows (whole row groups and item sets), "
+                            "whatever the input size")
+
+    parser = argparse.ArgumentParser(
+        prog="cupel-np",
+        description="Cupel context selection at corpus scale: which items do your policies swap in or out?")
+    sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("demo", parents=[common], help="presets x budgets on the sample corpus; Parquet + HTML report")
+    p.add_argument("--items", help="items Parquet (default: the sample corpus shipped in the package)")
+    p.add_argument("--set-column", default="session_id")
+    p.add_argument("--out", default="cupel-np-demo", help="output directory (default ./cupel-np-demo)")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("sensitivity", parents=[common], help="compare policies over an items file")
+    p.add_argument("items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files")
+    p.add_argument("--policies", help="JSON/TOML file of labelled policies")
+    p.add_argument("--preset", action="append", help="a preset to compare (repeatable)")
+    budget_opts(p)
+    p.add_argument("--set-column", help="column holding the item-set key")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--dask", metavar="SPEC", help="run on Dask: local, local:N (a LocalCluster of N workers) or tcp://HOST:PORT")
+    p.add_argument("--overwrite", action="store_true", help="with --dask: replace a sweep already in --out")
+    memory_opts(p)
+    p.set_defaults(func=cmd_sensitivity)
+
+    p = sub.add_parser("sweep", parents=[common], help="run a grid of variants (presets x weights x slicers x placers x budgets)")
+    p.add_argument("items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files")
+    p.add_argument("--grid", required=True, help="grid file (TOML/JSON; see README)")
+    p.add_argument("--set-column", help="column holding the item-set key (overrides the grid's)")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--dask", metavar="SPEC", help="run on Dask: local, local:N (a LocalCluster of N workers) or tcp://HOST:PORT")
+    p.add_argument("--overwrite", action="store_true", help="with --dask: replace a sweep already in --out")
+    memory_opts(p)
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("budget", parents=[common], help="budget curves: selection and utilization along a ladder of budgets")
+    p.add_argument("items", help="items Parquet file")
+    p.add_argument("--policy", action="append", help="policy file (JSON/TOML; repeatable, labelled by file name)")
+    p.add_argument("--preset", action="append", help="a preset (repeatable)")
+    p.add_argument("--ladder", required=True, help="LO:HI:STEPS budgets (max_tokens), e.g. 4000:200000:16")
+    p.add_argument("--spacing", choices=["geometric", "linear"], default="geometric")
+    p.add_argument("--output-reserve", type=int, default=0, help="tokens kept for the answer at every budget")
+    p.add_argument("--set-column", help="column holding the item-set key")
+    p.add_argument("--out", required=True, help="output directory")
+    p.set_defaults(func=cmd_budget)
+
+    p = sub.add_parser("run", parents=[common], help="one dry run: included and excluded items with scores and reasons")
+    p.add_argument("items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files")
+    p.add_argument("--policy", help="policy file (JSON/TOML, EXTENSIONS.md or .NET shape)")
+    p.add_argument("--preset", help="a preset name")
+    budget_opts(p)
+    p.add_argument("--set-column", help="column holding the item-set key")
+    p.add_argument("--set", help="which item set to run (with --set-column)")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("presets", parents=[common], help="list the presets with their full configuration")
+    p.set_defaults(func=cmd_presets)
+
+    p = sub.add_parser("validate", parents=[common], help="check an items file: schema and row problems")
+    p.add_argument("items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files")
+    p.add_argument("--set-column", help="column holding the item-set key")
+    memory_opts(p)
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("import", parents=[common], help="chat / agent transcripts -> an items Parquet file")
+    p.add_argument("format", choices=["openai", "claude-code", "messages"],
+                   help="openai: chat-completions JSONL; claude-code: session JSONL; messages: JSONL/CSV/Parquet + --map")
+    p.add_argument("inputs", nargs="+", metavar="IN", help="input files or directories")
+    p.add_argument("--out", required=True, help="items Parquet to write")
+    p.add_argument("--map", help="messages format: TARGET=COLUMN,... (targets: content, kind (or role), set, "
+                   "timestamp, source, tokens, pinned, id)")
+    p.add_argument("--tokenizer", help="token counter: estimate (default), chars4, tiktoken:ENCODING, "
+                   "tokenizers:PATH/tokenizer.json or module:function")
+    p.add_argument("--skip-bad", action="store_true", help="skip unreadable lines (each is listed on stderr)")
+    p.add_argument("--set-column", default="conversation_id", help="name of the conversation column (default conversation_id)")
+    p.add_argument("--tool-call-kind", default="ToolCall", help="kind given to tool calls (default ToolCall)")
+    p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("report", parents=[common], help="HTML report of a written sweep directory (in-process or Dask)")
+    p.add_argument("out_dir", help="a directory written by sensitivity, sweep or demo (with or without --dask)")
+    p.add_argument("--title", help="page title")
+    p.add_argument("--top", type=int, default=40, help="swinging items shown (default 40)")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("conformance", parents=[common], help="run conformance vectors (files or directories)")
+    p.add_argument("paths", nargs="+")
+    p.set_defaults(func=cmd_conformance)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except UsageError as e:
+        _err(str(e))
+        return EXIT_USAGE
+    except BrokenPipeError:
+        # the reader went away (`cupel-np run ... --json | head`): not an error of ours; stop
+        # quietly, with the status a process killed by SIGPIPE gets, and let no flush at exit
+        # complain again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + 13
+    except (CupelError, OSError) as e:  # bad input, or a path we cannot read or write
+        if args.debug:
+            raise
+        _err(str(e))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return 130
+    except Exception as e:  # an engine bug, not the user's input
+        if args.debug:
+            raise
+        _err(f"internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)")
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

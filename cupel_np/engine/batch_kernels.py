@@ -1,0 +1,77 @@
+"""Kernels that serve every variant of a sweep at once."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cupel_np._jit import jit
+
+
+@jit
+def variant_scores(base, term_off, term_col, term_w, out):
+    """All variants' composite scores from the shared base-score matrix ``base[m, K]``, written
+    to ``out[V, m]`` (a caller's reused buffer: a fresh array per variant would cost page
+    faults at corpus sizes).
+
+    Variant ``v`` is the terms ``term_off[v]:term_off[v+1]`` (column, normalised weight) in the
+    variant's own order; each row is summed left to right exactly as the spec's
+    CompositeScorer does (``acc = acc + score * weight``), never as a BLAS product, so equal
+    inputs give bit-equal scores and ties survive."""
+    m = base.shape[0]
+    n_var = term_off.shape[0] - 1
+    for v in range(n_var):
+        a = term_off[v]
+        b = term_off[v + 1]
+        for i in range(m):
+            acc = 0.0
+            for t in range(a, b):
+                acc = acc + base[i, term_col[t]] * term_w[t]
+            out[v, i] = acc
+    return out
+
+
+def duplicate_groups(content_id: np.ndarray, offsets: np.ndarray):
+    """Groups of equal content inside each segment (only groups of 2 or more). Returns
+    ``(members, group_offsets)``: members of a group are positions in ascending order.
+
+    Content ids are global, so only ids seen twice anywhere can form a group; those few
+    positions are grouped with one stable lexsort (usually none at all)."""
+    n = content_id.shape[0]
+    empty = np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    if n < 2:
+        return empty
+    counts = np.bincount(content_id)
+    cand = np.flatnonzero(counts[content_id] >= 2)
+    if cand.size == 0:
+        return empty
+    seg = np.searchsorted(offsets, cand, side="right") - 1
+    ids = content_id[cand]
+    order = np.lexsort((cand, ids, seg))
+    cand, ids, seg = cand[order], ids[order], seg[order]
+    new = np.ones(cand.size, dtype=np.bool_)
+    new[1:] = (ids[1:] != ids[:-1]) | (seg[1:] != seg[:-1])
+    start = np.flatnonzero(new)
+    size = np.diff(np.append(start, cand.size))
+    keep = np.repeat(size >= 2, size)
+    members = cand[keep]
+    sizes = size[size >= 2]
+    goff = np.zeros(sizes.size + 1, dtype=np.int64)
+    np.cumsum(sizes, out=goff[1:])
+    return members.astype(np.int64), goff
+
+
+@jit
+def duplicate_winners(members, goff, score):
+    """Per group the member that survives deduplication: the highest score, the lowest
+    position on ties (members are in ascending position order)."""
+    winner = np.empty(members.shape[0], dtype=np.int64)
+    for g in range(goff.shape[0] - 1):
+        a = goff[g]
+        b = goff[g + 1]
+        best = members[a]
+        for q in range(a + 1, b):
+            if score[members[q]] > score[best]:
+                best = members[q]
+        for q in range(a, b):
+            winner[q] = best
+    return winner

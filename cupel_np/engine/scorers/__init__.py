@@ -1,0 +1,184 @@
+"""Scorer evaluation: turn a scorer spec into a float64 score column over the scoreable rows.
+
+A :class:`ScoreContext` holds the table, the scoreable rows (grouped order) and their segment
+offsets, and caches every column it computes keyed by the scorer spec, so a scorer used by
+many variants (or twice inside one composite) is computed once. It is thread-safe: a sweep
+computes its base columns concurrently on the engine's pool, and a column (or tag list)
+asked for by two threads at once is computed by one of them while the other waits.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+import numpy as np
+
+from cupel_np.model.policy import (
+    CompositeScorer,
+    DecayScorer,
+    ExponentialCurve,
+    FrequencyScorer,
+    KindScorer,
+    MetadataKeyScorer,
+    MetadataTrustScorer,
+    PriorityScorer,
+    RecencyScorer,
+    ReflexiveScorer,
+    ScaledScorer,
+    Scorer,
+    StepCurve,
+    TagScorer,
+    WindowCurve,
+)
+from cupel_np._jit import as_input
+from cupel_np.engine.scorers import kernels
+
+I64, F64, B1 = np.int64, np.float64, np.bool_
+
+
+class ScoreContext:
+    def __init__(self, table, rows: np.ndarray, offsets: np.ndarray):
+        self.table = table
+        self.rows = rows
+        self.offsets = offsets
+        self._cache: dict[Scorer, np.ndarray] = {}
+        self._tags: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._lock = threading.Lock()
+        self._key_locks: dict = {}
+
+    def __len__(self) -> int:
+        return self.rows.shape[0]
+
+    def _once(self, cache: dict, key, compute: Callable[[], object]):
+        """``cache[key]``, computed by exactly one thread (scorer trees are acyclic, so a
+        thread holding one key's lock never waits for a key that waits for it)."""
+        val = cache.get(key)
+        if val is not None:
+            return val
+        with self._lock:
+            lock = self._key_locks.setdefault((id(cache), key), threading.Lock())
+        with lock:
+            val = cache.get(key)
+            if val is None:
+                val = compute()
+                cache[key] = val
+        return val
+
+    def score(self, scorer: Scorer) -> np.ndarray:
+        return self._once(self._cache, scorer, lambda: _read_only(_evaluate(scorer, self)))
+
+    def tags(self, which: str) -> tuple[np.ndarray, np.ndarray]:
+        """CSR (offsets, ids) of the scoreable rows' tags; ``which`` = "raw" or "fold"."""
+        return self._once(self._tags, which, lambda: self._tag_csr(which))
+
+    def _tag_csr(self, which: str) -> tuple[np.ndarray, np.ndarray]:
+        t = self.table
+        src = t.tag_raw_id if which == "raw" else t.tag_fold_id
+        rows = self.rows
+        n = len(rows)
+        if n == t.n and (n == 0 or (rows[0] == 0 and rows[-1] == n - 1 and np.all(np.diff(rows) == 1))):
+            # every row, in table order: the table's own CSR, no gather
+            return as_input(t.tag_offsets, I64), as_input(src, I64)
+        starts = t.tag_offsets[rows]
+        ends = t.tag_offsets[rows + 1]
+        lens = ends - starts
+        offs = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lens, out=offs[1:])
+        if offs[-1]:
+            take = np.repeat(starts - offs[:-1], lens) + np.arange(offs[-1])
+            ids = src[take]
+        else:
+            ids = np.zeros(0, dtype=np.int64)
+        return as_input(offs, I64), as_input(ids, I64)
+
+
+def _read_only(col: np.ndarray) -> np.ndarray:
+    col.setflags(write=False)
+    return col
+
+
+def _evaluate(scorer: Scorer, ctx: ScoreContext) -> np.ndarray:
+    t = ctx.table
+    rows = ctx.rows
+    if isinstance(scorer, RecencyScorer):
+        return kernels.rank_scores(as_input(t.timestamp[rows], I64), as_input(t.timestamp_valid[rows], B1),
+                                   as_input(ctx.offsets, I64))
+    if isinstance(scorer, PriorityScorer):
+        return kernels.rank_scores(as_input(t.priority[rows], I64), as_input(t.priority_valid[rows], B1),
+                                   as_input(ctx.offsets, I64))
+    if isinstance(scorer, ReflexiveScorer):
+        h = t.hint[rows]  # a fresh copy: clipped and masked in place
+        ok = t.hint_valid[rows] & np.isfinite(h)
+        np.clip(h, 0.0, 1.0, out=h)
+        h[~ok] = 0.0
+        return h
+    if isinstance(scorer, KindScorer):
+        w = scorer.effective_weights()
+        lut = np.array([w.get(k, 0.0) for k in t.kind_vocab] + [0.0], dtype=np.float64)
+        return lut[t.kind_id[rows]] if len(rows) else np.zeros(0)
+    if isinstance(scorer, TagScorer):
+        weights, total = scorer.effective_weights()
+        lut = np.full(t.n_raw_tags + 1, -1.0, dtype=np.float64)
+        for tag, w in weights.items():
+            i = t.tag_id_for(tag)
+            if i >= 0:
+                lut[i] = w
+        offs, ids = ctx.tags("raw")
+        return kernels.tag_scores(offs, ids, as_input(lut, F64), float(total))
+    if isinstance(scorer, FrequencyScorer):
+        offs, ids = ctx.tags("fold")
+        return kernels.frequency_scores(offs, ids, int(t.n_fold_tags), as_input(ctx.offsets, I64))
+    if isinstance(scorer, CompositeScorer):
+        cols = np.empty((len(rows), len(scorer.entries)), dtype=np.float64)
+        for j, (child, _) in enumerate(scorer.entries):
+            cols[:, j] = ctx.score(child)
+        return kernels.weighted_sum(as_input(cols, F64), as_input(scorer.normalized_weights(), F64))
+    if isinstance(scorer, ScaledScorer):
+        return kernels.scaled_scores(as_input(ctx.score(scorer.inner), F64), as_input(ctx.offsets, I64))
+    if isinstance(scorer, MetadataTrustScorer):
+        vals, ok = t.trust_values()
+        v = vals[rows]  # a fresh copy: clipped and masked in place
+        np.clip(v, 0.0, 1.0, out=v)
+        v[~ok[rows]] = scorer.default_score
+        return v
+    if isinstance(scorer, MetadataKeyScorer):
+        import pyarrow.compute as pc
+
+        vals = t.metadata_values(scorer.key)
+        if len(vals) == 0:
+            return np.ones(len(rows))
+        match = pc.fill_null(pc.equal(vals, scorer.value), False).to_numpy(zero_copy_only=False)
+        return np.where(match[rows], scorer.boost, 1.0)
+    if isinstance(scorer, DecayScorer):
+        curve = scorer.curve
+        ref = _reference(scorer.reference_time, t.timestamp_unit)
+        half = 1.0
+        ages = np.zeros(1, dtype=np.float64)
+        scores = np.zeros(1, dtype=np.float64)
+        if isinstance(curve, ExponentialCurve):
+            code, half = 0, curve.half_life_secs
+        elif isinstance(curve, StepCurve):
+            code = 1
+            ages = np.array([a for a, _ in curve.windows], dtype=np.float64)
+            scores = np.array([s for _, s in curve.windows], dtype=np.float64)
+        elif isinstance(curve, WindowCurve):
+            code = 2
+            ages = np.array([curve.max_age_secs], dtype=np.float64)
+        else:  # pragma: no cover - Policy validation makes this unreachable
+            raise TypeError(curve)
+        return kernels.decay_scores(
+            as_input(t.timestamp[rows], I64), as_input(t.timestamp_valid[rows], B1), np.int64(ref),
+            float(t.units_per_second), int(code), float(half), as_input(ages, F64), as_input(scores, F64),
+            float(scorer.null_timestamp_score),
+        )
+    raise TypeError(f"unsupported scorer spec: {scorer!r}")
+
+
+def _reference(dt, unit: str) -> int:
+    from datetime import datetime, timezone
+
+    epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    delta = dt - epoch
+    us = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return {"s": us // 1_000_000, "ms": us // 1000, "us": us, "ns": us * 1000}[unit]

@@ -1,0 +1,382 @@
+"""GreedySlice without a full comparison sort.
+
+The spec sorts the score-sorted candidates by density (score / tokens) and fills the budget
+in that order. The order is the lexicographic key (density desc, score desc, index asc): the
+score-sorted position is exactly (score desc, index asc), so the pipeline's score sort is not
+needed for greedy at all.
+
+Small segments (a corpus of many sets) are handled inside one kernel. Big segments (at least
+``BIG_GREEDY`` candidates) need no order to decide most of the selection:
+
+* the *fitting prefix* - every candidate whose density key is below the budget frontier, the
+  first key at which the running token total passes the target - is selected whole; the
+  frontier is found by a radix selection weighted by tokens (linear time, ``_frontier``);
+* beyond it, only candidates with ``tokens <= remaining budget`` can still be selected (the
+  remaining budget never grows); they are walked in exact order, chunk by chunk: a chunk is
+  every remaining candidate whose key is at most a threshold (a linear-time partition, so runs
+  of equal keys are never split), ordered by NumPy's unstable (SIMD) quicksort of the keys
+  with runs of equal keys repaired to (score desc, index asc) - the spec's total order.
+
+The prefix's ranks are written in index order. ``greedy_segments`` orders them (by the same
+quicksort and repair) unless the caller takes them unordered (``prefix=``): the placers compare
+only a few of them by rank (``stages._finish_ranks``). The answer does not depend on the
+chunking or the path (tests force tiny chunks and the big path on small sets).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cupel_np._jit import jit
+from cupel_np.engine.sortkeys import _SIGN, desc_bits, int_keys, ordered_bits, score_cmp, stable_argsort
+from cupel_np.engine.slicers.kernels import MAX_FLOAT
+
+#: segments with at least this many candidates take the big-set path (the budget frontier by a
+#: weighted radix selection, then the exact chunked walk of what still fits beyond it)
+BIG_GREEDY = 32768
+#: first chunk of the exact walk beyond the frontier (the chunks then grow 4x)
+MIN_CHUNK = 16384
+#: small segments up to this size are ordered by insertion sort
+INSERTION_MAX = 48
+
+
+@jit
+def density_key(t, s):
+    """The one definition of greedy's order key for a candidate of ``t`` tokens and score
+    ``s``: ascending for 'density descending, NaN last' (zero tokens: density MAX_FLOAT;
+    ``0.0 - d`` folds -0.0 into +0.0, so equal densities share one key and one bit pattern)."""
+    d = MAX_FLOAT if t == 0 else s / np.float64(t)
+    return np.inf if d != d else 0.0 - d
+
+
+@jit
+def density_keys(tok, score):
+    """:func:`density_key` of every candidate."""
+    k = tok.shape[0]
+    keyd = np.empty(k, dtype=np.float64)
+    for j in range(k):
+        keyd[j] = density_key(tok[j], score[j])
+    return keyd
+
+
+@jit
+def _before(keyd, keys, a, b):
+    """True when position ``a`` precedes ``b`` in (keyd, keys, index) order."""
+    if keyd[a] != keyd[b]:
+        return keyd[a] < keyd[b]
+    if keys[a] != keys[b]:
+        return keys[a] < keys[b]
+    return a < b
+
+
+@jit
+def _lex_order(keyd, keys, idx):
+    """Positions of ``idx`` ordered by (keyd, keys, idx) ascending."""
+    n = idx.shape[0]
+    if n <= INSERTION_MAX:
+        out = idx.copy()
+        for i in range(1, n):
+            x = out[i]
+            j = i - 1
+            while j >= 0 and _before(keyd, keys, x, out[j]):
+                out[j + 1] = out[j]
+                j -= 1
+            out[j + 1] = x
+        return out
+    o = stable_argsort(keys[idx])  # keys: desc_bits of the scores
+    o2 = stable_argsort(ordered_bits(keyd[idx[o]]))
+    return idx[o[o2]]
+
+
+@jit
+def _greedy_small(tok, score, offsets, targets, rank, big):
+    # scratch sized by the largest small segment, reused by every segment
+    k_max = 0
+    for s in range(offsets.shape[0] - 1):
+        k = offsets[s + 1] - offsets[s]
+        if k < big and k > k_max:
+            k_max = k
+    skey = np.empty(k_max, dtype=np.float64)
+    sidx = np.empty(k_max, dtype=np.int64)
+    for s in range(offsets.shape[0] - 1):
+        lo = offsets[s]
+        hi = offsets[s + 1]
+        k = hi - lo
+        target = targets[s]
+        if k == 0 or target <= 0 or k >= big:
+            continue
+        if k > INSERTION_MAX * 4:
+            keyd = density_keys(tok[lo:hi], score[lo:hi])
+            order = _lex_order(keyd, desc_bits(score[lo:hi]), np.arange(k))
+            for j in range(k):
+                sidx[j] = order[j]
+        else:
+            # insertion sort of (density key, position); equal keys then by (score key, position)
+            for j in range(k):
+                kd = density_key(tok[lo + j], score[lo + j])
+                w = j - 1
+                while w >= 0:
+                    kw = skey[w]
+                    if kw < kd:
+                        break
+                    if kw == kd:
+                        y = sidx[w]
+                        cmp = score_cmp(score[lo + y], score[lo + j])
+                        if cmp < 0 or (cmp == 0 and y < j):
+                            break
+                    skey[w + 1] = kw
+                    sidx[w + 1] = sidx[w]
+                    w -= 1
+                skey[w + 1] = kd
+                sidx[w + 1] = j
+        remaining = target
+        n_out = 0
+        for j in range(k):
+            q = sidx[j]
+            t = tok[lo + q]
+            if t == 0:
+                rank[lo + q] = n_out
+                n_out += 1
+            elif t <= remaining:
+                rank[lo + q] = n_out
+                n_out += 1
+                remaining -= t
+
+
+@jit
+def repair_runs(order, ks, score):
+    """``order`` is sorted by its keys ``ks`` (``ks[i]`` is the key of ``order[i]``) with equal
+    keys in any order; reorder every run of equal keys by (score descending with NaN last,
+    position ascending). In place."""
+    n = order.shape[0]
+    i = 0
+    while i < n:
+        j = i + 1
+        kv = ks[i]
+        while j < n and ks[j] == kv:
+            j += 1
+        if 1 < j - i <= INSERTION_MAX:
+            for u in range(i + 1, j):  # insertion sort by (score key, position)
+                x = order[u]
+                w = u - 1
+                while w >= i:
+                    y = order[w]
+                    cmp = score_cmp(score[y], score[x])
+                    if cmp < 0 or (cmp == 0 and y < x):
+                        break
+                    order[w + 1] = y
+                    w -= 1
+                order[w + 1] = x
+        elif j - i > 1:
+            run = order[i:j]
+            run = run[stable_argsort(int_keys(run))]
+            sk = desc_bits(score[run])
+            o = stable_argsort(sk)
+            for q in range(j - i):
+                order[i + q] = run[o[q]]
+        i = j
+
+
+@jit
+def _walk(order, tok, remaining, rank, n_out):
+    for j in range(order.shape[0]):
+        q = order[j]
+        t = tok[q]
+        if t == 0:
+            rank[q] = n_out
+            n_out += 1
+        elif t <= remaining:
+            rank[q] = n_out
+            n_out += 1
+            remaining -= t
+    return remaining, n_out
+
+
+@jit
+def density_bits(tok, score):
+    """``ordered_bits(density_keys(tok, score))`` in one pass: ascending uint64 keys for
+    'density descending, NaN last'; -0.0 and 0.0 share one key, as comparisons do."""
+    k = tok.shape[0]
+    y = np.empty(k, dtype=np.float64)
+    for j in range(k):
+        y[j] = density_key(tok[j], score[j])
+    u = y.view(np.uint64)
+    for j in range(k):  # float bit patterns to order-preserving keys (as sortkeys.ordered_bits)
+        b = u[j]
+        u[j] = ~b if b & _SIGN else b | _SIGN
+    return u
+
+
+@jit
+def _frontier(kb, tok, target):
+    """The budget frontier of the density order, found without sorting (a radix selection on
+    16-bit digits, weighted by tokens): the smallest key ``v`` such that the candidates with
+    key <= v hold more than ``target`` tokens. Returns ``(v, tokens of the keys < v)``, or
+    ``(0, -1)`` when every candidate fits."""
+    n = kb.shape[0]
+    nb = 65536
+    mask = np.uint64(nb - 1)
+    w = np.zeros(nb, dtype=np.int64)
+    sh = np.uint64(48)
+    for i in range(n):
+        w[kb[i] >> sh] += tok[i]
+    acc = 0
+    b = 0
+    while b < nb and acc + w[b] <= target:
+        acc += w[b]
+        b += 1
+    if b == nb:
+        return np.uint64(0), -1
+    prefix = np.uint64(b)
+    m = 0
+    for i in range(n):
+        if kb[i] >> sh == prefix:
+            m += 1
+    sub = np.empty(m, dtype=np.int64)
+    c = 0
+    for i in range(n):
+        if kb[i] >> sh == prefix:
+            sub[c] = i
+            c += 1
+    for level in range(3):
+        sh = np.uint64(32 - 16 * level)
+        for j in range(nb):
+            w[j] = 0
+        for j in range(m):
+            i = sub[j]
+            w[(kb[i] >> sh) & mask] += tok[i]
+        b = 0
+        while acc + w[b] <= target:  # the bucket that crosses exists (the parent crossed)
+            acc += w[b]
+            b += 1
+        prefix = (prefix << np.uint64(16)) | np.uint64(b)
+        c = 0
+        for j in range(m):
+            i = sub[j]
+            if kb[i] >> sh == prefix:
+                sub[c] = i
+                c += 1
+        m = c
+    return prefix, acc
+
+
+def _walk_chunks(kb, tok, score, cand, remaining, rank, n_out, chunk):
+    """Walk the candidates ``cand`` (positions, ascending) in exact density order, chunk by
+    chunk, from ``n_out`` with ``remaining`` tokens."""
+    while cand.size:
+        kc = kb[cand]
+        n_c = kc.shape[0]
+        if chunk >= n_c:
+            order = cand[np.argsort(kc)]
+            rest = None
+        else:
+            thr = kc[np.argpartition(kc, chunk - 1)[chunk - 1]]
+            inside = kc <= thr
+            part = cand[inside]
+            order = part[np.argsort(kb[part])]
+            rest = cand[~inside]
+        repair_runs(order, kb[order], score)
+        remaining, n_out = _walk(order, tok, remaining, rank, n_out)
+        if rest is None or rest.size == 0:
+            break
+        cand = rest[tok[rest] <= remaining]
+        chunk *= 4
+    return n_out
+
+
+def _greedy_big(tok, score, target, rank, min_chunk, marked=None):
+    """One big segment (``tok``, ``score``, ``rank``, ``marked`` are the segment's slices). The
+    prefix of the density order that fits the budget whole (every candidate before the
+    frontier) is selected without ordering it: its ranks are written in index order, or, with
+    ``marked``, the unmarked ones first in index order and then the marked ones in exact order.
+    Returns that prefix's length (0: every rank is exact); ``complete_ranks`` orders it when a
+    consumer needs it."""
+    kb = density_bits(tok, score)
+    thr, used = _frontier(kb, tok, target)
+    every = used < 0  # everything fits
+    thr = np.uint64(thr)
+    pos, n_pre = _prefix_ranks(kb, thr, every, rank, _NO_MARKS if marked is None else marked)
+    if pos.shape[0]:
+        rank[order_positions(tok, score, pos, kb)] = np.arange(n_pre, n_pre + pos.shape[0])
+        n_pre += pos.shape[0]
+    if every:
+        return n_pre
+    remaining = target - used
+    cand = np.flatnonzero((kb >= thr) & (tok <= remaining))
+    _walk_chunks(kb, tok, score, cand, remaining, rank, n_pre, min_chunk)
+    return n_pre
+
+
+@jit
+def _prefix_ranks(kb, thr, every, rank, marked):
+    """The prefix candidates (key < ``thr``; all when ``every``): the unmarked ones get ranks
+    0, 1, ... in index order; returns the positions of the marked ones (``marked`` empty:
+    none) and that count."""
+    n = kb.shape[0]
+    has = marked.shape[0] > 0
+    pos = np.empty(n if has else 0, dtype=np.int64)
+    k = 0
+    c = 0
+    for i in range(n):
+        if every or kb[i] < thr:
+            if has and marked[i]:
+                pos[k] = i
+                k += 1
+            else:
+                rank[i] = c
+                c += 1
+    return pos[:k], c
+
+
+_NO_MARKS = np.zeros(0, dtype=np.bool_)
+
+
+def order_positions(tok, score, pos, kb=None):
+    """The candidates ``pos`` (positions) in slicer-output order: density descending, then
+    score, then index (NumPy's SIMD quicksort plus a repair of runs of equal keys). ``kb``:
+    the segment's ``density_bits`` when already computed."""
+    kp = density_bits(tok[pos], score[pos]) if kb is None else kb[pos]
+    o = np.argsort(kp)  # unstable; runs of equal keys repaired to (score, index) below
+    order = pos[o]
+    repair_runs(order, kp[o], score)
+    return order
+
+
+def complete_ranks(tok, score, rank, n_pre):
+    """Exact slicer-output ranks for the unordered prefix of one segment (``0 <= rank[p] <
+    n_pre``, written in index order by the big-segment path; the slices are the segment's)."""
+    if n_pre > 1:
+        order = order_positions(tok, score, np.flatnonzero((rank >= 0) & (rank < n_pre)))
+        rank[order] = np.arange(order.shape[0])
+
+
+def greedy_segments(tok, score, offsets, targets, rank, *, big: int | None = None,
+                    min_chunk: int | None = None, prefix: np.ndarray | None = None,
+                    compared: np.ndarray | None = None):
+    """GreedySlice per segment over candidates in input (row) order. Writes ``rank[p]`` =
+    position in the slicer output (density order), -1 when not selected (``rank`` must be -1
+    on entry). ``big`` and ``min_chunk`` (default: the module's ``BIG_GREEDY`` and
+    ``MIN_CHUNK``) choose the path only, never the answer. Precondition (what
+    ``items.check_items`` guarantees for every table): a segment's tokens sum to less than
+    2**62, so the big path's int64 token sums cannot overflow.
+
+    With ``prefix`` (int64 per segment, zeros), a big segment's fitting prefix is left
+    unordered: ``prefix[s]`` = its length, those candidates hold ranks ``0..prefix[s]-1`` in
+    index order, the rest of the output exact ranks from ``prefix[s]`` (see
+    ``complete_ranks``). Without it every rank is exact. ``compared`` (bool per candidate,
+    with ``prefix``): inside the prefix the unmarked candidates come first (index order) and
+    the marked ones after them in exact order - for a consumer that compares by rank only
+    marked candidates with each other (chronological placement: the untimestamped and
+    equal-timestamp ones, ``stages.chrono_compared``)."""
+    big = BIG_GREEDY if big is None else big
+    min_chunk = MIN_CHUNK if min_chunk is None else min_chunk
+    _greedy_small(tok, score, offsets, targets, rank, big)
+    sizes = np.diff(offsets)
+    for s in np.flatnonzero((sizes >= big) & (targets > 0)):  # a few big sets at most
+        lo, hi = int(offsets[s]), int(offsets[s + 1])
+        marked = None if compared is None or prefix is None else compared[lo:hi]
+        n_pre = _greedy_big(tok[lo:hi], score[lo:hi], int(targets[s]), rank[lo:hi], min_chunk, marked)
+        if prefix is not None:
+            prefix[s] = n_pre
+        else:
+            complete_ranks(tok[lo:hi], score[lo:hi], rank[lo:hi], n_pre)

@@ -1,0 +1,141 @@
+"""QuotaSlice with an inner GreedySlice, without the score sort.
+
+The spec hands QuotaSlice the score-sorted candidates, partitions them by kind (keeping that
+order), gives each kind a token budget and runs the inner greedy on each partition; the output
+is the partitions' selections concatenated in partition order (kinds by ASCII-lowercased
+name). The inner greedy orders its partition by (density desc, score desc, position asc), and
+inside one kind the score-sorted position is (score desc, row asc): so, as for the plain
+greedy (slicers/greedy.py), the score order is never needed. Here:
+
+* one kernel (:func:`_quota_plan`) computes every segment's kind budgets with
+  ``kernels.kind_budgets`` (the sorted path's own function) and lays the candidates out as sub-segments, one per
+  (segment, kind with a positive budget), kinds in partition order, rows ascending inside;
+* :func:`greedy_segments` runs the greedy over all sub-segments at once (small ones in its
+  kernel, big ones by its chunked density walk);
+* :func:`_quota_ranks` turns each sub-segment's output positions into positions in its
+  segment's output (the kinds' selections concatenated) and scatters them back to the
+  candidates.
+
+Candidates are taken in any order that keeps rows ascending inside a segment (the sweep
+passes the scoreable rows in row order); a kind with budget 0 or without candidates selects
+nothing, as in the spec.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cupel_np._jit import jit
+from cupel_np.engine.slicers.greedy import greedy_segments
+from cupel_np.engine.slicers.kernels import MODE_QUOTA, kind_budgets
+
+
+@jit
+def _quota_plan(tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap, q_req_all):
+    """Sub-segments of the quota partitions that get a positive budget.
+
+    Returns ``(perm, ptok, pscore, sub_off, sub_target, sub_seg)``: candidate positions
+    grouped by sub-segment (ascending inside each) with their tokens and scores, the
+    sub-segment offsets into ``perm``, each sub-segment's kind budget and its segment."""
+    n = tok.shape[0]
+    n_seg = offsets.shape[0] - 1
+    n_kinds = kind_rank.shape[0]
+    mass = np.zeros(n_kinds, dtype=np.int64)
+    cnt = np.zeros(n_kinds, dtype=np.int64)
+    start = np.full(n_kinds, -1, dtype=np.int64)
+    found = np.empty(n_kinds, dtype=np.int64)
+    kb = np.empty(n_kinds, dtype=np.int64)
+    perm = np.empty(n, dtype=np.int64)
+    ptok = np.empty(n, dtype=np.int64)
+    pscore = np.empty(n, dtype=np.float64)
+    # a sub-segment holds at least one candidate: at most n of them
+    sub_off = np.empty(n + 1, dtype=np.int64)
+    sub_target = np.empty(n, dtype=np.int64)
+    sub_seg = np.empty(n, dtype=np.int64)
+    sub_off[0] = 0
+    n_sub = 0
+    c = 0
+    for s in range(n_seg):
+        lo = offsets[s]
+        hi = offsets[s + 1]
+        target = targets[s]
+        if hi - lo == 0 or target <= 0:
+            continue
+        present = kind_budgets(tok, kind, lo, hi, target, kind_rank, q_has, q_req, q_cap,
+                               q_req_all, mass, cnt, found, kb)
+        for j in range(present):
+            kk = found[j]
+            if kb[kk] > 0:
+                start[kk] = c
+                c += cnt[kk]
+                sub_target[n_sub] = kb[kk]
+                sub_seg[n_sub] = s
+                n_sub += 1
+                sub_off[n_sub] = c
+        for p in range(lo, hi):
+            k = kind[p]
+            q = start[k]
+            if q >= 0:
+                perm[q] = p
+                ptok[q] = tok[p]
+                pscore[q] = score[p]
+                start[k] = q + 1
+        for j in range(present):
+            kk = found[j]
+            mass[kk] = 0
+            cnt[kk] = 0
+            start[kk] = -1
+    return perm[:c], ptok[:c], pscore[:c], sub_off[:n_sub + 1], sub_target[:n_sub], sub_seg[:n_sub]
+
+
+@jit
+def _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank):
+    """``rank[perm[j]]`` = the sub-segment rank ``sub_rank[j]`` plus the count selected by the
+    segment's earlier sub-segments, or -1 when not selected."""
+    base = 0
+    prev = -1
+    for u in range(sub_seg.shape[0]):
+        if sub_seg[u] != prev:
+            prev = sub_seg[u]
+            base = 0
+        got = 0
+        for j in range(sub_off[u], sub_off[u + 1]):
+            # branch-free (which candidates are selected is unpredictable): -1 stays -1
+            r = sub_rank[j]
+            sel = r >= 0
+            rank[perm[j]] = r + (base if sel else 0)
+            got += sel
+        base += got
+
+
+def quota_greedy_segments(tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap,
+                          q_req_all, rank, *, big: int | None = None, min_chunk: int | None = None):
+    """QuotaSlice with an inner greedy over every segment; candidates in row order inside each
+    segment. Writes ``rank[p]`` = position in the segment's slicer output, -1 when not
+    selected (``rank`` must be -1 on entry). ``big``/``min_chunk`` are handed to
+    :func:`greedy_segments` (they choose the path, never the answer)."""
+    perm, ptok, pscore, sub_off, sub_target, sub_seg = _quota_plan(
+        tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap, q_req_all)
+    if perm.shape[0] == 0:
+        return
+    sub_rank = np.full(perm.shape[0], -1, dtype=np.int64)
+    greedy_segments(ptok, pscore, sub_off, sub_target, sub_rank, big=big,
+                    min_chunk=min_chunk)
+    _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank)
+
+
+def quota_greedy_slice(mode, tok, score, kind, offsets, targets, use_knapsack, bucket, max_cells,
+                       kind_rank, q_has, q_req, q_cap, q_req_all, e_kind, e_require, cap_of_kind,
+                       throw_on_scarcity, resort_inner):
+    """:func:`quota_greedy_segments` with the arguments and results of
+    ``kernels.slice_segments`` (a quota slice with an inner greedy never fails), over
+    candidates in row order."""
+    assert mode == MODE_QUOTA and not use_knapsack  # the caller's dispatch (batch.run_sweep)
+    n = tok.shape[0]
+    n_seg = offsets.shape[0] - 1
+    rank = np.full(n, -1, dtype=np.int64)
+    quota_greedy_segments(tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap,
+                          q_req_all, rank)
+    return (rank, np.zeros(n_seg, dtype=np.int8), np.zeros(n_seg, dtype=np.int64),
+            np.zeros(n_seg, dtype=np.int64), np.full((n_seg, e_kind.shape[0]), -1, dtype=np.int64),
+            np.zeros(n_seg, dtype=np.int64))

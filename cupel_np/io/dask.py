@@ -1,0 +1,374 @@
+"""Sweeps past one machine: Dask drives, the in-process engine computes.
+
+``sweep(source, budget, variants, set_column=..., out_dir=...)`` splits a Parquet dataset (or
+a Dask DataFrame) into partitions of whole item sets, runs ``cupel_np.sweep`` on each
+partition in a Dask task and lets every task write its own ``items/``, ``diffs/`` and
+``variants/`` part file. The driver only gathers per-partition summaries.
+
+* Every row carries its input row number (the order ``cupel_np.model.datasets`` reads the files
+  in); a task sorts its rows by it before building the ItemTable, so ties break in original
+  order exactly as in process, whatever the shuffle did.
+* The rows are shuffled on the set key only when some set's rows lie in more than one
+  partition (one pass over the set column decides).
+* A part is written to a temp file and renamed, and is named by its partition number, so a
+  task that Dask retries after its worker died rewrites the same name: no duplicates, and the
+  driver removes any temp file a killed task left.
+
+Needs the ``dask`` extra: ``pip install "cupel-np[dask]"``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
+
+ROW = "__cupel_row__"
+PARTS = ("items", "diffs", "variants")
+MANIFEST = "manifest.json"
+
+
+def _require():
+    try:
+        import dask  # noqa: F401
+        import dask.dataframe  # noqa: F401
+        import distributed  # noqa: F401
+    except ImportError as e:  # pragma: no cover - the extra is part of [test]
+        raise InvalidConfigError(
+            f"cupel_np.dask needs Dask ({e.name} is not installed): pip install \"cupel-np[dask]\""
+        ) from None
+
+
+# ----------------------------------------------------------------------------- worker side
+def _read_piece_frame(piece, schema: pa.Schema, base: str | None, columns: list[str] | None = None):
+    """One piece as a pandas frame of Arrow-backed columns (lossless for list and map
+    columns), with its rows' input row numbers in ``__cupel_row__``."""
+    import pandas as pd
+
+    from cupel_np.model.datasets import read_piece
+
+    t = read_piece(piece, schema, base)
+    if columns is not None:
+        t = t.select(columns)
+    t = t.append_column(ROW, pa.array(np.arange(piece.first_row, piece.first_row + t.num_rows, dtype=np.int64)))
+    return t.to_pandas(types_mapper=pd.ArrowDtype)
+
+
+def _piece_keys(piece, schema: pa.Schema, base: str | None, set_column: str):
+    """The distinct set keys of one piece (reads the set column only)."""
+    from cupel_np.model.datasets import read_piece
+
+    t = read_piece(piece, pa.schema([schema.field(set_column)]), base)
+    return t.column(set_column).unique()
+
+
+def _frame_stats(df, set_column: str):
+    """(row count, distinct set keys) of one input partition."""
+    keys = pa.Array.from_pandas(df[set_column]).unique() if len(df) else pa.array([])
+    return len(df), keys
+
+
+def _number_rows(df, first_row: int):
+    df = df.copy()
+    df[ROW] = np.arange(first_row, first_row + len(df), dtype=np.int64)
+    return df
+
+
+def _write_part(table: pa.Table, path: Path, meta: dict) -> None:
+    from cupel_np.io.parquet import write_parquet_atomic
+
+    write_parquet_atomic(table, path, meta)
+
+
+def _worker_threads() -> int:
+    """The thread count of the Dask worker running the current task (1 outside a worker)."""
+    try:
+        from distributed import get_worker
+
+        return max(1, int(get_worker().state.nthreads))
+    except (ImportError, ValueError, AttributeError):
+        return 1
+
+
+def _run_partition(df, index: int, budget, variants, set_column: str, on_error: str, out_dir: str) -> dict:
+    """One Dask task: sweep the partition's sets with the in-process engine and write its
+    three part files. Returns the partition's summary."""
+    from cupel_np.io.parquet import _variants_metadata
+    from cupel_np.model.items import ItemTable
+    from cupel_np.analysis.sensitivity import sweep
+
+    t0 = time.perf_counter()
+    labels = [v.label for v in variants]
+    empty = {"partition": index, "rows": 0, "sets": 0, "swing": 0, "failed": dict.fromkeys(labels, 0),
+             "seconds": 0.0, "written": False}
+    if len(df) == 0:
+        return empty
+    t = pa.Table.from_pandas(df, preserve_index=False)
+    rows = t.column(ROW).combine_chunks()
+    r = rows.to_numpy(zero_copy_only=False)
+    if r.size > 1 and not (r[1:] > r[:-1]).all():  # original order inside every set
+        order = np.argsort(r, kind="stable")
+        t = t.take(pa.array(order))
+        rows = pa.array(r[order])
+    t = t.drop_columns([ROW])
+    table = ItemTable.from_arrow(t, set_column=set_column)
+    # this task's share of the machine is its worker's thread count (1 on the clusters this
+    # module starts): the engine's own pool must not add threads on top of Dask's
+    res = sweep(table, budget, variants, on_error=on_error, progress=False, threads=_worker_threads())
+    items = res.items_table()
+    items = items.set_column(items.schema.get_field_index("input_row"), "input_row", rows)
+    meta = _variants_metadata(variants)
+    out = Path(out_dir)
+    name = f"part-{index:05d}.parquet"
+    for kind, part in (("diffs", res.diffs_table()), ("variants", res.variants_table()), ("items", items)):
+        _write_part(part, out / kind / name, meta)
+    errors = res.errors
+    return {"partition": index, "rows": table.n, "sets": table.n_sets, "swing": res.n_swing,
+            "failed": {l: len(errors.get(l, {})) for l in labels},
+            "seconds": time.perf_counter() - t0, "written": True}
+
+
+# ----------------------------------------------------------------------------- driver
+def _prepare_out_dir(out: Path, overwrite: bool) -> None:
+    ours = [out / MANIFEST, *(out / p for p in PARTS)]
+    if out.exists() and not out.is_dir():
+        raise InvalidConfigError(f"out_dir {out} exists and is not a directory")
+    existing = [p for p in ours if p.exists()]
+    if existing and not overwrite:
+        raise InvalidConfigError(
+            f"out_dir {out} already holds a sweep ({existing[0].name}); choose another directory "
+            "or pass overwrite=True (--overwrite) to replace it"
+        )
+    for p in existing:
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+    for p in PARTS:
+        (out / p).mkdir(parents=True, exist_ok=True)
+
+
+def _remove_temp_files(out: Path) -> int:
+    n = 0
+    for p in PARTS:
+        for f in (out / p).glob(".*.tmp"):
+            f.unlink(missing_ok=True)
+            n += 1
+    return n
+
+
+def _spans(key_arrays: list) -> bool:
+    """True when some key occurs in more than one partition."""
+    import pyarrow.compute as pc
+
+    arrays = [a for a in key_arrays if len(a)]
+    if len(arrays) < 2:
+        return False
+    allk = pa.chunked_array(arrays, type=arrays[0].type) if len({a.type for a in arrays}) == 1 else \
+        pa.chunked_array([a.cast(pa.string()) for a in arrays])
+    return len(pc.unique(allk)) < len(allk)
+
+
+def _frame_of(source, set_column: str, npartitions: int | None, client):
+    """(dask DataFrame with ROW, per-partition key arrays) for a path source or a dask DataFrame."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    from cupel_np.model.datasets import partition_base, pieces
+
+    if isinstance(source, dd.DataFrame):
+        if set_column not in source.columns:
+            raise InvalidConfigError(
+                f"set column {set_column!r} not found (columns: {', '.join(map(str, source.columns))})"
+            )
+        if npartitions is not None and npartitions != source.npartitions:
+            source = source.repartition(npartitions=npartitions)
+        parts = source.to_delayed()
+        stats = client.gather(client.compute([_delayed(_frame_stats)(p, set_column) for p in parts]))
+        lengths = [n for n, _ in stats]
+        keys = [k for _, k in stats]
+        firsts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+        numbered = [_delayed(_number_rows)(p, int(f)) for p, f in zip(parts, firsts)]
+        meta = source._meta.assign(**{ROW: pd.Series([], dtype=np.int64)})
+        ddf = dd.from_delayed(numbered, meta=meta, verify_meta=False)
+        return ddf, keys
+    if isinstance(source, (str, os.PathLike, list, tuple)):
+        ps, schema = pieces(source, npartitions)
+        if set_column not in schema.names:
+            raise InvalidConfigError(
+                f"set column {set_column!r} not found in {source} (columns: {', '.join(schema.names)})"
+            )
+        base = partition_base(source)
+        meta = schema.empty_table().append_column(ROW, pa.array([], pa.int64())).to_pandas(types_mapper=pd.ArrowDtype)
+        ddf = dd.from_map(_read_piece_frame, ps, schema=schema, base=base, meta=meta,
+                          divisions=[None] * (len(ps) + 1), enforce_metadata=False)
+        keys = client.gather(client.map(_piece_keys, ps, schema=schema, base=base, set_column=set_column,
+                                        pure=False))
+        return ddf, keys
+    raise InvalidInputTypeError(
+        f"source must be a Parquet path, directory, list of files or a dask DataFrame, got {type(source).__name__}"
+    )
+
+
+def _delayed(fn):
+    import dask
+
+    return dask.delayed(fn, pure=True)
+
+
+def sweep(source, budget, variants, *, set_column: str, out_dir, client=None, on_error: str = "raise",
+          npartitions: int | None = None, overwrite: bool = False, progress: bool | None = None) -> dict:
+    """Run every variant over every item set of ``source`` on a Dask cluster.
+
+    ``source``: a Parquet file, a directory (hive partition columns are ordinary columns), a
+    glob pattern, a list of files, or a dask DataFrame. ``variants``: what ``cupel_np.sweep`` accepts
+    (including a ``Sweep`` grid); ``budget`` is the default for variants without one.
+    ``client``: a ``distributed.Client`` (default: the current one, else a LocalCluster for
+    this call). ``npartitions``: how many tasks (default: one per file / input partition).
+    ``on_error``: ``"raise"`` (the first failing set's error, naming set and variant) or
+    ``"collect"`` (failures are in the ``variants`` parts' ``error`` column and counted in the
+    summary). Writes ``out_dir/{items,diffs,variants}/part-NNNNN.parquet`` and
+    ``out_dir/manifest.json``; an existing sweep there is an error unless ``overwrite``.
+
+    Returns the summary: rows, sets, swing (swinging contents), failed (sets per variant),
+    partitions, shuffled, seconds."""
+    _require()
+    from distributed import Client, LocalCluster, as_completed
+
+    from cupel_np.model.budget import ContextBudget
+    from cupel_np.io.parquet import _variants_metadata
+    from cupel_np.model.grid import as_variants, check_on_error
+
+    t0 = time.perf_counter()
+    check_on_error(on_error)
+    if not isinstance(set_column, str) or not set_column:
+        raise InvalidConfigError(f"set_column must be a column name, got {set_column!r}")
+    if budget is not None and not isinstance(budget, ContextBudget):
+        raise InvalidInputTypeError(f"budget must be a ContextBudget, got {type(budget).__name__}")
+    vs = as_variants(variants, budget, allow_budget=True)
+    if not vs:
+        raise InvalidConfigError("sweep needs at least one variant")
+    for v in vs:
+        if v.label in ("content", "input_row", set_column):
+            raise InvalidConfigError(f"variant label {v.label!r} clashes with a result column name")
+    if progress is None:
+        progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
+    out = Path(out_dir)
+    _prepare_out_dir(out, overwrite)
+
+    own_cluster = None
+    if client is None:
+        try:
+            from distributed import default_client
+
+            client = default_client()
+        except ValueError:
+            own_cluster = LocalCluster(processes=True, threads_per_worker=1, dashboard_address=":0")
+            client = Client(own_cluster)
+    futures = []
+    try:
+        ddf, keys = _frame_of(source, set_column, npartitions, client)
+        shuffled = _spans(keys)
+        del keys
+        t_plan = time.perf_counter() - t0
+        if shuffled:
+            ddf = ddf.shuffle(on=set_column, npartitions=ddf.npartitions, shuffle_method="tasks")
+        parts = ddf.to_delayed()
+        run = _delayed(_run_partition)
+        tasks = [run(p, i, budget, vs, set_column, on_error, str(out)) for i, p in enumerate(parts)]
+        futures = client.compute(tasks)
+        results = []
+        for done, fut in enumerate(as_completed(futures), 1):
+            results.append(fut.result())
+            if progress:
+                s = sum(r["rows"] for r in results)
+                sys.stderr.write(f"\rpartitions {done}/{len(futures)}  rows {s:,}")
+                sys.stderr.flush()
+        if progress:
+            sys.stderr.write("\n")
+    except BaseException as e:
+        if futures:
+            if isinstance(e, Exception):  # let running tasks end so none writes after the cleanup
+                from distributed import wait
+
+                wait(futures)
+            client.cancel(futures)
+        for p in PARTS:
+            shutil.rmtree(out / p, ignore_errors=True)
+        raise
+    finally:
+        if own_cluster is not None:
+            client.close()
+            own_cluster.close()
+    _remove_temp_files(out)
+    labels = [v.label for v in vs]
+    summary = {
+        "rows": sum(r["rows"] for r in results),
+        "sets": sum(r["sets"] for r in results),
+        "swing": sum(r["swing"] for r in results),
+        "failed": {l: sum(r["failed"][l] for r in results) for l in labels},
+        "partitions": len(results),
+        "parts": sum(r["written"] for r in results),
+        "shuffled": shuffled,
+        "plan_seconds": round(t_plan, 3),
+        "task_seconds": round(sum(r["seconds"] for r in results), 3),
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+    meta = _variants_metadata(vs)
+    manifest = {
+        "format": "cupel_np.sweep.parts/1",
+        "version": meta[b"cupel_np.version"].decode(),
+        "set_column": set_column,
+        "variants": json.loads(meta[b"cupel_np.variants"]),
+        "outputs": {p: f"{p}/part-*.parquet" for p in PARTS},
+        "summary": summary,
+    }
+    from cupel_np.io.parquet import atomic_write_bytes
+
+    atomic_write_bytes(out / MANIFEST, json.dumps(manifest, indent=2).encode())
+    return summary
+
+
+class connect:
+    """``with connect("local:2") as client``: a LocalCluster of N single-threaded worker
+    processes (``local`` = one per core), or ``tcp://HOST:PORT`` for an existing scheduler."""
+
+    def __init__(self, spec: str):
+        _require()
+        self.spec = spec
+        self.cluster = None
+        self.client = None
+
+    def __enter__(self):
+        from distributed import Client, LocalCluster
+
+        spec = self.spec.strip()
+        if spec == "local" or spec.startswith("local:"):
+            n = spec.partition(":")[2]
+            if n and (not n.isdigit() or int(n) < 1):
+                raise InvalidConfigError(f"--dask local:N needs a positive worker count, got {spec!r}")
+            self.cluster = LocalCluster(n_workers=int(n) if n else (os.cpu_count() or 1), threads_per_worker=1,
+                                        processes=True, dashboard_address=":0")
+            self.client = Client(self.cluster)
+        elif "://" in spec:
+            try:
+                self.client = Client(spec, timeout="20s")
+            except OSError as e:
+                raise InvalidConfigError(f"cannot reach the Dask scheduler at {spec}: {e}") from None
+        else:
+            raise InvalidConfigError(
+                f"--dask takes local, local:N or a scheduler address like tcp://HOST:8786, got {spec!r}"
+            )
+        return self.client
+
+    def __exit__(self, *exc):
+        if self.client is not None:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+        return False

@@ -1,0 +1,395 @@
+"""Parquet datasets: one file, a directory (hive partitions become ordinary columns), a glob
+pattern or a list of files, read through ``pyarrow.dataset`` in one fixed order (the files as listed, a
+directory's files sorted by path; row groups in file order). That order defines every row's
+input row number, in process and on Dask alike.
+
+Also the streaming corpus sweep behind ``io.sweep_parquet``: whole item sets per chunk when
+each set's rows are contiguous; otherwise the table is grouped in memory when it fits, and the
+error points to ``cupel_np.dask.sweep`` when it does not.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
+
+#: estimated peak resident bytes of an in-memory sweep per uncompressed Parquet byte (the Arrow
+#: table, the encoded ItemTable, the sweep's matrices and the items output). Calibrated as peak
+#: RSS of the whole run (child process, ``ru_maxrss``) / the row groups' ``total_byte_size``:
+#: Dask benchmark corpus (10M rows, V = 8, ``io.sweep_parquet``) 9.67 GiB / 0.70 GiB = 13.8x;
+#: memory benchmark (5M rows, V = 4 presets, ``cupel-np sensitivity`` in memory, report
+#: included) 2.84 GiB / 0.22 GiB = 13.1x. It grows with the number of variants (the result
+#: holds a few bytes per row and variant), so a grid of dozens of variants needs more.
+IN_MEMORY_FACTOR = 14.0
+
+
+def describe_source(source) -> str:
+    if isinstance(source, (list, tuple)):
+        return f"{len(source)} files ({source[0]}{', ...' if len(source) > 1 else ''})" if source else "[]"
+    return str(source)
+
+
+def _files_of(source) -> tuple[list[str], str | None]:
+    """The Parquet files of ``source`` in input order, and the directory hive partition
+    names are read relative to (None for a single file or a list given without one)."""
+    if isinstance(source, str) and any(ch in source for ch in "*?[") and not Path(source).exists():
+        import glob
+
+        files = sorted(f for f in glob.glob(source, recursive=True) if Path(f).is_file())
+        if not files:
+            raise InvalidConfigError(f"no items files match {source}")
+        return _files_of(files)
+    if isinstance(source, (str, os.PathLike)):
+        p = Path(source)
+        if p.is_dir():
+            files = sorted(
+                str(f) for f in p.rglob("*")
+                if f.is_file() and not f.name.startswith((".", "_")) and not any(
+                    part.startswith((".", "_")) for part in f.relative_to(p).parts[:-1])
+            )
+            if not files:
+                raise InvalidConfigError(f"items directory {p} holds no Parquet files")
+            return files, str(p)
+        if not p.exists():
+            raise InvalidConfigError(f"items file not found: {p}")
+        return [str(p)], None
+    if isinstance(source, (list, tuple)):
+        if not source:
+            raise InvalidConfigError("the list of items files is empty")
+        files = []
+        for f in source:
+            if not isinstance(f, (str, os.PathLike)):
+                raise InvalidInputTypeError(f"items files must be paths, got {type(f).__name__} {f!r}")
+            if not Path(f).is_file():
+                raise InvalidConfigError(f"items file not found: {f}")
+            files.append(str(f))
+        parents = {str(Path(f).parent) for f in files}
+        try:
+            base = os.path.commonpath([str(Path(f).parent) for f in files]) if len(parents) > 1 else None
+        except ValueError:
+            base = None
+        return files, base
+    raise InvalidInputTypeError(
+        f"items source must be a path, a directory or a list of paths, got {type(source).__name__}"
+    )
+
+
+def open_dataset(source) -> ds.FileSystemDataset:
+    """A ``pyarrow.dataset`` over ``source`` with one schema unified over every file (a column
+    missing from some files reads as null there) plus the hive partition columns."""
+    if isinstance(source, ds.Dataset):
+        return source
+    files, base = _files_of(source)
+    schemas = []
+    for f in files:
+        try:
+            schemas.append(pq.read_schema(f))
+        except (pa.ArrowInvalid, OSError) as e:
+            raise InvalidInputTypeError(f"cannot read Parquet file {f}: {e}") from None
+    try:
+        kw = {"partitioning": "hive", "partition_base_dir": base} if base else {}
+        probe = ds.dataset(files, format="parquet", **kw)
+        schema = pa.unify_schemas([*schemas, probe.partitioning.schema] if base else schemas,
+                                  promote_options="permissive")
+        return ds.dataset(files, format="parquet", schema=schema, **kw)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as e:
+        raise InvalidInputTypeError(f"cannot read Parquet dataset {describe_source(source)}: {e}") from None
+
+
+def read_table(source, columns: list[str] | None = None, filter=None) -> pa.Table:
+    """Read ``source`` (file, directory, glob pattern or list of files) into one Arrow table in input order.
+    ``filter`` is a ``pyarrow.compute`` expression; partition columns may appear in it."""
+    d = open_dataset(source)
+    if columns is not None:
+        missing = [c for c in columns if c not in d.schema.names]
+        if missing:
+            raise InvalidConfigError(
+                f"column {missing[0]!r} not found in {describe_source(source)} (columns: {', '.join(d.schema.names)})"
+            )
+    try:
+        return d.to_table(columns=columns, filter=filter)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as e:
+        raise InvalidInputTypeError(f"cannot read Parquet dataset {describe_source(source)}: {e}") from None
+
+
+# ----------------------------------------------------------------------------- pieces
+@dataclass(frozen=True)
+class Piece:
+    """A run of row groups of one file: the unit a Dask partition reads. ``first_row`` is the
+    input row number of its first row in the whole dataset."""
+
+    path: str
+    row_groups: tuple[int, ...]
+    num_rows: int
+    first_row: int
+
+
+def pieces(source, npartitions: int | None = None) -> tuple[list[Piece], pa.Schema]:
+    """Split a dataset into about ``npartitions`` pieces of whole row groups in input order
+    (default: one per file), from the Parquet metadata alone."""
+    d = open_dataset(source)
+    groups: list[tuple[str, int, int]] = []
+    per_file: list[int] = []
+    for frag in d.get_fragments():
+        md = frag.metadata
+        per_file.append(md.num_row_groups)
+        for g in range(md.num_row_groups):
+            groups.append((frag.path, g, md.row_group(g).num_rows))
+    total = sum(r for _, _, r in groups)
+    if npartitions is None:
+        npartitions = max(1, len(per_file))
+    if npartitions < 1:
+        raise InvalidConfigError(f"npartitions must be at least 1, got {npartitions}")
+    out: list[Piece] = []
+    cur: list[int] = []
+    cur_path, cur_rows, cur_bin, first = None, 0, -1, 0
+    row = 0
+    for path, g, r in groups:
+        b = row * npartitions // max(total, 1)  # the partition this row group starts in
+        if cur and (path != cur_path or b != cur_bin):
+            out.append(Piece(cur_path, tuple(cur), cur_rows, first))
+            cur, cur_rows = [], 0
+        if not cur:
+            cur_path, cur_bin, first = path, b, row
+        cur.append(g)
+        cur_rows += r
+        row += r
+    if cur:
+        out.append(Piece(cur_path, tuple(cur), cur_rows, first))
+    return out, d.schema
+
+
+def read_piece(piece: Piece, schema: pa.Schema, partition_base: str | None = None) -> pa.Table:
+    """The rows of one piece in file order, in the dataset schema (hive partition columns
+    filled from the path; a column missing from this file is null)."""
+    try:
+        pf = pq.ParquetFile(piece.path)
+        present = set(pf.schema_arrow.names)
+        t = pf.read_row_groups(list(piece.row_groups), columns=[n for n in schema.names if n in present])
+    except (pa.ArrowInvalid, OSError) as e:
+        raise InvalidInputTypeError(f"cannot read Parquet file {piece.path}: {e}") from None
+    keys = {}
+    if partition_base:
+        d = ds.dataset([piece.path], format="parquet", partitioning="hive", partition_base_dir=partition_base)
+        keys = ds.get_partition_keys(next(iter(d.get_fragments())).partition_expression)
+    cols = []
+    for f in schema:
+        if f.name in present:
+            cols.append(t.column(f.name).cast(f.type))
+        elif f.name in keys:
+            cols.append(pa.array([keys[f.name]] * t.num_rows).cast(f.type))
+        else:
+            cols.append(pa.nulls(t.num_rows, f.type))
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def partition_base(source) -> str | None:
+    if isinstance(source, ds.Dataset):
+        return None
+    return _files_of(source)[1]
+
+
+# ----------------------------------------------------------------------------- set layout
+def runs_are_sets(keys: pa.Array | pa.ChunkedArray) -> bool:
+    """True when every set's rows form one contiguous run (so a stream of whole sets works)."""
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    if len(keys) == 0:
+        return True
+    codes = pc.dictionary_encode(keys).indices.to_numpy(zero_copy_only=False)
+    runs = 1 + int(np.count_nonzero(codes[1:] != codes[:-1]))
+    return runs == int(codes.max()) + 1
+
+
+def first_repeated_set(keys: pa.Array | pa.ChunkedArray):
+    """The first set (in input order) whose rows reappear after another set's rows."""
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    enc = pc.dictionary_encode(keys)
+    codes = enc.indices.to_numpy(zero_copy_only=False)
+    starts = np.concatenate(([0], np.flatnonzero(codes[1:] != codes[:-1]) + 1))
+    run_codes = codes[starts]
+    _, first_idx = np.unique(run_codes, return_index=True)
+    again = np.ones(run_codes.shape[0], dtype=bool)
+    again[first_idx] = False
+    if not again.any():
+        return None
+    return enc.dictionary[int(run_codes[np.flatnonzero(again)[0]])].as_py()
+
+
+def uncompressed_bytes(d: ds.FileSystemDataset) -> int:
+    """Uncompressed size of every row group of a dataset, from the Parquet metadata."""
+    total = 0
+    for frag in d.get_fragments():
+        md = frag.metadata
+        total += sum(md.row_group(g).total_byte_size for g in range(md.num_row_groups))
+    return total
+
+
+def available_memory() -> int:
+    """Bytes this process may still allocate: MemAvailable (Linux), capped by a cgroup limit."""
+    avail = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    try:
+        raw = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if raw != "max":
+            cap = int(raw) - int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
+            avail = cap if avail is None else min(avail, cap)
+    except (OSError, ValueError):
+        pass
+    if avail is None:
+        avail = int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
+    return max(0, avail)
+
+
+def format_size(n: int) -> str:
+    if n >= 2**30:
+        return f"{n / 2**30:.1f} GiB"
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
+
+
+def default_memory_limit() -> int:
+    """Half of the memory available now."""
+    return available_memory() // 2
+
+
+_UNITS = {"": 1, "B": 1, "K": 2**10, "KB": 2**10, "KIB": 2**10, "M": 2**20, "MB": 2**20, "MIB": 2**20,
+          "G": 2**30, "GB": 2**30, "GIB": 2**30, "T": 2**40, "TB": 2**40, "TIB": 2**40}
+
+
+def parse_size(text, what: str = "size") -> int:
+    """``2G``, ``500M``, ``1.5GiB``, ``123456`` -> bytes (binary units)."""
+    import re
+
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([A-Za-z]*)\s*", str(text))
+    if not m or m.group(2).upper() not in _UNITS:
+        raise InvalidConfigError(f"{what}: expected a size such as 2G, 500M or 1048576, got {text!r}")
+    n = int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+    if n <= 0:
+        raise InvalidConfigError(f"{what}: must be positive, got {text!r}")
+    return n
+
+
+def estimate_in_memory_peak(d: ds.FileSystemDataset, rows: int | None = None) -> int:
+    """Estimated peak resident bytes of an in-memory sweep of ``rows`` rows of ``d`` (default
+    all of them): uncompressed Parquet bytes per row x ``IN_MEMORY_FACTOR``."""
+    total_rows = sum(f.metadata.num_rows for f in d.get_fragments())
+    ub = uncompressed_bytes(d)
+    if rows is None:
+        return int(ub * IN_MEMORY_FACTOR)
+    return int(rows * (ub / max(total_rows, 1)) * IN_MEMORY_FACTOR)
+
+
+def chunk_rows_for(d: ds.FileSystemDataset, limit: int, cap: int = 250_000) -> int:
+    """Rows per streamed chunk: what fits in ``limit`` by the estimate, at most ``cap`` (past
+    a quarter million rows a chunk buys no throughput, only memory: measured 11.9 s and 1.0 GB
+    peak at 250k vs 13.5 s and 1.6 GB at 1M rows a chunk, 5M rows x 4 presets)."""
+    per_row = max(estimate_in_memory_peak(d, 1_000_000) / 1_000_000, 1.0)
+    return int(max(1, min(cap, limit // per_row)))
+
+
+def set_runs(d: ds.FileSystemDataset, set_column: str) -> tuple[pa.Array, np.ndarray]:
+    """The runs of equal set keys in input order, read one row group at a time (memory in
+    proportion to the number of runs, not rows): (key of each run, length of each run)."""
+    keys, lengths = [], []
+    last, last_len = None, 0
+    for frag in d.get_fragments():
+        for rg in frag.split_by_row_group():
+            col = rg.to_table(columns=[set_column], schema=d.schema).column(set_column).combine_chunks()
+            if len(col) == 0:
+                continue
+            if pa.types.is_dictionary(col.type):
+                col = col.dictionary_decode()
+            neq = pc.fill_null(pc.not_equal(col.slice(1), col.slice(0, len(col) - 1)), True).to_numpy(
+                zero_copy_only=False)
+            starts = np.concatenate(([0], np.flatnonzero(neq) + 1))
+            lens = np.diff(np.append(starts, len(col)))
+            run_keys = col.take(pa.array(starts))
+            if last is not None and run_keys[0].equals(last):
+                lengths[-1][-1] += int(lens[0])
+                run_keys, lens = run_keys.slice(1), lens[1:]
+            if len(run_keys):
+                keys.append(run_keys)
+                lengths.append(lens.astype(np.int64))
+                last = run_keys[len(run_keys) - 1]
+    if not keys:
+        return pa.array([], d.schema.field(set_column).type), np.zeros(0, dtype=np.int64)
+    return pa.concat_arrays(keys), np.concatenate(lengths)
+
+
+def check_fits(d: ds.FileSystemDataset, set_column: str | None, limit: int, where: str,
+               runs: tuple[pa.Array, np.ndarray] | None = None) -> None:
+    """Raise MemoryLimitError before anything is allocated when the largest item set (the
+    whole input without a set column) is estimated to need more than ``limit`` bytes: such a
+    run cannot be streamed in whole sets."""
+    from cupel_np.errors import MemoryLimitError
+
+    if set_column is None:
+        rows = sum(f.metadata.num_rows for f in d.get_fragments())
+        what = f"the whole input is one item set ({rows:,} rows; no set column)"
+    else:
+        keys, lengths = runs if runs is not None else set_runs(d, set_column)
+        if lengths.size == 0:
+            return
+        i = int(np.argmax(lengths))
+        rows = int(lengths[i])
+        what = f"item set {keys[i].as_py()!r} (column {set_column!r}) has {rows:,} rows"
+    need = estimate_in_memory_peak(d, rows)
+    if need > limit:
+        raise MemoryLimitError(
+            f"{where}: {what}, estimated to need {format_size(need)} in memory at once, over the memory limit "
+            f"of {format_size(limit)}; a set is never cut, so smaller chunks cannot help; "
+            "options: more memory (raise --memory-limit, a larger machine, or Dask workers with more memory "
+            "each: --dask), or split it into smaller item sets (a finer set column)"
+        )
+
+
+# ----------------------------------------------------------------------------- streaming sweep
+def _row_groups(d: ds.FileSystemDataset):
+    """Every row group of the dataset in input order, as tables in the dataset schema."""
+    for frag in d.get_fragments():
+        for rg in frag.split_by_row_group():
+            yield rg.to_table(schema=d.schema)
+
+
+def whole_set_chunks(d, set_column: str, chunk_rows: int, n_groups: int):
+    """Whole row groups, at least ``chunk_rows`` rows; the trailing set of a chunk (which may
+    continue in the next row group) is carried into the next chunk."""
+    if n_groups == 0:  # an empty dataset still gets (empty) outputs
+        yield d.to_table(), 0
+        return
+    carry = None
+    for g, t in enumerate(_row_groups(d)):
+        buf = t if carry is None else pa.concat_tables([carry, t])
+        carry = None
+        if g == n_groups - 1:
+            yield buf, g + 1
+            return
+        if buf.num_rows < chunk_rows:
+            carry = buf
+            continue
+        keys = buf.column(set_column)
+        other = np.flatnonzero(pc.not_equal(keys, keys[-1]).to_numpy(zero_copy_only=False))
+        if other.size == 0:  # one set so far: keep reading
+            carry = buf
+            continue
+        cut = int(other[-1]) + 1
+        yield buf.slice(0, cut), g + 1
+        carry = buf.slice(cut)

@@ -1,0 +1,1068 @@
+"""ContextItem (an immutable record) and ItemTable (the columnar store kernels run on)."""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass, field
+from functools import cached_property
+from datetime import datetime, timezone
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cupel_np.model._readers import one_line, read_items_table
+from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
+from cupel_np.text import WHITE_SPACE_CLASS, ascii_fold, is_blank, parse_rust_f64
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+ITEM_FIELDS = (
+    "content",
+    "tokens",
+    "kind",
+    "source",
+    "priority",
+    "tags",
+    "metadata",
+    "timestamp",
+    "future_relevance_hint",
+    "pinned",
+    "original_tokens",
+)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _encodable(field_name: str, s: str) -> None:
+    """Strings must be valid Unicode text (UTF-8 encodable): a lone surrogate is not."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InvalidConfigError(
+            f"ContextItem.{field_name} is not valid Unicode text: lone surrogate "
+            f"{s[e.start]!r} at character {e.start} (value {s[:40]!r})"
+        ) from None
+
+
+@dataclass(frozen=True, eq=False)
+class ContextItem:
+    """One piece of context. Immutable; validated at construction.
+
+    ``timestamp`` must be timezone-aware (it is converted to UTC); ``metadata`` maps strings to
+    strings and is preserved untouched."""
+
+    content: str
+    tokens: int
+    kind: str = "Message"
+    source: str = "Chat"
+    priority: int | None = None
+    tags: tuple[str, ...] = ()
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    timestamp: datetime | None = None
+    future_relevance_hint: float | None = None
+    pinned: bool = False
+    original_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        if not isinstance(self.content, str):
+            raise InvalidInputTypeError(
+                f"ContextItem.content must be a string, got {type(self.content).__name__}"
+            )
+        if self.content == "":
+            raise InvalidConfigError("ContextItem.content must be a non-empty string")
+        _encodable("content", self.content)
+        if not _is_int(self.tokens):
+            raise InvalidInputTypeError(
+                f"ContextItem.tokens must be an integer, got {type(self.tokens).__name__} "
+                f"{self.tokens!r} (content {self.content[:40]!r})"
+            )
+        set_(self, "tokens", int(self.tokens))
+        if abs(self.tokens) >= _TOKEN_LIMIT:
+            raise InvalidConfigError(f"ContextItem.tokens must be within ±2**62, got {self.tokens}")
+        for name in ("kind", "source"):
+            v = getattr(self, name)
+            if not isinstance(v, str):
+                raise InvalidInputTypeError(
+                    f"ContextItem.{name} must be a string, got {type(v).__name__} {v!r}"
+                )
+            if is_blank(v):
+                raise InvalidConfigError(
+                    f"ContextItem.{name} must not be empty or whitespace-only, got {v!r}"
+                )
+            _encodable(name, v)
+        for name in ("priority", "original_tokens"):
+            v = getattr(self, name)
+            if v is not None:
+                if not _is_int(v):
+                    raise InvalidInputTypeError(
+                        f"ContextItem.{name} must be an integer or None, got "
+                        f"{type(v).__name__} {v!r}"
+                    )
+                if not -(2**63) <= int(v) < 2**63:
+                    raise InvalidConfigError(f"ContextItem.{name} must fit in 64 bits, got {v}")
+                set_(self, name, int(v))
+        tags = self.tags
+        if isinstance(tags, str) or not isinstance(tags, Iterable):
+            raise InvalidInputTypeError(
+                f"ContextItem.tags must be a sequence of strings, got {type(tags).__name__}"
+            )
+        tags = tuple(tags)
+        for t in tags:
+            if not isinstance(t, str):
+                raise InvalidInputTypeError(
+                    f"ContextItem.tags must contain strings, got {type(t).__name__} {t!r}"
+                )
+            _encodable("tags", t)
+        set_(self, "tags", tags)
+        md = self.metadata if self.metadata is not None else {}
+        if not isinstance(md, Mapping):
+            raise InvalidInputTypeError(
+                f"ContextItem.metadata must be a mapping of str -> str, got {type(md).__name__}"
+            )
+        for k, v in md.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise InvalidInputTypeError(
+                    "ContextItem.metadata must map strings to strings, got "
+                    f"{k!r}: {v!r} ({type(v).__name__})"
+                )
+            _encodable("metadata", k)
+            _encodable("metadata", v)
+        set_(self, "metadata", MappingProxyType(dict(md)))
+        ts = self.timestamp
+        if ts is not None:
+            if not isinstance(ts, datetime):
+                raise InvalidInputTypeError(
+                    f"ContextItem.timestamp must be a datetime or None, got {type(ts).__name__}"
+                )
+            if ts.tzinfo is None or ts.utcoffset() is None:
+                raise InvalidConfigError(
+                    f"ContextItem.timestamp must be timezone-aware (UTC semantics), got naive "
+                    f"{ts.isoformat()}; use datetime(..., tzinfo=timezone.utc)"
+                )
+            set_(self, "timestamp", ts.astimezone(timezone.utc))
+        h = self.future_relevance_hint
+        if h is not None:
+            if isinstance(h, bool) or not isinstance(h, (int, float, np.floating, np.integer)):
+                raise InvalidInputTypeError(
+                    "ContextItem.future_relevance_hint must be a float or None, got "
+                    f"{type(h).__name__} {h!r}"
+                )
+            set_(self, "future_relevance_hint", float(h))
+        if not isinstance(self.pinned, (bool, np.bool_)):
+            raise InvalidInputTypeError(
+                f"ContextItem.pinned must be a bool, got {type(self.pinned).__name__}"
+            )
+        set_(self, "pinned", bool(self.pinned))
+
+    def _key(self):
+        return (
+            self.content,
+            self.tokens,
+            self.kind,
+            self.source,
+            self.priority,
+            self.tags,
+            tuple(sorted(self.metadata.items())),
+            self.timestamp,
+            self.future_relevance_hint,
+            self.pinned,
+            self.original_tokens,
+        )
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, ContextItem):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "content": self.content,
+            "tokens": self.tokens,
+            "kind": self.kind,
+            "source": self.source,
+            "priority": self.priority,
+            "tags": list(self.tags),
+            "metadata": dict(self.metadata),
+            "timestamp": self.timestamp,
+            "future_relevance_hint": self.future_relevance_hint,
+            "pinned": self.pinned,
+            "original_tokens": self.original_tokens,
+        }
+
+
+ITEM_SCHEMA = pa.schema(
+    [
+        pa.field("content", pa.string(), nullable=False),
+        pa.field("tokens", pa.int64(), nullable=False),
+        pa.field("kind", pa.string()),
+        pa.field("source", pa.string()),
+        pa.field("priority", pa.int64()),
+        pa.field("tags", pa.list_(pa.string())),
+        pa.field("metadata", pa.map_(pa.string(), pa.string())),
+        pa.field("timestamp", pa.timestamp("us", tz="UTC")),
+        pa.field("future_relevance_hint", pa.float64()),
+        pa.field("pinned", pa.bool_()),
+        pa.field("original_tokens", pa.int64()),
+    ]
+)
+
+
+#: internal name of the set-key column (a set column may also be an item column, e.g. "kind")
+SET_COLUMN = "__cupel_set__"
+#: token counts and budgets stay below this so every sum fits in int64
+_TOKEN_LIMIT = 2.0**62
+
+
+class ItemTable:
+    """Columnar item store. Rows are held grouped by item set (stable: input order is kept
+    inside a set); ``input_row`` maps every stored row back to its input row and ``offsets``
+    delimits the sets. Strings are encoded once: exact content ids, ASCII-folded kind and tag
+    ids (the original strings are kept for output)."""
+
+    def __init__(self, table: pa.Table, set_column: str | None = None):
+        table = _normalize(table, set_column)
+        n = table.num_rows
+        if set_column is not None:
+            keys = table.column(SET_COLUMN).combine_chunks()
+            enc = pc.dictionary_encode(keys)
+            codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+            order = np.argsort(codes, kind="stable")
+            counts = np.bincount(codes, minlength=len(enc.dictionary))
+            self.set_keys = enc.dictionary.to_pylist()
+            self.input_row = order.astype(np.int64)
+            # the key column is now offsets + set_keys: keep no per-row copy of it
+            table = table.drop_columns([SET_COLUMN]).take(pa.array(order))
+        else:
+            counts = np.array([n], dtype=np.int64)
+            self.set_keys = [None]
+            self.input_row = np.arange(n, dtype=np.int64)
+        self.set_column = set_column
+        self.offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=self.offsets[1:])
+        # one chunk per column, so the decoded views below share the table's buffers
+        self.table = pa.Table.from_arrays([_one(c) for c in table.columns], names=table.column_names)
+        self.n = n
+        self._encode()
+        self._cache: dict = {}
+        self._set_index: dict | None = None
+
+    def _renamed(self, set_column: str) -> "ItemTable":
+        self.set_column = set_column
+        return self
+
+    # -- construction -------------------------------------------------------------------
+    @classmethod
+    def from_items(cls, items: Iterable[ContextItem | Mapping], set_column: str | None = None) -> "ItemTable":
+        """From ContextItems or dicts with ContextItem's field names (plus the set column)."""
+        cols: dict[str, list] = {f: [] for f in ITEM_FIELDS}
+        sets: list = []
+        for i, it in enumerate(items):
+            if isinstance(it, ContextItem):
+                item = it
+                if set_column is not None:
+                    raise InvalidConfigError(
+                        "set_column needs dict rows carrying the set key; ContextItems have none"
+                    )
+            elif isinstance(it, Mapping):
+                d = dict(it)
+                if set_column is not None:
+                    if set_column not in d:
+                        raise InvalidConfigError(f"row {i}: missing set column {set_column!r}")
+                    # a set column may also be an item field (e.g. "kind"): then it stays one
+                    sets.append(d[set_column] if set_column in ITEM_FIELDS else d.pop(set_column))
+                unknown = set(d) - set(ITEM_FIELDS)
+                if unknown:
+                    raise InvalidConfigError(
+                        f"row {i}: unknown item field(s) {sorted(unknown)}; "
+                        f"known fields: {', '.join(ITEM_FIELDS)}"
+                    )
+                try:
+                    item = ContextItem(**{k: v for k, v in d.items() if v is not None or k in ("content", "tokens")})
+                except TypeError as e:
+                    if isinstance(e, InvalidInputTypeError):
+                        raise type(e)(f"row {i}: {e}") from None
+                    raise InvalidConfigError(f"row {i}: {e}") from None
+                except InvalidConfigError as e:
+                    raise InvalidConfigError(f"row {i}: {e}") from None
+            else:
+                raise InvalidInputTypeError(
+                    f"row {i}: expected a ContextItem or a dict, got {type(it).__name__}"
+                )
+            cols["content"].append(item.content)
+            cols["tokens"].append(item.tokens)
+            cols["kind"].append(item.kind)
+            cols["source"].append(item.source)
+            cols["priority"].append(item.priority)
+            cols["tags"].append(list(item.tags))
+            cols["metadata"].append(list(item.metadata.items()))
+            cols["timestamp"].append(item.timestamp)
+            cols["future_relevance_hint"].append(item.future_relevance_hint)
+            cols["pinned"].append(item.pinned)
+            cols["original_tokens"].append(item.original_tokens)
+        arrays = [pa.array(cols[f.name], type=f.type) for f in ITEM_SCHEMA]
+        names = list(ITEM_SCHEMA.names)
+        if set_column is not None:
+            try:
+                arrays.append(pa.array(sets))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeEncodeError) as e:
+                raise InvalidConfigError(
+                    f"set column {set_column!r}: keys of mixed or unsupported types ({one_line(e)})"
+                ) from None
+            names.append(set_column if set_column not in ITEM_FIELDS else "__set_key__")
+            if set_column in ITEM_FIELDS:
+                return cls(pa.Table.from_arrays(arrays, names=names), set_column="__set_key__")._renamed(set_column)
+        return cls(pa.Table.from_arrays(arrays, names=names), set_column=set_column)
+
+    @classmethod
+    def from_arrow(cls, data, set_column: str | None = None) -> "ItemTable":
+        """From anything ``pyarrow.table()`` accepts (Arrow tables, pandas / polars frames,
+        dicts of columns) with snake_case ContextItem column names."""
+        if not isinstance(data, pa.Table):
+            try:
+                data = pa.table(data)
+            except Exception as e:  # pyarrow raises several types here
+                raise InvalidInputTypeError(f"cannot read items as an Arrow table: {e}") from None
+        return cls(data, set_column=set_column)
+
+    @classmethod
+    def from_parquet(cls, path, set_column: str | None = None, *, filter=None) -> "ItemTable":
+        """From a Parquet file, a directory of them (hive partition columns are ordinary
+        columns, usable as the set column or in ``filter``, a ``pyarrow.compute``
+        expression) or a list of files; rows in file order."""
+        return cls(read_items_table(path, filter=filter), set_column=set_column)
+
+    # -- encoding -----------------------------------------------------------------------
+    def _encode(self) -> None:
+        """What every sweep reads, decoded now; the rest on first use (below). Arrow columns
+        are the table's own buffers, and ``tokens`` is one buffer shared by the table and
+        NumPy (see ``resident_bytes``)."""
+        t = self.table
+        self.content = _one(t.column("content"))
+        self.content_id = (
+            pc.dictionary_encode(self.content).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        )
+        self.tokens = _one(t.column("tokens")).to_numpy(zero_copy_only=False).astype(np.int64)
+        # the table's tokens column becomes a zero-copy view of the (writable) NumPy array
+        self.table = t = t.set_column(t.schema.get_field_index("tokens"), "tokens", pa.array(self.tokens))
+        # repetitive strings are held dictionary-encoded (int32 codes + the distinct values);
+        # ``kind``, ``source``, ``tags`` and ``metadata`` decode them when read
+        for name in ("kind", "source", "tags", "metadata"):
+            t = t.set_column(t.schema.get_field_index(name), name, _dict_encoded(_one(t.column(name))))
+        self.table = t
+        kd = _one(t.column("kind"))
+        kenc = pc.dictionary_encode(pc.ascii_lower(kd.dictionary))
+        self.kind_id = kenc.indices.take(kd.indices).to_numpy(zero_copy_only=False).astype(np.int64)
+        self.kind_vocab: list[str] = kenc.dictionary.to_pylist()
+        self._kind_index = {k: i for i, k in enumerate(self.kind_vocab)}
+        ts_type = t.schema.field("timestamp").type
+        self.timestamp_unit = ts_type.unit
+        self.units_per_second = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}[ts_type.unit]
+        self.pinned = _one(t.column("pinned")).to_numpy(zero_copy_only=False).astype(np.bool_)
+
+    @cached_property
+    def _timestamps(self) -> tuple[np.ndarray, np.ndarray]:
+        ts = _one(self.table.column("timestamp"))
+        valid = ts.is_valid().to_numpy(zero_copy_only=False)
+        return ts.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64), valid
+
+    @property
+    def timestamp(self) -> np.ndarray:
+        """Timestamps in ``timestamp_unit`` (0 where null), int64; decoded on first use."""
+        return self._timestamps[0]
+
+    @property
+    def timestamp_valid(self) -> np.ndarray:
+        return self._timestamps[1]
+
+    @cached_property
+    def kind(self) -> pa.Array:
+        """The kind strings as given, decoded on first use (reports read them row by row;
+        a sweep reads ``kind_id`` only)."""
+        return _plain(_one(self.table.column("kind")))
+
+    @cached_property
+    def source(self) -> pa.Array:
+        """The source strings as given, decoded on first use."""
+        return _plain(_one(self.table.column("source")))
+
+    @property
+    def tags(self) -> pa.Array:
+        """list<string> per row (decoded on each read; the tag scorers read the ids, decoded
+        once)."""
+        return _plain(_one(self.table.column("tags")))
+
+    @property
+    def metadata(self) -> pa.Array:
+        """map<string, string> per row (decoded on each read)."""
+        return _plain(_one(self.table.column("metadata")))
+
+    @cached_property
+    def tag_offsets(self) -> np.ndarray:
+        offs = _one(self.table.column("tags")).offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+        return offs - offs[0]
+
+    def resident_bytes(self) -> dict[str, int]:
+        """Bytes this table holds, by attribute: NumPy arrays and Arrow buffers, each buffer
+        counted once however many attributes share it (columns decoded lazily count only once
+        decoded). ``sum(...) / n`` is the resident bytes per input row."""
+        seen: dict = {}
+        out: dict[str, int] = {}
+
+        def add(x) -> None:
+            if isinstance(x, np.ndarray):
+                base = x
+                while isinstance(base.base, np.ndarray):
+                    base = base.base
+                seen.setdefault(base.__array_interface__["data"][0], base.nbytes)
+            elif isinstance(x, pa.ChunkedArray):
+                for ch in x.chunks:
+                    add(ch)
+            elif isinstance(x, pa.Array):
+                for buf in x.buffers():
+                    if buf is not None:
+                        seen.setdefault(buf.address, buf.size)
+            elif isinstance(x, pa.Table):
+                for col in x.columns:
+                    add(col)
+            elif isinstance(x, (tuple, list)) and x and all(isinstance(v, (np.ndarray, pa.Array)) for v in x):
+                for v in x:
+                    add(v)
+
+        for name, value in list(vars(self).items()) + [(f"cache{k}", v) for k, v in self._cache.items()]:
+            before = sum(seen.values())
+            add(value)
+            if isinstance(value, list) and len(value) and not isinstance(value[0], (np.ndarray, pa.Array)):
+                out[name] = sys.getsizeof(value) + sum(sys.getsizeof(v) for v in value)  # set keys, vocabularies
+            else:
+                out[name] = sum(seen.values()) - before
+        return out
+
+    # -- columns encoded on first use (a sweep that never reads them never pays for them) --
+    @cached_property
+    def _priority(self):
+        return _int_values(self.table.column("priority"))
+
+    @property
+    def priority(self) -> np.ndarray:
+        return self._priority[0]
+
+    @property
+    def priority_valid(self) -> np.ndarray:
+        return self._priority[1]
+
+    @cached_property
+    def _original_tokens(self):
+        return _int_values(self.table.column("original_tokens"))
+
+    @property
+    def original_tokens_col(self) -> np.ndarray:
+        return self._original_tokens[0]
+
+    @property
+    def original_tokens_valid(self) -> np.ndarray:
+        return self._original_tokens[1]
+
+    @cached_property
+    def _hint(self):
+        hint = self.table.column("future_relevance_hint").combine_chunks()
+        return (hint.fill_null(0.0).to_numpy(zero_copy_only=False).astype(np.float64),
+                hint.is_valid().to_numpy(zero_copy_only=False))
+
+    @property
+    def hint(self) -> np.ndarray:
+        return self._hint[0]
+
+    @property
+    def hint_valid(self) -> np.ndarray:
+        return self._hint[1]
+
+    @cached_property
+    def _raw_tags(self):
+        raw = pc.dictionary_encode(self.tags.flatten())
+        return raw.indices.to_numpy(zero_copy_only=False).astype(np.int64), raw.dictionary
+
+    @property
+    def tag_raw_id(self) -> np.ndarray:
+        """Exact (case-sensitive) tag ids, CSR by ``tag_offsets``."""
+        return self._raw_tags[0]
+
+    @cached_property
+    def tag_vocab(self) -> list[str]:
+        return self._raw_tags[1].to_pylist()
+
+    @property
+    def n_raw_tags(self) -> int:
+        return len(self._raw_tags[1])
+
+    @cached_property
+    def _fold_tags(self):
+        fold = pc.dictionary_encode(pc.ascii_lower(self.tags.flatten()))
+        return fold.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(fold.dictionary)
+
+    @property
+    def tag_fold_id(self) -> np.ndarray:
+        """ASCII-folded tag ids, CSR by ``tag_offsets``."""
+        return self._fold_tags[0]
+
+    @property
+    def n_fold_tags(self) -> int:
+        return self._fold_tags[1]
+
+    # -- lookups used by the scorers ----------------------------------------------------
+    def kind_ids_for(self, kind: str) -> int:
+        """The folded-kind id of ``kind`` in this table, -1 if no row has it."""
+        return self._kind_index.get(ascii_fold(kind), -1)
+
+    def tag_id_for(self, tag: str) -> int:
+        # a scan in Arrow, not a Python dict over the whole vocabulary (O(V) Python per table)
+        return pc.index(self._raw_tags[1], tag).as_py()
+
+    def metadata_values(self, key: str) -> pa.Array:
+        """Per row the metadata value at ``key`` (null where absent)."""
+        ck = ("md", key)
+        if ck not in self._cache:
+            md = self.metadata
+            if len(md) == 0:
+                self._cache[ck] = pa.nulls(0, pa.string())
+            else:
+                self._cache[ck] = pc.map_lookup(md, pa.scalar(key, pa.string()), "last")
+        return self._cache[ck]
+
+    def trust_values(self) -> tuple[np.ndarray, np.ndarray]:
+        """``cupel:trust`` parsed the way Rust parses f64: (value, ok) per row."""
+        ck = ("trust",)
+        if ck not in self._cache:
+            vals = self.metadata_values("cupel:trust")
+            enc = pc.dictionary_encode(vals)
+            parsed = [parse_rust_f64(s) for s in enc.dictionary.to_pylist()]
+            lut = np.array([math.nan if v is None else v for v in parsed] + [math.nan], dtype=np.float64)
+            ok_lut = np.array([v is not None and math.isfinite(v) for v in parsed] + [False])
+            idx = enc.indices.fill_null(len(parsed)).to_numpy(zero_copy_only=False).astype(np.int64)
+            self._cache[ck] = (lut[idx], ok_lut[idx])
+        return self._cache[ck]
+
+    # -- rows back out --------------------------------------------------------------------
+    def row(self, i: int) -> ContextItem:
+        """Row ``i`` (grouped order) as a ContextItem."""
+        i = int(i)
+        ts = None
+        if self.timestamp_valid[i]:
+            ts = _to_datetime(int(self.timestamp[i]), self.timestamp_unit)
+        col = self.table.column
+        md = _plain(_one(col("metadata")).slice(i, 1))[0].as_py() or []
+        return ContextItem(
+            content=self.content[i].as_py(),
+            tokens=int(self.tokens[i]),
+            kind=_one(col("kind"))[i].as_py(),
+            source=_one(col("source"))[i].as_py(),
+            priority=int(self.priority[i]) if self.priority_valid[i] else None,
+            tags=tuple(_plain(_one(col("tags")).slice(i, 1))[0].as_py() or ()),
+            metadata=dict(md),
+            timestamp=ts,
+            future_relevance_hint=float(self.hint[i]) if self.hint_valid[i] else None,
+            pinned=bool(self.pinned[i]),
+            original_tokens=int(self.original_tokens_col[i]) if self.original_tokens_valid[i] else None,
+        )
+
+    def segment_of(self, key) -> int:
+        if self.set_column is None:
+            if key is not None:
+                raise InvalidConfigError("this ItemTable has no set column; use set key None")
+            return 0
+        if self._set_index is None:
+            self._set_index = {k: i for i, k in enumerate(self.set_keys)}
+        try:
+            return self._set_index[key]
+        except (KeyError, TypeError):
+            raise InvalidConfigError(
+                f"no item set with key {key!r} in set column {self.set_column!r}"
+            ) from None
+
+    def subset(self, key) -> "ItemTable":
+        """One item set as its own single-set ItemTable (rows in input order)."""
+        seg = self.segment_of(key)
+        lo, hi = int(self.offsets[seg]), int(self.offsets[seg + 1])
+        part = self.table.slice(lo, hi - lo)
+        part = pa.Table.from_arrays([_plain(_one(c)) for c in part.columns], names=part.column_names)
+        if SET_COLUMN in part.column_names:
+            part = part.drop_columns([SET_COLUMN])
+        return ItemTable(part)
+
+    @property
+    def n_sets(self) -> int:
+        return len(self.set_keys)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __repr__(self) -> str:
+        return f"ItemTable(rows={self.n}, sets={self.n_sets}, set_column={self.set_column!r})"
+
+
+def _to_datetime(v: int, unit: str) -> datetime:
+    from datetime import timedelta
+
+    if unit == "ns":
+        return _EPOCH + timedelta(microseconds=v // 1000)
+    mult = {"s": 1_000_000, "ms": 1000, "us": 1}[unit]
+    return _EPOCH + timedelta(microseconds=v * mult)
+
+
+def _int_values(col) -> tuple[np.ndarray, np.ndarray]:
+    arr = col.combine_chunks()
+    valid = arr.is_valid().to_numpy(zero_copy_only=False)
+    vals = arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    return vals, valid
+
+
+# ------------------------------------------------------------------------ checking items
+# One pass checks an items table and casts it to the canonical schema. The loader runs it in
+# "raise" mode (the first problem raises, naming column, row and value); ``io.validate_items``
+# runs it in "collect" mode (every problem, several rows each). Same checks, same order.
+
+_OPTIONAL_DEFAULTS = {"kind": "Message", "source": "Chat"}
+_INT64_MAX = 2**63 - 1
+#: Python datetime's range in microseconds since the epoch (reports build datetimes)
+_US_MIN = -62_135_596_800_000_000  # 0001-01-01T00:00:00Z
+_US_MAX = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+def _show(v) -> str:
+    r = repr(v)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+class Problems:
+    """Where the checks report. ``collect=False``: raise the first problem (one line: column,
+    row, value). ``collect=True``: keep every problem, listing up to ``max_rows`` rows each.
+    A streamed check runs chunk by chunk on one ``Problems``: ``row_offset`` makes the rows
+    global, the same problem in several chunks stays one message (its rows merged), and
+    ``running_tokens`` carries the token sum across chunks."""
+
+    def __init__(self, collect: bool, max_rows: int = 5):
+        self.collect = collect
+        self.max_rows = max_rows
+        self.row_offset = 0
+        self.running_tokens = 0.0
+        self.reported = 0
+        self._entries: dict[tuple, list] = {}  # key -> [message] or [where, what, listed, count]
+
+    @staticmethod
+    def _site() -> tuple:
+        """Where in ``check_items`` a problem is reported (its call lines, and the column the
+        checks loop is at): messages are listed in this order, so a streamed check lists them
+        in the order of the whole-table check whichever chunk found them first."""
+        lines, f = [], sys._getframe(2)
+        while f is not None and f.f_code.co_name != "check_items":
+            lines.append(f.f_lineno)
+            f = f.f_back
+        if f is None:
+            return (0,)
+        col = f.f_locals.get("name")
+        col_i = ITEM_FIELDS.index(col) if isinstance(col, str) and col in ITEM_FIELDS else -1
+        return (f.f_lineno, col_i, *reversed(lines))
+
+    @property
+    def messages(self) -> list[str]:
+        out = []
+        for _, e in sorted(self._entries.values(), key=lambda se: se[0]):
+            if len(e) == 1:
+                out.append(e[0])
+                continue
+            where, what, listed, count = e
+            more = f" and {count - self.max_rows} more" if count > self.max_rows else ""
+            out.append(f"{where}: {what} at row{'s' if count > 1 else ''} {', '.join(listed)}{more}")
+        return out
+
+    def table(self, message: str, cls=InvalidConfigError) -> None:
+        """A problem of the table as a whole (a missing or repeated column, a column type)."""
+        message = one_line(message)
+        if not self.collect:
+            raise cls(message)
+        self.reported += 1
+        self._entries.setdefault(("table", message), (self._site(), [message]))
+
+    def rows(self, where: str, what: str, mask, values=None, cls=InvalidConfigError) -> bool:
+        """Rows where ``mask`` holds have problem ``what``; ``values(row)`` gives a row's value
+        (row local to this chunk). Returns whether there were any."""
+        idx = np.flatnonzero(np.asarray(mask))
+        if idx.size == 0:
+            return False
+        off = self.row_offset
+        if not self.collect:
+            r = int(idx[0])
+            shown = f" (value {_show(values(r))})" if values is not None else ""
+            raise cls(f"{where}, row {r + off}: {what}{shown}")
+        self.reported += 1
+        key = ("rows", where, what)
+        if key not in self._entries:
+            self._entries[key] = (self._site(), [where, what, [], 0])
+        e = self._entries[key][1]
+        room = self.max_rows - len(e[2])
+        e[2].extend(f"{int(r) + off} ({_show(values(int(r)))})" if values is not None else str(int(r) + off)
+                    for r in idx[: max(room, 0)])
+        e[3] += int(idx.size)
+        return True
+
+
+def _dict_encoded(col: pa.Array) -> pa.Array:
+    """A string column, or the strings inside a list / map column, dictionary-encoded."""
+    if pa.types.is_string(col.type):
+        return pc.dictionary_encode(col)
+    if col.null_count:  # the checked table has none; keep any as they are
+        return col
+    if pa.types.is_map(col.type):
+        return pa.MapArray.from_arrays(col.offsets, pc.dictionary_encode(col.keys), pc.dictionary_encode(col.items))
+    if pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
+        return type(col).from_arrays(col.offsets, pc.dictionary_encode(col.values))
+    return col
+
+
+def _plain(col: pa.Array) -> pa.Array:
+    """The inverse of ``_dict_encoded``."""
+    t = col.type
+    if pa.types.is_dictionary(t):
+        return col.dictionary_decode()
+    if pa.types.is_map(t) and pa.types.is_dictionary(t.key_type):
+        return pa.MapArray.from_arrays(col.offsets, col.keys.dictionary_decode(), col.items.dictionary_decode())
+    if (pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_dictionary(t.value_type):
+        return type(col).from_arrays(col.offsets, col.values.dictionary_decode())
+    return col
+
+
+def _one(col) -> pa.Array:
+    """A column as one Arrow array, without a copy when it already is one chunk."""
+    if isinstance(col, pa.ChunkedArray):
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col
+
+
+def _np(arr) -> np.ndarray:
+    return arr.to_numpy(zero_copy_only=False)
+
+
+def _py(arr):
+    return lambda r: arr[r].as_py()
+
+
+def _rows_of_children(offsets: np.ndarray, child_mask: np.ndarray, n: int) -> np.ndarray:
+    """Row mask of a list / map column from a mask over its flattened children."""
+    mask = np.zeros(n, dtype=bool)
+    pos = np.flatnonzero(child_mask)
+    if pos.size:
+        mask[np.searchsorted(offsets[1:] - offsets[0], pos, side="right")] = True
+    return mask
+
+
+def _utf8_check(col: pa.Array, where: str, problems: Problems, mask_rows=None) -> bool:
+    """Invalid UTF-8 in a string array (Arrow does not validate what Parquet or buffers hand
+    it). ``mask_rows`` maps a child mask to row numbers for list / map children."""
+    try:
+        col.validate(full=True)
+        return True
+    except pa.ArrowInvalid:
+        pass
+    raw = col.cast(pa.large_binary()).to_pylist()
+    bad = np.zeros(len(raw), dtype=bool)
+    for i, v in enumerate(raw):  # error path only
+        if v is not None:
+            try:
+                v.decode("utf-8")
+            except UnicodeDecodeError:
+                bad[i] = True
+    if mask_rows is None:
+        problems.rows(where, "invalid UTF-8", bad, lambda r: raw[r])
+    else:
+        problems.rows(where, "invalid UTF-8", mask_rows(bad))
+    return False
+
+
+def _string_col(name: str, col: pa.Array, problems: Problems):
+    typ = col.type
+    where = f"column {name!r}"
+    if pa.types.is_null(typ):
+        return pa.nulls(len(col), pa.string())
+    if not (pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_string_view(typ)
+            or pa.types.is_binary(typ) or pa.types.is_large_binary(typ) or pa.types.is_binary_view(typ)):
+        problems.table(f"column {name!r} must be a string column (UTF-8 string or binary), got {typ}",
+                       InvalidInputTypeError)
+        return None
+    if pa.types.is_binary(typ) or pa.types.is_large_binary(typ) or pa.types.is_binary_view(typ):
+        col = col.cast(pa.large_binary()).view(pa.large_string())  # same layout; checked next
+    if not _utf8_check(col, where, problems):
+        return None
+    try:
+        return col.cast(pa.string())
+    except pa.ArrowException as e:  # e.g. more than 2 GiB of text in one column
+        problems.table(f"column {name!r} cannot be read as string: {e}")
+        return None
+
+
+def _int_col(name: str, col: pa.Array, problems: Problems, where: str | None = None):
+    typ = col.type
+    where = where or f"column {name!r}"
+    if pa.types.is_null(typ):
+        return pa.nulls(len(col), pa.int64())
+    if pa.types.is_integer(typ):
+        if typ == pa.uint64():
+            big = pc.fill_null(pc.greater(col, pa.scalar(_INT64_MAX, pa.uint64())), False)
+            if problems.rows(where, "does not fit in a 64-bit signed integer", _np(big), _py(col)):
+                return None
+        return col.cast(pa.int64())
+    if pa.types.is_decimal(typ):
+        try:
+            return col.cast(pa.int64())
+        except pa.ArrowInvalid:
+            vals = col.to_pylist()  # error path only
+            bad = np.array([v is not None and (v != v.to_integral_value() or not -(2**63) <= v <= _INT64_MAX)
+                            for v in vals], dtype=bool)
+            problems.rows(where, "is not an integer that fits in 64 bits", bad, lambda r: str(vals[r]))
+            return None
+    problems.table(f"column {name!r} must be an integer column (or integral decimal), got {typ}",
+                   InvalidInputTypeError)
+    return None
+
+
+def _float_col(name: str, col: pa.Array, problems: Problems):
+    typ = col.type
+    if pa.types.is_null(typ):
+        return pa.nulls(len(col), pa.float64())
+    if pa.types.is_floating(typ) or pa.types.is_integer(typ) or pa.types.is_decimal(typ):
+        return col.cast(pa.float64(), safe=False)  # nearest double, like float() on the value
+    problems.table(f"column {name!r} must be a float column, got {typ}", InvalidInputTypeError)
+    return None
+
+
+def _bool_col(name: str, col: pa.Array, problems: Problems):
+    typ = col.type
+    if pa.types.is_null(typ) or pa.types.is_boolean(typ):
+        return col.cast(pa.bool_())
+    problems.table(f"column {name!r} must be a boolean column, got {typ}", InvalidInputTypeError)
+    return None
+
+
+def _timestamp_col(name: str, col: pa.Array, problems: Problems):
+    """Any unit and zone (a zone-less timestamp is UTC); held as microseconds since the epoch,
+    UTC, within Python datetime's years 1-9999 (sub-microsecond parts are dropped)."""
+    typ = col.type
+    target = pa.timestamp("us", tz="UTC")
+    if pa.types.is_null(typ):
+        return pa.nulls(len(col), target)
+    if not pa.types.is_timestamp(typ):
+        problems.table(f"column {name!r} must be an Arrow timestamp (UTC), got {typ}", InvalidInputTypeError)
+        return None
+    per = _PER_SECOND[typ.unit]
+    raw = col.view(pa.int64()) if col.offset == 0 else col.cast(pa.int64())
+    lo = -(-_US_MIN * per // 1_000_000)  # ceil: the earliest value in range, in this unit
+    hi = _US_MAX * per // 1_000_000
+    lo, hi = max(lo, -(2**63)), min(hi, _INT64_MAX)  # nanoseconds: all of int64 is in range
+    out_of_range = pc.fill_null(pc.or_(pc.less(raw, pa.scalar(lo, pa.int64())),
+                                       pc.greater(raw, pa.scalar(hi, pa.int64()))), False)
+    if problems.rows(f"column {name!r}", f"is outside years 1-9999 (raw {typ.unit} value)",
+                     _np(out_of_range), _py(raw)):
+        return None
+    try:
+        return col.cast(target, safe=False)  # in range: only sub-microsecond digits are dropped
+    except pa.ArrowException as e:  # e.g. an unknown time zone name
+        problems.table(f"column {name!r} cannot be read as {target}: {e}", InvalidInputTypeError)
+        return None
+
+
+def _string_child_type(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+            or pa.types.is_null(t))
+
+
+def _tags_col(name: str, col: pa.Array, problems: Problems, n: int):
+    typ = col.type
+    target = pa.list_(pa.string())
+    if pa.types.is_null(typ):
+        return pa.nulls(len(col), target)
+    listy = (pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ)
+             or pa.types.is_list_view(typ) or pa.types.is_large_list_view(typ))
+    if not listy or not _string_child_type(typ.value_type):
+        problems.table(f"column {name!r} must be list<string>, got {typ}", InvalidInputTypeError)
+        return None
+    try:
+        if not pa.types.is_list(typ) or pa.types.is_dictionary(typ.value_type):
+            # rebuild as a plain list array from the logical values (pyarrow 26 casts
+            # list_view -> list into an invalid array; dictionaries are decoded here)
+            sizes = _np(pc.list_value_length(col).fill_null(0)).astype(np.int64)
+            offsets = np.zeros(len(col) + 1, dtype=np.int64)
+            np.cumsum(sizes, out=offsets[1:])
+            values = col.flatten()
+            if pa.types.is_dictionary(values.type):
+                values = values.dictionary_decode()
+            col = pa.LargeListArray.from_arrays(pa.array(offsets), values, mask=col.is_null())
+        col = col.cast(target)
+    except pa.ArrowException as e:
+        problems.table(f"column {name!r} cannot be read as {target}: {e}", InvalidInputTypeError)
+        return None
+    # null list -> empty list
+    if col.null_count:
+        col = pc.if_else(col.is_null(), pa.scalar([], type=target), col)
+    offs = _np(col.offsets).astype(np.int64)
+    values = col.values.slice(offs[0], offs[-1] - offs[0]) if n else col.values.slice(0, 0)
+    rows = lambda m: _rows_of_children(offs, m, n)  # noqa: E731
+    ok = _utf8_check(values, f"column {name!r}", problems, rows)
+    if values.null_count and problems.rows(f"column {name!r}", "a tag is null",
+                                           rows(_np(values.is_null())), None):
+        ok = False
+    return col if ok else None
+
+
+def _metadata_col(name: str, col: pa.Array, problems: Problems, n: int):
+    typ = col.type
+    target = pa.map_(pa.string(), pa.string())
+    if pa.types.is_null(typ):
+        return pa.nulls(len(col), target)
+    if not pa.types.is_map(typ) or not (_string_child_type(typ.key_type) and _string_child_type(typ.item_type)):
+        problems.table(f"column {name!r} must be map<string, string>, got {typ}", InvalidInputTypeError)
+        return None
+    try:
+        col = col.cast(target)
+    except pa.ArrowException as e:
+        problems.table(f"column {name!r} cannot be read as {target}: {e}", InvalidInputTypeError)
+        return None
+    offs = _np(col.offsets).astype(np.int64)
+    keys = col.keys.slice(offs[0], offs[-1] - offs[0])
+    items = col.items.slice(offs[0], offs[-1] - offs[0])
+    rows = lambda m: _rows_of_children(offs, m, n)  # noqa: E731
+    ok = _utf8_check(keys, f"column {name!r}", problems, rows)
+    ok = _utf8_check(items, f"column {name!r}", problems, rows) and ok
+    if items.null_count and problems.rows(f"column {name!r}", "a metadata value is null (values must be strings)",
+                                          rows(_np(items.is_null())), None):
+        ok = False
+    return col if ok else None
+
+
+def _set_key_col(set_column: str, col: pa.Array, problems: Problems, n: int):
+    where = f"set column {set_column!r}"
+    typ = col.type
+    if pa.types.is_null(typ) and n == 0:
+        return pa.array([], pa.string())
+    if pa.types.is_null(typ):
+        col = pa.nulls(n, pa.string())
+    elif pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_string_view(typ):
+        if not _utf8_check(col, where, problems):
+            return None
+        col = col.cast(pa.string())
+    elif pa.types.is_integer(typ):
+        col = _int_col(set_column, col, problems, where)  # int64 keys (reports and outputs use them)
+        if col is None:
+            return None
+    else:
+        problems.table(f"{where} must hold strings or integers, got {typ}", InvalidInputTypeError)
+        return None
+    if col.null_count:
+        problems.rows(where, "null (every row needs a set key)", _np(col.is_null()))
+        return None
+    return col
+
+
+def _column(table: pa.Table, name: str) -> pa.Array:
+    col = table.column(name).combine_chunks()
+    if pa.types.is_dictionary(col.type):
+        col = col.dictionary_decode()
+    return col
+
+
+def check_items(table: pa.Table, set_column: str | None, problems: Problems) -> pa.Table | None:
+    """Check an items table and cast it to the canonical schema (ITEM_SCHEMA, timestamps in
+    microseconds, plus the set-key column). Every problem goes to ``problems``; returns None
+    when there were any."""
+    before = problems.reported
+    names = table.column_names
+    n = table.num_rows
+    wanted = set(ITEM_FIELDS) | ({set_column} if set_column is not None else set())
+    repeated = {nm for nm in names if nm in wanted and names.count(nm) > 1}
+    for nm in sorted(repeated):
+        problems.table(f"items table has {names.count(nm)} columns named {nm!r} (columns: {', '.join(names)}); "
+                       "names must be unique")
+    for req in ("content", "tokens"):
+        if req not in names:
+            problems.table(f"items table has no {req!r} column (columns: {', '.join(names)})")
+    if set_column is not None and set_column not in names:
+        problems.table(f"set column {set_column!r} not found (columns: {', '.join(names)})")
+    readers = {
+        "content": _string_col, "kind": _string_col, "source": _string_col,
+        "tokens": _int_col, "priority": _int_col, "original_tokens": _int_col,
+        "future_relevance_hint": _float_col, "pinned": _bool_col, "timestamp": _timestamp_col,
+    }
+    cols: dict[str, pa.Array | None] = {}
+    for f in ITEM_SCHEMA:
+        name = f.name
+        if name not in names or name in repeated:
+            continue
+        col = _column(table, name)
+        if name == "tags":
+            cols[name] = _tags_col(name, col, problems, n)
+        elif name == "metadata":
+            cols[name] = _metadata_col(name, col, problems, n)
+        else:
+            cols[name] = readers[name](name, col, problems)
+    content = cols.get("content")
+    if content is not None and n:
+        problems.rows("column 'content'", "null", _np(content.is_null()))
+        empty = pc.fill_null(pc.equal(pc.utf8_length(content), 0), False)
+        problems.rows("column 'content'", "empty string", _np(empty))
+    tokens = cols.get("tokens")
+    if tokens is not None and n:
+        problems.rows("column 'tokens'", "null", _np(tokens.is_null()))
+        mag = np.abs(_np(tokens.fill_null(0)).astype(np.float64))
+        running = problems.running_tokens + np.cumsum(mag)  # carried across streamed chunks
+        problems.running_tokens = float(running[-1])
+        problems.rows("column 'tokens'", f"the token counts add up past {_TOKEN_LIMIT:.3g} "
+                      "(sums must fit in 64-bit integers)", running >= _TOKEN_LIMIT, _py(tokens))
+    for name in ("kind", "source"):
+        col = cols.get(name)
+        if col is not None and n:
+            blank = pc.fill_null(pc.match_substring_regex(col, f"^[{WHITE_SPACE_CLASS}]*$"), False)
+            problems.rows(f"column {name!r}", "empty or whitespace-only", _np(blank), _py(col))
+    keys = None
+    if set_column is not None and set_column in names and set_column not in repeated:
+        keys = _set_key_col(set_column, _column(table, set_column), problems, n)
+    if problems.reported > before or any(cols.get(k) is None for k in cols):
+        return None
+    if "content" not in cols or "tokens" not in cols or (set_column is not None and keys is None):
+        return None
+    arrays = []
+    for f in ITEM_SCHEMA:
+        col = cols.get(f.name)
+        if f.name in _OPTIONAL_DEFAULTS:
+            fill = pa.scalar(_OPTIONAL_DEFAULTS[f.name], pa.string())
+            col = pa.repeat(fill, n) if col is None else col.fill_null(fill)
+        elif f.name == "pinned":
+            col = pa.array(np.zeros(n, dtype=bool)) if col is None else col.fill_null(False)
+        elif f.name in ("tags", "metadata") and col is None:
+            empty = pa.array(np.zeros(n + 1, dtype=np.int32))
+            col = (pa.ListArray.from_arrays(empty, pa.array([], pa.string())) if f.name == "tags" else
+                   pa.MapArray.from_arrays(empty, pa.array([], pa.string()), pa.array([], pa.string())))
+        elif f.name == "metadata" and col.null_count:
+            col = pc.if_else(col.is_null(), pa.scalar([], type=f.type), col)
+        elif col is None:
+            col = pa.nulls(n, f.type)
+        arrays.append(col)
+    out_names = list(ITEM_FIELDS)
+    if set_column is not None:
+        arrays.append(keys)
+        out_names.append(SET_COLUMN)
+    return pa.Table.from_arrays(arrays, names=out_names)
+
+
+def _normalize(table: pa.Table, set_column: str | None) -> pa.Table:
+    """The loader's check: raises the first problem (column, row and value)."""
+    return check_items(table, set_column, Problems(collect=False))

@@ -1,0 +1,189 @@
+"""Outputs of ``cupel-np budget``: ``curves.parquet``, ``rows.parquet`` and a self-contained
+``report.html`` (PNGs embedded; also written beside the page).
+
+The page is built from the two Arrow tables alone (``summarize``), so it shows exactly what
+the Parquet files hold: per variant, the median and inter-quartile band across sets of
+utilization and included count at every ladder budget, the budget at which the variant's
+corpus-wide included count first reaches 90 / 95 / 99 % of its count at the largest budget,
+and the rows whose inclusion is not monotonic along the ladder.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from cupel_np.errors import InvalidConfigError
+from cupel_np.report.html import CSS, _mpl, _plt, _png
+
+#: the shares of the largest-budget selection the report locates
+LEVELS = (0.90, 0.95, 0.99)
+
+
+def parse_ladder(spec: str) -> tuple[int, int, int]:
+    """``LO:HI:STEPS`` -> (lo, hi, steps)."""
+    parts = spec.split(":")
+    try:
+        if len(parts) != 3:
+            raise ValueError
+        lo, hi, steps = (int(p) for p in parts)
+    except ValueError:
+        raise InvalidConfigError(f"--ladder must be LO:HI:STEPS (three integers), got {spec!r}") from None
+    return lo, hi, steps
+
+
+def _grid(curves: pa.Table, column: str):
+    """``column`` as a [variant, budget, set] float array (NaN where the cell failed), with
+    the variant labels and ladder budgets in the table's order."""
+    labels = list(dict.fromkeys(curves.column("variant").to_pylist()))
+    budgets = np.array(list(dict.fromkeys(curves.column("budget").to_pylist())), dtype=np.int64)
+    n_p, n_b = len(labels), len(budgets)
+    n_s = curves.num_rows // max(n_p * n_b, 1)
+    if n_p * n_b * n_s != curves.num_rows:
+        raise InvalidConfigError("curves table is not a full variant x budget x set grid")
+    col = curves.column(column).to_numpy(zero_copy_only=False)
+    vals = np.asarray(col, dtype=np.float64)  # nulls become NaN
+    return labels, budgets, vals.reshape(n_p, n_b, n_s)
+
+
+def summarize(curves: pa.Table, rows: pa.Table) -> dict:
+    """Every number the report shows, computed from the two tables."""
+    labels, budgets, util = _grid(curves, "utilization")
+    _, _, count = _grid(curves, "included_count")
+    out = {"labels": labels, "budgets": budgets.tolist(), "variants": {}}
+    rv = rows.column("variant").to_numpy(zero_copy_only=False)
+    nonmono = rows.column("non_monotonic").to_numpy(zero_copy_only=False)
+    multi = rows.column("flips_more_than_once").to_numpy(zero_copy_only=False)
+    for p, lab in enumerate(labels):
+        with np.errstate(all="ignore"):
+            u_q = [np.nanpercentile(util[p], q, axis=1) if util.shape[2] else np.full(len(budgets), np.nan) for q in (25, 50, 75)]
+            c_q = [np.nanpercentile(count[p], q, axis=1) if count.shape[2] else np.full(len(budgets), np.nan) for q in (25, 50, 75)]
+        total = np.nansum(count[p], axis=1).astype(np.int64)  # failed cells include nothing
+        reach = {}
+        for lv in LEVELS:
+            hit = np.flatnonzero(total >= lv * total[-1])
+            reach[f"{round(lv * 100)}%"] = int(budgets[hit[0]]) if hit.size else None
+        mine = rv == lab
+        out["variants"][lab] = {
+            "util_q": [q.tolist() for q in u_q],
+            "count_q": [q.tolist() for q in c_q],
+            "total_included": total.tolist(),
+            "reach": reach,
+            "non_monotonic_rows": int(np.count_nonzero(nonmono[mine])),
+            "multi_flip_rows": int(np.count_nonzero(multi[mine])),
+            "failed_cells": int(np.count_nonzero(np.isnan(count[p]))),
+        }
+    return out
+
+
+def _curve_png(summary: dict, key: str, ylabel: str, title: str, percent: bool) -> bytes:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 4))
+    x = np.array(summary["budgets"], dtype=np.float64)
+    for lab in summary["labels"]:
+        q25, q50, q75 = (np.array(q, dtype=np.float64) for q in summary["variants"][lab][key])
+        line, = ax.plot(x, q50, marker="o", markersize=3, label=_mpl(lab))
+        ax.fill_between(x, q25, q75, color=line.get_color(), alpha=0.18, linewidth=0)
+    if x.size and x[0] > 0 and x[-1] / x[0] > 8:
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(plt.NullFormatter())
+    ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.set_xlabel("budget (max_tokens)")
+    ax.set_ylabel(ylabel)
+    if percent:
+        ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title(title, fontsize=9)
+    return _png(fig)
+
+
+def _fmt(v) -> str:
+    return "never" if v is None else f"{v:,}"
+
+
+def render_html(summary: dict, pngs: dict[str, bytes], *, title: str, meta: str) -> str:
+    def img(name, alt):
+        return f'<img alt="{alt}" src="data:image/png;base64,{base64.b64encode(pngs[name]).decode()}">'
+
+    levels = [f"{round(lv * 100)}%" for lv in LEVELS]
+    head = "".join(f"<th>{l} at</th>" for l in levels)
+    reach_rows = []
+    mono_rows = []
+    for lab in summary["labels"]:
+        v = summary["variants"][lab]
+        cells = "".join(f'<td class="reach" data-level="{l}">{_fmt(v["reach"][l])}</td>' for l in levels)
+        reach_rows.append(f'<tr data-variant="{html.escape(lab)}"><td>{html.escape(lab)}</td>'
+                          f'<td class="largest">{v["total_included"][-1]:,}</td>{cells}</tr>')
+        mono_rows.append(f'<tr data-variant="{html.escape(lab)}"><td>{html.escape(lab)}</td>'
+                         f'<td class="nonmono">{v["non_monotonic_rows"]:,}</td>'
+                         f'<td class="multiflip">{v["multi_flip_rows"]:,}</td>'
+                         f'<td class="failed">{v["failed_cells"]:,}</td></tr>')
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>{CSS}</style></head><body>
+<h1>{html.escape(title)}</h1>
+<p class="meta">{html.escape(meta)}</p>
+<h2>Utilization by budget</h2>
+<p class="meta">Tokens used / target tokens per item set: the line is the median across sets, the band the
+inter-quartile range (failed cells left out).</p>
+{img("utilization.png", "utilization curves per variant")}
+<h2>Included items by budget</h2>
+{img("included.png", "included-count curves per variant")}
+<h2>Budget needed</h2>
+<p class="meta">The smallest ladder budget at which the variant's included count, summed over all sets,
+reaches the given share of its count at the largest budget.</p>
+<table id="reach"><tr><th>variant</th><th>included at largest budget</th>{head}</tr>{"".join(reach_rows)}</table>
+<h2>Non-monotonic rows</h2>
+<p class="meta">Rows that are included at some budget and excluded at a larger one (greedy skipping,
+quotas, count quotas), rows whose status changes more than once along the ladder, and
+(variant, budget, set) cells whose dry run failed (counted as including nothing).</p>
+<table id="nonmono"><tr><th>variant</th><th>non-monotonic rows</th><th>rows flipping more than once</th><th>failed cells</th></tr>{"".join(mono_rows)}</table>
+</body></html>
+"""
+
+
+def write_budget_outputs(result, out_dir, *, title: str) -> dict[str, Path]:
+    """Write ``curves.parquet``, ``rows.parquet`` (zstd, atomically), the two PNGs and
+    ``report.html`` for a ``BudgetCurves`` result; returns the paths."""
+    from cupel_np.io.parquet import atomic_write_bytes
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for name, table in (("curves", result.curves), ("rows", result.rows)):
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, compression="zstd")
+        paths[name] = out / f"{name}.parquet"
+        atomic_write_bytes(paths[name], sink.getvalue().to_pybytes())
+    summary = summarize(result.curves, result.rows)
+    pngs = {
+        "utilization.png": _curve_png(summary, "util_q", "utilization (median, IQR)", "Utilization by budget", True),
+        "included.png": _curve_png(summary, "count_q", "included items per set (median, IQR)", "Included items by budget", False),
+    }
+    for name, data in pngs.items():
+        atomic_write_bytes(out / name, data)
+    t = result.run.table
+    meta = (f"{t.n:,} items in {t.n_sets:,} item set(s); {len(result.labels)} variant(s) x "
+            f"{len(result.budgets)} budgets from {result.budgets[0].max_tokens:,} to "
+            f"{result.budgets[-1].max_tokens:,} tokens (output reserve {result.budgets[0].output_reserve:,}).")
+    page = render_html(summary, pngs, title=title, meta=meta)
+    paths["report"] = out / "report.html"
+    atomic_write_bytes(paths["report"], page.encode("utf-8"))
+    return paths
+
+
+def print_summary(summary: dict, out=None) -> None:
+    levels = [f"{round(lv * 100)}%" for lv in LEVELS]
+    w = max([len("variant")] + [len(l) for l in summary["labels"]])
+    print(f"{'variant':<{w}}  {'largest':>9} " + " ".join(f"{l + ' at':>10}" for l in levels)
+          + f" {'non-monotonic':>13}", file=out)
+    for lab in summary["labels"]:
+        v = summary["variants"][lab]
+        reach = " ".join(f"{_fmt(v['reach'][l]):>10}" for l in levels)
+        print(f"{lab:<{w}}  {v['total_included'][-1]:>9,} {reach} {v['non_monotonic_rows']:>13,}", file=out)
