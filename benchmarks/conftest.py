@@ -20,19 +20,23 @@ def make_table(n: int, seed: int = 7, n_tags: int = 2000) -> ItemTable:
     has = (np.arange(n) % 3) != 0
     md_off = np.concatenate([[0], np.cumsum(has)]).astype(np.int32)
     md = pa.MapArray.from_arrays(
-        pa.array(md_off), pa.array(["cupel:trust"]).take(pa.array(np.zeros(int(has.sum()), dtype=np.int64))),
-        pa.array(trust).take(pa.array((np.arange(n) % 5)[has])))
+        pa.array(md_off),
+        pa.array(["cupel:trust"]).take(pa.array(np.zeros(int(has.sum()), dtype=np.int64))),
+        pa.array(trust).take(pa.array((np.arange(n) % 5)[has])),
+    )
     ts = (1_700_000_000_000_000 + rng.integers(0, 10**12, n)).astype("datetime64[us]")
-    table = pa.table({
-        "content": pc.binary_join_element_wise("item ", pa.array(np.arange(n)).cast(pa.string()), ""),
-        "tokens": rng.integers(1, 2000, n),
-        "kind": pa.array(kinds).take(pa.array(rng.integers(0, len(kinds), n))),
-        "priority": pa.array(rng.integers(0, 100, n), mask=rng.random(n) < 0.5),
-        "tags": tags,
-        "metadata": md,
-        "timestamp": pa.array(ts, pa.timestamp("us", tz="UTC"), mask=rng.random(n) < 0.1),
-        "future_relevance_hint": rng.normal(0.5, 0.3, n),
-    })
+    table = pa.table(
+        {
+            "content": pc.binary_join_element_wise("item ", pa.array(np.arange(n)).cast(pa.string()), ""),
+            "tokens": rng.integers(1, 2000, n),
+            "kind": pa.array(kinds).take(pa.array(rng.integers(0, len(kinds), n))),
+            "priority": pa.array(rng.integers(0, 100, n), mask=rng.random(n) < 0.5),
+            "tags": tags,
+            "metadata": md,
+            "timestamp": pa.array(ts, pa.timestamp("us", tz="UTC"), mask=rng.random(n) < 0.1),
+            "future_relevance_hint": rng.normal(0.5, 0.3, n),
+        }
+    )
     return ItemTable.from_arrow(table)
 
 

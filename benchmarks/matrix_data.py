@@ -52,10 +52,13 @@ def variants(v: int, *, slicer=None, placer: str = "chronological", seed: int = 
     """``v`` composite-weight variants of recency/priority/kind/reflexive."""
     rng = np.random.default_rng(seed)
     slicer = slicer or c.GreedySlice()
-    return [(f"v{i}", c.Policy(c.CompositeScorer(tuple(zip(BASE, rng.uniform(0.1, 1.0, 4)))),
-                               slicer=slicer, placer=placer)) for i in range(v)]
+    return [
+        (f"v{i}", c.Policy(c.CompositeScorer(tuple(zip(BASE, rng.uniform(0.1, 1.0, 4)))), slicer=slicer, placer=placer))
+        for i in range(v)
+    ]
 
 
 def quota_slicer():
-    return c.QuotaSlice((c.QuotaEntry("Message", require=10, cap=60),
-                         c.QuotaEntry("Document", require=5, cap=40)), c.GreedySlice())
+    return c.QuotaSlice(
+        (c.QuotaEntry("Message", require=10, cap=60), c.QuotaEntry("Document", require=5, cap=40)), c.GreedySlice()
+    )

@@ -55,9 +55,11 @@ def test_budget_curves_vs_one_sweep():
     t_sweep, ts_sweep = _median(lambda: c.sweep(table, None, flat), rounds)
     t_curves, ts_curves = _median(lambda: c.budget_curves(table, variants, ladder), rounds)
     ratio = t_curves / t_sweep
-    print(f"\n{n_sets:,} sets x 50 items, 3 presets x 16 budgets = 48 columns: budget_curves "
-          f"{t_curves:.2f}s (runs {', '.join(f'{t:.2f}' for t in ts_curves)}), one sweep of the 48 variants "
-          f"{t_sweep:.2f}s (runs {', '.join(f'{t:.2f}' for t in ts_sweep)}); ratio {ratio:.2f}")
+    print(
+        f"\n{n_sets:,} sets x 50 items, 3 presets x 16 budgets = 48 columns: budget_curves "
+        f"{t_curves:.2f}s (runs {', '.join(f'{t:.2f}' for t in ts_curves)}), one sweep of the 48 variants "
+        f"{t_sweep:.2f}s (runs {', '.join(f'{t:.2f}' for t in ts_sweep)}); ratio {ratio:.2f}"
+    )
     assert ratio <= 1.2
 
 
@@ -79,10 +81,12 @@ def test_min_budgets_vs_one_sweep():
     t0 = time.perf_counter()
     per_row = [pipe.find_min_budget_for(one, r, ceiling) for r in range(one.n)]
     t_rows = (time.perf_counter() - t0) / one.n
-    assert per_row == res.column("min_budget").to_pylist()[:one.n]
-    print(f"\nmin_budgets over {n_sets:,} sets x 50 items (ceiling {ceiling:,}): {t_min:.2f}s = "
-          f"{t_min / t_sweep:.0f}x one single-variant sweep ({t_sweep:.3f}s); {stats['steps']} probe steps, {stats['engine_calls']} engine "
-          f"calls over {stats['probe_rows']:,} probe rows ({stats['probe_rows'] / table.n:.0f} per input row); "
-          f"{found:,} of {table.n:,} rows selectable; find_min_budget_for row by row: {t_rows * 1e3:.1f} ms "
-          f"per row = {t_rows * table.n:.0f}s for all rows ({t_rows * table.n / t_min:.0f}x min_budgets)")
+    assert per_row == res.column("min_budget").to_pylist()[: one.n]
+    print(
+        f"\nmin_budgets over {n_sets:,} sets x 50 items (ceiling {ceiling:,}): {t_min:.2f}s = "
+        f"{t_min / t_sweep:.0f}x one single-variant sweep ({t_sweep:.3f}s); {stats['steps']} probe steps, {stats['engine_calls']} engine "
+        f"calls over {stats['probe_rows']:,} probe rows ({stats['probe_rows'] / table.n:.0f} per input row); "
+        f"{found:,} of {table.n:,} rows selectable; find_min_budget_for row by row: {t_rows * 1e3:.1f} ms "
+        f"per row = {t_rows * table.n:.0f}s for all rows ({t_rows * table.n / t_min:.0f}x min_budgets)"
+    )
     assert stats["steps"] <= ceiling.bit_length() + 2

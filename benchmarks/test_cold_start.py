@@ -37,8 +37,7 @@ def _run(args, cache_dir, **kw):
     env.pop("NUMBA_DISABLE_JIT", None)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=900, **kw)
+    proc = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, **kw)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -52,10 +51,13 @@ def test_demo_cold_and_warm():
         cold_wall, cold_cpu, _ = _run(demo, cache)
         n_files = sum(1 for p in Path(cache).rglob("*") if p.suffix in (".nbi", ".nbc"))
         warm_wall, warm_cpu, _ = _run(demo, cache)
-    print(f"\ncupel-np demo, empty kernel cache: wall {cold_wall:.1f} s, CPU {cold_cpu:.1f} s "
-          f"(target {COLD_CPU_TARGET:g} s); {n_files} cache files written")
-    print(f"cupel-np demo, warm cache:        wall {warm_wall:.1f} s, CPU {warm_cpu:.1f} s "
-          f"(target {WARM_CPU_TARGET:g} s)")
+    print(
+        f"\ncupel-np demo, empty kernel cache: wall {cold_wall:.1f} s, CPU {cold_cpu:.1f} s "
+        f"(target {COLD_CPU_TARGET:g} s); {n_files} cache files written"
+    )
+    print(
+        f"cupel-np demo, warm cache:        wall {warm_wall:.1f} s, CPU {warm_cpu:.1f} s (target {WARM_CPU_TARGET:g} s)"
+    )
     assert n_files > 0  # the cold run really compiled into the empty cache
     assert cold_cpu <= COLD_CPU_TARGET and warm_cpu <= WARM_CPU_TARGET, (cold_cpu, warm_cpu)
 
@@ -123,10 +125,12 @@ def test_compile_profile():
     ours = {k: v for k, v in exclusive.items() if k.startswith("cupel_np.")}
     llvm = prof["llvm"]
     fp, mp, cg = (sum(v[i] for v in llvm.values()) for i in range(3))
-    print(f"\ncold demo in-process: {prof['total_cpu']:.1f} s CPU, of which compiling {compile_total:.1f} s "
-          f"({sum(ours.values()):.1f} s in project kernels' own code, the rest in NumPy/Numba "
-          f"implementations they call); LLVM {fp + mp + cg:.1f} s of it (function passes {fp:.1f}, "
-          f"module passes {mp:.1f}, machine code {cg:.1f}), the rest Numba's typing and lowering")
+    print(
+        f"\ncold demo in-process: {prof['total_cpu']:.1f} s CPU, of which compiling {compile_total:.1f} s "
+        f"({sum(ours.values()):.1f} s in project kernels' own code, the rest in NumPy/Numba "
+        f"implementations they call); LLVM {fp + mp + cg:.1f} s of it (function passes {fp:.1f}, "
+        f"module passes {mp:.1f}, machine code {cg:.1f}), the rest Numba's typing and lowering"
+    )
     print(f"  {'seconds':>8}  {'LLVM fn/mod/code':>17}  kernel")
     for name, sec in sorted(exclusive.items(), key=lambda kv: -kv[1])[:30]:
         sigs = prof["specializations"].get(name)

@@ -36,14 +36,17 @@ V = 8
 
 pytestmark = pytest.mark.skipif(not BIG, reason="set CUPEL_BENCH_BIG=1 (10M rows, several GB, minutes)")
 
-VARIANTS_SRC = """
+VARIANTS_SRC = (
+    """
 import numpy as np, cupel_np as c
 BASE = [c.RecencyScorer(), c.PriorityScorer(), c.KindScorer(), c.ReflexiveScorer()]
 rng = np.random.default_rng(1)
 VARIANTS = [(f"v{i}", c.Policy(c.CompositeScorer(tuple(zip(BASE, rng.uniform(0.1, 1.0, 4))))))
             for i in range(%d)]
 BUDGET = c.ContextBudget(8000, 6000)
-""" % V
+"""
+    % V
+)
 
 
 def _write_corpus(d: Path, rows: int) -> None:
@@ -61,22 +64,34 @@ def _write_corpus(d: Path, rows: int) -> None:
         n = hi - lo
         s, p = sid[lo:hi], pos[lo:hi]
         content = pc.binary_join_element_wise(
-            "session ", pa.array(s).cast(pa.string()), " turn ", pa.array(p).cast(pa.string()),
-            pa.array(rng.integers(0, 10**9, n)).cast(pa.string()), " ...tool output and notes", "")
-        t = pa.table({
-            "session_id": s,
-            "content": content,
-            "tokens": rng.integers(1, 400, n),
-            "kind": kinds.take(pa.array(rng.integers(0, 5, n))),
-            "priority": pa.array(rng.integers(0, 100, n), mask=rng.random(n) < 0.5),
-            "timestamp": pa.array((1_700_000_000_000_000 + s * 10**9 + p * 10**6).astype("datetime64[us]"),
-                                  pa.timestamp("us", tz="UTC")),
-            "pinned": p == 0,
-        })
+            "session ",
+            pa.array(s).cast(pa.string()),
+            " turn ",
+            pa.array(p).cast(pa.string()),
+            pa.array(rng.integers(0, 10**9, n)).cast(pa.string()),
+            " ...tool output and notes",
+            "",
+        )
+        t = pa.table(
+            {
+                "session_id": s,
+                "content": content,
+                "tokens": rng.integers(1, 400, n),
+                "kind": kinds.take(pa.array(rng.integers(0, 5, n))),
+                "priority": pa.array(rng.integers(0, 100, n), mask=rng.random(n) < 0.5),
+                "timestamp": pa.array(
+                    (1_700_000_000_000_000 + s * 10**9 + p * 10**6).astype("datetime64[us]"),
+                    pa.timestamp("us", tz="UTC"),
+                ),
+                "pinned": p == 0,
+            }
+        )
         pq.write_table(t, d / f"part-{f:02d}.parquet", row_group_size=200_000)
 
 
-IN_PROCESS = VARIANTS_SRC + """
+IN_PROCESS = (
+    VARIANTS_SRC
+    + """
 import json, resource, sys, time
 from cupel_np.io import sweep_parquet
 src, out = sys.argv[1], sys.argv[2]
@@ -89,12 +104,16 @@ dt = time.perf_counter() - t0
 print(json.dumps({"seconds": dt, "rows": tot["rows"], "sets": tot["sets"], "swing": tot["swing"],
                   "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
 """
+)
 
-WARM = VARIANTS_SRC + """
+WARM = (
+    VARIANTS_SRC
+    + """
 import cupel_np as c, pyarrow.parquet as pq, sys
 t = pq.read_table(sys.argv[1]).slice(0, 20000)
 c.sweep(c.ItemTable.from_arrow(t, set_column="session_id"), BUDGET, VARIANTS).diffs_table()
 """
+)
 
 
 def _peak_rss() -> int:
@@ -120,28 +139,52 @@ def test_dask_local2_vs_in_process(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     subprocess.run([sys.executable, "-c", WARM, str(data / "part-00.parquet")], check=True, env=env)  # compile
 
-    r = subprocess.run([sys.executable, "-c", IN_PROCESS, str(data), str(tmp_path / "mem")], check=True,
-                       env=env, capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-c", IN_PROCESS, str(data), str(tmp_path / "mem")],
+        check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     mem = json.loads(r.stdout.strip().splitlines()[-1])
 
     ns: dict = {}
     exec(VARIANTS_SRC, ns)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                      memory_limit=0) as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", memory_limit=0
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         # the shuffle alone: read + shuffle on the set key + count, same frame as the sweep builds
         ps, schema = pieces(data)
-        meta = schema.empty_table().append_column(cdask.ROW, pa.array([], pa.int64())).to_pandas(
-            types_mapper=__import__("pandas").ArrowDtype)
-        ddf = dd.from_map(cdask._read_piece_frame, ps, schema=schema, base=partition_base(data), meta=meta,
-                          divisions=[None] * (len(ps) + 1), enforce_metadata=False)
+        meta = (
+            schema.empty_table()
+            .append_column(cdask.ROW, pa.array([], pa.int64()))
+            .to_pandas(types_mapper=__import__("pandas").ArrowDtype)
+        )
+        ddf = dd.from_map(
+            cdask._read_piece_frame,
+            ps,
+            schema=schema,
+            base=partition_base(data),
+            meta=meta,
+            divisions=[None] * (len(ps) + 1),
+            enforce_metadata=False,
+        )
         t0 = time.perf_counter()
-        n = ddf.shuffle(on="session_id", npartitions=ddf.npartitions, shuffle_method="tasks") \
-            .map_partitions(len).compute().sum()
+        n = (
+            ddf.shuffle(on="session_id", npartitions=ddf.npartitions, shuffle_method="tasks")
+            .map_partitions(len)
+            .compute()
+            .sum()
+        )
         shuffle_s = time.perf_counter() - t0
         assert n == ROWS
         client.restart()  # fresh workers: their peak RSS is the sweep's alone
-        s = cdask.sweep(data, ns["BUDGET"], ns["VARIANTS"], set_column="session_id", out_dir=tmp_path / "dk",
-                        client=client)
+        s = cdask.sweep(
+            data, ns["BUDGET"], ns["VARIANTS"], set_column="session_id", out_dir=tmp_path / "dk", client=client
+        )
         peaks = client.run(_peak_rss)
     assert s["rows"] == mem["rows"] == ROWS and s["sets"] == mem["sets"] and s["swing"] == mem["swing"]
     iv = ROWS * V

@@ -113,19 +113,25 @@ def make_items(n: int, seed: int = 11) -> c.ItemTable:
     tokens[rng.random(n) < 0.01] = 0
     vocab = np.array([f"tag{i}" for i in range(500)])
     k = rng.integers(0, 4, n)
-    tags = pa.ListArray.from_arrays(pa.array(np.concatenate([[0], np.cumsum(k)]), pa.int32()),
-                                    pa.array(vocab[rng.integers(0, len(vocab), int(k.sum()))]))
+    tags = pa.ListArray.from_arrays(
+        pa.array(np.concatenate([[0], np.cumsum(k)]), pa.int32()),
+        pa.array(vocab[rng.integers(0, len(vocab), int(k.sum()))]),
+    )
     kinds = np.array(["Message", "Document", "ToolOutput", "Memory", "SystemPrompt"])
     ts = (1_700_000_000_000_000 + rng.integers(0, 10**12, n)).astype("datetime64[us]")
-    return c.ItemTable.from_arrow(pa.table({
-        "content": pa.array([f"item {i}" for i in range(n)]),
-        "tokens": tokens,
-        "kind": pa.array(kinds[rng.integers(0, len(kinds), n)]),
-        "priority": pa.array(rng.integers(0, 100, n), mask=rng.random(n) >= 0.5),
-        "tags": tags,
-        "timestamp": pa.array(ts, pa.timestamp("us", tz="UTC"), mask=rng.random(n) >= 0.7),
-        "future_relevance_hint": pa.array(rng.random(n), mask=rng.random(n) >= 0.8),
-    }))
+    return c.ItemTable.from_arrow(
+        pa.table(
+            {
+                "content": pa.array([f"item {i}" for i in range(n)]),
+                "tokens": tokens,
+                "kind": pa.array(kinds[rng.integers(0, len(kinds), n)]),
+                "priority": pa.array(rng.integers(0, 100, n), mask=rng.random(n) >= 0.5),
+                "tags": tags,
+                "timestamp": pa.array(ts, pa.timestamp("us", tz="UTC"), mask=rng.random(n) >= 0.7),
+                "future_relevance_hint": pa.array(rng.random(n), mask=rng.random(n) >= 0.8),
+            }
+        )
+    )
 
 
 def policy(bucket: int, seed: int = 3) -> c.Policy:
@@ -176,7 +182,7 @@ def test_knapsack_cells_per_second(benchmark, n, bucket):
         return _old_knapsack_pick(tok, score, cand, target, bucket, 2**40, out_old, 0)
 
     a, b = new(), old()
-    assert a == b and (out_new[:a[0]] == out_old[:b[0]]).all()  # same selection, same order
+    assert a == b and (out_new[: a[0]] == out_old[: b[0]]).all()  # same selection, same order
     rounds = 3 if cells < 10**9 else 1
     # new, old, new: the better of the two new medians, so a burst of load on the shared
     # machine during one of them does not decide the ratio
@@ -184,11 +190,18 @@ def test_knapsack_cells_per_second(benchmark, n, bucket):
     t_old = _median(old, rounds)
     t_new = min(t_new, _median(new, rounds))
     ratio = t_old / t_new
-    benchmark.extra_info.update(cells=cells, run_cells_per_s=cells / t_run, kernel_cells_per_s=cells / t_new,
-                                old_kernel_cells_per_s=cells / t_old, ratio=ratio)
-    print(f"\nknapsack {n:,} items bucket {bucket}: {cells / 1e6:,.0f}M cells; run_policy {t_run:.3f}s = "
-          f"{cells / t_run / 1e9:.2f}G cells/s; kernel {cells / t_new / 1e9:.2f}G cells/s vs old "
-          f"{cells / t_old / 1e9:.2f}G cells/s: {ratio:.1f}x")
+    benchmark.extra_info.update(
+        cells=cells,
+        run_cells_per_s=cells / t_run,
+        kernel_cells_per_s=cells / t_new,
+        old_kernel_cells_per_s=cells / t_old,
+        ratio=ratio,
+    )
+    print(
+        f"\nknapsack {n:,} items bucket {bucket}: {cells / 1e6:,.0f}M cells; run_policy {t_run:.3f}s = "
+        f"{cells / t_run / 1e9:.2f}G cells/s; kernel {cells / t_new / 1e9:.2f}G cells/s vs old "
+        f"{cells / t_old / 1e9:.2f}G cells/s: {ratio:.1f}x"
+    )
     assert ratio >= 3.0
 
 
@@ -202,10 +215,14 @@ def test_knapsack_exact_mode_cells_per_second():
     cells = int((tok > 0).sum()) * (target // bucket + 1)
     out = np.empty(n, dtype=np.int64)
     sk.knapsack_pick(tok, score, cand, target, bucket, c.engine.batch.KNAPSACK_MAX_CELLS, out, 0)
-    t_new = _median(lambda: sk.knapsack_pick(tok, score, cand, target, bucket, c.engine.batch.KNAPSACK_MAX_CELLS, out, 0), 3)
+    t_new = _median(
+        lambda: sk.knapsack_pick(tok, score, cand, target, bucket, c.engine.batch.KNAPSACK_MAX_CELLS, out, 0), 3
+    )
     t_old = _median(lambda: _old_knapsack_pick(tok, score, cand, target, bucket, 2**40, out, 0), 3)
-    print(f"\nknapsack exact (split-row) mode, 5,000 items bucket 10: {cells / t_new / 1e9:.2f}G cells/s; "
-          f"old saturating kernel {cells / t_old / 1e9:.2f}G cells/s: {t_old / t_new:.1f}x")
+    print(
+        f"\nknapsack exact (split-row) mode, 5,000 items bucket 10: {cells / t_new / 1e9:.2f}G cells/s; "
+        f"old saturating kernel {cells / t_old / 1e9:.2f}G cells/s: {t_old / t_new:.1f}x"
+    )
 
 
 def test_knapsack_50k_bucket_10():

@@ -75,8 +75,18 @@ def measure_one_set(v: int, frac: float, placer: str, slicer: str, threads: int)
     c.sweep(t, budget, vs[:2], threads=threads).diffs_table()  # compile + warm
     ref_w, ref_c = _argsorts(N_ONE, v)
     w, cpu = _median_wall_cpu(lambda: c.sweep(t, budget, vs, threads=threads).diffs_table())
-    row = dict(case="1M set", v=v, target=f"{frac:.2%}", placer=placer, slicer=slicer, threads=threads,
-               seconds=w, ref=ref_w, ratio=w / ref_w, cpu_ratio=cpu / ref_c if threads == 1 else None)
+    row = dict(
+        case="1M set",
+        v=v,
+        target=f"{frac:.2%}",
+        placer=placer,
+        slicer=slicer,
+        threads=threads,
+        seconds=w,
+        ref=ref_w,
+        ratio=w / ref_w,
+        cpu_ratio=cpu / ref_c if threads == 1 else None,
+    )
     RESULTS.append(row)
     return row
 
@@ -96,23 +106,38 @@ def measure_corpus(threads: int, n_sets: int = N_SETS, v: int = 8) -> dict:
     ref_w, _ = _argsorts(n, v, 2)
     w, _ = _median_wall_cpu(lambda: c.sweep(corpus, b_corpus, vs, threads=threads).diffs_table())
     ws, _ = _median_wall_cpu(lambda: c.sweep(single, b_single, vs, threads=threads).diffs_table())
-    row = dict(case=f"corpus {n_sets:,} x 50", v=v, target="25%/set", placer="chronological", slicer="greedy",
-               threads=threads, seconds=w, ref=ref_w, ratio=w / ref_w, cpu_ratio=None,
-               ns_per_item_variant=w / (n * v) * 1e9, vs_one_set=w / ws)
+    row = dict(
+        case=f"corpus {n_sets:,} x 50",
+        v=v,
+        target="25%/set",
+        placer="chronological",
+        slicer="greedy",
+        threads=threads,
+        seconds=w,
+        ref=ref_w,
+        ratio=w / ref_w,
+        cpu_ratio=None,
+        ns_per_item_variant=w / (n * v) * 1e9,
+        vs_one_set=w / ws,
+    )
     RESULTS.append(row)
     return row
 
 
 def format_table(rows) -> str:
-    out = ["| case | V | target | placer | slicer | threads | median s | argsorts s | ratio | CPU ratio |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| case | V | target | placer | slicer | threads | median s | argsorts s | ratio | CPU ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         extra = ""
         if "ns_per_item_variant" in r:
             extra = f" ({r['ns_per_item_variant']:.0f} ns/item-variant, {r['vs_one_set']:.2f}x one set)"
         cpu = f"{r['cpu_ratio']:.2f}" if r.get("cpu_ratio") is not None else ""
-        out.append(f"| {r['case']} | {r['v']} | {r['target']} | {r['placer']} | {r['slicer']} | {r['threads']} "
-                   f"| {r['seconds']:.2f} | {r['ref']:.2f} | {r['ratio']:.2f}{extra} | {cpu} |")
+        out.append(
+            f"| {r['case']} | {r['v']} | {r['target']} | {r['placer']} | {r['slicer']} | {r['threads']} "
+            f"| {r['seconds']:.2f} | {r['ref']:.2f} | {r['ratio']:.2f}{extra} | {cpu} |"
+        )
     return "\n".join(out)
 
 

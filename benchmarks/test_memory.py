@@ -44,27 +44,49 @@ def write_corpus(path: Path, rows: int, seed: int = 5) -> None:
     rng = np.random.default_rng(seed)
     kinds = pa.array(["Message", "ToolOutput", "Document", "Memory", "message"])
     schema = None
-    with pq.ParquetWriter(path, pa.schema([
-        ("session_id", pa.int64()), ("content", pa.string()), ("tokens", pa.int64()), ("kind", pa.string()),
-        ("priority", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC")), ("pinned", pa.bool_())]),
-            compression="zstd") as w:
+    with pq.ParquetWriter(
+        path,
+        pa.schema(
+            [
+                ("session_id", pa.int64()),
+                ("content", pa.string()),
+                ("tokens", pa.int64()),
+                ("kind", pa.string()),
+                ("priority", pa.int64()),
+                ("timestamp", pa.timestamp("us", tz="UTC")),
+                ("pinned", pa.bool_()),
+            ]
+        ),
+        compression="zstd",
+    ) as w:
         for lo in range(0, rows, GROUP):
             n = min(GROUP, rows - lo)
             r = np.arange(lo, lo + n)
             s, p = r // SET_SIZE, r % SET_SIZE
             content = pc.binary_join_element_wise(
-                "s", pa.array(s).cast(pa.string()), " t", pa.array(p).cast(pa.string()), " ",
-                pa.array(rng.integers(10**8, 10**9, n)).cast(pa.string()), " tool output", "")
-            t = pa.table({
-                "session_id": s,
-                "content": content,
-                "tokens": rng.integers(1, 400, n),
-                "kind": kinds.take(pa.array(rng.integers(0, 5, n))),
-                "priority": pa.array(rng.integers(0, 100, n), mask=rng.random(n) < 0.5),
-                "timestamp": pa.array((1_700_000_000_000_000 + s * 10**9 + p * 10**6).astype("datetime64[us]"),
-                                      pa.timestamp("us", tz="UTC")),
-                "pinned": p == 0,
-            })
+                "s",
+                pa.array(s).cast(pa.string()),
+                " t",
+                pa.array(p).cast(pa.string()),
+                " ",
+                pa.array(rng.integers(10**8, 10**9, n)).cast(pa.string()),
+                " tool output",
+                "",
+            )
+            t = pa.table(
+                {
+                    "session_id": s,
+                    "content": content,
+                    "tokens": rng.integers(1, 400, n),
+                    "kind": kinds.take(pa.array(rng.integers(0, 5, n))),
+                    "priority": pa.array(rng.integers(0, 100, n), mask=rng.random(n) < 0.5),
+                    "timestamp": pa.array(
+                        (1_700_000_000_000_000 + s * 10**9 + p * 10**6).astype("datetime64[us]"),
+                        pa.timestamp("us", tz="UTC"),
+                    ),
+                    "pinned": p == 0,
+                }
+            )
             schema = schema or w.schema
             w.write_table(t.cast(schema))
 
@@ -79,9 +101,24 @@ print(rc, time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
 
 def cli(path: Path, out: Path, *extra: str) -> dict:
     """One CLI run in a fresh child: exit code, wall seconds and the child's peak RSS."""
-    argv = [sys.executable, "-m", "cupel_np", "sensitivity", str(path), *[a for p in PRESETS for a in ("--preset", p)],
-            "--max-tokens", "8000", "--target-tokens", "6000", "--set-column", "session_id", "--out", str(out),
-            "--quiet", *extra]
+    argv = [
+        sys.executable,
+        "-m",
+        "cupel_np",
+        "sensitivity",
+        str(path),
+        *[a for p in PRESETS for a in ("--preset", p)],
+        "--max-tokens",
+        "8000",
+        "--target-tokens",
+        "6000",
+        "--set-column",
+        "session_id",
+        "--out",
+        str(out),
+        "--quiet",
+        *extra,
+    ]
     res = subprocess.run([sys.executable, "-c", WRAP, *argv], capture_output=True, text=True, check=True)
     rc, sec, rss = res.stdout.split()
     assert rc == "0", res.stderr
@@ -108,13 +145,17 @@ def test_streaming_cli_memory_is_flat(tmp_path):
     mem = cli(small, tmp_path / "mem", "--memory-limit", "64G")
     st = cli(small, tmp_path / "st", "--memory-limit", "2G")
     ub = _uncompressed(small)
-    lines.append(f"{COMPARE:,} rows: in memory {mem['seconds']:.1f}s peak {_gib(mem['peak_rss'])} "
-                 f"({mem['peak_rss'] / COMPARE:.0f} B/row, {mem['peak_rss'] / ub:.1f}x uncompressed); streamed "
-                 f"{st['seconds']:.1f}s peak {_gib(st['peak_rss'])}; streamed/in-memory time "
-                 f"{st['seconds'] / mem['seconds']:.2f}x")
+    lines.append(
+        f"{COMPARE:,} rows: in memory {mem['seconds']:.1f}s peak {_gib(mem['peak_rss'])} "
+        f"({mem['peak_rss'] / COMPARE:.0f} B/row, {mem['peak_rss'] / ub:.1f}x uncompressed); streamed "
+        f"{st['seconds']:.1f}s peak {_gib(st['peak_rss'])}; streamed/in-memory time "
+        f"{st['seconds'] / mem['seconds']:.2f}x"
+    )
     for a in ("items", "diffs", "variants"):
-        assert pq.read_metadata(tmp_path / "st" / f"{a}.parquet").num_rows == \
-            pq.read_metadata(tmp_path / "mem" / f"{a}.parquet").num_rows, a
+        assert (
+            pq.read_metadata(tmp_path / "st" / f"{a}.parquet").num_rows
+            == pq.read_metadata(tmp_path / "mem" / f"{a}.parquet").num_rows
+        ), a
     small.unlink()
     peaks = []
     for rows in SIZES:
@@ -124,9 +165,11 @@ def test_streaming_cli_memory_is_flat(tmp_path):
         gen = time.perf_counter() - t0
         r = cli(f, tmp_path / f"out-{rows}", "--memory-limit", "2G")
         peaks.append(r["peak_rss"])
-        lines.append(f"{rows:,} rows ({f.stat().st_size / 2**20:.0f} MiB on disk, generated in {gen:.0f}s): "
-                     f"streamed {r['seconds']:.1f}s ({rows * len(PRESETS) / r['seconds'] / 1e6:.2f}M item-variants/s), "
-                     f"peak RSS {_gib(r['peak_rss'])}")
+        lines.append(
+            f"{rows:,} rows ({f.stat().st_size / 2**20:.0f} MiB on disk, generated in {gen:.0f}s): "
+            f"streamed {r['seconds']:.1f}s ({rows * len(PRESETS) / r['seconds'] / 1e6:.2f}M item-variants/s), "
+            f"peak RSS {_gib(r['peak_rss'])}"
+        )
         f.unlink()
     print("\n" + "\n".join(lines))
     assert max(peaks) <= 2 * 2**30, peaks

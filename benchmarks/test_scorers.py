@@ -65,20 +65,27 @@ def make_corpus(n: int, seed: int = 11) -> c.ItemTable:
     has = rng.random(n) < 0.33
     md_off = np.concatenate([[0], np.cumsum(has)]).astype(np.int32)
     md = pa.MapArray.from_arrays(
-        pa.array(md_off), pa.array(["cupel:trust"]).take(pa.array(np.zeros(int(has.sum()), dtype=np.int64))),
-        pa.array(trust).take(pa.array(rng.integers(0, 5, int(has.sum())))))
+        pa.array(md_off),
+        pa.array(["cupel:trust"]).take(pa.array(np.zeros(int(has.sum()), dtype=np.int64))),
+        pa.array(trust).take(pa.array(rng.integers(0, 5, int(has.sum())))),
+    )
     ts = (1_700_000_000_000_000 + rng.integers(0, 10**12, n)).astype("datetime64[us]")
-    return c.ItemTable.from_arrow(pa.table({
-        "set": set_id,
-        "content": pc.binary_join_element_wise("item ", pa.array(np.arange(n)).cast(pa.string()), ""),
-        "tokens": tokens,
-        "kind": pa.array(kinds).take(pa.array(rng.integers(0, len(kinds), n))),
-        "priority": pa.array(rng.integers(0, 100, n), mask=rng.random(n) < 0.5),
-        "tags": pa.ListArray.from_arrays(pa.array(offsets), flat),
-        "metadata": md,
-        "timestamp": pa.array(ts, pa.timestamp("us", tz="UTC"), mask=rng.random(n) < 0.3),
-        "future_relevance_hint": pa.array(rng.uniform(0.0, 1.0, n), mask=rng.random(n) < 0.2),
-    }), set_column="set")
+    return c.ItemTable.from_arrow(
+        pa.table(
+            {
+                "set": set_id,
+                "content": pc.binary_join_element_wise("item ", pa.array(np.arange(n)).cast(pa.string()), ""),
+                "tokens": tokens,
+                "kind": pa.array(kinds).take(pa.array(rng.integers(0, len(kinds), n))),
+                "priority": pa.array(rng.integers(0, 100, n), mask=rng.random(n) < 0.5),
+                "tags": pa.ListArray.from_arrays(pa.array(offsets), flat),
+                "metadata": md,
+                "timestamp": pa.array(ts, pa.timestamp("us", tz="UTC"), mask=rng.random(n) < 0.3),
+                "future_relevance_hint": pa.array(rng.uniform(0.0, 1.0, n), mask=rng.random(n) < 0.2),
+            }
+        ),
+        set_column="set",
+    )
 
 
 _CORPORA: dict[int, tuple] = {}
@@ -150,8 +157,13 @@ def test_corpus_linearity():
     for name in SCORERS:
         row = [cpu[name, n] for n in CORPUS_SIZES]
         ratio = row[-1] / row[0]
-        print(f"{name:<16}{'':<5}" + "".join(f"{v:11.1f}" for v in row) + f"  {'':<6}"
-              + "".join(f"{wall[name, n]:11.1f}" for n in CORPUS_SIZES) + f"  {ratio:.2f}")
+        print(
+            f"{name:<16}{'':<5}"
+            + "".join(f"{v:11.1f}" for v in row)
+            + f"  {'':<6}"
+            + "".join(f"{wall[name, n]:11.1f}" for n in CORPUS_SIZES)
+            + f"  {ratio:.2f}"
+        )
         if ratio > 4.0:
             bad.append((name, ratio))
     assert not bad, bad

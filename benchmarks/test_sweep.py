@@ -28,8 +28,7 @@ def weight_variants(v: int, seed: int = 1, slicer=None):
     rng = np.random.default_rng(seed)
     out = []
     for i in range(v):
-        pol = c.Policy(c.CompositeScorer(tuple(zip(BASE, rng.uniform(0.1, 1.0, 4)))),
-                       slicer=slicer or c.GreedySlice())
+        pol = c.Policy(c.CompositeScorer(tuple(zip(BASE, rng.uniform(0.1, 1.0, 4)))), slicer=slicer or c.GreedySlice())
         out.append((f"v{i}", pol))
     return out
 
@@ -57,7 +56,9 @@ def test_sweep_1m_16_variants_vs_16_argsorts(benchmark, table_1m):
     res = benchmark.pedantic(lambda: c.sweep(table_1m, budget, vs).diffs_table(), rounds=3, iterations=1)
     ratio = benchmark.stats.stats.median / ref
     benchmark.extra_info.update(argsorts_median_s=ref, ratio=ratio, swing_rows=res.num_rows)
-    print(f"\nsweep 1M x 16 -> diffs_table: {benchmark.stats.stats.median:.3f}s; 16 argsorts {ref:.3f}s; ratio {ratio:.2f}")
+    print(
+        f"\nsweep 1M x 16 -> diffs_table: {benchmark.stats.stats.median:.3f}s; 16 argsorts {ref:.3f}s; ratio {ratio:.2f}"
+    )
     assert ratio <= 2.0
 
 
@@ -77,8 +78,10 @@ def test_policy_sensitivity_reads_are_lazy(benchmark, table_1m):
     t0 = time.perf_counter()
     rep.diffs[len(rep.diffs) // 2]
     one_entry = time.perf_counter() - t0
-    print(f"\npolicy_sensitivity 1M x 16 + len/one entry: {benchmark.stats.stats.median:.3f}s "
-          f"({ratio:.2f}x the sweep alone); {n} swinging; one more entry {one_entry * 1e6:.0f} us")
+    print(
+        f"\npolicy_sensitivity 1M x 16 + len/one entry: {benchmark.stats.stats.median:.3f}s "
+        f"({ratio:.2f}x the sweep alone); {n} swinging; one more entry {one_entry * 1e6:.0f} us"
+    )
     assert ratio <= 1.25 and one_entry < 0.01
 
 
@@ -111,8 +114,10 @@ def test_knapsack_throughput(benchmark):
     benchmark.pedantic(lambda: c.sweep(t, budget, vs), rounds=2, iterations=1)
     per_variant = benchmark.stats.stats.median / 2
     cells = 100_000 * 641
-    print(f"\nknapsack 100k items, target 64k, bucket 100: {per_variant:.3f}s per variant "
-          f"= {100_000 / per_variant:,.0f} items/s, {cells / per_variant / 1e6:,.0f}M DP cells/s")
+    print(
+        f"\nknapsack 100k items, target 64k, bucket 100: {per_variant:.3f}s per variant "
+        f"= {100_000 / per_variant:,.0f} items/s, {cells / per_variant / 1e6:,.0f}M DP cells/s"
+    )
 
 
 def _corpus_vs_single(v=8):
@@ -122,7 +127,9 @@ def _corpus_vs_single(v=8):
     sid = np.repeat(np.arange(n // 50), 50)
     corpus = c.ItemTable.from_arrow(base.table.append_column("sid", pa.array(sid)), set_column="sid")
     vs = weight_variants(v)
-    c.sweep(c.ItemTable.from_arrow(corpus.table.slice(0, 5000), set_column="sid"), c.ContextBudget(20_000, 8_000), vs[:2])
+    c.sweep(
+        c.ItemTable.from_arrow(corpus.table.slice(0, 5000), set_column="sid"), c.ContextBudget(20_000, 8_000), vs[:2]
+    )
     t_single = _median(lambda: c.sweep(single, c.ContextBudget(2_000_000, 64_000), vs).diffs_table(), 2)
     t_corpus = _median(lambda: c.sweep(corpus, c.ContextBudget(20_000, 8_000), vs).diffs_table(), 2)
     return t_single, t_corpus
@@ -154,10 +161,16 @@ print(table_rss / 1e9, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
 
 @pytest.mark.skipif(not BIG, reason="set CUPEL_BENCH_BIG=1 (5M items, several GB)")
 def test_peak_memory_5m_x_16():
-    out = subprocess.run([sys.executable, "-c", MEM_SCRIPT.format(bench=str(Path(__file__).parent))],
-                         capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", MEM_SCRIPT.format(bench=str(Path(__file__).parent))],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     table_gb, peak_gb, sweep_gb = (float(x) for x in out)
     per = sweep_gb * 1e9 / (5_000_000 * 16)
-    print(f"\n5M x 16: process peak RSS {peak_gb:.2f} GB; items table {table_gb:.2f} GB resident; "
-          f"the sweep's own peak (NumPy, tracemalloc) {sweep_gb:.2f} GB = {per:.1f} bytes per item per variant")
+    print(
+        f"\n5M x 16: process peak RSS {peak_gb:.2f} GB; items table {table_gb:.2f} GB resident; "
+        f"the sweep's own peak (NumPy, tracemalloc) {sweep_gb:.2f} GB = {per:.1f} bytes per item per variant"
+    )
     assert peak_gb < 3.0

@@ -72,4 +72,3 @@ from cupel_np.analysis.sensitivity import (
     policy_sensitivity,
     sweep,
 )
-

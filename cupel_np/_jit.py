@@ -66,8 +66,7 @@ def _type_calls_without_literals(d) -> None:
     resolve = d.get_call_template
 
     def get_call_template(args, kws):
-        return resolve(tuple(nbtypes.unliteral(a) for a in args),
-                       {k: nbtypes.unliteral(v) for k, v in kws.items()})
+        return resolve(tuple(nbtypes.unliteral(a) for a in args), {k: nbtypes.unliteral(v) for k, v in kws.items()})
 
     d.get_call_template = get_call_template
 

@@ -16,9 +16,7 @@ def ascii_fold(s: str) -> str:
 # Rust's `str::parse::<f64>()` grammar: optional sign, then inf / infinity / nan (any case), or
 # decimal digits with an optional fraction and exponent. No surrounding whitespace, no '_',
 # no hex, and at least one digit in the mantissa.
-_RUST_F64 = re.compile(
-    r"[+-]?(?:(?ai:inf|infinity|nan)|(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
-)
+_RUST_F64 = re.compile(r"[+-]?(?:(?ai:inf|infinity|nan)|(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
 
 
 def parse_rust_f64(s: str) -> float | None:

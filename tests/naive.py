@@ -571,9 +571,7 @@ def build_scorer(entry):
         children = _composite_children(entry)
         if not isinstance(children, list):
             _invalid("composite needs a 'scorers' (or 'children') list")
-        return CompositeScorer(
-            [(build_scorer(child), _entry_weight(child)) for child in children]
-        )
+        return CompositeScorer([(build_scorer(child), _entry_weight(child)) for child in children])
 
     if scorer_type == "scaled":
         if isinstance(entry.get("inner"), dict):
@@ -776,9 +774,7 @@ def quota_slice(scored, pool, target_tokens, quotas, inner_name, bucket_size):
         cap_pct = quotas[kind][1] if kind in quotas else 100.0
         cap = math.floor(cap_pct / 100.0 * target_tokens)
         sub_target = min(kind_budget, cap)
-        all_selected.extend(
-            _run_inner(inner_name, bucket_size, scored, partitions[kind], sub_target)
-        )
+        all_selected.extend(_run_inner(inner_name, bucket_size, scored, partitions[kind], sub_target))
     return all_selected
 
 
@@ -812,9 +808,7 @@ def _distribute_budget(partitions, candidate_token_mass, target_tokens, quotas):
         proportional = 0
         if total_mass_for_distribution > 0 and cap > require:
             proportional = math.floor(
-                float(unassigned_budget)
-                * float(candidate_token_mass[kind])
-                / float(total_mass_for_distribution)
+                float(unassigned_budget) * float(candidate_token_mass[kind]) / float(total_mass_for_distribution)
             )
         kind_budget = require + proportional
         if kind_budget > cap:
@@ -823,8 +817,7 @@ def _distribute_budget(partitions, candidate_token_mass, target_tokens, quotas):
     return kind_budgets
 
 
-def count_slice(scored, pool, max_tokens, target_tokens, entries, scarcity,
-                inner_name, bucket_size, resort_phase2):
+def count_slice(scored, pool, max_tokens, target_tokens, entries, scarcity, inner_name, bucket_size, resort_phase2):
     """CountQuotaSlice / CountConstrainedKnapsackSlice.
 
     entries: list of (kind_as_written, require_count, cap_count), config order
@@ -869,8 +862,7 @@ def count_slice(scored, pool, max_tokens, target_tokens, entries, scarcity,
             if scarcity == "throw":
                 raise NaiveError(
                     "scarcity",
-                    f"candidate pool for kind '{kind}' has {satisfied} items "
-                    f"but RequireCount is {require_count}.",
+                    f"candidate pool for kind '{kind}' has {satisfied} items but RequireCount is {require_count}.",
                 )
             shortfalls.append((kind, require_count, satisfied))
 
@@ -890,8 +882,7 @@ def count_slice(scored, pool, max_tokens, target_tokens, entries, scarcity,
     for pos in inner_selected:
         kind = ascii_fold(scored[pos][0]["kind"])
         count = selected_count.get(kind, 0)
-        if (kind in entry_by_kind and entry_by_kind[kind][1] is not NO_CAP
-                and count >= entry_by_kind[kind][1]):
+        if kind in entry_by_kind and entry_by_kind[kind][1] is not NO_CAP and count >= entry_by_kind[kind][1]:
             cap_excluded_count += 1  # cap exceeded
         else:
             result.append(pos)
@@ -1013,12 +1004,17 @@ def _run_slicer(spec, scored, pool, max_tokens, target_tokens):
     if name == "knapsack":
         return knapsack_slice(scored, pool, target_tokens, spec["bucket_size"]), [], 0
     if name == "quota":
-        selected = quota_slice(scored, pool, target_tokens, spec["quotas"],
-                               spec["inner"], spec["bucket_size"])
+        selected = quota_slice(scored, pool, target_tokens, spec["quotas"], spec["inner"], spec["bucket_size"])
         return selected, [], 0
     return count_slice(
-        scored, pool, max_tokens, target_tokens, spec["entries"], spec["scarcity"],
-        spec["inner"], spec["bucket_size"],
+        scored,
+        pool,
+        max_tokens,
+        target_tokens,
+        spec["entries"],
+        spec["scarcity"],
+        spec["inner"],
+        spec["bucket_size"],
         resort_phase2=(name == "count_constrained_knapsack"),
     )
 
@@ -1141,9 +1137,7 @@ def compute_effective_budget(budget, pinned_tokens):
     reserved_tokens = 0
     for count in budget["reserved_slots"].values():
         reserved_tokens = reserved_tokens + count
-    effective_max = max(
-        0, budget["max_tokens"] - budget["output_reserve"] - pinned_tokens - reserved_tokens
-    )
+    effective_max = max(0, budget["max_tokens"] - budget["output_reserve"] - pinned_tokens - reserved_tokens)
     effective_target = max(0, budget["target_tokens"] - pinned_tokens - reserved_tokens)
     effective_target = min(effective_target, effective_max)
 
@@ -1205,8 +1199,7 @@ def run_pipeline(items, budget, config):
     if pinned_tokens > available_for_pinned:
         raise NaiveError(
             "pinned_exceeds_budget",
-            f"Pinned items require {pinned_tokens} tokens, but only "
-            f"{available_for_pinned} are available",
+            f"Pinned items require {pinned_tokens} tokens, but only {available_for_pinned} are available",
         )
 
     # ---- Stage 2: Score (allItems = the scoreable list) --------------------
@@ -1262,10 +1255,8 @@ def run_pipeline(items, budget, config):
         item = rows[row]
         tokens = item["tokens"]
         kind = ascii_fold(item["kind"])
-        if (pinned_tokens > 0 and tokens > effective_target
-                and tokens <= b["target_tokens"] - b["output_reserve"]):
-            excluded.append((row, score, "PinnedOverride",
-                             {"displaced_by": rows[pinned[0]]["content"]}))
+        if pinned_tokens > 0 and tokens > effective_target and tokens <= b["target_tokens"] - b["output_reserve"]:
+            excluded.append((row, score, "PinnedOverride", {"displaced_by": rows[pinned[0]]["content"]}))
             continue
         if kind in count_caps:
             cap = count_caps[kind]
@@ -1274,12 +1265,16 @@ def run_pipeline(items, budget, config):
                 if ascii_fold(rows[sliced_row]["kind"]) == kind:
                     count += 1
             if count >= cap and tokens <= effective_target:
-                excluded.append((row, score, "CountCapExceeded",
-                                 {"kind": item["kind"], "cap": cap, "count": count}))
+                excluded.append((row, score, "CountCapExceeded", {"kind": item["kind"], "cap": cap, "count": count}))
                 continue
-        excluded.append((row, score, "BudgetExceeded",
-                         {"item_tokens": tokens,
-                          "available_tokens": effective_target - sliced_tokens}))
+        excluded.append(
+            (
+                row,
+                score,
+                "BudgetExceeded",
+                {"item_tokens": tokens, "available_tokens": effective_target - sliced_tokens},
+            )
+        )
 
     # ---- Stage 6: Place -----------------------------------------------------
     merged = []  # (row, score, is_pinned)
@@ -1296,8 +1291,7 @@ def run_pipeline(items, budget, config):
         if overflow_strategy == "throw":
             raise NaiveError(
                 "overflow",
-                f"Selected items require {merged_tokens} tokens, exceeding "
-                f"target budget of {b['target_tokens']}",
+                f"Selected items require {merged_tokens} tokens, exceeding target budget of {b['target_tokens']}",
             )
         if overflow_strategy == "truncate":
             ordered = sorted(
@@ -1322,9 +1316,14 @@ def run_pipeline(items, budget, config):
             for row, _score, _is_pinned in kept:
                 kept_tokens = kept_tokens + rows[row]["tokens"]
             for row, score, _is_pinned in dropped:
-                excluded.append((row, score, "BudgetExceeded",
-                                 {"item_tokens": rows[row]["tokens"],
-                                  "available_tokens": b["target_tokens"] - kept_tokens}))
+                excluded.append(
+                    (
+                        row,
+                        score,
+                        "BudgetExceeded",
+                        {"item_tokens": rows[row]["tokens"], "available_tokens": b["target_tokens"] - kept_tokens},
+                    )
+                )
             merged = kept
         # "proceed": accept the over-budget selection unchanged
 
@@ -1429,6 +1428,5 @@ def policy_sensitivity(rows, variants, set_keys=None):
             values = [status[content][label] for label, _report in ok]
             if "Included" in values and "Excluded" in values:
                 diffs.append((content, [(label, status[content][label]) for label, _r in ok]))
-        out.append({"key": key, "rows": set_rows, "ok": ok, "failed": failed,
-                    "status": status, "diffs": diffs})
+        out.append({"key": key, "rows": set_rows, "ok": ok, "failed": failed, "status": status, "diffs": diffs})
     return out

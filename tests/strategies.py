@@ -28,9 +28,18 @@ PST = timezone(timedelta(hours=-8))
 CONTENTS = ["a", "b", "c", "d", "e", "f", "g", "A", "dup", "x y", "\u00e9t\u00e9", "\u00c9T\u00c9"]
 
 KINDS = [
-    "Message", "message", "MESSAGE", "Document", "document", "ToolOutput", "toolOutput",
-    "SystemPrompt", "Memory", "memory",
-    "\u00c4rger", "\u00e4rger",  # non-ASCII initial: these two are DIFFERENT kinds
+    "Message",
+    "message",
+    "MESSAGE",
+    "Document",
+    "document",
+    "ToolOutput",
+    "toolOutput",
+    "SystemPrompt",
+    "Memory",
+    "memory",
+    "\u00c4rger",
+    "\u00e4rger",  # non-ASCII initial: these two are DIFFERENT kinds
     "Custom",
     "\x1c",  # str.isspace() is True, but it is not Unicode White_Space: a valid kind
 ]
@@ -76,9 +85,37 @@ HINTS = [0.0, 0.25, 0.5, 1.0, -0.5, 1.5, 7, float("nan"), float("inf"), float("-
 # cupel:trust strings: Rust str::parse::<f64> grammar -- parseable, unparseable and
 # non-finite values.
 TRUST_VALUES = [
-    "0.7", "0.25", "1", "5.", "+.5", "-0.1", "1.5", "1e-1", "1E-1", "-0", "0.5",
-    "abc", " 0.5", "0.5 ", "", ".", "e5", "1e", "1_0", "0x1p-1", "\u0665", "+", "--1",
-    "inf", "-Infinity", "NaN", "nan", "INF", "infinity", "1e400", "1e-400",
+    "0.7",
+    "0.25",
+    "1",
+    "5.",
+    "+.5",
+    "-0.1",
+    "1.5",
+    "1e-1",
+    "1E-1",
+    "-0",
+    "0.5",
+    "abc",
+    " 0.5",
+    "0.5 ",
+    "",
+    ".",
+    "e5",
+    "1e",
+    "1_0",
+    "0x1p-1",
+    "\u0665",
+    "+",
+    "--1",
+    "inf",
+    "-Infinity",
+    "NaN",
+    "nan",
+    "INF",
+    "infinity",
+    "1e400",
+    "1e-400",
 ]
 # Non-ASCII letters that a Unicode case-insensitive regex would match to "i" / "n"; Rust
 # rejects them (so does the engine since cupel_np/text.py uses (?ai:...)).
@@ -120,10 +157,14 @@ tokens_st = _weighted(
 timestamps_st = _weighted(
     (1, st.none()),
     (3, st.sampled_from(TIMESTAMP_POOL)),
-    (2, st.datetimes(
-        min_value=datetime(2024, 12, 1), max_value=datetime(2025, 4, 1),
-        timezones=st.sampled_from([UTC, IST, PST]),
-    )),
+    (
+        2,
+        st.datetimes(
+            min_value=datetime(2024, 12, 1),
+            max_value=datetime(2025, 4, 1),
+            timezones=st.sampled_from([UTC, IST, PST]),
+        ),
+    ),
 )
 
 metadata_st = st.dictionaries(
@@ -152,10 +193,12 @@ def item_dicts(draw, extreme_timestamps=True, blank_kinds=False, tokens=tokens_s
     if draw(st.integers(0, 2)):
         item["priority"] = draw(st.one_of(st.none(), st.sampled_from(PRIORITIES)))
     if draw(st.integers(0, 2)):
-        item["tags"] = draw(_weighted(
-            (3, st.lists(st.sampled_from(TAGS), max_size=4)),
-            (1, st.lists(st.sampled_from(TAGS), min_size=1, max_size=2).map(lambda t: t + t)),
-        ))
+        item["tags"] = draw(
+            _weighted(
+                (3, st.lists(st.sampled_from(TAGS), max_size=4)),
+                (1, st.lists(st.sampled_from(TAGS), min_size=1, max_size=2).map(lambda t: t + t)),
+            )
+        )
     if draw(st.integers(0, 2)):
         item["metadata"] = draw(metadata_st)
     if draw(st.integers(0, 3)):
@@ -164,9 +207,7 @@ def item_dicts(draw, extreme_timestamps=True, blank_kinds=False, tokens=tokens_s
             pool = st.one_of(timestamps_st, st.sampled_from(EXTREME_TIMESTAMPS))
         item["timestamp"] = draw(pool)
     if draw(st.integers(0, 2)):
-        item["future_relevance_hint"] = draw(
-            st.one_of(st.none(), st.sampled_from(HINTS), st.floats(-1.0, 2.0))
-        )
+        item["future_relevance_hint"] = draw(st.one_of(st.none(), st.sampled_from(HINTS), st.floats(-1.0, 2.0)))
     if draw(st.integers(0, 11)) == 5:
         item["pinned"] = True
     if draw(st.integers(0, 5)) == 0:
@@ -174,12 +215,10 @@ def item_dicts(draw, extreme_timestamps=True, blank_kinds=False, tokens=tokens_s
     return item
 
 
-def item_lists(max_size=12, min_size=0, extreme_timestamps=True, blank_kinds=False,
-               tokens=tokens_st, kinds=None):
+def item_lists(max_size=12, min_size=0, extreme_timestamps=True, blank_kinds=False, tokens=tokens_st, kinds=None):
     # draw the length first: plain st.lists favours very short lists
     return st.integers(min_size, max_size).flatmap(
-        lambda n: st.lists(item_dicts(extreme_timestamps, blank_kinds, tokens, kinds),
-                           min_size=n, max_size=n)
+        lambda n: st.lists(item_dicts(extreme_timestamps, blank_kinds, tokens, kinds), min_size=n, max_size=n)
     )
 
 
@@ -212,23 +251,28 @@ def _unique_fold(kinds):
 @st.composite
 def budgets(draw):
     # mostly "about the size of the item set" (about 12 x 20 tokens), sometimes tiny or zero
-    target = draw(_weighted((1, st.integers(0, 8)), (4, _uniform(20, 250)),
-                            (1, st.sampled_from([10, 20, 25, 30, 50, 60, 100])),
-                            (1, st.integers(0, 400))))
-    max_tokens = target + draw(_weighted((2, st.just(0)), (2, _uniform(0, 30)),
-                                         (1, st.integers(0, 300))))
+    target = draw(
+        _weighted(
+            (1, st.integers(0, 8)),
+            (4, _uniform(20, 250)),
+            (1, st.sampled_from([10, 20, 25, 30, 50, 60, 100])),
+            (1, st.integers(0, 400)),
+        )
+    )
+    max_tokens = target + draw(_weighted((2, st.just(0)), (2, _uniform(0, 30)), (1, st.integers(0, 300))))
     budget = {"max_tokens": max_tokens, "target_tokens": target}
     if draw(st.booleans()):
-        budget["output_reserve"] = draw(st.one_of(st.integers(0, max_tokens),
-                                                  st.integers(0, max_tokens - target)))
+        budget["output_reserve"] = draw(st.one_of(st.integers(0, max_tokens), st.integers(0, max_tokens - target)))
     if draw(st.integers(0, 3)) == 0:
         kinds = _unique_fold(draw(st.lists(st.sampled_from(CONFIG_KINDS), max_size=3)))
         budget["reserved_slots"] = {k: draw(st.integers(0, 15)) for k in kinds}
     if draw(st.integers(0, 3)) == 0:
-        budget["estimation_safety_margin_percent"] = draw(st.one_of(
-            st.sampled_from([0.0, 0, 10, 12.5, 33.3, 50.0, 99.9, 100.0]),
-            st.floats(0.0, 100.0),
-        ))
+        budget["estimation_safety_margin_percent"] = draw(
+            st.one_of(
+                st.sampled_from([0.0, 0, 10, 12.5, 33.3, 50.0, 99.9, 100.0]),
+                st.floats(0.0, 100.0),
+            )
+        )
     return budget
 
 
@@ -253,11 +297,14 @@ nonneg_weights_st = _weighted(
 unit_st = st.one_of(st.sampled_from([0.0, 0.5, 1.0, 0.3]), st.floats(0.0, 1.0))
 # Ages that really occur (reference time minus a pool timestamp), so curve boundaries
 # ("age < max_age", "max_age > age") are hit exactly.
-POOL_AGES = sorted({
-    (ref - ts).total_seconds()
-    for ref in REFERENCE_TIMES for ts in TIMESTAMP_POOL
-    if ref > ts and (ref - ts).total_seconds() < 1e6
-})
+POOL_AGES = sorted(
+    {
+        (ref - ts).total_seconds()
+        for ref in REFERENCE_TIMES
+        for ts in TIMESTAMP_POOL
+        if ref > ts and (ref - ts).total_seconds() < 1e6
+    }
+)
 seconds_st = _weighted(
     (2, st.sampled_from([1, 1.0, 60.0, 3600, 86400.0, 0.5, 1e-6])),
     (2, st.sampled_from(POOL_AGES)),
@@ -282,10 +329,12 @@ def kind_scorers(draw):
 @st.composite
 def tag_scorers(draw, pool=()):
     """A tag scorer; with ``pool`` (tags the items carry) its keys are mostly those."""
-    keys = _weighted((1, st.sampled_from(TAGS + ["zz"])), (3, st.sampled_from(sorted(pool)))) \
-        if pool else st.sampled_from(TAGS + ["zz"])
-    pairs = draw(st.lists(st.tuples(keys, nonneg_weights_st),
-                          max_size=draw(st.sampled_from([1, 2, 3, 5]))))
+    keys = (
+        _weighted((1, st.sampled_from(TAGS + ["zz"])), (3, st.sampled_from(sorted(pool))))
+        if pool
+        else st.sampled_from(TAGS + ["zz"])
+    )
+    pairs = draw(st.lists(st.tuples(keys, nonneg_weights_st), max_size=draw(st.sampled_from([1, 2, 3, 5]))))
     if draw(st.integers(0, 3)) == 0:
         return {"type": "tag", "tag_weights": dict(pairs)}
     return {"type": "tag", "tag_weights": [{"tag": t, "weight": w} for t, w in pairs]}
@@ -305,13 +354,18 @@ def decay_scorers(draw, reference_time=None, ages=()):
     elif curve_type == "window":
         curve = {"type": "window", "max_age_secs": draw(age_st)}
     else:
-        windows = draw(st.lists(
-            st.fixed_dictionaries({
-                "max_age_secs": _weighted((1, age_st), (1, st.sampled_from(POOL_AGES))),
-                "score": st.one_of(unit_st, st.sampled_from([-0.5, 1.5] + HUGE_SCORES)),
-            }),
-            min_size=1, max_size=4,
-        ))
+        windows = draw(
+            st.lists(
+                st.fixed_dictionaries(
+                    {
+                        "max_age_secs": _weighted((1, age_st), (1, st.sampled_from(POOL_AGES))),
+                        "score": st.one_of(unit_st, st.sampled_from([-0.5, 1.5] + HUGE_SCORES)),
+                    }
+                ),
+                min_size=1,
+                max_size=4,
+            )
+        )
         curve = {"type": "step", "windows": windows}
     if reference_time is None:
         reference_time = draw(st.sampled_from(REFERENCE_TIMES))
@@ -334,9 +388,11 @@ def metadata_key_scorers(draw):
         "type": "metadata_key",
         "key": draw(st.sampled_from(METADATA_KEYS)),
         "value": draw(st.sampled_from(METADATA_VALUES + TRUST_VALUES[:5])),
-        "boost": draw(_weighted((3, st.sampled_from([2.0, 0.5, 1.0, 3])),
-                                (3, st.floats(0.01, 5.0)),
-                                (1, st.sampled_from(HUGE_SCORES)))),
+        "boost": draw(
+            _weighted(
+                (3, st.sampled_from([2.0, 0.5, 1.0, 3])), (3, st.floats(0.01, 5.0)), (1, st.sampled_from(HUGE_SCORES))
+            )
+        ),
     }
 
 
@@ -403,9 +459,7 @@ SCORER_TYPE_STRATEGIES = {
 
 
 def any_scorer_entry():
-    return st.sampled_from(sorted(SCORER_TYPE_STRATEGIES)).flatmap(
-        lambda t: SCORER_TYPE_STRATEGIES[t]
-    )
+    return st.sampled_from(sorted(SCORER_TYPE_STRATEGIES)).flatmap(lambda t: SCORER_TYPE_STRATEGIES[t])
 
 
 @st.composite
@@ -416,14 +470,16 @@ def scoring_cases(draw, max_sets=3):
     # decay has three curves and the boundary cases: give it three shares
     scorer_type = draw(st.sampled_from(sorted(SCORER_TYPE_STRATEGIES) + ["decay", "decay"]))
     if scorer_type == "tag":
-        return sets, draw(tag_scorers(tuple({t for items in sets for d in items
-                                             for t in d.get("tags") or ()})))
+        return sets, draw(tag_scorers(tuple({t for items in sets for d in items for t in d.get("tags") or ()})))
     if scorer_type != "decay":
         return sets, draw(SCORER_TYPE_STRATEGIES[scorer_type])
     reference = draw(st.sampled_from(REFERENCE_TIMES))
-    ages = {(reference - d["timestamp"]).total_seconds()
-            for items in sets for d in items
-            if d.get("timestamp") is not None and d["timestamp"] < reference}
+    ages = {
+        (reference - d["timestamp"]).total_seconds()
+        for items in sets
+        for d in items
+        if d.get("timestamp") is not None and d["timestamp"] < reference
+    }
     return sets, draw(decay_scorers(reference, tuple(sorted(ages))))
 
 
@@ -448,12 +504,16 @@ def quota_lists(draw, kinds=()):
     remaining = 100.0
     quotas = []
     for kind in kinds:
-        require = draw(_weighted((2, st.sampled_from([0.0, 10.0, 25.0, 33.3, 50.0])),
-                                 (1, st.floats(0.0, 100.0))))
+        require = draw(_weighted((2, st.sampled_from([0.0, 10.0, 25.0, 33.3, 50.0])), (1, st.floats(0.0, 100.0))))
         require = min(require, remaining)
-        cap = draw(_weighted((1, st.just(require)), (2, st.just(100.0)),
-                             (1, st.sampled_from([max(require, c) for c in (20.0, 50.0, 75.0)])),
-                             (1, st.floats(require, 100.0))))
+        cap = draw(
+            _weighted(
+                (1, st.just(require)),
+                (2, st.just(100.0)),
+                (1, st.sampled_from([max(require, c) for c in (20.0, 50.0, 75.0)])),
+                (1, st.floats(require, 100.0)),
+            )
+        )
         remaining -= require
         entry = {"kind": kind}
         if require or draw(st.booleans()):
@@ -482,9 +542,7 @@ def count_entries(draw, kinds=()):
 
 @st.composite
 def slicer_configs(draw, kinds=()):
-    name = draw(st.sampled_from(
-        ["greedy", "knapsack", "quota", "count_quota", "count_constrained_knapsack", None]
-    ))
+    name = draw(st.sampled_from(["greedy", "knapsack", "quota", "count_quota", "count_constrained_knapsack", None]))
     config = {}
     if name is not None:
         config["slicer"] = name
@@ -542,25 +600,28 @@ _BREAKERS = [
     lambda c: c["scorers"].append({"type": "metadata_trust", "default_score": 1.5}),
     lambda c: c["scorers"].append({"type": "metadata_key", "key": "k", "value": "v", "boost": 0.0}),
     lambda c: c["scorers"].append({"type": "composite", "scorers": []}),
-    lambda c: c["scorers"].append({"type": "decay", "reference_time": _T0,
-                                   "curve": {"type": "window", "max_age_secs": 0}}),
-    lambda c: c["scorers"].append({"type": "decay", "reference_time": _T0,
-                                   "curve": {"type": "step", "windows": []}}),
-    lambda c: c["scorers"].append({"type": "decay", "reference_time": _T0,
-                                   "null_timestamp_score": -0.1,
-                                   "curve": {"type": "exponential", "half_life_secs": 5}}),
+    lambda c: c["scorers"].append(
+        {"type": "decay", "reference_time": _T0, "curve": {"type": "window", "max_age_secs": 0}}
+    ),
+    lambda c: c["scorers"].append({"type": "decay", "reference_time": _T0, "curve": {"type": "step", "windows": []}}),
+    lambda c: c["scorers"].append(
+        {
+            "type": "decay",
+            "reference_time": _T0,
+            "null_timestamp_score": -0.1,
+            "curve": {"type": "exponential", "half_life_secs": 5},
+        }
+    ),
     lambda c: c.update(slicer="knapsack", bucket_size=0),
     lambda c: c.update(slicer="quota", quotas=[{"kind": "A", "require": 60.0, "cap": 50.0}]),
-    lambda c: c.update(slicer="quota", quotas=[{"kind": "m", "require": 1.0},
-                                               {"kind": "M", "require": 1.0}]),
-    lambda c: c.update(slicer="quota", quotas=[{"kind": "a", "require": 60.0},
-                                               {"kind": "b", "require": 41.0}]),
-    lambda c: c.update(slicer="count_quota",
-                       entries=[{"kind": "A", "require_count": 2, "cap_count": 1}]),
+    lambda c: c.update(slicer="quota", quotas=[{"kind": "m", "require": 1.0}, {"kind": "M", "require": 1.0}]),
+    lambda c: c.update(slicer="quota", quotas=[{"kind": "a", "require": 60.0}, {"kind": "b", "require": 41.0}]),
+    lambda c: c.update(slicer="count_quota", entries=[{"kind": "A", "require_count": 2, "cap_count": 1}]),
     lambda c: c.update(slicer="count_quota", inner_slicer="knapsack", entries=[]),
-    lambda c: c.update(slicer="count_constrained_knapsack",
-                       entries=[{"kind": "x", "require_count": 0, "cap_count": 1},
-                                {"kind": "X", "require_count": 0, "cap_count": 1}]),
+    lambda c: c.update(
+        slicer="count_constrained_knapsack",
+        entries=[{"kind": "x", "require_count": 0, "cap_count": 1}, {"kind": "X", "require_count": 0, "cap_count": 1}],
+    ),
     lambda c: c["scorers"].append({"type": "kind", "weights": [{"kind": " ", "weight": 1.0}]}),
     lambda c: c["scorers"].append({"type": "kind", "weights": {"\u2003": 0.5}}),
     lambda c: c.update(placer="sideways"),
@@ -582,15 +643,19 @@ def maybe_invalid_budgets(draw):
     budget = draw(budgets())
     if draw(st.integers(0, 39)) == 13:
         budget = dict(budget)
-        breaker = draw(st.sampled_from([
-            {"target_tokens": budget["max_tokens"] + 1},
-            {"output_reserve": budget["max_tokens"] + 1},
-            {"estimation_safety_margin_percent": 100.5},
-            {"reserved_slots": {"Message": -1}},
-            {"reserved_slots": {" ": 1}},
-            {"reserved_slots": {"Message": 1, "message": 0}},
-            {"max_tokens": -1, "target_tokens": 0},
-        ]))
+        breaker = draw(
+            st.sampled_from(
+                [
+                    {"target_tokens": budget["max_tokens"] + 1},
+                    {"output_reserve": budget["max_tokens"] + 1},
+                    {"estimation_safety_margin_percent": 100.5},
+                    {"reserved_slots": {"Message": -1}},
+                    {"reserved_slots": {" ": 1}},
+                    {"reserved_slots": {"Message": 1, "message": 0}},
+                    {"max_tokens": -1, "target_tokens": 0},
+                ]
+            )
+        )
         budget.update(breaker)
     return budget
 
@@ -607,8 +672,7 @@ def item_sets(draw, max_sets=4, max_items=12, tokens=tokens_st, kinds=None):
     """(list of per-set item lists, interleaving) -- ``interleaving`` is a list of
     (set index, position in set) in the order the rows appear in the combined input."""
     n_sets = draw(st.integers(1, max_sets))
-    sets = [draw(item_lists(max_size=max_items, min_size=1, tokens=tokens, kinds=kinds))
-            for _ in range(n_sets)]
+    sets = [draw(item_lists(max_size=max_items, min_size=1, tokens=tokens, kinds=kinds)) for _ in range(n_sets)]
     labels = [(s, k) for s, items in enumerate(sets) for k in range(len(items))]
     order = draw(st.permutations(labels))
     # keep each set's own order (rows are grouped stably): sort positions within a set
@@ -629,6 +693,7 @@ def tokens_near(budget):
     """Token counts drawn partly from the budget's own boundaries (target, target minus the
     output reserve, halves and thirds, +-1), so that "fits exactly" / "one too many" cases
     of the slicers, the PinnedOverride rule and overflow truncation come up often."""
+
     def as_int(value, default=0):
         return value if isinstance(value, int) and not isinstance(value, bool) else default
 
@@ -636,8 +701,7 @@ def tokens_near(budget):
     reserve = as_int(budget.get("output_reserve"))
     max_tokens = as_int(budget.get("max_tokens"))
     marks = set()
-    for base in (target, target - reserve, max_tokens - reserve, target // 2, target // 3,
-                 (target - reserve) // 2):
+    for base in (target, target - reserve, max_tokens - reserve, target // 2, target // 3, (target - reserve) // 2):
         marks.update((base - 1, base, base + 1))
     marks = sorted(m for m in marks if m >= 0)
     return _weighted((3, tokens_st), (1, st.sampled_from(marks)))
@@ -658,11 +722,9 @@ def overflow_cases(draw, extreme_timestamps=True):
     walk often fills the target exactly before it drops the rest."""
     kinds = draw(st.lists(st.sampled_from(KINDS), min_size=1, max_size=2))
     target = draw(st.sampled_from([15, 20, 25, 30, 40, 50]))
-    budget = {"max_tokens": target + draw(st.sampled_from([0, 10, 100])),
-              "target_tokens": target}
+    budget = {"max_tokens": target + draw(st.sampled_from([0, 10, 100])), "target_tokens": target}
     tokens = st.sampled_from([0, 5, 5, 10, 10, 15, 20, 25])
-    items = draw(item_lists(min_size=2, max_size=8, extreme_timestamps=extreme_timestamps,
-                            tokens=tokens, kinds=kinds))
+    items = draw(item_lists(min_size=2, max_size=8, extreme_timestamps=extreme_timestamps, tokens=tokens, kinds=kinds))
     if draw(st.booleans()):
         items = _drop_timestamps(items)
     config = draw(configs(kinds=tuple(kinds)))
@@ -673,11 +735,9 @@ def overflow_cases(draw, extreme_timestamps=True):
     for kind in _unique_fold(kinds):
         present = sum(1 for d in items if _fold(d["kind"]) == _fold(kind))
         require = draw(_weighted((3, st.just(present)), (1, st.integers(0, present))))
-        entries.append({"kind": kind, "require_count": require,
-                        "cap_count": require + draw(st.integers(0, 2))})
+        entries.append({"kind": kind, "require_count": require, "cap_count": require + draw(st.integers(0, 2))})
     config["entries"] = entries
-    config["overflow_strategy"] = draw(
-        st.sampled_from(["truncate", "truncate", "truncate", "proceed", "throw"]))
+    config["overflow_strategy"] = draw(st.sampled_from(["truncate", "truncate", "truncate", "proceed", "throw"]))
     return items, budget, config
 
 
@@ -695,15 +755,13 @@ def slicer_focus_cases(draw, slicer, extreme_timestamps=True):
         # sizes in ratio 1:2:4 and scores 1 or 2 (below): many equal densities with
         # different scores, and several zero-token items (density "infinite")
         tokens = st.sampled_from([0, 0, 5, 10, 10, 20, 20, 40])
-    items = draw(item_lists(min_size=5, extreme_timestamps=extreme_timestamps,
-                            tokens=tokens, kinds=kinds))
+    items = draw(item_lists(min_size=5, extreme_timestamps=extreme_timestamps, tokens=tokens, kinds=kinds))
     if draw(st.integers(0, 2)):
         items = _drop_timestamps(items)
     config = draw(configs(kinds=tuple(kinds)))
     if draw(st.integers(0, 2)):
         config["placer"] = "chronological"  # with no timestamps: placed order = slicer order
-    for key in ("slicer", "bucket_size", "inner_slicer", "quotas", "entries",
-                "scarcity_behavior"):
+    for key in ("slicer", "bucket_size", "inner_slicer", "quotas", "entries", "scarcity_behavior"):
         config.pop(key, None)
     if draw(st.booleans()):
         # a scorer that gives every item a positive score, so knapsack values are not all 0
@@ -711,11 +769,9 @@ def slicer_focus_cases(draw, slicer, extreme_timestamps=True):
     if slicer == "greedy":
         config["slicer"] = "greedy"
         if draw(st.integers(0, 2)):
-            config["scorers"] = [{"type": "metadata_key", "key": "src", "value": "x",
-                                  "boost": 2.0}]
+            config["scorers"] = [{"type": "metadata_key", "key": "src", "value": "x", "boost": 2.0}]
             marks = draw(st.lists(st.booleans(), min_size=len(items), max_size=len(items)))
-            items = [dict(d, metadata={"src": "x"}) if mark else d
-                     for d, mark in zip(items, marks)]
+            items = [dict(d, metadata={"src": "x"}) if mark else d for d, mark in zip(items, marks)]
     elif slicer == "knapsack":
         config.update(slicer="knapsack", bucket_size=draw(bucket_sizes))
         if draw(st.booleans()):
@@ -723,8 +779,7 @@ def slicer_focus_cases(draw, slicer, extreme_timestamps=True):
             # (one 2e11 item against two 1.1e11 ones is decided by them)
             config["bucket_size"] = draw(st.sampled_from([1, 2, 5]))
             values = draw(st.permutations([2e11, 1.5e11, 1.1e11, 7.5e11]))
-            config["scorers"] = [{"type": "kind", "weights": dict(zip(_unique_fold(kinds),
-                                                                      values))}]
+            config["scorers"] = [{"type": "kind", "weights": dict(zip(_unique_fold(kinds), values))}]
     elif slicer == "quota":
         config.update(slicer="quota", quotas=draw(quota_lists(tuple(kinds))))
         if draw(st.booleans()):
@@ -732,8 +787,7 @@ def slicer_focus_cases(draw, slicer, extreme_timestamps=True):
     else:
         config["slicer"] = slicer
         config["entries"] = [
-            {"kind": kind, "require_count": require,
-             "cap_count": require + draw(st.integers(0, 2))}
+            {"kind": kind, "require_count": require, "cap_count": require + draw(st.integers(0, 2))}
             for kind in _unique_fold(kinds)
             for require in [draw(st.integers(0, 2))]
         ]
@@ -750,23 +804,33 @@ def pinned_cases(draw, extreme_timestamps=True):
     sized around target - output_reserve: the PinnedOverride rule's edges."""
     target = draw(_uniform(20, 200))
     reserve = draw(_uniform(1, target))
-    budget = {"max_tokens": target + draw(st.sampled_from([0, 5, 50])),
-              "target_tokens": target, "output_reserve": reserve}
+    budget = {
+        "max_tokens": target + draw(st.sampled_from([0, 5, 50])),
+        "target_tokens": target,
+        "output_reserve": reserve,
+    }
     limit = target - reserve
-    sizes = sorted({m for m in (limit - 1, limit, limit + 1, target - 1, target, target + 1)
-                    if m >= 0})
-    pinned = draw(item_lists(min_size=1, max_size=2, extreme_timestamps=extreme_timestamps,
-                             tokens=_uniform(0, max(0, min(limit, 15)))))
+    sizes = sorted({m for m in (limit - 1, limit, limit + 1, target - 1, target, target + 1) if m >= 0})
+    pinned = draw(
+        item_lists(
+            min_size=1, max_size=2, extreme_timestamps=extreme_timestamps, tokens=_uniform(0, max(0, min(limit, 15)))
+        )
+    )
     pinned = [dict(d, pinned=True) for d in pinned]
-    others = draw(item_lists(min_size=1, max_size=8, extreme_timestamps=extreme_timestamps,
-                             tokens=_weighted((1, tokens_st), (2, st.sampled_from(sizes)))))
+    others = draw(
+        item_lists(
+            min_size=1,
+            max_size=8,
+            extreme_timestamps=extreme_timestamps,
+            tokens=_weighted((1, tokens_st), (2, st.sampled_from(sizes))),
+        )
+    )
     others = [dict(d, pinned=False) for d in others]
     items = draw(st.permutations(pinned + others))
     return items, budget, draw(configs(kinds=_kinds_of(items)))
 
 
-FOCUS_CASES = ("pinned", "overflow", "greedy", "knapsack", "quota", "count_quota",
-               "count_constrained_knapsack")
+FOCUS_CASES = ("pinned", "overflow", "greedy", "knapsack", "quota", "count_quota", "count_constrained_knapsack")
 
 
 def focused_cases(focus, extreme_timestamps=True):
@@ -790,8 +854,11 @@ def pipeline_cases(draw, invalid=False, blank_kinds=False, extreme_timestamps=Tr
         return draw(focused_cases(focus, extreme_timestamps))
     budget = draw(maybe_invalid_budgets() if invalid else budgets())
     subset = draw(kind_subsets) if draw(st.booleans()) else None
-    items = draw(item_lists(extreme_timestamps=extreme_timestamps, blank_kinds=blank_kinds,
-                            tokens=tokens_near(budget), kinds=subset))
+    items = draw(
+        item_lists(
+            extreme_timestamps=extreme_timestamps, blank_kinds=blank_kinds, tokens=tokens_near(budget), kinds=subset
+        )
+    )
     if draw(st.integers(0, 2)) == 1:
         # no timestamps at all: the chronological placer then keeps the merged order, so the
         # report shows the slicer's output order (its tie-breaks) directly
@@ -875,9 +942,9 @@ def expand_items(shape, n=None):
     """The item dicts of ``shape`` (first ``n`` of them when given)."""
     rng = random.Random(shape["seed"])
     n = shape["n"] if n is None else n
-    kinds = KINDS[:shape["kinds"]]
+    kinds = KINDS[: shape["kinds"]]
     if shape["contents"] <= len(CONTENTS):
-        contents = CONTENTS[:shape["contents"]]
+        contents = CONTENTS[: shape["contents"]]
     else:
         contents = None
     huge = shape["tokens"] == "huge"
@@ -909,20 +976,21 @@ def expand_items(shape, n=None):
             "kind": rng.choice(kinds),
         }
         if shape["tags"] == "zipf":
-            item["tags"] = [BIG_TAGS[min(int(rng.paretovariate(1.2)) - 1, len(BIG_TAGS) - 1)]
-                            for _ in range(rng.randint(0, 3))]
+            item["tags"] = [
+                BIG_TAGS[min(int(rng.paretovariate(1.2)) - 1, len(BIG_TAGS) - 1)] for _ in range(rng.randint(0, 3))
+            ]
         elif shape["tags"] == "uniform":
             item["tags"] = rng.sample(BIG_TAGS, rng.randint(0, 2))
         if shape["timestamps"] == "all" or (shape["timestamps"] == "pool" and rng.random() < 0.8):
             item["timestamp"] = rng.choice(TIMESTAMP_POOL) + timedelta(
-                seconds=rng.choice([0, 0, rng.randint(0, 10**6)]))
+                seconds=rng.choice([0, 0, rng.randint(0, 10**6)])
+            )
         if shape["priorities"] == "pool":
             item["priority"] = rng.choice(PRIORITIES + [None])
         elif shape["priorities"] == "wide":
-            item["priority"] = rng.randint(-10**6, 10**6)
+            item["priority"] = rng.randint(-(10**6), 10**6)
         if shape["metadata"] and rng.random() < 0.5:
-            item["metadata"] = {"cupel:trust": rng.choice(TRUST_VALUES[:12]),
-                                "src": rng.choice(METADATA_VALUES)}
+            item["metadata"] = {"cupel:trust": rng.choice(TRUST_VALUES[:12]), "src": rng.choice(METADATA_VALUES)}
         if shape["hints"] and rng.random() < 0.7:
             item["future_relevance_hint"] = rng.choice(HINTS[:7] + [rng.random()])
         if rng.random() < shape["pinned_rate"]:
@@ -932,8 +1000,7 @@ def expand_items(shape, n=None):
 
 
 #: scores near the float64 limits (kind weights / metadata_key boosts / decay step scores)
-EXTREME_SCORES = [1.7976931348623157e308, 1e308, 1e300, 5e-324, 2.2250738585072014e-308,
-                  1e-300, 9.2e14, 9.3e14]
+EXTREME_SCORES = [1.7976931348623157e308, 1e308, 1e300, 5e-324, 2.2250738585072014e-308, 1e-300, 9.2e14, 9.3e14]
 #: scores whose knapsack values (score x 10000) stay far below 2^63 even summed over
 #: thousands of items: the knapsack slicers get only these in the default strategies,
 #: because summed values near 9e18 are a known engine bug (issue 7, defect 1)
@@ -944,26 +1011,46 @@ SAFE_KNAPSACK_SCORES = [0.0, 0.3, 1.0, 2.5, 10.0, 1e6]
 def cheap_scorers(draw, extreme=False):
     """Scorer entries that the oracle computes in O(N) (no ranks, no pairwise tags)."""
     values = st.sampled_from(SAFE_KNAPSACK_SCORES + (EXTREME_SCORES if extreme else []))
-    form = draw(st.sampled_from(["kind", "kind_weights", "reflexive", "metadata_trust",
-                                 "metadata_key", "tag", "decay"]))
+    form = draw(
+        st.sampled_from(["kind", "kind_weights", "reflexive", "metadata_trust", "metadata_key", "tag", "decay"])
+    )
     if form == "kind":
         return {"type": "kind"}
     if form == "kind_weights":
-        return {"type": "kind", "weights": {k: draw(values) for k in
-                                            draw(st.lists(st.sampled_from(KINDS), max_size=4))}}
+        return {
+            "type": "kind",
+            "weights": {k: draw(values) for k in draw(st.lists(st.sampled_from(KINDS), max_size=4))},
+        }
     if form == "metadata_key":
-        return {"type": "metadata_key", "key": "src", "value": draw(st.sampled_from(METADATA_VALUES)),
-                "boost": draw(st.sampled_from([b for b in SAFE_KNAPSACK_SCORES if b > 0]
-                                              + ([1e300, 1.7976931348623157e308] if extreme else [])))}
+        return {
+            "type": "metadata_key",
+            "key": "src",
+            "value": draw(st.sampled_from(METADATA_VALUES)),
+            "boost": draw(
+                st.sampled_from(
+                    [b for b in SAFE_KNAPSACK_SCORES if b > 0] + ([1e300, 1.7976931348623157e308] if extreme else [])
+                )
+            ),
+        }
     if form == "tag":
-        return {"type": "tag", "tag_weights": {t: draw(values) for t in
-                                               draw(st.lists(st.sampled_from(BIG_TAGS[:12]), max_size=4))}}
+        return {
+            "type": "tag",
+            "tag_weights": {t: draw(values) for t in draw(st.lists(st.sampled_from(BIG_TAGS[:12]), max_size=4))},
+        }
     if form == "decay":
-        windows = [{"max_age_secs": draw(st.sampled_from([60.0, 3600.0, 86400.0, 1e7])),
-                    "score": draw(values)} for _ in range(draw(st.integers(1, 3)))]
-        return {"type": "decay", "reference_time": draw(st.sampled_from(REFERENCE_TIMES)),
-                "curve": draw(st.sampled_from([{"type": "step", "windows": windows},
-                                               {"type": "exponential", "half_life_secs": 3600.0}]))}
+        windows = [
+            {"max_age_secs": draw(st.sampled_from([60.0, 3600.0, 86400.0, 1e7])), "score": draw(values)}
+            for _ in range(draw(st.integers(1, 3)))
+        ]
+        return {
+            "type": "decay",
+            "reference_time": draw(st.sampled_from(REFERENCE_TIMES)),
+            "curve": draw(
+                st.sampled_from(
+                    [{"type": "step", "windows": windows}, {"type": "exponential", "half_life_secs": 3600.0}]
+                )
+            ),
+        }
     return {"type": form}
 
 
@@ -972,15 +1059,15 @@ def big_configs(draw, n_per_set, kinds, extreme_scores=False, slicer=None):
     """A config for sets of ``n_per_set`` items: O(N) scorers only above CHEAP_SCORERS_ABOVE;
     scores near the float limits only with greedy (see SAFE_KNAPSACK_SCORES)."""
     if n_per_set > CHEAP_SCORERS_ABOVE:
-        config = draw(configs(kinds=kinds, scorers=st.lists(
-            _with_weight(cheap_scorers(extreme_scores)), min_size=1, max_size=3)))
+        config = draw(
+            configs(kinds=kinds, scorers=st.lists(_with_weight(cheap_scorers(extreme_scores)), min_size=1, max_size=3))
+        )
     else:
         config = draw(configs(kinds=kinds))
         if extreme_scores:
             config["scorers"] = config["scorers"] + [draw(_with_weight(cheap_scorers(True)))]
     if slicer is not None:
-        for key in ("slicer", "bucket_size", "inner_slicer", "quotas", "entries",
-                    "scarcity_behavior"):
+        for key in ("slicer", "bucket_size", "inner_slicer", "quotas", "entries", "scarcity_behavior"):
             config.pop(key, None)
         config["slicer"] = slicer
     if extreme_scores or _has_huge_weights(config):
@@ -1035,10 +1122,14 @@ def big_pipeline_cases(draw, shape):
     * "huge_tokens": 20-300 items, a few with tokens near 2^62, budgets near 2^62;
     * "extreme_scores": 20-3000 items scored near the float64 limits (greedy only).
     """
-    lo, hi = {"hundreds": (100, 700), "greedy_prefix": (20000, 24000),
-              "full_sort": (GREEDY_FULL_SORT_BELOW - 96, GREEDY_FULL_SORT_BELOW + 104),
-              "big_segment": (BIG_SEGMENT, BIG_SEGMENT + 1000), "huge_tokens": (20, 300),
-              "extreme_scores": (20, 3000)}[shape]
+    lo, hi = {
+        "hundreds": (100, 700),
+        "greedy_prefix": (20000, 24000),
+        "full_sort": (GREEDY_FULL_SORT_BELOW - 96, GREEDY_FULL_SORT_BELOW + 104),
+        "big_segment": (BIG_SEGMENT, BIG_SEGMENT + 1000),
+        "huge_tokens": (20, 300),
+        "extreme_scores": (20, 3000),
+    }[shape]
     params = draw(item_shapes(lo, hi, huge_tokens=shape == "huge_tokens"))
     if shape == "huge_tokens":
         params["tokens"] = "huge"
@@ -1052,8 +1143,7 @@ def big_pipeline_cases(draw, shape):
     fracs = {"greedy_prefix": (0.9, 0.3, 0.99, 0.05), "big_segment": (0.5, 0.9, 0.01)}
     budget = draw(big_budgets(items, **({"fracs": fracs[shape]} if shape in fracs else {})))
     slicer = "greedy" if shape in ("greedy_prefix", "full_sort", "big_segment") else None
-    config = draw(big_configs(len(items), kinds, extreme_scores=shape == "extreme_scores",
-                              slicer=slicer))
+    config = draw(big_configs(len(items), kinds, extreme_scores=shape == "extreme_scores", slicer=slicer))
     if shape == "huge_tokens":
         config = draw(small_knapsack_tables(config, budget))
     return items, budget, config
@@ -1063,15 +1153,12 @@ def big_pipeline_cases(draw, shape):
 def small_knapsack_tables(draw, config, budget):
     """``config`` with a knapsack bucket near the target: a knapsack table over a 2^62 target
     is refused (TableTooLargeError, an engine limit the oracle does not have)."""
-    if config.get("slicer") in ("knapsack", "count_constrained_knapsack") \
-            or config.get("inner_slicer") == "knapsack":
-        config = dict(config, bucket_size=max(
-            1, budget["target_tokens"] // draw(st.sampled_from([1, 3, 50]))))
+    if config.get("slicer") in ("knapsack", "count_constrained_knapsack") or config.get("inner_slicer") == "knapsack":
+        config = dict(config, bucket_size=max(1, budget["target_tokens"] // draw(st.sampled_from([1, 3, 50]))))
     return config
 
 
-BIG_SHAPES = ("hundreds", "greedy_prefix", "full_sort", "big_segment", "huge_tokens",
-              "extreme_scores")
+BIG_SHAPES = ("hundreds", "greedy_prefix", "full_sort", "big_segment", "huge_tokens", "extreme_scores")
 
 
 @st.composite
@@ -1106,8 +1193,7 @@ def knapsack_limit_cases(draw):
     items = draw(item_lists(min_size=1, max_size=30))
     budget = draw(budgets())
     config = draw(configs(kinds=_kinds_of(items)))
-    for key in ("slicer", "bucket_size", "inner_slicer", "quotas", "entries",
-                "scarcity_behavior"):
+    for key in ("slicer", "bucket_size", "inner_slicer", "quotas", "entries", "scarcity_behavior"):
         config.pop(key, None)
     config["slicer"] = draw(st.sampled_from(["knapsack", "count_constrained_knapsack"]))
     config["bucket_size"] = draw(st.sampled_from([1, 1, 2, 3, 7]))
@@ -1135,8 +1221,9 @@ def sensitivity_variants(draw, kinds, n_min=2, n_max=4, budget_st=None):
     for i in range(draw(st.integers(n_min, n_max))):
         budget, config = base_budget, dict(base)
         # placer / dedup / overflow changes rarely change inclusion: favour the others
-        how = draw(st.sampled_from(_VARY + ("same", "independent", "scorers", "scorers",
-                                            "slicer", "budget", "independent")))
+        how = draw(
+            st.sampled_from(_VARY + ("same", "independent", "scorers", "scorers", "slicer", "budget", "independent"))
+        )
         if how == "independent":
             config = draw(configs(kinds=kinds))
             budget = draw(budget_st)
@@ -1149,8 +1236,7 @@ def sensitivity_variants(draw, kinds, n_min=2, n_max=4, budget_st=None):
                 config[how] = other[how]
         elif how == "slicer":
             other = draw(slicer_configs(kinds))
-            for key in ("slicer", "bucket_size", "inner_slicer", "quotas", "entries",
-                        "scarcity_behavior"):
+            for key in ("slicer", "bucket_size", "inner_slicer", "quotas", "entries", "scarcity_behavior"):
                 config.pop(key, None)
             config.update(other)
         out.append((draw(st.sampled_from([f"v{i}", f"variant {i}", f"\u00e9-{i}"])), budget, config))
@@ -1162,12 +1248,16 @@ def sensitivity_cases(draw, max_sets=4, max_items=10, max_variants=4):
     """(rows in input order, set key per row, variants): sets interleaved in one table."""
     subset = draw(kind_subsets) if draw(st.booleans()) else None
     budget = draw(budgets())
-    sets, interleaving = draw(item_sets(max_sets=max_sets, max_items=max_items, kinds=subset,
-                                        tokens=tokens_near(budget)))
+    sets, interleaving = draw(
+        item_sets(max_sets=max_sets, max_items=max_items, kinds=subset, tokens=tokens_near(budget))
+    )
     key_of = draw(st.sampled_from([lambda s: SET_KEYS[s], lambda s: 100 - 7 * s]))
     rows = [sets[s][k] for s, k in interleaving]
     keys = [key_of(s) for s, _k in interleaving]
     # budgets mostly the one the token counts were drawn around, so selections are partial
-    variants = draw(sensitivity_variants(_kinds_of(rows), n_max=max_variants,
-                                         budget_st=_weighted((3, st.just(budget)), (1, budgets()))))
+    variants = draw(
+        sensitivity_variants(
+            _kinds_of(rows), n_max=max_variants, budget_st=_weighted((3, st.just(budget)), (1, budgets()))
+        )
+    )
     return rows, keys, variants

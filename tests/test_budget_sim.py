@@ -42,8 +42,10 @@ PROPS = settings(
 
 REFUSED_BY_FIND_MIN = ("quota", "count_quota", "count_constrained_knapsack")
 ERROR_CODE_OF_CLASS = {
-    "InvalidConfigError": "invalid_config", "PinnedExceedsBudgetError": "pinned_exceeds_budget",
-    "BudgetOverflowError": "overflow", "ScarcityError": "scarcity",
+    "InvalidConfigError": "invalid_config",
+    "PinnedExceedsBudgetError": "pinned_exceeds_budget",
+    "BudgetOverflowError": "overflow",
+    "ScarcityError": "scarcity",
 }
 
 
@@ -102,9 +104,11 @@ def naive_marginal(items, budget, slack, config):
     if slack == 0:
         return []
     primary = naive_run(items, budget, config)
-    reduced = {"max_tokens": budget["max_tokens"] - slack,
-               "target_tokens": budget["target_tokens"] - slack,
-               "output_reserve": budget.get("output_reserve", 0)}
+    reduced = {
+        "max_tokens": budget["max_tokens"] - slack,
+        "target_tokens": budget["target_tokens"] - slack,
+        "output_reserve": budget.get("output_reserve", 0),
+    }
     margin = naive_run(items, reduced, config)
     kept = {r for r, _s, _w in margin["included"]}
     return [r for r in primary["placed"] if r not in kept]
@@ -186,7 +190,9 @@ def corpus_cases(draw, refused_ok=False):
     sets, interleaving = draw(S.item_sets(max_sets=3, max_items=8))
     config = draw(S.configs(kinds=_kinds([d for s in sets for d in s])))
     if not refused_ok and config.get("slicer") in REFUSED_BY_FIND_MIN:
-        config = {k: v for k, v in config.items() if k not in ("quotas", "entries", "scarcity_behavior", "inner_slicer")}
+        config = {
+            k: v for k, v in config.items() if k not in ("quotas", "entries", "scarcity_behavior", "inner_slicer")
+        }
         config["slicer"] = draw(st.sampled_from(["greedy", "knapsack"]))
     return sets, interleaving, config
 
@@ -234,9 +240,11 @@ def test_min_budgets_equals_find_min_budget_for_on_every_row(case, ceiling):
 def test_min_budgets_refuses_non_monotonic_slicers():
     items = [ContextItem("a", 10)]
     for name in REFUSED_BY_FIND_MIN:
-        extra = {"quota": {"quotas": [{"kind": "Message", "require": 10.0}]},
-                 "count_quota": {"entries": [{"kind": "Message", "require_count": 1}]},
-                 "count_constrained_knapsack": {"entries": [{"kind": "Message", "require_count": 1}]}}[name]
+        extra = {
+            "quota": {"quotas": [{"kind": "Message", "require": 10.0}]},
+            "count_quota": {"entries": [{"kind": "Message", "require_count": 1}]},
+            "count_constrained_knapsack": {"entries": [{"kind": "Message", "require_count": 1}]},
+        }[name]
         pol = Policy.from_dict({"slicer": name, "scorers": [{"type": "reflexive", "weight": 1}], **extra})
         with pytest.raises(NonMonotonicSlicerError) as ei:
             c.min_budgets(items, pol, 100)
@@ -325,16 +333,32 @@ def _skip_items():
 
 
 def test_guard_messages_are_the_specs():
-    quota = Policy.from_dict({"slicer": "quota", "quotas": [{"kind": "Message", "require": 10.0}],
-                              "scorers": [{"type": "reflexive", "weight": 1}]})
+    quota = Policy.from_dict(
+        {
+            "slicer": "quota",
+            "quotas": [{"kind": "Message", "require": 10.0}],
+            "scorers": [{"type": "reflexive", "weight": 1}],
+        }
+    )
     items = [ContextItem("a", 10)]
     with pytest.raises(NonMonotonicSlicerError) as ei:
         Pipeline(quota).get_marginal_items(items, ContextBudget(100, 100), 0)  # guard before slack 0
-    assert str(ei.value) == MARGINAL_QUOTA_MESSAGE == (
-        "GetMarginalItems requires monotonic item inclusion. QuotaSlice produces non-monotonic "
-        "inclusion as budget changes shift percentage allocations.")
-    count = Policy.from_dict({"slicer": "count_quota", "entries": [{"kind": "Message", "require_count": 1}],
-                              "scorers": [{"type": "reflexive", "weight": 1}], "overflow_strategy": "proceed"})
+    assert (
+        str(ei.value)
+        == MARGINAL_QUOTA_MESSAGE
+        == (
+            "GetMarginalItems requires monotonic item inclusion. QuotaSlice produces non-monotonic "
+            "inclusion as budget changes shift percentage allocations."
+        )
+    )
+    count = Policy.from_dict(
+        {
+            "slicer": "count_quota",
+            "entries": [{"kind": "Message", "require_count": 1}],
+            "scorers": [{"type": "reflexive", "weight": 1}],
+            "overflow_strategy": "proceed",
+        }
+    )
     # CountQuotaSlice is allowed by GetMarginalItems (the spec guards QuotaSlice only); its
     # required item is kept even at 5 tokens, so nothing is marginal
     assert Pipeline(count).get_marginal_items(items, ContextBudget(100, 100), 95) == []
@@ -374,9 +398,18 @@ def test_binary_search_answer_on_a_non_monotonic_row():
     # over [10, 200] probes 105 (in), 57 (in), 33 (in), 21 (in), 15, 12, 11 (in) -> 10.
     items = _skip_items()
     assert Pipeline(GREEDY).find_min_budget_for(items, items[1], 200) == 10
-    assert naive_find_min([{"content": "A", "tokens": 60, "future_relevance_hint": 1.0},
-                           {"content": "X", "tokens": 10, "future_relevance_hint": 0.1}],
-                          1, 200, {"slicer": "greedy", "scorers": [{"type": "reflexive", "weight": 1.0}]}) == 10
+    assert (
+        naive_find_min(
+            [
+                {"content": "A", "tokens": 60, "future_relevance_hint": 1.0},
+                {"content": "X", "tokens": 10, "future_relevance_hint": 0.1},
+            ],
+            1,
+            200,
+            {"slicer": "greedy", "scorers": [{"type": "reflexive", "weight": 1.0}]},
+        )
+        == 10
+    )
     got = c.min_budgets(items, GREEDY, 200).to_pylist()
     assert [g["min_budget"] for g in got] == [60, 10]
 
@@ -410,12 +443,14 @@ def test_budget_ladder():
     assert np.allclose(ratios, (200_000 / 4000) ** (1 / 15), rtol=1e-3)
     assert all(b.target_tokens == b.max_tokens - 1000 and b.output_reserve == 1000 for b in lad)
     assert [b.max_tokens for b in c.budget_ladder(0, 100, 5, spacing="linear")] == [0, 25, 50, 75, 100]
-    for args, kw, msg in [((10, 10, 3), {}, "lo (10) must be < hi (10)"),
-                          ((1, 4, 10), {}, "round to the same budget"),
-                          ((0, 100, 3), {}, "geometric spacing needs lo >= 1"),
-                          ((10, 100, 1), {}, "steps must be >= 2"),
-                          ((10, 100, 3), {"spacing": "log"}, "spacing must be"),
-                          ((10, 100, 3), {"output_reserve": 11}, "output_reserve must be in")]:
+    for args, kw, msg in [
+        ((10, 10, 3), {}, "lo (10) must be < hi (10)"),
+        ((1, 4, 10), {}, "round to the same budget"),
+        ((0, 100, 3), {}, "geometric spacing needs lo >= 1"),
+        ((10, 100, 1), {}, "steps must be >= 2"),
+        ((10, 100, 3), {"spacing": "log"}, "spacing must be"),
+        ((10, 100, 3), {"output_reserve": 11}, "output_reserve must be in"),
+    ]:
         with pytest.raises(c.InvalidConfigError, match=None) as ei:
             c.budget_ladder(*args, **kw)
         assert msg in str(ei.value)
@@ -448,8 +483,17 @@ def test_budget_vectors_match_oracle_and_runner(path):
     q, exp, config = vec["query"], vec["expected"], vec["config"]
     if q["method"] == "get_marginal_items":
         b = vec["budget"]
-        out = _outcome(naive_marginal, items, {"max_tokens": b["max_tokens"], "target_tokens": b["target_tokens"],
-                                               "output_reserve": b.get("output_reserve", 0)}, q["slack_tokens"], config)
+        out = _outcome(
+            naive_marginal,
+            items,
+            {
+                "max_tokens": b["max_tokens"],
+                "target_tokens": b["target_tokens"],
+                "output_reserve": b.get("output_reserve", 0),
+            },
+            q["slack_tokens"],
+            config,
+        )
         want = ("error", exp["error"]) if "error" in exp else ("ok", exp["marginal"])
         if out[0] == "ok":
             out = ("ok", [items[r]["content"] for r in out[1]])
@@ -459,7 +503,11 @@ def test_budget_vectors_match_oracle_and_runner(path):
             out = _outcome(naive_find_min, items, rows[0], q["search_ceiling"], config)
         else:
             out = ("error", "non_monotonic_slicer" if config.get("slicer") in REFUSED_BY_FIND_MIN else "invalid_config")
-        want = ("error", exp["error"]) if "error" in exp else ("ok", exp.get("min_budget") if exp.get("selectable", True) else None)
+        want = (
+            ("error", exp["error"])
+            if "error" in exp
+            else ("ok", exp.get("min_budget") if exp.get("selectable", True) else None)
+        )
     assert out == want
     assert run_vector(path) is None
 
@@ -489,7 +537,9 @@ def _expected_numbers(curves, rows):
     labels = list(dict.fromkeys(r["variant"] for r in c))
     budgets = sorted({r["budget"] for r in c})
     for lab in labels:
-        total = {b: sum(r["included_count"] or 0 for r in c if r["variant"] == lab and r["budget"] == b) for b in budgets}
+        total = {
+            b: sum(r["included_count"] or 0 for r in c if r["variant"] == lab and r["budget"] == b) for b in budgets
+        }
         largest = total[budgets[-1]]
         reach = {}
         for lv in (90, 95, 99):
@@ -497,10 +547,13 @@ def _expected_numbers(curves, rows):
             reach[f"{lv}%"] = f"{hit[0]:,}" if hit else "never"
         mine = [r for r in rows.to_pylist() if r["variant"] == lab]
         failed = sum(1 for r in c if r["variant"] == lab and r["included_count"] is None)
-        out[lab] = {"largest": f"{largest:,}", "reach": reach,
-                    "nonmono": f"{sum(r['non_monotonic'] for r in mine):,}",
-                    "multiflip": f"{sum(r['flips_more_than_once'] for r in mine):,}",
-                    "failed": f"{failed:,}"}
+        out[lab] = {
+            "largest": f"{largest:,}",
+            "reach": reach,
+            "nonmono": f"{sum(r['non_monotonic'] for r in mine):,}",
+            "multiflip": f"{sum(r['flips_more_than_once'] for r in mine):,}",
+            "failed": f"{failed:,}",
+        }
     return out
 
 
@@ -529,8 +582,23 @@ def test_cli_budget_writes_parquet_and_report(capsys, tmp_path):
 
     items = _cli_corpus(tmp_path)
     out = tmp_path / "b"
-    argv = ["budget", str(items), "--preset", "chat", "--preset", "rag", "--ladder", "300:32000:7",
-            "--output-reserve", "100", "--set-column", "session_id", "--out", str(out), "--quiet"]
+    argv = [
+        "budget",
+        str(items),
+        "--preset",
+        "chat",
+        "--preset",
+        "rag",
+        "--ladder",
+        "300:32000:7",
+        "--output-reserve",
+        "100",
+        "--set-column",
+        "session_id",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     assert cli.main(argv) == 0
     printed = capsys.readouterr().out
     curves, rows = pq.read_table(out / "curves.parquet"), pq.read_table(out / "rows.parquet")
@@ -541,11 +609,20 @@ def test_cli_budget_writes_parquet_and_report(capsys, tmp_path):
     want = _expected_numbers(curves, rows)
     for lab, w in want.items():
         assert f"{lab}" in printed and w["reach"]["90%"] in printed
-    assert sum(int(w["failed"].replace(",", "")) for w in want.values()) > 0  # pinned prompts (150-399 tokens) above 300 - 100
+    assert (
+        sum(int(w["failed"].replace(",", "")) for w in want.values()) > 0
+    )  # pinned prompts (150-399 tokens) above 300 - 100
     page = (out / "report.html").read_text()
-    assert _shown_numbers(page) == {lab: {"largest": w["largest"], "reach": w["reach"], "nonmono": w["nonmono"],
-                                          "multiflip": w["multiflip"], "failed": w["failed"]}
-                                    for lab, w in want.items()}
+    assert _shown_numbers(page) == {
+        lab: {
+            "largest": w["largest"],
+            "reach": w["reach"],
+            "nonmono": w["nonmono"],
+            "multiflip": w["multiflip"],
+            "failed": w["failed"],
+        }
+        for lab, w in want.items()
+    }
     code = cli.main(["budget", str(items), "--preset", "chat", "--ladder", "800:32000", "--out", str(out)])
     assert code == 2 and "LO:HI:STEPS" in capsys.readouterr().err
 
@@ -563,23 +640,59 @@ def test_budget_report_renders_in_headless_chromium(tmp_path):
         pytest.skip("no headless Chromium installed (Debian package 'chromium')")
     items = _cli_corpus(tmp_path)
     out = tmp_path / "b"
-    assert cli.main(["budget", str(items), "--preset", "chat", "--preset", "code_review", "--ladder",
-                     "1000:40000:6", "--set-column", "session_id", "--out", str(out), "--quiet"]) == 0
+    assert (
+        cli.main(
+            [
+                "budget",
+                str(items),
+                "--preset",
+                "chat",
+                "--preset",
+                "code_review",
+                "--ladder",
+                "1000:40000:6",
+                "--set-column",
+                "session_id",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     page = (out / "report.html").resolve()
     shot = tmp_path / "shot.png"
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,2000"]
-    r = subprocess.run([chromium, *flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, text=True, timeout=120)
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=1280,2000",
+    ]
+    r = subprocess.run(
+        [chromium, *flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert shot.stat().st_size > 50_000  # a rendered page with images, not a blank one
     r = subprocess.run([chromium, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
     dom = r.stdout
     assert dom.count("<img") == 2 and "Utilization by budget" in dom and "Non-monotonic rows" in dom
     want = _expected_numbers(pq.read_table(out / "curves.parquet"), pq.read_table(out / "rows.parquet"))
-    assert _shown_numbers(dom) == {lab: {"largest": w["largest"], "reach": w["reach"], "nonmono": w["nonmono"],
-                                         "multiflip": w["multiflip"], "failed": w["failed"]}
-                                   for lab, w in want.items()}
+    assert _shown_numbers(dom) == {
+        lab: {
+            "largest": w["largest"],
+            "reach": w["reach"],
+            "nonmono": w["nonmono"],
+            "multiflip": w["multiflip"],
+            "failed": w["failed"],
+        }
+        for lab, w in want.items()
+    }
 
 
 def test_readme_budget_example_runs(capsys, monkeypatch):

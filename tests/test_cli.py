@@ -47,70 +47,141 @@ def _summary_table(out, labels, variants_parquet):
     start = 1
     header = lines[start]
     assert re.fullmatch(r"variant +included  tokens used utilization swing incl\. failed sets", header)
-    rows = lines[start + 1:start + 1 + len(labels)]
+    rows = lines[start + 1 : start + 1 + len(labels)]
     for label, line in zip(labels, rows):
         mine = [r for r in vt if r["variant"] == label]
         ok = [r for r in mine if r["error"] is None]
         used = sum(r["tokens_used"] for r in ok)
         target = sum(r["target_tokens"] for r in ok)
-        want = [label, f"{sum(r['included_count'] for r in ok):,}", f"{used:,}",
-                f"{100 * used / target:.1f}%", f"{sum(r['swing_included'] for r in ok):,}",
-                f"{len(mine) - len(ok)}"]
+        want = [
+            label,
+            f"{sum(r['included_count'] for r in ok):,}",
+            f"{used:,}",
+            f"{100 * used / target:.1f}%",
+            f"{sum(r['swing_included'] for r in ok):,}",
+            f"{len(mine) - len(ok)}",
+        ]
         assert line.split() == want, (line, want)
-    return lines[start + 1 + len(labels):]
+    return lines[start + 1 + len(labels) :]
 
 
 def test_demo_writes_parquet_and_report(capsys, tmp_path, small_items):
     code, out, err = run(capsys, "demo", "--items", str(small_items), "--out", str(tmp_path / "d"), "--quiet")
     assert code == 0, err
     first = out.splitlines()[0]
-    m = re.fullmatch(r"887 items in 30 sessions from (.+); 14 variants \(7 presets x 2 budgets\); "
-                     r"(\d+) swinging items; \d+\.\ds", first)
+    m = re.fullmatch(
+        r"887 items in 30 sessions from (.+); 14 variants \(7 presets x 2 budgets\); "
+        r"(\d+) swinging items; \d+\.\ds",
+        first,
+    )
     assert m and m.group(1) == str(small_items), first
     assert int(m.group(2)) == pq.read_table(tmp_path / "d" / "diffs.parquet").num_rows
-    labels = [f"{p}|{b}" for p in ("chat", "code_review", "rag", "document_qa", "tool_use",
-                                   "long_running", "debugging") for b in ("8000/6000", "4000/3000")]
+    labels = [
+        f"{p}|{b}"
+        for p in ("chat", "code_review", "rag", "document_qa", "tool_use", "long_running", "debugging")
+        for b in ("8000/6000", "4000/3000")
+    ]
     rest = _summary_table(out, labels, tmp_path / "d" / "variants.parquet")
     assert rest == [f"wrote diffs.parquet, variants.parquet, items.parquet, report.html to {tmp_path / 'd'}"]
-    for name in ("items.parquet", "diffs.parquet", "variants.parquet", "report.html", "heatmap.png", "tokens.png", "kinds.png"):
+    for name in (
+        "items.parquet",
+        "diffs.parquet",
+        "variants.parquet",
+        "report.html",
+        "heatmap.png",
+        "tokens.png",
+        "kinds.png",
+    ):
         assert (tmp_path / "d" / name).stat().st_size > 0, name
     html = (tmp_path / "d" / "report.html").read_text()
     assert "data:image/png;base64," in html and "http" not in html.replace("http-equiv", "")
 
 
 def test_sensitivity_with_presets_and_policy_file(capsys, tmp_path, small_items):
-    code, out, err = run(capsys, "sensitivity", str(small_items), "--preset", "chat", "--preset", "rag", *BUDGET,
-                         "--set-column", "session_id", "--out", str(tmp_path / "s"), "--json")
+    code, out, err = run(
+        capsys,
+        "sensitivity",
+        str(small_items),
+        "--preset",
+        "chat",
+        "--preset",
+        "rag",
+        *BUDGET,
+        "--set-column",
+        "session_id",
+        "--out",
+        str(tmp_path / "s"),
+        "--json",
+    )
     assert code == 0, err
     summary = json.loads(out)
     assert summary["variants"] == ["chat", "rag"] and summary["sets"] == 30 and summary["swinging"] > 0
     diffs = pq.read_table(tmp_path / "s" / "diffs.parquet")
     assert diffs.num_rows == summary["swinging"]
-    code, out, err = run(capsys, "sensitivity", str(small_items), "--policies", str(ROOT / "data" / "examples" / "policies.toml"),
-                         *BUDGET, "--set-column", "session_id", "--out", str(tmp_path / "p"))
+    code, out, err = run(
+        capsys,
+        "sensitivity",
+        str(small_items),
+        "--policies",
+        str(ROOT / "data" / "examples" / "policies.toml"),
+        *BUDGET,
+        "--set-column",
+        "session_id",
+        "--out",
+        str(tmp_path / "p"),
+    )
     assert code == 0, err
-    assert re.fullmatch(r"887 items in 30 set\(s\); 4 variants; \d+ swinging items; \d+\.\ds",
-                        out.splitlines()[0])
-    rest = _summary_table(out, ["chat", "recent-trusted", "docs-first-knapsack", "tool-quota"],
-                          tmp_path / "p" / "variants.parquet")
+    assert re.fullmatch(r"887 items in 30 set\(s\); 4 variants; \d+ swinging items; \d+\.\ds", out.splitlines()[0])
+    rest = _summary_table(
+        out, ["chat", "recent-trusted", "docs-first-knapsack", "tool-quota"], tmp_path / "p" / "variants.parquet"
+    )
     assert rest == [f"wrote diffs.parquet, variants.parquet, items.parquet, report.html to {tmp_path / 'p'}"]
 
 
 def test_sweep_with_grid_file(capsys, tmp_path, small_items):
-    code, out, err = run(capsys, "sweep", str(small_items), "--grid", str(ROOT / "data" / "examples" / "grid.toml"),
-                         "--out", str(tmp_path / "g"), "--json")
+    code, out, err = run(
+        capsys,
+        "sweep",
+        str(small_items),
+        "--grid",
+        str(ROOT / "data" / "examples" / "grid.toml"),
+        "--out",
+        str(tmp_path / "g"),
+        "--json",
+    )
     assert code == 0, err
     labels = json.loads(out)["variants"]
     assert len(labels) == 16 and "tool_use|recency=1,kind=3|knapsack(100)|4000/3000" in labels
 
 
 def test_run_prints_included_and_excluded(capsys, small_items):
-    code, out, err = run(capsys, "run", str(small_items), "--preset", "chat", *BUDGET,
-                         "--set-column", "session_id", "--set", "session-0003")
+    code, out, err = run(
+        capsys,
+        "run",
+        str(small_items),
+        "--preset",
+        "chat",
+        *BUDGET,
+        "--set-column",
+        "session_id",
+        "--set",
+        "session-0003",
+    )
     assert code == 0, err
     text = out.splitlines()
-    code, out, err = run(capsys, "run", str(small_items), "--preset", "chat", *BUDGET,
-                         "--set-column", "session_id", "--set", "session-0003", "--json")
+    code, out, err = run(
+        capsys,
+        "run",
+        str(small_items),
+        "--preset",
+        "chat",
+        *BUDGET,
+        "--set-column",
+        "session_id",
+        "--set",
+        "session-0003",
+        "--json",
+    )
     report = json.loads(out)
     assert report["total_candidates"] == len(report["included"]) + len(report["excluded"]) == 44
     inc, exc = report["included"], report["excluded"]
@@ -119,12 +190,16 @@ def test_run_prints_included_and_excluded(capsys, small_items):
     # one line per included item (placed order), then one per excluded item, as in the JSON
     assert len(text) == 1 + len(inc) + len(exc)
     for k, (line, i) in enumerate(zip(text[1:], inc)):
-        assert line.split()[:5] == [str(k), "IN", f"{i['score']:.4f}", i["reason"]["reason"],
-                                    str(i["item"]["tokens"])], line
-    for line, e in zip(text[1 + len(inc):], exc):
+        assert line.split()[:5] == [
+            str(k),
+            "IN",
+            f"{i['score']:.4f}",
+            i["reason"]["reason"],
+            str(i["item"]["tokens"]),
+        ], line
+    for line, e in zip(text[1 + len(inc) :], exc):
         fields = {k: v for k, v in e["reason"].items() if k != "reason"}
-        assert line.split()[:4] == ["OUT", f"{e['score']:.4f}", e["reason"]["reason"],
-                                    str(e["item"]["tokens"])], line
+        assert line.split()[:4] == ["OUT", f"{e['score']:.4f}", e["reason"]["reason"], str(e["item"]["tokens"])], line
         assert line.endswith("  (" + ", ".join(f"{k}={v}" for k, v in fields.items()) + ")"), line
 
 
@@ -132,10 +207,11 @@ def test_presets_and_validate(capsys, tmp_path, small_items):
     code, out, _ = run(capsys, "presets")
     assert code == 0
     names = [line.split()[0] for line in out.splitlines() if line and not line.startswith(" ")]
-    assert names == ["chat", "code_review", "rag", "document_qa", "tool_use", "long_running",
-                     "debugging"]
-    assert ("document_qa   kind×2, reflexive×2, priority×1          knapsack(bucket 100) "
-            "u_shaped       dedup=True overflow=throw") in out.splitlines()
+    assert names == ["chat", "code_review", "rag", "document_qa", "tool_use", "long_running", "debugging"]
+    assert (
+        "document_qa   kind×2, reflexive×2, priority×1          knapsack(bucket 100) "
+        "u_shaped       dedup=True overflow=throw"
+    ) in out.splitlines()
     code, out, _ = run(capsys, "presets", "--json")
     assert json.loads(out)["rag"]["placer"] == "u_shaped"
     code, out, _ = run(capsys, "validate", str(small_items), "--set-column", "session_id")
@@ -143,11 +219,13 @@ def test_presets_and_validate(capsys, tmp_path, small_items):
     n_neg = sum(1 for v in t.column("tokens").to_pylist() if v < 0)
     n_pinned = sum(1 for v in t.column("pinned").to_pylist() if v)
     assert code == 0
-    assert out == (f"{small_items}: ok — 887 rows, 30 set(s), {n_neg} negative-token rows "
-                   f"(will be excluded), {n_pinned} pinned\n")
+    assert out == (
+        f"{small_items}: ok — 887 rows, 30 set(s), {n_neg} negative-token rows (will be excluded), {n_pinned} pinned\n"
+    )
     bad = tmp_path / "bad.parquet"
-    pq.write_table(pa.table({"content": ["a", "", "c", None], "tokens": [1, 2, None, 4],
-                             "kind": ["x", " ", "y", "z"]}), bad)
+    pq.write_table(
+        pa.table({"content": ["a", "", "c", None], "tokens": [1, 2, None, 4], "kind": ["x", " ", "y", "z"]}), bad
+    )
     code, out, _ = run(capsys, "validate", str(bad))
     assert code == 2
     assert "column 'content': empty string at row 1" in out
@@ -161,22 +239,32 @@ def test_conformance_subcommand(capsys):
     assert code == 0 and out.strip().endswith("passed, 0 failed")
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["run", "nope.parquet", "--preset", "chat", *BUDGET], "items file not found: nope.parquet"),
-    (["run", "SAMPLE", "--preset", "nope", *BUDGET], "unknown preset 'nope'"),
-    (["run", "SAMPLE", "--preset", "chat", "--max-tokens", "10", "--target-tokens", "20"], "target_tokens (20) must be <= max_tokens (10)"),
-    (["run", "SAMPLE", "--preset", "chat", *BUDGET, "--set-column", "session_id"], "choose one with --set KEY"),
-    (["sensitivity", "SAMPLE", "--preset", "chat", *BUDGET, "--out", "x"], "at least 2 variants"),
-    (["sweep", "SAMPLE", "--grid", "BADGRID", "--out", "x"], "unknown grid key(s) ['colour']"),
-    (["run", "JUNK", "--preset", "chat", *BUDGET], "cannot read Parquet file"),
-    (["run", "SAMPLE", "--policy", "BADPOLICY", *BUDGET], "malformed policy JSON"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["run", "nope.parquet", "--preset", "chat", *BUDGET], "items file not found: nope.parquet"),
+        (["run", "SAMPLE", "--preset", "nope", *BUDGET], "unknown preset 'nope'"),
+        (
+            ["run", "SAMPLE", "--preset", "chat", "--max-tokens", "10", "--target-tokens", "20"],
+            "target_tokens (20) must be <= max_tokens (10)",
+        ),
+        (["run", "SAMPLE", "--preset", "chat", *BUDGET, "--set-column", "session_id"], "choose one with --set KEY"),
+        (["sensitivity", "SAMPLE", "--preset", "chat", *BUDGET, "--out", "x"], "at least 2 variants"),
+        (["sweep", "SAMPLE", "--grid", "BADGRID", "--out", "x"], "unknown grid key(s) ['colour']"),
+        (["run", "JUNK", "--preset", "chat", *BUDGET], "cannot read Parquet file"),
+        (["run", "SAMPLE", "--policy", "BADPOLICY", *BUDGET], "malformed policy JSON"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2_no_traceback(capsys, tmp_path, argv, message, small_items):
     (tmp_path / "grid.toml").write_text('colour = "red"\npresets = ["chat"]\n')
     (tmp_path / "junk.parquet").write_bytes(b"PAR1 not really")
     (tmp_path / "policy.json").write_text("{ nope")
-    subst = {"SAMPLE": str(small_items), "BADGRID": str(tmp_path / "grid.toml"),
-             "JUNK": str(tmp_path / "junk.parquet"), "BADPOLICY": str(tmp_path / "policy.json")}
+    subst = {
+        "SAMPLE": str(small_items),
+        "BADGRID": str(tmp_path / "grid.toml"),
+        "JUNK": str(tmp_path / "junk.parquet"),
+        "BADPOLICY": str(tmp_path / "policy.json"),
+    }
     code, out, err = run(capsys, *[subst.get(a, a) for a in argv])
     assert code == 2
     lines = err.strip().splitlines()
@@ -206,8 +294,18 @@ def test_internal_error_is_exit_1(capsys, monkeypatch, small_items):
         raise RuntimeError("kaboom")
 
     monkeypatch.setattr(pl.Pipeline, "dry_run", boom)
-    code, out, err = run(capsys, "run", str(small_items), "--preset", "chat", *BUDGET,
-                         "--set-column", "session_id", "--set", "session-0001")
+    code, out, err = run(
+        capsys,
+        "run",
+        str(small_items),
+        "--preset",
+        "chat",
+        *BUDGET,
+        "--set-column",
+        "session_id",
+        "--set",
+        "session-0001",
+    )
     assert code == 1 and "internal error: RuntimeError: kaboom" in err
 
 
@@ -223,10 +321,21 @@ def test_report_renders_in_headless_chromium(tmp_path, small_items):
     assert cli.main(["demo", "--items", str(small_items), "--out", str(tmp_path / "d"), "--quiet"]) == 0
     page = (tmp_path / "d" / "report.html").resolve()
     shot = tmp_path / "shot.png"
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,2000"]
-    r = subprocess.run([CHROMIUM, *flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, text=True, timeout=120)
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=1280,2000",
+    ]
+    r = subprocess.run(
+        [CHROMIUM, *flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert shot.stat().st_size > 50_000  # a rendered page with images, not a blank one
     r = subprocess.run([CHROMIUM, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
@@ -244,8 +353,9 @@ def test_closed_stdout_pipe_is_quiet(tmp_path):
     _os.close(read_end)  # every write now fails with EPIPE
     err_path = tmp_path / "stderr.txt"
     with open(err_path, "wb") as err:
-        rc = subprocess.call([_sys.executable, "-m", "cupel_np", "presets", "--json"],
-                             stdout=write_end, stderr=err, timeout=120)
+        rc = subprocess.call(
+            [_sys.executable, "-m", "cupel_np", "presets", "--json"], stdout=write_end, stderr=err, timeout=120
+        )
     _os.close(write_end)
     assert rc == 141
     assert err_path.read_text() == ""

@@ -23,12 +23,13 @@ def test_cli_exit_status_and_summary_line(conformance_dir, tmp_path):
     bad.write_text(
         (conformance_dir / "required" / "placing" / "u-shaped-basic.toml")
         .read_text()
-        .replace('ordered_contents = [', 'ordered_contents = ["nope", ')
+        .replace("ordered_contents = [", 'ordered_contents = ["nope", ')
     )
     good = conformance_dir / "required" / "placing" / "chronological-basic.toml"
     r = subprocess.run(
         [sys.executable, "-m", "cupel_np.conformance", str(good), str(bad)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert r.returncode == 1
     lines = r.stdout.strip().splitlines()
@@ -121,8 +122,8 @@ def test_extension_pipeline_vector(tmp_path):
 
 def test_expected_error_codes(tmp_path):
     cases = {
-        "pinned_exceeds_budget": ("max_tokens = 100\ntarget_tokens = 50\n", 'pinned = true\ntokens = 200'),
-        "overflow": ("max_tokens = 1000\ntarget_tokens = 50\n", 'pinned = true\ntokens = 200'),
+        "pinned_exceeds_budget": ("max_tokens = 100\ntarget_tokens = 50\n", "pinned = true\ntokens = 200"),
+        "overflow": ("max_tokens = 1000\ntarget_tokens = 50\n", "pinned = true\ntokens = 200"),
     }
     for code, (budget, item) in cases.items():
         p = tmp_path / f"{code}.toml"

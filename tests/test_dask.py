@@ -19,12 +19,14 @@ from cupel_np.errors import CupelError, InvalidConfigError, PinnedExceedsBudgetE
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample_sessions.parquet"
 BUDGET = c.ContextBudget(8000, 6000, 1000)
-VARIANTS = [("chat", c.preset("chat")), ("rag", c.preset("rag")),
-            ("small", c.preset("chat"), c.ContextBudget(4000, 3000))]
+VARIANTS = [
+    ("chat", c.preset("chat")),
+    ("rag", c.preset("rag")),
+    ("small", c.preset("chat"), c.ContextBudget(4000, 3000)),
+]
 # pinned items need more than 300 tokens in about half of the sample's sessions
 FAILING = [*VARIANTS, ("tight", c.preset("chat"), c.ContextBudget(300, 250))]
-KEYS = {"items": ["session_id", "input_row"], "diffs": ["session_id", "content"],
-        "variants": ["variant", "session_id"]}
+KEYS = {"items": ["session_id", "input_row"], "diffs": ["session_id", "content"], "variants": ["variant", "session_id"]}
 
 # the kill test's partition function runs on the workers: ship this module's code by value
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -34,8 +36,10 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 def client():
     from distributed import Client, LocalCluster
 
-    with LocalCluster(processes=True, n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
-            Client(cluster) as cl:
+    with (
+        LocalCluster(processes=True, n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster,
+        Client(cluster) as cl,
+    ):
         yield cl
 
 
@@ -64,8 +68,9 @@ def test_partitions_equal_in_process(tmp_path, client, sample, npartitions):
     src = tmp_path / "items.parquet"
     pq.write_table(sample, src, row_group_size=1000)  # sets straddle row groups
     expected, res = _expected(src)
-    s = cdask.sweep(src, BUDGET, VARIANTS, set_column="session_id", out_dir=tmp_path / "out",
-                    client=client, npartitions=npartitions)
+    s = cdask.sweep(
+        src, BUDGET, VARIANTS, set_column="session_id", out_dir=tmp_path / "out", client=client, npartitions=npartitions
+    )
     assert s["partitions"] == npartitions and s["shuffled"] == (npartitions > 1)
     assert (s["rows"], s["sets"], s["swing"]) == (sample.num_rows, 300, res.n_swing)
     assert s["failed"] == {"chat": 0, "rag": 0, "small": 0}
@@ -125,8 +130,9 @@ def test_failing_set_raises_naming_set_and_variant(tmp_path, client, sample):
     src = tmp_path / "items.parquet"
     pq.write_table(sample, src)
     with pytest.raises(PinnedExceedsBudgetError, match=r"variant 'tight': set 'session-\d+': pinned items"):
-        cdask.sweep(src, BUDGET, FAILING, set_column="session_id", out_dir=tmp_path / "out", client=client,
-                    npartitions=2)
+        cdask.sweep(
+            src, BUDGET, FAILING, set_column="session_id", out_dir=tmp_path / "out", client=client, npartitions=2
+        )
     assert not any((tmp_path / "out" / p).exists() for p in ("items", "diffs", "variants", "manifest.json"))
 
 
@@ -134,8 +140,16 @@ def test_failing_sets_collected(tmp_path, client, sample):
     src = tmp_path / "items.parquet"
     pq.write_table(sample, src, row_group_size=2000)
     expected, res = _expected(src, FAILING, on_error="collect")
-    s = cdask.sweep(src, BUDGET, FAILING, set_column="session_id", out_dir=tmp_path / "out", client=client,
-                    on_error="collect", npartitions=3)
+    s = cdask.sweep(
+        src,
+        BUDGET,
+        FAILING,
+        set_column="session_id",
+        out_dir=tmp_path / "out",
+        client=client,
+        on_error="collect",
+        npartitions=3,
+    )
     n_failed = len(res.errors["tight"])
     assert 50 < n_failed < 250
     assert s["failed"] == {"chat": 0, "rag": 0, "small": 0, "tight": n_failed}
@@ -149,8 +163,7 @@ def test_existing_out_dir_refused_unless_overwrite(tmp_path, client, sample):
     cdask.sweep(src, BUDGET, VARIANTS, set_column="session_id", out_dir=out, client=client)
     with pytest.raises(InvalidConfigError, match="already holds a sweep .*overwrite=True"):
         cdask.sweep(src, BUDGET, VARIANTS, set_column="session_id", out_dir=out, client=client)
-    s = cdask.sweep(src, BUDGET, VARIANTS[:2], set_column="session_id", out_dir=out, client=client,
-                    overwrite=True)
+    s = cdask.sweep(src, BUDGET, VARIANTS[:2], set_column="session_id", out_dir=out, client=client, overwrite=True)
     assert s["rows"] == 500
     assert json.loads((out / "manifest.json").read_text())["summary"] == s
     assert set(pq.read_table(out / "variants").column("variant").unique().to_pylist()) == {"chat", "rag"}
@@ -160,11 +173,13 @@ def test_bad_arguments(tmp_path, client):
     with pytest.raises(InvalidConfigError, match="set column 'nope' not found"):
         cdask.sweep(SAMPLE, BUDGET, VARIANTS, set_column="nope", out_dir=tmp_path / "o", client=client)
     with pytest.raises(InvalidConfigError, match="on_error"):
-        cdask.sweep(SAMPLE, BUDGET, VARIANTS, set_column="session_id", out_dir=tmp_path / "o", client=client,
-                    on_error="ignore")
+        cdask.sweep(
+            SAMPLE, BUDGET, VARIANTS, set_column="session_id", out_dir=tmp_path / "o", client=client, on_error="ignore"
+        )
     with pytest.raises(InvalidConfigError, match="items file not found"):
-        cdask.sweep(tmp_path / "nope.parquet", BUDGET, VARIANTS, set_column="session_id",
-                    out_dir=tmp_path / "o2", client=client)
+        cdask.sweep(
+            tmp_path / "nope.parquet", BUDGET, VARIANTS, set_column="session_id", out_dir=tmp_path / "o2", client=client
+        )
 
 
 # ----------------------------------------------------------------------------- worker death
@@ -195,8 +210,16 @@ def test_killed_worker_is_retried_and_output_complete(tmp_path, client, sample):
     bounds = np.linspace(0, t.num_rows, 5).astype(int).tolist()
     marker = tmp_path / "killed"
     meta = t.schema.empty_table().to_pandas(types_mapper=pd.ArrowDtype)
-    ddf = dd.from_map(_piece_or_die, range(4), path=str(src), bounds=bounds, marker=str(marker), meta=meta,
-                      divisions=[None] * 5, enforce_metadata=False)
+    ddf = dd.from_map(
+        _piece_or_die,
+        range(4),
+        path=str(src),
+        bounds=bounds,
+        marker=str(marker),
+        meta=meta,
+        divisions=[None] * 5,
+        enforce_metadata=False,
+    )
     expected, _ = _expected(src)
     s = cdask.sweep(ddf, BUDGET, VARIANTS, set_column="session_id", out_dir=tmp_path / "out", client=client)
     assert marker.exists()  # a worker really died
@@ -221,20 +244,50 @@ def test_cli_dask_and_report_from_any_sweep_directory(tmp_path, client, sample, 
     d.mkdir()
     for i in range(3):
         pq.write_table(t.slice(i * 3000, 3000), d / f"f{i}.parquet")
-    common = ["--preset", "chat", "--preset", "rag", "--preset", "long_running", "--max-tokens", "8000",
-              "--target-tokens", "6000", "--set-column", "session_id", "--quiet"]
+    common = [
+        "--preset",
+        "chat",
+        "--preset",
+        "rag",
+        "--preset",
+        "long_running",
+        "--max-tokens",
+        "8000",
+        "--target-tokens",
+        "6000",
+        "--set-column",
+        "session_id",
+        "--quiet",
+    ]
     assert main(["sensitivity", str(d), *common, "--out", str(tmp_path / "mem")]) == 0
-    assert main(["sensitivity", str(d), *common, "--out", str(tmp_path / "dk"),
-                 "--dask", client.scheduler.address]) == 0
+    assert (
+        main(["sensitivity", str(d), *common, "--out", str(tmp_path / "dk"), "--dask", client.scheduler.address]) == 0
+    )
     out = capsys.readouterr().out
     assert "on Dask" in out and "3 partitions, shuffled on the set key" in out
     assert (tmp_path / "dk" / "report.html").is_file() and (tmp_path / "dk" / "manifest.json").is_file()
     # rerun into the same directory: refused, then replaced with --overwrite
-    assert main(["sensitivity", str(d), *common, "--out", str(tmp_path / "dk"), "--dask", client.scheduler.address]) == 2
+    assert (
+        main(["sensitivity", str(d), *common, "--out", str(tmp_path / "dk"), "--dask", client.scheduler.address]) == 2
+    )
     assert "already holds a sweep" in capsys.readouterr().err
     files = [str(d / f"f{i}.parquet") for i in range(3)]
-    assert main(["sensitivity", *files, *common, "--out", str(tmp_path / "dk"), "--dask", "local:1",
-                 "--overwrite", "--json"]) == 0
+    assert (
+        main(
+            [
+                "sensitivity",
+                *files,
+                *common,
+                "--out",
+                str(tmp_path / "dk"),
+                "--dask",
+                "local:1",
+                "--overwrite",
+                "--json",
+            ]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     assert summary["rows"] == sample.num_rows and summary["partitions"] == 3
 
@@ -243,8 +296,11 @@ def test_cli_dask_and_report_from_any_sweep_directory(tmp_path, client, sample, 
         assert getattr(a, f) == getattr(b, f), f
     for f in ("included", "tokens", "target", "swing_included", "failed"):
         assert np.array_equal(getattr(a, f), getattr(b, f)), f
-    res = c.sweep(c.ItemTable.from_parquet(d, set_column="session_id"), BUDGET,
-                  [(p, c.preset(p)) for p in ("chat", "rag", "long_running")])
+    res = c.sweep(
+        c.ItemTable.from_parquet(d, set_column="session_id"),
+        BUDGET,
+        [(p, c.preset(p)) for p in ("chat", "rag", "long_running")],
+    )
     vt = res.variants_table().group_by("variant").aggregate([("included_count", "sum"), ("tokens_used", "sum")])
     got = dict(zip(vt["variant"].to_pylist(), vt["included_count_sum"].to_pylist()))
     assert got == dict(zip(a.labels, a.included.tolist()))
@@ -285,7 +341,9 @@ def test_tasks_run_the_engine_on_their_workers_share(client):
     from distributed import Client, LocalCluster
 
     assert client.submit(cdask._worker_threads, pure=False).result() == 1
-    with LocalCluster(processes=False, n_workers=1, threads_per_worker=3, dashboard_address=":0") as lc, \
-            Client(lc) as two:
+    with (
+        LocalCluster(processes=False, n_workers=1, threads_per_worker=3, dashboard_address=":0") as lc,
+        Client(lc) as two,
+    ):
         assert two.submit(cdask._worker_threads, pure=False).result() == 3
     assert cdask._worker_threads() == 1  # outside any worker

@@ -55,8 +55,10 @@ def test_list_of_files_in_given_order_with_unified_schema(tmp_path, sample):
     pq.write_table(sample.slice(100, 50), b)
     t = read_table([b, a])
     assert t.num_rows == 150 and "tags" in t.column_names and "priority" in t.column_names
-    assert t.column("content").to_pylist() == sample.slice(100, 50).column("content").to_pylist() + \
-        sample.slice(0, 100).column("content").to_pylist()
+    assert (
+        t.column("content").to_pylist()
+        == sample.slice(100, 50).column("content").to_pylist() + sample.slice(0, 100).column("content").to_pylist()
+    )
     assert t.slice(50).column("priority").null_count == 100
     items = c.ItemTable.from_parquet([b, a], set_column="session_id")
     assert items.n == 150
@@ -130,7 +132,10 @@ def test_sweep_parquet_groups_non_contiguous_sets_in_memory(tmp_path, sample):
     totals = sweep_parquet(d, BUDGET, VARIANTS, tmp_path / "out", set_column="session_id", chunk_rows=500)
     assert totals["chunks"] == 1 and totals["rows"] == sample.num_rows and totals["sets"] == 300
     _same_outputs(tmp_path / "out", _in_memory(d, tmp_path))
-    with pytest.raises(InvalidConfigError, match=r"set 'session-\d+' .*is not contiguous in .*shuffled.*needs about [\d.]+ MiB .*--dask"):
+    with pytest.raises(
+        InvalidConfigError,
+        match=r"set 'session-\d+' .*is not contiguous in .*shuffled.*needs about [\d.]+ MiB .*--dask",
+    ):
         sweep_parquet(d, BUDGET, VARIANTS, tmp_path / "o2", set_column="session_id", memory_limit=1000)
     assert not (tmp_path / "o2").exists() or not list((tmp_path / "o2").iterdir())
 
@@ -142,15 +147,53 @@ def test_cli_takes_directories_and_file_lists(tmp_path, sample, capsys):
     assert main(["validate", str(root), "--set-column", "day"]) == 0
     assert f"ok — {sample.num_rows:,} rows, 3 set(s)" in capsys.readouterr().out
     files = [str(root / f"day={d}" / "part-0.parquet") for d in (2, 0)]
-    assert main(["sensitivity", *files, "--preset", "chat", "--preset", "rag", "--max-tokens", "8000",
-                 "--target-tokens", "6000", "--set-column", "session_id", "--out", str(tmp_path / "o"),
-                 "--quiet", "--json"]) == 0
+    assert (
+        main(
+            [
+                "sensitivity",
+                *files,
+                "--preset",
+                "chat",
+                "--preset",
+                "rag",
+                "--max-tokens",
+                "8000",
+                "--target-tokens",
+                "6000",
+                "--set-column",
+                "session_id",
+                "--out",
+                str(tmp_path / "o"),
+                "--quiet",
+                "--json",
+            ]
+        )
+        == 0
+    )
     import json
 
     out = json.loads(capsys.readouterr().out)
     assert out["items"] == int(((day == 2) | (day == 0)).sum()) and out["sets"] == 200
-    assert main(["run", str(root), "--preset", "chat", "--max-tokens", "8000", "--target-tokens", "6000",
-                 "--set-column", "session_id", "--set", "session-0001", "--json"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(root),
+                "--preset",
+                "chat",
+                "--max-tokens",
+                "8000",
+                "--target-tokens",
+                "6000",
+                "--set-column",
+                "session_id",
+                "--set",
+                "session-0001",
+                "--json",
+            ]
+        )
+        == 0
+    )
 
 
 def test_glob_pattern(tmp_path, sample):

@@ -35,8 +35,9 @@ def test_report_of_a_failed_cell_raises_its_error():
     thr = c.Policy(c.KindScorer(), overflow_strategy="throw")
     items = [c.ContextItem("p", 60, pinned=True), c.ContextItem("a", 0), c.ContextItem("b", 30)]
     ok = c.Policy(c.KindScorer(), overflow_strategy="truncate")
-    r = c.sweep(items, None, [("thr", thr, c.ContextBudget(100, 50)), ("ok", ok, c.ContextBudget(100, 50))],
-                on_error="collect")
+    r = c.sweep(
+        items, None, [("thr", thr, c.ContextBudget(100, 50)), ("ok", ok, c.ContextBudget(100, 50))], on_error="collect"
+    )
     with pytest.raises(c.BudgetOverflowError, match="variant 'thr'"):
         r.selection_report("thr")
     assert [i.item.content for i in r.selection_report("ok").included] == ["p"]  # effective target 0
@@ -73,24 +74,52 @@ def test_dollar_signs_in_content_and_labels_do_not_break_the_report(tmp_path):
 
 def test_cli_with_empty_items_and_a_set_column(tmp_path, capsys):
     src = tmp_path / "empty.parquet"
-    pq.write_table(pa.table({"sid": pa.array([], pa.string()), "content": pa.array([], pa.string()),
-                             "tokens": pa.array([], pa.int64())}), src)
-    code = cli.main(["sensitivity", str(src), "--preset", "chat", "--preset", "rag", "--max-tokens", "100",
-                     "--target-tokens", "50", "--set-column", "sid", "--out", str(tmp_path / "o"), "--quiet"])
+    pq.write_table(
+        pa.table(
+            {"sid": pa.array([], pa.string()), "content": pa.array([], pa.string()), "tokens": pa.array([], pa.int64())}
+        ),
+        src,
+    )
+    code = cli.main(
+        [
+            "sensitivity",
+            str(src),
+            "--preset",
+            "chat",
+            "--preset",
+            "rag",
+            "--max-tokens",
+            "100",
+            "--target-tokens",
+            "50",
+            "--set-column",
+            "sid",
+            "--out",
+            str(tmp_path / "o"),
+            "--quiet",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
 
 
 def test_set_column_may_be_an_item_column_and_keys_must_be_scalars():
-    t = c.ItemTable.from_arrow(pa.table({"content": ["a", "b", "c"], "tokens": [1, 2, 3],
-                                         "kind": ["Message", "Memory", "Message"]}), set_column="kind")
+    t = c.ItemTable.from_arrow(
+        pa.table({"content": ["a", "b", "c"], "tokens": [1, 2, 3], "kind": ["Message", "Memory", "Message"]}),
+        set_column="kind",
+    )
     assert t.set_keys == ["Message", "Memory"] and t.row(0).kind == "Message"
-    t2 = c.ItemTable.from_items([{"content": "a", "tokens": 1, "kind": "X"}, {"content": "b", "tokens": 1, "kind": "Y"}],
-                                set_column="kind")
+    t2 = c.ItemTable.from_items(
+        [{"content": "a", "tokens": 1, "kind": "X"}, {"content": "b", "tokens": 1, "kind": "Y"}], set_column="kind"
+    )
     assert t2.set_keys == ["X", "Y"] and t2.row(1).kind == "Y" and t2.set_column == "kind"
-    with pytest.raises(InvalidInputTypeError, match=r"^set column 'sid' must hold strings or integers, got list<item: int64>$"):
+    with pytest.raises(
+        InvalidInputTypeError, match=r"^set column 'sid' must hold strings or integers, got list<item: int64>$"
+    ):
         c.ItemTable.from_arrow(pa.table({"content": ["a"], "tokens": [1], "sid": [[1]]}), set_column="sid")
     with pytest.raises(InvalidConfigError, match="keys of mixed or unsupported types"):
-        c.ItemTable.from_items([{"content": "a", "tokens": 1, "s": 1}, {"content": "b", "tokens": 1, "s": "x"}], set_column="s")
+        c.ItemTable.from_items(
+            [{"content": "a", "tokens": 1, "s": 1}, {"content": "b", "tokens": 1, "s": "x"}], set_column="s"
+        )
 
 
 def test_null_metadata_values_are_named_at_load_and_by_validate(tmp_path, capsys):
@@ -103,11 +132,20 @@ def test_null_metadata_values_are_named_at_load_and_by_validate(tmp_path, capsys
     assert "column 'metadata': a metadata value is null (values must be strings) at row 1" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("grid, message", [
-    ('presets = "chat"\nweights = { recency = "high" }\n[[budgets]]\nmax_tokens = 10\ntarget_tokens = 5\n', "weights[0].recency must be a number"),
-    ('presets = ["chat"]\n[[budgets]]\nmax_tokens = 10\ntarget_tokens = 5\nbogus = 1\n', "unknown key(s) ['bogus']"),
-    ('presets = ["chat"]\n', "at least one [[budgets]]"),
-])
+@pytest.mark.parametrize(
+    "grid, message",
+    [
+        (
+            'presets = "chat"\nweights = { recency = "high" }\n[[budgets]]\nmax_tokens = 10\ntarget_tokens = 5\n',
+            "weights[0].recency must be a number",
+        ),
+        (
+            'presets = ["chat"]\n[[budgets]]\nmax_tokens = 10\ntarget_tokens = 5\nbogus = 1\n',
+            "unknown key(s) ['bogus']",
+        ),
+        ('presets = ["chat"]\n', "at least one [[budgets]]"),
+    ],
+)
 def test_grid_file_errors(tmp_path, capsys, grid, message):
     g = tmp_path / "g.toml"
     g.write_text(grid)
@@ -126,8 +164,23 @@ def test_out_path_that_is_a_file_is_a_usage_error(tmp_path, capsys):
     f = tmp_path / "file"
     f.write_text("x")
     items = Path(__file__).resolve().parents[1] / "data" / "sample_sessions.parquet"
-    code = cli.main(["sensitivity", str(items), "--preset", "chat", "--preset", "rag", "--max-tokens", "8000",
-                     "--target-tokens", "6000", "--out", str(f / "sub"), "--quiet"])
+    code = cli.main(
+        [
+            "sensitivity",
+            str(items),
+            "--preset",
+            "chat",
+            "--preset",
+            "rag",
+            "--max-tokens",
+            "8000",
+            "--target-tokens",
+            "6000",
+            "--out",
+            str(f / "sub"),
+            "--quiet",
+        ]
+    )
     assert code == 2 and "cupel-np: error:" in capsys.readouterr().err
 
 
@@ -142,8 +195,9 @@ def _one_line_error(exc_info, cls=CupelError):
 def _bad_utf8(*values: bytes, typ=pa.string()) -> pa.Array:
     """A string array holding exactly these bytes (Arrow does not validate buffers)."""
     offsets = np.cumsum([0] + [len(v) for v in values]).astype(np.int32 if typ == pa.string() else np.int64)
-    return pa.Array.from_buffers(typ, len(values), [None, pa.py_buffer(offsets.tobytes()),
-                                                     pa.py_buffer(b"".join(values))])
+    return pa.Array.from_buffers(
+        typ, len(values), [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(values))]
+    )
 
 
 def test_duplicate_column_names_are_named(tmp_path):
@@ -157,11 +211,13 @@ def test_duplicate_column_names_are_named(tmp_path):
         c.ItemTable.from_parquet(tmp_path / "dup.parquet")
     _one_line_error(ei)
     problems, _ = validate_items(tmp_path / "dup.parquet")
-    assert problems == ["items table has 2 columns named 'content' (columns: content, tokens, content); "
-                        "names must be unique"]
+    assert problems == [
+        "items table has 2 columns named 'content' (columns: content, tokens, content); names must be unique"
+    ]
     # a repeated column that is not read is ignored
-    extra = pa.Table.from_arrays([pa.array(["a"]), pa.array([1]), pa.array([1]), pa.array([2])],
-                                 names=["content", "tokens", "x", "x"])
+    extra = pa.Table.from_arrays(
+        [pa.array(["a"]), pa.array([1]), pa.array([1]), pa.array([2])], names=["content", "tokens", "x", "x"]
+    )
     assert c.ItemTable.from_arrow(extra).n == 1
 
 
@@ -175,8 +231,7 @@ def test_invalid_utf8_content_is_rejected_at_load_naming_the_row(tmp_path, typ):
     pq.write_table(t, tmp_path / "u.parquet")
     with pytest.raises(InvalidConfigError, match=msg):
         c.ItemTable.from_parquet(tmp_path / "u.parquet")
-    assert validate_items(tmp_path / "u.parquet")[0] == [
-        "column 'content': invalid UTF-8 at row 1 (b'bad \\xff\\xfe')"]
+    assert validate_items(tmp_path / "u.parquet")[0] == ["column 'content': invalid UTF-8 at row 1 (b'bad \\xff\\xfe')"]
 
 
 def test_invalid_utf8_in_tags_metadata_kind_and_set_keys():
@@ -194,16 +249,21 @@ def test_invalid_utf8_in_tags_metadata_kind_and_set_keys():
         c.ItemTable.from_arrow(pa.table({**base, "s": _bad_utf8(b"x", b"\xc3")}), set_column="s")
 
 
-@pytest.mark.parametrize("field, kwargs", [
-    ("content", {"content": "a\ud800b"}),
-    ("kind", {"kind": "K\udfff"}),
-    ("source", {"source": "\ud800"}),
-    ("tags", {"tags": ("ok", "\udc80")}),
-    ("metadata", {"metadata": {"k": "\ud800"}}),
-])
+@pytest.mark.parametrize(
+    "field, kwargs",
+    [
+        ("content", {"content": "a\ud800b"}),
+        ("kind", {"kind": "K\udfff"}),
+        ("source", {"source": "\ud800"}),
+        ("tags", {"tags": ("ok", "\udc80")}),
+        ("metadata", {"metadata": {"k": "\ud800"}}),
+    ],
+)
 def test_lone_surrogates_are_rejected_at_construction(field, kwargs):
     args = {"content": "x", "tokens": 1, **kwargs}
-    with pytest.raises(InvalidConfigError, match=rf"^ContextItem\.{field} is not valid Unicode text: lone surrogate") as ei:
+    with pytest.raises(
+        InvalidConfigError, match=rf"^ContextItem\.{field} is not valid Unicode text: lone surrogate"
+    ) as ei:
         c.ContextItem(**args)
     _one_line_error(ei)
     with pytest.raises(InvalidConfigError, match=rf"^row 0: ContextItem\.{field} is not valid Unicode text"):
@@ -213,13 +273,29 @@ def test_lone_surrogates_are_rejected_at_construction(field, kwargs):
 def test_decay_reference_in_2300_with_nanosecond_timestamps():
     """Was OverflowError: the reference time in nanoseconds does not fit in int64."""
     ts = [datetime(2024, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC), None]
-    policy = c.Policy.from_dict({"scorers": [{"type": "decay", "reference_time": "2300-01-01T00:00:00Z",
-                                              "curve": {"type": "exponential", "half_life_secs": 3.0e9}}]})
+    policy = c.Policy.from_dict(
+        {
+            "scorers": [
+                {
+                    "type": "decay",
+                    "reference_time": "2300-01-01T00:00:00Z",
+                    "curve": {"type": "exponential", "half_life_secs": 3.0e9},
+                }
+            ]
+        }
+    )
     budget = c.ContextBudget(1000, 1000)
     scores = {}
     for unit in ("s", "ms", "us", "ns"):
-        t = c.ItemTable.from_arrow(pa.table({"content": ["old", "new", "none"], "tokens": [1, 1, 1],
-                                             "timestamp": pa.array(ts, pa.timestamp(unit, tz="UTC"))}))
+        t = c.ItemTable.from_arrow(
+            pa.table(
+                {
+                    "content": ["old", "new", "none"],
+                    "tokens": [1, 1, 1],
+                    "timestamp": pa.array(ts, pa.timestamp(unit, tz="UTC")),
+                }
+            )
+        )
         rep = c.Pipeline(policy).dry_run(t, budget)
         scores[unit] = {i.item.content: i.score for i in rep.included}
     assert scores["ns"] == scores["us"] == scores["ms"] == scores["s"]
@@ -228,22 +304,29 @@ def test_decay_reference_in_2300_with_nanosecond_timestamps():
 
 
 def test_reserved_slots_whose_sum_overflows():
-    with pytest.raises(InvalidConfigError, match=r"^ContextBudget.reserved_slots add up to 9223372036854775806, past 2\*\*62") as ei:
+    with pytest.raises(
+        InvalidConfigError, match=r"^ContextBudget.reserved_slots add up to 9223372036854775806, past 2\*\*62"
+    ) as ei:
         c.ContextBudget(10, 5, reserved_slots={"a": 2**62 - 1, "b": 2**62 - 1})
     _one_line_error(ei)
     b = c.ContextBudget(10, 5, reserved_slots={"a": 2**61, "b": 2**61 - 1})
     assert b.effective(0) == (0, 0)
 
 
-@pytest.mark.parametrize("keys, typ", [
-    ([1.0, float("nan"), float("nan")], "double"),
-    ([True, False, True], "bool"),
-    ([b"x", b"y", b"x"], "binary"),
-    ([datetime(2024, 1, 1), datetime(2024, 1, 2), datetime(2024, 1, 1)], "timestamp[us]"),
-])
+@pytest.mark.parametrize(
+    "keys, typ",
+    [
+        ([1.0, float("nan"), float("nan")], "double"),
+        ([True, False, True], "bool"),
+        ([b"x", b"y", b"x"], "binary"),
+        ([datetime(2024, 1, 1), datetime(2024, 1, 2), datetime(2024, 1, 1)], "timestamp[us]"),
+    ],
+)
 def test_set_keys_must_be_strings_or_integers(keys, typ):
     t = pa.table({"content": ["a", "b", "c"], "tokens": [1, 2, 3], "s": keys})
-    with pytest.raises(InvalidInputTypeError, match=rf"^set column 's' must hold strings or integers, got {re.escape(typ)}$") as ei:
+    with pytest.raises(
+        InvalidInputTypeError, match=rf"^set column 's' must hold strings or integers, got {re.escape(typ)}$"
+    ) as ei:
         c.ItemTable.from_arrow(t, set_column="s")
     _one_line_error(ei)
 
@@ -258,18 +341,31 @@ def test_validate_applies_exactly_the_loader_checks(tmp_path):
     """validate said "ok" for tokens that load refused (the sum check was the loader's only)."""
     path = tmp_path / "big.parquet"
     pq.write_table(pa.table({"content": ["a", "b"], "tokens": [2**61 + 1, 2**61 + 1]}), path)
-    with pytest.raises(InvalidConfigError, match=r"^column 'tokens', row 1: the token counts add up past 4.61e\+18") as ei:
+    with pytest.raises(
+        InvalidConfigError, match=r"^column 'tokens', row 1: the token counts add up past 4.61e\+18"
+    ) as ei:
         c.ItemTable.from_parquet(path)
     _one_line_error(ei)
     problems, _ = validate_items(path)
-    assert problems == ["column 'tokens': the token counts add up past 4.61e+18 (sums must fit in 64-bit integers) "
-                        f"at row 1 ({2**61 + 1})"]
+    assert problems == [
+        "column 'tokens': the token counts add up past 4.61e+18 (sums must fit in 64-bit integers) "
+        f"at row 1 ({2**61 + 1})"
+    ]
 
 
 def test_validate_lists_every_problem_the_loader_would_raise_first(tmp_path):
     path = tmp_path / "many.parquet"
-    pq.write_table(pa.table({"content": ["a", "", None, "d"], "tokens": pa.array([1, 2**64 - 1, 3, None], pa.uint64()),
-                             "kind": ["x", " ", "y", "z"], "s": [1.5, 2.5, 1.5, 2.5]}), path)
+    pq.write_table(
+        pa.table(
+            {
+                "content": ["a", "", None, "d"],
+                "tokens": pa.array([1, 2**64 - 1, 3, None], pa.uint64()),
+                "kind": ["x", " ", "y", "z"],
+                "s": [1.5, 2.5, 1.5, 2.5],
+            }
+        ),
+        path,
+    )
     problems, summary = validate_items(path, set_column="s")
     assert problems == [
         "column 'tokens': does not fit in a 64-bit signed integer at row 1 (18446744073709551615)",
@@ -279,5 +375,8 @@ def test_validate_lists_every_problem_the_loader_would_raise_first(tmp_path):
         "set column 's' must hold strings or integers, got double",
     ]
     assert summary["rows"] == 4
-    with pytest.raises(InvalidConfigError, match=r"^column 'tokens', row 1: does not fit in a 64-bit signed integer \(value 18446744073709551615\)$"):
+    with pytest.raises(
+        InvalidConfigError,
+        match=r"^column 'tokens', row 1: does not fit in a 64-bit signed integer \(value 18446744073709551615\)$",
+    ):
         c.ItemTable.from_parquet(path, set_column="s")

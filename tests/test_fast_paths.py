@@ -29,8 +29,13 @@ from cupel_np.engine import stages  # noqa: E402
 from cupel_np.engine.slicers import greedy  # noqa: E402
 from cupel_np.engine.sortkeys import desc_bits, int_keys, ordered_bits, stable_argsort  # noqa: E402
 
-SETTINGS = settings(max_examples=120, deadline=None, database=None, print_blob=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(
+    max_examples=120,
+    deadline=None,
+    database=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 # values with many exact ties: equal densities and scores, both zeros, NaN, infinities
 TIE_VALUES = [0.0, -0.0, 0.5, 0.25, 1.0, 2.0, -1.0, np.nan, np.inf, -np.inf, 1e-300, 1e300]
@@ -64,16 +69,20 @@ def naive_greedy(tokens, scores, target):
 def engine_greedy(tokens, scores, target, **kw):
     n = len(tokens)
     rank = np.full(n, -1, dtype=np.int64)
-    greedy.greedy_segments(np.asarray(tokens, np.int64), np.asarray(scores, np.float64),
-                           np.array([0, n]), np.array([target]), rank, **kw)
+    greedy.greedy_segments(
+        np.asarray(tokens, np.int64), np.asarray(scores, np.float64), np.array([0, n]), np.array([target]), rank, **kw
+    )
     sel = np.flatnonzero(rank >= 0)
     return list(sel[np.argsort(rank[sel])])
 
 
 # --------------------------------------------------------------------------- greedy kernel
 @SETTINGS
-@given(st.lists(st.tuples(st.integers(0, 40), st.sampled_from(TIE_VALUES)), max_size=120),
-       st.integers(0, 600), st.sampled_from([1, 2, 3, 16]))
+@given(
+    st.lists(st.tuples(st.integers(0, 40), st.sampled_from(TIE_VALUES)), max_size=120),
+    st.integers(0, 600),
+    st.sampled_from([1, 2, 3, 16]),
+)
 def test_greedy_chunked_walk_matches_spec(pairs, target, min_chunk):
     tokens = [t for t, _ in pairs]
     scores = [s for _, s in pairs]
@@ -83,8 +92,11 @@ def test_greedy_chunked_walk_matches_spec(pairs, target, min_chunk):
 
 
 @SETTINGS
-@given(st.lists(st.tuples(st.integers(0, 40), st.sampled_from(TIE_VALUES)), min_size=1, max_size=120),
-       st.integers(1, 600), st.sampled_from([1, 2, 16]))
+@given(
+    st.lists(st.tuples(st.integers(0, 40), st.sampled_from(TIE_VALUES)), min_size=1, max_size=120),
+    st.integers(1, 600),
+    st.sampled_from([1, 2, 16]),
+)
 def test_unordered_prefix_then_complete_ranks(pairs, target, min_chunk):
     """The big path's fitting prefix left unordered (``prefix=``): the same selection, prefix
     ranks in index order below every later rank, later ranks exact; ``complete_ranks`` then
@@ -96,8 +108,9 @@ def test_unordered_prefix_then_complete_ranks(pairs, target, min_chunk):
     greedy.greedy_segments(tok, score, np.array([0, n]), np.array([target]), exact, big=10**9)
     lazy = np.full(n, -1, dtype=np.int64)
     pre = np.zeros(1, dtype=np.int64)
-    greedy.greedy_segments(tok, score, np.array([0, n]), np.array([target]), lazy, big=1,
-                           min_chunk=min_chunk, prefix=pre)
+    greedy.greedy_segments(
+        tok, score, np.array([0, n]), np.array([target]), lazy, big=1, min_chunk=min_chunk, prefix=pre
+    )
     n_pre = int(pre[0])
     assert ((lazy >= 0) == (exact >= 0)).all()
     sel = np.flatnonzero(lazy >= 0)
@@ -113,8 +126,9 @@ def test_unordered_prefix_then_complete_ranks(pairs, target, min_chunk):
     marked = np.array([(i * 7 + t) % 3 == 0 for i, t in enumerate(tok)], dtype=np.bool_)
     part = np.full(n, -1, dtype=np.int64)
     pre2 = np.zeros(1, dtype=np.int64)
-    greedy.greedy_segments(tok, score, np.array([0, n]), np.array([target]), part, big=1,
-                           min_chunk=min_chunk, prefix=pre2, compared=marked)
+    greedy.greedy_segments(
+        tok, score, np.array([0, n]), np.array([target]), part, big=1, min_chunk=min_chunk, prefix=pre2, compared=marked
+    )
     assert pre2[0] == n_pre and ((part >= 0) == (exact >= 0)).all()
     unmarked_pre = [p for p in in_pre if not marked[p]]
     marked_pre = sorted((p for p in in_pre if marked[p]), key=lambda p: exact[p])
@@ -132,8 +146,11 @@ def _prefix_items(n, seed):
     rng = np.random.default_rng(seed)
     out = []
     for i in range(n):
-        d = {"content": f"c{i}", "tokens": int(rng.choice([0, 1, 2, 3, 4, 8])),
-             "kind": ["Message", "Document", "Note"][i % 3]}
+        d = {
+            "content": f"c{i}",
+            "tokens": int(rng.choice([0, 1, 2, 3, 4, 8])),
+            "kind": ["Message", "Document", "Note"][i % 3],
+        }
         if rng.random() < 0.6:
             d["timestamp"] = datetime.fromtimestamp(1_700_000_000 + int(rng.integers(0, 25)), timezone.utc)
         if rng.random() < 0.8:
@@ -146,8 +163,10 @@ def _prefix_items(n, seed):
 
 @pytest.mark.parametrize("placer", ["chronological", "u_shaped"])
 @pytest.mark.parametrize("overflow", ["throw", "truncate", "proceed"])
-@pytest.mark.parametrize("seed, frac, coarse", [(0, 0.2, False), (1, 0.5, False), (2, 0.8, False),
-                                                (3, 1.0, False), (4, 0.6, True), (5, 0.95, True)])
+@pytest.mark.parametrize(
+    "seed, frac, coarse",
+    [(0, 0.2, False), (1, 0.5, False), (2, 0.8, False), (3, 1.0, False), (4, 0.6, True), (5, 0.95, True)],
+)
 def test_unordered_greedy_prefix_matches_naive(placer, overflow, seed, frac, coarse):
     """The big-set greedy path leaves its fitting prefix unordered and each placer orders only
     what it compares (u-shaped: equal scores, pinned items' 1.0 included; chronological:
@@ -257,13 +276,16 @@ def _naive(items, budget, config):
 
 def _engine(items, budget, config):
     try:
-        report = c.Pipeline(c.Policy.from_dict(config)).dry_run([c.ContextItem(**d) for d in items],
-                                                              c.ContextBudget(**budget))
+        report = c.Pipeline(c.Policy.from_dict(config)).dry_run(
+            [c.ContextItem(**d) for d in items], c.ContextBudget(**budget)
+        )
     except c.CupelError as err:
         return ("error", err.code)
     inc = [int(r) for r in report.input_rows(report.included_rows)]
-    exc = [(int(r), e.reason.reason, dataclasses.asdict(e.reason))
-           for r, e in zip(report.input_rows(report.excluded_rows), report.excluded)]
+    exc = [
+        (int(r), e.reason.reason, dataclasses.asdict(e.reason))
+        for r, e in zip(report.input_rows(report.excluded_rows), report.excluded)
+    ]
     return ("ok", inc, exc)
 
 
@@ -305,8 +327,12 @@ def test_big_set_default_thresholds_match_naive(placer, frac):
     items = _big_items(6000, 3, coarse_ts=True)
     total = sum(d["tokens"] for d in items)
     budget = {"max_tokens": total, "target_tokens": int(total * frac)}
-    config = {"scorers": [{"type": "reflexive", "weight": 1.0}, {"type": "kind", "weight": 0.5}],
-              "slicer": "greedy", "placer": placer, "overflow_strategy": "truncate"}
+    config = {
+        "scorers": [{"type": "reflexive", "weight": 1.0}, {"type": "kind", "weight": 0.5}],
+        "slicer": "greedy",
+        "placer": placer,
+        "overflow_strategy": "truncate",
+    }
     assert _engine(items, budget, config) == _naive(items, budget, config)
 
 
@@ -315,9 +341,13 @@ def test_count_quota_truncation_through_the_general_filter():
     general (truncating) form."""
     items = _big_items(400, 5, coarse_ts=True)
     budget = {"max_tokens": 100_000, "target_tokens": 300}
-    config = {"scorers": [{"type": "reflexive", "weight": 1.0}], "slicer": "count_quota",
-              "entries": [{"kind": "Message", "require_count": 60, "cap_count": 80}], "placer": "chronological",
-              "overflow_strategy": "truncate"}
+    config = {
+        "scorers": [{"type": "reflexive", "weight": 1.0}],
+        "slicer": "count_quota",
+        "entries": [{"kind": "Message", "require_count": 60, "cap_count": 80}],
+        "placer": "chronological",
+        "overflow_strategy": "truncate",
+    }
     with fast_paths_everywhere():
         got = _engine(items, budget, config)
     assert got == _naive(items, budget, config)
@@ -331,9 +361,13 @@ def test_quota_big_partitions_match_naive():
     items = _big_items(3 * kernels.RADIX_PICK + 600, 4, coarse_ts=False)
     total = sum(d["tokens"] for d in items)
     budget = {"max_tokens": total, "target_tokens": total // 2}
-    config = {"scorers": [{"type": "reflexive", "weight": 1.0}, {"type": "kind", "weight": 0.5}],
-              "slicer": "quota", "inner_slicer": "greedy", "placer": "u_shaped",
-              "quotas": [{"kind": "Message", "require": 10.0, "cap": 40.0}]}
+    config = {
+        "scorers": [{"type": "reflexive", "weight": 1.0}, {"type": "kind", "weight": 0.5}],
+        "slicer": "quota",
+        "inner_slicer": "greedy",
+        "placer": "u_shaped",
+        "quotas": [{"kind": "Message", "require": 10.0, "cap": 40.0}],
+    }
     got = _engine(items, budget, config)
     assert got[0] == "ok" and len(got[1]) > kernels.RADIX_PICK
     assert got == _naive(items, budget, config)
@@ -345,8 +379,10 @@ def test_long_runs_of_equal_timestamps_and_scores(placer):
     run, never an insertion sort over the run) keep the spec's order."""
     ts = datetime.fromtimestamp(1_700_000_000, timezone.utc)
     rng = np.random.default_rng(2)
-    items = [{"content": f"c{i}", "tokens": int(rng.integers(1, 40)), "timestamp": ts,
-              "future_relevance_hint": 0.5} for i in range(6000)]
+    items = [
+        {"content": f"c{i}", "tokens": int(rng.integers(1, 40)), "timestamp": ts, "future_relevance_hint": 0.5}
+        for i in range(6000)
+    ]
     total = sum(d["tokens"] for d in items)
     budget = {"max_tokens": total, "target_tokens": total // 2}
     config = {"scorers": [{"type": "reflexive", "weight": 1.0}], "slicer": "greedy", "placer": placer}

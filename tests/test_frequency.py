@@ -23,8 +23,13 @@ from cupel_np.engine.batch import classify  # noqa: E402
 from cupel_np.engine.scorers import ScoreContext  # noqa: E402
 from cupel_np.engine.scorers import kernels as sck  # noqa: E402
 
-PROPS = settings(max_examples=150, deadline=None, database=None, print_blob=True,
-                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+PROPS = settings(
+    max_examples=150,
+    deadline=None,
+    database=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 # a vocabulary far larger than any one set, with case variants that fold together
 VOCAB = ["a", "A", "b", "B", "Tag", "tAG", "tag", "É", "é"] + [f"t{i}" for i in range(400)]
@@ -40,12 +45,17 @@ def _naive_sets(sets):
 def _engine_sets(sets):
     """Through the public path: Arrow table with a set column, tag encoding, ScoreContext."""
     rows = [(s, f"c{s}-{i}", it["tags"]) for s, items in enumerate(sets) for i, it in enumerate(items)]
-    table = c.ItemTable.from_arrow(pa.table({
-        "set": pa.array([r[0] for r in rows], pa.int64()),
-        "content": pa.array([r[1] for r in rows], pa.string()),
-        "tokens": pa.array(np.ones(len(rows), dtype=np.int64)),
-        "tags": pa.array([r[2] for r in rows], pa.list_(pa.string())),
-    }), set_column="set")
+    table = c.ItemTable.from_arrow(
+        pa.table(
+            {
+                "set": pa.array([r[0] for r in rows], pa.int64()),
+                "content": pa.array([r[1] for r in rows], pa.string()),
+                "tokens": pa.array(np.ones(len(rows), dtype=np.int64)),
+                "tags": pa.array([r[2] for r in rows], pa.list_(pa.string())),
+            }
+        ),
+        set_column="set",
+    )
     cls = classify(table)
     assert len(cls.sc_rows) == len(rows)  # every item is scoreable (tokens 1, not pinned)
     return ScoreContext(table, cls.sc_rows, cls.sc_offsets).score(c.FrequencyScorer()).tolist()
@@ -79,8 +89,13 @@ def test_many_small_sets_match_naive(sets):
 
 
 @PROPS
-@given(st.lists(st.lists(st.lists(st.sampled_from(["a", "A", "b", "c", "C", "d"]), max_size=6),
-                         min_size=1, max_size=30), min_size=1, max_size=4))
+@given(
+    st.lists(
+        st.lists(st.lists(st.sampled_from(["a", "A", "b", "c", "C", "d"]), max_size=6), min_size=1, max_size=30),
+        min_size=1,
+        max_size=4,
+    )
+)
 def test_dense_small_vocabulary_with_repeats_matches_naive(sets):
     # few distinct tags: many repeated tags on one item and many items sharing every tag
     sets = [_items(s) for s in sets]
@@ -96,7 +111,7 @@ def test_many_two_item_sets_with_unique_tags():
         tag_lists.append([f"u{s}a"] + (["Shared"] if shared else []))
         tag_lists.append([f"u{s}b"] + (["SHARED"] if shared and rng.random() < 0.5 else []))
     got = _kernel(tag_lists, [2] * n_sets)
-    want = _naive_sets([_items(tag_lists[2 * s:2 * s + 2]) for s in range(n_sets)])
+    want = _naive_sets([_items(tag_lists[2 * s : 2 * s + 2]) for s in range(n_sets)])
     assert got.tolist() == want
 
 
@@ -149,7 +164,7 @@ def test_several_big_and_small_segments_match_naive():
     got = _kernel(tag_lists, sizes)
     want, k = [], 0
     for m in sizes:
-        want.extend(naive.score_items(_items(tag_lists[k:k + m]), {"type": "frequency"}))
+        want.extend(naive.score_items(_items(tag_lists[k : k + m]), {"type": "frequency"}))
         k += m
     assert got.tolist() == want
 
@@ -232,9 +247,16 @@ def test_scorer_kernels_compile_one_specialization():
 
     if os.environ.get("NUMBA_DISABLE_JIT") == "1":
         pytest.skip("no compilation with NUMBA_DISABLE_JIT=1")
-    out = subprocess.run([sys.executable, "-c", SPECIALIZATION_SCRIPT], capture_output=True, text=True,
-                         check=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", SPECIALIZATION_SCRIPT], capture_output=True, text=True, check=True, timeout=600
+    )
     specs = json.loads(out.stdout.strip().splitlines()[-1])
-    assert {k.rsplit(".", 1)[1] for k in specs} >= {"rank_scores", "tag_scores", "frequency_scores",
-                                                    "scaled_scores", "weighted_sum", "decay_scores"}
+    assert {k.rsplit(".", 1)[1] for k in specs} >= {
+        "rank_scores",
+        "tag_scores",
+        "frequency_scores",
+        "scaled_scores",
+        "weighted_sum",
+        "decay_scores",
+    }
     assert all(len(v) == 1 for v in specs.values()), specs

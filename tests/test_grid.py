@@ -38,16 +38,26 @@ def test_budgets_differing_only_in_reserved_slots(items):
 
 
 def test_budgets_differing_only_in_margin(items):
-    grid = c.Sweep(["chat"], budgets=[B(1000, 800, estimation_safety_margin_percent=5.0),
-                                      B(1000, 800, estimation_safety_margin_percent=5.5)])
+    grid = c.Sweep(
+        ["chat"],
+        budgets=[
+            B(1000, 800, estimation_safety_margin_percent=5.0),
+            B(1000, 800, estimation_safety_margin_percent=5.5),
+        ],
+    )
     assert _labels(grid) == ["chat|1000/800 margin=5.0%", "chat|1000/800 margin=5.5%"]
     _sweeps(items, grid)
 
 
 def test_budget_labels_name_only_the_fields_that_vary(items):
-    grid = c.Sweep(["chat"], budgets=[B(1000, 800, output_reserve=10, estimation_safety_margin_percent=1.0),
-                                      B(1000, 800, output_reserve=20, estimation_safety_margin_percent=1.0),
-                                      B(2000, 800, output_reserve=10, estimation_safety_margin_percent=1.0)])
+    grid = c.Sweep(
+        ["chat"],
+        budgets=[
+            B(1000, 800, output_reserve=10, estimation_safety_margin_percent=1.0),
+            B(1000, 800, output_reserve=20, estimation_safety_margin_percent=1.0),
+            B(2000, 800, output_reserve=10, estimation_safety_margin_percent=1.0),
+        ],
+    )
     assert _labels(grid) == ["chat|1000/800 reserve=10", "chat|1000/800 reserve=20", "chat|2000/800 reserve=10"]
     _sweeps(items, grid)
 
@@ -69,8 +79,14 @@ def test_two_slicers_of_one_type_with_different_options(items):
 
 
 def test_count_quota_slicers_differing_in_scarcity(items):
-    cq = [{"slicer": "count_quota", "entries": [{"kind": "Tool", "require_count": 1, "cap_count": 2}],
-           "scarcity_behavior": s} for s in ("degrade", "throw")]
+    cq = [
+        {
+            "slicer": "count_quota",
+            "entries": [{"kind": "Tool", "require_count": 1, "cap_count": 2}],
+            "scarcity_behavior": s,
+        }
+        for s in ("degrade", "throw")
+    ]
     labels = _labels(c.Sweep(["chat"], slicers=cq))
     assert len(set(labels)) == 2 and "scarcity_behavior=degrade" in labels[0] and "scarcity_behavior=throw" in labels[1]
     _sweeps(items, c.Sweep(["chat"], slicers=cq))
@@ -95,21 +111,28 @@ def test_two_policies_with_one_name(items):
     _sweeps(items, grid)
 
 
-@pytest.mark.parametrize("kw, dim", [
-    ({"budgets": [B(100, 80), B(100, 80)]}, "budgets"),
-    ({"slicers": ["greedy", {"slicer": "greedy"}]}, "slicers"),
-    ({"placers": ["u_shaped", "u_shaped"]}, "placers"),
-    ({"weights": [{"kind": 2}, {"kind": 2.0}]}, "weights"),
-])
+@pytest.mark.parametrize(
+    "kw, dim",
+    [
+        ({"budgets": [B(100, 80), B(100, 80)]}, "budgets"),
+        ({"slicers": ["greedy", {"slicer": "greedy"}]}, "slicers"),
+        ({"placers": ["u_shaped", "u_shaped"]}, "placers"),
+        ({"weights": [{"kind": 2}, {"kind": 2.0}]}, "weights"),
+    ],
+)
 def test_a_value_given_twice_is_an_error_naming_the_dimension(kw, dim):
     with pytest.raises(c.InvalidConfigError, match=rf"^Sweep {dim}\[1\] repeats {dim}\[0\]"):
         c.Sweep(["chat"], **kw)
 
 
 def test_full_grid_labels_are_unique(items):
-    grid = c.Sweep(["chat", "rag"], weights=[{"kind": 1}, {"kind": 5}],
-                   slicers=["greedy", c.KnapsackSlice(50)], placers=["chronological", "u_shaped"],
-                   budgets=[B(1000, 800), B(1000, 800, output_reserve=50)])
+    grid = c.Sweep(
+        ["chat", "rag"],
+        weights=[{"kind": 1}, {"kind": 5}],
+        slicers=["greedy", c.KnapsackSlice(50)],
+        placers=["chronological", "u_shaped"],
+        budgets=[B(1000, 800), B(1000, 800, output_reserve=50)],
+    )
     labels = _labels(grid)
     assert len(labels) == 32 == len(set(labels))
     assert "rag|kind=5|knapsack(50)|u_shaped|1000/800 reserve=50" in labels

@@ -45,7 +45,9 @@ def test_openai_sample():
     assert all(r["pinned"] for r in sys_rows) and len(by_role[("developer", "SystemPrompt")]) == 2
     assert not any(r["pinned"] for r in t if r["kind"] != "SystemPrompt")
     calls = by_role[("assistant", "ToolCall")]
-    assert len(calls) == n_calls and all(r["source"] == "Tool" and r["content"].startswith("run_shell({") for r in calls)
+    assert len(calls) == n_calls and all(
+        r["source"] == "Tool" and r["content"].startswith("run_shell({") for r in calls
+    )
     outs = by_role[("tool", "ToolOutput")]
     assert all(r["source"] == "Tool" and md(r)["tool_call_id"].startswith("call_") for r in outs)
     # list-of-parts content is joined; timestamps parsed as UTC
@@ -65,11 +67,18 @@ def test_claude_code_sample_directory():
     recs = [json.loads(l) for f in files for l in f.read_text().splitlines()]
     n_summary = sum(r["type"] == "summary" for r in recs)
     n_system = sum(r["type"] == "system" for r in recs)
-    blocks = [b for r in recs if r["type"] in ("user", "assistant") for b in
-              (r["message"]["content"] if isinstance(r["message"]["content"], list) else [{"type": "text"}])]
+    blocks = [
+        b
+        for r in recs
+        if r["type"] in ("user", "assistant")
+        for b in (r["message"]["content"] if isinstance(r["message"]["content"], list) else [{"type": "text"}])
+    ]
     n_thinking = sum(b["type"] == "thinking" for b in blocks)
-    assert res.skipped == {"claude-code record 'summary'": n_summary, "claude-code record 'system'": n_system,
-                           "claude-code block 'thinking'": n_thinking}
+    assert res.skipped == {
+        "claude-code record 'summary'": n_summary,
+        "claude-code record 'system'": n_system,
+        "claude-code block 'thinking'": n_thinking,
+    }
     kinds = {}
     for r in t:
         kinds[r["kind"]] = kinds.get(r["kind"], 0) + 1
@@ -103,12 +112,18 @@ def test_messages_csv_with_mapping_and_parquet(tmp_path):
 
 def test_messages_defaults_and_jsonl(tmp_path):
     p = tmp_path / "m.jsonl"
-    p.write_text("\n".join(json.dumps(x) for x in [
-        {"role": "system", "content": "be brief", "conversation_id": "c1"},
-        {"role": "user", "content": "hi", "conversation_id": "c1", "tokens": 7},
-        {"role": "assistant", "content": "", "conversation_id": "c1"},
-        {"content": "no role, no set", "conversation_id": "c2", "timestamp": 1764547200},
-    ]) + "\n")
+    p.write_text(
+        "\n".join(
+            json.dumps(x)
+            for x in [
+                {"role": "system", "content": "be brief", "conversation_id": "c1"},
+                {"role": "user", "content": "hi", "conversation_id": "c1", "tokens": 7},
+                {"role": "assistant", "content": "", "conversation_id": "c1"},
+                {"content": "no role, no set", "conversation_id": "c2", "timestamp": 1764547200},
+            ]
+        )
+        + "\n"
+    )
     res = import_transcripts("messages", p)
     t = res.table.to_pylist()
     assert [r["kind"] for r in t] == ["SystemPrompt", "Message", "Message"]
@@ -124,7 +139,12 @@ def test_messages_defaults_and_jsonl(tmp_path):
 
 def test_openai_empty_conversation_is_counted(tmp_path):
     p = tmp_path / "e.jsonl"
-    p.write_text(json.dumps({"id": "x", "messages": []}) + "\n" + json.dumps({"messages": [{"role": "user", "content": "hi"}]}) + "\n")
+    p.write_text(
+        json.dumps({"id": "x", "messages": []})
+        + "\n"
+        + json.dumps({"messages": [{"role": "user", "content": "hi"}]})
+        + "\n"
+    )
     res = import_transcripts("openai", p)
     assert res.skipped == {"conversation without messages": 1} and res.items == 1
     assert res.table["conversation_id"].to_pylist() == ["e:2"]  # no id: FILE-STEM:LINE
@@ -133,8 +153,19 @@ def test_openai_empty_conversation_is_counted(tmp_path):
 def _bad_openai(tmp_path):
     good = (TR / "openai_chat.jsonl").read_text().splitlines()
     p = tmp_path / "mixed.jsonl"
-    p.write_text("\n".join([good[0], "{not json", good[1], json.dumps({"messages": [{"role": "wizard", "content": "x"}]}),
-                            json.dumps({"messages": [{"role": "user", "content": "t", "timestamp": "yesterday"}]}), good[2]]) + "\n")
+    p.write_text(
+        "\n".join(
+            [
+                good[0],
+                "{not json",
+                good[1],
+                json.dumps({"messages": [{"role": "wizard", "content": "x"}]}),
+                json.dumps({"messages": [{"role": "user", "content": "t", "timestamp": "yesterday"}]}),
+                good[2],
+            ]
+        )
+        + "\n"
+    )
     return p
 
 
@@ -144,7 +175,10 @@ def test_bad_lines_named_or_skipped_and_listed(tmp_path):
         import_transcripts("openai", p)
     res = import_transcripts("openai", p, skip_bad=True)
     assert [(b.line, b.message.split(":")[0]) for b in res.bad] == [
-        (2, "not valid JSON"), (4, "messages[0].role"), (5, "messages[0].timestamp")]
+        (2, "not valid JSON"),
+        (4, "messages[0].role"),
+        (5, "messages[0].timestamp"),
+    ]
     assert "wizard" in res.bad[1].message and "'yesterday'" in res.bad[2].message
     assert res.conversations == 3 and res.lines == 6
     assert isinstance(BadTranscriptError("x"), CupelError)
@@ -162,15 +196,29 @@ def test_bad_csv_line_numbers_count_physical_lines(tmp_path):
 
 def test_claude_code_bad_records(tmp_path):
     p = tmp_path / "s.jsonl"
-    p.write_text("\n".join([
-        json.dumps({"type": "user", "sessionId": "s", "message": {"role": "user", "content": "hi"}, "timestamp": "2026-01-01T00:00:00Z"}),
-        json.dumps({"type": "assistant", "message": {"content": "no session"}}),
-        json.dumps({"type": "assistant", "sessionId": "s", "message": {"content": [{"type": "tool_use"}]}}),
-        json.dumps({"type": "queue-operation"}),
-    ]) + "\n")
+    p.write_text(
+        "\n".join(
+            [
+                json.dumps(
+                    {
+                        "type": "user",
+                        "sessionId": "s",
+                        "message": {"role": "user", "content": "hi"},
+                        "timestamp": "2026-01-01T00:00:00Z",
+                    }
+                ),
+                json.dumps({"type": "assistant", "message": {"content": "no session"}}),
+                json.dumps({"type": "assistant", "sessionId": "s", "message": {"content": [{"type": "tool_use"}]}}),
+                json.dumps({"type": "queue-operation"}),
+            ]
+        )
+        + "\n"
+    )
     res = import_transcripts("claude-code", p, skip_bad=True)
     assert [(b.line, b.message) for b in res.bad] == [
-        (2, "assistant record has no 'sessionId'"), (3, "message.content[0]: tool_use block without a 'name'")]
+        (2, "assistant record has no 'sessionId'"),
+        (3, "message.content[0]: tool_use block without a 'name'"),
+    ]
     assert res.items == 1 and res.skipped == {"claude-code record 'queue-operation'": 1}
 
 
@@ -180,10 +228,10 @@ def count_words(s):  # a tokenizer named as module:function in the tests below
 
 def test_token_counters(tmp_path):
     assert estimate_tokens("") == 0
-    assert estimate_tokens("hello world") == 3       # 1 + 1/6, twice, rounded up
+    assert estimate_tokens("hello world") == 3  # 1 + 1/6, twice, rounded up
     assert estimate_tokens("a\nb") == 3
-    assert estimate_tokens("12345") == 2              # digit groups of up to 3
-    assert estimate_tokens("日本語") == 3               # one per non-ASCII character
+    assert estimate_tokens("12345") == 2  # digit groups of up to 3
+    assert estimate_tokens("日本語") == 3  # one per non-ASCII character
     assert make_token_counter("chars4")[0]("abcde") == 2
     fn, name = make_token_counter("test_import:count_words")
     assert fn("a b c") == 3 and name == "test_import:count_words"
@@ -203,18 +251,39 @@ def test_token_counters(tmp_path):
 
 def test_cli_import_then_sensitivity(capsys, tmp_path):
     items = {}
-    for fmt, inp, extra, target in [("openai", TR / "openai_chat.jsonl", [], 900),
-                                    ("claude-code", TR / "claude_code", [], 900),
-                                    ("messages", TR / "messages.csv", ["--map", CSV_MAP], 250)]:
+    for fmt, inp, extra, target in [
+        ("openai", TR / "openai_chat.jsonl", [], 900),
+        ("claude-code", TR / "claude_code", [], 900),
+        ("messages", TR / "messages.csv", ["--map", CSV_MAP], 250),
+    ]:
         out = tmp_path / f"{fmt}.parquet"
         assert cli.main(["import", fmt, str(inp), "--out", str(out), *extra]) == 0
         msg = capsys.readouterr().out
         table = ItemTable.from_parquet(out, set_column="conversation_id")
         assert f"{table.n:,} items in {table.n_sets:,} conversation(s)" in msg
         items[fmt] = out
-        code = cli.main(["sensitivity", str(out), "--preset", "chat", "--preset", "rag", "--preset", "document_qa",
-                         "--max-tokens", str(target + 300), "--target-tokens", str(target), "--set-column", "conversation_id",
-                         "--out", str(tmp_path / f"out-{fmt}"), "--quiet", "--json"])
+        code = cli.main(
+            [
+                "sensitivity",
+                str(out),
+                "--preset",
+                "chat",
+                "--preset",
+                "rag",
+                "--preset",
+                "document_qa",
+                "--max-tokens",
+                str(target + 300),
+                "--target-tokens",
+                str(target),
+                "--set-column",
+                "conversation_id",
+                "--out",
+                str(tmp_path / f"out-{fmt}"),
+                "--quiet",
+                "--json",
+            ]
+        )
         summary = json.loads(capsys.readouterr().out)
         assert code == 0 and summary["items"] == table.n and summary["sets"] == table.n_sets
         assert summary["swinging"] > 0  # the budget is tight enough that the presets disagree
@@ -236,6 +305,7 @@ def test_cli_import_bad_lines(capsys, tmp_path):
     summary = json.loads(cap.out)
     assert len(summary["bad"]) == 3 and summary["items"] == pq.read_table(tmp_path / "x.parquet").num_rows
     assert [l for l in cap.err.splitlines() if l.startswith("cupel-np: skipped bad line:")] == [
-        f"cupel-np: skipped bad line: {b}" for b in summary["bad"]]
+        f"cupel-np: skipped bad line: {b}" for b in summary["bad"]
+    ]
     assert cli.main(["import", "openai", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "y.parquet")]) == 2
     assert "transcript file not found" in capsys.readouterr().err

@@ -49,8 +49,14 @@ DECIMAL_TYPES = ["decimal128(10,2)", "decimal128(38,0)", "decimal256(76,0)"]
 UNITS = ["s", "ms", "us", "ns"]
 ZONES = [None, "UTC", "America/New_York", "Asia/Kolkata", "+05:30", "-11:00"]
 TS_TYPES = [f"timestamp[{u},{z}]" for u in UNITS for z in ZONES]
-LIST_TYPES = ["list<string>", "large_list<string>", "list<dict_string>", "list_view<string>",
-              "fixed_size_list<string,1>", "list<int64>"]
+LIST_TYPES = [
+    "list<string>",
+    "large_list<string>",
+    "list<dict_string>",
+    "list_view<string>",
+    "fixed_size_list<string,1>",
+    "list<int64>",
+]
 MAP_TYPES = ["map<string,string>", "map<large_string,string>", "map<string,int64>"]
 OTHER_TYPES = ["bool", "null", "date32", "struct", "dict_int"]
 ALL_TYPES = TEXT_TYPES + INT_TYPES + FLOAT_TYPES + DECIMAL_TYPES + TS_TYPES + LIST_TYPES + MAP_TYPES + OTHER_TYPES
@@ -103,9 +109,17 @@ def _value_pool(t: str, column: str) -> list:
     if t == "decimal256(76,0)":
         return [D(2), D(10**70), D(-1), None]
     if t.startswith("timestamp"):
-        per = _per_second(t[10:t.index(",")])
-        return [0, 1, -1, 1_700_000_000 * per, 1_700_000_000 * per + 1, 253_402_300_800 * per // per * per
-                if per < 10**9 else 2**63 - 1, -62_135_596_801 * per if per < 10**9 else -(2**63) + 1, None]
+        per = _per_second(t[10 : t.index(",")])
+        return [
+            0,
+            1,
+            -1,
+            1_700_000_000 * per,
+            1_700_000_000 * per + 1,
+            253_402_300_800 * per // per * per if per < 10**9 else 2**63 - 1,
+            -62_135_596_801 * per if per < 10**9 else -(2**63) + 1,
+            None,
+        ]
     if t.startswith(("list", "large_list", "fixed_size_list")):
         if t == "list<int64>":
             return [[1], [], None, [2, 3]]
@@ -115,8 +129,15 @@ def _value_pool(t: str, column: str) -> list:
     if t.startswith("map<") and t.endswith("int64>"):
         return [[("k", 1)], [], None]
     if t.startswith("map<"):
-        return [[("cupel:trust", "0.5")], [("cupel:trust", "nan")], [("k", None)], [], None,
-                [("a", "b"), ("a", "c")], [("k", BAD_UTF8)]]
+        return [
+            [("cupel:trust", "0.5")],
+            [("cupel:trust", "nan")],
+            [("k", None)],
+            [],
+            None,
+            [("a", "b"), ("a", "c")],
+            [("k", BAD_UTF8)],
+        ]
     if t == "bool":
         return [True, False, False, None]
     if t == "null":
@@ -158,7 +179,7 @@ def _build(t: str, values: list) -> pa.Array:
         unit, zone = t[10:-1].split(",")
         return pa.array(values, pa.int64()).cast(pa.timestamp(unit, None if zone == "None" else zone))
     if t.startswith(("list", "large_list", "fixed_size_list")):
-        inner = t[t.index("<") + 1:-1].split(",")[0]
+        inner = t[t.index("<") + 1 : -1].split(",")[0]
         flat = [x for v in values if v is not None for x in v]
         offsets = np.cumsum([0] + [len(v) if v is not None else 0 for v in values]).astype(np.int32)
         mask = pa.array([v is None for v in values], pa.bool_())
@@ -181,9 +202,12 @@ def _build(t: str, values: list) -> pa.Array:
         pairs = [p for v in values if v is not None for p in v]
         offsets = np.cumsum([0] + [len(v) if v is not None else 0 for v in values]).astype(np.int32)
         keys = _build(key_t, [k for k, _ in pairs])
-        items = (pa.array([x for _, x in pairs], pa.int64()) if item_t == "int64"
-                 else _build(item_t, [x for _, x in pairs]))
-        return pa.MapArray.from_arrays(pa.array(offsets), keys, items, mask=pa.array([v is None for v in values], pa.bool_()))
+        items = (
+            pa.array([x for _, x in pairs], pa.int64()) if item_t == "int64" else _build(item_t, [x for _, x in pairs])
+        )
+        return pa.MapArray.from_arrays(
+            pa.array(offsets), keys, items, mask=pa.array([v is None for v in values], pa.bool_())
+        )
     if t == "bool":
         return pa.array(values, pa.bool_())
     if t == "null":
@@ -212,7 +236,7 @@ def _clean(column: str, t: str, v) -> bool:
         parts = [p for x in v for p in (x if isinstance(x, tuple) else (x,))]  # tags, or map pairs
         return all(p is not None and p != BAD_UTF8 for p in parts)
     if t.startswith("timestamp"):
-        per = _per_second(t[10:t.index(",")])
+        per = _per_second(t[10 : t.index(",")])
         return -62_135_596_800 * per <= v <= 253_402_300_799 * per
     if column == "sid" and isinstance(v, int):
         return v <= 2**63 - 1
@@ -279,16 +303,31 @@ def item_tables(draw):
 
 VARIANTS = [
     ("chat", c.preset("chat")),
-    ("wide", c.Policy.from_dict({
-        "slicer": "knapsack", "bucket_size": 7, "placer": "u_shaped", "deduplication": True,
-        "overflow_strategy": "truncate",
-        "scorers": [
-            {"type": "decay", "weight": 1.0, "reference_time": "2300-01-01T00:00:00Z",
-             "curve": {"type": "exponential", "half_life_secs": 86400.0}},
-            {"type": "priority", "weight": 1.0}, {"type": "metadata_trust", "weight": 1.0},
-            {"type": "tag", "weight": 1.0, "tag_weights": {"a": 2.0, "x": 1.0}},
-            {"type": "frequency", "weight": 1.0}, {"type": "reflexive", "weight": 1.0},
-        ]})),
+    (
+        "wide",
+        c.Policy.from_dict(
+            {
+                "slicer": "knapsack",
+                "bucket_size": 7,
+                "placer": "u_shaped",
+                "deduplication": True,
+                "overflow_strategy": "truncate",
+                "scorers": [
+                    {
+                        "type": "decay",
+                        "weight": 1.0,
+                        "reference_time": "2300-01-01T00:00:00Z",
+                        "curve": {"type": "exponential", "half_life_secs": 86400.0},
+                    },
+                    {"type": "priority", "weight": 1.0},
+                    {"type": "metadata_trust", "weight": 1.0},
+                    {"type": "tag", "weight": 1.0, "tag_weights": {"a": 2.0, "x": 1.0}},
+                    {"type": "frequency", "weight": 1.0},
+                    {"type": "reflexive", "weight": 1.0},
+                ],
+            }
+        ),
+    ),
 ]
 BUDGET = c.ContextBudget(10_000, 5_000, output_reserve=100)
 
@@ -306,8 +345,10 @@ def _load(fn):
 
 def _row_message_names_row(msg: str) -> None:
     """Row problems name the row (and the value where it can be shown)."""
-    if re.search(r"\bnull\b|invalid UTF-8|empty|whitespace|does not fit|not an integer|outside years|add up past", msg) \
-            and "must be" not in msg:
+    if (
+        re.search(r"\bnull\b|invalid UTF-8|empty|whitespace|does not fit|not an integer|outside years|add up past", msg)
+        and "must be" not in msg
+    ):
         assert re.search(r"row \d+", msg), msg
 
 
@@ -368,27 +409,30 @@ def test_ingest_fuzz(case):
 
 
 # ------------------------------------------------------------ pinned cases the fuzzer found
-@pytest.mark.parametrize("column, array, accepted", [
-    ("tokens", pa.array([2**63], pa.uint64()), False),
-    ("tokens", pa.array([5], pa.uint64()), True),
-    ("tokens", pa.array([D("3")], pa.decimal128(38, 0)), True),
-    ("tokens", pa.array([D("2.5")], pa.decimal128(10, 2)), False),
-    ("tokens", pa.array([D(10**40)], pa.decimal256(76, 0)), False),
-    ("priority", pa.array([D(-(10**37))], pa.decimal128(38, 0)), False),
-    ("future_relevance_hint", pa.array([D("0.25")], pa.decimal128(10, 2)), True),
-    ("future_relevance_hint", pa.array(np.array([0.5], np.float16)), True),
-    ("timestamp", pa.array([10**15], pa.timestamp("s")), False),
-    ("timestamp", pa.array([-62_135_596_801], pa.timestamp("s", "UTC")), False),
-    ("timestamp", pa.array([2**63 - 1], pa.timestamp("ns", "Asia/Kolkata")), True),
-    ("timestamp", pa.array([1_700_000_000_000], pa.timestamp("ms", "America/New_York")), True),
-    ("content", pa.array([b"bytes"], pa.binary()), True),
-    ("content", pa.array([b"\xff"], pa.large_binary()), False),
-    ("content", pa.array(["v"], pa.string_view()), True),
-    ("tags", pa.array([["a"]], pa.list_view(pa.string())), True),
-    ("tags", pa.array([["a"]], pa.list_(pa.string(), 1)), True),
-    ("pinned", pa.array([1], pa.int8()), False),
-    ("timestamp", pa.array([0], pa.date32()), False),
-])
+@pytest.mark.parametrize(
+    "column, array, accepted",
+    [
+        ("tokens", pa.array([2**63], pa.uint64()), False),
+        ("tokens", pa.array([5], pa.uint64()), True),
+        ("tokens", pa.array([D("3")], pa.decimal128(38, 0)), True),
+        ("tokens", pa.array([D("2.5")], pa.decimal128(10, 2)), False),
+        ("tokens", pa.array([D(10**40)], pa.decimal256(76, 0)), False),
+        ("priority", pa.array([D(-(10**37))], pa.decimal128(38, 0)), False),
+        ("future_relevance_hint", pa.array([D("0.25")], pa.decimal128(10, 2)), True),
+        ("future_relevance_hint", pa.array(np.array([0.5], np.float16)), True),
+        ("timestamp", pa.array([10**15], pa.timestamp("s")), False),
+        ("timestamp", pa.array([-62_135_596_801], pa.timestamp("s", "UTC")), False),
+        ("timestamp", pa.array([2**63 - 1], pa.timestamp("ns", "Asia/Kolkata")), True),
+        ("timestamp", pa.array([1_700_000_000_000], pa.timestamp("ms", "America/New_York")), True),
+        ("content", pa.array([b"bytes"], pa.binary()), True),
+        ("content", pa.array([b"\xff"], pa.large_binary()), False),
+        ("content", pa.array(["v"], pa.string_view()), True),
+        ("tags", pa.array([["a"]], pa.list_view(pa.string())), True),
+        ("tags", pa.array([["a"]], pa.list_(pa.string(), 1)), True),
+        ("pinned", pa.array([1], pa.int8()), False),
+        ("timestamp", pa.array([0], pa.date32()), False),
+    ],
+)
 def test_column_types(column, array, accepted):
     cols = {"content": pa.array(["c"]), "tokens": pa.array([1]), column: array}
     table = pa.table(cols)
@@ -407,17 +451,26 @@ def test_uint64_set_keys():
     t = c.ItemTable.from_arrow(pa.table({**base, "sid": pa.array([7, 2**63 - 1], pa.uint64())}), set_column="sid")
     assert t.set_keys == [7, 2**63 - 1]
     _check_runs(t, 2)
-    status, msg = _load(lambda: c.ItemTable.from_arrow(
-        pa.table({**base, "sid": pa.array([0, 2**64 - 1], pa.uint64())}), set_column="sid"))
-    assert (status, msg) == ("error", "set column 'sid', row 1: does not fit in a 64-bit signed integer "
-                                      "(value 18446744073709551615)")
+    status, msg = _load(
+        lambda: c.ItemTable.from_arrow(
+            pa.table({**base, "sid": pa.array([0, 2**64 - 1], pa.uint64())}), set_column="sid"
+        )
+    )
+    assert (status, msg) == (
+        "error",
+        "set column 'sid', row 1: does not fit in a 64-bit signed integer (value 18446744073709551615)",
+    )
 
 
 def test_timestamps_in_any_zone_are_the_same_instant():
     instant = 1_700_000_000
-    tables = [pa.table({"content": ["a"], "tokens": [1],
-                        "timestamp": pa.array([instant * _per_second(u)], pa.timestamp(u, z))})
-              for u in UNITS for z in ZONES]
+    tables = [
+        pa.table(
+            {"content": ["a"], "tokens": [1], "timestamp": pa.array([instant * _per_second(u)], pa.timestamp(u, z))}
+        )
+        for u in UNITS
+        for z in ZONES
+    ]
     rows = [c.ItemTable.from_arrow(t).row(0).timestamp for t in tables]
     assert len(set(rows)) == 1 and rows[0].timestamp() == instant
 

@@ -12,8 +12,11 @@ from cupel_np.errors import InvalidConfigError
 from cupel_np.io import sweep_parquet, write_sweep
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample_sessions.parquet"
-VARIANTS = [("chat", c.preset("chat")), ("rag", c.preset("rag")),
-            ("small", c.preset("chat"), c.ContextBudget(4000, 3000))]
+VARIANTS = [
+    ("chat", c.preset("chat")),
+    ("rag", c.preset("rag")),
+    ("small", c.preset("chat"), c.ContextBudget(4000, 3000)),
+]
 BUDGET = c.ContextBudget(8000, 6000, 1000)
 
 
@@ -56,8 +59,7 @@ def test_non_contiguous_set_is_named(tmp_path):
     src = tmp_path / "bad.parquet"
     pq.write_table(t, src, row_group_size=1000)
     with pytest.raises(InvalidConfigError, match="set 'session-0000' .* is not contiguous.*cupel_np.dask.sweep"):
-        sweep_parquet(src, BUDGET, VARIANTS, tmp_path / "out", set_column="session_id", chunk_rows=2000,
-                      memory_limit=0)
+        sweep_parquet(src, BUDGET, VARIANTS, tmp_path / "out", set_column="session_id", chunk_rows=2000, memory_limit=0)
     assert not (tmp_path / "out" / "diffs.parquet").exists()
     assert not list((tmp_path / "out").glob("*.tmp")) and not list((tmp_path / "out").glob(".*.tmp"))
 
@@ -106,9 +108,26 @@ def test_cli_output_files_get_the_umask_mode(tmp_path, umask):
     src = tmp_path / "items.parquet"
     pq.write_table(pa.table({"content": ["a", "b", "c"], "tokens": [1, 2, 3]}), src)
     out = tmp_path / "out"
-    assert main(["sensitivity", str(src), "--preset", "chat", "--preset", "rag", "--quiet",
-                 "--max-tokens", "10", "--target-tokens", "5", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "sensitivity",
+                str(src),
+                "--preset",
+                "chat",
+                "--preset",
+                "rag",
+                "--quiet",
+                "--max-tokens",
+                "10",
+                "--target-tokens",
+                "5",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     written = sorted(p for p in out.iterdir() if p.is_file())
     assert {p.name for p in written} >= {"items.parquet", "diffs.parquet", "variants.parquet", "report.html"}
-    assert {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in written} == {
-        p.name: oct(0o644) for p in written}
+    assert {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in written} == {p.name: oct(0o644) for p in written}

@@ -53,7 +53,7 @@ def test_budget_rules():
 
 
 def test_set_grouping_is_stable_and_maps_back():
-    rows = [{"content": f"c{i}", "tokens": 10, "session": s} for i, s in enumerate("bab" "cab")]
+    rows = [{"content": f"c{i}", "tokens": 10, "session": s} for i, s in enumerate("babcab")]
     t = c.ItemTable.from_items(rows, set_column="session")
     assert t.set_keys == ["b", "a", "c"]
     assert list(t.offsets) == [0, 3, 5, 6]
@@ -62,24 +62,28 @@ def test_set_grouping_is_stable_and_maps_back():
 
 
 def test_case_folding_is_ascii_only():
-    t = c.ItemTable.from_items([
-        c.ContextItem("a", 1, kind="Message", tags=("Db",)),
-        c.ContextItem("b", 1, kind="MESSAGE", tags=("dB",)),
-        c.ContextItem("c", 1, kind="MESSAGÉ", tags=("ǅ",)),  # non-ASCII letters are not folded
-        c.ContextItem("d", 1, kind="messagé", tags=("ǆ",)),
-    ])
+    t = c.ItemTable.from_items(
+        [
+            c.ContextItem("a", 1, kind="Message", tags=("Db",)),
+            c.ContextItem("b", 1, kind="MESSAGE", tags=("dB",)),
+            c.ContextItem("c", 1, kind="MESSAGÉ", tags=("ǅ",)),  # non-ASCII letters are not folded
+            c.ContextItem("d", 1, kind="messagé", tags=("ǆ",)),
+        ]
+    )
     assert t.kind_id[0] == t.kind_id[1] and t.kind_id[2] != t.kind_id[3]
     assert t.tag_fold_id[0] == t.tag_fold_id[1] and t.tag_fold_id[2] != t.tag_fold_id[3]
 
 
 def test_from_arrow_and_parquet_defaults_and_types(tmp_path):
-    table = pa.table({
-        "content": ["a", "b", "c"],
-        "tokens": pa.array([10, 20, 30], pa.int32()),
-        "timestamp": pa.array([datetime(2024, 1, 1), None, datetime(2024, 2, 1)], pa.timestamp("ms")),
-        "tags": [["x"], None, []],
-        "extra": [1, 2, 3],
-    })
+    table = pa.table(
+        {
+            "content": ["a", "b", "c"],
+            "tokens": pa.array([10, 20, 30], pa.int32()),
+            "timestamp": pa.array([datetime(2024, 1, 1), None, datetime(2024, 2, 1)], pa.timestamp("ms")),
+            "tags": [["x"], None, []],
+            "extra": [1, 2, 3],
+        }
+    )
     t = c.ItemTable.from_arrow(table)
     assert t.row(1).kind == "Message" and t.row(1).source == "Chat" and t.row(1).tags == ()
     assert t.row(0).timestamp == datetime(2024, 1, 1, tzinfo=UTC)
@@ -91,17 +95,36 @@ def test_from_arrow_and_parquet_defaults_and_types(tmp_path):
     assert c.ItemTable.from_arrow({"content": ["z"], "tokens": [1]}).row(0).content == "z"
 
 
-@pytest.mark.parametrize("cols, exc, match", [
-    ({"tokens": [1]}, InvalidConfigError, "no 'content' column"),
-    ({"content": ["a", ""], "tokens": [1, 2]}, InvalidConfigError, "column 'content', row 1"),
-    ({"content": ["a", None], "tokens": [1, 2]}, InvalidConfigError, "column 'content', row 1: null$"),
-    ({"content": ["a"], "tokens": [1.5]}, InvalidInputTypeError, r"'tokens' must be an integer column \(or integral decimal\), got double"),
-    ({"content": ["a", "b"], "tokens": [1, None]}, InvalidConfigError, "column 'tokens', row 1: null$"),
-    ({"content": ["a", "b"], "tokens": [1, 2], "kind": ["x", "  "]}, InvalidConfigError, r"column 'kind', row 1: .*whitespace-only \(value '  '\)"),
-    ({"content": ["a"], "tokens": [1], "timestamp": ["2024-01-01"]}, InvalidInputTypeError, "must be an Arrow timestamp"),
-    ({"content": ["a"], "tokens": [1], "tags": ["x"]}, InvalidInputTypeError, "'tags' must be list<string>"),
-    ({"content": ["a", "b"], "tokens": [1, 2], "tags": [["x"], ["y", None]]}, InvalidConfigError, "column 'tags', row 1: a tag is null"),
-])
+@pytest.mark.parametrize(
+    "cols, exc, match",
+    [
+        ({"tokens": [1]}, InvalidConfigError, "no 'content' column"),
+        ({"content": ["a", ""], "tokens": [1, 2]}, InvalidConfigError, "column 'content', row 1"),
+        ({"content": ["a", None], "tokens": [1, 2]}, InvalidConfigError, "column 'content', row 1: null$"),
+        (
+            {"content": ["a"], "tokens": [1.5]},
+            InvalidInputTypeError,
+            r"'tokens' must be an integer column \(or integral decimal\), got double",
+        ),
+        ({"content": ["a", "b"], "tokens": [1, None]}, InvalidConfigError, "column 'tokens', row 1: null$"),
+        (
+            {"content": ["a", "b"], "tokens": [1, 2], "kind": ["x", "  "]},
+            InvalidConfigError,
+            r"column 'kind', row 1: .*whitespace-only \(value '  '\)",
+        ),
+        (
+            {"content": ["a"], "tokens": [1], "timestamp": ["2024-01-01"]},
+            InvalidInputTypeError,
+            "must be an Arrow timestamp",
+        ),
+        ({"content": ["a"], "tokens": [1], "tags": ["x"]}, InvalidInputTypeError, "'tags' must be list<string>"),
+        (
+            {"content": ["a", "b"], "tokens": [1, 2], "tags": [["x"], ["y", None]]},
+            InvalidConfigError,
+            "column 'tags', row 1: a tag is null",
+        ),
+    ],
+)
 def test_bad_columns_name_column_row_and_value(cols, exc, match):
     with pytest.raises(exc, match=match) as ei:
         c.ItemTable.from_arrow(pa.table(cols))
@@ -117,7 +140,9 @@ def test_missing_parquet_and_set_column_errors(tmp_path):
     with pytest.raises(InvalidConfigError, match="set column 'sid' not found"):
         c.ItemTable.from_arrow(pa.table({"content": ["a"], "tokens": [1]}), set_column="sid")
     with pytest.raises(InvalidConfigError, match=r"^set column 'sid', row 1: null \(every row needs a set key\)$"):
-        c.ItemTable.from_arrow(pa.table({"content": ["a", "b"], "tokens": [1, 1], "sid": ["x", None]}), set_column="sid")
+        c.ItemTable.from_arrow(
+            pa.table({"content": ["a", "b"], "tokens": [1, 1], "sid": ["x", None]}), set_column="sid"
+        )
 
 
 def test_every_row_is_reported_and_nothing_dropped():
@@ -147,6 +172,8 @@ def test_pipeline_errors_are_cupel_errors():
         c.Pipeline(pol).run([c.ContextItem("p", 80, pinned=True)], c.ContextBudget(100, 50))
     with pytest.raises(InvalidInputTypeError, match="budget must be a ContextBudget"):
         c.Pipeline(pol).run([c.ContextItem("p", 1)], {"max_tokens": 1})
-    many = c.ItemTable.from_items([{"content": "a", "tokens": 1, "s": 1}, {"content": "b", "tokens": 1, "s": 2}], set_column="s")
+    many = c.ItemTable.from_items(
+        [{"content": "a", "tokens": 1, "s": 1}, {"content": "b", "tokens": 1, "s": 2}], set_column="s"
+    )
     with pytest.raises(CupelError, match="holds 2 item sets"):
         c.Pipeline(pol).dry_run(many, c.ContextBudget(10, 10))

@@ -44,19 +44,23 @@ def _naive(items, budget, config):
         rep = naive.run_pipeline(items, budget, config)
     except naive.NaiveError as err:
         return ("error", err.code)
-    return ("ok", [r for r, _, _ in rep["included"]],
-            [(r, reason, dict(fields)) for r, _, reason, fields in rep["excluded"]])
+    return (
+        "ok",
+        [r for r, _, _ in rep["included"]],
+        [(r, reason, dict(fields)) for r, _, reason, fields in rep["excluded"]],
+    )
 
 
 def _engine(items, budget, config):
     try:
-        report = Pipeline(Policy.from_dict(config)).dry_run([ContextItem(**d) for d in items],
-                                                           ContextBudget(**budget))
+        report = Pipeline(Policy.from_dict(config)).dry_run([ContextItem(**d) for d in items], ContextBudget(**budget))
     except c.CupelError as err:
         return ("error", err.code)
     inc = [int(r) for r in report.input_rows(report.included_rows)]
-    exc = [(int(r), e.reason.reason, dataclasses.asdict(e.reason))
-           for r, e in zip(report.input_rows(report.excluded_rows), report.excluded)]
+    exc = [
+        (int(r), e.reason.reason, dataclasses.asdict(e.reason))
+        for r, e in zip(report.input_rows(report.excluded_rows), report.excluded)
+    ]
     return ("ok", inc, exc)
 
 
@@ -70,9 +74,16 @@ def _kernel_pick(tokens, scores, target, bucket, max_cells=KNAPSACK_MAX_CELLS):
     """knapsack_pick over positions 0..n-1; returns (picked positions in output order, n, cap)."""
     tok = np.asarray(tokens, dtype=np.int64)
     out = np.empty(len(tok), dtype=np.int64)
-    n_out, n, cap = sk.knapsack_pick(tok, np.asarray(scores, dtype=np.float64),
-                                     np.arange(len(tok), dtype=np.int64), target, bucket,
-                                     max_cells, out, 0)
+    n_out, n, cap = sk.knapsack_pick(
+        tok,
+        np.asarray(scores, dtype=np.float64),
+        np.arange(len(tok), dtype=np.int64),
+        target,
+        bucket,
+        max_cells,
+        out,
+        0,
+    )
     return [int(p) for p in out[:n_out]], n, cap
 
 
@@ -100,8 +111,11 @@ def test_metadata_key_boost_values_beyond_int64():
     # saturates sees the third as no gain and leaves it out
     items = [{"content": f"g{k}", "tokens": 25, "metadata": {"tier": "gold"}} for k in range(3)]
     items.append({"content": "plain", "tokens": 5})
-    config = {"scorers": [{"type": "metadata_key", "key": "tier", "value": "gold", "boost": 6e14}],
-              "slicer": "knapsack", "bucket_size": 1}
+    config = {
+        "scorers": [{"type": "metadata_key", "key": "tier", "value": "gold", "boost": 6e14}],
+        "slicer": "knapsack",
+        "bucket_size": 1,
+    }
     got = _same_as_naive(items, {"max_tokens": 75, "target_tokens": 75}, config)
     assert sorted(got[1]) == [0, 1, 2]
 
@@ -109,12 +123,19 @@ def test_metadata_key_boost_values_beyond_int64():
 def test_decay_step_scores_beyond_int64():
     ref = datetime(2026, 1, 1, tzinfo=timezone.utc)
     ages = [10, 10, 5000, 5000, 5000]
-    items = [{"content": f"i{k}", "tokens": t, "timestamp": ref - timedelta(seconds=a)}
-             for k, (t, a) in enumerate(zip([50, 50, 34, 33, 33], ages))]
-    curve = {"type": "step", "windows": [{"max_age_secs": 60.0, "score": 9.0e14},
-                                         {"max_age_secs": 1e9, "score": 6.1e14}]}
-    config = {"scorers": [{"type": "decay", "reference_time": ref, "curve": curve}],
-              "slicer": "knapsack", "bucket_size": 1}
+    items = [
+        {"content": f"i{k}", "tokens": t, "timestamp": ref - timedelta(seconds=a)}
+        for k, (t, a) in enumerate(zip([50, 50, 34, 33, 33], ages))
+    ]
+    curve = {
+        "type": "step",
+        "windows": [{"max_age_secs": 60.0, "score": 9.0e14}, {"max_age_secs": 1e9, "score": 6.1e14}],
+    }
+    config = {
+        "scorers": [{"type": "decay", "reference_time": ref, "curve": curve}],
+        "slicer": "knapsack",
+        "bucket_size": 1,
+    }
     # two fresh items (2 x 9e18) against three older ones (3 x 6.1e18): the three win
     got = _same_as_naive(items, {"max_tokens": 100, "target_tokens": 100}, config)
     assert sorted(got[1]) == [2, 3, 4]
@@ -130,10 +151,16 @@ def test_saturated_values_still_add_up():
 def test_finite_values_past_int64_saturate_like_inf():
     # A (2e15) and B, C (1e15) all scale past 2^63 and saturate to i64::MAX, as Rust's cast
     # does: B + C (two saturated values) beats A alone, in the engine and in the oracle
-    items = [{"content": "A", "tokens": 20, "kind": "Big"}, {"content": "B", "tokens": 10, "kind": "Half"},
-             {"content": "C", "tokens": 10, "kind": "Half"}]
-    config = {"scorers": [{"type": "kind", "weights": {"Big": 2e15, "Half": 1e15}}],
-              "slicer": "knapsack", "bucket_size": 1}
+    items = [
+        {"content": "A", "tokens": 20, "kind": "Big"},
+        {"content": "B", "tokens": 10, "kind": "Half"},
+        {"content": "C", "tokens": 10, "kind": "Half"},
+    ]
+    config = {
+        "scorers": [{"type": "kind", "weights": {"Big": 2e15, "Half": 1e15}}],
+        "slicer": "knapsack",
+        "bucket_size": 1,
+    }
     got = _same_as_naive(items, {"max_tokens": 20, "target_tokens": 20}, config)
     assert sorted(got[1]) == [1, 2]
 
@@ -180,9 +207,11 @@ def test_limit_is_exact_at_the_boundary(n, capacity):
     assert _knapsack_run(n, capacity, 1, need).error[0] is None
     err = _knapsack_run(n, capacity, 1, need - 1).error[0]
     assert isinstance(err, TableTooLargeError)
-    assert str(err) == (f"knapsack table of {n} candidates x {capacity + 1} capacity cells needs {need} cells "
-                        f"(keep bits plus value rows) over the limit of {need - 1} cells; "
-                        "raise bucket_size or lower the target")
+    assert str(err) == (
+        f"knapsack table of {n} candidates x {capacity + 1} capacity cells needs {need} cells "
+        f"(keep bits plus value rows) over the limit of {need - 1} cells; "
+        "raise bucket_size or lower the target"
+    )
 
 
 def test_one_candidate_counts_its_value_rows():
@@ -236,16 +265,23 @@ def test_peak_memory_stays_within_the_limit():
     # the process grows by at most max_cells / 8 bytes (plus allocator slack)
     n = 2
     cap = (KNAPSACK_MAX_CELLS // 64 // (n + sk.KNAPSACK_ROW_CELLS) - 1) * 64 - 1
-    out = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, str(n), str(cap), str(KNAPSACK_MAX_CELLS)],
-                         capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", PEAK_SCRIPT, str(n), str(cap), str(KNAPSACK_MAX_CELLS)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert int(out[0]) == cap  # it ran
     assert int(out[1]) <= KNAPSACK_MAX_CELLS // 8 + 16 * 2**20
 
 
-@pytest.mark.parametrize("slicer", [
-    c.QuotaSlice((c.QuotaEntry("K", 0.0, 100.0),), inner=c.KnapsackSlice(1)),
-    c.CountConstrainedKnapsackSlice((c.CountQuotaEntry("K", 1, 10),), bucket_size=1),
-])
+@pytest.mark.parametrize(
+    "slicer",
+    [
+        c.QuotaSlice((c.QuotaEntry("K", 0.0, 100.0),), inner=c.KnapsackSlice(1)),
+        c.CountConstrainedKnapsackSlice((c.CountQuotaEntry("K", 1, 10),), bucket_size=1),
+    ],
+)
 def test_limit_applies_inside_quota_and_count_slicers(slicer):
     err = _knapsack_run(5, 1000, 1, 10_000, slicer=slicer).error[0]
     assert isinstance(err, TableTooLargeError)
@@ -263,8 +299,7 @@ SCORES = st.one_of(
     st.floats(TOP_SCORE / 2, TOP_SCORE),
     # past TOP_SCORE each value saturates at i64::MAX (Rust's cast), in the engine and the oracle
     st.floats(TOP_SCORE, 1e300),
-    st.sampled_from([TOP_SCORE, TOP_SCORE / 2, 4.6e14, 3.0e14, 1e14, 0.0, 1e-5, math.inf,
-                     1e15, 2e15, 1.8e308]),
+    st.sampled_from([TOP_SCORE, TOP_SCORE / 2, 4.6e14, 3.0e14, 1e14, 0.0, 1e-5, math.inf, 1e15, 2e15, 1.8e308]),
 )
 
 
@@ -280,8 +315,10 @@ def slicer_cases(draw):
     config = {"slicer": which, "bucket_size": bucket}
     if which == "quota":
         config["inner_slicer"] = "knapsack"
-        config["quotas"] = [{"kind": "A", "require": draw(st.sampled_from([0.0, 20.0])), "cap": 60.0},
-                            {"kind": "b", "require": 0.0, "cap": draw(st.sampled_from([30.0, 100.0]))}]
+        config["quotas"] = [
+            {"kind": "A", "require": draw(st.sampled_from([0.0, 20.0])), "cap": 60.0},
+            {"kind": "b", "require": 0.0, "cap": draw(st.sampled_from([30.0, 100.0]))},
+        ]
     elif which == "count_constrained_knapsack":
         config["entries"] = [{"kind": "A", "require_count": draw(st.integers(0, 2)), "cap_count": 3}]
     return tokens, scores, kinds, target, config
@@ -293,15 +330,28 @@ def _engine_slice(tokens, scores, kinds, target, config):
     args = slicer_args(slicer_from_dict(config), table)
     mode, use_knapsack, bucket, *rest = args
     rank, err, *_ = sk.slice_segments(
-        mode, table.tokens, np.asarray(scores, dtype=np.float64), table.kind_id,
-        np.array([0, table.n], dtype=np.int64), np.array([target], dtype=np.int64), use_knapsack,
-        int(bucket), KNAPSACK_MAX_CELLS, *rest)
+        mode,
+        table.tokens,
+        np.asarray(scores, dtype=np.float64),
+        table.kind_id,
+        np.array([0, table.n], dtype=np.int64),
+        np.array([target], dtype=np.int64),
+        use_knapsack,
+        int(bucket),
+        KNAPSACK_MAX_CELLS,
+        *rest,
+    )
     assert err[0] == 0
     return [int(p) for p in np.argsort(rank) if rank[p] >= 0]
 
 
-@settings(max_examples=int(os.environ.get("CUPEL_PROPERTY_EXAMPLES", "120")), deadline=None, database=None, print_blob=True,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=int(os.environ.get("CUPEL_PROPERTY_EXAMPLES", "120")),
+    deadline=None,
+    database=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(slicer_cases())
 def test_knapsack_slicers_match_naive_at_every_magnitude(case):
     tokens, scores, kinds, target, config = case
@@ -310,8 +360,9 @@ def test_knapsack_slicers_match_naive_at_every_magnitude(case):
     tokens = [tokens[i] for i in order]
     scores = [scores[i] for i in order]
     kinds = [kinds[i] for i in order]
-    scored = [({"content": f"c{i}", "tokens": t, "kind": k}, s)
-              for i, (t, s, k) in enumerate(zip(tokens, scores, kinds))]
+    scored = [
+        ({"content": f"c{i}", "tokens": t, "kind": k}, s) for i, (t, s, k) in enumerate(zip(tokens, scores, kinds))
+    ]
     want = naive.slice_items(scored, target, config, max_tokens=target)[0]
     assert _engine_slice(tokens, scores, kinds, target, config) == want
 

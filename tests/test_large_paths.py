@@ -44,7 +44,9 @@ def _naive_greedy(tokens, scores, target):
     return [order[p] for p in picked]
 
 
-@pytest.mark.parametrize("seed, n, target", [(0, 20_000, 64_000), (1, 30_000, 5_000), (2, 12_000, 2_000_000), (3, 25_000, 1)])
+@pytest.mark.parametrize(
+    "seed, n, target", [(0, 20_000, 64_000), (1, 30_000, 5_000), (2, 12_000, 2_000_000), (3, 25_000, 1)]
+)
 def test_greedy_prefix_selection_matches_spec(seed, n, target):
     rng = np.random.default_rng(seed)
     tokens = rng.integers(0, 2000, n)
@@ -69,7 +71,7 @@ def test_greedy_segments_many_sets_match_one_set_each():
     for s in range(len(sizes)):
         lo, hi = off[s], off[s + 1]
         one = np.full(hi - lo, -1, dtype=np.int64)
-        greedy_segments(tokens[lo:hi], scores[lo:hi], np.array([0, hi - lo]), targets[s:s + 1], one)
+        greedy_segments(tokens[lo:hi], scores[lo:hi], np.array([0, hi - lo]), targets[s : s + 1], one)
         assert (rank[lo:hi] == one).all()
 
 
@@ -105,8 +107,13 @@ def test_frequency_bitset_path_matches_naive():
     items = []
     for i in range(n):
         k = int(rng.integers(0, 4))
-        items.append({"content": f"x{i}", "tokens": 1,
-                      "tags": [vocab[min(int(rng.zipf(1.5)) - 1, len(vocab) - 1)] for _ in range(k)]})
+        items.append(
+            {
+                "content": f"x{i}",
+                "tokens": 1,
+                "tags": [vocab[min(int(rng.zipf(1.5)) - 1, len(vocab) - 1)] for _ in range(k)],
+            }
+        )
     flat = [naive.ascii_fold(t) for it in items for t in it["tags"]]
     ids = {t: j for j, t in enumerate(dict.fromkeys(flat))}
     offs = np.concatenate([[0], np.cumsum([len(it["tags"]) for it in items])])
@@ -121,7 +128,7 @@ def test_duplicate_groups_match_brute_force():
     cid = rng.integers(0, 3000, n)
     off = np.array([0, 1000, 1000, 3500, n])
     members, goff = duplicate_groups(cid, off)
-    got = sorted(tuple(members[goff[g]:goff[g + 1]]) for g in range(len(goff) - 1))
+    got = sorted(tuple(members[goff[g] : goff[g + 1]]) for g in range(len(goff) - 1))
     want = []
     for s in range(len(off) - 1):
         by = {}
@@ -137,15 +144,24 @@ def test_duplicate_groups_match_brute_force():
 
 
 def _settings(default, soak):
-    return settings(max_examples=S.examples(default, soak), deadline=None, database=None,
-                    print_blob=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    return settings(
+        max_examples=S.examples(default, soak),
+        deadline=None,
+        database=None,
+        print_blob=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
 
 
 # (default examples, soak examples) per shape: the big ones cost seconds per example
-SHAPE_EXAMPLES = {"hundreds": (4, 150), "greedy_prefix": (1, 15), "full_sort": (2, 20),
-                  "big_segment": (1, 5), "huge_tokens": (25, 800),
-                  "extreme_scores": (6, 200)}
+SHAPE_EXAMPLES = {
+    "hundreds": (4, 150),
+    "greedy_prefix": (1, 15),
+    "full_sort": (2, 20),
+    "big_segment": (1, 5),
+    "huge_tokens": (25, 800),
+    "extreme_scores": (6, 200),
+}
 
 
 def _shape_test(shape):
@@ -160,6 +176,7 @@ def _shape_test(shape):
         if want[0] == "ok":
             event(f"included {'none' if not want[1]['included'] else 'some'}")
         P.assert_same_outcome(got, want)
+
     return check
 
 
@@ -184,13 +201,14 @@ def test_many_sets_in_one_table_match_naive(case):
         if run.error[seg] is not None:
             got = ("error", run.error[seg].code)
         else:
-            got = ("ok", P.normalize_report(SelectionReport(run, seg),
-                                            {r: k for k, r in enumerate(set_rows)}))
+            got = ("ok", P.normalize_report(SelectionReport(run, seg), {r: k for k, r in enumerate(set_rows)}))
         P.assert_same_outcome(got, want)
 
 
-_CELLS = re.compile(r"knapsack table of (\d+) candidates x (\d+) capacity cells needs (\d+) cells "
-                    r"\(keep bits plus value rows\) over the limit of (\d+) cells")
+_CELLS = re.compile(
+    r"knapsack table of (\d+) candidates x (\d+) capacity cells needs (\d+) cells "
+    r"\(keep bits plus value rows\) over the limit of (\d+) cells"
+)
 
 
 @_settings(60, 1500)
@@ -242,11 +260,9 @@ def test_boundscheck_turns_out_of_range_reads_into_errors(tmp_path):
     if os.environ.get("NUMBA_BOUNDSCHECK") == "1":
         rank = np.full(4, -1, dtype=np.int64)
         with pytest.raises(IndexError):
-            greedy_segments(np.ones(4, dtype=np.int64), np.ones(4), np.array([0, 1000]),
-                            np.array([10]), rank)
+            greedy_segments(np.ones(4, dtype=np.int64), np.ones(4), np.array([0, 1000]), np.array([10]), rank)
         return
     env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path))
     env.pop("NUMBA_DISABLE_JIT", None)
-    r = subprocess.run([sys.executable, "-c", _OUT_OF_RANGE], capture_output=True, text=True,
-                       env=env, timeout=600)
+    r = subprocess.run([sys.executable, "-c", _OUT_OF_RANGE], capture_output=True, text=True, env=env, timeout=600)
     assert (r.returncode, r.stdout) == (0, "IndexError\n"), r.stderr[-2000:]

@@ -57,10 +57,15 @@ def test_dictionary_held_columns_read_back_as_given():
     row = it.row(r)
     src = t.slice(17, 1).to_pylist()[0]
     assert (row.kind, row.source, list(row.tags), dict(row.metadata)) == (
-        src["kind"], src["source"], src["tags"], dict(src["metadata"]))
+        src["kind"],
+        src["source"],
+        src["tags"],
+        dict(src["metadata"]),
+    )
     sub = it.subset(src["session_id"])
-    assert sub.kind.to_pylist() == [x for x, s in zip(t.column("kind").to_pylist(), t.column("session_id").to_pylist())
-                                    if s == src["session_id"]]
+    assert sub.kind.to_pylist() == [
+        x for x, s in zip(t.column("kind").to_pylist(), t.column("session_id").to_pylist()) if s == src["session_id"]
+    ]
 
 
 def test_the_in_memory_estimate_scales_with_rows(tmp_path):

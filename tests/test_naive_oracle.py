@@ -113,7 +113,10 @@ def _check_scoring(vector):
     for position, want in enumerate(expected):
         assert items[position]["content"] == want["content"]
         assert _close(scores[position], want["score_approx"], epsilon), (
-            want["content"], scores[position], want["score_approx"])
+            want["content"],
+            scores[position],
+            want["score_approx"],
+        )
 
 
 def _check_slicing(vector):
@@ -267,18 +270,11 @@ def _check_sensitivity(vector):
 
     expected = vector.get("expected", {})
     if "variants" in expected:
-        assert got_variants == [
-            {"label": v["label"], "included": list(v["included"])} for v in expected["variants"]
-        ]
+        assert got_variants == [{"label": v["label"], "included": list(v["included"])} for v in expected["variants"]]
     if "diffs" in expected:
-        got_diffs = {
-            content: by_label
-            for content, by_label in statuses.items()
-            if len(set(by_label.values())) > 1
-        }
+        got_diffs = {content: by_label for content, by_label in statuses.items() if len(set(by_label.values())) > 1}
         want_diffs = {
-            diff["content"]: {s["label"]: s["status"] for s in diff["statuses"]}
-            for diff in expected["diffs"]
+            diff["content"]: {s["label"]: s["status"] for s in diff["statuses"]} for diff in expected["diffs"]
         }
         assert got_diffs == want_diffs
 
@@ -292,9 +288,7 @@ STAGE_CHECKS = {
 }
 
 
-@pytest.mark.parametrize(
-    "vector_path", VECTOR_FILES or [None], ids=_vector_id
-)
+@pytest.mark.parametrize("vector_path", VECTOR_FILES or [None], ids=_vector_id)
 def test_conformance_vector(vector_path):
     if vector_path is None:
         missing_conformance(CONFORMANCE_DIR)
@@ -359,9 +353,7 @@ def test_count_phase1_overflow_throw_and_truncate():
 
     report = _run(items, budget, overflow_strategy="truncate", **COUNT_TWO_TOOLS)
     assert report["placed"] == [0]
-    assert report["excluded"] == [
-        (1, 0.5, "BudgetExceeded", {"item_tokens": 80, "available_tokens": 20})
-    ]
+    assert report["excluded"] == [(1, 0.5, "BudgetExceeded", {"item_tokens": 80, "available_tokens": 20})]
 
     report = _run(items, budget, overflow_strategy="proceed", **COUNT_TWO_TOOLS)
     assert report["placed"] == [0, 1]
@@ -456,10 +448,25 @@ def test_deduplication_tie_keeps_lower_index():
 @pytest.mark.parametrize(
     "raw, expected",
     [
-        ("0.25", 0.25), ("+.5", 0.5), ("5.", 1.0), ("-0.1", 0.0), ("1e-1", 0.1),
-        ("1E-1", 0.1), (" 0.5", 0.3), ("0.5 ", 0.3), ("1_0", 0.3), ("0x1p-1", 0.3),
-        ("inf", 0.3), ("-Infinity", 0.3), ("NaN", 0.3), ("", 0.3), (".", 0.3),
-        ("e5", 0.3), ("1e", 0.3), ("\u0665", 0.3), ("1e400", 0.3),
+        ("0.25", 0.25),
+        ("+.5", 0.5),
+        ("5.", 1.0),
+        ("-0.1", 0.0),
+        ("1e-1", 0.1),
+        ("1E-1", 0.1),
+        (" 0.5", 0.3),
+        ("0.5 ", 0.3),
+        ("1_0", 0.3),
+        ("0x1p-1", 0.3),
+        ("inf", 0.3),
+        ("-Infinity", 0.3),
+        ("NaN", 0.3),
+        ("", 0.3),
+        (".", 0.3),
+        ("e5", 0.3),
+        ("1e", 0.3),
+        ("\u0665", 0.3),
+        ("1e400", 0.3),
     ],
 )
 def test_metadata_trust_parsing(raw, expected):
@@ -475,8 +482,7 @@ def test_decay_curves_and_scaled_inner_table():
         {"content": "b", "tokens": 1, "timestamp": now - timedelta(hours=3)},
         {"content": "c", "tokens": 1},
     ]
-    step = {"type": "step", "windows": [{"max_age_secs": 3600, "score": 0.9},
-                                         {"max_age_secs": 7200, "score": 0.4}]}
+    step = {"type": "step", "windows": [{"max_age_secs": 3600, "score": 0.9}, {"max_age_secs": 7200, "score": 0.4}]}
     decay = {"type": "decay", "reference_time": now, "curve": step, "null_timestamp_score": 0.1}
     assert naive.score_items(items, decay) == [0.4, 0.4, 0.1]
     decay["curve"] = {"type": "exponential", "half_life_secs": 3600}
@@ -505,15 +511,21 @@ _NOW = datetime(2025, 1, 1, tzinfo=timezone.utc)
         {"type": "metadata_key", "key": "k", "value": "v", "boost": math.inf},
         {"type": "metadata_trust", "default_score": 1.5},
         {"type": "metadata_trust", "default_score": -0.1},
-        {"type": "decay", "reference_time": _NOW,
-         "curve": {"type": "exponential", "half_life_secs": 0.0}},
+        {"type": "decay", "reference_time": _NOW, "curve": {"type": "exponential", "half_life_secs": 0.0}},
         {"type": "decay", "reference_time": _NOW, "curve": {"type": "window", "max_age_secs": -1}},
         {"type": "decay", "reference_time": _NOW, "curve": {"type": "step", "windows": []}},
-        {"type": "decay", "reference_time": _NOW,
-         "curve": {"type": "step", "windows": [{"max_age_secs": 0, "score": 1.0}]}},
+        {
+            "type": "decay",
+            "reference_time": _NOW,
+            "curve": {"type": "step", "windows": [{"max_age_secs": 0, "score": 1.0}]},
+        },
         {"type": "decay", "reference_time": _NOW, "curve": {"type": "linear"}},
-        {"type": "decay", "reference_time": _NOW, "null_timestamp_score": 1.1,
-         "curve": {"type": "window", "max_age_secs": 60}},
+        {
+            "type": "decay",
+            "reference_time": _NOW,
+            "null_timestamp_score": 1.1,
+            "curve": {"type": "window", "max_age_secs": 60},
+        },
         {"type": "scaled", "inner_scorer": "nope"},
     ],
 )
@@ -532,10 +544,14 @@ def test_invalid_scorer_config(scorer):
         {"slicer": "quota", "quotas": [{"kind": "A", "require": -1.0, "cap": 50.0}]},
         {"slicer": "quota", "quotas": [{"kind": "A", "require": 10.0, "cap": 100.5}]},
         {"slicer": "quota", "quotas": [{"kind": "A", "require": 60.0, "cap": 50.0}]},
-        {"slicer": "quota", "quotas": [{"kind": "A", "require": 60.0, "cap": 60.0},
-                                       {"kind": "B", "require": 50.0, "cap": 60.0}]},
-        {"slicer": "quota", "quotas": [{"kind": "A", "require": 1.0, "cap": 2.0},
-                                       {"kind": "a", "require": 1.0, "cap": 2.0}]},
+        {
+            "slicer": "quota",
+            "quotas": [{"kind": "A", "require": 60.0, "cap": 60.0}, {"kind": "B", "require": 50.0, "cap": 60.0}],
+        },
+        {
+            "slicer": "quota",
+            "quotas": [{"kind": "A", "require": 1.0, "cap": 2.0}, {"kind": "a", "require": 1.0, "cap": 2.0}],
+        },
         {"slicer": "count_quota", "entries": [{"kind": "A", "require_count": 3, "cap_count": 2}]},
         {"slicer": "count_quota", "entries": [{"kind": "A", "require_count": 1, "cap_count": 0}]},
         {"slicer": "count_quota", "inner_slicer": "knapsack", "entries": []},
@@ -562,8 +578,10 @@ def test_invalid_slicer_config(config):
         ({"max_tokens": 10, "target_tokens": 5}, {"placer": "sideways"}),
         ({"max_tokens": 10, "target_tokens": 5}, {"overflow_strategy": "explode"}),
         ({"max_tokens": 10, "target_tokens": 5}, {"scorers": []}),
-        ({"max_tokens": 10, "target_tokens": 5},
-         {"scorers": [{"type": "recency", "weight": 1.0}, {"type": "kind", "weight": 0.0}]}),
+        (
+            {"max_tokens": 10, "target_tokens": 5},
+            {"scorers": [{"type": "recency", "weight": 1.0}, {"type": "kind", "weight": 0.0}]},
+        ),
     ],
 )
 def test_invalid_pipeline_config(budget, config):
@@ -578,42 +596,52 @@ def test_count_entry_without_cap_count_has_no_cap():
     # README "Differences from upstream" 6: cap_count may be left out ("no cap")
     items = [_hinted(c, 10, h, kind="tool") for c, h in (("a", 0.9), ("b", 0.8), ("c", 0.7))]
     budget = {"max_tokens": 100, "target_tokens": 100}
-    report = _run(items, budget, slicer="count_quota",
-                  entries=[{"kind": "tool", "require_count": 1}])
+    report = _run(items, budget, slicer="count_quota", entries=[{"kind": "tool", "require_count": 1}])
     assert [row for row, _s, _r in report["included"]] == [0, 1, 2]
     # with a cap of 1 the two phase-2 picks are CountCapExceeded
-    report = _run(items, budget, slicer="count_quota",
-                  entries=[{"kind": "tool", "require_count": 1, "cap_count": 1}])
+    report = _run(items, budget, slicer="count_quota", entries=[{"kind": "tool", "require_count": 1, "cap_count": 1}])
     assert [row for row, _s, _r in report["included"]] == [0]
     assert [(row, reason) for row, _s, reason, _f in report["excluded"]] == [
-        (1, "CountCapExceeded"), (2, "CountCapExceeded")]
+        (1, "CountCapExceeded"),
+        (2, "CountCapExceeded"),
+    ]
     with pytest.raises(NaiveError) as info:
-        _run(items, budget, slicer="count_quota",
-             entries=[{"kind": "tool", "require_count": 2, "cap_count": 1}])
+        _run(items, budget, slicer="count_quota", entries=[{"kind": "tool", "require_count": 2, "cap_count": 1}])
     assert info.value.code == "invalid_config"
 
 
 def test_sensitivity_oracle_one_status_per_content():
     # "dup" is included under "prio" (first copy) and "hint" (second copy): no swing;
     # "other" swings; a failing variant is collected and left out of the diff
-    items = [{"content": "dup", "tokens": 40, "priority": 10, "future_relevance_hint": 0.0},
-             {"content": "other", "tokens": 40, "priority": 5, "future_relevance_hint": 0.5},
-             {"content": "dup", "tokens": 40, "priority": 1, "future_relevance_hint": 1.0},
-             {"content": "solo", "tokens": 40, "priority": 7, "future_relevance_hint": 0.1}]
+    items = [
+        {"content": "dup", "tokens": 40, "priority": 10, "future_relevance_hint": 0.0},
+        {"content": "other", "tokens": 40, "priority": 5, "future_relevance_hint": 0.5},
+        {"content": "dup", "tokens": 40, "priority": 1, "future_relevance_hint": 1.0},
+        {"content": "solo", "tokens": 40, "priority": 7, "future_relevance_hint": 0.1},
+    ]
     budget = {"max_tokens": 100, "target_tokens": 80}
     variants = [
         ("prio", budget, {"scorers": [{"type": "priority"}], "deduplication": False}),
         ("hint", budget, {"scorers": [{"type": "reflexive"}], "deduplication": False}),
-        ("tiny", {"max_tokens": 100, "target_tokens": 10},
-         {"scorers": [{"type": "reflexive"}], "slicer": "count_quota", "scarcity_behavior": "throw",
-          "entries": [{"kind": "Message", "require_count": 5}]}),
+        (
+            "tiny",
+            {"max_tokens": 100, "target_tokens": 10},
+            {
+                "scorers": [{"type": "reflexive"}],
+                "slicer": "count_quota",
+                "scarcity_behavior": "throw",
+                "entries": [{"kind": "Message", "require_count": 5}],
+            },
+        ),
     ]
     (s,) = naive.policy_sensitivity(items, variants)
     assert [label for label, _r in s["ok"]] == ["prio", "hint"]
     assert s["failed"] == [("tiny", "scarcity")]
     assert s["status"]["dup"] == {"prio": "Included", "hint": "Included"}
-    assert s["diffs"] == [("other", [("prio", "Excluded"), ("hint", "Included")]),
-                          ("solo", [("prio", "Included"), ("hint", "Excluded")])]
+    assert s["diffs"] == [
+        ("other", [("prio", "Excluded"), ("hint", "Included")]),
+        ("solo", [("prio", "Included"), ("hint", "Excluded")]),
+    ]
     # two sets, keyed per row, in order of first appearance
     out = naive.policy_sensitivity(items, variants[:2], set_keys=["y", "x", "y", "x"])
     assert [(s["key"], s["rows"]) for s in out] == [("y", [0, 2]), ("x", [1, 3])]

@@ -23,14 +23,23 @@ FULL = {
         {"type": "kind", "weight": 2.0, "weights": [{"kind": "Memory", "weight": 3.0}]},
         {"type": "tag", "weight": 1.0, "tag_weights": [{"tag": "db", "weight": 2.0}]},
         {"type": "scaled", "weight": 1.0, "inner": {"type": "priority"}},
-        {"type": "composite", "weight": 1.0, "scorers": [
-            {"type": "frequency", "weight": 1.0}, {"type": "reflexive", "weight": 3.0}]},
+        {
+            "type": "composite",
+            "weight": 1.0,
+            "scorers": [{"type": "frequency", "weight": 1.0}, {"type": "reflexive", "weight": 3.0}],
+        },
         {"type": "metadata_trust", "weight": 1.0, "default_score": 0.25},
         {"type": "metadata_key", "weight": 1.0, "key": "k", "value": "v", "boost": 1.5},
-        {"type": "decay", "weight": 1.0, "reference_time": datetime(2025, 1, 1, tzinfo=timezone.utc),
-         "null_timestamp_score": 0.1,
-         "curve": {"type": "step", "windows": [{"max_age_secs": 60.0, "score": 1.0},
-                                                 {"max_age_secs": 3600.0, "score": 0.2}]}},
+        {
+            "type": "decay",
+            "weight": 1.0,
+            "reference_time": datetime(2025, 1, 1, tzinfo=timezone.utc),
+            "null_timestamp_score": 0.1,
+            "curve": {
+                "type": "step",
+                "windows": [{"max_age_secs": 60.0, "score": 1.0}, {"max_age_secs": 3600.0, "score": 0.2}],
+            },
+        },
     ],
 }
 
@@ -45,8 +54,10 @@ def test_round_trip_and_hashable():
 
 def test_toml_file(tmp_path):
     f = tmp_path / "p.toml"
-    f.write_text('name = "t"\n[config]\nslicer = "knapsack"\nbucket_size = 10\n'
-                 '[[config.scorers]]\ntype = "reflexive"\nweight = 1.0\n')
+    f.write_text(
+        'name = "t"\n[config]\nslicer = "knapsack"\nbucket_size = 10\n'
+        '[[config.scorers]]\ntype = "reflexive"\nweight = 1.0\n'
+    )
     p = c.Policy.from_file(f)
     assert p.slicer == c.KnapsackSlice(10) and p.name == "t"
     bad = tmp_path / "bad.toml"
@@ -63,17 +74,26 @@ def test_toml_file(tmp_path):
         (lambda d: d["scorers"][0].update(weight=0.0), r"weight must be positive"),
         (lambda d: d["scorers"][0].update(weight=float("inf")), r"weight must be finite"),
         (lambda d: d["scorers"][1]["weights"][0].update(weight=-1.0), r"kind weight for 'Memory' must be non-negative"),
-        (lambda d: d["scorers"][2]["tag_weights"][0].update(weight=float("nan")), r"tag weight for 'db' must be finite"),
+        (
+            lambda d: d["scorers"][2]["tag_weights"][0].update(weight=float("nan")),
+            r"tag weight for 'db' must be finite",
+        ),
         (lambda d: d["scorers"][6].update(boost=0.0), r"boost must be > 0"),
         (lambda d: d["scorers"][5].update(default_score=1.5), r"default_score must be in"),
         (lambda d: d["scorers"][7].update(null_timestamp_score=-0.1), r"null_timestamp_score"),
-        (lambda d: d["scorers"][7]["curve"]["windows"][0].update(max_age_secs=0.0), r"window 0 max_age_secs must be > 0"),
+        (
+            lambda d: d["scorers"][7]["curve"]["windows"][0].update(max_age_secs=0.0),
+            r"window 0 max_age_secs must be > 0",
+        ),
         (lambda d: d["scorers"][0].update(type="bogus"), r"unknown scorer type 'bogus'"),
         (lambda d: d.update(slicer="nope"), r"unknown slicer 'nope'"),
         (lambda d: d.update(placer="sideways"), r"unknown placer 'sideways'"),
         (lambda d: d.update(overflow_strategy="explode"), r"unknown overflow_strategy"),
         (lambda d: d.update(inner_slicer="knapsack"), r"does not support a knapsack inner"),
-        (lambda d: d["entries"].append({"kind": "tooloutput", "require_count": 0, "cap_count": 1}), r"names kind 'tooloutput' twice"),
+        (
+            lambda d: d["entries"].append({"kind": "tooloutput", "require_count": 0, "cap_count": 1}),
+            r"names kind 'tooloutput' twice",
+        ),
         (lambda d: d["entries"][0].update(require_count=4), r"require_count \(4\) must be <= cap_count \(3\)"),
         (lambda d: d.update(scorers=[]), r"non-empty 'scorers'"),
     ],
@@ -104,21 +124,24 @@ def test_quota_validation():
         c.QuotaEntry("a", 0, 101)
 
 
-DOTNET = ('{"scorers":[{"type":"recency","weight":2},{"type":"kind","weight":1.5,'
-          '"kindWeights":{"Message":0.8,"Document":1.2}},{"type":"tag","weight":1,'
-          '"tagWeights":{"important":2,"low":0.5}},{"type":"scaled","weight":2,"innerScorer":'
-          '{"type":"recency","weight":1}}],"slicerType":"knapsack","placerType":"uShaped",'
-          '"deduplicationEnabled":false,"overflowStrategy":"truncate","knapsackBucketSize":50,'
-          '"quotas":[{"kind":"Message","minPercent":10,"maxPercent":60},{"kind":"Document",'
-          '"maxPercent":40}],"name":"Full Test Policy","description":"A policy with all options",'
-          '"someFutureField":1}')
+DOTNET = (
+    '{"scorers":[{"type":"recency","weight":2},{"type":"kind","weight":1.5,'
+    '"kindWeights":{"Message":0.8,"Document":1.2}},{"type":"tag","weight":1,'
+    '"tagWeights":{"important":2,"low":0.5}},{"type":"scaled","weight":2,"innerScorer":'
+    '{"type":"recency","weight":1}}],"slicerType":"knapsack","placerType":"uShaped",'
+    '"deduplicationEnabled":false,"overflowStrategy":"truncate","knapsackBucketSize":50,'
+    '"quotas":[{"kind":"Message","minPercent":10,"maxPercent":60},{"kind":"Document",'
+    '"maxPercent":40}],"name":"Full Test Policy","description":"A policy with all options",'
+    '"someFutureField":1}'
+)
 
 
 def test_dotnet_json_loads_unchanged():
     p = c.Policy.from_json(DOTNET)
     assert p.placer == "u_shaped" and p.deduplication is False and p.overflow_strategy == "truncate"
     assert p.slicer == c.QuotaSlice(
-        (c.QuotaEntry("Message", 10, 60), c.QuotaEntry("Document", 0, 40)), c.KnapsackSlice(50))
+        (c.QuotaEntry("Message", 10, 60), c.QuotaEntry("Document", 0, 40)), c.KnapsackSlice(50)
+    )
     kinds = [s for s, _ in p.scorer.entries]
     assert kinds[1] == c.KindScorer((("Message", 0.8), ("Document", 1.2)))
     assert kinds[3] == c.ScaledScorer(c.RecencyScorer())
@@ -126,14 +149,20 @@ def test_dotnet_json_loads_unchanged():
     assert c.policy_from_dotnet(c.policy_to_dotnet(p)) == p
 
 
-@pytest.mark.parametrize("doc, match", [
-    ('{"scorers":[{"type":"Recency","weight":1}],"slicerType":"greedy"}', "unknown value 'Recency'"),
-    ('{"scorers":[{"type":"tag","weight":1}],"slicerType":"greedy"}', "tagWeights must be specified"),
-    ('{"scorers":[{"type":"recency","weight":1}],"slicerType":"greedy","knapsackBucketSize":5}', "only be specified"),
-    ('{"scorers":[{"type":"recency","weight":0}],"placerType":"chronological"}', "positive and finite"),
-    ('{"scorers":[],"slicerType":"greedy"}', "at least one"),
-    ('{"scorers": [', "malformed policy JSON"),
-])
+@pytest.mark.parametrize(
+    "doc, match",
+    [
+        ('{"scorers":[{"type":"Recency","weight":1}],"slicerType":"greedy"}', "unknown value 'Recency'"),
+        ('{"scorers":[{"type":"tag","weight":1}],"slicerType":"greedy"}', "tagWeights must be specified"),
+        (
+            '{"scorers":[{"type":"recency","weight":1}],"slicerType":"greedy","knapsackBucketSize":5}',
+            "only be specified",
+        ),
+        ('{"scorers":[{"type":"recency","weight":0}],"placerType":"chronological"}', "positive and finite"),
+        ('{"scorers":[],"slicerType":"greedy"}', "at least one"),
+        ('{"scorers": [', "malformed policy JSON"),
+    ],
+)
 def test_dotnet_json_errors(doc, match):
     with pytest.raises(InvalidConfigError, match=match):
         c.Policy.from_json(doc)

@@ -34,7 +34,12 @@ import naive  # noqa: E402
 import strategies as S  # noqa: E402
 
 from cupel_np import (  # noqa: E402
-    ContextBudget, ContextItem, CupelError, ItemTable, Pipeline, Policy,
+    ContextBudget,
+    ContextItem,
+    CupelError,
+    ItemTable,
+    Pipeline,
+    Policy,
 )
 from cupel_np.analysis.pipeline import run_policy  # noqa: E402
 from cupel_np.model.policy import scorer_from_dict  # noqa: E402
@@ -91,14 +96,16 @@ def naive_outcome(items, budget, config):
         rep = naive.run_pipeline(items, budget, config)
     except naive.NaiveError as err:
         return ("error", err.code)
-    return ("ok", {
-        "included": [(row, score, reason) for row, score, reason in rep["included"]],
-        "excluded": [(row, score, reason, dict(fields))
-                     for row, score, reason, fields in rep["excluded"]],
-        "total_candidates": rep["total_candidates"],
-        "total_tokens_considered": rep["total_tokens_considered"],
-        "shortfalls": [tuple(s) for s in rep["shortfalls"]],
-    })
+    return (
+        "ok",
+        {
+            "included": [(row, score, reason) for row, score, reason in rep["included"]],
+            "excluded": [(row, score, reason, dict(fields)) for row, score, reason, fields in rep["excluded"]],
+            "total_candidates": rep["total_candidates"],
+            "total_tokens_considered": rep["total_tokens_considered"],
+            "shortfalls": [tuple(s) for s in rep["shortfalls"]],
+        },
+    )
 
 
 def normalize_report(report, row_map=None):
@@ -110,15 +117,16 @@ def normalize_report(report, row_map=None):
         inc_rows = [row_map[int(r)] for r in inc_rows]
         exc_rows = [row_map[int(r)] for r in exc_rows]
     included = [(int(r), inc.score, inc.reason.value) for r, inc in zip(inc_rows, report.included)]
-    excluded = [(int(r), exc.score, exc.reason.reason, dataclasses.asdict(exc.reason))
-                for r, exc in zip(exc_rows, report.excluded)]
+    excluded = [
+        (int(r), exc.score, exc.reason.reason, dataclasses.asdict(exc.reason))
+        for r, exc in zip(exc_rows, report.excluded)
+    ]
     return {
         "included": included,
         "excluded": excluded,
         "total_candidates": report.total_candidates,
         "total_tokens_considered": report.total_tokens_considered,
-        "shortfalls": [(s.kind, s.required_count, s.satisfied_count)
-                       for s in report.count_requirement_shortfalls],
+        "shortfalls": [(s.kind, s.required_count, s.satisfied_count) for s in report.count_requirement_shortfalls],
     }
 
 
@@ -179,8 +187,7 @@ def test_scorer_columns_match_naive(case):
     want = {s: naive.score_items(items, entry) for s, items in enumerate(sets)}
     for grouped, in_row in enumerate(table.input_row):
         s, k = position[int(in_row)]
-        assert _score_close(float(got[grouped]), want[s][k]), (
-            entry, s, k, got[grouped], want[s][k])
+        assert _score_close(float(got[grouped]), want[s][k]), (entry, s, k, got[grouped], want[s][k])
 
 
 # ---------------------------------------------------------------------------
@@ -274,8 +281,19 @@ def test_set_column_equals_one_run_per_set(case, key_kind):
 # 4. Arrow views: slices, takes, chunks, dictionary columns
 # ---------------------------------------------------------------------------
 
-ARROW_FIELDS = ("content", "tokens", "kind", "source", "priority", "tags", "metadata",
-                "timestamp", "future_relevance_hint", "pinned", "original_tokens")
+ARROW_FIELDS = (
+    "content",
+    "tokens",
+    "kind",
+    "source",
+    "priority",
+    "tags",
+    "metadata",
+    "timestamp",
+    "future_relevance_hint",
+    "pinned",
+    "original_tokens",
+)
 
 
 def _arrow_table(items, ts_unit="us", dict_kind=False, large_content=False):
@@ -349,10 +367,8 @@ def arrow_views(draw):
         pin = np.zeros(2 * n, dtype=np.bool_)
         pin[::2] = [bool(d.get("pinned")) for d in items]
         pin.setflags(write=False)
-        view = view.set_column(view.schema.get_field_index("tokens"), "tokens",
-                               pa.array(tok[1::3][:n]))
-        view = view.set_column(view.schema.get_field_index("pinned"), "pinned",
-                               pa.array(pin[::2]))
+        view = view.set_column(view.schema.get_field_index("tokens"), "tokens", pa.array(tok[1::3][:n]))
+        view = view.set_column(view.schema.get_field_index("pinned"), "pinned", pa.array(pin[::2]))
     assert view.num_rows == len(items)
     return items, budget, config, view
 
@@ -405,12 +421,13 @@ def test_information_separator_kind_is_not_blank(kind):
 def test_knapsack_values_stay_exact_above_1e11():
     # score x 10000 above 1e15: one 3e12 item (value 3e16) beats two 8e11 ones (1.6e16);
     # a knapsack that clamps values at 1e15 would take the two.
-    items = [{"content": "a", "tokens": 60, "kind": "A"},
-             {"content": "b", "tokens": 50, "kind": "B"},
-             {"content": "c", "tokens": 50, "kind": "B"}]
+    items = [
+        {"content": "a", "tokens": 60, "kind": "A"},
+        {"content": "b", "tokens": 50, "kind": "B"},
+        {"content": "c", "tokens": 50, "kind": "B"},
+    ]
     budget = {"max_tokens": 100, "target_tokens": 100}
-    config = {"slicer": "knapsack", "bucket_size": 10,
-              "scorers": [{"type": "kind", "weights": {"A": 3e12, "B": 8e11}}]}
+    config = {"slicer": "knapsack", "bucket_size": 10, "scorers": [{"type": "kind", "weights": {"A": 3e12, "B": 8e11}}]}
     want = naive_outcome(items, budget, config)
     assert [row for row, _s, _r in want[1]["included"]] == [0]
     got, _ = engine_outcome(items, budget, config)

@@ -40,9 +40,20 @@ def browser(*args, url):
 
     exe = find_browser()
     with tempfile.TemporaryDirectory(prefix="cupel-np-chromium-") as profile:  # no shared profile lock
-        cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               f"--user-data-dir={profile}", *args, url]
+        cmd = [
+            exe,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-extensions",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            *args,
+            url,
+        ]
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout
@@ -114,10 +125,13 @@ def written(tmp_path_factory):
     pq.write_table(t.filter(keep), items_path)
     table = c.ItemTable.from_parquet(items_path, set_column="session_id")
     b = c.ContextBudget(8000, 6000, 1000)
-    variants = [("chat", c.preset("chat"), b), ("rag", c.preset("rag"), b),
-                ("chat-small", c.preset("chat"), c.ContextBudget(4000, 3000, 500)),
-                ("document_qa", c.preset("document_qa"), b),
-                ("tiny", c.preset("chat"), c.ContextBudget(330, 300))]  # fails where the pinned prompt > 330
+    variants = [
+        ("chat", c.preset("chat"), b),
+        ("rag", c.preset("rag"), b),
+        ("chat-small", c.preset("chat"), c.ContextBudget(4000, 3000, 500)),
+        ("document_qa", c.preset("document_qa"), b),
+        ("tiny", c.preset("chat"), c.ContextBudget(330, 300)),
+    ]  # fails where the pinned prompt > 330
     result = c.sweep(table, None, variants, on_error="collect")
     assert result.errors.get("tiny") and len(result.errors["tiny"]) < table.n_sets  # some cells failed, not all
     out = d / "out"
@@ -151,9 +165,15 @@ def parquet(written):
     by_set = defaultdict(list)
     for r in items:
         by_set[r["session_id"]].append(r)
-    return {"items": items, "input": inp, "groups": groups, "status": status, "by_set": by_set,
-            "diffs": pq.read_table(out / "diffs.parquet").to_pylist(),
-            "variants": pq.read_table(out / "variants.parquet").to_pylist()}
+    return {
+        "items": items,
+        "input": inp,
+        "groups": groups,
+        "status": status,
+        "by_set": by_set,
+        "diffs": pq.read_table(out / "diffs.parquet").to_pylist(),
+        "variants": pq.read_table(out / "variants.parquet").to_pylist(),
+    }
 
 
 def test_summary_numbers(dom, parquet, written):
@@ -191,7 +211,7 @@ def test_agreement_matrix(dom, parquet, written):
         assert sorted(order) == sorted(labels)
         for i in range(1, len(order) - 1) if key == "agree" else ():
             nxt = pair_stats(parquet, order[i - 1], order[i])[0]
-            for later in order[i + 1:]:
+            for later in order[i + 1 :]:
                 assert nxt >= pair_stats(parquet, order[i - 1], later)[0] - 1e-12
 
 
@@ -269,11 +289,13 @@ def test_reasons_and_swing_table(dom, parquet, written):
             score = first[f"{l}.score"]
             rank = 1 + sum(1 for r in parquet["by_set"][key[0]] if r[f"{l}.score"] > score)
             assert int(td.attrs["data-rank"]) == rank
+
     # the most contested first: no hidden swinging content is more contested than a shown one
     def contest(k):
         st = parquet["status"][k]
         n = sum(1 for l in labels if st[l])
         return min(n, len(labels) - n)
+
     shown = {(tr.attrs["data-set"], tr.attrs["data-content"]) for tr in rows}
     assert min(contest(k) for k in shown) >= max(contest(k) for k in diff_keys - shown)
 
@@ -300,8 +322,11 @@ def test_set_drill_down(dom, parquet):
                 assert "failed" in text(tr)
                 continue
             got = {td.attrs["data-k"]: int(text(td).replace(",", "")) for td in tr.all("td") if "data-k" in td.attrs}
-            assert got == {"included": row["included_count"], "tokens": row["tokens_used"],
-                           "swing_included": row["swing_included"]}
+            assert got == {
+                "included": row["included_count"],
+                "tokens": row["tokens_used"],
+                "swing_included": row["swing_included"],
+            }
         assert len(d.find("table", **{"class": "set-items"}).all("tbody")[0].all("tr")) == min(25, swing[key])
 
 
@@ -354,10 +379,14 @@ def test_many_categories_stay_bounded():
 
     t = pq.read_table(SAMPLE)
     t = t.filter(pc.is_in(t["session_id"], value_set=pc.unique(t["session_id"]).slice(0, 30)))
-    t = t.set_column(t.schema.get_field_index("source"), "source",
-                     pa.array([f"src-{i % 300}" for i in range(t.num_rows)]))
-    r = c.sweep(c.ItemTable.from_arrow(t, set_column="session_id"), c.ContextBudget(8000, 6000, 1000),
-                [("chat", c.preset("chat")), ("rag", c.preset("rag")), ("dq", c.preset("document_qa"))])
+    t = t.set_column(
+        t.schema.get_field_index("source"), "source", pa.array([f"src-{i % 300}" for i in range(t.num_rows)])
+    )
+    r = c.sweep(
+        c.ItemTable.from_arrow(t, set_column="session_id"),
+        c.ContextBudget(8000, 6000, 1000),
+        [("chat", c.preset("chat")), ("rag", c.preset("rag")), ("dq", c.preset("document_qa"))],
+    )
     cat = swing_by_category(r, "source")
     assert len(cat["names"]) == MAX_CATEGORIES and cat["counts"].shape == (MAX_CATEGORIES, 3, 3)
     total = cat["counts"].sum(axis=0) + cat["other"]

@@ -21,9 +21,13 @@ import test_properties as P  # noqa: E402
 import cupel_np as c  # noqa: E402
 from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError  # noqa: E402
 
-PROPS = settings(max_examples=S.examples(120, 800), deadline=None, database=None,
-                 print_blob=True,
-                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+PROPS = settings(
+    max_examples=S.examples(120, 800),
+    deadline=None,
+    database=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def _budget(d):
@@ -76,14 +80,16 @@ def test_policy_sensitivity_equals_dry_runs_diffed_by_hand(items, budget, config
 
 
 @PROPS
-@given(data=S.item_sets(max_sets=4, max_items=8), budgets=st.lists(S.budgets(), min_size=2, max_size=3),
-       configs=st.lists(S.configs(), min_size=2, max_size=3))
+@given(
+    data=S.item_sets(max_sets=4, max_items=8),
+    budgets=st.lists(S.budgets(), min_size=2, max_size=3),
+    configs=st.lists(S.configs(), min_size=2, max_size=3),
+)
 def test_sweep_over_many_sets_equals_per_set_sensitivity(data, budgets, configs):
     sets, interleaving = data
     rows = [dict(sets[s][k], session=f"s{s}") for s, k in interleaving]
     table = c.ItemTable.from_items(rows, set_column="session")
-    variants = [(f"v{i}", c.Policy.from_dict(cfg), _budget(budgets[i % len(budgets)]))
-                for i, cfg in enumerate(configs)]
+    variants = [(f"v{i}", c.Policy.from_dict(cfg), _budget(budgets[i % len(budgets)])) for i, cfg in enumerate(configs)]
     res = c.sweep(table, None, variants, on_error="collect")
     assert res.included.shape == (len(rows), len(variants))
     n_swing = 0
@@ -99,7 +105,9 @@ def test_sweep_over_many_sets_equals_per_set_sensitivity(data, budgets, configs)
                 continue
             got = dict(rep.variants)[label]
             assert [x.item.content for x in got.included] == [x.item.content for x in one.included]
-            assert [(x.item.content, x.reason) for x in got.excluded] == [(x.item.content, x.reason) for x in one.excluded]
+            assert [(x.item.content, x.reason) for x in got.excluded] == [
+                (x.item.content, x.reason) for x in one.excluded
+            ]
         _, _, diffs = _by_hand(items, None, variants)
         assert {e.content: [(l, st.value) for l, st in e.statuses] for e in rep.diffs} == diffs
         n_swing += len(rep.diffs)
@@ -128,7 +136,9 @@ def test_errors_and_labels():
         c.policy_sensitivity(items, {"max_tokens": 1}, [("x", p), ("y", p)])
     with pytest.raises(InvalidInputTypeError, match="variant 'y': budget must be a ContextBudget"):
         c.sweep(items, b, [("x", p), ("y", p, 5)])
-    many = c.ItemTable.from_items([{"content": "a", "tokens": 1, "s": 1}, {"content": "b", "tokens": 1, "s": 2}], set_column="s")
+    many = c.ItemTable.from_items(
+        [{"content": "a", "tokens": 1, "s": 1}, {"content": "b", "tokens": 1, "s": 2}], set_column="s"
+    )
     with pytest.raises(InvalidConfigError, match="use cupel_np.sweep"):
         c.policy_sensitivity(many, b, [("x", p), ("y", p)])
 
@@ -136,9 +146,11 @@ def test_errors_and_labels():
 def test_duplicate_content_gets_one_status_per_variant():
     # upstream emits one status per copy, so a content can be both Included and Excluded
     # under the same variant; here a content is Included when any copy is.
-    items = [c.ContextItem("dup", 40, priority=10, future_relevance_hint=0.0),
-             c.ContextItem("other", 40, priority=5, future_relevance_hint=0.5),
-             c.ContextItem("dup", 40, priority=1, future_relevance_hint=1.0)]
+    items = [
+        c.ContextItem("dup", 40, priority=10, future_relevance_hint=0.0),
+        c.ContextItem("other", 40, priority=5, future_relevance_hint=0.5),
+        c.ContextItem("dup", 40, priority=1, future_relevance_hint=1.0),
+    ]
     b = c.ContextBudget(50, 40)
     by_prio = c.Policy(c.PriorityScorer(), deduplication=False)
     by_hint = c.Policy(c.ReflexiveScorer(), deduplication=False)
@@ -156,22 +168,27 @@ def test_collect_reports_failed_variant_never_drops_it():
     truncate = c.Policy(c.RecencyScorer(), overflow_strategy="truncate")
     with pytest.raises(c.BudgetOverflowError, match="variant 'throw'"):
         c.policy_sensitivity(items, b, [("throw", throw), ("proceed", proceed)])
-    rep = c.policy_sensitivity(items, b, [("throw", throw), ("proceed", proceed), ("truncate", truncate)], on_error="collect")
+    rep = c.policy_sensitivity(
+        items, b, [("throw", throw), ("proceed", proceed), ("truncate", truncate)], on_error="collect"
+    )
     assert [l for l, _ in rep.failed] == ["throw"] and rep.failed[0][1].code == "overflow"
     assert [l for l, _ in rep.variants] == ["proceed", "truncate"]
     res = c.sweep(items, b, [("throw", throw), ("proceed", proceed)], on_error="collect")
     vt = res.variants_table().to_pylist()
     assert vt[0]["variant"] == "throw" and vt[0]["error"] == (
         "variant 'throw': selected items require 80 tokens, exceeding the target budget of 50 "
-        "(overflow_strategy = 'throw')")
+        "(overflow_strategy = 'throw')"
+    )
     assert vt[1]["error"] is None
     assert vt[0]["included_count"] is None and vt[1]["included_count"] == 1
     assert res.diffs_table().num_rows == 0
 
 
 def test_pipeline_method_and_from_pipelines():
-    items = [c.ContextItem("a", 40, priority=10, future_relevance_hint=0.1),
-             c.ContextItem("b", 40, priority=1, future_relevance_hint=0.9)]
+    items = [
+        c.ContextItem("a", 40, priority=10, future_relevance_hint=0.1),
+        c.ContextItem("b", 40, priority=1, future_relevance_hint=0.9),
+    ]
     b = c.ContextBudget(50, 40)
     pa_, pr = c.Pipeline(c.Policy(c.PriorityScorer())), c.Pipeline(c.Policy(c.ReflexiveScorer()))
     r1 = pa_.policy_sensitivity(items, b, [("priority", pa_), ("reflexive", pr)])
@@ -183,9 +200,18 @@ def test_pipeline_method_and_from_pipelines():
 
 
 def test_tables_shape_and_types():
-    t = c.ItemTable.from_parquet(Path(__file__).resolve().parents[1] / "data" / "sample_sessions.parquet", set_column="session_id")
-    res = c.sweep(t, c.ContextBudget(8000, 6000, 1000), [("chat", c.preset("chat")), ("rag", c.preset("rag")),
-                                                         ("small", c.preset("chat"), c.ContextBudget(4000, 3000))])
+    t = c.ItemTable.from_parquet(
+        Path(__file__).resolve().parents[1] / "data" / "sample_sessions.parquet", set_column="session_id"
+    )
+    res = c.sweep(
+        t,
+        c.ContextBudget(8000, 6000, 1000),
+        [
+            ("chat", c.preset("chat")),
+            ("rag", c.preset("rag")),
+            ("small", c.preset("chat"), c.ContextBudget(4000, 3000)),
+        ],
+    )
     dt = res.diffs_table()
     assert dt.column_names == ["session_id", "content", "chat", "rag", "small"]
     assert set(dt.column("rag").to_pylist()) <= {"Included", "Excluded"}
@@ -200,8 +226,12 @@ def test_tables_shape_and_types():
 
 
 def test_sweep_grid_labels_and_policies():
-    grid = c.Sweep(["chat", "rag"], weights=[{"kind": 1}, {"kind": 5}], slicers=["greedy", c.KnapsackSlice(50)],
-                   budgets=[c.ContextBudget(8000, 6000), c.ContextBudget(4000, 3000)])
+    grid = c.Sweep(
+        ["chat", "rag"],
+        weights=[{"kind": 1}, {"kind": 5}],
+        slicers=["greedy", c.KnapsackSlice(50)],
+        budgets=[c.ContextBudget(8000, 6000), c.ContextBudget(4000, 3000)],
+    )
     vs = grid.variants()
     assert len(vs) == len(grid) == 16
     label, pol, bud = vs[-1]
@@ -209,7 +239,9 @@ def test_sweep_grid_labels_and_policies():
     assert pol.slicer == c.KnapsackSlice(50) and bud == c.ContextBudget(4000, 3000)
     assert [(s.type_name, w) for s, w in pol.scorer.entries] == [("reflexive", 3.0), ("kind", 5.0)]
     assert len({l for l, _, _ in vs}) == 16
-    t = c.ItemTable.from_parquet(Path(__file__).resolve().parents[1] / "data" / "sample_sessions.parquet", set_column="session_id")
+    t = c.ItemTable.from_parquet(
+        Path(__file__).resolve().parents[1] / "data" / "sample_sessions.parquet", set_column="session_id"
+    )
     res = c.sweep(t, None, grid)
     assert res.labels == [l for l, _, _ in vs] and res.included.shape == (t.n, 16)
     with pytest.raises(InvalidConfigError, match="has no tag scorer to reweight"):
@@ -226,8 +258,7 @@ def test_sweep_grid_labels_and_policies():
 def _engine_variants(variants):
     """(label, Policy, ContextBudget) triples; None when the oracle too rejects a config."""
     try:
-        return [(label, c.Policy.from_dict(config), c.ContextBudget(**budget))
-                for label, budget, config in variants]
+        return [(label, c.Policy.from_dict(config), c.ContextBudget(**budget)) for label, budget, config in variants]
     except CupelError:
         return None
 
@@ -258,8 +289,7 @@ def _check_against_oracle(res, rows, want, variants, set_name):
         failed = {label for label, _code in s["failed"]}
         for content, statuses in s["diffs"]:
             row = {set_name: s["key"], "content": content}
-            row.update({label: None if label in failed else dict(statuses)[label]
-                        for label in labels})
+            row.update({label: None if label in failed else dict(statuses)[label] for label in labels})
             want_diffs.append(row)
     assert res.diffs_table().to_pylist() == want_diffs
     assert res.n_swing == len(want_diffs)
@@ -274,38 +304,50 @@ def _check_against_oracle(res, rows, want, variants, set_name):
                 g = got_items[row]
                 assert g.get(set_name) == s["key"]  # no set column: one set, key None
                 if label not in ok:
-                    assert [g[f"{label}.{f}"] for f in ("included", "score", "reason", "position")] \
-                        == [None] * 4, (label, g)
+                    assert [g[f"{label}.{f}"] for f in ("included", "score", "reason", "position")] == [None] * 4, (
+                        label,
+                        g,
+                    )
             if label not in ok:
                 continue
             report = ok[label]
             for pos, (r, score, reason) in enumerate(report["included"]):
                 g = got_items[s["rows"][r]]
-                assert (g[f"{label}.included"], g[f"{label}.reason"], g[f"{label}.position"]) \
-                    == (True, reason, pos), (label, g)
+                assert (g[f"{label}.included"], g[f"{label}.reason"], g[f"{label}.position"]) == (True, reason, pos), (
+                    label,
+                    g,
+                )
                 assert P._score_close(g[f"{label}.score"], score), (label, g, score)
             for r, score, reason, _fields in report["excluded"]:
                 g = got_items[s["rows"][r]]
-                assert (g[f"{label}.included"], g[f"{label}.reason"], g[f"{label}.position"]) \
-                    == (False, reason, None), (label, g)
+                assert (g[f"{label}.included"], g[f"{label}.reason"], g[f"{label}.position"]) == (
+                    False,
+                    reason,
+                    None,
+                ), (label, g)
                 assert P._score_close(g[f"{label}.score"], score), (label, g, score)
     # variants_table: per variant, per set (sets in order of first appearance)
     want_vt = []
     for label, budget, _config in variants:
         for s in want:
             ok = dict(s["ok"])
-            row = {"variant": label, set_name: s["key"], "target_tokens": budget["target_tokens"],
-                   "swing_count": len(s["diffs"])}
+            row = {
+                "variant": label,
+                set_name: s["key"],
+                "target_tokens": budget["target_tokens"],
+                "swing_count": len(s["diffs"]),
+            }
             if label in ok:
                 inc = [s["rows"][r] for r, _s, _r in ok[label]["included"]]
                 used = sum(rows[r]["tokens"] for r in inc)
-                row.update(included_count=len(inc), tokens_used=used,
-                           utilization=used / budget["target_tokens"] if budget["target_tokens"] else 0.0,
-                           swing_included=sum(1 for content, _st in s["diffs"]
-                                              if s["status"][content][label] == "Included"))
+                row.update(
+                    included_count=len(inc),
+                    tokens_used=used,
+                    utilization=used / budget["target_tokens"] if budget["target_tokens"] else 0.0,
+                    swing_included=sum(1 for content, _st in s["diffs"] if s["status"][content][label] == "Included"),
+                )
             else:
-                row.update(included_count=None, tokens_used=None, utilization=None,
-                           swing_included=None)
+                row.update(included_count=None, tokens_used=None, utilization=None, swing_included=None)
             want_vt.append(row)
     got_vt = res.variants_table().to_pylist()
     assert len(got_vt) == len(want_vt)
@@ -322,10 +364,10 @@ def _check_against_oracle(res, rows, want, variants, set_name):
         assert [(l, e.code) for l, e in rep.failed] == s["failed"]
         assert [l for l, _r in rep.variants] == [l for l, _r in s["ok"]]
         for (label, got), (_l, w) in zip(rep.variants, s["ok"]):
-            assert [int(r) for r in got.input_rows(got.included_rows)] == \
-                [s["rows"][r] for r, _s, _r in w["included"]]
-            assert [int(r) for r in got.input_rows(got.excluded_rows)] == \
-                [s["rows"][r] for r, _s, _r, _f in w["excluded"]]
+            assert [int(r) for r in got.input_rows(got.included_rows)] == [s["rows"][r] for r, _s, _r in w["included"]]
+            assert [int(r) for r in got.input_rows(got.excluded_rows)] == [
+                s["rows"][r] for r, _s, _r, _f in w["excluded"]
+            ]
         diffs = [(e.content, [(l, st.value) for l, st in e.statuses]) for e in rep.diffs]
         assert diffs == s["diffs"]
         assert len(rep.diffs) == len(s["diffs"])
@@ -368,11 +410,19 @@ def test_policy_sensitivity_matches_naive_oracle(items, data):
     assert [(l, e.code) for l, e in rep.failed] == want["failed"]
     assert [l for l, _r in rep.variants] == [l for l, _r in want["ok"]]
     for (_l, got), (_l2, w) in zip(rep.variants, want["ok"]):
-        P.assert_same_outcome(("ok", P.normalize_report(got)), ("ok", {
-            "included": w["included"], "excluded": w["excluded"],
-            "total_candidates": w["total_candidates"],
-            "total_tokens_considered": w["total_tokens_considered"],
-            "shortfalls": [tuple(x) for x in w["shortfalls"]]}))
+        P.assert_same_outcome(
+            ("ok", P.normalize_report(got)),
+            (
+                "ok",
+                {
+                    "included": w["included"],
+                    "excluded": w["excluded"],
+                    "total_candidates": w["total_candidates"],
+                    "total_tokens_considered": w["total_tokens_considered"],
+                    "shortfalls": [tuple(x) for x in w["shortfalls"]],
+                },
+            ),
+        )
     assert [(e.content, [(l, st.value) for l, st in e.statuses]) for e in rep.diffs] == want["diffs"]
     if want["failed"]:
         label, code = want["failed"][0]
@@ -388,12 +438,11 @@ def test_sweep_big_tables_match_naive_oracle(case, data):
     rows, keys, budget, config = case
     kinds = S._kinds_of(rows)
     variants = [("base", budget, config)] + [
-        (f"v{i}", b, cfg) for i, (_l, b, cfg) in enumerate(data.draw(S.sensitivity_variants(
-            kinds, n_min=1, n_max=3)))]
+        (f"v{i}", b, cfg) for i, (_l, b, cfg) in enumerate(data.draw(S.sensitivity_variants(kinds, n_min=1, n_max=3)))
+    ]
     n_max = max(sum(1 for k in keys if k == key) for key in set(keys))
     if n_max > S.CHEAP_SCORERS_ABOVE:
-        variants = variants[:1] + [(l, b, dict(cfg, scorers=config["scorers"]))
-                                   for l, b, cfg in variants[1:]]
+        variants = variants[:1] + [(l, b, dict(cfg, scorers=config["scorers"])) for l, b, cfg in variants[1:]]
     _sweep_matches_oracle(rows, keys, variants)
 
 
@@ -402,11 +451,10 @@ def test_sweep_big_tables_match_naive_oracle(case, data):
 def test_sweep_with_tokens_near_the_int64_limit_matches_naive_oracle(case, data):
     """Token counts near 2^62: tokens_used and utilization stay exact."""
     items, budget, config = case
-    others = data.draw(S.sensitivity_variants(S._kinds_of(items), n_min=1, n_max=2,
-                                              budget_st=st.just(budget)))
+    others = data.draw(S.sensitivity_variants(S._kinds_of(items), n_min=1, n_max=2, budget_st=st.just(budget)))
     variants = [("base", budget, config)] + [
-        (f"v{i}", b, data.draw(S.small_knapsack_tables(cfg, b)))
-        for i, (_l, b, cfg) in enumerate(others)]
+        (f"v{i}", b, data.draw(S.small_knapsack_tables(cfg, b))) for i, (_l, b, cfg) in enumerate(others)
+    ]
     ours = _engine_variants(variants)
     want = _oracle(items, None, variants)
     assert (ours is None) == (want is None)

@@ -47,12 +47,26 @@ def _tables(out_dir):
     return res
 
 
-@pytest.mark.parametrize("file,chunk", [("rg1.parquet", 1), ("rg37.parquet", 1), ("rg37.parquet", 100),
-                                        ("rg37.parquet", 400)])
+@pytest.mark.parametrize(
+    "file,chunk", [("rg1.parquet", 1), ("rg37.parquet", 1), ("rg37.parquet", 100), ("rg37.parquet", 400)]
+)
 def test_streamed_outputs_equal_in_memory(capsys, tmp_path, corpus, file, chunk):
     d, t = corpus
-    args = ["sensitivity", str(d / file), "--preset", "chat", "--preset", "rag", "--preset", "document_qa",
-            *BUDGET, "--set-column", "session_id", "--quiet", "--json"]
+    args = [
+        "sensitivity",
+        str(d / file),
+        "--preset",
+        "chat",
+        "--preset",
+        "rag",
+        "--preset",
+        "document_qa",
+        *BUDGET,
+        "--set-column",
+        "session_id",
+        "--quiet",
+        "--json",
+    ]
     code, out, err = run(capsys, *args, "--out", str(tmp_path / "mem"), "--memory-limit", "8G")
     assert code == 0, err
     assert "streamed" not in json.loads(out)
@@ -73,8 +87,9 @@ def test_streamed_outputs_equal_in_memory(capsys, tmp_path, corpus, file, chunk)
 def test_sweep_streams_when_the_input_is_over_the_limit(capsys, tmp_path, corpus):
     d, t = corpus
     grid = tmp_path / "grid.toml"
-    grid.write_text('presets = ["chat", "rag"]\nset_column = "session_id"\n[[budgets]]\nmax_tokens = 8000\n'
-                    'target_tokens = 6000\n')
+    grid.write_text(
+        'presets = ["chat", "rag"]\nset_column = "session_id"\n[[budgets]]\nmax_tokens = 8000\ntarget_tokens = 6000\n'
+    )
     base = ["sweep", str(d / "rg37.parquet"), "--grid", str(grid), "--quiet", "--json"]
     code, out, err = run(capsys, *base, "--out", str(tmp_path / "mem"), "--memory-limit", "8G")
     assert code == 0, err
@@ -89,14 +104,40 @@ def test_sweep_streams_when_the_input_is_over_the_limit(capsys, tmp_path, corpus
 
 def test_one_set_over_the_limit_stops_before_it_starts(capsys, tmp_path, corpus):
     d, _ = corpus
-    code, out, err = run(capsys, "sensitivity", str(d / "rg37.parquet"), "--preset", "chat", "--preset", "rag",
-                         *BUDGET, "--set-column", "session_id", "--out", str(tmp_path / "o"), "--memory-limit", "20K")
+    code, out, err = run(
+        capsys,
+        "sensitivity",
+        str(d / "rg37.parquet"),
+        "--preset",
+        "chat",
+        "--preset",
+        "rag",
+        *BUDGET,
+        "--set-column",
+        "session_id",
+        "--out",
+        str(tmp_path / "o"),
+        "--memory-limit",
+        "20K",
+    )
     assert code == 2
     assert "estimated to need" in err and "over the memory limit of" in err and "--memory-limit" in err
     assert "item set 'session-" in err
     assert not (tmp_path / "o").exists()  # nothing written
-    code, out, err = run(capsys, "sensitivity", str(d / "rg37.parquet"), "--preset", "chat", "--preset", "rag",
-                         *BUDGET, "--out", str(tmp_path / "o2"), "--memory-limit", "100K")
+    code, out, err = run(
+        capsys,
+        "sensitivity",
+        str(d / "rg37.parquet"),
+        "--preset",
+        "chat",
+        "--preset",
+        "rag",
+        *BUDGET,
+        "--out",
+        str(tmp_path / "o2"),
+        "--memory-limit",
+        "100K",
+    )
     assert code == 2 and "no set column" in err and "Dask" in err
 
 
@@ -128,8 +169,18 @@ def _bad_file(path, rg):
     kind[260] = "   "
     sid = np.repeat(np.arange(50), 10).astype(object)
     sid[333] = None
-    pq.write_table(pa.table({"content": content, "tokens": pa.array(list(tokens), pa.int64()), "kind": kind,
-                             "session_id": pa.array(list(sid), pa.int64())}), path, row_group_size=rg)
+    pq.write_table(
+        pa.table(
+            {
+                "content": content,
+                "tokens": pa.array(list(tokens), pa.int64()),
+                "kind": kind,
+                "session_id": pa.array(list(sid), pa.int64()),
+            }
+        ),
+        path,
+        row_group_size=rg,
+    )
 
 
 @pytest.mark.parametrize("chunk", [1, 64, 200])
@@ -163,8 +214,19 @@ def test_sets_not_contiguous_are_grouped_when_they_fit_and_refused_when_not(caps
     rng = np.random.default_rng(2)
     shuffled = t.take(pa.array(rng.permutation(t.num_rows)))
     pq.write_table(shuffled, tmp_path / "shuf.parquet", row_group_size=100)
-    base = ["sensitivity", str(tmp_path / "shuf.parquet"), "--preset", "chat", "--preset", "rag", *BUDGET,
-            "--set-column", "session_id", "--quiet", "--json"]
+    base = [
+        "sensitivity",
+        str(tmp_path / "shuf.parquet"),
+        "--preset",
+        "chat",
+        "--preset",
+        "rag",
+        *BUDGET,
+        "--set-column",
+        "session_id",
+        "--quiet",
+        "--json",
+    ]
     code, _, err = run(capsys, *base, "--out", str(tmp_path / "mem"), "--memory-limit", "8G")
     assert code == 0, err
     code, out, err = run(capsys, *base, "--out", str(tmp_path / "str"), "--chunk-rows", "50")

@@ -51,16 +51,18 @@ def _variants():
     w = [c.RecencyScorer(), c.PriorityScorer(), c.KindScorer(), c.ReflexiveScorer()]
     comp = lambda ws: c.CompositeScorer(tuple(zip(w, ws)))  # noqa: E731
     quota = c.QuotaSlice((c.QuotaEntry("Message", require=20, cap=50),), c.GreedySlice())
-    count = c.CountQuotaSlice((c.CountQuotaEntry("Document", require_count=4, cap_count=6),),
-                              scarcity_behavior="throw")
+    count = c.CountQuotaSlice((c.CountQuotaEntry("Document", require_count=4, cap_count=6),), scarcity_behavior="throw")
     return [
         ("greedy-chrono", c.Policy(comp([1, 1, 1, 1])), BUDGET),
         ("greedy-u", c.Policy(comp([0.3, 1, 0.2, 1]), placer="u_shaped"), BUDGET),
         ("quota", c.Policy(comp([1, 0.5, 1, 0.1]), slicer=quota), BUDGET),
         ("knapsack", c.Policy(comp([1, 1, 0.1, 1]), slicer=c.KnapsackSlice(50)), BUDGET),
         ("count-throw", c.Policy(comp([0.2, 1, 1, 1]), slicer=count, overflow_strategy="truncate"), BUDGET),
-        ("overflow-throw", c.Policy(comp([1, 1, 1, 1]), slicer=count, overflow_strategy="throw"),
-         c.ContextBudget(30_000, 600)),
+        (
+            "overflow-throw",
+            c.Policy(comp([1, 1, 1, 1]), slicer=count, overflow_strategy="throw"),
+            c.ContextBudget(30_000, 600),
+        ),
         ("tiny", c.Policy(comp([1, 0.01, 0.01, 1])), c.ContextBudget(30_000, 50)),
         ("all-in", c.Policy(comp([0.5, 0.5, 0.5, 0.5]), placer="u_shaped"), c.ContextBudget(10**9, 10**8)),
     ]
@@ -70,16 +72,22 @@ def _snapshot(res):
     run = res.run
     v = run.n_variants
     return {
-        "included": run.included.copy(), "reason": run.reason.copy(), "position": run.position.copy(),
-        "scores": run.scores.copy(), "effective_target": run.effective_target.copy(),
-        "avail_slice": run.avail_slice.copy(), "avail_place": run.avail_place.copy(),
+        "included": run.included.copy(),
+        "reason": run.reason.copy(),
+        "position": run.position.copy(),
+        "scores": run.scores.copy(),
+        "effective_target": run.effective_target.copy(),
+        "avail_slice": run.avail_slice.copy(),
+        "avail_place": run.avail_place.copy(),
         "cap_dropped": run.cap_dropped.copy(),
         "errors": [sorted((s, type(e).__name__, str(e)) for s, e in run.errors[i].items()) for i in range(v)],
         "shortfalls": [sorted(run.shortfalls[i].items()) for i in range(v)],
         "dedup": [tuple(map(np.copy, run.dedup_winner[i])) for i in range(v)],
         "trunc": [tuple(map(np.copy, run.trunc_order[i])) for i in range(v)],
         "count_cap": [tuple(map(np.copy, run.count_cap[i])) for i in range(v)],
-        "diffs": res.diffs_table(), "items": res.items_table(), "variants": res.variants_table(),
+        "diffs": res.diffs_table(),
+        "items": res.items_table(),
+        "variants": res.variants_table(),
     }
 
 
@@ -117,9 +125,17 @@ def test_one_big_set_identical_for_1_2_4_threads():
     """One set big enough for the chunked greedy walk, the radix sort and the timestamp filter."""
     t = c.ItemTable.from_arrow(matrix_arrow(40_000, seed=8))
     total = int(t.tokens.sum())
-    vs = [(f"v{i}", c.Policy(c.CompositeScorer(((c.RecencyScorer(), 1.0 + i), (c.ReflexiveScorer(), 1.0))),
-                             placer=("u_shaped" if i % 2 else "chronological")), c.ContextBudget(total, total * f // 100))
-          for i, f in enumerate([1, 25, 50, 90])]
+    vs = [
+        (
+            f"v{i}",
+            c.Policy(
+                c.CompositeScorer(((c.RecencyScorer(), 1.0 + i), (c.ReflexiveScorer(), 1.0))),
+                placer=("u_shaped" if i % 2 else "chronological"),
+            ),
+            c.ContextBudget(total, total * f // 100),
+        )
+        for i, f in enumerate([1, 25, 50, 90])
+    ]
     base = _snapshot(c.sweep(t, None, vs, threads=1))
     for th in (2, 4):
         _assert_same(base, _snapshot(c.sweep(t, None, vs, threads=th)))
@@ -176,8 +192,9 @@ def test_worker_errors_propagate_and_pool_is_reusable():
 def test_nested_call_inside_a_worker_runs_inline(corpus):
     """A sweep started from inside one of the pool's workers must not wait on the pool."""
     out = []
-    parallel.run_tasks(2, 2, lambda: None,
-                       lambda i, s: out.append(c.sweep(corpus, BUDGET, _variants()[:2], threads=2).n_swing))
+    parallel.run_tasks(
+        2, 2, lambda: None, lambda i, s: out.append(c.sweep(corpus, BUDGET, _variants()[:2], threads=2).n_swing)
+    )
     assert len(out) == 2 and out[0] == out[1]
 
 
@@ -204,18 +221,21 @@ def test_timestamp_order_sorts_every_segment(span):
         if span == "ties":
             ts = rng.integers(-3, 3, n)
         elif span == "wide":
-            ts = rng.integers(-2**40, 2**40, n)
+            ts = rng.integers(-(2**40), 2**40, n)
         else:  # span of ~2**64: the rank fallback
-            ts = np.where(rng.random(n) < 0.5, np.iinfo(np.int64).min + rng.integers(0, 5, n),
-                          np.iinfo(np.int64).max - rng.integers(0, 5, n))
+            ts = np.where(
+                rng.random(n) < 0.5,
+                np.iinfo(np.int64).min + rng.integers(0, 5, n),
+                np.iinfo(np.int64).max - rng.integers(0, 5, n),
+            )
         ts = ts.astype(np.int64)
         valid = rng.random(n) < 0.7
         order, ts_sorted, off = timestamp_order(ts, valid, offsets)
         assert order.dtype == np.int64 and off.dtype == np.int64
         assert np.array_equal(ts_sorted, ts[order])
         for s in range(n_seg):
-            seg_rows = np.flatnonzero(valid[offsets[s]:offsets[s + 1]]) + offsets[s]
-            got = order[off[s]:off[s + 1]]
+            seg_rows = np.flatnonzero(valid[offsets[s] : offsets[s + 1]]) + offsets[s]
+            got = order[off[s] : off[s + 1]]
             assert np.array_equal(np.sort(got), seg_rows)
             assert np.all(ts[got][1:] >= ts[got][:-1])
 
@@ -229,8 +249,15 @@ def test_score_context_computes_each_column_once_on_many_threads(monkeypatch, co
     from cupel_np.engine.scorers import ScoreContext
 
     rec, pri, kind = c.RecencyScorer(), c.PriorityScorer(), c.KindScorer()
-    specs = [rec, pri, c.CompositeScorer(((rec, 1.0), (kind, 2.0))), c.ScaledScorer(rec),
-             c.CompositeScorer(((pri, 1.0), (c.ScaledScorer(rec), 1.0))), c.FrequencyScorer(), c.TagScorer({"tag3": 1.0})]
+    specs = [
+        rec,
+        pri,
+        c.CompositeScorer(((rec, 1.0), (kind, 2.0))),
+        c.ScaledScorer(rec),
+        c.CompositeScorer(((pri, 1.0), (c.ScaledScorer(rec), 1.0))),
+        c.FrequencyScorer(),
+        c.TagScorer({"tag3": 1.0}),
+    ]
     serial = ScoreContext(corpus, np.arange(corpus.n), corpus.offsets)
     want = [serial.score(s) for s in specs]
     calls: dict = {}

@@ -134,7 +134,11 @@ def _target_row(items, table: ItemTable, target_item) -> int:
             if it is target_item:
                 return int(np.flatnonzero(table.input_row == i)[0])
         raise InvalidConfigError(f"{TARGET_NOT_IN_ITEMS_MESSAGE} (got {target_item!r:.80})")
-    if isinstance(target_item, (int, np.integer)) and not isinstance(target_item, bool) and 0 <= int(target_item) < table.n:
+    if (
+        isinstance(target_item, (int, np.integer))
+        and not isinstance(target_item, bool)
+        and 0 <= int(target_item) < table.n
+    ):
         return int(np.flatnonzero(table.input_row == int(target_item))[0])
     raise InvalidConfigError(
         f"{TARGET_NOT_IN_ITEMS_MESSAGE} (with an ItemTable, target_item is an input row number "
@@ -162,8 +166,7 @@ def find_min_budget_for(policy, items, target_item, search_ceiling: int) -> int 
     ctx = ScoreContext(table, cls.sc_rows, cls.sc_offsets)
 
     def included_at(b: int) -> bool:
-        run = run_policy(table, ContextBudget(max_tokens=b, target_tokens=b), policy,
-                         classified=cls, score_context=ctx)
+        run = run_policy(table, ContextBudget(max_tokens=b, target_tokens=b), policy, classified=cls, score_context=ctx)
         run.raise_first_error()
         return bool(run.included[row])
 
@@ -182,8 +185,9 @@ def find_min_budget_for(policy, items, target_item, search_ceiling: int) -> int 
 
 
 # --------------------------------------------------------------------------- ladders
-def budget_ladder(lo: int, hi: int, steps: int, spacing: str = "geometric",
-                  output_reserve: int = 0) -> list[ContextBudget]:
+def budget_ladder(
+    lo: int, hi: int, steps: int, spacing: str = "geometric", output_reserve: int = 0
+) -> list[ContextBudget]:
     """``steps`` budgets from ``lo`` to ``hi`` (both included) as the model window
     (``max_tokens``), each with ``target_tokens = max_tokens - output_reserve``. ``spacing`` is
     "geometric" (equal ratios; the usual 4k ... 200k question) or "linear"; values are rounded to
@@ -348,16 +352,20 @@ def budget_curves(items, variants, budgets, *, on_error: str = "collect") -> Bud
     fmask = failed.reshape(-1)
     set_col = table.set_column or "set"
     keys = _set_keys_array(table)
-    curves = pa.table({
-        "variant": pa.array(np.repeat(np.array([v.label for v in vs], dtype=object), n_b * n_sets), pa.string()),
-        "budget": pa.array(np.repeat(np.tile(np.array([b.max_tokens for b in ladder], dtype=np.int64), len(vs)), n_sets)),
-        "target_tokens": pa.array(target),
-        set_col: keys.take(pa.array(np.tile(np.arange(n_sets, dtype=np.int64), n_cols))),
-        "included_count": pa.array(count.reshape(-1), mask=fmask),
-        "tokens_used": pa.array(used_flat, mask=fmask),
-        "utilization": pa.array(util, mask=fmask),
-        "error": pa.array(errors, pa.string()),
-    })
+    curves = pa.table(
+        {
+            "variant": pa.array(np.repeat(np.array([v.label for v in vs], dtype=object), n_b * n_sets), pa.string()),
+            "budget": pa.array(
+                np.repeat(np.tile(np.array([b.max_tokens for b in ladder], dtype=np.int64), len(vs)), n_sets)
+            ),
+            "target_tokens": pa.array(target),
+            set_col: keys.take(pa.array(np.tile(np.arange(n_sets, dtype=np.int64), n_cols))),
+            "included_count": pa.array(count.reshape(-1), mask=fmask),
+            "tokens_used": pa.array(used_flat, mask=fmask),
+            "utilization": pa.array(util, mask=fmask),
+            "error": pa.array(errors, pa.string()),
+        }
+    )
     # per row x variant, in input row order
     set_of_row = np.repeat(np.arange(n_sets, dtype=np.int64), np.diff(table.offsets))
     to_input = np.empty(table.n, dtype=np.int64)
@@ -388,12 +396,19 @@ def budget_curves(items, variants, budgets, *, on_error: str = "collect") -> Bud
 # per-row outcome codes of min_budgets (the error find_min_budget_for would raise)
 _E_NONE, _E_BUDGET, _E_PINNED, _E_OVERFLOW, _E_SCARCITY, _E_TABLE, _E_CEILING = range(7)
 _ERROR_NAMES = {
-    _E_BUDGET: "InvalidConfigError", _E_PINNED: "PinnedExceedsBudgetError",
-    _E_OVERFLOW: "BudgetOverflowError", _E_SCARCITY: "ScarcityError",
-    _E_TABLE: "TableTooLargeError", _E_CEILING: "InvalidConfigError",
+    _E_BUDGET: "InvalidConfigError",
+    _E_PINNED: "PinnedExceedsBudgetError",
+    _E_OVERFLOW: "BudgetOverflowError",
+    _E_SCARCITY: "ScarcityError",
+    _E_TABLE: "TableTooLargeError",
+    _E_CEILING: "InvalidConfigError",
 }
-_ERROR_CODES = ((PinnedExceedsBudgetError, _E_PINNED), (BudgetOverflowError, _E_OVERFLOW),
-                (ScarcityError, _E_SCARCITY), (TableTooLargeError, _E_TABLE))
+_ERROR_CODES = (
+    (PinnedExceedsBudgetError, _E_PINNED),
+    (BudgetOverflowError, _E_OVERFLOW),
+    (ScarcityError, _E_SCARCITY),
+    (TableTooLargeError, _E_TABLE),
+)
 
 
 class _ProbeTable:
@@ -501,8 +516,13 @@ class _Prober:
         np.cumsum(size, out=off[1:])
         # src[j]: parent row of derived row j, -1 for the pinned row closing each copy
         within = np.arange(off[-1], dtype=np.int64) - np.repeat(off[:-1], size)
-        src = self.kept_rows[np.minimum(np.repeat(self.kept_off[:-1][u_set], size) + within,
-                                        max(self.kept_rows.shape[0] - 1, 0))] if self.kept_rows.size else np.zeros(off[-1], np.int64)
+        src = (
+            self.kept_rows[
+                np.minimum(np.repeat(self.kept_off[:-1][u_set], size) + within, max(self.kept_rows.shape[0] - 1, 0))
+            ]
+            if self.kept_rows.size
+            else np.zeros(off[-1], np.int64)
+        )
         src[off[1:] - 1] = -1
         cap = int(u_b.max())
         probe = _ProbeTable(self.table, src, off, self.cls.pinned_tokens[u_set] + (cap - u_b))
@@ -548,7 +568,7 @@ class _Prober:
             nxt = int(np.searchsorted(off, off[cuts[-1]] + self.max_rows, side="right")) - 1
             cuts.append(max(nxt, cuts[-1] + 1))
         for a, z in zip(cuts[:-1], cuts[1:]):
-            self._run_copies(u_set[a:z], u_b[a:z], included[off[a]:off[z]], copy_err[a:z])
+            self._run_copies(u_set[a:z], u_b[a:z], included[off[a] : off[z]], copy_err[a:z])
         e = copy_err[copy_of]
         role = self.role[r]
         cand = role == _K_CANDIDATE
@@ -561,8 +581,9 @@ class _Prober:
         return inc, err
 
 
-def min_budgets(items, policy, search_ceiling: int, *, max_probe_rows: int = 4_000_000,
-                stats: dict | None = None) -> pa.Table:
+def min_budgets(
+    items, policy, search_ceiling: int, *, max_probe_rows: int = 4_000_000, stats: dict | None = None
+) -> pa.Table:
     """``find_min_budget_for`` for every row of every item set, without a Python call per row
     or per probe: each binary-search step evaluates the probes of all rows in one engine call
     (``O(log search_ceiling)`` calls in all).

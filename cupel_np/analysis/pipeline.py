@@ -56,8 +56,9 @@ class Pipeline(PolicySource):
             raise InvalidInputTypeError(f"policy must be a Policy, got {type(policy).__name__}")
         return SelectionReport(self._run_single(items, budget, policy), 0)
 
-    def policy_sensitivity(self, items, budget: ContextBudget, variants, *, on_error: str = "raise",
-                           threads: int | None = None):
+    def policy_sensitivity(
+        self, items, budget: ContextBudget, variants, *, on_error: str = "raise", threads: int | None = None
+    ):
         """Compare ``variants`` over ``items`` (the .NET extension method's shape)."""
         return policy_sensitivity(items, budget, variants, on_error=on_error, threads=threads)
 
@@ -72,8 +73,9 @@ class Pipeline(PolicySource):
         return budget_sim.find_min_budget_for(self.policy, items, target_item, search_ceiling)
 
 
-def policy_sensitivity_from_pipelines(items, budget: ContextBudget, variants, *, on_error: str = "raise",
-                                      threads: int | None = None):
+def policy_sensitivity_from_pipelines(
+    items, budget: ContextBudget, variants, *, on_error: str = "raise", threads: int | None = None
+):
     """``policy_sensitivity`` with ``(label, Pipeline)`` variants (upstream parity)."""
     for i, v in enumerate(variants):
         if isinstance(v, (tuple, list)) and len(v) == 2 and not isinstance(v[1], Pipeline):

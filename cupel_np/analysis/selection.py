@@ -139,7 +139,6 @@ _INCLUSION = {
 }
 
 
-
 def _sparse(pairs, row: int):
     rows = pairs[0]
     i = int(np.searchsorted(rows, row))
@@ -259,7 +258,7 @@ class SelectionReport:
 
     @property
     def total_tokens_considered(self) -> int:
-        return int(self._run.table.tokens[self._lo:self._hi].sum())
+        return int(self._run.table.tokens[self._lo : self._hi].sum())
 
     @property
     def count_requirement_shortfalls(self) -> list[CountRequirementShortfall]:
@@ -277,12 +276,10 @@ class SelectionReport:
         return {
             "events": [],
             "included": [
-                {"item": i.item.to_dict(), "score": i.score, "reason": i.reason.to_dict()}
-                for i in self.included
+                {"item": i.item.to_dict(), "score": i.score, "reason": i.reason.to_dict()} for i in self.included
             ],
             "excluded": [
-                {"item": e.item.to_dict(), "score": e.score, "reason": e.reason.to_dict()}
-                for e in self.excluded
+                {"item": e.item.to_dict(), "score": e.score, "reason": e.reason.to_dict()} for e in self.excluded
             ],
             "total_candidates": self.total_candidates,
             "total_tokens_considered": self.total_tokens_considered,
@@ -291,8 +288,8 @@ class SelectionReport:
 
     def __repr__(self) -> str:
         return (
-            f"SelectionReport(included={int(self._run.included[self._lo:self._hi].sum())}, "
-            f"excluded={self.total_candidates - int(self._run.included[self._lo:self._hi].sum())}, "
+            f"SelectionReport(included={int(self._run.included[self._lo : self._hi].sum())}, "
+            f"excluded={self.total_candidates - int(self._run.included[self._lo : self._hi].sum())}, "
             f"total_candidates={self.total_candidates})"
         )
 
@@ -309,18 +306,37 @@ def _repr_html_selection(report) -> str:
     used = int(t.tokens[inc].sum())
     rows = []
     for r, sc in zip(inc[:REPR_ROWS], run.scores_at(inc[:REPR_ROWS])):
-        rows.append(["IN", shorten(t.content[int(r)].as_py(), 60), t.kind[int(r)].as_py(), int(t.tokens[r]), float(sc),
-                     REASON_NAMES.get(int(run.reason[r]), "?")])
+        rows.append(
+            [
+                "IN",
+                shorten(t.content[int(r)].as_py(), 60),
+                t.kind[int(r)].as_py(),
+                int(t.tokens[r]),
+                float(sc),
+                REASON_NAMES.get(int(run.reason[r]), "?"),
+            ]
+        )
     for r, sc in zip(exc[:REPR_ROWS], run.scores_at(exc[:REPR_ROWS])):
-        rows.append(["OUT", shorten(t.content[int(r)].as_py(), 60), t.kind[int(r)].as_py(), int(t.tokens[r]), float(sc),
-                     exclusion_reason(run, int(r), report._seg).reason])
+        rows.append(
+            [
+                "OUT",
+                shorten(t.content[int(r)].as_py(), 60),
+                t.kind[int(r)].as_py(),
+                int(t.tokens[r]),
+                float(sc),
+                exclusion_reason(run, int(r), report._seg).reason,
+            ]
+        )
     more = []
     if len(inc) > REPR_ROWS:
         more.append(f"{len(inc) - REPR_ROWS} more included")
     if len(exc) > REPR_ROWS:
         more.append(f"{len(exc) - REPR_ROWS} more excluded")
-    return (f'<div class="cupel-np">{REPR_CSS}<b>SelectionReport</b>: {len(inc):,} included ({used:,} tokens, '
-            f"effective target {report.effective_target_tokens:,}), {len(exc):,} excluded of "
-            f"{report.total_candidates:,} candidates"
-            + html_table(["", "content", "kind", "tokens", "score", "reason"], rows, {3, 4})
-            + (f"<p>… {', '.join(more)}</p>" if more else "") + "</div>")
+    return (
+        f'<div class="cupel-np">{REPR_CSS}<b>SelectionReport</b>: {len(inc):,} included ({used:,} tokens, '
+        f"effective target {report.effective_target_tokens:,}), {len(exc):,} excluded of "
+        f"{report.total_candidates:,} candidates"
+        + html_table(["", "content", "kind", "tokens", "score", "reason"], rows, {3, 4})
+        + (f"<p>… {', '.join(more)}</p>" if more else "")
+        + "</div>"
+    )

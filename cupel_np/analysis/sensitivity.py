@@ -142,7 +142,8 @@ class SweepResult:
         t = self.table
         return {
             self.labels[v]: {t.set_keys[s]: e for s, e in sorted(errs.items())}
-            for v, errs in enumerate(self.run.errors) if errs
+            for v, errs in enumerate(self.run.errors)
+            if errs
         }
 
     @property
@@ -222,17 +223,19 @@ class SweepResult:
             for s, e in errs.items():
                 errors[v * n_sets + s] = str(e)
         keys = self._set_keys_array.take(pa.array(np.tile(np.arange(n_sets), n_var)))
-        return pa.table({
-            "variant": pa.array(np.repeat(np.array(self.labels, dtype=object), n_sets), pa.string()),
-            self._set_name(): keys,
-            "included_count": pa.array(cnt.reshape(-1), mask=failed),
-            "tokens_used": pa.array(used, mask=failed),
-            "target_tokens": pa.array(target),
-            "utilization": pa.array(util, mask=failed),
-            "swing_count": pa.array(np.tile(swing_per_set, n_var).astype(np.int64)),
-            "swing_included": pa.array(sw_inc.reshape(-1), mask=failed),
-            "error": pa.array(errors, pa.string()),
-        })
+        return pa.table(
+            {
+                "variant": pa.array(np.repeat(np.array(self.labels, dtype=object), n_sets), pa.string()),
+                self._set_name(): keys,
+                "included_count": pa.array(cnt.reshape(-1), mask=failed),
+                "tokens_used": pa.array(used, mask=failed),
+                "target_tokens": pa.array(target),
+                "utilization": pa.array(util, mask=failed),
+                "swing_count": pa.array(np.tile(swing_per_set, n_var).astype(np.int64)),
+                "swing_included": pa.array(sw_inc.reshape(-1), mask=failed),
+                "error": pa.array(errors, pa.string()),
+            }
+        )
 
     # -- reports --------------------------------------------------------------------------
     def report(self, set_key=None) -> "PolicySensitivityReport":
@@ -261,8 +264,13 @@ def _status_strings(included: np.ndarray, null: np.ndarray):
     Arrow buffers instead of one Python string per row."""
     n = included.shape[0]
     if n > _STATUS_CHUNK:
-        return pa.chunked_array([_status_strings(included[i:i + _STATUS_CHUNK], null[i:i + _STATUS_CHUNK])
-                                 for i in range(0, n, _STATUS_CHUNK)], pa.string())
+        return pa.chunked_array(
+            [
+                _status_strings(included[i : i + _STATUS_CHUNK], null[i : i + _STATUS_CHUNK])
+                for i in range(0, n, _STATUS_CHUNK)
+            ],
+            pa.string(),
+        )
     data = _STATUS_BYTES[included.view(np.uint8)]
     offsets = np.arange(0, 8 * n + 1, 8, dtype=np.int32)
     n_null = int(np.count_nonzero(null))
@@ -317,12 +325,12 @@ class PolicySensitivityReport:
         self._result = result
         self._seg = seg
         self.failed: list[tuple[str, CupelError]] = [
-            (result.labels[v], result.run.errors[v][seg])
-            for v in range(len(result.labels)) if result.failed[v, seg]
+            (result.labels[v], result.run.errors[v][seg]) for v in range(len(result.labels)) if result.failed[v, seg]
         ]
         self.variants: list[tuple[str, SelectionReport]] = [
             (result.labels[v], SelectionReport(PolicyRun(result.run, v), seg))
-            for v in range(len(result.labels)) if not result.failed[v, seg]
+            for v in range(len(result.labels))
+            if not result.failed[v, seg]
         ]
         self.diffs = _LazyDiffs(result, seg)
 
@@ -335,8 +343,15 @@ class PolicySensitivityReport:
 
 
 # --------------------------------------------------------------------------- entry points
-def sweep(items, budget: ContextBudget | None, variants, *, on_error: str = "raise",
-          progress: bool | None = None, threads: int | None = None) -> SweepResult:
+def sweep(
+    items,
+    budget: ContextBudget | None,
+    variants,
+    *,
+    on_error: str = "raise",
+    progress: bool | None = None,
+    threads: int | None = None,
+) -> SweepResult:
     """Run every variant over every item set of ``items`` (an ItemTable, possibly with a set
     column, or a sequence of ContextItems). A variant is ``(label, Policy | Pipeline)`` or
     ``(label, policy, budget)``; ``budget`` is the default for variants without one.
@@ -367,8 +382,9 @@ def sweep(items, budget: ContextBudget | None, variants, *, on_error: str = "rai
     return SweepResult(run)
 
 
-def policy_sensitivity(items, budget: ContextBudget, variants, *, on_error: str = "raise",
-                       threads: int | None = None) -> PolicySensitivityReport:
+def policy_sensitivity(
+    items, budget: ContextBudget, variants, *, on_error: str = "raise", threads: int | None = None
+) -> PolicySensitivityReport:
     """The spec's policy sensitivity over ONE item set: every variant's SelectionReport and
     the contents whose inclusion differs between at least two variants."""
     check_on_error(on_error)
@@ -421,13 +437,23 @@ def _repr_html_sweep(result) -> str:
     rows = []
     for vi in range(min(v, 3 * REPR_ROWS)):
         inc = result.run.included[vi]
-        rows.append([result.labels[vi], int(inc.sum()), int(t.tokens[inc].sum()),
-                     int(result.status[result.swing_groups, vi].sum()), int(result.failed[vi].sum())])
+        rows.append(
+            [
+                result.labels[vi],
+                int(inc.sum()),
+                int(t.tokens[inc].sum()),
+                int(result.status[result.swing_groups, vi].sum()),
+                int(result.failed[vi].sum()),
+            ]
+        )
     more = f"<p>… and {v - len(rows)} more variants</p>" if v > len(rows) else ""
-    return (f'<div class="cupel-np">{REPR_CSS}<b>SweepResult</b>: {t.n:,} items in {t.n_sets:,} set(s), '
-            f"{v} variants, {result.n_swing:,} swinging contents"
-            + html_table(["variant", "included", "tokens used", "swinging included", "failed sets"], rows, {1, 2, 3, 4})
-            + more + "</div>")
+    return (
+        f'<div class="cupel-np">{REPR_CSS}<b>SweepResult</b>: {t.n:,} items in {t.n_sets:,} set(s), '
+        f"{v} variants, {result.n_swing:,} swinging contents"
+        + html_table(["variant", "included", "tokens used", "swinging included", "failed sets"], rows, {1, 2, 3, 4})
+        + more
+        + "</div>"
+    )
 
 
 def _repr_html_sensitivity(report) -> str:
@@ -442,5 +468,7 @@ def _repr_html_sensitivity(report) -> str:
         drows.append([shorten(d.content, 60)] + [st.get(l, "") for l in labels])
     dt = html_table(["content"] + labels, drows) if drows else ""
     more = f"<p>… and {len(diffs) - len(drows)} more</p>" if len(diffs) > len(drows) else ""
-    return (f'<div class="cupel-np">{REPR_CSS}<b>PolicySensitivityReport</b>: {len(report.variants)} variants, '
-            f"{len(diffs):,} swinging contents{vt}" + (f"<ul>{failed}</ul>" if failed else "") + dt + more + "</div>")
+    return (
+        f'<div class="cupel-np">{REPR_CSS}<b>PolicySensitivityReport</b>: {len(report.variants)} variants, '
+        f"{len(diffs):,} swinging contents{vt}" + (f"<ul>{failed}</ul>" if failed else "") + dt + more + "</div>"
+    )

@@ -57,17 +57,27 @@ def _run_dask(args, budget, variants, set_column, title: str) -> int:
     if not set_column:
         raise UsageError("--dask needs --set-column (the unit of work is a partition of whole item sets)")
     with connect(args.dask) as client:
-        summary = dask_sweep(_source(args.items), budget, variants, set_column=set_column, out_dir=args.out,
-                             client=client, on_error="collect", overwrite=args.overwrite,
-                             progress=_progress_enabled(args))
+        summary = dask_sweep(
+            _source(args.items),
+            budget,
+            variants,
+            set_column=set_column,
+            out_dir=args.out,
+            client=client,
+            on_error="collect",
+            overwrite=args.overwrite,
+            progress=_progress_enabled(args),
+        )
     report = write_dir_report(args.out, title=title)
     if args.json:
         print(json.dumps({**summary, "outputs": {"dir": str(Path(args.out)), "report": str(report)}}, indent=2))
         return EXIT_OK
     failed = sum(summary["failed"].values())
-    print(f"{summary['rows']:,} items in {summary['sets']:,} set(s) on Dask ({args.dask}, {summary['partitions']} "
-          f"partitions{', shuffled on the set key' if summary['shuffled'] else ''}); {summary['swing']:,} swinging "
-          f"items; {failed:,} failed (variant, set) cells; {summary['seconds']:.1f}s")
+    print(
+        f"{summary['rows']:,} items in {summary['sets']:,} set(s) on Dask ({args.dask}, {summary['partitions']} "
+        f"partitions{', shuffled on the set key' if summary['shuffled'] else ''}); {summary['swing']:,} swinging "
+        f"items; {failed:,} failed (variant, set) cells; {summary['seconds']:.1f}s"
+    )
     print(f"wrote items/, diffs/, variants/, manifest.json and {report.name} to {Path(args.out).resolve()}")
     return EXIT_OK
 
@@ -109,9 +119,18 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
     from cupel_np.io.parquet import sweep_parquet
     from cupel_np.report.from_dir import load_sweep_dir, write_dir_report
 
-    tot = sweep_parquet(_source(args.items), budget, variants, args.out, set_column=set_column,
-                        chunk_rows=args.chunk_rows, on_error="collect", progress=_progress_enabled(args),
-                        memory_limit=_memory_limit(args), threads=args.threads)
+    tot = sweep_parquet(
+        _source(args.items),
+        budget,
+        variants,
+        args.out,
+        set_column=set_column,
+        chunk_rows=args.chunk_rows,
+        on_error="collect",
+        progress=_progress_enabled(args),
+        memory_limit=_memory_limit(args),
+        threads=args.threads,
+    )
     report = write_dir_report(args.out, title=title)
     elapsed = time.perf_counter() - t0
     out = Path(args.out)
@@ -121,22 +140,43 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
     if args.json:
         import pyarrow.dataset as pds
 
-        errs = pds.dataset(str(out / "variants.parquet")).to_table(
-            columns=["variant", s.set_column or "set", "error"], filter=pds.field("error").is_valid()).to_pylist()
+        errs = (
+            pds.dataset(str(out / "variants.parquet"))
+            .to_table(columns=["variant", s.set_column or "set", "error"], filter=pds.field("error").is_valid())
+            .to_pylist()
+        )
         errors: dict = {}
         for r in errs:
             errors.setdefault(r["variant"], {})[str(r[s.set_column or "set"])] = r["error"]
-        print(json.dumps({"items": tot["rows"], "sets": tot["sets"], "variants": s.labels, "swinging": tot["swing"],
-                          "errors": errors, "outputs": paths, "seconds": round(elapsed, 3),
-                          "streamed": {"chunks": tot["chunks"], "chunk_rows": tot["chunk_rows"]}}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "items": tot["rows"],
+                    "sets": tot["sets"],
+                    "variants": s.labels,
+                    "swinging": tot["swing"],
+                    "errors": errors,
+                    "outputs": paths,
+                    "seconds": round(elapsed, 3),
+                    "streamed": {"chunks": tot["chunks"], "chunk_rows": tot["chunk_rows"]},
+                },
+                indent=2,
+            )
+        )
         return EXIT_OK
-    print(f"{tot['rows']:,} items in {tot['sets']:,} set(s); {len(s.labels)} variants; {tot['swing']:,} swinging "
-          f"items; {elapsed:.1f}s (streamed in {tot['chunks']:,} chunks of whole sets)")
+    print(
+        f"{tot['rows']:,} items in {tot['sets']:,} set(s); {len(s.labels)} variants; {tot['swing']:,} swinging "
+        f"items; {elapsed:.1f}s (streamed in {tot['chunks']:,} chunks of whole sets)"
+    )
     w = max([8, *(len(l) for l in s.labels)])
-    print(f"{'variant':<{w}}  {'included':>9} {'tokens used':>12} {'utilization':>11} {'swing incl.':>11} {'failed sets':>11}")
+    print(
+        f"{'variant':<{w}}  {'included':>9} {'tokens used':>12} {'utilization':>11} {'swing incl.':>11} {'failed sets':>11}"
+    )
     for v, lab in enumerate(s.labels):
         util = s.tokens[v] / s.target[v] if s.target[v] else 0.0
-        print(f"{lab:<{w}}  {s.included[v]:>9,} {s.tokens[v]:>12,} {util:>11.1%} {s.swing_included[v]:>11,} {s.failed[v]:>11,}")
+        print(
+            f"{lab:<{w}}  {s.included[v]:>9,} {s.tokens[v]:>12,} {util:>11.1%} {s.swing_included[v]:>11,} {s.failed[v]:>11,}"
+        )
     print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {out.resolve()}")
     return EXIT_OK
 
@@ -244,8 +284,13 @@ def load_grid_file(path):
     for i, b in enumerate(data.get("budgets", [])):
         if not isinstance(b, dict):
             raise InvalidConfigError(f"{path}: budgets[{i}] must be a table")
-        extra = set(b) - {"max_tokens", "target_tokens", "output_reserve", "reserved_slots",
-                          "estimation_safety_margin_percent"}
+        extra = set(b) - {
+            "max_tokens",
+            "target_tokens",
+            "output_reserve",
+            "reserved_slots",
+            "estimation_safety_margin_percent",
+        }
         if extra:
             raise InvalidConfigError(f"{path}: budgets[{i}] has unknown key(s) {sorted(extra)}")
         try:
@@ -255,8 +300,9 @@ def load_grid_file(path):
     if not budgets:
         raise InvalidConfigError(f"{path}: the grid needs at least one [[budgets]] entry")
     try:
-        grid = Sweep(policies, weights=weights, slicers=data.get("slicers"),
-                     placers=data.get("placers"), budgets=budgets)
+        grid = Sweep(
+            policies, weights=weights, slicers=data.get("slicers"), placers=data.get("placers"), budgets=budgets
+        )
         grid.variants()
     except CupelError as e:
         raise type(e)(f"{path}: {e}") from None
@@ -273,26 +319,39 @@ def _print_summary(result, out=None) -> None:
     ok = pc.is_null(vt["error"])
     failed = pc.invert(ok)
     zero = pa.scalar(0, pa.int64())
-    t = pa.table({
-        "variant": vt["variant"],
-        "included": pc.if_else(ok, vt["included_count"].cast(pa.int64()), zero),
-        "tokens": pc.if_else(ok, vt["tokens_used"].cast(pa.int64()), zero),
-        "target": pc.if_else(ok, vt["target_tokens"].cast(pa.int64()), zero),
-        "swing_in": pc.if_else(ok, vt["swing_included"].cast(pa.int64()), zero),
-        "failed": failed.cast(pa.int64()),
-    })
-    agg = t.group_by("variant", use_threads=False).aggregate(
-        [(c, "sum") for c in ("included", "tokens", "target", "swing_in", "failed")]).to_pydict()
-    stats = {lab: {k: agg[f"{k}_sum"][i] for k in ("included", "tokens", "target", "swing_in", "failed")}
-             for i, lab in enumerate(agg["variant"])}
+    t = pa.table(
+        {
+            "variant": vt["variant"],
+            "included": pc.if_else(ok, vt["included_count"].cast(pa.int64()), zero),
+            "tokens": pc.if_else(ok, vt["tokens_used"].cast(pa.int64()), zero),
+            "target": pc.if_else(ok, vt["target_tokens"].cast(pa.int64()), zero),
+            "swing_in": pc.if_else(ok, vt["swing_included"].cast(pa.int64()), zero),
+            "failed": failed.cast(pa.int64()),
+        }
+    )
+    agg = (
+        t.group_by("variant", use_threads=False)
+        .aggregate([(c, "sum") for c in ("included", "tokens", "target", "swing_in", "failed")])
+        .to_pydict()
+    )
+    stats = {
+        lab: {k: agg[f"{k}_sum"][i] for k in ("included", "tokens", "target", "swing_in", "failed")}
+        for i, lab in enumerate(agg["variant"])
+    }
     w = max([8, *(len(l) for l in stats)])
-    print(f"{'variant':<{w}}  {'included':>9} {'tokens used':>12} {'utilization':>11} {'swing incl.':>11} {'failed sets':>11}", file=out)
+    print(
+        f"{'variant':<{w}}  {'included':>9} {'tokens used':>12} {'utilization':>11} {'swing incl.':>11} {'failed sets':>11}",
+        file=out,
+    )
     for lab in result.labels:  # one line per variant, in variant order
         if lab not in stats:
             continue
         s = stats.pop(lab)
         util = s["tokens"] / s["target"] if s["target"] else 0.0
-        print(f"{lab:<{w}}  {s['included']:>9,} {s['tokens']:>12,} {util:>11.1%} {s['swing_in']:>11,} {s['failed']:>11,}", file=out)
+        print(
+            f"{lab:<{w}}  {s['included']:>9,} {s['tokens']:>12,} {util:>11.1%} {s['swing_in']:>11,} {s['failed']:>11,}",
+            file=out,
+        )
 
 
 def _write_outputs(result, out_dir, *, title: str, html: bool = True) -> dict:
@@ -339,8 +398,10 @@ def cmd_demo(args) -> int:
     if args.json:
         print(json.dumps(_summary_json(result, paths, elapsed), indent=2))
         return EXIT_OK
-    print(f"{table.n:,} items in {table.n_sets:,} sessions from {items}; {len(result.labels)} variants "
-          f"(7 presets x 2 budgets); {result.n_swing:,} swinging items; {elapsed:.1f}s")
+    print(
+        f"{table.n:,} items in {table.n_sets:,} sessions from {items}; {len(result.labels)} variants "
+        f"(7 presets x 2 budgets); {result.n_swing:,} swinging items; {elapsed:.1f}s"
+    )
     _print_summary(result)
     print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
     return EXIT_OK
@@ -374,8 +435,9 @@ def cmd_sweep(args) -> int:
 
     grid, grid_set_col = load_grid_file(args.grid)
     if args.dask:
-        return _run_dask(args, None, grid, args.set_column or grid_set_col,
-                         f"Sweep: {_name(args.items)} x {Path(args.grid).name}")
+        return _run_dask(
+            args, None, grid, args.set_column or grid_set_col, f"Sweep: {_name(args.items)} x {Path(args.grid).name}"
+        )
     t0 = time.perf_counter()
     title = f"Sweep: {_name(args.items)} x {Path(args.grid).name}"
     if _streams(args, args.set_column or grid_set_col):
@@ -393,8 +455,10 @@ def _finish(args, result, t0: float, title: str) -> int:
         print(json.dumps(_summary_json(result, paths, elapsed), indent=2))
         return EXIT_OK
     t = result.table
-    print(f"{t.n:,} items in {t.n_sets:,} set(s); {len(result.labels)} variants; "
-          f"{result.n_swing:,} swinging items; {elapsed:.1f}s")
+    print(
+        f"{t.n:,} items in {t.n_sets:,} set(s); {len(result.labels)} variants; "
+        f"{result.n_swing:,} swinging items; {elapsed:.1f}s"
+    )
     _print_summary(result)
     print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
     return EXIT_OK
@@ -419,14 +483,36 @@ def cmd_budget(args) -> int:
     elapsed = time.perf_counter() - t0
     summary = summarize(result.curves, result.rows)
     if args.json:
-        print(json.dumps({"items": table.n, "sets": table.n_sets, "budgets": summary["budgets"],
-                          "variants": {l: {k: v[k] for k in ("reach", "total_included", "non_monotonic_rows",
-                                                             "multi_flip_rows", "failed_cells")}
-                                       for l, v in summary["variants"].items()},
-                          "outputs": {k: str(v) for k, v in paths.items()}, "seconds": round(elapsed, 3)}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "items": table.n,
+                    "sets": table.n_sets,
+                    "budgets": summary["budgets"],
+                    "variants": {
+                        l: {
+                            k: v[k]
+                            for k in (
+                                "reach",
+                                "total_included",
+                                "non_monotonic_rows",
+                                "multi_flip_rows",
+                                "failed_cells",
+                            )
+                        }
+                        for l, v in summary["variants"].items()
+                    },
+                    "outputs": {k: str(v) for k, v in paths.items()},
+                    "seconds": round(elapsed, 3),
+                },
+                indent=2,
+            )
+        )
         return EXIT_OK
-    print(f"{table.n:,} items in {table.n_sets:,} set(s); {len(variants)} variant(s) x {len(ladder)} budgets "
-          f"({lo:,} .. {hi:,}, {args.spacing}); {elapsed:.1f}s")
+    print(
+        f"{table.n:,} items in {table.n_sets:,} set(s); {len(variants)} variant(s) x {len(ladder)} budgets "
+        f"({lo:,} .. {hi:,}, {args.spacing}); {elapsed:.1f}s"
+    )
     print_summary(summary)
     print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
     return EXIT_OK
@@ -453,13 +539,19 @@ def cmd_run(args) -> int:
         print(json.dumps(report.to_dict(), default=str, indent=2))
         return EXIT_OK
     used = sum(i.item.tokens for i in report.included)
-    print(f"included {len(report.included)} of {report.total_candidates} items, {used:,} tokens "
-          f"(target {budget.target_tokens:,}, effective {report.effective_target_tokens:,})")
+    print(
+        f"included {len(report.included)} of {report.total_candidates} items, {used:,} tokens "
+        f"(target {budget.target_tokens:,}, effective {report.effective_target_tokens:,})"
+    )
     for i, inc in enumerate(report.included):
-        print(f"  {i:>3}  IN   {inc.score:8.4f}  {inc.reason.value:<10} {inc.item.tokens:>7}  {_one_line(inc.item.content)}")
+        print(
+            f"  {i:>3}  IN   {inc.score:8.4f}  {inc.reason.value:<10} {inc.item.tokens:>7}  {_one_line(inc.item.content)}"
+        )
     for exc in report.excluded:
         detail = ", ".join(f"{k}={v}" for k, v in exc.reason.to_dict().items() if k != "reason")
-        print(f"       OUT  {exc.score:8.4f}  {exc.reason.reason:<16} {exc.item.tokens:>7}  {_one_line(exc.item.content)}  ({detail})")
+        print(
+            f"       OUT  {exc.score:8.4f}  {exc.reason.reason:<16} {exc.item.tokens:>7}  {_one_line(exc.item.content)}  ({detail})"
+        )
     for s in report.count_requirement_shortfalls:
         print(f"  shortfall: kind {s.kind!r} required {s.required_count}, got {s.satisfied_count}")
     return EXIT_OK
@@ -486,7 +578,9 @@ def cmd_presets(args) -> int:
     for name, p in PRESETS.items():
         scorers = ", ".join(f"{s.type_name}×{w:g}" for s, w in p.scorer.entries)
         sl = p.slicer.name + (f"(bucket {p.slicer.bucket_size})" if hasattr(p.slicer, "bucket_size") else "")
-        print(f"{name:<13} {scorers:<40} {sl:<20} {p.placer:<14} dedup={p.deduplication} overflow={p.overflow_strategy}")
+        print(
+            f"{name:<13} {scorers:<40} {sl:<20} {p.placer:<14} dedup={p.deduplication} overflow={p.overflow_strategy}"
+        )
         print(f"{'':<13} {p.description}")
     return EXIT_OK
 
@@ -496,9 +590,13 @@ def cmd_validate(args) -> int:
 
     if args.chunk_rows is not None and args.chunk_rows < 1:
         raise UsageError(f"--chunk-rows must be at least 1, got {args.chunk_rows}")
-    problems, summary = validate_items(_source(args.items), set_column=args.set_column,
-                                       chunk_rows=args.chunk_rows, memory_limit=_memory_limit(args),
-                                       progress=_progress_enabled(args))
+    problems, summary = validate_items(
+        _source(args.items),
+        set_column=args.set_column,
+        chunk_rows=args.chunk_rows,
+        memory_limit=_memory_limit(args),
+        progress=_progress_enabled(args),
+    )
     src = _source(args.items)
     args.items = src if not isinstance(src, list) else f"{src[0]} (+{len(src) - 1} files)"
     if args.json:
@@ -508,18 +606,26 @@ def cmd_validate(args) -> int:
             for p in problems:
                 print(f"{args.items}: {p}")
         else:
-            print(f"{args.items}: ok — {summary['rows']:,} rows, {summary['sets']:,} set(s), "
-                  f"{summary['negative_tokens']:,} negative-token rows (will be excluded), "
-                  f"{summary['pinned']:,} pinned")
+            print(
+                f"{args.items}: ok — {summary['rows']:,} rows, {summary['sets']:,} set(s), "
+                f"{summary['negative_tokens']:,} negative-token rows (will be excluded), "
+                f"{summary['pinned']:,} pinned"
+            )
     return EXIT_OK if not problems else EXIT_USAGE
 
 
 def cmd_import(args) -> int:
     from cupel_np.io.importers import import_transcripts
 
-    res = import_transcripts(args.format, args.inputs, mapping=args.map, tokenizer=args.tokenizer,
-                             skip_bad=args.skip_bad, set_column=args.set_column,
-                             tool_call_kind=args.tool_call_kind)
+    res = import_transcripts(
+        args.format,
+        args.inputs,
+        mapping=args.map,
+        tokenizer=args.tokenizer,
+        skip_bad=args.skip_bad,
+        set_column=args.set_column,
+        tool_call_kind=args.tool_call_kind,
+    )
     out = res.write_parquet(args.out)
     for b in res.bad:  # listed, never silently dropped
         print(f"cupel-np: skipped bad {'line' if b.unit == 'line' else 'row'}: {b}", file=sys.stderr)
@@ -527,9 +633,11 @@ def cmd_import(args) -> int:
         print(json.dumps({**res.summary(), "out": str(out), "set_column": res.set_column}, indent=2))
         return EXIT_OK
     skipped = "; ".join(f"{n} {r}" for r, n in sorted(res.skipped.items()))
-    print(f"{res.items:,} items in {res.conversations:,} conversation(s) from {res.lines:,} line(s) -> {out} "
-          f"(set column {res.set_column!r}); {len(res.bad)} bad line(s) skipped"
-          + (f"; not context: {skipped}" if skipped else ""))
+    print(
+        f"{res.items:,} items in {res.conversations:,} conversation(s) from {res.lines:,} line(s) -> {out} "
+        f"(set column {res.set_column!r}); {len(res.bad)} bad line(s) skipped"
+        + (f"; not context: {skipped}" if skipped else "")
+    )
     return EXIT_OK
 
 
@@ -566,8 +674,12 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--quiet", action="store_true", help="no progress output")
     common.add_argument("--debug", action="store_true", help="show tracebacks")
     common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    common.add_argument("--threads", type=_threads_arg, default=None,
-                        help="worker threads (default: $CUPEL_NP_THREADS, else the cores this process may use)")
+    common.add_argument(
+        "--threads",
+        type=_threads_arg,
+        default=None,
+        help="worker threads (default: $CUPEL_NP_THREADS, else the cores this process may use)",
+    )
 
     def budget_opts(p):
         p.add_argument("--max-tokens", type=int, help="the model's context window (required)")
@@ -575,16 +687,23 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--output-reserve", type=int, default=0, help="tokens kept for the answer")
 
     def memory_opts(p):
-        p.add_argument("--memory-limit", metavar="SIZE",
-                       help="memory budget, e.g. 2G or 500M (default: half the memory available now); "
-                            "a larger input is processed in chunks of whole item sets")
-        p.add_argument("--chunk-rows", type=int, metavar="N",
-                       help="stream in chunks of at least N rows (whole row groups and item sets), "
-                            "whatever the input size")
+        p.add_argument(
+            "--memory-limit",
+            metavar="SIZE",
+            help="memory budget, e.g. 2G or 500M (default: half the memory available now); "
+            "a larger input is processed in chunks of whole item sets",
+        )
+        p.add_argument(
+            "--chunk-rows",
+            type=int,
+            metavar="N",
+            help="stream in chunks of at least N rows (whole row groups and item sets), whatever the input size",
+        )
 
     parser = argparse.ArgumentParser(
         prog="cupel-np",
-        description="Cupel context selection at corpus scale: which items do your policies swap in or out?")
+        description="Cupel context selection at corpus scale: which items do your policies swap in or out?",
+    )
     sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     p = sub.add_parser("demo", parents=[common], help="presets x budgets on the sample corpus; Parquet + HTML report")
@@ -594,28 +713,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("sensitivity", parents=[common], help="compare policies over an items file")
-    p.add_argument("items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files")
+    p.add_argument(
+        "items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files"
+    )
     p.add_argument("--policies", help="JSON/TOML file of labelled policies")
     p.add_argument("--preset", action="append", help="a preset to compare (repeatable)")
     budget_opts(p)
     p.add_argument("--set-column", help="column holding the item-set key")
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--dask", metavar="SPEC", help="run on Dask: local, local:N (a LocalCluster of N workers) or tcp://HOST:PORT")
+    p.add_argument(
+        "--dask", metavar="SPEC", help="run on Dask: local, local:N (a LocalCluster of N workers) or tcp://HOST:PORT"
+    )
     p.add_argument("--overwrite", action="store_true", help="with --dask: replace a sweep already in --out")
     memory_opts(p)
     p.set_defaults(func=cmd_sensitivity)
 
-    p = sub.add_parser("sweep", parents=[common], help="run a grid of variants (presets x weights x slicers x placers x budgets)")
-    p.add_argument("items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files")
+    p = sub.add_parser(
+        "sweep", parents=[common], help="run a grid of variants (presets x weights x slicers x placers x budgets)"
+    )
+    p.add_argument(
+        "items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files"
+    )
     p.add_argument("--grid", required=True, help="grid file (TOML/JSON; see README)")
     p.add_argument("--set-column", help="column holding the item-set key (overrides the grid's)")
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--dask", metavar="SPEC", help="run on Dask: local, local:N (a LocalCluster of N workers) or tcp://HOST:PORT")
+    p.add_argument(
+        "--dask", metavar="SPEC", help="run on Dask: local, local:N (a LocalCluster of N workers) or tcp://HOST:PORT"
+    )
     p.add_argument("--overwrite", action="store_true", help="with --dask: replace a sweep already in --out")
     memory_opts(p)
     p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser("budget", parents=[common], help="budget curves: selection and utilization along a ladder of budgets")
+    p = sub.add_parser(
+        "budget", parents=[common], help="budget curves: selection and utilization along a ladder of budgets"
+    )
     p.add_argument("items", help="items Parquet file")
     p.add_argument("--policy", action="append", help="policy file (JSON/TOML; repeatable, labelled by file name)")
     p.add_argument("--preset", action="append", help="a preset (repeatable)")
@@ -627,7 +758,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_budget)
 
     p = sub.add_parser("run", parents=[common], help="one dry run: included and excluded items with scores and reasons")
-    p.add_argument("items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files")
+    p.add_argument(
+        "items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files"
+    )
     p.add_argument("--policy", help="policy file (JSON/TOML, EXTENSIONS.md or .NET shape)")
     p.add_argument("--preset", help="a preset name")
     budget_opts(p)
@@ -639,22 +772,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_presets)
 
     p = sub.add_parser("validate", parents=[common], help="check an items file: schema and row problems")
-    p.add_argument("items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files")
+    p.add_argument(
+        "items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files"
+    )
     p.add_argument("--set-column", help="column holding the item-set key")
     memory_opts(p)
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("import", parents=[common], help="chat / agent transcripts -> an items Parquet file")
-    p.add_argument("format", choices=["openai", "claude-code", "messages"],
-                   help="openai: chat-completions JSONL; claude-code: session JSONL; messages: JSONL/CSV/Parquet + --map")
+    p.add_argument(
+        "format",
+        choices=["openai", "claude-code", "messages"],
+        help="openai: chat-completions JSONL; claude-code: session JSONL; messages: JSONL/CSV/Parquet + --map",
+    )
     p.add_argument("inputs", nargs="+", metavar="IN", help="input files or directories")
     p.add_argument("--out", required=True, help="items Parquet to write")
-    p.add_argument("--map", help="messages format: TARGET=COLUMN,... (targets: content, kind (or role), set, "
-                   "timestamp, source, tokens, pinned, id)")
-    p.add_argument("--tokenizer", help="token counter: estimate (default), chars4, tiktoken:ENCODING, "
-                   "tokenizers:PATH/tokenizer.json or module:function")
+    p.add_argument(
+        "--map",
+        help="messages format: TARGET=COLUMN,... (targets: content, kind (or role), set, "
+        "timestamp, source, tokens, pinned, id)",
+    )
+    p.add_argument(
+        "--tokenizer",
+        help="token counter: estimate (default), chars4, tiktoken:ENCODING, "
+        "tokenizers:PATH/tokenizer.json or module:function",
+    )
     p.add_argument("--skip-bad", action="store_true", help="skip unreadable lines (each is listed on stderr)")
-    p.add_argument("--set-column", default="conversation_id", help="name of the conversation column (default conversation_id)")
+    p.add_argument(
+        "--set-column", default="conversation_id", help="name of the conversation column (default conversation_id)"
+    )
     p.add_argument("--tool-call-kind", default="ToolCall", help="kind given to tool calls (default ToolCall)")
     p.set_defaults(func=cmd_import)
 

@@ -128,14 +128,43 @@ def _slicer_run(vec: Mapping):
     table = ItemTable.from_items(items)
     score = np.array([float(d.get("score", 0.0)) for d in scored], dtype=np.float64)
     target = int((vec.get("budget") or {}).get("target_tokens", 0))
-    (mode, use_knapsack, bucket, kind_rank, q_has, q_req, q_cap, q_req_all, e_kind, e_req,
-     cap_of_kind, throw, resort) = slicer_args(slicer, table)
+    (
+        mode,
+        use_knapsack,
+        bucket,
+        kind_rank,
+        q_has,
+        q_req,
+        q_cap,
+        q_req_all,
+        e_kind,
+        e_req,
+        cap_of_kind,
+        throw,
+        resort,
+    ) = slicer_args(slicer, table)
     from cupel_np.engine.batch import KNAPSACK_MAX_CELLS
 
     rank, err, err_a, err_b, satisfied, cap_dropped = sk.slice_segments(
-        mode, table.tokens, score, table.kind_id, np.array([0, table.n], dtype=np.int64),
-        np.array([target], dtype=np.int64), use_knapsack, int(bucket), KNAPSACK_MAX_CELLS,
-        kind_rank, q_has, q_req, q_cap, q_req_all, e_kind, e_req, cap_of_kind, throw, resort,
+        mode,
+        table.tokens,
+        score,
+        table.kind_id,
+        np.array([0, table.n], dtype=np.int64),
+        np.array([target], dtype=np.int64),
+        use_knapsack,
+        int(bucket),
+        KNAPSACK_MAX_CELLS,
+        kind_rank,
+        q_has,
+        q_req,
+        q_cap,
+        q_req_all,
+        e_kind,
+        e_req,
+        cap_of_kind,
+        throw,
+        resort,
     )
     if err[0] == sk.ERR_SCARCITY:
         raise _Coded("scarcity")
@@ -185,13 +214,30 @@ def run_placing(vec: Mapping) -> None:
     seq = np.zeros(n, dtype=np.int64)
     big = np.array([np.iinfo(np.int64).max // 4], dtype=np.int64)
     stages.place_segments(
-        n, table.tokens, table.kind_id, table.timestamp, table.timestamp_valid,
-        np.zeros(0, dtype=np.int64), np.array([0, 0], dtype=np.int64),
-        rows, score, np.array([0, n], dtype=np.int64), rows.copy(),
-        big, big, np.zeros(1, dtype=np.int64), stages.OVERFLOW_PROCEED,
+        n,
+        table.tokens,
+        table.kind_id,
+        table.timestamp,
+        table.timestamp_valid,
+        np.zeros(0, dtype=np.int64),
+        np.array([0, 0], dtype=np.int64),
+        rows,
+        score,
+        np.array([0, n], dtype=np.int64),
+        rows.copy(),
+        big,
+        big,
+        np.zeros(1, dtype=np.int64),
+        stages.OVERFLOW_PROCEED,
         stages.PLACER_CHRONOLOGICAL if placer == "chronological" else stages.PLACER_U_SHAPED,
-        False, np.full(len(table.kind_vocab) + 1, -1, dtype=np.int64),
-        out["inc"], reason, a, b, pos, seq,
+        False,
+        np.full(len(table.kind_vocab) + 1, -1, dtype=np.int64),
+        out["inc"],
+        reason,
+        a,
+        b,
+        pos,
+        seq,
     )
     got = [items[i].content for i in np.argsort(pos)]
     want = list((vec.get("expected") or {}).get("ordered_contents", []))
@@ -210,9 +256,21 @@ def _budget(vec: Mapping) -> ContextBudget:
     )
 
 
-_REASON_FIELDS = ("item_tokens", "available_tokens", "deduplicated_against", "tokens",
-                  "displaced_by", "kind", "cap", "count", "actual", "displaced_by_kind",
-                  "score", "threshold", "filter_name")
+_REASON_FIELDS = (
+    "item_tokens",
+    "available_tokens",
+    "deduplicated_against",
+    "tokens",
+    "displaced_by",
+    "kind",
+    "cap",
+    "count",
+    "actual",
+    "displaced_by_kind",
+    "score",
+    "threshold",
+    "filter_name",
+)
 
 
 def _check_diagnostics(report, diag: Mapping, eps: float) -> None:
@@ -228,9 +286,13 @@ def _check_diagnostics(report, diag: Mapping, eps: float) -> None:
             if g.item.content != w.get("content"):
                 raise VectorFailure(f"included[{i}] is {g.item.content!r}, expected {w.get('content')!r}")
             if "score_approx" in w and not _close(g.score, float(w["score_approx"]), eps):
-                raise VectorFailure(f"included[{i}] {g.item.content!r} score {g.score!r}, expected {w['score_approx']!r}")
+                raise VectorFailure(
+                    f"included[{i}] {g.item.content!r} score {g.score!r}, expected {w['score_approx']!r}"
+                )
             if "inclusion_reason" in w and g.reason.value != w["inclusion_reason"]:
-                raise VectorFailure(f"included[{i}] {g.item.content!r} reason {g.reason.value}, expected {w['inclusion_reason']}")
+                raise VectorFailure(
+                    f"included[{i}] {g.item.content!r} reason {g.reason.value}, expected {w['inclusion_reason']}"
+                )
     if "excluded" in diag:
         got = report.excluded
         want = diag["excluded"]
@@ -243,9 +305,13 @@ def _check_diagnostics(report, diag: Mapping, eps: float) -> None:
             if g.item.content != w.get("content"):
                 raise VectorFailure(f"excluded[{i}] is {g.item.content!r}, expected {w.get('content')!r}")
             if "score_approx" in w and not _close(g.score, float(w["score_approx"]), eps):
-                raise VectorFailure(f"excluded[{i}] {g.item.content!r} score {g.score!r}, expected {w['score_approx']!r}")
+                raise VectorFailure(
+                    f"excluded[{i}] {g.item.content!r} score {g.score!r}, expected {w['score_approx']!r}"
+                )
             if "exclusion_reason" in w and g.reason.reason != w["exclusion_reason"]:
-                raise VectorFailure(f"excluded[{i}] {g.item.content!r} reason {g.reason.reason}, expected {w['exclusion_reason']}")
+                raise VectorFailure(
+                    f"excluded[{i}] {g.item.content!r} reason {g.reason.reason}, expected {w['exclusion_reason']}"
+                )
             fields = g.reason.to_dict()
             for k in _REASON_FIELDS:
                 if k in w and k in fields and fields[k] != w[k]:
@@ -256,7 +322,10 @@ def _check_diagnostics(report, diag: Mapping, eps: float) -> None:
             raise VectorFailure(f"{k} = {getattr(report, k)}, expected {summary[k]}")
     if "count_requirement_shortfalls" in diag:
         got = [(s.kind, s.required_count, s.satisfied_count) for s in report.count_requirement_shortfalls]
-        want = [(w.get("kind"), w.get("required_count"), w.get("satisfied_count")) for w in diag["count_requirement_shortfalls"]]
+        want = [
+            (w.get("kind"), w.get("required_count"), w.get("satisfied_count"))
+            for w in diag["count_requirement_shortfalls"]
+        ]
         if got != want:
             raise VectorFailure(f"count_requirement_shortfalls {got}, expected {want}")
 
@@ -412,8 +481,10 @@ def run(paths: Iterable[str | Path], out=None) -> tuple[int, int]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args or args[0] in ("-h", "--help"):
-        print("usage: python -m cupel_np.conformance PATH [PATH ...]\n\n"
-              "Runs every .toml conformance vector under the given files/directories.")
+        print(
+            "usage: python -m cupel_np.conformance PATH [PATH ...]\n\n"
+            "Runs every .toml conformance vector under the given files/directories."
+        )
         return 0 if args else 2
     try:
         _, failed = run(args)

@@ -139,8 +139,13 @@ def classify(table: ItemTable) -> Classified:
     has = pin_off[1:] > pin_off[:-1]
     first[has] = pin_rows[pin_off[:-1][has]]
     return Classified(
-        neg, pin, np.flatnonzero(sc), _offsets(segment_sums(sc.astype(np.int64), table.offsets)),
-        pin_rows, pin_off, segment_sums(np.where(pin, table.tokens, 0), table.offsets),
+        neg,
+        pin,
+        np.flatnonzero(sc),
+        _offsets(segment_sums(sc.astype(np.int64), table.offsets)),
+        pin_rows,
+        pin_off,
+        segment_sums(np.where(pin, table.tokens, 0), table.offsets),
         first,
     )
 
@@ -209,16 +214,22 @@ class SweepRun:
         off = self._placed_off.get(v)
         if off is None:  # included rows before each set, once per variant
             off = self._placed_off[v] = (
-                np.array([0, self.placed_pos[v].shape[0]], dtype=np.int64) if self.table.n_sets == 1
-                else _offsets(segment_sums(self.included[v], self.table.offsets)))
+                np.array([0, self.placed_pos[v].shape[0]], dtype=np.int64)
+                if self.table.n_sets == 1
+                else _offsets(segment_sums(self.included[v], self.table.offsets))
+            )
         lo = int(self.table.offsets[seg])
-        rows = lo + np.flatnonzero(self.included[v, lo:int(self.table.offsets[seg + 1])])
-        return rows, self.placed_pos[v][off[seg]:off[seg + 1]]
+        rows = lo + np.flatnonzero(self.included[v, lo : int(self.table.offsets[seg + 1])])
+        return rows, self.placed_pos[v][off[seg] : off[seg + 1]]
 
     @property
     def position(self) -> np.ndarray:
         """``[V, N]`` placed positions (built on access)."""
-        return np.stack([self.position_for(v) for v in range(self.n_variants)]) if self.n_variants else np.zeros((0, self.table.n), np.int32)
+        return (
+            np.stack([self.position_for(v) for v in range(self.n_variants)])
+            if self.n_variants
+            else np.zeros((0, self.table.n), np.int32)
+        )
 
     def scores_for(self, v: int) -> np.ndarray:
         """Variant ``v``'s report scores per row: its composite score for scoreable rows,
@@ -238,7 +249,11 @@ class SweepRun:
         out[self.table.pinned[rows] & ~cls.negative[rows]] = 1.0
         pos = np.searchsorted(cls.sc_rows, rows)
         pos_c = np.minimum(pos, max(len(cls.sc_rows) - 1, 0))
-        is_sc = (pos < len(cls.sc_rows)) & (cls.sc_rows[pos_c] == rows) if len(cls.sc_rows) else np.zeros(rows.shape[0], bool)
+        is_sc = (
+            (pos < len(cls.sc_rows)) & (cls.sc_rows[pos_c] == rows)
+            if len(cls.sc_rows)
+            else np.zeros(rows.shape[0], bool)
+        )
         if is_sc.any():
             base, term_off, term_col, term_w = self._plan
             out[is_sc] = _one_variant(np.ascontiguousarray(base[pos[is_sc]]), term_off, term_col, term_w, v)
@@ -247,7 +262,11 @@ class SweepRun:
     @property
     def scores(self) -> np.ndarray:
         """``[V, N]`` score matrix (built on access)."""
-        return np.stack([self.scores_for(v) for v in range(self.n_variants)]) if self.n_variants else np.zeros((0, self.table.n))
+        return (
+            np.stack([self.scores_for(v) for v in range(self.n_variants)])
+            if self.n_variants
+            else np.zeros((0, self.table.n))
+        )
 
 
 def _score_terms(variants: Sequence[Variant]):
@@ -259,15 +278,23 @@ def _score_terms(variants: Sequence[Variant]):
     term_w: list[float] = []
     for var in variants:
         sc = var.policy.scorer
-        pairs = list(zip((s for s, _ in sc.entries), sc.normalized_weights())) if isinstance(sc, CompositeScorer) else [(sc, 1.0)]
+        pairs = (
+            list(zip((s for s, _ in sc.entries), sc.normalized_weights()))
+            if isinstance(sc, CompositeScorer)
+            else [(sc, 1.0)]
+        )
         for child, w in pairs:
             if child not in cols:
                 cols[child] = len(cols)
             term_col.append(cols[child])
             term_w.append(w)
         term_off.append(len(term_col))
-    return (list(cols), np.array(term_off, dtype=np.int64), np.array(term_col, dtype=np.int64),
-            np.array(term_w, dtype=np.float64))
+    return (
+        list(cols),
+        np.array(term_off, dtype=np.int64),
+        np.array(term_col, dtype=np.int64),
+        np.array(term_w, dtype=np.float64),
+    )
 
 
 def slicer_args(slicer, table: ItemTable):
@@ -314,8 +341,21 @@ def slicer_args(slicer, table: ItemTable):
             k = table.kind_ids_for(e.kind)
             if k >= 0 and e.cap_count is not None:
                 cap_of_kind[k] = e.cap_count
-    return (mode, use_knapsack, bucket, kind_rank, q_has, q_req, q_cap, q_req_all, e_kind, e_req,
-            cap_of_kind, throw, resort)
+    return (
+        mode,
+        use_knapsack,
+        bucket,
+        kind_rank,
+        q_has,
+        q_req,
+        q_cap,
+        q_req_all,
+        e_kind,
+        e_req,
+        cap_of_kind,
+        throw,
+        resort,
+    )
 
 
 def _one_variant(base, term_off, term_col, term_w, v: int, out: np.ndarray | None = None) -> np.ndarray:
@@ -329,8 +369,7 @@ def _one_variant(base, term_off, term_col, term_w, v: int, out: np.ndarray | Non
 def _scoreable(col: np.ndarray, sc_rows: np.ndarray) -> np.ndarray:
     """``col[sc_rows]``; the column itself (no copy) when every row is scoreable and it is
     already a writable C-contiguous int64 array (the kernels' argument type)."""
-    if (sc_rows.shape[0] == col.shape[0] and col.dtype == np.int64 and col.flags.c_contiguous
-            and col.flags.writeable):
+    if sc_rows.shape[0] == col.shape[0] and col.dtype == np.int64 and col.flags.c_contiguous and col.flags.writeable:
         return col
     return col[sc_rows]
 
@@ -373,8 +412,9 @@ def run_sweep(
     shared: dict = {}
     jobs: list[Callable[[], None]] = []
     if any(var.policy.placer == "chronological" for var in variants):
-        greedy_chrono = any(var.policy.placer == "chronological" and isinstance(var.policy.slicer, GreedySlice)
-                            for var in variants)
+        greedy_chrono = any(
+            var.policy.placer == "chronological" and isinstance(var.policy.slicer, GreedySlice) for var in variants
+        )
 
         def ts_job() -> None:
             ts = shared["ts"] = stages.timestamp_order(table.timestamp, table.timestamp_valid, table.offsets)
@@ -388,8 +428,14 @@ def run_sweep(
 
     jobs += [lambda j=j: column(j) for j in range(len(children))]
     jobs.append(lambda: shared.__setitem__("dup", duplicate_groups(table.content_id[sc_rows], sc_off)))
-    jobs.append(lambda: shared.update(neg_rows=np.flatnonzero(cls.negative), all_sc=np.arange(m),
-                                      sc_tok=_scoreable(table.tokens, sc_rows), sc_kind=_scoreable(table.kind_id, sc_rows)))
+    jobs.append(
+        lambda: shared.update(
+            neg_rows=np.flatnonzero(cls.negative),
+            all_sc=np.arange(m),
+            sc_tok=_scoreable(table.tokens, sc_rows),
+            sc_kind=_scoreable(table.kind_id, sc_rows),
+        )
+    )
     run_tasks(len(jobs), threads, _no_state, lambda i, _: jobs[i]())
     out._plan = plan = (base, term_off, term_col, term_w)
     del ctx, column, jobs  # the base matrix holds every column the variants need
@@ -408,8 +454,9 @@ def run_sweep(
     no_detail = np.zeros(0, dtype=np.int64)
 
     def scratch():  # per worker, reused by each variant it runs
-        return dict(pos64=np.zeros(n, dtype=np.int32),
-                    lstpos=np.full(n, -1, dtype=np.int32), sc=np.empty(m, dtype=np.float64))
+        return dict(
+            pos64=np.zeros(n, dtype=np.int32), lstpos=np.full(n, -1, dtype=np.int32), sc=np.empty(m, dtype=np.float64)
+        )
 
     def one(v: int, w: dict) -> None:
         var = variants[v]
@@ -429,9 +476,13 @@ def run_sweep(
             seq = no_detail
         sc = _one_variant(*plan, v, out=w["sc"])
         avail = bud.max_tokens - bud.output_reserve
-        errors.add(np.flatnonzero(cls.pinned_tokens > avail), lambda s, label=label, avail=avail: PinnedExceedsBudgetError(
-            f"{label}{_set_label(table, s)}pinned items require {int(cls.pinned_tokens[s])} tokens, "
-            f"but only {avail} are available (max_tokens - output_reserve)"))
+        errors.add(
+            np.flatnonzero(cls.pinned_tokens > avail),
+            lambda s, label=label, avail=avail: PinnedExceedsBudgetError(
+                f"{label}{_set_label(table, s)}pinned items require {int(cls.pinned_tokens[s])} tokens, "
+                f"but only {avail} are available (max_tokens - output_reserve)"
+            ),
+        )
         reason[neg_rows] = stages.R_NEGATIVE_TOKENS
         # Deduplicate
         if pol.deduplication and members.size:
@@ -457,8 +508,21 @@ def run_sweep(
         if errors:
             run_targets[errors.sets()] = 0
         # Sort + Slice
-        (mode, use_knapsack, bucket, kind_rank, q_has, q_req, q_cap, q_req_all, e_kind, e_req,
-         cap_of_kind, throw, resort) = slicer_args(pol.slicer, table)
+        (
+            mode,
+            use_knapsack,
+            bucket,
+            kind_rank,
+            q_has,
+            q_req,
+            q_cap,
+            q_req_all,
+            e_kind,
+            e_req,
+            cap_of_kind,
+            throw,
+            resort,
+        ) = slicer_args(pol.slicer, table)
         identity = False  # candidates are exactly the scoreable rows, in order
         rank_prefix = cand_tok = compared = None
         if isinstance(pol.slicer, GreedySlice):
@@ -473,38 +537,60 @@ def run_sweep(
             compared = None
             if pol.placer == "chronological" and chrono_cmp is not None:
                 compared = chrono_cmp if every else chrono_cmp[cand]
-            greedy_segments(cand_tok, cand_score, surv_off, run_targets, rank, prefix=rank_prefix,
-                            compared=compared)
+            greedy_segments(cand_tok, cand_score, surv_off, run_targets, rank, prefix=rank_prefix, compared=compared)
         else:
             # quota with an inner greedy needs no score sort either (see slicers/quota.py)
             unsorted = mode == sk.MODE_QUOTA and not use_knapsack
             cand = surv if unsorted else surv[stages.sort_segments(sc[surv], surv_off)]
             identity = unsorted and cand.shape[0] == m
             cand_score = sc if identity else sc[cand]
-            rank, s_err, s_err_a, s_err_b, satisfied, cap_dropped = (quota_greedy_slice if unsorted else sk.slice_segments)(
-                mode, sc_tok if identity else sc_tok[cand], cand_score,
-                sc_kind if identity else sc_kind[cand], surv_off, run_targets, use_knapsack,
-                int(bucket), int(max_cells), kind_rank, q_has, q_req, q_cap, q_req_all, e_kind,
-                e_req, cap_of_kind, throw, resort,
+            rank, s_err, s_err_a, s_err_b, satisfied, cap_dropped = (
+                quota_greedy_slice if unsorted else sk.slice_segments
+            )(
+                mode,
+                sc_tok if identity else sc_tok[cand],
+                cand_score,
+                sc_kind if identity else sc_kind[cand],
+                surv_off,
+                run_targets,
+                use_knapsack,
+                int(bucket),
+                int(max_cells),
+                kind_rank,
+                q_has,
+                q_req,
+                q_cap,
+                q_req_all,
+                e_kind,
+                e_req,
+                cap_of_kind,
+                throw,
+                resort,
             )
             out.cap_dropped[v] = cap_dropped
             entries = getattr(pol.slicer, "entries", ())
             if len(entries):
-                out.shortfalls[v].add(np.flatnonzero((satisfied >= 0).any(axis=1)), lambda s, sat=satisfied, entries=entries: [
-                    (entries[e].kind, entries[e].require_count, int(sat[s, e])) for e in np.flatnonzero(sat[s] >= 0)])
+                out.shortfalls[v].add(
+                    np.flatnonzero((satisfied >= 0).any(axis=1)),
+                    lambda s, sat=satisfied, entries=entries: [
+                        (entries[e].kind, entries[e].require_count, int(sat[s, e])) for e in np.flatnonzero(sat[s] >= 0)
+                    ],
+                )
 
             def slice_error(s, s_err=s_err, a=s_err_a, b=s_err_b, entries=entries, label=label, name=pol.slicer.name):
                 if s_err[s] == sk.ERR_SCARCITY:
                     e = entries[int(a[s])]
                     return ScarcityError(
                         f"{label}{_set_label(table, s)}{name}: kind {e.kind!r} requires "
-                        f"{e.require_count} items but only {int(b[s])} candidates are available")
+                        f"{e.require_count} items but only {int(b[s])} candidates are available"
+                    )
                 n_c, cap = int(a[s]), int(b[s])
                 need = (n_c + sk.KNAPSACK_ROW_CELLS) * 64 * (cap // 64 + 2)
                 return TableTooLargeError(
                     f"{label}{_set_label(table, s)}knapsack table of {n_c} candidates x "
                     f"{cap + 1} capacity cells needs {need} cells (keep bits plus value rows) "
-                    f"over the limit of {max_cells} cells; raise bucket_size or lower the target")
+                    f"over the limit of {max_cells} cells; raise bucket_size or lower the target"
+                )
 
             errors.add(np.flatnonzero(s_err), slice_error)
         cand_rows = sc_rows if identity else sc_rows[cand]
@@ -513,22 +599,50 @@ def run_sweep(
         if count_caps and "detail_a" not in w:  # CountCapExceeded details (count slicers only)
             w["detail_a"], w["detail_b"] = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
         detail_a, detail_b = (w["detail_a"], w["detail_b"]) if count_caps else (no_detail, no_detail)
-        ov = {"throw": stages.OVERFLOW_THROW, "truncate": stages.OVERFLOW_TRUNCATE,
-              "proceed": stages.OVERFLOW_PROCEED}[pol.overflow_strategy]
+        ov = {"throw": stages.OVERFLOW_THROW, "truncate": stages.OVERFLOW_TRUNCATE, "proceed": stages.OVERFLOW_PROCEED}[
+            pol.overflow_strategy
+        ]
         pl = stages.PLACER_CHRONOLOGICAL if pol.placer == "chronological" else stages.PLACER_U_SHAPED
         p_err, p_err_a, sliced_tok, kept_tok = stages.place_segments(
-            n, table.tokens, table.kind_id, table.timestamp, table.timestamp_valid,
-            cls.pin_rows, cls.pin_offsets, cand_rows, cand_score, surv_off, rank,
-            eff, np.full(n_sets, bud.target_tokens, dtype=np.int64),
+            n,
+            table.tokens,
+            table.kind_id,
+            table.timestamp,
+            table.timestamp_valid,
+            cls.pin_rows,
+            cls.pin_offsets,
+            cand_rows,
+            cand_score,
+            surv_off,
+            rank,
+            eff,
+            np.full(n_sets, bud.target_tokens, dtype=np.int64),
             np.full(n_sets, bud.output_reserve, dtype=np.int64),
-            ov, pl, count_caps, cap_of_kind,
-            included, reason, detail_a, detail_b, pos64, seq,
-            ts_order, ts_sorted, ts_off, lstpos, rank_prefix=rank_prefix, cand_tok=cand_tok,
+            ov,
+            pl,
+            count_caps,
+            cap_of_kind,
+            included,
+            reason,
+            detail_a,
+            detail_b,
+            pos64,
+            seq,
+            ts_order,
+            ts_sorted,
+            ts_off,
+            lstpos,
+            rank_prefix=rank_prefix,
+            cand_tok=cand_tok,
             prefix_compared=compared is not None,
         )
-        errors.add(np.flatnonzero(p_err), lambda s, a=p_err_a, label=label, target=bud.target_tokens: BudgetOverflowError(
-            f"{label}{_set_label(table, s)}selected items require {int(a[s])} tokens, "
-            f"exceeding the target budget of {target} (overflow_strategy = 'throw')"))
+        errors.add(
+            np.flatnonzero(p_err),
+            lambda s, a=p_err_a, label=label, target=bud.target_tokens: BudgetOverflowError(
+                f"{label}{_set_label(table, s)}selected items require {int(a[s])} tokens, "
+                f"exceeding the target budget of {target} (overflow_strategy = 'throw')"
+            ),
+        )
         out.avail_slice[v] = eff - sliced_tok
         if truncate:
             trunc = np.flatnonzero(seq >= 3 * n)

@@ -67,8 +67,9 @@ def _get_pool(size: int) -> ThreadPoolExecutor:
         return _pool
 
 
-def run_tasks(n_tasks: int, threads: int, make_worker_state: Callable[[], object],
-              task: Callable[[int, object], None]) -> None:
+def run_tasks(
+    n_tasks: int, threads: int, make_worker_state: Callable[[], object], task: Callable[[int, object], None]
+) -> None:
     """Run ``task(i, state)`` for ``i in range(n_tasks)`` on at most ``threads`` workers, each
     with its own ``state = make_worker_state()``. Tasks are handed out in index order; the
     first exception (by task index) is raised after every worker stopped."""

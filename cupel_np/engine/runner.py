@@ -25,9 +25,7 @@ def as_table(items) -> ItemTable:
         return items
     if isinstance(items, (list, tuple)):
         return ItemTable.from_items(items)
-    raise InvalidInputTypeError(
-        f"items must be an ItemTable or a sequence of ContextItems, got {type(items).__name__}"
-    )
+    raise InvalidInputTypeError(f"items must be an ItemTable or a sequence of ContextItems, got {type(items).__name__}")
 
 
 def check_budget(budget) -> ContextBudget:
@@ -104,8 +102,11 @@ def run_policy(
     """Run one policy over every item set of ``table``. Per-set failures are recorded in
     ``PolicyRun.error`` (callers decide whether to raise). ``threads`` as in ``sweep``."""
     sweep = run_sweep(
-        table, [Variant("", policy, budget)], max_cells=max_cells,
-        classified=classified, score_context=score_context, threads=threads,
+        table,
+        [Variant("", policy, budget)],
+        max_cells=max_cells,
+        classified=classified,
+        score_context=score_context,
+        threads=threads,
     )
     return PolicyRun(sweep, 0)
-

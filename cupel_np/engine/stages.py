@@ -108,8 +108,9 @@ CHRONO_FILTER_MIN = 16
 
 
 @jit
-def _chronological_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, ts_valid,
-                       ts_order, ts_sorted, a, b, lstpos, position):
+def _chronological_all(
+    pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, ts_valid, ts_order, ts_sorted, a, b, lstpos, position
+):
     """``_chronological_filter`` when every merged item is kept in merged order (no
     truncation): input position = pinned index, or ``n_pin + rank`` for a sliced item.
     Leaves ``lstpos`` set for the kept rows: the caller resets it."""
@@ -145,8 +146,7 @@ def _chronological_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, ts_va
 
 
 @jit
-def _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, u_rank, u_key, ua, ub,
-                  one_key, position):
+def _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, u_rank, u_key, ua, ub, one_key, position):
     """U-shaped placement when every merged item is kept: the sliced items come ordered
     (``u_rank[ua:ub]``, score desc then rank, keys ``u_key``); the pinned items (score 1.0)
     go before the first sliced item whose score is not above 1.0. Item ``j`` of that order
@@ -221,8 +221,9 @@ def _repair_pairs(rows, key, grp, n):
 
 
 @jit
-def _chronological_filter(mrow, lst, n_keep, n_pin, cand_rows, clo, chi, rank, ts_valid,
-                          ts_order, ts_sorted, a, b, lstpos, mark, position):
+def _chronological_filter(
+    mrow, lst, n_keep, n_pin, cand_rows, clo, chi, rank, ts_valid, ts_order, ts_sorted, a, b, lstpos, mark, position
+):
     """Chronological placement of the kept items ``lst`` (merged indices, in placer input
     order) by filtering the segment's shared timestamp order: timestamped items by timestamp
     (ties by input order), then the others in input order. Writes ``position[row]``.
@@ -395,8 +396,20 @@ def chrono_compared(ts_valid, ts_order, ts_sorted, rows):
     return flag[rows] | ~ts_valid[rows]
 
 
-def _finish_ranks(tokens, pin_rows, pin_offsets, cand_score, cand_tok, cand_offsets, rank, prefix,
-                  budget_targets, overflow, placer, prefix_compared):
+def _finish_ranks(
+    tokens,
+    pin_rows,
+    pin_offsets,
+    cand_score,
+    cand_tok,
+    cand_offsets,
+    rank,
+    prefix,
+    budget_targets,
+    overflow,
+    placer,
+    prefix_compared,
+):
     """Order what the placer compares of each unordered greedy prefix (``prefix[s]`` ranks in
     index order, see ``greedy.greedy_segments``): nothing for u-shaped (its score order
     repairs ties itself) nor for chronological when the slicer already ordered the compared
@@ -408,7 +421,7 @@ def _finish_ranks(tokens, pin_rows, pin_offsets, cand_score, cand_tok, cand_offs
         n_pre = int(prefix[s])
         tok, sc, rk = cand_tok[lo:hi], cand_score[lo:hi], rank[lo:hi]
         if overflow == OVERFLOW_TRUNCATE:  # the kernel's `truncating`, decided the same way
-            pinned = int(tokens[pin_rows[pin_offsets[s]:pin_offsets[s + 1]]].sum())
+            pinned = int(tokens[pin_rows[pin_offsets[s] : pin_offsets[s + 1]]].sum())
             if pinned + int(tok[rk >= 0].sum()) > budget_targets[s]:
                 complete_ranks(tok, sc, rk, n_pre)
                 continue
@@ -451,14 +464,41 @@ def timestamp_order(ts, ts_valid, offsets):
 
 @jit
 def _place_segments(
-    n_rows, tokens, kind, ts, ts_valid,
-    pin_rows, pin_offsets,
-    cand_rows, cand_score, cand_offsets, rank,
-    eff_targets, budget_targets, budget_reserves,
-    overflow, placer, count_caps, cap_of_kind,
-    included, reason, detail_a, detail_b, position, seq,
-    use_ts_order, ts_order, ts_sorted, ts_offsets, lstpos, chrono_min, radix_min,
-    u_rank, u_key, u_off, one_key,
+    n_rows,
+    tokens,
+    kind,
+    ts,
+    ts_valid,
+    pin_rows,
+    pin_offsets,
+    cand_rows,
+    cand_score,
+    cand_offsets,
+    rank,
+    eff_targets,
+    budget_targets,
+    budget_reserves,
+    overflow,
+    placer,
+    count_caps,
+    cap_of_kind,
+    included,
+    reason,
+    detail_a,
+    detail_b,
+    position,
+    seq,
+    use_ts_order,
+    ts_order,
+    ts_sorted,
+    ts_offsets,
+    lstpos,
+    chrono_min,
+    radix_min,
+    u_rank,
+    u_key,
+    u_off,
+    one_key,
 ):
     """Merge pinned and sliced items per segment, apply the overflow strategy, run the placer
     and write every row's inclusion/exclusion reason (``detail_a``/``detail_b``: the cap and
@@ -541,17 +581,50 @@ def _place_segments(
         # _finish_ranks makes this same decision before the kernel (a truncating segment gets
         # exact ranks): the two conditions must stay identical
         truncating = merged_tokens > target and overflow == OVERFLOW_TRUNCATE
-        fast_chrono = (placer == PLACER_CHRONOLOGICAL and use_ts_order and m > chrono_min
-                       and m * 32 >= ts_offsets[s + 1] - ts_offsets[s])
+        fast_chrono = (
+            placer == PLACER_CHRONOLOGICAL
+            and use_ts_order
+            and m > chrono_min
+            and m * 32 >= ts_offsets[s + 1] - ts_offsets[s]
+        )
         fast_u = placer == PLACER_U_SHAPED and u_off[s + 1] > u_off[s]
         if not truncating and (fast_chrono or fast_u):
             # every merged item is kept, in merged order: no merged arrays needed
             if fast_chrono:
-                _chronological_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, ts_valid,
-                                   ts_order, ts_sorted, ts_offsets[s], ts_offsets[s + 1], lstpos, position)
+                _chronological_all(
+                    pin_rows,
+                    plo,
+                    n_pin,
+                    cand_rows,
+                    clo,
+                    chi,
+                    rank,
+                    m,
+                    ts_valid,
+                    ts_order,
+                    ts_sorted,
+                    ts_offsets[s],
+                    ts_offsets[s + 1],
+                    lstpos,
+                    position,
+                )
             else:
-                _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m,
-                              u_rank, u_key, u_off[s], u_off[s + 1], one_key, position)
+                _u_shaped_all(
+                    pin_rows,
+                    plo,
+                    n_pin,
+                    cand_rows,
+                    clo,
+                    chi,
+                    rank,
+                    m,
+                    u_rank,
+                    u_key,
+                    u_off[s],
+                    u_off[s + 1],
+                    one_key,
+                    position,
+                )
             for q in range(plo, phi):
                 row = pin_rows[q]
                 included[row] = True
@@ -620,10 +693,30 @@ def _place_segments(
                 c += 1
         placed = np.empty(n_keep, dtype=np.int64)
         placed_done = False
-        if placer == PLACER_CHRONOLOGICAL and use_ts_order and n_keep * 32 >= ts_offsets[s + 1] - ts_offsets[s] and n_keep > chrono_min:
-            _chronological_filter(mrow, lst, n_keep, n_pin, cand_rows, clo, chi, rank, ts_valid,
-                                  ts_order, ts_sorted, ts_offsets[s], ts_offsets[s + 1], lstpos,
-                                  keep_idx[:m], position)
+        if (
+            placer == PLACER_CHRONOLOGICAL
+            and use_ts_order
+            and n_keep * 32 >= ts_offsets[s + 1] - ts_offsets[s]
+            and n_keep > chrono_min
+        ):
+            _chronological_filter(
+                mrow,
+                lst,
+                n_keep,
+                n_pin,
+                cand_rows,
+                clo,
+                chi,
+                rank,
+                ts_valid,
+                ts_order,
+                ts_sorted,
+                ts_offsets[s],
+                ts_offsets[s + 1],
+                lstpos,
+                keep_idx[:m],
+                position,
+            )
             placed_done = True
         elif placer == PLACER_CHRONOLOGICAL:
             n_ts = 0
@@ -681,11 +774,39 @@ def _place_segments(
     return err, err_a, sliced_out, kept_out
 
 
-def place_segments(n_rows, tokens, kind, ts, ts_valid, pin_rows, pin_offsets, cand_rows, cand_score,
-                   cand_offsets, rank, eff_targets, budget_targets, budget_reserves, overflow, placer,
-                   count_caps, cap_of_kind, included, reason, detail_a, detail_b,
-                   position, seq, ts_order=None, ts_sorted=None, ts_offsets=None, lstpos=None,
-                   rank_prefix=None, cand_tok=None, prefix_compared=False):
+def place_segments(
+    n_rows,
+    tokens,
+    kind,
+    ts,
+    ts_valid,
+    pin_rows,
+    pin_offsets,
+    cand_rows,
+    cand_score,
+    cand_offsets,
+    rank,
+    eff_targets,
+    budget_targets,
+    budget_reserves,
+    overflow,
+    placer,
+    count_caps,
+    cap_of_kind,
+    included,
+    reason,
+    detail_a,
+    detail_b,
+    position,
+    seq,
+    ts_order=None,
+    ts_sorted=None,
+    ts_offsets=None,
+    lstpos=None,
+    rank_prefix=None,
+    cand_tok=None,
+    prefix_compared=False,
+):
     """Place stage over every segment (see ``_place_segments``). ``ts_order``/``ts_sorted``/``ts_offsets``
     (from ``timestamp_order``) and the ``lstpos`` scratch are built here when not given.
 
@@ -705,21 +826,63 @@ def place_segments(n_rows, tokens, kind, ts, ts_valid, pin_rows, pin_offsets, ca
         cand_tok = tokens[cand_rows]
     left = None
     if rank_prefix is not None and (rank_prefix > 1).any():
-        left = _finish_ranks(tokens, pin_rows, pin_offsets, cand_score, cand_tok, cand_offsets, rank,
-                             rank_prefix, budget_targets, overflow, placer, prefix_compared)
+        left = _finish_ranks(
+            tokens,
+            pin_rows,
+            pin_offsets,
+            cand_score,
+            cand_tok,
+            cand_offsets,
+            rank,
+            rank_prefix,
+            budget_targets,
+            overflow,
+            placer,
+            prefix_compared,
+        )
     if placer == PLACER_U_SHAPED:
         u_rank, u_key, u_off = _sliced_score_order(rank, cand_score, cand_tok, cand_offsets, U_SORT_MIN, left)
     else:
         u_rank, u_key, u_off = np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(pin_offsets.shape[0], np.int64)
     return _place_segments(
-        n_rows, tokens, kind, ts, ts_valid, pin_rows, pin_offsets, cand_rows, cand_score,
-        cand_offsets, rank, eff_targets, budget_targets, budget_reserves, overflow, placer,
-        count_caps, cap_of_kind, included, reason, detail_a, detail_b,
-        position, seq, use_ts_order, ts_order, ts_sorted, ts_offsets, lstpos,
-        CHRONO_FILTER_MIN, RADIX_MIN, u_rank, u_key, u_off, _ONE_KEY)
+        n_rows,
+        tokens,
+        kind,
+        ts,
+        ts_valid,
+        pin_rows,
+        pin_offsets,
+        cand_rows,
+        cand_score,
+        cand_offsets,
+        rank,
+        eff_targets,
+        budget_targets,
+        budget_reserves,
+        overflow,
+        placer,
+        count_caps,
+        cap_of_kind,
+        included,
+        reason,
+        detail_a,
+        detail_b,
+        position,
+        seq,
+        use_ts_order,
+        ts_order,
+        ts_sorted,
+        ts_offsets,
+        lstpos,
+        CHRONO_FILTER_MIN,
+        RADIX_MIN,
+        u_rank,
+        u_key,
+        u_off,
+        _ONE_KEY,
+    )
 
 
 #: the u-shaped order key (``desc_bits``) of a pinned item's score 1.0: the bits of -1.0
 #: (0xBFF0...), negative, so inverted (tests/test_fast_paths.py checks it against desc_bits)
 _ONE_KEY = np.uint64(0xBFF0000000000000 ^ 0xFFFFFFFFFFFFFFFF)
-

@@ -43,7 +43,7 @@ def _require():
         import distributed  # noqa: F401
     except ImportError as e:  # pragma: no cover - the extra is part of [test]
         raise InvalidConfigError(
-            f"cupel_np.dask needs Dask ({e.name} is not installed): pip install \"cupel-np[dask]\""
+            f'cupel_np.dask needs Dask ({e.name} is not installed): pip install "cupel-np[dask]"'
         ) from None
 
 
@@ -107,8 +107,15 @@ def _run_partition(df, index: int, budget, variants, set_column: str, on_error: 
 
     t0 = time.perf_counter()
     labels = [v.label for v in variants]
-    empty = {"partition": index, "rows": 0, "sets": 0, "swing": 0, "failed": dict.fromkeys(labels, 0),
-             "seconds": 0.0, "written": False}
+    empty = {
+        "partition": index,
+        "rows": 0,
+        "sets": 0,
+        "swing": 0,
+        "failed": dict.fromkeys(labels, 0),
+        "seconds": 0.0,
+        "written": False,
+    }
     if len(df) == 0:
         return empty
     t = pa.Table.from_pandas(df, preserve_index=False)
@@ -131,9 +138,15 @@ def _run_partition(df, index: int, budget, variants, set_column: str, on_error: 
     for kind, part in (("diffs", res.diffs_table()), ("variants", res.variants_table()), ("items", items)):
         _write_part(part, out / kind / name, meta)
     errors = res.errors
-    return {"partition": index, "rows": table.n, "sets": table.n_sets, "swing": res.n_swing,
-            "failed": {l: len(errors.get(l, {})) for l in labels},
-            "seconds": time.perf_counter() - t0, "written": True}
+    return {
+        "partition": index,
+        "rows": table.n,
+        "sets": table.n_sets,
+        "swing": res.n_swing,
+        "failed": {l: len(errors.get(l, {})) for l in labels},
+        "seconds": time.perf_counter() - t0,
+        "written": True,
+    }
 
 
 # ----------------------------------------------------------------------------- driver
@@ -169,8 +182,11 @@ def _spans(key_arrays: list) -> bool:
     arrays = [a for a in key_arrays if len(a)]
     if len(arrays) < 2:
         return False
-    allk = pa.chunked_array(arrays, type=arrays[0].type) if len({a.type for a in arrays}) == 1 else \
-        pa.chunked_array([a.cast(pa.string()) for a in arrays])
+    allk = (
+        pa.chunked_array(arrays, type=arrays[0].type)
+        if len({a.type for a in arrays}) == 1
+        else pa.chunked_array([a.cast(pa.string()) for a in arrays])
+    )
     return len(pc.unique(allk)) < len(allk)
 
 
@@ -205,10 +221,16 @@ def _frame_of(source, set_column: str, npartitions: int | None, client):
             )
         base = partition_base(source)
         meta = schema.empty_table().append_column(ROW, pa.array([], pa.int64())).to_pandas(types_mapper=pd.ArrowDtype)
-        ddf = dd.from_map(_read_piece_frame, ps, schema=schema, base=base, meta=meta,
-                          divisions=[None] * (len(ps) + 1), enforce_metadata=False)
-        keys = client.gather(client.map(_piece_keys, ps, schema=schema, base=base, set_column=set_column,
-                                        pure=False))
+        ddf = dd.from_map(
+            _read_piece_frame,
+            ps,
+            schema=schema,
+            base=base,
+            meta=meta,
+            divisions=[None] * (len(ps) + 1),
+            enforce_metadata=False,
+        )
+        keys = client.gather(client.map(_piece_keys, ps, schema=schema, base=base, set_column=set_column, pure=False))
         return ddf, keys
     raise InvalidInputTypeError(
         f"source must be a Parquet path, directory, list of files or a dask DataFrame, got {type(source).__name__}"
@@ -221,8 +243,19 @@ def _delayed(fn):
     return dask.delayed(fn, pure=True)
 
 
-def sweep(source, budget, variants, *, set_column: str, out_dir, client=None, on_error: str = "raise",
-          npartitions: int | None = None, overwrite: bool = False, progress: bool | None = None) -> dict:
+def sweep(
+    source,
+    budget,
+    variants,
+    *,
+    set_column: str,
+    out_dir,
+    client=None,
+    on_error: str = "raise",
+    npartitions: int | None = None,
+    overwrite: bool = False,
+    progress: bool | None = None,
+) -> dict:
     """Run every variant over every item set of ``source`` on a Dask cluster.
 
     ``source``: a Parquet file, a directory (hive partition columns are ordinary columns), a
@@ -352,8 +385,12 @@ class connect:
             n = spec.partition(":")[2]
             if n and (not n.isdigit() or int(n) < 1):
                 raise InvalidConfigError(f"--dask local:N needs a positive worker count, got {spec!r}")
-            self.cluster = LocalCluster(n_workers=int(n) if n else (os.cpu_count() or 1), threads_per_worker=1,
-                                        processes=True, dashboard_address=":0")
+            self.cluster = LocalCluster(
+                n_workers=int(n) if n else (os.cpu_count() or 1),
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",
+            )
             self.client = Client(self.cluster)
         elif "://" in spec:
             try:

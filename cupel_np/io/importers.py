@@ -69,8 +69,11 @@ class BadRecord:
     unit: str = "line"
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}: {self.message}" if self.unit == "line" else \
-            f"{self.file}: row {self.line}: {self.message}"
+        return (
+            f"{self.file}:{self.line}: {self.message}"
+            if self.unit == "line"
+            else f"{self.file}: row {self.line}: {self.message}"
+        )
 
 
 @dataclass
@@ -103,8 +106,13 @@ class ImportResult:
         return Path(path)
 
     def summary(self) -> dict:
-        return {"lines": self.lines, "items": self.items, "conversations": self.conversations,
-                "bad": [str(b) for b in self.bad], "skipped": dict(self.skipped)}
+        return {
+            "lines": self.lines,
+            "items": self.items,
+            "conversations": self.conversations,
+            "bad": [str(b) for b in self.bad],
+            "skipped": dict(self.skipped),
+        }
 
 
 # ----------------------------------------------------------------------------- token counters
@@ -154,24 +162,29 @@ def make_token_counter(spec=None) -> tuple[Callable[[str], int], str]:
     if not sep or not rest:
         raise InvalidConfigError(
             f"tokenizer {spec!r}: expected 'estimate', 'chars4', 'tiktoken:ENCODING', "
-            "'tokenizers:PATH' or 'module:function'")
+            "'tokenizers:PATH' or 'module:function'"
+        )
     if prefix == "tiktoken":
         try:
             import tiktoken
         except ImportError:
             raise InvalidConfigError(
-                f"tokenizer {spec!r}: tiktoken is not installed (pip install 'cupel-np[tokenizers]')") from None
+                f"tokenizer {spec!r}: tiktoken is not installed (pip install 'cupel-np[tokenizers]')"
+            ) from None
         try:
             enc = tiktoken.get_encoding(rest)
         except Exception as e:  # unknown name, or its BPE file cannot be fetched
-            raise InvalidConfigError(f"tokenizer {spec!r}: tiktoken cannot load {rest!r}: {type(e).__name__}: {e}") from None
+            raise InvalidConfigError(
+                f"tokenizer {spec!r}: tiktoken cannot load {rest!r}: {type(e).__name__}: {e}"
+            ) from None
         return (lambda s: len(enc.encode(s, disallowed_special=()))), spec
     if prefix == "tokenizers":
         try:
             from tokenizers import Tokenizer
         except ImportError:
             raise InvalidConfigError(
-                f"tokenizer {spec!r}: the tokenizers package is not installed (pip install tokenizers)") from None
+                f"tokenizer {spec!r}: the tokenizers package is not installed (pip install tokenizers)"
+            ) from None
         try:
             tok = Tokenizer.from_file(rest)
         except Exception as e:
@@ -297,7 +310,9 @@ def _openai_conversation(obj, where: str, skipped: dict, tool_call_kind: str) ->
             if not m.get("tool_calls"):
                 _count(skipped, "empty content")
         else:
-            parts.append(_Part(text, kind, source, pinned, role, ts, mid, name if role in ("tool", "function") else None, tcid))
+            parts.append(
+                _Part(text, kind, source, pinned, role, ts, mid, name if role in ("tool", "function") else None, tcid)
+            )
         calls = m.get("tool_calls")
         if calls is None and isinstance(m.get("function_call"), dict):
             calls = [{"function": m["function_call"]}]
@@ -311,8 +326,19 @@ def _openai_conversation(obj, where: str, skipped: dict, tool_call_kind: str) ->
                 args = fn.get("arguments", "")
                 if not isinstance(args, str):
                     args = json.dumps(args, ensure_ascii=False)
-                parts.append(_Part(f"{fn['name']}({args})", tool_call_kind, "Tool", False, role, ts,
-                                   mid, fn["name"], c.get("id") if isinstance(c.get("id"), str) else None))
+                parts.append(
+                    _Part(
+                        f"{fn['name']}({args})",
+                        tool_call_kind,
+                        "Tool",
+                        False,
+                        role,
+                        ts,
+                        mid,
+                        fn["name"],
+                        c.get("id") if isinstance(c.get("id"), str) else None,
+                    )
+                )
     return (None if cid is None else str(cid)), parts
 
 
@@ -358,8 +384,19 @@ def _claude_record(obj, where: str, skipped: dict, tool_call_kind: str) -> tuple
             name, inp = b.get("name"), b.get("input", {})
             if not isinstance(name, str):
                 raise _Bad(f"{w}: tool_use block without a 'name'")
-            parts.append(_Part(f"{name}({json.dumps(inp, ensure_ascii=False)})", tool_call_kind, "Tool", False,
-                               role, ts, uid, name, b.get("id") if isinstance(b.get("id"), str) else None))
+            parts.append(
+                _Part(
+                    f"{name}({json.dumps(inp, ensure_ascii=False)})",
+                    tool_call_kind,
+                    "Tool",
+                    False,
+                    role,
+                    ts,
+                    uid,
+                    name,
+                    b.get("id") if isinstance(b.get("id"), str) else None,
+                )
+            )
         elif bt == "tool_result":
             text = _text_of(b.get("content"), f"{w}.content", skipped)
             if is_blank(text):
@@ -492,8 +529,16 @@ def _message_row(rec, mapping: dict, default_set: str, skipped: dict) -> tuple[s
 
 
 # ----------------------------------------------------------------------------- entry point
-def import_transcripts(fmt: str, paths, *, mapping=None, tokenizer=None, skip_bad: bool = False,
-                       set_column: str = "conversation_id", tool_call_kind: str = "ToolCall") -> ImportResult:
+def import_transcripts(
+    fmt: str,
+    paths,
+    *,
+    mapping=None,
+    tokenizer=None,
+    skip_bad: bool = False,
+    set_column: str = "conversation_id",
+    tool_call_kind: str = "ToolCall",
+) -> ImportResult:
     """Read transcripts in ``fmt`` (one of ``FORMATS``) from ``paths`` (a path or a list; a
     directory means its ``*.jsonl`` files, sorted) into items. See the module docstring."""
     if fmt not in FORMATS:
@@ -504,7 +549,9 @@ def import_transcripts(fmt: str, paths, *, mapping=None, tokenizer=None, skip_ba
     for p in paths:
         p = Path(p)
         if p.is_dir():
-            found = sorted(x for x in p.rglob("*") if x.suffix.lower() in (".jsonl", ".csv", ".parquet") and x.is_file())
+            found = sorted(
+                x for x in p.rglob("*") if x.suffix.lower() in (".jsonl", ".csv", ".parquet") and x.is_file()
+            )
             if not found:
                 raise InvalidConfigError(f"no transcript files in directory {p}")
             files.extend(found)
@@ -516,16 +563,20 @@ def import_transcripts(fmt: str, paths, *, mapping=None, tokenizer=None, skip_ba
         raise InvalidConfigError("no transcript files given")
     if not isinstance(tool_call_kind, str) or is_blank(tool_call_kind):
         raise InvalidConfigError(f"tool_call_kind must be a non-blank string, got {tool_call_kind!r}")
-    if not isinstance(set_column, str) or not set_column or set_column in (
-            "content", "tokens", "kind", "source", "pinned", "timestamp", "metadata", "tags"):
+    if (
+        not isinstance(set_column, str)
+        or not set_column
+        or set_column in ("content", "tokens", "kind", "source", "pinned", "timestamp", "metadata", "tags")
+    ):
         raise InvalidConfigError(f"set_column {set_column!r} clashes with an items column")
     mapping = parse_mapping(mapping)
     if mapping and fmt != "messages":
         raise InvalidConfigError(f"a column mapping applies to the 'messages' format, not {fmt!r}")
     count, _ = make_token_counter(tokenizer)
 
-    cols: dict[str, list] = {k: [] for k in (set_column, "content", "tokens", "kind", "source", "pinned",
-                                              "timestamp", "tags", "metadata")}
+    cols: dict[str, list] = {
+        k: [] for k in (set_column, "content", "tokens", "kind", "source", "pinned", "timestamp", "tags", "metadata")
+    }
     bad: list[BadRecord] = []
     skipped: dict[str, int] = {}
     lines = 0
@@ -567,7 +618,9 @@ def import_transcripts(fmt: str, paths, *, mapping=None, tokenizer=None, skip_ba
             except _Bad as e:
                 if not skip_bad:
                     where = f"{name}:{n}" if unit == "line" else f"{name}: row {n}"
-                    raise BadTranscriptError(f"{where}: {e} (use --skip-bad / skip_bad=True to skip and list bad lines)") from None
+                    raise BadTranscriptError(
+                        f"{where}: {e} (use --skip-bad / skip_bad=True to skip and list bad lines)"
+                    ) from None
                 bad.append(BadRecord(name, n, str(e), unit))
                 continue
             for r, c in local_skipped.items():
@@ -591,10 +644,18 @@ def import_transcripts(fmt: str, paths, *, mapping=None, tokenizer=None, skip_ba
                 cols["timestamp"].append(pt.timestamp)
                 cols["tags"].append([pt.role] if pt.role else [])
                 cols["metadata"].append(list(md.items()))
-    schema = pa.schema([
-        (set_column, pa.string()), ("content", pa.string()), ("tokens", pa.int64()), ("kind", pa.string()),
-        ("source", pa.string()), ("pinned", pa.bool_()), ("timestamp", pa.timestamp("us", tz="UTC")),
-        ("tags", pa.list_(pa.string())), ("metadata", pa.map_(pa.string(), pa.string())),
-    ])
+    schema = pa.schema(
+        [
+            (set_column, pa.string()),
+            ("content", pa.string()),
+            ("tokens", pa.int64()),
+            ("kind", pa.string()),
+            ("source", pa.string()),
+            ("pinned", pa.bool_()),
+            ("timestamp", pa.timestamp("us", tz="UTC")),
+            ("tags", pa.list_(pa.string())),
+            ("metadata", pa.map_(pa.string(), pa.string())),
+        ]
+    )
     table = pa.Table.from_pydict(cols, schema=schema)
     return ImportResult(table, set_column, bad, skipped, lines)

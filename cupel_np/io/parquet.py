@@ -45,15 +45,19 @@ from cupel_np.model.policy import json_default
 from cupel_np.analysis.sensitivity import sweep
 from cupel_np.model.grid import as_variants
 
-__all__ = ["atomic_write_bytes", "read_items_table", "sweep_parquet", "validate_items", "write_parquet_atomic", "write_sweep"]
+__all__ = [
+    "atomic_write_bytes",
+    "read_items_table",
+    "sweep_parquet",
+    "validate_items",
+    "write_parquet_atomic",
+    "write_sweep",
+]
 
 
 # ----------------------------------------------------------------------------- sweep output
 def _variants_metadata(variants) -> dict[bytes, bytes]:
-    meta = [
-        {"label": v.label, "policy": v.policy.to_dict(), "budget": v.budget.to_dict()}
-        for v in variants
-    ]
+    meta = [{"label": v.label, "policy": v.policy.to_dict(), "budget": v.budget.to_dict()} for v in variants]
     return {
         b"cupel_np.version": __version__.encode(),
         b"cupel_np.variants": json.dumps(meta, default=json_default).encode(),
@@ -111,9 +115,20 @@ def write_parquet_atomic(table: pa.Table, path, meta: dict[bytes, bytes]) -> Pat
     return Path(path)
 
 
-def sweep_parquet(path, budget, variants, out_dir, *, set_column: str, chunk_rows: int | None = None,
-                  on_error: str = "raise", items: bool = True, progress: bool | None = None,
-                  memory_limit: int | None = None, threads: int | None = None) -> dict:
+def sweep_parquet(
+    path,
+    budget,
+    variants,
+    out_dir,
+    *,
+    set_column: str,
+    chunk_rows: int | None = None,
+    on_error: str = "raise",
+    items: bool = True,
+    progress: bool | None = None,
+    memory_limit: int | None = None,
+    threads: int | None = None,
+) -> dict:
     """Sweep a corpus too large for memory: read ``path`` (a file, a directory or a list of
     files) a few row groups at a time, whole item sets per chunk, sweep each chunk, and stream
     ``items`` / ``diffs`` / ``variants`` Parquet into ``out_dir``. Chunks hold at least
@@ -162,8 +177,11 @@ def sweep_parquet(path, budget, variants, out_dir, *, set_column: str, chunk_row
             parts = {"diffs": res.diffs_table(), "variants": res.variants_table()}
             if items:
                 it = res.items_table()
-                it = it.set_column(it.schema.get_field_index("input_row"), "input_row",
-                                   pa.array(np.arange(it.num_rows, dtype=np.int64) + totals["rows"]))
+                it = it.set_column(
+                    it.schema.get_field_index("input_row"),
+                    "input_row",
+                    pa.array(np.arange(it.num_rows, dtype=np.int64) + totals["rows"]),
+                )
                 parts["items"] = it
             for name, t in parts.items():
                 if name not in writers:
@@ -174,8 +192,9 @@ def sweep_parquet(path, budget, variants, out_dir, *, set_column: str, chunk_row
             totals["swing"] += res.n_swing
             totals["chunks"] += 1
             if progress:
-                sys.stderr.write(f"\rrow groups {done_groups}/{n_groups}  rows {totals['rows']}  "
-                                 f"swinging {totals['swing']}")
+                sys.stderr.write(
+                    f"\rrow groups {done_groups}/{n_groups}  rows {totals['rows']}  swinging {totals['swing']}"
+                )
                 sys.stderr.flush()
         if progress:
             sys.stderr.write("\n")
@@ -189,9 +208,15 @@ def sweep_parquet(path, budget, variants, out_dir, *, set_column: str, chunk_row
 
 
 # ----------------------------------------------------------------------------- validation
-def validate_items(path, set_column: str | None = None, max_rows_listed: int = 5, *,
-                   chunk_rows: int | None = None, memory_limit: int | None = None,
-                   progress: bool = False) -> tuple[list[str], dict]:
+def validate_items(
+    path,
+    set_column: str | None = None,
+    max_rows_listed: int = 5,
+    *,
+    chunk_rows: int | None = None,
+    memory_limit: int | None = None,
+    progress: bool = False,
+) -> tuple[list[str], dict]:
     """Every schema and row problem of an items file (not just the first), by column and row.
     Returns ``(problems, summary)``. It runs the loader's own checks (``items.check_items``),
     so no problems means exactly that ``ItemTable.from_parquet`` will load the file.
@@ -260,8 +285,11 @@ VALIDATE_FACTOR = 5.5
 
 def _validate_counts(checked: pa.Table, set_column) -> dict:
     tokens = checked.column("tokens").to_numpy()
-    out = {"sets": 1, "negative_tokens": int((tokens < 0).sum()),
-           "pinned": int(pc.sum(checked.column("pinned")).as_py() or 0)}
+    out = {
+        "sets": 1,
+        "negative_tokens": int((tokens < 0).sum()),
+        "pinned": int(pc.sum(checked.column("pinned")).as_py() or 0),
+    }
     if set_column is not None:
         out["_keys"] = pc.unique(checked.column(SET_COLUMN).combine_chunks())
     return out

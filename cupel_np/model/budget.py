@@ -13,9 +13,7 @@ from cupel_np.text import ascii_fold, is_blank
 
 def require_int(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInputTypeError(
-            f"ContextBudget.{name} must be an integer, got {type(value).__name__} {value!r}"
-        )
+        raise InvalidInputTypeError(f"ContextBudget.{name} must be an integer, got {type(value).__name__} {value!r}")
     if abs(int(value)) >= 2**62:
         raise InvalidConfigError(f"ContextBudget.{name} must be within ±2**62, got {value}")
     return int(value)
@@ -47,15 +45,11 @@ class ContextBudget:
         if target < 0:
             raise InvalidConfigError(f"ContextBudget.target_tokens must be >= 0, got {target}")
         if target > max_tokens:
-            raise InvalidConfigError(
-                f"ContextBudget.target_tokens ({target}) must be <= max_tokens ({max_tokens})"
-            )
+            raise InvalidConfigError(f"ContextBudget.target_tokens ({target}) must be <= max_tokens ({max_tokens})")
         if reserve < 0:
             raise InvalidConfigError(f"ContextBudget.output_reserve must be >= 0, got {reserve}")
         if reserve > max_tokens:
-            raise InvalidConfigError(
-                f"ContextBudget.output_reserve ({reserve}) must be <= max_tokens ({max_tokens})"
-            )
+            raise InvalidConfigError(f"ContextBudget.output_reserve ({reserve}) must be <= max_tokens ({max_tokens})")
         margin = self.estimation_safety_margin_percent
         if isinstance(margin, bool) or not isinstance(margin, (int, float)):
             raise InvalidInputTypeError(
@@ -65,27 +59,21 @@ class ContextBudget:
         margin = float(margin)
         if not (0.0 <= margin <= 100.0):
             raise InvalidConfigError(
-                "ContextBudget.estimation_safety_margin_percent must be in [0.0, 100.0], "
-                f"got {margin!r}"
+                f"ContextBudget.estimation_safety_margin_percent must be in [0.0, 100.0], got {margin!r}"
             )
         slots: dict[str, int] = {}
         raw_slots = self.reserved_slots or {}
         if not isinstance(raw_slots, Mapping):
             raise InvalidInputTypeError(
-                "ContextBudget.reserved_slots must be a mapping of kind -> count, got "
-                f"{type(raw_slots).__name__}"
+                f"ContextBudget.reserved_slots must be a mapping of kind -> count, got {type(raw_slots).__name__}"
             )
         seen: dict[str, str] = {}
         for kind, count in raw_slots.items():
             if not isinstance(kind, str) or is_blank(kind):
-                raise InvalidConfigError(
-                    f"ContextBudget.reserved_slots has an empty or non-string kind: {kind!r}"
-                )
+                raise InvalidConfigError(f"ContextBudget.reserved_slots has an empty or non-string kind: {kind!r}")
             count = require_int(f"reserved_slots[{kind!r}]", count)
             if count < 0:
-                raise InvalidConfigError(
-                    f"ContextBudget.reserved_slots[{kind!r}] must be >= 0, got {count}"
-                )
+                raise InvalidConfigError(f"ContextBudget.reserved_slots[{kind!r}] must be >= 0, got {count}")
             folded = ascii_fold(kind)
             if folded in seen:
                 raise InvalidConfigError(
@@ -97,8 +85,7 @@ class ContextBudget:
         total = sum(slots.values())
         if total >= 2**62:
             raise InvalidConfigError(
-                f"ContextBudget.reserved_slots add up to {total}, past 2**62 (budget sums must fit "
-                "in 64-bit integers)"
+                f"ContextBudget.reserved_slots add up to {total}, past 2**62 (budget sums must fit in 64-bit integers)"
             )
         object.__setattr__(self, "max_tokens", max_tokens)
         object.__setattr__(self, "target_tokens", target)

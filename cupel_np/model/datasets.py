@@ -53,9 +53,11 @@ def _files_of(source) -> tuple[list[str], str | None]:
         p = Path(source)
         if p.is_dir():
             files = sorted(
-                str(f) for f in p.rglob("*")
-                if f.is_file() and not f.name.startswith((".", "_")) and not any(
-                    part.startswith((".", "_")) for part in f.relative_to(p).parts[:-1])
+                str(f)
+                for f in p.rglob("*")
+                if f.is_file()
+                and not f.name.startswith((".", "_"))
+                and not any(part.startswith((".", "_")) for part in f.relative_to(p).parts[:-1])
             )
             if not files:
                 raise InvalidConfigError(f"items directory {p} holds no Parquet files")
@@ -99,8 +101,9 @@ def open_dataset(source) -> ds.FileSystemDataset:
     try:
         kw = {"partitioning": "hive", "partition_base_dir": base} if base else {}
         probe = ds.dataset(files, format="parquet", **kw)
-        schema = pa.unify_schemas([*schemas, probe.partitioning.schema] if base else schemas,
-                                  promote_options="permissive")
+        schema = pa.unify_schemas(
+            [*schemas, probe.partitioning.schema] if base else schemas, promote_options="permissive"
+        )
         return ds.dataset(files, format="parquet", schema=schema, **kw)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as e:
         raise InvalidInputTypeError(f"cannot read Parquet dataset {describe_source(source)}: {e}") from None
@@ -270,8 +273,22 @@ def default_memory_limit() -> int:
     return available_memory() // 2
 
 
-_UNITS = {"": 1, "B": 1, "K": 2**10, "KB": 2**10, "KIB": 2**10, "M": 2**20, "MB": 2**20, "MIB": 2**20,
-          "G": 2**30, "GB": 2**30, "GIB": 2**30, "T": 2**40, "TB": 2**40, "TIB": 2**40}
+_UNITS = {
+    "": 1,
+    "B": 1,
+    "K": 2**10,
+    "KB": 2**10,
+    "KIB": 2**10,
+    "M": 2**20,
+    "MB": 2**20,
+    "MIB": 2**20,
+    "G": 2**30,
+    "GB": 2**30,
+    "GIB": 2**30,
+    "T": 2**40,
+    "TB": 2**40,
+    "TIB": 2**40,
+}
 
 
 def parse_size(text, what: str = "size") -> int:
@@ -318,7 +335,8 @@ def set_runs(d: ds.FileSystemDataset, set_column: str) -> tuple[pa.Array, np.nda
             if pa.types.is_dictionary(col.type):
                 col = col.dictionary_decode()
             neq = pc.fill_null(pc.not_equal(col.slice(1), col.slice(0, len(col) - 1)), True).to_numpy(
-                zero_copy_only=False)
+                zero_copy_only=False
+            )
             starts = np.concatenate(([0], np.flatnonzero(neq) + 1))
             lens = np.diff(np.append(starts, len(col)))
             run_keys = col.take(pa.array(starts))
@@ -334,8 +352,13 @@ def set_runs(d: ds.FileSystemDataset, set_column: str) -> tuple[pa.Array, np.nda
     return pa.concat_arrays(keys), np.concatenate(lengths)
 
 
-def check_fits(d: ds.FileSystemDataset, set_column: str | None, limit: int, where: str,
-               runs: tuple[pa.Array, np.ndarray] | None = None) -> None:
+def check_fits(
+    d: ds.FileSystemDataset,
+    set_column: str | None,
+    limit: int,
+    where: str,
+    runs: tuple[pa.Array, np.ndarray] | None = None,
+) -> None:
     """Raise MemoryLimitError before anything is allocated when the largest item set (the
     whole input without a set column) is estimated to need more than ``limit`` bytes: such a
     run cannot be streamed in whole sets."""

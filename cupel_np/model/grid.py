@@ -109,9 +109,15 @@ class Sweep:
     configuration; a budget's reserve / slots / margin, whichever vary). A value given twice in
     one dimension is an error."""
 
-    def __init__(self, policies, *, weights: Sequence[Mapping[str, float]] | None = None,
-                 slicers: Sequence | None = None, placers: Sequence[str] | None = None,
-                 budgets: Sequence[ContextBudget] | None = None):
+    def __init__(
+        self,
+        policies,
+        *,
+        weights: Sequence[Mapping[str, float]] | None = None,
+        slicers: Sequence | None = None,
+        placers: Sequence[str] | None = None,
+        budgets: Sequence[ContextBudget] | None = None,
+    ):
         if isinstance(policies, Mapping):
             pols = list(policies.items())
         else:
@@ -147,11 +153,13 @@ class Sweep:
                 raise InvalidInputTypeError(f"budgets must be ContextBudgets, got {b!r}")
         self.budgets = list(budgets) if budgets else [None]
         self._policy_labels = _unique_policy_labels([label for label, _ in pols])
-        self._weight_labels = (_dimension_labels("weights", self.weights, _weights_label, _weights_label_full)
-                               if weights else [""])
-        self._slicer_labels = (_dimension_labels("slicers", self.slicers, _slicer_label, _slicer_label_full)
-                               if slicers else [""])
-        self._placer_labels = (_dimension_labels("placers", self.placers, str, str) if placers else [""])
+        self._weight_labels = (
+            _dimension_labels("weights", self.weights, _weights_label, _weights_label_full) if weights else [""]
+        )
+        self._slicer_labels = (
+            _dimension_labels("slicers", self.slicers, _slicer_label, _slicer_label_full) if slicers else [""]
+        )
+        self._placer_labels = _dimension_labels("placers", self.placers, str, str) if placers else [""]
         self._budget_labels = [""]
         if budgets:
             _dimension_labels("budgets", self.budgets, _budget_label, _budget_label)  # repeats
@@ -166,8 +174,12 @@ class Sweep:
     def variants(self) -> list[tuple[str, Policy, ContextBudget | None]]:
         out = []
         for (pi, (_, pol)), (wi, w), (si, sl), (ci, pc), (bi, b) in itertools.product(
-                enumerate(self.policies), enumerate(self.weights), enumerate(self.slicers),
-                enumerate(self.placers), enumerate(self.budgets)):
+            enumerate(self.policies),
+            enumerate(self.weights),
+            enumerate(self.slicers),
+            enumerate(self.placers),
+            enumerate(self.budgets),
+        ):
             parts = [self._policy_labels[pi]]
             p = pol
             if w is not None:
@@ -235,8 +247,7 @@ def as_variants(variants, budget, *, allow_budget: bool) -> list[Variant]:
         variants = variants.variants()
     if isinstance(variants, (str, bytes)) or not isinstance(variants, Sequence):
         raise InvalidInputTypeError(
-            "variants must be a sequence of (label, Policy | Pipeline) pairs, got "
-            f"{type(variants).__name__}"
+            f"variants must be a sequence of (label, Policy | Pipeline) pairs, got {type(variants).__name__}"
         )
     out: list[Variant] = []
     seen: set[str] = set()
@@ -267,13 +278,9 @@ def as_variants(variants, budget, *, allow_budget: bool) -> list[Variant]:
         if isinstance(pol, PolicySource):  # a Pipeline
             pol = pol.policy
         if not isinstance(pol, Policy):
-            raise InvalidInputTypeError(
-                f"variant {label!r}: expected a Policy or a Pipeline, got {type(pol).__name__}"
-            )
+            raise InvalidInputTypeError(f"variant {label!r}: expected a Policy or a Pipeline, got {type(pol).__name__}")
         if not isinstance(bud, ContextBudget):
-            raise InvalidInputTypeError(
-                f"variant {label!r}: budget must be a ContextBudget, got {type(bud).__name__}"
-            )
+            raise InvalidInputTypeError(f"variant {label!r}: budget must be a ContextBudget, got {type(bud).__name__}")
         out.append(Variant(label, pol, bud))
     return out
 

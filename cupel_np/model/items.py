@@ -72,9 +72,7 @@ class ContextItem:
     def __post_init__(self) -> None:
         set_ = object.__setattr__
         if not isinstance(self.content, str):
-            raise InvalidInputTypeError(
-                f"ContextItem.content must be a string, got {type(self.content).__name__}"
-            )
+            raise InvalidInputTypeError(f"ContextItem.content must be a string, got {type(self.content).__name__}")
         if self.content == "":
             raise InvalidConfigError("ContextItem.content must be a non-empty string")
         _encodable("content", self.content)
@@ -89,36 +87,27 @@ class ContextItem:
         for name in ("kind", "source"):
             v = getattr(self, name)
             if not isinstance(v, str):
-                raise InvalidInputTypeError(
-                    f"ContextItem.{name} must be a string, got {type(v).__name__} {v!r}"
-                )
+                raise InvalidInputTypeError(f"ContextItem.{name} must be a string, got {type(v).__name__} {v!r}")
             if is_blank(v):
-                raise InvalidConfigError(
-                    f"ContextItem.{name} must not be empty or whitespace-only, got {v!r}"
-                )
+                raise InvalidConfigError(f"ContextItem.{name} must not be empty or whitespace-only, got {v!r}")
             _encodable(name, v)
         for name in ("priority", "original_tokens"):
             v = getattr(self, name)
             if v is not None:
                 if not _is_int(v):
                     raise InvalidInputTypeError(
-                        f"ContextItem.{name} must be an integer or None, got "
-                        f"{type(v).__name__} {v!r}"
+                        f"ContextItem.{name} must be an integer or None, got {type(v).__name__} {v!r}"
                     )
                 if not -(2**63) <= int(v) < 2**63:
                     raise InvalidConfigError(f"ContextItem.{name} must fit in 64 bits, got {v}")
                 set_(self, name, int(v))
         tags = self.tags
         if isinstance(tags, str) or not isinstance(tags, Iterable):
-            raise InvalidInputTypeError(
-                f"ContextItem.tags must be a sequence of strings, got {type(tags).__name__}"
-            )
+            raise InvalidInputTypeError(f"ContextItem.tags must be a sequence of strings, got {type(tags).__name__}")
         tags = tuple(tags)
         for t in tags:
             if not isinstance(t, str):
-                raise InvalidInputTypeError(
-                    f"ContextItem.tags must contain strings, got {type(t).__name__} {t!r}"
-                )
+                raise InvalidInputTypeError(f"ContextItem.tags must contain strings, got {type(t).__name__} {t!r}")
             _encodable("tags", t)
         set_(self, "tags", tags)
         md = self.metadata if self.metadata is not None else {}
@@ -129,8 +118,7 @@ class ContextItem:
         for k, v in md.items():
             if not isinstance(k, str) or not isinstance(v, str):
                 raise InvalidInputTypeError(
-                    "ContextItem.metadata must map strings to strings, got "
-                    f"{k!r}: {v!r} ({type(v).__name__})"
+                    f"ContextItem.metadata must map strings to strings, got {k!r}: {v!r} ({type(v).__name__})"
                 )
             _encodable("metadata", k)
             _encodable("metadata", v)
@@ -151,14 +139,11 @@ class ContextItem:
         if h is not None:
             if isinstance(h, bool) or not isinstance(h, (int, float, np.floating, np.integer)):
                 raise InvalidInputTypeError(
-                    "ContextItem.future_relevance_hint must be a float or None, got "
-                    f"{type(h).__name__} {h!r}"
+                    f"ContextItem.future_relevance_hint must be a float or None, got {type(h).__name__} {h!r}"
                 )
             set_(self, "future_relevance_hint", float(h))
         if not isinstance(self.pinned, (bool, np.bool_)):
-            raise InvalidInputTypeError(
-                f"ContextItem.pinned must be a bool, got {type(self.pinned).__name__}"
-            )
+            raise InvalidInputTypeError(f"ContextItem.pinned must be a bool, got {type(self.pinned).__name__}")
         set_(self, "pinned", bool(self.pinned))
 
     def _key(self):
@@ -270,9 +255,7 @@ class ItemTable:
             if isinstance(it, ContextItem):
                 item = it
                 if set_column is not None:
-                    raise InvalidConfigError(
-                        "set_column needs dict rows carrying the set key; ContextItems have none"
-                    )
+                    raise InvalidConfigError("set_column needs dict rows carrying the set key; ContextItems have none")
             elif isinstance(it, Mapping):
                 d = dict(it)
                 if set_column is not None:
@@ -283,8 +266,7 @@ class ItemTable:
                 unknown = set(d) - set(ITEM_FIELDS)
                 if unknown:
                     raise InvalidConfigError(
-                        f"row {i}: unknown item field(s) {sorted(unknown)}; "
-                        f"known fields: {', '.join(ITEM_FIELDS)}"
+                        f"row {i}: unknown item field(s) {sorted(unknown)}; known fields: {', '.join(ITEM_FIELDS)}"
                     )
                 try:
                     item = ContextItem(**{k: v for k, v in d.items() if v is not None or k in ("content", "tokens")})
@@ -295,9 +277,7 @@ class ItemTable:
                 except InvalidConfigError as e:
                     raise InvalidConfigError(f"row {i}: {e}") from None
             else:
-                raise InvalidInputTypeError(
-                    f"row {i}: expected a ContextItem or a dict, got {type(it).__name__}"
-                )
+                raise InvalidInputTypeError(f"row {i}: expected a ContextItem or a dict, got {type(it).__name__}")
             cols["content"].append(item.content)
             cols["tokens"].append(item.tokens)
             cols["kind"].append(item.kind)
@@ -348,9 +328,7 @@ class ItemTable:
         NumPy (see ``resident_bytes``)."""
         t = self.table
         self.content = _one(t.column("content"))
-        self.content_id = (
-            pc.dictionary_encode(self.content).indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        )
+        self.content_id = pc.dictionary_encode(self.content).indices.to_numpy(zero_copy_only=False).astype(np.int64)
         self.tokens = _one(t.column("tokens")).to_numpy(zero_copy_only=False).astype(np.int64)
         # the table's tokens column becomes a zero-copy view of the (writable) NumPy array
         self.table = t = t.set_column(t.schema.get_field_index("tokens"), "tokens", pa.array(self.tokens))
@@ -475,8 +453,10 @@ class ItemTable:
     @cached_property
     def _hint(self):
         hint = self.table.column("future_relevance_hint").combine_chunks()
-        return (hint.fill_null(0.0).to_numpy(zero_copy_only=False).astype(np.float64),
-                hint.is_valid().to_numpy(zero_copy_only=False))
+        return (
+            hint.fill_null(0.0).to_numpy(zero_copy_only=False).astype(np.float64),
+            hint.is_valid().to_numpy(zero_copy_only=False),
+        )
 
     @property
     def hint(self) -> np.ndarray:
@@ -584,9 +564,7 @@ class ItemTable:
         try:
             return self._set_index[key]
         except (KeyError, TypeError):
-            raise InvalidConfigError(
-                f"no item set with key {key!r} in set column {self.set_column!r}"
-            ) from None
+            raise InvalidConfigError(f"no item set with key {key!r} in set column {self.set_column!r}") from None
 
     def subset(self, key) -> "ItemTable":
         """One item set as its own single-set ItemTable (rows in input order)."""
@@ -710,8 +688,10 @@ class Problems:
             self._entries[key] = (self._site(), [where, what, [], 0])
         e = self._entries[key][1]
         room = self.max_rows - len(e[2])
-        e[2].extend(f"{int(r) + off} ({_show(values(int(r)))})" if values is not None else str(int(r) + off)
-                    for r in idx[: max(room, 0)])
+        e[2].extend(
+            f"{int(r) + off} ({_show(values(int(r)))})" if values is not None else str(int(r) + off)
+            for r in idx[: max(room, 0)]
+        )
         e[3] += int(idx.size)
         return True
 
@@ -793,10 +773,17 @@ def _string_col(name: str, col: pa.Array, problems: Problems):
     where = f"column {name!r}"
     if pa.types.is_null(typ):
         return pa.nulls(len(col), pa.string())
-    if not (pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_string_view(typ)
-            or pa.types.is_binary(typ) or pa.types.is_large_binary(typ) or pa.types.is_binary_view(typ)):
-        problems.table(f"column {name!r} must be a string column (UTF-8 string or binary), got {typ}",
-                       InvalidInputTypeError)
+    if not (
+        pa.types.is_string(typ)
+        or pa.types.is_large_string(typ)
+        or pa.types.is_string_view(typ)
+        or pa.types.is_binary(typ)
+        or pa.types.is_large_binary(typ)
+        or pa.types.is_binary_view(typ)
+    ):
+        problems.table(
+            f"column {name!r} must be a string column (UTF-8 string or binary), got {typ}", InvalidInputTypeError
+        )
         return None
     if pa.types.is_binary(typ) or pa.types.is_large_binary(typ) or pa.types.is_binary_view(typ):
         col = col.cast(pa.large_binary()).view(pa.large_string())  # same layout; checked next
@@ -825,12 +812,13 @@ def _int_col(name: str, col: pa.Array, problems: Problems, where: str | None = N
             return col.cast(pa.int64())
         except pa.ArrowInvalid:
             vals = col.to_pylist()  # error path only
-            bad = np.array([v is not None and (v != v.to_integral_value() or not -(2**63) <= v <= _INT64_MAX)
-                            for v in vals], dtype=bool)
+            bad = np.array(
+                [v is not None and (v != v.to_integral_value() or not -(2**63) <= v <= _INT64_MAX) for v in vals],
+                dtype=bool,
+            )
             problems.rows(where, "is not an integer that fits in 64 bits", bad, lambda r: str(vals[r]))
             return None
-    problems.table(f"column {name!r} must be an integer column (or integral decimal), got {typ}",
-                   InvalidInputTypeError)
+    problems.table(f"column {name!r} must be an integer column (or integral decimal), got {typ}", InvalidInputTypeError)
     return None
 
 
@@ -867,10 +855,12 @@ def _timestamp_col(name: str, col: pa.Array, problems: Problems):
     lo = -(-_US_MIN * per // 1_000_000)  # ceil: the earliest value in range, in this unit
     hi = _US_MAX * per // 1_000_000
     lo, hi = max(lo, -(2**63)), min(hi, _INT64_MAX)  # nanoseconds: all of int64 is in range
-    out_of_range = pc.fill_null(pc.or_(pc.less(raw, pa.scalar(lo, pa.int64())),
-                                       pc.greater(raw, pa.scalar(hi, pa.int64()))), False)
-    if problems.rows(f"column {name!r}", f"is outside years 1-9999 (raw {typ.unit} value)",
-                     _np(out_of_range), _py(raw)):
+    out_of_range = pc.fill_null(
+        pc.or_(pc.less(raw, pa.scalar(lo, pa.int64())), pc.greater(raw, pa.scalar(hi, pa.int64()))), False
+    )
+    if problems.rows(
+        f"column {name!r}", f"is outside years 1-9999 (raw {typ.unit} value)", _np(out_of_range), _py(raw)
+    ):
         return None
     try:
         return col.cast(target, safe=False)  # in range: only sub-microsecond digits are dropped
@@ -882,8 +872,7 @@ def _timestamp_col(name: str, col: pa.Array, problems: Problems):
 def _string_child_type(t: pa.DataType) -> bool:
     if pa.types.is_dictionary(t):
         t = t.value_type
-    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
-            or pa.types.is_null(t))
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t) or pa.types.is_null(t)
 
 
 def _tags_col(name: str, col: pa.Array, problems: Problems, n: int):
@@ -891,8 +880,13 @@ def _tags_col(name: str, col: pa.Array, problems: Problems, n: int):
     target = pa.list_(pa.string())
     if pa.types.is_null(typ):
         return pa.nulls(len(col), target)
-    listy = (pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ)
-             or pa.types.is_list_view(typ) or pa.types.is_large_list_view(typ))
+    listy = (
+        pa.types.is_list(typ)
+        or pa.types.is_large_list(typ)
+        or pa.types.is_fixed_size_list(typ)
+        or pa.types.is_list_view(typ)
+        or pa.types.is_large_list_view(typ)
+    )
     if not listy or not _string_child_type(typ.value_type):
         problems.table(f"column {name!r} must be list<string>, got {typ}", InvalidInputTypeError)
         return None
@@ -918,8 +912,7 @@ def _tags_col(name: str, col: pa.Array, problems: Problems, n: int):
     values = col.values.slice(offs[0], offs[-1] - offs[0]) if n else col.values.slice(0, 0)
     rows = lambda m: _rows_of_children(offs, m, n)  # noqa: E731
     ok = _utf8_check(values, f"column {name!r}", problems, rows)
-    if values.null_count and problems.rows(f"column {name!r}", "a tag is null",
-                                           rows(_np(values.is_null())), None):
+    if values.null_count and problems.rows(f"column {name!r}", "a tag is null", rows(_np(values.is_null())), None):
         ok = False
     return col if ok else None
 
@@ -943,8 +936,9 @@ def _metadata_col(name: str, col: pa.Array, problems: Problems, n: int):
     rows = lambda m: _rows_of_children(offs, m, n)  # noqa: E731
     ok = _utf8_check(keys, f"column {name!r}", problems, rows)
     ok = _utf8_check(items, f"column {name!r}", problems, rows) and ok
-    if items.null_count and problems.rows(f"column {name!r}", "a metadata value is null (values must be strings)",
-                                          rows(_np(items.is_null())), None):
+    if items.null_count and problems.rows(
+        f"column {name!r}", "a metadata value is null (values must be strings)", rows(_np(items.is_null())), None
+    ):
         ok = False
     return col if ok else None
 
@@ -990,17 +984,25 @@ def check_items(table: pa.Table, set_column: str | None, problems: Problems) -> 
     wanted = set(ITEM_FIELDS) | ({set_column} if set_column is not None else set())
     repeated = {nm for nm in names if nm in wanted and names.count(nm) > 1}
     for nm in sorted(repeated):
-        problems.table(f"items table has {names.count(nm)} columns named {nm!r} (columns: {', '.join(names)}); "
-                       "names must be unique")
+        problems.table(
+            f"items table has {names.count(nm)} columns named {nm!r} (columns: {', '.join(names)}); "
+            "names must be unique"
+        )
     for req in ("content", "tokens"):
         if req not in names:
             problems.table(f"items table has no {req!r} column (columns: {', '.join(names)})")
     if set_column is not None and set_column not in names:
         problems.table(f"set column {set_column!r} not found (columns: {', '.join(names)})")
     readers = {
-        "content": _string_col, "kind": _string_col, "source": _string_col,
-        "tokens": _int_col, "priority": _int_col, "original_tokens": _int_col,
-        "future_relevance_hint": _float_col, "pinned": _bool_col, "timestamp": _timestamp_col,
+        "content": _string_col,
+        "kind": _string_col,
+        "source": _string_col,
+        "tokens": _int_col,
+        "priority": _int_col,
+        "original_tokens": _int_col,
+        "future_relevance_hint": _float_col,
+        "pinned": _bool_col,
+        "timestamp": _timestamp_col,
     }
     cols: dict[str, pa.Array | None] = {}
     for f in ITEM_SCHEMA:
@@ -1025,8 +1027,12 @@ def check_items(table: pa.Table, set_column: str | None, problems: Problems) -> 
         mag = np.abs(_np(tokens.fill_null(0)).astype(np.float64))
         running = problems.running_tokens + np.cumsum(mag)  # carried across streamed chunks
         problems.running_tokens = float(running[-1])
-        problems.rows("column 'tokens'", f"the token counts add up past {_TOKEN_LIMIT:.3g} "
-                      "(sums must fit in 64-bit integers)", running >= _TOKEN_LIMIT, _py(tokens))
+        problems.rows(
+            "column 'tokens'",
+            f"the token counts add up past {_TOKEN_LIMIT:.3g} (sums must fit in 64-bit integers)",
+            running >= _TOKEN_LIMIT,
+            _py(tokens),
+        )
     for name in ("kind", "source"):
         col = cols.get(name)
         if col is not None and n:
@@ -1049,8 +1055,11 @@ def check_items(table: pa.Table, set_column: str | None, problems: Problems) -> 
             col = pa.array(np.zeros(n, dtype=bool)) if col is None else col.fill_null(False)
         elif f.name in ("tags", "metadata") and col is None:
             empty = pa.array(np.zeros(n + 1, dtype=np.int32))
-            col = (pa.ListArray.from_arrays(empty, pa.array([], pa.string())) if f.name == "tags" else
-                   pa.MapArray.from_arrays(empty, pa.array([], pa.string()), pa.array([], pa.string())))
+            col = (
+                pa.ListArray.from_arrays(empty, pa.array([], pa.string()))
+                if f.name == "tags"
+                else pa.MapArray.from_arrays(empty, pa.array([], pa.string()), pa.array([], pa.string()))
+            )
         elif f.name == "metadata" and col.null_count:
             col = pc.if_else(col.is_null(), pa.scalar([], type=f.type), col)
         elif col is None:

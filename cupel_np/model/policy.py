@@ -380,8 +380,7 @@ def _no_duplicate_kinds(what: str, kinds) -> None:
         f = ascii_fold(k)
         if f in seen:
             raise InvalidConfigError(
-                f"{what} names kind {k!r} twice (kinds compare case-insensitively; "
-                f"also given as {seen[f]!r})"
+                f"{what} names kind {k!r} twice (kinds compare case-insensitively; also given as {seen[f]!r})"
             )
         seen[f] = k
 
@@ -549,7 +548,9 @@ class Policy:
     def __post_init__(self):
         if not isinstance(self.scorer, Scorer):
             raise InvalidInputTypeError(f"Policy.scorer must be a scorer spec, got {self.scorer!r}")
-        if not isinstance(self.slicer, (GreedySlice, KnapsackSlice, QuotaSlice, CountQuotaSlice, CountConstrainedKnapsackSlice)):
+        if not isinstance(
+            self.slicer, (GreedySlice, KnapsackSlice, QuotaSlice, CountQuotaSlice, CountConstrainedKnapsackSlice)
+        ):
             raise InvalidInputTypeError(f"Policy.slicer must be a slicer spec, got {self.slicer!r}")
         object.__setattr__(self, "placer", _placer_name(self.placer))
         if not isinstance(self.deduplication, bool):
@@ -655,9 +656,17 @@ class Policy:
 
 def _looks_dotnet(data: Mapping) -> bool:
     sc = data.get("scorers")
-    return bool(sc) and isinstance(sc, list) and isinstance(sc[0], Mapping) and (
-        "kindWeights" in sc[0] or "tagWeights" in sc[0] or "innerScorer" in sc[0]
-        or "deduplicationEnabled" in data or "overflowStrategy" in data
+    return (
+        bool(sc)
+        and isinstance(sc, list)
+        and isinstance(sc[0], Mapping)
+        and (
+            "kindWeights" in sc[0]
+            or "tagWeights" in sc[0]
+            or "innerScorer" in sc[0]
+            or "deduplicationEnabled" in data
+            or "overflowStrategy" in data
+        )
     )
 
 
@@ -668,8 +677,17 @@ def json_default(o):
 
 
 SCORER_TYPES = (
-    "recency", "priority", "kind", "tag", "frequency", "reflexive",
-    "composite", "scaled", "metadata_trust", "decay", "metadata_key",
+    "recency",
+    "priority",
+    "kind",
+    "tag",
+    "frequency",
+    "reflexive",
+    "composite",
+    "scaled",
+    "metadata_trust",
+    "decay",
+    "metadata_key",
 )
 
 
@@ -761,7 +779,9 @@ def scorer_from_dict(e: Mapping[str, Any], where: str = "scorer") -> Scorer:
                 ws = c.get("windows") or []
                 curve = StepCurve(tuple((w.get("max_age_secs"), w.get("score")) for w in ws))
             else:
-                raise InvalidConfigError(f"{where}: unknown decay curve type {c.get('type')!r}; expected exponential, step or window")
+                raise InvalidConfigError(
+                    f"{where}: unknown decay curve type {c.get('type')!r}; expected exponential, step or window"
+                )
             return DecayScorer(
                 _as_datetime(f"{where}.reference_time", e["reference_time"]),
                 curve,
@@ -772,7 +792,9 @@ def scorer_from_dict(e: Mapping[str, Any], where: str = "scorer") -> Scorer:
         if not msg.startswith(where):
             raise InvalidConfigError(f"{where}: {msg}") from None
         raise
-    raise InvalidConfigError(f"{where}: unknown scorer type {e.get('type')!r}; expected one of: {', '.join(SCORER_TYPES)}")
+    raise InvalidConfigError(
+        f"{where}: unknown scorer type {e.get('type')!r}; expected one of: {', '.join(SCORER_TYPES)}"
+    )
 
 
 SLICER_TYPES = ("greedy", "knapsack", "quota", "count_quota", "count_constrained_knapsack")
@@ -900,7 +922,9 @@ def policy_from_dotnet(d: Mapping[str, Any]) -> Policy:
         raise InvalidConfigError("scorers: value cannot be null")
     if not isinstance(scorers, list) or not scorers:
         raise InvalidConfigError("scorers must contain at least one entry")
-    entries = tuple((_dotnet_scorer(f"scorers[{i}]", e), _dotnet_weight(f"scorers[{i}]", e)) for i, e in enumerate(scorers))
+    entries = tuple(
+        (_dotnet_scorer(f"scorers[{i}]", e), _dotnet_weight(f"scorers[{i}]", e)) for i, e in enumerate(scorers)
+    )
     # .NET always builds a weighted composite over the policy's scorers
     scorer = entries[0][0] if len(entries) == 1 else CompositeScorer(entries)
     slicer_type = _dotnet_enum("slicerType", d.get("slicerType", "greedy"), _DOTNET_SLICERS)
@@ -908,9 +932,7 @@ def policy_from_dotnet(d: Mapping[str, Any]) -> Policy:
     if bucket is not None and slicer_type != "knapsack":
         raise InvalidConfigError("knapsackBucketSize can only be specified when slicerType is knapsack")
     if slicer_type == "stream":
-        raise InvalidConfigError(
-            "slicerType 'stream' is asynchronous and not supported by cupel_np; use greedy"
-        )
+        raise InvalidConfigError("slicerType 'stream' is asynchronous and not supported by cupel_np; use greedy")
     base = KnapsackSlice(100 if bucket is None else bucket) if slicer_type == "knapsack" else GreedySlice()
     quotas = d.get("quotas") or []
     slicer = base
@@ -927,7 +949,9 @@ def policy_from_dotnet(d: Mapping[str, Any]) -> Policy:
     return Policy(
         scorer=scorer,
         slicer=slicer,
-        placer="u_shaped" if _dotnet_enum("placerType", d.get("placerType", "chronological"), _DOTNET_PLACERS) == "uShaped" else "chronological",
+        placer="u_shaped"
+        if _dotnet_enum("placerType", d.get("placerType", "chronological"), _DOTNET_PLACERS) == "uShaped"
+        else "chronological",
         deduplication=d.get("deduplicationEnabled", True),
         overflow_strategy=_dotnet_enum("overflowStrategy", d.get("overflowStrategy", "throw"), _DOTNET_OVERFLOW),
         name=d.get("name"),

@@ -31,27 +31,44 @@ def _preset(name, desc, scorers, slicer="greedy", placer="chronological", bucket
 #: The upstream presets (Wollax.Cupel ``CupelPresets``), keyed by snake_case name.
 PRESETS: dict[str, Policy] = {
     "chat": _preset(
-        "Chat", "Conversational chat \u2014 favors recent messages with kind-based secondary scoring.",
-        [("recency", 3), ("kind", 1)]),
+        "Chat",
+        "Conversational chat \u2014 favors recent messages with kind-based secondary scoring.",
+        [("recency", 3), ("kind", 1)],
+    ),
     "code_review": _preset(
-        "CodeReview", "Code review \u2014 balances kind and priority with secondary recency.",
-        [("kind", 2), ("priority", 2), ("recency", 1)]),
+        "CodeReview",
+        "Code review \u2014 balances kind and priority with secondary recency.",
+        [("kind", 2), ("priority", 2), ("recency", 1)],
+    ),
     "rag": _preset(
-        "Rag", "Retrieval-augmented generation \u2014 reflexive relevance with U-shaped placement.",
-        [("reflexive", 3), ("kind", 1)], placer="uShaped"),
+        "Rag",
+        "Retrieval-augmented generation \u2014 reflexive relevance with U-shaped placement.",
+        [("reflexive", 3), ("kind", 1)],
+        placer="uShaped",
+    ),
     "document_qa": _preset(
         "DocumentQa",
         "Document QA \u2014 kind and reflexive scoring with knapsack selection and U-shaped placement.",
-        [("kind", 2), ("reflexive", 2), ("priority", 1)], slicer="knapsack", placer="uShaped", bucket=100),
+        [("kind", 2), ("reflexive", 2), ("priority", 1)],
+        slicer="knapsack",
+        placer="uShaped",
+        bucket=100,
+    ),
     "tool_use": _preset(
-        "ToolUse", "Tool use \u2014 kind and recency with secondary priority.",
-        [("kind", 2), ("recency", 2), ("priority", 1)]),
+        "ToolUse",
+        "Tool use \u2014 kind and recency with secondary priority.",
+        [("kind", 2), ("recency", 2), ("priority", 1)],
+    ),
     "long_running": _preset(
-        "LongRunning", "Long-running conversations \u2014 recency-dominant with frequency and kind.",
-        [("recency", 3), ("frequency", 1), ("kind", 1)]),
+        "LongRunning",
+        "Long-running conversations \u2014 recency-dominant with frequency and kind.",
+        [("recency", 3), ("frequency", 1), ("kind", 1)],
+    ),
     "debugging": _preset(
-        "Debugging", "Debugging \u2014 priority-dominant with kind and recency.",
-        [("priority", 3), ("kind", 2), ("recency", 1)]),
+        "Debugging",
+        "Debugging \u2014 priority-dominant with kind and recency.",
+        [("priority", 3), ("kind", 2), ("recency", 1)],
+    ),
 }
 
 

@@ -61,8 +61,14 @@ def summarize(curves: pa.Table, rows: pa.Table) -> dict:
     multi = rows.column("flips_more_than_once").to_numpy(zero_copy_only=False)
     for p, lab in enumerate(labels):
         with np.errstate(all="ignore"):
-            u_q = [np.nanpercentile(util[p], q, axis=1) if util.shape[2] else np.full(len(budgets), np.nan) for q in (25, 50, 75)]
-            c_q = [np.nanpercentile(count[p], q, axis=1) if count.shape[2] else np.full(len(budgets), np.nan) for q in (25, 50, 75)]
+            u_q = [
+                np.nanpercentile(util[p], q, axis=1) if util.shape[2] else np.full(len(budgets), np.nan)
+                for q in (25, 50, 75)
+            ]
+            c_q = [
+                np.nanpercentile(count[p], q, axis=1) if count.shape[2] else np.full(len(budgets), np.nan)
+                for q in (25, 50, 75)
+            ]
         total = np.nansum(count[p], axis=1).astype(np.int64)  # failed cells include nothing
         reach = {}
         for lv in LEVELS:
@@ -87,7 +93,7 @@ def _curve_png(summary: dict, key: str, ylabel: str, title: str, percent: bool) 
     x = np.array(summary["budgets"], dtype=np.float64)
     for lab in summary["labels"]:
         q25, q50, q75 = (np.array(q, dtype=np.float64) for q in summary["variants"][lab][key])
-        line, = ax.plot(x, q50, marker="o", markersize=3, label=_mpl(lab))
+        (line,) = ax.plot(x, q50, marker="o", markersize=3, label=_mpl(lab))
         ax.fill_between(x, q25, q75, color=line.get_color(), alpha=0.18, linewidth=0)
     if x.size and x[0] > 0 and x[-1] / x[0] > 8:
         ax.set_xscale("log")
@@ -118,12 +124,16 @@ def render_html(summary: dict, pngs: dict[str, bytes], *, title: str, meta: str)
     for lab in summary["labels"]:
         v = summary["variants"][lab]
         cells = "".join(f'<td class="reach" data-level="{l}">{_fmt(v["reach"][l])}</td>' for l in levels)
-        reach_rows.append(f'<tr data-variant="{html.escape(lab)}"><td>{html.escape(lab)}</td>'
-                          f'<td class="largest">{v["total_included"][-1]:,}</td>{cells}</tr>')
-        mono_rows.append(f'<tr data-variant="{html.escape(lab)}"><td>{html.escape(lab)}</td>'
-                         f'<td class="nonmono">{v["non_monotonic_rows"]:,}</td>'
-                         f'<td class="multiflip">{v["multi_flip_rows"]:,}</td>'
-                         f'<td class="failed">{v["failed_cells"]:,}</td></tr>')
+        reach_rows.append(
+            f'<tr data-variant="{html.escape(lab)}"><td>{html.escape(lab)}</td>'
+            f'<td class="largest">{v["total_included"][-1]:,}</td>{cells}</tr>'
+        )
+        mono_rows.append(
+            f'<tr data-variant="{html.escape(lab)}"><td>{html.escape(lab)}</td>'
+            f'<td class="nonmono">{v["non_monotonic_rows"]:,}</td>'
+            f'<td class="multiflip">{v["multi_flip_rows"]:,}</td>'
+            f'<td class="failed">{v["failed_cells"]:,}</td></tr>'
+        )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>{CSS}</style></head><body>
@@ -164,14 +174,18 @@ def write_budget_outputs(result, out_dir, *, title: str) -> dict[str, Path]:
     summary = summarize(result.curves, result.rows)
     pngs = {
         "utilization.png": _curve_png(summary, "util_q", "utilization (median, IQR)", "Utilization by budget", True),
-        "included.png": _curve_png(summary, "count_q", "included items per set (median, IQR)", "Included items by budget", False),
+        "included.png": _curve_png(
+            summary, "count_q", "included items per set (median, IQR)", "Included items by budget", False
+        ),
     }
     for name, data in pngs.items():
         atomic_write_bytes(out / name, data)
     t = result.run.table
-    meta = (f"{t.n:,} items in {t.n_sets:,} item set(s); {len(result.labels)} variant(s) x "
-            f"{len(result.budgets)} budgets from {result.budgets[0].max_tokens:,} to "
-            f"{result.budgets[-1].max_tokens:,} tokens (output reserve {result.budgets[0].output_reserve:,}).")
+    meta = (
+        f"{t.n:,} items in {t.n_sets:,} item set(s); {len(result.labels)} variant(s) x "
+        f"{len(result.budgets)} budgets from {result.budgets[0].max_tokens:,} to "
+        f"{result.budgets[-1].max_tokens:,} tokens (output reserve {result.budgets[0].output_reserve:,})."
+    )
     page = render_html(summary, pngs, title=title, meta=meta)
     paths["report"] = out / "report.html"
     atomic_write_bytes(paths["report"], page.encode("utf-8"))
@@ -181,8 +195,10 @@ def write_budget_outputs(result, out_dir, *, title: str) -> dict[str, Path]:
 def print_summary(summary: dict, out=None) -> None:
     levels = [f"{round(lv * 100)}%" for lv in LEVELS]
     w = max([len("variant")] + [len(l) for l in summary["labels"]])
-    print(f"{'variant':<{w}}  {'largest':>9} " + " ".join(f"{l + ' at':>10}" for l in levels)
-          + f" {'non-monotonic':>13}", file=out)
+    print(
+        f"{'variant':<{w}}  {'largest':>9} " + " ".join(f"{l + ' at':>10}" for l in levels) + f" {'non-monotonic':>13}",
+        file=out,
+    )
     for lab in summary["labels"]:
         v = summary["variants"][lab]
         reach = " ".join(f"{_fmt(v['reach'][l]):>10}" for l in levels)

@@ -31,16 +31,16 @@ class SweepDirSummary:
     """What the report needs from a sweep directory."""
 
     labels: list[str]
-    variants: list[dict]          # {"label", "policy", "budget"} as the writers record them
+    variants: list[dict]  # {"label", "policy", "budget"} as the writers record them
     set_column: str | None
     rows: int
     sets: int
     swing: int
-    included: np.ndarray          # [V] included rows over all sets (failed sets excluded)
-    tokens: np.ndarray            # [V] tokens used
-    target: np.ndarray            # [V] target tokens summed over the sets that did not fail
-    swing_included: np.ndarray    # [V]
-    failed: np.ndarray            # [V] failed sets
+    included: np.ndarray  # [V] included rows over all sets (failed sets excluded)
+    tokens: np.ndarray  # [V] tokens used
+    target: np.ndarray  # [V] target tokens summed over the sets that did not fail
+    swing_included: np.ndarray  # [V]
+    failed: np.ndarray  # [V] failed sets
     failure_example: dict[str, str] = field(default_factory=dict)
     top: list[dict] = field(default_factory=list)  # set, content, status[V] (1/0/-1 failed), reason[V]
 
@@ -87,15 +87,22 @@ def load_sweep_dir(out_dir, top_k: int = 40) -> SweepDirSummary:
     example: dict[str, str] = {}
     vrows = 0
     vds = ds.dataset(_files(vpath), format="parquet")
-    for b in vds.to_batches(columns=["variant", "included_count", "tokens_used", "target_tokens",
-                                     "swing_included", "error"], batch_size=BATCH_ROWS, **_READAHEAD):
+    for b in vds.to_batches(
+        columns=["variant", "included_count", "tokens_used", "target_tokens", "swing_included", "error"],
+        batch_size=BATCH_ROWS,
+        **_READAHEAD,
+    ):
         vrows += b.num_rows
         codes = pc.index_in(b.column("variant"), value_set=pa.array(labels)).to_numpy(zero_copy_only=False)
         err = b.column("error").is_valid().to_numpy(zero_copy_only=False)
         ok = ~err
         np.add.at(fail, codes[err], 1)
-        for name, acc in (("included_count", inc), ("tokens_used", tok), ("target_tokens", tgt),
-                          ("swing_included", swi)):
+        for name, acc in (
+            ("included_count", inc),
+            ("tokens_used", tok),
+            ("target_tokens", tgt),
+            ("swing_included", swi),
+        ):
             np.add.at(acc, codes[ok], pc.fill_null(b.column(name), 0).to_numpy(zero_copy_only=False)[ok])
         if err.any():
             for r in np.flatnonzero(err)[:nv]:
@@ -106,8 +113,9 @@ def load_sweep_dir(out_dir, top_k: int = 40) -> SweepDirSummary:
     swing = sum(pq.read_metadata(f).num_rows for f in _files(dpath))
     top = _top_swings(dpath, labels, set_col, top_k)
     _add_reasons(ipath, labels, set_col, top)
-    return SweepDirSummary(labels, variants, set_col, rows, vrows // max(nv, 1), swing, inc, tok, tgt, swi, fail,
-                           example, top)
+    return SweepDirSummary(
+        labels, variants, set_col, rows, vrows // max(nv, 1), swing, inc, tok, tgt, swi, fail, example, top
+    )
 
 
 def _top_swings(dpath: Path, labels: list[str], set_col, k: int) -> list[dict]:
@@ -118,23 +126,36 @@ def _top_swings(dpath: Path, labels: list[str], set_col, k: int) -> list[dict]:
     cols = ([set_col] if set_col else []) + ["content", *labels]
     for b in ds.dataset(_files(dpath), format="parquet").to_batches(columns=cols, batch_size=BATCH_ROWS, **_READAHEAD):
         t = pa.Table.from_batches([b])
-        st = np.stack([pc.equal(t.column(l), "Included").to_numpy(zero_copy_only=False) for l in labels], axis=1) \
-            if t.num_rows else np.zeros((0, len(labels)), bool)
-        valid = np.stack([t.column(l).is_valid().to_numpy(zero_copy_only=False) for l in labels], axis=1) \
-            if t.num_rows else np.zeros((0, len(labels)), bool)
+        st = (
+            np.stack([pc.equal(t.column(l), "Included").to_numpy(zero_copy_only=False) for l in labels], axis=1)
+            if t.num_rows
+            else np.zeros((0, len(labels)), bool)
+        )
+        valid = (
+            np.stack([t.column(l).is_valid().to_numpy(zero_copy_only=False) for l in labels], axis=1)
+            if t.num_rows
+            else np.zeros((0, len(labels)), bool)
+        )
         n_inc = (st & valid).sum(axis=1)
         contest = np.minimum(n_inc, valid.sum(axis=1) - n_inc)
         t = t.append_column("__contest", pa.array(contest.astype(np.int64)))
         keep = t if keep is None else pa.concat_tables([keep, t])
-        keep = keep.sort_by([("__contest", "descending"), *([(set_col, "ascending")] if set_col else []),
-                             ("content", "ascending")]).slice(0, k)
+        keep = keep.sort_by(
+            [("__contest", "descending"), *([(set_col, "ascending")] if set_col else []), ("content", "ascending")]
+        ).slice(0, k)
     if keep is None:
         return []
     out = []
     for r in keep.to_pylist():
         status = [(-1 if r[l] is None else int(r[l] == "Included")) for l in labels]
-        out.append({"set": r[set_col] if set_col else None, "content": r["content"], "status": status,
-                    "reason": [None] * len(labels)})
+        out.append(
+            {
+                "set": r[set_col] if set_col else None,
+                "content": r["content"],
+                "status": status,
+                "reason": [None] * len(labels),
+            }
+        )
     return out
 
 
@@ -143,11 +164,17 @@ def _add_reasons(ipath: Path, labels: list[str], set_col, top: list[dict]) -> No
     if not top:
         return
     contents = pa.array(sorted({t["content"] for t in top}))
-    cols = ([set_col] if set_col else []) + ["content", "input_row", *(f"{l}.reason" for l in labels),
-                                              *(f"{l}.included" for l in labels)]
+    cols = ([set_col] if set_col else []) + [
+        "content",
+        "input_row",
+        *(f"{l}.reason" for l in labels),
+        *(f"{l}.included" for l in labels),
+    ]
     flt = pc.field("content").isin(contents)
     found: dict = {}
-    for b in ds.dataset(_files(ipath), format="parquet").to_batches(columns=cols, filter=flt, batch_size=BATCH_ROWS, **_READAHEAD):
+    for b in ds.dataset(_files(ipath), format="parquet").to_batches(
+        columns=cols, filter=flt, batch_size=BATCH_ROWS, **_READAHEAD
+    ):
         for r in b.to_pylist():
             found.setdefault((r[set_col] if set_col else None, r["content"]), []).append(r)
     for t in top:
@@ -177,8 +204,14 @@ def _heatmap(s: SweepDirSummary) -> bytes:
         data[data < 0] = np.nan
         cmap = ListedColormap(["#d9534f", "#5cb85c"]).with_extremes(bad="#bbbbbb")
         ax.imshow(np.ma.masked_invalid(data), aspect="auto", cmap=cmap, vmin=0, vmax=1, interpolation="nearest")
-        ax.set_yticks(range(len(s.top)), [_mpl(f"{t['set']}: {_short(t['content'], 48)}" if s.set_column
-                                               else _short(t["content"], 48)) for t in s.top], fontsize=7)
+        ax.set_yticks(
+            range(len(s.top)),
+            [
+                _mpl(f"{t['set']}: {_short(t['content'], 48)}" if s.set_column else _short(t["content"], 48))
+                for t in s.top
+            ],
+            fontsize=7,
+        )
     else:
         ax.text(0.5, 0.5, "no item swings between these variants", ha="center", va="center", transform=ax.transAxes)
         ax.set_yticks([])
@@ -215,8 +248,10 @@ def _describe(v: dict) -> str:
         what = f"scorer {_describe_scorer(p.scorer)}, slicer {p.slicer.name}, placer {p.placer}"
     except Exception:  # a policy written by another version: show it as recorded
         what = json.dumps(v["policy"])[:200]
-    return (f"<li><b>{html.escape(v['label'])}</b>: {html.escape(what)}, budget "
-            f"{b.get('max_tokens')}/{b.get('target_tokens')} (reserve {b.get('output_reserve', 0)})</li>")
+    return (
+        f"<li><b>{html.escape(v['label'])}</b>: {html.escape(what)}, budget "
+        f"{b.get('max_tokens')}/{b.get('target_tokens')} (reserve {b.get('output_reserve', 0)})</li>"
+    )
 
 
 def write_dir_report(out_dir, *, title: str | None = None, top_k: int = 40) -> Path:
@@ -237,16 +272,22 @@ def write_dir_report(out_dir, *, title: str | None = None, top_k: int = 40) -> P
     rows = []
     for v, l in enumerate(s.labels):
         util = s.tokens[v] / s.target[v] if s.target[v] else 0.0
-        rows.append(f"<tr><td>{html.escape(l)}</td><td>{s.included[v]:,}</td><td>{s.tokens[v]:,}</td>"
-                    f"<td>{util:.1%}</td><td>{s.swing_included[v]:,}</td><td>{s.failed[v]:,}</td></tr>")
-    fails = "".join(f"<li>{html.escape(l)}: {s.failed[i]:,} set(s) failed, e.g. {html.escape(s.failure_example.get(l, ''))}</li>"
-                    for i, l in enumerate(s.labels) if s.failed[i])
+        rows.append(
+            f"<tr><td>{html.escape(l)}</td><td>{s.included[v]:,}</td><td>{s.tokens[v]:,}</td>"
+            f"<td>{util:.1%}</td><td>{s.swing_included[v]:,}</td><td>{s.failed[v]:,}</td></tr>"
+        )
+    fails = "".join(
+        f"<li>{html.escape(l)}: {s.failed[i]:,} set(s) failed, e.g. {html.escape(s.failure_example.get(l, ''))}</li>"
+        for i, l in enumerate(s.labels)
+        if s.failed[i]
+    )
     head = "".join(f"<th>{html.escape(l)}</th>" for l in s.labels)
     top = []
     for t in s.top:
         cells = "".join(
             f'<td class="{"fail" if r == "failed" else "in" if r == "Included" else "out"}">{html.escape(str(r))}</td>'
-            for r in t["reason"])
+            for r in t["reason"]
+        )
         set_cell = f"<td>{html.escape(str(t['set']))}</td>" if s.set_column else ""
         top.append(f"<tr>{set_cell}<td>{html.escape(_short(t['content'], 80))}</td>{cells}</tr>")
     set_head = f"<th>{html.escape(s.set_column)}</th>" if s.set_column else ""

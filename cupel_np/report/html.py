@@ -95,8 +95,9 @@ def tokens_png(result) -> bytes:
     u = vt["tokens_used"].to_numpy(zero_copy_only=False)
     u = np.where(np.isnan(u.astype(np.float64)), 0.0, u.astype(np.float64))
     used = np.bincount(idx, weights=u, minlength=len(labels))
-    target = np.bincount(idx, weights=vt["target_tokens"].to_numpy(zero_copy_only=False).astype(np.float64),
-                         minlength=len(labels))
+    target = np.bincount(
+        idx, weights=vt["target_tokens"].to_numpy(zero_copy_only=False).astype(np.float64), minlength=len(labels)
+    )
     fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(labels) + 3), 3.6))
     x = np.arange(len(labels))
     ax.bar(x - 0.2, target, width=0.4, label="target tokens (all sets)", color="#cccccc")
@@ -159,7 +160,7 @@ def agreement(result) -> dict:
     g = result.status.shape[0]
     any_failed = bool(result.failed.any())
     for lo in range(0, g, BLOCK):
-        st = result.status[lo:lo + BLOCK]
+        st = result.status[lo : lo + BLOCK]
         if any_failed:
             ok = _valid(result, np.arange(lo, min(g, lo + BLOCK)))
             inc = (st & ok).astype(np.float64)
@@ -180,8 +181,13 @@ def agreement(result) -> dict:
     jac = np.divide(ii, union, out=np.ones((v, v)), where=union > 0)
     jac[vv == 0] = np.nan
     disagree = np.rint(vv - same).astype(np.int64)
-    return {"agree": agree, "jaccard": jac, "disagree": disagree, "compared": np.rint(vv).astype(np.int64),
-            "order": similarity_order(agree)}
+    return {
+        "agree": agree,
+        "jaccard": jac,
+        "disagree": disagree,
+        "compared": np.rint(vv).astype(np.int64),
+        "order": similarity_order(agree),
+    }
 
 
 def similarity_order(agree: np.ndarray) -> list[int]:
@@ -235,7 +241,7 @@ def swing_by_category(result, which: str) -> dict:
     counts = np.zeros((n_slots, v, v))
     any_failed = bool(result.failed.any())
     for lo in range(0, gs.size, BLOCK):
-        sel_g = gs[lo:lo + BLOCK]
+        sel_g = gs[lo : lo + BLOCK]
         st = result.status[sel_g]
         if any_failed:
             ok = _valid(result, sel_g)
@@ -246,15 +252,20 @@ def swing_by_category(result, which: str) -> dict:
         order = np.argsort(c, kind="stable")
         bounds = np.searchsorted(c[order], np.arange(n_slots + 1))
         for j in np.flatnonzero(np.diff(bounds)):  # one product per category present
-            sel = order[bounds[j]:bounds[j + 1]]
+            sel = order[bounds[j] : bounds[j + 1]]
             m = inc[sel].astype(np.float64).T @ exc[sel].astype(np.float64)
             counts[j] += m + m.T
     counts = np.rint(counts).astype(np.int64)
     rest = np.ones(k, dtype=bool)
     rest[top] = False
-    return {"names": [names[j] for j in top], "counts": counts[:len(top)], "other": counts[len(top)],
-            "swinging": swing_groups[top], "groups": groups[top],
-            "other_swinging": int(swing_groups[rest].sum())}
+    return {
+        "names": [names[j] for j in top],
+        "counts": counts[: len(top)],
+        "other": counts[len(top)],
+        "swinging": swing_groups[top],
+        "groups": groups[top],
+        "other_swinging": int(swing_groups[rest].sum()),
+    }
 
 
 def group_cells(result, groups: np.ndarray) -> dict:
@@ -362,14 +373,20 @@ def _agreement_html(result, ag: dict) -> str:
             for j in order:
                 x = m[i, j]
                 txt = "–" if x != x else f"{x:.3f}"
-                cells.append(f'<td class="num" style="background:{_heat((x - lo) / span)}" data-a="{_e(labs[i])}" '
-                             f'data-b="{_e(labs[j])}" data-v="{float(x)!r}">{txt}</td>')
-            rows.append(f'<tr><th>{_e(labs[i])}</th>{"".join(cells)}</tr>')
-        return (f'<div class="mat"><h3>{title}</h3><p class="meta">colour: white = {lo:.3f} … blue = {hi:.3f}</p>'
-                f'<table class="matrix" id="{key}-matrix">'
-                f'<tr><th></th>{head}</tr>{"".join(rows)}</table></div>')
+                cells.append(
+                    f'<td class="num" style="background:{_heat((x - lo) / span)}" data-a="{_e(labs[i])}" '
+                    f'data-b="{_e(labs[j])}" data-v="{float(x)!r}">{txt}</td>'
+                )
+            rows.append(f"<tr><th>{_e(labs[i])}</th>{''.join(cells)}</tr>")
+        return (
+            f'<div class="mat"><h3>{title}</h3><p class="meta">colour: white = {lo:.3f} … blue = {hi:.3f}</p>'
+            f'<table class="matrix" id="{key}-matrix">'
+            f"<tr><th></th>{head}</tr>{''.join(rows)}</table></div>"
+        )
 
-    return table("agree", "Share of contents with the same status") + table("jaccard", "Jaccard of the included contents")
+    return table("agree", "Share of contents with the same status") + table(
+        "jaccard", "Jaccard of the included contents"
+    )
 
 
 def _pairs_html(result, ag: dict, cat: dict, which: str, max_pairs: int) -> str:
@@ -381,20 +398,34 @@ def _pairs_html(result, ag: dict, cat: dict, which: str, max_pairs: int) -> str:
     names = cat["names"]
     has_other = bool(cat["other"].any())
     head = "".join(f"<th>{_e(n)}</th>" for n in names) + ("<th>(other)</th>" if has_other else "")
-    sub = "".join(f'<td class="num" data-cat="{_e(n)}">{int(s):,} / {int(g):,}</td>'
-                  for n, s, g in zip(names, cat["swinging"], cat["groups"]))
-    rows = [f'<tr class="tot"><td colspan="2">swinging contents / all contents of this {which} (any pair)</td>'
-            f'{sub}{"<td></td>" if has_other else ""}</tr>']
+    sub = "".join(
+        f'<td class="num" data-cat="{_e(n)}">{int(s):,} / {int(g):,}</td>'
+        for n, s, g in zip(names, cat["swinging"], cat["groups"])
+    )
+    rows = [
+        f'<tr class="tot"><td colspan="2">swinging contents / all contents of this {which} (any pair)</td>'
+        f"{sub}{'<td></td>' if has_other else ''}</tr>"
+    ]
     for p in order:
         a, b = int(ia[p]), int(ib[p])
-        cells = "".join(f'<td class="num" data-cat="{_e(n)}">{int(cat["counts"][c][a, b]):,}</td>' for c, n in enumerate(names))
+        cells = "".join(
+            f'<td class="num" data-cat="{_e(n)}">{int(cat["counts"][c][a, b]):,}</td>' for c, n in enumerate(names)
+        )
         if has_other:
             cells += f'<td class="num" data-cat="(other)">{int(cat["other"][a, b]):,}</td>'
-        rows.append(f'<tr class="pair" data-a="{_e(labs[a])}" data-b="{_e(labs[b])}"><td>{_e(labs[a])} ↔ {_e(labs[b])}</td>'
-                    f'<td class="num total">{int(d[p]):,}</td>{cells}</tr>')
-    more = f'<p class="meta">Showing the {len(order)} of {len(d)} pairs that disagree most.</p>' if len(d) > len(order) else ""
-    return (f'<table class="pairs" id="by-{which}"><tr><th>variant pair</th><th>swinging</th>{head}</tr>'
-            f'{"".join(rows)}</table>{more}')
+        rows.append(
+            f'<tr class="pair" data-a="{_e(labs[a])}" data-b="{_e(labs[b])}"><td>{_e(labs[a])} ↔ {_e(labs[b])}</td>'
+            f'<td class="num total">{int(d[p]):,}</td>{cells}</tr>'
+        )
+    more = (
+        f'<p class="meta">Showing the {len(order)} of {len(d)} pairs that disagree most.</p>'
+        if len(d) > len(order)
+        else ""
+    )
+    return (
+        f'<table class="pairs" id="by-{which}"><tr><th>variant pair</th><th>swinging</th>{head}</tr>'
+        f"{''.join(rows)}</table>{more}"
+    )
 
 
 def _cells_html(result, cells: dict, i: int) -> str:
@@ -407,8 +438,10 @@ def _cells_html(result, cells: dict, i: int) -> str:
         r = int(cells["rank"][i, vi])
         cls = "in" if st == "Included" else "out"
         key = (1 if st == "Included" else 0) * 10**9 - r
-        out.append(f'<td class="{cls}" data-s="{key}" data-status="{_e(st)}" data-reason="{_e(cells["reason"][i, vi])}" '
-                   f'data-rank="{r}" title="{_e(cells["reason"][i, vi])}, score rank {r}">{_e(st)} <span class="rk">#{r}</span></td>')
+        out.append(
+            f'<td class="{cls}" data-s="{key}" data-status="{_e(st)}" data-reason="{_e(cells["reason"][i, vi])}" '
+            f'data-rank="{r}" title="{_e(cells["reason"][i, vi])}, score rank {r}">{_e(st)} <span class="rk">#{r}</span></td>'
+        )
     return "".join(out)
 
 
@@ -428,7 +461,8 @@ def _item_rows_html(result, groups: np.ndarray, cells: dict) -> str:
             f'<tr data-set="{_e(key)}" data-content="{_e(content)}"><td>{_e(key)}</td>'
             f'<td title="{_e(content)}">{_e(_short(content, 56))}</td><td>{_e(kind)}</td><td>{_e(source)}</td>'
             f'<td class="num" data-s="{int(t.tokens[r])}">{int(t.tokens[r]):,}</td>'
-            f'<td class="num" data-s="{n_in}">{n_in}/{int(valid[i])}</td>{_cells_html(result, cells, i)}</tr>')
+            f'<td class="num" data-s="{n_in}">{n_in}/{int(valid[i])}</td>{_cells_html(result, cells, i)}</tr>'
+        )
     return "".join(rows)
 
 
@@ -487,8 +521,16 @@ details{margin:.4em 0} summary{cursor:pointer} .scroll{overflow-x:auto;max-width
 """
 
 
-def write_html_report(result, out_dir, *, title: str = "cupel_np policy sensitivity", top_k: int = TOP_K,
-                      max_rows: int = 200, max_sets: int = 5, max_pairs: int = 20) -> Path:
+def write_html_report(
+    result,
+    out_dir,
+    *,
+    title: str = "cupel_np policy sensitivity",
+    top_k: int = TOP_K,
+    max_rows: int = 200,
+    max_sets: int = 5,
+    max_pairs: int = 20,
+) -> Path:
     """Write ``report.html`` plus ``heatmap.png``, ``tokens.png`` and ``kinds.png`` into
     ``out_dir`` (atomically) and return the page's path. The page's size is bounded for any
     sweep: ``max_rows`` swinging items, ``max_sets`` drill-down sets, ``max_pairs`` variant
@@ -536,17 +578,24 @@ def write_html_report(result, out_dir, *, title: str = "cupel_np policy sensitiv
     tot_rows = "".join(
         f'<tr data-variant="{_e(result.labels[vi])}"><th>{_e(result.labels[vi])}</th>'
         + "".join(f'<td class="num" data-reason="{_e(k)}">{int(totals[vi, j]):,}</td>' for j, k in enumerate(keys))
-        + "</tr>" for vi in range(v))
-    reason_html = (f'<table id="reason-totals"><tr><th>variant</th>{"".join(f"<th>{_e(k)}</th>" for k in keys)}</tr>'
-                   f"{tot_rows}</table>")
-    kinds_opts = "".join(f'<option value="{_e(k)}">{_e(k)}</option>'
-                         for k in sorted({t.kind[int(result.group_first_row[g])].as_py() for g in top}))
+        + "</tr>"
+        for vi in range(v)
+    )
+    reason_html = (
+        f'<table id="reason-totals"><tr><th>variant</th>{"".join(f"<th>{_e(k)}</th>" for k in keys)}</tr>'
+        f"{tot_rows}</table>"
+    )
+    kinds_opts = "".join(
+        f'<option value="{_e(k)}">{_e(k)}</option>'
+        for k in sorted({t.kind[int(result.group_first_row[g])].as_py() for g in top})
+    )
     swing_html = (
         f'<div class="controls">filter <input id="q" placeholder="text in any cell"> kind <select id="kind">'
         f'<option value="">(all)</option>{kinds_opts}</select> <span class="meta"><span id="shown">{len(top)}</span> '
-        f'of {len(top)} rows shown; {result.n_swing:,} swinging contents in all</span></div>'
+        f"of {len(top)} rows shown; {result.n_swing:,} swinging contents in all</span></div>"
         f'<div class="scroll"><table id="swing-table"><thead><tr>{_items_head(result, set_name)}</tr></thead>'
-        f"<tbody>{_item_rows_html(result, top, cells)}</tbody></table></div>")
+        f"<tbody>{_item_rows_html(result, top, cells)}</tbody></table></div>"
+    )
 
     # per-set drill-down: the sets with the most swinging contents
     per_set = np.diff(result.swing_offsets)
@@ -564,13 +613,17 @@ def write_html_report(result, out_dir, *, title: str = "cupel_np policy sensitiv
         c2 = group_cells(result, shown)
         vrows = "".join(
             f'<tr data-variant="{_e(result.labels[vi])}"><th>{_e(result.labels[vi])}</th>'
-            + ('<td colspan="4" class="fail">failed: ' + _e(str(result.run.errors[vi][s])) + "</td>"
-               if result.failed[vi, s] else
-               f'<td class="num" data-k="included">{int(ss["included"][j, vi]):,}</td>'
-               f'<td class="num" data-k="tokens">{int(ss["tokens"][j, vi]):,}</td>'
-               f'<td class="num">{result.variants[vi].budget.target_tokens:,}</td>'
-               f'<td class="num" data-k="swing_included">{int(ss["swing_included"][j, vi]):,}</td>')
-            + "</tr>" for vi in range(v))
+            + (
+                '<td colspan="4" class="fail">failed: ' + _e(str(result.run.errors[vi][s])) + "</td>"
+                if result.failed[vi, s]
+                else f'<td class="num" data-k="included">{int(ss["included"][j, vi]):,}</td>'
+                f'<td class="num" data-k="tokens">{int(ss["tokens"][j, vi]):,}</td>'
+                f'<td class="num">{result.variants[vi].budget.target_tokens:,}</td>'
+                f'<td class="num" data-k="swing_included">{int(ss["swing_included"][j, vi]):,}</td>'
+            )
+            + "</tr>"
+            for vi in range(v)
+        )
         drill.append(
             f'<details class="set" data-set="{_e(key)}" data-swing="{hi - lo}"{" open" if j == 0 else ""}>'
             f"<summary><b>{_e(key)}</b>: {hi - lo:,} swinging of {n_groups:,} contents "
@@ -579,8 +632,13 @@ def write_html_report(result, out_dir, *, title: str = "cupel_np policy sensitiv
             f"<th>swinging included</th></tr>{vrows}</table>"
             f'<div class="scroll"><table class="set-items"><thead><tr>{_items_head(result, set_name)}</tr></thead>'
             f"<tbody>{_item_rows_html(result, shown, c2)}</tbody></table></div>"
-            + (f'<p class="meta">{len(shown)} of {hi - lo} swinging contents shown.</p>' if hi - lo > len(shown) else "")
-            + "</details>")
+            + (
+                f'<p class="meta">{len(shown)} of {hi - lo} swinging contents shown.</p>'
+                if hi - lo > len(shown)
+                else ""
+            )
+            + "</details>"
+        )
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>
 <style>{CSS}</style></head><body>

@@ -102,11 +102,13 @@ def _evaluate(scorer: Scorer, ctx: ScoreContext) -> np.ndarray:
     t = ctx.table
     rows = ctx.rows
     if isinstance(scorer, RecencyScorer):
-        return kernels.rank_scores(as_input(t.timestamp[rows], I64), as_input(t.timestamp_valid[rows], B1),
-                                   as_input(ctx.offsets, I64))
+        return kernels.rank_scores(
+            as_input(t.timestamp[rows], I64), as_input(t.timestamp_valid[rows], B1), as_input(ctx.offsets, I64)
+        )
     if isinstance(scorer, PriorityScorer):
-        return kernels.rank_scores(as_input(t.priority[rows], I64), as_input(t.priority_valid[rows], B1),
-                                   as_input(ctx.offsets, I64))
+        return kernels.rank_scores(
+            as_input(t.priority[rows], I64), as_input(t.priority_valid[rows], B1), as_input(ctx.offsets, I64)
+        )
     if isinstance(scorer, ReflexiveScorer):
         h = t.hint[rows]  # a fresh copy: clipped and masked in place
         ok = t.hint_valid[rows] & np.isfinite(h)
@@ -168,8 +170,14 @@ def _evaluate(scorer: Scorer, ctx: ScoreContext) -> np.ndarray:
         else:  # pragma: no cover - Policy validation makes this unreachable
             raise TypeError(curve)
         return kernels.decay_scores(
-            as_input(t.timestamp[rows], I64), as_input(t.timestamp_valid[rows], B1), np.int64(ref),
-            float(t.units_per_second), int(code), float(half), as_input(ages, F64), as_input(scores, F64),
+            as_input(t.timestamp[rows], I64),
+            as_input(t.timestamp_valid[rows], B1),
+            np.int64(ref),
+            float(t.units_per_second),
+            int(code),
+            float(half),
+            as_input(ages, F64),
+            as_input(scores, F64),
             float(scorer.null_timestamp_score),
         )
     raise TypeError(f"unsupported scorer spec: {scorer!r}")

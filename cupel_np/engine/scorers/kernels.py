@@ -269,7 +269,9 @@ def frequency_scores(tag_offsets, tag_ids, n_tags, offsets):
                         # plain (NumPy) Python
                         bw = work[w]
                         bw = bw - ((bw >> np.uint64(1)) & np.uint64(0x5555555555555555))
-                        bw = (bw & np.uint64(0x3333333333333333)) + ((bw >> np.uint64(2)) & np.uint64(0x3333333333333333))
+                        bw = (bw & np.uint64(0x3333333333333333)) + (
+                            (bw >> np.uint64(2)) & np.uint64(0x3333333333333333)
+                        )
                         bw = (bw + (bw >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
                         bw = bw + (bw >> np.uint64(8))
                         bw = bw + (bw >> np.uint64(16))

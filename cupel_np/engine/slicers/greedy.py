@@ -350,9 +350,18 @@ def complete_ranks(tok, score, rank, n_pre):
         rank[order] = np.arange(order.shape[0])
 
 
-def greedy_segments(tok, score, offsets, targets, rank, *, big: int | None = None,
-                    min_chunk: int | None = None, prefix: np.ndarray | None = None,
-                    compared: np.ndarray | None = None):
+def greedy_segments(
+    tok,
+    score,
+    offsets,
+    targets,
+    rank,
+    *,
+    big: int | None = None,
+    min_chunk: int | None = None,
+    prefix: np.ndarray | None = None,
+    compared: np.ndarray | None = None,
+):
     """GreedySlice per segment over candidates in input (row) order. Writes ``rank[p]`` =
     position in the slicer output (density order), -1 when not selected (``rank`` must be -1
     on entry). ``big`` and ``min_chunk`` (default: the module's ``BIG_GREEDY`` and

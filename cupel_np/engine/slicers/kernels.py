@@ -138,10 +138,10 @@ def _dp_int64(dw, dv, capacity, keep, row_words):
             new[q] = old[q]
         # words k0 .. k2-1: slices from 0 so the indices are provably non-negative (no
         # wraparound select, which would turn the loads into gathers)
-        o_sh = old[PAD + k0 * 64 - wi:]
-        oo = old[PAD + k0 * 64:]
-        nn = new[PAD + k0 * 64:]
-        kp = keep[base + k0:base + k2]
+        o_sh = old[PAD + k0 * 64 - wi :]
+        oo = old[PAD + k0 * 64 :]
+        nn = new[PAD + k0 * 64 :]
+        kp = keep[base + k0 : base + k2]
         for kk in range(k2 - k0):
             bits = np.uint64(0)
             for j in range(64):
@@ -152,8 +152,8 @@ def _dp_int64(dw, dv, capacity, keep, row_words):
                 bits |= np.uint64(c > o) << np.uint64(j)
             kp[kk] = bits
         # whole words at or above reach: every item so far fits
-        new[PAD + k2 * 64:] = total
-        keep[base + k2:base + row_words] = ~np.uint64(0)
+        new[PAD + k2 * 64 :] = total
+        keep[base + k2 : base + row_words] = ~np.uint64(0)
         old, new = new, old
 
 
@@ -201,8 +201,9 @@ def _dp_split(dw, v_hi, v_lo, capacity, keep, row_words):
             new_l[q] = old_l[q]
         a = PAD + k0 * 64 - wi
         b = PAD + k0 * 64
-        _split_words(old_h[a:], old_l[a:], old_h[b:], old_l[b:], new_h[b:], new_l[b:],
-                     keep[base + k0:base + row_words], vh, vl)
+        _split_words(
+            old_h[a:], old_l[a:], old_h[b:], old_l[b:], new_h[b:], new_l[b:], keep[base + k0 : base + row_words], vh, vl
+        )
         old_h, new_h = new_h, old_h
         old_l, new_l = new_l, old_l
 
@@ -275,7 +276,8 @@ def knapsack_pick(tok, score, cand, target, bucket, max_cells, out, n_out):
     than ``max_cells`` cells of memory (see :func:`knapsack_fits`; nothing appended beyond the
     zero-token items)."""
     n_out, n_c, cap, items, dw, dv, fits_int64 = _knapsack_items(
-        tok, score, cand, target, bucket, max_cells, out, n_out)
+        tok, score, cand, target, bucket, max_cells, out, n_out
+    )
     if cap <= 0:
         return n_out, n_c, cap
     n = items.shape[0]
@@ -303,7 +305,8 @@ def _knapsack_pick_int64(tok, score, cand, target, bucket, max_cells, out, n_out
     past an int64 never compiles it): returns capacity ``NEEDS_SPLIT`` instead of running
     it (``out`` may then hold zero-token items: the caller runs the segment again)."""
     n_out, n_c, cap, items, dw, dv, fits_int64 = _knapsack_items(
-        tok, score, cand, target, bucket, max_cells, out, n_out)
+        tok, score, cand, target, bucket, max_cells, out, n_out
+    )
     if cap <= 0:
         return n_out, n_c, cap
     if not fits_int64:
@@ -322,12 +325,51 @@ def _inner_pick(use_knapsack, tok, score, cand, target, bucket, max_cells, out, 
 
 
 @jit
-def _quota_segment(tok, score, kind, lo, hi, target, use_knapsack, bucket, max_cells,
-                   kind_rank, q_has, q_req, q_cap, q_req_all, out, n_out, mass, cnt, found, kbud):
+def _quota_segment(
+    tok,
+    score,
+    kind,
+    lo,
+    hi,
+    target,
+    use_knapsack,
+    bucket,
+    max_cells,
+    kind_rank,
+    q_has,
+    q_req,
+    q_cap,
+    q_req_all,
+    out,
+    n_out,
+    mass,
+    cnt,
+    found,
+    kbud,
+):
     """QuotaSlice for one segment (percent require/cap per kind, inner greedy/knapsack)."""
-    n_out, n_c, cap = _quota_segment_inner(tok, score, kind, lo, hi, target, use_knapsack, bucket,
-                                           max_cells, kind_rank, q_has, q_req, q_cap, q_req_all,
-                                           out, n_out, mass, cnt, found, kbud)
+    n_out, n_c, cap = _quota_segment_inner(
+        tok,
+        score,
+        kind,
+        lo,
+        hi,
+        target,
+        use_knapsack,
+        bucket,
+        max_cells,
+        kind_rank,
+        q_has,
+        q_req,
+        q_cap,
+        q_req_all,
+        out,
+        n_out,
+        mass,
+        cnt,
+        found,
+        kbud,
+    )
     for p in range(lo, hi):
         mass[kind[p]] = 0
         cnt[kind[p]] = 0
@@ -335,8 +377,7 @@ def _quota_segment(tok, score, kind, lo, hi, target, use_knapsack, bucket, max_c
 
 
 @jit
-def kind_budgets(tok, kind, lo, hi, target, kind_rank, q_has, q_req, q_cap, q_req_all, mass, cnt,
-                 found, kb):
+def kind_budgets(tok, kind, lo, hi, target, kind_rank, q_has, q_req, q_cap, q_req_all, mass, cnt, found, kb):
     """The spec's QuotaSlice budget of every kind present in candidates ``lo..hi``: fills
     ``found[:present]`` with those kinds in partition order (ASCII-lowercased name, as
     ``kind_rank``), ``kb[kind]`` with each one's token budget, ``mass``/``cnt`` (zero on entry)
@@ -386,9 +427,7 @@ def kind_budgets(tok, kind, lo, hi, target, kind_rank, q_has, q_req, q_cap, q_re
         req, cap = _req_cap(kk, q_has, q_req, q_cap, target, tgt)
         proportional = 0
         if total_mass > 0 and cap > req:
-            proportional = np.int64(
-                np.floor(np.float64(unassigned) * np.float64(mass[kk]) / np.float64(total_mass))
-            )
+            proportional = np.int64(np.floor(np.float64(unassigned) * np.float64(mass[kk]) / np.float64(total_mass)))
         b = req + proportional
         kb[kk] = cap if b > cap else b
     return present
@@ -402,14 +441,32 @@ def _req_cap(kk, q_has, q_req, q_cap, target, tgt):
 
 
 @jit
-def _quota_segment_inner(tok, score, kind, lo, hi, target, use_knapsack, bucket, max_cells,
-                         kind_rank, q_has, q_req, q_cap, q_req_all, out, n_out, mass, cnt, found,
-                         kbud):
+def _quota_segment_inner(
+    tok,
+    score,
+    kind,
+    lo,
+    hi,
+    target,
+    use_knapsack,
+    bucket,
+    max_cells,
+    kind_rank,
+    q_has,
+    q_req,
+    q_cap,
+    q_req_all,
+    out,
+    n_out,
+    mass,
+    cnt,
+    found,
+    kbud,
+):
     # mass / cnt / found / kbud are per-call scratch arrays indexed by kind (mass and cnt zero
     # on entry, zeroed again by the caller): the cost per segment is its own size, not the
     # table's kind vocabulary
-    present = kind_budgets(tok, kind, lo, hi, target, kind_rank, q_has, q_req, q_cap, q_req_all,
-                           mass, cnt, found, kbud)
+    present = kind_budgets(tok, kind, lo, hi, target, kind_rank, q_has, q_req, q_cap, q_req_all, mass, cnt, found, kbud)
     for j in range(present):
         kk = found[j]
         kb = kbud[kk]
@@ -461,8 +518,7 @@ def _slice_knapsack(tok, score, offsets, targets, bucket, max_cells, rank, err, 
         for j in range(hi - lo):  # lo..hi-1 (see _slice_greedy)
             cand[j] = lo + j
         out = np.empty(hi - lo, dtype=np.int64)
-        n_out, n_c, cap = _knapsack_pick_int64(tok, score, cand, targets[s], bucket,
-                                               max_cells, out, 0)
+        n_out, n_c, cap = _knapsack_pick_int64(tok, score, cand, targets[s], bucket, max_cells, out, 0)
         if cap == NEEDS_SPLIT:
             err[s] = ERR_NEEDS_SPLIT
             continue
@@ -476,8 +532,7 @@ def _slice_knapsack(tok, score, offsets, targets, bucket, max_cells, rank, err, 
 
 
 @jit
-def _slice_knapsack_split(tok, score, offsets, targets, bucket, max_cells, segs, rank, err, err_a,
-                          err_b):
+def _slice_knapsack_split(tok, score, offsets, targets, bucket, max_cells, segs, rank, err, err_a, err_b):
     """KnapsackSlice over the segments ``segs`` with the exact DP at any magnitude (values
     summing past an int64 are rare: only this kernel compiles the split-row DP)."""
     for u in range(segs.shape[0]):
@@ -500,8 +555,25 @@ def _slice_knapsack_split(tok, score, offsets, targets, bucket, max_cells, segs,
 
 
 @jit
-def _slice_quota(tok, score, kind, offsets, targets, use_knapsack, bucket, max_cells,
-                 kind_rank, q_has, q_req, q_cap, q_req_all, rank, err, err_a, err_b):
+def _slice_quota(
+    tok,
+    score,
+    kind,
+    offsets,
+    targets,
+    use_knapsack,
+    bucket,
+    max_cells,
+    kind_rank,
+    q_has,
+    q_req,
+    q_cap,
+    q_req_all,
+    rank,
+    err,
+    err_a,
+    err_b,
+):
     """QuotaSlice over every segment of the score-sorted candidates (the sweep takes
     slicers/quota.py when the inner slicer is greedy)."""
     n_kinds = kind_rank.shape[0]
@@ -517,9 +589,28 @@ def _slice_quota(tok, score, kind, offsets, targets, use_knapsack, bucket, max_c
         if hi - lo == 0 or target <= 0:
             continue
         out = np.empty(hi - lo, dtype=np.int64)
-        n_out, n_c, cap = _quota_segment(tok, score, kind, lo, hi, target, use_knapsack,
-                                         bucket, max_cells, kind_rank, q_has, q_req, q_cap,
-                                         q_req_all, out, 0, mass, cnt, found, kbud)
+        n_out, n_c, cap = _quota_segment(
+            tok,
+            score,
+            kind,
+            lo,
+            hi,
+            target,
+            use_knapsack,
+            bucket,
+            max_cells,
+            kind_rank,
+            q_has,
+            q_req,
+            q_cap,
+            q_req_all,
+            out,
+            0,
+            mass,
+            cnt,
+            found,
+            kbud,
+        )
         if cap < 0:
             err[s] = ERR_TABLE_TOO_LARGE
             err_a[s] = n_c
@@ -530,9 +621,27 @@ def _slice_quota(tok, score, kind, offsets, targets, use_knapsack, bucket, max_c
 
 
 @jit
-def _slice_count(tok, score, kind, offsets, targets, use_knapsack, bucket, max_cells,
-                 e_kind, e_require, cap_of_kind, throw_on_scarcity, resort_inner,
-                 rank, err, err_a, err_b, satisfied, cap_dropped):
+def _slice_count(
+    tok,
+    score,
+    kind,
+    offsets,
+    targets,
+    use_knapsack,
+    bucket,
+    max_cells,
+    e_kind,
+    e_require,
+    cap_of_kind,
+    throw_on_scarcity,
+    resort_inner,
+    rank,
+    err,
+    err_a,
+    err_b,
+    satisfied,
+    cap_dropped,
+):
     """CountQuotaSlice / CountConstrainedKnapsackSlice over every segment of the score-sorted
     candidates."""
     n_seg = offsets.shape[0] - 1
@@ -593,8 +702,7 @@ def _slice_count(tok, score, kind, offsets, targets, use_knapsack, bucket, max_c
                     cand[c] = p
                     c += 1
             inner = np.empty(n_res, dtype=np.int64)
-            n_in, n_c, cap = _inner_pick(use_knapsack, tok, score, cand, residual_target,
-                                         bucket, max_cells, inner, 0)
+            n_in, n_c, cap = _inner_pick(use_knapsack, tok, score, cand, residual_target, bucket, max_cells, inner, 0)
             if cap < 0:
                 err[s] = ERR_TABLE_TOO_LARGE
                 err_a[s] = n_c
@@ -617,9 +725,27 @@ def _slice_count(tok, score, kind, offsets, targets, use_knapsack, bucket, max_c
             rank[out[j]] = j
 
 
-def slice_segments(mode, tok, score, kind, offsets, targets, use_knapsack, bucket, max_cells,
-                   kind_rank, q_has, q_req, q_cap, q_req_all,
-                   e_kind, e_require, cap_of_kind, throw_on_scarcity, resort_inner):
+def slice_segments(
+    mode,
+    tok,
+    score,
+    kind,
+    offsets,
+    targets,
+    use_knapsack,
+    bucket,
+    max_cells,
+    kind_rank,
+    q_has,
+    q_req,
+    q_cap,
+    q_req_all,
+    e_kind,
+    e_require,
+    cap_of_kind,
+    throw_on_scarcity,
+    resort_inner,
+):
     """Run one slicer over every segment of the sorted candidate arrays.
 
     Returns ``(rank, err, err_a, err_b, satisfied, cap_dropped)``: ``rank`` per position,
@@ -642,13 +768,47 @@ def slice_segments(mode, tok, score, kind, offsets, targets, use_knapsack, bucke
         _slice_knapsack(tok, score, offsets, targets, bucket, max_cells, rank, err, err_a, err_b)
         split = np.flatnonzero(err == ERR_NEEDS_SPLIT)
         if split.size:
-            _slice_knapsack_split(tok, score, offsets, targets, bucket, max_cells, split, rank,
-                                  err, err_a, err_b)
+            _slice_knapsack_split(tok, score, offsets, targets, bucket, max_cells, split, rank, err, err_a, err_b)
     elif mode == MODE_QUOTA:
-        _slice_quota(tok, score, kind, offsets, targets, use_knapsack, bucket, max_cells,
-                     kind_rank, q_has, q_req, q_cap, q_req_all, rank, err, err_a, err_b)
+        _slice_quota(
+            tok,
+            score,
+            kind,
+            offsets,
+            targets,
+            use_knapsack,
+            bucket,
+            max_cells,
+            kind_rank,
+            q_has,
+            q_req,
+            q_cap,
+            q_req_all,
+            rank,
+            err,
+            err_a,
+            err_b,
+        )
     else:
-        _slice_count(tok, score, kind, offsets, targets, use_knapsack, bucket, max_cells,
-                     e_kind, e_require, cap_of_kind, throw_on_scarcity, resort_inner,
-                     rank, err, err_a, err_b, satisfied, cap_dropped)
+        _slice_count(
+            tok,
+            score,
+            kind,
+            offsets,
+            targets,
+            use_knapsack,
+            bucket,
+            max_cells,
+            e_kind,
+            e_require,
+            cap_of_kind,
+            throw_on_scarcity,
+            resort_inner,
+            rank,
+            err,
+            err_a,
+            err_b,
+            satisfied,
+            cap_dropped,
+        )
     return rank, err, err_a, err_b, satisfied, cap_dropped

@@ -61,8 +61,9 @@ def _quota_plan(tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_c
         target = targets[s]
         if hi - lo == 0 or target <= 0:
             continue
-        present = kind_budgets(tok, kind, lo, hi, target, kind_rank, q_has, q_req, q_cap,
-                               q_req_all, mass, cnt, found, kb)
+        present = kind_budgets(
+            tok, kind, lo, hi, target, kind_rank, q_has, q_req, q_cap, q_req_all, mass, cnt, found, kb
+        )
         for j in range(present):
             kk = found[j]
             if kb[kk] > 0:
@@ -85,7 +86,7 @@ def _quota_plan(tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_c
             mass[kk] = 0
             cnt[kk] = 0
             start[kk] = -1
-    return perm[:c], ptok[:c], pscore[:c], sub_off[:n_sub + 1], sub_target[:n_sub], sub_seg[:n_sub]
+    return perm[:c], ptok[:c], pscore[:c], sub_off[: n_sub + 1], sub_target[:n_sub], sub_seg[:n_sub]
 
 
 @jit
@@ -108,25 +109,57 @@ def _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank):
         base += got
 
 
-def quota_greedy_segments(tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap,
-                          q_req_all, rank, *, big: int | None = None, min_chunk: int | None = None):
+def quota_greedy_segments(
+    tok,
+    score,
+    kind,
+    offsets,
+    targets,
+    kind_rank,
+    q_has,
+    q_req,
+    q_cap,
+    q_req_all,
+    rank,
+    *,
+    big: int | None = None,
+    min_chunk: int | None = None,
+):
     """QuotaSlice with an inner greedy over every segment; candidates in row order inside each
     segment. Writes ``rank[p]`` = position in the segment's slicer output, -1 when not
     selected (``rank`` must be -1 on entry). ``big``/``min_chunk`` are handed to
     :func:`greedy_segments` (they choose the path, never the answer)."""
     perm, ptok, pscore, sub_off, sub_target, sub_seg = _quota_plan(
-        tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap, q_req_all)
+        tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap, q_req_all
+    )
     if perm.shape[0] == 0:
         return
     sub_rank = np.full(perm.shape[0], -1, dtype=np.int64)
-    greedy_segments(ptok, pscore, sub_off, sub_target, sub_rank, big=big,
-                    min_chunk=min_chunk)
+    greedy_segments(ptok, pscore, sub_off, sub_target, sub_rank, big=big, min_chunk=min_chunk)
     _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank)
 
 
-def quota_greedy_slice(mode, tok, score, kind, offsets, targets, use_knapsack, bucket, max_cells,
-                       kind_rank, q_has, q_req, q_cap, q_req_all, e_kind, e_require, cap_of_kind,
-                       throw_on_scarcity, resort_inner):
+def quota_greedy_slice(
+    mode,
+    tok,
+    score,
+    kind,
+    offsets,
+    targets,
+    use_knapsack,
+    bucket,
+    max_cells,
+    kind_rank,
+    q_has,
+    q_req,
+    q_cap,
+    q_req_all,
+    e_kind,
+    e_require,
+    cap_of_kind,
+    throw_on_scarcity,
+    resort_inner,
+):
     """:func:`quota_greedy_segments` with the arguments and results of
     ``kernels.slice_segments`` (a quota slice with an inner greedy never fails), over
     candidates in row order."""
@@ -134,8 +167,12 @@ def quota_greedy_slice(mode, tok, score, kind, offsets, targets, use_knapsack, b
     n = tok.shape[0]
     n_seg = offsets.shape[0] - 1
     rank = np.full(n, -1, dtype=np.int64)
-    quota_greedy_segments(tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap,
-                          q_req_all, rank)
-    return (rank, np.zeros(n_seg, dtype=np.int8), np.zeros(n_seg, dtype=np.int64),
-            np.zeros(n_seg, dtype=np.int64), np.full((n_seg, e_kind.shape[0]), -1, dtype=np.int64),
-            np.zeros(n_seg, dtype=np.int64))
+    quota_greedy_segments(tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap, q_req_all, rank)
+    return (
+        rank,
+        np.zeros(n_seg, dtype=np.int8),
+        np.zeros(n_seg, dtype=np.int64),
+        np.zeros(n_seg, dtype=np.int64),
+        np.full((n_seg, e_kind.shape[0]), -1, dtype=np.int64),
+        np.zeros(n_seg, dtype=np.int64),
+    )
