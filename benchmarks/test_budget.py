@@ -17,11 +17,9 @@ import time
 
 import numpy as np
 import pyarrow as pa
-import pytest
+from conftest import make_table
 
 import cupel_np as c
-
-from conftest import make_table
 
 BIG = os.environ.get("CUPEL_BENCH_BIG") == "1"
 PRESETS = ["chat", "rag", "code_review"]

@@ -36,17 +36,14 @@ V = 8
 
 pytestmark = pytest.mark.skipif(not BIG, reason="set CUPEL_BENCH_BIG=1 (10M rows, several GB, minutes)")
 
-VARIANTS_SRC = (
-    """
+VARIANTS_SRC = """
 import numpy as np, cupel_np as c
 BASE = [c.RecencyScorer(), c.PriorityScorer(), c.KindScorer(), c.ReflexiveScorer()]
 rng = np.random.default_rng(1)
 VARIANTS = [(f"v{i}", c.Policy(c.CompositeScorer(tuple(zip(BASE, rng.uniform(0.1, 1.0, 4))))))
-            for i in range(%d)]
+            for i in range(N_VARIANTS)]
 BUDGET = c.ContextBudget(8000, 6000)
-"""
-    % V
-)
+""".replace("N_VARIANTS", str(V))
 
 
 def _write_corpus(d: Path, rows: int) -> None:
@@ -123,9 +120,8 @@ def _peak_rss() -> int:
 
 
 def test_dask_local2_vs_in_process(tmp_path):
-    from distributed import Client, LocalCluster
-
     import dask.dataframe as dd
+    from distributed import Client, LocalCluster
 
     from cupel_np.io import dask as cdask
     from cupel_np.model.datasets import partition_base, pieces

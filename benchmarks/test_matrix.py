@@ -27,9 +27,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from matrix_data import matrix_table, quota_slicer, total_tokens, variants  # noqa: E402
+
 import cupel_np as c  # noqa: E402
 from cupel_np.engine.parallel import available_cores  # noqa: E402
-from matrix_data import matrix_table, quota_slicer, total_tokens, variants  # noqa: E402
 
 FULL = os.environ.get("CUPEL_BENCH_MATRIX") == "1"
 N_ONE = 1_000_000

@@ -16,7 +16,6 @@ throughput ratio and the in-memory peak (bytes per input row, and the peak per u
 Parquet byte that ``datasets.IN_MEMORY_FACTOR`` estimates).
 """
 
-import json
 import os
 import subprocess
 import sys

@@ -9,9 +9,10 @@ Warm timings: the first call per scorer compiles (cached on disk). ``test_corpus
 prints the per-item table, all sizes timed in one process.
 """
 
+import functools
 import os
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pyarrow as pa
@@ -36,7 +37,7 @@ SCORERS = {
     "composite": c.CompositeScorer(((c.RecencyScorer(), 2.0), (c.KindScorer(), 1.0), (c.ReflexiveScorer(), 1.0))),
     "metadata_trust": c.MetadataTrustScorer(0.5),
     "metadata_key": c.MetadataKeyScorer("cupel:trust", "0.9", 1.5),
-    "decay": c.DecayScorer(datetime(2026, 1, 1, tzinfo=timezone.utc), c.ExponentialCurve(86400.0)),
+    "decay": c.DecayScorer(datetime(2026, 1, 1, tzinfo=UTC), c.ExponentialCurve(86400.0)),
 }
 
 
@@ -149,8 +150,9 @@ def test_corpus_linearity():
         table, cls = corpus(n)
         for name, scorer in SCORERS.items():
             _score_fresh(table, cls, scorer)
-            cpu[name, n] = _median(lambda: _score_fresh(table, cls, scorer), time.thread_time) / n * 1e9
-            wall[name, n] = _median(lambda: _score_fresh(table, cls, scorer), time.perf_counter) / n * 1e9
+            run = functools.partial(_score_fresh, table, cls, scorer)
+            cpu[name, n] = _median(run, time.thread_time) / n * 1e9
+            wall[name, n] = _median(run, time.perf_counter) / n * 1e9
     sizes = "".join(f"{n:>11,d}" for n in CORPUS_SIZES)
     print(f"\n{'ns/item':<16}{'CPU:':<5}{sizes}  {'wall:':<6}{sizes}  CPU last/first")
     bad = []

@@ -6,7 +6,6 @@ Set CUPEL_BENCH_BIG=1 for the 5M-item corpus/memory cases (several GB of RAM, mi
 """
 
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -15,10 +14,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import make_table
 
 import cupel_np as c
-
-from conftest import make_table
 
 BIG = os.environ.get("CUPEL_BENCH_BIG") == "1"
 BASE = [c.RecencyScorer(), c.PriorityScorer(), c.KindScorer(), c.ReflexiveScorer()]

@@ -12,7 +12,7 @@ metadata, memories, exact duplicates, and mixed-case kinds and tags.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +46,7 @@ def _tag_case(rng, tag: str) -> str:
 
 def make_rows(rng: np.random.Generator) -> list[dict]:
     rows: list[dict] = []
-    base = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    base = datetime(2026, 11, 1, tzinfo=UTC)
     for s in range(N_SESSIONS):
         sid = f"session-{s:04d}"
         start = base + timedelta(minutes=int(rng.integers(0, 60 * 24 * 28)))
@@ -132,7 +132,7 @@ def make_rows(rng: np.random.Generator) -> list[dict]:
                     original_tokens=None,
                 )
             )
-        for m in range(int(rng.integers(0, 4))):
+        for _ in range(int(rng.integers(0, 4))):
             rows.append(
                 dict(
                     session_id=sid,

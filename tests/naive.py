@@ -18,7 +18,7 @@ Conventions
 import math
 import re
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 __all__ = [
     "NaiveError",
@@ -110,7 +110,7 @@ def _as_utc(moment):
     if not isinstance(moment, datetime):
         _invalid(f"timestamp must be a datetime, got {moment!r}")
     if moment.tzinfo is None:
-        return moment.replace(tzinfo=timezone.utc)
+        return moment.replace(tzinfo=UTC)
     return moment
 
 

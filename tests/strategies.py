@@ -13,11 +13,11 @@ differ only by ASCII case (and non-ASCII letters that must NOT fold), pinned,
 zero- and negative-token items, budgets that are zero or a few tokens.
 """
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 from hypothesis import strategies as st
 
-UTC = timezone.utc
+UTC = UTC
 IST = timezone(timedelta(hours=5, minutes=30))
 PST = timezone(timedelta(hours=-8))
 

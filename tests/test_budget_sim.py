@@ -9,7 +9,7 @@ plus the exact guard messages, the ladder helper and hand-built non-monotonic ca
 
 import os
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -322,7 +322,7 @@ def test_budget_curves_equal_one_run_per_budget(case, more_configs, ladder):
 # 4. Guards, messages and hand-built cases
 # ---------------------------------------------------------------------------
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 GREEDY = Policy.from_dict({"slicer": "greedy", "scorers": [{"type": "reflexive", "weight": 1.0}]})
 
 

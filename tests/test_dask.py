@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import cupel_np as c
-from cupel_np.io import dask as cdask
 from cupel_np.errors import CupelError, InvalidConfigError, PinnedExceedsBudgetError
+from cupel_np.io import dask as cdask
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample_sessions.parquet"
 BUDGET = c.ContextBudget(8000, 6000, 1000)

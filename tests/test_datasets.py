@@ -9,9 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import cupel_np as c
-from cupel_np.model.datasets import first_repeated_set, pieces, read_piece, read_table, runs_are_sets
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.io import sweep_parquet, write_sweep
+from cupel_np.model.datasets import first_repeated_set, pieces, read_piece, read_table, runs_are_sets
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample_sessions.parquet"
 VARIANTS = [("chat", c.preset("chat")), ("rag", c.preset("rag"))]

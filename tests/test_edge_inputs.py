@@ -2,7 +2,7 @@
 field, row or value — never a wrong result, a raw library error or a traceback."""
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +15,7 @@ from cupel_np.cli import commands as cli
 from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError
 from cupel_np.io import sweep_parquet, validate_items
 
-UTC = timezone.utc
+UTC = UTC
 
 CHAT, RAG = c.preset("chat"), c.preset("rag")
 
@@ -192,7 +192,7 @@ def _one_line_error(exc_info, cls=CupelError):
     return str(err)
 
 
-def _bad_utf8(*values: bytes, typ=pa.string()) -> pa.Array:
+def _bad_utf8(*values: bytes, typ=pa.string()) -> pa.Array:  # noqa: B008 (an immutable type object)
     """A string array holding exactly these bytes (Arrow does not validate buffers)."""
     offsets = np.cumsum([0] + [len(v) for v in values]).astype(np.int32 if typ == pa.string() else np.int64)
     return pa.Array.from_buffers(

@@ -11,7 +11,7 @@ the paths with the default thresholds."""
 import contextlib
 import dataclasses
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -152,7 +152,7 @@ def _prefix_items(n, seed):
             "kind": ["Message", "Document", "Note"][i % 3],
         }
         if rng.random() < 0.6:
-            d["timestamp"] = datetime.fromtimestamp(1_700_000_000 + int(rng.integers(0, 25)), timezone.utc)
+            d["timestamp"] = datetime.fromtimestamp(1_700_000_000 + int(rng.integers(0, 25)), UTC)
         if rng.random() < 0.8:
             d["future_relevance_hint"] = float(rng.choice([0.0, 0.25, 0.5, 1.0]))
         if rng.random() < 0.03:
@@ -309,7 +309,7 @@ def _big_items(n, seed, *, coarse_ts):
         if rng.random() < 0.7:
             # coarse timestamps: many equal-timestamp runs for the filter's repair
             sec = int(rng.integers(0, 50 if coarse_ts else 10**8))
-            d["timestamp"] = datetime.fromtimestamp(1_700_000_000 + sec, timezone.utc)
+            d["timestamp"] = datetime.fromtimestamp(1_700_000_000 + sec, UTC)
         if rng.random() < 0.8:
             d["future_relevance_hint"] = float(np.round(rng.random(), 1))
         if rng.random() < 0.01:
@@ -377,7 +377,7 @@ def test_quota_big_partitions_match_naive():
 def test_long_runs_of_equal_timestamps_and_scores(placer):
     """Thousands of items with one timestamp and one score: the long-run repairs (a sort per
     run, never an insertion sort over the run) keep the spec's order."""
-    ts = datetime.fromtimestamp(1_700_000_000, timezone.utc)
+    ts = datetime.fromtimestamp(1_700_000_000, UTC)
     rng = np.random.default_rng(2)
     items = [
         {"content": f"c{i}", "tokens": int(rng.integers(1, 40)), "timestamp": ts, "future_relevance_hint": 0.5}

@@ -2,7 +2,7 @@
 and the imported items running through `cupel-np sensitivity`."""
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -11,8 +11,8 @@ import pytest
 
 from cupel_np.cli import commands as cli
 from cupel_np.errors import CupelError, InvalidConfigError
-from cupel_np.io.importers import BadTranscriptError, estimate_tokens, import_transcripts, make_token_counter
 from cupel_np.io import import_transcripts as reexported
+from cupel_np.io.importers import BadTranscriptError, estimate_tokens, import_transcripts, make_token_counter
 from cupel_np.model.items import ItemTable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +54,7 @@ def test_openai_sample():
     first_conv = raw[0]["messages"]
     a = next(m for m in first_conv if m["role"] == "assistant" and m["content"])
     row = next(r for r in t if r["content"] == a["content"][0]["text"])
-    assert row["timestamp"] == datetime.fromisoformat(a["timestamp"]).astimezone(timezone.utc)
+    assert row["timestamp"] == datetime.fromisoformat(a["timestamp"]).astimezone(UTC)
     assert md(row)["message_id"] == a["id"] and md(row)["line"] == "1"
     assert all(r["tokens"] == estimate_tokens(r["content"]) for r in t)
 
@@ -128,7 +128,7 @@ def test_messages_defaults_and_jsonl(tmp_path):
     t = res.table.to_pylist()
     assert [r["kind"] for r in t] == ["SystemPrompt", "Message", "Message"]
     assert t[1]["tokens"] == 7 and res.skipped == {"empty content": 1}
-    assert t[2]["timestamp"] == datetime(2025, 12, 1, tzinfo=timezone.utc)
+    assert t[2]["timestamp"] == datetime(2025, 12, 1, tzinfo=UTC)
     with pytest.raises(InvalidConfigError, match="mapping target 'colour'"):
         import_transcripts("messages", p, mapping="colour=x")
     with pytest.raises(InvalidConfigError, match="expected TARGET=COLUMN"):

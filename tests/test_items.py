@@ -1,17 +1,16 @@
 """ContextItem / ItemTable / ContextBudget: encoding, grouping, Arrow & Parquet input, bad input."""
 
 import dataclasses
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-
 import pytest
 
 import cupel_np as c
 from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError
 
-UTC = timezone.utc
+UTC = UTC
 
 
 def test_context_item_validation_names_field_and_value():

@@ -10,7 +10,7 @@ import math
 import os
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -24,10 +24,10 @@ import naive  # noqa: E402
 
 import cupel_np as c  # noqa: E402
 from cupel_np import ContextBudget, ContextItem, ItemTable, Pipeline, Policy, TableTooLargeError  # noqa: E402
-from cupel_np.engine.batch import KNAPSACK_MAX_CELLS, slicer_args  # noqa: E402
 from cupel_np.analysis.pipeline import run_policy  # noqa: E402
-from cupel_np.model.policy import slicer_from_dict  # noqa: E402
+from cupel_np.engine.batch import KNAPSACK_MAX_CELLS, slicer_args  # noqa: E402
 from cupel_np.engine.slicers import kernels as sk  # noqa: E402
+from cupel_np.model.policy import slicer_from_dict  # noqa: E402
 
 I64_MAX = 2**63 - 1
 # the largest score whose value floor(score * 10000) is still below 2^63 (no per-item saturation)
@@ -121,7 +121,7 @@ def test_metadata_key_boost_values_beyond_int64():
 
 
 def test_decay_step_scores_beyond_int64():
-    ref = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    ref = datetime(2026, 1, 1, tzinfo=UTC)
     ages = [10, 10, 5000, 5000, 5000]
     items = [
         {"content": f"i{k}", "tokens": t, "timestamp": ref - timedelta(seconds=a)}

@@ -25,15 +25,14 @@ import naive  # noqa: E402
 import strategies as S  # noqa: E402
 import test_properties as P  # noqa: E402
 
-from cupel_np import ContextBudget, CupelError, ItemTable, Policy  # noqa: E402
-
-from cupel_np.engine import stages  # noqa: E402
-from cupel_np.errors import TableTooLargeError  # noqa: E402
+from cupel_np import ContextBudget, ItemTable, Policy  # noqa: E402
 from cupel_np.analysis.pipeline import run_policy  # noqa: E402
 from cupel_np.analysis.selection import SelectionReport  # noqa: E402
+from cupel_np.engine import stages  # noqa: E402
 from cupel_np.engine.batch_kernels import duplicate_groups  # noqa: E402
 from cupel_np.engine.scorers import kernels as sck  # noqa: E402
 from cupel_np.engine.slicers.greedy import greedy_segments  # noqa: E402
+from cupel_np.errors import TableTooLargeError  # noqa: E402
 
 
 def _naive_greedy(tokens, scores, target):

@@ -42,7 +42,7 @@ def test_resident_bytes_counts_shared_buffers_once_and_lazy_columns_when_decoded
     # tokens: one buffer, seen by NumPy and by the table
     assert it.table.column("tokens").chunk(0).buffers()[1].address == it.tokens.__array_interface__["data"][0]
     assert "tokens" not in {k for k, v in it.resident_bytes().items() if v}  # counted with the table
-    it.timestamp, it.tag_offsets  # decoded on first use
+    _ = it.timestamp, it.tag_offsets  # decoded on first use
     after = sum(it.resident_bytes().values())
     assert after - before >= 8 * it.n + 8 * it.n  # int64 timestamps and tag offsets now held
 

@@ -7,7 +7,7 @@ They are TOML 1.1 (optional seconds in date-times), so they are read with
 
 import math
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -476,7 +476,7 @@ def test_metadata_trust_parsing(raw, expected):
 
 
 def test_decay_curves_and_scaled_inner_table():
-    now = datetime(2025, 1, 1, 12, tzinfo=timezone.utc)
+    now = datetime(2025, 1, 1, 12, tzinfo=UTC)
     items = [
         {"content": "a", "tokens": 1, "timestamp": now - timedelta(hours=1)},
         {"content": "b", "tokens": 1, "timestamp": now - timedelta(hours=3)},
@@ -491,7 +491,7 @@ def test_decay_curves_and_scaled_inner_table():
     assert naive.score_items(items, scaled) == [1.0, pytest.approx(0.025 / 0.4), 0.0]
 
 
-_NOW = datetime(2025, 1, 1, tzinfo=timezone.utc)
+_NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(

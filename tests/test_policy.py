@@ -1,7 +1,7 @@
 """Policy specs: validation at construction, round trips, .NET JSON shape, presets."""
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -33,7 +33,7 @@ FULL = {
         {
             "type": "decay",
             "weight": 1.0,
-            "reference_time": datetime(2025, 1, 1, tzinfo=timezone.utc),
+            "reference_time": datetime(2025, 1, 1, tzinfo=UTC),
             "null_timestamp_score": 0.1,
             "curve": {
                 "type": "step",

@@ -42,9 +42,9 @@ from cupel_np import (  # noqa: E402
     Policy,
 )
 from cupel_np.analysis.pipeline import run_policy  # noqa: E402
-from cupel_np.model.policy import scorer_from_dict  # noqa: E402
 from cupel_np.analysis.selection import SelectionReport  # noqa: E402
 from cupel_np.engine.scorers import ScoreContext  # noqa: E402
+from cupel_np.model.policy import scorer_from_dict  # noqa: E402
 
 EPS = 1e-9
 

@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import cupel_np as c
-from cupel_np.report.html import write_html_report
 from cupel_np.io import write_sweep
+from cupel_np.report.html import write_html_report
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample_sessions.parquet"

@@ -97,7 +97,7 @@ def test_sweep_over_many_sets_equals_per_set_sensitivity(data, budgets, configs)
         items = [c.ContextItem(**d) for d in items]
         key = f"s{s}"
         rep = res.report(key)
-        for i, (label, pol, bud) in enumerate(variants):
+        for label, pol, bud in variants:
             try:
                 one = c.Pipeline(pol).dry_run(items, bud)
             except CupelError as e:
@@ -363,7 +363,7 @@ def _check_against_oracle(res, rows, want, variants, set_name):
         rep = res.report(s["key"])
         assert [(l, e.code) for l, e in rep.failed] == s["failed"]
         assert [l for l, _r in rep.variants] == [l for l, _r in s["ok"]]
-        for (label, got), (_l, w) in zip(rep.variants, s["ok"]):
+        for (_label, got), (_l, w) in zip(rep.variants, s["ok"]):
             assert [int(r) for r in got.input_rows(got.included_rows)] == [s["rows"][r] for r, _s, _r in w["included"]]
             assert [int(r) for r in got.input_rows(got.excluded_rows)] == [
                 s["rows"][r] for r, _s, _r, _f in w["excluded"]

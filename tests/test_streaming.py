@@ -11,8 +11,8 @@ import pytest
 
 from cupel_np.cli import commands as cli
 from cupel_np.data import sample_path
-from cupel_np.model.datasets import parse_size, set_runs, open_dataset
 from cupel_np.errors import InvalidConfigError
+from cupel_np.model.datasets import open_dataset, parse_size, set_runs
 
 BUDGET = ["--max-tokens", "8000", "--target-tokens", "6000"]
 SORT = {"items": ["input_row"], "diffs": ["session_id", "content"], "variants": ["variant", "session_id"]}

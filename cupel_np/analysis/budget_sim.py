@@ -17,16 +17,16 @@ report where it is not instead of assuming it.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from cupel_np._jit import jit
 from cupel_np.engine.batch import classify, run_sweep
-from cupel_np.model.grid import PolicySource, Variant
-from cupel_np.model.budget import ContextBudget, require_int
+from cupel_np.engine.runner import as_table, run_policy
+from cupel_np.engine.scorers import ScoreContext
 from cupel_np.errors import (
     BudgetOverflowError,
     CupelError,
@@ -36,10 +36,10 @@ from cupel_np.errors import (
     ScarcityError,
     TableTooLargeError,
 )
+from cupel_np.model.budget import ContextBudget, require_int
+from cupel_np.model.grid import PolicySource, Variant
 from cupel_np.model.items import ContextItem, ItemTable
-from cupel_np.engine.runner import as_table, run_policy
 from cupel_np.model.policy import CountConstrainedKnapsackSlice, CountQuotaSlice, Policy, QuotaSlice
-from cupel_np.engine.scorers import ScoreContext
 
 
 class NonMonotonicSlicerError(CupelError):
@@ -319,8 +319,8 @@ def budget_curves(items, variants, budgets, *, on_error: str = "collect") -> Bud
     set) whose dry run fails (e.g. pinned items above a small budget) has null counts and its
     error in the ``error`` column, and counts as "nothing included" in the row statistics;
     ``on_error="raise"`` raises the first such error instead."""
-    from cupel_np.model.presets import preset
     from cupel_np.model.grid import as_variants
+    from cupel_np.model.presets import preset
 
     if on_error not in ("raise", "collect"):
         raise InvalidConfigError(f"on_error must be 'raise' or 'collect', got {on_error!r}")

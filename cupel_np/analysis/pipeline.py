@@ -5,15 +5,15 @@ budget-independent runner over one item set. The runner itself is ``cupel_np.eng
 from __future__ import annotations
 
 from cupel_np.analysis import budget_sim
+from cupel_np.analysis.selection import SelectionReport
+from cupel_np.analysis.sensitivity import policy_sensitivity
 from cupel_np.engine.batch import classify
-from cupel_np.model.budget import ContextBudget
+from cupel_np.engine.runner import PolicyRun, as_table, check_budget, run_policy
 from cupel_np.errors import CupelError, InvalidInputTypeError
+from cupel_np.model.budget import ContextBudget
+from cupel_np.model.grid import PolicySource
 from cupel_np.model.items import ContextItem
 from cupel_np.model.policy import Policy
-from cupel_np.analysis.selection import SelectionReport
-from cupel_np.engine.runner import PolicyRun, as_table, check_budget, run_policy
-from cupel_np.model.grid import PolicySource
-from cupel_np.analysis.sensitivity import policy_sensitivity
 
 #: re-exported: the runner's names were importable from here before it had its own module
 __all__ = ["Pipeline", "PolicyRun", "as_table", "classify", "policy_sensitivity_from_pipelines", "run_policy"]

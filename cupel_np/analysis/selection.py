@@ -13,11 +13,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from cupel_np.engine import reasons
 from cupel_np.analysis._repr import REPR_CSS, REPR_ROWS, html_table
+from cupel_np.engine import reasons
 from cupel_np.engine.reasons import REASON_NAMES
-from cupel_np.text import escape_html, shorten
 from cupel_np.model.items import ContextItem
+from cupel_np.text import shorten
 
 
 class InclusionReason(enum.Enum):

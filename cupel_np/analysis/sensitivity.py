@@ -12,26 +12,26 @@ from __future__ import annotations
 
 import enum
 import sys
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from cupel_np.analysis._repr import REPR_CSS, REPR_ROWS, html_table
+from cupel_np.analysis.selection import SelectionReport
 from cupel_np.engine.batch import SweepRun, run_sweep, segment_sums
 from cupel_np.engine.batch_kernels import duplicate_groups
-from cupel_np.model.budget import ContextBudget
-from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError, TooFewVariantsError
-from cupel_np.model.grid import PolicySource, Sweep, Variant, as_variants, check_on_error
-from cupel_np.model.items import ItemTable
 from cupel_np.engine.parallel import resolve_threads
-from cupel_np.engine.runner import PolicyRun, as_table
-from cupel_np.model.policy import Policy
-from cupel_np.analysis._repr import REPR_CSS, REPR_ROWS, html_table
 from cupel_np.engine.reasons import reason_name_lut
+from cupel_np.engine.runner import PolicyRun, as_table
+from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError, TooFewVariantsError
+from cupel_np.model.budget import ContextBudget
+from cupel_np.model.grid import as_variants, check_on_error
+from cupel_np.model.items import ItemTable
 from cupel_np.text import escape_html, shorten
-from cupel_np.analysis.selection import SelectionReport
 
 
 class ItemStatus(enum.Enum):
@@ -238,7 +238,7 @@ class SweepResult:
         )
 
     # -- reports --------------------------------------------------------------------------
-    def report(self, set_key=None) -> "PolicySensitivityReport":
+    def report(self, set_key=None) -> PolicySensitivityReport:
         return PolicySensitivityReport(self, self.table.segment_of(set_key))
 
     def selection_report(self, label: str, set_key=None) -> SelectionReport:

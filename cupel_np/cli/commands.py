@@ -51,7 +51,8 @@ def _name(items) -> str:
 
 def _run_dask(args, budget, variants, set_column, title: str) -> int:
     """A sensitivity/sweep command on Dask: parts written by the workers, report from them."""
-    from cupel_np.io.dask import connect, sweep as dask_sweep
+    from cupel_np.io.dask import connect
+    from cupel_np.io.dask import sweep as dask_sweep
     from cupel_np.report.from_dir import write_dir_report
 
     if not set_column:
@@ -247,8 +248,8 @@ def load_policies_file(path) -> list[tuple[str, object]]:
 def load_grid_file(path):
     """A Sweep grid (see README 'Grid files') plus the grid's default set column."""
     from cupel_np.model.budget import ContextBudget
-    from cupel_np.model.presets import preset
     from cupel_np.model.grid import Sweep
+    from cupel_np.model.presets import preset
 
     data = _read_data_file(path)
     if not isinstance(data, dict):
@@ -379,12 +380,11 @@ def _summary_json(result, paths: dict, elapsed: float) -> dict:
 
 # ----------------------------------------------------------------------------- commands
 def cmd_demo(args) -> int:
-    from cupel_np.model.budget import ContextBudget
-    from cupel_np.model.presets import PRESETS
-    from cupel_np.model.grid import Sweep
     from cupel_np.analysis.sensitivity import sweep
-
     from cupel_np.data import sample_path
+    from cupel_np.model.budget import ContextBudget
+    from cupel_np.model.grid import Sweep
+    from cupel_np.model.presets import PRESETS
 
     items = Path(args.items) if args.items else sample_path()
     if not items.exists():
@@ -408,8 +408,8 @@ def cmd_demo(args) -> int:
 
 
 def cmd_sensitivity(args) -> int:
-    from cupel_np.model.presets import preset
     from cupel_np.analysis.sensitivity import sweep
+    from cupel_np.model.presets import preset
 
     if bool(args.policies) == bool(args.preset):
         raise UsageError("give either --policies FILE or one or more --preset NAME")
@@ -465,10 +465,10 @@ def _finish(args, result, t0: float, title: str) -> int:
 
 
 def cmd_budget(args) -> int:
-    from cupel_np.report.budget import parse_ladder, print_summary, summarize, write_budget_outputs
     from cupel_np.analysis.budget_sim import budget_curves, budget_ladder
-    from cupel_np.model.presets import preset
     from cupel_np.model.policy import Policy
+    from cupel_np.model.presets import preset
+    from cupel_np.report.budget import parse_ladder, print_summary, summarize, write_budget_outputs
 
     if not args.policy and not args.preset:
         raise UsageError("give one or more --policy FILE and/or --preset NAME")
@@ -519,9 +519,9 @@ def cmd_budget(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from cupel_np.model.presets import preset
     from cupel_np.analysis.pipeline import Pipeline
     from cupel_np.model.policy import Policy
+    from cupel_np.model.presets import preset
 
     if bool(args.policy) == bool(args.preset):
         raise UsageError("give either --policy FILE or --preset NAME")

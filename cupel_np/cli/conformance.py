@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import math
 import sys
-from datetime import datetime, timezone
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
-from cupel_np.model.budget import ContextBudget
-from cupel_np.errors import CupelError
-from cupel_np.model.items import ContextItem, ItemTable
 from cupel_np.analysis.pipeline import Pipeline
-from cupel_np.model.policy import Policy, scorer_from_dict, slicer_from_dict
 from cupel_np.engine.scorers import ScoreContext
+from cupel_np.errors import CupelError
+from cupel_np.model.budget import ContextBudget
+from cupel_np.model.items import ContextItem, ItemTable
+from cupel_np.model.policy import Policy, scorer_from_dict, slicer_from_dict
 
 
 class VectorFailure(Exception):
@@ -38,7 +39,7 @@ def load_vector(path: Path) -> dict:
 
 def _aware(v):
     if isinstance(v, datetime) and v.tzinfo is None:
-        return v.replace(tzinfo=timezone.utc)
+        return v.replace(tzinfo=UTC)
     return v
 
 

@@ -9,26 +9,28 @@ run (``Pipeline.dry_run``) is simply a sweep with one variant.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from collections.abc import Mapping
-from typing import Callable, Sequence
 
 import numpy as np
 
-import threading
-
 from cupel_np.engine import stages
-from cupel_np.engine.reasons import R_TRUNCATED
-from cupel_np.model.grid import Variant
-from cupel_np.engine.parallel import resolve_threads, run_tasks
 from cupel_np.engine.batch_kernels import duplicate_groups, duplicate_winners, variant_scores
-from cupel_np.model.budget import ContextBudget
+from cupel_np.engine.parallel import resolve_threads, run_tasks
+from cupel_np.engine.reasons import R_TRUNCATED
+from cupel_np.engine.scorers import ScoreContext
+from cupel_np.engine.slicers import kernels as sk
+from cupel_np.engine.slicers.greedy import greedy_segments
+from cupel_np.engine.slicers.quota import quota_greedy_slice
 from cupel_np.errors import (
     BudgetOverflowError,
     PinnedExceedsBudgetError,
     ScarcityError,
     TableTooLargeError,
 )
+from cupel_np.model.budget import ContextBudget
+from cupel_np.model.grid import Variant
 from cupel_np.model.items import ItemTable
 from cupel_np.model.policy import (
     CompositeScorer,
@@ -36,14 +38,8 @@ from cupel_np.model.policy import (
     CountQuotaSlice,
     GreedySlice,
     KnapsackSlice,
-    Policy,
     QuotaSlice,
 )
-from cupel_np.engine.scorers import ScoreContext
-from cupel_np.engine.slicers import kernels as sk
-from cupel_np.engine.slicers.greedy import greedy_segments
-from cupel_np.engine.slicers.quota import quota_greedy_slice
-
 
 #: Most memory one knapsack DP may allocate, in keep-table cells (bits): 2^32 cells = 512 MiB.
 #: A DP of n candidates and capacity C needs (n + 256) x 64 x (C // 64 + 2) cells: its keep
@@ -424,9 +420,9 @@ def run_sweep(
         jobs.append(ts_job)
 
     def column(j: int) -> None:
-        base[:, j] = ctx.score(children[j])
+        base[:, j] = ctx.score(children[j])  # noqa: F821 (called before the del below)
 
-    jobs += [lambda j=j: column(j) for j in range(len(children))]
+    jobs += [lambda j=j: column(j) for j in range(len(children))]  # noqa: F821
     jobs.append(lambda: shared.__setitem__("dup", duplicate_groups(table.content_id[sc_rows], sc_off)))
     jobs.append(
         lambda: shared.update(
@@ -436,7 +432,7 @@ def run_sweep(
             sc_kind=_scoreable(table.kind_id, sc_rows),
         )
     )
-    run_tasks(len(jobs), threads, _no_state, lambda i, _: jobs[i]())
+    run_tasks(len(jobs), threads, _no_state, lambda i, _: jobs[i]())  # noqa: F821
     out._plan = plan = (base, term_off, term_col, term_w)
     del ctx, column, jobs  # the base matrix holds every column the variants need
     members, goff = shared["dup"]

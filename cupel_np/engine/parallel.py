@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
 
 from cupel_np.errors import InvalidConfigError
 

@@ -12,12 +12,12 @@ from functools import cached_property
 import numpy as np
 
 from cupel_np.engine.batch import KNAPSACK_MAX_CELLS, Classified, SweepRun, run_sweep
-from cupel_np.model.grid import PolicySource, Variant
-from cupel_np.model.budget import ContextBudget
+from cupel_np.engine.scorers import ScoreContext
 from cupel_np.errors import InvalidInputTypeError
+from cupel_np.model.budget import ContextBudget
+from cupel_np.model.grid import Variant
 from cupel_np.model.items import ItemTable
 from cupel_np.model.policy import Policy
-from cupel_np.engine.scorers import ScoreContext
 
 
 def as_table(items) -> ItemTable:

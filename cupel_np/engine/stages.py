@@ -10,24 +10,18 @@ from __future__ import annotations
 import numpy as np
 
 from cupel_np._jit import jit
-from cupel_np.engine.slicers.greedy import complete_ranks, density_key
-from cupel_np.engine.sortkeys import desc_bits, int_keys, ordered_bits, radix_argsort, stable_argsort  # noqa: F401 (radix_argsort: re-exported)
 
 # reason codes (stored in the int8 reason matrix): one home, cupel_np.engine.reasons
 from cupel_np.engine.reasons import (  # noqa: E402
     R_BUDGET_EXCEEDED,
     R_COUNT_CAP_EXCEEDED,
-    R_DEDUPLICATED,
-    R_FILTERED,
-    R_NEGATIVE_TOKENS,
     R_PINNED,
     R_PINNED_OVERRIDE,
-    R_QUOTA_CAP_EXCEEDED,
-    R_QUOTA_REQUIRE_DISPLACED,
     R_SCORED,
-    R_SCORED_TOO_LOW,
     R_ZERO_TOKEN,
 )
+from cupel_np.engine.slicers.greedy import complete_ranks, density_key
+from cupel_np.engine.sortkeys import desc_bits, int_keys, ordered_bits, radix_argsort, stable_argsort  # noqa: F401 (radix_argsort: re-exported)
 
 ERR_OVERFLOW = 2
 

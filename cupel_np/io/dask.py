@@ -101,9 +101,9 @@ def _worker_threads() -> int:
 def _run_partition(df, index: int, budget, variants, set_column: str, on_error: str, out_dir: str) -> dict:
     """One Dask task: sweep the partition's sets with the in-process engine and write its
     three part files. Returns the partition's summary."""
+    from cupel_np.analysis.sensitivity import sweep
     from cupel_np.io.parquet import _variants_metadata
     from cupel_np.model.items import ItemTable
-    from cupel_np.analysis.sensitivity import sweep
 
     t0 = time.perf_counter()
     labels = [v.label for v in variants]
@@ -273,8 +273,8 @@ def sweep(
     _require()
     from distributed import Client, LocalCluster, as_completed
 
-    from cupel_np.model.budget import ContextBudget
     from cupel_np.io.parquet import _variants_metadata
+    from cupel_np.model.budget import ContextBudget
     from cupel_np.model.grid import as_variants, check_on_error
 
     t0 = time.perf_counter()

@@ -31,10 +31,11 @@ import csv
 import json
 import math
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pyarrow as pa
 
@@ -235,17 +236,17 @@ def _parse_ts(v, where: str) -> datetime | None:
             raise _Bad(f"{where}: timestamp {v!r} is not finite")
         secs = v / 1000.0 if abs(v) > 1e11 else float(v)  # epoch milliseconds are common too
         try:
-            return datetime.fromtimestamp(secs, tz=timezone.utc)
+            return datetime.fromtimestamp(secs, tz=UTC)
         except (OverflowError, OSError, ValueError):
             raise _Bad(f"{where}: timestamp {v!r} is out of range") from None
     if isinstance(v, datetime):
-        return v if v.tzinfo else v.replace(tzinfo=timezone.utc)
+        return v if v.tzinfo else v.replace(tzinfo=UTC)
     if isinstance(v, str):
         try:
             d = datetime.fromisoformat(v.strip())
         except ValueError:
             raise _Bad(f"{where}: timestamp {v!r} is not ISO 8601") from None
-        return (d if d.tzinfo else d.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+        return (d if d.tzinfo else d.replace(tzinfo=UTC)).astimezone(UTC)
     raise _Bad(f"{where}: timestamp must be an ISO 8601 string or epoch seconds, got {type(v).__name__}")
 
 

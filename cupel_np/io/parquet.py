@@ -18,32 +18,31 @@ import sys
 from pathlib import Path
 
 import numpy as np
-
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from cupel_np._files import atomic_write_bytes, temp_beside
 from cupel_np._version import __version__
+from cupel_np.analysis.sensitivity import sweep
+from cupel_np.errors import InvalidConfigError, InvalidInputTypeError, MemoryLimitError
 from cupel_np.model._readers import read_items_table
 from cupel_np.model.datasets import (
     IN_MEMORY_FACTOR,
-    describe_source,
-    format_size,
-    whole_set_chunks,
     check_fits,
     chunk_rows_for,
     default_memory_limit,
+    describe_source,
     estimate_in_memory_peak,
     first_repeated_set,
+    format_size,
     open_dataset,
     set_runs,
+    whole_set_chunks,
 )
-from cupel_np._files import temp_beside, atomic_write_bytes
-from cupel_np.errors import InvalidConfigError, InvalidInputTypeError, MemoryLimitError
+from cupel_np.model.grid import as_variants
 from cupel_np.model.items import SET_COLUMN, ItemTable, Problems, check_items
 from cupel_np.model.policy import json_default
-from cupel_np.analysis.sensitivity import sweep
-from cupel_np.model.grid import as_variants
 
 __all__ = [
     "atomic_write_bytes",

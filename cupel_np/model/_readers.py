@@ -8,8 +8,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cupel_np.model.datasets import read_table
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
+from cupel_np.model.datasets import read_table
 
 
 def one_line(text: str) -> str:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.text import ascii_fold, is_blank
@@ -141,7 +141,7 @@ class ContextBudget:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping) -> "ContextBudget":
+    def from_dict(cls, d: Mapping) -> ContextBudget:
         known = {
             "max_tokens",
             "target_tokens",

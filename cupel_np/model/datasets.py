@@ -11,7 +11,6 @@ error points to ``cupel_np.dask.sweep`` when it does not.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -326,7 +325,7 @@ def set_runs(d: ds.FileSystemDataset, set_column: str) -> tuple[pa.Array, np.nda
     """The runs of equal set keys in input order, read one row group at a time (memory in
     proportion to the number of runs, not rows): (key of each run, length of each run)."""
     keys, lengths = [], []
-    last, last_len = None, 0
+    last = None
     for frag in d.get_fragments():
         for rg in frag.split_by_row_group():
             col = rg.to_table(columns=[set_column], schema=d.schema).column(set_column).combine_chunks()

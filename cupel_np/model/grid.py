@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Mapping, Sequence
 
-from cupel_np.model.budget import ContextBudget
-from cupel_np.model.presets import preset
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
+from cupel_np.model.budget import ContextBudget
 from cupel_np.model.policy import (
     CompositeScorer,
     KnapsackSlice,
     Policy,
     slicer_from_dict,
 )
+from cupel_np.model.presets import preset
 
 
 def _slicer_label(sl) -> str:

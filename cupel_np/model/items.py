@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import cached_property
-from datetime import datetime, timezone
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cupel_np.model._readers import one_line, read_items_table
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
+from cupel_np.model._readers import one_line, read_items_table
 from cupel_np.text import WHITE_SPACE_CLASS, ascii_fold, is_blank, parse_rust_f64
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 ITEM_FIELDS = (
     "content",
@@ -134,7 +135,7 @@ class ContextItem:
                     f"ContextItem.timestamp must be timezone-aware (UTC semantics), got naive "
                     f"{ts.isoformat()}; use datetime(..., tzinfo=timezone.utc)"
                 )
-            set_(self, "timestamp", ts.astimezone(timezone.utc))
+            set_(self, "timestamp", ts.astimezone(UTC))
         h = self.future_relevance_hint
         if h is not None:
             if isinstance(h, bool) or not isinstance(h, (int, float, np.floating, np.integer)):
@@ -241,13 +242,13 @@ class ItemTable:
         self._cache: dict = {}
         self._set_index: dict | None = None
 
-    def _renamed(self, set_column: str) -> "ItemTable":
+    def _renamed(self, set_column: str) -> ItemTable:
         self.set_column = set_column
         return self
 
     # -- construction -------------------------------------------------------------------
     @classmethod
-    def from_items(cls, items: Iterable[ContextItem | Mapping], set_column: str | None = None) -> "ItemTable":
+    def from_items(cls, items: Iterable[ContextItem | Mapping], set_column: str | None = None) -> ItemTable:
         """From ContextItems or dicts with ContextItem's field names (plus the set column)."""
         cols: dict[str, list] = {f: [] for f in ITEM_FIELDS}
         sets: list = []
@@ -304,7 +305,7 @@ class ItemTable:
         return cls(pa.Table.from_arrays(arrays, names=names), set_column=set_column)
 
     @classmethod
-    def from_arrow(cls, data, set_column: str | None = None) -> "ItemTable":
+    def from_arrow(cls, data, set_column: str | None = None) -> ItemTable:
         """From anything ``pyarrow.table()`` accepts (Arrow tables, pandas / polars frames,
         dicts of columns) with snake_case ContextItem column names."""
         if not isinstance(data, pa.Table):
@@ -315,7 +316,7 @@ class ItemTable:
         return cls(data, set_column=set_column)
 
     @classmethod
-    def from_parquet(cls, path, set_column: str | None = None, *, filter=None) -> "ItemTable":
+    def from_parquet(cls, path, set_column: str | None = None, *, filter=None) -> ItemTable:
         """From a Parquet file, a directory of them (hive partition columns are ordinary
         columns, usable as the set column or in ``filter``, a ``pyarrow.compute``
         expression) or a list of files; rows in file order."""
@@ -566,7 +567,7 @@ class ItemTable:
         except (KeyError, TypeError):
             raise InvalidConfigError(f"no item set with key {key!r} in set column {self.set_column!r}") from None
 
-    def subset(self, key) -> "ItemTable":
+    def subset(self, key) -> ItemTable:
         """One item set as its own single-set ItemTable (rows in input order)."""
         seg = self.segment_of(key)
         lo, hi = int(self.offsets[seg]), int(self.offsets[seg + 1])

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.text import ascii_fold, is_blank
@@ -314,7 +315,7 @@ class DecayScorer(Scorer):
             raise InvalidInputTypeError(f"decay reference_time must be a datetime, got {rt!r}")
         if rt.tzinfo is None or rt.utcoffset() is None:
             raise InvalidConfigError(f"decay reference_time must be timezone-aware, got {rt.isoformat()}")
-        object.__setattr__(self, "reference_time", rt.astimezone(timezone.utc))
+        object.__setattr__(self, "reference_time", rt.astimezone(UTC))
         if not isinstance(self.curve, (ExponentialCurve, StepCurve, WindowCurve)):
             raise InvalidInputTypeError(f"decay curve must be a curve spec, got {self.curve!r}")
         v = _num("decay null_timestamp_score", self.null_timestamp_score)
@@ -568,7 +569,7 @@ class Policy:
 
     # -- dict / file round trips --------------------------------------------------------
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Policy":
+    def from_dict(cls, d: Mapping[str, Any]) -> Policy:
         """From a pipeline vector's ``[config]`` table (EXTENSIONS.md) + name/description."""
         if not isinstance(d, Mapping):
             raise InvalidInputTypeError(f"policy config must be a table/dict, got {type(d).__name__}")
@@ -614,7 +615,7 @@ class Policy:
         return json.dumps(self.to_dict(), default=json_default, indent=2)
 
     @classmethod
-    def from_json(cls, text: str) -> "Policy":
+    def from_json(cls, text: str) -> Policy:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
@@ -624,7 +625,7 @@ class Policy:
         return cls.from_dict(data)
 
     @classmethod
-    def from_toml(cls, text: str) -> "Policy":
+    def from_toml(cls, text: str) -> Policy:
         import tomli
 
         try:
@@ -636,7 +637,7 @@ class Policy:
         return cls.from_dict(data)
 
     @classmethod
-    def from_file(cls, path) -> "Policy":
+    def from_file(cls, path) -> Policy:
         p = Path(path)
         try:
             text = p.read_text(encoding="utf-8")
@@ -650,7 +651,7 @@ class Policy:
             raise InvalidConfigError(f"{p}: {e}") from None
 
     @classmethod
-    def from_dotnet_json(cls, data: Mapping[str, Any]) -> "Policy":
+    def from_dotnet_json(cls, data: Mapping[str, Any]) -> Policy:
         return policy_from_dotnet(data)
 
 
@@ -694,13 +695,13 @@ SCORER_TYPES = (
 def _as_datetime(where: str, v) -> datetime:
     if isinstance(v, datetime):
         # a date-time without an offset (TOML local date-time) is read as UTC
-        return v if v.tzinfo is not None else v.replace(tzinfo=timezone.utc)
+        return v if v.tzinfo is not None else v.replace(tzinfo=UTC)
     if isinstance(v, str):
         try:
             dt = datetime.fromisoformat(v.replace("Z", "+00:00"))
         except ValueError:
             raise InvalidConfigError(f"{where} is not an ISO-8601 date-time: {v!r}") from None
-        return dt if dt.tzinfo is not None else dt.replace(tzinfo=timezone.utc)
+        return dt if dt.tzinfo is not None else dt.replace(tzinfo=UTC)
     raise InvalidInputTypeError(f"{where} must be a date-time, got {type(v).__name__} {v!r}")
 
 

@@ -81,7 +81,6 @@ def load_sweep_dir(out_dir, top_k: int = 40) -> SweepDirSummary:
     vpath, dpath, ipath = _output(out, "variants"), _output(out, "diffs"), _output(out, "items")
     variants, set_col = _meta(out, vpath)
     labels = [v["label"] for v in variants]
-    index = {l: i for i, l in enumerate(labels)}
     nv = len(labels)
     inc, tok, tgt, swi, fail = (np.zeros(nv, dtype=np.int64) for _ in range(5))
     example: dict[str, str] = {}
@@ -239,8 +238,8 @@ def _tokens(s: SweepDirSummary) -> bytes:
 
 
 def _describe(v: dict) -> str:
-    from cupel_np.report.html import _describe_scorer
     from cupel_np.model.policy import Policy
+    from cupel_np.report.html import _describe_scorer
 
     b = v["budget"]
     try:
@@ -256,8 +255,8 @@ def _describe(v: dict) -> str:
 
 def write_dir_report(out_dir, *, title: str | None = None, top_k: int = 40) -> Path:
     """Write ``report.html`` (PNGs embedded and beside it) for the sweep written in ``out_dir``."""
-    from cupel_np.report.html import CSS, _short
     from cupel_np.io.parquet import atomic_write_bytes
+    from cupel_np.report.html import CSS, _short
 
     out = Path(out_dir)
     s = load_sweep_dir(out, top_k)

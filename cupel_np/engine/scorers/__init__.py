@@ -10,10 +10,13 @@ asked for by two threads at once is computed by one of them while the other wait
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
 
 import numpy as np
 
+from cupel_np._jit import as_input
+from cupel_np.engine.scorers import kernels
 from cupel_np.model.policy import (
     CompositeScorer,
     DecayScorer,
@@ -31,8 +34,6 @@ from cupel_np.model.policy import (
     TagScorer,
     WindowCurve,
 )
-from cupel_np._jit import as_input
-from cupel_np.engine.scorers import kernels
 
 I64, F64, B1 = np.int64, np.float64, np.bool_
 
@@ -184,9 +185,7 @@ def _evaluate(scorer: Scorer, ctx: ScoreContext) -> np.ndarray:
 
 
 def _reference(dt, unit: str) -> int:
-    from datetime import datetime, timezone
-
-    epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
     delta = dt - epoch
     us = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
     return {"s": us // 1_000_000, "ms": us // 1000, "us": us, "ns": us * 1000}[unit]

@@ -28,8 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 from cupel_np._jit import jit
-from cupel_np.engine.sortkeys import _SIGN, desc_bits, int_keys, ordered_bits, score_cmp, stable_argsort
 from cupel_np.engine.slicers.kernels import MAX_FLOAT
+from cupel_np.engine.sortkeys import _SIGN, desc_bits, int_keys, ordered_bits, score_cmp, stable_argsort
 
 #: segments with at least this many candidates take the big-set path (the budget frontier by a
 #: weighted radix selection, then the exact chunked walk of what still fits beyond it)
