@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from cupel_np._version import __version__
 from cupel_np.errors import CupelError, InvalidConfigError
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
@@ -704,6 +705,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="cupel-np",
         description="Cupel context selection at corpus scale: which items do your policies swap in or out?",
     )
+    parser.add_argument("--version", action="version", version=f"cupel-np {__version__}")
     sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     p = sub.add_parser("demo", parents=[common], help="presets x budgets on the sample corpus; Parquet + HTML report")
