@@ -197,7 +197,7 @@ def make_token_counter(spec=None) -> tuple[Callable[[str], int], str]:
         mod = importlib.import_module(prefix)
     except ImportError as e:
         raise InvalidConfigError(f"tokenizer {spec!r}: cannot import module {prefix!r}: {e}") from None
-    fn = mod
+    fn: Any = mod
     for part in rest.split("."):
         fn = getattr(fn, part, None)
         if fn is None:
@@ -382,7 +382,8 @@ def _claude_record(obj, where: str, skipped: dict, tool_call_kind: str) -> tuple
                 continue
             parts.append(_Part(b["text"], "Message", "Chat", False, role, ts, uid))
         elif bt == "tool_use":
-            name, inp = b.get("name"), b.get("input", {})
+            name = b.get("name")
+            inp: Any = b.get("input", {})
             if not isinstance(name, str):
                 raise _Bad(f"{w}: tool_use block without a 'name'")
             parts.append(
