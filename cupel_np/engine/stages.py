@@ -107,7 +107,16 @@ def _chronological_all(
 ):
     """``_chronological_filter`` when every merged item is kept in merged order (no
     truncation): input position = pinned index, or ``n_pin + rank`` for a sliced item.
-    Leaves ``lstpos`` set for the kept rows: the caller resets it."""
+    Leaves ``lstpos`` set for the kept rows: the caller resets it.
+
+    Arguments (one segment of ``_place_segments``'s arrays, see there)
+        pinned : ``pin_rows[plo:plo + n_pin]``
+        candidates : ``cand_rows[clo:chi]`` with their ``rank`` (-1: not selected); ``m``
+            merged items in all
+        per row : ``ts_valid``
+        shared order : ``ts_order[a:b]`` / ``ts_sorted[a:b]``, the segment's timestamped rows
+        scratch : ``lstpos`` (per row)
+        output : ``position`` (per row)"""
     for q in range(n_pin):
         lstpos[pin_rows[plo + q]] = q
     for p in range(clo, chi):
@@ -144,7 +153,13 @@ def _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, u_rank, u_
     """U-shaped placement when every merged item is kept: the sliced items come ordered
     (``u_rank[ua:ub]``, score desc then rank, keys ``u_key``); the pinned items (score 1.0)
     go before the first sliced item whose score is not above 1.0. Item ``j`` of that order
-    is placed at ``j // 2`` (even ``j``) or ``m - 1 - j // 2`` (odd ``j``)."""
+    is placed at ``j // 2`` (even ``j``) or ``m - 1 - j // 2`` (odd ``j``).
+
+    Arguments (one segment of ``_place_segments``'s arrays, see there)
+        pinned : ``pin_rows[plo:plo + n_pin]``
+        candidates : ``cand_rows[clo:chi]`` with their ``rank``; ``m`` merged items in all
+        u-shaped order : ``u_rank[ua:ub]`` and ``u_key[ua:ub]``; ``one_key``
+        output : ``position`` (per row)"""
     row_of = np.empty(ub - ua, dtype=np.int64)  # sliced row by rank
     for p in range(clo, chi):
         r = rank[p]
@@ -223,7 +238,16 @@ def _chronological_filter(
     (ties by input order), then the others in input order. Writes ``position[row]``.
 
     Per-row work runs in row order (the candidates) or in timestamp order (the shared order);
-    only ``lstpos`` (-1 on entry and exit) and ``position`` are addressed by row."""
+    only ``lstpos`` (-1 on entry and exit) and ``position`` are addressed by row.
+
+    Arguments (one segment of ``_place_segments``'s arrays, see there)
+        merged list : ``mrow`` (row per merged index; the first ``n_pin`` pinned) and the kept
+            ``lst[:n_keep]``
+        candidates : ``cand_rows[clo:chi]`` with their ``rank``
+        per row : ``ts_valid``
+        shared order : ``ts_order[a:b]`` / ``ts_sorted[a:b]``, the segment's timestamped rows
+        scratch : ``lstpos`` (per row), ``mark`` (per merged index)
+        output : ``position`` (per row)"""
     m = mark.shape[0]
     inv = mark  # merged index -> input-order position (-1 when dropped)
     for q in range(m):
