@@ -5,6 +5,15 @@ Shared across variants: classification (it depends only on tokens and pinned fla
 distinct base scorer column (``ScoreContext``), the duplicate-content groups, and the first
 pinned row of each set. Per variant: one kernel call per stage over all sets. A single policy
 run (``Pipeline.dry_run``) is simply a sweep with one variant.
+
+``run_sweep`` in phases, on the engine's one thread pool:
+
+1. :func:`prepare_sweep` - what every variant reads, as independent tasks; returns the frozen
+   :class:`SweepShared`.
+2. :func:`run_variant` per variant (each worker with its own :class:`_Scratch`): scores, then
+   ``_deduplicate``, ``_slice_greedy`` / ``_slice_sorted`` (with :class:`SlicerArgs`) and
+   ``_place``, which ends in ``_record``: each writes only that variant's rows of the
+   :class:`SweepRun`, so the result is the same for any thread count.
 """
 
 from __future__ import annotations
