@@ -34,7 +34,15 @@ PROPS = settings(
 def _corpus():
     rows = []
     for s in range(6):
-        rows.append({"conv": f"c{s}", "content": f"sys{s}", "tokens": 145 if s == 3 else 20, "kind": "SystemPrompt", "pinned": s != 3})
+        rows.append(
+            {
+                "conv": f"c{s}",
+                "content": f"sys{s}",
+                "tokens": 145 if s == 3 else 20,
+                "kind": "SystemPrompt",
+                "pinned": s != 3,
+            }
+        )
         for k in range(5):
             rows.append(
                 {
@@ -97,7 +105,8 @@ def test_collect_mode_gathers_every_failing_row_as_a_table():
 
 def test_failed_runs_fail_every_check_with_their_error():
     table = c.ItemTable.from_items(
-        [{"s": "a", "content": "x", "tokens": 700, "pinned": True}, {"s": "b", "content": "y", "tokens": 5}], set_column="s"
+        [{"s": "a", "content": "x", "tokens": 700, "pinned": True}, {"s": "b", "content": "y", "tokens": 5}],
+        set_column="s",
     )
     pol = c.Policy.from_dict({"scorers": [{"type": "priority", "weight": 1}], "overflow_strategy": "throw"})
     res = c.sweep(table, c.ContextBudget(600, 100), [("p", pol)], on_error="collect")
@@ -182,7 +191,9 @@ def checks(draw):
 def _oracle_report(items, report):
     """The oracle's report as IncludedItem/ExcludedItem-like entries."""
     its = [SimpleNamespace(**dict(naive.normalize_item(d), tags=tuple(naive.normalize_item(d)["tags"]))) for d in items]
-    inc = [SimpleNamespace(item=its[r], score=sc, reason=SimpleNamespace(reason=why)) for r, sc, why in report["included"]]
+    inc = [
+        SimpleNamespace(item=its[r], score=sc, reason=SimpleNamespace(reason=why)) for r, sc, why in report["included"]
+    ]
     exc = [
         SimpleNamespace(item=its[r], score=sc, reason=SimpleNamespace(reason=why, **fields))
         for r, sc, why, fields in report["excluded"]

@@ -79,7 +79,9 @@ def test_include_item_matching_gets_the_entry():
     with pytest.raises(SelectionReportAssertionError) as ei:
         should(REPORT).include_item_matching(lambda i: i.score > 1.0)
     msg = str(ei.value)
-    assert msg.startswith("IncludeItemMatching failed: no item in Included matched the predicate. Included had 5 items.")
+    assert msg.startswith(
+        "IncludeItemMatching failed: no item in Included matched the predicate. Included had 5 items."
+    )
     assert "kind=SystemPrompt, score=1.0, reason=Pinned" in msg
 
 
@@ -289,9 +291,9 @@ def test_conditions_compose_and_check_their_arguments():
     with pytest.raises(InvalidConfigError, match="unknown condition column"):
         col("colour")
     with pytest.raises(InvalidConfigError, match="compares with a number"):
-        col("tokens") > "10"
+        _ = col("tokens") > "10"
     with pytest.raises(InvalidConfigError, match="unknown reason"):
-        col("reason") == "Nope"
+        _ = col("reason") == "Nope"
     with pytest.raises(TypeError, match="no truth value"):
         bool(col("kind") == "Message")
     with pytest.raises(InvalidConfigError, match="needs a report entry"):
