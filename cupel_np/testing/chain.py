@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from cupel_np.engine.reasons import REASON_NAMES
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
-from cupel_np.text import ascii_fold
+from cupel_np.text import ascii_fold, is_blank
 
 __all__ = ["SelectionReportAssertionChain", "SelectionReportAssertionError", "reason_name", "EXCLUSION_REASONS"]
 
@@ -50,7 +50,7 @@ def entry_reason_name(entry) -> str:
 
 
 def _kind_arg(kind) -> str:
-    if not isinstance(kind, str) or not kind.strip():
+    if not isinstance(kind, str) or is_blank(kind):
         raise InvalidConfigError(f"a kind must be a non-empty string, got {kind!r}")
     return kind
 

@@ -29,7 +29,7 @@ from cupel_np.errors import InvalidConfigError
 from cupel_np.model.items import ItemTable
 from cupel_np.text import ascii_fold
 
-__all__ = ["Column", "Condition", "col", "CONDITION_COLUMNS"]
+__all__ = ["Column", "Condition", "col", "code_mask", "CONDITION_COLUMNS"]
 
 _NUMERIC = ("tokens", "priority", "future_relevance_hint", "original_tokens", "pinned", "score")
 _STRING = ("kind", "source", "content", "reason")
@@ -245,7 +245,7 @@ class _Compare(Condition):
             eq = t.kind_id == t.kind_ids_for(self.value)
             return eq if self.op == "==" else ~eq
         if name == "reason":
-            eq = np.isin(ctx.reasons(), _reason_codes(self.value))
+            eq = code_mask(ctx.reasons(), _reason_codes(self.value))
             return eq if self.op == "==" else ~eq
         if name in ("source", "content") or name.startswith("metadata."):
             arr = _string_column(t, name)
@@ -254,6 +254,14 @@ class _Compare(Condition):
         values, valid = _numeric_column(ctx, name)
         out = _OPS[self.op](values, self.value)
         return out & valid
+
+
+def code_mask(codes: np.ndarray, wanted) -> np.ndarray:
+    """``np.isin(codes, wanted)`` for an int8 reason-code array, by a 256-entry lookup table
+    (several times faster than ``np.isin`` on millions of codes)."""
+    lut = np.zeros(256, dtype=np.bool_)
+    lut[np.asarray(wanted, dtype=np.int64) & 0xFF] = True
+    return lut[codes.view(np.uint8)]
 
 
 def _reason_codes(name: str) -> list[int]:

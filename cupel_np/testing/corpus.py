@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cupel_np.engine.batch import segment_sums
 from cupel_np.engine.reasons import R_BUDGET_EXCEEDED, R_TRUNCATED, REASON_NAMES
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.testing.chain import SelectionReportAssertionError, _count_arg, _kind_arg, reason_name
-from cupel_np.testing.conditions import Condition, RowContext
+from cupel_np.testing.conditions import Condition, RowContext, code_mask
 
 __all__ = ["CorpusAssertionChain", "CorpusAssertionError", "FAILURE_SCHEMA"]
 
@@ -120,7 +121,7 @@ class CorpusAssertionChain:
     def _rows(self, label, expected, v, sets, found, failed, fmt) -> pa.Table:
         n = sets.shape[0]
         if fmt == "float":
-            found_s = pa.array(np.char.mod("%.6f", found.astype(np.float64)), pa.string(), mask=failed)
+            found_s = _fixed6(found.astype(np.float64), failed)
         else:
             found_s = pa.array(found.astype(np.int64), mask=failed).cast(pa.string())
         errors = pa.nulls(n, pa.string())
@@ -202,7 +203,7 @@ class CorpusAssertionChain:
         codes = _codes(name)
 
         def per(v):
-            cnt = self._count(np.isin(self.run.reason[v], codes))
+            cnt = self._count(code_mask(self.run.reason[v], codes))
             return cnt > 0, cnt
 
         return self._check(f"ExcludeItemWithReason({name})", f"excluded items with reason {name} >= 1", per)
@@ -214,7 +215,7 @@ class CorpusAssertionChain:
         codes = _codes(name)
 
         def per(v):
-            cnt = self._count(np.isin(self.run.reason[v], codes) & cond.mask(self._ctx(v)))
+            cnt = self._count(code_mask(self.run.reason[v], codes) & cond.mask(self._ctx(v)))
             return cnt > 0, cnt
 
         return self._check(
@@ -270,25 +271,19 @@ class CorpusAssertionChain:
 
     def excluded_items_are_sorted_by_score_descending(self) -> CorpusAssertionChain:
         """In every set, adjacent excluded scores satisfy ``score[i] >= score[i+1]`` in the
-        report's order (score descending, a NaN score last; ties keep the pipeline's order,
-        which cannot change the outcome). ``found``: the first violating index."""
-        n_sets = self.table.n_sets
+        report's order. That order is score descending with a NaN score last (ties keep the
+        pipeline's order, which cannot change the outcome), so a pair can only violate the
+        rule at a NaN: the first violation is just before the first NaN, or at 0 when every
+        score is NaN. Counted per set, no sort. ``found``: the first violating index (-1 none)."""
 
         def per(v):
-            rows = np.flatnonzero(~self.run.included[v])
-            sc = self.run.scores_at(v, rows)
-            seg = self._seg[rows]
-            order = np.lexsort((np.where(np.isnan(sc), np.inf, -sc), seg))
-            sc, seg = sc[order], seg[order]
-            same = seg[1:] == seg[:-1]
-            bad = same & ~(sc[:-1] >= sc[1:])
-            first = np.full(n_sets, -1, dtype=np.int64)
-            if bad.any():
-                where = np.flatnonzero(bad)
-                starts = np.searchsorted(seg, np.arange(n_sets))
-                s_bad = seg[where]
-                u, idx = np.unique(s_bad, return_index=True)
-                first[u] = where[idx] + 1 - starts[u]
+            exc = ~self.run.included[v]
+            nan = exc & np.isnan(self.run.scores_for(v))
+            n_exc = self._count(exc)
+            n_nan = self._count(nan)
+            n_num = n_exc - n_nan
+            first = np.where(n_num > 0, n_num - 1, 0)
+            first = np.where((n_nan > 0) & (n_exc >= 2), first, -1)
             return first < 0, first
 
         return self._check(
@@ -325,10 +320,18 @@ class CorpusAssertionChain:
         t = self.table
         k = max(len(t.kind_vocab), 1)
 
+        dense = t.n_sets * k <= 4 * t.n + 1_000_000  # a dense (set, kind) count table is small
+        pair = self._seg * k + t.kind_id if dense else None
+
         def per(v):
-            rows = np.flatnonzero(self.run.included[v])
-            pairs = np.unique(self._seg[rows] * k + t.kind_id[rows])
-            cnt = np.bincount(pairs // k, minlength=t.n_sets)
+            inc = self.run.included[v]
+            if pair is not None:
+                hit = np.bincount(pair[inc], minlength=t.n_sets * k)
+                cnt = np.count_nonzero(hit.reshape(t.n_sets, k), axis=1)
+            else:
+                rows = np.flatnonzero(inc)
+                pairs = np.unique(self._seg[rows] * k + t.kind_id[rows])
+                cnt = np.bincount(pairs // k, minlength=t.n_sets)
             return cnt >= n, cnt
 
         return self._check(f"HaveKindCoverageCount({n})", f"distinct included kinds >= {n}", per)
@@ -338,7 +341,6 @@ class CorpusAssertionChain:
         """In every set, the first or last placed item satisfies ``condition``. ``found``: the
         placed index of the first matching item (-1: none)."""
         cond = _condition(condition)
-        n_sets = self.table.n_sets
 
         def per(v):
             inc = self.run.included[v]
@@ -347,13 +349,8 @@ class CorpusAssertionChain:
             hit = inc & cond.mask(self._ctx(v))
             at_edge = hit & ((pos == 0) | (pos == last[self._seg]))
             ok = self._count(at_edge) > 0
-            rows = np.flatnonzero(hit)
-            first = np.full(n_sets, -1, dtype=np.int64)
-            if rows.size:
-                seg = self._seg[rows]
-                order = np.lexsort((pos[rows], seg))
-                u, idx = np.unique(seg[order], return_index=True)
-                first[u] = pos[rows[order[idx]]]
+            first = self._segment_min(np.where(hit, pos, _BIG))
+            first[first == _BIG] = -1
             return ok, first
 
         return self._check("PlaceItemAtEdge", f"an included item matching {cond.describe()} at index 0 or count-1", per)
@@ -369,6 +366,34 @@ class CorpusAssertionChain:
             self._top_n(n),
         )
 
+    def _segment_min(self, values: np.ndarray) -> np.ndarray:
+        """Per set, the minimum of ``values`` (every set has at least one row)."""
+        if values.shape[0] == 0:
+            return np.full(self.table.n_sets, _BIG if values.dtype.kind in "iu" else np.inf, dtype=values.dtype)
+        return np.minimum.reduceat(values, self._offsets[:-1])
+
+    def _nth_key(self, key: np.ndarray, inc: np.ndarray, n: int) -> np.ndarray:
+        """Per set, the ``n``-th smallest ``key`` among the included rows (with multiplicity;
+        inf where fewer than ``n`` are included): one segment minimum per distinct value
+        passed, at most ``n`` passes over the rows, no sort."""
+        n_sets = self.table.n_sets
+        t = np.full(n_sets, np.inf)
+        need = np.full(n_sets, n, dtype=np.int64)
+        done = np.zeros(n_sets, dtype=np.bool_)
+        cur = inc.copy()
+        for _ in range(n):
+            m = self._segment_min(np.where(cur, key, np.inf))
+            at_m = cur & (key == m[self._seg])
+            c_m = self._count(at_m)
+            newly = ~done & (c_m > 0) & (c_m >= need)
+            t[newly] = m[newly]
+            done |= newly
+            need -= c_m
+            cur &= ~at_m
+            if done.all() or not cur.any():
+                break
+        return t
+
     def _top_n(self, n: int):
         n_sets = self.table.n_sets
 
@@ -377,28 +402,38 @@ class CorpusAssertionChain:
             cnt = self._count(inc)
             if n == 0:
                 return np.ones(n_sets, dtype=np.bool_), np.zeros(n_sets, dtype=np.int64)
-            rows = np.flatnonzero(inc)
-            sc = self.run.scores_at(v, rows)
+            sc = self.run.scores_for(v)
             key = np.where(np.isnan(sc), np.inf, -sc)
-            seg = self._seg[rows]
-            pos = self.run.position_for(v)[rows].astype(np.int64)
-            order = np.lexsort((key, seg))
-            start = np.zeros(n_sets + 1, dtype=np.int64)
-            np.cumsum(cnt, out=start[1:])
+            tr = self._nth_key(key, inc, n)[self._seg]
+            pos = self.run.position_for(v).astype(np.int64)
+            c = cnt[self._seg]
+            edge = inc & ((pos < (n + 1) // 2) | (pos >= c - n // 2))
+            better = inc & (key < tr)
+            m = self._count(better)
+            e_gt = self._count(edge & better)
+            e_eq = self._count(edge & (key == tr))
             enough = cnt >= n
-            t = np.full(n_sets, np.inf)
-            t[enough] = key[order][start[:-1][enough] + n - 1]
-            tr = t[seg]
-            c = cnt[seg]
-            edge = (pos < (n + 1) // 2) | (pos >= c - n // 2)
-            m = np.bincount(seg, weights=key < tr, minlength=n_sets).astype(np.int64)
-            e_gt = np.bincount(seg, weights=edge & (key < tr), minlength=n_sets).astype(np.int64)
-            e_eq = np.bincount(seg, weights=edge & (key == tr), minlength=n_sets).astype(np.int64)
-            fail = n - (e_gt + np.minimum(e_eq, n - m))
-            fail = np.where(enough, fail, n - cnt)
+            fail = np.where(enough, n - (e_gt + np.minimum(e_eq, n - m)), n - cnt)
             return enough & (fail == 0), fail
 
         return per
+
+
+_BIG = np.iinfo(np.int64).max
+
+
+def _fixed6(x: np.ndarray, null: np.ndarray) -> pa.Array:
+    """``f"{v:.6f}"`` for every value, built column-wise in Arrow (a Python format call per
+    failing set would dominate a check that fails in many sets)."""
+    finite = np.isfinite(x)
+    q = np.round(np.abs(np.where(finite, x, 0.0)) * 1e6).astype(np.int64)
+    whole = pa.array(q // 1_000_000).cast(pa.string())
+    frac = pc.utf8_lpad(pa.array(q % 1_000_000).cast(pa.string()), 6, "0")
+    sign = pa.array(np.where(x < 0, "-", ""), pa.string())
+    out = pc.binary_join_element_wise(sign, whole, ".", frac, "")
+    if not finite.all():
+        out = pc.if_else(pa.array(finite), out, pa.array([repr(float(v)) for v in x], pa.string()))
+    return pc.if_else(pa.array(null), pa.scalar(None, pa.string()), out)
 
 
 def _positive_max(budget: ContextBudget) -> None:
