@@ -155,7 +155,8 @@ def report_lines(outcomes: list[CheckOutcome], set_name: str, max_rows: int) -> 
         if o.failed > max_rows:
             lines.append(f"  ... and {o.failed - max_rows:,} more")
     n_fail = sum(1 for o in outcomes if o.failed)
-    lines.append(f"{len(outcomes)} checks: {len(outcomes) - n_fail} passed, {n_fail} failed")
+    noun = "check" if len(outcomes) == 1 else "checks"
+    lines.append(f"{len(outcomes)} {noun}: {len(outcomes) - n_fail} passed, {n_fail} failed")
     return lines
 
 

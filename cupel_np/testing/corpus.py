@@ -84,6 +84,7 @@ class CorpusAssertionChain:
         self._seg = np.repeat(np.arange(t.n_sets, dtype=np.int64), self._sizes)
         self._failures: list[pa.Table] = []
         self._keys: pa.Array | None = None
+        self._mask_cache: dict[int, tuple[Condition, np.ndarray]] = {}
 
     # -- plumbing ---------------------------------------------------------------------
     def _count(self, mask: np.ndarray) -> np.ndarray:
@@ -91,6 +92,27 @@ class CorpusAssertionChain:
 
     def _ctx(self, v: int) -> RowContext:
         return RowContext(self.table, self.run, v)
+
+    def _mask(self, cond: Condition, v: int) -> np.ndarray:
+        """``cond``'s row mask for variant ``v``; a condition that reads no per-variant column
+        is evaluated once per chain and shared by every variant."""
+        if cond.uses_variant():
+            return cond.mask(self._ctx(v))
+        key = id(cond)
+        hit = self._mask_cache.get(key)
+        if hit is None or hit[0] is not cond:
+            hit = self._mask_cache[key] = (cond, cond.mask(self._ctx(v)))
+        return hit[1]
+
+    def _inc_segments(self, v: int):
+        """Variant ``v``'s included rows (ascending), their set, the per-set counts and offsets
+        into them, and their placed positions (``placed_pos`` is aligned with these rows)."""
+        rows = np.flatnonzero(self.run.included[v])
+        seg = self._seg[rows]
+        cnt = np.bincount(seg, minlength=self.table.n_sets)
+        off = np.zeros(cnt.shape[0] + 1, dtype=np.int64)
+        np.cumsum(cnt, out=off[1:])
+        return rows, seg, cnt, off, np.asarray(self.run.placed_pos[v], dtype=np.int64)
 
     def _set_keys(self) -> pa.Array:
         if self._keys is None:
@@ -180,7 +202,7 @@ class CorpusAssertionChain:
         cond = _condition(condition)
 
         def per(v):
-            cnt = self._count(self.run.included[v] & cond.mask(self._ctx(v)))
+            cnt = self._count(self.run.included[v] & self._mask(cond, v))
             return cnt > 0, cnt
 
         return self._check("IncludeItemMatching", f"included items matching {cond.describe()} >= 1", per)
@@ -215,7 +237,7 @@ class CorpusAssertionChain:
         codes = _codes(name)
 
         def per(v):
-            cnt = self._count(code_mask(self.run.reason[v], codes) & cond.mask(self._ctx(v)))
+            cnt = self._count(code_mask(self.run.reason[v], codes) & self._mask(cond, v))
             return cnt > 0, cnt
 
         return self._check(
@@ -235,9 +257,11 @@ class CorpusAssertionChain:
 
         def per(v):
             code = run.reason[v]
-            avail = np.where(code == R_TRUNCATED, run.avail_place[v][self._seg], run.avail_slice[v][self._seg])
-            hit = ((code == R_BUDGET_EXCEEDED) | (code == R_TRUNCATED)) & (self.table.tokens == eit) & (avail == eat)
-            cnt = self._count(hit & cond.mask(self._ctx(v)))
+            rows = np.flatnonzero(code_mask(code, (R_BUDGET_EXCEEDED, R_TRUNCATED)) & (self.table.tokens == eit))
+            seg = self._seg[rows]
+            avail = np.where(code[rows] == R_TRUNCATED, run.avail_place[v][seg], run.avail_slice[v][seg])
+            keep = (avail == eat) & self._mask(cond, v)[rows]
+            cnt = np.bincount(seg[keep], minlength=self.table.n_sets)
             return cnt > 0, cnt
 
         return self._check(
@@ -341,15 +365,14 @@ class CorpusAssertionChain:
         """In every set, the first or last placed item satisfies ``condition``. ``found``: the
         placed index of the first matching item (-1: none)."""
         cond = _condition(condition)
+        n_sets = self.table.n_sets
 
         def per(v):
-            inc = self.run.included[v]
-            pos = self.run.position_for(v).astype(np.int64)
-            last = self._count(inc) - 1
-            hit = inc & cond.mask(self._ctx(v))
-            at_edge = hit & ((pos == 0) | (pos == last[self._seg]))
-            ok = self._count(at_edge) > 0
-            first = self._segment_min(np.where(hit, pos, _BIG))
+            rows, seg, cnt, off, pos = self._inc_segments(v)
+            hit = self._mask(cond, v)[rows]
+            at_edge = hit & ((pos == 0) | (pos == cnt[seg] - 1))
+            ok = np.bincount(seg[at_edge], minlength=n_sets) > 0
+            first = _segment_min(np.where(hit, pos, _BIG), cnt, off, _BIG)
             first[first == _BIG] = -1
             return ok, first
 
@@ -366,52 +389,21 @@ class CorpusAssertionChain:
             self._top_n(n),
         )
 
-    def _segment_min(self, values: np.ndarray) -> np.ndarray:
-        """Per set, the minimum of ``values`` (every set has at least one row)."""
-        if values.shape[0] == 0:
-            return np.full(self.table.n_sets, _BIG if values.dtype.kind in "iu" else np.inf, dtype=values.dtype)
-        return np.minimum.reduceat(values, self._offsets[:-1])
-
-    def _nth_key(self, key: np.ndarray, inc: np.ndarray, n: int) -> np.ndarray:
-        """Per set, the ``n``-th smallest ``key`` among the included rows (with multiplicity;
-        inf where fewer than ``n`` are included): one segment minimum per distinct value
-        passed, at most ``n`` passes over the rows, no sort."""
-        n_sets = self.table.n_sets
-        t = np.full(n_sets, np.inf)
-        need = np.full(n_sets, n, dtype=np.int64)
-        done = np.zeros(n_sets, dtype=np.bool_)
-        cur = inc.copy()
-        for _ in range(n):
-            m = self._segment_min(np.where(cur, key, np.inf))
-            at_m = cur & (key == m[self._seg])
-            c_m = self._count(at_m)
-            newly = ~done & (c_m > 0) & (c_m >= need)
-            t[newly] = m[newly]
-            done |= newly
-            need -= c_m
-            cur &= ~at_m
-            if done.all() or not cur.any():
-                break
-        return t
-
     def _top_n(self, n: int):
         n_sets = self.table.n_sets
 
         def per(v):
-            inc = self.run.included[v]
-            cnt = self._count(inc)
+            rows, seg, cnt, off, pos = self._inc_segments(v)
             if n == 0:
                 return np.ones(n_sets, dtype=np.bool_), np.zeros(n_sets, dtype=np.int64)
-            sc = self.run.scores_for(v)
+            sc = self.run.scores_for(v)[rows]  # one gather: faster than scores_at's searchsorted
             key = np.where(np.isnan(sc), np.inf, -sc)
-            tr = self._nth_key(key, inc, n)[self._seg]
-            pos = self.run.position_for(v).astype(np.int64)
-            c = cnt[self._seg]
-            edge = inc & ((pos < (n + 1) // 2) | (pos >= c - n // 2))
-            better = inc & (key < tr)
-            m = self._count(better)
-            e_gt = self._count(edge & better)
-            e_eq = self._count(edge & (key == tr))
+            tr = _nth_smallest(key, seg, cnt, off, n)[seg]
+            edge = (pos < (n + 1) // 2) | (pos >= cnt[seg] - n // 2)
+            better = key < tr
+            m = np.bincount(seg[better], minlength=n_sets)
+            e_gt = np.bincount(seg[edge & better], minlength=n_sets)
+            e_eq = np.bincount(seg[edge & (key == tr)], minlength=n_sets)
             enough = cnt >= n
             fail = np.where(enough, n - (e_gt + np.minimum(e_eq, n - m)), n - cnt)
             return enough & (fail == 0), fail
@@ -420,6 +412,39 @@ class CorpusAssertionChain:
 
 
 _BIG = np.iinfo(np.int64).max
+
+
+def _segment_min(values: np.ndarray, cnt: np.ndarray, off: np.ndarray, empty) -> np.ndarray:
+    """Per segment (offsets ``off``, counts ``cnt``, possibly 0) the minimum of ``values``,
+    NaN ignored (``fmin``); ``empty`` for a segment with no rows."""
+    if values.shape[0] == 0:
+        return np.full(cnt.shape[0], empty, dtype=np.result_type(values, type(empty)))
+    out = np.fmin.reduceat(values, np.minimum(off[:-1], values.shape[0] - 1))
+    out[cnt == 0] = empty
+    return out
+
+
+def _nth_smallest(key: np.ndarray, seg: np.ndarray, cnt: np.ndarray, off: np.ndarray, n: int) -> np.ndarray:
+    """Per segment, the ``n``-th smallest ``key`` with multiplicity (inf where a segment has
+    fewer than ``n``): each pass takes every row equal to its segment's minimum, so at most
+    ``n`` passes over the rows and no sort."""
+    n_sets = cnt.shape[0]
+    t = np.full(n_sets, np.inf)
+    need = np.full(n_sets, n, dtype=np.int64)
+    done = np.zeros(n_sets, dtype=np.bool_)
+    cur = key.astype(np.float64, copy=True)
+    for _ in range(n):
+        m = _segment_min(cur, cnt, off, np.nan)  # NaN: nothing left in the segment
+        at_m = cur == m[seg]
+        c_m = np.bincount(seg[at_m], minlength=n_sets)
+        newly = ~done & (c_m > 0) & (c_m >= need)
+        t[newly] = m[newly]
+        done |= newly
+        need -= c_m
+        cur[at_m] = np.nan  # taken
+        if done.all():
+            break
+    return t
 
 
 def _fixed6(x: np.ndarray, null: np.ndarray) -> pa.Array:
