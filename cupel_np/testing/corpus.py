@@ -19,6 +19,7 @@ from cupel_np.engine.batch import segment_sums
 from cupel_np.engine.reasons import R_BUDGET_EXCEEDED, R_TRUNCATED, REASON_NAMES
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
+from cupel_np.testing._kernels import top_n_fail_counts
 from cupel_np.testing.chain import SelectionReportAssertionError, _count_arg, _kind_arg, reason_name
 from cupel_np.testing.conditions import Condition, RowContext, code_mask
 
@@ -397,15 +398,8 @@ class CorpusAssertionChain:
             if n == 0:
                 return np.ones(n_sets, dtype=np.bool_), np.zeros(n_sets, dtype=np.int64)
             sc = self.run.scores_for(v)[rows]  # one gather: faster than scores_at's searchsorted
-            key = np.where(np.isnan(sc), np.inf, -sc)
-            tr = _nth_smallest(key, seg, cnt, off, n)[seg]
-            edge = (pos < (n + 1) // 2) | (pos >= cnt[seg] - n // 2)
-            better = key < tr
-            m = np.bincount(seg[better], minlength=n_sets)
-            e_gt = np.bincount(seg[edge & better], minlength=n_sets)
-            e_eq = np.bincount(seg[edge & (key == tr)], minlength=n_sets)
+            fail = top_n_fail_counts(np.where(np.isnan(sc), np.inf, -sc), off, pos, n)
             enough = cnt >= n
-            fail = np.where(enough, n - (e_gt + np.minimum(e_eq, n - m)), n - cnt)
             return enough & (fail == 0), fail
 
         return per
@@ -422,29 +416,6 @@ def _segment_min(values: np.ndarray, cnt: np.ndarray, off: np.ndarray, empty) ->
     out = np.fmin.reduceat(values, np.minimum(off[:-1], values.shape[0] - 1))
     out[cnt == 0] = empty
     return out
-
-
-def _nth_smallest(key: np.ndarray, seg: np.ndarray, cnt: np.ndarray, off: np.ndarray, n: int) -> np.ndarray:
-    """Per segment, the ``n``-th smallest ``key`` with multiplicity (inf where a segment has
-    fewer than ``n``): each pass takes every row equal to its segment's minimum, so at most
-    ``n`` passes over the rows and no sort."""
-    n_sets = cnt.shape[0]
-    t = np.full(n_sets, np.inf)
-    need = np.full(n_sets, n, dtype=np.int64)
-    done = np.zeros(n_sets, dtype=np.bool_)
-    cur = key.astype(np.float64, copy=True)
-    for _ in range(n):
-        m = _segment_min(cur, cnt, off, np.nan)  # NaN: nothing left in the segment
-        at_m = cur == m[seg]
-        c_m = np.bincount(seg[at_m], minlength=n_sets)
-        newly = ~done & (c_m > 0) & (c_m >= need)
-        t[newly] = m[newly]
-        done |= newly
-        need -= c_m
-        cur[at_m] = np.nan  # taken
-        if done.all():
-            break
-    return t
 
 
 def _fixed6(x: np.ndarray, null: np.ndarray) -> pa.Array:
