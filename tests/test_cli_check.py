@@ -11,6 +11,7 @@ import pytest
 
 from cupel_np.cli import commands as cli
 from cupel_np.errors import InvalidConfigError
+from cupel_np.model.items import ItemTable
 from cupel_np.testing.checks import load_checks, parse_checks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,14 +101,23 @@ def test_violated_check_exits_1_with_a_failure_table(capsys, tmp_path, small_ite
     assert "excluded items with Kind=Memory == 0" in failures[0].text
 
 
-def test_streamed_check_gives_the_same_failures(capsys, tmp_path, small_items):
+def test_streamed_check_gives_the_same_failures(capsys, tmp_path, small_items, monkeypatch):
     checks = tmp_path / "checks.toml"
     checks.write_text(VIOLATED)
     code, whole, _ = run(capsys, "check", small_items, "--checks", checks, "--max-rows", "1000")
+    chunks = []
+    real = ItemTable.from_arrow.__func__
+
+    def counting(cls, data, set_column=None):
+        chunks.append(len(data))
+        return real(cls, data, set_column=set_column)
+
+    monkeypatch.setattr(ItemTable, "from_arrow", classmethod(counting))
     code2, chunked, _ = run(
         capsys, "check", small_items, "--checks", checks, "--max-rows", "1000", "--chunk-rows", "150"
     )
     assert code == code2 == 1
+    assert len(chunks) > 3 and sum(chunks) == pq.read_metadata(small_items).num_rows
     assert chunked == whole
 
 
