@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -273,4 +272,5 @@ def test_condition_masks_equal_per_entry_evaluation():
                 want_inc = sum(1 for i in rep.included if cond(i))
                 found = {r["set"]: r["found"] for r in ch.failures().to_pylist()}
                 assert (key in found) == (want_inc == 0)
-    assert pa.table({"a": [1]}).num_rows == 1
+                if key in found:
+                    assert found[key] == "0"
