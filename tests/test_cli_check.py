@@ -206,3 +206,17 @@ def test_checks_file_may_reference_a_policies_file(tmp_path):
     assert [lab for lab, _p, _b in cf.variants] == ["mine"]
     with pytest.raises(InvalidConfigError, match="give exactly one of 'preset' or 'config'"):
         parse_checks({"variants": [{"label": "x"}], "budget": {"max_tokens": 1, "target_tokens": 1}, "check": [{}]})
+
+
+def test_json_output_lists_every_check_with_its_failures(capsys, tmp_path, small_items):
+    import json
+
+    checks = tmp_path / "checks.toml"
+    checks.write_text(VIOLATED)
+    code, out, _err = run(capsys, "check", small_items, "--checks", checks, "--json")
+    assert code == 1
+    doc = json.loads(out)
+    assert [(d["check"], d["pairs"]) for d in doc] == [("system prompt kept", 80), ("memories are never dropped", 40)]
+    assert doc[0]["failed"] == 0 and doc[0]["rows"] == []
+    assert doc[1]["failed"] == len(doc[1]["rows"]) > 0
+    assert {r["variant"] for r in doc[1]["rows"]} == {"chat"}
