@@ -15,8 +15,6 @@ from cupel_np._jit import jit
 from cupel_np.engine.reasons import (  # noqa: E402
     R_BUDGET_EXCEEDED,
     R_COUNT_CAP_EXCEEDED,
-    R_DEDUPLICATED,  # noqa: F401 (read by engine/batch.py as stages.R_DEDUPLICATED)
-    R_NEGATIVE_TOKENS,  # noqa: F401 (read by engine/batch.py as stages.R_NEGATIVE_TOKENS)
     R_PINNED,
     R_PINNED_OVERRIDE,
     R_SCORED,
