@@ -815,6 +815,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("conformance", parents=[common], help="run conformance vectors (files or directories)")
     p.add_argument("paths", nargs="+")
     p.set_defaults(func=cmd_conformance)
+
+    from cupel_np.testing.cli import add_check_parser
+
+    add_check_parser(sub, common)  # `cupel-np check`: implemented in cupel_np/testing/cli.py
     return parser
 
 
