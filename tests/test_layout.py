@@ -3,7 +3,7 @@
 * no import circle among cupel_np modules (imports inside functions count: a lazy import
   hides a circle, it does not remove it);
 * each wing imports only its own wing and the wings below it
-  (ground < model < engine < analysis < io < report < cli < faces);
+  (ground < model < engine < analysis < testing < io < report < cli < faces);
 * no underscore name is imported across wings, nor read as an attribute of a module imported
   from another wing;
 * no plain-Python (non-jitted) function is longer than 100 lines.
@@ -18,7 +18,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "cupel_np"
 
 #: bottom to top; a module belongs to the wing of its first path component under cupel_np/
-WINGS = ["ground", "model", "engine", "analysis", "io", "report", "cli", "faces"]
+WINGS = ["ground", "model", "engine", "analysis", "testing", "io", "report", "cli", "faces"]
 GROUND = {"errors", "text", "_jit", "_files", "_version", "data"}
 FACES = {"__init__", "__main__", "dask", "conformance"}  # the package face and the moved-path shims
 
