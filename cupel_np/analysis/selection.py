@@ -13,10 +13,13 @@ from typing import ClassVar
 
 import numpy as np
 
+from cupel_np.analysis import analytics
 from cupel_np.analysis._repr import REPR_CSS, REPR_ROWS, html_table
 from cupel_np.engine import reasons
 from cupel_np.engine.reasons import REASON_NAMES
+from cupel_np.model.budget import ContextBudget
 from cupel_np.model.items import ContextItem
+from cupel_np.model.policy import Policy
 from cupel_np.text import shorten
 
 
@@ -267,6 +270,27 @@ class SelectionReport:
     @property
     def effective_target_tokens(self) -> int:
         return int(self._run.effective_target[self._seg])
+
+    # -- analytics (cupel_np.analysis.analytics; upstream's SelectionReportExtensions) --------
+    def budget_utilization(self, budget: ContextBudget | None = None) -> float:
+        """Included tokens / ``budget.max_tokens`` (default: the run's budget; NaN when 0)."""
+        return analytics.budget_utilization(self, self._run.budget if budget is None else budget)
+
+    def kind_diversity(self) -> int:
+        """Distinct kinds (ASCII case-insensitive) among the included items."""
+        return analytics.kind_diversity(self)
+
+    def timestamp_coverage(self) -> float:
+        """Share of included items with a timestamp (0.0 when none is included)."""
+        return analytics.timestamp_coverage(self)
+
+    def quota_utilization(
+        self, policy: Policy | None = None, budget: ContextBudget | None = None
+    ) -> list[analytics.KindQuotaUtilization]:
+        """Per quota constraint of ``policy``'s slicer (default: the run's policy and budget)."""
+        return analytics.quota_utilization(
+            self, self._run.policy if policy is None else policy, self._run.budget if budget is None else budget
+        )
 
     def input_rows(self, rows: np.ndarray) -> np.ndarray:
         """Map grouped rows (``included_rows`` / ``excluded_rows``) to input row numbers."""
