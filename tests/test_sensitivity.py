@@ -366,7 +366,9 @@ def _check_against_oracle(res, rows, want, variants, set_name):
             assert math.isnan(g.pop("budget_utilization")), g
             w.pop("budget_utilization")
         if not failed:
-            assert abs(g.pop("target_utilization") - w.pop("target_utilization")) <= 1e-12 * max(1.0, w["tokens_used"] or 0), (g, w)
+            assert abs(g.pop("target_utilization") - w.pop("target_utilization")) <= 1e-12 * max(
+                1.0, w["tokens_used"] or 0
+            ), (g, w)
         assert g == w
     # report(set): failed, variants (included rows in placed order), diffs
     for s in want:

@@ -193,7 +193,9 @@ def quota_columns(run, set_of: np.ndarray | None = None) -> dict[str, np.ndarray
     sorted by kind, like ``quota_utilization``; variants without quotas give no rows."""
     t = run.table
     n_sets = t.n_sets
-    parts: dict[str, list] = {k: [] for k in ("variant", "set", "kind", "mode", "require", "cap", "actual", "utilization")}
+    parts: dict[str, list] = {
+        k: [] for k in ("variant", "set", "kind", "mode", "require", "cap", "actual", "utilization")
+    }
     for v, var in enumerate(run.variants):
         cons = sorted(quota_constraints(var.policy), key=lambda c: c[0])
         if not cons:
@@ -227,6 +229,4 @@ def quota_columns(run, set_of: np.ndarray | None = None) -> dict[str, np.ndarray
         parts["actual"].append(actual.T.reshape(-1))
         parts["utilization"].append(util.T.reshape(-1))
     empty = {"kind": object, "mode": object, "variant": np.int64, "set": np.int64}
-    return {
-        k: (np.concatenate(v) if v else np.zeros(0, dtype=empty.get(k, np.float64))) for k, v in parts.items()
-    }
+    return {k: (np.concatenate(v) if v else np.zeros(0, dtype=empty.get(k, np.float64))) for k, v in parts.items()}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -22,6 +23,7 @@ import pyarrow as pa
 
 from cupel_np.analysis._repr import REPR_CSS, REPR_ROWS, html_table
 from cupel_np.analysis.analytics import quota_columns, set_of_rows, sweep_columns
+from cupel_np.analysis.trace import STAGES, funnel_columns
 from cupel_np.analysis.selection import SelectionReport
 from cupel_np.engine.batch import SweepRun, run_sweep
 from cupel_np.engine.batch_kernels import duplicate_groups
@@ -58,6 +60,7 @@ class SweepResult:
     ``on_error="collect"`` is listed in ``errors`` and left out of that set's comparison."""
 
     def __init__(self, run: SweepRun):
+        t_start = time.time_ns()
         self.run = run
         self.table: ItemTable = run.table
         self.variants = run.variants
@@ -113,6 +116,8 @@ class SweepResult:
             self.swing = (n_inc > 0) & (n_inc < n_valid)
         self.swing_groups = np.flatnonzero(self.swing)
         self.swing_offsets = np.searchsorted(self.group_set[self.swing_groups], np.arange(n_sets + 1))
+        #: wall clock (time.time_ns) of building this result (the diffs phase)
+        self._diff_ns = (t_start, time.time_ns())
 
     # -- matrices (input row order) ---------------------------------------------------
     @cached_property
@@ -265,6 +270,55 @@ class SweepResult:
                 "cap": pa.array(q["cap"], pa.float64(), mask=np.isnan(q["cap"])),
                 "actual": pa.array(q["actual"], pa.float64(), mask=failed),
                 "utilization": pa.array(q["utilization"], pa.float64(), mask=failed | np.isnan(q["utilization"])),
+            }
+        )
+
+    def funnel_table(self) -> pa.Table:
+        """The stage funnel: one row per (variant, set, stage) with the items entering and
+        leaving the stage and the items it excluded (``items_in - items_out``), null where
+        the variant failed on the set. Derived from the reason matrix; see
+        docs/observability.md for how each count is defined."""
+        t = self.table
+        n_sets, n_var = t.n_sets, len(self.variants)
+        f = funnel_columns(self.run, set_of_rows(t))  # [V, S, 5, 2]
+        failed = np.repeat(self.failed.reshape(-1), 5)
+        rows_in = f[..., 0].reshape(-1)
+        rows_out = f[..., 1].reshape(-1)
+        stages = np.array([st.value for st in STAGES], dtype=object)
+        return pa.table(
+            {
+                "variant": pa.array(np.repeat(np.array(self.labels, dtype=object), n_sets * 5), pa.string()),
+                self._set_name(): self._set_keys_array.take(pa.array(np.tile(np.repeat(np.arange(n_sets), 5), n_var))),
+                "stage": pa.array(np.tile(stages, n_var * n_sets), pa.string()),
+                "items_in": pa.array(rows_in, mask=failed),
+                "items_out": pa.array(rows_out, mask=failed),
+                "excluded": pa.array(rows_in - rows_out, mask=failed),
+            }
+        )
+
+    def stage_seconds(self) -> pa.Table:
+        """Measured wall time of each batch phase of this sweep: ``classify`` and ``score``
+        (shared scoring, once for all variants; variant null), then per variant ``score``
+        (its composite), ``deduplicate``, ``slice`` (with the sort) and ``place``, and
+        ``diffs`` (building this result). Variants run in parallel: their times overlap."""
+        run = self.run
+        p, s = run.prep_ns, run.stage_ns
+        names = ["classify", "score"]
+        variant: list = [None, None]
+        ns = [int(p[1] - p[0]), int(p[2] - p[1])]
+        for v, label in enumerate(self.labels):
+            for i, name in enumerate(("score", "deduplicate", "slice", "place")):
+                names.append(name)
+                variant.append(label)
+                ns.append(int(s[v, i + 1] - s[v, i]))
+        names.append("diffs")
+        variant.append(None)
+        ns.append(self._diff_ns[1] - self._diff_ns[0])
+        return pa.table(
+            {
+                "phase": pa.array(names, pa.string()),
+                "variant": pa.array(variant, pa.string()),
+                "seconds": pa.array(np.array(ns, dtype=np.float64) / 1e9),
             }
         )
 

@@ -10,6 +10,7 @@ run (``Pipeline.dry_run``) is simply a sweep with one variant.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -194,6 +195,11 @@ class SweepRun:
         self.dedup_winner: list[tuple[np.ndarray, np.ndarray]] = []
         self.trunc_order: list[tuple[np.ndarray, np.ndarray]] = []
         self.count_cap: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        # wall clock (time.time_ns) at the phase boundaries, for stage timings and trace spans:
+        # prep_ns = (start, classified, shared scoring done); stage_ns[v] = (variant start,
+        # scored, deduplicated, sliced, placed)
+        self.prep_ns = np.zeros(3, dtype=np.int64)
+        self.stage_ns = np.zeros((v, 5), dtype=np.int64)
 
     @property
     def n_variants(self) -> int:
@@ -394,7 +400,9 @@ def run_sweep(
     n = table.n
     n_sets = table.n_sets
     threads = resolve_threads(threads)
+    t_start = time.time_ns()
     cls = classified or classify(table)
+    t_cls = time.time_ns()
     ctx = score_context or ScoreContext(table, cls.sc_rows, cls.sc_offsets)
     out = SweepRun(table, variants, cls)
     sc_rows, sc_off = cls.sc_rows, cls.sc_offsets
@@ -434,6 +442,7 @@ def run_sweep(
     )
     run_tasks(len(jobs), threads, _no_state, lambda i, _: jobs[i]())  # noqa: F821
     out._plan = plan = (base, term_off, term_col, term_w)
+    out.prep_ns[:] = (t_start, t_cls, time.time_ns())
     del ctx, column, jobs  # the base matrix holds every column the variants need
     members, goff = shared["dup"]
     neg_rows, sc_tok, sc_kind = shared["neg_rows"], shared["sc_tok"], shared["sc_kind"]
@@ -455,6 +464,8 @@ def run_sweep(
         )
 
     def one(v: int, w: dict) -> None:
+        stamp = out.stage_ns[v]
+        stamp[0] = time.time_ns()
         var = variants[v]
         pos64, lstpos = w["pos64"], w["lstpos"]
         pol, bud = var.policy, var.budget
@@ -471,6 +482,7 @@ def run_sweep(
         else:
             seq = no_detail
         sc = _one_variant(*plan, v, out=w["sc"])
+        stamp[1] = time.time_ns()
         avail = bud.max_tokens - bud.output_reserve
         errors.add(
             np.flatnonzero(cls.pinned_tokens > avail),
@@ -498,6 +510,7 @@ def run_sweep(
             surv = all_sc
             surv_off = sc_off
             out.dedup_winner[v] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        stamp[2] = time.time_ns()
         eff = effective_targets(bud, cls.pinned_tokens)
         out.effective_target[v] = eff
         run_targets = eff.copy()
@@ -590,6 +603,7 @@ def run_sweep(
 
             errors.add(np.flatnonzero(s_err), slice_error)
         cand_rows = sc_rows if identity else sc_rows[cand]
+        stamp[3] = time.time_ns()
         # Place + reasons
         count_caps = isinstance(pol.slicer, (CountQuotaSlice, CountConstrainedKnapsackSlice))
         if count_caps and "detail_a" not in w:  # CountCapExceeded details (count slicers only)
@@ -653,6 +667,7 @@ def run_sweep(
             out.count_cap[v] = (np.zeros(0, np.int64),) * 3
         out.avail_place[v] = bud.target_tokens - kept_tok
         out.placed_pos[v] = pos64[included]
+        stamp[4] = time.time_ns()
         if progress is not None:
             with done_lock:
                 done[0] += 1
