@@ -23,8 +23,8 @@ import pyarrow as pa
 
 from cupel_np.analysis._repr import REPR_CSS, REPR_ROWS, html_table
 from cupel_np.analysis.analytics import quota_columns, set_of_rows, sweep_columns
-from cupel_np.analysis.trace import STAGES, funnel_columns
 from cupel_np.analysis.selection import SelectionReport
+from cupel_np.analysis.trace import STAGES, funnel_columns
 from cupel_np.engine.batch import SweepRun, run_sweep
 from cupel_np.engine.batch_kernels import duplicate_groups
 from cupel_np.engine.parallel import resolve_threads
