@@ -141,7 +141,7 @@ def test_dry_run_events_five_stages_in_order_counts_equal_the_oracle(case):
             assert (e.duration_ms, e.item_count) == (0.0, 1)
     # one item event per excluded item (plus warnings), in the stage that excluded it
     per_stage = {st: sum(1 for e in rep.events if e.stage is st and e.message and ":" in e.message) for st in STAGES}
-    for st, (_s, n_in, n_out, n_x) in zip(STAGES, want):
+    for st, (_s, _n_in, _n_out, n_x) in zip(STAGES, want):
         if st in (PipelineStage.Classify, PipelineStage.Deduplicate):
             assert per_stage[st] == n_x
         if st is PipelineStage.Place:
