@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from cupel_np.analysis import otel
 from cupel_np.analysis._repr import REPR_CSS, REPR_ROWS, html_table
 from cupel_np.analysis.analytics import quota_columns, set_of_rows, sweep_columns
 from cupel_np.analysis.selection import SelectionReport
@@ -457,6 +458,7 @@ def sweep(
             raise InvalidConfigError(f"variant label {v.label!r} clashes with a result column name")
     cb = _progress_callback(progress, len(vs))
     threads = resolve_threads(threads)
+    t_start = time.time_ns()
     run = run_sweep(table, vs, progress=cb, threads=threads)
     if cb is not None:
         cb.finish()
@@ -464,7 +466,9 @@ def sweep(
         for errs in run.errors:
             if errs:
                 raise errs[min(errs)]
-    return SweepResult(run)
+    result = SweepResult(run)
+    otel.emit_sweep(result, t_start, time.time_ns(), threads)  # no-op unless tracing is on
+    return result
 
 
 def policy_sensitivity(

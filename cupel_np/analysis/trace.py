@@ -262,7 +262,8 @@ def _exclusion_message(e) -> str:
     return name
 
 
-_STAGE_OF_RANK = (PipelineStage.Classify, PipelineStage.Deduplicate, PipelineStage.Slice, PipelineStage.Place)
+#: the stage of each ``SelectionReport.excluded_stage_ranks`` value
+STAGE_OF_RANK = (PipelineStage.Classify, PipelineStage.Deduplicate, PipelineStage.Slice, PipelineStage.Place)
 
 
 def item_events(report, policy, budget: ContextBudget) -> dict[PipelineStage, list[TraceEvent]]:
@@ -276,7 +277,7 @@ def item_events(report, policy, budget: ContextBudget) -> dict[PipelineStage, li
     cls_name = _SLICER_CLASS.get(getattr(slicer, "name", ""), "")
     ranks = report.excluded_stage_ranks
     for e, rank in zip(report.excluded, ranks):
-        stage = _STAGE_OF_RANK[int(rank)]
+        stage = STAGE_OF_RANK[int(rank)]
         if e.reason.reason == "CountCapExceeded":
             msg = (
                 f"{cls_name}: item excluded \u2014 kind '{e.reason.kind}' reached cap {e.reason.cap} "
