@@ -2,8 +2,10 @@
 
 import math
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -280,3 +282,32 @@ def test_stage_seconds_and_sweep_funnel_table_shape():
     vt = res.variants_table().to_pylist()
     place = [r for r in ft.to_pylist() if r["stage"] == "Place"]
     assert [r["items_out"] for r in place] == [r["included_count"] for r in vt]
+
+
+def test_sweep_columns_for_very_many_sets_take_the_sorting_path_and_agree():
+    """5,000 sets x 9 kinds is too big a (set, kind) grid: the other path gives the same."""
+    rng = np.random.default_rng(3)
+    n = 7_000
+    kinds = [f"K{i}" for i in range(9)]
+    rows = [
+        dict(
+            content=f"c{i}",
+            tokens=int(rng.integers(0, 60)),
+            kind=kinds[int(rng.integers(0, 9))],
+            sid=int(rng.integers(0, 5_000)),
+            timestamp=datetime(2024, 1, 1, tzinfo=UTC) if rng.random() < 0.5 else None,
+        )
+        for i in range(n)
+    ]
+    t = c.ItemTable.from_items(rows, set_column="sid")
+    assert t.n_sets * (len(t.kind_vocab) + 1) * 2 > max(4 * t.n, 1 << 16)
+    res = c.sweep(t, c.ContextBudget(100, 80), [("chat", c.preset("chat"))])
+    cols = analytics.sweep_columns(res.run)
+    inc = res.run.included[0]
+    for s in range(t.n_sets):
+        lo, hi = int(t.offsets[s]), int(t.offsets[s + 1])
+        r = np.flatnonzero(inc[lo:hi]) + lo
+        assert cols["included_count"][0, s] == r.size
+        assert cols["kind_diversity"][0, s] == len(set(t.kind_id[r].tolist()))
+        assert cols["timestamped_count"][0, s] == int(t.timestamp_valid[r].sum())
+        assert cols["tokens_used"][0, s] == int(t.tokens[r].sum())

@@ -161,13 +161,27 @@ def sweep_columns(run, set_of: np.ndarray | None = None) -> dict[str, np.ndarray
     tok = np.empty((n_var, n_sets), dtype=np.int64)
     tsc = np.empty((n_var, n_sets), dtype=np.int64)
     div = np.empty((n_var, n_sets), dtype=np.int64)
-    for v in range(n_var):  # one vectorised pass per variant, never per set
-        inc = run.included[v]
-        seg_inc = seg[inc]
-        cnt[v] = np.bincount(seg_inc, minlength=n_sets)
-        tok[v] = segment_sums(np.where(inc, t.tokens, 0), t.offsets)
-        tsc[v] = np.bincount(seg_inc[tsv[inc]], minlength=n_sets)
-        div[v] = _distinct_per_set(seg_inc, t.kind_id[inc], n_kinds, n_sets)
+    cells = n_sets * n_kinds * 2
+    if cells <= max(4 * t.n, 1 << 16):
+        # one code per row, (set, kind, timestamped), shared by the variants: per variant one
+        # gather and one bincount give counts, timestamped counts and distinct kinds per set
+        code = (seg * n_kinds + t.kind_id) * 2 + tsv
+        for v in range(n_var):  # one vectorised pass per variant, never per set
+            inc = run.included[v]
+            per = np.bincount(code[inc], minlength=cells).reshape(n_sets, n_kinds, 2)
+            by_kind = per.sum(axis=2)
+            cnt[v] = by_kind.sum(axis=1)
+            tsc[v] = per[:, :, 1].sum(axis=1)
+            div[v] = np.count_nonzero(by_kind, axis=1)
+            tok[v] = segment_sums(np.where(inc, t.tokens, 0), t.offsets)
+    else:  # very many sets: gathers and a sort instead of a (set, kind) grid
+        for v in range(n_var):
+            inc = run.included[v]
+            seg_inc = seg[inc]
+            cnt[v] = np.bincount(seg_inc, minlength=n_sets)
+            tok[v] = segment_sums(np.where(inc, t.tokens, 0), t.offsets)
+            tsc[v] = np.bincount(seg_inc[tsv[inc]], minlength=n_sets)
+            div[v] = _distinct_per_set(seg_inc, t.kind_id[inc], n_kinds, n_sets)
     max_t = np.array([var.budget.max_tokens for var in run.variants], dtype=np.int64)[:, None]
     target = np.array([var.budget.target_tokens for var in run.variants], dtype=np.int64)[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
