@@ -311,3 +311,21 @@ def test_sweep_columns_for_very_many_sets_take_the_sorting_path_and_agree():
         assert cols["kind_diversity"][0, s] == len(set(t.kind_id[r].tolist()))
         assert cols["timestamped_count"][0, s] == int(t.timestamp_valid[r].sum())
         assert cols["tokens_used"][0, s] == int(t.tokens[r].sum())
+
+
+def test_conformance_runner_checks_the_observability_keys(tmp_path):
+    from cupel_np.cli import conformance
+
+    src = Path(__file__).resolve().parent / "vectors" / "observability"
+    vec = (src / "analytics-count-quota-events.toml").read_text()
+    assert conformance.run_vector(src / "analytics-count-quota-events.toml") is None
+    for old, new, what in [
+        ("kind_diversity = 3", "kind_diversity = 2", "analytics kind_diversity"),
+        ("utilization = 0.3333333333333333", "utilization = 0.5", "quota 'Tool' utilization"),
+        ('stage = "Slice"\nitem_count = 3', 'stage = "Slice"\nitem_count = 4', "stage events"),
+        ("required 3, satisfied 1.", "required 3, satisfied 2.", "item events"),
+    ]:
+        p = tmp_path / "v.toml"
+        assert old in vec
+        p.write_text(vec.replace(old, new, 1))
+        assert what in (conformance.run_vector(p) or ""), what
