@@ -225,7 +225,7 @@ class SweepResult:
         failed = self.failed.reshape(-1)
         used = cols["tokens_used"].reshape(-1)
         util = np.divide(used, target, out=np.zeros(used.shape, dtype=np.float64), where=target > 0)
-        errors = [None] * (n_var * n_sets)
+        errors: list[str | None] = [None] * (n_var * n_sets)
         for v, errs in enumerate(run.errors):
             for s, e in errs.items():
                 errors[v * n_sets + s] = str(e)
