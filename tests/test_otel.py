@@ -132,3 +132,71 @@ def test_sweep_emits_its_phase_spans(global_exporter):
         phases = [s.name for s in spans if s.parent is not None and s.parent.span_id == v.context.span_id]
         assert phases == ["cupel.sweep.score", "cupel.sweep.deduplicate", "cupel.sweep.slice", "cupel.sweep.place"]
     assert all(root.start_time <= s.start_time <= s.end_time <= root.end_time for s in children)
+
+
+def _corpus(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [dict(content=f"m{i}", tokens=10 + i, kind="Message", conv=f"s{i // 4}") for i in range(16)]
+    path = tmp_path / "items.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=4)
+    return path
+
+
+def _children(spans, parent):
+    return [s.name for s in spans if s.parent is not None and s.parent.span_id == parent.context.span_id]
+
+
+def test_streamed_sweep_is_one_span_with_read_sweep_write_per_chunk(global_exporter, tmp_path):
+    from cupel_np.io.parquet import sweep_parquet
+
+    global_exporter.clear()
+    totals = sweep_parquet(
+        _corpus(tmp_path),
+        c.ContextBudget(100, 40),
+        [("chat", c.preset("chat")), ("rag", c.preset("rag"))],
+        tmp_path / "out",
+        set_column="conv",
+        chunk_rows=8,
+    )
+    spans = global_exporter.get_finished_spans()
+    (root,) = [s for s in spans if s.name == "cupel.sweep.stream"]
+    assert root.attributes["cupel.sweep.rows"] == 16 and root.attributes["cupel.sweep.chunks"] == totals["chunks"] > 1
+    kids = _children(spans, root)
+    assert kids[:3] == ["cupel.sweep.read", "cupel.sweep", "cupel.sweep.write"]
+    assert kids.count("cupel.sweep") == totals["chunks"]
+    for s in spans:
+        if s.name == "cupel.sweep":
+            assert "cupel.sweep.variant" in _children(spans, s)
+
+
+def test_dask_partitions_are_spans_in_the_drivers_trace(global_exporter, tmp_path):
+    from distributed import Client, LocalCluster
+
+    from cupel_np.io import dask as cdask
+
+    global_exporter.clear()
+    with (
+        LocalCluster(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+    ):
+        summary = cdask.sweep(
+            _corpus(tmp_path),
+            c.ContextBudget(100, 40),
+            [("chat", c.preset("chat"))],
+            set_column="conv",
+            out_dir=tmp_path / "out",
+            client=client,
+            npartitions=2,
+        )
+    spans = global_exporter.get_finished_spans()
+    (root,) = [s for s in spans if s.name == "cupel.sweep.dask"]
+    parts = [s for s in spans if s.name == "cupel.sweep.partition"]
+    assert len(parts) == summary["partitions"] == root.attributes["cupel.sweep.partitions"]
+    assert all(p.context.trace_id == root.context.trace_id and p.parent.span_id == root.context.span_id for p in parts)
+    assert sorted(p.attributes["cupel.partition"] for p in parts) == list(range(len(parts)))
+    assert sum(p.attributes["cupel.sweep.items"] for p in parts) == 16
+    for p in parts:
+        if p.attributes["cupel.sweep.items"]:
+            assert _children(spans, p) == ["cupel.sweep"]

@@ -20,6 +20,8 @@ The tracer's instrumentation scope is ``"cupel"`` (the Rust crate's source name)
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from cupel_np.analysis.trace import STAGE_OF_RANK, STAGES, StageSnapshot, TraceDetailLevel, TraceEvent
@@ -205,3 +207,78 @@ def emit_sweep(result, start_ns: int, end_ns: int, threads: int, tracer_provider
     span, b = child("cupel.sweep.diffs", d0, d1, ctx)
     span.end(end_time=b)
     root.end(end_time=end_ns)
+
+
+# --------------------------------------------------------------------------- spans around I/O
+@contextmanager
+def current_span(name: str, attributes: dict | None = None) -> Iterator[Any]:
+    """A span that is current inside the block (so sweeps run there nest under it); yields
+    None and does nothing when opentelemetry is missing."""
+    tracer = _tracer()
+    if tracer is None:
+        yield None
+        return
+    with tracer.start_as_current_span(name, attributes=attributes) as span:
+        yield span
+
+
+def traced_iter(iterable, name: str) -> Iterator[Any]:
+    """Yield from ``iterable``, each ``next`` (e.g. reading a chunk) inside a span ``name``."""
+    it = iter(iterable)
+    while True:
+        with current_span(name):
+            try:
+                value = next(it)
+            except StopIteration:
+                return
+        yield value
+
+
+def start_root(name: str, attributes: dict | None = None):
+    """Start a span that a distributed run's tasks will hang under (None when tracing is
+    unavailable); end it with ``end``."""
+    tracer = _tracer()
+    if tracer is None:
+        return None
+    span = tracer.start_span(name, attributes=attributes)
+    return span if span.is_recording() else _end_none(span)
+
+
+def _end_none(span) -> None:
+    span.end()
+    return None
+
+
+def end(span, attributes: dict | None = None) -> None:
+    """End a span from ``start_root`` (no-op for None)."""
+    if span is not None:
+        if attributes:
+            span.set_attributes(attributes)
+        span.end()
+
+
+def context_carrier(span) -> dict:
+    """The W3C trace-context headers of ``span`` (empty when None): what a remote task needs
+    to put its spans in the driver's trace."""
+    if span is None:
+        return {}
+    from opentelemetry import propagate
+
+    carrier: dict = {}
+    propagate.inject(carrier, context=_otel().set_span_in_context(span))
+    return carrier
+
+
+@contextmanager
+def remote_span(name: str, carrier: dict | None, attributes: dict | None = None) -> Iterator[Any]:
+    """A current span in the trace ``carrier`` came from (a child of the driver's span, in
+    the task's process); no span when the carrier is empty or opentelemetry is missing."""
+    tracer = _tracer() if carrier else None
+    if tracer is None:
+        yield None
+        return
+    from opentelemetry import propagate
+
+    ctx = propagate.extract(carrier)
+    with tracer.start_as_current_span(name, context=ctx, attributes=attributes) as span:
+        yield span

@@ -12,6 +12,7 @@ spec's defaults; other columns are ignored.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -24,6 +25,7 @@ import pyarrow.parquet as pq
 
 from cupel_np._files import atomic_write_bytes, temp_beside
 from cupel_np._version import __version__
+from cupel_np.analysis import otel
 from cupel_np.analysis.sensitivity import sweep
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError, MemoryLimitError
 from cupel_np.model._readers import read_items_table
@@ -114,7 +116,7 @@ def write_parquet_atomic(table: pa.Table, path, meta: dict[bytes, bytes]) -> Pat
     return Path(path)
 
 
-def sweep_parquet(
+def _sweep_parquet(
     path,
     budget,
     variants,
@@ -136,7 +138,9 @@ def sweep_parquet(
     ``memory_limit`` (default half the available memory) raises ``MemoryLimitError``. When a
     set's rows are not contiguous the whole input is grouped in memory if it fits in the
     limit; otherwise the error says to use the Dask path. Returns totals (rows, sets,
-    swinging contents, chunks, chunk_rows)."""
+    swinging contents, chunks, chunk_rows). With OpenTelemetry tracing on, the run is one
+    ``cupel.sweep.stream`` span holding each chunk's ``cupel.sweep.read``, ``cupel.sweep`` and
+    ``cupel.sweep.write``."""
     d = open_dataset(path)
     where = describe_source(path)
     if set_column not in d.schema.names:
@@ -170,7 +174,7 @@ def sweep_parquet(
     writers: dict[str, _AtomicWriter] = {}
     totals = {"rows": 0, "sets": 0, "swing": 0, "chunks": 0, "chunk_rows": chunk_rows}
     try:
-        for chunk, done_groups in chunk_iter:
+        for chunk, done_groups in otel.traced_iter(chunk_iter, "cupel.sweep.read"):
             table = ItemTable.from_arrow(chunk, set_column=set_column)
             res = sweep(table, budget, vs, on_error=on_error, progress=False, threads=threads)
             parts = {"diffs": res.diffs_table(), "variants": res.variants_table()}
@@ -182,10 +186,11 @@ def sweep_parquet(
                     pa.array(np.arange(it.num_rows, dtype=np.int64) + totals["rows"]),
                 )
                 parts["items"] = it
-            for name, t in parts.items():
-                if name not in writers:
-                    writers[name] = _AtomicWriter(Path(out_dir) / f"{name}.parquet", t.schema, meta)
-                writers[name].write(t)
+            with otel.current_span("cupel.sweep.write"):
+                for name, t in parts.items():
+                    if name not in writers:
+                        writers[name] = _AtomicWriter(Path(out_dir) / f"{name}.parquet", t.schema, meta)
+                    writers[name].write(t)
             totals["rows"] += table.n
             totals["sets"] += table.n_sets
             totals["swing"] += res.n_swing
@@ -207,6 +212,15 @@ def sweep_parquet(
 
 
 # ----------------------------------------------------------------------------- validation
+@functools.wraps(_sweep_parquet)
+def sweep_parquet(*args, **kwargs) -> dict:
+    with otel.current_span("cupel.sweep.stream") as span:
+        totals = _sweep_parquet(*args, **kwargs)
+        if span is not None:
+            span.set_attributes({f"cupel.sweep.{k}": v for k, v in totals.items() if isinstance(v, int)})
+        return totals
+
+
 def validate_items(
     path,
     set_column: str | None = None,
