@@ -13,6 +13,9 @@ point checks first and returns.
   ``cupel.sweep.classify``, ``cupel.sweep.score`` (shared scoring), one ``cupel.sweep.variant``
   per variant with ``cupel.sweep.{score,deduplicate,slice,place}`` children, and
   ``cupel.sweep.diffs``; attributes count items, sets, variants and threads.
+* Streamed and Dask runs (``current_span``, ``traced_iter``, ``start_root``,
+  ``context_carrier``, ``remote_span``): ``cupel.sweep.stream`` with per-chunk read / sweep /
+  write spans, and ``cupel.sweep.dask`` with ``cupel.sweep.partition`` spans in its trace.
 
 The tracer's instrumentation scope is ``"cupel"`` (the Rust crate's source name).
 """
