@@ -173,7 +173,7 @@ def write_budget_outputs(result, out_dir, *, title: str) -> dict[str, Path]:
         atomic_write_bytes(paths[name], sink.getvalue().to_pybytes())
     summary = summarize(result.curves, result.rows)
     pngs = {
-        "utilization.png": _curve_png(summary, "util_q", "target utilization (median, IQR)", "Utilization by budget", True),
+        "utilization.png": _curve_png(summary, "util_q", "target util (median, IQR)", "Utilization by budget", True),
         "included.png": _curve_png(
             summary, "count_q", "included items per set (median, IQR)", "Included items by budget", False
         ),
