@@ -1430,3 +1430,117 @@ def policy_sensitivity(rows, variants, set_keys=None):
                 diffs.append((content, [(label, status[content][label]) for label, _r in ok]))
         out.append({"key": key, "rows": set_rows, "ok": ok, "failed": failed, "status": status, "diffs": diffs})
     return out
+
+
+# ===========================================================================
+# Analytics, stage funnel and overflow (issue 19; owned by the analytics work)
+#
+# Independent of the engine: computed from run_pipeline's report dict and the
+# items.  Kept in one block so other oracle additions merge cleanly.
+# ===========================================================================
+
+
+def analytics(items, report, budget, config):
+    """The report analytics of one run_pipeline report.
+
+    Returns budget_utilization (included tokens / max_tokens; NaN when
+    max_tokens is 0), kind_diversity (distinct ASCII-folded kinds),
+    timestamp_coverage (0.0 when nothing is included), tokens_over_budget
+    (proceed only: included tokens above target_tokens, else 0) and quota (one
+    (kind, mode, require, cap, actual, utilization) tuple per constraint,
+    sorted by kind; cap and utilization None for a count entry without cap).
+    """
+    rows = [normalize_item(item) for item in items]
+    included = [rows[row] for row, _score, _reason in report["included"]]
+    used = 0
+    for item in included:
+        used = used + item["tokens"]
+    if budget["max_tokens"] == 0:
+        utilization = math.nan
+    else:
+        utilization = float(used) / float(budget["max_tokens"])
+    kinds = set()
+    stamped = 0
+    for item in included:
+        kinds.add(ascii_fold(item["kind"]))
+        if item["timestamp"] is not None:
+            stamped += 1
+    coverage = 0.0 if not included else stamped / len(included)
+    strategy = ascii_fold(config.get("overflow_strategy", "throw"))
+    over = 0
+    if strategy == "proceed" and used > budget["target_tokens"]:
+        over = used - budget["target_tokens"]
+    return {
+        "budget_utilization": utilization,
+        "kind_diversity": len(kinds),
+        "timestamp_coverage": coverage,
+        "tokens_over_budget": over,
+        "quota": _quota_rows(included, budget, config),
+    }
+
+
+def _quota_rows(included, budget, config):
+    slicer = build_slicer(config)
+    constraints = []
+    if slicer["name"] == "quota":
+        for kind_key, (require, cap) in slicer["quotas"].items():
+            constraints.append((_quota_kind_name(config, kind_key), "percentage", require, cap))
+    elif slicer["name"] in COUNT_SLICERS:
+        for kind, require, cap in slicer["entries"]:
+            constraints.append((kind, "count", float(require), None if cap is NO_CAP else float(cap)))
+    out = []
+    target = float(budget["target_tokens"])
+    for kind, mode, require, cap in constraints:
+        tokens = 0
+        count = 0
+        for item in included:
+            if ascii_fold(item["kind"]) == ascii_fold(kind):
+                tokens = tokens + item["tokens"]
+                count += 1
+        if mode == "percentage":
+            actual = 0.0 if target == 0.0 else float(tokens) / target * 100.0
+        else:
+            actual = float(count)
+        if cap is None:
+            utilization = None
+        elif cap == 0.0:
+            utilization = 0.0
+        else:
+            utilization = min(max(actual / cap, 0.0), 1.0)
+        out.append((kind, mode, require, cap, actual, utilization))
+    out.sort(key=lambda r: r[0])
+    return out
+
+
+def _quota_kind_name(config, kind_key):
+    for entry in config.get("quotas", []):
+        if ascii_fold(entry["kind"]) == kind_key:
+            return entry["kind"]
+    return kind_key
+
+
+def funnel(items, budget, config):
+    """Items entering and leaving each stage of one run (cupel_np's definition,
+    docs/observability.md): a list of (stage, in, out, excluded).
+
+    Derived by running the pipeline twice: as configured, and with the
+    overflow strategy forced to proceed (the slicer's output before any
+    truncation; slicing does not depend on the strategy).
+    """
+    rows = [normalize_item(item) for item in items]
+    report = run_pipeline(items, budget, config)
+    untruncated = run_pipeline(items, budget, dict(config, overflow_strategy="proceed"))
+    n = len(rows)
+    negative = sum(1 for item in rows if item["tokens"] < 0)
+    pinned = sum(1 for item in rows if item["tokens"] >= 0 and item["pinned"])
+    scoreable = n - negative - pinned
+    dedup = sum(1 for e in report["excluded"] if e[2] == "Deduplicated")
+    sliced = len(untruncated["included"]) - pinned
+    kept = len(report["included"])
+    return [
+        ("Classify", n, n - negative, negative),
+        ("Score", scoreable, scoreable, 0),
+        ("Deduplicate", scoreable, scoreable - dedup, dedup),
+        ("Slice", scoreable - dedup, sliced, scoreable - dedup - sliced),
+        ("Place", pinned + sliced, kept, pinned + sliced - kept),
+    ]

@@ -297,12 +297,12 @@ def test_budget_curves_equal_one_run_per_budget(case, more_configs, ladder):
                 assert (rec["variant"], rec["budget"], rec["conv"]) == (f"v{p}", b.max_tokens, S.SET_KEYS[s])
                 assert (rec["error"] is not None) == failed
                 if failed:
-                    assert rec["included_count"] is None and rec["utilization"] is None
+                    assert rec["included_count"] is None and rec["target_utilization"] is None
                 else:
                     used = sum(items[k]["tokens"] for k in got_rows)
                     assert rec["included_count"] == len(got_rows) and rec["tokens_used"] == used
                     want_util = used / b.target_tokens if b.target_tokens > 0 else 0.0
-                    assert rec["utilization"] == pytest.approx(want_util, abs=0, rel=1e-15)
+                    assert rec["target_utilization"] == pytest.approx(want_util, abs=0, rel=1e-15)
         for input_row, (s, k) in enumerate(where):
             r = rows[p * table.n + input_row]
             st_ = inc[(s, k)]

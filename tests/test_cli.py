@@ -46,7 +46,7 @@ def _summary_table(out, labels, variants_parquet):
     lines = out.splitlines()
     start = 1
     header = lines[start]
-    assert re.fullmatch(r"variant +included  tokens used utilization swing incl\. failed sets", header)
+    assert re.fullmatch(r"variant +included  tokens used target util swing incl\. failed sets", header)
     rows = lines[start + 1 : start + 1 + len(labels)]
     for label, line in zip(labels, rows):
         mine = [r for r in vt if r["variant"] == label]

@@ -4,6 +4,7 @@ against the independent oracle ``naive.policy_sensitivity`` (per-variant naive p
 then the content-keyed diff) over multi-set tables, every table and report checked; plus the
 API's errors and tables."""
 
+import math
 import sys
 from pathlib import Path
 
@@ -20,6 +21,9 @@ import test_properties as P  # noqa: E402
 
 import cupel_np as c  # noqa: E402
 from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError  # noqa: E402
+
+#: variants_table columns the oracle's ``analytics`` computes per (variant, set)
+ANALYTICS_COLUMNS = ("budget_utilization", "kind_diversity", "timestamp_coverage", "tokens_over_budget")
 
 PROPS = settings(
     max_examples=S.examples(120, 800),
@@ -343,11 +347,14 @@ def _check_against_oracle(res, rows, want, variants, set_name):
                 row.update(
                     included_count=len(inc),
                     tokens_used=used,
-                    utilization=used / budget["target_tokens"] if budget["target_tokens"] else 0.0,
+                    target_utilization=used / budget["target_tokens"] if budget["target_tokens"] else 0.0,
                     swing_included=sum(1 for content, _st in s["diffs"] if s["status"][content][label] == "Included"),
                 )
+                an = naive.analytics([rows[r] for r in s["rows"]], ok[label], budget, _config)
+                row.update({k: an[k] for k in ANALYTICS_COLUMNS})
             else:
-                row.update(included_count=None, tokens_used=None, utilization=None, swing_included=None)
+                row.update(included_count=None, tokens_used=None, target_utilization=None, swing_included=None)
+                row.update(dict.fromkeys(ANALYTICS_COLUMNS))
             want_vt.append(row)
     got_vt = res.variants_table().to_pylist()
     assert len(got_vt) == len(want_vt)
@@ -355,8 +362,13 @@ def _check_against_oracle(res, rows, want, variants, set_name):
         failed = w["included_count"] is None
         assert (g["error"] is None) != failed, (g, w)
         g = {k: v for k, v in g.items() if k != "error"}
+        if not failed and math.isnan(w["budget_utilization"]):  # max_tokens = 0
+            assert math.isnan(g.pop("budget_utilization")), g
+            w.pop("budget_utilization")
         if not failed:
-            assert abs(g.pop("utilization") - w.pop("utilization")) <= 1e-12 * max(1.0, w["tokens_used"] or 0), (g, w)
+            assert abs(g.pop("target_utilization") - w.pop("target_utilization")) <= 1e-12 * max(
+                1.0, w["tokens_used"] or 0
+            ), (g, w)
         assert g == w
     # report(set): failed, variants (included rows in placed order), diffs
     for s in want:

@@ -370,7 +370,7 @@ def budget_curves(
             set_col: keys.take(pa.array(np.tile(np.arange(n_sets, dtype=np.int64), n_cols))),
             "included_count": pa.array(count.reshape(-1), mask=fmask),
             "tokens_used": pa.array(used_flat, mask=fmask),
-            "utilization": pa.array(util, mask=fmask),
+            "target_utilization": pa.array(util, mask=fmask),
             "error": pa.array(errors, pa.string()),
         }
     )

@@ -4,11 +4,13 @@ budget-independent runner over one item set. The runner itself is ``cupel_np.eng
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from cupel_np.analysis import budget_sim
+from cupel_np.analysis import trace as trace_mod
 from cupel_np.analysis.selection import SelectionReport
 from cupel_np.analysis.sensitivity import PolicySensitivityReport, policy_sensitivity
+from cupel_np.analysis.trace import NULL_COLLECTOR, DiagnosticTraceCollector, OverflowEvent, TraceCollector
 from cupel_np.engine.batch import classify
 from cupel_np.engine.runner import PolicyRun, as_table, check_budget, run_policy
 from cupel_np.errors import CupelError, InvalidInputTypeError
@@ -25,10 +27,14 @@ __all__ = ["Pipeline", "PolicyRun", "as_table", "classify", "policy_sensitivity_
 class Pipeline(PolicySource):
     """A policy plus a budget-independent runner. The budget is always passed explicitly."""
 
-    def __init__(self, policy: Policy):
+    def __init__(self, policy: Policy, *, on_overflow: Callable[[OverflowEvent], None] | None = None):
         if not isinstance(policy, Policy):
             raise InvalidInputTypeError(f"Pipeline needs a Policy, got {type(policy).__name__}")
+        if on_overflow is not None and not callable(on_overflow):
+            raise InvalidInputTypeError(f"on_overflow must be callable, got {type(on_overflow).__name__}")
         self.policy = policy
+        #: called with the OverflowEvent of every run that overflows under the proceed strategy
+        self.on_overflow = on_overflow
 
     def __repr__(self) -> str:
         return f"Pipeline({self.policy!r})"
@@ -45,19 +51,54 @@ class Pipeline(PolicySource):
         run.raise_first_error()
         return run
 
-    def run(self, items: Items, budget: ContextBudget) -> list[ContextItem]:
-        """The selected items in placed order."""
-        return [inc.item for inc in self.dry_run(items, budget).included]
+    def run(self, items: Items, budget: ContextBudget, *, trace: TraceCollector | None = None) -> list[ContextItem]:
+        """The selected items in placed order (``trace`` as in ``dry_run``; none by default)."""
+        return [inc.item for inc in self._report(items, budget, self.policy, None, trace or NULL_COLLECTOR).included]
 
-    def dry_run(self, items: Items, budget: ContextBudget, *, threads: int | None = None) -> SelectionReport:
-        """A full SelectionReport for one item set (``threads`` as in ``sweep``)."""
-        return SelectionReport(self._run_single(items, budget, self.policy, threads), 0)
+    def dry_run(
+        self, items: Items, budget: ContextBudget, *, threads: int | None = None, trace: TraceCollector | None = None
+    ) -> SelectionReport:
+        """A full SelectionReport for one item set (``threads`` as in ``sweep``).
 
-    def dry_run_with_policy(self, items: Items, budget: ContextBudget, policy: Policy) -> SelectionReport:
+        ``trace``: a TraceCollector that receives this run's events (item events first, then
+        one stage event per stage); by default a stage-level DiagnosticTraceCollector, so
+        ``report.events`` holds the five stage events. ``report.events`` holds what a
+        buffering collector recorded during this run ([] for other collectors)."""
+        return self._report(items, budget, self.policy, threads, trace)
+
+    def dry_run_with_policy(
+        self, items: Items, budget: ContextBudget, policy: Policy, *, trace: TraceCollector | None = None
+    ) -> SelectionReport:
         """Like ``dry_run`` but with another policy's scorer, slicer, placer and flags."""
         if not isinstance(policy, Policy):
             raise InvalidInputTypeError(f"policy must be a Policy, got {type(policy).__name__}")
-        return SelectionReport(self._run_single(items, budget, policy), 0)
+        return self._report(items, budget, policy, None, trace)
+
+    def _report(self, items, budget, policy, threads, trace) -> SelectionReport:
+        collector = DiagnosticTraceCollector() if trace is None else trace
+        if not isinstance(collector, TraceCollector):
+            raise InvalidInputTypeError(
+                f"trace must be a TraceCollector (is_enabled, record_stage_event, record_item_event), "
+                f"got {type(collector).__name__}"
+            )
+        run = self._run_single(items, budget, policy, threads)
+        report = SelectionReport(run, 0)
+        overflow = report.overflow
+        if overflow is not None:
+            if self.on_overflow is not None:
+                self.on_overflow(overflow)
+            if collector.is_enabled and hasattr(collector, "record_overflow_event"):
+                collector.record_overflow_event(overflow)
+        if collector.is_enabled:
+            buffer = getattr(collector, "events", None)
+            before = len(buffer) if isinstance(buffer, list) else 0
+            snaps = trace_mod.snapshots(run.sweep, 0, 0)
+            trace_mod.record_run(report, policy, run.budget, collector, snaps)
+            if isinstance(buffer, list):
+                report._events = buffer[before:]
+            if hasattr(collector, "on_pipeline_completed"):
+                collector.on_pipeline_completed(report, run.budget, snaps)
+        return report
 
     def policy_sensitivity(
         self,

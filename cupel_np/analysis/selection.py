@@ -13,10 +13,14 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from cupel_np.analysis import analytics
 from cupel_np.analysis._repr import REPR_CSS, REPR_ROWS, html_table
+from cupel_np.analysis.trace import OverflowEvent, TraceEvent
 from cupel_np.engine import reasons
 from cupel_np.engine.reasons import REASON_NAMES
+from cupel_np.model.budget import ContextBudget
 from cupel_np.model.items import ContextItem
+from cupel_np.model.policy import Policy
 from cupel_np.text import shorten
 
 if TYPE_CHECKING:
@@ -220,9 +224,34 @@ class SelectionReport:
         self._lo = int(t.offsets[segment])
         self._hi = int(t.offsets[segment + 1])
 
+    #: the run's trace events (set by ``Pipeline.dry_run``; reports read from a sweep have none:
+    #: see ``SweepResult.funnel_table`` and ``stage_seconds``)
+    _events: list = []
+
     @property
-    def events(self) -> list:
-        return []
+    def events(self) -> list[TraceEvent]:
+        """Trace events in stage order (``Pipeline.dry_run``: five stage events, plus item
+        events at the ITEM detail level); empty for reports read from a sweep."""
+        return list(self._events)
+
+    @property
+    def excluded_stage_ranks(self) -> np.ndarray:
+        """Per ``excluded`` item, the stage that excluded it: 0 Classify, 1 Deduplicate,
+        2 Slice, 3 Place (truncation)."""
+        return _stage_rank(self._run.reason[self.excluded_rows])
+
+    @cached_property
+    def overflow(self) -> OverflowEvent | None:
+        """The OverflowEvent of this run: only under the proceed strategy, when the included
+        (pinned + sliced) tokens exceed ``target_tokens``; None otherwise."""
+        run = self._run
+        if run.policy.overflow_strategy != "proceed":
+            return None
+        rows = self.included_rows
+        used = int(run.table.tokens[rows].sum())
+        if used <= run.budget.target_tokens:
+            return None
+        return OverflowEvent(used - run.budget.target_tokens, tuple(i.item for i in self.included), run.budget)
 
     @cached_property
     def included_rows(self) -> np.ndarray:
@@ -271,13 +300,34 @@ class SelectionReport:
     def effective_target_tokens(self) -> int:
         return int(self._run.effective_target[self._seg])
 
+    # -- analytics (cupel_np.analysis.analytics; upstream's SelectionReportExtensions) --------
+    def budget_utilization(self, budget: ContextBudget | None = None) -> float:
+        """Included tokens / ``budget.max_tokens`` (default: the run's budget; NaN when 0)."""
+        return analytics.budget_utilization(self, self._run.budget if budget is None else budget)
+
+    def kind_diversity(self) -> int:
+        """Distinct kinds (ASCII case-insensitive) among the included items."""
+        return analytics.kind_diversity(self)
+
+    def timestamp_coverage(self) -> float:
+        """Share of included items with a timestamp (0.0 when none is included)."""
+        return analytics.timestamp_coverage(self)
+
+    def quota_utilization(
+        self, policy: Policy | None = None, budget: ContextBudget | None = None
+    ) -> list[analytics.KindQuotaUtilization]:
+        """Per quota constraint of ``policy``'s slicer (default: the run's policy and budget)."""
+        return analytics.quota_utilization(
+            self, self._run.policy if policy is None else policy, self._run.budget if budget is None else budget
+        )
+
     def input_rows(self, rows: np.ndarray) -> np.ndarray:
         """Map grouped rows (``included_rows`` / ``excluded_rows``) to input row numbers."""
         return self._run.table.input_row[rows]
 
     def to_dict(self) -> dict:
         return {
-            "events": [],
+            "events": [e.to_dict() for e in self.events],
             "included": [
                 {"item": i.item.to_dict(), "score": i.score, "reason": i.reason.to_dict()} for i in self.included
             ],

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -20,9 +21,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from cupel_np.analysis import otel
 from cupel_np.analysis._repr import REPR_CSS, REPR_ROWS, html_table
+from cupel_np.analysis.analytics import quota_columns, set_of_rows, sweep_columns
 from cupel_np.analysis.selection import SelectionReport
-from cupel_np.engine.batch import SweepRun, run_sweep, segment_sums
+from cupel_np.analysis.trace import STAGES, funnel_columns
+from cupel_np.engine.batch import SweepRun, run_sweep
 from cupel_np.engine.batch_kernels import duplicate_groups
 from cupel_np.engine.parallel import resolve_threads
 from cupel_np.engine.reasons import reason_name_lut
@@ -58,6 +62,7 @@ class SweepResult:
     ``on_error="collect"`` is listed in ``errors`` and left out of that set's comparison."""
 
     def __init__(self, run: SweepRun):
+        t_start = time.time_ns()
         self.run = run
         self.table: ItemTable = run.table
         self.variants = run.variants
@@ -113,6 +118,8 @@ class SweepResult:
             self.swing = (n_inc > 0) & (n_inc < n_valid)
         self.swing_groups = np.flatnonzero(self.swing)
         self.swing_offsets = np.searchsorted(self.group_set[self.swing_groups], np.arange(n_sets + 1))
+        #: wall clock (time.time_ns) of building this result (the diffs phase)
+        self._diff_ns = (t_start, time.time_ns())
 
     # -- matrices (input row order) ---------------------------------------------------
     @cached_property
@@ -199,42 +206,121 @@ class SweepResult:
         return pa.array(t.set_keys) if t.set_column else pa.nulls(t.n_sets, pa.string())
 
     def variants_table(self) -> pa.Table:
-        """Per variant and set: included count, tokens used, target, utilization, the number
-        of swinging contents in the set and how many of them this variant includes, error."""
+        """Per variant and set: included count, tokens used, target, ``target_utilization``
+        (tokens used / ``target_tokens``, 0.0 when the target is 0), the spec's analytics
+        ``budget_utilization`` (tokens used / ``max_tokens``, NaN when it is 0),
+        ``kind_diversity`` and ``timestamp_coverage``, ``tokens_over_budget`` (the
+        OverflowEvent's excess under the proceed strategy, else 0), the number of swinging
+        contents in the set and how many of them this variant includes, error."""
         t = self.table
         run = self.run
         n_sets, n_var = t.n_sets, len(self.variants)
-        seg = np.repeat(np.arange(n_sets), np.diff(t.offsets))
+        seg = set_of_rows(t)
         swing_per_set = np.diff(self.swing_offsets)
         sw_set = self.group_set[self.swing_groups]
-        cnt = np.empty((n_var, n_sets), dtype=np.int64)
-        tok = np.empty((n_var, n_sets), dtype=np.int64)
+        cols = sweep_columns(run, seg)
         sw_inc = np.empty((n_var, n_sets), dtype=np.int64)
         for v in range(n_var):  # one vectorised pass per variant, never per set
-            inc = run.included[v]
-            cnt[v] = np.bincount(seg[inc], minlength=n_sets)
-            tok[v] = segment_sums(np.where(inc, t.tokens, 0), t.offsets)  # exact int64
             sw_inc[v] = np.bincount(sw_set, weights=self.status[self.swing_groups, v], minlength=n_sets)
         target = np.repeat(np.array([v.budget.target_tokens for v in self.variants], dtype=np.int64), n_sets)
         failed = self.failed.reshape(-1)
-        used = tok.reshape(-1)
+        used = cols["tokens_used"].reshape(-1)
         util = np.divide(used, target, out=np.zeros(used.shape, dtype=np.float64), where=target > 0)
         errors: list[str | None] = [None] * (n_var * n_sets)
         for v, errs in enumerate(run.errors):
             for s, e in errs.items():
                 errors[v * n_sets + s] = str(e)
         keys = self._set_keys_array.take(pa.array(np.tile(np.arange(n_sets), n_var)))
+
+        def masked(name: str) -> pa.Array:
+            return pa.array(cols[name].reshape(-1), mask=failed)
+
         return pa.table(
             {
                 "variant": pa.array(np.repeat(np.array(self.labels, dtype=object), n_sets), pa.string()),
                 self._set_name(): keys,
-                "included_count": pa.array(cnt.reshape(-1), mask=failed),
+                "included_count": masked("included_count"),
                 "tokens_used": pa.array(used, mask=failed),
                 "target_tokens": pa.array(target),
-                "utilization": pa.array(util, mask=failed),
+                "target_utilization": pa.array(util, mask=failed),
+                "budget_utilization": masked("budget_utilization"),
+                "kind_diversity": masked("kind_diversity"),
+                "timestamp_coverage": masked("timestamp_coverage"),
+                "tokens_over_budget": masked("tokens_over_budget"),
                 "swing_count": pa.array(np.tile(swing_per_set, n_var).astype(np.int64)),
                 "swing_included": pa.array(sw_inc.reshape(-1), mask=failed),
                 "error": pa.array(errors, pa.string()),
+            }
+        )
+
+    def quota_table(self) -> pa.Table:
+        """Quota utilization in long form: one row per (variant, set, quota constraint) for
+        every variant whose slicer has quotas (constraints sorted by kind, as
+        ``SelectionReport.quota_utilization``): kind, mode ("percentage" / "count"), require,
+        cap (null: a count entry without cap), actual, utilization (null where the variant
+        failed on the set, or there is no cap)."""
+        q = quota_columns(self.run)
+        v, s = q["variant"], q["set"]
+        failed = self.failed[v, s] if v.size else np.zeros(0, dtype=np.bool_)
+        return pa.table(
+            {
+                "variant": pa.array(np.array(self.labels, dtype=object)[v] if v.size else [], pa.string()),
+                self._set_name(): self._set_keys_array.take(pa.array(s, pa.int64())),
+                "kind": pa.array(q["kind"], pa.string()),
+                "mode": pa.array(q["mode"], pa.string()),
+                "require": pa.array(q["require"], pa.float64()),
+                "cap": pa.array(q["cap"], pa.float64(), mask=np.isnan(q["cap"])),
+                "actual": pa.array(q["actual"], pa.float64(), mask=failed),
+                "utilization": pa.array(q["utilization"], pa.float64(), mask=failed | np.isnan(q["utilization"])),
+            }
+        )
+
+    def funnel_table(self) -> pa.Table:
+        """The stage funnel: one row per (variant, set, stage) with the items entering and
+        leaving the stage and the items it excluded (``items_in - items_out``), null where
+        the variant failed on the set. Derived from the reason matrix; see
+        docs/observability.md for how each count is defined."""
+        t = self.table
+        n_sets, n_var = t.n_sets, len(self.variants)
+        f = funnel_columns(self.run, set_of_rows(t))  # [V, S, 5, 2]
+        failed = np.repeat(self.failed.reshape(-1), 5)
+        rows_in = f[..., 0].reshape(-1)
+        rows_out = f[..., 1].reshape(-1)
+        stages = np.array([st.value for st in STAGES], dtype=object)
+        return pa.table(
+            {
+                "variant": pa.array(np.repeat(np.array(self.labels, dtype=object), n_sets * 5), pa.string()),
+                self._set_name(): self._set_keys_array.take(pa.array(np.tile(np.repeat(np.arange(n_sets), 5), n_var))),
+                "stage": pa.array(np.tile(stages, n_var * n_sets), pa.string()),
+                "items_in": pa.array(rows_in, mask=failed),
+                "items_out": pa.array(rows_out, mask=failed),
+                "excluded": pa.array(rows_in - rows_out, mask=failed),
+            }
+        )
+
+    def stage_seconds(self) -> pa.Table:
+        """Measured wall time of each batch phase of this sweep: ``classify`` and ``score``
+        (shared scoring, once for all variants; variant null), then per variant ``score``
+        (its composite), ``deduplicate``, ``slice`` (with the sort) and ``place``, and
+        ``diffs`` (building this result). Variants run in parallel: their times overlap."""
+        run = self.run
+        p, s = run.prep_ns, run.stage_ns
+        names = ["classify", "score"]
+        variant: list = [None, None]
+        ns = [int(p[1] - p[0]), int(p[2] - p[1])]
+        for v, label in enumerate(self.labels):
+            for i, name in enumerate(("score", "deduplicate", "slice", "place")):
+                names.append(name)
+                variant.append(label)
+                ns.append(int(s[v, i + 1] - s[v, i]))
+        names.append("diffs")
+        variant.append(None)
+        ns.append(self._diff_ns[1] - self._diff_ns[0])
+        return pa.table(
+            {
+                "phase": pa.array(names, pa.string()),
+                "variant": pa.array(variant, pa.string()),
+                "seconds": pa.array(np.array(ns, dtype=np.float64) / 1e9),
             }
         )
 
@@ -373,6 +459,7 @@ def sweep(
             raise InvalidConfigError(f"variant label {v.label!r} clashes with a result column name")
     cb = _progress_callback(progress, len(vs))
     threads = resolve_threads(threads)
+    t_start = time.time_ns()
     run = run_sweep(table, vs, progress=cb, threads=threads)
     if cb is not None:
         cb.finish()
@@ -380,7 +467,9 @@ def sweep(
         for errs in run.errors:
             if errs:
                 raise errs[min(errs)]
-    return SweepResult(run)
+    result = SweepResult(run)
+    otel.emit_sweep(result, t_start, time.time_ns(), threads)  # no-op unless tracing is on
+    return result
 
 
 def policy_sensitivity(

@@ -172,7 +172,7 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
     )
     w = max([8, *(len(l) for l in s.labels)])
     print(
-        f"{'variant':<{w}}  {'included':>9} {'tokens used':>12} {'utilization':>11} {'swing incl.':>11} {'failed sets':>11}"
+        f"{'variant':<{w}}  {'included':>9} {'tokens used':>12} {'target util':>11} {'swing incl.':>11} {'failed sets':>11}"
     )
     for v, lab in enumerate(s.labels):
         util = s.tokens[v] / s.target[v] if s.target[v] else 0.0
@@ -342,7 +342,7 @@ def _print_summary(result, out=None) -> None:
     }
     w = max([8, *(len(l) for l in stats)])
     print(
-        f"{'variant':<{w}}  {'included':>9} {'tokens used':>12} {'utilization':>11} {'swing incl.':>11} {'failed sets':>11}",
+        f"{'variant':<{w}}  {'included':>9} {'tokens used':>12} {'target util':>11} {'swing incl.':>11} {'failed sets':>11}",
         file=out,
     )
     for lab in result.labels:  # one line per variant, in variant order

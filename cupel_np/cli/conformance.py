@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from cupel_np.analysis.pipeline import Pipeline
+from cupel_np.analysis.trace import DiagnosticTraceCollector, TraceDetailLevel
 from cupel_np.engine.scorers import ScoreContext
 from cupel_np.errors import CupelError
 from cupel_np.model.budget import ContextBudget
@@ -305,7 +306,7 @@ def run_pipeline(vec: Mapping) -> None:
     policy = Policy.from_dict(vec.get("config") or {})
     budget = _budget(vec)
     items = [item_from_vector(d) for d in vec.get("items", [])]
-    report = Pipeline(policy).dry_run(items, budget)
+    report = Pipeline(policy).dry_run(items, budget, trace=_collector_for(vec))
     if "expected_output" in vec or _expect_error(vec) is None:
         got = [i.item.content for i in report.included]
         want = [e["content"] for e in vec.get("expected_output", [])]
@@ -315,6 +316,67 @@ def run_pipeline(vec: Mapping) -> None:
     diag = exp.get("diagnostics") if isinstance(exp, Mapping) else None
     if diag:
         _check_diagnostics(report, diag, _eps(vec))
+    if isinstance(exp, Mapping):
+        _check_observability(report, budget, exp, _eps(vec))
+
+
+# -- project extension: analytics, stage events and item events (tests/vectors/observability)
+def _collector_for(vec: Mapping):
+    """An item-level collector when the vector expects item events, else the default."""
+    exp = vec.get("expected")
+    if isinstance(exp, Mapping) and "item_events" in exp:
+        return DiagnosticTraceCollector(TraceDetailLevel.ITEM)
+    return None
+
+
+def _same_number(got, want, eps: float) -> bool:
+    if got is None or want is None:
+        return got is None and want is None
+    if isinstance(want, float) and math.isnan(want):
+        return isinstance(got, float) and math.isnan(got)
+    return _close(float(got), float(want), eps)
+
+
+def _check_observability(report, budget: ContextBudget, exp: Mapping, eps: float) -> None:
+    """``[expected.analytics]`` (budget_utilization, kind_diversity, timestamp_coverage,
+    tokens_over_budget, ``[[expected.analytics.quota]]``), ``[[expected.stage_events]]``
+    (stage, item_count) and ``[[expected.item_events]]`` (stage, message), each optional."""
+    an = exp.get("analytics")
+    if isinstance(an, Mapping):
+        got = {
+            "budget_utilization": report.budget_utilization(budget),
+            "kind_diversity": report.kind_diversity(),
+            "timestamp_coverage": report.timestamp_coverage(),
+            "tokens_over_budget": report.overflow.tokens_over_budget if report.overflow else 0,
+        }
+        for k, g in got.items():
+            if k in an and not _same_number(g, an[k], eps):
+                raise VectorFailure(f"analytics {k} = {g!r}, expected {an[k]!r}")
+        if "quota" in an:
+            rows = report.quota_utilization()
+            want = list(an["quota"])
+            if len(rows) != len(want):
+                raise VectorFailure(f"{len(rows)} quota rows, expected {len(want)}")
+            for r, w in zip(rows, want):
+                for k in ("kind", "mode"):
+                    if k in w and getattr(r, k) != w[k]:
+                        raise VectorFailure(f"quota {r.kind!r} {k} = {getattr(r, k)!r}, expected {w[k]!r}")
+                for k in ("require", "cap", "actual", "utilization"):
+                    if k in w and not _same_number(getattr(r, k), w[k], eps):
+                        raise VectorFailure(f"quota {r.kind!r} {k} = {getattr(r, k)!r}, expected {w[k]!r}")
+            for r, w in zip(rows, want):
+                if "cap" not in w and r.cap is not None:
+                    raise VectorFailure(f"quota {r.kind!r} cap = {r.cap!r}, expected none")
+    if "stage_events" in exp:
+        got_st = [(e.stage.value, e.item_count) for e in report.events if e.message is None]
+        want_st = [(w.get("stage"), w.get("item_count")) for w in exp["stage_events"]]
+        if got_st != want_st:
+            raise VectorFailure(f"stage events {got_st}, expected {want_st}")
+    if "item_events" in exp:
+        got_it = [(e.stage.value, e.message) for e in report.events if e.message is not None]
+        want_it = [(w.get("stage"), w.get("message")) for w in exp["item_events"]]
+        if got_it != want_it:
+            raise VectorFailure(f"item events {got_it}, expected {want_it}")
 
 
 def run_sensitivity(vec: Mapping) -> None:

@@ -19,6 +19,7 @@ run (``Pipeline.dry_run``) is simply a sweep with one variant.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -211,6 +212,11 @@ class SweepRun:
         self.dedup_winner: list[tuple[np.ndarray, np.ndarray]] = [(_NOT_RUN, _NOT_RUN)] * v
         self.trunc_order: list[tuple[np.ndarray, np.ndarray]] = [(_NOT_RUN, _NOT_RUN)] * v
         self.count_cap: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [(_NOT_RUN, _NOT_RUN, _NOT_RUN)] * v
+        # wall clock (time.time_ns) at the phase boundaries, for stage timings and trace spans:
+        # prep_ns = (start, classified, shared scoring done); stage_ns[v] = (variant start,
+        # scored, deduplicated, sliced, placed)
+        self.prep_ns = np.zeros(3, dtype=np.int64)
+        self.stage_ns = np.zeros((v, 5), dtype=np.int64)
 
     @property
     def n_variants(self) -> int:
@@ -830,15 +836,19 @@ def _record(
 def run_variant(sh: SweepShared, out: SweepRun, v: int, w: _Scratch) -> None:
     """Variant ``v`` over every set: its scores, the pinned-budget check, then deduplicate,
     slice and place, each writing only variant ``v``'s rows of ``out``."""
+    stamp = out.stage_ns[v]
+    stamp[0] = time.time_ns()
     var = out.variants[v]
     label = f"variant {var.label!r}: " if var.label else ""
     errors = out.errors[v]
     sc = _one_variant(*sh.plan, v, out=w.scores)
+    stamp[1] = time.time_ns()
     avail = var.budget.max_tokens - var.budget.output_reserve
     pinned_tokens = sh.classified.pinned_tokens
     errors.add(np.flatnonzero(pinned_tokens > avail), partial(_pinned_error, sh.table, pinned_tokens, avail, label))
     out.reason[v][sh.neg_rows] = R_NEGATIVE_TOKENS
     surv, surv_off = _deduplicate(sh, out, v, sc)
+    stamp[2] = time.time_ns()
     eff = effective_targets(var.budget, pinned_tokens)
     out.effective_target[v] = eff
     run_targets = eff.copy()
@@ -849,7 +859,9 @@ def run_variant(sh: SweepShared, out: SweepRun, v: int, w: _Scratch) -> None:
         cut = _slice_greedy(sh, var.policy.placer, sc, surv, surv_off, run_targets)
     else:
         cut = _slice_sorted(sh, out, v, args, sc, surv, surv_off, run_targets, label)
+    stamp[3] = time.time_ns()
     _place(sh, out, v, args, cut, eff, w, label)
+    stamp[4] = time.time_ns()
 
 
 # --- the sweep ----------------------------------------------------------------------------------
@@ -888,9 +900,12 @@ def run_sweep(
     Two phases on the one pool: :func:`prepare_sweep` (what every variant shares), then
     :func:`run_variant` per variant, each worker with its own scratch buffers."""
     threads = resolve_threads(threads)
+    t_start = time.time_ns()
     cls = classified or classify(table)
+    t_cls = time.time_ns()
     shared = prepare_sweep(table, variants, cls, score_context, threads, max_cells)
     out = SweepRun(table, variants, cls, shared.plan)
+    out.prep_ns[:] = (t_start, t_cls, time.time_ns())
     done = _Progress(progress, len(variants))
 
     def task(v: int, w: _Scratch) -> None:

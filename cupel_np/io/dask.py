@@ -149,6 +149,18 @@ def _run_partition(df, index: int, budget, variants, set_column: str, on_error: 
     }
 
 
+def _traced_partition(df, index: int, budget, variants, set_column: str, on_error: str, out_dir: str, carrier):
+    """``_run_partition`` inside a ``cupel.sweep.partition`` span of the driver's trace
+    (``carrier``: its W3C trace context; empty when tracing is off)."""
+    from cupel_np.analysis import otel
+
+    with otel.remote_span("cupel.sweep.partition", carrier, {"cupel.partition": index}) as span:
+        summary = _run_partition(df, index, budget, variants, set_column, on_error, out_dir)
+        if span is not None:
+            span.set_attributes({"cupel.sweep.items": summary["rows"], "cupel.sweep.sets": summary["sets"]})
+        return summary
+
+
 # ----------------------------------------------------------------------------- driver
 def _prepare_out_dir(out: Path, overwrite: bool) -> None:
     ours = [out / MANIFEST, *(out / p for p in PARTS)]
@@ -324,6 +336,7 @@ def sweep(
     _require()
     from distributed import as_completed
 
+    from cupel_np.analysis import otel
     from cupel_np.io.parquet import _variants_metadata
 
     t0 = time.perf_counter()
@@ -335,6 +348,7 @@ def sweep(
 
     client, own_cluster = _client_or_own(client)
     futures = []
+    root = otel.start_root("cupel.sweep.dask", {"cupel.sweep.variants": len(vs)})
     try:
         ddf, keys = _frame_of(source, set_column, npartitions, client)
         shuffled = _spans(keys)
@@ -343,8 +357,9 @@ def sweep(
         if shuffled:
             ddf = ddf.shuffle(on=set_column, npartitions=ddf.npartitions, shuffle_method="tasks")
         parts = ddf.to_delayed()
-        run = _delayed(_run_partition)
-        tasks = [run(p, i, budget, vs, set_column, on_error, str(out)) for i, p in enumerate(parts)]
+        run = _delayed(_traced_partition)
+        carrier = otel.context_carrier(root)
+        tasks = [run(p, i, budget, vs, set_column, on_error, str(out), carrier) for i, p in enumerate(parts)]
         futures = client.compute(tasks)
         results = []
         for done, fut in enumerate(as_completed(futures), 1):
@@ -366,6 +381,7 @@ def sweep(
             shutil.rmtree(out / p, ignore_errors=True)
         raise
     finally:
+        otel.end(root, {"cupel.sweep.partitions": len(futures)})
         if own_cluster is not None:
             client.close()
             own_cluster.close()

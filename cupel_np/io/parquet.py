@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from cupel_np._files import atomic_write_bytes, temp_beside
 from cupel_np._version import __version__
+from cupel_np.analysis import otel
 from cupel_np.analysis.sensitivity import SweepResult, sweep
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError, MemoryLimitError
 from cupel_np.model._readers import read_items_table
@@ -117,7 +118,7 @@ def write_parquet_atomic(table: pa.Table, path: StrPath, meta: dict[bytes, bytes
     return Path(path)
 
 
-def sweep_parquet(
+def _sweep_parquet(
     path: PathOrPaths,
     budget: ContextBudget | None,
     variants: Variants,
@@ -131,15 +132,7 @@ def sweep_parquet(
     memory_limit: int | None = None,
     threads: int | None = None,
 ) -> dict:
-    """Sweep a corpus too large for memory: read ``path`` (a file, a directory or a list of
-    files) a few row groups at a time, whole item sets per chunk, sweep each chunk, and stream
-    ``items`` / ``diffs`` / ``variants`` Parquet into ``out_dir``. Chunks hold at least
-    ``chunk_rows`` rows (default: what fits in ``memory_limit`` by the estimate, at most a
-    million). Before anything large is allocated, a set whose estimated in-memory peak is over
-    ``memory_limit`` (default half the available memory) raises ``MemoryLimitError``. When a
-    set's rows are not contiguous the whole input is grouped in memory if it fits in the
-    limit; otherwise the error says to use the Dask path. Returns totals (rows, sets,
-    swinging contents, chunks, chunk_rows)."""
+    """The body of :func:`sweep_parquet` (outside its span)."""
     d = open_dataset(path)
     where = describe_source(path)
     if set_column not in d.schema.names:
@@ -173,7 +166,7 @@ def sweep_parquet(
     writers: dict[str, _AtomicWriter] = {}
     totals: dict[str, Any] = {"rows": 0, "sets": 0, "swing": 0, "chunks": 0, "chunk_rows": chunk_rows}
     try:
-        for chunk, done_groups in chunk_iter:
+        for chunk, done_groups in otel.traced_iter(chunk_iter, "cupel.sweep.read"):
             table = ItemTable.from_arrow(chunk, set_column=set_column)
             res = sweep(table, budget, vs, on_error=on_error, progress=False, threads=threads)
             parts = {"diffs": res.diffs_table(), "variants": res.variants_table()}
@@ -185,10 +178,11 @@ def sweep_parquet(
                     pa.array(np.arange(it.num_rows, dtype=np.int64) + totals["rows"]),
                 )
                 parts["items"] = it
-            for name, t in parts.items():
-                if name not in writers:
-                    writers[name] = _AtomicWriter(Path(out_dir) / f"{name}.parquet", t.schema, meta)
-                writers[name].write(t)
+            with otel.current_span("cupel.sweep.write"):
+                for name, t in parts.items():
+                    if name not in writers:
+                        writers[name] = _AtomicWriter(Path(out_dir) / f"{name}.parquet", t.schema, meta)
+                    writers[name].write(t)
             totals["rows"] += table.n
             totals["sets"] += table.n_sets
             totals["swing"] += res.n_swing
@@ -210,6 +204,50 @@ def sweep_parquet(
 
 
 # ----------------------------------------------------------------------------- validation
+def sweep_parquet(
+    path: PathOrPaths,
+    budget: ContextBudget | None,
+    variants: Variants,
+    out_dir: StrPath,
+    *,
+    set_column: str,
+    chunk_rows: int | None = None,
+    on_error: str = "raise",
+    items: bool = True,
+    progress: bool | None = None,
+    memory_limit: int | None = None,
+    threads: int | None = None,
+) -> dict:
+    """Sweep a corpus too large for memory: read ``path`` (a file, a directory or a list of
+    files) a few row groups at a time, whole item sets per chunk, sweep each chunk, and stream
+    ``items`` / ``diffs`` / ``variants`` Parquet into ``out_dir``. Chunks hold at least
+    ``chunk_rows`` rows (default: what fits in ``memory_limit`` by the estimate, at most a
+    million). Before anything large is allocated, a set whose estimated in-memory peak is over
+    ``memory_limit`` (default half the available memory) raises ``MemoryLimitError``. When a
+    set's rows are not contiguous the whole input is grouped in memory if it fits in the
+    limit; otherwise the error says to use the Dask path. Returns totals (rows, sets,
+    swinging contents, chunks, chunk_rows). With OpenTelemetry tracing on, the run is one
+    ``cupel.sweep.stream`` span holding each chunk's ``cupel.sweep.read``, ``cupel.sweep`` and
+    ``cupel.sweep.write``."""
+    with otel.current_span("cupel.sweep.stream") as span:
+        totals = _sweep_parquet(
+            path,
+            budget,
+            variants,
+            out_dir,
+            set_column=set_column,
+            chunk_rows=chunk_rows,
+            on_error=on_error,
+            items=items,
+            progress=progress,
+            memory_limit=memory_limit,
+            threads=threads,
+        )
+        if span is not None:
+            span.set_attributes({f"cupel.sweep.{k}": v for k, v in totals.items() if isinstance(v, int)})
+        return totals
+
+
 def validate_items(
     path: PathOrPaths,
     set_column: str | None = None,

@@ -53,7 +53,7 @@ def _grid(curves: pa.Table, column: str):
 
 def summarize(curves: pa.Table, rows: pa.Table) -> dict:
     """Every number the report shows, computed from the two tables."""
-    labels, budgets, util = _grid(curves, "utilization")
+    labels, budgets, util = _grid(curves, "target_utilization")
     _, _, count = _grid(curves, "included_count")
     out = {"labels": labels, "budgets": budgets.tolist(), "variants": {}}
     rv = rows.column("variant").to_numpy(zero_copy_only=False)
@@ -173,7 +173,7 @@ def write_budget_outputs(result, out_dir, *, title: str) -> dict[str, Path]:
         atomic_write_bytes(paths[name], sink.getvalue().to_pybytes())
     summary = summarize(result.curves, result.rows)
     pngs = {
-        "utilization.png": _curve_png(summary, "util_q", "utilization (median, IQR)", "Utilization by budget", True),
+        "utilization.png": _curve_png(summary, "util_q", "target util (median, IQR)", "Utilization by budget", True),
         "included.png": _curve_png(
             summary, "count_q", "included items per set (median, IQR)", "Included items by budget", False
         ),

@@ -297,7 +297,7 @@ def write_dir_report(out_dir, *, title: str | None = None, top_k: int = 40) -> P
 <p class="meta">{s.rows:,} items in {s.sets:,} item set(s); {len(s.labels)} variants; {s.swing:,} swinging
 contents (an item swings when at least two variants disagree on it). Built from the written outputs.</p>
 <h2>Variants</h2><ul>{"".join(_describe(v) for v in s.variants)}</ul>
-<table><tr><th>variant</th><th>included</th><th>tokens used</th><th>utilization</th><th>swing incl.</th>
+<table><tr><th>variant</th><th>included</th><th>tokens used</th><th>target util.</th><th>swing incl.</th>
 <th>failed sets</th></tr>{"".join(rows)}</table>
 {f"<h2>Failed variants</h2><ul>{fails}</ul>" if fails else ""}
 <h2>Swinging items</h2>{img("heatmap.png", "heatmap of swinging items by variant")}
