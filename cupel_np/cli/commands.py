@@ -30,6 +30,14 @@ def _progress_enabled(args) -> bool:
     return not args.quiet and sys.stderr.isatty()
 
 
+def _claim_out(args) -> Path:
+    """Check ``--out`` before any work: not an existing file, and not holding another run's
+    outputs unless ``--overwrite`` (which removes them; ``io.outdir`` names what is ours)."""
+    from cupel_np.io.outdir import claim_out_dir
+
+    return claim_out_dir(args.out, overwrite=args.overwrite)
+
+
 # ----------------------------------------------------------------------------- loading
 def _load_table(path, set_column):
     from cupel_np.model.items import ItemTable
@@ -389,6 +397,7 @@ def cmd_demo(args) -> int:
     items = Path(args.items) if args.items else sample_path()
     if not items.exists():
         raise InvalidConfigError(f"items file not found: {items}")
+    _claim_out(args)
     t0 = time.perf_counter()
     table = _load_table(items, args.set_column)
     grid = Sweep(list(PRESETS), budgets=[ContextBudget(8000, 6000, 1000), ContextBudget(4000, 3000, 500)])
@@ -419,6 +428,7 @@ def cmd_sensitivity(args) -> int:
 
         raise TooFewVariantsError("sensitivity needs at least 2 variants (policies or presets)")
     budget = _budget(args)
+    _claim_out(args)
     if args.dask:
         return _run_dask(args, budget, variants, args.set_column, f"Policy sensitivity: {_name(args.items)}")
     t0 = time.perf_counter()
@@ -434,6 +444,7 @@ def cmd_sweep(args) -> int:
     from cupel_np.analysis.sensitivity import sweep
 
     grid, grid_set_col = load_grid_file(args.grid)
+    _claim_out(args)
     if args.dask:
         return _run_dask(
             args, None, grid, args.set_column or grid_set_col, f"Sweep: {_name(args.items)} x {Path(args.grid).name}"
@@ -476,6 +487,7 @@ def cmd_budget(args) -> int:
     variants += [(name, preset(name)) for name in args.preset or []]
     lo, hi, steps = parse_ladder(args.ladder)
     ladder = budget_ladder(lo, hi, steps, spacing=args.spacing, output_reserve=args.output_reserve)
+    _claim_out(args)
     t0 = time.perf_counter()
     table = _load_table(args.items, args.set_column)
     result = budget_curves(table, variants, ladder)
@@ -644,7 +656,7 @@ def cmd_import(args) -> int:
 def cmd_report(args) -> int:
     from cupel_np.report.from_dir import write_dir_report
 
-    path = write_dir_report(args.out_dir, title=args.title, top_k=args.top)
+    path = write_dir_report(args.out_dir, title=args.title, top_k=args.top, overwrite=args.overwrite)
     if args.json:
         print(json.dumps({"report": str(path)}))
     else:
@@ -666,6 +678,29 @@ def _threads_arg(v: str) -> int:
         n = 0
     if n < 1:
         raise argparse.ArgumentTypeError(f"--threads must be a positive integer, got {v!r}")
+    return n
+
+
+def _out_opts(p, default: str | None = None) -> None:
+    """``--out DIR`` (required unless a default is given) and ``--overwrite``."""
+    if default is None:
+        p.add_argument("--out", required=True, help="output directory")
+    else:
+        p.add_argument("--out", default=default, help=f"output directory (default ./{default})")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the outputs of an earlier run in --out (only cupel-np's own files are removed)",
+    )
+
+
+def _count_arg(v: str) -> int:
+    try:
+        n = int(v)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {v!r}")
     return n
 
 
@@ -709,7 +744,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", parents=[common], help="presets x budgets on the sample corpus; Parquet + HTML report")
     p.add_argument("--items", help="items Parquet (default: the sample corpus shipped in the package)")
     p.add_argument("--set-column", default="session_id")
-    p.add_argument("--out", default="cupel-np-demo", help="output directory (default ./cupel-np-demo)")
+    _out_opts(p, "cupel-np-demo")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("sensitivity", parents=[common], help="compare policies over an items file")
@@ -720,11 +755,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", action="append", help="a preset to compare (repeatable)")
     budget_opts(p)
     p.add_argument("--set-column", help="column holding the item-set key")
-    p.add_argument("--out", required=True, help="output directory")
+    _out_opts(p)
     p.add_argument(
         "--dask", metavar="SPEC", help="run on Dask: local, local:N (a LocalCluster of N workers) or tcp://HOST:PORT"
     )
-    p.add_argument("--overwrite", action="store_true", help="with --dask: replace a sweep already in --out")
     memory_opts(p)
     p.set_defaults(func=cmd_sensitivity)
 
@@ -736,11 +770,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--grid", required=True, help="grid file (TOML/JSON; see README)")
     p.add_argument("--set-column", help="column holding the item-set key (overrides the grid's)")
-    p.add_argument("--out", required=True, help="output directory")
+    _out_opts(p)
     p.add_argument(
         "--dask", metavar="SPEC", help="run on Dask: local, local:N (a LocalCluster of N workers) or tcp://HOST:PORT"
     )
-    p.add_argument("--overwrite", action="store_true", help="with --dask: replace a sweep already in --out")
     memory_opts(p)
     p.set_defaults(func=cmd_sweep)
 
@@ -754,7 +787,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--spacing", choices=["geometric", "linear"], default="geometric")
     p.add_argument("--output-reserve", type=int, default=0, help="tokens kept for the answer at every budget")
     p.add_argument("--set-column", help="column holding the item-set key")
-    p.add_argument("--out", required=True, help="output directory")
+    _out_opts(p)
     p.set_defaults(func=cmd_budget)
 
     p = sub.add_parser("run", parents=[common], help="one dry run: included and excluded items with scores and reasons")
@@ -807,7 +840,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", parents=[common], help="HTML report of a written sweep directory (in-process or Dask)")
     p.add_argument("out_dir", help="a directory written by sensitivity, sweep or demo (with or without --dask)")
     p.add_argument("--title", help="page title")
-    p.add_argument("--top", type=int, default=40, help="swinging items shown (default 40)")
+    p.add_argument("--top", type=_count_arg, default=40, help="swinging items shown (default 40)")
+    p.add_argument("--overwrite", action="store_true", help="replace a report.html built from the in-memory result")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("conformance", parents=[common], help="run conformance vectors (files or directories)")

@@ -150,18 +150,12 @@ def _run_partition(df, index: int, budget, variants, set_column: str, on_error: 
 
 
 # ----------------------------------------------------------------------------- driver
-def _prepare_out_dir(out: Path, overwrite: bool) -> None:
-    ours = [out / MANIFEST, *(out / p for p in PARTS)]
-    if out.exists() and not out.is_dir():
-        raise InvalidConfigError(f"out_dir {out} exists and is not a directory")
-    existing = [p for p in ours if p.exists()]
-    if existing and not overwrite:
-        raise InvalidConfigError(
-            f"out_dir {out} already holds a sweep ({existing[0].name}); choose another directory "
-            "or pass overwrite=True (--overwrite) to replace it"
-        )
-    for p in existing:
-        shutil.rmtree(p) if p.is_dir() else p.unlink()
+def _prepare_out_dir(out: Path, overwrite: bool, run: str) -> None:
+    """Claim ``out`` (``io.outdir``: another run's outputs refused unless ``overwrite``, which
+    removes them) and create the part directories."""
+    from cupel_np.io.outdir import claim_out_dir
+
+    claim_out_dir(out, overwrite=overwrite, run=run)
     for p in PARTS:
         (out / p).mkdir(parents=True, exist_ok=True)
 
@@ -291,8 +285,11 @@ def sweep(
             raise InvalidConfigError(f"variant label {v.label!r} clashes with a result column name")
     if progress is None:
         progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
+    from cupel_np.io.outdir import KIND_PARTS, new_run_id, write_manifest
+
     out = Path(out_dir)
-    _prepare_out_dir(out, overwrite)
+    run_id = new_run_id()
+    _prepare_out_dir(out, overwrite, run_id)
 
     own_cluster = None
     if client is None:
@@ -353,17 +350,17 @@ def sweep(
         "seconds": round(time.perf_counter() - t0, 3),
     }
     meta = _variants_metadata(vs)
-    manifest = {
-        "format": "cupel_np.sweep.parts/1",
-        "version": meta[b"cupel_np.version"].decode(),
-        "set_column": set_column,
-        "variants": json.loads(meta[b"cupel_np.variants"]),
-        "outputs": {p: f"{p}/part-*.parquet" for p in PARTS},
-        "summary": summary,
-    }
-    from cupel_np.io.parquet import atomic_write_bytes
-
-    atomic_write_bytes(out / MANIFEST, json.dumps(manifest, indent=2).encode())
+    write_manifest(
+        out,
+        KIND_PARTS,
+        run_id,
+        [f"{p}/" for p in PARTS],
+        format="cupel_np.sweep.parts/1",
+        version=meta[b"cupel_np.version"].decode(),
+        set_column=set_column,
+        variants=json.loads(meta[b"cupel_np.variants"]),
+        summary=summary,
+    )
     return summary
 
 

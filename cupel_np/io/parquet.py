@@ -26,6 +26,7 @@ from cupel_np._files import atomic_write_bytes, temp_beside
 from cupel_np._version import __version__
 from cupel_np.analysis.sensitivity import sweep
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError, MemoryLimitError
+from cupel_np.io.outdir import KIND_STREAMED, KIND_SWEEP, claim_out_dir, new_run_id, run_id, write_manifest
 from cupel_np.model._readers import read_items_table
 from cupel_np.model.datasets import (
     IN_MEMORY_FACTOR,
@@ -90,15 +91,34 @@ class _AtomicWriter:
                 os.unlink(self.tmp)
 
 
-def write_sweep(result, out_dir, *, items: bool = True) -> dict[str, Path]:
+def write_sweep(result, out_dir, *, items: bool = True, overwrite: bool = False) -> dict[str, Path]:
     """Write ``diffs.parquet``, ``variants.parquet`` and (``items=True``) ``items.parquet``
-    for a SweepResult into ``out_dir``; the policies and budgets go in the file metadata."""
-    out = Path(out_dir)
+    for a SweepResult into ``out_dir``, plus ``manifest.json`` (the run, its variants and set
+    column); the policies and budgets also go in the file metadata. A directory holding
+    another run's outputs is refused unless ``overwrite=True``, which removes them first
+    (``io.outdir``: only cupel_np's own output names are touched)."""
+    out = claim_out_dir(out_dir, overwrite=overwrite, run=run_id(result))
     meta = _variants_metadata(result.variants)
     tables = {"diffs": result.diffs_table(), "variants": result.variants_table()}
     if items:
         tables["items"] = result.items_table()
-    return {name: write_parquet_atomic(table, out / f"{name}.parquet", meta) for name, table in tables.items()}
+    paths = {name: write_parquet_atomic(table, out / f"{name}.parquet", meta) for name, table in tables.items()}
+    _sweep_manifest(out, KIND_SWEEP, run_id(result), result.variants, result.table.set_column, list(paths))
+    return paths
+
+
+def _sweep_manifest(out: Path, kind: str, run: str, variants, set_column, names: list[str], **fields) -> None:
+    meta = _variants_metadata(variants)
+    write_manifest(
+        out,
+        kind,
+        run,
+        [f"{n}.parquet" for n in names],
+        version=__version__,
+        set_column=set_column,
+        variants=json.loads(meta[b"cupel_np.variants"]),
+        **fields,
+    )
 
 
 def write_parquet_atomic(table: pa.Table, path, meta: dict[bytes, bytes]) -> Path:
@@ -127,6 +147,7 @@ def sweep_parquet(
     progress: bool | None = None,
     memory_limit: int | None = None,
     threads: int | None = None,
+    overwrite: bool = False,
 ) -> dict:
     """Sweep a corpus too large for memory: read ``path`` (a file, a directory or a list of
     files) a few row groups at a time, whole item sets per chunk, sweep each chunk, and stream
@@ -136,7 +157,10 @@ def sweep_parquet(
     ``memory_limit`` (default half the available memory) raises ``MemoryLimitError``. When a
     set's rows are not contiguous the whole input is grouped in memory if it fits in the
     limit; otherwise the error says to use the Dask path. Returns totals (rows, sets,
-    swinging contents, chunks, chunk_rows)."""
+    swinging contents, chunks, chunk_rows). ``out_dir`` holding another run's outputs is refused
+    unless ``overwrite=True`` (``io.outdir``), before any input is read."""
+    run = new_run_id()
+    out = claim_out_dir(out_dir, overwrite=overwrite, run=run)
     d = open_dataset(path)
     where = describe_source(path)
     if set_column not in d.schema.names:
@@ -184,7 +208,7 @@ def sweep_parquet(
                 parts["items"] = it
             for name, t in parts.items():
                 if name not in writers:
-                    writers[name] = _AtomicWriter(Path(out_dir) / f"{name}.parquet", t.schema, meta)
+                    writers[name] = _AtomicWriter(out / f"{name}.parquet", t.schema, meta)
                 writers[name].write(t)
             totals["rows"] += table.n
             totals["sets"] += table.n_sets
@@ -203,6 +227,7 @@ def sweep_parquet(
         raise
     for w in writers.values():
         w.close()
+    _sweep_manifest(out, KIND_STREAMED, run, vs, set_column, list(writers), summary=totals)
     return totals
 
 

@@ -158,13 +158,14 @@ quotas, count quotas), rows whose status changes more than once along the ladder
 """
 
 
-def write_budget_outputs(result, out_dir, *, title: str) -> dict[str, Path]:
-    """Write ``curves.parquet``, ``rows.parquet`` (zstd, atomically), the two PNGs and
-    ``report.html`` for a ``BudgetCurves`` result; returns the paths."""
+def write_budget_outputs(result, out_dir, *, title: str, overwrite: bool = False) -> dict[str, Path]:
+    """Write ``curves.parquet``, ``rows.parquet`` (zstd, atomically), the two PNGs,
+    ``report.html`` and ``manifest.json`` for a ``BudgetCurves`` result; returns the paths. A
+    directory holding another run's outputs is refused unless ``overwrite=True``."""
+    from cupel_np.io.outdir import KIND_BUDGET, claim_out_dir, run_id, write_manifest
     from cupel_np.io.parquet import atomic_write_bytes
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = claim_out_dir(out_dir, overwrite=overwrite, run=run_id(result))
     paths = {}
     for name, table in (("curves", result.curves), ("rows", result.rows)):
         sink = pa.BufferOutputStream()
@@ -189,6 +190,7 @@ def write_budget_outputs(result, out_dir, *, title: str) -> dict[str, Path]:
     page = render_html(summary, pngs, title=title, meta=meta)
     paths["report"] = out / "report.html"
     atomic_write_bytes(paths["report"], page.encode("utf-8"))
+    write_manifest(out, KIND_BUDGET, run_id(result), [*(p.name for p in paths.values()), *pngs])
     return paths
 
 

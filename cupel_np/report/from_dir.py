@@ -62,7 +62,8 @@ def _meta(out: Path, variants_path: Path) -> tuple[list[dict], str | None]:
     manifest = out / "manifest.json"
     if manifest.is_file():
         m = json.loads(manifest.read_text())
-        return m["variants"], m.get("set_column")
+        if isinstance(m.get("variants"), list):
+            return m["variants"], m.get("set_column")
     files = _files(variants_path)
     if not files:
         raise InvalidConfigError(f"{variants_path} holds no part files")
@@ -74,10 +75,43 @@ def _meta(out: Path, variants_path: Path) -> tuple[list[dict], str | None]:
     return json.loads(md[b"cupel_np.variants"]), set_col
 
 
-def load_sweep_dir(out_dir, top_k: int = 40) -> SweepDirSummary:
-    out = Path(out_dir)
+def check_sweep_dir(out: Path) -> None:
+    """Refuse a directory that is not one sweep's outputs: a budget simulation, or the outputs
+    of two runs side by side (single files and part directories, or a manifest that names
+    another layout than the one present)."""
+    from cupel_np.io.outdir import (
+        KIND_BUDGET,
+        KIND_PARTS,
+        KIND_STREAMED,
+        KIND_SWEEP,
+        PARTS_DIRS,
+        SWEEP_FILES,
+        describe_outputs,
+        read_manifest,
+    )
+
     if not out.is_dir():
         raise InvalidConfigError(f"sweep directory not found: {out}")
+    m = read_manifest(out) or {}
+    if m.get("kind") == KIND_BUDGET:
+        raise InvalidConfigError(
+            f"{out} holds a budget simulation, not a sweep; its page is written by cupel-np budget"
+        )
+    files = [n for n in SWEEP_FILES if (out / n).is_file()]
+    parts = [n for n in PARTS_DIRS if (out / n).is_dir()]
+    kind = m.get("kind")
+    mixed = (files and parts) or (kind == KIND_PARTS and files) or (kind in (KIND_SWEEP, KIND_STREAMED) and parts)
+    if mixed:
+        raise InvalidConfigError(
+            f"{out} is ambiguous: it holds {describe_outputs(out)}, the outputs of more than one run; "
+            "rerun the sweep into an empty directory (or with --overwrite)"
+        )
+
+
+def load_sweep_dir(out_dir, top_k: int = 40) -> SweepDirSummary:
+    """Read what the page needs from a written sweep directory, with bounded memory."""
+    out = Path(out_dir)
+    check_sweep_dir(out)
     vpath, dpath, ipath = _output(out, "variants"), _output(out, "diffs"), _output(out, "items")
     variants, set_col = _meta(out, vpath)
     labels = [v["label"] for v in variants]
@@ -253,13 +287,37 @@ def _describe(v: dict) -> str:
     )
 
 
-def write_dir_report(out_dir, *, title: str | None = None, top_k: int = 40) -> Path:
-    """Write ``report.html`` (PNGs embedded and beside it) for the sweep written in ``out_dir``."""
+def _check_page(out: Path, overwrite: bool) -> None:
+    """Never silently replace a page built from the in-memory result (or a page that is not
+    ours) with one built from the written outputs."""
+    page = out / "report.html"
+    if overwrite or not page.is_file():
+        return
+    head = page.read_bytes()[:2000].decode("utf-8", "replace")
+    if f'content="{PAGE_FROM_OUTPUTS}"' not in head:
+        what = "from the in-memory result" if PAGE_FROM_RESULT in head else "by another tool or version"
+        raise InvalidConfigError(
+            f"{page} was written {what}; pass overwrite=True (CLI: --overwrite) to replace it with the page "
+            "built from the written outputs, or choose another directory"
+        )
+
+
+#: the generator tag of each kind of page (``<meta name="generator">``)
+PAGE_FROM_RESULT, PAGE_FROM_OUTPUTS = "cupel_np report from-result", "cupel_np report from-outputs"
+
+
+def write_dir_report(out_dir, *, title: str | None = None, top_k: int = 40, overwrite: bool = False) -> Path:
+    """Write ``report.html`` (PNGs embedded and beside it) for the sweep written in ``out_dir``.
+    A directory holding more than one run's outputs is refused, and so is replacing a page
+    built from the in-memory result, unless ``overwrite=True``."""
     from cupel_np.io.parquet import atomic_write_bytes
     from cupel_np.report.html import CSS, _short
 
     out = Path(out_dir)
+    if top_k < 0:
+        raise InvalidConfigError(f"top_k must be at least 0, got {top_k}")
     s = load_sweep_dir(out, top_k)
+    _check_page(out, overwrite)
     pngs = {"heatmap.png": _heatmap(s), "tokens.png": _tokens(s)}
     for name, data in pngs.items():
         atomic_write_bytes(out / name, data)
@@ -291,7 +349,8 @@ def write_dir_report(out_dir, *, title: str | None = None, top_k: int = 40) -> P
         top.append(f"<tr>{set_cell}<td>{html.escape(_short(t['content'], 80))}</td>{cells}</tr>")
     set_head = f"<th>{html.escape(s.set_column)}</th>" if s.set_column else ""
     page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<html lang="en"><head><meta charset="utf-8"><meta name="generator" content="{PAGE_FROM_OUTPUTS}">
+<title>{html.escape(title)}</title>
 <style>{CSS}</style></head><body>
 <h1>{html.escape(title)}</h1>
 <p class="meta">{s.rows:,} items in {s.sets:,} item set(s); {len(s.labels)} variants; {s.swing:,} swinging

@@ -530,15 +530,17 @@ def write_html_report(
     max_rows: int = 200,
     max_sets: int = 5,
     max_pairs: int = 20,
+    overwrite: bool = False,
 ) -> Path:
     """Write ``report.html`` plus ``heatmap.png``, ``tokens.png`` and ``kinds.png`` into
     ``out_dir`` (atomically) and return the page's path. The page's size is bounded for any
     sweep: ``max_rows`` swinging items, ``max_sets`` drill-down sets, ``max_pairs`` variant
-    pairs, plus aggregates over everything."""
+    pairs, plus aggregates over everything. A directory holding another run's outputs is
+    refused unless ``overwrite=True`` (the same result's ``write_sweep`` outputs are its own)."""
     from cupel_np._files import atomic_write_bytes
+    from cupel_np.io.outdir import KIND_PAGE, claim_out_dir, run_id, write_manifest
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = claim_out_dir(out_dir, overwrite=overwrite, run=run_id(result))
     groups = _top_swings(result, top_k)
     pngs = {
         "heatmap.png": heatmap_png(result, groups),
@@ -640,7 +642,8 @@ def write_html_report(
             + "</details>"
         )
     page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>
+<html lang="en"><head><meta charset="utf-8"><meta name="generator" content="cupel_np report from-result">
+<title>{_e(title)}</title>
 <style>{CSS}</style></head><body>
 <h1>{_e(title)}</h1>
 <p class="meta" id="summary" data-items="{t.n}" data-sets="{t.n_sets}" data-variants="{v}" data-swing="{result.n_swing}">
@@ -676,6 +679,7 @@ within its set under that variant (#1 = highest score). Click a header to sort.<
 """
     path = out / "report.html"
     atomic_write_bytes(path, page.encode("utf-8"))
+    write_manifest(out, KIND_PAGE, run_id(result), [path.name, *pngs])
     return path
 
 
