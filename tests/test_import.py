@@ -260,7 +260,8 @@ def test_cli_import_then_sensitivity(capsys, tmp_path):
         assert cli.main(["import", fmt, str(inp), "--out", str(out), *extra]) == 0
         msg = capsys.readouterr().out
         table = ItemTable.from_parquet(out, set_column="conversation_id")
-        assert f"{table.n:,} items in {table.n_sets:,} conversation(s)" in msg
+        word = "conversation" if table.n_sets == 1 else "conversations"
+        assert f"{table.n:,} items in {table.n_sets:,} {word}" in msg
         items[fmt] = out
         code = cli.main(
             [

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -30,12 +31,67 @@ def _progress_enabled(args) -> bool:
     return not args.quiet and sys.stderr.isatty()
 
 
-def _claim_out(args) -> Path:
+def _claim_out(args, set_column=None, labels=()) -> Path:
     """Check ``--out`` before any work: not an existing file, and not holding another run's
-    outputs unless ``--overwrite`` (which removes them; ``io.outdir`` names what is ours)."""
-    from cupel_np.io.outdir import claim_out_dir
+    outputs unless ``--overwrite`` (which removes them; ``io.outdir`` names what is ours);
+    and a set column whose name the outputs use is refused before anything is read."""
+    from cupel_np.io.outdir import check_set_column, claim_out_dir
 
-    return claim_out_dir(args.out, overwrite=args.overwrite)
+    check_set_column(set_column, labels)
+    return claim_out_dir(args.out, overwrite=args.overwrite, create=False)
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 chunk``, ``2 chunks``, ``1,000 partitions`` (``many`` for irregular plurals)."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+_PREFIX = re.compile(r"^(variant '[^']*': )?(set .*?: )?")
+
+
+def top_reasons(messages, k: int = 3) -> list[tuple[int, str]]:
+    """The ``k`` most common failure reasons among error ``messages``: messages that differ
+    only in the variant, the set or the numbers count as one reason; each comes with its
+    count and one full example, most common first."""
+    groups: dict[str, list] = {}
+    for m in messages:
+        m = str(m)
+        key = re.sub(r"\d[\d,]*", "N", _PREFIX.sub("", m, count=1))
+        g = groups.setdefault(key, [0, m])
+        g[0] += 1
+    ranked = sorted(groups.values(), key=lambda g: -g[0])
+    return [(n, ex) for n, ex in ranked[:k]]
+
+
+def _print_failures(messages, out=None) -> None:
+    """Why (variant, set) cells failed: the top reasons with counts and an example each."""
+    msgs = list(messages)
+    if not msgs:
+        return
+    print(f"{plural(len(msgs), 'failed (variant, set) cell')}; most common reasons:", file=out)
+    for n, ex in top_reasons(msgs):
+        print(f"  {n:>6,} x {_one_line(ex, 160)}", file=out)
+
+
+def _set_column_hint(items, set_column) -> str:
+    """When no set column was given though the input has columns other than item fields:
+    a hint naming them (the whole input was taken as ONE item set)."""
+    if set_column:
+        return ""
+    from cupel_np.model.datasets import open_dataset
+    from cupel_np.model.items import ITEM_FIELDS
+
+    try:
+        names = open_dataset(_source(items)).schema.names
+    except CupelError:
+        return ""
+    other = [n for n in names if n not in ITEM_FIELDS]
+    if not other:
+        return ""
+    return (
+        f"; without --set-column the whole input is ONE item set: if it holds several, name the set-key "
+        f"column with --set-column ({', '.join(other[:3])}?)"
+    )
 
 
 # ----------------------------------------------------------------------------- loading
@@ -83,9 +139,10 @@ def _run_dask(args, budget, variants, set_column, title: str) -> int:
         return EXIT_OK
     failed = sum(summary["failed"].values())
     print(
-        f"{summary['rows']:,} items in {summary['sets']:,} set(s) on Dask ({args.dask}, {summary['partitions']} "
-        f"partitions{', shuffled on the set key' if summary['shuffled'] else ''}); {summary['swing']:,} swinging "
-        f"items; {failed:,} failed (variant, set) cells; {summary['seconds']:.1f}s"
+        f"{plural(summary['rows'], 'item')} in {plural(summary['sets'], 'set')} on Dask ({args.dask}, "
+        f"{plural(summary['partitions'], 'partition')}{', shuffled on the set key' if summary['shuffled'] else ''}); "
+        f"{plural(summary['swing'], 'swinging item')}; {plural(failed, 'failed (variant, set) cell')}; "
+        f"{summary['seconds']:.1f}s"
     )
     print(f"wrote items/, diffs/, variants/, manifest.json and {report.name} to {Path(args.out).resolve()}")
     return EXIT_OK
@@ -174,8 +231,9 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
         )
         return EXIT_OK
     print(
-        f"{tot['rows']:,} items in {tot['sets']:,} set(s); {len(s.labels)} variants; {tot['swing']:,} swinging "
-        f"items; {elapsed:.1f}s (streamed in {tot['chunks']:,} chunks of whole sets)"
+        f"{plural(tot['rows'], 'item')} in {plural(tot['sets'], 'set')}; {plural(len(s.labels), 'variant')}; "
+        f"{plural(tot['swing'], 'swinging item')}; {elapsed:.1f}s (streamed in {plural(tot['chunks'], 'chunk')} "
+        "of whole sets)"
     )
     w = max([8, *(len(l) for l in s.labels)])
     print(
@@ -408,7 +466,8 @@ def cmd_demo(args) -> int:
         print(json.dumps(_summary_json(result, paths, elapsed), indent=2))
         return EXIT_OK
     print(
-        f"{table.n:,} items in {table.n_sets:,} sessions from {items}; {len(result.labels)} variants "
+        f"{plural(table.n, 'item')} in {plural(table.n_sets, 'session')} from {items}; "
+        f"{plural(len(result.labels), 'variant')} "
         f"(7 presets x 2 budgets); {result.n_swing:,} swinging items; {elapsed:.1f}s"
     )
     _print_summary(result)
@@ -428,7 +487,7 @@ def cmd_sensitivity(args) -> int:
 
         raise TooFewVariantsError("sensitivity needs at least 2 variants (policies or presets)")
     budget = _budget(args)
-    _claim_out(args)
+    _claim_out(args, args.set_column, [str(l) for l, *_ in variants])
     if args.dask:
         return _run_dask(args, budget, variants, args.set_column, f"Policy sensitivity: {_name(args.items)}")
     t0 = time.perf_counter()
@@ -444,7 +503,7 @@ def cmd_sweep(args) -> int:
     from cupel_np.analysis.sensitivity import sweep
 
     grid, grid_set_col = load_grid_file(args.grid)
-    _claim_out(args)
+    _claim_out(args, args.set_column or grid_set_col, [str(label) for label, *_ in grid.variants()])
     if args.dask:
         return _run_dask(
             args, None, grid, args.set_column or grid_set_col, f"Sweep: {_name(args.items)} x {Path(args.grid).name}"
@@ -467,10 +526,11 @@ def _finish(args, result, t0: float, title: str) -> int:
         return EXIT_OK
     t = result.table
     print(
-        f"{t.n:,} items in {t.n_sets:,} set(s); {len(result.labels)} variants; "
-        f"{result.n_swing:,} swinging items; {elapsed:.1f}s"
+        f"{plural(t.n, 'item')} in {plural(t.n_sets, 'set')}; {plural(len(result.labels), 'variant')}; "
+        f"{plural(result.n_swing, 'swinging item')}; {elapsed:.1f}s"
     )
     _print_summary(result)
+    _print_failures(str(e) for errs in result.errors.values() for e in errs.values())
     print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
     return EXIT_OK
 
@@ -491,43 +551,39 @@ def cmd_budget(args) -> int:
     t0 = time.perf_counter()
     table = _load_table(args.items, args.set_column)
     result = budget_curves(table, variants, ladder)
+    errors = [e for e in result.curves.column("error").to_pylist() if e is not None]
+    if errors and len(errors) == result.curves.num_rows:  # nothing to draw: say why, write nothing
+        n, example = top_reasons(errors, 1)[0]
+        raise UsageError(
+            f"every (variant, budget, set) cell failed, so there are no curves to draw; most common reason "
+            f"({plural(n, 'cell')}): {example}{_set_column_hint(args.items, args.set_column)}"
+        )
     paths = write_budget_outputs(result, args.out, title=f"Budget simulation: {Path(args.items).name}")
     elapsed = time.perf_counter() - t0
     summary = summarize(result.curves, result.rows)
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "items": table.n,
-                    "sets": table.n_sets,
-                    "budgets": summary["budgets"],
-                    "variants": {
-                        l: {
-                            k: v[k]
-                            for k in (
-                                "reach",
-                                "total_included",
-                                "non_monotonic_rows",
-                                "multi_flip_rows",
-                                "failed_cells",
-                            )
-                        }
-                        for l, v in summary["variants"].items()
-                    },
-                    "outputs": {k: str(v) for k, v in paths.items()},
-                    "seconds": round(elapsed, 3),
-                },
-                indent=2,
-            )
-        )
+        print(json.dumps(_budget_json(table, summary, paths, elapsed), indent=2))
         return EXIT_OK
     print(
-        f"{table.n:,} items in {table.n_sets:,} set(s); {len(variants)} variant(s) x {len(ladder)} budgets "
-        f"({lo:,} .. {hi:,}, {args.spacing}); {elapsed:.1f}s"
+        f"{plural(table.n, 'item')} in {plural(table.n_sets, 'set')}; {plural(len(variants), 'variant')} x "
+        f"{len(ladder)} budgets ({lo:,} .. {hi:,}, {args.spacing}); {elapsed:.1f}s"
     )
     print_summary(summary)
+    _print_failures(errors)
     print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
     return EXIT_OK
+
+
+def _budget_json(table, summary: dict, paths: dict, elapsed: float) -> dict:
+    keys = ("reach", "total_included", "non_monotonic_rows", "multi_flip_rows", "failed_cells")
+    return {
+        "items": table.n,
+        "sets": table.n_sets,
+        "budgets": summary["budgets"],
+        "variants": {l: {k: v[k] for k in keys} for l, v in summary["variants"].items()},
+        "outputs": {k: str(v) for k, v in paths.items()},
+        "seconds": round(elapsed, 3),
+    }
 
 
 def cmd_run(args) -> int:
@@ -546,9 +602,15 @@ def cmd_run(args) -> int:
         if args.set is None:
             raise UsageError(f"{table.n_sets} item sets in {_name(args.items)}; choose one with --set KEY")
         table = table.subset(table.set_keys[_segment(table, args.set)])
-    report = Pipeline(policy).dry_run(table, budget, threads=args.threads)
+    try:
+        report = Pipeline(policy).dry_run(table, budget, threads=args.threads)
+    except CupelError as e:
+        hint = _set_column_hint(args.items, args.set_column)
+        if not hint:
+            raise
+        raise type(e)(f"{e}{hint} and choose one with --set KEY") from None
     if args.json:
-        print(json.dumps(report.to_dict(), default=str, indent=2))
+        print(json.dumps(report.to_dict(), default=_iso_default, indent=2))
         return EXIT_OK
     used = sum(i.item.tokens for i in report.included)
     print(
@@ -567,6 +629,17 @@ def cmd_run(args) -> int:
     for s in report.count_requirement_shortfalls:
         print(f"  shortfall: kind {s.kind!r} required {s.required_count}, got {s.satisfied_count}")
     return EXIT_OK
+
+
+def _iso_default(v):
+    """JSON for what json cannot write: datetimes as ISO 8601, anything else as text."""
+    from datetime import date, datetime
+
+    if isinstance(v, datetime):
+        return v.isoformat().replace("+00:00", "Z")
+    if isinstance(v, date):
+        return v.isoformat()
+    return str(v)
 
 
 def _segment(table, key: str) -> int:
@@ -619,7 +692,7 @@ def cmd_validate(args) -> int:
                 print(f"{args.items}: {p}")
         else:
             print(
-                f"{args.items}: ok — {summary['rows']:,} rows, {summary['sets']:,} set(s), "
+                f"{args.items}: ok — {plural(summary['rows'], 'row')}, {plural(summary['sets'], 'set')}, "
                 f"{summary['negative_tokens']:,} negative-token rows (will be excluded), "
                 f"{summary['pinned']:,} pinned"
             )
@@ -646,9 +719,9 @@ def cmd_import(args) -> int:
         return EXIT_OK
     skipped = "; ".join(f"{n} {r}" for r, n in sorted(res.skipped.items()))
     print(
-        f"{res.items:,} items in {res.conversations:,} conversation(s) from {res.lines:,} line(s) -> {out} "
-        f"(set column {res.set_column!r}); {len(res.bad)} bad line(s) skipped"
-        + (f"; not context: {skipped}" if skipped else "")
+        f"{plural(res.items, 'item')} in {plural(res.conversations, 'conversation')} from "
+        f"{plural(res.lines, 'line')} -> {out} (set column {res.set_column!r}); "
+        f"{plural(len(res.bad), 'bad line')} skipped" + (f"; not context: {skipped}" if skipped else "")
     )
     return EXIT_OK
 
@@ -667,7 +740,24 @@ def cmd_report(args) -> int:
 def cmd_conformance(args) -> int:
     from cupel_np.cli import conformance
 
-    return conformance.main(args.paths)
+    try:
+        files = conformance.collect(args.paths)
+    except FileNotFoundError as e:
+        raise UsageError(str(e)) from None
+    if not files:  # nothing run is not a pass
+        raise UsageError(f"no .toml conformance vectors found under {', '.join(args.paths)}")
+    failures = {}
+    for f in files:
+        msg = conformance.run_vector(f)
+        if msg is not None:
+            failures[str(f)] = msg
+    if args.json:
+        print(json.dumps({"passed": len(files) - len(failures), "failed": len(failures), "failures": failures}))
+    else:
+        for f, msg in failures.items():
+            print(f"FAIL {f}: {msg}")
+        print(f"{len(files) - len(failures)} passed, {len(failures)} failed")
+    return EXIT_OK if not failures else EXIT_INTERNAL
 
 
 # ----------------------------------------------------------------------------- parser

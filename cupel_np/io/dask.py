@@ -283,6 +283,9 @@ def sweep(
     for v in vs:
         if v.label in ("content", "input_row", set_column):
             raise InvalidConfigError(f"variant label {v.label!r} clashes with a result column name")
+    from cupel_np.io.outdir import check_set_column
+
+    check_set_column(set_column, [v.label for v in vs])
     if progress is None:
         progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
     from cupel_np.io.outdir import KIND_PARTS, new_run_id, write_manifest

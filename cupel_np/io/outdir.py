@@ -32,6 +32,20 @@ PAGE_FILES = ("report.html", "heatmap.png", "tokens.png", "kinds.png", "utilizat
 #: every name a cupel_np writer puts in an output directory (plus temp files ``.NAME.*.tmp``)
 OUTPUT_NAMES = (MANIFEST, *SWEEP_FILES, *PARTS_DIRS, *BUDGET_FILES, *PAGE_FILES)
 
+#: the columns the sweep outputs write beside the set-key column
+OUTPUT_COLUMNS = (
+    "content",
+    "input_row",
+    "variant",
+    "included_count",
+    "tokens_used",
+    "target_tokens",
+    "utilization",
+    "swing_count",
+    "swing_included",
+    "error",
+)
+
 #: manifest ``kind`` values
 KIND_SWEEP, KIND_STREAMED, KIND_PARTS, KIND_BUDGET = "sweep", "sweep-streamed", "sweep-parts", "budget"
 KIND_PAGE = "page"
@@ -65,6 +79,19 @@ def run_id(owner) -> str:
         rid = _RUN_IDS[id(owner)] = new_run_id()
         weakref.finalize(owner, _RUN_IDS.pop, id(owner), None)
     return rid
+
+
+def check_set_column(set_column, labels=()) -> None:
+    """A set-key column whose name the sweep outputs also use (``content``, ``variant``, a
+    variant label...) would write two columns of one name: refused before any work."""
+    if set_column is None:
+        return
+    clash = set_column in OUTPUT_COLUMNS or set_column in labels
+    if clash or any(set_column.startswith(f"{l}.") for l in labels):
+        raise InvalidConfigError(
+            f"set column {set_column!r} has the name of a column the sweep outputs write "
+            f"({', '.join(OUTPUT_COLUMNS)} and the variant labels); rename the column in the input"
+        )
 
 
 def check_out_path(out, what: str = "output directory") -> Path:
@@ -118,10 +145,11 @@ def remove_outputs(out) -> list[str]:
     return gone
 
 
-def claim_out_dir(out, *, overwrite: bool = False, run: str | None = None) -> Path:
+def claim_out_dir(out, *, overwrite: bool = False, run: str | None = None, create: bool = True) -> Path:
     """Make ``out`` ready for a run's outputs: create it if needed; if it holds outputs of
     another run (a manifest with another ``run_id``, or outputs without one), refuse unless
-    ``overwrite``, which removes them. Outputs of the same ``run`` are left alone."""
+    ``overwrite``, which removes them. Outputs of the same ``run`` are left alone. With
+    ``create=False`` a missing directory is not created (a check before any work)."""
     p = check_out_path(out)
     if existing_outputs(p):
         m = read_manifest(p)
@@ -133,7 +161,8 @@ def claim_out_dir(out, *, overwrite: bool = False, run: str | None = None) -> Pa
                     "or pass overwrite=True (CLI: --overwrite) to replace them"
                 )
             remove_outputs(p)
-    p.mkdir(parents=True, exist_ok=True)
+    if create:
+        p.mkdir(parents=True, exist_ok=True)
     return p
 
 

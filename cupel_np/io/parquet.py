@@ -26,7 +26,15 @@ from cupel_np._files import atomic_write_bytes, temp_beside
 from cupel_np._version import __version__
 from cupel_np.analysis.sensitivity import sweep
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError, MemoryLimitError
-from cupel_np.io.outdir import KIND_STREAMED, KIND_SWEEP, claim_out_dir, new_run_id, run_id, write_manifest
+from cupel_np.io.outdir import (
+    KIND_STREAMED,
+    KIND_SWEEP,
+    check_set_column,
+    claim_out_dir,
+    new_run_id,
+    run_id,
+    write_manifest,
+)
 from cupel_np.model._readers import read_items_table
 from cupel_np.model.datasets import (
     IN_MEMORY_FACTOR,
@@ -97,6 +105,7 @@ def write_sweep(result, out_dir, *, items: bool = True, overwrite: bool = False)
     column); the policies and budgets also go in the file metadata. A directory holding
     another run's outputs is refused unless ``overwrite=True``, which removes them first
     (``io.outdir``: only cupel_np's own output names are touched)."""
+    check_set_column(result.table.set_column, result.labels)
     out = claim_out_dir(out_dir, overwrite=overwrite, run=run_id(result))
     meta = _variants_metadata(result.variants)
     tables = {"diffs": result.diffs_table(), "variants": result.variants_table()}
@@ -159,6 +168,8 @@ def sweep_parquet(
     limit; otherwise the error says to use the Dask path. Returns totals (rows, sets,
     swinging contents, chunks, chunk_rows). ``out_dir`` holding another run's outputs is refused
     unless ``overwrite=True`` (``io.outdir``), before any input is read."""
+    vs = as_variants(variants, budget, allow_budget=True)
+    check_set_column(set_column, [v.label for v in vs])
     run = new_run_id()
     out = claim_out_dir(out_dir, overwrite=overwrite, run=run)
     d = open_dataset(path)
@@ -167,7 +178,6 @@ def sweep_parquet(
         raise InvalidConfigError(
             f"set column {set_column!r} not found in {where} (columns: {', '.join(d.schema.names)})"
         )
-    vs = as_variants(variants, budget, allow_budget=True)
     meta = _variants_metadata(vs)
     if progress is None:
         progress = bool(getattr(sys.stderr, "isatty", lambda: False)())

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import html
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -60,7 +61,8 @@ def summarize(curves: pa.Table, rows: pa.Table) -> dict:
     nonmono = rows.column("non_monotonic").to_numpy(zero_copy_only=False)
     multi = rows.column("flips_more_than_once").to_numpy(zero_copy_only=False)
     for p, lab in enumerate(labels):
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a budget where every set failed: NaN, not noise
             u_q = [
                 np.nanpercentile(util[p], q, axis=1) if util.shape[2] else np.full(len(budgets), np.nan)
                 for q in (25, 50, 75)
@@ -72,7 +74,7 @@ def summarize(curves: pa.Table, rows: pa.Table) -> dict:
         total = np.nansum(count[p], axis=1).astype(np.int64)  # failed cells include nothing
         reach = {}
         for lv in LEVELS:
-            hit = np.flatnonzero(total >= lv * total[-1])
+            hit = np.flatnonzero(total >= lv * total[-1]) if total[-1] > 0 else np.zeros(0, np.int64)
             reach[f"{round(lv * 100)}%"] = int(budgets[hit[0]]) if hit.size else None
         mine = rv == lab
         out["variants"][lab] = {
@@ -95,7 +97,12 @@ def _curve_png(summary: dict, key: str, ylabel: str, title: str, percent: bool) 
         q25, q50, q75 = (np.array(q, dtype=np.float64) for q in summary["variants"][lab][key])
         (line,) = ax.plot(x, q50, marker="o", markersize=3, label=_mpl(lab))
         ax.fill_between(x, q25, q75, color=line.get_color(), alpha=0.18, linewidth=0)
-    if x.size and x[0] > 0 and x[-1] / x[0] > 8:
+    drawn = any(
+        np.isfinite(np.array(summary["variants"][l][key][1], dtype=np.float64)).any() for l in summary["labels"]
+    )
+    if not drawn:  # every cell failed: nothing to scale (a log axis of no data raises)
+        ax.text(0.5, 0.5, "every dry run failed: no curve", ha="center", va="center", transform=ax.transAxes)
+    elif x.size and x[0] > 0 and x[-1] / x[0] > 8:
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(plt.NullFormatter())
     ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:,.0f}"))
