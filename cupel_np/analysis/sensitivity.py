@@ -252,6 +252,14 @@ class SweepResult:
         """A compact notebook summary (per-variant totals)."""
         return _repr_html_sweep(self)
 
+    def __repr__(self) -> str:
+        labels = ", ".join(self.labels[:6]) + (f", +{len(self.labels) - 6} more" if len(self.labels) > 6 else "")
+        failed = int(self.failed.sum())
+        return (
+            f"SweepResult(items={self.table.n}, sets={self.table.n_sets}, variants=[{labels}], "
+            f"swinging={self.n_swing}" + (f", failed_cells={failed}" if failed else "") + ")"
+        )
+
 
 #: "Excluded" and "Included" are both 8 bytes: a status column is 8 bytes per row plus offsets
 _STATUS_BYTES = np.frombuffer(b"ExcludedIncluded", dtype=np.uint8).reshape(2, 8)

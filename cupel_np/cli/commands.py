@@ -31,6 +31,25 @@ def _progress_enabled(args) -> bool:
     return not args.quiet and sys.stderr.isatty()
 
 
+def kernels_cached() -> bool:
+    """Whether the compiled kernels every run needs are in Numba's on-disk cache (a cold
+    first run compiles them for ~10-20 s). True when JIT is off or the cache cannot be read."""
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        return True
+    from cupel_np.engine import batch_kernels
+
+    try:
+        return os.path.exists(batch_kernels.variant_scores._cache._cache_file._index_path)
+    except AttributeError:  # another Numba version's internals: say nothing rather than guess
+        return True
+
+
+def _say_if_compiling(args) -> None:
+    """On a terminal, a cold first run says why it is silent for a while (stderr only)."""
+    if not getattr(args, "quiet", False) and sys.stderr.isatty() and not kernels_cached():
+        print("cupel-np: compiling kernels, first run only (10-20 s) ...", file=sys.stderr, flush=True)
+
+
 def _claim_out(args, set_column=None, labels=()) -> Path:
     """Check ``--out`` before any work: not an existing file, and not holding another run's
     outputs unless ``--overwrite`` (which removes them; ``io.outdir`` names what is ours);
@@ -794,114 +813,115 @@ def _count_arg(v: str) -> int:
     return n
 
 
-def build_parser() -> argparse.ArgumentParser:
+_ITEMS_HELP = "items Parquet: a file, a directory (hive partitions become columns) or several files"
+_SET_HELP = "column holding the item-set key (without it the whole input is one item set)"
+_DASK_HELP = "run on Dask: local, local:N (a LocalCluster of N workers) or tcp://HOST:PORT"
+
+
+def _common_parents() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """(options of every command, the same plus --threads for the commands that compute)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--quiet", action="store_true", help="no progress output")
     common.add_argument("--debug", action="store_true", help="show tracebacks")
     common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    common.add_argument(
+    compute = argparse.ArgumentParser(add_help=False, parents=[common])
+    compute.add_argument(
         "--threads",
         type=_threads_arg,
         default=None,
         help="worker threads (default: $CUPEL_NP_THREADS, else the cores this process may use)",
     )
+    return common, compute
 
-    def budget_opts(p):
-        p.add_argument("--max-tokens", type=int, help="the model's context window (required)")
-        p.add_argument("--target-tokens", type=int, help="the slicer's token target (required)")
-        p.add_argument("--output-reserve", type=int, default=0, help="tokens kept for the answer")
 
-    def memory_opts(p):
-        p.add_argument(
-            "--memory-limit",
-            metavar="SIZE",
-            help="memory budget, e.g. 2G or 500M (default: half the memory available now); "
-            "a larger input is processed in chunks of whole item sets",
-        )
-        p.add_argument(
-            "--chunk-rows",
-            type=int,
-            metavar="N",
-            help="stream in chunks of at least N rows (whole row groups and item sets), whatever the input size",
-        )
+def _budget_opts(p) -> None:
+    g = p.add_argument_group("budget (required)")
+    g.add_argument("--max-tokens", type=int, required=True, help="the model's context window")
+    g.add_argument("--target-tokens", type=int, required=True, help="the slicer's token target")
+    p.add_argument("--output-reserve", type=int, default=0, help="tokens kept for the answer (default 0)")
 
-    parser = argparse.ArgumentParser(
-        prog="cupel-np",
-        description="Cupel context selection at corpus scale: which items do your policies swap in or out?",
+
+def _memory_opts(p) -> None:
+    p.add_argument(
+        "--memory-limit",
+        metavar="SIZE",
+        help="memory budget, e.g. 2G or 500M (default: half the memory available now); "
+        "a larger input is processed in chunks of whole item sets",
     )
-    sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    p.add_argument(
+        "--chunk-rows",
+        type=int,
+        metavar="N",
+        help="stream in chunks of at least N rows (whole row groups and item sets), whatever the input size",
+    )
 
-    p = sub.add_parser("demo", parents=[common], help="presets x budgets on the sample corpus; Parquet + HTML report")
+
+def _add_sweeps(sub, compute) -> None:
+    p = sub.add_parser("demo", parents=[compute], help="presets x budgets on the sample corpus; Parquet + HTML report")
     p.add_argument("--items", help="items Parquet (default: the sample corpus shipped in the package)")
-    p.add_argument("--set-column", default="session_id")
+    p.add_argument("--set-column", default="session_id", help="column holding the item-set key (default session_id)")
     _out_opts(p, "cupel-np-demo")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("sensitivity", parents=[common], help="compare policies over an items file")
-    p.add_argument(
-        "items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files"
-    )
+    p = sub.add_parser("sensitivity", parents=[compute], help="compare policies over an items file")
+    p.add_argument("items", nargs="+", help=_ITEMS_HELP)
     p.add_argument("--policies", help="JSON/TOML file of labelled policies")
     p.add_argument("--preset", action="append", help="a preset to compare (repeatable)")
-    budget_opts(p)
-    p.add_argument("--set-column", help="column holding the item-set key")
+    _budget_opts(p)
+    p.add_argument("--set-column", help=_SET_HELP)
     _out_opts(p)
-    p.add_argument(
-        "--dask", metavar="SPEC", help="run on Dask: local, local:N (a LocalCluster of N workers) or tcp://HOST:PORT"
-    )
-    memory_opts(p)
+    p.add_argument("--dask", metavar="SPEC", help=_DASK_HELP)
+    _memory_opts(p)
     p.set_defaults(func=cmd_sensitivity)
 
     p = sub.add_parser(
-        "sweep", parents=[common], help="run a grid of variants (presets x weights x slicers x placers x budgets)"
+        "sweep", parents=[compute], help="run a grid of variants (presets x weights x slicers x placers x budgets)"
     )
-    p.add_argument(
-        "items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files"
-    )
-    p.add_argument("--grid", required=True, help="grid file (TOML/JSON; see README)")
+    p.add_argument("items", nargs="+", help=_ITEMS_HELP)
+    p.add_argument("--grid", required=True, help="grid file (TOML/JSON; see docs/sweeps.md)")
     p.add_argument("--set-column", help="column holding the item-set key (overrides the grid's)")
     _out_opts(p)
-    p.add_argument(
-        "--dask", metavar="SPEC", help="run on Dask: local, local:N (a LocalCluster of N workers) or tcp://HOST:PORT"
-    )
-    memory_opts(p)
+    p.add_argument("--dask", metavar="SPEC", help=_DASK_HELP)
+    _memory_opts(p)
     p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser(
-        "budget", parents=[common], help="budget curves: selection and utilization along a ladder of budgets"
-    )
+
+def _add_single(sub, common, compute) -> None:
+    p = sub.add_parser("budget", parents=[common], help="budget curves: selection and utilization along a ladder")
     p.add_argument("items", help="items Parquet file")
     p.add_argument("--policy", action="append", help="policy file (JSON/TOML; repeatable, labelled by file name)")
     p.add_argument("--preset", action="append", help="a preset (repeatable)")
     p.add_argument("--ladder", required=True, help="LO:HI:STEPS budgets (max_tokens), e.g. 4000:200000:16")
-    p.add_argument("--spacing", choices=["geometric", "linear"], default="geometric")
+    p.add_argument(
+        "--spacing", choices=["geometric", "linear"], default="geometric", help="ladder spacing (default geometric)"
+    )
     p.add_argument("--output-reserve", type=int, default=0, help="tokens kept for the answer at every budget")
-    p.add_argument("--set-column", help="column holding the item-set key")
+    p.add_argument("--set-column", help=_SET_HELP)
     _out_opts(p)
     p.set_defaults(func=cmd_budget)
 
-    p = sub.add_parser("run", parents=[common], help="one dry run: included and excluded items with scores and reasons")
-    p.add_argument(
-        "items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files"
+    p = sub.add_parser(
+        "run", parents=[compute], help="one dry run: included and excluded items with scores and reasons"
     )
+    p.add_argument("items", nargs="+", help=_ITEMS_HELP)
     p.add_argument("--policy", help="policy file (JSON/TOML, EXTENSIONS.md or .NET shape)")
     p.add_argument("--preset", help="a preset name")
-    budget_opts(p)
-    p.add_argument("--set-column", help="column holding the item-set key")
-    p.add_argument("--set", help="which item set to run (with --set-column)")
+    _budget_opts(p)
+    p.add_argument("--set-column", help=_SET_HELP)
+    p.add_argument("--set", metavar="KEY", help="which item set to run (with --set-column)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("presets", parents=[common], help="list the presets with their full configuration")
     p.set_defaults(func=cmd_presets)
 
     p = sub.add_parser("validate", parents=[common], help="check an items file: schema and row problems")
-    p.add_argument(
-        "items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files"
-    )
-    p.add_argument("--set-column", help="column holding the item-set key")
-    memory_opts(p)
+    p.add_argument("items", nargs="+", help=_ITEMS_HELP)
+    p.add_argument("--set-column", help=_SET_HELP)
+    _memory_opts(p)
     p.set_defaults(func=cmd_validate)
 
+
+def _add_files(sub, common) -> None:
     p = sub.add_parser("import", parents=[common], help="chat / agent transcripts -> an items Parquet file")
     p.add_argument(
         "format",
@@ -920,7 +940,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="token counter: estimate (default), chars4, tiktoken:ENCODING, "
         "tokenizers:PATH/tokenizer.json or module:function",
     )
-    p.add_argument("--skip-bad", action="store_true", help="skip unreadable lines (each is listed on stderr)")
+    p.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help="skip unreadable lines (each is listed on stderr); a file none of whose lines reads is still an error",
+    )
     p.add_argument(
         "--set-column", default="conversation_id", help="name of the conversation column (default conversation_id)"
     )
@@ -929,14 +953,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", parents=[common], help="HTML report of a written sweep directory (in-process or Dask)")
     p.add_argument("out_dir", help="a directory written by sensitivity, sweep or demo (with or without --dask)")
-    p.add_argument("--title", help="page title")
+    p.add_argument("--title", help="page title (default: the directory's name)")
     p.add_argument("--top", type=_count_arg, default=40, help="swinging items shown (default 40)")
     p.add_argument("--overwrite", action="store_true", help="replace a report.html built from the in-memory result")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("conformance", parents=[common], help="run conformance vectors (files or directories)")
-    p.add_argument("paths", nargs="+")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="vector .toml files or directories holding them")
     p.set_defaults(func=cmd_conformance)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``cupel-np`` argument parser (one sub-command per task)."""
+    common, compute = _common_parents()
+    parser = argparse.ArgumentParser(
+        prog="cupel-np",
+        description="Cupel context selection at corpus scale: which items do your policies swap in or out?",
+    )
+    sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    _add_sweeps(sub, compute)
+    _add_single(sub, common, compute)
+    _add_files(sub, common)
     return parser
 
 
@@ -944,6 +981,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.func in (cmd_demo, cmd_sensitivity, cmd_sweep, cmd_budget, cmd_run):
+            _say_if_compiling(args)
         return args.func(args)
     except UsageError as e:
         _err(str(e))
