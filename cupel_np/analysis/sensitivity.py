@@ -171,8 +171,9 @@ class SweepResult:
         return pa.table(cols)
 
     def items_table(self) -> pa.Table:
-        """One row per input row: set key, content, and per variant included / score /
-        reason / position (null when excluded or when the variant failed on the set)."""
+        """One row per input row: set key, content, kind, source, tokens, and per variant
+        included / score / reason / position (null when excluded or when the variant failed on
+        the set)."""
         t = self.table
         to_in = self._to_input
         set_of_row = np.repeat(np.arange(t.n_sets), np.diff(t.offsets))[to_in]
@@ -181,6 +182,10 @@ class SweepResult:
             cols[self._set_name()] = self._set_keys_array.take(pa.array(set_of_row, pa.int64()))
         cols["input_row"] = pa.array(np.arange(t.n, dtype=np.int64))
         cols["content"] = t.content.take(pa.array(to_in, pa.int64()))
+        # what a page built from the written outputs shows beside each content
+        for name, col in (("kind", t.kind), ("source", t.source), ("tokens", pa.array(t.tokens))):
+            if name != t.set_column:
+                cols[name] = col.take(pa.array(to_in, pa.int64()))
         names = reason_name_lut()
         for v, label in enumerate(self.labels):
             failed = self.failed[v, set_of_row]

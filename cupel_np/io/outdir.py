@@ -36,6 +36,9 @@ OUTPUT_NAMES = (MANIFEST, *SWEEP_FILES, *PARTS_DIRS, *BUDGET_FILES, *PAGE_FILES)
 OUTPUT_COLUMNS = (
     "content",
     "input_row",
+    "kind",
+    "source",
+    "tokens",
     "variant",
     "included_count",
     "tokens_used",

@@ -171,7 +171,7 @@ def sweep_parquet(
     vs = as_variants(variants, budget, allow_budget=True)
     check_set_column(set_column, [v.label for v in vs])
     run = new_run_id()
-    out = claim_out_dir(out_dir, overwrite=overwrite, run=run)
+    out = claim_out_dir(out_dir, overwrite=overwrite, run=run, create=False)  # created by the first write
     d = open_dataset(path)
     where = describe_source(path)
     if set_column not in d.schema.names:
@@ -237,6 +237,7 @@ def sweep_parquet(
         raise
     for w in writers.values():
         w.close()
+    out.mkdir(parents=True, exist_ok=True)  # an empty input writes no part, but the run is recorded
     _sweep_manifest(out, KIND_STREAMED, run, vs, set_column, list(writers), summary=totals)
     return totals
 

@@ -20,7 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cupel_np.errors import InvalidConfigError
-from cupel_np.report.html import CSS, _mpl, _plt, _png
+from cupel_np.report.charts import curve_png
+from cupel_np.report.page import CSS
 
 #: the shares of the largest-budget selection the report locates
 LEVELS = (0.90, 0.95, 0.99)
@@ -90,30 +91,8 @@ def summarize(curves: pa.Table, rows: pa.Table) -> dict:
 
 
 def _curve_png(summary: dict, key: str, ylabel: str, title: str, percent: bool) -> bytes:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(8, 4))
-    x = np.array(summary["budgets"], dtype=np.float64)
-    for lab in summary["labels"]:
-        q25, q50, q75 = (np.array(q, dtype=np.float64) for q in summary["variants"][lab][key])
-        (line,) = ax.plot(x, q50, marker="o", markersize=3, label=_mpl(lab))
-        ax.fill_between(x, q25, q75, color=line.get_color(), alpha=0.18, linewidth=0)
-    drawn = any(
-        np.isfinite(np.array(summary["variants"][l][key][1], dtype=np.float64)).any() for l in summary["labels"]
-    )
-    if not drawn:  # every cell failed: nothing to scale (a log axis of no data raises)
-        ax.text(0.5, 0.5, "every dry run failed: no curve", ha="center", va="center", transform=ax.transAxes)
-    elif x.size and x[0] > 0 and x[-1] / x[0] > 8:
-        ax.set_xscale("log")
-        ax.xaxis.set_minor_formatter(plt.NullFormatter())
-    ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:,.0f}"))
-    ax.set_xlabel("budget (max_tokens)")
-    ax.set_ylabel(ylabel)
-    if percent:
-        ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.set_title(title, fontsize=9)
-    return _png(fig)
+    curves = {lab: summary["variants"][lab][key] for lab in summary["labels"]}
+    return curve_png(summary["budgets"], curves, ylabel, title, percent)
 
 
 def _fmt(v) -> str:
