@@ -107,7 +107,14 @@ def tokens_png(labels: list[str], used: np.ndarray, target: np.ndarray, could: n
     for i in range(len(labels)):
         base = could[i] if could is not None and could[i] else target[i]
         if base:
-            ax.text(x[i] + (w if could is not None else 0), used[i], f"{used[i] / base:.0%}", ha="center", va="bottom", fontsize=7)
+            ax.text(
+                x[i] + (w if could is not None else 0),
+                used[i],
+                f"{used[i] / base:.0%}",
+                ha="center",
+                va="bottom",
+                fontsize=7,
+            )
     _variant_axis(ax, labels)
     _human_axis(ax.yaxis)
     ax.set_ylabel("tokens (all sets)")
