@@ -954,7 +954,7 @@ def _add_files(sub, common) -> None:
     p = sub.add_parser("report", parents=[common], help="HTML report of a written sweep directory (in-process or Dask)")
     p.add_argument("out_dir", help="a directory written by sensitivity, sweep or demo (with or without --dask)")
     p.add_argument("--title", help="page title (default: the directory's name)")
-    p.add_argument("--top", type=_count_arg, default=40, help="swinging items shown (default 40)")
+    p.add_argument("--top", type=_count_arg, default=200, help="swinging items in the table (default 200)")
     p.add_argument("--overwrite", action="store_true", help="replace a report.html built from the in-memory result")
     p.set_defaults(func=cmd_report)
 
