@@ -150,3 +150,38 @@ def test_cli_out_refused_before_any_work(tmp_path, small, capsys):
     names = {p.name for p in out.iterdir()}
     assert "keep.csv" in names and read_manifest(out)["kind"] == "sweep-streamed"
     assert all(p.name in OUTPUT_NAMES for p in existing_outputs(out))
+
+
+def _norm(p: Path) -> str:
+    import re
+
+    return re.sub(r'content="cupel_np report from-[a-z]+"', "", p.read_text())
+
+
+def test_one_page_whatever_the_path(tmp_path, small):
+    """The page built from written outputs (in-process files, or streamed in chunks of whole
+    sets, with failed cells and duplicate contents) is the in-memory page, byte for byte."""
+    t = c.ItemTable.from_parquet(small, set_column="session_id")
+    variants = [*VARIANTS, ("tiny", c.preset("code_review"), c.ContextBudget(300, 250))]
+    res = c.sweep(t, BUDGET, variants, on_error="collect")
+    assert res.failed.any() and res.failed.sum() < res.failed.size  # some cells failed, not all
+    write_sweep(res, tmp_path / "mem")
+    want = _norm(write_html_report(res, tmp_path / "mem", title="T"))
+    assert 'data-sections="start variants agreement by-kind by-source why sets charts"' in want
+    (tmp_path / "mem" / "report.html").unlink()
+    assert _norm(write_dir_report(tmp_path / "mem", title="T")) == want
+    sweep_parquet(
+        small, BUDGET, variants, tmp_path / "str", set_column="session_id", chunk_rows=300, on_error="collect"
+    )
+    assert _norm(write_dir_report(tmp_path / "str", title="T")) == want
+    assert {"heatmap.png", "tokens.png", "kinds.png"} <= {p.name for p in (tmp_path / "str").iterdir()}
+
+
+def test_cli_streamed_run_writes_the_full_page(tmp_path, small, capsys):
+    out = tmp_path / "o"
+    argv = ["sensitivity", str(small), "--preset", "chat", "--preset", "rag", *CLI_BUDGET, "--out", str(out)]
+    assert cli.main([*argv, "--chunk-rows", "300"]) == 0
+    page = (out / "report.html").read_text()
+    for h in ('id="start"', 'id="agreement-matrix"'.replace("agreement", "agree"), 'id="by-kind"', 'id="by-source"',
+              'id="reason-totals"', 'id="swing-table"', 'class="set"', "kind mix per variant"):  # fmt: skip
+        assert h in page, h

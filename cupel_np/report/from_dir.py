@@ -142,7 +142,7 @@ def load_sweep_dir(out_dir, top_k: int = 40) -> SweepDirSummary:
         set_col = None  # a sweep without a set column: one unnamed set
     rows = sum(pq.read_metadata(f).num_rows for f in _files(ipath))
     swing = sum(pq.read_metadata(f).num_rows for f in _files(dpath))
-    top = _top_swings(dpath, labels, set_col, top_k)
+    top = _top_swings(dpath, labels, set_col, top_k) if top_k else []
     _add_reasons(ipath, labels, set_col, top)
     return SweepDirSummary(
         labels, variants, set_col, rows, vrows // max(nv, 1), swing, inc, tok, tgt, swi, fail, example, top
@@ -158,7 +158,10 @@ def _top_swings(dpath: Path, labels: list[str], set_col, k: int) -> list[dict]:
     for b in ds.dataset(_files(dpath), format="parquet").to_batches(columns=cols, batch_size=BATCH_ROWS, **_READAHEAD):
         t = pa.Table.from_batches([b])
         st = (
-            np.stack([pc.equal(t.column(l), "Included").to_numpy(zero_copy_only=False) for l in labels], axis=1)
+            np.stack(
+                [pc.fill_null(pc.equal(t.column(l), "Included"), False).to_numpy(zero_copy_only=False) for l in labels],
+                axis=1,
+            )
             if t.num_rows
             else np.zeros((0, len(labels)), bool)
         )
