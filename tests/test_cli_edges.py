@@ -62,10 +62,11 @@ def test_run_on_a_multi_set_file_points_at_set_column(small, capsys):
     assert "--set-column (session_id?)" in err and "--set KEY" in err
 
 
-def test_sensitivity_prints_the_top_failure_reasons(tmp_path, small, capsys):
+@pytest.mark.parametrize("stream", [[], ["--chunk-rows", "100"]])
+def test_sensitivity_prints_the_top_failure_reasons(tmp_path, small, capsys, stream):
     code, out, err = run(
         capsys, "sensitivity", small, "--preset", "chat", "--preset", "rag", "--max-tokens", "300",
-        "--target-tokens", "200", "--set-column", "session_id", "--out", tmp_path / "o", "--quiet",
+        "--target-tokens", "200", "--set-column", "session_id", "--out", tmp_path / "o", "--quiet", *stream,
     )  # fmt: skip
     assert code == 0, err
     m = re.search(r"(\d+) failed \(variant, set\) cells?; most common reasons:\n((?: +[\d,]+ x .*\n)+)", out)

@@ -92,6 +92,18 @@ def _print_failures(messages, out=None) -> None:
         print(f"  {n:>6,} x {_one_line(ex, 160)}", file=out)
 
 
+def _written_failures(out) -> list[str]:
+    """The error of every failed (variant, set) cell of a written sweep (``variants`` output)."""
+    import pyarrow.dataset as pds
+
+    f = Path(out) / "variants.parquet"
+    src = f if f.is_file() else Path(out) / "variants"
+    if not src.exists():
+        return []
+    t = pds.dataset(str(src), format="parquet").to_table(columns=["error"], filter=pds.field("error").is_valid())
+    return [str(e) for e in t.column("error").to_pylist()]
+
+
 def _set_column_hint(items, set_column) -> str:
     """When no set column was given though the input has columns other than item fields:
     a hint naming them (the whole input was taken as ONE item set)."""
@@ -163,6 +175,7 @@ def _run_dask(args, budget, variants, set_column, title: str) -> int:
         f"{plural(summary['swing'], 'swinging item')}; {plural(failed, 'failed (variant, set) cell')}; "
         f"{summary['seconds']:.1f}s"
     )
+    _print_failures(_written_failures(args.out))
     print(f"wrote items/, diffs/, variants/, manifest.json and {report.name} to {Path(args.out).resolve()}")
     return EXIT_OK
 
@@ -263,6 +276,7 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
         print(
             f"{lab:<{w}}  {s.included[v]:>9,} {s.tokens[v]:>12,} {util:>11.1%} {s.swing_included[v]:>11,} {s.failed[v]:>11,}"
         )
+    _print_failures(_written_failures(out))
     print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {out.resolve()}")
     return EXIT_OK
 
