@@ -255,6 +255,25 @@ def section_pairs(d: PageData, which: str) -> str:
     )
 
 
+#: short cell texts, so a table of many variants fits the window (the full name is the tooltip)
+SHORT = {
+    "Included": "in",
+    "BudgetExceeded": "budget",
+    "ScoredTooLow": "low score",
+    "Deduplicated": "dup",
+    "QuotaCapExceeded": "quota cap",
+    "QuotaRequireDisplaced": "quota req",
+    "CountCapExceeded": "count cap",
+    "NegativeTokens": "neg tokens",
+    "PinnedOverride": "pin override",
+    "Filtered": "filtered",
+}
+
+
+def _short_status(st: str) -> str:
+    return SHORT.get(st, _short(st, 12))
+
+
 def _cells_html(row: dict) -> str:
     out = []
     for st, reason, r in zip(row["status"], row["reason"], row["rank"]):
@@ -265,7 +284,8 @@ def _cells_html(row: dict) -> str:
         key = (1 if st == "Included" else 0) * 10**9 - int(r)
         out.append(
             f'<td class="{cls}" data-s="{key}" data-status="{_e(st)}" data-reason="{_e(reason)}" data-rank="{int(r)}" '
-            f'title="{_e(reason)}, score rank {int(r)}">{_e(st)} <span class="rk">#{int(r)}</span></td>'
+            f'title="{_e(st)} ({_e(reason)}), score rank {int(r)}">{_e(_short_status(st))} '
+            f'<span class="rk">#{int(r)}</span></td>'
         )
     return "".join(out)
 
@@ -285,8 +305,10 @@ def _rows_html(d: PageData, rows: list[dict]) -> str:
 
 
 def _head_html(d: PageData) -> str:
-    cols = [d.set_name, "content", "kind", "source", "tokens", "included by"] + d.labels
-    return "".join(f'<th data-col="{k}">{_e(c)}</th>' for k, c in enumerate(cols))
+    cols = [d.set_name, "content", "kind", "source", "tokens", "included by"]
+    head = [f'<th data-col="{k}">{_e(c)}</th>' for k, c in enumerate(cols)]
+    head += [f'<th class="rot" data-col="{len(cols) + k}"><span>{_e(c)}</span></th>' for k, c in enumerate(d.labels)]
+    return "".join(head)
 
 
 def section_why(d: PageData) -> str:
@@ -309,7 +331,8 @@ def section_why(d: PageData) -> str:
         f"{''.join(f'<th>{_e(k)}</th>' for k in d.reason_keys)}</tr>{tot_rows}</table></div>"
         "<h3>Top swinging items: the most contested, with each variant's reason and score rank</h3>"
         "<p class=\"meta\">Each cell: that variant's status or exclusion reason, and the item's score rank within "
-        "its set under that variant (#1 = highest score). Click a header to sort.</p>"
+        "its set under that variant (#1 = highest score; hover a cell for the full reason). Click a header to "
+        f"sort. Short names: {_e(', '.join(f'{v} = {k}' for k, v in SHORT.items()))}.</p>"
         f'<div class="controls">filter <input id="q" placeholder="text in any cell"> kind <select id="kind">'
         f'<option value="">(all)</option>{kinds}</select> <span class="meta"><span id="shown">{n}</span> of {n} rows '
         f"shown; {d.n_swing:,} swinging contents in all</span></div>"
@@ -447,7 +470,10 @@ th.rot span{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap
 #swing-table th{cursor:pointer} .controls{margin:.5em 0} tr.tot td{background:#fafafa;color:#555}
 details{margin:.4em 0} summary{cursor:pointer} .scroll{overflow-x:auto;max-width:100%}
 #swing-table td,table.set-items td{white-space:nowrap}
-#swing-table td:nth-child(2),table.set-items td:nth-child(2){max-width:28em;overflow:hidden;text-overflow:ellipsis}
+#swing-table td:nth-child(2),table.set-items td:nth-child(2){max-width:16em;overflow:hidden;text-overflow:ellipsis}
+#swing-table td:first-child,table.set-items td:first-child{max-width:9em;overflow:hidden;text-overflow:ellipsis}
+#swing-table td.in,#swing-table td.out,#swing-table td.fail,table.set-items td.in,table.set-items td.out{padding:1px 3px;line-height:1.15}
+#swing-table .rk,table.set-items .rk{display:block}
 .start{background:#f7fbff;border:1px solid #d6e6f5;padding:.2em 1em;margin:1em 0} .start h2{border:0;margin-top:.5em}
 .note{background:#fff8e1;padding:.3em .6em}
 """
