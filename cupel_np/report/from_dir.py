@@ -356,15 +356,16 @@ class _PageAcc:
             mix = np.bincount(kid[inc], weights=tok[inc], minlength=len(names))
             for j, n in enumerate(names):
                 self.kind_mix.setdefault(n, np.zeros(self.v))[v] += mix[j]
-        aggs = [("tokens", "sum"), ("tokens", "count")] + [(f"{l}.included", "count") for l in self.labels]
+        aggs = [("tokens", "sum"), ("tokens", "count"), ("input_row", "min")]
+        aggs += [(f"{l}.included", "count") for l in self.labels]
         s = t.set_column(t.schema.get_field_index("tokens"), "tokens", pa.array(tok)).group_by(_KEY).aggregate(aggs)
         st = s["tokens_sum"].to_numpy(zero_copy_only=False)
         for v, l in enumerate(self.labels):
             ran = s[f"{l}.included_count"].to_numpy(zero_copy_only=False) > 0
             self.could[v] += np.minimum(st, self.targets[v])[ran].sum()
-        for k, n in zip(s[_KEY].to_pylist(), s["tokens_count"].to_pylist()):
+        for k, n, first in zip(s[_KEY].to_pylist(), s["tokens_count"].to_pylist(), s["input_row_min"].to_pylist()):
             if k in self.candidates:
-                self.set_info[k] = [0, n]
+                self.set_info[k] = [0, n, first]  # groups (set by _groups), items, first input row
 
     def _groups(self, t: pa.Table) -> pa.Table:
         opts = pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
@@ -547,14 +548,13 @@ def _category_dict(cat: dict, v: int) -> dict:
 
 def _drill(acc: _PageAcc, counts: dict, vpath, labels, set_col, ipath, max_sets: int) -> list[dict]:
     """The drill-down sets: most swinging contents first, ties by the set's first input row."""
-    firsts = {k: int(pc.min(t["first"]).as_py()) for k, t in acc.set_top.items()}
-    keys = sorted(acc.set_top, key=lambda k: (-counts.get(k, 0), firsts[k]))[:max_sets]
+    keys = sorted(acc.set_top, key=lambda k: (-counts.get(k, 0), acc.set_info[k][2]))[:max_sets]
     per_variant = _per_variant(vpath, labels, set_col, keys) if keys else {}
     out = []
     for k in keys:
         rows = _row_dicts(acc.set_top[k], len(labels))
         _ranks(ipath, labels, set_col, rows)
-        groups, items = acc.set_info.get(k, (0, 0))
+        groups, items, _ = acc.set_info[k]
         out.append(
             {
                 "key": k,
