@@ -131,7 +131,7 @@ def test_sensitivity_with_presets_and_policy_file(capsys, tmp_path, small_items)
         str(tmp_path / "p"),
     )
     assert code == 0, err
-    assert re.fullmatch(r"887 items in 30 sets; 4 variants; \d+ swinging items; \d+\.\ds", out.splitlines()[0])
+    assert re.fullmatch(r"887 items in 30 set\(s\); 4 variants; \d+ swinging items; \d+\.\ds", out.splitlines()[0])
     rest = _summary_table(
         out, ["chat", "recent-trusted", "docs-first-knapsack", "tool-quota"], tmp_path / "p" / "variants.parquet"
     )
@@ -220,7 +220,7 @@ def test_presets_and_validate(capsys, tmp_path, small_items):
     n_pinned = sum(1 for v in t.column("pinned").to_pylist() if v)
     assert code == 0
     assert out == (
-        f"{small_items}: ok — 887 rows, 30 sets, {n_neg} negative-token rows (will be excluded), {n_pinned} pinned\n"
+        f"{small_items}: ok — 887 rows, 30 set(s), {n_neg} negative-token rows (will be excluded), {n_pinned} pinned\n"
     )
     bad = tmp_path / "bad.parquet"
     pq.write_table(

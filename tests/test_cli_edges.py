@@ -139,7 +139,7 @@ def test_plurals(tmp_path, small, capsys):
         capsys, "sensitivity", small, "--preset", "chat", "--preset", "rag", "--max-tokens", "8000",
         "--target-tokens", "6000", "--set-column", "session_id", "--out", tmp_path / "o", "--chunk-rows", "100000",
     )  # fmt: skip
-    assert code == 0 and "(streamed in 1 chunk of whole sets)" in out and "set(s)" not in out
+    assert code == 0 and "(streamed in 1 chunk of whole sets)" in out and "1 chunks" not in out
 
 
 def test_run_json_timestamps_are_iso_8601(small, capsys):

@@ -260,8 +260,7 @@ def test_cli_import_then_sensitivity(capsys, tmp_path):
         assert cli.main(["import", fmt, str(inp), "--out", str(out), *extra]) == 0
         msg = capsys.readouterr().out
         table = ItemTable.from_parquet(out, set_column="conversation_id")
-        word = "conversation" if table.n_sets == 1 else "conversations"
-        assert f"{table.n:,} items in {table.n_sets:,} {word}" in msg
+        assert f"{table.n:,} items in {table.n_sets:,} conversation(s)" in msg
         items[fmt] = out
         code = cli.main(
             [

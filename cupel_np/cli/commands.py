@@ -170,7 +170,7 @@ def _run_dask(args, budget, variants, set_column, title: str) -> int:
         return EXIT_OK
     failed = sum(summary["failed"].values())
     print(
-        f"{plural(summary['rows'], 'item')} in {plural(summary['sets'], 'set')} on Dask ({args.dask}, "
+        f"{plural(summary['rows'], 'item')} in {summary['sets']:,} set(s) on Dask ({args.dask}, "
         f"{plural(summary['partitions'], 'partition')}{', shuffled on the set key' if summary['shuffled'] else ''}); "
         f"{plural(summary['swing'], 'swinging item')}; {plural(failed, 'failed (variant, set) cell')}; "
         f"{summary['seconds']:.1f}s"
@@ -263,7 +263,7 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
         )
         return EXIT_OK
     print(
-        f"{plural(tot['rows'], 'item')} in {plural(tot['sets'], 'set')}; {plural(len(s.labels), 'variant')}; "
+        f"{plural(tot['rows'], 'item')} in {tot['sets']:,} set(s); {plural(len(s.labels), 'variant')}; "
         f"{plural(tot['swing'], 'swinging item')}; {elapsed:.1f}s (streamed in {plural(tot['chunks'], 'chunk')} "
         "of whole sets)"
     )
@@ -559,7 +559,7 @@ def _finish(args, result, t0: float, title: str) -> int:
         return EXIT_OK
     t = result.table
     print(
-        f"{plural(t.n, 'item')} in {plural(t.n_sets, 'set')}; {plural(len(result.labels), 'variant')}; "
+        f"{plural(t.n, 'item')} in {t.n_sets:,} set(s); {plural(len(result.labels), 'variant')}; "
         f"{plural(result.n_swing, 'swinging item')}; {elapsed:.1f}s"
     )
     _print_summary(result)
@@ -598,7 +598,7 @@ def cmd_budget(args) -> int:
         print(json.dumps(_budget_json(table, summary, paths, elapsed), indent=2))
         return EXIT_OK
     print(
-        f"{plural(table.n, 'item')} in {plural(table.n_sets, 'set')}; {plural(len(variants), 'variant')} x "
+        f"{plural(table.n, 'item')} in {table.n_sets:,} set(s); {len(variants)} variant(s) x "
         f"{len(ladder)} budgets ({lo:,} .. {hi:,}, {args.spacing}); {elapsed:.1f}s"
     )
     print_summary(summary)
@@ -725,7 +725,7 @@ def cmd_validate(args) -> int:
                 print(f"{args.items}: {p}")
         else:
             print(
-                f"{args.items}: ok — {plural(summary['rows'], 'row')}, {plural(summary['sets'], 'set')}, "
+                f"{args.items}: ok — {plural(summary['rows'], 'row')}, {summary['sets']:,} set(s), "
                 f"{summary['negative_tokens']:,} negative-token rows (will be excluded), "
                 f"{summary['pinned']:,} pinned"
             )
@@ -752,9 +752,9 @@ def cmd_import(args) -> int:
         return EXIT_OK
     skipped = "; ".join(f"{n} {r}" for r, n in sorted(res.skipped.items()))
     print(
-        f"{plural(res.items, 'item')} in {plural(res.conversations, 'conversation')} from "
-        f"{plural(res.lines, 'line')} -> {out} (set column {res.set_column!r}); "
-        f"{plural(len(res.bad), 'bad line')} skipped" + (f"; not context: {skipped}" if skipped else "")
+        f"{plural(res.items, 'item')} in {res.conversations:,} conversation(s) from "
+        f"{res.lines:,} line(s) -> {out} (set column {res.set_column!r}); "
+        f"{len(res.bad)} bad line(s) skipped" + (f"; not context: {skipped}" if skipped else "")
     )
     return EXIT_OK
 
