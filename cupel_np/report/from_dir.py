@@ -363,8 +363,9 @@ class _PageAcc:
         for v, l in enumerate(self.labels):
             ran = s[f"{l}.included_count"].to_numpy(zero_copy_only=False) > 0
             self.could[v] += np.minimum(st, self.targets[v])[ran].sum()
-        for k, n, first in zip(s[_KEY].to_pylist(), s["tokens_count"].to_pylist(), s["input_row_min"].to_pylist()):
-            if k in self.candidates:
+        if self.candidates:
+            s = s.filter(pc.is_in(s[_KEY], value_set=pa.array(list(self.candidates), s[_KEY].type)))
+            for k, n, first in zip(s[_KEY].to_pylist(), s["tokens_count"].to_pylist(), s["input_row_min"].to_pylist()):
                 self.set_info[k] = [0, n, first]  # groups (set by _groups), items, first input row
 
     def _groups(self, t: pa.Table) -> pa.Table:
@@ -372,9 +373,11 @@ class _PageAcc:
         aggs = [("input_row", "min"), ("kind", "first"), ("source", "first"), ("tokens", "first")]
         aggs += [(f"{l}.included", "any", opts) for l in self.labels] + [(f"{l}.reason", "first") for l in self.labels]
         g = t.group_by([_KEY, "content"], use_threads=False).aggregate(aggs)
-        for k, n in zip(*np.unique(np.array(g[_KEY].to_pylist(), dtype=object), return_counts=True)):
-            if k in self.set_info:
-                self.set_info[k][0] = int(n)
+        if self.set_info:
+            keys = g[_KEY]
+            mine = keys.filter(pc.is_in(keys, value_set=pa.array(list(self.set_info), keys.type)))
+            for r in pc.value_counts(mine).to_pylist():
+                self.set_info[r["values"]][0] = int(r["counts"])
         return g
 
     def _categories(self, g, st, ok, sw) -> None:
@@ -403,9 +406,9 @@ class _PageAcc:
             s, o = st[idx, v], ok[idx, v]
             self.reasons.setdefault("Included", np.zeros(self.v, np.int64))[v] += int((s & o).sum())
             self.reasons.setdefault("failed", np.zeros(self.v, np.int64))[v] += int((~o).sum())
-            r = g[f"{l}.reason_first"].take(pa.array(idx[~s & o])).to_pylist()
-            for name, n in zip(*np.unique(np.array([x or "Excluded" for x in r], dtype=object), return_counts=True)):
-                self.reasons.setdefault(str(name), np.zeros(self.v, np.int64))[v] += int(n)
+            r = pc.fill_null(g[f"{l}.reason_first"].take(pa.array(idx[~s & o])), "Excluded")
+            for x in pc.value_counts(r).to_pylist():
+                self.reasons.setdefault(str(x["values"]), np.zeros(self.v, np.int64))[v] += int(x["counts"])
 
     def _keep(self, g, st, ok, n_in, n_ok, sw) -> None:
         """The most contested swinging groups (ties: first input row), overall and per candidate set."""
