@@ -185,3 +185,15 @@ def test_cli_streamed_run_writes_the_full_page(tmp_path, small, capsys):
     for h in ('id="start"', 'id="agreement-matrix"'.replace("agreement", "agree"), 'id="by-kind"', 'id="by-source"',
               'id="reason-totals"', 'id="swing-table"', 'class="set"', "kind mix per variant"):  # fmt: skip
         assert h in page, h
+
+
+def test_one_page_without_a_set_column(tmp_path):
+    """One unnamed set (no set column): the drill-down keeps its rows on both paths."""
+    t = c.ItemTable.from_arrow(pq.read_table(SAMPLE).slice(0, 60).drop_columns(["session_id"]))
+    res = c.sweep(t, c.ContextBudget(2000, 1500), VARIANTS)
+    assert res.n_swing > 0
+    write_sweep(res, tmp_path / "o")
+    want = write_html_report(res, tmp_path / "o", title="T")
+    text = _norm(want)
+    want.unlink()
+    assert 'class="set-items"' in text and _norm(write_dir_report(tmp_path / "o", title="T")) == text

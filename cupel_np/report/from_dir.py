@@ -437,7 +437,7 @@ class _PageAcc:
         if self.candidates:
             mine = pc.is_in(t["set"], pa.array(list(self.candidates), t["set"].type))
             for k in set(t.filter(mine)["set"].to_pylist()):
-                part = t.filter(pc.equal(t["set"], k))
+                part = t.filter(pc.is_null(t["set"]) if k is None else pc.equal(t["set"], k))
                 prev = self.set_top.get(k)
                 self.set_top[k] = _best(part if prev is None else pa.concat_tables([prev, part]), self.per_set_rows)
 
