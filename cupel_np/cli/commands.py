@@ -694,7 +694,7 @@ def cmd_presets(args) -> int:
         print(json.dumps({k: p.to_dict() for k, p in PRESETS.items()}, indent=2))
         return EXIT_OK
     for name, p in PRESETS.items():
-        scorers = ", ".join(f"{s.type_name}×{w:g}" for s, w in p.scorer.entries)
+        scorers = ", ".join(f"{s.type_name}×{w:g}" for s, w in getattr(p.scorer, "entries", ()))
         sl = p.slicer.name + (f"(bucket {p.slicer.bucket_size})" if hasattr(p.slicer, "bucket_size") else "")
         print(
             f"{name:<13} {scorers:<40} {sl:<20} {p.placer:<14} dedup={p.deduplication} overflow={p.overflow_strategy}"
@@ -787,8 +787,8 @@ def cmd_conformance(args) -> int:
     if args.json:
         print(json.dumps({"passed": len(files) - len(failures), "failed": len(failures), "failures": failures}))
     else:
-        for f, msg in failures.items():
-            print(f"FAIL {f}: {msg}")
+        for name, msg in failures.items():
+            print(f"FAIL {name}: {msg}")
         print(f"{len(files) - len(failures)} passed, {len(failures)} failed")
     return EXIT_OK if not failures else EXIT_INTERNAL
 

@@ -136,7 +136,7 @@ def describe_outputs(out) -> str:
     m = read_manifest(out) or {}
     names = [f.name + ("/" if f.is_dir() else "") for f in existing_outputs(out)]
     shown = ", ".join(names[:6]) + (f", +{len(names) - 6} more" if len(names) > 6 else "")
-    return f"{_WHAT.get(m.get('kind'), 'cupel-np outputs')} ({shown})"
+    return f"{_WHAT.get(str(m.get('kind')), 'cupel-np outputs')} ({shown})"
 
 
 def remove_outputs(out) -> list[str]:

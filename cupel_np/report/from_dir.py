@@ -318,7 +318,7 @@ class _PageAcc:
         self.labels, self.set_col, self.v = labels, set_col, len(labels)
         self.targets = np.asarray(targets, dtype=np.float64)
         self.ag = agreement_start(self.v)
-        self.cat = {"kind": {}, "source": {}}  # name -> [swinging, groups, VxV counts]
+        self.cat: dict[str, dict] = {"kind": {}, "source": {}}  # name -> [swinging, groups, VxV counts]
         self.reasons: dict[str, np.ndarray] = {}
         self.kind_mix: dict[str, np.ndarray] = {}
         self.could = np.zeros(self.v)
@@ -370,7 +370,7 @@ class _PageAcc:
 
     def _groups(self, t: pa.Table) -> pa.Table:
         opts = pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
-        aggs = [("input_row", "min"), ("kind", "first"), ("source", "first"), ("tokens", "first")]
+        aggs: list[tuple] = [("input_row", "min"), ("kind", "first"), ("source", "first"), ("tokens", "first")]
         aggs += [(f"{l}.included", "any", opts) for l in self.labels] + [(f"{l}.reason", "first") for l in self.labels]
         g = t.group_by([_KEY, "content"], use_threads=False).aggregate(aggs)
         if self.set_info:
@@ -429,7 +429,9 @@ class _PageAcc:
         }
         for v, l in enumerate(self.labels):
             reason = g[f"{l}.reason_first"].take(pa.array(idx))
-            status = np.where(~ok[idx, v], "failed", np.where(st[idx, v], "Included", None))
+            status = np.full(idx.size, None, dtype=object)
+            status[st[idx, v]] = "Included"
+            status[~ok[idx, v]] = "failed"
             cols[f"s{v}"] = pc.coalesce(pa.array(status, pa.string()), reason, pa.scalar("Excluded"))
             cols[f"r{v}"] = reason
         t = pa.table(cols)

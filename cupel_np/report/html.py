@@ -225,7 +225,7 @@ def reason_totals(result) -> tuple[list[str], np.ndarray]:
     gs = result.swing_groups
     rows = result.group_first_row[gs]
     sets = result.group_set[gs]
-    cols: dict[str, np.ndarray] = {}
+    cols: dict[str, None] = {}
     v = len(result.labels)
     per_v = []
     for vi in range(v):
