@@ -414,3 +414,16 @@ def test_fits_the_window_and_starts_with_words(tmp_path):
     assert 1300 <= window <= 1400 and widest <= window, (widest, window)
     start = text(d.find("div", id="start"))
     assert "contents swing" in start and "The pair that differs most is" in start and "most common reason" in start
+
+
+def test_chart_units_and_kind_colours():
+    from cupel_np.report.charts import PALETTE, human, kind_colour
+
+    assert [human(x) for x in (0, 950, 1000, 20000, 1_250_000, 1_500_000, 2.5e9)] == [
+        "0", "950", "1k", "20k", "1.25M", "1.5M", "2.5G",
+    ]  # fmt: skip
+    # one colour per kind in every report: fixed by the (case-folded) name, not by the order drawn
+    assert kind_colour("Message") == kind_colour("message") and kind_colour("ToolOutput") in PALETTE
+    assert (
+        len({kind_colour(k) for k in ("Message", "ToolOutput", "Document", "SystemPrompt", "Memory", "ToolCall")}) == 6
+    )

@@ -54,9 +54,18 @@ def mpl_text(s: str) -> str:
     return str(s).replace("$", r"\$")
 
 
+#: the spec's kinds get fixed, distinct colours; any other kind a stable hash of its name
+KNOWN_KINDS = ("message", "document", "tooloutput", "memory", "systemprompt", "toolcall")
+
+
 def kind_colour(kind: str) -> str:
-    """The colour of a kind, the same in every report: a stable hash of its ASCII-folded name."""
-    return PALETTE[zlib.crc32(str(kind).lower().encode("utf-8")) % len(PALETTE)]
+    """The colour of a kind, the same in every report: fixed for the spec's kinds, else a
+    stable hash of the ASCII-folded name into the rest of the palette."""
+    k = str(kind).lower()
+    if k in KNOWN_KINDS:
+        return PALETTE[KNOWN_KINDS.index(k)]
+    rest = PALETTE[len(KNOWN_KINDS) :]
+    return rest[zlib.crc32(k.encode("utf-8")) % len(rest)]
 
 
 def human(v: float) -> str:
@@ -64,7 +73,7 @@ def human(v: float) -> str:
     a = abs(v)
     for div, suf in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if a >= div:
-            return f"{v / div:.1f}".rstrip("0").rstrip(".") + suf
+            return f"{v / div:.2f}".rstrip("0").rstrip(".") + suf
     return f"{v:.0f}" if float(v).is_integer() else f"{v:.2g}"
 
 
