@@ -161,7 +161,7 @@ def claim_out_dir(out, *, overwrite: bool = False, run: str | None = None, creat
             if not overwrite:
                 raise OutputExistsError(
                     f"{p} already holds {describe_outputs(p)} from another run; choose another directory, "
-                    "or pass overwrite=True (CLI: --overwrite) to replace them"
+                    "or pass --overwrite (Python: overwrite=True) to replace them"
                 )
             remove_outputs(p)
     if create:

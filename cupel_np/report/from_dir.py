@@ -237,7 +237,7 @@ def _check_page(out: Path, overwrite: bool) -> None:
     if f'content="{PAGE_FROM_OUTPUTS}"' not in head:
         what = "from the in-memory result" if PAGE_FROM_RESULT in head else "by another tool or version"
         raise InvalidConfigError(
-            f"{page} was written {what}; pass overwrite=True (CLI: --overwrite) to replace it with the page "
+            f"{page} was written {what}; pass --overwrite (Python: overwrite=True) to replace it with the page "
             "built from the written outputs, or choose another directory"
         )
 
