@@ -322,9 +322,11 @@ def test_set_drill_down(dom, parquet):
                 assert "failed" in text(tr)
                 continue
             got = {td.attrs["data-k"]: int(text(td).replace(",", "")) for td in tr.all("td") if "data-k" in td.attrs}
+            set_tokens = sum(max(r["tokens"], 0) for r in parquet["input"] if r["session_id"] == key)
             assert got == {
                 "included": row["included_count"],
                 "tokens": row["tokens_used"],
+                "usable": min(set_tokens, row["target_tokens"]),  # what the variant could use at most
                 "swing_included": row["swing_included"],
             }
         assert len(d.find("table", **{"class": "set-items"}).all("tbody")[0].all("tr")) == min(25, swing[key])

@@ -365,8 +365,14 @@ class _PageAcc:
             self.could[v] += np.minimum(st, self.targets[v])[ran].sum()
         if self.candidates:
             s = s.filter(pc.is_in(s[_KEY], value_set=pa.array(list(self.candidates), s[_KEY].type)))
-            for k, n, first in zip(s[_KEY].to_pylist(), s["tokens_count"].to_pylist(), s["input_row_min"].to_pylist()):
-                self.set_info[k] = [0, n, first]  # groups (set by _groups), items, first input row
+            rows = zip(
+                s[_KEY].to_pylist(),
+                s["tokens_count"].to_pylist(),
+                s["input_row_min"].to_pylist(),
+                s["tokens_sum"].to_pylist(),
+            )
+            for k, n, first, tokens in rows:
+                self.set_info[k] = [0, n, first, int(tokens)]  # groups (set by _groups), items, first row, tokens
 
     def _groups(self, t: pa.Table) -> pa.Table:
         opts = pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
@@ -559,13 +565,14 @@ def _drill(acc: _PageAcc, counts: dict, vpath, labels, set_col, ipath, max_sets:
     for k in keys:
         rows = _row_dicts(acc.set_top[k], len(labels))
         _ranks(ipath, labels, set_col, rows)
-        groups, items, _ = acc.set_info[k]
+        groups, items, _, set_tokens = acc.set_info[k]
         out.append(
             {
                 "key": k,
                 "swing": int(counts.get(k, 0)),
                 "groups": groups,
                 "items": items,
+                "set_tokens": set_tokens,
                 "per_variant": [per_variant.get(k, {}).get(l) for l in labels],
                 "rows": rows,
             }

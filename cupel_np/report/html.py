@@ -320,6 +320,7 @@ def _drill_sets(result, max_sets: int) -> list[dict]:
                 "swing": int(sg.size),
                 "groups": int(result.group_offsets[s + 1] - result.group_offsets[s]),
                 "items": int(t.offsets[s + 1] - t.offsets[s]),
+                "set_tokens": int(np.maximum(t.tokens[int(t.offsets[s]) : int(t.offsets[s + 1])], 0).sum()),
                 "per_variant": per_variant,
                 "rows": _rows(result, _top_swings(result, 25, sg)),
             }

@@ -346,10 +346,11 @@ def _set_html(d: PageData, j: int, s: dict) -> str:
     for vi, l in enumerate(d.labels):
         pv = s["per_variant"][vi]
         cells = (
-            f'<td colspan="4" class="fail">failed: {_e(pv["error"])}</td>'
+            f'<td colspan="5" class="fail">failed: {_e(pv["error"])}</td>'
             if pv["error"] is not None
             else f'<td class="num" data-k="included">{pv["included"]:,}</td>'
             f'<td class="num" data-k="tokens">{pv["tokens"]:,}</td><td class="num">{pv["target"]:,}</td>'
+            f'<td class="num" data-k="usable">{min(s["set_tokens"], pv["target"]):,}</td>'
             f'<td class="num" data-k="swing_included">{pv["swing_included"]:,}</td>'
         )
         vrows.append(f'<tr data-variant="{_e(l)}"><th>{_e(l)}</th>{cells}</tr>')
@@ -363,6 +364,7 @@ def _set_html(d: PageData, j: int, s: dict) -> str:
         f'<details class="set" data-set="{_e(key)}" data-swing="{s["swing"]}"{" open" if j == 0 else ""}>'
         f"<summary><b>{_e(key)}</b>: {s['swing']:,} swinging of {s['groups']:,} contents ({s['items']:,} items)"
         "</summary><table><tr><th>variant</th><th>included</th><th>tokens used</th><th>target</th>"
+        '<th title="min(the set\'s tokens, target): what the variant could use at most">usable</th>'
         f"<th>swinging included</th></tr>{''.join(vrows)}</table>"
         f'<div class="scroll"><table class="set-items"><thead><tr>{_head_html(d)}</tr></thead>'
         f"<tbody>{_rows_html(d, s['rows'])}</tbody></table></div>{more}</details>"
