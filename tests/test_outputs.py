@@ -197,3 +197,18 @@ def test_one_page_without_a_set_column(tmp_path):
     text = _norm(want)
     want.unlink()
     assert 'class="set-items"' in text and _norm(write_dir_report(tmp_path / "o", title="T")) == text
+
+
+def test_one_page_when_the_sets_are_interleaved(tmp_path, small):
+    """An in-process sweep of rows whose sets interleave: the items file is read whole, and
+    the page is the same."""
+    import numpy as np
+
+    t = pq.read_table(small)
+    shuffled = t.take(pa.array(np.random.default_rng(3).permutation(t.num_rows)))
+    res = c.sweep(c.ItemTable.from_arrow(shuffled, set_column="session_id"), BUDGET, VARIANTS)
+    write_sweep(res, tmp_path / "o")
+    want = write_html_report(res, tmp_path / "o", title="T")
+    text = _norm(want)
+    want.unlink()
+    assert _norm(write_dir_report(tmp_path / "o", title="T")) == text

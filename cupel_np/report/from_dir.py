@@ -277,11 +277,13 @@ def _pieces(path: str, cols: list[str], set_col):
     if set_col is None:
         yield pf.read(columns=cols)
         return
-    keys = pf.read(columns=[set_col]).column(set_col)
-    if len(keys) and len(pc.unique(keys)) != _runs(keys):
+    from cupel_np.model.datasets import set_runs
+
+    run_keys, _ = set_runs(ds.dataset(path, format="parquet"), set_col)  # the key column, a row group at a time
+    if len(run_keys) and len(pc.unique(run_keys)) != len(run_keys):
         yield pf.read(columns=cols)  # interleaved sets: the file is read whole
         return
-    del keys
+    del run_keys
     buf = None
     for b in pf.iter_batches(batch_size=BATCH_ROWS, columns=cols):
         t = pa.Table.from_batches([b])
@@ -294,14 +296,6 @@ def _pieces(path: str, cols: list[str], set_col):
             buf = buf.slice(cut)
     if buf is not None and buf.num_rows:
         yield buf
-
-
-def _runs(keys) -> int:
-    a = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
-    if len(a) < 2:
-        return len(a)
-    ne = pc.not_equal(a.slice(1), a.slice(0, len(a) - 1))
-    return 1 + int(pc.sum(pc.fill_null(ne, True)).as_py() or 0)
 
 
 def _tail_len(keys, last) -> int:
