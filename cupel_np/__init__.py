@@ -143,3 +143,13 @@ __all__ = [
     "TooFewVariantsError",
     "WindowCurve",
 ]
+
+
+def __getattr__(name: str):
+    """``cupel_np.io`` after a plain ``import cupel_np``, imported on first use (so importing
+    the package does not pay for the I/O wing)."""
+    if name == "io":
+        import importlib
+
+        return importlib.import_module("cupel_np.io")
+    raise AttributeError(f"module 'cupel_np' has no attribute {name!r}")

@@ -275,7 +275,9 @@ def test_bad_input_is_one_line_exit_2_no_traceback(capsys, tmp_path, argv, messa
 def test_usage_errors_and_help():
     r = subprocess.run([sys.executable, "-m", "cupel_np", "run"], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.startswith("usage: cupel-np run [-h]")
-    assert r.stderr.splitlines()[-1] == "cupel-np run: error: the following arguments are required: items"
+    assert r.stderr.splitlines()[-1] == (
+        "cupel-np run: error: the following arguments are required: items, --max-tokens, --target-tokens"
+    )
     r = subprocess.run([sys.executable, "-m", "cupel_np", "sweep", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.startswith("usage: cupel-np sweep")
     assert re.search(r"^  --grid GRID\b", r.stdout, re.M), r.stdout

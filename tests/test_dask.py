@@ -3,6 +3,7 @@ the in-process sweep, whatever the partitioning, file layout and row order; faul
 
 import json
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -307,10 +308,25 @@ def test_cli_dask_and_report_from_any_sweep_directory(tmp_path, client, sample, 
     assert a.rows == sample.num_rows and a.sets == 300 and a.swing == res.n_swing and len(a.top) == 15
     assert all(r in ("Included", "failed") or r for t_ in a.top for r in t_["reason"])
     assert all(0 < sum(s_ for s_ in t_["status"] if s_ >= 0) < 3 for t_ in a.top)  # every shown row swings
-    assert main(["report", str(tmp_path / "mem"), "--title", "from disk"]) == 0
+    assert main(["report", str(tmp_path / "mem"), "--title", "from disk"]) == 2  # never replaces a richer page silently
+    assert main(["report", str(tmp_path / "mem"), "--title", "from disk", "--overwrite"]) == 0
     page = (tmp_path / "mem" / "report.html").read_text()
-    assert "from disk" in page and "most contested swinging items" in page
+    assert "from disk" in page and 'data-sections="start variants agreement by-kind by-source why sets charts"' in page
     assert main(["report", str(tmp_path / "nothing")]) == 2
+    # one report whatever the path: the Dask directory's page is the in-memory page, byte for byte
+    from cupel_np.report.from_dir import write_dir_report
+    from cupel_np.report.html import write_html_report
+
+    def norm(p):
+        return re.sub(r'content="cupel_np report from-[a-z]+"', "", p.read_text())
+
+    res = c.sweep(
+        c.ItemTable.from_parquet(d, set_column="session_id"),
+        c.ContextBudget(8000, 6000),  # the CLI run's budget
+        [(p, c.preset(p)) for p in ("chat", "rag", "long_running")],
+    )
+    p_mem = write_html_report(res, tmp_path / "page", title="T")
+    assert norm(write_dir_report(tmp_path / "dk", title="T")) == norm(p_mem)
 
 
 def test_task_restores_input_order_whatever_the_row_order(tmp_path, sample):

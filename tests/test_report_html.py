@@ -322,9 +322,11 @@ def test_set_drill_down(dom, parquet):
                 assert "failed" in text(tr)
                 continue
             got = {td.attrs["data-k"]: int(text(td).replace(",", "")) for td in tr.all("td") if "data-k" in td.attrs}
+            set_tokens = sum(max(r["tokens"], 0) for r in parquet["input"] if r["session_id"] == key)
             assert got == {
                 "included": row["included_count"],
                 "tokens": row["tokens_used"],
+                "usable": min(set_tokens, row["target_tokens"]),  # what the variant could use at most
                 "swing_included": row["swing_included"],
             }
         assert len(d.find("table", **{"class": "set-items"}).all("tbody")[0].all("tr")) == min(25, swing[key])
@@ -392,3 +394,38 @@ def test_many_categories_stay_bounded():
     total = cat["counts"].sum(axis=0) + cat["other"]
     assert np.array_equal(total, agreement(r)["disagree"]) and cat["other"].sum() > 0
     assert int(cat["swinging"].sum()) + cat["other_swinging"] == r.n_swing
+
+
+def test_fits_the_window_and_starts_with_words(tmp_path):
+    """14 variants (the demo's grid) on 30 sessions: no table is wider than a 1400 px window,
+    and the page opens with a summary in words."""
+    t = pq.read_table(SAMPLE)
+    keep = pc.is_in(t["session_id"], value_set=pc.unique(t["session_id"]).slice(0, 30))
+    table = c.ItemTable.from_arrow(t.filter(keep), set_column="session_id")
+    grid = c.Sweep(list(c.PRESETS), budgets=[c.ContextBudget(8000, 6000, 1000), c.ContextBudget(4000, 3000, 500)])
+    page = write_html_report(c.sweep(table, None, grid), tmp_path / "o", title="wide")
+    probe = (
+        "<script>var w=[];document.querySelectorAll('table').forEach(function(t){w.push(t.scrollWidth)});"
+        "document.body.setAttribute('data-w',Math.max.apply(null,w)+' '+document.documentElement.clientWidth)"
+        "</script></body>"
+    )
+    probed = tmp_path / "probe.html"
+    probed.write_text(page.read_text().replace("</body>", probe))
+    d = parse(browser("--window-size=1400,900", "--dump-dom", url=probed.as_uri()))
+    widest, window = (int(x) for x in d.find("body").attrs["data-w"].split())
+    assert 1300 <= window <= 1400 and widest <= window, (widest, window)
+    start = text(d.find("div", id="start"))
+    assert "contents swing" in start and "The pair that differs most is" in start and "most common reason" in start
+
+
+def test_chart_units_and_kind_colours():
+    from cupel_np.report.charts import PALETTE, human, kind_colour
+
+    assert [human(x) for x in (0, 950, 1000, 20000, 1_250_000, 1_500_000, 2.5e9)] == [
+        "0", "950", "1k", "20k", "1.25M", "1.5M", "2.5G",
+    ]  # fmt: skip
+    # one colour per kind in every report: fixed by the (case-folded) name, not by the order drawn
+    assert kind_colour("Message") == kind_colour("message") and kind_colour("ToolOutput") in PALETTE
+    assert (
+        len({kind_colour(k) for k in ("Message", "ToolOutput", "Document", "SystemPrompt", "Memory", "ToolCall")}) == 6
+    )

@@ -179,8 +179,9 @@ class SweepResult:
         return pa.table(cols)
 
     def items_table(self) -> pa.Table:
-        """One row per input row: set key, content, and per variant included / score /
-        reason / position (null when excluded or when the variant failed on the set)."""
+        """One row per input row: set key, content, kind, source, tokens, and per variant
+        included / score / reason / position (null when excluded or when the variant failed on
+        the set)."""
         t = self.table
         to_in = self._to_input
         set_of_row = np.repeat(np.arange(t.n_sets), np.diff(t.offsets))[to_in]
@@ -189,6 +190,10 @@ class SweepResult:
             cols[self._set_name()] = self._set_keys_array.take(pa.array(set_of_row, pa.int64()))
         cols["input_row"] = pa.array(np.arange(t.n, dtype=np.int64))
         cols["content"] = t.content.take(pa.array(to_in, pa.int64()))
+        # what a page built from the written outputs shows beside each content
+        for name, col in (("kind", t.kind), ("source", t.source), ("tokens", pa.array(t.tokens))):
+            if name != t.set_column:
+                cols[name] = col.take(pa.array(to_in, pa.int64()))
         names = reason_name_lut()
         for v, label in enumerate(self.labels):
             failed = self.failed[v, set_of_row]
@@ -338,6 +343,14 @@ class SweepResult:
     def _repr_html_(self) -> str:
         """A compact notebook summary (per-variant totals)."""
         return _repr_html_sweep(self)
+
+    def __repr__(self) -> str:
+        labels = ", ".join(self.labels[:6]) + (f", +{len(self.labels) - 6} more" if len(self.labels) > 6 else "")
+        failed = int(self.failed.sum())
+        return (
+            f"SweepResult(items={self.table.n}, sets={self.table.n_sets}, variants=[{labels}], "
+            f"swinging={self.n_swing}" + (f", failed_cells={failed}" if failed else "") + ")"
+        )
 
 
 #: "Excluded" and "Included" are both 8 bytes: a status column is 8 bytes per row plus offsets

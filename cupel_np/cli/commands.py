@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -29,6 +30,100 @@ def _err(msg: str) -> None:
 
 def _progress_enabled(args) -> bool:
     return not args.quiet and sys.stderr.isatty()
+
+
+def kernels_cached() -> bool:
+    """Whether the compiled kernels every run needs are in Numba's on-disk cache (a cold
+    first run compiles them for ~10-20 s). True when JIT is off or the cache cannot be read."""
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        return True
+    from cupel_np.engine import batch_kernels
+
+    try:
+        return os.path.exists(batch_kernels.variant_scores._cache._cache_file._index_path)
+    except AttributeError:  # another Numba version's internals: say nothing rather than guess
+        return True
+
+
+def _say_if_compiling(args) -> None:
+    """On a terminal, a cold first run says why it is silent for a while (stderr only)."""
+    if not getattr(args, "quiet", False) and sys.stderr.isatty() and not kernels_cached():
+        print("cupel-np: compiling kernels, first run only (10-20 s) ...", file=sys.stderr, flush=True)
+
+
+def _claim_out(args, set_column=None, labels=()) -> Path:
+    """Check ``--out`` before any work: not an existing file, and not holding another run's
+    outputs unless ``--overwrite`` (which removes them; ``io.outdir`` names what is ours);
+    and a set column whose name the outputs use is refused before anything is read."""
+    from cupel_np.io.outdir import check_set_column, claim_out_dir
+
+    check_set_column(set_column, labels)
+    return claim_out_dir(args.out, overwrite=args.overwrite, create=False)
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 chunk``, ``2 chunks``, ``1,000 partitions`` (``many`` for irregular plurals)."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+_PREFIX = re.compile(r"^(variant '[^']*': )?(set .*?: )?")
+
+
+def top_reasons(messages, k: int = 3) -> list[tuple[int, str]]:
+    """The ``k`` most common failure reasons among error ``messages``: messages that differ
+    only in the variant, the set or the numbers count as one reason; each comes with its
+    count and one full example, most common first."""
+    groups: dict[str, list] = {}
+    for m in messages:
+        m = str(m)
+        key = re.sub(r"\d[\d,]*", "N", _PREFIX.sub("", m, count=1))
+        g = groups.setdefault(key, [0, m])
+        g[0] += 1
+    ranked = sorted(groups.values(), key=lambda g: -g[0])
+    return [(n, ex) for n, ex in ranked[:k]]
+
+
+def _print_failures(messages, out=None) -> None:
+    """Why (variant, set) cells failed: the top reasons with counts and an example each."""
+    msgs = list(messages)
+    if not msgs:
+        return
+    print(f"{plural(len(msgs), 'failed (variant, set) cell')}; most common reasons:", file=out)
+    for n, ex in top_reasons(msgs):
+        print(f"  {n:>6,} x {_one_line(ex, 160)}", file=out)
+
+
+def _written_failures(out) -> list[str]:
+    """The error of every failed (variant, set) cell of a written sweep (``variants`` output)."""
+    import pyarrow.dataset as pds
+
+    f = Path(out) / "variants.parquet"
+    src = f if f.is_file() else Path(out) / "variants"
+    if not src.exists():
+        return []
+    t = pds.dataset(str(src), format="parquet").to_table(columns=["error"], filter=pds.field("error").is_valid())
+    return [str(e) for e in t.column("error").to_pylist()]
+
+
+def _set_column_hint(items, set_column) -> str:
+    """When no set column was given though the input has columns other than item fields:
+    a hint naming them (the whole input was taken as ONE item set)."""
+    if set_column:
+        return ""
+    from cupel_np.model.datasets import open_dataset
+    from cupel_np.model.items import ITEM_FIELDS
+
+    try:
+        names = open_dataset(_source(items)).schema.names
+    except CupelError:
+        return ""
+    other = [n for n in names if n not in ITEM_FIELDS]
+    if not other:
+        return ""
+    return (
+        f"; without --set-column the whole input is ONE item set: if it holds several, name the set-key "
+        f"column with --set-column ({', '.join(other[:3])}?)"
+    )
 
 
 # ----------------------------------------------------------------------------- loading
@@ -76,10 +171,12 @@ def _run_dask(args, budget, variants, set_column, title: str) -> int:
         return EXIT_OK
     failed = sum(summary["failed"].values())
     print(
-        f"{summary['rows']:,} items in {summary['sets']:,} set(s) on Dask ({args.dask}, {summary['partitions']} "
-        f"partitions{', shuffled on the set key' if summary['shuffled'] else ''}); {summary['swing']:,} swinging "
-        f"items; {failed:,} failed (variant, set) cells; {summary['seconds']:.1f}s"
+        f"{plural(summary['rows'], 'item')} in {summary['sets']:,} set(s) on Dask ({args.dask}, "
+        f"{plural(summary['partitions'], 'partition')}{', shuffled on the set key' if summary['shuffled'] else ''}); "
+        f"{plural(summary['swing'], 'swinging item')}; {plural(failed, 'failed (variant, set) cell')}; "
+        f"{summary['seconds']:.1f}s"
     )
+    _print_failures(_written_failures(args.out))
     print(f"wrote items/, diffs/, variants/, manifest.json and {report.name} to {Path(args.out).resolve()}")
     return EXIT_OK
 
@@ -167,8 +264,9 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
         )
         return EXIT_OK
     print(
-        f"{tot['rows']:,} items in {tot['sets']:,} set(s); {len(s.labels)} variants; {tot['swing']:,} swinging "
-        f"items; {elapsed:.1f}s (streamed in {tot['chunks']:,} chunks of whole sets)"
+        f"{plural(tot['rows'], 'item')} in {tot['sets']:,} set(s); {plural(len(s.labels), 'variant')}; "
+        f"{plural(tot['swing'], 'swinging item')}; {elapsed:.1f}s (streamed in {plural(tot['chunks'], 'chunk')} "
+        "of whole sets)"
     )
     w = max([8, *(len(l) for l in s.labels)])
     print(
@@ -179,6 +277,7 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
         print(
             f"{lab:<{w}}  {s.included[v]:>9,} {s.tokens[v]:>12,} {util:>11.1%} {s.swing_included[v]:>11,} {s.failed[v]:>11,}"
         )
+    _print_failures(_written_failures(out))
     print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {out.resolve()}")
     return EXIT_OK
 
@@ -390,6 +489,7 @@ def cmd_demo(args) -> int:
     items = Path(args.items) if args.items else sample_path()
     if not items.exists():
         raise InvalidConfigError(f"items file not found: {items}")
+    _claim_out(args)
     t0 = time.perf_counter()
     table = _load_table(items, args.set_column)
     grid = Sweep(list(PRESETS), budgets=[ContextBudget(8000, 6000, 1000), ContextBudget(4000, 3000, 500)])
@@ -400,7 +500,8 @@ def cmd_demo(args) -> int:
         print(json.dumps(_summary_json(result, paths, elapsed), indent=2))
         return EXIT_OK
     print(
-        f"{table.n:,} items in {table.n_sets:,} sessions from {items}; {len(result.labels)} variants "
+        f"{plural(table.n, 'item')} in {plural(table.n_sets, 'session')} from {items}; "
+        f"{plural(len(result.labels), 'variant')} "
         f"(7 presets x 2 budgets); {result.n_swing:,} swinging items; {elapsed:.1f}s"
     )
     _print_summary(result)
@@ -420,6 +521,7 @@ def cmd_sensitivity(args) -> int:
 
         raise TooFewVariantsError("sensitivity needs at least 2 variants (policies or presets)")
     budget = _budget(args)
+    _claim_out(args, args.set_column, [str(l) for l, *_ in variants])
     if args.dask:
         return _run_dask(args, budget, variants, args.set_column, f"Policy sensitivity: {_name(args.items)}")
     t0 = time.perf_counter()
@@ -435,6 +537,7 @@ def cmd_sweep(args) -> int:
     from cupel_np.analysis.sensitivity import sweep
 
     grid, grid_set_col = load_grid_file(args.grid)
+    _claim_out(args, args.set_column or grid_set_col, [str(label) for label, *_ in grid.variants()])
     if args.dask:
         return _run_dask(
             args, None, grid, args.set_column or grid_set_col, f"Sweep: {_name(args.items)} x {Path(args.grid).name}"
@@ -457,10 +560,11 @@ def _finish(args, result, t0: float, title: str) -> int:
         return EXIT_OK
     t = result.table
     print(
-        f"{t.n:,} items in {t.n_sets:,} set(s); {len(result.labels)} variants; "
-        f"{result.n_swing:,} swinging items; {elapsed:.1f}s"
+        f"{plural(t.n, 'item')} in {t.n_sets:,} set(s); {plural(len(result.labels), 'variant')}; "
+        f"{plural(result.n_swing, 'swinging item')}; {elapsed:.1f}s"
     )
     _print_summary(result)
+    _print_failures(str(e) for errs in result.errors.values() for e in errs.values())
     print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
     return EXIT_OK
 
@@ -477,46 +581,43 @@ def cmd_budget(args) -> int:
     variants += [(name, preset(name)) for name in args.preset or []]
     lo, hi, steps = parse_ladder(args.ladder)
     ladder = budget_ladder(lo, hi, steps, spacing=args.spacing, output_reserve=args.output_reserve)
+    _claim_out(args)
     t0 = time.perf_counter()
     table = _load_table(args.items, args.set_column)
     result = budget_curves(table, variants, ladder)
+    errors = [e for e in result.curves.column("error").to_pylist() if e is not None]
+    if errors and len(errors) == result.curves.num_rows:  # nothing to draw: say why, write nothing
+        n, example = top_reasons(errors, 1)[0]
+        raise UsageError(
+            f"every (variant, budget, set) cell failed, so there are no curves to draw; most common reason "
+            f"({plural(n, 'cell')}): {example}{_set_column_hint(args.items, args.set_column)}"
+        )
     paths = write_budget_outputs(result, args.out, title=f"Budget simulation: {Path(args.items).name}")
     elapsed = time.perf_counter() - t0
     summary = summarize(result.curves, result.rows)
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "items": table.n,
-                    "sets": table.n_sets,
-                    "budgets": summary["budgets"],
-                    "variants": {
-                        l: {
-                            k: v[k]
-                            for k in (
-                                "reach",
-                                "total_included",
-                                "non_monotonic_rows",
-                                "multi_flip_rows",
-                                "failed_cells",
-                            )
-                        }
-                        for l, v in summary["variants"].items()
-                    },
-                    "outputs": {k: str(v) for k, v in paths.items()},
-                    "seconds": round(elapsed, 3),
-                },
-                indent=2,
-            )
-        )
+        print(json.dumps(_budget_json(table, summary, paths, elapsed), indent=2))
         return EXIT_OK
     print(
-        f"{table.n:,} items in {table.n_sets:,} set(s); {len(variants)} variant(s) x {len(ladder)} budgets "
-        f"({lo:,} .. {hi:,}, {args.spacing}); {elapsed:.1f}s"
+        f"{plural(table.n, 'item')} in {table.n_sets:,} set(s); {len(variants)} variant(s) x "
+        f"{len(ladder)} budgets ({lo:,} .. {hi:,}, {args.spacing}); {elapsed:.1f}s"
     )
     print_summary(summary)
+    _print_failures(errors)
     print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
     return EXIT_OK
+
+
+def _budget_json(table, summary: dict, paths: dict, elapsed: float) -> dict:
+    keys = ("reach", "total_included", "non_monotonic_rows", "multi_flip_rows", "failed_cells")
+    return {
+        "items": table.n,
+        "sets": table.n_sets,
+        "budgets": summary["budgets"],
+        "variants": {l: {k: v[k] for k in keys} for l, v in summary["variants"].items()},
+        "outputs": {k: str(v) for k, v in paths.items()},
+        "seconds": round(elapsed, 3),
+    }
 
 
 def cmd_run(args) -> int:
@@ -535,9 +636,15 @@ def cmd_run(args) -> int:
         if args.set is None:
             raise UsageError(f"{table.n_sets} item sets in {_name(args.items)}; choose one with --set KEY")
         table = table.subset(table.set_keys[_segment(table, args.set)])
-    report = Pipeline(policy).dry_run(table, budget, threads=args.threads)
+    try:
+        report = Pipeline(policy).dry_run(table, budget, threads=args.threads)
+    except CupelError as e:
+        hint = _set_column_hint(args.items, args.set_column)
+        if not hint:
+            raise
+        raise type(e)(f"{e}{hint} and choose one with --set KEY") from None
     if args.json:
-        print(json.dumps(report.to_dict(), default=str, indent=2))
+        print(json.dumps(report.to_dict(), default=_iso_default, indent=2))
         return EXIT_OK
     used = sum(i.item.tokens for i in report.included)
     print(
@@ -556,6 +663,17 @@ def cmd_run(args) -> int:
     for s in report.count_requirement_shortfalls:
         print(f"  shortfall: kind {s.kind!r} required {s.required_count}, got {s.satisfied_count}")
     return EXIT_OK
+
+
+def _iso_default(v):
+    """JSON for what json cannot write: datetimes as ISO 8601, anything else as text."""
+    from datetime import date, datetime
+
+    if isinstance(v, datetime):
+        return v.isoformat().replace("+00:00", "Z")
+    if isinstance(v, date):
+        return v.isoformat()
+    return str(v)
 
 
 def _segment(table, key: str) -> int:
@@ -577,7 +695,7 @@ def cmd_presets(args) -> int:
         print(json.dumps({k: p.to_dict() for k, p in PRESETS.items()}, indent=2))
         return EXIT_OK
     for name, p in PRESETS.items():
-        scorers = ", ".join(f"{s.type_name}×{w:g}" for s, w in p.scorer.entries)
+        scorers = ", ".join(f"{s.type_name}×{w:g}" for s, w in getattr(p.scorer, "entries", ()))
         sl = p.slicer.name + (f"(bucket {p.slicer.bucket_size})" if hasattr(p.slicer, "bucket_size") else "")
         print(
             f"{name:<13} {scorers:<40} {sl:<20} {p.placer:<14} dedup={p.deduplication} overflow={p.overflow_strategy}"
@@ -608,7 +726,7 @@ def cmd_validate(args) -> int:
                 print(f"{args.items}: {p}")
         else:
             print(
-                f"{args.items}: ok — {summary['rows']:,} rows, {summary['sets']:,} set(s), "
+                f"{args.items}: ok — {plural(summary['rows'], 'row')}, {summary['sets']:,} set(s), "
                 f"{summary['negative_tokens']:,} negative-token rows (will be excluded), "
                 f"{summary['pinned']:,} pinned"
             )
@@ -635,9 +753,9 @@ def cmd_import(args) -> int:
         return EXIT_OK
     skipped = "; ".join(f"{n} {r}" for r, n in sorted(res.skipped.items()))
     print(
-        f"{res.items:,} items in {res.conversations:,} conversation(s) from {res.lines:,} line(s) -> {out} "
-        f"(set column {res.set_column!r}); {len(res.bad)} bad line(s) skipped"
-        + (f"; not context: {skipped}" if skipped else "")
+        f"{plural(res.items, 'item')} in {res.conversations:,} conversation(s) from "
+        f"{res.lines:,} line(s) -> {out} (set column {res.set_column!r}); "
+        f"{len(res.bad)} bad line(s) skipped" + (f"; not context: {skipped}" if skipped else "")
     )
     return EXIT_OK
 
@@ -645,7 +763,7 @@ def cmd_import(args) -> int:
 def cmd_report(args) -> int:
     from cupel_np.report.from_dir import write_dir_report
 
-    path = write_dir_report(args.out_dir, title=args.title, top_k=args.top)
+    path = write_dir_report(args.out_dir, title=args.title, top_k=args.top, overwrite=args.overwrite)
     if args.json:
         print(json.dumps({"report": str(path)}))
     else:
@@ -656,7 +774,24 @@ def cmd_report(args) -> int:
 def cmd_conformance(args) -> int:
     from cupel_np.cli import conformance
 
-    return conformance.main(args.paths)
+    try:
+        files = conformance.collect(args.paths)
+    except FileNotFoundError as e:
+        raise UsageError(str(e)) from None
+    if not files:  # nothing run is not a pass
+        raise UsageError(f"no .toml conformance vectors found under {', '.join(args.paths)}")
+    failures = {}
+    for f in files:
+        msg = conformance.run_vector(f)
+        if msg is not None:
+            failures[str(f)] = msg
+    if args.json:
+        print(json.dumps({"passed": len(files) - len(failures), "failed": len(failures), "failures": failures}))
+    else:
+        for name, msg in failures.items():
+            print(f"FAIL {name}: {msg}")
+        print(f"{len(files) - len(failures)} passed, {len(failures)} failed")
+    return EXIT_OK if not failures else EXIT_INTERNAL
 
 
 # ----------------------------------------------------------------------------- parser
@@ -670,117 +805,138 @@ def _threads_arg(v: str) -> int:
     return n
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _out_opts(p, default: str | None = None) -> None:
+    """``--out DIR`` (required unless a default is given) and ``--overwrite``."""
+    if default is None:
+        p.add_argument("--out", required=True, help="output directory")
+    else:
+        p.add_argument("--out", default=default, help=f"output directory (default ./{default})")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the outputs of an earlier run in --out (only cupel-np's own files are removed)",
+    )
+
+
+def _count_arg(v: str) -> int:
+    try:
+        n = int(v)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {v!r}")
+    return n
+
+
+_ITEMS_HELP = "items Parquet: a file, a directory (hive partitions become columns) or several files"
+_SET_HELP = "column holding the item-set key (without it the whole input is one item set)"
+_DASK_HELP = "run on Dask: local, local:N (a LocalCluster of N workers) or tcp://HOST:PORT"
+
+
+def _common_parents() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """(options of every command, the same plus --threads for the commands that compute)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--quiet", action="store_true", help="no progress output")
     common.add_argument("--debug", action="store_true", help="show tracebacks")
     common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    common.add_argument(
+    compute = argparse.ArgumentParser(add_help=False, parents=[common])
+    compute.add_argument(
         "--threads",
         type=_threads_arg,
         default=None,
         help="worker threads (default: $CUPEL_NP_THREADS, else the cores this process may use)",
     )
+    return common, compute
 
-    def budget_opts(p):
-        p.add_argument("--max-tokens", type=int, help="the model's context window (required)")
-        p.add_argument("--target-tokens", type=int, help="the slicer's token target (required)")
-        p.add_argument("--output-reserve", type=int, default=0, help="tokens kept for the answer")
 
-    def memory_opts(p):
-        p.add_argument(
-            "--memory-limit",
-            metavar="SIZE",
-            help="memory budget, e.g. 2G or 500M (default: half the memory available now); "
-            "a larger input is processed in chunks of whole item sets",
-        )
-        p.add_argument(
-            "--chunk-rows",
-            type=int,
-            metavar="N",
-            help="stream in chunks of at least N rows (whole row groups and item sets), whatever the input size",
-        )
+def _budget_opts(p) -> None:
+    g = p.add_argument_group("budget (required)")
+    g.add_argument("--max-tokens", type=int, required=True, help="the model's context window")
+    g.add_argument("--target-tokens", type=int, required=True, help="the slicer's token target")
+    p.add_argument("--output-reserve", type=int, default=0, help="tokens kept for the answer (default 0)")
 
-    parser = argparse.ArgumentParser(
-        prog="cupel-np",
-        description="Cupel context selection at corpus scale: which items do your policies swap in or out?",
+
+def _memory_opts(p) -> None:
+    p.add_argument(
+        "--memory-limit",
+        metavar="SIZE",
+        help="memory budget, e.g. 2G or 500M (default: half the memory available now); "
+        "a larger input is processed in chunks of whole item sets",
     )
-    parser.add_argument("--version", action="version", version=f"cupel-np {__version__}")
-    sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    p.add_argument(
+        "--chunk-rows",
+        type=int,
+        metavar="N",
+        help="stream in chunks of at least N rows (whole row groups and item sets), whatever the input size",
+    )
 
-    p = sub.add_parser("demo", parents=[common], help="presets x budgets on the sample corpus; Parquet + HTML report")
+
+def _add_sweeps(sub, compute) -> None:
+    p = sub.add_parser("demo", parents=[compute], help="presets x budgets on the sample corpus; Parquet + HTML report")
     p.add_argument("--items", help="items Parquet (default: the sample corpus shipped in the package)")
-    p.add_argument("--set-column", default="session_id")
-    p.add_argument("--out", default="cupel-np-demo", help="output directory (default ./cupel-np-demo)")
+    p.add_argument("--set-column", default="session_id", help="column holding the item-set key (default session_id)")
+    _out_opts(p, "cupel-np-demo")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("sensitivity", parents=[common], help="compare policies over an items file")
-    p.add_argument(
-        "items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files"
-    )
+    p = sub.add_parser("sensitivity", parents=[compute], help="compare policies over an items file")
+    p.add_argument("items", nargs="+", help=_ITEMS_HELP)
     p.add_argument("--policies", help="JSON/TOML file of labelled policies")
     p.add_argument("--preset", action="append", help="a preset to compare (repeatable)")
-    budget_opts(p)
-    p.add_argument("--set-column", help="column holding the item-set key")
-    p.add_argument("--out", required=True, help="output directory")
-    p.add_argument(
-        "--dask", metavar="SPEC", help="run on Dask: local, local:N (a LocalCluster of N workers) or tcp://HOST:PORT"
-    )
-    p.add_argument("--overwrite", action="store_true", help="with --dask: replace a sweep already in --out")
-    memory_opts(p)
+    _budget_opts(p)
+    p.add_argument("--set-column", help=_SET_HELP)
+    _out_opts(p)
+    p.add_argument("--dask", metavar="SPEC", help=_DASK_HELP)
+    _memory_opts(p)
     p.set_defaults(func=cmd_sensitivity)
 
     p = sub.add_parser(
-        "sweep", parents=[common], help="run a grid of variants (presets x weights x slicers x placers x budgets)"
+        "sweep", parents=[compute], help="run a grid of variants (presets x weights x slicers x placers x budgets)"
     )
-    p.add_argument(
-        "items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files"
-    )
-    p.add_argument("--grid", required=True, help="grid file (TOML/JSON; see README)")
+    p.add_argument("items", nargs="+", help=_ITEMS_HELP)
+    p.add_argument("--grid", required=True, help="grid file (TOML/JSON; see docs/sweeps.md)")
     p.add_argument("--set-column", help="column holding the item-set key (overrides the grid's)")
-    p.add_argument("--out", required=True, help="output directory")
-    p.add_argument(
-        "--dask", metavar="SPEC", help="run on Dask: local, local:N (a LocalCluster of N workers) or tcp://HOST:PORT"
-    )
-    p.add_argument("--overwrite", action="store_true", help="with --dask: replace a sweep already in --out")
-    memory_opts(p)
+    _out_opts(p)
+    p.add_argument("--dask", metavar="SPEC", help=_DASK_HELP)
+    _memory_opts(p)
     p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser(
-        "budget", parents=[common], help="budget curves: selection and utilization along a ladder of budgets"
-    )
+
+def _add_single(sub, common, compute) -> None:
+    p = sub.add_parser("budget", parents=[common], help="budget curves: selection and utilization along a ladder")
     p.add_argument("items", help="items Parquet file")
     p.add_argument("--policy", action="append", help="policy file (JSON/TOML; repeatable, labelled by file name)")
     p.add_argument("--preset", action="append", help="a preset (repeatable)")
     p.add_argument("--ladder", required=True, help="LO:HI:STEPS budgets (max_tokens), e.g. 4000:200000:16")
-    p.add_argument("--spacing", choices=["geometric", "linear"], default="geometric")
+    p.add_argument(
+        "--spacing", choices=["geometric", "linear"], default="geometric", help="ladder spacing (default geometric)"
+    )
     p.add_argument("--output-reserve", type=int, default=0, help="tokens kept for the answer at every budget")
-    p.add_argument("--set-column", help="column holding the item-set key")
-    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--set-column", help=_SET_HELP)
+    _out_opts(p)
     p.set_defaults(func=cmd_budget)
 
-    p = sub.add_parser("run", parents=[common], help="one dry run: included and excluded items with scores and reasons")
-    p.add_argument(
-        "items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files"
+    p = sub.add_parser(
+        "run", parents=[compute], help="one dry run: included and excluded items with scores and reasons"
     )
+    p.add_argument("items", nargs="+", help=_ITEMS_HELP)
     p.add_argument("--policy", help="policy file (JSON/TOML, EXTENSIONS.md or .NET shape)")
     p.add_argument("--preset", help="a preset name")
-    budget_opts(p)
-    p.add_argument("--set-column", help="column holding the item-set key")
-    p.add_argument("--set", help="which item set to run (with --set-column)")
+    _budget_opts(p)
+    p.add_argument("--set-column", help=_SET_HELP)
+    p.add_argument("--set", metavar="KEY", help="which item set to run (with --set-column)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("presets", parents=[common], help="list the presets with their full configuration")
     p.set_defaults(func=cmd_presets)
 
     p = sub.add_parser("validate", parents=[common], help="check an items file: schema and row problems")
-    p.add_argument(
-        "items", nargs="+", help="items Parquet: a file, a directory (hive partitions become columns) or several files"
-    )
-    p.add_argument("--set-column", help="column holding the item-set key")
-    memory_opts(p)
+    p.add_argument("items", nargs="+", help=_ITEMS_HELP)
+    p.add_argument("--set-column", help=_SET_HELP)
+    _memory_opts(p)
     p.set_defaults(func=cmd_validate)
 
+
+def _add_files(sub, common) -> None:
     p = sub.add_parser("import", parents=[common], help="chat / agent transcripts -> an items Parquet file")
     p.add_argument(
         "format",
@@ -799,7 +955,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="token counter: estimate (default), chars4, tiktoken:ENCODING, "
         "tokenizers:PATH/tokenizer.json or module:function",
     )
-    p.add_argument("--skip-bad", action="store_true", help="skip unreadable lines (each is listed on stderr)")
+    p.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help="skip unreadable lines (each is listed on stderr); a file none of whose lines reads is still an error",
+    )
     p.add_argument(
         "--set-column", default="conversation_id", help="name of the conversation column (default conversation_id)"
     )
@@ -808,17 +968,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", parents=[common], help="HTML report of a written sweep directory (in-process or Dask)")
     p.add_argument("out_dir", help="a directory written by sensitivity, sweep or demo (with or without --dask)")
-    p.add_argument("--title", help="page title")
-    p.add_argument("--top", type=int, default=40, help="swinging items shown (default 40)")
+    p.add_argument("--title", help="page title (default: the directory's name)")
+    p.add_argument("--top", type=_count_arg, default=200, help="swinging items in the table (default 200)")
+    p.add_argument("--overwrite", action="store_true", help="replace a report.html built from the in-memory result")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("conformance", parents=[common], help="run conformance vectors (files or directories)")
-    p.add_argument("paths", nargs="+")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="vector .toml files or directories holding them")
     p.set_defaults(func=cmd_conformance)
 
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``cupel-np`` argument parser (one sub-command per task)."""
     from cupel_np.testing.cli import add_check_parser
 
-    add_check_parser(sub, common)  # `cupel-np check`: implemented in cupel_np/testing/cli.py
+    common, compute = _common_parents()
+    parser = argparse.ArgumentParser(
+        prog="cupel-np",
+        description="Cupel context selection at corpus scale: which items do your policies swap in or out?",
+    )
+    parser.add_argument("--version", action="version", version=f"cupel-np {__version__}")
+    sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    _add_sweeps(sub, compute)
+    _add_single(sub, common, compute)
+    _add_files(sub, common)
+    add_check_parser(sub, compute)  # `cupel-np check`: implemented in cupel_np/testing/cli.py
     return parser
 
 
@@ -826,6 +1000,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.func in (cmd_demo, cmd_sensitivity, cmd_sweep, cmd_budget, cmd_run):
+            _say_if_compiling(args)
         return args.func(args)
     except UsageError as e:
         _err(str(e))

@@ -162,18 +162,12 @@ def _traced_partition(df, index: int, budget, variants, set_column: str, on_erro
 
 
 # ----------------------------------------------------------------------------- driver
-def _prepare_out_dir(out: Path, overwrite: bool) -> None:
-    ours = [out / MANIFEST, *(out / p for p in PARTS)]
-    if out.exists() and not out.is_dir():
-        raise InvalidConfigError(f"out_dir {out} exists and is not a directory")
-    existing = [p for p in ours if p.exists()]
-    if existing and not overwrite:
-        raise InvalidConfigError(
-            f"out_dir {out} already holds a sweep ({existing[0].name}); choose another directory "
-            "or pass overwrite=True (--overwrite) to replace it"
-        )
-    for p in existing:
-        shutil.rmtree(p) if p.is_dir() else p.unlink()
+def _prepare_out_dir(out: Path, overwrite: bool, run: str) -> None:
+    """Claim ``out`` (``io.outdir``: another run's outputs refused unless ``overwrite``, which
+    removes them) and create the part directories."""
+    from cupel_np.io.outdir import claim_out_dir
+
+    claim_out_dir(out, overwrite=overwrite, run=run)
     for p in PARTS:
         (out / p).mkdir(parents=True, exist_ok=True)
 
@@ -271,6 +265,9 @@ def _checked_variants(budget, variants, *, set_column: str, on_error: str) -> li
     for v in vs:
         if v.label in ("content", "input_row", set_column):
             raise InvalidConfigError(f"variant label {v.label!r} clashes with a result column name")
+    from cupel_np.io.outdir import check_set_column
+
+    check_set_column(set_column, [v.label for v in vs])
     return vs
 
 
@@ -343,8 +340,11 @@ def sweep(
     vs = _checked_variants(budget, variants, set_column=set_column, on_error=on_error)
     if progress is None:
         progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
+    from cupel_np.io.outdir import KIND_PARTS, new_run_id, write_manifest
+
     out = Path(out_dir)
-    _prepare_out_dir(out, overwrite)
+    run_id = new_run_id()
+    _prepare_out_dir(out, overwrite, run_id)
 
     client, own_cluster = _client_or_own(client)
     futures = []
@@ -388,17 +388,17 @@ def sweep(
     _remove_temp_files(out)
     summary = _summary(results, [v.label for v in vs], shuffled, t_plan, t0)
     meta = _variants_metadata(vs)
-    manifest = {
-        "format": "cupel_np.sweep.parts/1",
-        "version": meta[b"cupel_np.version"].decode(),
-        "set_column": set_column,
-        "variants": json.loads(meta[b"cupel_np.variants"]),
-        "outputs": {p: f"{p}/part-*.parquet" for p in PARTS},
-        "summary": summary,
-    }
-    from cupel_np.io.parquet import atomic_write_bytes
-
-    atomic_write_bytes(out / MANIFEST, json.dumps(manifest, indent=2).encode())
+    write_manifest(
+        out,
+        KIND_PARTS,
+        run_id,
+        [f"{p}/" for p in PARTS],
+        format="cupel_np.sweep.parts/1",
+        version=meta[b"cupel_np.version"].decode(),
+        set_column=set_column,
+        variants=json.loads(meta[b"cupel_np.variants"]),
+        summary=summary,
+    )
     return summary
 
 

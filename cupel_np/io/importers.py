@@ -461,6 +461,39 @@ def _rows(path: Path) -> Iterator[tuple[int, str, Any]]:
         raise InvalidConfigError(f"{path}: messages files must be .jsonl, .csv or .parquet, got {suf or 'no suffix'!r}")
 
 
+def _check_mapped_columns(path: Path, mapping: dict) -> None:
+    """A file-level problem, whatever ``skip_bad`` says: a column named in the mapping that a
+    CSV / Parquet messages file does not have (every row would be bad)."""
+    suf = path.suffix.lower()
+    if not mapping or suf not in (".csv", ".parquet"):
+        return
+    if suf == ".parquet":
+        import pyarrow.parquet as pq
+
+        names = pq.read_schema(path).names
+    else:
+        with path.open(newline="", encoding="utf-8") as f:
+            names = next(csv.reader(f), [])
+    missing = [f"{t}={c}" for t, c in mapping.items() if c not in names]
+    if missing:
+        raise BadTranscriptError(
+            f"{path}: the mapping names column(s) the file does not have: {', '.join(missing)} "
+            f"(columns: {', '.join(names) or 'none'})"
+        )
+
+
+def _check_not_all_bad(fmt: str, name: str, n_records: int, bad: list) -> None:
+    """A file none of whose lines can be read is a file-level problem (the wrong format, a
+    missing column), an error whatever ``skip_bad`` says: skipping every line would write an
+    empty items file."""
+    if n_records and len(bad) == n_records:
+        first = bad[0]
+        raise BadTranscriptError(
+            f"{name}: none of its {n_records} {first.unit}(s) could be read as {fmt!r} (first, {first.unit} "
+            f"{first.line}: {first.message}); is the file in another format, or is a column mapping missing?"
+        )
+
+
 def _json_lines(path: Path) -> Iterator[tuple[int, str, Any]]:
     with path.open("rb") as f:
         for n, raw in enumerate(f, start=1):
@@ -654,11 +687,14 @@ def import_transcripts(
     for path in files:
         name = str(path)
         if fmt == "messages":
+            _check_mapped_columns(path, mapping)
             records = _rows(path)
         else:
             records = _json_lines(path)
+        file_records, file_bad = 0, len(bad)
         for n, unit, rec in records:
             lines += 1
+            file_records += 1
             local_skipped: dict[str, int] = {}
             try:
                 if isinstance(rec, _Bad):
@@ -673,15 +709,16 @@ def import_transcripts(
                     sid, parts = _message_row(rec, mapping, path.stem, local_skipped)
                 counted = _counted(parts, count)
             except _Bad as e:
-                if not skip_bad:
-                    where = f"{name}:{n}" if unit == "line" else f"{name}: row {n}"
-                    raise BadTranscriptError(
-                        f"{where}: {e} (use --skip-bad / skip_bad=True to skip and list bad lines)"
-                    ) from None
+                # without skip_bad the first bad line is raised at the end of its file, once it
+                # is known not to be a file-level problem (every line bad)
                 bad.append(BadRecord(name, n, str(e), unit))
                 continue
             for r, c in local_skipped.items():
                 _count(skipped, r, c)
             _append_items(cols, set_column, sid, parts, counted, path, n, unit)
+        _check_not_all_bad(fmt, name, file_records, bad[file_bad:])
+        if not skip_bad and len(bad) > file_bad:
+            b = bad[file_bad]
+            raise BadTranscriptError(f"{b} (use --skip-bad / skip_bad=True to skip and list bad lines)")
     table = pa.Table.from_pydict(cols, schema=_items_schema(set_column))
     return ImportResult(table, set_column, bad, skipped, lines)

@@ -28,6 +28,15 @@ from cupel_np._version import __version__
 from cupel_np.analysis import otel
 from cupel_np.analysis.sensitivity import SweepResult, sweep
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError, MemoryLimitError
+from cupel_np.io.outdir import (
+    KIND_STREAMED,
+    KIND_SWEEP,
+    check_set_column,
+    claim_out_dir,
+    new_run_id,
+    run_id,
+    write_manifest,
+)
 from cupel_np.model._readers import read_items_table
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.datasets import (
@@ -94,15 +103,37 @@ class _AtomicWriter:
                 os.unlink(self.tmp)
 
 
-def write_sweep(result: SweepResult, out_dir: StrPath, *, items: bool = True) -> dict[str, Path]:
+def write_sweep(
+    result: SweepResult, out_dir: StrPath, *, items: bool = True, overwrite: bool = False
+) -> dict[str, Path]:
     """Write ``diffs.parquet``, ``variants.parquet`` and (``items=True``) ``items.parquet``
-    for a SweepResult into ``out_dir``; the policies and budgets go in the file metadata."""
-    out = Path(out_dir)
+    for a SweepResult into ``out_dir``, plus ``manifest.json`` (the run, its variants and set
+    column); the policies and budgets also go in the file metadata. A directory holding
+    another run's outputs is refused unless ``overwrite=True``, which removes them first
+    (``io.outdir``: only cupel_np's own output names are touched)."""
+    check_set_column(result.table.set_column, result.labels)
+    out = claim_out_dir(out_dir, overwrite=overwrite, run=run_id(result))
     meta = _variants_metadata(result.variants)
     tables = {"diffs": result.diffs_table(), "variants": result.variants_table()}
     if items:
         tables["items"] = result.items_table()
-    return {name: write_parquet_atomic(table, out / f"{name}.parquet", meta) for name, table in tables.items()}
+    paths = {name: write_parquet_atomic(table, out / f"{name}.parquet", meta) for name, table in tables.items()}
+    _sweep_manifest(out, KIND_SWEEP, run_id(result), result.variants, result.table.set_column, list(paths))
+    return paths
+
+
+def _sweep_manifest(out: Path, kind: str, run: str, variants, set_column, names: list[str], **fields) -> None:
+    meta = _variants_metadata(variants)
+    write_manifest(
+        out,
+        kind,
+        run,
+        [f"{n}.parquet" for n in names],
+        version=__version__,
+        set_column=set_column,
+        variants=json.loads(meta[b"cupel_np.variants"]),
+        **fields,
+    )
 
 
 def write_parquet_atomic(table: pa.Table, path: StrPath, meta: dict[bytes, bytes]) -> Path:
@@ -131,15 +162,19 @@ def _sweep_parquet(
     progress: bool | None = None,
     memory_limit: int | None = None,
     threads: int | None = None,
+    overwrite: bool = False,
 ) -> dict:
     """The body of :func:`sweep_parquet` (outside its span)."""
+    vs = as_variants(variants, budget, allow_budget=True)
+    check_set_column(set_column, [v.label for v in vs])
+    run = new_run_id()
+    out = claim_out_dir(out_dir, overwrite=overwrite, run=run, create=False)  # created by the first write
     d = open_dataset(path)
     where = describe_source(path)
     if set_column not in d.schema.names:
         raise InvalidConfigError(
             f"set column {set_column!r} not found in {where} (columns: {', '.join(d.schema.names)})"
         )
-    vs = as_variants(variants, budget, allow_budget=True)
     meta = _variants_metadata(vs)
     if progress is None:
         progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
@@ -181,7 +216,7 @@ def _sweep_parquet(
             with otel.current_span("cupel.sweep.write"):
                 for name, t in parts.items():
                     if name not in writers:
-                        writers[name] = _AtomicWriter(Path(out_dir) / f"{name}.parquet", t.schema, meta)
+                        writers[name] = _AtomicWriter(out / f"{name}.parquet", t.schema, meta)
                     writers[name].write(t)
             totals["rows"] += table.n
             totals["sets"] += table.n_sets
@@ -200,6 +235,8 @@ def _sweep_parquet(
         raise
     for w in writers.values():
         w.close()
+    out.mkdir(parents=True, exist_ok=True)  # an empty input writes no part, but the run is recorded
+    _sweep_manifest(out, KIND_STREAMED, run, vs, set_column, list(writers), summary=totals)
     return totals
 
 
@@ -217,6 +254,7 @@ def sweep_parquet(
     progress: bool | None = None,
     memory_limit: int | None = None,
     threads: int | None = None,
+    overwrite: bool = False,
 ) -> dict:
     """Sweep a corpus too large for memory: read ``path`` (a file, a directory or a list of
     files) a few row groups at a time, whole item sets per chunk, sweep each chunk, and stream
@@ -228,7 +266,8 @@ def sweep_parquet(
     limit; otherwise the error says to use the Dask path. Returns totals (rows, sets,
     swinging contents, chunks, chunk_rows). With OpenTelemetry tracing on, the run is one
     ``cupel.sweep.stream`` span holding each chunk's ``cupel.sweep.read``, ``cupel.sweep`` and
-    ``cupel.sweep.write``."""
+    ``cupel.sweep.write``. ``out_dir`` holding another run's outputs is refused unless
+    ``overwrite=True`` (``io.outdir``), before any input is read."""
     with otel.current_span("cupel.sweep.stream") as span:
         totals = _sweep_parquet(
             path,
@@ -242,6 +281,7 @@ def sweep_parquet(
             progress=progress,
             memory_limit=memory_limit,
             threads=threads,
+            overwrite=overwrite,
         )
         if span is not None:
             span.set_attributes({f"cupel.sweep.{k}": v for k, v in totals.items() if isinstance(v, int)})

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import html
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cupel_np.errors import InvalidConfigError
-from cupel_np.report.html import CSS, _mpl, _plt, _png
+from cupel_np.report.charts import curve_png
+from cupel_np.report.page import CSS
 
 #: the shares of the largest-budget selection the report locates
 LEVELS = (0.90, 0.95, 0.99)
@@ -60,7 +62,8 @@ def summarize(curves: pa.Table, rows: pa.Table) -> dict:
     nonmono = rows.column("non_monotonic").to_numpy(zero_copy_only=False)
     multi = rows.column("flips_more_than_once").to_numpy(zero_copy_only=False)
     for p, lab in enumerate(labels):
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a budget where every set failed: NaN, not noise
             u_q = [
                 np.nanpercentile(util[p], q, axis=1) if util.shape[2] else np.full(len(budgets), np.nan)
                 for q in (25, 50, 75)
@@ -72,7 +75,7 @@ def summarize(curves: pa.Table, rows: pa.Table) -> dict:
         total = np.nansum(count[p], axis=1).astype(np.int64)  # failed cells include nothing
         reach = {}
         for lv in LEVELS:
-            hit = np.flatnonzero(total >= lv * total[-1])
+            hit = np.flatnonzero(total >= lv * total[-1]) if total[-1] > 0 else np.zeros(0, np.int64)
             reach[f"{round(lv * 100)}%"] = int(budgets[hit[0]]) if hit.size else None
         mine = rv == lab
         out["variants"][lab] = {
@@ -88,25 +91,8 @@ def summarize(curves: pa.Table, rows: pa.Table) -> dict:
 
 
 def _curve_png(summary: dict, key: str, ylabel: str, title: str, percent: bool) -> bytes:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(8, 4))
-    x = np.array(summary["budgets"], dtype=np.float64)
-    for lab in summary["labels"]:
-        q25, q50, q75 = (np.array(q, dtype=np.float64) for q in summary["variants"][lab][key])
-        (line,) = ax.plot(x, q50, marker="o", markersize=3, label=_mpl(lab))
-        ax.fill_between(x, q25, q75, color=line.get_color(), alpha=0.18, linewidth=0)
-    if x.size and x[0] > 0 and x[-1] / x[0] > 8:
-        ax.set_xscale("log")
-        ax.xaxis.set_minor_formatter(plt.NullFormatter())
-    ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:,.0f}"))
-    ax.set_xlabel("budget (max_tokens)")
-    ax.set_ylabel(ylabel)
-    if percent:
-        ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.set_title(title, fontsize=9)
-    return _png(fig)
+    curves = {lab: summary["variants"][lab][key] for lab in summary["labels"]}
+    return curve_png(summary["budgets"], curves, ylabel, title, percent)
 
 
 def _fmt(v) -> str:
@@ -158,13 +144,14 @@ quotas, count quotas), rows whose status changes more than once along the ladder
 """
 
 
-def write_budget_outputs(result, out_dir, *, title: str) -> dict[str, Path]:
-    """Write ``curves.parquet``, ``rows.parquet`` (zstd, atomically), the two PNGs and
-    ``report.html`` for a ``BudgetCurves`` result; returns the paths."""
+def write_budget_outputs(result, out_dir, *, title: str, overwrite: bool = False) -> dict[str, Path]:
+    """Write ``curves.parquet``, ``rows.parquet`` (zstd, atomically), the two PNGs,
+    ``report.html`` and ``manifest.json`` for a ``BudgetCurves`` result; returns the paths. A
+    directory holding another run's outputs is refused unless ``overwrite=True``."""
+    from cupel_np.io.outdir import KIND_BUDGET, claim_out_dir, run_id, write_manifest
     from cupel_np.io.parquet import atomic_write_bytes
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = claim_out_dir(out_dir, overwrite=overwrite, run=run_id(result))
     paths = {}
     for name, table in (("curves", result.curves), ("rows", result.rows)):
         sink = pa.BufferOutputStream()
@@ -189,6 +176,7 @@ def write_budget_outputs(result, out_dir, *, title: str) -> dict[str, Path]:
     page = render_html(summary, pngs, title=title, meta=meta)
     paths["report"] = out / "report.html"
     atomic_write_bytes(paths["report"], page.encode("utf-8"))
+    write_manifest(out, KIND_BUDGET, run_id(result), [*(p.name for p in paths.values()), *pngs])
     return paths
 
 

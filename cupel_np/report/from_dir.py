@@ -6,8 +6,6 @@ come from a filtered scan of ``items``. Nothing holds a whole output in memory."
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +60,8 @@ def _meta(out: Path, variants_path: Path) -> tuple[list[dict], str | None]:
     manifest = out / "manifest.json"
     if manifest.is_file():
         m = json.loads(manifest.read_text())
-        return m["variants"], m.get("set_column")
+        if isinstance(m.get("variants"), list):
+            return m["variants"], m.get("set_column")
     files = _files(variants_path)
     if not files:
         raise InvalidConfigError(f"{variants_path} holds no part files")
@@ -74,10 +73,43 @@ def _meta(out: Path, variants_path: Path) -> tuple[list[dict], str | None]:
     return json.loads(md[b"cupel_np.variants"]), set_col
 
 
-def load_sweep_dir(out_dir, top_k: int = 40) -> SweepDirSummary:
-    out = Path(out_dir)
+def check_sweep_dir(out: Path) -> None:
+    """Refuse a directory that is not one sweep's outputs: a budget simulation, or the outputs
+    of two runs side by side (single files and part directories, or a manifest that names
+    another layout than the one present)."""
+    from cupel_np.io.outdir import (
+        KIND_BUDGET,
+        KIND_PARTS,
+        KIND_STREAMED,
+        KIND_SWEEP,
+        PARTS_DIRS,
+        SWEEP_FILES,
+        describe_outputs,
+        read_manifest,
+    )
+
     if not out.is_dir():
         raise InvalidConfigError(f"sweep directory not found: {out}")
+    m = read_manifest(out) or {}
+    if m.get("kind") == KIND_BUDGET:
+        raise InvalidConfigError(
+            f"{out} holds a budget simulation, not a sweep; its page is written by cupel-np budget"
+        )
+    files = [n for n in SWEEP_FILES if (out / n).is_file()]
+    parts = [n for n in PARTS_DIRS if (out / n).is_dir()]
+    kind = m.get("kind")
+    mixed = (files and parts) or (kind == KIND_PARTS and files) or (kind in (KIND_SWEEP, KIND_STREAMED) and parts)
+    if mixed:
+        raise InvalidConfigError(
+            f"{out} is ambiguous: it holds {describe_outputs(out)}, the outputs of more than one run; "
+            "rerun the sweep into an empty directory (or with --overwrite)"
+        )
+
+
+def load_sweep_dir(out_dir, top_k: int = 40) -> SweepDirSummary:
+    """Read what the page needs from a written sweep directory, with bounded memory."""
+    out = Path(out_dir)
+    check_sweep_dir(out)
     vpath, dpath, ipath = _output(out, "variants"), _output(out, "diffs"), _output(out, "items")
     variants, set_col = _meta(out, vpath)
     labels = [v["label"] for v in variants]
@@ -110,7 +142,7 @@ def load_sweep_dir(out_dir, top_k: int = 40) -> SweepDirSummary:
         set_col = None  # a sweep without a set column: one unnamed set
     rows = sum(pq.read_metadata(f).num_rows for f in _files(ipath))
     swing = sum(pq.read_metadata(f).num_rows for f in _files(dpath))
-    top = _top_swings(dpath, labels, set_col, top_k)
+    top = _top_swings(dpath, labels, set_col, top_k) if top_k else []
     _add_reasons(ipath, labels, set_col, top)
     return SweepDirSummary(
         labels, variants, set_col, rows, vrows // max(nv, 1), swing, inc, tok, tgt, swi, fail, example, top
@@ -126,7 +158,10 @@ def _top_swings(dpath: Path, labels: list[str], set_col, k: int) -> list[dict]:
     for b in ds.dataset(_files(dpath), format="parquet").to_batches(columns=cols, batch_size=BATCH_ROWS, **_READAHEAD):
         t = pa.Table.from_batches([b])
         st = (
-            np.stack([pc.equal(t.column(l), "Included").to_numpy(zero_copy_only=False) for l in labels], axis=1)
+            np.stack(
+                [pc.fill_null(pc.equal(t.column(l), "Included"), False).to_numpy(zero_copy_only=False) for l in labels],
+                axis=1,
+            )
             if t.num_rows
             else np.zeros((0, len(labels)), bool)
         )
@@ -190,122 +225,424 @@ def _add_reasons(ipath: Path, labels: list[str], set_col, top: list[dict]) -> No
 
 
 # ----------------------------------------------------------------------------- page
-def _heatmap(s: SweepDirSummary) -> bytes:
-    from matplotlib.colors import ListedColormap
+def _check_page(out: Path, overwrite: bool) -> None:
+    """Never silently replace a page built from the in-memory result (or a page that is not
+    ours) with one built from the written outputs."""
+    page = out / "report.html"
+    if overwrite or not page.is_file():
+        return
+    head = page.read_bytes()[:2000].decode("utf-8", "replace")
+    from cupel_np.report.page import PAGE_FROM_OUTPUTS, PAGE_FROM_RESULT
 
-    from cupel_np.report.html import _mpl, _plt, _png, _short
-
-    plt = _plt()
-    nv = len(s.labels)
-    fig, ax = plt.subplots(figsize=(max(6, 0.9 * nv + 5), max(2.5, 0.28 * len(s.top) + 1.5)))
-    if s.top:
-        data = np.array([t["status"] for t in s.top], dtype=float)
-        data[data < 0] = np.nan
-        cmap = ListedColormap(["#d9534f", "#5cb85c"]).with_extremes(bad="#bbbbbb")
-        ax.imshow(np.ma.masked_invalid(data), aspect="auto", cmap=cmap, vmin=0, vmax=1, interpolation="nearest")
-        ax.set_yticks(
-            range(len(s.top)),
-            [
-                _mpl(f"{t['set']}: {_short(t['content'], 48)}" if s.set_column else _short(t["content"], 48))
-                for t in s.top
-            ],
-            fontsize=7,
+    if f'content="{PAGE_FROM_OUTPUTS}"' not in head:
+        what = "from the in-memory result" if PAGE_FROM_RESULT in head else "by another tool or version"
+        raise InvalidConfigError(
+            f"{page} was written {what}; pass --overwrite (Python: overwrite=True) to replace it with the page "
+            "built from the written outputs, or choose another directory"
         )
-    else:
-        ax.text(0.5, 0.5, "no item swings between these variants", ha="center", va="center", transform=ax.transAxes)
-        ax.set_yticks([])
-    ax.set_xticks(range(nv), [_mpl(l) for l in s.labels], rotation=45, ha="right", fontsize=8)
-    ax.set_title("Most contested swinging items (green = included, red = excluded, grey = failed)", fontsize=9)
-    return _png(fig)
 
 
-def _tokens(s: SweepDirSummary) -> bytes:
-    from cupel_np.report.html import _mpl, _plt, _png
-
-    plt = _plt()
-    nv = len(s.labels)
-    fig, ax = plt.subplots(figsize=(max(6, 0.9 * nv + 3), 3.6))
-    x = np.arange(nv)
-    ax.bar(x - 0.2, s.target, width=0.4, label="target tokens (sets that ran)", color="#cccccc")
-    ax.bar(x + 0.2, s.tokens, width=0.4, label="tokens used", color="#337ab7")
-    for i in range(nv):
-        if s.target[i]:
-            ax.text(x[i] + 0.2, s.tokens[i], f"{s.tokens[i] / s.target[i]:.0%}", ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(x, [_mpl(l) for l in s.labels], rotation=45, ha="right", fontsize=8)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.set_title("Tokens used vs budget per variant", fontsize=9)
-    return _png(fig)
+# ----------------------------------------------------------------------------- the full page
+# The same PageData as report.html.page_data, computed from the written outputs: one pass over
+# ``items`` in pieces of whole sets (a file's sets are contiguous when the writers streamed it;
+# otherwise the file is read whole, as the in-memory run that wrote it held it), grouping the
+# rows of each piece by (set, content) into content groups, then the same block arithmetic as
+# the in-memory page (report.html.agreement_add and friends). Bounded: per piece, plus the
+# kept top rows, V x V accumulators per category, and one entry per candidate drill-down set.
+_KEY = "__set__"
 
 
-def _describe(v: dict) -> str:
-    from cupel_np.model.policy import Policy
-    from cupel_np.report.html import _describe_scorer
+def _items_columns(ipath: Path, labels: list[str], set_col) -> list[str]:
+    names = pq.read_schema(_files(ipath)[0]).names
+    missing = [c for c in ("kind", "source", "tokens") if c not in names]
+    if missing:
+        raise InvalidConfigError(
+            f"{ipath} has no {', '.join(missing)} column(s): written by an older cupel_np; rerun the sweep to build "
+            "the full page"
+        )
+    return ([set_col] if set_col else []) + [
+        "input_row",
+        "content",
+        "kind",
+        "source",
+        "tokens",
+        *(f"{l}.included" for l in labels),
+        *(f"{l}.reason" for l in labels),
+    ]
 
-    b = v["budget"]
-    try:
-        p = Policy.from_dict(v["policy"])
-        what = f"scorer {_describe_scorer(p.scorer)}, slicer {p.slicer.name}, placer {p.placer}"
-    except Exception:  # a policy written by another version: show it as recorded
-        what = json.dumps(v["policy"])[:200]
-    return (
-        f"<li><b>{html.escape(v['label'])}</b>: {html.escape(what)}, budget "
-        f"{b.get('max_tokens')}/{b.get('target_tokens')} (reserve {b.get('output_reserve', 0)})</li>"
+
+def _pieces(path: str, cols: list[str], set_col):
+    """Tables of whole sets from one items file: streamed when its sets are contiguous."""
+    pf = pq.ParquetFile(path)
+    if set_col is None:
+        yield pf.read(columns=cols)
+        return
+    from cupel_np.model.datasets import set_runs
+
+    run_keys, _ = set_runs(ds.dataset(path, format="parquet"), set_col)  # the key column, a row group at a time
+    if len(run_keys) and len(pc.unique(run_keys)) != len(run_keys):
+        yield pf.read(columns=cols)  # interleaved sets: the file is read whole
+        return
+    del run_keys
+    buf = None
+    for b in pf.iter_batches(batch_size=BATCH_ROWS, columns=cols):
+        t = pa.Table.from_batches([b])
+        buf = t if buf is None else pa.concat_tables([buf, t])
+        k = buf.column(set_col)
+        last = k[len(k) - 1]
+        cut = len(k) - _tail_len(k, last)
+        if cut > 0:
+            yield buf.slice(0, cut)
+            buf = buf.slice(cut)
+    if buf is not None and buf.num_rows:
+        yield buf
+
+
+def _tail_len(keys, last) -> int:
+    eq = pc.fill_null(pc.equal(keys, last), False).to_numpy(zero_copy_only=False)
+    return int(len(eq) - (np.flatnonzero(~eq)[-1] + 1)) if (~eq).any() else len(eq)
+
+
+class _PageAcc:
+    """Accumulates the page's aggregates over pieces of whole sets."""
+
+    def __init__(self, labels, set_col, targets, max_rows: int, candidates: set, per_set_rows: int = 25):
+        from cupel_np.report.html import agreement_start
+
+        self.labels, self.set_col, self.v = labels, set_col, len(labels)
+        self.targets = np.asarray(targets, dtype=np.float64)
+        self.ag = agreement_start(self.v)
+        self.cat: dict[str, dict] = {"kind": {}, "source": {}}  # name -> [swinging, groups, VxV counts]
+        self.reasons: dict[str, np.ndarray] = {}
+        self.kind_mix: dict[str, np.ndarray] = {}
+        self.could = np.zeros(self.v)
+        self.max_rows, self.candidates, self.per_set_rows = max_rows, candidates, per_set_rows
+        self.top: pa.Table | None = None
+        self.set_top: dict = {}
+        self.set_info: dict = {}  # candidate set -> (groups, items)
+
+    def add(self, t: pa.Table) -> None:
+        key = t.column(self.set_col) if self.set_col else pa.nulls(t.num_rows, pa.string())
+        t = t.append_column(_KEY, key)
+        self._rows_level(t)
+        g = self._groups(t)
+        st = np.stack([g[f"{l}.included_any"].to_numpy(zero_copy_only=False) for l in self.labels], 1)
+        ok = np.stack([g[f"{l}.included_any"].is_valid().to_numpy(zero_copy_only=False) for l in self.labels], 1)
+        st = np.where(ok, st, False).astype(bool)
+        from cupel_np.report.html import agreement_add
+
+        agreement_add(self.ag, st, ok)
+        n_in, n_ok = (st & ok).sum(1), ok.sum(1)
+        sw = (n_in > 0) & (n_in < n_ok)
+        self._categories(g, st, ok, sw)
+        self._reasons(g, st, ok, sw)
+        self._keep(g, st, ok, n_in, n_ok, sw)
+
+    def _rows_level(self, t: pa.Table) -> None:
+        """Kind mix of the selected tokens, and what each set could use (min(tokens, target))."""
+        tok = np.maximum(t.column("tokens").to_numpy(zero_copy_only=False).astype(np.float64), 0)
+        kinds = pc.ascii_lower(t.column("kind")).combine_chunks()
+        enc = pc.dictionary_encode(kinds)
+        kid = enc.indices.to_numpy(zero_copy_only=False)
+        names = enc.dictionary.to_pylist()
+        for v, l in enumerate(self.labels):
+            inc = pc.fill_null(t.column(f"{l}.included"), False).to_numpy(zero_copy_only=False)
+            mix = np.bincount(kid[inc], weights=tok[inc], minlength=len(names))
+            for j, n in enumerate(names):
+                self.kind_mix.setdefault(n, np.zeros(self.v))[v] += mix[j]
+        aggs = [("tokens", "sum"), ("tokens", "count"), ("input_row", "min")]
+        aggs += [(f"{l}.included", "count") for l in self.labels]
+        s = t.set_column(t.schema.get_field_index("tokens"), "tokens", pa.array(tok)).group_by(_KEY).aggregate(aggs)
+        st = s["tokens_sum"].to_numpy(zero_copy_only=False)
+        for v, l in enumerate(self.labels):
+            ran = s[f"{l}.included_count"].to_numpy(zero_copy_only=False) > 0
+            self.could[v] += np.minimum(st, self.targets[v])[ran].sum()
+        if self.candidates:
+            s = s.filter(pc.is_in(s[_KEY], value_set=pa.array(list(self.candidates), s[_KEY].type)))
+            rows = zip(
+                s[_KEY].to_pylist(),
+                s["tokens_count"].to_pylist(),
+                s["input_row_min"].to_pylist(),
+                s["tokens_sum"].to_pylist(),
+            )
+            for k, n, first, tokens in rows:
+                self.set_info[k] = [0, n, first, int(tokens)]  # groups (set by _groups), items, first row, tokens
+
+    def _groups(self, t: pa.Table) -> pa.Table:
+        opts = pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
+        aggs: list[tuple] = [("input_row", "min"), ("kind", "first"), ("source", "first"), ("tokens", "first")]
+        aggs += [(f"{l}.included", "any", opts) for l in self.labels] + [(f"{l}.reason", "first") for l in self.labels]
+        g = t.group_by([_KEY, "content"], use_threads=False).aggregate(aggs)
+        if self.set_info:
+            keys = g[_KEY]
+            mine = keys.filter(pc.is_in(keys, value_set=pa.array(list(self.set_info), keys.type)))
+            for r in pc.value_counts(mine).to_pylist():
+                self.set_info[r["values"]][0] = int(r["counts"])
+        return g
+
+    def _categories(self, g, st, ok, sw) -> None:
+        for which, col in (("kind", pc.ascii_lower(g["kind_first"])), ("source", g["source_first"])):
+            enc = pc.dictionary_encode(col.combine_chunks())
+            cid = enc.indices.to_numpy(zero_copy_only=False)
+            names = enc.dictionary.to_pylist()
+            groups = np.bincount(cid, minlength=len(names))
+            swing = np.bincount(cid[sw], minlength=len(names))
+            for j, n in enumerate(names):
+                slot = self.cat[which].setdefault(n, [0, 0, np.zeros((self.v, self.v))])
+                slot[0] += int(swing[j])
+                slot[1] += int(groups[j])
+                if swing[j]:
+                    sel = np.flatnonzero(sw & (cid == j))
+                    inc = (st[sel] & ok[sel]).astype(np.float64)
+                    exc = (~st[sel] & ok[sel]).astype(np.float64)
+                    m = inc.T @ exc
+                    slot[2] += m + m.T
+
+    def _reasons(self, g, st, ok, sw) -> None:
+        idx = np.flatnonzero(sw)
+        if not idx.size:
+            return
+        for v, l in enumerate(self.labels):
+            s, o = st[idx, v], ok[idx, v]
+            self.reasons.setdefault("Included", np.zeros(self.v, np.int64))[v] += int((s & o).sum())
+            self.reasons.setdefault("failed", np.zeros(self.v, np.int64))[v] += int((~o).sum())
+            r = pc.fill_null(g[f"{l}.reason_first"].take(pa.array(idx[~s & o])), "Excluded")
+            for x in pc.value_counts(r).to_pylist():
+                self.reasons.setdefault(str(x["values"]), np.zeros(self.v, np.int64))[v] += int(x["counts"])
+
+    def _keep(self, g, st, ok, n_in, n_ok, sw) -> None:
+        """The most contested swinging groups (ties: first input row), overall and per candidate set."""
+        idx = np.flatnonzero(sw)
+        if not idx.size:
+            return
+        contest = np.minimum(n_in, n_ok - n_in)[idx]
+        cols = {
+            "set": g[_KEY].take(pa.array(idx)),
+            "content": g["content"].take(pa.array(idx)),
+            "kind": g["kind_first"].take(pa.array(idx)),
+            "source": g["source_first"].take(pa.array(idx)),
+            "tokens": g["tokens_first"].take(pa.array(idx)),
+            "first": g["input_row_min"].take(pa.array(idx)),
+            "contest": pa.array(contest.astype(np.int64)),
+            "n_in": pa.array(n_in[idx].astype(np.int64)),
+            "n_valid": pa.array(n_ok[idx].astype(np.int64)),
+        }
+        for v, l in enumerate(self.labels):
+            reason = g[f"{l}.reason_first"].take(pa.array(idx))
+            status = np.full(idx.size, None, dtype=object)
+            status[st[idx, v]] = "Included"
+            status[~ok[idx, v]] = "failed"
+            cols[f"s{v}"] = pc.coalesce(pa.array(status, pa.string()), reason, pa.scalar("Excluded"))
+            cols[f"r{v}"] = reason
+        t = pa.table(cols)
+        self.top = _best(t if self.top is None else pa.concat_tables([self.top, t]), self.max_rows)
+        if self.candidates:
+            mine = pc.is_in(t["set"], pa.array(list(self.candidates), t["set"].type))
+            for k in set(t.filter(mine)["set"].to_pylist()):
+                part = t.filter(pc.is_null(t["set"]) if k is None else pc.equal(t["set"], k))
+                prev = self.set_top.get(k)
+                self.set_top[k] = _best(part if prev is None else pa.concat_tables([prev, part]), self.per_set_rows)
+
+
+def _best(t: pa.Table, k: int) -> pa.Table:
+    return t.sort_by([("contest", "descending"), ("first", "ascending")]).slice(0, k)
+
+
+def _set_stats(vpath: Path, labels: list[str], set_col, max_sets: int) -> tuple[dict, set]:
+    """Per set (from ``variants``): swinging contents; the candidate drill-down sets (every
+    set tied with the ``max_sets``-th largest count, since ties break by input row later)."""
+    col = set_col or "set"
+    t = ds.dataset(_files(vpath), format="parquet").to_table(
+        columns=[col, "swing_count"], filter=pc.field("variant") == labels[0]
     )
+    counts = dict(zip(t[col].to_pylist(), t["swing_count"].to_pylist()))
+    pos = sorted((n for n in counts.values() if n), reverse=True)
+    if not pos:
+        return counts, set()
+    floor = pos[min(max_sets, len(pos)) - 1]
+    return counts, {k for k, n in counts.items() if n >= floor}
 
 
-def write_dir_report(out_dir, *, title: str | None = None, top_k: int = 40) -> Path:
-    """Write ``report.html`` (PNGs embedded and beside it) for the sweep written in ``out_dir``."""
-    from cupel_np.io.parquet import atomic_write_bytes
-    from cupel_np.report.html import CSS, _short
+def _per_variant(vpath: Path, labels: list[str], set_col, keys: list) -> dict:
+    col = set_col or "set"
+    flt = pc.field(col).isin(pa.array(keys)) if set_col else None
+    t = ds.dataset(_files(vpath), format="parquet").to_table(
+        columns=["variant", col, "included_count", "tokens_used", "target_tokens", "swing_included", "error"],
+        filter=flt,
+    )
+    out: dict = {}
+    for r in t.to_pylist():
+        out.setdefault(r[col], {})[r["variant"]] = {
+            "error": r["error"],
+            "included": int(r["included_count"] or 0),
+            "tokens": int(r["tokens_used"] or 0),
+            "target": int(r["target_tokens"]),
+            "swing_included": int(r["swing_included"] or 0),
+        }
+    return out
+
+
+def _ranks(ipath: Path, labels: list[str], set_col, rows: list[dict]) -> None:
+    """Each shown row's score rank in its set per variant (1 + rows scored strictly higher),
+    from a filtered scan of ``items``; None where the variant failed."""
+    if not rows:
+        return
+    keys = sorted({r["set"] for r in rows}, key=str)
+    cols = ([set_col] if set_col else []) + ["input_row", *(f"{l}.score" for l in labels)]
+    flt = pc.field(set_col).isin(pa.array(keys)) if set_col else None
+    t = ds.dataset(_files(ipath), format="parquet").to_table(columns=cols, filter=flt)
+    key_col = t[set_col].to_pylist() if set_col else [None] * t.num_rows
+    by_set: dict = {}
+    for i, k in enumerate(key_col):
+        by_set.setdefault(k, []).append(i)
+    irow = t["input_row"].to_numpy(zero_copy_only=False)
+    for v, l in enumerate(labels):
+        sc = t[f"{l}.score"].to_numpy(zero_copy_only=False).astype(np.float64)
+        srt = {k: np.sort(sc[ix]) for k, ix in by_set.items()}
+        where = {int(irow[i]): i for i in range(len(irow))}
+        for r in rows:
+            if r["status"][v] == "failed":
+                r["rank"][v] = None
+                continue
+            s = srt[r["set"]]
+            mine = sc[where[r["first"]]]
+            r["rank"][v] = int(1 + len(s) - np.searchsorted(s, mine, side="right"))
+
+
+def _row_dicts(t: pa.Table | None, v: int) -> list[dict]:
+    if t is None:
+        return []
+    out = []
+    for r in t.to_pylist():
+        out.append(
+            {
+                "set": r["set"],
+                "content": r["content"],
+                "kind": r["kind"],
+                "source": r["source"],
+                "tokens": int(r["tokens"]),
+                "n_in": int(r["n_in"]),
+                "n_valid": int(r["n_valid"]),
+                "first": int(r["first"]),
+                "status": [r[f"s{i}"] for i in range(v)],
+                "reason": [r[f"r{i}"] or "" for i in range(v)],
+                "rank": [None] * v,
+            }
+        )
+    return out
+
+
+def _category_dict(cat: dict, v: int) -> dict:
+    """``report.html.swing_by_category``'s dict from the accumulated per-category counts."""
+    from cupel_np.report.html import top_categories
+
+    names = list(cat)
+    swinging = np.array([cat[n][0] for n in names], dtype=np.int64)
+    top = top_categories(names, swinging)
+    rest = [j for j in range(len(names)) if j not in set(top)]
+    other = sum((cat[names[j]][2] for j in rest), np.zeros((v, v)))
+    return {
+        "names": [names[j] for j in top],
+        "counts": np.rint(np.array([cat[names[j]][2] for j in top]).reshape(len(top), v, v)).astype(np.int64),
+        "other": np.rint(other).astype(np.int64),
+        "swinging": swinging[top] if top else np.zeros(0, np.int64),
+        "groups": np.array([cat[names[j]][1] for j in top], dtype=np.int64),
+        "other_swinging": int(swinging[rest].sum()) if rest else 0,
+    }
+
+
+def _drill(acc: _PageAcc, counts: dict, vpath, labels, set_col, ipath, max_sets: int) -> list[dict]:
+    """The drill-down sets: most swinging contents first, ties by the set's first input row."""
+    keys = sorted(acc.set_top, key=lambda k: (-counts.get(k, 0), acc.set_info[k][2]))[:max_sets]
+    per_variant = _per_variant(vpath, labels, set_col, keys) if keys else {}
+    out = []
+    for k in keys:
+        rows = _row_dicts(acc.set_top[k], len(labels))
+        _ranks(ipath, labels, set_col, rows)
+        groups, items, _, set_tokens = acc.set_info[k]
+        out.append(
+            {
+                "key": k,
+                "swing": int(counts.get(k, 0)),
+                "groups": groups,
+                "items": items,
+                "set_tokens": set_tokens,
+                "per_variant": [per_variant.get(k, {}).get(l) for l in labels],
+                "rows": rows,
+            }
+        )
+    return out
+
+
+def page_data(out_dir, *, title: str | None = None, max_rows: int = 200, max_sets: int = 5, top_k: int = 40):
+    """Everything the sweep page shows (``report.page.PageData``), from the outputs written in
+    ``out_dir`` by any writer (in-process, streamed or Dask), with bounded memory."""
+    from cupel_np.report.html import agreement_finish
+    from cupel_np.report.page import PAGE_FROM_OUTPUTS, PageData
 
     out = Path(out_dir)
-    s = load_sweep_dir(out, top_k)
-    pngs = {"heatmap.png": _heatmap(s), "tokens.png": _tokens(s)}
-    for name, data in pngs.items():
-        atomic_write_bytes(out / name, data)
-
-    def img(name, alt):
-        return f'<img alt="{alt}" src="data:image/png;base64,{base64.b64encode(pngs[name]).decode()}">'
-
-    title = title or f"cupel_np sweep: {out.resolve().name}"
-    rows = []
-    for v, l in enumerate(s.labels):
-        util = s.tokens[v] / s.target[v] if s.target[v] else 0.0
-        rows.append(
-            f"<tr><td>{html.escape(l)}</td><td>{s.included[v]:,}</td><td>{s.tokens[v]:,}</td>"
-            f"<td>{util:.1%}</td><td>{s.swing_included[v]:,}</td><td>{s.failed[v]:,}</td></tr>"
-        )
-    fails = "".join(
-        f"<li>{html.escape(l)}: {s.failed[i]:,} set(s) failed, e.g. {html.escape(s.failure_example.get(l, ''))}</li>"
-        for i, l in enumerate(s.labels)
-        if s.failed[i]
+    s = load_sweep_dir(out, top_k=0)
+    vpath, ipath = _output(out, "variants"), _output(out, "items")
+    labels, set_col = s.labels, s.set_column
+    cols = _items_columns(ipath, labels, set_col)
+    counts, candidates = _set_stats(vpath, labels, set_col, max_sets)
+    targets = [int((v.get("budget") or {}).get("target_tokens", 0)) for v in s.variants]
+    acc = _PageAcc(labels, set_col, targets, max(max_rows, top_k), candidates)
+    for f in _files(ipath):
+        for piece in _pieces(f, cols, set_col):
+            acc.add(piece)
+    rows = _row_dicts(acc.top, len(labels))
+    _ranks(ipath, labels, set_col, rows)
+    keys = ["Included"] + sorted(k for k in acc.reasons if k not in ("Included", "failed")) + ["failed"]
+    zero = np.zeros(len(labels), np.int64)
+    kinds = list(acc.kind_mix)
+    return PageData(
+        title=title or f"cupel_np sweep: {out.resolve().name}",
+        generator=PAGE_FROM_OUTPUTS,
+        set_name=set_col or "set",
+        has_sets=bool(set_col),
+        n_items=s.rows,
+        n_sets=s.sets,
+        n_swing=s.swing,
+        labels=labels,
+        variants=s.variants,
+        failed_sets=s.failed,
+        failure_example=s.failure_example,
+        ag=agreement_finish(acc.ag),
+        by_kind=_category_dict(acc.cat["kind"], len(labels)),
+        by_source=_category_dict(acc.cat["source"], len(labels)),
+        reason_keys=keys,
+        reason_totals=np.stack([acc.reasons.get(k, zero) for k in keys], axis=1),
+        rows=rows,
+        sets=_drill(acc, counts, vpath, labels, set_col, ipath, max_sets),
+        used=s.tokens.astype(np.float64),
+        target=s.target.astype(np.float64),
+        could=acc.could,
+        kind_names=kinds,
+        kind_mix=np.stack([acc.kind_mix[k] for k in kinds], axis=1) if kinds else np.zeros((len(labels), 0)),
+        heat_rows=top_k,
     )
-    head = "".join(f"<th>{html.escape(l)}</th>" for l in s.labels)
-    top = []
-    for t in s.top:
-        cells = "".join(
-            f'<td class="{"fail" if r == "failed" else "in" if r == "Included" else "out"}">{html.escape(str(r))}</td>'
-            for r in t["reason"]
-        )
-        set_cell = f"<td>{html.escape(str(t['set']))}</td>" if s.set_column else ""
-        top.append(f"<tr>{set_cell}<td>{html.escape(_short(t['content'], 80))}</td>{cells}</tr>")
-    set_head = f"<th>{html.escape(s.set_column)}</th>" if s.set_column else ""
-    page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>{CSS}</style></head><body>
-<h1>{html.escape(title)}</h1>
-<p class="meta">{s.rows:,} items in {s.sets:,} item set(s); {len(s.labels)} variants; {s.swing:,} swinging
-contents (an item swings when at least two variants disagree on it). Built from the written outputs.</p>
-<h2>Variants</h2><ul>{"".join(_describe(v) for v in s.variants)}</ul>
-<table><tr><th>variant</th><th>included</th><th>tokens used</th><th>target util.</th><th>swing incl.</th>
-<th>failed sets</th></tr>{"".join(rows)}</table>
-{f"<h2>Failed variants</h2><ul>{fails}</ul>" if fails else ""}
-<h2>Swinging items</h2>{img("heatmap.png", "heatmap of swinging items by variant")}
-<h2>Tokens used vs budget</h2>{img("tokens.png", "tokens used per variant")}
-<h2>The {len(s.top)} most contested swinging items and each variant's reason</h2>
-<table><tr>{set_head}<th>content</th>{head}</tr>{"".join(top)}</table>
-</body></html>
-"""
-    path = out / "report.html"
-    atomic_write_bytes(path, page.encode("utf-8"))
+
+
+def write_dir_report(
+    out_dir, *, title: str | None = None, top_k: int = 200, overwrite: bool = False, max_sets: int = 5
+) -> Path:
+    """Write ``report.html`` (the same sections and charts as ``write_html_report``'s page;
+    PNGs embedded and beside it) for the sweep written in ``out_dir``: ``top_k`` swinging
+    items in the table (the heatmap shows up to 40 of them). A directory holding more than one
+    run's outputs is refused, and so is replacing a page built from the in-memory result,
+    unless ``overwrite=True``."""
+    from cupel_np.io.outdir import KIND_PAGE, read_manifest, write_manifest
+    from cupel_np.report.html import write_page
+
+    out = Path(out_dir)
+    if top_k < 0:
+        raise InvalidConfigError(f"top_k must be at least 0, got {top_k}")
+    check_sweep_dir(out)
+    _check_page(out, overwrite)
+    d = page_data(out, title=title, max_rows=top_k, max_sets=max_sets, top_k=min(40, top_k))
+    path = write_page(d, out)
+    m = read_manifest(out) or {}
+    if m.get("run_id"):
+        write_manifest(out, KIND_PAGE, m["run_id"], [path.name, "heatmap.png", "tokens.png", "kinds.png"])
     return path

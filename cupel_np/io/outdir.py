@@ -1,0 +1,186 @@
+"""Output directories: the names cupel_np's writers write, and the guard that keeps two runs
+apart.
+
+Every writer (``write_sweep``, ``sweep_parquet``, ``dask.sweep``, ``write_html_report``, the
+budget outputs, the CLI's ``--out``) claims its directory first: a directory holding outputs
+of another run is refused unless ``overwrite``, which then removes exactly those outputs (the
+names in ``OUTPUT_NAMES`` and our temp files) and nothing else. A run is recognised by the
+``run_id`` in ``manifest.json``, which every writer records, so the page written after the
+Parquet files of the same result is not "another run".
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+import weakref
+from pathlib import Path
+
+from cupel_np._files import atomic_write_bytes
+from cupel_np.errors import InvalidConfigError
+
+MANIFEST = "manifest.json"
+#: an in-process or streamed sweep: one file per output
+SWEEP_FILES = ("items.parquet", "diffs.parquet", "variants.parquet")
+#: a Dask sweep: one directory of part files per output
+PARTS_DIRS = ("items", "diffs", "variants")
+#: ``budget_curves`` outputs
+BUDGET_FILES = ("curves.parquet", "rows.parquet")
+#: the pages and their charts (also written beside the page)
+PAGE_FILES = ("report.html", "heatmap.png", "tokens.png", "kinds.png", "utilization.png", "included.png")
+#: every name a cupel_np writer puts in an output directory (plus temp files ``.NAME.*.tmp``)
+OUTPUT_NAMES = (MANIFEST, *SWEEP_FILES, *PARTS_DIRS, *BUDGET_FILES, *PAGE_FILES)
+
+#: the columns the sweep outputs write beside the set-key column
+OUTPUT_COLUMNS = (
+    "content",
+    "input_row",
+    "kind",
+    "source",
+    "tokens",
+    "variant",
+    "included_count",
+    "tokens_used",
+    "target_tokens",
+    "utilization",
+    "swing_count",
+    "swing_included",
+    "error",
+)
+
+#: manifest ``kind`` values
+KIND_SWEEP, KIND_STREAMED, KIND_PARTS, KIND_BUDGET = "sweep", "sweep-streamed", "sweep-parts", "budget"
+KIND_PAGE = "page"
+_WHAT = {
+    KIND_PAGE: "a report page",
+    KIND_SWEEP: "a sweep",
+    KIND_STREAMED: "a streamed sweep",
+    KIND_PARTS: "a sweep written in parts (Dask)",
+    KIND_BUDGET: "a budget simulation",
+}
+
+#: id(result) -> run id, dropped when the result is collected (results need not be hashable)
+_RUN_IDS: dict[int, str] = {}
+
+
+class OutputExistsError(InvalidConfigError):
+    """An output directory holds the outputs of another run (and ``overwrite`` was not given)."""
+
+    code = "output_exists"
+
+
+def new_run_id() -> str:
+    """A fresh run id (for runs that are not one Python object, e.g. a streamed sweep)."""
+    return uuid.uuid4().hex
+
+
+def run_id(owner) -> str:
+    """The run id of a result object: the same id for every writer handed the same object."""
+    rid = _RUN_IDS.get(id(owner))
+    if rid is None:
+        rid = _RUN_IDS[id(owner)] = new_run_id()
+        weakref.finalize(owner, _RUN_IDS.pop, id(owner), None)
+    return rid
+
+
+def check_set_column(set_column, labels=()) -> None:
+    """A set-key column whose name the sweep outputs also use (``content``, ``variant``, a
+    variant label...) would write two columns of one name: refused before any work."""
+    if set_column is None:
+        return
+    clash = set_column in OUTPUT_COLUMNS or set_column in labels
+    if clash or any(set_column.startswith(f"{l}.") for l in labels):
+        raise InvalidConfigError(
+            f"set column {set_column!r} has the name of a column the sweep outputs write "
+            f"({', '.join(OUTPUT_COLUMNS)} and the variant labels); rename the column in the input"
+        )
+
+
+def check_out_path(out, what: str = "output directory") -> Path:
+    """``out`` as a Path; an error if it exists and is not a directory (checked before any work)."""
+    p = Path(out)
+    if p.exists() and not p.is_dir():
+        raise InvalidConfigError(f"{what} {p} exists and is not a directory; choose a directory")
+    return p
+
+
+def _ours(p: Path) -> bool:
+    if p.name in OUTPUT_NAMES:
+        return True
+    return p.name.endswith(".tmp") and p.name.startswith(".") and any(p.name[1:].startswith(n) for n in OUTPUT_NAMES)
+
+
+def existing_outputs(out) -> list[Path]:
+    """The cupel_np outputs (and leftover temp files) in ``out``, sorted by name."""
+    p = Path(out)
+    if not p.is_dir():
+        return []
+    return sorted((f for f in p.iterdir() if _ours(f)), key=lambda f: f.name)
+
+
+def read_manifest(out) -> dict | None:
+    """``out/manifest.json`` as a dict, or None when there is none (or it is not ours)."""
+    f = Path(out) / MANIFEST
+    if not f.is_file():
+        return None
+    try:
+        m = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return m if isinstance(m, dict) else None
+
+
+def describe_outputs(out) -> str:
+    """What the outputs in ``out`` are, in words (for error messages)."""
+    m = read_manifest(out) or {}
+    names = [f.name + ("/" if f.is_dir() else "") for f in existing_outputs(out)]
+    shown = ", ".join(names[:6]) + (f", +{len(names) - 6} more" if len(names) > 6 else "")
+    return f"{_WHAT.get(str(m.get('kind')), 'cupel-np outputs')} ({shown})"
+
+
+def remove_outputs(out) -> list[str]:
+    """Remove every cupel_np output in ``out`` (never another file); return the names removed."""
+    gone = []
+    for f in existing_outputs(out):
+        shutil.rmtree(f) if f.is_dir() and not f.is_symlink() else f.unlink()
+        gone.append(f.name)
+    return gone
+
+
+def claim_out_dir(out, *, overwrite: bool = False, run: str | None = None, create: bool = True) -> Path:
+    """Make ``out`` ready for a run's outputs: create it if needed; if it holds outputs of
+    another run (a manifest with another ``run_id``, or outputs without one), refuse unless
+    ``overwrite``, which removes them. Outputs of the same ``run`` are left alone. With
+    ``create=False`` a missing directory is not created (a check before any work)."""
+    p = check_out_path(out)
+    if existing_outputs(p):
+        m = read_manifest(p)
+        same = run is not None and m is not None and m.get("run_id") == run
+        if not same:
+            if not overwrite:
+                raise OutputExistsError(
+                    f"{p} already holds {describe_outputs(p)} from another run; choose another directory, "
+                    "or pass --overwrite (Python: overwrite=True) to replace them"
+                )
+            remove_outputs(p)
+    if create:
+        p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def write_manifest(out, kind: str, run: str, outputs: list[str], **fields) -> Path:
+    """Record (or extend, for the same run) ``out/manifest.json``: the run's kind, id and the
+    output names written so far, plus ``fields`` (variants, set_column, summary...)."""
+    p = Path(out)
+    m = read_manifest(p) or {}
+    if m.get("run_id") != run:
+        m = {}
+    prev = [o for o in m.get("outputs", []) if o not in outputs] if isinstance(m.get("outputs"), list) else []
+    if m.get("kind") in (KIND_SWEEP, KIND_STREAMED, KIND_PARTS, KIND_BUDGET) and kind == "page":
+        kind = m["kind"]  # a page beside its run's data keeps the run's kind
+    m.update(fields)
+    m.update({"kind": kind, "run_id": run, "outputs": prev + list(outputs)})
+    m.setdefault("format", "cupel_np.outputs/1")
+    atomic_write_bytes(p / MANIFEST, json.dumps(m, indent=2, default=str).encode())
+    return p / MANIFEST

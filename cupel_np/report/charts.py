@@ -1,0 +1,184 @@
+"""Every chart of every page (PNG bytes), drawn from plain arrays so the page built from an
+in-memory result and the page built from written outputs draw the same pictures.
+
+Conventions: one colour per kind, the same in every report (a fixed palette indexed by a
+stable hash of the case-folded kind name); axis labels in human units (1.5M, 20k, never a
+``1e6`` offset); the budget ladder's budgets labelled on its axis.
+"""
+
+from __future__ import annotations
+
+import io
+import zlib
+
+import numpy as np
+
+#: kind colours (colour-blind-friendly "tab10"-like set, then lighter tones)
+PALETTE = (
+    "#4e79a7",
+    "#f28e2b",
+    "#59a14f",
+    "#e15759",
+    "#76b7b2",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+    "#86bcb6",
+    "#d4a6c8",
+)
+IN, OUT, FAILED = "#5cb85c", "#d9534f", "#bbbbbb"
+
+
+def plt():
+    """matplotlib.pyplot on the headless Agg backend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as pyplot
+
+    return pyplot
+
+
+def png(fig) -> bytes:
+    """The figure as PNG bytes (the figure is closed)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt().close(fig)
+    return buf.getvalue()
+
+
+def mpl_text(s: str) -> str:
+    """Text for matplotlib: '$' would start mathtext (and can make it raise)."""
+    return str(s).replace("$", r"\$")
+
+
+#: the spec's kinds get fixed, distinct colours; any other kind a stable hash of its name
+KNOWN_KINDS = ("message", "document", "tooloutput", "memory", "systemprompt", "toolcall")
+
+
+def kind_colour(kind: str) -> str:
+    """The colour of a kind, the same in every report: fixed for the spec's kinds, else a
+    stable hash of the ASCII-folded name into the rest of the palette."""
+    k = str(kind).lower()
+    if k in KNOWN_KINDS:
+        return PALETTE[KNOWN_KINDS.index(k)]
+    rest = PALETTE[len(KNOWN_KINDS) :]
+    return rest[zlib.crc32(k.encode("utf-8")) % len(rest)]
+
+
+def human(v: float) -> str:
+    """1500000 -> '1.5M', 20000 -> '20k', 950 -> '950'."""
+    a = abs(v)
+    for div, suf in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if a >= div:
+            return f"{v / div:.2f}".rstrip("0").rstrip(".") + suf
+    return f"{v:.0f}" if float(v).is_integer() else f"{v:.2g}"
+
+
+def _human_axis(axis) -> None:
+    axis.set_major_formatter(plt().FuncFormatter(lambda v, _: human(v)))
+
+
+def _variant_axis(ax, labels: list[str]) -> None:
+    ax.set_xticks(range(len(labels)), [mpl_text(l) for l in labels], rotation=45, ha="right", fontsize=8)
+
+
+def heatmap_png(status: np.ndarray, row_labels: list[str], labels: list[str]) -> bytes:
+    """Swinging items x variants: ``status`` [rows, V] 1 included, 0 excluded, NaN failed."""
+    from matplotlib.colors import ListedColormap
+
+    v = len(labels)
+    fig, ax = plt().subplots(figsize=(max(6, 0.9 * v + 5), max(2.5, 0.28 * len(row_labels) + 1.5)))
+    if len(row_labels):
+        cmap = ListedColormap([OUT, IN]).with_extremes(bad=FAILED)
+        ax.imshow(np.ma.masked_invalid(status), aspect="auto", cmap=cmap, vmin=0, vmax=1, interpolation="nearest")
+        ax.set_yticks(range(len(row_labels)), [mpl_text(r) for r in row_labels], fontsize=7)
+    else:
+        ax.text(0.5, 0.5, "no item swings between these variants", ha="center", va="center", transform=ax.transAxes)
+        ax.set_yticks([])
+    _variant_axis(ax, labels)
+    ax.set_title("Most contested swinging items (green = included, red = excluded, grey = variant failed)", fontsize=9)
+    return png(fig)
+
+
+def tokens_png(labels: list[str], used: np.ndarray, target: np.ndarray, could: np.ndarray | None = None) -> bytes:
+    """Per variant: tokens used against the target, and (``could``) against what the sets
+    could use at most (their tokens, capped at the target, summed)."""
+    fig, ax = plt().subplots(figsize=(max(6, 0.9 * len(labels) + 3), 3.6))
+    x = np.arange(len(labels))
+    w = 0.27 if could is not None else 0.4
+    ax.bar(x - w, target, width=w, label="target tokens (sets that ran)", color="#cccccc")
+    if could is not None:
+        ax.bar(x, could, width=w, label="usable: min(set tokens, target)", color="#9ecae1")
+    ax.bar(x + (w if could is not None else 0), used, width=w, label="tokens used", color="#337ab7")
+    for i in range(len(labels)):
+        base = could[i] if could is not None and could[i] else target[i]
+        if base:
+            ax.text(
+                x[i] + (w if could is not None else 0),
+                used[i],
+                f"{used[i] / base:.0%}",
+                ha="center",
+                va="bottom",
+                fontsize=7,
+            )
+    _variant_axis(ax, labels)
+    _human_axis(ax.yaxis)
+    ax.set_ylabel("tokens (all sets)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title("Tokens used vs budget per variant (% of what the sets could use)", fontsize=9)
+    return png(fig)
+
+
+def kinds_png(labels: list[str], kinds: list[str], mix: np.ndarray) -> bytes:
+    """Stacked bars: ``mix`` [V, K] selected tokens per variant and kind (colours per kind
+    name, the same in every report)."""
+    fig, ax = plt().subplots(figsize=(max(6, 0.9 * len(labels) + 3), 3.6))
+    bottom = np.zeros(len(labels))
+    x = np.arange(len(labels))
+    for j in np.argsort(-mix.sum(axis=0), kind="stable") if len(kinds) else []:
+        ax.bar(x, mix[:, j], bottom=bottom, label=mpl_text(kinds[j]), color=kind_colour(kinds[j]))
+        bottom += mix[:, j]
+    _variant_axis(ax, labels)
+    _human_axis(ax.yaxis)
+    ax.set_ylabel("selected tokens")
+    if len(kinds):
+        ax.legend(fontsize=7, title="kind", title_fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title("Kind mix of the selected tokens per variant", fontsize=9)
+    return png(fig)
+
+
+def curve_png(budgets: list[int], curves: dict[str, list], ylabel: str, title: str, percent: bool) -> bytes:
+    """Budget-ladder curves: per label (q25, q50, q75) lists over ``budgets``; the median as a
+    line, the quartiles as a band; every ladder budget labelled on the x axis."""
+    p = plt()
+    fig, ax = p.subplots(figsize=(8, 4))
+    x = np.array(budgets, dtype=np.float64)
+    drawn = False
+    for lab, (q25, q50, q75) in curves.items():
+        q25, q50, q75 = (np.array(q, dtype=np.float64) for q in (q25, q50, q75))
+        if not np.isfinite(q50).any():
+            continue
+        drawn = True
+        (line,) = ax.plot(x, q50, marker="o", markersize=3, label=mpl_text(lab))
+        ax.fill_between(x, q25, q75, color=line.get_color(), alpha=0.18, linewidth=0)
+    if not drawn:  # every cell failed: nothing to scale (a log axis of no data raises)
+        ax.text(0.5, 0.5, "every dry run failed: no curve", ha="center", va="center", transform=ax.transAxes)
+    elif x.size and x[0] > 0 and x[-1] / x[0] > 8:
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(p.NullFormatter())
+    if drawn and x.size:
+        ax.set_xticks(x, [human(b) for b in x], rotation=45 if x.size > 8 else 0, fontsize=7)
+    ax.set_xlabel("budget (max_tokens), one tick per ladder step")
+    ax.set_ylabel(ylabel)
+    if percent:
+        ax.yaxis.set_major_formatter(p.FuncFormatter(lambda v, _: f"{v:.0%}"))
+    else:
+        _human_axis(ax.yaxis)
+    ax.grid(alpha=0.3)
+    if drawn:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title(title, fontsize=9)
+    return png(fig)
