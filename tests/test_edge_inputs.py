@@ -141,7 +141,7 @@ def test_null_metadata_values_are_named_at_load_and_by_validate(tmp_path, capsys
         ),
         (
             'presets = ["chat"]\n[[budgets]]\nmax_tokens = 10\ntarget_tokens = 5\nbogus = 1\n',
-            "unknown key(s) ['bogus']",
+            "budgets[0]: budget: unknown key 'bogus'",
         ),
         ('presets = ["chat"]\n', "at least one [[budgets]]"),
     ],

@@ -131,8 +131,7 @@ DOTNET = (
     '{"type":"recency","weight":1}}],"slicerType":"knapsack","placerType":"uShaped",'
     '"deduplicationEnabled":false,"overflowStrategy":"truncate","knapsackBucketSize":50,'
     '"quotas":[{"kind":"Message","minPercent":10,"maxPercent":60},{"kind":"Document",'
-    '"maxPercent":40}],"name":"Full Test Policy","description":"A policy with all options",'
-    '"someFutureField":1}'
+    '"maxPercent":40}],"name":"Full Test Policy","description":"A policy with all options"}'
 )
 
 

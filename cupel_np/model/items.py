@@ -17,7 +17,17 @@ import pyarrow.compute as pc
 
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model._readers import one_line, read_items_table
-from cupel_np.text import WHITE_SPACE_CLASS, ascii_fold, is_blank, parse_rust_f64
+from cupel_np.model.fields import (
+    TOKEN_LIMIT,
+    require_bool,
+    require_int,
+    require_mapping,
+    require_nonblank,
+    require_number,
+    require_str,
+    require_token_count,
+)
+from cupel_np.text import WHITE_SPACE_CLASS, ascii_fold, parse_rust_f64
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -34,10 +44,6 @@ ITEM_FIELDS = (
     "pinned",
     "original_tokens",
 )
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
 def _encodable(field_name: str, s: str) -> None:
@@ -72,36 +78,21 @@ class ContextItem:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        if not isinstance(self.content, str):
-            raise InvalidInputTypeError(f"ContextItem.content must be a string, got {type(self.content).__name__}")
+        require_str("ContextItem.content", self.content)
         if self.content == "":
             raise InvalidConfigError("ContextItem.content must be a non-empty string")
         _encodable("content", self.content)
-        if not _is_int(self.tokens):
-            raise InvalidInputTypeError(
-                f"ContextItem.tokens must be an integer, got {type(self.tokens).__name__} "
-                f"{self.tokens!r} (content {self.content[:40]!r})"
-            )
-        set_(self, "tokens", int(self.tokens))
-        if abs(self.tokens) >= _TOKEN_LIMIT:
-            raise InvalidConfigError(f"ContextItem.tokens must be within ±2**62, got {self.tokens}")
+        tokens = require_int("ContextItem.tokens", self.tokens, suffix=f" (content {self.content[:40]!r})")
+        set_(self, "tokens", require_token_count("ContextItem.tokens", tokens))
         for name in ("kind", "source"):
-            v = getattr(self, name)
-            if not isinstance(v, str):
-                raise InvalidInputTypeError(f"ContextItem.{name} must be a string, got {type(v).__name__} {v!r}")
-            if is_blank(v):
-                raise InvalidConfigError(f"ContextItem.{name} must not be empty or whitespace-only, got {v!r}")
-            _encodable(name, v)
+            _encodable(name, require_nonblank(f"ContextItem.{name}", getattr(self, name)))
         for name in ("priority", "original_tokens"):
             v = getattr(self, name)
             if v is not None:
-                if not _is_int(v):
-                    raise InvalidInputTypeError(
-                        f"ContextItem.{name} must be an integer or None, got {type(v).__name__} {v!r}"
-                    )
-                if not -(2**63) <= int(v) < 2**63:
+                v = require_int(f"ContextItem.{name}", v, optional=True)
+                if not -(2**63) <= v < 2**63:
                     raise InvalidConfigError(f"ContextItem.{name} must fit in 64 bits, got {v}")
-                set_(self, name, int(v))
+                set_(self, name, v)
         tags = self.tags
         if isinstance(tags, str) or not isinstance(tags, Iterable):
             raise InvalidInputTypeError(f"ContextItem.tags must be a sequence of strings, got {type(tags).__name__}")
@@ -111,11 +102,9 @@ class ContextItem:
                 raise InvalidInputTypeError(f"ContextItem.tags must contain strings, got {type(t).__name__} {t!r}")
             _encodable("tags", t)
         set_(self, "tags", tags)
-        md = self.metadata if self.metadata is not None else {}
-        if not isinstance(md, Mapping):
-            raise InvalidInputTypeError(
-                f"ContextItem.metadata must be a mapping of str -> str, got {type(md).__name__}"
-            )
+        md = require_mapping(
+            "ContextItem.metadata", self.metadata if self.metadata is not None else {}, "a mapping of str -> str"
+        )
         for k, v in md.items():
             if not isinstance(k, str) or not isinstance(v, str):
                 raise InvalidInputTypeError(
@@ -138,14 +127,8 @@ class ContextItem:
             set_(self, "timestamp", ts.astimezone(UTC))
         h = self.future_relevance_hint
         if h is not None:
-            if isinstance(h, bool) or not isinstance(h, (int, float, np.floating, np.integer)):
-                raise InvalidInputTypeError(
-                    f"ContextItem.future_relevance_hint must be a float or None, got {type(h).__name__} {h!r}"
-                )
-            set_(self, "future_relevance_hint", float(h))
-        if not isinstance(self.pinned, (bool, np.bool_)):
-            raise InvalidInputTypeError(f"ContextItem.pinned must be a bool, got {type(self.pinned).__name__}")
-        set_(self, "pinned", bool(self.pinned))
+            set_(self, "future_relevance_hint", require_number("ContextItem.future_relevance_hint", h, optional=True))
+        set_(self, "pinned", require_bool("ContextItem.pinned", self.pinned))
 
     def _key(self):
         return (
@@ -206,7 +189,7 @@ ITEM_SCHEMA = pa.schema(
 #: internal name of the set-key column (a set column may also be an item column, e.g. "kind")
 SET_COLUMN = "__cupel_set__"
 #: token counts and budgets stay below this so every sum fits in int64
-_TOKEN_LIMIT = 2.0**62
+_TOKEN_LIMIT = float(TOKEN_LIMIT)
 
 
 class ItemTable:
