@@ -371,6 +371,7 @@ def test_validate_lists_every_problem_the_loader_would_raise_first(tmp_path):
         "column 'tokens': does not fit in a 64-bit signed integer at row 1 (18446744073709551615)",
         "column 'content': null at row 2",
         "column 'content': empty string at row 1",
+        "column 'tokens': null at row 3",
         "column 'kind': empty or whitespace-only at row 1 (' ')",
         "set column 's' must hold strings or integers, got double",
     ]

@@ -537,8 +537,7 @@ class Policy:
         ):
             raise InvalidInputTypeError(f"Policy.slicer must be a slicer spec, got {self.slicer!r}")
         object.__setattr__(self, "placer", _placer_name(self.placer))
-        if not isinstance(self.deduplication, bool):
-            raise InvalidInputTypeError(f"Policy.deduplication must be a bool, got {self.deduplication!r}")
+        object.__setattr__(self, "deduplication", require_bool("Policy.deduplication", self.deduplication))
         ov = ascii_fold(require_str("overflow_strategy", self.overflow_strategy))
         if ov not in OVERFLOW_STRATEGIES:
             raise InvalidConfigError(
