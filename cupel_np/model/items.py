@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model._readers import one_line, read_items_table
+from cupel_np.model.datasets import RowSource
 from cupel_np.model.fields import (
     TOKEN_LIMIT,
     require_bool,
@@ -198,8 +199,10 @@ class ItemTable:
     delimits the sets. Strings are encoded once: exact content ids, ASCII-folded kind and tag
     ids (the original strings are kept for output)."""
 
-    def __init__(self, table: pa.Table, set_column: str | None = None):
-        table = _normalize(table, set_column)
+    def __init__(self, table: pa.Table, set_column: str | None = None, *, source: RowSource | None = None):
+        """``source``: where the rows were read from (``model.datasets.RowSource``), so an
+        input error names the file and the row in that file."""
+        table = _normalize(table, set_column, source)
         n = table.num_rows
         if set_column is not None:
             keys = table.column(SET_COLUMN).combine_chunks()
@@ -288,22 +291,27 @@ class ItemTable:
         return cls(pa.Table.from_arrays(arrays, names=names), set_column=set_column)
 
     @classmethod
-    def from_arrow(cls, data, set_column: str | None = None) -> ItemTable:
+    def from_arrow(cls, data, set_column: str | None = None, *, source: RowSource | None = None) -> ItemTable:
         """From anything ``pyarrow.table()`` accepts (Arrow tables, pandas / polars frames,
-        dicts of columns) with snake_case ContextItem column names."""
+        dicts of columns) with snake_case ContextItem column names. pandas' and polars' own
+        column types are accepted: categorical strings, string views, nullable integers as
+        float64 (NaN is null), metadata as dicts (a struct) or as key/value lists. ``source``:
+        the Parquet rows the data came from (errors then name the file and its row)."""
         if not isinstance(data, pa.Table):
             try:
                 data = pa.table(data)
             except Exception as e:  # pyarrow raises several types here
                 raise InvalidInputTypeError(f"cannot read items as an Arrow table: {e}") from None
-        return cls(data, set_column=set_column)
+        return cls(data, set_column=set_column, source=source)
 
     @classmethod
     def from_parquet(cls, path, set_column: str | None = None, *, filter=None) -> ItemTable:
         """From a Parquet file, a directory of them (hive partition columns are ordinary
         columns, usable as the set column or in ``filter``, a ``pyarrow.compute``
-        expression) or a list of files; rows in file order."""
-        return cls(read_items_table(path, filter=filter), set_column=set_column)
+        expression), a glob pattern or a list of files; rows in file order. An input error
+        names the file (the part file of a dataset), the column, the row in that file and the
+        value."""
+        return cls(read_items_table(path, filter=filter), set_column=set_column, source=RowSource(path, filter))
 
     # -- encoding -----------------------------------------------------------------------
     def _encode(self) -> None:
@@ -612,8 +620,9 @@ class Problems:
     global, the same problem in several chunks stays one message (its rows merged), and
     ``running_tokens`` carries the token sum across chunks."""
 
-    def __init__(self, collect: bool, max_rows: int = 5):
+    def __init__(self, collect: bool, max_rows: int = 5, source: RowSource | None = None):
         self.collect = collect
+        self.source = source
         self.max_rows = max_rows
         self.row_offset = 0
         self.running_tokens = 0.0
@@ -652,7 +661,7 @@ class Problems:
         """A problem of the table as a whole (a missing or repeated column, a column type)."""
         message = one_line(message)
         if not self.collect:
-            raise cls(message)
+            raise cls(message if self.source is None else f"{self.source.description}: {message}")
         self.reported += 1
         self._entries.setdefault(("table", message), (self._site(), [message]))
 
@@ -666,7 +675,10 @@ class Problems:
         if not self.collect:
             r = int(idx[0])
             shown = f" (value {_show(values(r))})" if values is not None else ""
-            raise cls(f"{where}, row {r + off}: {what}{shown}")
+            if self.source is None:
+                raise cls(f"{where}, row {r + off}: {what}{shown}")
+            file, local = self.source.locate(r + off)
+            raise cls(f"{file}: {where}, row {local}: {what}{shown}")
         self.reported += 1
         key = ("rows", where, what)
         if key not in self._entries:
@@ -674,11 +686,21 @@ class Problems:
         e = self._entries[key][1]
         room = self.max_rows - len(e[2])
         e[2].extend(
-            f"{int(r) + off} ({_show(values(int(r)))})" if values is not None else str(int(r) + off)
+            f"{self._row_name(int(r) + off)} ({_show(values(int(r)))})"
+            if values is not None
+            else self._row_name(int(r) + off)
             for r in idx[: max(room, 0)]
         )
         e[3] += int(idx.size)
         return True
+
+    def _row_name(self, row: int) -> str:
+        """A row as a listed problem names it: its number, and its file when the rows come
+        from several files (the number is then the row within that file)."""
+        if self.source is None or not self.source.many_files:
+            return str(row)
+        file, local = self.source.locate(row)
+        return f"{local} of {file}"
 
 
 def _dict_encoded(col: pa.Array) -> pa.Array:
@@ -1205,6 +1227,6 @@ def check_items(table: pa.Table, set_column: str | None, problems: Problems) -> 
     return _canonical(cols, keys, n, set_column)
 
 
-def _normalize(table: pa.Table, set_column: str | None) -> pa.Table:
-    """The loader's check: raises the first problem (column, row and value)."""
-    return check_items(table, set_column, Problems(collect=False))
+def _normalize(table: pa.Table, set_column: str | None, source: RowSource | None = None) -> pa.Table:
+    """The loader's check: raises the first problem (file, column, row and value)."""
+    return check_items(table, set_column, Problems(collect=False, source=source))
