@@ -115,3 +115,25 @@ def test_streamed_chunks_name_the_row_in_the_file(dataset, tmp_path):
     with pytest.raises(InvalidConfigError) as err:
         sweep_parquet(dataset, ContextBudget(1000, 800), variants, tmp_path / "o", set_column="s", chunk_rows=1)
     assert str(err.value) == str(dataset / BROKEN)
+
+
+def test_dask_partition_names_the_part_file_whatever_the_row_order(dataset, tmp_path):
+    """A Dask task holds rows of any files in any order (ROW is the input row): its errors
+    name the part file and the row in it."""
+    import numpy as np
+    import pandas as pd
+
+    from cupel_np.io import dask as cdask
+    from cupel_np.model.budget import ContextBudget
+    from cupel_np.model.datasets import RowSource, read_table
+    from cupel_np.model.grid import as_variants
+    from cupel_np.model.presets import preset
+
+    t = read_table(dataset)
+    order = np.array([6, 5, 4, 3, 2, 1, 0])
+    t = t.take(pa.array(order)).append_column(cdask.ROW, pa.array(order))
+    vs = as_variants([("chat", preset("chat")), ("rag", preset("rag"))], ContextBudget(1000, 800), allow_budget=True)
+    df = t.to_pandas(types_mapper=pd.ArrowDtype)
+    with pytest.raises(InvalidConfigError) as err:
+        cdask._run_partition(df, 0, ContextBudget(1000, 800), vs, "s", "raise", str(tmp_path / "o"), RowSource(dataset))
+    assert str(err.value) == str(dataset / BROKEN)
