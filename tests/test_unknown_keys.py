@@ -306,3 +306,10 @@ def test_cli_reports_the_typo(tmp_path, capsys):
     )
     assert rc == 2
     assert "unknown keys 'bucketsize'" in capsys.readouterr().err
+
+
+def test_item_dicts_suggest_the_field():
+    from cupel_np.model.items import ItemTable
+
+    with pytest.raises(InvalidConfigError, match=r"^row 1: unknown key 'tokns' \(did you mean 'tokens'\?\)"):
+        ItemTable.from_items([{"content": "a", "tokens": 1}, {"content": "b", "tokns": 2}])

@@ -22,6 +22,7 @@ from cupel_np.model.fields import (
     TOKEN_LIMIT,
     require_bool,
     require_int,
+    require_keys,
     require_mapping,
     require_nonblank,
     require_number,
@@ -250,11 +251,7 @@ class ItemTable:
                         raise InvalidConfigError(f"row {i}: missing set column {set_column!r}")
                     # a set column may also be an item field (e.g. "kind"): then it stays one
                     sets.append(d[set_column] if set_column in ITEM_FIELDS else d.pop(set_column))
-                unknown = set(d) - set(ITEM_FIELDS)
-                if unknown:
-                    raise InvalidConfigError(
-                        f"row {i}: unknown item field(s) {sorted(unknown)}; known fields: {', '.join(ITEM_FIELDS)}"
-                    )
+                require_keys(f"row {i}", d, ITEM_FIELDS)
                 try:
                     item = ContextItem(**{k: v for k, v in d.items() if v is not None or k in ("content", "tokens")})
                 except TypeError as e:
