@@ -54,7 +54,8 @@ def test_issue_repro_is_an_error_naming_the_key():
         ({"scorers": [_recency()], "placr": "u_shaped"}, r"unknown key 'placr'.*did you mean 'placer'"),
         ({"scorers": [_recency()], "dedup": False}, r"unknown key 'dedup'"),
         ({"scorers": [_recency()], "deduplicaton": False}, r"did you mean 'deduplication'"),
-        ({"scorers": [_recency()], "slicer": "greedy", "bucket_size": 5}, r"'bucket_size' for slicer 'greedy'"),
+        ({"scorers": [_recency()], "slicer": "greedy", "quotas": []}, r"'quotas' for slicer 'greedy'"),
+        ({"scorers": [_recency()], "slicer": "knapsack", "entries": []}, r"'entries' for slicer 'knapsack'"),
         (
             {"scorers": [_recency(), {"type": "kind", "weight": 1, "weigths": [{"kind": "A", "weight": 1}]}]},
             r"scorers\[1\]: unknown key 'weigths'.*did you mean 'weights'",
@@ -112,10 +113,6 @@ def test_issue_repro_is_an_error_naming_the_key():
             r"entries\[0\]: unknown key 'cap'.*did you mean 'cap_count'",
         ),
         (
-            {"scorers": [_recency()], "slicer": "quota", "quotas": [], "bucket_size": 5},
-            r"bucket_size applies to a knapsack inner_slicer only",
-        ),
-        (
             {"scorers": [_recency()], "slicer": "count_constrained_knapsack", "inner_slicer": "greedy"},
             r"always slices with knapsack",
         ),
@@ -126,6 +123,11 @@ def test_issue_repro_is_an_error_naming_the_key():
 def test_unknown_keys_everywhere_in_a_config(config, match):
     with pytest.raises(InvalidConfigError, match=match):
         Policy.from_dict(config)
+
+
+def test_bucket_size_is_a_flat_config_option():
+    # EXTENSIONS.md: bucket_size sits in [config] with a default of 100, whatever the slicer
+    assert Policy.from_dict({"scorers": [_recency()], "slicer": "greedy", "bucket_size": 5}).slicer.name == "greedy"
 
 
 def test_every_preset_and_dict_round_trip_still_loads():

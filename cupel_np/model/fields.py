@@ -13,6 +13,7 @@ suggestion when a known key is close (a typo must never silently change a policy
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
@@ -66,6 +67,18 @@ def require_number(where: str, v: Any, *, optional: bool = False) -> float:
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
         raise wrong_type(where, "a number or None" if optional else "a number", v)
     return float(v)
+
+
+def require_weight(where: str, v: Any, *, positive: bool = False) -> float:
+    """A finite number >= 0 (``positive``: > 0), as a float: weights and boosts."""
+    w = require_number(where, v)
+    if not math.isfinite(w):
+        raise InvalidConfigError(f"{where} must be finite, got {w!r}")
+    if positive and w <= 0.0:
+        raise InvalidConfigError(f"{where} must be positive, got {w!r}")
+    if w < 0.0:
+        raise InvalidConfigError(f"{where} must be non-negative, got {w!r}")
+    return w
 
 
 def require_str(where: str, v: Any) -> str:

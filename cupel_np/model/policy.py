@@ -25,6 +25,7 @@ from cupel_np.model.fields import (
     require_nonblank,
     require_number,
     require_str,
+    require_weight,
     suggestion,
 )
 from cupel_np.text import ascii_fold
@@ -96,12 +97,7 @@ class KindScorer(Scorer):
         for pair in items:
             k, w = pair
             k = require_nonblank("kind weight kind", k)
-            w = require_number(f"kind weight for {k!r}", w)
-            if w < 0.0:
-                raise InvalidConfigError(f"kind weight for {k!r} must be non-negative, got {w!r}")
-            if not math.isfinite(w):
-                raise InvalidConfigError(f"kind weight for {k!r} must be finite, got {w!r}")
-            clean.append((k, w))
+            clean.append((k, require_weight(f"kind weight for {k!r}", w)))
         object.__setattr__(self, "weights", tuple(clean))
 
     def effective_weights(self) -> dict[str, float]:
@@ -127,12 +123,7 @@ class TagScorer(Scorer):
         clean = []
         for k, w in items:
             k = require_str("tag weight tag", k)
-            w = require_number(f"tag weight for {k!r}", w)
-            if w < 0.0:
-                raise InvalidConfigError(f"tag weight for {k!r} must be non-negative, got {w!r}")
-            if not math.isfinite(w):
-                raise InvalidConfigError(f"tag weight for {k!r} must be finite, got {w!r}")
-            clean.append((k, w))
+            clean.append((k, require_weight(f"tag weight for {k!r}", w)))
         object.__setattr__(self, "tag_weights", tuple(clean))
 
     def effective_weights(self) -> tuple[dict[str, float], float]:
@@ -163,12 +154,7 @@ class CompositeScorer(Scorer):
             s, w = pair
             if not isinstance(s, Scorer):
                 raise InvalidInputTypeError(f"composite child {i} is not a scorer: {s!r}")
-            w = require_number(f"composite child {i} ({s.type_name}) weight", w)
-            if not math.isfinite(w):
-                raise InvalidConfigError(f"composite child {i} ({s.type_name}) weight must be finite, got {w!r}")
-            if w <= 0.0:
-                raise InvalidConfigError(f"composite child {i} ({s.type_name}) weight must be positive, got {w!r}")
-            clean.append((s, w))
+            clean.append((s, require_weight(f"composite child {i} ({s.type_name}) weight", w, positive=True)))
         object.__setattr__(self, "entries", tuple(clean))
 
     def normalized_weights(self) -> tuple[float, ...]:
@@ -224,12 +210,7 @@ class MetadataKeyScorer(Scorer):
     def __post_init__(self):
         require_str("metadata_key key", self.key)
         require_str("metadata_key value", self.value)
-        b = require_number("metadata_key boost", self.boost)
-        if not math.isfinite(b):
-            raise InvalidConfigError(f"metadata_key boost must be finite, got {b!r}")
-        if b <= 0.0:
-            raise InvalidConfigError(f"metadata_key boost must be > 0.0, got {b!r}")
-        object.__setattr__(self, "boost", b)
+        object.__setattr__(self, "boost", require_weight("metadata_key boost", self.boost, positive=True))
 
     def to_dict(self):
         return {"type": "metadata_key", "key": self.key, "value": self.value, "boost": self.boost}
@@ -633,8 +614,12 @@ def json_default(o):
 
 #: keys a scorer table may hold whatever its type (``weight`` in a list of scorers)
 SCORER_COMMON_KEYS = frozenset({"type", "weight"})
-#: keys of a policy table besides its slicer's options
-POLICY_KEYS = frozenset({"scorers", "slicer", "placer", "deduplication", "overflow_strategy", "name", "description"})
+#: keys of a policy table besides its slicer's options. ``bucket_size`` is one of them: the
+#: conformance format lists it among the flat [config] options with a default of 100 for every
+#: slicer (upstream's vectors and grids carry it beside slicers that do not read it)
+POLICY_KEYS = frozenset(
+    {"scorers", "slicer", "placer", "deduplication", "overflow_strategy", "name", "description", "bucket_size"}
+)
 
 ScorerParser = Callable[[Mapping[str, Any], str], Scorer]
 SlicerParser = Callable[[Mapping[str, Any], str], "Slicer"]
@@ -853,6 +838,7 @@ def slicer_from_dict(d: Mapping[str, Any], where: str = "slicer", *, extra_keys:
     keys when ``d`` is a whole policy table) is an error."""
     require_mapping(where, d)
     raw = d.get("slicer", "greedy")
+    extra_keys = {"bucket_size", *extra_keys}
     name = ascii_fold(require_str(f"{where}: 'slicer'", raw)).replace("-", "_")
     if name not in _SLICER_PARSERS:
         raise InvalidConfigError(
@@ -864,14 +850,12 @@ def slicer_from_dict(d: Mapping[str, Any], where: str = "slicer", *, extra_keys:
 
 
 def _inner_slicer(d: Mapping, allowed: tuple[str, ...]) -> GreedySlice | KnapsackSlice:
-    """The ``inner_slicer`` of a quota slicer; ``bucket_size`` belongs to a knapsack inner."""
+    """The ``inner_slicer`` of a quota slicer (``bucket_size`` sizes a knapsack inner)."""
     name = ascii_fold(require_str("inner_slicer", d.get("inner_slicer", "greedy")))
     if name not in allowed:
         raise InvalidConfigError(f"unknown inner_slicer {d.get('inner_slicer')!r}; expected {' or '.join(allowed)}")
     if name == "knapsack":
         return KnapsackSlice(d.get("bucket_size", 100))
-    if "bucket_size" in d:
-        raise InvalidConfigError("bucket_size applies to a knapsack inner_slicer only (inner_slicer is greedy)")
     return GreedySlice()
 
 
@@ -1028,10 +1012,7 @@ def _dotnet_enum(where: str, v, names: list[str]) -> str:
 
 
 def _dotnet_weight(where: str, e: Mapping) -> float:
-    w = require_number(f"{where}.weight", e.get("weight", 0))
-    if not math.isfinite(w) or w <= 0:
-        raise InvalidConfigError(f"{where}.weight must be positive and finite, got {w!r}")
-    return w
+    return require_weight(f"{where}.weight", e.get("weight", 0), positive=True)
 
 
 def _dotnet_scorer(where: str, e: Any) -> Scorer:
