@@ -315,3 +315,14 @@ def test_item_dicts_suggest_the_field():
 
     with pytest.raises(InvalidConfigError, match=r"^row 1: unknown key 'tokns' \(did you mean 'tokens'\?\)"):
         ItemTable.from_items([{"content": "a", "tokens": 1}, {"content": "b", "tokns": 2}])
+
+
+def test_sweep_weights_suggest_the_scorer_type():
+    with pytest.raises(InvalidConfigError, match=r"no recnecy scorer to reweight \(did you mean 'recency'\?\)"):
+        Sweep(["chat"], weights={"recnecy": 2.0}).variants()
+
+
+def test_dotnet_inner_scorer_that_is_not_an_object():
+    doc = {"scorers": [{"type": "scaled", "weight": 1, "innerScorer": "recency"}]}
+    with pytest.raises(TypeError, match=r"scorers\[0\]\.innerScorer must be an object, got str 'recency'"):
+        policy_from_dotnet(doc)

@@ -1023,7 +1023,7 @@ def _dotnet_scorer(where: str, e: Any) -> Scorer:
     if t == "scaled":
         if inner is None:
             raise InvalidConfigError(f"{where}: innerScorer must be specified when type is scaled")
-        _dotnet_weight(f"{where}.innerScorer", inner)
+        _dotnet_weight(f"{where}.innerScorer", require_mapping(f"{where}.innerScorer", inner, "an object"))
         return ScaledScorer(_dotnet_scorer(f"{where}.innerScorer", inner))
     if inner is not None:
         raise InvalidConfigError(f"{where}: innerScorer is only valid for type scaled")
