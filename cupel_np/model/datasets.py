@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
+from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError
 
 #: estimated peak resident bytes of an in-memory sweep per uncompressed Parquet byte (the Arrow
 #: table, the encoded ItemTable, the sweep's matrices and the items output). Calibrated as peak
@@ -145,7 +145,10 @@ class RowSource:
     @property
     def many_files(self) -> bool:
         """Whether rows may come from more than one file (then each row names its file)."""
-        return len(self._layout()[0]) > 1
+        try:
+            return len(self._layout()[0]) > 1
+        except (CupelError, pa.ArrowException, OSError):
+            return False
 
     def shifted(self, offset: int) -> RowSource:
         """The same source for a chunk whose first row is row ``offset`` of this table."""
@@ -160,10 +163,14 @@ class RowSource:
         return out
 
     def locate(self, r: int) -> tuple[str, int]:
-        """(file, row within that file) of row ``r``."""
+        """(file, row within that file) of row ``r``; (the source, ``r``) if the files cannot be
+        read again (this runs while an error is being raised: it must not raise another)."""
         r = int(r) if self.rows is None else int(self.rows[int(r)])
         r += self.offset
-        files, starts = self._layout()
+        try:
+            files, starts = self._layout()
+        except (CupelError, pa.ArrowException, OSError):
+            return self.description, r
         i = max(int(np.searchsorted(starts, r, side="right")) - 1, 0)
         local = r - int(starts[i])
         if self._kept is not None and local < len(self._kept[i]):
@@ -177,9 +184,11 @@ class RowSource:
 
     def _layout(self) -> tuple[list[str], np.ndarray]:
         if self._files is None:
-            if self.filter is None:
-                files, _ = _files_of(self.source)
-                counts = [pq.ParquetFile(f).metadata.num_rows for f in files]
+            if self.filter is None and isinstance(self.source, (str, os.PathLike)) and Path(self.source).is_file():
+                files, counts = [str(self.source)], [pq.ParquetFile(self.source).metadata.num_rows]
+            elif self.filter is None:  # fragments are the files in input order
+                frags = list(open_dataset(self.source).get_fragments())
+                files, counts = [f.path for f in frags], [f.metadata.num_rows for f in frags]
             else:
                 files, counts, self._kept = self._filtered()
             self._starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
