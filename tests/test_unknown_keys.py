@@ -13,7 +13,6 @@ from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.grid import Sweep
 from cupel_np.model.policy import (
-    SCORER_TYPES,
     KnapsackSlice,
     Policy,
     policy_from_dotnet,
@@ -151,7 +150,8 @@ def test_a_new_scorer_type_gets_the_check_by_declaring_its_keys():
             scorer_from_dict({"type": "test_only_recency", "hlaf": 1})
     finally:
         del _SCORER_PARSERS["test_only_recency"]
-    assert "test_only_recency" not in SCORER_TYPES
+    with pytest.raises(InvalidConfigError, match=r"unknown scorer type 'test_only_recency'"):
+        scorer_from_dict({"type": "test_only_recency"})
 
 
 def test_policy_toml_and_json_files(tmp_path):
