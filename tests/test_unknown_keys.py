@@ -326,3 +326,18 @@ def test_dotnet_inner_scorer_that_is_not_an_object():
     doc = {"scorers": [{"type": "scaled", "weight": 1, "innerScorer": "recency"}]}
     with pytest.raises(TypeError, match=r"scorers\[0\]\.innerScorer must be an object, got str 'recency'"):
         policy_from_dotnet(doc)
+
+
+def test_policies_file_recognises_every_dotnet_key(tmp_path):
+    # only overflowStrategy / knapsackBucketSize mark this as .NET: it used to load as a dict
+    # policy with the default (greedy) slicer, both keys ignored
+    j = tmp_path / "pols.json"
+    doc = {"scorers": [{"type": "recency", "weight": 1}], "knapsackBucketSize": 50, "overflowStrategy": "truncate"}
+    j.write_text(json.dumps({"net": doc}))
+    with pytest.raises(
+        InvalidConfigError, match=r"knapsackBucketSize can only be specified when slicerType is knapsack"
+    ):
+        load_policies_file(j)
+    j.write_text(json.dumps({"net": dict(doc, slicerType="knapsack")}))
+    ((label, policy),) = load_policies_file(j)
+    assert policy.slicer == KnapsackSlice(50) and policy.overflow_strategy == "truncate"
