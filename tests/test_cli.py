@@ -250,7 +250,7 @@ def test_conformance_subcommand(capsys):
         ),
         (["run", "SAMPLE", "--preset", "chat", *BUDGET, "--set-column", "session_id"], "choose one with --set KEY"),
         (["sensitivity", "SAMPLE", "--preset", "chat", *BUDGET, "--out", "x"], "at least 2 variants"),
-        (["sweep", "SAMPLE", "--grid", "BADGRID", "--out", "x"], "unknown grid key(s) ['colour']"),
+        (["sweep", "SAMPLE", "--grid", "BADGRID", "--out", "x"], "unknown key 'colour' in a grid file"),
         (["run", "JUNK", "--preset", "chat", *BUDGET], "cannot read Parquet file"),
         (["run", "SAMPLE", "--policy", "BADPOLICY", *BUDGET], "malformed policy JSON"),
     ],

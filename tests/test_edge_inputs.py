@@ -141,7 +141,7 @@ def test_null_metadata_values_are_named_at_load_and_by_validate(tmp_path, capsys
         ),
         (
             'presets = ["chat"]\n[[budgets]]\nmax_tokens = 10\ntarget_tokens = 5\nbogus = 1\n',
-            "unknown key(s) ['bogus']",
+            "budgets[0]: budget: unknown key 'bogus'",
         ),
         ('presets = ["chat"]\n', "at least one [[budgets]]"),
     ],
@@ -200,6 +200,11 @@ def _bad_utf8(*values: bytes, typ=pa.string()) -> pa.Array:  # noqa: B008 (an im
     )
 
 
+def _in_file(path, msg: str) -> str:
+    """``msg`` (an anchored pattern) as the loader reports it for a row of Parquet file ``path``."""
+    return "^" + re.escape(str(path)) + ": " + msg.lstrip("^")
+
+
 def test_duplicate_column_names_are_named(tmp_path):
     t = pa.Table.from_arrays([pa.array(["a"]), pa.array([1]), pa.array(["b"])], names=["content", "tokens", "content"])
     msg = "^items table has 2 columns named 'content' \\(columns: content, tokens, content\\); names must be unique$"
@@ -207,7 +212,7 @@ def test_duplicate_column_names_are_named(tmp_path):
         c.ItemTable.from_arrow(t)
     _one_line_error(ei)
     pq.write_table(t, tmp_path / "dup.parquet")
-    with pytest.raises(InvalidConfigError, match=msg) as ei:
+    with pytest.raises(InvalidConfigError, match=_in_file(tmp_path / "dup.parquet", msg)) as ei:
         c.ItemTable.from_parquet(tmp_path / "dup.parquet")
     _one_line_error(ei)
     problems, _ = validate_items(tmp_path / "dup.parquet")
@@ -229,7 +234,7 @@ def test_invalid_utf8_content_is_rejected_at_load_naming_the_row(tmp_path, typ):
         c.ItemTable.from_arrow(t)
     _one_line_error(ei)
     pq.write_table(t, tmp_path / "u.parquet")
-    with pytest.raises(InvalidConfigError, match=msg):
+    with pytest.raises(InvalidConfigError, match=_in_file(tmp_path / "u.parquet", msg)):
         c.ItemTable.from_parquet(tmp_path / "u.parquet")
     assert validate_items(tmp_path / "u.parquet")[0] == ["column 'content': invalid UTF-8 at row 1 (b'bad \\xff\\xfe')"]
 
@@ -342,7 +347,7 @@ def test_validate_applies_exactly_the_loader_checks(tmp_path):
     path = tmp_path / "big.parquet"
     pq.write_table(pa.table({"content": ["a", "b"], "tokens": [2**61 + 1, 2**61 + 1]}), path)
     with pytest.raises(
-        InvalidConfigError, match=r"^column 'tokens', row 1: the token counts add up past 4.61e\+18"
+        InvalidConfigError, match=_in_file(path, r"^column 'tokens', row 1: the token counts add up past 4.61e\+18")
     ) as ei:
         c.ItemTable.from_parquet(path)
     _one_line_error(ei)
@@ -371,12 +376,15 @@ def test_validate_lists_every_problem_the_loader_would_raise_first(tmp_path):
         "column 'tokens': does not fit in a 64-bit signed integer at row 1 (18446744073709551615)",
         "column 'content': null at row 2",
         "column 'content': empty string at row 1",
+        "column 'tokens': null at row 3",
         "column 'kind': empty or whitespace-only at row 1 (' ')",
         "set column 's' must hold strings or integers, got double",
     ]
     assert summary["rows"] == 4
     with pytest.raises(
         InvalidConfigError,
-        match=r"^column 'tokens', row 1: does not fit in a 64-bit signed integer \(value 18446744073709551615\)$",
+        match=_in_file(
+            path, r"^column 'tokens', row 1: does not fit in a 64-bit signed integer \(value 18446744073709551615\)$"
+        ),
     ):
         c.ItemTable.from_parquet(path, set_column="s")

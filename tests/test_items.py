@@ -103,7 +103,7 @@ def test_from_arrow_and_parquet_defaults_and_types(tmp_path):
         (
             {"content": ["a"], "tokens": [1.5]},
             InvalidInputTypeError,
-            r"'tokens' must be an integer column \(or integral decimal\), got double",
+            r"column 'tokens', row 0: is not a whole number that fits in 64 bits \(an integer column\) \(value 1.5\)",
         ),
         ({"content": ["a", "b"], "tokens": [1, None]}, InvalidConfigError, "column 'tokens', row 1: null$"),
         (

@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
+from cupel_np.model.datasets import RowSource
 
 ROW = "__cupel_row__"
 PARTS = ("items", "diffs", "variants")
@@ -98,9 +99,12 @@ def _worker_threads() -> int:
         return 1
 
 
-def _run_partition(df, index: int, budget, variants, set_column: str, on_error: str, out_dir: str) -> dict:
+def _run_partition(
+    df, index: int, budget, variants, set_column: str, on_error: str, out_dir: str, rows_from=None
+) -> dict:
     """One Dask task: sweep the partition's sets with the in-process engine and write its
-    three part files. Returns the partition's summary."""
+    three part files. Returns the partition's summary. ``rows_from``: the Parquet source's
+    ``RowSource`` (input errors then name the part file and the row in it)."""
     from cupel_np.analysis.sensitivity import sweep
     from cupel_np.io.parquet import _variants_metadata
     from cupel_np.model.items import ItemTable
@@ -126,7 +130,8 @@ def _run_partition(df, index: int, budget, variants, set_column: str, on_error: 
         t = t.take(pa.array(order))
         rows = pa.array(r[order])
     t = t.drop_columns([ROW])
-    table = ItemTable.from_arrow(t, set_column=set_column)
+    source = rows_from.taken(rows.to_numpy(zero_copy_only=False)) if rows_from is not None else None
+    table = ItemTable.from_arrow(t, set_column=set_column, source=source)
     # this task's share of the machine is its worker's thread count (1 on the clusters this
     # module starts): the engine's own pool must not add threads on top of Dask's
     res = sweep(table, budget, variants, on_error=on_error, progress=False, threads=_worker_threads())
@@ -149,13 +154,15 @@ def _run_partition(df, index: int, budget, variants, set_column: str, on_error: 
     }
 
 
-def _traced_partition(df, index: int, budget, variants, set_column: str, on_error: str, out_dir: str, carrier):
+def _traced_partition(
+    df, index: int, budget, variants, set_column: str, on_error: str, out_dir: str, carrier, rows_from=None
+):
     """``_run_partition`` inside a ``cupel.sweep.partition`` span of the driver's trace
     (``carrier``: its W3C trace context; empty when tracing is off)."""
     from cupel_np.analysis import otel
 
     with otel.remote_span("cupel.sweep.partition", carrier, {"cupel.partition": index}) as span:
-        summary = _run_partition(df, index, budget, variants, set_column, on_error, out_dir)
+        summary = _run_partition(df, index, budget, variants, set_column, on_error, out_dir, rows_from)
         if span is not None:
             span.set_attributes({"cupel.sweep.items": summary["rows"], "cupel.sweep.sets": summary["sets"]})
         return summary
@@ -359,7 +366,8 @@ def sweep(
         parts = ddf.to_delayed()
         run = _delayed(_traced_partition)
         carrier = otel.context_carrier(root)
-        tasks = [run(p, i, budget, vs, set_column, on_error, str(out), carrier) for i, p in enumerate(parts)]
+        rows_from = RowSource(source) if isinstance(source, (str, os.PathLike, list, tuple)) else None
+        tasks = [run(p, i, budget, vs, set_column, on_error, str(out), carrier, rows_from) for i, p in enumerate(parts)]
         futures = client.compute(tasks)
         results = []
         for done, fut in enumerate(as_completed(futures), 1):

@@ -41,6 +41,7 @@ from cupel_np.model._readers import read_items_table
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.datasets import (
     IN_MEMORY_FACTOR,
+    RowSource,
     check_fits,
     chunk_rows_for,
     default_memory_limit,
@@ -171,6 +172,7 @@ def _sweep_parquet(
     out = claim_out_dir(out_dir, overwrite=overwrite, run=run, create=False)  # created by the first write
     d = open_dataset(path)
     where = describe_source(path)
+    source = RowSource(path)
     if set_column not in d.schema.names:
         raise InvalidConfigError(
             f"set column {set_column!r} not found in {where} (columns: {', '.join(d.schema.names)})"
@@ -202,7 +204,8 @@ def _sweep_parquet(
     totals: dict[str, Any] = {"rows": 0, "sets": 0, "swing": 0, "chunks": 0, "chunk_rows": chunk_rows}
     try:
         for chunk, done_groups in otel.traced_iter(chunk_iter, "cupel.sweep.read"):
-            table = ItemTable.from_arrow(chunk, set_column=set_column)
+            # errors name the part file and the row in it (the chunk's rows are rows of the input)
+            table = ItemTable.from_arrow(chunk, set_column=set_column, source=source.shifted(totals["rows"]))
             res = sweep(table, budget, vs, on_error=on_error, progress=False, threads=threads)
             parts = {"diffs": res.diffs_table(), "variants": res.variants_table()}
             if items:
@@ -316,7 +319,7 @@ def validate_items(
             chunk_rows = chunk_rows_for(d, limit)
     if chunk_rows is None:
         table = read_items_table(path)
-        problems = Problems(collect=True, max_rows=max_rows_listed)
+        problems = Problems(collect=True, max_rows=max_rows_listed, source=RowSource(path))
         checked = check_items(table, set_column, problems)
         summary = {"rows": table.num_rows, "sets": None, "negative_tokens": None, "pinned": None}
         if checked is not None:
@@ -326,7 +329,7 @@ def validate_items(
         return problems.messages, summary
     if chunk_rows < 1:
         raise InvalidConfigError(f"chunk_rows must be at least 1, got {chunk_rows}")
-    problems = Problems(collect=True, max_rows=max_rows_listed)
+    problems = Problems(collect=True, max_rows=max_rows_listed, source=RowSource(path))
     rows, ok, neg, pinned, keys = 0, True, 0, 0, []
     total = sum(f.metadata.num_rows for f in d.get_fragments()) if d is not None else 0
     for batch in _batches(path, d, chunk_rows):

@@ -7,16 +7,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
+from cupel_np.errors import InvalidConfigError
+from cupel_np.model.fields import require_keys, require_mapping, require_number, require_token_count
 from cupel_np.text import ascii_fold, is_blank
 
 
 def require_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInputTypeError(f"ContextBudget.{name} must be an integer, got {type(value).__name__} {value!r}")
-    if abs(int(value)) >= 2**62:
-        raise InvalidConfigError(f"ContextBudget.{name} must be within ±2**62, got {value}")
-    return int(value)
+    """``ContextBudget.<name>`` as an integer within ±2**62 (also used for the budget
+    simulation's integer arguments)."""
+    return require_token_count(f"ContextBudget.{name}", value)
+
+
+#: the keys of a budget table (``ContextBudget.from_dict``, grid files' ``[[budgets]]``)
+BUDGET_KEYS = (
+    "max_tokens",
+    "target_tokens",
+    "output_reserve",
+    "reserved_slots",
+    "estimation_safety_margin_percent",
+)
 
 
 @dataclass(frozen=True)
@@ -50,23 +59,15 @@ class ContextBudget:
             raise InvalidConfigError(f"ContextBudget.output_reserve must be >= 0, got {reserve}")
         if reserve > max_tokens:
             raise InvalidConfigError(f"ContextBudget.output_reserve ({reserve}) must be <= max_tokens ({max_tokens})")
-        margin = self.estimation_safety_margin_percent
-        if isinstance(margin, bool) or not isinstance(margin, (int, float)):
-            raise InvalidInputTypeError(
-                "ContextBudget.estimation_safety_margin_percent must be a number, got "
-                f"{type(margin).__name__} {margin!r}"
-            )
-        margin = float(margin)
+        margin = require_number("ContextBudget.estimation_safety_margin_percent", self.estimation_safety_margin_percent)
         if not (0.0 <= margin <= 100.0):
             raise InvalidConfigError(
                 f"ContextBudget.estimation_safety_margin_percent must be in [0.0, 100.0], got {margin!r}"
             )
         slots: dict[str, int] = {}
-        raw_slots = self.reserved_slots or {}
-        if not isinstance(raw_slots, Mapping):
-            raise InvalidInputTypeError(
-                f"ContextBudget.reserved_slots must be a mapping of kind -> count, got {type(raw_slots).__name__}"
-            )
+        raw_slots = require_mapping(
+            "ContextBudget.reserved_slots", self.reserved_slots or {}, "a mapping of kind -> count"
+        )
         seen: dict[str, str] = {}
         for kind, count in raw_slots.items():
             if not isinstance(kind, str) or is_blank(kind):
@@ -142,17 +143,13 @@ class ContextBudget:
 
     @classmethod
     def from_dict(cls, d: Mapping) -> ContextBudget:
-        known = {
-            "max_tokens",
-            "target_tokens",
-            "output_reserve",
-            "reserved_slots",
-            "estimation_safety_margin_percent",
-        }
+        """From a budget table (``ContextBudget``'s field names); an unknown key is an error."""
+        require_mapping("budget", d)
+        require_keys("budget", d, BUDGET_KEYS)
         missing = [k for k in ("max_tokens", "target_tokens") if k not in d]
         if missing:
             raise InvalidConfigError(f"budget is missing required field(s): {', '.join(missing)}")
-        return cls(**{k: v for k, v in d.items() if k in known})
+        return cls(**d)
 
 
 def effective_budget(

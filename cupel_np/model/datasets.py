@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
+from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError
 
 #: estimated peak resident bytes of an in-memory sweep per uncompressed Parquet byte (the Arrow
 #: table, the encoded ItemTable, the sweep's matrices and the items output). Calibrated as peak
@@ -122,6 +122,92 @@ def read_table(source, columns: list[str] | None = None, filter=None) -> pa.Tabl
         return d.to_table(columns=columns, filter=filter)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as e:
         raise InvalidInputTypeError(f"cannot read Parquet dataset {describe_source(source)}: {e}") from None
+
+
+# ----------------------------------------------------------------------------- row sources
+class RowSource:
+    """Where the rows of a table read from Parquet came from, for error messages: row ``r`` of
+    the table is row ``locate(r)[1]`` of file ``locate(r)[0]``. Built for nothing but errors:
+    the files' row counts (and, under a filter, which rows the filter kept) are read on the
+    first ``locate``. ``shifted`` and ``taken`` describe a chunk or a reordered part of the
+    table (a streamed chunk, a Dask partition)."""
+
+    def __init__(self, source, filter=None, *, rows: np.ndarray | None = None, offset: int = 0):
+        self.source = source
+        self.description = describe_source(source)
+        self.filter = filter
+        self.rows = rows
+        self.offset = offset
+        self._files: list[str] | None = None
+        self._starts: np.ndarray | None = None
+        self._kept: list[np.ndarray] | None = None
+
+    @property
+    def many_files(self) -> bool:
+        """Whether rows may come from more than one file (then each row names its file)."""
+        try:
+            return len(self._layout()[0]) > 1
+        except (CupelError, pa.ArrowException, OSError):
+            return False
+
+    def shifted(self, offset: int) -> RowSource:
+        """The same source for a chunk whose first row is row ``offset`` of this table."""
+        out = self._copy()
+        out.offset = self.offset + int(offset)
+        return out
+
+    def taken(self, rows: np.ndarray) -> RowSource:
+        """The same source for a table whose row ``r`` is row ``rows[r]`` of this one."""
+        out = self._copy()
+        out.rows = np.asarray(rows, dtype=np.int64)
+        return out
+
+    def locate(self, r: int) -> tuple[str, int]:
+        """(file, row within that file) of row ``r``; (the source, ``r``) if the files cannot be
+        read again (this runs while an error is being raised: it must not raise another)."""
+        r = int(r) if self.rows is None else int(self.rows[int(r)])
+        r += self.offset
+        try:
+            files, starts = self._layout()
+        except (CupelError, pa.ArrowException, OSError):
+            return self.description, r
+        i = max(int(np.searchsorted(starts, r, side="right")) - 1, 0)
+        local = r - int(starts[i])
+        if self._kept is not None and local < len(self._kept[i]):
+            local = int(self._kept[i][local])
+        return files[i], local
+
+    def _copy(self) -> RowSource:
+        out = RowSource(self.source, self.filter, rows=self.rows, offset=self.offset)
+        out._files, out._starts, out._kept = self._files, self._starts, self._kept
+        return out
+
+    def _layout(self) -> tuple[list[str], np.ndarray]:
+        if self._files is None:
+            if self.filter is None and isinstance(self.source, (str, os.PathLike)) and Path(self.source).is_file():
+                files, counts = [str(self.source)], [pq.ParquetFile(self.source).metadata.num_rows]
+            elif self.filter is None:  # fragments are the files in input order
+                frags = list(open_dataset(self.source).get_fragments())
+                files, counts = [f.path for f in frags], [f.metadata.num_rows for f in frags]
+            else:
+                files, counts, self._kept = self._filtered()
+            self._starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+            self._files = files
+        assert self._starts is not None
+        return self._files, self._starts
+
+    def _filtered(self) -> tuple[list[str], list[int], list[np.ndarray]]:
+        """Per file, the rows the filter kept (their row numbers in the file)."""
+        d = open_dataset(self.source)
+        files, counts, kept = [], [], []
+        for frag in d.get_fragments():
+            t = frag.to_table(schema=d.schema)
+            t = t.append_column("__cupel_file_row__", pa.array(np.arange(t.num_rows, dtype=np.int64)))
+            idx = t.filter(self.filter).column("__cupel_file_row__").to_numpy()
+            files.append(frag.path)
+            counts.append(len(idx))
+            kept.append(idx)
+        return files, counts, kept
 
 
 # ----------------------------------------------------------------------------- pieces

@@ -11,6 +11,7 @@ from typing import Any
 
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.budget import ContextBudget
+from cupel_np.model.fields import suggestion
 from cupel_np.model.policy import (
     CompositeScorer,
     KnapsackSlice,
@@ -89,11 +90,11 @@ def _dimension_labels(dim: str, values: list, short, full) -> list[str]:
     return labels
 
 
-def _as_slicer(x):
+def _as_slicer(x, where: str = "slicer"):
     if isinstance(x, str):
-        return slicer_from_dict({"slicer": x})
+        return slicer_from_dict({"slicer": x}, where)
     if isinstance(x, Mapping):
-        return slicer_from_dict(x)
+        return slicer_from_dict(x, where)
     if dataclasses.is_dataclass(x) and hasattr(x, "name"):
         return x
     raise InvalidInputTypeError(f"a slicer must be a name, a config table or a slicer spec, got {x!r}")
@@ -148,7 +149,7 @@ class Sweep:
                 if isinstance(x, bool) or not isinstance(x, (int, float)):
                     raise InvalidInputTypeError(f"weight for {k!r} must be a number, got {x!r}")
         self.weights = [dict(w) for w in weights] if weights else [None]
-        self.slicers = [_as_slicer(s) for s in slicers] if slicers else [None]
+        self.slicers = [_as_slicer(s, f"slicers[{i}]") for i, s in enumerate(slicers)] if slicers else [None]
         self.placers = list(placers) if placers else [None]
         for b in budgets or ():
             if not isinstance(b, ContextBudget):
@@ -218,9 +219,10 @@ def _reweight(policy: Policy, weights: Mapping[str, float], label: str) -> Polic
     types = {s.type_name for s, _ in entries}
     unknown = set(weights) - types
     if unknown:
+        first = sorted(unknown)[0]
         raise InvalidConfigError(
-            f"policy {label!r} has no {', '.join(sorted(unknown))} scorer to reweight "
-            f"(its scorers: {', '.join(sorted(types))})"
+            f"policy {label!r} has no {', '.join(sorted(unknown))} scorer to reweight"
+            f"{suggestion(first, types)} (its scorers: {', '.join(sorted(types))})"
         )
     new = tuple((s, float(weights.get(s.type_name, w))) for s, w in entries)
     return dataclasses.replace(policy, scorer=CompositeScorer(new) if len(new) > 1 else new[0][0])

@@ -18,7 +18,19 @@ import pyarrow.compute as pc
 from cupel_np._files import PathOrPaths
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model._readers import one_line, read_items_table
-from cupel_np.text import WHITE_SPACE_CLASS, ascii_fold, is_blank, parse_rust_f64
+from cupel_np.model.datasets import RowSource
+from cupel_np.model.fields import (
+    TOKEN_LIMIT,
+    require_bool,
+    require_int,
+    require_keys,
+    require_mapping,
+    require_nonblank,
+    require_number,
+    require_str,
+    require_token_count,
+)
+from cupel_np.text import WHITE_SPACE_CLASS, ascii_fold, parse_rust_f64
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -35,10 +47,6 @@ ITEM_FIELDS = (
     "pinned",
     "original_tokens",
 )
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
 def _encodable(field_name: str, s: str) -> None:
@@ -73,36 +81,21 @@ class ContextItem:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        if not isinstance(self.content, str):
-            raise InvalidInputTypeError(f"ContextItem.content must be a string, got {type(self.content).__name__}")
+        require_str("ContextItem.content", self.content)
         if self.content == "":
             raise InvalidConfigError("ContextItem.content must be a non-empty string")
         _encodable("content", self.content)
-        if not _is_int(self.tokens):
-            raise InvalidInputTypeError(
-                f"ContextItem.tokens must be an integer, got {type(self.tokens).__name__} "
-                f"{self.tokens!r} (content {self.content[:40]!r})"
-            )
-        set_(self, "tokens", int(self.tokens))
-        if abs(self.tokens) >= _TOKEN_LIMIT:
-            raise InvalidConfigError(f"ContextItem.tokens must be within ±2**62, got {self.tokens}")
+        tokens = require_int("ContextItem.tokens", self.tokens, suffix=f" (content {self.content[:40]!r})")
+        set_(self, "tokens", require_token_count("ContextItem.tokens", tokens))
         for name in ("kind", "source"):
-            v = getattr(self, name)
-            if not isinstance(v, str):
-                raise InvalidInputTypeError(f"ContextItem.{name} must be a string, got {type(v).__name__} {v!r}")
-            if is_blank(v):
-                raise InvalidConfigError(f"ContextItem.{name} must not be empty or whitespace-only, got {v!r}")
-            _encodable(name, v)
+            _encodable(name, require_nonblank(f"ContextItem.{name}", getattr(self, name)))
         for name in ("priority", "original_tokens"):
             v = getattr(self, name)
             if v is not None:
-                if not _is_int(v):
-                    raise InvalidInputTypeError(
-                        f"ContextItem.{name} must be an integer or None, got {type(v).__name__} {v!r}"
-                    )
-                if not -(2**63) <= int(v) < 2**63:
+                v = require_int(f"ContextItem.{name}", v, optional=True)
+                if not -(2**63) <= v < 2**63:
                     raise InvalidConfigError(f"ContextItem.{name} must fit in 64 bits, got {v}")
-                set_(self, name, int(v))
+                set_(self, name, v)
         tags = self.tags
         if isinstance(tags, str) or not isinstance(tags, Iterable):
             raise InvalidInputTypeError(f"ContextItem.tags must be a sequence of strings, got {type(tags).__name__}")
@@ -112,11 +105,9 @@ class ContextItem:
                 raise InvalidInputTypeError(f"ContextItem.tags must contain strings, got {type(t).__name__} {t!r}")
             _encodable("tags", t)
         set_(self, "tags", tags)
-        md = self.metadata if self.metadata is not None else {}
-        if not isinstance(md, Mapping):
-            raise InvalidInputTypeError(
-                f"ContextItem.metadata must be a mapping of str -> str, got {type(md).__name__}"
-            )
+        md = require_mapping(
+            "ContextItem.metadata", self.metadata if self.metadata is not None else {}, "a mapping of str -> str"
+        )
         for k, v in md.items():
             if not isinstance(k, str) or not isinstance(v, str):
                 raise InvalidInputTypeError(
@@ -139,14 +130,8 @@ class ContextItem:
             set_(self, "timestamp", ts.astimezone(UTC))
         h = self.future_relevance_hint
         if h is not None:
-            if isinstance(h, bool) or not isinstance(h, (int, float, np.floating, np.integer)):
-                raise InvalidInputTypeError(
-                    f"ContextItem.future_relevance_hint must be a float or None, got {type(h).__name__} {h!r}"
-                )
-            set_(self, "future_relevance_hint", float(h))
-        if not isinstance(self.pinned, (bool, np.bool_)):
-            raise InvalidInputTypeError(f"ContextItem.pinned must be a bool, got {type(self.pinned).__name__}")
-        set_(self, "pinned", bool(self.pinned))
+            set_(self, "future_relevance_hint", require_number("ContextItem.future_relevance_hint", h, optional=True))
+        set_(self, "pinned", require_bool("ContextItem.pinned", self.pinned))
 
     def _key(self):
         return (
@@ -207,7 +192,7 @@ ITEM_SCHEMA = pa.schema(
 #: internal name of the set-key column (a set column may also be an item column, e.g. "kind")
 SET_COLUMN = "__cupel_set__"
 #: token counts and budgets stay below this so every sum fits in int64
-_TOKEN_LIMIT = 2.0**62
+_TOKEN_LIMIT = float(TOKEN_LIMIT)
 
 
 class ItemTable:
@@ -216,8 +201,10 @@ class ItemTable:
     delimits the sets. Strings are encoded once: exact content ids, ASCII-folded kind and tag
     ids (the original strings are kept for output)."""
 
-    def __init__(self, table: pa.Table, set_column: str | None = None):
-        table = _normalize(table, set_column)
+    def __init__(self, table: pa.Table, set_column: str | None = None, *, source: RowSource | None = None):
+        """``source``: where the rows were read from (``model.datasets.RowSource``), so an
+        input error names the file and the row in that file."""
+        table = _normalize(table, set_column, source)
         n = table.num_rows
         if set_column is not None:
             keys = table.column(SET_COLUMN).combine_chunks()
@@ -265,11 +252,7 @@ class ItemTable:
                         raise InvalidConfigError(f"row {i}: missing set column {set_column!r}")
                     # a set column may also be an item field (e.g. "kind"): then it stays one
                     sets.append(d[set_column] if set_column in ITEM_FIELDS else d.pop(set_column))
-                unknown = set(d) - set(ITEM_FIELDS)
-                if unknown:
-                    raise InvalidConfigError(
-                        f"row {i}: unknown item field(s) {sorted(unknown)}; known fields: {', '.join(ITEM_FIELDS)}"
-                    )
+                require_keys(f"row {i}", d, ITEM_FIELDS)
                 try:
                     item = ContextItem(**{k: v for k, v in d.items() if v is not None or k in ("content", "tokens")})
                 except TypeError as e:
@@ -306,15 +289,18 @@ class ItemTable:
         return cls(pa.Table.from_arrays(arrays, names=names), set_column=set_column)
 
     @classmethod
-    def from_arrow(cls, data: Any, set_column: str | None = None) -> ItemTable:
+    def from_arrow(cls, data: Any, set_column: str | None = None, *, source: RowSource | None = None) -> ItemTable:
         """From anything ``pyarrow.table()`` accepts (Arrow tables, pandas / polars frames,
-        dicts of columns) with snake_case ContextItem column names."""
+        dicts of columns) with snake_case ContextItem column names. pandas' and polars' own
+        column types are accepted: categorical strings, string views, nullable integers as
+        float64 (NaN is null), metadata as dicts (a struct) or as key/value lists. ``source``:
+        the Parquet rows the data came from (errors then name the file and its row)."""
         if not isinstance(data, pa.Table):
             try:
                 data = pa.table(data)
             except Exception as e:  # pyarrow raises several types here
                 raise InvalidInputTypeError(f"cannot read items as an Arrow table: {e}") from None
-        return cls(data, set_column=set_column)
+        return cls(data, set_column=set_column, source=source)
 
     @classmethod
     def from_parquet(
@@ -326,8 +312,10 @@ class ItemTable:
     ) -> ItemTable:
         """From a Parquet file, a directory of them (hive partition columns are ordinary
         columns, usable as the set column or in ``filter``, a ``pyarrow.compute``
-        expression) or a list of files; rows in file order."""
-        return cls(read_items_table(path, filter=filter), set_column=set_column)
+        expression), a glob pattern or a list of files; rows in file order. An input error
+        names the file (the part file of a dataset), the column, the row in that file and the
+        value."""
+        return cls(read_items_table(path, filter=filter), set_column=set_column, source=RowSource(path, filter))
 
     # -- encoding -----------------------------------------------------------------------
     def _encode(self) -> None:
@@ -636,8 +624,9 @@ class Problems:
     global, the same problem in several chunks stays one message (its rows merged), and
     ``running_tokens`` carries the token sum across chunks."""
 
-    def __init__(self, collect: bool, max_rows: int = 5):
+    def __init__(self, collect: bool, max_rows: int = 5, source: RowSource | None = None):
         self.collect = collect
+        self.source = source
         self.max_rows = max_rows
         self.row_offset = 0
         self.running_tokens = 0.0
@@ -652,13 +641,15 @@ class Problems:
         in the order of the whole-table check whichever chunk found them first."""
         lines: list[int] = []
         f: FrameType | None = sys._getframe(2)
+        col_i = -1
         while f is not None and f.f_code.co_name != "check_items":
             lines.append(f.f_lineno)
+            col = f.f_locals.get("name")
+            if isinstance(col, str) and col in ITEM_FIELDS:
+                col_i = ITEM_FIELDS.index(col)
             f = f.f_back
         if f is None:
             return (0,)
-        col = f.f_locals.get("name")
-        col_i = ITEM_FIELDS.index(col) if isinstance(col, str) and col in ITEM_FIELDS else -1
         return (f.f_lineno, col_i, *reversed(lines))
 
     @property
@@ -677,7 +668,7 @@ class Problems:
         """A problem of the table as a whole (a missing or repeated column, a column type)."""
         message = one_line(message)
         if not self.collect:
-            raise cls(message)
+            raise cls(message if self.source is None else f"{self.source.description}: {message}")
         self.reported += 1
         self._entries.setdefault(("table", message), (self._site(), [message]))
 
@@ -691,7 +682,10 @@ class Problems:
         if not self.collect:
             r = int(idx[0])
             shown = f" (value {_show(values(r))})" if values is not None else ""
-            raise cls(f"{where}, row {r + off}: {what}{shown}")
+            if self.source is None:
+                raise cls(f"{where}, row {r + off}: {what}{shown}")
+            file, local = self.source.locate(r + off)
+            raise cls(f"{file}: {where}, row {local}: {what}{shown}")
         self.reported += 1
         key = ("rows", where, what)
         if key not in self._entries:
@@ -699,11 +693,21 @@ class Problems:
         e = self._entries[key][1]
         room = self.max_rows - len(e[2])
         e[2].extend(
-            f"{int(r) + off} ({_show(values(int(r)))})" if values is not None else str(int(r) + off)
+            f"{self._row_name(int(r) + off)} ({_show(values(int(r)))})"
+            if values is not None
+            else self._row_name(int(r) + off)
             for r in idx[: max(room, 0)]
         )
         e[3] += int(idx.size)
         return True
+
+    def _row_name(self, row: int) -> str:
+        """A row as a listed problem names it: its number, and its file when the rows come
+        from several files (the number is then the row within that file)."""
+        if self.source is None or not self.source.many_files:
+            return str(row)
+        file, local = self.source.locate(row)
+        return f"{local} of {file}"
 
 
 def _dict_encoded(col: pa.Array) -> pa.Array:
@@ -755,12 +759,13 @@ def _rows_of_children(offsets: np.ndarray, child_mask: np.ndarray, n: int) -> np
     return mask
 
 
-def _utf8_check(col: pa.Array, where: str, problems: Problems, mask_rows=None) -> bool:
+def _utf8_check(col: pa.Array, where: str, problems: Problems, mask_rows=None) -> np.ndarray | None:
     """Invalid UTF-8 in a string array (Arrow does not validate what Parquet or buffers hand
-    it). ``mask_rows`` maps a child mask to row numbers for list / map children."""
+    it): reported, and returned as a mask over ``col`` (None when all is valid). ``mask_rows``
+    maps a child mask to row numbers for list / map children."""
     try:
         col.validate(full=True)
-        return True
+        return None
     except pa.ArrowInvalid:
         pass
     raw = col.cast(pa.large_binary()).to_pylist()
@@ -775,7 +780,37 @@ def _utf8_check(col: pa.Array, where: str, problems: Problems, mask_rows=None) -
         problems.rows(where, "invalid UTF-8", bad, lambda r: raw[r])
     else:
         problems.rows(where, "invalid UTF-8", mask_rows(bad))
-    return False
+    return bad
+
+
+def _without_views(col: pa.Array) -> pa.Array:
+    """``string_view`` / ``binary_view`` as their large (offset) types: Arrow's take and
+    dictionary kernels do not handle views (Polars hands them over)."""
+    if pa.types.is_string_view(col.type):
+        return col.cast(pa.large_string())
+    if pa.types.is_binary_view(col.type):
+        return col.cast(pa.large_binary())
+    return col
+
+
+def _decoded(col: pa.Array) -> pa.Array:
+    """A dictionary array decoded (Polars Categorical / Enum, pandas category); other arrays as
+    they are. Decoding is a take from the dictionary, with views made takeable first."""
+    if not pa.types.is_dictionary(col.type):
+        return col
+    return _without_views(_decoded(col.dictionary)).take(col.indices)
+
+
+def _is_stringish(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+
+
+def _nulled(col: pa.Array, bad: np.ndarray | None) -> pa.Array:
+    """``col`` with the ``bad`` rows (already reported) set to null, so the checks after this
+    one still run on every other row, the same whether the table is checked whole or in chunks."""
+    if bad is None or not bad.any():
+        return col
+    return pc.if_else(pa.array(bad), pa.nulls(len(col), col.type), col)
 
 
 def _string_col(name: str, col: pa.Array, problems: Problems):
@@ -783,22 +818,15 @@ def _string_col(name: str, col: pa.Array, problems: Problems):
     where = f"column {name!r}"
     if pa.types.is_null(typ):
         return pa.nulls(len(col), pa.string())
-    if not (
-        pa.types.is_string(typ)
-        or pa.types.is_large_string(typ)
-        or pa.types.is_string_view(typ)
-        or pa.types.is_binary(typ)
-        or pa.types.is_large_binary(typ)
-        or pa.types.is_binary_view(typ)
-    ):
+    binary = pa.types.is_binary(typ) or pa.types.is_large_binary(typ) or pa.types.is_binary_view(typ)
+    if not (_is_stringish(typ) or binary):
         problems.table(
             f"column {name!r} must be a string column (UTF-8 string or binary), got {typ}", InvalidInputTypeError
         )
         return None
-    if pa.types.is_binary(typ) or pa.types.is_large_binary(typ) or pa.types.is_binary_view(typ):
+    if binary:
         col = col.cast(pa.large_binary()).view(pa.large_string())  # same layout; checked next
-    if not _utf8_check(col, where, problems):
-        return None
+    col = _nulled(_without_views(col), _utf8_check(col, where, problems))
     try:
         return col.cast(pa.string())
     except pa.ArrowException as e:  # e.g. more than 2 GiB of text in one column
@@ -807,16 +835,28 @@ def _string_col(name: str, col: pa.Array, problems: Problems):
 
 
 def _int_col(name: str, col: pa.Array, problems: Problems, where: str | None = None):
+    """An integer column as int64. Also integral floats (pandas holds a nullable integer
+    column as float64, NaN for null) and integral decimals; a value that is not a whole number
+    within 64 bits is reported (and read as null, so later checks still see the other rows)."""
     typ = col.type
     where = where or f"column {name!r}"
     if pa.types.is_null(typ):
         return pa.nulls(len(col), pa.int64())
     if pa.types.is_integer(typ):
         if typ == pa.uint64():
-            big = pc.fill_null(pc.greater(col, pa.scalar(_INT64_MAX, pa.uint64())), False)
-            if problems.rows(where, "does not fit in a 64-bit signed integer", _np(big), _py(col)):
-                return None
+            big = _np(pc.fill_null(pc.greater(col, pa.scalar(_INT64_MAX, pa.uint64())), False))
+            problems.rows(where, "does not fit in a 64-bit signed integer", big, _py(col))
+            col = _nulled(col, big)
         return col.cast(pa.int64())
+    if pa.types.is_floating(typ):
+        col = col.cast(pa.float64())
+        col = pc.if_else(pc.is_nan(col), pa.nulls(len(col), pa.float64()), col)  # pandas' null
+        whole = pc.and_(pc.is_finite(col), pc.equal(pc.floor(col), col))
+        fits = pc.and_(pc.greater_equal(col, -(2.0**63)), pc.less(col, 2.0**63))
+        bad = _np(pc.fill_null(pc.invert(pc.and_(whole, fits)), False))
+        what = "is not a whole number that fits in 64 bits (an integer column)"
+        problems.rows(where, what, bad, _py(col), cls=InvalidInputTypeError)
+        return _nulled(col, bad).cast(pa.int64())
     if pa.types.is_decimal(typ):
         try:
             return col.cast(pa.int64())
@@ -827,8 +867,11 @@ def _int_col(name: str, col: pa.Array, problems: Problems, where: str | None = N
                 dtype=bool,
             )
             problems.rows(where, "is not an integer that fits in 64 bits", bad, lambda r: str(vals[r]))
-            return None
-    problems.table(f"column {name!r} must be an integer column (or integral decimal), got {typ}", InvalidInputTypeError)
+            return _nulled(col, bad).cast(pa.int64())
+    problems.table(
+        f"column {name!r} must be an integer column (or whole numbers as floats or decimals), got {typ}",
+        InvalidInputTypeError,
+    )
     return None
 
 
@@ -885,31 +928,38 @@ def _string_child_type(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t) or pa.types.is_null(t)
 
 
+def _is_listy(t: pa.DataType) -> bool:
+    return (
+        pa.types.is_list(t)
+        or pa.types.is_large_list(t)
+        or pa.types.is_fixed_size_list(t)
+        or pa.types.is_list_view(t)
+        or pa.types.is_large_list_view(t)
+    )
+
+
+def _list_parts(col: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """(int64 offsets, logical values) of any list-like array (null lists are empty): pyarrow
+    26 casts list_view -> list into an invalid array, so lists are rebuilt from these."""
+    sizes = _np(pc.list_value_length(col).fill_null(0)).astype(np.int64)
+    offsets = np.zeros(len(col) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    return offsets, col.flatten()
+
+
 def _tags_col(name: str, col: pa.Array, problems: Problems, n: int):
     typ = col.type
     target = pa.list_(pa.string())
     if pa.types.is_null(typ):
         return pa.nulls(len(col), target)
-    listy = (
-        pa.types.is_list(typ)
-        or pa.types.is_large_list(typ)
-        or pa.types.is_fixed_size_list(typ)
-        or pa.types.is_list_view(typ)
-        or pa.types.is_large_list_view(typ)
-    )
-    if not listy or not _string_child_type(typ.value_type):
+    if not _is_listy(typ) or not _string_child_type(typ.value_type):
         problems.table(f"column {name!r} must be list<string>, got {typ}", InvalidInputTypeError)
         return None
     try:
-        if not pa.types.is_list(typ) or pa.types.is_dictionary(typ.value_type):
-            # rebuild as a plain list array from the logical values (pyarrow 26 casts
-            # list_view -> list into an invalid array; dictionaries are decoded here)
-            sizes = _np(pc.list_value_length(col).fill_null(0)).astype(np.int64)
-            offsets = np.zeros(len(col) + 1, dtype=np.int64)
-            np.cumsum(sizes, out=offsets[1:])
-            values = col.flatten()
-            if pa.types.is_dictionary(values.type):
-                values = values.dictionary_decode()
+        if not pa.types.is_list(typ) or not pa.types.is_string(typ.value_type):
+            # rebuild as a plain list array from the logical values (Categorical tags decoded)
+            offsets, values = _list_parts(col)
+            values = _without_views(_decoded(values))
             col = pa.LargeListArray.from_arrays(pa.array(offsets), values, mask=col.is_null())
         col = col.cast(target)
     except pa.ArrowException as e:
@@ -921,19 +971,103 @@ def _tags_col(name: str, col: pa.Array, problems: Problems, n: int):
     offs = _np(col.offsets).astype(np.int64)
     values = col.values.slice(offs[0], offs[-1] - offs[0]) if n else col.values.slice(0, 0)
     rows = lambda m: _rows_of_children(offs, m, n)  # noqa: E731
-    ok = _utf8_check(values, f"column {name!r}", problems, rows)
+    ok = _utf8_check(values, f"column {name!r}", problems, rows) is None
     if values.null_count and problems.rows(f"column {name!r}", "a tag is null", rows(_np(values.is_null())), None):
         ok = False
     return col if ok else None
 
 
-def _metadata_col(name: str, col: pa.Array, problems: Problems, n: int):
+def _plain_strings(arr: pa.Array) -> pa.Array:
+    """Any string-like array (dictionary, view, large, all-null) as plain ``string``."""
+    arr = _without_views(_decoded(arr))
+    return arr.cast(pa.string())
+
+
+def _struct_as_map(name: str, col: pa.StructArray, problems: Problems):
+    """Metadata given as Python dicts arrives as a struct (one field per key seen anywhere in
+    the column): a row's entries are its non-null fields, in field order."""
     typ = col.type
-    target = pa.map_(pa.string(), pa.string())
-    if pa.types.is_null(typ):
-        return pa.nulls(len(col), target)
+    fields = [typ.field(i) for i in range(typ.num_fields)]
+    for f in fields:
+        if not (_string_child_type(f.type) or pa.types.is_null(f.type)):
+            problems.table(
+                f"column {name!r} (a struct of metadata keys): field {f.name!r} must hold strings "
+                f"(metadata maps strings to strings), got {f.type}",
+                InvalidInputTypeError,
+            )
+            return None
+    n = len(col)
+    children = [_plain_strings(c) for c in col.flatten()]  # parent nulls folded in
+    present = np.zeros((n, len(fields)), dtype=bool)
+    for j, c in enumerate(children):
+        present[:, j] = _np(c.is_valid())
+    rows, which = np.nonzero(present)  # row-major: by row, then field order
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(present.sum(axis=1), out=offsets[1:])
+    keys = pa.array([f.name for f in fields], pa.string()).take(pa.array(which))
+    values = pa.concat_arrays(children) if children else pa.array([], pa.string())
+    items = values.take(pa.array(which.astype(np.int64) * n + rows))
+    return pa.MapArray.from_arrays(pa.array(offsets), keys, items)
+
+
+def _pairs_as_map(name: str, col: pa.Array, problems: Problems, n: int):
+    """Metadata as a list of key/value entries per row: ``list<struct<key, value>>`` (a map's
+    own layout) or ``list<list<string>>`` of ``[key, value]`` pairs (what pandas hands back
+    for a map column)."""
+    where = f"column {name!r}"
+    offsets, entries = _list_parts(col)
+    et = entries.type
+    if pa.types.is_struct(et) and {et.field(i).name for i in range(et.num_fields)} == {"key", "value"}:
+        if not (_string_child_type(et.field("key").type) and _string_child_type(et.field("value").type)):
+            problems.table(f"{where} must be map<string, string>, got {col.type}", InvalidInputTypeError)
+            return None
+        if entries.null_count and problems.rows(
+            where, "a metadata entry is null", _rows_of_children(offsets, _np(entries.is_null()), n)
+        ):
+            return None
+        keys, items = entries.field("key"), entries.field("value")
+    elif _is_listy(et) and _string_child_type(et.value_type):
+        sizes = _np(pc.list_value_length(entries).fill_null(0))
+        bad = (sizes != 2) | _np(entries.is_null())
+        if problems.rows(where, "a metadata entry is not a [key, value] pair", _rows_of_children(offsets, bad, n)):
+            return None
+        flat = entries.flatten()
+        keys, items = flat.take(pa.array(np.arange(0, len(flat), 2))), flat.take(pa.array(np.arange(1, len(flat), 2)))
+    else:
+        problems.table(f"{where} must be map<string, string>, got {col.type}", InvalidInputTypeError)
+        return None
+    if keys.null_count and problems.rows(
+        where, "a metadata key is null", _rows_of_children(offsets, _np(keys.is_null()), n)
+    ):
+        return None
+    return pa.MapArray.from_arrays(
+        pa.array(offsets.astype(np.int32)), _plain_strings(keys), _plain_strings(items), mask=col.is_null()
+    )
+
+
+def _as_map(name: str, col: pa.Array, problems: Problems, n: int):
+    """The metadata column as map<string, string> before its checks: from a map with any
+    string-like keys and values, a struct (Python dicts), or a list of key/value entries."""
+    typ = col.type
+    if pa.types.is_struct(typ):
+        return _struct_as_map(name, col, problems)
+    if _is_listy(typ):
+        return _pairs_as_map(name, col, problems, n)
     if not pa.types.is_map(typ) or not (_string_child_type(typ.key_type) and _string_child_type(typ.item_type)):
         problems.table(f"column {name!r} must be map<string, string>, got {typ}", InvalidInputTypeError)
+        return None
+    plain = pa.types.is_string(typ.key_type) and pa.types.is_string(typ.item_type)
+    if plain or col.offset != 0:
+        return col
+    return pa.MapArray.from_arrays(col.offsets, _plain_strings(col.keys), _plain_strings(col.items), mask=col.is_null())
+
+
+def _metadata_col(name: str, col: pa.Array, problems: Problems, n: int):
+    target = pa.map_(pa.string(), pa.string())
+    if pa.types.is_null(col.type):
+        return pa.nulls(len(col), target)
+    col = _as_map(name, col, problems, n)
+    if col is None:
         return None
     try:
         col = col.cast(target)
@@ -944,8 +1078,8 @@ def _metadata_col(name: str, col: pa.Array, problems: Problems, n: int):
     keys = col.keys.slice(offs[0], offs[-1] - offs[0])
     items = col.items.slice(offs[0], offs[-1] - offs[0])
     rows = lambda m: _rows_of_children(offs, m, n)  # noqa: E731
-    ok = _utf8_check(keys, f"column {name!r}", problems, rows)
-    ok = _utf8_check(items, f"column {name!r}", problems, rows) and ok
+    ok = _utf8_check(keys, f"column {name!r}", problems, rows) is None
+    ok = _utf8_check(items, f"column {name!r}", problems, rows) is None and ok
     if items.null_count and problems.rows(
         f"column {name!r}", "a metadata value is null (values must be strings)", rows(_np(items.is_null())), None
     ):
@@ -958,39 +1092,43 @@ def _set_key_col(set_column: str, col: pa.Array, problems: Problems, n: int):
     typ = col.type
     if pa.types.is_null(typ) and n == 0:
         return pa.array([], pa.string())
+    nulls = _np(col.is_null())
     if pa.types.is_null(typ):
         col = pa.nulls(n, pa.string())
-    elif pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_string_view(typ):
-        if not _utf8_check(col, where, problems):
-            return None
-        col = col.cast(pa.string())
+    elif _is_stringish(typ):
+        col = _without_views(col)
+        col = _nulled(col, _utf8_check(col, where, problems)).cast(pa.string())
     elif pa.types.is_integer(typ):
         col = _int_col(set_column, col, problems, where)  # int64 keys (reports and outputs use them)
-        if col is None:
-            return None
     else:
         problems.table(f"{where} must hold strings or integers, got {typ}", InvalidInputTypeError)
         return None
-    if col.null_count:
-        problems.rows(where, "null (every row needs a set key)", _np(col.is_null()))
+    if problems.rows(where, "null (every row needs a set key)", nulls):
         return None
     return col
 
 
 def _column(table: pa.Table, name: str) -> pa.Array:
-    col = table.column(name).combine_chunks()
-    if pa.types.is_dictionary(col.type):
-        col = col.dictionary_decode()
-    return col
+    """A column as one array, dictionary-encoded columns (Polars Categorical / Enum, pandas
+    category) decoded."""
+    return _decoded(table.column(name).combine_chunks())
 
 
-def check_items(table: pa.Table, set_column: str | None, problems: Problems) -> pa.Table | None:
-    """Check an items table and cast it to the canonical schema (ITEM_SCHEMA, timestamps in
-    microseconds, plus the set-key column). Every problem goes to ``problems``; returns None
-    when there were any."""
-    before = problems.reported
-    names = table.column_names
-    n = table.num_rows
+_READERS = {
+    "content": _string_col,
+    "kind": _string_col,
+    "source": _string_col,
+    "tokens": _int_col,
+    "priority": _int_col,
+    "original_tokens": _int_col,
+    "future_relevance_hint": _float_col,
+    "pinned": _bool_col,
+    "timestamp": _timestamp_col,
+}
+
+
+def _check_names(names: list[str], set_column: str | None, problems: Problems) -> set[str]:
+    """Missing and repeated columns; returns the repeated names (their columns are not read)."""
     wanted = set(ITEM_FIELDS) | ({set_column} if set_column is not None else set())
     repeated = {nm for nm in names if nm in wanted and names.count(nm) > 1}
     for nm in sorted(repeated):
@@ -1003,37 +1141,21 @@ def check_items(table: pa.Table, set_column: str | None, problems: Problems) -> 
             problems.table(f"items table has no {req!r} column (columns: {', '.join(names)})")
     if set_column is not None and set_column not in names:
         problems.table(f"set column {set_column!r} not found (columns: {', '.join(names)})")
-    readers = {
-        "content": _string_col,
-        "kind": _string_col,
-        "source": _string_col,
-        "tokens": _int_col,
-        "priority": _int_col,
-        "original_tokens": _int_col,
-        "future_relevance_hint": _float_col,
-        "pinned": _bool_col,
-        "timestamp": _timestamp_col,
-    }
-    cols: dict[str, pa.Array | None] = {}
-    for f in ITEM_SCHEMA:
-        name = f.name
-        if name not in names or name in repeated:
-            continue
-        col = _column(table, name)
-        if name == "tags":
-            cols[name] = _tags_col(name, col, problems, n)
-        elif name == "metadata":
-            cols[name] = _metadata_col(name, col, problems, n)
-        else:
-            cols[name] = readers[name](name, col, problems)
+    return repeated
+
+
+def _check_rows(cols: dict, nulls: dict, n: int, problems: Problems) -> None:
+    """The row checks over the read columns. Null checks use the column as given (``nulls``),
+    so a value a reader already refused (and read as null) is not reported twice, and every
+    check runs whatever another found: the same problems whole or in chunks."""
     content = cols.get("content")
     if content is not None and n:
-        problems.rows("column 'content'", "null", _np(content.is_null()))
+        problems.rows("column 'content'", "null", nulls["content"])
         empty = pc.fill_null(pc.equal(pc.utf8_length(content), 0), False)
         problems.rows("column 'content'", "empty string", _np(empty))
     tokens = cols.get("tokens")
     if tokens is not None and n:
-        problems.rows("column 'tokens'", "null", _np(tokens.is_null()))
+        problems.rows("column 'tokens'", "null", nulls["tokens"])
         mag = np.abs(_np(tokens.fill_null(0)).astype(np.float64))
         running = problems.running_tokens + np.cumsum(mag)  # carried across streamed chunks
         problems.running_tokens = float(running[-1])
@@ -1048,13 +1170,10 @@ def check_items(table: pa.Table, set_column: str | None, problems: Problems) -> 
         if col is not None and n:
             blank = pc.fill_null(pc.match_substring_regex(col, f"^[{WHITE_SPACE_CLASS}]*$"), False)
             problems.rows(f"column {name!r}", "empty or whitespace-only", _np(blank), _py(col))
-    keys = None
-    if set_column is not None and set_column in names and set_column not in repeated:
-        keys = _set_key_col(set_column, _column(table, set_column), problems, n)
-    if problems.reported > before or any(cols.get(k) is None for k in cols):
-        return None
-    if "content" not in cols or "tokens" not in cols or (set_column is not None and keys is None):
-        return None
+
+
+def _canonical(cols: dict, keys, n: int, set_column: str | None) -> pa.Table:
+    """The checked columns in ITEM_SCHEMA (defaults for the missing ones) plus the set key."""
     arrays = []
     for f in ITEM_SCHEMA:
         col = cols.get(f.name)
@@ -1082,6 +1201,39 @@ def check_items(table: pa.Table, set_column: str | None, problems: Problems) -> 
     return pa.Table.from_arrays(arrays, names=out_names)
 
 
-def _normalize(table: pa.Table, set_column: str | None) -> pa.Table:
-    """The loader's check: raises the first problem (column, row and value)."""
-    return check_items(table, set_column, Problems(collect=False))
+def check_items(table: pa.Table, set_column: str | None, problems: Problems) -> pa.Table | None:
+    """Check an items table and cast it to the canonical schema (ITEM_SCHEMA, timestamps in
+    microseconds, plus the set-key column). Every problem goes to ``problems``; returns None
+    when there were any."""
+    before = problems.reported
+    names = table.column_names
+    n = table.num_rows
+    repeated = _check_names(names, set_column, problems)
+    cols: dict[str, pa.Array | None] = {}
+    nulls: dict[str, np.ndarray] = {}
+    for f in ITEM_SCHEMA:
+        name = f.name
+        if name not in names or name in repeated:
+            continue
+        col = _column(table, name)
+        nulls[name] = _np(col.is_null())
+        if name == "tags":
+            cols[name] = _tags_col(name, col, problems, n)
+        elif name == "metadata":
+            cols[name] = _metadata_col(name, col, problems, n)
+        else:
+            cols[name] = _READERS[name](name, col, problems)
+    _check_rows(cols, nulls, n, problems)
+    keys = None
+    if set_column is not None and set_column in names and set_column not in repeated:
+        keys = _set_key_col(set_column, _column(table, set_column), problems, n)
+    if problems.reported > before or any(cols.get(k) is None for k in cols):
+        return None
+    if "content" not in cols or "tokens" not in cols or (set_column is not None and keys is None):
+        return None
+    return _canonical(cols, keys, n, set_column)
+
+
+def _normalize(table: pa.Table, set_column: str | None, source: RowSource | None = None) -> pa.Table:
+    """The loader's check: raises the first problem (file, column, row and value)."""
+    return check_items(table, set_column, Problems(collect=False, source=source))

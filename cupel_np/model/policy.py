@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +18,18 @@ from typing import Any
 
 from cupel_np._files import StrPath
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
-from cupel_np.text import ascii_fold, is_blank
+from cupel_np.model.fields import (
+    require_bool,
+    require_int,
+    require_keys,
+    require_mapping,
+    require_nonblank,
+    require_number,
+    require_str,
+    require_weight,
+    suggestion,
+)
+from cupel_np.text import ascii_fold
 
 DEFAULT_KIND_WEIGHTS = (
     ("SystemPrompt", 1.0),
@@ -27,33 +38,6 @@ DEFAULT_KIND_WEIGHTS = (
     ("Document", 0.4),
     ("Message", 0.2),
 )
-
-
-def _num(where: str, v, *, allow_int=True) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise InvalidInputTypeError(f"{where} must be a number, got {type(v).__name__} {v!r}")
-    return float(v)
-
-
-def _int(where: str, v) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        if isinstance(v, float) and v.is_integer():
-            return int(v)
-        raise InvalidInputTypeError(f"{where} must be an integer, got {type(v).__name__} {v!r}")
-    return int(v)
-
-
-def _str(where: str, v) -> str:
-    if not isinstance(v, str):
-        raise InvalidInputTypeError(f"{where} must be a string, got {type(v).__name__} {v!r}")
-    return v
-
-
-def _kind(where: str, v) -> str:
-    v = _str(where, v)
-    if is_blank(v):
-        raise InvalidConfigError(f"{where} must not be empty or whitespace-only, got {v!r}")
-    return v
 
 
 # ----------------------------------------------------------------------------- scorers
@@ -113,13 +97,8 @@ class KindScorer(Scorer):
         clean = []
         for pair in items:
             k, w = pair
-            k = _kind("kind weight kind", k)
-            w = _num(f"kind weight for {k!r}", w)
-            if w < 0.0:
-                raise InvalidConfigError(f"kind weight for {k!r} must be non-negative, got {w!r}")
-            if not math.isfinite(w):
-                raise InvalidConfigError(f"kind weight for {k!r} must be finite, got {w!r}")
-            clean.append((k, w))
+            k = require_nonblank("kind weight kind", k)
+            clean.append((k, require_weight(f"kind weight for {k!r}", w)))
         object.__setattr__(self, "weights", tuple(clean))
 
     def effective_weights(self) -> dict[str, float]:
@@ -144,13 +123,8 @@ class TagScorer(Scorer):
         items = self.tag_weights.items() if isinstance(self.tag_weights, Mapping) else self.tag_weights
         clean = []
         for k, w in items:
-            k = _str("tag weight tag", k)
-            w = _num(f"tag weight for {k!r}", w)
-            if w < 0.0:
-                raise InvalidConfigError(f"tag weight for {k!r} must be non-negative, got {w!r}")
-            if not math.isfinite(w):
-                raise InvalidConfigError(f"tag weight for {k!r} must be finite, got {w!r}")
-            clean.append((k, w))
+            k = require_str("tag weight tag", k)
+            clean.append((k, require_weight(f"tag weight for {k!r}", w)))
         object.__setattr__(self, "tag_weights", tuple(clean))
 
     def effective_weights(self) -> tuple[dict[str, float], float]:
@@ -181,12 +155,7 @@ class CompositeScorer(Scorer):
             s, w = pair
             if not isinstance(s, Scorer):
                 raise InvalidInputTypeError(f"composite child {i} is not a scorer: {s!r}")
-            w = _num(f"composite child {i} ({s.type_name}) weight", w)
-            if not math.isfinite(w):
-                raise InvalidConfigError(f"composite child {i} ({s.type_name}) weight must be finite, got {w!r}")
-            if w <= 0.0:
-                raise InvalidConfigError(f"composite child {i} ({s.type_name}) weight must be positive, got {w!r}")
-            clean.append((s, w))
+            clean.append((s, require_weight(f"composite child {i} ({s.type_name}) weight", w, positive=True)))
         object.__setattr__(self, "entries", tuple(clean))
 
     def normalized_weights(self) -> tuple[float, ...]:
@@ -223,7 +192,7 @@ class MetadataTrustScorer(Scorer):
     type_name = "metadata_trust"
 
     def __post_init__(self):
-        v = _num("metadata_trust default_score", self.default_score)
+        v = require_number("metadata_trust default_score", self.default_score)
         if not (0.0 <= v <= 1.0):
             raise InvalidConfigError(f"metadata_trust default_score must be in [0.0, 1.0], got {v!r}")
         object.__setattr__(self, "default_score", v)
@@ -240,14 +209,9 @@ class MetadataKeyScorer(Scorer):
     type_name = "metadata_key"
 
     def __post_init__(self):
-        _str("metadata_key key", self.key)
-        _str("metadata_key value", self.value)
-        b = _num("metadata_key boost", self.boost)
-        if not math.isfinite(b):
-            raise InvalidConfigError(f"metadata_key boost must be finite, got {b!r}")
-        if b <= 0.0:
-            raise InvalidConfigError(f"metadata_key boost must be > 0.0, got {b!r}")
-        object.__setattr__(self, "boost", b)
+        require_str("metadata_key key", self.key)
+        require_str("metadata_key value", self.value)
+        object.__setattr__(self, "boost", require_weight("metadata_key boost", self.boost, positive=True))
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "metadata_key", "key": self.key, "value": self.value, "boost": self.boost}
@@ -258,7 +222,7 @@ class ExponentialCurve:
     half_life_secs: float
 
     def __post_init__(self):
-        v = _num("decay curve half_life_secs", self.half_life_secs)
+        v = require_number("decay curve half_life_secs", self.half_life_secs)
         if not (v > 0.0) or not math.isfinite(v):
             raise InvalidConfigError(f"decay curve half_life_secs must be > 0 and finite, got {v!r}")
         object.__setattr__(self, "half_life_secs", v)
@@ -272,7 +236,7 @@ class WindowCurve:
     max_age_secs: float
 
     def __post_init__(self):
-        v = _num("decay curve max_age_secs", self.max_age_secs)
+        v = require_number("decay curve max_age_secs", self.max_age_secs)
         if not (v > 0.0) or not math.isfinite(v):
             raise InvalidConfigError(f"decay curve max_age_secs must be > 0, got {v!r}")
         object.__setattr__(self, "max_age_secs", v)
@@ -290,8 +254,8 @@ class StepCurve:
             raise InvalidConfigError("decay step curve needs at least one window")
         clean = []
         for i, (age, score) in enumerate(self.windows):
-            age = _num(f"decay step window {i} max_age_secs", age)
-            score = _num(f"decay step window {i} score", score)
+            age = require_number(f"decay step window {i} max_age_secs", age)
+            score = require_number(f"decay step window {i} score", score)
             if not (age > 0.0) or not math.isfinite(age):
                 raise InvalidConfigError(f"decay step window {i} max_age_secs must be > 0, got {age!r}")
             clean.append((age, score))
@@ -319,7 +283,7 @@ class DecayScorer(Scorer):
         object.__setattr__(self, "reference_time", rt.astimezone(UTC))
         if not isinstance(self.curve, (ExponentialCurve, StepCurve, WindowCurve)):
             raise InvalidInputTypeError(f"decay curve must be a curve spec, got {self.curve!r}")
-        v = _num("decay null_timestamp_score", self.null_timestamp_score)
+        v = require_number("decay null_timestamp_score", self.null_timestamp_score)
         if not (0.0 <= v <= 1.0):
             raise InvalidConfigError(f"decay null_timestamp_score must be in [0.0, 1.0], got {v!r}")
         object.__setattr__(self, "null_timestamp_score", v)
@@ -348,7 +312,7 @@ class KnapsackSlice:
     name = "knapsack"
 
     def __post_init__(self):
-        b = _int("knapsack bucket_size", self.bucket_size)
+        b = require_int("knapsack bucket_size", self.bucket_size, integral_float=True)
         if b <= 0:
             raise InvalidConfigError(f"knapsack bucket_size must be > 0, got {b}")
         object.__setattr__(self, "bucket_size", b)
@@ -364,9 +328,9 @@ class QuotaEntry:
     cap: float = 100.0
 
     def __post_init__(self):
-        _kind("quota kind", self.kind)
-        r = _num(f"quota require for {self.kind!r}", self.require)
-        c = _num(f"quota cap for {self.kind!r}", self.cap)
+        require_nonblank("quota kind", self.kind)
+        r = require_number(f"quota require for {self.kind!r}", self.require)
+        c = require_number(f"quota cap for {self.kind!r}", self.cap)
         for name, v in (("require", r), ("cap", c)):
             if not (0.0 <= v <= 100.0):
                 raise InvalidConfigError(f"quota {name} for {self.kind!r} must be in [0.0, 100.0], got {v!r}")
@@ -430,14 +394,14 @@ class CountQuotaEntry:
     cap_count: int | None = None
 
     def __post_init__(self):
-        _kind("count quota kind", self.kind)
-        r = _int(f"require_count for {self.kind!r}", self.require_count)
+        require_nonblank("count quota kind", self.kind)
+        r = require_int(f"require_count for {self.kind!r}", self.require_count, integral_float=True)
         if self.cap_count is None:
             if r < 0:
                 raise InvalidConfigError(f"require_count for {self.kind!r} must be >= 0, got {r}")
             object.__setattr__(self, "require_count", r)
             return
-        c = _int(f"cap_count for {self.kind!r}", self.cap_count)
+        c = require_int(f"cap_count for {self.kind!r}", self.cap_count, integral_float=True)
         if r < 0 or c < 0:
             raise InvalidConfigError(f"require_count/cap_count for {self.kind!r} must be >= 0, got {r}/{c}")
         if c == 0 and r > 0:
@@ -477,7 +441,7 @@ class CountQuotaSlice:
             )
         if not isinstance(self.inner, GreedySlice):
             raise InvalidConfigError(f"count_quota inner_slicer must be greedy, got {self.inner!r}")
-        sb = _str("scarcity_behavior", self.scarcity_behavior).lower()
+        sb = require_str("scarcity_behavior", self.scarcity_behavior).lower()
         if sb not in _SCARCITY:
             raise InvalidConfigError(f"scarcity_behavior must be 'degrade' or 'throw', got {self.scarcity_behavior!r}")
         object.__setattr__(self, "entries", es)
@@ -503,7 +467,7 @@ class CountConstrainedKnapsackSlice:
         es = tuple(self.entries)
         _no_duplicate_kinds("count quota entries", [e.kind for e in es])
         KnapsackSlice(self.bucket_size)
-        sb = _str("scarcity_behavior", self.scarcity_behavior).lower()
+        sb = require_str("scarcity_behavior", self.scarcity_behavior).lower()
         if sb not in _SCARCITY:
             raise InvalidConfigError(f"scarcity_behavior must be 'degrade' or 'throw', got {self.scarcity_behavior!r}")
         object.__setattr__(self, "entries", es)
@@ -525,7 +489,7 @@ OVERFLOW_STRATEGIES = ("throw", "truncate", "proceed")
 
 
 def _placer_name(v) -> str:
-    s = _str("placer", v)
+    s = require_str("placer", v)
     norm = ascii_fold(s).replace("-", "_")
     if norm == "ushaped":
         norm = "u_shaped"
@@ -555,9 +519,8 @@ class Policy:
         ):
             raise InvalidInputTypeError(f"Policy.slicer must be a slicer spec, got {self.slicer!r}")
         object.__setattr__(self, "placer", _placer_name(self.placer))
-        if not isinstance(self.deduplication, bool):
-            raise InvalidInputTypeError(f"Policy.deduplication must be a bool, got {self.deduplication!r}")
-        ov = ascii_fold(_str("overflow_strategy", self.overflow_strategy))
+        object.__setattr__(self, "deduplication", require_bool("Policy.deduplication", self.deduplication))
+        ov = ascii_fold(require_str("overflow_strategy", self.overflow_strategy))
         if ov not in OVERFLOW_STRATEGIES:
             raise InvalidConfigError(
                 f"unknown overflow_strategy {self.overflow_strategy!r}; expected throw, truncate or proceed"
@@ -566,32 +529,14 @@ class Policy:
         for k in ("name", "description"):
             v = getattr(self, k)
             if v is not None:
-                _str(f"Policy.{k}", v)
+                require_str(f"Policy.{k}", v)
 
     # -- dict / file round trips --------------------------------------------------------
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Policy:
-        """From a pipeline vector's ``[config]`` table (EXTENSIONS.md) + name/description."""
-        if not isinstance(d, Mapping):
-            raise InvalidInputTypeError(f"policy config must be a table/dict, got {type(d).__name__}")
-        scorers = d.get("scorers")
-        if not scorers:
-            raise InvalidConfigError("policy config needs a non-empty 'scorers' list")
-        if not isinstance(scorers, list):
-            raise InvalidInputTypeError(f"'scorers' must be a list of scorer tables, got {type(scorers).__name__}")
-        if len(scorers) == 1:
-            scorer = scorer_from_dict(scorers[0], "scorers[0]")
-        else:
-            scorer = _composite_from_list(scorers, "scorers")
-        return cls(
-            scorer=scorer,
-            slicer=slicer_from_dict(d),
-            placer=d.get("placer", "chronological"),
-            deduplication=d.get("deduplication", True),
-            overflow_strategy=d.get("overflow_strategy", "throw"),
-            name=d.get("name"),
-            description=d.get("description"),
-        )
+        """From a pipeline vector's ``[config]`` table (EXTENSIONS.md) + name/description. A key
+        no reader knows, at any depth, is an error naming it and where it is."""
+        return policy_from_dict(d)
 
     def to_dict(self) -> dict[str, Any]:
         sc = self.scorer
@@ -621,7 +566,7 @@ class Policy:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise InvalidConfigError(f"malformed policy JSON: {e}") from None
-        if isinstance(data, Mapping) and ("slicerType" in data or "placerType" in data or _looks_dotnet(data)):
+        if is_dotnet_shape(data):
             return cls.from_dotnet_json(data)
         return cls.from_dict(data)
 
@@ -634,7 +579,8 @@ class Policy:
         except tomli.TOMLDecodeError as e:
             raise InvalidConfigError(f"malformed policy TOML: {e}") from None
         if "config" in data and "scorers" not in data:
-            data = dict(data["config"], **{k: v for k, v in data.items() if k in ("name", "description")})
+            require_keys("policy TOML", data, ("config", "name", "description"))
+            data = dict(require_mapping("[config]", data["config"]), **{k: v for k, v in data.items() if k != "config"})
         return cls.from_dict(data)
 
     @classmethod
@@ -656,41 +602,55 @@ class Policy:
         return policy_from_dotnet(data)
 
 
-def _looks_dotnet(data: Mapping) -> bool:
-    sc = data.get("scorers")
-    return (
-        bool(sc)
-        and isinstance(sc, list)
-        and isinstance(sc[0], Mapping)
-        and (
-            "kindWeights" in sc[0]
-            or "tagWeights" in sc[0]
-            or "innerScorer" in sc[0]
-            or "deduplicationEnabled" in data
-            or "overflowStrategy" in data
-        )
-    )
-
-
 def json_default(o):
     if isinstance(o, datetime):
         return o.isoformat()
     raise TypeError(f"not JSON serializable: {o!r}")
 
 
-SCORER_TYPES = (
-    "recency",
-    "priority",
-    "kind",
-    "tag",
-    "frequency",
-    "reflexive",
-    "composite",
-    "scaled",
-    "metadata_trust",
-    "decay",
-    "metadata_key",
+# ----------------------------------------------------------------------------- dict shapes
+# Every table a policy is read from is checked against the keys its reader knows: a reader
+# declares them (``scorer_dict_parser(type, keys)`` for a scorer type, ``slicer_dict_parser``
+# for a slicer), so a new spec's reader gets the unknown-key check by declaring its keys.
+
+#: keys a scorer table may hold whatever its type (``weight`` in a list of scorers)
+SCORER_COMMON_KEYS = frozenset({"type", "weight"})
+#: keys of a policy table besides its slicer's options. ``bucket_size`` is one of them: the
+#: conformance format lists it among the flat [config] options with a default of 100 for every
+#: slicer (upstream's vectors and grids carry it beside slicers that do not read it)
+POLICY_KEYS = frozenset(
+    {"scorers", "slicer", "placer", "deduplication", "overflow_strategy", "name", "description", "bucket_size"}
 )
+
+ScorerParser = Callable[[Mapping[str, Any], str], Scorer]
+SlicerParser = Callable[[Mapping[str, Any], str], "Slicer"]
+
+_SCORER_PARSERS: dict[str, tuple[frozenset[str], ScorerParser]] = {}
+_SLICER_PARSERS: dict[str, tuple[frozenset[str], SlicerParser]] = {}
+
+
+def scorer_dict_parser(type_name: str, keys: tuple[str, ...] = ()) -> Callable[[ScorerParser], ScorerParser]:
+    """Register the dict reader of scorer type ``type_name``. ``keys`` are the options its table
+    may carry besides ``type`` and ``weight``: ``scorer_from_dict`` refuses any other key (naming
+    it, where it is and the closest known key) before the reader runs. The reader is called as
+    ``reader(table, where)``, ``where`` naming the table in messages (``scorers[1]``)."""
+
+    def register(fn: ScorerParser) -> ScorerParser:
+        _SCORER_PARSERS[type_name] = (frozenset(keys), fn)
+        return fn
+
+    return register
+
+
+def slicer_dict_parser(name: str, keys: tuple[str, ...] = ()) -> Callable[[SlicerParser], SlicerParser]:
+    """Register the dict reader of slicer ``name``; ``keys`` are its options, which sit in the
+    policy table itself (``bucket_size``, ``quotas``...)."""
+
+    def register(fn: SlicerParser) -> SlicerParser:
+        _SLICER_PARSERS[name] = (frozenset(keys), fn)
+        return fn
+
+    return register
 
 
 def _as_datetime(where: str, v) -> datetime:
@@ -706,146 +666,307 @@ def _as_datetime(where: str, v) -> datetime:
     raise InvalidInputTypeError(f"{where} must be a date-time, got {type(v).__name__} {v!r}")
 
 
+def _tables(where: str, v, what: str) -> list[Mapping]:
+    """A list of tables (``[[...]]`` in TOML), each checked to be one."""
+    if not isinstance(v, (list, tuple)):
+        raise InvalidInputTypeError(f"{where} must be a list of {what} tables, got {type(v).__name__} {v!r}")
+    for i, t in enumerate(v):
+        require_mapping(f"{where}[{i}]", t)
+    return list(v)
+
+
+def _weight_pairs(where: str, ws, name_key: str) -> tuple[tuple[Any, Any], ...]:
+    """``{name: weight}`` or ``[{<name_key>: name, weight: w}, ...]`` as (name, weight) pairs."""
+    if isinstance(ws, Mapping):
+        return tuple(ws.items())
+    pairs = []
+    for i, w in enumerate(_tables(where, ws, f"{name_key}/weight")):
+        require_keys(f"{where}[{i}]", w, (name_key, "weight"))
+        pairs.append((w.get(name_key), w.get("weight")))
+    return tuple(pairs)
+
+
 def _composite_from_list(entries, where: str) -> CompositeScorer:
     if not isinstance(entries, list) or not entries:
         raise InvalidConfigError(f"{where} must be a non-empty list of scorer tables")
     pairs = []
     for i, e in enumerate(entries):
-        if not isinstance(e, Mapping):
-            raise InvalidInputTypeError(f"{where}[{i}] must be a table, got {type(e).__name__}")
-        pairs.append((scorer_from_dict(e, f"{where}[{i}]"), _num(f"{where}[{i}].weight", e.get("weight", 1.0))))
+        require_mapping(f"{where}[{i}]", e)
+        pairs.append(
+            (scorer_from_dict(e, f"{where}[{i}]"), require_number(f"{where}[{i}].weight", e.get("weight", 1.0)))
+        )
     return CompositeScorer(tuple(pairs))
 
 
-def scorer_from_dict(e: Mapping[str, Any], where: str = "scorer") -> Scorer:
-    """One scorer entry in the EXTENSIONS.md form (``type`` plus that scorer's options)."""
-    if not isinstance(e, Mapping):
-        raise InvalidInputTypeError(f"{where} must be a table, got {type(e).__name__}")
+def scorer_from_dict(e: Mapping[str, Any], where: str = "scorer", *, weighted: bool = True) -> Scorer:
+    """One scorer entry in the EXTENSIONS.md form (``type`` plus that scorer's options). A key
+    its type does not know is an error; ``weighted=False`` also refuses ``weight`` (an inner
+    scorer has none)."""
+    require_mapping(where, e)
     t = e.get("type")
     if t is None:
         raise InvalidConfigError(f"{where} has no 'type'")
-    t = ascii_fold(_str(f"{where}.type", t)).replace("-", "_")
+    t = ascii_fold(require_str(f"{where}.type", t)).replace("-", "_")
+    if t not in _SCORER_PARSERS:
+        raise InvalidConfigError(
+            f"{where}: unknown scorer type {e.get('type')!r}{suggestion(t, _SCORER_PARSERS)}; "
+            f"expected one of: {', '.join(_SCORER_PARSERS)}"
+        )
+    keys, parse = _SCORER_PARSERS[t]
+    allowed = keys | SCORER_COMMON_KEYS if weighted else keys | {"type"}
+    require_keys(where, e, allowed, what=f"for scorer type {t!r}")
     try:
-        if t == "recency":
-            return RecencyScorer()
-        if t == "priority":
-            return PriorityScorer()
-        if t == "reflexive":
-            return ReflexiveScorer()
-        if t == "frequency":
-            return FrequencyScorer()
-        if t == "kind":
-            ws = e.get("weights")
-            if ws is None:
-                # no custom map: the defaults, unless use_default_weights = false (empty map)
-                return KindScorer(None if e.get("use_default_weights", True) is not False else ())
-            if isinstance(ws, Mapping):
-                return KindScorer(tuple(ws.items()))
-            return KindScorer(tuple((w.get("kind"), w.get("weight")) for w in ws))
-        if t == "tag":
-            ws = e.get("tag_weights", [])
-            if isinstance(ws, Mapping):
-                return TagScorer(tuple(ws.items()))
-            return TagScorer(tuple((w.get("tag"), w.get("weight")) for w in ws))
-        if t == "composite":
-            children = e.get("scorers", e.get("children"))
-            return _composite_from_list(children, f"{where}.scorers")
-        if t == "scaled":
-            if "inner" in e:
-                return ScaledScorer(scorer_from_dict(e["inner"], f"{where}.inner"))
-            inner = e.get("inner_scorer")
-            if inner is None:
-                raise InvalidConfigError(f"{where}: scaled scorer needs 'inner_scorer' or 'inner'")
-            if isinstance(inner, Mapping):
-                return ScaledScorer(scorer_from_dict(inner, f"{where}.inner_scorer"))
-            return ScaledScorer(scorer_from_dict({"type": inner}, f"{where}.inner_scorer"))
-        if t == "metadata_trust":
-            return MetadataTrustScorer(e.get("default_score", 0.5))
-        if t == "metadata_key":
-            for k in ("key", "value", "boost"):
-                if k not in e:
-                    raise InvalidConfigError(f"{where}: metadata_key scorer needs {k!r}")
-            return MetadataKeyScorer(e["key"], e["value"], e["boost"])
-        if t == "decay":
-            if "reference_time" not in e:
-                raise InvalidConfigError(f"{where}: decay scorer needs an explicit 'reference_time'")
-            c = e.get("curve")
-            if not isinstance(c, Mapping):
-                raise InvalidConfigError(f"{where}: decay scorer needs a 'curve' table")
-            ct = ascii_fold(_str(f"{where}.curve.type", c.get("type", "")))
-            curve: ExponentialCurve | WindowCurve | StepCurve
-            if ct == "exponential":  # the curves check their own arguments
-                half_life: Any = c.get("half_life_secs")
-                curve = ExponentialCurve(half_life)
-            elif ct == "window":
-                max_age: Any = c.get("max_age_secs")
-                curve = WindowCurve(max_age)
-            elif ct == "step":
-                ws = c.get("windows") or []
-                curve = StepCurve(tuple((w.get("max_age_secs"), w.get("score")) for w in ws))
-            else:
-                raise InvalidConfigError(
-                    f"{where}: unknown decay curve type {c.get('type')!r}; expected exponential, step or window"
-                )
-            return DecayScorer(
-                _as_datetime(f"{where}.reference_time", e["reference_time"]),
-                curve,
-                e.get("null_timestamp_score", 0.5),
-            )
+        return parse(e, where)
     except InvalidConfigError as err:
         msg = str(err)
         if not msg.startswith(where):
-            raise InvalidConfigError(f"{where}: {msg}") from None
+            raise type(err)(f"{where}: {msg}") from None
         raise
-    raise InvalidConfigError(
-        f"{where}: unknown scorer type {e.get('type')!r}; expected one of: {', '.join(SCORER_TYPES)}"
+
+
+@scorer_dict_parser("recency")
+def _recency(e: Mapping, where: str) -> Scorer:
+    return RecencyScorer()
+
+
+@scorer_dict_parser("priority")
+def _priority(e: Mapping, where: str) -> Scorer:
+    return PriorityScorer()
+
+
+@scorer_dict_parser("kind", ("weights", "use_default_weights"))
+def _kind_scorer(e: Mapping, where: str) -> Scorer:
+    ws = e.get("weights")
+    if ws is None:
+        # no custom map: the defaults, unless use_default_weights = false (empty map)
+        use_default = require_bool(f"{where}.use_default_weights", e.get("use_default_weights", True))
+        return KindScorer(None if use_default else ())
+    return KindScorer(_weight_pairs(f"{where}.weights", ws, "kind"))
+
+
+@scorer_dict_parser("tag", ("tag_weights",))
+def _tag_scorer(e: Mapping, where: str) -> Scorer:
+    return TagScorer(_weight_pairs(f"{where}.tag_weights", e.get("tag_weights", []), "tag"))
+
+
+@scorer_dict_parser("frequency")
+def _frequency(e: Mapping, where: str) -> Scorer:
+    return FrequencyScorer()
+
+
+@scorer_dict_parser("reflexive")
+def _reflexive(e: Mapping, where: str) -> Scorer:
+    return ReflexiveScorer()
+
+
+@scorer_dict_parser("composite", ("scorers", "children"))
+def _composite(e: Mapping, where: str) -> Scorer:
+    if "scorers" in e and "children" in e:
+        raise InvalidConfigError(f"{where}: give the child scorers as 'scorers' or 'children', not both")
+    key = "scorers" if "scorers" in e else "children"
+    return _composite_from_list(e.get(key), f"{where}.{key}")
+
+
+@scorer_dict_parser("scaled", ("inner", "inner_scorer"))
+def _scaled(e: Mapping, where: str) -> Scorer:
+    if "inner" in e and "inner_scorer" in e:
+        raise InvalidConfigError(f"{where}: give the inner scorer as 'inner' or 'inner_scorer', not both")
+    if "inner" in e:
+        return ScaledScorer(scorer_from_dict(e["inner"], f"{where}.inner", weighted=False))
+    inner = e.get("inner_scorer")
+    if inner is None:
+        raise InvalidConfigError(f"{where}: scaled scorer needs 'inner_scorer' or 'inner'")
+    if isinstance(inner, Mapping):
+        return ScaledScorer(scorer_from_dict(inner, f"{where}.inner_scorer", weighted=False))
+    return ScaledScorer(scorer_from_dict({"type": inner}, f"{where}.inner_scorer", weighted=False))
+
+
+@scorer_dict_parser("metadata_trust", ("default_score",))
+def _metadata_trust(e: Mapping, where: str) -> Scorer:
+    return MetadataTrustScorer(e.get("default_score", 0.5))
+
+
+@scorer_dict_parser("decay", ("reference_time", "curve", "null_timestamp_score"))
+def _decay(e: Mapping, where: str) -> Scorer:
+    if "reference_time" not in e:
+        raise InvalidConfigError(f"{where}: decay scorer needs an explicit 'reference_time'")
+    c = e.get("curve")
+    if not isinstance(c, Mapping):
+        raise InvalidConfigError(f"{where}: decay scorer needs a 'curve' table")
+    return DecayScorer(
+        _as_datetime(f"{where}.reference_time", e["reference_time"]),
+        _curve_from_dict(c, f"{where}.curve"),
+        e.get("null_timestamp_score", 0.5),
     )
 
 
-SLICER_TYPES = ("greedy", "knapsack", "quota", "count_quota", "count_constrained_knapsack")
+_CURVE_KEYS = {"exponential": ("half_life_secs",), "window": ("max_age_secs",), "step": ("windows",)}
 
 
-def _simple_slicer(name: str, d: Mapping) -> GreedySlice | KnapsackSlice:
-    n = ascii_fold(name)
-    if n == "greedy":
-        return GreedySlice()
-    if n == "knapsack":
-        return KnapsackSlice(d.get("bucket_size", 100))
-    raise InvalidConfigError(f"unknown inner_slicer {name!r}; expected greedy or knapsack")
+def _curve_from_dict(c: Mapping, where: str) -> ExponentialCurve | StepCurve | WindowCurve:
+    ct = ascii_fold(require_str(f"{where}.type", c.get("type", "")))
+    if ct not in _CURVE_KEYS:
+        raise InvalidConfigError(
+            f"{where}: unknown decay curve type {c.get('type')!r}; expected exponential, step or window"
+        )
+    require_keys(where, c, ("type", *_CURVE_KEYS[ct]), what=f"for curve type {ct!r}")
+    # the curves check their own arguments (type and range), naming the field
+    if ct == "exponential":
+        half_life: Any = c.get("half_life_secs")
+        return ExponentialCurve(half_life)
+    if ct == "window":
+        max_age: Any = c.get("max_age_secs")
+        return WindowCurve(max_age)
+    windows: list[Any] = []
+    for i, w in enumerate(_tables(f"{where}.windows", c.get("windows") or [], "window")):
+        require_keys(f"{where}.windows[{i}]", w, ("max_age_secs", "score"))
+        windows.append((w.get("max_age_secs"), w.get("score")))
+    return StepCurve(tuple(windows))
 
 
-def slicer_from_dict(d: Mapping[str, Any]) -> Slicer:
-    """The slicer of a ``[config]`` table (its options sit directly in the table)."""
-    name = ascii_fold(_str("slicer", d.get("slicer", "greedy"))).replace("-", "_")
-    if name == "greedy":
-        return GreedySlice()
+@scorer_dict_parser("metadata_key", ("key", "value", "boost"))
+def _metadata_key(e: Mapping, where: str) -> Scorer:
+    for k in ("key", "value", "boost"):
+        if k not in e:
+            raise InvalidConfigError(f"{where}: metadata_key scorer needs {k!r}")
+    return MetadataKeyScorer(e["key"], e["value"], e["boost"])
+
+
+#: the scorer types the dict form knows (registered above, in this order)
+SCORER_TYPES = tuple(_SCORER_PARSERS)
+
+
+def slicer_from_dict(d: Mapping[str, Any], where: str = "slicer", *, extra_keys: Collection[str] = ()) -> Slicer:
+    """The slicer of a ``[config]`` table (its options sit directly in the table). A key that is
+    neither ``slicer``, one of this slicer's options nor in ``extra_keys`` (the policy's own
+    keys when ``d`` is a whole policy table) is an error."""
+    require_mapping(where, d)
+    raw = d.get("slicer", "greedy")
+    extra_keys = {"bucket_size", *extra_keys}
+    name = ascii_fold(require_str(f"{where}: 'slicer'", raw)).replace("-", "_")
+    if name not in _SLICER_PARSERS:
+        raise InvalidConfigError(
+            f"unknown slicer {raw!r}{suggestion(name, _SLICER_PARSERS)}; expected one of: {', '.join(_SLICER_PARSERS)}"
+        )
+    keys, parse = _SLICER_PARSERS[name]
+    require_keys(where, d, keys | {"slicer"} | set(extra_keys), what=f"for slicer {name!r}")
+    return parse(d, where)
+
+
+def _inner_slicer(d: Mapping, allowed: tuple[str, ...]) -> GreedySlice | KnapsackSlice:
+    """The ``inner_slicer`` of a quota slicer (``bucket_size`` sizes a knapsack inner)."""
+    name = ascii_fold(require_str("inner_slicer", d.get("inner_slicer", "greedy")))
+    if name not in allowed:
+        raise InvalidConfigError(f"unknown inner_slicer {d.get('inner_slicer')!r}; expected {' or '.join(allowed)}")
     if name == "knapsack":
         return KnapsackSlice(d.get("bucket_size", 100))
-    if name == "quota":
-        qs = []
-        for i, q in enumerate(d.get("quotas") or []):
-            if not isinstance(q, Mapping) or "kind" not in q:
-                raise InvalidConfigError(f"quotas[{i}] must be a table with a 'kind'")
-            qs.append(QuotaEntry(q["kind"], q.get("require", 0.0), q.get("cap", 100.0)))
-        return QuotaSlice(tuple(qs), _simple_slicer(_str("inner_slicer", d.get("inner_slicer", "greedy")), d))
-    if name in ("count_quota", "count_constrained_knapsack"):
-        es = []
-        for i, q in enumerate(d.get("entries") or []):
-            if not isinstance(q, Mapping) or "kind" not in q:
-                raise InvalidConfigError(f"entries[{i}] must be a table with a 'kind'")
-            es.append(CountQuotaEntry(q["kind"], q.get("require_count", 0), q.get("cap_count")))
-        sb = d.get("scarcity_behavior", "degrade")
-        if name == "count_quota":
-            # unchecked: CountQuotaSlice refuses a knapsack inner slicer with its own message
-            inner: Any = _simple_slicer(_str("inner_slicer", d.get("inner_slicer", "greedy")), d)
-            return CountQuotaSlice(tuple(es), inner, sb)
-        return CountConstrainedKnapsackSlice(tuple(es), d.get("bucket_size", 100), sb)
-    raise InvalidConfigError(f"unknown slicer {d.get('slicer')!r}; expected one of: {', '.join(SLICER_TYPES)}")
+    return GreedySlice()
+
+
+def _count_entries(d: Mapping) -> tuple[CountQuotaEntry, ...]:
+    es = []
+    for i, q in enumerate(_tables("entries", d.get("entries") or [], "count quota")):
+        if "kind" not in q:
+            raise InvalidConfigError(f"entries[{i}] must be a table with a 'kind'")
+        require_keys(f"entries[{i}]", q, ("kind", "require_count", "cap_count"))
+        es.append(CountQuotaEntry(q["kind"], q.get("require_count", 0), q.get("cap_count")))
+    return tuple(es)
+
+
+@slicer_dict_parser("greedy")
+def _greedy(d: Mapping, where: str) -> Slicer:
+    return GreedySlice()
+
+
+@slicer_dict_parser("knapsack", ("bucket_size",))
+def _knapsack(d: Mapping, where: str) -> Slicer:
+    return KnapsackSlice(d.get("bucket_size", 100))
+
+
+@slicer_dict_parser("quota", ("quotas", "inner_slicer", "bucket_size"))
+def _quota(d: Mapping, where: str) -> Slicer:
+    qs = []
+    for i, q in enumerate(_tables("quotas", d.get("quotas") or [], "quota")):
+        if "kind" not in q:
+            raise InvalidConfigError(f"quotas[{i}] must be a table with a 'kind'")
+        require_keys(f"quotas[{i}]", q, ("kind", "require", "cap"))
+        qs.append(QuotaEntry(q["kind"], q.get("require", 0.0), q.get("cap", 100.0)))
+    return QuotaSlice(tuple(qs), _inner_slicer(d, ("greedy", "knapsack")))
+
+
+@slicer_dict_parser("count_quota", ("entries", "inner_slicer", "scarcity_behavior", "bucket_size"))
+def _count_quota(d: Mapping, where: str) -> Slicer:
+    inner_name = ascii_fold(require_str("inner_slicer", d.get("inner_slicer", "greedy")))
+    # a knapsack inner is refused by CountQuotaSlice itself, with a message that says what to use
+    inner: Any = KnapsackSlice(d.get("bucket_size", 100)) if inner_name == "knapsack" else _inner_slicer(d, ("greedy",))
+    return CountQuotaSlice(_count_entries(d), inner, d.get("scarcity_behavior", "degrade"))
+
+
+@slicer_dict_parser("count_constrained_knapsack", ("entries", "bucket_size", "scarcity_behavior", "inner_slicer"))
+def _count_constrained_knapsack(d: Mapping, where: str) -> Slicer:
+    # upstream's vectors name the hardwired inner slicer; any other inner slicer is an error
+    inner = ascii_fold(require_str("inner_slicer", d.get("inner_slicer", "knapsack")))
+    if inner != "knapsack":
+        raise InvalidConfigError(
+            f"count_constrained_knapsack always slices with knapsack; inner_slicer {d.get('inner_slicer')!r} "
+            "is not supported (use count_quota for a greedy inner slicer)"
+        )
+    return CountConstrainedKnapsackSlice(
+        _count_entries(d), d.get("bucket_size", 100), d.get("scarcity_behavior", "degrade")
+    )
+
+
+#: the slicer names the dict form knows
+SLICER_TYPES = tuple(_SLICER_PARSERS)
+
+
+def policy_from_dict(d: Mapping[str, Any], where: str = "policy config") -> Policy:
+    """A Policy from a pipeline vector's ``[config]`` table (EXTENSIONS.md) + name/description;
+    every key is checked (``scorers[1]: unknown key 'wieght' ... (did you mean 'weight'?)``)."""
+    if not isinstance(d, Mapping):
+        raise InvalidInputTypeError(f"{where} must be a table/dict, got {type(d).__name__}")
+    slicer = slicer_from_dict(d, where, extra_keys=POLICY_KEYS)
+    scorers = d.get("scorers")
+    if not scorers:
+        raise InvalidConfigError(f"{where} needs a non-empty 'scorers' list")
+    if not isinstance(scorers, list):
+        raise InvalidInputTypeError(f"'scorers' must be a list of scorer tables, got {type(scorers).__name__}")
+    if len(scorers) == 1:
+        scorer = scorer_from_dict(scorers[0], "scorers[0]")
+        require_number("scorers[0].weight", scorers[0].get("weight", 1.0))
+    else:
+        scorer = _composite_from_list(scorers, "scorers")
+    return Policy(
+        scorer=scorer,
+        slicer=slicer,
+        placer=d.get("placer", "chronological"),
+        deduplication=d.get("deduplication", True),
+        overflow_strategy=d.get("overflow_strategy", "throw"),
+        name=d.get("name"),
+        description=d.get("description"),
+    )
 
 
 # ----------------------------------------------------------------------------- .NET JSON shape
 # The .NET ``Wollax.Cupel.Json`` policy object (camelCase; enum values as camelCase strings
 # or their ordinals). ``Policy.from_json`` recognises it, so its reader lives with Policy.
+# Its keys are those of upstream's CupelPolicy / ScorerEntry / QuotaEntry JSON properties.
+DOTNET_POLICY_KEYS = frozenset(
+    {
+        "scorers",
+        "slicerType",
+        "placerType",
+        "deduplicationEnabled",
+        "overflowStrategy",
+        "knapsackBucketSize",
+        "streamBatchSize",
+        "quotas",
+        "name",
+        "description",
+    }
+)
+_DOTNET_SCORER_KEYS = frozenset({"type", "weight", "kindWeights", "tagWeights", "innerScorer"})
+_DOTNET_QUOTA_KEYS = frozenset({"kind", "minPercent", "maxPercent"})
 _DOTNET_SCORERS = {
     "recency": RecencyScorer,
     "priority": PriorityScorer,
@@ -861,7 +982,20 @@ _DOTNET_PLACERS = ["chronological", "uShaped"]
 _DOTNET_OVERFLOW = ["throw", "truncate", "proceed"]
 
 
+def is_dotnet_shape(data: Any) -> bool:
+    """Whether a policy object is in the .NET shape: a key only that shape has, at the top or
+    in a scorer or quota entry."""
+    if not isinstance(data, Mapping):
+        return False
+    if any(k in data for k in DOTNET_POLICY_KEYS - POLICY_KEYS):
+        return True
+    entries = [e for k in ("scorers", "quotas") if isinstance(data.get(k), list) for e in data[k]]
+    only_dotnet = (_DOTNET_SCORER_KEYS | _DOTNET_QUOTA_KEYS) - {"type", "weight", "kind"}
+    return any(isinstance(e, Mapping) and any(k in e for k in only_dotnet) for e in entries)
+
+
 def _dotnet_enum(where: str, v, names: list[str]) -> str:
+    """An enum value: its camelCase name, as .NET writes it, or its ordinal."""
     if isinstance(v, bool):
         raise InvalidInputTypeError(f"{where} must be a string, got {v!r}")
     if isinstance(v, int):
@@ -875,54 +1009,75 @@ def _dotnet_enum(where: str, v, names: list[str]) -> str:
         if s in names:
             return s
         raise InvalidConfigError(
-            f"{where}: unknown value {v!r}; expected one of {', '.join(names)} (camelCase, as .NET writes them)"
+            f"{where}: unknown value {v!r}{suggestion(s, names)}; expected one of {', '.join(names)} "
+            "(camelCase, as .NET writes them)"
         )
     raise InvalidInputTypeError(f"{where} must be a string, got {type(v).__name__} {v!r}")
 
 
 def _dotnet_weight(where: str, e: Mapping) -> float:
-    w = e.get("weight", 0)
-    if isinstance(w, bool) or not isinstance(w, (int, float)):
-        raise InvalidInputTypeError(f"{where}.weight must be a number, got {w!r}")
-    w = float(w)
-    if not math.isfinite(w) or w <= 0:
-        raise InvalidConfigError(f"{where}.weight must be positive and finite, got {w!r}")
-    return w
+    return require_weight(f"{where}.weight", e.get("weight", 0), positive=True)
 
 
 def _dotnet_scorer(where: str, e: Any) -> Scorer:
-    if not isinstance(e, Mapping):
-        raise InvalidInputTypeError(f"{where} must be an object, got {type(e).__name__}")
+    require_mapping(where, e, "an object")
+    require_keys(where, e, _DOTNET_SCORER_KEYS)
     t = _dotnet_enum(f"{where}.type", e.get("type", 0), _DOTNET_SCORER_ORDER)
     inner = e.get("innerScorer")
     if t == "scaled":
         if inner is None:
             raise InvalidConfigError(f"{where}: innerScorer must be specified when type is scaled")
-        _dotnet_weight(f"{where}.innerScorer", inner)
+        _dotnet_weight(f"{where}.innerScorer", require_mapping(f"{where}.innerScorer", inner, "an object"))
         return ScaledScorer(_dotnet_scorer(f"{where}.innerScorer", inner))
     if inner is not None:
         raise InvalidConfigError(f"{where}: innerScorer is only valid for type scaled")
+    for key, owner in (("kindWeights", "kind"), ("tagWeights", "tag")):
+        if e.get(key) is not None and t != owner:
+            raise InvalidConfigError(f"{where}: {key} is only valid for type {owner}")
     if t == "kind":
         kw = e.get("kindWeights")
         if kw is None:
             return KindScorer(None)
-        if not isinstance(kw, Mapping):
-            raise InvalidInputTypeError(f"{where}.kindWeights must be an object of kind -> weight")
-        return KindScorer(tuple(kw.items()))
+        return KindScorer(tuple(require_mapping(f"{where}.kindWeights", kw, "an object of kind -> weight").items()))
     if t == "tag":
         tw = e.get("tagWeights")
         if tw is None:
             raise InvalidConfigError(f"{where}: tagWeights must be specified when type is tag")
-        if not isinstance(tw, Mapping):
-            raise InvalidInputTypeError(f"{where}.tagWeights must be an object of tag -> weight")
-        return TagScorer(tuple(tw.items()))
+        return TagScorer(tuple(require_mapping(f"{where}.tagWeights", tw, "an object of tag -> weight").items()))
     return _DOTNET_SCORERS[t]()
 
 
+def _dotnet_slicer(d: Mapping) -> Slicer:
+    slicer_type = _dotnet_enum("slicerType", d.get("slicerType", "greedy"), _DOTNET_SLICERS)
+    bucket = d.get("knapsackBucketSize")
+    if bucket is not None and slicer_type != "knapsack":
+        raise InvalidConfigError("knapsackBucketSize can only be specified when slicerType is knapsack")
+    if d.get("streamBatchSize") is not None and slicer_type != "stream":
+        raise InvalidConfigError("streamBatchSize can only be specified when slicerType is stream")
+    if slicer_type == "stream":
+        raise InvalidConfigError("slicerType 'stream' is asynchronous and not supported by cupel_np; use greedy")
+    base = KnapsackSlice(100 if bucket is None else bucket) if slicer_type == "knapsack" else GreedySlice()
+    quotas = d.get("quotas") or []
+    if not quotas:
+        return base
+    qs = []
+    for i, q in enumerate(_tables("quotas", quotas, "quota")):
+        require_keys(f"quotas[{i}]", q, _DOTNET_QUOTA_KEYS)
+        if not q.get("kind"):
+            raise InvalidConfigError(f"quotas[{i}] needs a 'kind'")
+        lo, hi = q.get("minPercent"), q.get("maxPercent")
+        if lo is None and hi is None:
+            raise InvalidConfigError(f"quotas[{i}]: at least one of minPercent or maxPercent must be specified")
+        qs.append(QuotaEntry(q["kind"], 0.0 if lo is None else lo, 100.0 if hi is None else hi))
+    return QuotaSlice(tuple(qs), base)
+
+
 def policy_from_dotnet(d: Mapping[str, Any]) -> Policy:
-    """Read a policy written by .NET ``CupelJsonSerializer`` (or by hand in that shape)."""
+    """Read a policy written by .NET ``CupelJsonSerializer`` (or by hand in that shape). Keys
+    are upstream's JSON property names; any other key is an error."""
     if not isinstance(d, Mapping):
         raise InvalidInputTypeError(f".NET policy must be a JSON object, got {type(d).__name__}")
+    require_keys(".NET policy", d, DOTNET_POLICY_KEYS)
     scorers = d.get("scorers")
     if scorers is None:
         raise InvalidConfigError("scorers: value cannot be null")
@@ -933,31 +1088,11 @@ def policy_from_dotnet(d: Mapping[str, Any]) -> Policy:
     )
     # .NET always builds a weighted composite over the policy's scorers
     scorer = entries[0][0] if len(entries) == 1 else CompositeScorer(entries)
-    slicer_type = _dotnet_enum("slicerType", d.get("slicerType", "greedy"), _DOTNET_SLICERS)
-    bucket = d.get("knapsackBucketSize")
-    if bucket is not None and slicer_type != "knapsack":
-        raise InvalidConfigError("knapsackBucketSize can only be specified when slicerType is knapsack")
-    if slicer_type == "stream":
-        raise InvalidConfigError("slicerType 'stream' is asynchronous and not supported by cupel_np; use greedy")
-    base = KnapsackSlice(100 if bucket is None else bucket) if slicer_type == "knapsack" else GreedySlice()
-    quotas = d.get("quotas") or []
-    slicer: Slicer = base
-    if quotas:
-        qs = []
-        for i, q in enumerate(quotas):
-            if not isinstance(q, Mapping) or not q.get("kind"):
-                raise InvalidConfigError(f"quotas[{i}] needs a 'kind'")
-            lo, hi = q.get("minPercent"), q.get("maxPercent")
-            if lo is None and hi is None:
-                raise InvalidConfigError(f"quotas[{i}]: at least one of minPercent or maxPercent must be specified")
-            qs.append(QuotaEntry(q["kind"], 0.0 if lo is None else lo, 100.0 if hi is None else hi))
-        slicer = QuotaSlice(tuple(qs), base)
+    placer = _dotnet_enum("placerType", d.get("placerType", "chronological"), _DOTNET_PLACERS)
     return Policy(
         scorer=scorer,
-        slicer=slicer,
-        placer="u_shaped"
-        if _dotnet_enum("placerType", d.get("placerType", "chronological"), _DOTNET_PLACERS) == "uShaped"
-        else "chronological",
+        slicer=_dotnet_slicer(d),
+        placer="u_shaped" if placer == "uShaped" else "chronological",
         deduplication=d.get("deduplicationEnabled", True),
         overflow_strategy=_dotnet_enum("overflowStrategy", d.get("overflowStrategy", "throw"), _DOTNET_OVERFLOW),
         name=d.get("name"),
