@@ -177,6 +177,7 @@ class OutcomeMatrices:
     gain_included: np.ndarray
     included_tokens: np.ndarray
     swing_relevant_included: np.ndarray
+    group_relevant: np.ndarray  # [G]: which content groups (SweepResult.status rows) are relevant
 
     def ratio(self, metric: str) -> np.ndarray:
         """``[V, S]`` float64 of one of METRICS; NaN where undefined, failed or unlabelled."""
@@ -235,6 +236,7 @@ def outcome_matrices(result, labels) -> OutcomeMatrices:
         gain_included=gain_inc,
         included_tokens=inc_tok,
         swing_relevant_included=sw_inc,
+        group_relevant=g_rel,
     )
 
 
