@@ -45,8 +45,9 @@ def _run(corpus, **kw):
     return tune(corpus, SPACE, 1500, **args)
 
 
-def test_tune_finds_the_signal_no_preset_reads(corpus):
-    r = _run(corpus)
+@pytest.mark.parametrize("sampler", ["nsga2", "tpe"])
+def test_tune_finds_the_signal_no_preset_reads(corpus, sampler):
+    r = _run(corpus, sampler=sampler)
     cmp = {row["label"]: row for row in r.comparison.to_pylist()}
     best = cmp[r.best[0][0]]
     presets = [row for row in r.comparison.to_pylist() if row["kind"] == "preset"]
@@ -58,13 +59,14 @@ def test_tune_finds_the_signal_no_preset_reads(corpus):
     assert r.heldout_sets + r.search_sets == 80 and r.heldout_sets > 0
 
 
-def test_tune_is_deterministic_for_a_seed_and_any_thread_count(corpus):
-    a = _run(corpus, threads=1)
-    b = _run(corpus, threads=1)
-    d = _run(corpus, threads=2)
+@pytest.mark.parametrize("sampler", ["nsga2", "tpe"])
+def test_tune_is_deterministic_for_a_seed_and_any_thread_count(corpus, sampler):
+    a = _run(corpus, threads=1, sampler=sampler)
+    b = _run(corpus, threads=1, sampler=sampler)
+    d = _run(corpus, threads=2, sampler=sampler)
     assert a.leaderboard.equals(b.leaderboard) and a.leaderboard.equals(d.leaderboard)
     assert a.comparison.equals(d.comparison) and a.paired == d.paired
-    other = _run(corpus, seed=6)
+    other = _run(corpus, seed=6, sampler=sampler)
     assert not other.leaderboard.equals(a.leaderboard)
 
 
@@ -77,7 +79,9 @@ def test_batch_size_changes_nothing_but_the_batching_for_a_random_sampler(corpus
     monkeypatch.setattr(
         search,
         "_new_study",
-        lambda objective, seed: optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed)),
+        lambda objective, seed, sampler, batch_size: optuna.create_study(
+            direction="maximize", sampler=optuna.samplers.RandomSampler(seed)
+        ),
     )
     a = _run(corpus, batch_size=7, trials=20)
     b = _run(corpus, batch_size=20, trials=20)

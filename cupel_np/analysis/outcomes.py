@@ -20,7 +20,7 @@ its tokens are its first row's (a negative token count counts as 0). Per (varian
 
 A ratio with a zero denominator is null (no relevant item, nothing included), as is every
 metric of a (variant, set) that failed. Everything is computed on the sweep's matrices: one
-vectorised pass per variant, never a Python loop per set (DESIGN.md, decision 13).
+kernel pass over the ``[V, G]`` status matrix, never a Python loop per set (DESIGN.md, decision 13).
 
 Corpus aggregates (``outcome_summary``) are means over sets with a percentile bootstrap
 interval (sets resampled with replacement, seeded); ``paired_comparisons`` compares variants
@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from cupel_np._jit import as_input, jit
 from cupel_np.engine.batch import segment_sums
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.items import ItemTable
@@ -195,6 +196,35 @@ class OutcomeMatrices:
         return out
 
 
+@jit
+def _outcome_kernel(status, goff, g_rel, g_tok, g_label, sw_rel, rel_inc, rel_tok_inc, inc_tok, gain_inc, sw_inc):
+    """Per (variant, set), over the set's content groups: relevant kept, relevant tokens kept,
+    tokens kept, gain kept, relevant swinging kept. One pass over ``status`` ([V, G])."""
+    n_var = status.shape[0]
+    n_sets = goff.shape[0] - 1
+    for v in range(n_var):
+        for s in range(n_sets):
+            n_rel = 0
+            rel_tok = 0
+            tok = 0
+            gain = 0.0
+            sw = 0
+            for g in range(goff[s], goff[s + 1]):
+                if status[v, g]:
+                    tok += g_tok[g]
+                    gain += g_label[g]
+                    if g_rel[g]:
+                        n_rel += 1
+                        rel_tok += g_tok[g]
+                        if sw_rel[g]:
+                            sw += 1
+            rel_inc[v, s] = n_rel
+            rel_tok_inc[v, s] = rel_tok
+            inc_tok[v, s] = tok
+            gain_inc[v, s] = gain
+            sw_inc[v, s] = sw
+
+
 def outcome_matrices(result, labels) -> OutcomeMatrices:
     """Outcome counts of a SweepResult under ``labels`` (a Labels, a column name the table
     kept, or one value per input row)."""
@@ -210,24 +240,29 @@ def outcome_matrices(result, labels) -> OutcomeMatrices:
     g_rel = g_label > 0
     g_tok = np.maximum(t.tokens[result.group_first_row], 0)
     gs, goff = result.group_set, result.group_offsets
-    g_rel_tok = np.where(g_rel, g_tok, 0)
-    status = result.status.T  # [V, G]
+    status = as_input(result.status.T, np.bool_)  # [V, G]
     n_var = status.shape[0]
     shape = (n_var, n_sets)
     rel_inc, rel_tok_inc, inc_tok, sw_inc = (np.zeros(shape, dtype=np.int64) for _ in range(4))
     gain_inc = np.zeros(shape, dtype=np.float64)
     sw_rel = result.swing & g_rel
-    for v in range(n_var):  # one vectorised pass per variant, never per set
-        inc = status[v]
-        rel_inc[v] = np.bincount(gs[inc & g_rel], minlength=n_sets)
-        rel_tok_inc[v] = segment_sums(np.where(inc, g_rel_tok, 0), goff)
-        inc_tok[v] = segment_sums(np.where(inc, g_tok, 0), goff)
-        gain_inc[v] = np.bincount(gs, weights=np.where(inc, g_label, 0.0), minlength=n_sets)
-        sw_inc[v] = np.bincount(gs[inc & sw_rel], minlength=n_sets)
+    _outcome_kernel(
+        status,
+        as_input(goff, np.int64),
+        as_input(g_rel, np.bool_),
+        as_input(g_tok, np.int64),
+        as_input(g_label, np.float64),
+        as_input(sw_rel, np.bool_),
+        rel_inc,
+        rel_tok_inc,
+        inc_tok,
+        gain_inc,
+        sw_inc,
+    )
     return OutcomeMatrices(
         labelled=labelled,
         relevant_items=np.bincount(gs[g_rel], minlength=n_sets),
-        relevant_tokens=segment_sums(g_rel_tok, goff),
+        relevant_tokens=segment_sums(np.where(g_rel, g_tok, 0), goff),
         gain_total=np.bincount(gs, weights=g_label, minlength=n_sets),
         swing_relevant=np.bincount(gs[sw_rel], minlength=n_sets),
         failed=np.asarray(result.failed, dtype=np.bool_),

@@ -29,6 +29,12 @@ def add_tune_parser(sub, common) -> None:
         choices=["token_recall", "item_recall", "gain_share", "recall_vs_tokens"],
         help="maximise a mean recall, or recall_vs_tokens for a Pareto search (default token_recall)",
     )
+    p.add_argument(
+        "--sampler",
+        default="nsga2",
+        choices=["nsga2", "tpe"],
+        help="Optuna optimizer: nsga2 (a generation per batch, cheap per trial; default) or tpe",
+    )
     p.add_argument("--seed", type=int, default=0, help="optimizer and bootstrap seed (default 0)")
     p.add_argument("--holdout", type=float, default=0.2, help="share of sets held out of the search (default 0.2)")
     p.add_argument("--top", type=int, default=5, help="best policies written and compared (default 5)")
@@ -66,6 +72,7 @@ def cmd_tune(args) -> int:
         batch_size=args.batch_size,
         top=args.top,
         baseline=args.baseline,
+        sampler=args.sampler,
         threads=args.threads,
     )
     paths = write_tune(result, args.out, overwrite=args.overwrite)
