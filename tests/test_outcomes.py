@@ -260,3 +260,15 @@ def test_recall_against_budget_and_the_budget_that_reaches_it():
     assert recall.column("token_recall").to_pylist() == want
     first = {f: next((b for b, r in zip(ladder, want) if r >= f), None) for f in (0.5, 0.9, 1.0)}
     assert {r["fraction"]: r["budget"] for r in reach.to_pylist()} == first
+
+
+def test_outcome_counts_are_the_same_for_any_thread_count():
+    table, labels = _doc_or_message_corpus(n_sets=5)
+    budget = c.ContextBudget(max_tokens=150, target_tokens=150)
+    variants = [(f"v{i}", _kind_policy(1.0 + (i % 7), 0.5 + (i % 5))) for i in range(70)]  # 3 chunks of variants
+    res = c.sweep(table, budget, variants)
+    lab = o.check_labels(labels, "relevant")
+    one, two = o.outcome_matrices(res, lab, threads=1), o.outcome_matrices(res, lab, threads=2)
+    for name in ("relevant_included", "relevant_tokens_included", "included_tokens", "gain_included"):
+        assert np.array_equal(getattr(one, name), getattr(two, name))
+    assert one.relevant_included.sum() > 0

@@ -39,6 +39,7 @@ import pyarrow as pa
 
 from cupel_np._jit import as_input, jit
 from cupel_np.engine.batch import segment_sums
+from cupel_np.engine.parallel import resolve_threads, run_tasks
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.items import ItemTable
 
@@ -225,9 +226,9 @@ def _outcome_kernel(status, goff, g_rel, g_tok, g_label, sw_rel, rel_inc, rel_to
             sw_inc[v, s] = sw
 
 
-def outcome_matrices(result, labels) -> OutcomeMatrices:
+def outcome_matrices(result, labels, *, threads: int | None = None) -> OutcomeMatrices:
     """Outcome counts of a SweepResult under ``labels`` (a Labels, a column name the table
-    kept, or one value per input row)."""
+    kept, or one value per input row); ``threads`` as for ``sweep`` (same result for any)."""
     lab = _as_labels(result, labels)
     t = result.table
     n_sets = t.n_sets
@@ -246,19 +247,20 @@ def outcome_matrices(result, labels) -> OutcomeMatrices:
     rel_inc, rel_tok_inc, inc_tok, sw_inc = (np.zeros(shape, dtype=np.int64) for _ in range(4))
     gain_inc = np.zeros(shape, dtype=np.float64)
     sw_rel = result.swing & g_rel
-    _outcome_kernel(
-        status,
+    ins = (
         as_input(goff, np.int64),
         as_input(g_rel, np.bool_),
         as_input(g_tok, np.int64),
         as_input(g_label, np.float64),
         as_input(sw_rel, np.bool_),
-        rel_inc,
-        rel_tok_inc,
-        inc_tok,
-        gain_inc,
-        sw_inc,
     )
+    chunk = 32  # variants per task: each task writes its own rows, so any thread count gives the same
+
+    def task(i: int, _state) -> None:
+        sl = slice(i * chunk, min((i + 1) * chunk, n_var))
+        _outcome_kernel(status[sl], *ins, rel_inc[sl], rel_tok_inc[sl], inc_tok[sl], gain_inc[sl], sw_inc[sl])
+
+    run_tasks(-(-n_var // chunk), resolve_threads(threads), lambda: None, task)
     return OutcomeMatrices(
         labelled=labelled,
         relevant_items=np.bincount(gs[g_rel], minlength=n_sets),

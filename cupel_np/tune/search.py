@@ -143,7 +143,7 @@ def _masked_mean(x: np.ndarray, cols: np.ndarray) -> np.ndarray:
 def _evaluate(table, labels, variants, threads, heldout):
     """One sweep of ``variants``; (search metrics, held-out metrics, OutcomeMatrices)."""
     res = sweep(table, None, variants, on_error="collect", threads=threads)
-    m = outcome_matrices(res, labels)
+    m = outcome_matrices(res, labels, threads=threads)
     return part_metrics(m, ~heldout), part_metrics(m, heldout), m, res
 
 
