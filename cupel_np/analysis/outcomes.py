@@ -204,21 +204,22 @@ def _outcome_kernel(status, goff, g_rel, g_tok, g_label, sw_rel, rel_inc, rel_to
     n_var = status.shape[0]
     n_sets = goff.shape[0] - 1
     for v in range(n_var):
+        row = status[v]
         for s in range(n_sets):
             n_rel = 0
             rel_tok = 0
             tok = 0
             gain = 0.0
             sw = 0
-            for g in range(goff[s], goff[s + 1]):
-                if status[v, g]:
-                    tok += g_tok[g]
-                    gain += g_label[g]
-                    if g_rel[g]:
-                        n_rel += 1
-                        rel_tok += g_tok[g]
-                        if sw_rel[g]:
-                            sw += 1
+            for g in range(goff[s], goff[s + 1]):  # branch-free: x and r are 0 or 1
+                x = np.int64(row[g])
+                r = x * np.int64(g_rel[g])
+                t = g_tok[g]
+                tok += x * t
+                gain += x * g_label[g]  # adding +0.0 leaves a sum of non-negative labels unchanged
+                n_rel += r
+                rel_tok += r * t
+                sw += r * np.int64(sw_rel[g])
             rel_inc[v, s] = n_rel
             rel_tok_inc[v, s] = rel_tok
             inc_tok[v, s] = tok
@@ -340,7 +341,9 @@ def bootstrap_means(
     step = max(1, 4_000_000 // max(n_sets, 1))
     for b0 in range(0, n_boot, step):  # resample counts per set, a block of resamples at a time
         nb = min(step, n_boot - b0)
-        w = rng.multinomial(n_sets, np.full(n_sets, 1.0 / n_sets), size=nb).astype(np.float64)
+        draws = rng.integers(0, n_sets, size=(nb, n_sets))  # each resample: n_sets sets with replacement
+        draws += np.arange(nb, dtype=np.int64)[:, None] * n_sets
+        w = np.bincount(draws.ravel(), minlength=nb * n_sets).reshape(nb, n_sets).astype(np.float64)
         num, den = w @ xv, w @ valid.astype(np.float64)
         boots[b0 : b0 + nb] = np.divide(num, den, out=np.full(num.shape, np.nan), where=den > 0)
     alpha = (1 - ci) / 2
