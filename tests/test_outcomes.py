@@ -272,3 +272,36 @@ def test_outcome_counts_are_the_same_for_any_thread_count():
     for name in ("relevant_included", "relevant_tokens_included", "included_tokens", "gain_included"):
         assert np.array_equal(getattr(one, name), getattr(two, name))
     assert one.relevant_included.sum() > 0
+
+
+def test_reuse_labels_mark_tool_outputs_quoted_later(tmp_path):
+    import json
+
+    from cupel_np.io.importers import distinctive_strings, import_transcripts, reuse_labels
+
+    conv = {
+        "id": "c1",
+        "messages": [
+            {"role": "user", "content": "why does the build fail?"},
+            {"role": "tool", "content": "error in src/cache_layer.py line 1207: KeyError", "tool_call_id": "a"},
+            {"role": "tool", "content": "all 52 tests passed", "tool_call_id": "b"},
+            {"role": "assistant", "content": "The KeyError comes from src/cache_layer.py; fixing it."},
+            {"role": "tool", "content": "wrote src/other_module.py", "tool_call_id": "c"},
+        ],
+    }
+    early = {
+        "id": "c2",
+        "messages": [
+            {"role": "assistant", "content": "I will look at deploy/k8s.yaml"},  # before the output: no credit
+            {"role": "tool", "content": "contents of deploy/k8s.yaml", "tool_call_id": "d"},
+        ],
+    }
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(conv) + "\n" + json.dumps(early) + "\n")
+    res = import_transcripts("openai", path)
+    labels = reuse_labels(res.table, res.set_column).to_pylist()
+    kinds = res.table.column("kind").to_pylist()
+    assert [l for l, k in zip(labels, kinds) if k == "ToolOutput"] == [True, False, False, False]
+    assert all(l is None for l, k in zip(labels, kinds) if k != "ToolOutput")
+    assert {"src/cache_layer.py", "1207"} <= distinctive_strings("error in src/cache_layer.py line 1207")
+    assert o.check_labels(labels, "reused").values.shape == (len(kinds),)  # usable as outcome labels
