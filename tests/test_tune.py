@@ -88,6 +88,20 @@ def test_batch_size_changes_nothing_but_the_batching_for_a_random_sampler(corpus
     assert a.leaderboard.equals(b.leaderboard)
 
 
+def test_a_batch_over_the_memory_bound_runs_as_several_sweeps(corpus, monkeypatch):
+    from cupel_np.tune import search
+
+    calls = []
+    inner = search.sweep
+    monkeypatch.setattr(search, "sweep", lambda t, b, vs, **k: calls.append(len(vs)) or inner(t, b, vs, **k))
+    whole = _run(corpus, trials=16, batch_size=16)
+    n_whole = list(calls)
+    calls.clear()
+    bounded = _run(corpus, trials=16, batch_size=16, max_cells=5 * 2400)  # 5 variants x 2,400 items
+    assert n_whole[0] == 16 and calls[:4] == [5, 5, 5, 1]
+    assert whole.leaderboard.equals(bounded.leaderboard)
+
+
 def test_split_is_a_stable_hash_of_the_set_key():
     keys = [f"session-{i:04d}" for i in range(300)] + [1, 2, 3]
     held = heldout_sets(keys, 0.2)

@@ -134,9 +134,14 @@ def part_metrics(m: OutcomeMatrices, part: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def _masked_mean(x: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Row means over ``cols`` ignoring NaN, each row summed left to right (a running sum):
+    a variant's mean does not depend on which other variants share its sweep (NumPy's
+    pairwise ``sum`` may group a row's terms differently for a different number of rows)."""
     x = x[:, cols]
     cnt = (~np.isnan(x)).sum(axis=1)
-    s = np.where(np.isnan(x), 0.0, x).sum(axis=1)
+    if x.shape[1] == 0:
+        return np.full(x.shape[0], np.nan)
+    s = np.cumsum(np.where(np.isnan(x), 0.0, x), axis=1)[:, -1]
     return np.divide(s, cnt, out=np.full(x.shape[0], np.nan), where=cnt > 0)
 
 
@@ -145,6 +150,19 @@ def _evaluate(table, labels, variants, threads, heldout):
     res = sweep(table, None, variants, on_error="collect", threads=threads)
     m = outcome_matrices(res, labels, threads=threads)
     return part_metrics(m, ~heldout), part_metrics(m, heldout), m, res
+
+
+def _evaluate_bounded(table, labels, variants, threads, heldout, max_cells: int):
+    """``_evaluate`` of a batch, as several sweeps of whole variants when its ``[V, N]``
+    matrices would hold more than ``max_cells`` cells (memory bound; same metrics: every
+    variant is computed on its own). Returns (search metrics, held-out metrics)."""
+    step = max(1, max_cells // max(table.n, 1))
+    parts = [
+        _evaluate(table, labels, variants[i : i + step], threads, heldout)[:2] for i in range(0, len(variants), step)
+    ]
+    if len(parts) == 1:
+        return parts[0]
+    return tuple({k: np.concatenate([p[j][k] for p in parts]) for k in parts[0][j]} for j in (0, 1))
 
 
 # --------------------------------------------------------------------------- search
@@ -172,7 +190,7 @@ def _new_study(objective: str, seed: int, sampler: str = "nsga2", batch_size: in
     return optuna.create_study(direction="maximize", sampler=smp)
 
 
-def _run_trials(study, space, budget, table, labels, heldout, *, objective, trials, batch_size, threads):
+def _run_trials(study, space, budget, table, labels, heldout, *, objective, trials, batch_size, threads, max_cells):
     """Ask / evaluate / tell in batches; one leaderboard row per trial."""
     import optuna
 
@@ -194,7 +212,7 @@ def _run_trials(study, space, budget, table, labels, heldout, *, objective, tria
             variants.append((pol.name, pol, b))
         if not variants:
             continue
-        search, held, _m, _res = _evaluate(table, labels, variants, threads, heldout)
+        search, held = _evaluate_bounded(table, labels, variants, threads, heldout, max_cells)
         for i, t in enumerate(ok):
             rec = float(np.nan_to_num(search[objective if objective != "recall_vs_tokens" else "token_recall"][i]))
             if objective == "recall_vs_tokens":
@@ -257,6 +275,7 @@ def tune(
     baseline: str | None = None,
     n_boot: int = 1000,
     sampler: str = "nsga2",
+    max_cells: int = 1 << 28,
     threads: int | None = None,
 ) -> TuneResult:
     """Search policies that keep what the labels say mattered.
@@ -272,14 +291,21 @@ def tune(
     stable hash of the set key). ``top`` best policies and ``presets`` (default: all) are
     compared on the held-out sets; ``baseline`` (default: the preset best on the search sets)
     is what the best policy's swing is measured against. ``sampler``: ``"nsga2"`` (NSGA-II, one
-    generation per batch; cheap per trial) or ``"tpe"`` (see ``_new_study``). Deterministic for
-    a given seed and thread count."""
+    generation per batch; cheap per trial) or ``"tpe"`` (see ``_new_study``). ``max_cells``: a
+    batch whose ``[variants, items]`` result matrices would hold more cells runs as several
+    sweeps of whole variants (about 3 bytes a cell at peak), so memory stays bounded whatever
+    the batch size. Deterministic for a given seed and thread count."""
     t0 = time.perf_counter()
     if sampler not in SAMPLERS:
         raise InvalidConfigError(f"unknown sampler {sampler!r}; samplers: {', '.join(SAMPLERS)}")
     if objective not in OBJECTIVES:
         raise InvalidConfigError(f"unknown objective {objective!r}; objectives: {', '.join(OBJECTIVES)}")
-    for name, v, lo in (("trials", trials, 1), ("batch_size", batch_size, 1), ("top", top, 1)):
+    for name, v, lo in (
+        ("trials", trials, 1),
+        ("batch_size", batch_size, 1),
+        ("top", top, 1),
+        ("max_cells", max_cells, 1),
+    ):
         if not isinstance(v, int) or isinstance(v, bool) or v < lo:
             raise InvalidConfigError(f"{name} must be an integer >= {lo}, got {v!r}")
     sp: SearchSpace = load_space(space)
@@ -309,6 +335,7 @@ def tune(
             trials=trials,
             batch_size=batch_size,
             threads=threads,
+            max_cells=max_cells,
         )
     board = pa.Table.from_pylist(rows, schema=_LB_SCHEMA)
     final = _finish(
