@@ -37,7 +37,7 @@ from cupel_np.model.budget import ContextBudget
 from cupel_np.model.items import ItemTable
 from cupel_np.model.policy import Policy
 from cupel_np.model.presets import PRESETS
-from cupel_np.tune.space import SearchSpace, load_space
+from cupel_np.tune.space import ParamsTrial, SearchSpace, load_space
 
 __all__ = ["OBJECTIVES", "SAMPLERS", "TuneResult", "heldout_sets", "tune"]
 
@@ -195,15 +195,17 @@ def _run_trials(study, space, budget, table, labels, heldout, *, objective, tria
     import optuna
 
     rows: list[dict[str, Any]] = []
+    dists = space.distributions()  # every value sampled up front: one relative sample per trial
     done = 0
     while done < trials:
-        batch = [study.ask() for _ in range(min(batch_size, trials - done))]
+        batch = [study.ask(fixed_distributions=dists) for _ in range(min(batch_size, trials - done))]
         done += len(batch)
         ok, variants = [], []
         for t in batch:
             try:
-                pol = Policy.from_dict(dict(space.config(t), name=f"trial-{t.number:04d}"))
-                b = space.budget(t) or budget
+                pt = ParamsTrial(t.params)
+                pol = Policy.from_dict(dict(space.config(pt), name=f"trial-{t.number:04d}"))
+                b = space.budget(pt) or budget
             except InvalidConfigError as e:
                 study.tell(t, state=optuna.trial.TrialState.FAIL)
                 rows.append({"trial": t.number, "label": f"trial-{t.number:04d}", "state": f"invalid: {e}"})

@@ -233,6 +233,41 @@ class SearchSpace:
         )
         return cfg
 
+    def distributions(self) -> dict[str, Any]:
+        """Every searched value as an Optuna distribution, conditional ones included (the
+        names ``config`` and ``budget`` ask for), for ``study.ask(fixed_distributions=...)``:
+        a trial then carries all of them and ``config(ParamsTrial(trial.params))`` reads the
+        ones its choices use."""
+        from optuna import distributions as od
+
+        out: dict[str, Any] = {}
+
+        def add(name: str, d: Dim) -> None:
+            if d.kind == "int":
+                out[name] = od.IntDistribution(int(d.low), int(d.high), log=d.log)
+            elif d.kind == "float":
+                out[name] = od.FloatDistribution(float(d.low), float(d.high), log=d.log)
+            elif d.kind == "choice":
+                out[name] = od.CategoricalDistribution(list(range(len(d.choices))))
+
+        for sd in self.scorers:
+            if sd.optional:
+                out[f"scorer.{sd.type}.use"] = od.CategoricalDistribution([True, False])
+            add(f"scorer.{sd.type}.weight", sd.weight)
+            for k, o in sd.options.items():
+                for name, dv in o.items() if isinstance(o, dict) else [(None, o)]:
+                    add(f"scorer.{sd.type}.{k}" + ("" if name is None else f".{name}"), dv)
+        if len(self.slicers) > 1:
+            out["slicer"] = od.CategoricalDistribution(list(range(len(self.slicers))))
+        for name, opts in self.slicers:
+            for k, dv in opts.items():
+                add(f"slicer.{name}.{k}", dv)
+        for name in ("placer", "deduplication", "overflow_strategy"):
+            add(name, getattr(self, name))
+        if self.max_tokens is not None:
+            add("budget.max_tokens", self.max_tokens)
+        return out
+
     def _check_corners(self) -> None:
         """Build one policy from the first choice / low end of everything, so a bad option
         fails when the space is read, not in the middle of a search."""
@@ -285,6 +320,22 @@ def _no_unknown(where: str, d: Mapping, known: set) -> None:
     unknown = sorted(set(d) - known)
     if unknown:
         raise InvalidConfigError(f"{where}: unknown key {unknown[0]!r}; known keys: {', '.join(sorted(known))}")
+
+
+class ParamsTrial:
+    """A trial answering from a dict of already sampled values (``optuna`` trial.params)."""
+
+    def __init__(self, params: dict[str, Any]):
+        self.params = params
+
+    def suggest_int(self, name, low, high, log=False):
+        return self.params[name]
+
+    def suggest_float(self, name, low, high, log=False):
+        return self.params[name]
+
+    def suggest_categorical(self, name, choices):
+        return self.params[name]
 
 
 class _LowTrial:
