@@ -420,10 +420,9 @@ def _finish(board, table, labels, held, *, objective, top, presets, baseline, n_
     p_scores = np.nan_to_num(search[key][len(best) :], nan=-1.0)
     bp = len(best) + int(np.argmax(p_scores))
     base = bp if baseline is None else _index_of(variants, baseline)
-    x = m.ratio(key)
-    x = np.where(m.failed & m.labelled[None, :], 0.0, x)
+    x = _scored(m, key, part)
     paired = dict(a=variants[0][0], b=variants[bp][0], metric=key, part="heldout" if held.any() else "search")
-    paired.update(paired_stats(np.where(part, x[0], np.nan), np.where(part, x[bp], np.nan), n_boot=n_boot, seed=seed))
+    paired.update(paired_stats(x[0], x[bp], n_boot=n_boot, seed=seed))
     swing = _swing(res, m, 0, base, part, variants)
     pareto = ok.take(pa.array(front, pa.int64()))
     return dict(leaderboard=board, pareto=pareto, best=best, comparison=comparison, paired=paired, swing=swing)
@@ -444,12 +443,16 @@ def _index_of(variants, label) -> int:
     )
 
 
+def _scored(m: OutcomeMatrices, metric: str, part: np.ndarray) -> np.ndarray:
+    """``[V, sets of part]`` of a recall metric, a failed (variant, set) counting 0 where the
+    set has something to recall (as the search scores it); NaN where undefined."""
+    den = {"token_recall": m.relevant_tokens, "item_recall": m.relevant_items, "gain_share": m.gain_total}[metric]
+    x = np.where(m.failed & (den > 0)[None, :], 0.0, m.ratio(metric))
+    return x[:, part]
+
+
 def _comparison(variants, n_best, search, heldm, m, part, n_boot, seed) -> pa.Table:
-    x = m.ratio("token_recall")
-    den = m.relevant_tokens > 0
-    x = np.where(m.failed & den[None, :], 0.0, x)
-    x = np.where(part[None, :], x, np.nan)
-    mean, lo, hi = bootstrap_means(x.T, n_boot=n_boot, seed=seed)
+    mean, lo, hi = bootstrap_means(_scored(m, "token_recall", part).T, n_boot=n_boot, seed=seed)
     rows = []
     for i, (label, _pol, b) in enumerate(variants):
         rows.append(
