@@ -237,8 +237,14 @@ def outcome_matrices(result, labels, *, threads: int | None = None) -> OutcomeMa
     labelled_row = ~np.isnan(stored)
     set_of_row = np.repeat(np.arange(n_sets, dtype=np.int64), np.diff(t.offsets))
     labelled = np.bincount(set_of_row[labelled_row], minlength=n_sets) > 0
-    g_label = np.zeros(result.group_first_row.shape[0], dtype=np.float64)
-    np.maximum.at(g_label, result.group_of_row, np.where(labelled_row, stored, 0.0))
+    row_label = np.where(labelled_row, stored, 0.0)
+    n_groups = result.group_first_row.shape[0]
+    if n_groups == t.n:  # no repeated content: group g is row g
+        g_label = row_label
+    else:  # the largest label of each group's rows: a sort by group, then one reduceat
+        order = np.argsort(result.group_of_row, kind="stable")
+        starts = np.searchsorted(result.group_of_row[order], np.arange(n_groups))
+        g_label = np.maximum.reduceat(row_label[order], starts)
     g_rel = g_label > 0
     g_tok = np.maximum(t.tokens[result.group_first_row], 0)
     gs, goff = result.group_set, result.group_offsets

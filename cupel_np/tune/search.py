@@ -115,21 +115,27 @@ def _as_budget(budget) -> ContextBudget | None:
 
 
 # --------------------------------------------------------------------------- metrics
-def part_metrics(m: OutcomeMatrices, part: np.ndarray) -> dict[str, np.ndarray]:
+def part_metrics(m: OutcomeMatrices, part: np.ndarray, ratios: dict | None = None) -> dict[str, np.ndarray]:
     """Per variant, means over the sets of ``part`` (``[S]`` bool): recalls count a failed
     (variant, set) as 0 (it delivered nothing), precision and tokens used leave it out;
-    ``failed_sets`` counts them."""
-    out: dict[str, np.ndarray] = {}
+    ``failed_sets`` counts them. ``ratios``: ``metric_ratios(m)``, when already computed."""
+    ratios = metric_ratios(m) if ratios is None else ratios
     scope = part & m.labelled
+    out = {name: _masked_mean(r, scope) for name, r in ratios.items()}
+    out["failed_sets"] = (m.failed & scope[None, :]).sum(axis=1)
+    return out
+
+
+def metric_ratios(m: OutcomeMatrices) -> dict[str, np.ndarray]:
+    """The ``[V, S]`` per-set values that ``part_metrics`` averages (see there)."""
+    out: dict[str, np.ndarray] = {}
     for name in ("token_recall", "item_recall", "gain_share", "token_precision"):
         r = m.ratio(name)
         if name != "token_precision":
             den = {"token_recall": m.relevant_tokens, "item_recall": m.relevant_items, "gain_share": m.gain_total}[name]
             r = np.where(m.failed & (den > 0)[None, :], 0.0, r)
-        out[name] = _masked_mean(r, scope)
-    toks = np.where(m.failed, np.nan, m.included_tokens.astype(np.float64))
-    out["tokens_used"] = _masked_mean(toks, scope)
-    out["failed_sets"] = (m.failed & scope[None, :]).sum(axis=1)
+        out[name] = r
+    out["tokens_used"] = np.where(m.failed, np.nan, m.included_tokens.astype(np.float64))
     return out
 
 
@@ -149,7 +155,8 @@ def _evaluate(table, labels, variants, threads, heldout):
     """One sweep of ``variants``; (search metrics, held-out metrics, OutcomeMatrices)."""
     res = sweep(table, None, variants, on_error="collect", threads=threads)
     m = outcome_matrices(res, labels, threads=threads)
-    return part_metrics(m, ~heldout), part_metrics(m, heldout), m, res
+    ratios = metric_ratios(m)
+    return part_metrics(m, ~heldout, ratios), part_metrics(m, heldout, ratios), m, res
 
 
 def _evaluate_bounded(table, labels, variants, threads, heldout, max_cells: int):
