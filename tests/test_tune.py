@@ -162,6 +162,11 @@ def test_space_errors_name_the_key():
         SearchSpace.from_dict({"scorers": {"kind": {}}, "slicers": {"fast": {}}})
     with pytest.raises(InvalidConfigError, match="search space gives an invalid policy"):
         SearchSpace.from_dict({"scorers": {"kind": {}}, "slicers": {"knapsack": {"bucket_size": [0, 10]}}})
+    small = trust_corpus(4, 5)
+    with pytest.raises(InvalidConfigError, match="trials must be an integer >= 1, got 0"):
+        tune(small, SPACE, 100, label_column="relevant", set_column="session_id", trials=0)
+    with pytest.raises(InvalidConfigError, match="unknown sampler 'cma'"):
+        tune(small, SPACE, 100, label_column="relevant", set_column="session_id", sampler="cma")
     with pytest.raises(InvalidConfigError, match="no budget"):
         tune(trust_corpus(4, 5), {"scorers": {"kind": {}}}, label_column="relevant", set_column="session_id", trials=1)
 

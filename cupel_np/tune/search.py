@@ -305,18 +305,9 @@ def tune(
     sweeps of whole variants (about 3 bytes a cell at peak), so memory stays bounded whatever
     the batch size. Deterministic for a given seed and thread count."""
     t0 = time.perf_counter()
-    if sampler not in SAMPLERS:
-        raise InvalidConfigError(f"unknown sampler {sampler!r}; samplers: {', '.join(SAMPLERS)}")
-    if objective not in OBJECTIVES:
-        raise InvalidConfigError(f"unknown objective {objective!r}; objectives: {', '.join(OBJECTIVES)}")
-    for name, v, lo in (
-        ("trials", trials, 1),
-        ("batch_size", batch_size, 1),
-        ("top", top, 1),
-        ("max_cells", max_cells, 1),
-    ):
-        if not isinstance(v, int) or isinstance(v, bool) or v < lo:
-            raise InvalidConfigError(f"{name} must be an integer >= {lo}, got {v!r}")
+    _check_options(
+        sampler=sampler, objective=objective, trials=trials, batch_size=batch_size, top=top, max_cells=max_cells
+    )
     sp: SearchSpace = load_space(space)
     budget = _as_budget(budget)
     if sp.max_tokens is None and budget is None:
@@ -370,6 +361,16 @@ def tune(
         study=study,
         **final,
     )
+
+
+def _check_options(*, sampler: str, objective: str, **counts: int) -> None:
+    if sampler not in SAMPLERS:
+        raise InvalidConfigError(f"unknown sampler {sampler!r}; samplers: {', '.join(SAMPLERS)}")
+    if objective not in OBJECTIVES:
+        raise InvalidConfigError(f"unknown objective {objective!r}; objectives: {', '.join(OBJECTIVES)}")
+    for name, v in counts.items():
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise InvalidConfigError(f"{name} must be an integer >= 1, got {v!r}")
 
 
 def _optuna_warning():
