@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 import cupel_np as c
-from cupel_np.tune import tune
-from cupel_np.tune.synthetic import trust_corpus
+from cupel_np.tuning import tune
+from cupel_np.tuning.synthetic import trust_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 N_SETS, PER_SET = 2_500, 40
@@ -99,8 +99,8 @@ def test_peak_memory():
     """Peak RSS of a fresh process (corpus loaded; then the 512-trial search), and the peak of
     the memory NumPy and Python allocate during the search alone (tracemalloc)."""
     head = (
-        "import resource, tracemalloc; import cupel_np as c; from cupel_np.tune import tune; "
-        "from cupel_np.tune.synthetic import trust_corpus; "
+        "import resource, tracemalloc; import cupel_np as c; from cupel_np.tuning import tune; "
+        "from cupel_np.tuning.synthetic import trust_corpus; "
         f"t = trust_corpus({N_SETS}, {PER_SET}, seed=1); c.ItemTable(t, set_column='session_id'); "
     )
     rss = "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss"
@@ -118,7 +118,7 @@ def test_peak_memory():
 
 def test_per_variant_cost_is_flat(corpus):
     """One batch of V trials (ask, one sweep, outcome metrics, tell), per variant."""
-    from cupel_np.tune import search
+    from cupel_np.tuning import search
 
     spent = []
     inner = search._run_trials

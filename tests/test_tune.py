@@ -1,4 +1,4 @@
-"""Policy search (cupel_np.tune): it finds a hidden relevance signal no preset reads and beats
+"""Policy search (cupel_np.tune, package cupel_np.tuning): it finds a hidden relevance signal no preset reads and beats
 every preset on held-out sets; it is deterministic for a seed and any thread count; the
 search/held-out split is stable across processes; the space file is checked; best policies
 round-trip through their TOML files; the Pareto front is non-dominated; the CLI writes its
@@ -16,8 +16,8 @@ import pytest
 
 import cupel_np as c
 from cupel_np.errors import InvalidConfigError
-from cupel_np.tune import SearchSpace, heldout_sets, policy_toml, tune, write_tune
-from cupel_np.tune.synthetic import trust_corpus
+from cupel_np.tuning import SearchSpace, heldout_sets, policy_toml, tune, write_tune
+from cupel_np.tuning.synthetic import trust_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,6 +47,7 @@ def _run(corpus, **kw):
 
 @pytest.mark.parametrize("sampler", ["nsga2", "tpe"])
 def test_tune_finds_the_signal_no_preset_reads(corpus, sampler):
+    assert c.tune is tune and "tune" in c.__all__  # cupel_np.tune(...) is the search
     r = _run(corpus, sampler=sampler)
     cmp = {row["label"]: row for row in r.comparison.to_pylist()}
     best = cmp[r.best[0][0]]
@@ -74,7 +75,7 @@ def test_batch_size_changes_nothing_but_the_batching_for_a_random_sampler(corpus
     """Each batch is one sweep: a trial's metrics do not depend on which batch it ran in."""
     import optuna
 
-    from cupel_np.tune import search
+    from cupel_np.tuning import search
 
     monkeypatch.setattr(
         search,
@@ -89,7 +90,7 @@ def test_batch_size_changes_nothing_but_the_batching_for_a_random_sampler(corpus
 
 
 def test_a_batch_over_the_memory_bound_runs_as_several_sweeps(corpus, monkeypatch):
-    from cupel_np.tune import search
+    from cupel_np.tuning import search
 
     calls = []
     inner = search.sweep
@@ -107,7 +108,7 @@ def test_split_is_a_stable_hash_of_the_set_key():
     held = heldout_sets(keys, 0.2)
     assert 0.12 < held.mean() < 0.28
     code = (
-        "import json,sys; from cupel_np.tune import heldout_sets; "
+        "import json,sys; from cupel_np.tuning import heldout_sets; "
         "keys=[f'session-{i:04d}' for i in range(300)]+[1,2,3]; print(json.dumps(heldout_sets(keys, 0.2).tolist()))"
     )
     for seed in ("1", "2"):  # another process, another str hash salt: the same split

@@ -813,7 +813,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("conformance", parents=[common], help="run conformance vectors (files or directories)")
     p.add_argument("paths", nargs="+")
     p.set_defaults(func=cmd_conformance)
-    from cupel_np.tune.cli import add_tune_parser  # policy search (issue 21): the command lives in cupel_np/tune
+    from cupel_np.tuning.cli import add_tune_parser  # policy search (issue 21): the command lives in cupel_np/tuning
 
     add_tune_parser(sub, common)
     return parser

@@ -37,7 +37,7 @@ from cupel_np.model.budget import ContextBudget
 from cupel_np.model.items import ItemTable
 from cupel_np.model.policy import Policy
 from cupel_np.model.presets import PRESETS
-from cupel_np.tune.space import ParamsTrial, SearchSpace, load_space
+from cupel_np.tuning.space import ParamsTrial, SearchSpace, load_space
 
 __all__ = ["OBJECTIVES", "SAMPLERS", "TuneResult", "heldout_sets", "tune"]
 
@@ -292,7 +292,7 @@ def tune(
     ``items``: an ItemTable, an Arrow table / pandas / polars frame or dict of columns, or an
     items Parquet path (with ``set_column``); ``label_column``: the relevance column (boolean
     or non-negative numbers) or a ``Labels``. ``space``: a SearchSpace, its dict or a TOML file
-    (see ``cupel_np.tune.space``); ``budget`` (a ContextBudget or max tokens) applies when the
+    (see ``cupel_np.tuning.space``); ``budget`` (a ContextBudget or max tokens) applies when the
     space names none. ``objective``: maximise the mean per-set ``token_recall`` (or
     ``item_recall`` / ``gain_share``) on the search sets, or ``recall_vs_tokens`` for a Pareto
     front of token recall against tokens used. Trials are asked ``batch_size`` at a time and

@@ -2,7 +2,7 @@
 sweep), the search space file, and the written outputs (leaderboard, Pareto front, best
 policy files, report page). Needs the optional ``tune`` extra (``optuna``).
 
-Names are imported on first use, so ``cupel_np.tune.cli`` (the command's parser) stays light.
+Names are imported on first use, so ``cupel_np.tuning.cli`` (the command's parser) stays light.
 """
 
 from __future__ import annotations
@@ -26,5 +26,5 @@ _HOME = {
 
 def __getattr__(name: str) -> Any:
     if name in _HOME:
-        return getattr(importlib.import_module(f"cupel_np.tune.{_HOME[name]}"), name)
-    raise AttributeError(f"module 'cupel_np.tune' has no attribute {name!r}")
+        return getattr(importlib.import_module(f"cupel_np.tuning.{_HOME[name]}"), name)
+    raise AttributeError(f"module 'cupel_np.tuning' has no attribute {name!r}")

@@ -50,8 +50,8 @@ def add_tune_parser(sub, common) -> None:
 def cmd_tune(args) -> int:
     """Run the search and write its outputs (exit 0), printing the best against the presets."""
     from cupel_np.model.budget import ContextBudget
-    from cupel_np.tune.output import summary_dict, write_tune
-    from cupel_np.tune.search import tune
+    from cupel_np.tuning.output import summary_dict, write_tune
+    from cupel_np.tuning.search import tune
 
     budget = None
     if args.max_tokens is not None:
