@@ -72,6 +72,7 @@ from cupel_np.model.policy import (
     WindowCurve,
 )
 from cupel_np.model.presets import PRESETS, policy_from_dotnet, policy_to_dotnet, preset
+from cupel_np.tuning.search import tune  # the function; the package is cupel_np.tuning
 
 __all__ = [
     "__version__",
@@ -141,6 +142,7 @@ __all__ = [
     "TableTooLargeError",
     "TagScorer",
     "TooFewVariantsError",
+    "tune",
     "WindowCurve",
 ]
 

@@ -308,6 +308,12 @@ class BudgetCurves:
     rows: pa.Table
     run: object
 
+    def sweep_result(self):
+        """The underlying sweep as a SweepResult (one variant per (policy, budget) column)."""
+        from cupel_np.analysis.sensitivity import SweepResult
+
+        return SweepResult(self.run)
+
 
 def _set_keys_array(table: ItemTable) -> pa.Array:
     return pa.array(table.set_keys) if table.set_column else pa.nulls(table.n_sets, pa.string())

@@ -329,6 +329,14 @@ class SweepResult:
             }
         )
 
+    def outcomes_table(self, labels) -> pa.Table:
+        """Outcome metrics per (variant, set) under relevance ``labels``: a column name the
+        table kept, a ``cupel_np.analysis.outcomes.Labels`` (``labels_from(source, column)``)
+        or one value per input row. See ``cupel_np.analysis.outcomes``."""
+        from cupel_np.analysis.outcomes import outcomes_table
+
+        return outcomes_table(self, labels)
+
     # -- reports --------------------------------------------------------------------------
     def report(self, set_key: SetKey = None) -> PolicySensitivityReport:
         return PolicySensitivityReport(self, self.table.segment_of(set_key))

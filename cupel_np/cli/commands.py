@@ -110,14 +110,22 @@ def _set_column_hint(items, set_column) -> str:
     a hint naming them (the whole input was taken as ONE item set)."""
     if set_column:
         return ""
+    import pyarrow as pa
+
     from cupel_np.model.datasets import open_dataset
     from cupel_np.model.items import ITEM_FIELDS
 
     try:
-        names = open_dataset(_source(items)).schema.names
+        schema = open_dataset(_source(items)).schema
     except CupelError:
         return ""
-    other = [n for n in names if n not in ITEM_FIELDS]
+
+    def key_like(t) -> bool:  # a set key is text or a whole number, never a score or a flag
+        if pa.types.is_dictionary(t):
+            t = t.value_type
+        return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
+
+    other = [f.name for f in schema if f.name not in ITEM_FIELDS and key_like(f.type)]
     if not other:
         return ""
     return (
@@ -1016,6 +1024,7 @@ def _add_files(sub, common) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The ``cupel-np`` argument parser (one sub-command per task)."""
     from cupel_np.testing.cli import add_check_parser
+    from cupel_np.tuning.cli import add_tune_parser
 
     common, compute = _common_parents()
     parser = argparse.ArgumentParser(
@@ -1028,6 +1037,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_single(sub, common, compute)
     _add_files(sub, common)
     add_check_parser(sub, compute)  # `cupel-np check`: implemented in cupel_np/testing/cli.py
+    add_tune_parser(sub, compute)  # `cupel-np tune`: implemented in cupel_np/tuning/cli.py
     return parser
 
 

@@ -1,0 +1,226 @@
+"""What ``cupel-np tune`` writes: ``leaderboard.parquet`` (one row per trial),
+``pareto.parquet`` (the search Pareto front of token recall against tokens used),
+``comparison.parquet`` (the best policies and the presets on the held-out sets),
+``best-1.toml`` ... (policy files any ``--policy`` option reads), ``pareto.png`` and
+``report.html``, and ``summary.json``."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from cupel_np.errors import InvalidConfigError
+from cupel_np.model.budget import ContextBudget
+from cupel_np.model.policy import Policy
+from cupel_np.text import escape_html
+
+__all__ = ["policy_toml", "write_tune", "TUNE_FILES"]
+
+TUNE_FILES = (
+    "leaderboard.parquet",
+    "pareto.parquet",
+    "comparison.parquet",
+    "pareto.png",
+    "report.html",
+    "summary.json",
+)
+
+
+# --------------------------------------------------------------------------- policy TOML
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)  # a JSON string is a TOML basic string
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    raise InvalidConfigError(f"cannot write {v!r} to TOML")
+
+
+def _toml_table(d: dict, path: list[str], out: list[str]) -> None:
+    """Scalars and inline values first, then sub-tables and arrays of tables."""
+    nested = []
+    for k, v in d.items():
+        if v is None:
+            continue
+        if isinstance(v, dict) or (isinstance(v, list) and v and all(isinstance(x, dict) for x in v)):
+            nested.append((k, v))
+        else:
+            out.append(f"{json.dumps(k) if not k.isidentifier() else k} = {_toml_value(v)}")
+    for k, v in nested:
+        p = path + [k]
+        if isinstance(v, dict):
+            out.append(f"\n[{'.'.join(p)}]")
+            _toml_table(v, p, out)
+        else:
+            for x in v:
+                out.append(f"\n[[{'.'.join(p)}]]")
+                _toml_table(x, p, out)
+
+
+def policy_toml(policy: Policy, budget: ContextBudget | None = None, comment: str = "") -> str:
+    """A policy file (``Policy.from_file`` / ``--policy`` read it back to an equal policy); the
+    budget it was chosen for is written as a comment (the budget is never part of a policy)."""
+    lines = [f"# {line}" for line in comment.splitlines()]
+    if budget is not None:
+        lines.append(f"# chosen for --max-tokens {budget.max_tokens} --target-tokens {budget.target_tokens}")
+    _toml_table(policy.to_dict(), [], lines)
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- outputs
+def _guard(out: Path, overwrite: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise InvalidConfigError(f"--out {out} exists and is not a directory")
+    if not out.exists():
+        out.mkdir(parents=True)
+        return
+    old = [p for p in out.iterdir() if p.name in TUNE_FILES or (p.name.startswith("best-") and p.suffix == ".toml")]
+    if old and not overwrite:
+        raise InvalidConfigError(
+            f"{out} holds the outputs of an earlier tune run ({old[0].name}, ...); use --overwrite"
+        )
+    for p in old:
+        p.unlink()
+
+
+def write_tune(result, out, *, overwrite: bool = False, title: str = "cupel_np tune") -> dict[str, str]:
+    """Write a TuneResult's outputs to directory ``out`` (refusing one holding an earlier
+    run's unless ``overwrite``); returns {name: path}."""
+    out = Path(out)
+    _guard(out, overwrite)
+    paths: dict[str, str] = {}
+    for name in ("leaderboard", "pareto", "comparison"):
+        p = out / f"{name}.parquet"
+        pq.write_table(getattr(result, name), p)
+        paths[name] = str(p)
+    for i, (label, pol, b) in enumerate(result.best, start=1):
+        p = out / f"best-{i}.toml"
+        p.write_text(policy_toml(pol, b, f"{label}: best #{i} of a {result.objective} search (seed {result.seed})"))
+        paths[f"best-{i}"] = str(p)
+    paths["plot"] = str(_pareto_png(result, out / "pareto.png"))
+    paths["report"] = str(_report_html(result, out / "report.html", title))
+    summary = summary_dict(result, paths)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    paths["summary"] = str(out / "summary.json")
+    return paths
+
+
+def summary_dict(result, paths: dict | None = None) -> dict:
+    """The run in a few numbers (what ``--json`` prints)."""
+    cmp = result.comparison.to_pylist()
+    best = next((r for r in cmp if r["kind"] == "best"), None)
+    presets = [r for r in cmp if r["kind"] == "preset"]
+    top_preset = max(presets, key=lambda r: r["heldout_token_recall"] or -1.0) if presets else None
+    return {
+        "objective": result.objective,
+        "seed": result.seed,
+        "trials": result.trials,
+        "search_sets": result.search_sets,
+        "heldout_sets": result.heldout_sets,
+        "best": best,
+        "best_preset_heldout": top_preset,
+        "paired": result.paired,
+        "swing": result.swing,
+        "seconds": round(result.elapsed, 3),
+        "outputs": paths or {},
+    }
+
+
+def _pareto_png(result, path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lb = result.leaderboard
+    ok = np.array([s == "ok" for s in lb["state"].to_pylist()])
+    x = np.array(lb["search_tokens_used"].to_pylist(), dtype=float)[ok]
+    y = np.array(lb["search_token_recall"].to_pylist(), dtype=float)[ok]
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    ax.scatter(x, y, s=10, alpha=0.35, color="#7f8c9d", label="trials")
+    fx = np.array(result.pareto["search_tokens_used"].to_pylist(), dtype=float)
+    fy = np.array(result.pareto["search_token_recall"].to_pylist(), dtype=float)
+    ax.plot(fx, fy, "-o", ms=4, color="#1f77b4", label="Pareto front (search sets)")
+    cmp = result.comparison.to_pylist()
+    for r in cmp:
+        if r["kind"] == "preset" and r["search_token_recall"] is not None:
+            xy = (r["search_tokens_used"] or 0.0, r["search_token_recall"])
+            ax.scatter([xy[0]], [xy[1]], marker="s", s=28, color="#d62728")
+            ax.annotate(r["label"], xy, fontsize=7)
+    ax.scatter([], [], marker="s", color="#d62728", label="presets")
+    ax.set_xlabel("tokens used per set (mean)")
+    ax.set_ylabel("token recall (mean over search sets)")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:,.3f}" if abs(v) < 100 else f"{v:,.0f}"
+    return escape_html(str(v))
+
+
+def _report_html(result, path: Path, title: str) -> Path:
+    cmp = result.comparison
+    cols = [c for c in cmp.column_names]
+    head = "".join(f"<th>{escape_html(c)}</th>" for c in cols)
+    body = "".join(
+        "<tr"
+        + (' class="best"' if r["kind"] == "best" else "")
+        + ">"
+        + "".join(f"<td>{_fmt(r[c])}</td>" for c in cols)
+        + "</tr>"
+        for r in cmp.to_pylist()
+    )
+    p, s = result.paired, result.swing
+    verdict = (
+        "a real improvement at this level"
+        if p["lo"] > 0
+        else "a loss"
+        if p["hi"] < 0
+        else "not distinguishable from noise"
+    )
+    best_toml = policy_toml(result.best[0][1], result.best[0][2]) if result.best else ""
+    html = f"""<!doctype html><html><head><meta charset="utf-8"><title>{escape_html(title)}</title>
+<style>body{{font-family:system-ui,sans-serif;max-width:1100px;margin:1em auto;padding:0 1em}}
+table{{border-collapse:collapse;font-size:13px;display:block;overflow-x:auto}}
+td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}} tr.best{{background:#eef6ff}}
+pre{{background:#f6f6f6;padding:8px;overflow-x:auto}}</style></head><body>
+<h1>{escape_html(title)}</h1>
+<p><b>Start here.</b> {result.trials} trials maximising <code>{escape_html(result.objective)}</code> (seed {result.seed})
+on {result.search_sets} search sets; {result.heldout_sets} sets held out. On the {escape_html(p["part"])} sets, the best
+policy <b>{escape_html(p["a"])}</b> against the best preset <b>{escape_html(p["b"])}</b>: mean {escape_html(p["metric"])}
+difference {p["mean_diff"]:+.3f} (95% interval {p["lo"]:+.3f} to {p["hi"]:+.3f}) over {p["sets"]} sets,
+{p["wins"]} wins / {p["ties"]} ties / {p["losses"]} losses: {verdict}.</p>
+<h2>Best policies and presets</h2><table><tr>{head}</tr>{body}</table>
+<h2>Swing against {escape_html(s["b"])}</h2>
+<p>{s["swinging"]} contents of the held-out sets are kept by one of {escape_html(s["a"])} and {escape_html(s["b"])} only;
+{s["relevant_swinging"]} of them are relevant: {s["relevant_kept_by_a_only"]} kept by {escape_html(s["a"])} alone,
+{s["relevant_kept_by_b_only"]} by {escape_html(s["b"])} alone.</p>
+<h2>Token recall against tokens used</h2><img src="pareto.png" alt="Pareto front">
+<h2>The best policy (best-1.toml)</h2><pre>{escape_html(best_toml)}</pre>
+</body></html>"""
+    path.write_text(html, encoding="utf-8")
+    return path

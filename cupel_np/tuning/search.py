@@ -1,0 +1,501 @@
+"""Policy search: ask Optuna for a batch of candidate policies, run the whole batch as ONE
+sweep (shared base scores, all cores), score every candidate on labelled outcomes, tell the
+optimizer, repeat (DESIGN.md, decision 14).
+
+Sets are split into a search part and a held-out part by a stable hash of the set key
+(``blake2b`` of the key's text, so the split is the same in every process and on every
+machine); the optimizer only ever sees search-part metrics. The best policies and every preset
+are then measured on the held-out part side by side, with bootstrap intervals and a paired
+comparison against the best preset.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cupel_np.analysis.outcomes import (
+    Labels,
+    OutcomeMatrices,
+    bootstrap_means,
+    labels_from,
+    outcome_matrices,
+    paired_stats,
+)
+from cupel_np.analysis.sensitivity import sweep
+from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
+from cupel_np.model.budget import ContextBudget
+from cupel_np.model.items import ItemTable
+from cupel_np.model.policy import Policy
+from cupel_np.model.presets import PRESETS
+from cupel_np.tuning.space import ParamsTrial, SearchSpace, load_space
+
+__all__ = ["OBJECTIVES", "SAMPLERS", "TuneResult", "heldout_sets", "tune"]
+
+#: single-objective metrics (maximised), and the multi-objective "token recall vs tokens used"
+OBJECTIVES = ("token_recall", "item_recall", "gain_share", "recall_vs_tokens")
+_PART_METRICS = ("token_recall", "item_recall", "gain_share", "token_precision", "tokens_used")
+
+
+def heldout_sets(set_keys, holdout: float) -> np.ndarray:
+    """Which sets are held out: the first 8 bytes of ``blake2b(str(key))`` read as an unsigned
+    big-endian integer, divided by 2**64, below ``holdout``. Stable across processes, runs and
+    machines (Python's ``hash()`` is salted per process)."""
+    if not 0 <= holdout < 1:
+        raise InvalidConfigError(f"holdout must be in [0, 1), got {holdout!r}")
+    u = np.array(
+        [int.from_bytes(hashlib.blake2b(str(k).encode("utf-8"), digest_size=8).digest(), "big") for k in set_keys],
+        dtype=np.float64,
+    )
+    return u / 2.0**64 < holdout
+
+
+@dataclass
+class TuneResult:
+    """What a search found. ``leaderboard``: one row per trial (search and held-out metrics,
+    the policy as JSON); ``pareto``: the trials no other trial beats on both search token
+    recall and tokens used; ``best``: the top policies ``(label, Policy, ContextBudget)``;
+    ``comparison``: the best policies and every preset on the held-out sets (means with
+    bootstrap intervals); ``paired``: best vs the best preset, set by set on the held-out sets;
+    ``swing``: how the best policy's selections differ from ``baseline``'s on those sets."""
+
+    objective: str
+    seed: int
+    trials: int
+    search_sets: int
+    heldout_sets: int
+    leaderboard: pa.Table
+    pareto: pa.Table
+    best: list[tuple[str, Policy, ContextBudget]]
+    comparison: pa.Table
+    paired: dict[str, Any]
+    swing: dict[str, Any]
+    elapsed: float
+    study: Any = field(repr=False, default=None)
+
+    def __repr__(self) -> str:
+        top = self.best[0][0] if self.best else None
+        return f"TuneResult(objective={self.objective!r}, trials={self.trials}, best={top!r}, paired={self.paired})"
+
+
+# --------------------------------------------------------------------------- inputs
+def _prepare(items, label_column, set_column) -> tuple[ItemTable, Labels]:
+    if isinstance(items, ItemTable):
+        if isinstance(label_column, Labels):
+            return items, label_column
+        return items, labels_from(items, label_column)
+    if isinstance(items, (str, Path)) or (isinstance(items, list) and items and isinstance(items[0], (str, Path))):
+        from cupel_np.io import read_items_table
+
+        items = read_items_table(items)
+    if not isinstance(items, pa.Table):
+        try:
+            items = pa.table(items)
+        except Exception as e:  # pyarrow raises several types here
+            raise InvalidInputTypeError(f"cannot read items as an Arrow table: {e}") from None
+    labels = label_column if isinstance(label_column, Labels) else labels_from(items, label_column)
+    return ItemTable(items, set_column=set_column), labels
+
+
+def _as_budget(budget) -> ContextBudget | None:
+    if budget is None or isinstance(budget, ContextBudget):
+        return budget
+    if isinstance(budget, int) and not isinstance(budget, bool):
+        return ContextBudget(max_tokens=budget, target_tokens=budget)
+    raise InvalidInputTypeError(f"budget must be a ContextBudget or an integer, got {type(budget).__name__}")
+
+
+# --------------------------------------------------------------------------- metrics
+def part_metrics(m: OutcomeMatrices, part: np.ndarray, ratios: dict | None = None) -> dict[str, np.ndarray]:
+    """Per variant, means over the sets of ``part`` (``[S]`` bool): recalls count a failed
+    (variant, set) as 0 (it delivered nothing), precision and tokens used leave it out;
+    ``failed_sets`` counts them. ``ratios``: ``metric_ratios(m)``, when already computed."""
+    ratios = metric_ratios(m) if ratios is None else ratios
+    scope = part & m.labelled
+    out = {name: _masked_mean(r, scope) for name, r in ratios.items()}
+    out["failed_sets"] = (m.failed & scope[None, :]).sum(axis=1)
+    return out
+
+
+def metric_ratios(m: OutcomeMatrices) -> dict[str, np.ndarray]:
+    """The ``[V, S]`` per-set values that ``part_metrics`` averages (see there)."""
+    out: dict[str, np.ndarray] = {}
+    for name in ("token_recall", "item_recall", "gain_share", "token_precision"):
+        r = m.ratio(name)
+        if name != "token_precision":
+            den = {"token_recall": m.relevant_tokens, "item_recall": m.relevant_items, "gain_share": m.gain_total}[name]
+            r = np.where(m.failed & (den > 0)[None, :], 0.0, r)
+        out[name] = r
+    out["tokens_used"] = np.where(m.failed, np.nan, m.included_tokens.astype(np.float64))
+    return out
+
+
+def _masked_mean(x: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Row means over ``cols`` ignoring NaN, each row summed left to right (a running sum):
+    a variant's mean does not depend on which other variants share its sweep (NumPy's
+    pairwise ``sum`` may group a row's terms differently for a different number of rows)."""
+    x = x[:, cols]
+    cnt = (~np.isnan(x)).sum(axis=1)
+    if x.shape[1] == 0:
+        return np.full(x.shape[0], np.nan)
+    s = np.cumsum(np.where(np.isnan(x), 0.0, x), axis=1)[:, -1]
+    return np.divide(s, cnt, out=np.full(x.shape[0], np.nan), where=cnt > 0)
+
+
+def _evaluate(table, labels, variants, threads, heldout):
+    """One sweep of ``variants``; (search metrics, held-out metrics, OutcomeMatrices)."""
+    res = sweep(table, None, variants, on_error="collect", threads=threads)
+    m = outcome_matrices(res, labels, threads=threads)
+    ratios = metric_ratios(m)
+    return part_metrics(m, ~heldout, ratios), part_metrics(m, heldout, ratios), m, res
+
+
+def _evaluate_bounded(table, labels, variants, threads, heldout, max_cells: int):
+    """``_evaluate`` of a batch, as several sweeps of whole variants when its ``[V, N]``
+    matrices would hold more than ``max_cells`` cells (memory bound; same metrics: every
+    variant is computed on its own). Returns (search metrics, held-out metrics)."""
+    step = max(1, max_cells // max(table.n, 1))
+    parts = [
+        _evaluate(table, labels, variants[i : i + step], threads, heldout)[:2] for i in range(0, len(variants), step)
+    ]
+    if len(parts) == 1:
+        return parts[0]
+    return tuple({k: np.concatenate([p[j][k] for p in parts]) for k in parts[0][j]} for j in (0, 1))
+
+
+# --------------------------------------------------------------------------- search
+#: the optimizers ``tune`` can drive (Optuna samplers)
+SAMPLERS = ("nsga2", "tpe")
+
+
+def _new_study(objective: str, seed: int, sampler: str = "nsga2", batch_size: int = 64):
+    """An Optuna study. ``nsga2``: NSGA-II with a population of one batch (every batch is a
+    generation; cheap to ask, so a batch costs about what its sweep costs); ``tpe``: the
+    Tree-structured Parzen Estimator (often better with few trials, but every ask re-reads
+    the whole history: about 20 ms per trial after 500 trials)."""
+    try:
+        import optuna
+    except ImportError:
+        raise InvalidConfigError("policy search needs Optuna: pip install 'cupel-np[tune]'") from None
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    smp: optuna.samplers.BaseSampler
+    if sampler == "tpe":
+        smp = optuna.samplers.TPESampler(seed=seed)
+    else:
+        smp = optuna.samplers.NSGAIISampler(seed=seed, population_size=max(2, batch_size))
+    if objective == "recall_vs_tokens":
+        return optuna.create_study(directions=["maximize", "minimize"], sampler=smp)
+    return optuna.create_study(direction="maximize", sampler=smp)
+
+
+def _run_trials(study, space, budget, table, labels, heldout, *, objective, trials, batch_size, threads, max_cells):
+    """Ask / evaluate / tell in batches; one leaderboard row per trial."""
+    import optuna
+
+    rows: list[dict[str, Any]] = []
+    dists = space.distributions()  # every value sampled up front: one relative sample per trial
+    done = 0
+    while done < trials:
+        batch = [study.ask(fixed_distributions=dists) for _ in range(min(batch_size, trials - done))]
+        done += len(batch)
+        ok, variants = [], []
+        for t in batch:
+            try:
+                pt = ParamsTrial(t.params)
+                pol = Policy.from_dict(dict(space.config(pt), name=f"trial-{t.number:04d}"))
+                b = space.budget(pt) or budget
+            except InvalidConfigError as e:
+                study.tell(t, state=optuna.trial.TrialState.FAIL)
+                rows.append({"trial": t.number, "label": f"trial-{t.number:04d}", "state": f"invalid: {e}"})
+                continue
+            ok.append(t)
+            variants.append((pol.name, pol, b))
+        if not variants:
+            continue
+        search, held = _evaluate_bounded(table, labels, variants, threads, heldout, max_cells)
+        for i, t in enumerate(ok):
+            rec = float(np.nan_to_num(search[objective if objective != "recall_vs_tokens" else "token_recall"][i]))
+            if objective == "recall_vs_tokens":
+                study.tell(t, [rec, float(np.nan_to_num(search["tokens_used"][i]))])
+            else:
+                study.tell(t, rec)
+            label, pol, b = variants[i]
+            row = {"trial": t.number, "label": label, "state": "ok", "max_tokens": b.max_tokens}
+            row["target_tokens"] = b.target_tokens
+            for part, mets in (("search", search), ("heldout", held)):
+                for k in _PART_METRICS:
+                    row[f"{part}_{k}"] = _num(mets[k][i])
+                row[f"{part}_failed_sets"] = int(mets["failed_sets"][i])
+            row["policy"] = json.dumps(pol.to_dict(), sort_keys=True)
+            rows.append(row)
+    rows.sort(key=lambda r: r["trial"])
+    return rows
+
+
+def _num(x) -> float | None:
+    x = float(x)
+    return None if np.isnan(x) else x
+
+
+_LB_SCHEMA = pa.schema(
+    [("trial", pa.int64()), ("label", pa.string()), ("state", pa.string()), ("max_tokens", pa.int64())]
+    + [("target_tokens", pa.int64())]
+    + [(f"{p}_{k}", pa.float64()) for p in ("search", "heldout") for k in _PART_METRICS]
+    + [("search_failed_sets", pa.int64()), ("heldout_failed_sets", pa.int64()), ("policy", pa.string())]
+)
+
+
+def pareto_front(recall: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """Indices of the points no other point beats on both (recall higher or equal, tokens
+    lower or equal, one strictly), sorted by tokens then recall descending."""
+    order = np.lexsort((-recall, tokens))
+    front, best = [], -np.inf
+    for i in order:  # one pass over points sorted by tokens (not per set)
+        if recall[i] > best:
+            front.append(i)
+            best = recall[i]
+    return np.array(front, dtype=np.int64)
+
+
+# --------------------------------------------------------------------------- entry point
+def tune(
+    items,
+    space,
+    budget=None,
+    *,
+    label_column: str | Labels,
+    objective: str = "token_recall",
+    trials: int = 256,
+    seed: int = 0,
+    holdout: float = 0.2,
+    batch_size: int = 64,
+    set_column: str | None = None,
+    top: int = 5,
+    presets: list[str] | None = None,
+    baseline: str | None = None,
+    n_boot: int = 1000,
+    sampler: str = "nsga2",
+    max_cells: int = 1 << 28,
+    threads: int | None = None,
+) -> TuneResult:
+    """Search policies that keep what the labels say mattered.
+
+    ``items``: an ItemTable, an Arrow table / pandas / polars frame or dict of columns, or an
+    items Parquet path (with ``set_column``); ``label_column``: the relevance column (boolean
+    or non-negative numbers) or a ``Labels``. ``space``: a SearchSpace, its dict or a TOML file
+    (see ``cupel_np.tuning.space``); ``budget`` (a ContextBudget or max tokens) applies when the
+    space names none. ``objective``: maximise the mean per-set ``token_recall`` (or
+    ``item_recall`` / ``gain_share``) on the search sets, or ``recall_vs_tokens`` for a Pareto
+    front of token recall against tokens used. Trials are asked ``batch_size`` at a time and
+    each batch runs as one sweep. ``holdout``: the share of sets kept out of the search (by a
+    stable hash of the set key). ``top`` best policies and ``presets`` (default: all) are
+    compared on the held-out sets; ``baseline`` (default: the preset best on the search sets)
+    is what the best policy's swing is measured against. ``sampler``: ``"nsga2"`` (NSGA-II, one
+    generation per batch; cheap per trial) or ``"tpe"`` (see ``_new_study``). ``max_cells``: a
+    batch whose ``[variants, items]`` result matrices would hold more cells runs as several
+    sweeps of whole variants (about 3 bytes a cell at peak), so memory stays bounded whatever
+    the batch size. Deterministic for a given seed and thread count."""
+    t0 = time.perf_counter()
+    _check_options(
+        sampler=sampler, objective=objective, trials=trials, batch_size=batch_size, top=top, max_cells=max_cells
+    )
+    sp: SearchSpace = load_space(space)
+    budget = _as_budget(budget)
+    if sp.max_tokens is None and budget is None:
+        raise InvalidConfigError("no budget: give tune() a budget or the space a [budget] table")
+    table, labels = _prepare(items, label_column, set_column)
+    if len(labels) != table.n:
+        raise InvalidConfigError(f"label column {labels.column!r} has {len(labels)} values for {table.n} items")
+    held = heldout_sets(table.set_keys, holdout)
+    if holdout > 0 and (held.all() or not held.any()):
+        raise InvalidConfigError(
+            f"holdout={holdout} leaves {int(held.sum())} of {table.n_sets} sets held out: the split needs sets on "
+            "both sides (use a set column with more sets, or holdout=0)"
+        )
+    study = _new_study(objective, seed, sampler, batch_size)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=_optuna_warning())
+        rows = _run_trials(
+            study,
+            sp,
+            budget,
+            table,
+            labels,
+            held,
+            objective=objective,
+            trials=trials,
+            batch_size=batch_size,
+            threads=threads,
+            max_cells=max_cells,
+        )
+    board = pa.Table.from_pylist(rows, schema=_LB_SCHEMA)
+    final = _finish(
+        board,
+        table,
+        labels,
+        held,
+        objective=objective,
+        top=top,
+        presets=presets,
+        baseline=baseline,
+        n_boot=n_boot,
+        seed=seed,
+        threads=threads,
+    )
+    return TuneResult(
+        objective=objective,
+        seed=seed,
+        trials=trials,
+        search_sets=int((~held).sum()),
+        heldout_sets=int(held.sum()),
+        elapsed=time.perf_counter() - t0,
+        study=study,
+        **final,
+    )
+
+
+def _check_options(*, sampler: str, objective: str, **counts: int) -> None:
+    if sampler not in SAMPLERS:
+        raise InvalidConfigError(f"unknown sampler {sampler!r}; samplers: {', '.join(SAMPLERS)}")
+    if objective not in OBJECTIVES:
+        raise InvalidConfigError(f"unknown objective {objective!r}; objectives: {', '.join(OBJECTIVES)}")
+    for name, v in counts.items():
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise InvalidConfigError(f"{name} must be an integer >= 1, got {v!r}")
+
+
+def _optuna_warning():
+    import optuna
+
+    return optuna.exceptions.ExperimentalWarning
+
+
+def _ranked(board: pa.Table, objective: str) -> tuple[pa.Table, tuple[np.ndarray, np.ndarray]]:
+    ok = board.filter(pc.equal(board["state"], "ok"))
+    key = "search_token_recall" if objective == "recall_vs_tokens" else f"search_{objective}"
+    score = np.nan_to_num(ok[key].to_numpy(zero_copy_only=False).astype(np.float64), nan=-1.0)
+    trial = ok["trial"].to_numpy()
+    order = np.lexsort((trial, -score))  # best first, ties by trial number
+    rec = np.nan_to_num(ok["search_token_recall"].to_numpy(zero_copy_only=False).astype(np.float64), nan=-1.0)
+    tok = np.nan_to_num(ok["search_tokens_used"].to_numpy(zero_copy_only=False).astype(np.float64), nan=np.inf)
+    return ok, (order, pareto_front(rec, tok))
+
+
+def _finish(board, table, labels, held, *, objective, top, presets, baseline, n_boot, seed, threads) -> dict:
+    """The best policies and the presets on the held-out sets (one sweep), the Pareto front."""
+    ok, (order, front) = _ranked(board, objective)
+    if ok.num_rows == 0:
+        raise InvalidConfigError("no trial produced a valid policy: check the search space")
+    if objective == "recall_vs_tokens":  # the best of a Pareto search: its front, highest recall first
+        fr = front[
+            np.argsort(
+                -np.nan_to_num(ok["search_token_recall"].to_numpy(zero_copy_only=False)[front].astype(float)),
+                kind="stable",
+            )
+        ]
+        picks = list(fr[:top])
+    else:
+        picks = list(order[:top])
+    best = []
+    for i in picks:
+        r = ok.slice(int(i), 1).to_pylist()[0]
+        pol = Policy.from_dict(json.loads(r["policy"]))
+        best.append((r["label"], pol, ContextBudget(max_tokens=r["max_tokens"], target_tokens=r["target_tokens"])))
+    names = list(PRESETS) if presets is None else presets
+    budgets = sorted({(b.max_tokens, b.target_tokens) for _l, _p, b in best})
+    preset_vs = []
+    for mt, tt in budgets:
+        for n in names:
+            label = n if len(budgets) == 1 else f"{n}@{mt}"
+            preset_vs.append(
+                (label, PRESETS[n] if n in PRESETS else _preset(n), ContextBudget(max_tokens=mt, target_tokens=tt))
+            )
+    variants = best + preset_vs
+    search, heldm, m, res = _evaluate(table, labels, variants, threads, held)
+    part = held if held.any() else ~held
+    comparison = _comparison(variants, len(best), search, heldm, m, part, n_boot, seed)
+    # the best preset on the SEARCH sets (choosing it on held-out sets would flatter it)
+    key = "token_recall" if objective == "recall_vs_tokens" else objective
+    p_scores = np.nan_to_num(search[key][len(best) :], nan=-1.0)
+    bp = len(best) + int(np.argmax(p_scores))
+    base = bp if baseline is None else _index_of(variants, baseline)
+    x = _scored(m, key, part)
+    paired = dict(a=variants[0][0], b=variants[bp][0], metric=key, part="heldout" if held.any() else "search")
+    paired.update(paired_stats(x[0], x[bp], n_boot=n_boot, seed=seed))
+    swing = _swing(res, m, 0, base, part, variants)
+    pareto = ok.take(pa.array(front, pa.int64()))
+    return dict(leaderboard=board, pareto=pareto, best=best, comparison=comparison, paired=paired, swing=swing)
+
+
+def _preset(name):
+    from cupel_np.model.presets import preset
+
+    return preset(name)
+
+
+def _index_of(variants, label) -> int:
+    for i, v in enumerate(variants):
+        if v[0] == label:
+            return i
+    raise InvalidConfigError(
+        f"baseline {label!r} is neither a best policy nor a preset: {', '.join(v[0] for v in variants)}"
+    )
+
+
+def _scored(m: OutcomeMatrices, metric: str, part: np.ndarray) -> np.ndarray:
+    """``[V, sets of part]`` of a recall metric, a failed (variant, set) counting 0 where the
+    set has something to recall (as the search scores it); NaN where undefined."""
+    den = {"token_recall": m.relevant_tokens, "item_recall": m.relevant_items, "gain_share": m.gain_total}[metric]
+    x = np.where(m.failed & (den > 0)[None, :], 0.0, m.ratio(metric))
+    return x[:, part]
+
+
+def _comparison(variants, n_best, search, heldm, m, part, n_boot, seed) -> pa.Table:
+    mean, lo, hi = bootstrap_means(_scored(m, "token_recall", part).T, n_boot=n_boot, seed=seed)
+    rows = []
+    for i, (label, _pol, b) in enumerate(variants):
+        rows.append(
+            {
+                "label": label,
+                "kind": "best" if i < n_best else "preset",
+                "max_tokens": b.max_tokens,
+                "search_token_recall": _num(search["token_recall"][i]),
+                "search_tokens_used": _num(search["tokens_used"][i]),
+                "heldout_token_recall": _num(mean[i]),
+                "heldout_token_recall_lo": _num(lo[i]),
+                "heldout_token_recall_hi": _num(hi[i]),
+                "heldout_item_recall": _num(heldm["item_recall"][i]),
+                "heldout_token_precision": _num(heldm["token_precision"][i]),
+                "heldout_tokens_used": _num(heldm["tokens_used"][i]),
+                "heldout_failed_sets": int(heldm["failed_sets"][i]),
+            }
+        )
+    return pa.Table.from_pylist(rows)
+
+
+def _swing(res, m, a: int, b: int, part: np.ndarray, variants) -> dict:
+    """Contents of the part's sets that ``a`` and ``b`` decide differently, and how many of
+    them are relevant and kept by each (content-keyed, like every outcome metric)."""
+    st = res.status  # [G, V]
+    in_part = part[res.group_set]
+    ok = ~m.failed[a][res.group_set] & ~m.failed[b][res.group_set]
+    differ = (st[:, a] != st[:, b]) & in_part & ok
+    lab = m.group_relevant
+    return {
+        "a": variants[a][0],
+        "b": variants[b][0],
+        "swinging": int(differ.sum()),
+        "relevant_swinging": int((differ & lab).sum()),
+        "relevant_kept_by_a_only": int((differ & lab & st[:, a]).sum()),
+        "relevant_kept_by_b_only": int((differ & lab & st[:, b]).sum()),
+    }

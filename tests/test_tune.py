@@ -1,0 +1,227 @@
+"""Policy search (cupel_np.tune, package cupel_np.tuning): it finds a hidden relevance signal no preset reads and beats
+every preset on held-out sets; it is deterministic for a seed and any thread count; the
+search/held-out split is stable across processes; the space file is checked; best policies
+round-trip through their TOML files; the Pareto front is non-dominated; the CLI writes its
+outputs and refuses to mix runs."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+import cupel_np as c
+from cupel_np.errors import InvalidConfigError
+from cupel_np.tuning import SearchSpace, heldout_sets, policy_toml, tune, write_tune
+from cupel_np.tuning.synthetic import trust_corpus
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SPACE = {
+    "scorers": {
+        "max": 3,
+        "recency": {"weight": [0.1, 3.0]},
+        "kind": {"weight": [0.1, 3.0]},
+        "priority": {"weight": [0.1, 3.0]},
+        "reflexive": {"weight": [0.1, 3.0]},
+        "metadata_trust": {"weight": [0.1, 3.0]},
+    },
+    "slicers": {"greedy": {}, "knapsack": {"bucket_size": [20, 200]}},
+}
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return trust_corpus(n_sets=80, items_per_set=30, seed=3)
+
+
+def _run(corpus, **kw):
+    args = dict(label_column="relevant", set_column="session_id", trials=48, batch_size=16, seed=5, n_boot=200)
+    args.update(kw)
+    return tune(corpus, SPACE, 1500, **args)
+
+
+@pytest.mark.parametrize("sampler", ["nsga2", "tpe"])
+def test_tune_finds_the_signal_no_preset_reads(corpus, sampler):
+    assert c.tune is tune and "tune" in c.__all__  # cupel_np.tune(...) is the search
+    r = _run(corpus, sampler=sampler)
+    cmp = {row["label"]: row for row in r.comparison.to_pylist()}
+    best = cmp[r.best[0][0]]
+    presets = [row for row in r.comparison.to_pylist() if row["kind"] == "preset"]
+    assert len(presets) == len(c.PRESETS)
+    top_preset = max(p["heldout_token_recall"] for p in presets)
+    assert best["heldout_token_recall"] > top_preset + 0.05  # a clear margin on sets the search never saw
+    assert r.paired["part"] == "heldout" and r.paired["lo"] > 0 and r.paired["wins"] > r.paired["losses"]
+    assert "metadata_trust" in {s["type"] for s in r.best[0][1].to_dict()["scorers"]}
+    assert r.heldout_sets + r.search_sets == 80 and r.heldout_sets > 0
+
+
+@pytest.mark.parametrize("sampler", ["nsga2", "tpe"])
+def test_tune_is_deterministic_for_a_seed_and_any_thread_count(corpus, sampler):
+    a = _run(corpus, threads=1, sampler=sampler)
+    b = _run(corpus, threads=1, sampler=sampler)
+    d = _run(corpus, threads=2, sampler=sampler)
+    assert a.leaderboard.equals(b.leaderboard) and a.leaderboard.equals(d.leaderboard)
+    assert a.comparison.equals(d.comparison) and a.paired == d.paired
+    other = _run(corpus, seed=6, sampler=sampler)
+    assert not other.leaderboard.equals(a.leaderboard)
+
+
+def test_batch_size_changes_nothing_but_the_batching_for_a_random_sampler(corpus, monkeypatch):
+    """Each batch is one sweep: a trial's metrics do not depend on which batch it ran in."""
+    import optuna
+
+    from cupel_np.tuning import search
+
+    monkeypatch.setattr(
+        search,
+        "_new_study",
+        lambda objective, seed, sampler, batch_size: optuna.create_study(
+            direction="maximize", sampler=optuna.samplers.RandomSampler(seed)
+        ),
+    )
+    a = _run(corpus, batch_size=7, trials=20)
+    b = _run(corpus, batch_size=20, trials=20)
+    assert a.leaderboard.equals(b.leaderboard)
+
+
+def test_a_batch_over_the_memory_bound_runs_as_several_sweeps(corpus, monkeypatch):
+    from cupel_np.tuning import search
+
+    calls = []
+    inner = search.sweep
+    monkeypatch.setattr(search, "sweep", lambda t, b, vs, **k: calls.append(len(vs)) or inner(t, b, vs, **k))
+    whole = _run(corpus, trials=16, batch_size=16)
+    n_whole = list(calls)
+    calls.clear()
+    bounded = _run(corpus, trials=16, batch_size=16, max_cells=5 * 2400)  # 5 variants x 2,400 items
+    assert n_whole[0] == 16 and calls[:4] == [5, 5, 5, 1]
+    assert whole.leaderboard.equals(bounded.leaderboard)
+
+
+def test_split_is_a_stable_hash_of_the_set_key():
+    keys = [f"session-{i:04d}" for i in range(300)] + [1, 2, 3]
+    held = heldout_sets(keys, 0.2)
+    assert 0.12 < held.mean() < 0.28
+    code = (
+        "import json,sys; from cupel_np.tuning import heldout_sets; "
+        "keys=[f'session-{i:04d}' for i in range(300)]+[1,2,3]; print(json.dumps(heldout_sets(keys, 0.2).tolist()))"
+    )
+    for seed in ("1", "2"):  # another process, another str hash salt: the same split
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(ROOT))
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+        assert json.loads(out) == held.tolist()
+    assert not heldout_sets(keys, 0.0).any()
+    with pytest.raises(InvalidConfigError, match="holdout must be in"):
+        heldout_sets(keys, 1.0)
+
+
+def test_multi_objective_front_is_non_dominated(corpus):
+    space = dict(SPACE, budget={"max_tokens": {"low": 500, "high": 4000}})
+    r = tune(
+        corpus,
+        space,
+        label_column="relevant",
+        set_column="session_id",
+        objective="recall_vs_tokens",
+        trials=40,
+        batch_size=20,
+        seed=1,
+    )
+    lb = r.leaderboard.to_pylist()
+    front = r.pareto.to_pylist()
+    assert front
+    for f in front:
+        for x in lb:
+            if x["state"] != "ok":
+                continue
+            dominates = (
+                x["search_token_recall"] >= f["search_token_recall"]
+                and x["search_tokens_used"] <= f["search_tokens_used"]
+                and (
+                    x["search_token_recall"] > f["search_token_recall"]
+                    or x["search_tokens_used"] < f["search_tokens_used"]
+                )
+            )
+            assert not dominates, (x, f)
+    assert {t.number for t in r.study.best_trials} == {f["trial"] for f in front}
+    assert len({row["max_tokens"] for row in lb}) > 1  # the budget was searched
+
+
+def test_space_errors_name_the_key():
+    with pytest.raises(InvalidConfigError, match="unknown key 'slicer'"):
+        SearchSpace.from_dict(dict(SPACE, slicer="greedy"))
+    with pytest.raises(InvalidConfigError, match="scorers.kind.weight: weights must be positive"):
+        SearchSpace.from_dict({"scorers": {"kind": {"weight": [0.0, 1.0]}}})
+    with pytest.raises(InvalidConfigError, match="unknown scorer type 'similarity'"):
+        SearchSpace.from_dict({"scorers": {"similarity": {}}})
+    with pytest.raises(InvalidConfigError, match="unknown slicer 'fast'"):
+        SearchSpace.from_dict({"scorers": {"kind": {}}, "slicers": {"fast": {}}})
+    with pytest.raises(InvalidConfigError, match="search space gives an invalid policy"):
+        SearchSpace.from_dict({"scorers": {"kind": {}}, "slicers": {"knapsack": {"bucket_size": [0, 10]}}})
+    small = trust_corpus(4, 5)
+    with pytest.raises(InvalidConfigError, match="trials must be an integer >= 1, got 0"):
+        tune(small, SPACE, 100, label_column="relevant", set_column="session_id", trials=0)
+    with pytest.raises(InvalidConfigError, match="unknown sampler 'cma'"):
+        tune(small, SPACE, 100, label_column="relevant", set_column="session_id", sampler="cma")
+    with pytest.raises(InvalidConfigError, match="no budget"):
+        tune(trust_corpus(4, 5), {"scorers": {"kind": {}}}, label_column="relevant", set_column="session_id", trials=1)
+
+
+def test_example_space_file_reads_and_samples():
+    sp = SearchSpace.from_file(ROOT / "data" / "examples" / "tune_space.toml")
+    assert {s.type for s in sp.scorers} >= {"recency", "kind", "metadata_trust"}
+    assert [n for n, _ in sp.slicers] == ["greedy", "knapsack"] and sp.max_tokens.value == 8000
+
+
+@pytest.mark.parametrize("name", sorted(c.PRESETS))
+def test_best_policy_files_round_trip(tmp_path, name):
+    pol = c.preset(name)
+    p = tmp_path / "p.toml"
+    p.write_text(policy_toml(pol, c.ContextBudget(max_tokens=100, target_tokens=90)))
+    assert c.Policy.from_file(p) == pol
+
+
+def test_cli_tune_writes_outputs_usable_by_other_commands(tmp_path, capsys, corpus):
+    from cupel_np.cli import commands as cli
+
+    items = tmp_path / "items.parquet"
+    pq.write_table(corpus, items)
+    space = ROOT / "data" / "examples" / "tune_space.toml"
+    out = tmp_path / "out"
+    argv = ["tune", str(items), "--space", str(space), "--label-column", "relevant", "--set-column", "session_id"]
+    argv += ["--trials", "12", "--batch-size", "6", "--out", str(out), "--json", "--quiet"]
+    assert cli.main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["trials"] == 12 and summary["best"]["kind"] == "best"
+    for name in (
+        "leaderboard.parquet",
+        "pareto.parquet",
+        "comparison.parquet",
+        "best-1.toml",
+        "pareto.png",
+        "report.html",
+    ):
+        assert (out / name).is_file()
+    assert pq.read_table(out / "leaderboard.parquet").num_rows == 12
+    run = ["run", str(items), "--set-column", "session_id", "--set", "s00001", "--policy", str(out / "best-1.toml")]
+    assert cli.main(run + ["--max-tokens", "8000", "--target-tokens", "8000", "--quiet"]) == 0
+    capsys.readouterr()
+    assert cli.main(argv) == 2  # an earlier run's outputs: refused without --overwrite
+    assert "--overwrite" in capsys.readouterr().err
+    assert cli.main(argv + ["--overwrite"]) == 0
+
+
+def test_write_tune_refuses_a_file_as_out(tmp_path, corpus):
+    r = _run(corpus, trials=4, batch_size=4)
+    f = tmp_path / "f"
+    f.write_text("x")
+    with pytest.raises(InvalidConfigError, match="not a directory"):
+        write_tune(r, f)
+    paths = write_tune(r, tmp_path / "d")
+    best = np.array(pq.read_table(paths["leaderboard"])["search_token_recall"].to_pylist(), dtype=float)
+    assert r.comparison.column("search_token_recall")[0].as_py() == np.nanmax(best)
