@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from cupel_np.analysis.analytics import budget_utilization
 from cupel_np.engine.reasons import REASON_NAMES
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
@@ -88,12 +89,6 @@ def edge_positions(n: int, count: int) -> list[int]:
 def _score_key(s: float) -> float:
     """Descending-score sort key; a NaN score ranks lowest."""
     return float("inf") if s != s else -s
-
-
-# TODO(merge): use analysis.analytics.budget_utilization
-def _budget_utilization(included_tokens: int, budget: ContextBudget) -> float:
-    """sum(included tokens) / budget.max_tokens (the spec's PD-2 denominator)."""
-    return included_tokens / budget.max_tokens
 
 
 class SelectionReportAssertionChain:
@@ -223,7 +218,7 @@ class SelectionReportAssertionChain:
         if budget.max_tokens <= 0:
             raise InvalidConfigError("have_budget_utilization_above needs budget.max_tokens > 0")
         used = sum(i.item.tokens for i in self.report.included)
-        actual = _budget_utilization(used, budget)
+        actual = budget_utilization(self.report, budget)  # ÷ max_tokens, the spec's PD-2 denominator
         if not actual >= threshold:
             self._fail(
                 f"HaveBudgetUtilizationAbove({threshold}) failed: computed utilization was {actual:.6f} "

