@@ -19,13 +19,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pyarrow as pa
 
 from cupel_np._jit import jit
-from cupel_np.engine.batch import classify, run_sweep
+from cupel_np.engine.batch import SweepRun, classify, run_sweep
 from cupel_np.engine.runner import as_table, run_policy
 from cupel_np.engine.scorers import ScoreContext
 from cupel_np.errors import (
@@ -42,6 +42,9 @@ from cupel_np.model.grid import PolicySource, Sweep, Variant
 from cupel_np.model.hints import Items, PolicyLike
 from cupel_np.model.items import ContextItem, ItemTable
 from cupel_np.model.policy import CountConstrainedKnapsackSlice, CountQuotaSlice, Policy, QuotaSlice
+
+if TYPE_CHECKING:
+    from cupel_np.analysis.sensitivity import SweepResult
 
 
 class NonMonotonicSlicerError(CupelError):
@@ -308,11 +311,11 @@ class BudgetCurves:
     rows: pa.Table
     run: object
 
-    def sweep_result(self):
+    def sweep_result(self) -> SweepResult:
         """The underlying sweep as a SweepResult (one variant per (policy, budget) column)."""
         from cupel_np.analysis.sensitivity import SweepResult
 
-        return SweepResult(self.run)
+        return SweepResult(cast("SweepRun", self.run))
 
 
 def _set_keys_array(table: ItemTable) -> pa.Array:

@@ -329,7 +329,7 @@ class SweepResult:
             }
         )
 
-    def outcomes_table(self, labels) -> pa.Table:
+    def outcomes_table(self, labels: Any) -> pa.Table:
         """Outcome metrics per (variant, set) under relevance ``labels``: a column name the
         table kept, a ``cupel_np.analysis.outcomes.Labels`` (``labels_from(source, column)``)
         or one value per input row. See ``cupel_np.analysis.outcomes``."""

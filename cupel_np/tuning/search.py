@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -269,9 +271,9 @@ def pareto_front(recall: np.ndarray, tokens: np.ndarray) -> np.ndarray:
 
 # --------------------------------------------------------------------------- entry point
 def tune(
-    items,
-    space,
-    budget=None,
+    items: Any,
+    space: SearchSpace | Mapping[str, Any] | str | os.PathLike[str],
+    budget: ContextBudget | int | None = None,
     *,
     label_column: str | Labels,
     objective: str = "token_recall",
