@@ -45,6 +45,7 @@ from cupel_np.errors import (
     TooFewVariantsError,
 )
 from cupel_np.model.budget import ContextBudget
+from cupel_np.model.custom_scorers import ColumnScorer, FunctionScorer, register_scorer
 from cupel_np.model.grid import Sweep
 from cupel_np.model.items import ContextItem, ItemTable
 from cupel_np.model.policy import (
@@ -80,6 +81,7 @@ __all__ = [
     "BudgetCurves",
     "BudgetExceeded",
     "BudgetOverflowError",
+    "ColumnScorer",
     "CompositeScorer",
     "ContextBudget",
     "ContextItem",
@@ -95,6 +97,7 @@ __all__ = [
     "ExclusionReason",
     "ExponentialCurve",
     "Filtered",
+    "FunctionScorer",
     "FrequencyScorer",
     "GreedySlice",
     "IncludedItem",
@@ -129,6 +132,7 @@ __all__ = [
     "QuotaSlice",
     "RecencyScorer",
     "ReflexiveScorer",
+    "register_scorer",
     "run_policy",
     "ScaledScorer",
     "ScarcityError",

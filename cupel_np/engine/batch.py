@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cupel_np.engine import stages
+from cupel_np.engine import reasons, stages
 from cupel_np.engine.batch_kernels import duplicate_groups, duplicate_winners, variant_scores
 from cupel_np.engine.parallel import resolve_threads, run_tasks
 from cupel_np.engine.reasons import R_TRUNCATED
-from cupel_np.engine.scorers import ScoreContext
+from cupel_np.engine.scorers import ScoreContext, check_scorer_columns
 from cupel_np.engine.slicers import kernels as sk
 from cupel_np.engine.slicers.greedy import greedy_segments
 from cupel_np.engine.slicers.quota import quota_greedy_slice
@@ -391,6 +391,8 @@ def run_sweep(
     """Run every variant over every set. Per-(variant, set) failures are recorded in
     ``SweepRun.errors[v][s]``; the caller decides whether they raise. Variants run on
     ``threads`` workers (see ``parallel.resolve_threads``); the result does not depend on it."""
+    if score_context is None:  # a custom scorer's column must exist and be numeric: say so first
+        check_scorer_columns(table, (var.policy.scorer for var in variants))
     n = table.n
     n_sets = table.n_sets
     threads = resolve_threads(threads)
@@ -479,7 +481,7 @@ def run_sweep(
                 f"but only {avail} are available (max_tokens - output_reserve)"
             ),
         )
-        reason[neg_rows] = stages.R_NEGATIVE_TOKENS
+        reason[neg_rows] = reasons.R_NEGATIVE_TOKENS
         # Deduplicate
         if pol.deduplication and members.size:
             winners = duplicate_winners(members, goff, sc)
@@ -492,7 +494,7 @@ def run_sweep(
             surv = np.flatnonzero(keep)
             surv_off = _offsets(segment_sums(keep.astype(np.int64), sc_off))
             lrows = sc_rows[losers]
-            reason[lrows] = stages.R_DEDUPLICATED
+            reason[lrows] = reasons.R_DEDUPLICATED
             out.dedup_winner[v] = (lrows, sc_rows[lwin])
         else:
             surv = all_sc
@@ -647,7 +649,7 @@ def run_sweep(
         else:
             out.trunc_order[v] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
         if count_caps:
-            cc = np.flatnonzero(reason == stages.R_COUNT_CAP_EXCEEDED)
+            cc = np.flatnonzero(reason == reasons.R_COUNT_CAP_EXCEEDED)
             out.count_cap[v] = (cc, detail_a[cc].copy(), detail_b[cc].copy())
         else:
             out.count_cap[v] = (np.zeros(0, np.int64),) * 3

@@ -692,6 +692,11 @@ SCORER_TYPES = (
 )
 
 
+#: scorer types defined outside this module: normalized type name -> parser(entry, where).
+#: ``model/custom_scorers.py`` installs "column" and every ``register_scorer`` name.
+EXTRA_SCORER_TYPES: dict[str, Any] = {}
+
+
 def _as_datetime(where: str, v) -> datetime:
     if isinstance(v, datetime):
         # a date-time without an offset (TOML local date-time) is read as UTC
@@ -793,8 +798,11 @@ def scorer_from_dict(e: Mapping[str, Any], where: str = "scorer") -> Scorer:
         if not msg.startswith(where):
             raise InvalidConfigError(f"{where}: {msg}") from None
         raise
+    if t in EXTRA_SCORER_TYPES:
+        return EXTRA_SCORER_TYPES[t](e, where)
     raise InvalidConfigError(
-        f"{where}: unknown scorer type {e.get('type')!r}; expected one of: {', '.join(SCORER_TYPES)}"
+        f"{where}: unknown scorer type {e.get('type')!r}; expected one of: "
+        f"{', '.join(SCORER_TYPES + tuple(k for k in EXTRA_SCORER_TYPES if k != 'function'))}"
     )
 
 
@@ -888,6 +896,10 @@ def _dotnet_weight(where: str, e: Mapping) -> float:
 def _dotnet_scorer(where: str, e: Any) -> Scorer:
     if not isinstance(e, Mapping):
         raise InvalidInputTypeError(f"{where} must be an object, got {type(e).__name__}")
+    extra = e.get("type")
+    if isinstance(extra, str) and ascii_fold(extra).replace("-", "_") in EXTRA_SCORER_TYPES:
+        # a column scorer or a registered name: the same keys as the dict form (plus weight)
+        return scorer_from_dict(e, where)
     t = _dotnet_enum(f"{where}.type", e.get("type", 0), _DOTNET_SCORER_ORDER)
     inner = e.get("innerScorer")
     if t == "scaled":
@@ -975,6 +987,8 @@ def policy_to_dotnet(policy: Policy) -> dict[str, Any]:
             return {"type": "scaled", "weight": w, "innerScorer": entry(s.inner, 1.0)}
         if type(s) in (RecencyScorer, PriorityScorer, FrequencyScorer, ReflexiveScorer):
             return {"type": s.type_name, "weight": w}
+        if hasattr(s, "dotnet_entry"):  # column and registered scorers (model/custom_scorers.py)
+            return s.dotnet_entry(w)
         raise InvalidConfigError(f"scorer type {s.type_name!r} cannot be written in the .NET policy shape")
 
     sc = policy.scorer
