@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from cupel_np.errors import CupelError, InvalidConfigError
+from cupel_np.model.custom_scorers import load_plugins
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
 
@@ -673,6 +674,14 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--quiet", action="store_true", help="no progress output")
     common.add_argument("--debug", action="store_true", help="show tracebacks")
+    common.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE (a module name or a .py file) first, so the scorers it registers "
+        "with cupel_np.register_scorer can be named in policy and grid files (repeatable)",
+    )
     common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     common.add_argument(
         "--threads",
@@ -820,6 +829,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        load_plugins(args.plugin)
         return args.func(args)
     except UsageError as e:
         _err(str(e))

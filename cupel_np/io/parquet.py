@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from cupel_np._files import atomic_write_bytes, temp_beside
 from cupel_np._version import __version__
 from cupel_np.analysis.sensitivity import sweep
+from cupel_np.engine.scorers.custom import check_schema_columns
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError, MemoryLimitError
 from cupel_np.model._readers import read_items_table
 from cupel_np.model.datasets import (
@@ -144,6 +145,7 @@ def sweep_parquet(
             f"set column {set_column!r} not found in {where} (columns: {', '.join(d.schema.names)})"
         )
     vs = as_variants(variants, budget, allow_budget=True)
+    check_schema_columns(d.schema, (v.policy.scorer for v in vs), where)  # before reading any row
     meta = _variants_metadata(vs)
     if progress is None:
         progress = bool(getattr(sys.stderr, "isatty", lambda: False)())

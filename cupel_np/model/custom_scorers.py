@@ -39,7 +39,8 @@ class ColumnScorer(Scorer):
     """The score is the value of the numeric column ``column`` of the items table.
 
     Tables (Parquet, Arrow, pandas, polars) keep every column beyond the item fields, so a
-    policy may name any integer, floating or decimal column; for tables built from
+    policy may name any integer, floating or decimal column (or a numeric item field such as
+    ``priority``); for tables built from
     ``ContextItem`` objects (which have no extra columns) the value is ``metadata[column]``
     parsed with Rust's f64 grammar. A null value or a missing metadata key scores
     ``default``; NaN and +/-inf are passed through unchanged (the spec's NaN ordering and
@@ -230,3 +231,30 @@ def iter_scorers(scorer: Scorer):
             stack.extend(c for c, _ in reversed(s.entries))
         elif isinstance(s, _policy.ScaledScorer):
             stack.append(s.inner)
+
+
+def load_plugins(modules) -> None:
+    """Import each plugin (a module name, or a path to a ``.py`` file) so the scorers it
+    registers with ``register_scorer`` can be named in policy data; errors name the plugin."""
+    import importlib
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    for spec in modules or ():
+        try:
+            if spec.endswith(".py") or "/" in spec or "\\" in spec:
+                path = Path(spec)
+                if not path.is_file():
+                    raise InvalidConfigError(f"plugin file not found: {spec}")
+                name = f"cupel_np_plugin_{path.stem}"
+                mspec = importlib.util.spec_from_file_location(name, path)
+                mod = importlib.util.module_from_spec(mspec)  # type: ignore[arg-type]
+                sys.modules[name] = mod
+                mspec.loader.exec_module(mod)  # type: ignore[union-attr]
+            else:
+                importlib.import_module(spec)
+        except InvalidConfigError:
+            raise
+        except ImportError as e:
+            raise InvalidConfigError(f"plugin {spec!r} cannot be imported: {e}") from None

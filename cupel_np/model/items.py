@@ -215,6 +215,9 @@ class ItemTable:
     delimits the sets. Strings are encoded once: exact content ids, ASCII-folded kind and tag
     ids (the original strings are kept for output)."""
 
+    #: True for tables built from ContextItems / dicts: a ColumnScorer reads ``metadata[column]``
+    columns_from_metadata = False
+
     def __init__(self, table: pa.Table, set_column: str | None = None):
         # columns beyond the item fields (e.g. a similarity signal a ColumnScorer reads): kept
         # as given, in input order, and gathered only when a scorer asks (``numeric_column``)
@@ -322,8 +325,12 @@ class ItemTable:
                 ) from None
             names.append(set_column if set_column not in ITEM_FIELDS else "__set_key__")
             if set_column in ITEM_FIELDS:
-                return cls(pa.Table.from_arrays(arrays, names=names), set_column="__set_key__")._renamed(set_column)
-        return cls(pa.Table.from_arrays(arrays, names=names), set_column=set_column)
+                out = cls(pa.Table.from_arrays(arrays, names=names), set_column="__set_key__")._renamed(set_column)
+                out.columns_from_metadata = True
+                return out
+        out = cls(pa.Table.from_arrays(arrays, names=names), set_column=set_column)
+        out.columns_from_metadata = True
+        return out
 
     @classmethod
     def from_arrow(cls, data, set_column: str | None = None) -> ItemTable:

@@ -2,8 +2,8 @@
 (``FunctionScorer``).
 
 Column values: a column of the table (an extra column kept from the input, or a numeric item
-field such as ``priority``), else ``metadata[column]`` parsed with Rust's f64 grammar (tables
-built from ContextItems have no extra columns). Null values and missing metadata keys score
+field such as ``priority``); for tables built from ContextItems (which have no extra columns)
+``metadata[column]`` parsed with Rust's f64 grammar. Null values and missing metadata keys score
 the scorer's ``default``; NaN and +/-inf pass through. ``check_scorer_columns`` raises for an
 absent or non-numeric column before any variant runs.
 """
@@ -61,6 +61,11 @@ def column_values(table, column: str) -> tuple[np.ndarray, np.ndarray]:
     if ck in cache:
         return cache[ck]
     col = _source_column(table, column)
+    if col is None and not getattr(table, "columns_from_metadata", False):
+        raise InvalidConfigError(
+            f"column scorer: the items have no column {column!r} "
+            f"(columns: {', '.join(list(ITEM_FIELDS) + list(table.extra_columns))})"
+        )
     if col is not None:
         if not is_numeric_type(col.type):
             raise InvalidInputTypeError(
@@ -77,10 +82,9 @@ def column_values(table, column: str) -> tuple[np.ndarray, np.ndarray]:
 def _metadata_values(table, column: str) -> tuple[np.ndarray, np.ndarray]:
     vals = table.metadata_values(column)
     if table.n == 0 or vals.null_count == len(vals):
-        cols = list(ITEM_FIELDS) + list(getattr(table, "extra_columns", ()))
         raise InvalidConfigError(
-            f"column scorer: the items have no column {column!r} (columns: {', '.join(cols)}) "
-            f"and no item has a metadata key {column!r}"
+            f"column scorer: no item has a metadata key {column!r} (items given as ContextItems "
+            "carry a column scorer's values in metadata)"
         )
     enc = pc.dictionary_encode(vals)
     distinct = enc.dictionary.to_pylist()
@@ -119,8 +123,7 @@ def check_scorer_columns(table, scorers: Iterable) -> None:
 
 def check_schema_columns(schema: pa.Schema, scorers: Iterable, where: str = "items") -> None:
     """The column scorers' check against a schema (streamed and Dask inputs, before reading):
-    a named column that exists must be numeric; one that does not must be readable from the
-    ``metadata`` map (so the schema must have one)."""
+    every named column must exist and be numeric."""
     names = schema.names
     for top in scorers:
         for s in iter_scorers(top):
@@ -130,12 +133,12 @@ def check_schema_columns(schema: pa.Schema, scorers: Iterable, where: str = "ite
                 t = schema.field(s.column).type
                 if not is_numeric_type(t):
                     raise InvalidInputTypeError(
-                        f"column scorer: column {s.column!r} of the {where} is not numeric (type {t}); "
+                        f"column scorer: column {s.column!r} of {where} is not numeric (type {t}); "
                         "it must hold integers, floats or decimals"
                     )
-            elif "metadata" not in names:
+            else:
                 raise InvalidConfigError(
-                    f"column scorer: the {where} have no column {s.column!r} (columns: {', '.join(names)})"
+                    f"column scorer: no column {s.column!r} in {where} (columns: {', '.join(names)})"
                 )
 
 
