@@ -1316,6 +1316,12 @@ def run_pipeline(items, budget, config):
             for row, _score, _is_pinned in kept:
                 kept_tokens = kept_tokens + rows[row]["tokens"]
             for row, score, _is_pinned in dropped:
+                if pinned:
+                    # the spec's PinnedOverride: displaced by the pinned items truncation keeps
+                    # first (as .NET; the Rust crate says BudgetExceeded); displaced_by names
+                    # the first pinned item, as for the slice-stage PinnedOverride
+                    excluded.append((row, score, "PinnedOverride", {"displaced_by": rows[pinned[0]]["content"]}))
+                    continue
                 excluded.append(
                     (
                         row,

@@ -18,7 +18,6 @@ import numpy as np
 from cupel_np.engine import reasons, stages
 from cupel_np.engine.batch_kernels import duplicate_groups, duplicate_winners, variant_scores
 from cupel_np.engine.parallel import resolve_threads, run_tasks
-from cupel_np.engine.reasons import R_TRUNCATED
 from cupel_np.engine.scorers import ScoreContext, check_scorer_columns
 from cupel_np.engine.slicers import kernels as sk
 from cupel_np.engine.slicers.greedy import greedy_segments
@@ -644,7 +643,7 @@ def run_sweep(
         out.avail_slice[v] = eff - sliced_tok
         if truncate:
             trunc = np.flatnonzero(seq >= 3 * n)
-            reason[trunc] = R_TRUNCATED
+            reason[trunc] = stages.truncation_reasons(trunc, table.offsets, cls.pin_offsets)
             out.trunc_order[v] = (trunc, seq[trunc] - 3 * n)
         else:
             out.trunc_order[v] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
