@@ -20,6 +20,7 @@ from cupel_np.engine.batch_kernels import duplicate_groups, duplicate_winners, v
 from cupel_np.engine.parallel import resolve_threads, run_tasks
 from cupel_np.engine.scorers import ScoreContext, check_scorer_columns
 from cupel_np.engine.slicers import kernels as sk
+from cupel_np.engine.slicers import nested
 from cupel_np.engine.slicers.greedy import greedy_segments
 from cupel_np.engine.slicers.quota import quota_greedy_slice
 from cupel_np.errors import (
@@ -542,7 +543,7 @@ def run_sweep(
             identity = unsorted and cand.shape[0] == m
             cand_score = sc if identity else sc[cand]
             rank, s_err, s_err_a, s_err_b, satisfied, cap_dropped = (
-                quota_greedy_slice if unsorted else sk.slice_segments
+                quota_greedy_slice if unsorted else nested.driver_for(pol.slicer, table, slicer_args)
             )(
                 mode,
                 sc_tok if identity else sc_tok[cand],
@@ -565,7 +566,7 @@ def run_sweep(
                 resort,
             )
             out.cap_dropped[v] = cap_dropped
-            entries = getattr(pol.slicer, "entries", ())
+            entries = nested.count_entries(pol.slicer)  # the outer slicer's, then nested ones'
             if len(entries):
                 out.shortfalls[v].add(
                     np.flatnonzero((satisfied >= 0).any(axis=1)),

@@ -461,8 +461,12 @@ def _entry_dict(e: CountQuotaEntry) -> dict:
 
 @dataclass(frozen=True)
 class CountQuotaSlice:
+    """A decorator slicer (spec: slicers/count-quota.md): count requirements and caps per kind
+    around ``inner``, any slicer but ``KnapsackSlice`` (greedy, quota, a nested count quota,
+    count_constrained_knapsack)."""
+
     entries: tuple[CountQuotaEntry, ...] = ()
-    inner: GreedySlice = field(default_factory=GreedySlice)
+    inner: Any = field(default_factory=GreedySlice)
     scarcity_behavior: str = "degrade"
     name = "count_quota"
 
@@ -470,12 +474,13 @@ class CountQuotaSlice:
         es = tuple(self.entries)
         _no_duplicate_kinds("count quota entries", [e.kind for e in es])
         if isinstance(self.inner, KnapsackSlice):
+            # the spec's guard, at construction: CountQuotaSlice wraps any slicer but KnapsackSlice
             raise InvalidConfigError(
-                "count_quota does not support a knapsack inner slicer; use greedy, or the "
-                "count_constrained_knapsack slicer"
+                "count_quota does not support KnapsackSlice as the inner slicer (spec: the knapsack "
+                "guard); use greedy or quota inside it, or the count_constrained_knapsack slicer"
             )
-        if not isinstance(self.inner, GreedySlice):
-            raise InvalidConfigError(f"count_quota inner_slicer must be greedy, got {self.inner!r}")
+        if not isinstance(self.inner, (GreedySlice, QuotaSlice, CountQuotaSlice, CountConstrainedKnapsackSlice)):
+            raise InvalidConfigError(f"count_quota inner_slicer must be a slicer spec, got {self.inner!r}")
         sb = _str("scarcity_behavior", self.scarcity_behavior).lower()
         if sb not in _SCARCITY:
             raise InvalidConfigError(f"scarcity_behavior must be 'degrade' or 'throw', got {self.scarcity_behavior!r}")
@@ -485,7 +490,8 @@ class CountQuotaSlice:
     def to_dict(self):
         return {
             "slicer": "count_quota",
-            "inner_slicer": "greedy",
+            # greedy by name; any other inner slicer as its own slicer table
+            "inner_slicer": "greedy" if isinstance(self.inner, GreedySlice) else self.inner.to_dict(),
             "scarcity_behavior": self.scarcity_behavior,
             "entries": [_entry_dict(e) for e in self.entries],
         }
@@ -840,10 +846,29 @@ def slicer_from_dict(d: Mapping[str, Any]) -> Slicer:
             es.append(CountQuotaEntry(q["kind"], q.get("require_count", 0), q.get("cap_count")))
         sb = d.get("scarcity_behavior", "degrade")
         if name == "count_quota":
-            inner = _simple_slicer(_str("inner_slicer", d.get("inner_slicer", "greedy")), d)
-            return CountQuotaSlice(tuple(es), inner, sb)
+            return CountQuotaSlice(tuple(es), count_quota_inner_from_dict(d), sb)
         return CountConstrainedKnapsackSlice(tuple(es), d.get("bucket_size", 100), sb)
     raise InvalidConfigError(f"unknown slicer {d.get('slicer')!r}; expected one of: {', '.join(SLICER_TYPES)}")
+
+
+def count_quota_inner_from_dict(d: Mapping[str, Any]) -> Slicer:
+    """A count_quota table's ``inner_slicer``: a name - ``greedy``, ``knapsack`` (refused by
+    the spec's guard) or ``quota`` (whose ``quotas`` sit in the same table, inner greedy) - or
+    a full slicer table of its own (any slicer, nested count quotas included)."""
+    inner = d.get("inner_slicer", "greedy")
+    if isinstance(inner, Mapping):
+        try:
+            return slicer_from_dict(inner)
+        except InvalidConfigError as err:
+            raise InvalidConfigError(f"inner_slicer: {err}") from None
+    n = ascii_fold(_str("inner_slicer", inner)).replace("-", "_")
+    if n == "quota":
+        return slicer_from_dict({k: v for k, v in d.items() if k in ("quotas",)} | {"slicer": "quota"})
+    if n not in ("greedy", "knapsack"):
+        raise InvalidConfigError(
+            f"unknown inner_slicer {inner!r} for count_quota; expected greedy, quota or a slicer table"
+        )
+    return _simple_slicer(n, d)
 
 
 # ----------------------------------------------------------------------------- .NET JSON shape
