@@ -500,3 +500,28 @@ def test_load_plugins_module_name(tmp_path, monkeypatch):
         assert c.Policy.from_dict({"scorers": [{"type": "modsig"}]}).scorer == c.ColumnScorer("s")
     finally:
         unregister_scorer("modsig")
+
+
+@pytest.mark.parametrize("form", ["pandas", "polars", "parquet_dir", "subset"])
+def test_every_table_source_keeps_the_signal_column(form, tmp_path):
+    arrow = _corpus(4)
+    if form == "pandas":
+        # (an all-null integer column becomes float in pandas: leave that one out)
+        table = c.ItemTable.from_arrow(arrow.drop_columns(["original_tokens"]).to_pandas(), set_column="conv")
+    elif form == "polars":
+        import polars as pl
+
+        table = c.ItemTable.from_arrow(pl.from_arrow(arrow), set_column="conv")
+    elif form == "parquet_dir":
+        import pyarrow.dataset as ds
+
+        ds.write_dataset(arrow, tmp_path / "d", format="parquet", partitioning=["conv"], partitioning_flavor="hive")
+        table = c.ItemTable.from_parquet(tmp_path / "d", set_column="conv")
+    else:
+        table = c.ItemTable.from_arrow(arrow, set_column="conv").subset("set02")
+    assert "s" in table.extra_columns
+    budget = c.ContextBudget(400, 250)
+    col = c.sweep(table, budget, [("v", c.Policy(c.ColumnScorer("s")))])
+    refl = c.sweep(table, budget, [("v", c.Policy(c.ReflexiveScorer()))])
+    np.testing.assert_array_equal(col.included, refl.included)
+    np.testing.assert_array_equal(col.scores, refl.scores)

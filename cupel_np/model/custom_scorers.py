@@ -235,26 +235,23 @@ def iter_scorers(scorer: Scorer):
 
 def load_plugins(modules) -> None:
     """Import each plugin (a module name, or a path to a ``.py`` file) so the scorers it
-    registers with ``register_scorer`` can be named in policy data; errors name the plugin."""
+    registers with ``register_scorer`` can be named in policy data; errors name the plugin.
+    A file is imported as a module named after it, with its directory put on ``sys.path``
+    (so worker processes a cluster starts afterwards can import it too)."""
     import importlib
-    import importlib.util
     import sys
     from pathlib import Path
 
     for spec in modules or ():
+        name = spec
+        if spec.endswith(".py") or "/" in spec or "\\" in spec:
+            path = Path(spec).resolve()
+            if not path.is_file():
+                raise InvalidConfigError(f"plugin file not found: {spec}")
+            if str(path.parent) not in sys.path:
+                sys.path.insert(0, str(path.parent))
+            name = path.stem
         try:
-            if spec.endswith(".py") or "/" in spec or "\\" in spec:
-                path = Path(spec)
-                if not path.is_file():
-                    raise InvalidConfigError(f"plugin file not found: {spec}")
-                name = f"cupel_np_plugin_{path.stem}"
-                mspec = importlib.util.spec_from_file_location(name, path)
-                mod = importlib.util.module_from_spec(mspec)  # type: ignore[arg-type]
-                sys.modules[name] = mod
-                mspec.loader.exec_module(mod)  # type: ignore[union-attr]
-            else:
-                importlib.import_module(spec)
-        except InvalidConfigError:
-            raise
+            importlib.import_module(name)
         except ImportError as e:
             raise InvalidConfigError(f"plugin {spec!r} cannot be imported: {e}") from None
