@@ -220,7 +220,7 @@ class ItemTable:
 
     def __init__(self, table: pa.Table, set_column: str | None = None):
         # columns beyond the item fields (e.g. a similarity signal a ColumnScorer reads): kept
-        # as given, in input order, and gathered only when a scorer asks (``numeric_column``)
+        # as given, in input order, and gathered only when a scorer asks (``extra_column``)
         self._extra = _extra_columns(table, set_column)
         table = _normalize(table, set_column)
         n = table.num_rows
