@@ -476,7 +476,7 @@ class CountQuotaSlice:
         if isinstance(self.inner, KnapsackSlice):
             # the spec's guard, at construction: CountQuotaSlice wraps any slicer but KnapsackSlice
             raise InvalidConfigError(
-                "count_quota does not support KnapsackSlice as the inner slicer (spec: the knapsack "
+                "count_quota does not support a knapsack inner slicer (KnapsackSlice: the spec's knapsack "
                 "guard); use greedy or quota inside it, or the count_constrained_knapsack slicer"
             )
         if not isinstance(self.inner, (GreedySlice, QuotaSlice, CountQuotaSlice, CountConstrainedKnapsackSlice)):
