@@ -232,12 +232,16 @@ def test_dask_column_equals_reflexive(tmp_path):
     pq.write_table(_corpus(6), items, row_group_size=9)
     budget = c.ContextBudget(400, 250)
     outs = {}
-    with LocalCluster(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0") as cl, Client(cl):
-        for name, signal in (("refl", REFLEXIVE), ("col", COLUMN)):
-            pols = [(k, c.Policy.from_dict(v)) for k, v in _policies(signal).items()]
-            cdask.sweep(str(items), budget, pols, set_column="conv", out_dir=tmp_path / name, progress=False)
-            outs[name] = pq.read_table(tmp_path / name / "items").sort_by("input_row")
-    assert outs["col"].equals(outs["refl"])
+    c.register_scorer("s_fn", lambda: c.FunctionScorer(_identity_fn, name="s_fn"))
+    try:
+        with LocalCluster(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0") as cl, Client(cl):
+            for name, signal in (("refl", REFLEXIVE), ("col", COLUMN), ("fn", {"type": "s_fn"})):
+                pols = [(k, c.Policy.from_dict(v)) for k, v in _policies(signal).items()]
+                cdask.sweep(str(items), budget, pols, set_column="conv", out_dir=tmp_path / name, progress=False)
+                outs[name] = pq.read_table(tmp_path / name / "items").sort_by("input_row")
+    finally:
+        unregister_scorer("s_fn")
+    assert outs["col"].equals(outs["refl"]) and outs["fn"].equals(outs["refl"])
     pols = [(k, c.Policy.from_dict(v)) for k, v in _policies(COLUMN).items()]
     local = c.sweep(c.ItemTable.from_parquet(items, set_column="conv"), budget, pols)
     assert outs["col"].num_rows == local.items_table().num_rows
