@@ -239,6 +239,9 @@ def test_dask_column_equals_reflexive(tmp_path):
                 pols = [(k, c.Policy.from_dict(v)) for k, v in _policies(signal).items()]
                 cdask.sweep(str(items), budget, pols, set_column="conv", out_dir=tmp_path / name, progress=False)
                 outs[name] = pq.read_table(tmp_path / name / "items").sort_by("input_row")
+            bad = [("v", c.Policy(c.ColumnScorer("nope")))]
+            with pytest.raises(InvalidConfigError, match="no column 'nope'"):
+                cdask.sweep(str(items), budget, bad, set_column="conv", out_dir=tmp_path / "bad", progress=False)
     finally:
         unregister_scorer("s_fn")
     assert outs["col"].equals(outs["refl"]) and outs["fn"].equals(outs["refl"])

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from cupel_np.engine.scorers.custom import check_schema_columns
+from cupel_np.engine.scorers.custom import check_schema_columns, column_scorers
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 
 ROW = "__cupel_row__"
@@ -308,9 +308,9 @@ def sweep(
     try:
         ddf, keys = _frame_of(source, set_column, npartitions, client)
         # a column scorer's column must exist and be numeric: checked on the schema, before any task
-        check_schema_columns(
-            pa.Schema.from_pandas(ddf._meta, preserve_index=False), (v.policy.scorer for v in vs), "the items"
-        )
+        wanted = column_scorers(v.policy.scorer for v in vs)
+        if wanted:
+            check_schema_columns(pa.Schema.from_pandas(ddf._meta, preserve_index=False), wanted, "the items")
         shuffled = _spans(keys)
         del keys
         t_plan = time.perf_counter() - t0

@@ -121,6 +121,11 @@ def check_scorer_columns(table, scorers: Iterable) -> None:
                 column_values(table, s.column)
 
 
+def column_scorers(scorers: Iterable) -> list[ColumnScorer]:
+    """Every column scorer in ``scorers`` (nested ones included), in order."""
+    return [s for top in scorers for s in iter_scorers(top) if isinstance(s, ColumnScorer)]
+
+
 def check_schema_columns(schema: pa.Schema, scorers: Iterable, where: str = "items") -> None:
     """The column scorers' check against a schema (streamed and Dask inputs, before reading):
     every named column must exist and be numeric."""
