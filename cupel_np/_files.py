@@ -6,6 +6,12 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import TypeAlias
+
+#: a file system path
+StrPath: TypeAlias = str | os.PathLike[str]
+#: one path (a file, a directory or a glob pattern) or a list of files
+PathOrPaths: TypeAlias = StrPath | list[StrPath] | tuple[StrPath, ...]
 
 
 def _file_mode() -> int:
@@ -34,7 +40,7 @@ def temp_beside(p: Path) -> str:
     return tmp
 
 
-def atomic_write_bytes(path, data: bytes) -> None:
+def atomic_write_bytes(path: StrPath, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temp file + rename (never a half-written file)."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)

@@ -695,15 +695,15 @@ def test_budget_report_renders_in_headless_chromium(tmp_path):
     }
 
 
-def test_readme_budget_example_runs(capsys, monkeypatch):
+def test_docs_budget_example_runs(capsys, monkeypatch):
     import re
 
-    readme = Path(__file__).resolve().parents[1] / "README.md"
-    monkeypatch.chdir(readme.parent)
-    src = readme.read_text()
-    code = re.search(r"## Budget simulation\n.*?```python\n(.*?)```", src, re.S).group(1)
+    page = Path(__file__).resolve().parents[1] / "docs" / "budget-simulation.md"
+    monkeypatch.chdir(page.parents[1])
+    src = page.read_text()
+    code = re.search(r"# Budget simulation\n.*?```python\n(.*?)```", src, re.S).group(1)
     scope = {}
-    exec(compile(code, "README.md", "exec"), scope)
+    exec(compile(code, str(page), "exec"), scope)
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("[ContextItem(content='X'") and out[1] == "70"
     res, mins = scope["res"], scope["mins"]

@@ -359,3 +359,16 @@ def test_closed_stdout_pipe_is_quiet(tmp_path):
     _os.close(write_end)
     assert rc == 141
     assert err_path.read_text() == ""
+
+
+def test_check_subcommand_is_registered(capsys):
+    """`cupel-np check` (cupel_np/testing/cli.py; its behaviour is tested in test_cli_check.py)."""
+    with pytest.raises(SystemExit) as ei:
+        cli.main(["check", "--help"])
+    assert ei.value.code == 0
+    out = capsys.readouterr().out
+    for opt in ("--checks", "--set-column", "--junit", "--max-rows", "--memory-limit", "--chunk-rows"):
+        assert opt in out
+    with pytest.raises(SystemExit) as ei:  # argparse: a missing required option is usage error 2
+        cli.main(["check", str(SAMPLE)])
+    assert ei.value.code == 2 and "--checks" in capsys.readouterr().err

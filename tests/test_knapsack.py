@@ -327,19 +327,13 @@ def slicer_cases(draw):
 def _engine_slice(tokens, scores, kinds, target, config):
     """slice_segments over one score-sorted set; positions in output order."""
     table = ItemTable.from_items([ContextItem(f"c{i}", t, kind=k) for i, (t, k) in enumerate(zip(tokens, kinds))])
-    args = slicer_args(slicer_from_dict(config), table)
-    mode, use_knapsack, bucket, *rest = args
-    rank, err, *_ = sk.slice_segments(
-        mode,
+    rank, err, *_ = slicer_args(slicer_from_dict(config), table).run(
         table.tokens,
         np.asarray(scores, dtype=np.float64),
         table.kind_id,
         np.array([0, table.n], dtype=np.int64),
         np.array([target], dtype=np.int64),
-        use_knapsack,
-        int(bucket),
         KNAPSACK_MAX_CELLS,
-        *rest,
     )
     assert err[0] == 0
     return [int(p) for p in np.argsort(rank) if rank[p] >= 0]

@@ -4,6 +4,8 @@ whatever the run's size."""
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 import numpy as np
 
 from cupel_np.text import escape_html as _e
@@ -12,7 +14,7 @@ REPR_ROWS = 10
 REPR_CSS = "<style>.cupel-np td,.cupel-np th{padding:2px 6px;text-align:left}.cupel-np td.n{text-align:right}</style>"
 
 
-def html_table(head: list[str], rows: list[list], nums: set[int] = frozenset()) -> str:
+def html_table(head: list[str], rows: list[list], nums: AbstractSet[int] = frozenset()) -> str:
     h = "".join(f"<th>{_e(x)}</th>" for x in head)
     body = "".join(
         "<tr>"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -37,7 +38,8 @@ from cupel_np.errors import (
     TableTooLargeError,
 )
 from cupel_np.model.budget import ContextBudget, require_int
-from cupel_np.model.grid import PolicySource, Variant
+from cupel_np.model.grid import PolicySource, Sweep, Variant
+from cupel_np.model.hints import Items, PolicyLike
 from cupel_np.model.items import ContextItem, ItemTable
 from cupel_np.model.policy import CountConstrainedKnapsackSlice, CountQuotaSlice, Policy, QuotaSlice
 
@@ -311,7 +313,13 @@ def _set_keys_array(table: ItemTable) -> pa.Array:
     return pa.array(table.set_keys) if table.set_column else pa.nulls(table.n_sets, pa.string())
 
 
-def budget_curves(items, variants, budgets, *, on_error: str = "collect") -> BudgetCurves:
+def budget_curves(
+    items: Items,
+    variants: Sequence[tuple[str, PolicyLike] | str] | Sweep,
+    budgets: Sequence[ContextBudget | int],
+    *,
+    on_error: str = "collect",
+) -> BudgetCurves:
     """Every variant at every budget of ``budgets`` (a list of ContextBudgets or integers, or
     ``budget_ladder(...)``), as ONE sweep of ``len(variants) * len(budgets)`` columns.
 
@@ -526,9 +534,11 @@ class _Prober:
         src[off[1:] - 1] = -1
         cap = int(u_b.max())
         probe = _ProbeTable(self.table, src, off, self.cls.pinned_tokens[u_set] + (cap - u_b))
-        cls = classify(probe)
-        ctx = _CopiedScores(self.ctx, self.sc_pos[src[cls.sc_rows]])
-        run = run_sweep(probe, [Variant("", self.policy, ContextBudget(cap, cap))], classified=cls, score_context=ctx)
+        # duck-typed: the probe table and its scores carry exactly what classify / run_sweep read
+        table = cast(ItemTable, probe)
+        cls = classify(table)
+        ctx = cast(ScoreContext, _CopiedScores(self.ctx, self.sc_pos[src[cls.sc_rows]]))
+        run = run_sweep(table, [Variant("", self.policy, ContextBudget(cap, cap))], classified=cls, score_context=ctx)
         self.engine_calls += 1
         self.probe_rows += probe.n
         for c, e in run.errors[0].items():
@@ -582,7 +592,12 @@ class _Prober:
 
 
 def min_budgets(
-    items, policy, search_ceiling: int, *, max_probe_rows: int = 4_000_000, stats: dict | None = None
+    items: Items,
+    policy: PolicyLike,
+    search_ceiling: int,
+    *,
+    max_probe_rows: int = 4_000_000,
+    stats: dict | None = None,
 ) -> pa.Table:
     """``find_min_budget_for`` for every row of every item set, without a Python call per row
     or per probe: each binary-search step evaluates the probes of all rows in one engine call

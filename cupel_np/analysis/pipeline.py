@@ -4,14 +4,17 @@ budget-independent runner over one item set. The runner itself is ``cupel_np.eng
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from cupel_np.analysis import budget_sim
 from cupel_np.analysis.selection import SelectionReport
-from cupel_np.analysis.sensitivity import policy_sensitivity
+from cupel_np.analysis.sensitivity import PolicySensitivityReport, policy_sensitivity
 from cupel_np.engine.batch import classify
 from cupel_np.engine.runner import PolicyRun, as_table, check_budget, run_policy
 from cupel_np.errors import CupelError, InvalidInputTypeError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.grid import PolicySource
+from cupel_np.model.hints import Items, Variants
 from cupel_np.model.items import ContextItem
 from cupel_np.model.policy import Policy
 
@@ -42,40 +45,51 @@ class Pipeline(PolicySource):
         run.raise_first_error()
         return run
 
-    def run(self, items, budget: ContextBudget) -> list[ContextItem]:
+    def run(self, items: Items, budget: ContextBudget) -> list[ContextItem]:
         """The selected items in placed order."""
         return [inc.item for inc in self.dry_run(items, budget).included]
 
-    def dry_run(self, items, budget: ContextBudget, *, threads: int | None = None):
+    def dry_run(self, items: Items, budget: ContextBudget, *, threads: int | None = None) -> SelectionReport:
         """A full SelectionReport for one item set (``threads`` as in ``sweep``)."""
         return SelectionReport(self._run_single(items, budget, self.policy, threads), 0)
 
-    def dry_run_with_policy(self, items, budget: ContextBudget, policy: Policy):
+    def dry_run_with_policy(self, items: Items, budget: ContextBudget, policy: Policy) -> SelectionReport:
         """Like ``dry_run`` but with another policy's scorer, slicer, placer and flags."""
         if not isinstance(policy, Policy):
             raise InvalidInputTypeError(f"policy must be a Policy, got {type(policy).__name__}")
         return SelectionReport(self._run_single(items, budget, policy), 0)
 
     def policy_sensitivity(
-        self, items, budget: ContextBudget, variants, *, on_error: str = "raise", threads: int | None = None
-    ):
+        self,
+        items: Items,
+        budget: ContextBudget,
+        variants: Variants,
+        *,
+        on_error: str = "raise",
+        threads: int | None = None,
+    ) -> PolicySensitivityReport:
         """Compare ``variants`` over ``items`` (the .NET extension method's shape)."""
         return policy_sensitivity(items, budget, variants, on_error=on_error, threads=threads)
 
     # -- budget simulation (spec: analytics/budget-simulation.md; see budget_sim.py) ---------
-    def get_marginal_items(self, items, budget: ContextBudget, slack_tokens: int) -> list[ContextItem]:
+    def get_marginal_items(self, items: Items, budget: ContextBudget, slack_tokens: int) -> list[ContextItem]:
         """Items included at ``budget`` but excluded at ``budget`` reduced by ``slack_tokens``."""
         return budget_sim.get_marginal_items(self.policy, items, budget, slack_tokens)
 
-    def find_min_budget_for(self, items, target_item, search_ceiling: int) -> int | None:
+    def find_min_budget_for(self, items: Items, target_item: ContextItem, search_ceiling: int) -> int | None:
         """The smallest budget in ``[target_item.tokens, search_ceiling]`` the spec's binary
         search finds that includes ``target_item`` (None when it finds none)."""
         return budget_sim.find_min_budget_for(self.policy, items, target_item, search_ceiling)
 
 
 def policy_sensitivity_from_pipelines(
-    items, budget: ContextBudget, variants, *, on_error: str = "raise", threads: int | None = None
-):
+    items: Items,
+    budget: ContextBudget,
+    variants: Sequence[tuple[str, Pipeline]],
+    *,
+    on_error: str = "raise",
+    threads: int | None = None,
+) -> PolicySensitivityReport:
     """``policy_sensitivity`` with ``(label, Pipeline)`` variants (upstream parity)."""
     for i, v in enumerate(variants):
         if isinstance(v, (tuple, list)) and len(v) == 2 and not isinstance(v[1], Pipeline):

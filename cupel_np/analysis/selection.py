@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from functools import cached_property
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from cupel_np.engine import reasons
 from cupel_np.engine.reasons import REASON_NAMES
 from cupel_np.model.items import ContextItem
 from cupel_np.text import shorten
+
+if TYPE_CHECKING:
+    from cupel_np.engine.runner import PolicyRun
 
 
 class InclusionReason(enum.Enum):
@@ -206,7 +209,7 @@ class SelectionReport:
     ``included``: placed order; ``excluded``: score descending (stable by the order the
     pipeline excluded them); every input row is in exactly one of them."""
 
-    def __init__(self, run, segment: int):
+    def __init__(self, run: PolicyRun, segment: int):
         err = run.error_of(segment)
         if err is not None:
             # this (policy, set) failed: there is no selection to report

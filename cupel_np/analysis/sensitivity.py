@@ -30,6 +30,7 @@ from cupel_np.engine.runner import PolicyRun, as_table
 from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError, TooFewVariantsError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.grid import as_variants, check_on_error
+from cupel_np.model.hints import Items, SetKey, Variants
 from cupel_np.model.items import ItemTable
 from cupel_np.text import escape_html, shorten
 
@@ -218,7 +219,7 @@ class SweepResult:
         failed = self.failed.reshape(-1)
         used = tok.reshape(-1)
         util = np.divide(used, target, out=np.zeros(used.shape, dtype=np.float64), where=target > 0)
-        errors = [None] * (n_var * n_sets)
+        errors: list[str | None] = [None] * (n_var * n_sets)
         for v, errs in enumerate(run.errors):
             for s, e in errs.items():
                 errors[v * n_sets + s] = str(e)
@@ -238,10 +239,10 @@ class SweepResult:
         )
 
     # -- reports --------------------------------------------------------------------------
-    def report(self, set_key=None) -> PolicySensitivityReport:
+    def report(self, set_key: SetKey = None) -> PolicySensitivityReport:
         return PolicySensitivityReport(self, self.table.segment_of(set_key))
 
-    def selection_report(self, label: str, set_key=None) -> SelectionReport:
+    def selection_report(self, label: str, set_key: SetKey = None) -> SelectionReport:
         """One variant's SelectionReport for one set (raises that cell's error if it failed)."""
         if label not in self.labels:
             raise InvalidConfigError(f"no variant labelled {label!r}; labels: {', '.join(self.labels)}")
@@ -344,9 +345,9 @@ class PolicySensitivityReport:
 
 # --------------------------------------------------------------------------- entry points
 def sweep(
-    items,
+    items: Items,
     budget: ContextBudget | None,
-    variants,
+    variants: Variants,
     *,
     on_error: str = "raise",
     progress: bool | None = None,
@@ -383,7 +384,12 @@ def sweep(
 
 
 def policy_sensitivity(
-    items, budget: ContextBudget, variants, *, on_error: str = "raise", threads: int | None = None
+    items: Items,
+    budget: ContextBudget,
+    variants: Variants,
+    *,
+    on_error: str = "raise",
+    threads: int | None = None,
 ) -> PolicySensitivityReport:
     """The spec's policy sensitivity over ONE item set: every variant's SelectionReport and
     the contents whose inclusion differs between at least two variants."""

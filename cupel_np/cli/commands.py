@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from cupel_np._version import __version__
 from cupel_np.errors import CupelError, InvalidConfigError
 from cupel_np.model.custom_scorers import load_plugins
 
@@ -713,6 +714,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="cupel-np",
         description="Cupel context selection at corpus scale: which items do your policies swap in or out?",
     )
+    parser.add_argument("--version", action="version", version=f"cupel-np {__version__}")
     sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     p = sub.add_parser("demo", parents=[common], help="presets x budgets on the sample corpus; Parquet + HTML report")
@@ -822,6 +824,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("conformance", parents=[common], help="run conformance vectors (files or directories)")
     p.add_argument("paths", nargs="+")
     p.set_defaults(func=cmd_conformance)
+
+    from cupel_np.testing.cli import add_check_parser
+
+    add_check_parser(sub, common)  # `cupel-np check`: implemented in cupel_np/testing/cli.py
     return parser
 
 

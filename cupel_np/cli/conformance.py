@@ -117,7 +117,7 @@ def run_scoring(vec: Mapping) -> None:
 
 
 def _slicer_run(vec: Mapping):
-    from cupel_np.engine.batch import slicer_args
+    from cupel_np.engine.batch import KNAPSACK_MAX_CELLS, slicer_args
     from cupel_np.engine.slicers import kernels as sk
 
     test = vec["test"]
@@ -129,43 +129,13 @@ def _slicer_run(vec: Mapping):
     table = ItemTable.from_items(items)
     score = np.array([float(d.get("score", 0.0)) for d in scored], dtype=np.float64)
     target = int((vec.get("budget") or {}).get("target_tokens", 0))
-    (
-        mode,
-        use_knapsack,
-        bucket,
-        kind_rank,
-        q_has,
-        q_req,
-        q_cap,
-        q_req_all,
-        e_kind,
-        e_req,
-        cap_of_kind,
-        throw,
-        resort,
-    ) = slicer_args(slicer, table)
-    from cupel_np.engine.batch import KNAPSACK_MAX_CELLS
-
-    rank, err, err_a, err_b, satisfied, cap_dropped = sk.slice_segments(
-        mode,
+    rank, err, err_a, err_b, satisfied, cap_dropped = slicer_args(slicer, table).run(
         table.tokens,
         score,
         table.kind_id,
         np.array([0, table.n], dtype=np.int64),
         np.array([target], dtype=np.int64),
-        use_knapsack,
-        int(bucket),
         KNAPSACK_MAX_CELLS,
-        kind_rank,
-        q_has,
-        q_req,
-        q_cap,
-        q_req_all,
-        e_kind,
-        e_req,
-        cap_of_kind,
-        throw,
-        resort,
     )
     if err[0] == sk.ERR_SCARCITY:
         raise _Coded("scarcity")

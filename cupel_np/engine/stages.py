@@ -119,7 +119,16 @@ def _chronological_all(
 ):
     """``_chronological_filter`` when every merged item is kept in merged order (no
     truncation): input position = pinned index, or ``n_pin + rank`` for a sliced item.
-    Leaves ``lstpos`` set for the kept rows: the caller resets it."""
+    Leaves ``lstpos`` set for the kept rows: the caller resets it.
+
+    Arguments (one segment of ``_place_segments``'s arrays, see there)
+        pinned : ``pin_rows[plo:plo + n_pin]``
+        candidates : ``cand_rows[clo:chi]`` with their ``rank`` (-1: not selected); ``m``
+            merged items in all
+        per row : ``ts_valid``
+        shared order : ``ts_order[a:b]`` / ``ts_sorted[a:b]``, the segment's timestamped rows
+        scratch : ``lstpos`` (per row)
+        output : ``position`` (per row)"""
     for q in range(n_pin):
         lstpos[pin_rows[plo + q]] = q
     for p in range(clo, chi):
@@ -156,7 +165,13 @@ def _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, u_rank, u_
     """U-shaped placement when every merged item is kept: the sliced items come ordered
     (``u_rank[ua:ub]``, score desc then rank, keys ``u_key``); the pinned items (score 1.0)
     go before the first sliced item whose score is not above 1.0. Item ``j`` of that order
-    is placed at ``j // 2`` (even ``j``) or ``m - 1 - j // 2`` (odd ``j``)."""
+    is placed at ``j // 2`` (even ``j``) or ``m - 1 - j // 2`` (odd ``j``).
+
+    Arguments (one segment of ``_place_segments``'s arrays, see there)
+        pinned : ``pin_rows[plo:plo + n_pin]``
+        candidates : ``cand_rows[clo:chi]`` with their ``rank``; ``m`` merged items in all
+        u-shaped order : ``u_rank[ua:ub]`` and ``u_key[ua:ub]``; ``one_key``
+        output : ``position`` (per row)"""
     row_of = np.empty(ub - ua, dtype=np.int64)  # sliced row by rank
     for p in range(clo, chi):
         r = rank[p]
@@ -235,7 +250,16 @@ def _chronological_filter(
     (ties by input order), then the others in input order. Writes ``position[row]``.
 
     Per-row work runs in row order (the candidates) or in timestamp order (the shared order);
-    only ``lstpos`` (-1 on entry and exit) and ``position`` are addressed by row."""
+    only ``lstpos`` (-1 on entry and exit) and ``position`` are addressed by row.
+
+    Arguments (one segment of ``_place_segments``'s arrays, see there)
+        merged list : ``mrow`` (row per merged index; the first ``n_pin`` pinned) and the kept
+            ``lst[:n_keep]``
+        candidates : ``cand_rows[clo:chi]`` with their ``rank``
+        per row : ``ts_valid``
+        shared order : ``ts_order[a:b]`` / ``ts_sorted[a:b]``, the segment's timestamped rows
+        scratch : ``lstpos`` (per row), ``mark`` (per merged index)
+        output : ``position`` (per row)"""
     m = mark.shape[0]
     inv = mark  # merged index -> input-order position (-1 when dropped)
     for q in range(m):
@@ -506,26 +530,67 @@ def _place_segments(
     u_off,
     one_key,
 ):
-    """Merge pinned and sliced items per segment, apply the overflow strategy, run the placer
-    and write every row's inclusion/exclusion reason (``detail_a``/``detail_b``: the cap and
-    the count of a CountCapExceeded row; the other reasons' fields are rebuilt on demand). Returns per segment ``(err, err_a,
-    sliced_tokens, kept_tokens)`` (``ERR_OVERFLOW`` with the merged token count when the
-    strategy is throw; the tokens the slicer selected; the tokens of the included rows).
+    """Merge pinned and sliced items per segment (item set), apply the overflow strategy, run
+    the placer and write every row's inclusion/exclusion reason.
 
-    ``ts_order[ts_offsets[s]:ts_offsets[s+1]]`` holds segment ``s``'s timestamped rows sorted
-    by timestamp (shared by every variant; ties in any order). Chronological placement of a
-    segment that keeps many of its rows filters that order instead of sorting, then repairs
-    runs of equal timestamps to the placer's input order. ``lstpos`` is per-row scratch, -1
-    on entry and on exit.
+    Parameters, by what they are indexed by (row: the table's grouped row order; segment:
+    item set; candidate: the slicer's input, segment by segment):
 
-    ``seq[row]`` is written only for the rows truncation drops (``3 * n_rows`` + drop order);
-    the caller reads it only then, after setting it to -1 (it may pass an empty array when the
-    overflow strategy is not truncate).
+    Per row of the table (read only)
+        n_rows : the number of rows, N (truncation marks start at ``3 * n_rows``)
+        tokens : int64 tokens per row
+        kind : int64 kind id per row
+        ts, ts_valid : int64 timestamp per row (the table's unit) and whether it has one
+    Per segment (read only)
+        pin_rows, pin_offsets : the non-negative pinned rows, grouped by segment
+            (``pin_rows[pin_offsets[s]:pin_offsets[s+1]]``, input order)
+        eff_targets : the spec's effective target (what the slicer was given)
+        budget_targets, budget_reserves : the budget's target_tokens and output_reserve (the
+            overflow target, and the PinnedOverride limit ``target - reserve``)
+    Per candidate (the slice stage's output; segment ``s`` is ``cand_offsets[s]:cand_offsets[s+1]``)
+        cand_rows : table row of each candidate
+        cand_score : its score
+        cand_offsets : per segment, int64 [n_seg + 1]
+        rank : its place in the slicer's output, -1 when not selected
+    Per variant (its policy)
+        overflow : ``OVERFLOW_THROW`` / ``OVERFLOW_TRUNCATE`` / ``OVERFLOW_PROCEED``
+        placer : ``PLACER_CHRONOLOGICAL`` / ``PLACER_U_SHAPED``
+        count_caps : the slicer has count caps (CountCapExceeded reasons are written)
+        cap_of_kind : int64 per kind id, its count cap (-1 none); read only with ``count_caps``
+    Shared by every variant (``timestamp_order``; read only)
+        use_ts_order : whether the next three hold the shared order (else empty: every
+            segment sorts its own kept items)
+        ts_order, ts_sorted, ts_offsets : every segment's timestamped rows sorted by timestamp
+            (``ts_order[ts_offsets[s]:ts_offsets[s+1]]``, ties in any order) and their
+            timestamps in that order. Chronological placement of a segment that keeps many of
+            its rows filters that order instead of sorting, then repairs runs of equal
+            timestamps to the placer's input order.
+    Per variant, prepared by the wrapper (``_sliced_score_order``; u-shaped only, else empty)
+        u_rank, u_key, u_off : ``u_rank[u_off[s]:u_off[s+1]]`` (when not empty) holds the ranks
+            of segment ``s``'s selected items in u-shaped order (score desc, rank), their score
+            keys in ``u_key``. It serves the segment when nothing is truncated; a truncating
+            segment sorts its kept items itself.
+    Tuning constants (choose the path, never the answer)
+        chrono_min : ``CHRONO_FILTER_MIN``
+        radix_min : ``RADIX_MIN``
+        one_key : ``_ONE_KEY``, the u-shaped order key of a pinned item's score 1.0
+    Scratch
+        lstpos : per row, -1 on entry and on exit
+    Outputs (per row; only the rows of the merged segments are written)
+        included : bool, the row is in the context
+        reason : int8 reason code (``engine.reasons``)
+        detail_a, detail_b : the cap and the count of a CountCapExceeded row (with
+            ``count_caps``; may be empty otherwise); other reasons' fields are rebuilt on demand
+        position : the placed position of an included row
+        seq : written only for the rows truncation drops (``3 * n_rows`` + drop order); the
+            caller reads it only then, after setting it to -1 (it may pass an empty array when
+            the overflow strategy is not truncate)
 
-    ``u_rank[u_off[s]:u_off[s+1]]`` (when not empty) holds the ranks of segment ``s``'s selected
-    items in u-shaped order (score desc, rank) with their score keys in ``u_key``
-    (``_sliced_score_order``; ``one_key``: the key of a pinned item's score 1.0). It serves
-    the segment when nothing is truncated; a truncating segment sorts its kept items itself."""
+    Returns
+        per segment ``(err, err_a, sliced_tokens, kept_tokens)``: ``ERR_OVERFLOW`` with the
+        merged token count when the strategy is throw; the tokens the slicer selected; the
+        tokens of the included rows.
+    """
     n_seg = pin_offsets.shape[0] - 1
     err = np.zeros(n_seg, dtype=np.int8)
     err_a = np.zeros(n_seg, dtype=np.int64)
@@ -780,6 +845,47 @@ def _place_segments(
     return err, err_a, sliced_out, kept_out
 
 
+def _order_for_placer(
+    tokens,
+    pin_rows,
+    pin_offsets,
+    cand_rows,
+    cand_score,
+    cand_tok,
+    cand_offsets,
+    rank,
+    rank_prefix,
+    budget_targets,
+    overflow,
+    placer,
+    prefix_compared,
+):
+    """Order what the placer compares of each unordered greedy prefix (``_finish_ranks``) and,
+    for u-shaped placement, the selected items' score order (``_sliced_score_order``):
+    ``(u_rank, u_key, u_off)``, empty for chronological placement."""
+    if cand_tok is None and (placer == PLACER_U_SHAPED or rank_prefix is not None):
+        cand_tok = tokens[cand_rows]
+    left = None
+    if rank_prefix is not None and (rank_prefix > 1).any():
+        left = _finish_ranks(
+            tokens,
+            pin_rows,
+            pin_offsets,
+            cand_score,
+            cand_tok,
+            cand_offsets,
+            rank,
+            rank_prefix,
+            budget_targets,
+            overflow,
+            placer,
+            prefix_compared,
+        )
+    if placer == PLACER_U_SHAPED:
+        return _sliced_score_order(rank, cand_score, cand_tok, cand_offsets, U_SORT_MIN, left)
+    return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(pin_offsets.shape[0], np.int64)
+
+
 def place_segments(
     n_rows,
     tokens,
@@ -828,28 +934,21 @@ def place_segments(
         ts_sorted = np.zeros(0, dtype=ts.dtype)
     if lstpos is None:
         lstpos = np.full(n_rows, -1, dtype=np.int64)
-    if cand_tok is None and (placer == PLACER_U_SHAPED or rank_prefix is not None):
-        cand_tok = tokens[cand_rows]
-    left = None
-    if rank_prefix is not None and (rank_prefix > 1).any():
-        left = _finish_ranks(
-            tokens,
-            pin_rows,
-            pin_offsets,
-            cand_score,
-            cand_tok,
-            cand_offsets,
-            rank,
-            rank_prefix,
-            budget_targets,
-            overflow,
-            placer,
-            prefix_compared,
-        )
-    if placer == PLACER_U_SHAPED:
-        u_rank, u_key, u_off = _sliced_score_order(rank, cand_score, cand_tok, cand_offsets, U_SORT_MIN, left)
-    else:
-        u_rank, u_key, u_off = np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(pin_offsets.shape[0], np.int64)
+    u_rank, u_key, u_off = _order_for_placer(
+        tokens,
+        pin_rows,
+        pin_offsets,
+        cand_rows,
+        cand_score,
+        cand_tok,
+        cand_offsets,
+        rank,
+        rank_prefix,
+        budget_targets,
+        overflow,
+        placer,
+        prefix_compared,
+    )
     return _place_segments(
         n_rows,
         tokens,

@@ -244,6 +244,57 @@ def _delayed(fn):
     return dask.delayed(fn, pure=True)
 
 
+def _checked_variants(budget, variants, *, set_column: str, on_error: str) -> list:
+    """``sweep``'s arguments checked; its variants."""
+    from cupel_np.model.budget import ContextBudget
+    from cupel_np.model.grid import as_variants, check_on_error
+
+    check_on_error(on_error)
+    if not isinstance(set_column, str) or not set_column:
+        raise InvalidConfigError(f"set_column must be a column name, got {set_column!r}")
+    if budget is not None and not isinstance(budget, ContextBudget):
+        raise InvalidInputTypeError(f"budget must be a ContextBudget, got {type(budget).__name__}")
+    vs = as_variants(variants, budget, allow_budget=True)
+    if not vs:
+        raise InvalidConfigError("sweep needs at least one variant")
+    for v in vs:
+        if v.label in ("content", "input_row", set_column):
+            raise InvalidConfigError(f"variant label {v.label!r} clashes with a result column name")
+    return vs
+
+
+def _client_or_own(client):
+    """``(client, own_cluster)``: the given client, else the current one, else a client of a
+    LocalCluster made for this call (``own_cluster``, which the caller closes)."""
+    from distributed import Client, LocalCluster
+
+    if client is not None:
+        return client, None
+    try:
+        from distributed import default_client
+
+        return default_client(), None
+    except ValueError:
+        own_cluster = LocalCluster(processes=True, threads_per_worker=1, dashboard_address=":0")
+        return Client(own_cluster), own_cluster
+
+
+def _summary(results: list[dict], labels: list[str], shuffled: bool, t_plan: float, t0: float) -> dict:
+    """The partitions' results added up (``sweep``'s return value)."""
+    return {
+        "rows": sum(r["rows"] for r in results),
+        "sets": sum(r["sets"] for r in results),
+        "swing": sum(r["swing"] for r in results),
+        "failed": {l: sum(r["failed"][l] for r in results) for l in labels},
+        "partitions": len(results),
+        "parts": sum(r["written"] for r in results),
+        "shuffled": shuffled,
+        "plan_seconds": round(t_plan, 3),
+        "task_seconds": round(sum(r["seconds"] for r in results), 3),
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+
+
 def sweep(
     source,
     budget,
@@ -272,38 +323,18 @@ def sweep(
     Returns the summary: rows, sets, swing (swinging contents), failed (sets per variant),
     partitions, shuffled, seconds."""
     _require()
-    from distributed import Client, LocalCluster, as_completed
+    from distributed import as_completed
 
     from cupel_np.io.parquet import _variants_metadata
-    from cupel_np.model.budget import ContextBudget
-    from cupel_np.model.grid import as_variants, check_on_error
 
     t0 = time.perf_counter()
-    check_on_error(on_error)
-    if not isinstance(set_column, str) or not set_column:
-        raise InvalidConfigError(f"set_column must be a column name, got {set_column!r}")
-    if budget is not None and not isinstance(budget, ContextBudget):
-        raise InvalidInputTypeError(f"budget must be a ContextBudget, got {type(budget).__name__}")
-    vs = as_variants(variants, budget, allow_budget=True)
-    if not vs:
-        raise InvalidConfigError("sweep needs at least one variant")
-    for v in vs:
-        if v.label in ("content", "input_row", set_column):
-            raise InvalidConfigError(f"variant label {v.label!r} clashes with a result column name")
+    vs = _checked_variants(budget, variants, set_column=set_column, on_error=on_error)
     if progress is None:
         progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
     out = Path(out_dir)
     _prepare_out_dir(out, overwrite)
 
-    own_cluster = None
-    if client is None:
-        try:
-            from distributed import default_client
-
-            client = default_client()
-        except ValueError:
-            own_cluster = LocalCluster(processes=True, threads_per_worker=1, dashboard_address=":0")
-            client = Client(own_cluster)
+    client, own_cluster = _client_or_own(client)
     futures = []
     try:
         ddf, keys = _frame_of(source, set_column, npartitions, client)
@@ -344,19 +375,7 @@ def sweep(
             client.close()
             own_cluster.close()
     _remove_temp_files(out)
-    labels = [v.label for v in vs]
-    summary = {
-        "rows": sum(r["rows"] for r in results),
-        "sets": sum(r["sets"] for r in results),
-        "swing": sum(r["swing"] for r in results),
-        "failed": {l: sum(r["failed"][l] for r in results) for l in labels},
-        "partitions": len(results),
-        "parts": sum(r["written"] for r in results),
-        "shuffled": shuffled,
-        "plan_seconds": round(t_plan, 3),
-        "task_seconds": round(sum(r["seconds"] for r in results), 3),
-        "seconds": round(time.perf_counter() - t0, 3),
-    }
+    summary = _summary(results, [v.label for v in vs], shuffled, t_plan, t0)
     meta = _variants_metadata(vs)
     manifest = {
         "format": "cupel_np.sweep.parts/1",

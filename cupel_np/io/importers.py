@@ -31,7 +31,7 @@ import csv
 import json
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -197,7 +197,7 @@ def make_token_counter(spec=None) -> tuple[Callable[[str], int], str]:
         mod = importlib.import_module(prefix)
     except ImportError as e:
         raise InvalidConfigError(f"tokenizer {spec!r}: cannot import module {prefix!r}: {e}") from None
-    fn = mod
+    fn: Any = mod
     for part in rest.split("."):
         fn = getattr(fn, part, None)
         if fn is None:
@@ -382,7 +382,8 @@ def _claude_record(obj, where: str, skipped: dict, tool_call_kind: str) -> tuple
                 continue
             parts.append(_Part(b["text"], "Message", "Chat", False, role, ts, uid))
         elif bt == "tool_use":
-            name, inp = b.get("name"), b.get("input", {})
+            name = b.get("name")
+            inp: Any = b.get("input", {})
             if not isinstance(name, str):
                 raise _Bad(f"{w}: tool_use block without a 'name'")
             parts.append(
@@ -530,20 +531,12 @@ def _message_row(rec, mapping: dict, default_set: str, skipped: dict) -> tuple[s
 
 
 # ----------------------------------------------------------------------------- entry point
-def import_transcripts(
-    fmt: str,
-    paths,
-    *,
-    mapping=None,
-    tokenizer=None,
-    skip_bad: bool = False,
-    set_column: str = "conversation_id",
-    tool_call_kind: str = "ToolCall",
-) -> ImportResult:
-    """Read transcripts in ``fmt`` (one of ``FORMATS``) from ``paths`` (a path or a list; a
-    directory means its ``*.jsonl`` files, sorted) into items. See the module docstring."""
-    if fmt not in FORMATS:
-        raise InvalidConfigError(f"unknown transcript format {fmt!r}; known: {', '.join(FORMATS)}")
+_ITEM_COLUMNS = ("content", "tokens", "kind", "source", "pinned", "timestamp", "tags", "metadata")
+
+
+def _transcript_files(paths) -> list[Path]:
+    """The files ``paths`` names (a path or a list; a directory means its transcript files,
+    sorted); an error for a missing file, an empty directory or no file at all."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     files: list[Path] = []
@@ -562,6 +555,85 @@ def import_transcripts(
             files.append(p)
     if not files:
         raise InvalidConfigError("no transcript files given")
+    return files
+
+
+def _counted(parts: list[_Part], count: Callable[[str], int]) -> list[int]:
+    """Each part's tokens: its own, else the counter's (which must return an integer >= 0)."""
+    counted = []
+    for pt in parts:
+        if pt.tokens is not None:
+            counted.append(pt.tokens)
+            continue
+        k = count(pt.content)
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            try:
+                k2 = int(k)
+            except (TypeError, ValueError):
+                k2 = None
+            if k2 is None or k2 != k or k2 < 0 or isinstance(k, bool):
+                raise InvalidConfigError(f"token counter returned {k!r} (expected an integer >= 0)")
+            k = k2
+        counted.append(k)
+    return counted
+
+
+def _append_items(
+    cols: dict[str, list], set_column: str, sid, parts: list[_Part], counted: list[int], path: Path, n: int, unit: str
+) -> None:
+    """One item per part, appended to the columns (metadata names the file and line or row)."""
+    for pt, k in zip(parts, counted):
+        md = {"role": pt.role, "file": path.name, "line" if unit == "line" else "row": str(n)}
+        if pt.id:
+            md["message_id"] = pt.id
+        if pt.tool_name:
+            md["tool_name"] = pt.tool_name
+        if pt.tool_call_id:
+            md["tool_call_id"] = pt.tool_call_id
+        if not pt.role:
+            del md["role"]
+        cols[set_column].append(sid)
+        cols["content"].append(pt.content)
+        cols["tokens"].append(k)
+        cols["kind"].append(pt.kind)
+        cols["source"].append(pt.source)
+        cols["pinned"].append(pt.pinned)
+        cols["timestamp"].append(pt.timestamp)
+        cols["tags"].append([pt.role] if pt.role else [])
+        cols["metadata"].append(list(md.items()))
+
+
+def _items_schema(set_column: str) -> pa.Schema:
+    return pa.schema(
+        [
+            (set_column, pa.string()),
+            ("content", pa.string()),
+            ("tokens", pa.int64()),
+            ("kind", pa.string()),
+            ("source", pa.string()),
+            ("pinned", pa.bool_()),
+            ("timestamp", pa.timestamp("us", tz="UTC")),
+            ("tags", pa.list_(pa.string())),
+            ("metadata", pa.map_(pa.string(), pa.string())),
+        ]
+    )
+
+
+def import_transcripts(
+    fmt: str,
+    paths: str | Path | Sequence[str | Path],
+    *,
+    mapping: str | dict[str, str] | None = None,
+    tokenizer: str | Callable[[str], int] | None = None,
+    skip_bad: bool = False,
+    set_column: str = "conversation_id",
+    tool_call_kind: str = "ToolCall",
+) -> ImportResult:
+    """Read transcripts in ``fmt`` (one of ``FORMATS``) from ``paths`` (a path or a list; a
+    directory means its ``*.jsonl`` files, sorted) into items. See the module docstring."""
+    if fmt not in FORMATS:
+        raise InvalidConfigError(f"unknown transcript format {fmt!r}; known: {', '.join(FORMATS)}")
+    files = _transcript_files(paths)
     if not isinstance(tool_call_kind, str) or is_blank(tool_call_kind):
         raise InvalidConfigError(f"tool_call_kind must be a non-blank string, got {tool_call_kind!r}")
     if (
@@ -575,9 +647,7 @@ def import_transcripts(
         raise InvalidConfigError(f"a column mapping applies to the 'messages' format, not {fmt!r}")
     count, _ = make_token_counter(tokenizer)
 
-    cols: dict[str, list] = {
-        k: [] for k in (set_column, "content", "tokens", "kind", "source", "pinned", "timestamp", "tags", "metadata")
-    }
+    cols: dict[str, list] = {k: [] for k in (set_column, *_ITEM_COLUMNS)}
     bad: list[BadRecord] = []
     skipped: dict[str, int] = {}
     lines = 0
@@ -601,21 +671,7 @@ def import_transcripts(
                     sid, parts = _claude_record(rec, name, local_skipped, tool_call_kind)
                 else:
                     sid, parts = _message_row(rec, mapping, path.stem, local_skipped)
-                counted = []
-                for pt in parts:
-                    if pt.tokens is not None:
-                        counted.append(pt.tokens)
-                        continue
-                    k = count(pt.content)
-                    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-                        try:
-                            k2 = int(k)
-                        except (TypeError, ValueError):
-                            k2 = None
-                        if k2 is None or k2 != k or k2 < 0 or isinstance(k, bool):
-                            raise InvalidConfigError(f"token counter returned {k!r} (expected an integer >= 0)")
-                        k = k2
-                    counted.append(k)
+                counted = _counted(parts, count)
             except _Bad as e:
                 if not skip_bad:
                     where = f"{name}:{n}" if unit == "line" else f"{name}: row {n}"
@@ -626,37 +682,6 @@ def import_transcripts(
                 continue
             for r, c in local_skipped.items():
                 _count(skipped, r, c)
-            for pt, k in zip(parts, counted):
-                md = {"role": pt.role, "file": path.name, "line" if unit == "line" else "row": str(n)}
-                if pt.id:
-                    md["message_id"] = pt.id
-                if pt.tool_name:
-                    md["tool_name"] = pt.tool_name
-                if pt.tool_call_id:
-                    md["tool_call_id"] = pt.tool_call_id
-                if not pt.role:
-                    del md["role"]
-                cols[set_column].append(sid)
-                cols["content"].append(pt.content)
-                cols["tokens"].append(k)
-                cols["kind"].append(pt.kind)
-                cols["source"].append(pt.source)
-                cols["pinned"].append(pt.pinned)
-                cols["timestamp"].append(pt.timestamp)
-                cols["tags"].append([pt.role] if pt.role else [])
-                cols["metadata"].append(list(md.items()))
-    schema = pa.schema(
-        [
-            (set_column, pa.string()),
-            ("content", pa.string()),
-            ("tokens", pa.int64()),
-            ("kind", pa.string()),
-            ("source", pa.string()),
-            ("pinned", pa.bool_()),
-            ("timestamp", pa.timestamp("us", tz="UTC")),
-            ("tags", pa.list_(pa.string())),
-            ("metadata", pa.map_(pa.string(), pa.string())),
-        ]
-    )
-    table = pa.Table.from_pydict(cols, schema=schema)
+            _append_items(cols, set_column, sid, parts, counted, path, n, unit)
+    table = pa.Table.from_pydict(cols, schema=_items_schema(set_column))
     return ImportResult(table, set_column, bad, skipped, lines)

@@ -16,6 +16,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -24,10 +25,11 @@ import pyarrow.parquet as pq
 
 from cupel_np._files import atomic_write_bytes, temp_beside
 from cupel_np._version import __version__
-from cupel_np.analysis.sensitivity import sweep
+from cupel_np.analysis.sensitivity import SweepResult, sweep
 from cupel_np.engine.scorers.custom import check_schema_columns
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError, MemoryLimitError
 from cupel_np.model._readers import read_items_table
+from cupel_np.model.budget import ContextBudget
 from cupel_np.model.datasets import (
     IN_MEMORY_FACTOR,
     check_fits,
@@ -42,6 +44,7 @@ from cupel_np.model.datasets import (
     whole_set_chunks,
 )
 from cupel_np.model.grid import as_variants
+from cupel_np.model.hints import PathOrPaths, StrPath, Variants
 from cupel_np.model.items import SET_COLUMN, ItemTable, Problems, check_items
 from cupel_np.model.policy import json_default
 
@@ -91,7 +94,7 @@ class _AtomicWriter:
                 os.unlink(self.tmp)
 
 
-def write_sweep(result, out_dir, *, items: bool = True) -> dict[str, Path]:
+def write_sweep(result: SweepResult, out_dir: StrPath, *, items: bool = True) -> dict[str, Path]:
     """Write ``diffs.parquet``, ``variants.parquet`` and (``items=True``) ``items.parquet``
     for a SweepResult into ``out_dir``; the policies and budgets go in the file metadata."""
     out = Path(out_dir)
@@ -102,7 +105,7 @@ def write_sweep(result, out_dir, *, items: bool = True) -> dict[str, Path]:
     return {name: write_parquet_atomic(table, out / f"{name}.parquet", meta) for name, table in tables.items()}
 
 
-def write_parquet_atomic(table: pa.Table, path, meta: dict[bytes, bytes]) -> Path:
+def write_parquet_atomic(table: pa.Table, path: StrPath, meta: dict[bytes, bytes]) -> Path:
     """Write one Arrow table to ``path`` through a temp file + rename, with ``meta`` in the
     schema metadata; an interrupted write leaves no file behind."""
     w = _AtomicWriter(Path(path), table.schema, meta)
@@ -116,10 +119,10 @@ def write_parquet_atomic(table: pa.Table, path, meta: dict[bytes, bytes]) -> Pat
 
 
 def sweep_parquet(
-    path,
-    budget,
-    variants,
-    out_dir,
+    path: PathOrPaths,
+    budget: ContextBudget | None,
+    variants: Variants,
+    out_dir: StrPath,
     *,
     set_column: str,
     chunk_rows: int | None = None,
@@ -170,7 +173,7 @@ def sweep_parquet(
         chunk_iter = whole_set_chunks(d, set_column, chunk_rows, n_groups)
     del run_keys, run_lengths
     writers: dict[str, _AtomicWriter] = {}
-    totals = {"rows": 0, "sets": 0, "swing": 0, "chunks": 0, "chunk_rows": chunk_rows}
+    totals: dict[str, Any] = {"rows": 0, "sets": 0, "swing": 0, "chunks": 0, "chunk_rows": chunk_rows}
     try:
         for chunk, done_groups in chunk_iter:
             table = ItemTable.from_arrow(chunk, set_column=set_column)
@@ -210,7 +213,7 @@ def sweep_parquet(
 
 # ----------------------------------------------------------------------------- validation
 def validate_items(
-    path,
+    path: PathOrPaths,
     set_column: str | None = None,
     max_rows_listed: int = 5,
     *,
@@ -230,7 +233,7 @@ def validate_items(
     except InvalidInputTypeError:  # e.g. repeated column names: the whole-file read names the problem
         if chunk_rows is not None or not (isinstance(path, (str, os.PathLike)) and Path(path).is_file()):
             raise
-        d, chunk_rows, memory_limit = None, None, float("inf")
+        d, chunk_rows = None, None
     if chunk_rows is None and d is not None:
         limit = default_memory_limit() if memory_limit is None else int(memory_limit)
         if estimate_in_memory_peak(d) / IN_MEMORY_FACTOR * VALIDATE_FACTOR > limit:

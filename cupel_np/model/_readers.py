@@ -6,18 +6,24 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from cupel_np._files import PathOrPaths
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.datasets import read_table
 
 
-def one_line(text: str) -> str:
+def one_line(text: object) -> str:
     """Arrow's messages can span lines; errors here are one line."""
     return " ".join(str(text).split())
 
 
-def read_items_table(path, columns: list[str] | None = None, filter=None) -> pa.Table:
+def read_items_table(
+    path: PathOrPaths,
+    columns: list[str] | None = None,
+    filter: pc.Expression | None = None,
+) -> pa.Table:
     """Read items Parquet - a file, a directory (hive partition columns included), a glob or a
     list of files - into an Arrow table in input order (errors name the file). A single file
     without a filter is read directly, so duplicate column names are read as they are (the

@@ -100,7 +100,7 @@ class ContextBudget:
                 self.max_tokens,
                 self.target_tokens,
                 self.output_reserve,
-                tuple(sorted(self.reserved_slots.items())),
+                tuple(sorted((self.reserved_slots or {}).items())),
                 self.estimation_safety_margin_percent,
             )
         )
@@ -112,7 +112,7 @@ class ContextBudget:
             self.max_tokens == other.max_tokens
             and self.target_tokens == other.target_tokens
             and self.output_reserve == other.output_reserve
-            and dict(self.reserved_slots) == dict(other.reserved_slots)
+            and dict(self.reserved_slots or {}) == dict(other.reserved_slots or {})
             and self.estimation_safety_margin_percent == other.estimation_safety_margin_percent
         )
 
@@ -136,7 +136,7 @@ class ContextBudget:
             "max_tokens": self.max_tokens,
             "target_tokens": self.target_tokens,
             "output_reserve": self.output_reserve,
-            "reserved_slots": dict(self.reserved_slots),
+            "reserved_slots": dict(self.reserved_slots or {}),
             "estimation_safety_margin_percent": self.estimation_safety_margin_percent,
         }
 

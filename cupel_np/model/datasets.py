@@ -154,7 +154,7 @@ def pieces(source, npartitions: int | None = None) -> tuple[list[Piece], pa.Sche
         raise InvalidConfigError(f"npartitions must be at least 1, got {npartitions}")
     out: list[Piece] = []
     cur: list[int] = []
-    cur_path, cur_rows, cur_bin, first = None, 0, -1, 0
+    cur_path, cur_rows, cur_bin, first = "", 0, -1, 0  # cur_path is read only once cur holds a group
     row = 0
     for path, g, r in groups:
         b = row * npartitions // max(total, 1)  # the partition this row group starts in

@@ -7,6 +7,7 @@ import dataclasses
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.budget import ContextBudget
@@ -14,6 +15,7 @@ from cupel_np.model.policy import (
     CompositeScorer,
     KnapsackSlice,
     Policy,
+    Slicer,
     slicer_from_dict,
 )
 from cupel_np.model.presets import preset
@@ -111,10 +113,10 @@ class Sweep:
 
     def __init__(
         self,
-        policies,
+        policies: Mapping[str, Policy] | Sequence[str | Policy] | str | Policy,
         *,
         weights: Sequence[Mapping[str, float]] | None = None,
-        slicers: Sequence | None = None,
+        slicers: Sequence[Slicer | str | Mapping[str, Any]] | None = None,
         placers: Sequence[str] | None = None,
         budgets: Sequence[ContextBudget] | None = None,
     ):
@@ -163,7 +165,7 @@ class Sweep:
         self._budget_labels = [""]
         if budgets:
             _dimension_labels("budgets", self.budgets, _budget_label, _budget_label)  # repeats
-            self._budget_labels = _budget_labels(self.budgets)
+            self._budget_labels = _budget_labels(budgets)
 
     def __len__(self) -> int:
         return len(self.policies) * len(self.weights) * len(self.slicers) * len(self.placers) * len(self.budgets)

@@ -8,13 +8,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
-from types import MappingProxyType
+from types import FrameType, MappingProxyType
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cupel_np._files import PathOrPaths
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model._readers import one_line, read_items_table
 from cupel_np.text import WHITE_SPACE_CLASS, ascii_fold, is_blank, parse_rust_f64
@@ -333,7 +334,7 @@ class ItemTable:
         return out
 
     @classmethod
-    def from_arrow(cls, data, set_column: str | None = None) -> ItemTable:
+    def from_arrow(cls, data: Any, set_column: str | None = None) -> ItemTable:
         """From anything ``pyarrow.table()`` accepts (Arrow tables, pandas / polars frames,
         dicts of columns) with snake_case ContextItem column names."""
         if not isinstance(data, pa.Table):
@@ -344,7 +345,13 @@ class ItemTable:
         return cls(data, set_column=set_column)
 
     @classmethod
-    def from_parquet(cls, path, set_column: str | None = None, *, filter=None) -> ItemTable:
+    def from_parquet(
+        cls,
+        path: PathOrPaths,
+        set_column: str | None = None,
+        *,
+        filter: pc.Expression | None = None,
+    ) -> ItemTable:
         """From a Parquet file, a directory of them (hive partition columns are ordinary
         columns, usable as the set column or in ``filter``, a ``pyarrow.compute``
         expression) or a list of files; rows in file order."""
@@ -583,7 +590,7 @@ class ItemTable:
             original_tokens=int(self.original_tokens_col[i]) if self.original_tokens_valid[i] else None,
         )
 
-    def segment_of(self, key) -> int:
+    def segment_of(self, key: object) -> int:
         if self.set_column is None:
             if key is not None:
                 raise InvalidConfigError("this ItemTable has no set column; use set key None")
@@ -595,7 +602,7 @@ class ItemTable:
         except (KeyError, TypeError):
             raise InvalidConfigError(f"no item set with key {key!r} in set column {self.set_column!r}") from None
 
-    def subset(self, key) -> ItemTable:
+    def subset(self, key: object) -> ItemTable:
         """One item set as its own single-set ItemTable (rows in input order)."""
         seg = self.segment_of(key)
         lo, hi = int(self.offsets[seg]), int(self.offsets[seg + 1])
@@ -680,14 +687,16 @@ class Problems:
         self.row_offset = 0
         self.running_tokens = 0.0
         self.reported = 0
-        self._entries: dict[tuple, list] = {}  # key -> [message] or [where, what, listed, count]
+        # key -> (site, [message] or [where, what, listed, count])
+        self._entries: dict[tuple, tuple[tuple[int, ...], list[Any]]] = {}
 
     @staticmethod
     def _site() -> tuple:
         """Where in ``check_items`` a problem is reported (its call lines, and the column the
         checks loop is at): messages are listed in this order, so a streamed check lists them
         in the order of the whole-table check whichever chunk found them first."""
-        lines, f = [], sys._getframe(2)
+        lines: list[int] = []
+        f: FrameType | None = sys._getframe(2)
         while f is not None and f.f_code.co_name != "check_items":
             lines.append(f.f_lineno)
             f = f.f_back
@@ -1106,7 +1115,7 @@ def check_items(table: pa.Table, set_column: str | None, problems: Problems) -> 
                 if f.name == "tags"
                 else pa.MapArray.from_arrays(empty, pa.array([], pa.string()), pa.array([], pa.string()))
             )
-        elif f.name == "metadata" and col.null_count:
+        elif f.name == "metadata" and col is not None and col.null_count:
             col = pc.if_else(col.is_null(), pa.scalar([], type=f.type), col)
         elif col is None:
             col = pa.nulls(n, f.type)

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cupel_np._files import StrPath
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.text import ascii_fold, is_blank
 
@@ -61,7 +62,7 @@ class Scorer:
 
     type_name = ""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         raise NotImplementedError
 
 
@@ -69,7 +70,7 @@ class Scorer:
 class RecencyScorer(Scorer):
     type_name = "recency"
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"type": "recency"}
 
 
@@ -77,7 +78,7 @@ class RecencyScorer(Scorer):
 class PriorityScorer(Scorer):
     type_name = "priority"
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"type": "priority"}
 
 
@@ -85,7 +86,7 @@ class PriorityScorer(Scorer):
 class ReflexiveScorer(Scorer):
     type_name = "reflexive"
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"type": "reflexive"}
 
 
@@ -93,7 +94,7 @@ class ReflexiveScorer(Scorer):
 class FrequencyScorer(Scorer):
     type_name = "frequency"
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"type": "frequency"}
 
 
@@ -126,7 +127,7 @@ class KindScorer(Scorer):
         src = DEFAULT_KIND_WEIGHTS if self.weights is None else self.weights
         return {ascii_fold(k): w for k, w in src}
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         if self.weights is None:
             return {"type": "kind", "use_default_weights": True}
         return {"type": "kind", "weights": [{"kind": k, "weight": w} for k, w in self.weights]}
@@ -161,7 +162,7 @@ class TagScorer(Scorer):
             total += w
         return d, total
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"type": "tag", "tag_weights": [{"tag": k, "weight": w} for k, w in self.tag_weights]}
 
 
@@ -194,7 +195,7 @@ class CompositeScorer(Scorer):
             total += w
         return tuple(w / total for _, w in self.entries)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {
             "type": "composite",
             "scorers": [dict(s.to_dict(), weight=w) for s, w in self.entries],
@@ -212,7 +213,7 @@ class ScaledScorer(Scorer):
         if not isinstance(self.inner, Scorer):
             raise InvalidInputTypeError(f"scaled scorer inner must be a scorer, got {self.inner!r}")
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"type": "scaled", "inner": self.inner.to_dict()}
 
 
@@ -227,7 +228,7 @@ class MetadataTrustScorer(Scorer):
             raise InvalidConfigError(f"metadata_trust default_score must be in [0.0, 1.0], got {v!r}")
         object.__setattr__(self, "default_score", v)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"type": "metadata_trust", "default_score": self.default_score}
 
 
@@ -248,7 +249,7 @@ class MetadataKeyScorer(Scorer):
             raise InvalidConfigError(f"metadata_key boost must be > 0.0, got {b!r}")
         object.__setattr__(self, "boost", b)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"type": "metadata_key", "key": self.key, "value": self.value, "boost": self.boost}
 
 
@@ -262,7 +263,7 @@ class ExponentialCurve:
             raise InvalidConfigError(f"decay curve half_life_secs must be > 0 and finite, got {v!r}")
         object.__setattr__(self, "half_life_secs", v)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"type": "exponential", "half_life_secs": self.half_life_secs}
 
 
@@ -276,7 +277,7 @@ class WindowCurve:
             raise InvalidConfigError(f"decay curve max_age_secs must be > 0, got {v!r}")
         object.__setattr__(self, "max_age_secs", v)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"type": "window", "max_age_secs": self.max_age_secs}
 
 
@@ -296,7 +297,7 @@ class StepCurve:
             clean.append((age, score))
         object.__setattr__(self, "windows", tuple(clean))
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"type": "step", "windows": [{"max_age_secs": a, "score": s} for a, s in self.windows]}
 
 
@@ -323,7 +324,7 @@ class DecayScorer(Scorer):
             raise InvalidConfigError(f"decay null_timestamp_score must be in [0.0, 1.0], got {v!r}")
         object.__setattr__(self, "null_timestamp_score", v)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {
             "type": "decay",
             "reference_time": self.reference_time,
@@ -337,7 +338,7 @@ class DecayScorer(Scorer):
 class GreedySlice:
     name = "greedy"
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"slicer": "greedy"}
 
 
@@ -352,7 +353,7 @@ class KnapsackSlice:
             raise InvalidConfigError(f"knapsack bucket_size must be > 0, got {b}")
         object.__setattr__(self, "bucket_size", b)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"slicer": "knapsack", "bucket_size": self.bucket_size}
 
 
@@ -409,8 +410,8 @@ class QuotaSlice:
             )
         object.__setattr__(self, "quotas", qs)
 
-    def to_dict(self):
-        d = {
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
             "slicer": "quota",
             "inner_slicer": self.inner.name,
             "quotas": [{"kind": q.kind, "require": q.require, "cap": q.cap} for q in self.quotas],
@@ -487,7 +488,7 @@ class CountQuotaSlice:
         object.__setattr__(self, "entries", es)
         object.__setattr__(self, "scarcity_behavior", sb)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {
             "slicer": "count_quota",
             # greedy by name; any other inner slicer as its own slicer table
@@ -514,7 +515,7 @@ class CountConstrainedKnapsackSlice:
         object.__setattr__(self, "entries", es)
         object.__setattr__(self, "scarcity_behavior", sb)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {
             "slicer": "count_constrained_knapsack",
             "bucket_size": self.bucket_size,
@@ -643,7 +644,7 @@ class Policy:
         return cls.from_dict(data)
 
     @classmethod
-    def from_file(cls, path) -> Policy:
+    def from_file(cls, path: StrPath) -> Policy:
         p = Path(path)
         try:
             text = p.read_text(encoding="utf-8")
@@ -783,10 +784,13 @@ def scorer_from_dict(e: Mapping[str, Any], where: str = "scorer") -> Scorer:
             if not isinstance(c, Mapping):
                 raise InvalidConfigError(f"{where}: decay scorer needs a 'curve' table")
             ct = ascii_fold(_str(f"{where}.curve.type", c.get("type", "")))
-            if ct == "exponential":
-                curve = ExponentialCurve(c.get("half_life_secs"))
+            curve: ExponentialCurve | WindowCurve | StepCurve
+            if ct == "exponential":  # the curves check their own arguments
+                half_life: Any = c.get("half_life_secs")
+                curve = ExponentialCurve(half_life)
             elif ct == "window":
-                curve = WindowCurve(c.get("max_age_secs"))
+                max_age: Any = c.get("max_age_secs")
+                curve = WindowCurve(max_age)
             elif ct == "step":
                 ws = c.get("windows") or []
                 curve = StepCurve(tuple((w.get("max_age_secs"), w.get("score")) for w in ws))
@@ -973,7 +977,7 @@ def policy_from_dotnet(d: Mapping[str, Any]) -> Policy:
         raise InvalidConfigError("slicerType 'stream' is asynchronous and not supported by cupel_np; use greedy")
     base = KnapsackSlice(100 if bucket is None else bucket) if slicer_type == "knapsack" else GreedySlice()
     quotas = d.get("quotas") or []
-    slicer = base
+    slicer: Slicer = base
     if quotas:
         qs = []
         for i, q in enumerate(quotas):

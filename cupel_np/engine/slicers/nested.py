@@ -129,14 +129,12 @@ def _phase3(kind, offsets, committed, res_pos, res_off, inner_rank, cap_of_kind,
 def slice_nested(slicer, table, slicer_args: Callable, tok, score, kind, offsets, targets, max_cells: int):
     """Run ``slicer`` (any slicer spec) over every segment of the score-sorted candidates;
     returns what ``kernels.slice_segments`` returns. ``slicer_args(spec, table)`` flattens a
-    non-nested spec into ``slice_segments``' arguments."""
-    if not is_nested(slicer):
-        (mode, use_knapsack, bucket, *rest) = slicer_args(slicer, table)
-        return sk.slice_segments(
-            mode, tok, score, kind, offsets, targets, use_knapsack, int(bucket), int(max_cells), *rest
-        )
+    spec into the engine's ``SlicerArgs`` (whose ``run`` slices a non-nested spec)."""
     args = slicer_args(slicer, table)
-    e_kind, e_req, cap_of_kind, throw = args[8], args[9], args[10], bool(args[11])
+    if not is_nested(slicer):
+        return args.run(tok, score, kind, offsets, targets, max_cells)
+    e_kind, e_req, cap_of_kind = args.e_kind, args.e_require, args.cap_of_kind
+    throw = bool(args.throw_on_scarcity)
     n, n_seg = tok.shape[0], offsets.shape[0] - 1
     committed = np.zeros(n, dtype=np.bool_)
     rank = np.full(n, -1, dtype=np.int64)
@@ -162,16 +160,3 @@ def slice_nested(slicer, table, slicer_args: Callable, tok, score, kind, offsets
     _phase3(kind, offsets, committed, res_pos, res_off, i_rank, cap_of_kind, rank, cap_dropped)
     rank[np.repeat(err != 0, np.diff(offsets))] = -1
     return rank, err, err_a, err_b, np.concatenate([sat, i_sat], axis=1), cap_dropped + i_drop
-
-
-def driver_for(slicer, table, slicer_args: Callable) -> Callable:
-    """The slice driver for ``slicer``: ``kernels.slice_segments`` itself, or for a nested count
-    quota a function with its signature that runs :func:`slice_nested` (the flattened
-    arguments are the outer slicer's; the inner ones come from the spec)."""
-    if not is_nested(slicer):
-        return sk.slice_segments
-
-    def run(mode, tok, score, kind, offsets, targets, use_knapsack, bucket, max_cells, *_flat):
-        return slice_nested(slicer, table, slicer_args, tok, score, kind, offsets, targets, max_cells)
-
-    return run

@@ -1,0 +1,62 @@
+"""Policy tests: the Cupel.Testing vocabulary over one report, or over every set of a sweep.
+
+``should(report)`` returns the chain of the spec's 13 assertion patterns
+(:class:`SelectionReportAssertionChain`); ``should(result).every_set(variant=...)`` the same
+patterns over every item set of a ``SweepResult`` (:class:`CorpusAssertionChain`), with item
+predicates written as column conditions (:func:`col`). ``match_snapshot`` keeps a report's
+stable JSON form beside the test. See docs/testing.md.
+"""
+
+from __future__ import annotations
+
+from cupel_np.analysis.sensitivity import SweepResult
+from cupel_np.testing.chain import SelectionReportAssertionChain, SelectionReportAssertionError
+from cupel_np.testing.conditions import Column, Condition, col
+from cupel_np.testing.corpus import CorpusAssertionChain, CorpusAssertionError
+from cupel_np.testing.snapshot import SnapshotMismatchError, match_snapshot, snapshot_json
+
+__all__ = [
+    "Column",
+    "Condition",
+    "CorpusAssertionChain",
+    "CorpusAssertionError",
+    "CorpusShould",
+    "SelectionReportAssertionChain",
+    "SelectionReportAssertionError",
+    "SnapshotMismatchError",
+    "col",
+    "match_snapshot",
+    "should",
+    "snapshot_json",
+]
+
+
+class CorpusShould:
+    """``should(result)`` for a sweep: choose the variants with ``every_set``."""
+
+    def __init__(self, result: SweepResult):
+        self.result = result
+
+    def every_set(self, variant=None, *, collect: bool = False, max_listed: int = 10) -> CorpusAssertionChain:
+        """The vocabulary over every item set of the chosen variant(s) (a label, a list of
+        labels, or None for all). ``collect=True``: record failures, raise nothing."""
+        return CorpusAssertionChain(self.result, variant, collect=collect, max_listed=max_listed)
+
+
+class _ReportShould(SelectionReportAssertionChain):
+    def match_snapshot(self, name: str, *, directory=None) -> _ReportShould:
+        """The report matches its snapshot ``name`` (see :func:`match_snapshot`)."""
+        match_snapshot(self.report, name, directory=directory, _stacklevel=2)
+        return self
+
+
+def should(subject):
+    """The assertion chain for a ``SelectionReport`` (or anything with ``included`` and
+    ``excluded`` lists), or for a ``SweepResult`` (then call ``every_set``)."""
+    if isinstance(subject, SweepResult):
+        return CorpusShould(subject)
+    if not (hasattr(subject, "included") and hasattr(subject, "excluded")):
+        from cupel_np.errors import InvalidInputTypeError
+
+        raise InvalidInputTypeError(f"should() takes a SelectionReport or a SweepResult, got {type(subject).__name__}")
+    return _ReportShould(subject)

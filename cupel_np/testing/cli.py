@@ -1,0 +1,226 @@
+"""``cupel-np check ITEMS --checks FILE [--set-column COL] [--junit OUT.xml]``.
+
+Runs every check of a checks file (``cupel_np.testing.checks``) over every item set, prints
+a table of the failing (variant, set) pairs, and exits 1 when a check fails, 2 for bad input
+(the message names the file, check and key), 0 otherwise. ``--junit`` writes JUnit XML (one
+test case per check) for CI systems. An input over the memory limit (or any input given
+``--chunk-rows``) is checked in chunks of whole item sets, like ``sensitivity`` streams.
+"""
+
+from __future__ import annotations
+
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from cupel_np.errors import InvalidConfigError, MemoryLimitError
+
+if TYPE_CHECKING:  # the engine is imported when the command runs, not when the parser is built
+    from cupel_np.model.items import ItemTable
+    from cupel_np.testing.checks import Check, ChecksFile
+
+__all__ = ["CheckOutcome", "add_check_parser", "cmd_check", "junit_xml", "run_checks"]
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+@dataclass
+class CheckOutcome:
+    """One check over the whole corpus: how many (variant, set) pairs it saw and failed,
+    the first ``keep`` failing rows, and the seconds it took."""
+
+    check: Check
+    pairs: int = 0
+    failed: int = 0
+    rows: list[pa.Table] = field(default_factory=list)
+    kept: int = 0
+    seconds: float = 0.0
+
+    def table(self) -> pa.Table:
+        from cupel_np.testing.corpus import FAILURE_SCHEMA
+
+        return pa.concat_tables(self.rows) if self.rows else FAILURE_SCHEMA.empty_table()
+
+
+def run_checks(cf: ChecksFile, tables, *, keep: int = 1000, threads: int | None = None) -> list[CheckOutcome]:
+    """Sweep the checks file's variants over each ItemTable of ``tables`` (one, or chunks of
+    whole sets) and run every check on every set; failing rows beyond ``keep`` per check are
+    counted, not kept."""
+    from cupel_np.analysis.sensitivity import sweep
+    from cupel_np.testing.corpus import CorpusAssertionChain
+
+    outcomes = [CheckOutcome(ch) for ch in cf.checks]
+    for table in tables:
+        res = sweep(table, None, cf.variants, on_error="collect", progress=False, threads=threads)
+        for out in outcomes:
+            t0 = time.perf_counter()
+            chain = CorpusAssertionChain(res, out.check.variants, collect=True)
+            out.check.run(chain)
+            fails = chain.failures()
+            out.pairs += len(chain.variants) * table.n_sets
+            out.failed += fails.num_rows
+            if out.kept < keep and fails.num_rows:
+                part = fails.slice(0, keep - out.kept)
+                out.rows.append(part)
+                out.kept += part.num_rows
+            out.seconds += time.perf_counter() - t0
+    return outcomes
+
+
+# ----------------------------------------------------------------------------- input
+def _source(items):
+    return items[0] if len(items) == 1 else list(items)
+
+
+def _tables(args, set_column: str | None) -> Iterator[ItemTable]:
+    """The items as one ItemTable, or as chunks of whole sets when streaming."""
+    import pyarrow.compute as pc
+
+    from cupel_np.model.datasets import (
+        chunk_rows_for,
+        default_memory_limit,
+        estimate_in_memory_peak,
+        open_dataset,
+        parse_size,
+        set_runs,
+        whole_set_chunks,
+    )
+    from cupel_np.model.items import ItemTable
+
+    src = _source(args.items)
+    limit = default_memory_limit() if args.memory_limit is None else parse_size(args.memory_limit, "--memory-limit")
+    stream = args.chunk_rows is not None
+    if args.chunk_rows is not None and args.chunk_rows < 1:
+        raise InvalidConfigError(f"--chunk-rows must be at least 1, got {args.chunk_rows}")
+    d = None
+    if not stream:
+        try:
+            d = open_dataset(src)
+            stream = estimate_in_memory_peak(d) > limit
+        except InvalidConfigError:
+            stream = False  # unreadable as a dataset: the whole-file read says why
+    if not stream:
+        yield ItemTable.from_parquet(src, set_column=set_column)
+        return
+    if not set_column:
+        raise InvalidConfigError("streaming a check needs a set column (chunks hold whole item sets)")
+    d = d if d is not None else open_dataset(src)
+    if set_column not in d.schema.names:
+        raise InvalidConfigError(f"set column {set_column!r} not found (columns: {', '.join(d.schema.names)})")
+    keys, _lengths = set_runs(d, set_column)
+    if len(pc.unique(keys)) != len(keys):
+        raise MemoryLimitError(
+            f"the sets of column {set_column!r} are not contiguous and the input is over the memory limit: "
+            "sort the data by the set column to check it in chunks"
+        )
+    rows = args.chunk_rows or chunk_rows_for(d, limit)
+    n_groups = sum(f.metadata.num_row_groups for f in d.get_fragments())
+    for chunk, _done in whole_set_chunks(d, set_column, rows, n_groups):
+        yield ItemTable.from_arrow(chunk, set_column=set_column)
+
+
+# ----------------------------------------------------------------------------- output
+def _fmt_table(t: pa.Table, set_name: str, limit: int) -> list[str]:
+    rows = t.slice(0, limit).to_pylist()
+    head = ["variant", set_name, "expected", "found"]
+    body = [
+        [
+            r["variant"],
+            str(r["set"]),
+            r["expected"],
+            r["found"] if r["error"] is None else f"error: {r['error']}",
+        ]
+        for r in rows
+    ]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
+    lines = ["  " + "  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip()]
+    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip() for b in body]
+    return lines
+
+
+def report_lines(outcomes: list[CheckOutcome], set_name: str, max_rows: int) -> list[str]:
+    """The human-readable report: one PASS/FAIL line per check, a table under each failure."""
+    lines = []
+    for o in outcomes:
+        if not o.failed:
+            lines.append(f"PASS  {o.check.name}  ({o.pairs:,} (variant, set) pairs)")
+            continue
+        lines.append(f"FAIL  {o.check.name}  ({o.failed:,} of {o.pairs:,} (variant, set) pairs fail)")
+        lines += _fmt_table(o.table(), set_name, max_rows)
+        if o.failed > max_rows:
+            lines.append(f"  ... and {o.failed - max_rows:,} more")
+    n_fail = sum(1 for o in outcomes if o.failed)
+    noun = "check" if len(outcomes) == 1 else "checks"
+    lines.append(f"{len(outcomes)} {noun}: {len(outcomes) - n_fail} passed, {n_fail} failed")
+    return lines
+
+
+def junit_xml(outcomes: list[CheckOutcome], suite: str, set_name: str, max_rows: int = 50) -> bytes:
+    """JUnit XML: one ``testsuite`` of one ``testcase`` per check; a failing check has a
+    ``failure`` element whose text is the failure table."""
+    n_fail = sum(1 for o in outcomes if o.failed)
+    total = sum(o.seconds for o in outcomes)
+    root = ET.Element("testsuites", name="cupel-np check", tests=str(len(outcomes)), failures=str(n_fail))
+    root.set("time", f"{total:.3f}")
+    ts = ET.SubElement(root, "testsuite", name=suite, tests=str(len(outcomes)), failures=str(n_fail))
+    ts.set("errors", "0")
+    ts.set("skipped", "0")
+    ts.set("time", f"{total:.3f}")
+    for o in outcomes:
+        tc = ET.SubElement(ts, "testcase", classname=f"cupel-np.check.{suite}", name=o.check.name)
+        tc.set("time", f"{o.seconds:.3f}")
+        if o.failed:
+            f = ET.SubElement(tc, "failure", type="CorpusAssertionError")
+            f.set("message", f"{o.failed} of {o.pairs} (variant, set) pairs fail")
+            text = _fmt_table(o.table(), set_name, max_rows)
+            if o.failed > max_rows:
+                text.append(f"  ... and {o.failed - max_rows} more")
+            f.text = "\n".join(text)
+    ET.indent(root)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+
+
+# ----------------------------------------------------------------------------- command
+def cmd_check(args) -> int:
+    """The ``check`` subcommand (see the module docstring)."""
+    from cupel_np.testing.checks import load_checks
+
+    cf = load_checks(args.checks)
+    set_column = args.set_column or cf.set_column
+    outcomes = run_checks(cf, _tables(args, set_column), threads=args.threads)
+    set_name = set_column or "set"
+    if args.junit:
+        Path(args.junit).write_bytes(junit_xml(outcomes, Path(args.checks).stem, set_name))
+    if args.json:
+        import json
+
+        doc = [
+            {"check": o.check.name, "pairs": o.pairs, "failed": o.failed, "rows": o.table().to_pylist()}
+            for o in outcomes
+        ]
+        print(json.dumps(doc, indent=2, default=str))
+    else:
+        print("\n".join(report_lines(outcomes, set_name, args.max_rows)))
+    return EXIT_FAILED if any(o.failed for o in outcomes) else EXIT_OK
+
+
+def add_check_parser(sub, common) -> None:
+    """Register ``check`` on the ``cupel-np`` subparsers (``common``: the shared options)."""
+    p = sub.add_parser(
+        "check",
+        parents=[common],
+        help="run a checks file's assertions over every item set; exit 1 when one fails",
+    )
+    p.add_argument("items", nargs="+", help="items Parquet: a file, a directory or several files")
+    p.add_argument("--checks", required=True, help="TOML/JSON checks file (policies, budgets, [[check]] tables)")
+    p.add_argument("--set-column", help="column holding the item-set key (overrides the checks file's)")
+    p.add_argument("--junit", metavar="OUT.xml", help="also write JUnit XML for CI")
+    p.add_argument("--max-rows", type=int, default=10, help="failing rows shown per check (default 10)")
+    p.add_argument("--memory-limit", metavar="SIZE", help="memory budget, e.g. 2G; a larger input is checked in chunks")
+    p.add_argument("--chunk-rows", type=int, metavar="N", help="check in chunks of at least N rows, whatever the size")
+    p.set_defaults(func=cmd_check)
