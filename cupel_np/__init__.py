@@ -45,6 +45,7 @@ from cupel_np.errors import (
     TooFewVariantsError,
 )
 from cupel_np.model.budget import ContextBudget
+from cupel_np.model.custom_scorers import ColumnScorer, FunctionScorer, register_scorer
 from cupel_np.model.grid import Sweep
 from cupel_np.model.items import ContextItem, ItemTable
 from cupel_np.model.policy import (
@@ -81,6 +82,7 @@ __all__ = [
     "BudgetCurves",
     "BudgetExceeded",
     "BudgetOverflowError",
+    "ColumnScorer",
     "CompositeScorer",
     "ContextBudget",
     "ContextItem",
@@ -96,6 +98,7 @@ __all__ = [
     "ExclusionReason",
     "ExponentialCurve",
     "Filtered",
+    "FunctionScorer",
     "FrequencyScorer",
     "GreedySlice",
     "IncludedItem",
@@ -130,6 +133,7 @@ __all__ = [
     "QuotaSlice",
     "RecencyScorer",
     "ReflexiveScorer",
+    "register_scorer",
     "run_policy",
     "ScaledScorer",
     "ScarcityError",

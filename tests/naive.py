@@ -871,14 +871,20 @@ def count_slice(scored, pool, max_tokens, target_tokens, entries, scarcity, inne
     residual_target = max(0, target_tokens - pre_allocated_tokens)
     inner_target = min(residual_target, max_tokens)
     inner_selected = []
-    if residual_target > 0:
+    cap_excluded_count = 0
+    if residual_target > 0 and isinstance(inner_name, dict):
+        # a nested inner slicer spec: its shortfalls follow the outer ones
+        inner_selected, inner_shortfalls, cap_excluded_count = _run_slicer(
+            inner_name, scored, residual, max_tokens, inner_target
+        )
+        shortfalls.extend(inner_shortfalls)
+    elif residual_target > 0:
         inner_selected = _run_inner(inner_name, bucket_size, scored, residual, inner_target)
     if resort_phase2:
         inner_selected = sorted(inner_selected, key=lambda p: _score_desc_key(scored[p][1]))
 
     # --- Phase 3: Cap Enforcement ---
     result = list(committed)
-    cap_excluded_count = 0
     for pos in inner_selected:
         kind = ascii_fold(scored[pos][0]["kind"])
         count = selected_count.get(kind, 0)
@@ -903,7 +909,17 @@ def build_slicer(config):
 
     uses_knapsack = name in ("knapsack", "count_constrained_knapsack")
 
-    if name in ("quota", "count_quota"):
+    if name == "count_quota" and (
+        isinstance(config.get("inner_slicer"), dict) or config.get("inner_slicer") == "quota"
+    ):
+        # a decorator slicer: any inner slicer but knapsack (a slicer table, or "quota" with
+        # its quotas in the same table)
+        inner = config["inner_slicer"]
+        inner_config = inner if isinstance(inner, dict) else {"slicer": "quota", "quotas": config.get("quotas", [])}
+        if inner_config.get("slicer", "greedy") == "knapsack":
+            _invalid("count_quota does not accept a knapsack inner slicer")
+        spec["inner"] = build_slicer(inner_config)
+    elif name in ("quota", "count_quota"):
         inner = config.get("inner_slicer", "greedy")
         if inner not in ("greedy", "knapsack"):
             _invalid(f"unknown inner slicer {inner!r}")
@@ -1316,6 +1332,12 @@ def run_pipeline(items, budget, config):
             for row, _score, _is_pinned in kept:
                 kept_tokens = kept_tokens + rows[row]["tokens"]
             for row, score, _is_pinned in dropped:
+                if pinned:
+                    # the spec's PinnedOverride: displaced by the pinned items truncation keeps
+                    # first (as .NET; the Rust crate says BudgetExceeded); displaced_by names
+                    # the first pinned item, as for the slice-stage PinnedOverride
+                    excluded.append((row, score, "PinnedOverride", {"displaced_by": rows[pinned[0]]["content"]}))
+                    continue
                 excluded.append(
                     (
                         row,

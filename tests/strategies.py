@@ -541,7 +541,10 @@ def count_entries(draw, kinds=()):
 
 
 @st.composite
-def slicer_configs(draw, kinds=()):
+def slicer_configs(draw, kinds=(), depth=1):
+    """A slicer table; a count quota's inner slicer is sometimes any slicer but knapsack (the
+    spec's decorator): ``"quota"`` with the quotas beside it, or a whole slicer table (nested
+    up to ``depth`` levels)."""
     name = draw(st.sampled_from(["greedy", "knapsack", "quota", "count_quota", "count_constrained_knapsack", None]))
     config = {}
     if name is not None:
@@ -562,8 +565,16 @@ def slicer_configs(draw, kinds=()):
             config["scarcity_behavior"] = scarcity
         if name == "count_constrained_knapsack":
             config["bucket_size"] = draw(bucket_sizes)
-        elif draw(st.booleans()):
-            config["inner_slicer"] = "greedy"
+        else:
+            inner = draw(st.sampled_from(["greedy", None, "quota", "table"] if depth > 0 else ["greedy", None]))
+            if inner == "quota":
+                config["inner_slicer"] = "quota"
+                config["quotas"] = draw(quota_lists(kinds))
+            elif inner == "table":
+                table = draw(slicer_configs(kinds, depth - 1).filter(lambda t: t.get("slicer") != "knapsack"))
+                config["inner_slicer"] = dict(table, slicer=table.get("slicer", "greedy"))
+            elif inner is not None:
+                config["inner_slicer"] = inner
     return config
 
 
@@ -796,6 +807,24 @@ def slicer_focus_cases(draw, slicer, extreme_timestamps=True):
             config["bucket_size"] = draw(bucket_sizes)
         if draw(st.integers(0, 3)) == 0:
             config["scarcity_behavior"] = "throw"
+        if slicer == "count_quota" and draw(st.booleans()):
+            # the decorator over other slicers: quota (greedy or knapsack inside), a nested
+            # count quota, count_constrained_knapsack
+            form = draw(st.sampled_from(["quota", "quota_knapsack", "count_quota", "count_constrained_knapsack"]))
+            if form == "quota":
+                config.update(inner_slicer="quota", quotas=draw(quota_lists(tuple(kinds))))
+            elif form == "quota_knapsack":
+                config["inner_slicer"] = {
+                    "slicer": "quota",
+                    "inner_slicer": "knapsack",
+                    "bucket_size": draw(bucket_sizes),
+                    "quotas": draw(quota_lists(tuple(kinds))),
+                }
+            else:
+                inner = {"slicer": form, "entries": draw(count_entries(tuple(kinds)))}
+                if form == "count_constrained_knapsack":
+                    inner["bucket_size"] = draw(bucket_sizes)
+                config["inner_slicer"] = inner
     return items, budget, config
 
 

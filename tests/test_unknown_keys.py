@@ -341,3 +341,21 @@ def test_policies_file_recognises_every_dotnet_key(tmp_path):
     j.write_text(json.dumps({"net": dict(doc, slicerType="knapsack")}))
     ((label, policy),) = load_policies_file(j)
     assert policy.slicer == KnapsackSlice(50) and policy.overflow_strategy == "truncate"
+
+
+def test_dict_form_quota_policy_is_not_taken_for_the_dotnet_shape():
+    """'quotas' is a key of both shapes: a dict-form quota policy (with a column scorer from
+    model/custom_scorers.py, as in a policies file) must be read as the dict form."""
+    from cupel_np.model.policy import is_dotnet_shape
+
+    d = {
+        "slicer": "quota",
+        "quotas": [{"kind": "Document", "require": 20.0, "cap": 60.0}],
+        "overflow_strategy": "proceed",
+        "scorers": [{"type": "column", "column": "s", "weight": 1.0}],
+    }
+    assert not is_dotnet_shape(d)
+    import cupel_np as c
+
+    assert c.Policy.from_dict(d).slicer.quotas[0].kind == "Document"
+    assert is_dotnet_shape({"scorers": [], "quotas": [{"kind": "Document", "minPercent": 10}]})

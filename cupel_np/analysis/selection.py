@@ -168,7 +168,7 @@ def exclusion_reason(run, row: int, segment: int) -> ExclusionReason:
     if code == reasons.R_DEDUPLICATED:
         (winner,) = _sparse(sw.dedup_winner[v], row)
         return Deduplicated(t.content[winner].as_py())
-    if code == reasons.R_PINNED_OVERRIDE:
+    if code in (reasons.R_PINNED_OVERRIDE, reasons.R_TRUNCATED_PINNED):
         return PinnedOverride(t.content[int(sw.classified.first_pin[segment])].as_py())
     if code == reasons.R_COUNT_CAP_EXCEEDED:
         cap, count = _sparse(sw.count_cap[v], row)
@@ -181,7 +181,7 @@ def _stage_rank(reason: np.ndarray) -> np.ndarray:
     out = np.full(reason.shape, 2, dtype=np.int8)
     out[reason == reasons.R_NEGATIVE_TOKENS] = 0
     out[reason == reasons.R_DEDUPLICATED] = 1
-    out[reason == reasons.R_TRUNCATED] = 3
+    out[np.isin(reason, reasons.TRUNCATION_CODES)] = 3
     return out
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from cupel_np._version import __version__
 from cupel_np.errors import CupelError, InvalidConfigError
+from cupel_np.model.custom_scorers import load_plugins
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
 
@@ -881,6 +882,14 @@ def _common_parents() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--quiet", action="store_true", help="no progress output")
     common.add_argument("--debug", action="store_true", help="show tracebacks")
+    common.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE (a module name or a .py file) first, so the scorers it registers "
+        "with cupel_np.register_scorer can be named in policy and grid files (repeatable)",
+    )
     common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     compute = argparse.ArgumentParser(add_help=False, parents=[common])
     compute.add_argument(
@@ -1045,6 +1054,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        load_plugins(args.plugin)
         if args.func in (cmd_demo, cmd_sensitivity, cmd_sweep, cmd_budget, cmd_run):
             _say_if_compiling(args)
         return args.func(args)

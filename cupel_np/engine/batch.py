@@ -30,9 +30,10 @@ import numpy as np
 from cupel_np.engine import stages
 from cupel_np.engine.batch_kernels import duplicate_groups, duplicate_winners, variant_scores
 from cupel_np.engine.parallel import resolve_threads, run_tasks
-from cupel_np.engine.reasons import R_COUNT_CAP_EXCEEDED, R_DEDUPLICATED, R_NEGATIVE_TOKENS, R_TRUNCATED
-from cupel_np.engine.scorers import ScoreContext
+from cupel_np.engine.reasons import R_COUNT_CAP_EXCEEDED, R_DEDUPLICATED, R_NEGATIVE_TOKENS
+from cupel_np.engine.scorers import ScoreContext, check_scorer_columns
 from cupel_np.engine.slicers import kernels as sk
+from cupel_np.engine.slicers import nested
 from cupel_np.engine.slicers.greedy import greedy_segments
 from cupel_np.engine.slicers.quota import quota_greedy_slice
 from cupel_np.errors import (
@@ -743,11 +744,16 @@ def _slice_sorted(
     cand_score = sc if identity else sc[cand]
     tok = sh.sc_tok if identity else sh.sc_tok[cand]
     kind = sh.sc_kind if identity else sh.sc_kind[cand]
-    rank, err, err_a, err_b, satisfied, cap_dropped = args.run(
-        tok, cand_score, kind, surv_off, targets, sh.max_cells, unsorted=unsorted
-    )
+    if nested.is_nested(slicer):  # a count quota around a slicer other than greedy
+        rank, err, err_a, err_b, satisfied, cap_dropped = nested.slice_nested(
+            slicer, sh.table, slicer_args, tok, cand_score, kind, surv_off, targets, sh.max_cells
+        )
+    else:
+        rank, err, err_a, err_b, satisfied, cap_dropped = args.run(
+            tok, cand_score, kind, surv_off, targets, sh.max_cells, unsorted=unsorted
+        )
     out.cap_dropped[v] = cap_dropped
-    entries = getattr(slicer, "entries", ())
+    entries = nested.count_entries(slicer)  # the slicer's own, then a nested slicer's
     if len(entries):
         out.shortfalls[v].add(np.flatnonzero((satisfied >= 0).any(axis=1)), partial(_shortfalls, satisfied, entries))
     error = partial(_slice_error, sh.table, err, err_a, err_b, entries, label, slicer.name, sh.max_cells)
@@ -821,7 +827,7 @@ def _record(
     reason = out.reason[v]
     if seq is not None:
         trunc = np.flatnonzero(seq >= 3 * n)
-        reason[trunc] = R_TRUNCATED
+        reason[trunc] = stages.truncation_reasons(trunc, out.table.offsets, out.classified.pin_offsets)
         out.trunc_order[v] = (trunc, seq[trunc] - 3 * n)
     else:
         out.trunc_order[v] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
@@ -899,6 +905,8 @@ def run_sweep(
 
     Two phases on the one pool: :func:`prepare_sweep` (what every variant shares), then
     :func:`run_variant` per variant, each worker with its own scratch buffers."""
+    if score_context is None:  # a custom scorer's column must exist and be numeric: say so first
+        check_scorer_columns(table, (var.policy.scorer for var in variants))
     threads = resolve_threads(threads)
     t_start = time.time_ns()
     cls = classified or classify(table)

@@ -25,6 +25,12 @@ R_COUNT_CAP_EXCEEDED = 18
 #: BudgetExceeded recorded by the Place stage's truncation (the spec's name is BudgetExceeded;
 #: the separate code keeps the stage that excluded the item, which orders the excluded list)
 R_TRUNCATED = 19
+#: PinnedOverride recorded by the Place stage's truncation: the item's set has pinned items,
+#: which took the budget first (spec: diagnostics/exclusion-reasons.md, "Place stage
+#: (Truncate)"; .NET does the same; the Rust crate says BudgetExceeded here)
+R_TRUNCATED_PINNED = 20
+#: the codes the Place stage's truncation records (its exclusions sort after the slicer's)
+TRUNCATION_CODES = (R_TRUNCATED, R_TRUNCATED_PINNED)
 
 #: the spec's name of every code
 REASON_NAMES = {
@@ -41,6 +47,7 @@ REASON_NAMES = {
     R_FILTERED: "Filtered",
     R_COUNT_CAP_EXCEEDED: "CountCapExceeded",
     R_TRUNCATED: "BudgetExceeded",
+    R_TRUNCATED_PINNED: "PinnedOverride",
 }
 
 

@@ -18,12 +18,24 @@ from cupel_np.engine.reasons import (  # noqa: E402
     R_PINNED,
     R_PINNED_OVERRIDE,
     R_SCORED,
+    R_TRUNCATED,
+    R_TRUNCATED_PINNED,
     R_ZERO_TOKEN,
 )
 from cupel_np.engine.slicers.greedy import complete_ranks, density_key
 from cupel_np.engine.sortkeys import desc_bits, int_keys, ordered_bits, radix_argsort, stable_argsort  # noqa: F401 (radix_argsort: re-exported)
 
 ERR_OVERFLOW = 2
+
+
+def truncation_reasons(rows: np.ndarray, offsets: np.ndarray, pin_offsets: np.ndarray) -> np.ndarray:
+    """The reason code of each row truncation dropped (grouped-order ``rows``): PinnedOverride
+    when the row's set has a pinned item (the pinned items were kept first and took the
+    budget), else BudgetExceeded."""
+    has_pin = np.diff(pin_offsets) > 0
+    seg = np.searchsorted(offsets, rows, side="right") - 1
+    return np.where(has_pin[seg], R_TRUNCATED_PINNED, R_TRUNCATED).astype(np.int8)
+
 
 PLACER_CHRONOLOGICAL = 0
 PLACER_U_SHAPED = 1

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from cupel_np.engine.scorers.custom import check_schema_columns, column_scorers
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.datasets import RowSource
 
@@ -338,16 +339,13 @@ def sweep(
     Returns the summary: rows, sets, swing (swinging contents), failed (sets per variant),
     partitions, shuffled, seconds."""
     _require()
-    from distributed import as_completed
-
     from cupel_np.analysis import otel
-    from cupel_np.io.parquet import _variants_metadata
 
     t0 = time.perf_counter()
     vs = _checked_variants(budget, variants, set_column=set_column, on_error=on_error)
     if progress is None:
         progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
-    from cupel_np.io.outdir import KIND_PARTS, new_run_id, write_manifest
+    from cupel_np.io.outdir import new_run_id
 
     out = Path(out_dir)
     run_id = new_run_id()
@@ -358,6 +356,10 @@ def sweep(
     root = otel.start_root("cupel.sweep.dask", {"cupel.sweep.variants": len(vs)})
     try:
         ddf, keys = _frame_of(source, set_column, npartitions, client)
+        # a column scorer's column must exist and be numeric: checked on the schema, before any task
+        wanted = column_scorers(v.policy.scorer for v in vs)
+        if wanted:
+            check_schema_columns(pa.Schema.from_pandas(ddf._meta, preserve_index=False), wanted, "the items")
         shuffled = _spans(keys)
         del keys
         t_plan = time.perf_counter() - t0
@@ -369,15 +371,7 @@ def sweep(
         rows_from = RowSource(source) if isinstance(source, (str, os.PathLike, list, tuple)) else None
         tasks = [run(p, i, budget, vs, set_column, on_error, str(out), carrier, rows_from) for i, p in enumerate(parts)]
         futures = client.compute(tasks)
-        results = []
-        for done, fut in enumerate(as_completed(futures), 1):
-            results.append(fut.result())
-            if progress:
-                s = sum(r["rows"] for r in results)
-                sys.stderr.write(f"\rpartitions {done}/{len(futures)}  rows {s:,}")
-                sys.stderr.flush()
-        if progress:
-            sys.stderr.write("\n")
+        results = _gather(futures, progress)
     except BaseException as e:
         if futures:
             if isinstance(e, Exception):  # let running tasks end so none writes after the cleanup
@@ -395,6 +389,31 @@ def sweep(
             own_cluster.close()
     _remove_temp_files(out)
     summary = _summary(results, [v.label for v in vs], shuffled, t_plan, t0)
+    _write_parts_manifest(out, run_id, vs, set_column, summary)
+    return summary
+
+
+def _gather(futures, progress: bool) -> list[dict]:
+    """The tasks' summaries as they finish (a progress line on stderr when ``progress``)."""
+    from distributed import as_completed
+
+    results = []
+    for done, fut in enumerate(as_completed(futures), 1):
+        results.append(fut.result())
+        if progress:
+            s = sum(r["rows"] for r in results)
+            sys.stderr.write(f"\rpartitions {done}/{len(futures)}  rows {s:,}")
+            sys.stderr.flush()
+    if progress:
+        sys.stderr.write("\n")
+    return results
+
+
+def _write_parts_manifest(out: Path, run_id: str, vs, set_column: str, summary: dict) -> None:
+    """``manifest.json`` of a finished Dask sweep (its parts, variants and summary)."""
+    from cupel_np.io.outdir import KIND_PARTS, write_manifest
+    from cupel_np.io.parquet import _variants_metadata
+
     meta = _variants_metadata(vs)
     write_manifest(
         out,
@@ -407,7 +426,6 @@ def sweep(
         variants=json.loads(meta[b"cupel_np.variants"]),
         summary=summary,
     )
-    return summary
 
 
 class connect:

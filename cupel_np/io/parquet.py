@@ -27,6 +27,7 @@ from cupel_np._files import atomic_write_bytes, temp_beside
 from cupel_np._version import __version__
 from cupel_np.analysis import otel
 from cupel_np.analysis.sensitivity import SweepResult, sweep
+from cupel_np.engine.scorers.custom import check_schema_columns
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError, MemoryLimitError
 from cupel_np.io.outdir import (
     KIND_STREAMED,
@@ -177,6 +178,7 @@ def _sweep_parquet(
         raise InvalidConfigError(
             f"set column {set_column!r} not found in {where} (columns: {', '.join(d.schema.names)})"
         )
+    check_schema_columns(d.schema, (v.policy.scorer for v in vs), where)  # before reading any row
     meta = _variants_metadata(vs)
     if progress is None:
         progress = bool(getattr(sys.stderr, "isatty", lambda: False)())

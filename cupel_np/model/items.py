@@ -201,9 +201,15 @@ class ItemTable:
     delimits the sets. Strings are encoded once: exact content ids, ASCII-folded kind and tag
     ids (the original strings are kept for output)."""
 
+    #: True for tables built from ContextItems / dicts: a ColumnScorer reads ``metadata[column]``
+    columns_from_metadata = False
+
     def __init__(self, table: pa.Table, set_column: str | None = None, *, source: RowSource | None = None):
         """``source``: where the rows were read from (``model.datasets.RowSource``), so an
         input error names the file and the row in that file."""
+        # columns beyond the item fields (e.g. a similarity signal a ColumnScorer reads): kept
+        # as given, in input order, and gathered only when a scorer asks (``extra_column``)
+        self._extra = _extra_columns(table, set_column)
         table = _normalize(table, set_column, source)
         n = table.num_rows
         if set_column is not None:
@@ -229,6 +235,24 @@ class ItemTable:
         self._encode()
         self._cache: dict = {}
         self._set_index: dict | None = None
+
+    # -- columns beyond the item fields (custom scorers) ----------------------------------
+    @property
+    def extra_columns(self) -> list[str]:
+        """Names of the input's columns beyond the item fields (and the set column)."""
+        return self._extra.column_names
+
+    def extra_column(self, name: str) -> pa.Array:
+        """Extra column ``name`` in grouped row order (KeyError when the input had none)."""
+        ck = ("extra", name)
+        if ck not in self._cache:
+            if name not in self._extra.column_names:
+                raise KeyError(name)
+            col = _one(self._extra.column(name))
+            if self.set_column is not None:
+                col = col.take(pa.array(self.input_row))
+            self._cache[ck] = col
+        return self._cache[ck]
 
     def _renamed(self, set_column: str) -> ItemTable:
         self.set_column = set_column
@@ -285,8 +309,12 @@ class ItemTable:
                 ) from None
             names.append(set_column if set_column not in ITEM_FIELDS else "__set_key__")
             if set_column in ITEM_FIELDS:
-                return cls(pa.Table.from_arrays(arrays, names=names), set_column="__set_key__")._renamed(set_column)
-        return cls(pa.Table.from_arrays(arrays, names=names), set_column=set_column)
+                out = cls(pa.Table.from_arrays(arrays, names=names), set_column="__set_key__")._renamed(set_column)
+                out.columns_from_metadata = True
+                return out
+        out = cls(pa.Table.from_arrays(arrays, names=names), set_column=set_column)
+        out.columns_from_metadata = True
+        return out
 
     @classmethod
     def from_arrow(cls, data: Any, set_column: str | None = None, *, source: RowSource | None = None) -> ItemTable:
@@ -570,6 +598,9 @@ class ItemTable:
         part = pa.Table.from_arrays([_plain(_one(c)) for c in part.columns], names=part.column_names)
         if SET_COLUMN in part.column_names:
             part = part.drop_columns([SET_COLUMN])
+        for name in self.extra_columns:
+            if name not in part.column_names:
+                part = part.append_column(name, self.extra_column(name).slice(lo, hi - lo))
         return ItemTable(part)
 
     @property
@@ -581,6 +612,20 @@ class ItemTable:
 
     def __repr__(self) -> str:
         return f"ItemTable(rows={self.n}, sets={self.n_sets}, set_column={self.set_column!r})"
+
+
+def _extra_columns(table, set_column: str | None) -> pa.Table:
+    """The columns of ``table`` that are neither item fields nor the set column (the first of
+    repeated names); an empty table when ``table`` is not an Arrow table (the check reports it)."""
+    if not isinstance(table, pa.Table):
+        return pa.table({})
+    skip = set(ITEM_FIELDS) | {SET_COLUMN, "__set_key__"} | ({set_column} if set_column is not None else set())
+    keep, seen = [], set()
+    for i, nm in enumerate(table.column_names):
+        if nm not in skip and nm not in seen:
+            seen.add(nm)
+            keep.append(i)
+    return table.select(keep)
 
 
 def _to_datetime(v: int, unit: str) -> datetime:

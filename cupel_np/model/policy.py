@@ -426,8 +426,12 @@ def _entry_dict(e: CountQuotaEntry) -> dict:
 
 @dataclass(frozen=True)
 class CountQuotaSlice:
+    """A decorator slicer (spec: slicers/count-quota.md): count requirements and caps per kind
+    around ``inner``, any slicer but ``KnapsackSlice`` (greedy, quota, a nested count quota,
+    count_constrained_knapsack)."""
+
     entries: tuple[CountQuotaEntry, ...] = ()
-    inner: GreedySlice = field(default_factory=GreedySlice)
+    inner: Any = field(default_factory=GreedySlice)
     scarcity_behavior: str = "degrade"
     name = "count_quota"
 
@@ -435,12 +439,13 @@ class CountQuotaSlice:
         es = tuple(self.entries)
         _no_duplicate_kinds("count quota entries", [e.kind for e in es])
         if isinstance(self.inner, KnapsackSlice):
+            # the spec's guard, at construction: CountQuotaSlice wraps any slicer but KnapsackSlice
             raise InvalidConfigError(
-                "count_quota does not support a knapsack inner slicer; use greedy, or the "
-                "count_constrained_knapsack slicer"
+                "count_quota does not support a knapsack inner slicer (KnapsackSlice: the spec's knapsack "
+                "guard); use greedy or quota inside it, or the count_constrained_knapsack slicer"
             )
-        if not isinstance(self.inner, GreedySlice):
-            raise InvalidConfigError(f"count_quota inner_slicer must be greedy, got {self.inner!r}")
+        if not isinstance(self.inner, (GreedySlice, QuotaSlice, CountQuotaSlice, CountConstrainedKnapsackSlice)):
+            raise InvalidConfigError(f"count_quota inner_slicer must be a slicer spec, got {self.inner!r}")
         sb = require_str("scarcity_behavior", self.scarcity_behavior).lower()
         if sb not in _SCARCITY:
             raise InvalidConfigError(f"scarcity_behavior must be 'degrade' or 'throw', got {self.scarcity_behavior!r}")
@@ -450,7 +455,8 @@ class CountQuotaSlice:
     def to_dict(self) -> dict[str, Any]:
         return {
             "slicer": "count_quota",
-            "inner_slicer": "greedy",
+            # greedy by name; any other inner slicer as its own slicer table
+            "inner_slicer": "greedy" if isinstance(self.inner, GreedySlice) else self.inner.to_dict(),
             "scarcity_behavior": self.scarcity_behavior,
             "entries": [_entry_dict(e) for e in self.entries],
         }
@@ -653,6 +659,11 @@ def slicer_dict_parser(name: str, keys: tuple[str, ...] = ()) -> Callable[[Slice
     return register
 
 
+#: scorer types defined outside this module: normalized type name -> parser(entry, where).
+#: ``model/custom_scorers.py`` installs "column" and every ``register_scorer`` name.
+EXTRA_SCORER_TYPES: dict[str, Any] = {}
+
+
 def _as_datetime(where: str, v) -> datetime:
     if isinstance(v, datetime):
         # a date-time without an offset (TOML local date-time) is read as UTC
@@ -707,10 +718,13 @@ def scorer_from_dict(e: Mapping[str, Any], where: str = "scorer", *, weighted: b
     if t is None:
         raise InvalidConfigError(f"{where} has no 'type'")
     t = ascii_fold(require_str(f"{where}.type", t)).replace("-", "_")
+    if t not in _SCORER_PARSERS and t in EXTRA_SCORER_TYPES:
+        # a column scorer or a registered name (model/custom_scorers.py): its parser checks its keys
+        return EXTRA_SCORER_TYPES[t](e, where)
     if t not in _SCORER_PARSERS:
+        known = [*_SCORER_PARSERS, *(k for k in EXTRA_SCORER_TYPES if k != "function")]
         raise InvalidConfigError(
-            f"{where}: unknown scorer type {e.get('type')!r}{suggestion(t, _SCORER_PARSERS)}; "
-            f"expected one of: {', '.join(_SCORER_PARSERS)}"
+            f"{where}: unknown scorer type {e.get('type')!r}{suggestion(t, known)}; expected one of: {', '.join(known)}"
         )
     keys, parse = _SCORER_PARSERS[t]
     allowed = keys | SCORER_COMMON_KEYS if weighted else keys | {"type"}
@@ -894,12 +908,13 @@ def _quota(d: Mapping, where: str) -> Slicer:
     return QuotaSlice(tuple(qs), _inner_slicer(d, ("greedy", "knapsack")))
 
 
-@slicer_dict_parser("count_quota", ("entries", "inner_slicer", "scarcity_behavior", "bucket_size"))
+@slicer_dict_parser("count_quota", ("entries", "inner_slicer", "scarcity_behavior", "bucket_size", "quotas"))
 def _count_quota(d: Mapping, where: str) -> Slicer:
-    inner_name = ascii_fold(require_str("inner_slicer", d.get("inner_slicer", "greedy")))
-    # a knapsack inner is refused by CountQuotaSlice itself, with a message that says what to use
-    inner: Any = KnapsackSlice(d.get("bucket_size", 100)) if inner_name == "knapsack" else _inner_slicer(d, ("greedy",))
-    return CountQuotaSlice(_count_entries(d), inner, d.get("scarcity_behavior", "degrade"))
+    if "quotas" in d and ascii_fold(str(d.get("inner_slicer", ""))) != "quota":
+        raise InvalidConfigError(f"{where}: 'quotas' belongs to a count_quota only with inner_slicer = 'quota'")
+    return CountQuotaSlice(
+        _count_entries(d), count_quota_inner_from_dict(d, where), d.get("scarcity_behavior", "degrade")
+    )
 
 
 @slicer_dict_parser("count_constrained_knapsack", ("entries", "bucket_size", "scarcity_behavior", "inner_slicer"))
@@ -947,6 +962,26 @@ def policy_from_dict(d: Mapping[str, Any], where: str = "policy config") -> Poli
     )
 
 
+def count_quota_inner_from_dict(d: Mapping[str, Any], where: str = "slicer") -> Slicer:
+    """A count_quota table's ``inner_slicer``: a name - ``greedy``, ``knapsack`` (refused by
+    the spec's guard, in CountQuotaSlice) or ``quota`` (whose ``quotas`` sit in the same table,
+    inner greedy) - or a full slicer table of its own (any slicer, nested count quotas included)."""
+    inner = d.get("inner_slicer", "greedy")
+    if isinstance(inner, Mapping):
+        return slicer_from_dict(inner, f"{where}.inner_slicer")
+    n = ascii_fold(require_str("inner_slicer", inner)).replace("-", "_")
+    if n == "quota":
+        return slicer_from_dict({"slicer": "quota", "quotas": d.get("quotas") or []}, where)
+    if n == "knapsack":
+        return KnapsackSlice(d.get("bucket_size", 100))
+    if n != "greedy":
+        raise InvalidConfigError(
+            f"unknown inner_slicer {inner!r}{suggestion(n, ('greedy', 'quota'))} for count_quota; "
+            "expected greedy, quota or a slicer table"
+        )
+    return GreedySlice()
+
+
 # ----------------------------------------------------------------------------- .NET JSON shape
 # The .NET ``Wollax.Cupel.Json`` policy object (camelCase; enum values as camelCase strings
 # or their ordinals). ``Policy.from_json`` recognises it, so its reader lives with Policy.
@@ -987,7 +1022,8 @@ def is_dotnet_shape(data: Any) -> bool:
     in a scorer or quota entry."""
     if not isinstance(data, Mapping):
         return False
-    if any(k in data for k in DOTNET_POLICY_KEYS - POLICY_KEYS):
+    slicer_keys = {k for keys, _ in _SLICER_PARSERS.values() for k in keys}  # e.g. "quotas": both shapes
+    if any(k in data for k in DOTNET_POLICY_KEYS - POLICY_KEYS - slicer_keys):
         return True
     entries = [e for k in ("scorers", "quotas") if isinstance(data.get(k), list) for e in data[k]]
     only_dotnet = (_DOTNET_SCORER_KEYS | _DOTNET_QUOTA_KEYS) - {"type", "weight", "kind"}
@@ -1021,6 +1057,10 @@ def _dotnet_weight(where: str, e: Mapping) -> float:
 
 def _dotnet_scorer(where: str, e: Any) -> Scorer:
     require_mapping(where, e, "an object")
+    extra = e.get("type")
+    if isinstance(extra, str) and ascii_fold(extra).replace("-", "_") in EXTRA_SCORER_TYPES:
+        # a column scorer or a registered name: the same keys as the dict form (plus weight)
+        return scorer_from_dict(e, where)
     require_keys(where, e, _DOTNET_SCORER_KEYS)
     t = _dotnet_enum(f"{where}.type", e.get("type", 0), _DOTNET_SCORER_ORDER)
     inner = e.get("innerScorer")
@@ -1115,6 +1155,8 @@ def policy_to_dotnet(policy: Policy) -> dict[str, Any]:
             return {"type": "scaled", "weight": w, "innerScorer": entry(s.inner, 1.0)}
         if type(s) in (RecencyScorer, PriorityScorer, FrequencyScorer, ReflexiveScorer):
             return {"type": s.type_name, "weight": w}
+        if hasattr(s, "dotnet_entry"):  # column and registered scorers (model/custom_scorers.py)
+            return s.dotnet_entry(w)
         raise InvalidConfigError(f"scorer type {s.type_name!r} cannot be written in the .NET policy shape")
 
     sc = policy.scorer

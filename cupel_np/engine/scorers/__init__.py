@@ -17,6 +17,8 @@ import numpy as np
 
 from cupel_np._jit import as_input
 from cupel_np.engine.scorers import kernels
+from cupel_np.engine.scorers.custom import check_scorer_columns, column_scores, function_scores
+from cupel_np.model.custom_scorers import ColumnScorer, FunctionScorer
 from cupel_np.model.policy import (
     CompositeScorer,
     DecayScorer,
@@ -36,6 +38,8 @@ from cupel_np.model.policy import (
 )
 
 I64, F64, B1 = np.int64, np.float64, np.bool_
+
+__all__ = ["ScoreContext", "check_scorer_columns"]
 
 
 class ScoreContext:
@@ -181,6 +185,10 @@ def _evaluate(scorer: Scorer, ctx: ScoreContext) -> np.ndarray:
             as_input(scores, F64),
             float(scorer.null_timestamp_score),
         )
+    if isinstance(scorer, ColumnScorer):
+        return column_scores(t, rows, scorer)
+    if isinstance(scorer, FunctionScorer):
+        return function_scores(t, rows, ctx.offsets, scorer)
     raise TypeError(f"unsupported scorer spec: {scorer!r}")
 
 
