@@ -305,3 +305,21 @@ def test_reuse_labels_mark_tool_outputs_quoted_later(tmp_path):
     assert all(l is None for l, k in zip(labels, kinds) if k != "ToolOutput")
     assert {"src/cache_layer.py", "1207"} <= distinctive_strings("error in src/cache_layer.py line 1207")
     assert o.check_labels(labels, "reused").values.shape == (len(kinds),)  # usable as outcome labels
+
+
+def test_label_column_read_from_the_item_table_itself():
+    """An ItemTable keeps the input's extra columns, so a sweep's outcomes can name the label
+    column directly; the values are the source table's, row for row."""
+    import pyarrow.parquet as pq
+
+    from cupel_np.analysis.outcomes import labels_from
+
+    src = pq.read_table(Path(__file__).resolve().parents[1] / "data" / "sample_sessions.parquet").slice(0, 600)
+    t = c.ItemTable.from_arrow(src, set_column="session_id")
+    assert "relevant" in t.extra_columns
+    r = c.sweep(t, c.ContextBudget(4000, 3000), c.Sweep(["chat", "rag"]), progress=False)
+    by_name = r.outcomes_table("relevant")
+    assert by_name.num_rows == 2 * t.n_sets
+    assert by_name.equals(r.outcomes_table(labels_from(src, "relevant")))
+    with pytest.raises(c.InvalidConfigError, match="label column 'nope'"):
+        r.outcomes_table("nope")

@@ -225,3 +225,33 @@ def test_write_tune_refuses_a_file_as_out(tmp_path, corpus):
     paths = write_tune(r, tmp_path / "d")
     best = np.array(pq.read_table(paths["leaderboard"])["search_token_recall"].to_pylist(), dtype=float)
     assert r.comparison.column("search_token_recall")[0].as_py() == np.nanmax(best)
+
+
+def test_a_column_scorer_is_a_search_dimension():
+    """[scorers.column] searches the weight of the user's own signal (issue 18's ColumnScorer):
+    on the sample, whose hidden rule reads `similarity`, the best policy uses that column."""
+    items = pq.read_table(ROOT / "data" / "sample_sessions.parquet").slice(0, 3000)
+    space = {
+        "scorers": {
+            "max": 2,
+            "recency": {"weight": [0.1, 3.0]},
+            "column": {"column": "similarity", "weight": [0.1, 3.0]},
+        },
+        "slicers": {"greedy": {}},
+    }
+    res = tune(
+        items,
+        space,
+        3000,
+        label_column="relevant",
+        set_column="session_id",
+        trials=24,
+        batch_size=12,
+        seed=2,
+        n_boot=100,
+    )
+    _label, best, _budget = res.best[0]
+    entries = best.scorer.entries if hasattr(best.scorer, "entries") else ((best.scorer, 1.0),)
+    assert any(getattr(s, "column", None) == "similarity" for s, _ in entries)
+    with pytest.raises(InvalidConfigError, match="unknown scorer type 'colum'"):
+        SearchSpace.from_dict({"scorers": {"colum": {"column": "x"}}, "slicers": {"greedy": {}}})

@@ -128,12 +128,17 @@ def labels_from(items, label_column: str) -> Labels:
         raise InvalidInputTypeError(f"label_column must be a column name, got {label_column!r}")
     if isinstance(items, ItemTable):
         names = items.table.column_names
-        if label_column not in names:
+        if label_column in names:
+            column = items.table.column(label_column)
+        elif label_column in items.extra_columns:  # kept beside the item fields, in table order
+            column = items.extra_column(label_column)
+        else:
             raise InvalidConfigError(
-                f"label column {label_column!r} is not kept by this ItemTable (columns: {', '.join(names)}); "
-                "pass the labels from the source table: labels_from(arrow_table, column)"
+                f"label column {label_column!r} is not in this ItemTable (columns: "
+                f"{', '.join([*names, *items.extra_columns])}); pass the labels from the source "
+                "table: labels_from(arrow_table, column)"
             )
-        stored = check_labels(items.table.column(label_column), label_column)
+        stored = check_labels(column, label_column)
         vals = np.empty_like(stored.values)
         vals[items.input_row] = stored.values
         return Labels(label_column, vals, stored.graded)

@@ -44,7 +44,7 @@ from typing import Any
 
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
-from cupel_np.model.policy import SCORER_TYPES, SLICER_TYPES, Policy
+from cupel_np.model.policy import EXTRA_SCORER_TYPES, SCORER_TYPES, SLICER_TYPES, Policy
 
 __all__ = ["SearchSpace", "load_space"]
 
@@ -280,8 +280,11 @@ class SearchSpace:
 
 
 def _scorer(name: str, v: Mapping) -> ScorerDim:
-    if name not in SCORER_TYPES or name == "composite":
-        raise InvalidConfigError(f"scorers: unknown scorer type {name!r}; expected one of: {', '.join(SCORER_TYPES)}")
+    # the built-in types, a column scorer ([scorers.column] column = "similarity") and every
+    # name registered with register_scorer (model/custom_scorers.py)
+    known = [t for t in (*SCORER_TYPES, *EXTRA_SCORER_TYPES) if t not in ("composite", "function")]
+    if name not in known:
+        raise InvalidConfigError(f"scorers: unknown scorer type {name!r}; expected one of: {', '.join(known)}")
     optional = v.get("optional", True)
     if not isinstance(optional, bool):
         raise InvalidConfigError(f"scorers.{name}.optional must be true or false, got {optional!r}")
