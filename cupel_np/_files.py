@@ -53,3 +53,31 @@ def atomic_write_bytes(path: StrPath, data: bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def read_data_file(path: StrPath, *, default: str = "json") -> object:
+    """The TOML or JSON document in ``path`` (by its suffix, ``.toml`` / ``.json``; any other
+    suffix is read as ``default``). A missing file or a malformed document is an
+    ``InvalidConfigError`` naming the file."""
+    import json
+
+    from cupel_np.errors import InvalidConfigError
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InvalidConfigError(f"cannot read {p}: {e.strerror}") from None
+    suffix = p.suffix.lower()
+    kind = "toml" if suffix == ".toml" else "json" if suffix == ".json" else default
+    if kind == "toml":
+        import tomli
+
+        try:
+            return tomli.loads(text)
+        except tomli.TOMLDecodeError as e:
+            raise InvalidConfigError(f"{p}: malformed TOML: {e}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InvalidConfigError(f"{p}: malformed JSON: {e}") from None

@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from cupel_np._files import read_data_file
 from cupel_np._version import __version__
 from cupel_np.errors import CupelError, InvalidConfigError
 from cupel_np.model.custom_scorers import load_plugins
@@ -300,22 +301,7 @@ def _budget(args):
 
 
 def _read_data_file(path) -> object:
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InvalidConfigError(f"cannot read {p}: {e.strerror}") from None
-    if p.suffix.lower() == ".toml":
-        import tomli
-
-        try:
-            return tomli.loads(text)
-        except tomli.TOMLDecodeError as e:
-            raise InvalidConfigError(f"{p}: malformed TOML: {e}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InvalidConfigError(f"{p}: malformed JSON: {e}") from None
+    return read_data_file(path, default="json")
 
 
 def _policy_from_obj(obj, where: str):
