@@ -27,6 +27,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -34,6 +35,10 @@ import pyarrow as pa
 from cupel_np.engine.scorers.custom import check_schema_columns, column_scorers
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.datasets import RowSource
+
+if TYPE_CHECKING:
+    from cupel_np.testing.checks import ChecksFile
+    from cupel_np.testing.cli import CheckOutcome
 
 ROW = "__cupel_row__"
 PARTS = ("items", "diffs", "variants")
@@ -461,15 +466,15 @@ def _check_partition(df, cf, set_column: str, keep: int, rows_from=None) -> dict
 
 
 def check(
-    source,
-    checks,
+    source: Any,
+    checks: ChecksFile | str | os.PathLike,
     *,
     set_column: str | None = None,
-    client=None,
+    client: Any = None,
     npartitions: int | None = None,
     keep: int = 1000,
     progress: bool | None = None,
-) -> list:
+) -> list[CheckOutcome]:
     """Run a checks file's checks over every item set of ``source`` on a Dask cluster: what
     ``cupel-np check ITEMS --checks FILE --dask SPEC`` does.
 

@@ -36,6 +36,7 @@ __all__ = [
     "first_rows",
     "junit_xml",
     "merge_parts",
+    "report_lines",
     "run_checks",
 ]
 
