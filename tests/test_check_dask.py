@@ -135,6 +135,18 @@ def test_random_row_order_over_files(client, small, tmp_path, spans):
     _assert_same(got, _in_process(tmp_path, checks, keep=10))
 
 
+def test_dask_dataframe_source(client, small, spans):
+    """A dask DataFrame of four partitions cut mid-set, read with Arrow-backed dtypes."""
+    import dask.dataframe as dd
+
+    _t, src, checks = small
+    ddf = dd.read_parquet(src, dtype_backend="pyarrow", split_row_groups=3)
+    assert ddf.npartitions > 1
+    got = cdask.check(ddf, checks, client=client)
+    assert spans == [True]
+    _assert_same(got, _in_process(src, checks))
+
+
 def _run(capsys, *argv):
     code = cli.main([str(a) for a in argv])
     out, err = capsys.readouterr()
