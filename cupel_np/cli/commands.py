@@ -859,6 +859,20 @@ def _count_arg(v: str) -> int:
 
 
 _ITEMS_HELP = "items Parquet: a file, a directory (hive partitions become columns) or several files"
+
+
+def _check_on_dask(args, checks_file, set_column):
+    """``cupel-np check --dask SPEC``: the checks file's checks on Dask; its outcomes."""
+    from cupel_np.io.dask import check, connect
+
+    if not set_column:
+        raise UsageError("--dask needs --set-column or set_column in the checks file (a task holds whole item sets)")
+    with connect(args.dask) as client:
+        return check(
+            _source(args.items), checks_file, set_column=set_column, client=client, progress=_progress_enabled(args)
+        )
+
+
 _SET_HELP = "column holding the item-set key (without it the whole input is one item set)"
 _DASK_HELP = "run on Dask: local, local:N (a LocalCluster of N workers) or tcp://HOST:PORT"
 
@@ -1031,7 +1045,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sweeps(sub, compute)
     _add_single(sub, common, compute)
     _add_files(sub, common)
-    add_check_parser(sub, compute)  # `cupel-np check`: implemented in cupel_np/testing/cli.py
+    add_check_parser(sub, compute, dask_runner=_check_on_dask)  # `cupel-np check`: cupel_np/testing/cli.py
     add_tune_parser(sub, compute)  # `cupel-np tune`: implemented in cupel_np/tuning/cli.py
     return parser
 

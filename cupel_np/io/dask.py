@@ -4,6 +4,8 @@
 a Dask DataFrame) into partitions of whole item sets, runs ``cupel_np.sweep`` on each
 partition in a Dask task and lets every task write its own ``items/``, ``diffs/`` and
 ``variants/`` part file. The driver only gathers per-partition summaries.
+``check(source, checks_file)`` runs a checks file's policy checks the same way (each task
+returns only its failure counts and first failing rows).
 
 * Every row carries its input row number (the order ``cupel_np.model.datasets`` reads the files
   in); a task sorts its rows by it before building the ItemTable, so ties break in original
@@ -25,6 +27,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +35,10 @@ import pyarrow as pa
 from cupel_np.engine.scorers.custom import check_schema_columns, column_scorers
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.datasets import RowSource
+
+if TYPE_CHECKING:
+    from cupel_np.testing.checks import ChecksFile
+    from cupel_np.testing.cli import CheckOutcome
 
 ROW = "__cupel_row__"
 PARTS = ("items", "diffs", "variants")
@@ -100,6 +107,24 @@ def _worker_threads() -> int:
         return 1
 
 
+def _partition_table(df, set_column: str, rows_from=None):
+    """``(ItemTable, input rows)`` of one partition's frame: its rows put back in input order
+    (so ties break inside every set as in process, whatever the shuffle did), the row numbers
+    as an Arrow array. ``rows_from``: the Parquet source's ``RowSource``."""
+    from cupel_np.model.items import ItemTable
+
+    t = pa.Table.from_pandas(df, preserve_index=False)
+    rows = t.column(ROW).combine_chunks()
+    r = rows.to_numpy(zero_copy_only=False)
+    if r.size > 1 and not (r[1:] > r[:-1]).all():  # original order inside every set
+        order = np.argsort(r, kind="stable")
+        t = t.take(pa.array(order))
+        rows = pa.array(r[order])
+    t = t.drop_columns([ROW])
+    source = rows_from.taken(rows.to_numpy(zero_copy_only=False)) if rows_from is not None else None
+    return ItemTable.from_arrow(t, set_column=set_column, source=source), rows
+
+
 def _run_partition(
     df, index: int, budget, variants, set_column: str, on_error: str, out_dir: str, rows_from=None
 ) -> dict:
@@ -108,7 +133,6 @@ def _run_partition(
     ``RowSource`` (input errors then name the part file and the row in it)."""
     from cupel_np.analysis.sensitivity import sweep
     from cupel_np.io.parquet import _variants_metadata
-    from cupel_np.model.items import ItemTable
 
     t0 = time.perf_counter()
     labels = [v.label for v in variants]
@@ -123,16 +147,7 @@ def _run_partition(
     }
     if len(df) == 0:
         return empty
-    t = pa.Table.from_pandas(df, preserve_index=False)
-    rows = t.column(ROW).combine_chunks()
-    r = rows.to_numpy(zero_copy_only=False)
-    if r.size > 1 and not (r[1:] > r[:-1]).all():  # original order inside every set
-        order = np.argsort(r, kind="stable")
-        t = t.take(pa.array(order))
-        rows = pa.array(r[order])
-    t = t.drop_columns([ROW])
-    source = rows_from.taken(rows.to_numpy(zero_copy_only=False)) if rows_from is not None else None
-    table = ItemTable.from_arrow(t, set_column=set_column, source=source)
+    table, rows = _partition_table(df, set_column, rows_from)
     # this task's share of the machine is its worker's thread count (1 on the clusters this
     # module starts): the engine's own pool must not add threads on top of Dask's
     res = sweep(table, budget, variants, on_error=on_error, progress=False, threads=_worker_threads())
@@ -251,6 +266,24 @@ def _frame_of(source, set_column: str, npartitions: int | None, client):
     )
 
 
+def _whole_set_partitions(source, set_column: str, npartitions: int | None, client, vs):
+    """``(delayed partitions, shuffled, rows_from)``: ``source``'s partitions, each holding
+    whole item sets and its rows' input row numbers (shuffled on the set key only when some set
+    lies in more than one), and the Parquet source's ``RowSource`` (None for a DataFrame). A
+    column scorer's column of the variants ``vs`` must exist and be numeric: checked here, on
+    the schema, before any task."""
+    ddf, keys = _frame_of(source, set_column, npartitions, client)
+    wanted = column_scorers(v.policy.scorer for v in vs)
+    if wanted:
+        check_schema_columns(pa.Schema.from_pandas(ddf._meta, preserve_index=False), wanted, "the items")
+    shuffled = _spans(keys)
+    del keys
+    if shuffled:
+        ddf = ddf.shuffle(on=set_column, npartitions=ddf.npartitions, shuffle_method="tasks")
+    rows_from = RowSource(source) if isinstance(source, (str, os.PathLike, list, tuple)) else None
+    return ddf.to_delayed(), shuffled, rows_from
+
+
 def _delayed(fn):
     import dask
 
@@ -355,20 +388,10 @@ def sweep(
     futures = []
     root = otel.start_root("cupel.sweep.dask", {"cupel.sweep.variants": len(vs)})
     try:
-        ddf, keys = _frame_of(source, set_column, npartitions, client)
-        # a column scorer's column must exist and be numeric: checked on the schema, before any task
-        wanted = column_scorers(v.policy.scorer for v in vs)
-        if wanted:
-            check_schema_columns(pa.Schema.from_pandas(ddf._meta, preserve_index=False), wanted, "the items")
-        shuffled = _spans(keys)
-        del keys
+        parts, shuffled, rows_from = _whole_set_partitions(source, set_column, npartitions, client, vs)
         t_plan = time.perf_counter() - t0
-        if shuffled:
-            ddf = ddf.shuffle(on=set_column, npartitions=ddf.npartitions, shuffle_method="tasks")
-        parts = ddf.to_delayed()
         run = _delayed(_traced_partition)
         carrier = otel.context_carrier(root)
-        rows_from = RowSource(source) if isinstance(source, (str, os.PathLike, list, tuple)) else None
         tasks = [run(p, i, budget, vs, set_column, on_error, str(out), carrier, rows_from) for i, p in enumerate(parts)]
         futures = client.compute(tasks)
         results = _gather(futures, progress)
@@ -426,6 +449,74 @@ def _write_parts_manifest(out: Path, run_id: str, vs, set_column: str, summary: 
         variants=json.loads(meta[b"cupel_np.variants"]),
         summary=summary,
     )
+
+
+# ----------------------------------------------------------------------------- checks
+def _check_partition(df, cf, set_column: str, keep: int, rows_from=None) -> dict:
+    """One Dask task of ``check``: the checks file's checks over the partition's whole item sets
+    with the in-process engine. Returns the row count and one ``CheckPart`` per check (counts,
+    and only the first ``keep`` failing rows, ordered by their sets' input rows)."""
+    from cupel_np.testing.cli import check_table, first_rows
+
+    if len(df) == 0:
+        return {"rows": 0, "parts": None}
+    table, rows = _partition_table(df, set_column, rows_from)
+    first = rows.to_numpy(zero_copy_only=False)[first_rows(table)]
+    return {"rows": table.n, "parts": check_table(cf, table, keep=keep, threads=_worker_threads(), first=first)}
+
+
+def check(
+    source: Any,
+    checks: ChecksFile | str | os.PathLike,
+    *,
+    set_column: str | None = None,
+    client: Any = None,
+    npartitions: int | None = None,
+    keep: int = 1000,
+    progress: bool | None = None,
+) -> list[CheckOutcome]:
+    """Run a checks file's checks over every item set of ``source`` on a Dask cluster: what
+    ``cupel-np check ITEMS --checks FILE --dask SPEC`` does.
+
+    ``checks``: a checks file path or a parsed ``cupel_np.testing.checks.ChecksFile``.
+    ``source``, ``client`` and ``npartitions`` as for :func:`sweep`; ``set_column`` defaults to
+    the checks file's. Each task sweeps the variants over its partition of whole item sets and
+    returns only its counts and first ``keep`` failing rows per check. Returns one
+    ``cupel_np.testing.cli.CheckOutcome`` per check, equal to the in-process run's (the same
+    counts, and the same first ``keep`` rows in the same order), timings aside."""
+    _require()
+    from cupel_np.model.grid import as_variants
+    from cupel_np.testing.checks import ChecksFile, load_checks
+    from cupel_np.testing.cli import merge_parts
+
+    cf = checks if isinstance(checks, ChecksFile) else load_checks(checks)
+    set_column = set_column or cf.set_column
+    if not isinstance(set_column, str) or not set_column:
+        raise InvalidConfigError(
+            "checking on Dask needs a set column (a task holds whole item sets): "
+            "set_column = ... in the checks file, or --set-column"
+        )
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+        raise InvalidConfigError(f"keep must be a count of rows, got {keep!r}")
+    vs = as_variants(cf.variants, None, allow_budget=True)
+    if progress is None:
+        progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
+    client, own_cluster = _client_or_own(client)
+    futures = []
+    try:
+        parts, _shuffled, rows_from = _whole_set_partitions(source, set_column, npartitions, client, vs)
+        run = _delayed(_check_partition)
+        futures = client.compute([run(p, cf, set_column, keep, rows_from) for p in parts])
+        results = _gather(futures, progress)
+    except BaseException:
+        if futures:
+            client.cancel(futures)
+        raise
+    finally:
+        if own_cluster is not None:
+            client.close()
+            own_cluster.close()
+    return merge_parts(cf.checks, [r["parts"] for r in results if r["parts"] is not None], keep)
 
 
 class connect:

@@ -4,18 +4,21 @@ Runs every check of a checks file (``cupel_np.testing.checks``) over every item 
 a table of the failing (variant, set) pairs, and exits 1 when a check fails, 2 for bad input
 (the message names the file, check and key), 0 otherwise. ``--junit`` writes JUnit XML (one
 test case per check) for CI systems. An input over the memory limit (or any input given
-``--chunk-rows``) is checked in chunks of whole item sets, like ``sensitivity`` streams.
+``--chunk-rows``) is checked in chunks of whole item sets, like ``sensitivity`` streams;
+``--dask SPEC`` runs it on Dask (``cupel_np.io.dask.check``), with the same output.
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 
 from cupel_np.errors import InvalidConfigError, MemoryLimitError
@@ -24,9 +27,23 @@ if TYPE_CHECKING:  # the engine is imported when the command runs, not when the 
     from cupel_np.model.items import ItemTable
     from cupel_np.testing.checks import Check, ChecksFile
 
-__all__ = ["CheckOutcome", "add_check_parser", "cmd_check", "junit_xml", "run_checks"]
+__all__ = [
+    "CheckOutcome",
+    "CheckPart",
+    "add_check_parser",
+    "check_table",
+    "cmd_check",
+    "first_rows",
+    "junit_xml",
+    "merge_parts",
+    "report_lines",
+    "run_checks",
+]
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+#: ``--dask``'s runner: ``(args, checks_file, set_column) -> outcomes``
+DaskRunner = Callable[[argparse.Namespace, "ChecksFile", "str | None"], "list[CheckOutcome]"]
 
 
 @dataclass
@@ -47,29 +64,88 @@ class CheckOutcome:
         return pa.concat_tables(self.rows) if self.rows else FAILURE_SCHEMA.empty_table()
 
 
-def run_checks(cf: ChecksFile, tables, *, keep: int = 1000, threads: int | None = None) -> list[CheckOutcome]:
-    """Sweep the checks file's variants over each ItemTable of ``tables`` (one, or chunks of
-    whole sets) and run every check on every set; failing rows beyond ``keep`` per check are
-    counted, not kept."""
+#: order keys of a ``CheckPart``'s rows: the variant's position in the check's variants, and
+#: the set's first row in the whole input (the order an in-process run lists failures in)
+ORDER = ("__variant_pos", "__first_row")
+
+
+@dataclass
+class CheckPart:
+    """One check over one table of whole item sets (a chunk, or a Dask partition): its pair and
+    failure counts, its seconds, and its first ``keep`` failing rows with the ``ORDER`` keys."""
+
+    pairs: int
+    failed: int
+    seconds: float
+    rows: pa.Table
+
+
+def first_rows(table: ItemTable) -> np.ndarray:
+    """Each set's first row in ``table``'s input (sets are numbered by first appearance)."""
+    starts = np.asarray(table.offsets[:-1], dtype=np.int64)
+    if table.n == 0:
+        return np.zeros(starts.shape[0], dtype=np.int64)
+    return np.asarray(table.input_row, dtype=np.int64)[starts]
+
+
+def check_table(
+    cf: ChecksFile, table: ItemTable, *, keep: int = 1000, threads: int | None = None, first: np.ndarray | None = None
+) -> list[CheckPart]:
+    """Sweep the checks file's variants over ``table`` (whole item sets) and run every check on
+    every set: one ``CheckPart`` per check. ``first``: each set's first row in the whole input
+    (default ``first_rows(table)``), which orders the failing rows across tables."""
     from cupel_np.analysis.sensitivity import sweep
     from cupel_np.testing.corpus import CorpusAssertionChain
 
-    outcomes = [CheckOutcome(ch) for ch in cf.checks]
-    for table in tables:
-        res = sweep(table, None, cf.variants, on_error="collect", progress=False, threads=threads)
-        for out in outcomes:
-            t0 = time.perf_counter()
-            chain = CorpusAssertionChain(res, out.check.variants, collect=True)
-            out.check.run(chain)
-            fails = chain.failures()
-            out.pairs += len(chain.variants) * table.n_sets
-            out.failed += fails.num_rows
-            if out.kept < keep and fails.num_rows:
-                part = fails.slice(0, keep - out.kept)
-                out.rows.append(part)
-                out.kept += part.num_rows
-            out.seconds += time.perf_counter() - t0
+    first = first_rows(table) if first is None else first
+    res = sweep(table, None, cf.variants, on_error="collect", progress=False, threads=threads)
+    parts = []
+    for check in cf.checks:
+        t0 = time.perf_counter()
+        chain = CorpusAssertionChain(res, check.variants, collect=True)
+        check.run(chain)
+        fails = chain.failures()
+        vpos, sets = chain.failure_positions()
+        keys = first[sets]
+        order = np.lexsort((keys, vpos))[:keep]
+        rows = fails.take(pa.array(order, pa.int64()))
+        rows = rows.append_column(ORDER[0], pa.array(vpos[order], pa.int64()))
+        rows = rows.append_column(ORDER[1], pa.array(keys[order], pa.int64()))
+        parts.append(CheckPart(len(chain.variants) * table.n_sets, fails.num_rows, time.perf_counter() - t0, rows))
+    return parts
+
+
+def merge_parts(checks: list[Check], parts: Iterable[list[CheckPart]], keep: int = 1000) -> list[CheckOutcome]:
+    """The outcomes of ``checks`` from their parts over tables of disjoint item sets, in any
+    order: counts added up, and the first ``keep`` failing rows per check in the order an
+    in-process run of the whole input lists them (by variant, then by set in input order)."""
+    outcomes = [CheckOutcome(ch) for ch in checks]
+    for per_check in parts:
+        for out, part in zip(outcomes, per_check, strict=True):
+            out.pairs += part.pairs
+            out.failed += part.failed
+            out.seconds += part.seconds
+            if part.rows.num_rows:
+                rows = pa.concat_tables([*out.rows, part.rows])
+                out.rows = [rows.sort_by([(k, "ascending") for k in ORDER]).slice(0, keep)]
+    for out in outcomes:
+        out.rows = [r.drop_columns(list(ORDER)) for r in out.rows]
+        out.kept = sum(r.num_rows for r in out.rows)
     return outcomes
+
+
+def run_checks(cf: ChecksFile, tables, *, keep: int = 1000, threads: int | None = None) -> list[CheckOutcome]:
+    """Sweep the checks file's variants over each ItemTable of ``tables`` (one, or chunks of
+    whole sets in input order) and run every check on every set; failing rows beyond ``keep``
+    per check are counted, not kept. The rows are in the same order however the input is cut."""
+
+    def parts() -> Iterator[list[CheckPart]]:
+        before = 0
+        for table in tables:
+            yield check_table(cf, table, keep=keep, threads=threads, first=first_rows(table) + before)
+            before += table.n
+
+    return merge_parts(cf.checks, parts(), keep)
 
 
 # ----------------------------------------------------------------------------- input
@@ -192,7 +268,13 @@ def cmd_check(args) -> int:
 
     cf = load_checks(args.checks)
     set_column = args.set_column or cf.set_column
-    outcomes = run_checks(cf, _tables(args, set_column), threads=args.threads)
+    if args.dask:
+        runner = getattr(args, "dask_runner", None)
+        if runner is None:  # the parser was built without a Dask runner (this wing sits below io)
+            raise InvalidConfigError("--dask is not available here: run `cupel-np check`")
+        outcomes = runner(args, cf, set_column)
+    else:
+        outcomes = run_checks(cf, _tables(args, set_column), threads=args.threads)
     set_name = set_column or "set"
     if args.junit:
         Path(args.junit).write_bytes(junit_xml(outcomes, Path(args.checks).stem, set_name))
@@ -209,8 +291,10 @@ def cmd_check(args) -> int:
     return EXIT_FAILED if any(o.failed for o in outcomes) else EXIT_OK
 
 
-def add_check_parser(sub, common) -> None:
-    """Register ``check`` on the ``cupel-np`` subparsers (``common``: the shared options)."""
+def add_check_parser(sub, common, *, dask_runner: DaskRunner | None = None) -> None:
+    """Register ``check`` on the ``cupel-np`` subparsers (``common``: the shared options).
+    ``dask_runner(args, checks_file, set_column) -> outcomes`` runs the checks for ``--dask``
+    (the command line passes ``cupel_np.io.dask.check``'s; this wing may not import io)."""
     p = sub.add_parser(
         "check",
         parents=[common],
@@ -223,4 +307,11 @@ def add_check_parser(sub, common) -> None:
     p.add_argument("--max-rows", type=int, default=10, help="failing rows shown per check (default 10)")
     p.add_argument("--memory-limit", metavar="SIZE", help="memory budget, e.g. 2G; a larger input is checked in chunks")
     p.add_argument("--chunk-rows", type=int, metavar="N", help="check in chunks of at least N rows, whatever the size")
-    p.set_defaults(func=cmd_check)
+    if dask_runner is not None:
+        p.add_argument(
+            "--dask",
+            metavar="SPEC",
+            help="run on Dask (partitions of whole item sets; needs a set column): local, local:N "
+            "(a LocalCluster of N workers) or tcp://HOST:PORT",
+        )
+    p.set_defaults(func=cmd_check, dask=None, dask_runner=dask_runner)

@@ -84,6 +84,7 @@ class CorpusAssertionChain:
         self._sizes = np.diff(self._offsets)
         self._seg = np.repeat(np.arange(t.n_sets, dtype=np.int64), self._sizes)
         self._failures: list[pa.Table] = []
+        self._positions: list[tuple[np.ndarray, np.ndarray]] = []
         self._keys: pa.Array | None = None
         self._mask_cache: dict[int, tuple[Condition, np.ndarray]] = {}
 
@@ -126,13 +127,14 @@ class CorpusAssertionChain:
         (unless collecting) raise on the failing (variant, set) pairs."""
         parts = []
         total = 0
-        for v in self.variants:
+        for j, v in enumerate(self.variants):
             ok, found = per_variant(v)
             failed = self.result.failed[v]
             bad = np.flatnonzero(~ok | failed)
             total += ok.shape[0]
             if bad.size:
                 parts.append(self._rows(label, expected, v, bad, found[bad], failed[bad], fmt))
+                self._positions.append((np.full(bad.size, j, dtype=np.int64), bad.astype(np.int64)))
         if not parts:
             return self
         table = pa.concat_tables(parts)
@@ -176,6 +178,17 @@ class CorpusAssertionChain:
     def failures(self) -> pa.Table:
         """Every failing (variant, set) row of every check run so far on this chain."""
         return pa.concat_tables(self._failures) if self._failures else FAILURE_SCHEMA.empty_table()
+
+    def failure_positions(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(variant, set)`` positions of the rows of ``failures()``, aligned with them: the
+        variant's index in this chain's ``variants`` (the order the rows list the variants in)
+        and the set's index in the result's ItemTable."""
+        if not self._positions:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return (
+            np.concatenate([v for v, _s in self._positions]),
+            np.concatenate([s for _v, s in self._positions]),
+        )
 
     @property
     def ok(self) -> bool:
