@@ -33,11 +33,11 @@ Every unknown key is an error naming the check and the key.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cupel_np._files import read_data_file
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.policy import Policy
@@ -96,21 +96,7 @@ class ChecksFile:
 
 
 def _read(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InvalidConfigError(f"cannot read {path}: {e.strerror}") from None
-    if path.suffix.lower() == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InvalidConfigError(f"{path}: malformed JSON: {e}") from None
-    import tomli
-
-    try:
-        return tomli.loads(text)
-    except tomli.TOMLDecodeError as e:
-        raise InvalidConfigError(f"{path}: malformed TOML: {e}") from None
+    return read_data_file(path, default="toml")
 
 
 def load_checks(path) -> ChecksFile:
