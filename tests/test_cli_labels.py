@@ -77,7 +77,8 @@ def test_sensitivity_writes_outcomes_and_prints_token_recall(capsys, tmp_path, i
         for r in summary
     }
     assert _recall_lines(out) == want
-    assert f"mean over {summary[0]['sets_labelled']} labelled sets" in out
+    scored = summary[0]["sets_labelled"] - summary[0]["sets_without_relevant"]
+    assert f"mean over the {scored} sets with a relevant item" in out
     assert "outcomes.parquet" in out.splitlines()[-1]
     assert "outcomes.parquet" in json.loads((tmp_path / "o" / "manifest.json").read_text())["outputs"]
 

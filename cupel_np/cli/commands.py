@@ -644,10 +644,10 @@ def _print_outcomes(summary, column: str) -> None:
     if summary.num_rows == 0:
         return
     first = summary.slice(0, 1).to_pylist()[0]
+    scored = first["sets_labelled"] - first["sets_without_relevant"]
     print(
-        f"token recall by {column!r} (mean over {plural(first['sets_labelled'], 'labelled set')}, "
-        f"95% bootstrap interval; {first['sets_unlabelled']:,} unlabelled left out, "
-        f"{first['sets_without_relevant']:,} without a relevant item):"
+        f"token recall by {column!r}: mean over the {plural(scored, 'set')} with a relevant item, 95% bootstrap "
+        f"interval ({first['sets_labelled']:,} labelled, {first['sets_unlabelled']:,} unlabelled left out):"
     )
     w = max([8, *(len(v) for v in summary.column("variant").to_pylist())])
     for r in summary.to_pylist():
