@@ -208,9 +208,14 @@ class OutcomeMatrices:
 
 
 @jit
-def _outcome_kernel(status, goff, g_rel, g_tok, g_label, sw_rel, rel_inc, rel_tok_inc, inc_tok, gain_inc, sw_inc):
+def _outcome_kernel(
+    status, goff, g_rel, g_tok, g_label, sw_rel, graded, rel_inc, rel_tok_inc, inc_tok, gain_inc, sw_inc
+):
     """Per (variant, set), over the set's content groups: relevant kept, relevant tokens kept,
-    tokens kept, gain kept, relevant swinging kept. One pass over ``status`` ([V, G])."""
+    tokens kept, relevant swinging kept, and (``graded`` labels) gain kept. One pass over
+    ``status`` ([V, G]). The counts are integer sums the compiler can vectorise; the gain, a
+    float sum kept in group order, gets its own loop, run only for graded labels (a boolean
+    label's gain is its relevant count: the caller copies it)."""
     n_var = status.shape[0]
     n_sets = goff.shape[0] - 1
     for v in range(n_var):
@@ -219,22 +224,24 @@ def _outcome_kernel(status, goff, g_rel, g_tok, g_label, sw_rel, rel_inc, rel_to
             n_rel = 0
             rel_tok = 0
             tok = 0
-            gain = 0.0
             sw = 0
             for g in range(goff[s], goff[s + 1]):  # branch-free: x and r are 0 or 1
                 x = np.int64(row[g])
                 r = x * np.int64(g_rel[g])
                 t = g_tok[g]
                 tok += x * t
-                gain += x * g_label[g]  # adding +0.0 leaves a sum of non-negative labels unchanged
                 n_rel += r
                 rel_tok += r * t
                 sw += r * np.int64(sw_rel[g])
             rel_inc[v, s] = n_rel
             rel_tok_inc[v, s] = rel_tok
             inc_tok[v, s] = tok
-            gain_inc[v, s] = gain
             sw_inc[v, s] = sw
+            if graded:
+                gain = 0.0
+                for g in range(goff[s], goff[s + 1]):
+                    gain += np.int64(row[g]) * g_label[g]  # adding +0.0 leaves a sum of non-negative labels unchanged
+                gain_inc[v, s] = gain
 
 
 def outcome_matrices(result, labels, *, threads: int | None = None) -> OutcomeMatrices:
@@ -275,9 +282,12 @@ def outcome_matrices(result, labels, *, threads: int | None = None) -> OutcomeMa
 
     def task(i: int, _state) -> None:
         sl = slice(i * chunk, min((i + 1) * chunk, n_var))
-        _outcome_kernel(status[sl], *ins, rel_inc[sl], rel_tok_inc[sl], inc_tok[sl], gain_inc[sl], sw_inc[sl])
+        _outcome_kernel(status[sl], *ins, graded, rel_inc[sl], rel_tok_inc[sl], inc_tok[sl], gain_inc[sl], sw_inc[sl])
 
+    graded = bool(lab.graded)
     run_tasks(-(-n_var // chunk), resolve_threads(threads), lambda: None, task)
+    if not graded:  # a boolean label is 1 on every relevant content: the gain kept is the count kept
+        gain_inc[:] = rel_inc
     return OutcomeMatrices(
         labelled=labelled,
         relevant_items=np.bincount(gs[g_rel], minlength=n_sets),
