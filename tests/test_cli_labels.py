@@ -172,3 +172,16 @@ def test_label_column_on_dask_is_refused(capsys, tmp_path, items):
         "--dask", "local", "--out", tmp_path / "o",
     )  # fmt: skip
     assert code == 2 and "--label-column does not run on Dask" in err
+
+
+def test_overwrite_removes_a_stale_outcomes_file(capsys, tmp_path, items):
+    """outcomes.parquet is one of cupel_np's output names: --overwrite removes it with the rest."""
+    args = ["sensitivity", items, *PRESETS, *BUDGET, "--set-column", "session_id", "--out", tmp_path / "o"]
+    code, out, err = run(capsys, *args, "--label-column", "relevant")
+    assert code == 0, err
+    assert (tmp_path / "o" / "outcomes.parquet").is_file()
+    code, out, err = run(capsys, *args)
+    assert code == 2 and "already holds" in err
+    code, out, err = run(capsys, *args, "--overwrite")
+    assert code == 0, err
+    assert not (tmp_path / "o" / "outcomes.parquet").exists()
