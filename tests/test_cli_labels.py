@@ -185,3 +185,22 @@ def test_overwrite_removes_a_stale_outcomes_file(capsys, tmp_path, items):
     code, out, err = run(capsys, *args, "--overwrite")
     assert code == 0, err
     assert not (tmp_path / "o" / "outcomes.parquet").exists()
+
+
+def test_a_bad_label_of_a_grouped_table_names_the_input_row():
+    """An ItemTable groups rows by set; a bad label is still named by its row in the input."""
+    from cupel_np.analysis.outcomes import labels_from
+    from cupel_np.errors import InvalidConfigError
+
+    src = pa.table(
+        {
+            "content": ["a", "b", "c", "d"],
+            "tokens": [1, 2, 3, 4],
+            "s": ["x", "y", "x", "y"],
+            "rel": [1.0, -3.0, 0.0, 2.0],
+        }
+    )
+    table = c.ItemTable(src, set_column="s")
+    assert table.input_row.tolist() != [0, 1, 2, 3]  # grouped: row 1 is not at position 1
+    with pytest.raises(InvalidConfigError, match=r"column 'rel', row 1: negative label \(value -3.0\)"):
+        labels_from(table, "rel")
