@@ -237,8 +237,9 @@ def test_label_column_missing_or_wrong_length():
     with pytest.raises(InvalidConfigError, match="label column 'relevant' not found"):
         o.labels_from(src, "relevant")
     res = c.sweep(c.ItemTable(src), c.ContextBudget(max_tokens=5, target_tokens=5), [("chat", c.preset("chat"))])
-    with pytest.raises(InvalidConfigError, match="is not kept by this ItemTable"):
-        res.outcomes_table("rel")
+    assert res.outcomes_table("rel").num_rows == 1  # the ItemTable kept the extra column
+    with pytest.raises(InvalidConfigError, match="label column 'nope' is not in this ItemTable"):
+        res.outcomes_table("nope")
     with pytest.raises(InvalidConfigError, match="has 3 values for 2 items"):
         res.outcomes_table([True, False, True])
     # from a list of dict rows and from a frame-like dict of columns

@@ -71,6 +71,42 @@ def test_tune_is_deterministic_for_a_seed_and_any_thread_count(corpus, sampler):
     assert not other.leaderboard.equals(a.leaderboard)
 
 
+@pytest.mark.parametrize("objective", ["token_recall", "recall_vs_tokens"])
+def test_nsga2_told_the_known_space_samples_as_optuna_s_own(corpus, monkeypatch, objective):
+    """The NSGA-II sampler that is handed the fixed search space (instead of inferring it at
+    every ask) asks exactly the trials Optuna's own NSGAIISampler asks."""
+    import optuna
+
+    from cupel_np.tuning import search
+
+    fast = _run(corpus, objective=objective)
+    monkeypatch.setattr(search, "_nsga2", lambda optuna_, space: optuna.samplers.NSGAIISampler)
+    plain = _run(corpus, objective=objective)
+    assert fast.leaderboard.equals(plain.leaderboard)
+    assert type(fast.study.sampler) is not optuna.samplers.NSGAIISampler  # the known-space one ran
+
+
+@pytest.mark.parametrize("n_var", [1, 2, 3, 40])
+def test_masked_mean_is_a_running_sum_whatever_the_number_of_variants(n_var):
+    """Each variant's mean over the chosen sets equals a left-to-right running sum, whether
+    it is computed alone or beside other variants (its value must not depend on the batch)."""
+    from cupel_np.tuning.search import _masked_mean
+
+    rng = np.random.default_rng(n_var)
+    x = rng.random((n_var, 5001)) * 10.0 ** rng.uniform(-6, 6, (n_var, 5001))
+    x[rng.random(x.shape) < 0.1] = np.nan
+    cols = rng.random(5001) < 0.7
+    got = _masked_mean(x, cols)
+    for v in range(n_var):
+        row = x[v, cols]
+        total = 0.0
+        for value in row[~np.isnan(row)]:  # the reference: a plain running sum
+            total += float(value)
+        assert got[v] == total / np.count_nonzero(~np.isnan(row))
+        assert _masked_mean(x[v : v + 1], cols)[0] == got[v]
+    assert np.isnan(_masked_mean(x, np.zeros(5001, dtype=bool))).all()
+
+
 def test_batch_size_changes_nothing_but_the_batching_for_a_random_sampler(corpus, monkeypatch):
     """Each batch is one sweep: a trial's metrics do not depend on which batch it ran in."""
     import optuna
@@ -80,7 +116,7 @@ def test_batch_size_changes_nothing_but_the_batching_for_a_random_sampler(corpus
     monkeypatch.setattr(
         search,
         "_new_study",
-        lambda objective, seed, sampler, batch_size: optuna.create_study(
+        lambda objective, seed, sampler, batch_size, space=None: optuna.create_study(
             direction="maximize", sampler=optuna.samplers.RandomSampler(seed)
         ),
     )

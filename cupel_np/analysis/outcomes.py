@@ -31,7 +31,7 @@ ladder budget at which each variant keeps 90 / 95 / 99 % of the relevant tokens.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,6 +52,7 @@ __all__ = [
     "outcome_matrices",
     "outcomes_table",
     "outcome_summary",
+    "outcome_summary_of_table",
     "paired_comparisons",
     "bootstrap_means",
     "budget_outcomes",
@@ -80,10 +81,11 @@ def _show(v) -> str:
     return r if len(r) <= 60 else r[:57] + "..."
 
 
-def check_labels(col, column: str) -> Labels:
+def check_labels(col, column: str, *, locate: Callable[[int], tuple[str | None, int]] | None = None) -> Labels:
     """Validate a label column (an Arrow array, a NumPy array or a list): boolean, or numbers
     that are finite and non-negative; null = unlabelled. Bad input raises InvalidConfigError
-    naming the column, the first bad row and its value."""
+    naming the column, the first bad row and its value. ``locate(r)``: (file or None, row) of
+    position ``r``, for a column that is a chunk or a reordering of the input."""
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
     if not isinstance(col, pa.Array):
@@ -112,8 +114,10 @@ def check_labels(col, column: str) -> Labels:
         if idx.size:
             r = int(idx[0])
             more = f" (and {idx.size - 1} more rows)" if idx.size > 1 else ""
+            file, row = (None, r) if locate is None else locate(r)
             raise InvalidConfigError(
-                f"column {column!r}, row {r}: {what} (value {_show(col[r].as_py())}){more}; "
+                f"{'' if file is None else f'{file}: '}column {column!r}, row {row}: {what} "
+                f"(value {_show(col[r].as_py())}){more}; "
                 "labels are booleans or non-negative numbers, null for unlabelled"
             )
     vals[~valid] = np.nan
@@ -138,7 +142,8 @@ def labels_from(items, label_column: str) -> Labels:
                 f"{', '.join([*names, *items.extra_columns])}); pass the labels from the source "
                 "table: labels_from(arrow_table, column)"
             )
-        stored = check_labels(column, label_column)
+        rows = items.input_row  # errors name the input row, not the grouped one
+        stored = check_labels(column, label_column, locate=lambda r: (None, int(rows[r])))
         vals = np.empty_like(stored.values)
         vals[items.input_row] = stored.values
         return Labels(label_column, vals, stored.graded)
@@ -203,9 +208,14 @@ class OutcomeMatrices:
 
 
 @jit
-def _outcome_kernel(status, goff, g_rel, g_tok, g_label, sw_rel, rel_inc, rel_tok_inc, inc_tok, gain_inc, sw_inc):
+def _outcome_kernel(
+    status, goff, g_rel, g_tok, g_label, sw_rel, graded, rel_inc, rel_tok_inc, inc_tok, gain_inc, sw_inc
+):
     """Per (variant, set), over the set's content groups: relevant kept, relevant tokens kept,
-    tokens kept, gain kept, relevant swinging kept. One pass over ``status`` ([V, G])."""
+    tokens kept, relevant swinging kept, and (``graded`` labels) gain kept. One pass over
+    ``status`` ([V, G]). The counts are integer sums the compiler can vectorise; the gain, a
+    float sum kept in group order, gets its own loop, run only for graded labels (a boolean
+    label's gain is its relevant count: the caller copies it)."""
     n_var = status.shape[0]
     n_sets = goff.shape[0] - 1
     for v in range(n_var):
@@ -214,22 +224,24 @@ def _outcome_kernel(status, goff, g_rel, g_tok, g_label, sw_rel, rel_inc, rel_to
             n_rel = 0
             rel_tok = 0
             tok = 0
-            gain = 0.0
             sw = 0
             for g in range(goff[s], goff[s + 1]):  # branch-free: x and r are 0 or 1
                 x = np.int64(row[g])
                 r = x * np.int64(g_rel[g])
                 t = g_tok[g]
                 tok += x * t
-                gain += x * g_label[g]  # adding +0.0 leaves a sum of non-negative labels unchanged
                 n_rel += r
                 rel_tok += r * t
                 sw += r * np.int64(sw_rel[g])
             rel_inc[v, s] = n_rel
             rel_tok_inc[v, s] = rel_tok
             inc_tok[v, s] = tok
-            gain_inc[v, s] = gain
             sw_inc[v, s] = sw
+            if graded:
+                gain = 0.0
+                for g in range(goff[s], goff[s + 1]):
+                    gain += np.int64(row[g]) * g_label[g]  # adding +0.0 leaves a sum of non-negative labels unchanged
+                gain_inc[v, s] = gain
 
 
 def outcome_matrices(result, labels, *, threads: int | None = None) -> OutcomeMatrices:
@@ -270,9 +282,12 @@ def outcome_matrices(result, labels, *, threads: int | None = None) -> OutcomeMa
 
     def task(i: int, _state) -> None:
         sl = slice(i * chunk, min((i + 1) * chunk, n_var))
-        _outcome_kernel(status[sl], *ins, rel_inc[sl], rel_tok_inc[sl], inc_tok[sl], gain_inc[sl], sw_inc[sl])
+        _outcome_kernel(status[sl], *ins, graded, rel_inc[sl], rel_tok_inc[sl], inc_tok[sl], gain_inc[sl], sw_inc[sl])
 
+    graded = bool(lab.graded)
     run_tasks(-(-n_var // chunk), resolve_threads(threads), lambda: None, task)
+    if not graded:  # a boolean label is 1 on every relevant content: the gain kept is the count kept
+        gain_inc[:] = rel_inc
     return OutcomeMatrices(
         labelled=labelled,
         relevant_items=np.bincount(gs[g_rel], minlength=n_sets),
@@ -386,6 +401,53 @@ def outcome_summary(
     }
     for name in metrics:
         mean, lo, hi = bootstrap_means(m.ratio(name).T, n_boot=n_boot, ci=ci, seed=seed)
+        cols[name] = pa.array(mean, mask=np.isnan(mean))
+        cols[f"{name}_lo"] = pa.array(lo, mask=np.isnan(lo))
+        cols[f"{name}_hi"] = pa.array(hi, mask=np.isnan(hi))
+    return pa.table(cols)
+
+
+def outcome_summary_of_table(
+    outcomes: pa.Table,
+    variants: Sequence[str] | None = None,
+    *,
+    metrics: Sequence[str] = METRICS,
+    n_boot: int = 1000,
+    ci: float = 0.95,
+    seed: int = 0,
+) -> pa.Table:
+    """``outcome_summary`` from an outcomes table (``outcomes_table`` rows, e.g. a streamed
+    run's ``outcomes.parquet``, written chunk by chunk): the same columns, and the same
+    numbers as ``outcome_summary`` of the whole sweep when the table lists the sets in the
+    same order. ``variants``: their order (default: as they first appear)."""
+    _check_metrics(metrics)
+    names = outcomes.column("variant").to_numpy(zero_copy_only=False)
+    if variants is None:
+        variants = list(dict.fromkeys(names.tolist()))
+    rows = [np.flatnonzero(names == v) for v in variants]  # one mask per variant, never per set
+    if len({r.size for r in rows}) > 1:
+        raise InvalidConfigError("outcomes table: variants have different numbers of sets")
+
+    def floats(name: str) -> np.ndarray:  # a null becomes NaN
+        return np.asarray(outcomes.column(name).to_numpy(zero_copy_only=False), dtype=np.float64)
+
+    labelled = np.asarray(outcomes.column("labelled").to_numpy(zero_copy_only=False), dtype=bool)
+    failed = labelled & np.isnan(floats("relevant_included"))
+    relevant = floats("relevant_items")
+    first = rows[0] if rows else np.zeros(0, dtype=np.int64)
+    n_var = len(variants)
+    cols: dict = {
+        "variant": pa.array(list(variants), pa.string()),
+        "sets_labelled": pa.array(np.full(n_var, int(labelled[first].sum()))),
+        "sets_unlabelled": pa.array(np.full(n_var, int((~labelled[first]).sum()))),
+        "sets_without_relevant": pa.array(np.full(n_var, int((labelled[first] & (relevant[first] == 0)).sum()))),
+        "sets_failed": pa.array(np.array([int(failed[r].sum()) for r in rows], dtype=np.int64)),
+    }
+    for name in metrics:
+        values = floats(name)
+        # [S, V] laid out as outcome_summary's (a transposed [V, S]): NumPy then sums alike
+        x = np.stack([values[r] for r in rows]).T if rows else np.zeros((0, 0))
+        mean, lo, hi = bootstrap_means(x, n_boot=n_boot, ci=ci, seed=seed)
         cols[name] = pa.array(mean, mask=np.isnan(mean))
         cols[f"{name}_lo"] = pa.array(lo, mask=np.isnan(lo))
         cols[f"{name}_hi"] = pa.array(hi, mask=np.isnan(hi))

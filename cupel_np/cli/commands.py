@@ -239,6 +239,7 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
         progress=_progress_enabled(args),
         memory_limit=_memory_limit(args),
         threads=args.threads,
+        label_column=args.label_column,
     )
     report = write_dir_report(args.out, title=title)
     elapsed = time.perf_counter() - t0
@@ -246,6 +247,7 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
     paths = {k: str(out / f"{k}.parquet") for k in ("diffs", "variants", "items")}
     paths["report"] = str(report)
     s = load_sweep_dir(out, top_k=0)
+    summary = _streamed_outcomes(out, s.labels, paths) if args.label_column else None
     if args.json:
         import pyarrow.dataset as pds
 
@@ -268,6 +270,7 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
                     "outputs": paths,
                     "seconds": round(elapsed, 3),
                     "streamed": {"chunks": tot["chunks"], "chunk_rows": tot["chunk_rows"]},
+                    **({"outcomes": _outcome_json(summary)} if summary is not None else {}),
                 },
                 indent=2,
             )
@@ -287,9 +290,25 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
         print(
             f"{lab:<{w}}  {s.included[v]:>9,} {s.tokens[v]:>12,} {util:>11.1%} {s.swing_included[v]:>11,} {s.failed[v]:>11,}"
         )
+    if summary is not None:
+        _print_outcomes(summary, args.label_column)
     _print_failures(_written_failures(out))
     print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {out.resolve()}")
     return EXIT_OK
+
+
+def _streamed_outcomes(out: Path, labels: list[str], paths: dict):
+    """The per-variant outcome summary of a streamed run, from its ``outcomes.parquet``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cupel_np.analysis.outcomes import outcome_summary_of_table
+
+    f = out / "outcomes.parquet"
+    if not f.is_file():  # an empty input writes no part
+        return pa.table({"variant": pa.array([], pa.string())})
+    paths["outcomes"] = str(f)
+    return outcome_summary_of_table(pq.read_table(f), labels, metrics=("token_recall",))
 
 
 def _budget(args):
@@ -485,10 +504,10 @@ def _print_summary(result, out=None) -> None:
         )
 
 
-def _write_outputs(result, out_dir, *, title: str, html: bool = True) -> dict:
+def _write_outputs(result, out_dir, *, title: str, html: bool = True, labels=None) -> dict:
     from cupel_np.io.parquet import write_sweep
 
-    paths = {k: str(v) for k, v in write_sweep(result, out_dir).items()}
+    paths = {k: str(v) for k, v in write_sweep(result, out_dir, labels=labels).items()}
     if html:
         from cupel_np.report.html import write_html_report
 
@@ -553,14 +572,16 @@ def cmd_sensitivity(args) -> int:
     budget = _budget(args)
     _claim_out(args, args.set_column, [str(l) for l, *_ in variants])
     if args.dask:
+        _no_labels_on_dask(args)
         return _run_dask(args, budget, variants, args.set_column, f"Policy sensitivity: {_name(args.items)}")
     t0 = time.perf_counter()
     title = f"Policy sensitivity: {_name(args.items)}"
     if _streams(args, args.set_column):
         return _run_streaming(args, budget, variants, args.set_column, title, t0)
     table = _load_table(args.items, args.set_column)
+    labels = _labels(args, table)
     result = sweep(table, budget, variants, on_error="collect", progress=_progress_enabled(args), threads=args.threads)
-    return _finish(args, result, t0, title)
+    return _finish(args, result, t0, title, labels)
 
 
 def cmd_sweep(args) -> int:
@@ -569,6 +590,7 @@ def cmd_sweep(args) -> int:
     grid, grid_set_col = load_grid_file(args.grid)
     _claim_out(args, args.set_column or grid_set_col, [str(label) for label, *_ in grid.variants()])
     if args.dask:
+        _no_labels_on_dask(args)
         return _run_dask(
             args, None, grid, args.set_column or grid_set_col, f"Sweep: {_name(args.items)} x {Path(args.grid).name}"
         )
@@ -577,16 +599,64 @@ def cmd_sweep(args) -> int:
     if _streams(args, args.set_column or grid_set_col):
         return _run_streaming(args, None, grid, args.set_column or grid_set_col, title, t0)
     table = _load_table(args.items, args.set_column or grid_set_col)
+    labels = _labels(args, table)
     result = sweep(table, None, grid, on_error="collect", progress=_progress_enabled(args), threads=args.threads)
-    return _finish(args, result, t0, title)
+    return _finish(args, result, t0, title, labels)
 
 
-def _finish(args, result, t0: float, title: str) -> int:
+def _labels(args, table):
+    """The ``--label-column`` labels, read and checked before the sweep runs (None without it)."""
+    if not getattr(args, "label_column", None):
+        return None
+    from cupel_np.analysis.outcomes import labels_from
+
+    return labels_from(table, args.label_column)
+
+
+def _no_labels_on_dask(args) -> None:
+    if getattr(args, "label_column", None):
+        raise UsageError(
+            "--label-column does not run on Dask yet: run without --dask (inputs too large for memory are "
+            "streamed in chunks of whole sets, outcomes included)"
+        )
+
+
+def _outcome_json(summary) -> dict:
+    return {r["variant"]: {k: v for k, v in r.items() if k != "variant"} for r in summary.to_pylist()}
+
+
+def _print_outcomes(summary, column: str) -> None:
+    """One line per variant: its mean token recall over the labelled sets, with the interval."""
+    if summary.num_rows == 0:
+        return
+    first = summary.slice(0, 1).to_pylist()[0]
+    scored = first["sets_labelled"] - first["sets_without_relevant"]
+    print(
+        f"token recall by {column!r}: mean over the {plural(scored, 'set')} with a relevant item, 95% bootstrap "
+        f"interval ({first['sets_labelled']:,} labelled, {first['sets_unlabelled']:,} unlabelled left out):"
+    )
+    w = max([8, *(len(v) for v in summary.column("variant").to_pylist())])
+    for r in summary.to_pylist():
+        m, lo, hi = r["token_recall"], r["token_recall_lo"], r["token_recall_hi"]
+        shown = "n/a" if m is None else f"{m:.3f} [{lo:.3f}, {hi:.3f}]"
+        failed = f"  ({plural(r['sets_failed'], 'failed set')})" if r["sets_failed"] else ""
+        print(f"  {r['variant']:<{w}}  {shown}{failed}")
+
+
+def _finish(args, result, t0: float, title: str, labels=None) -> int:
     """Write the outputs of a sensitivity/sweep command and print its summary."""
-    paths = _write_outputs(result, args.out, title=title)
+    paths = _write_outputs(result, args.out, title=title, labels=labels)
+    summary = None
+    if labels is not None:
+        from cupel_np.analysis.outcomes import outcome_summary
+
+        summary = outcome_summary(result, labels, metrics=("token_recall",))
     elapsed = time.perf_counter() - t0
     if args.json:
-        print(json.dumps(_summary_json(result, paths, elapsed), indent=2))
+        out = _summary_json(result, paths, elapsed)
+        if summary is not None:
+            out["outcomes"] = _outcome_json(summary)
+        print(json.dumps(out, indent=2))
         return EXIT_OK
     t = result.table
     print(
@@ -594,6 +664,8 @@ def _finish(args, result, t0: float, title: str) -> int:
         f"{plural(result.n_swing, 'swinging item')}; {elapsed:.1f}s"
     )
     _print_summary(result)
+    if summary is not None:
+        _print_outcomes(summary, labels.column)
     _print_failures(str(e) for errs in result.errors.values() for e in errs.values())
     print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
     return EXIT_OK
@@ -874,6 +946,10 @@ def _check_on_dask(args, checks_file, set_column):
 
 
 _SET_HELP = "column holding the item-set key (without it the whole input is one item set)"
+_LABEL_HELP = (
+    "relevance label column (boolean, or non-negative numbers; null = unlabelled): also write outcomes.parquet "
+    "and print each variant's token recall with its bootstrap interval"
+)
 _DASK_HELP = "run on Dask: local, local:N (a LocalCluster of N workers) or tcp://HOST:PORT"
 
 
@@ -936,6 +1012,7 @@ def _add_sweeps(sub, compute) -> None:
     p.add_argument("--preset", action="append", help="a preset to compare (repeatable)")
     _budget_opts(p)
     p.add_argument("--set-column", help=_SET_HELP)
+    p.add_argument("--label-column", metavar="COL", help=_LABEL_HELP)
     _out_opts(p)
     p.add_argument("--dask", metavar="SPEC", help=_DASK_HELP)
     _memory_opts(p)
@@ -947,6 +1024,7 @@ def _add_sweeps(sub, compute) -> None:
     p.add_argument("items", nargs="+", help=_ITEMS_HELP)
     p.add_argument("--grid", required=True, help="grid file (TOML/JSON; see docs/sweeps.md)")
     p.add_argument("--set-column", help="column holding the item-set key (overrides the grid's)")
+    p.add_argument("--label-column", metavar="COL", help=_LABEL_HELP)
     _out_opts(p)
     p.add_argument("--dask", metavar="SPEC", help=_DASK_HELP)
     _memory_opts(p)

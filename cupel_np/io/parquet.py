@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from cupel_np._files import atomic_write_bytes, temp_beside
 from cupel_np._version import __version__
 from cupel_np.analysis import otel
+from cupel_np.analysis.outcomes import check_labels
 from cupel_np.analysis.sensitivity import SweepResult, sweep
 from cupel_np.engine.scorers.custom import check_schema_columns
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError, MemoryLimitError
@@ -106,19 +107,23 @@ class _AtomicWriter:
 
 
 def write_sweep(
-    result: SweepResult, out_dir: StrPath, *, items: bool = True, overwrite: bool = False
+    result: SweepResult, out_dir: StrPath, *, items: bool = True, overwrite: bool = False, labels: Any = None
 ) -> dict[str, Path]:
     """Write ``diffs.parquet``, ``variants.parquet`` and (``items=True``) ``items.parquet``
     for a SweepResult into ``out_dir``, plus ``manifest.json`` (the run, its variants and set
     column); the policies and budgets also go in the file metadata. A directory holding
     another run's outputs is refused unless ``overwrite=True``, which removes them first
-    (``io.outdir``: only cupel_np's own output names are touched)."""
+    (``io.outdir``: only cupel_np's own output names are touched). ``labels`` (a label column
+    name the table kept, or a ``Labels``): also write ``outcomes.parquet``
+    (``SweepResult.outcomes_table``)."""
     check_set_column(result.table.set_column, result.labels)
     out = claim_out_dir(out_dir, overwrite=overwrite, run=run_id(result))
     meta = _variants_metadata(result.variants)
     tables = {"diffs": result.diffs_table(), "variants": result.variants_table()}
     if items:
         tables["items"] = result.items_table()
+    if labels is not None:
+        tables["outcomes"] = result.outcomes_table(labels)
     paths = {name: write_parquet_atomic(table, out / f"{name}.parquet", meta) for name, table in tables.items()}
     _sweep_manifest(out, KIND_SWEEP, run_id(result), result.variants, result.table.set_column, list(paths))
     return paths
@@ -165,6 +170,7 @@ def _sweep_parquet(
     memory_limit: int | None = None,
     threads: int | None = None,
     overwrite: bool = False,
+    label_column: str | None = None,
 ) -> dict:
     """The body of :func:`sweep_parquet` (outside its span)."""
     vs = as_variants(variants, budget, allow_budget=True)
@@ -177,6 +183,10 @@ def _sweep_parquet(
     if set_column not in d.schema.names:
         raise InvalidConfigError(
             f"set column {set_column!r} not found in {where} (columns: {', '.join(d.schema.names)})"
+        )
+    if label_column is not None and label_column not in d.schema.names:
+        raise InvalidConfigError(
+            f"label column {label_column!r} not found in {where} (columns: {', '.join(d.schema.names)})"
         )
     check_schema_columns(d.schema, (v.policy.scorer for v in vs), where)  # before reading any row
     meta = _variants_metadata(vs)
@@ -207,17 +217,9 @@ def _sweep_parquet(
     try:
         for chunk, done_groups in otel.traced_iter(chunk_iter, "cupel.sweep.read"):
             # errors name the part file and the row in it (the chunk's rows are rows of the input)
-            table = ItemTable.from_arrow(chunk, set_column=set_column, source=source.shifted(totals["rows"]))
-            res = sweep(table, budget, vs, on_error=on_error, progress=False, threads=threads)
-            parts = {"diffs": res.diffs_table(), "variants": res.variants_table()}
-            if items:
-                it = res.items_table()
-                it = it.set_column(
-                    it.schema.get_field_index("input_row"),
-                    "input_row",
-                    pa.array(np.arange(it.num_rows, dtype=np.int64) + totals["rows"]),
-                )
-                parts["items"] = it
+            here = source.shifted(totals["rows"])
+            table = ItemTable.from_arrow(chunk, set_column=set_column, source=here)
+            res, parts = _sweep_chunk(chunk, table, here, budget, vs, on_error, threads, items, label_column)
             with otel.current_span("cupel.sweep.write"):
                 for name, t in parts.items():
                     if name not in writers:
@@ -245,6 +247,29 @@ def _sweep_parquet(
     return totals
 
 
+def _sweep_chunk(chunk, table, here: RowSource, budget, vs, on_error, threads, items: bool, label_column):
+    """One streamed chunk: its SweepResult and the output parts it adds (``items`` with
+    input rows counted from the chunk's first row; ``outcomes`` when there is a label
+    column, whose labels are checked before the sweep runs, errors naming file and row)."""
+    row0 = here.offset
+    labels = None
+    if label_column is not None:
+        labels = check_labels(chunk.column(label_column), label_column, locate=here.locate)
+    res = sweep(table, budget, vs, on_error=on_error, progress=False, threads=threads)
+    parts = {"diffs": res.diffs_table(), "variants": res.variants_table()}
+    if labels is not None:
+        parts["outcomes"] = res.outcomes_table(labels)
+    if items:
+        it = res.items_table()
+        it = it.set_column(
+            it.schema.get_field_index("input_row"),
+            "input_row",
+            pa.array(np.arange(it.num_rows, dtype=np.int64) + row0),
+        )
+        parts["items"] = it
+    return res, parts
+
+
 # ----------------------------------------------------------------------------- validation
 def sweep_parquet(
     path: PathOrPaths,
@@ -260,6 +285,7 @@ def sweep_parquet(
     memory_limit: int | None = None,
     threads: int | None = None,
     overwrite: bool = False,
+    label_column: str | None = None,
 ) -> dict:
     """Sweep a corpus too large for memory: read ``path`` (a file, a directory or a list of
     files) a few row groups at a time, whole item sets per chunk, sweep each chunk, and stream
@@ -272,7 +298,9 @@ def sweep_parquet(
     swinging contents, chunks, chunk_rows). With OpenTelemetry tracing on, the run is one
     ``cupel.sweep.stream`` span holding each chunk's ``cupel.sweep.read``, ``cupel.sweep`` and
     ``cupel.sweep.write``. ``out_dir`` holding another run's outputs is refused unless
-    ``overwrite=True`` (``io.outdir``), before any input is read."""
+    ``overwrite=True`` (``io.outdir``), before any input is read. ``label_column``: a
+    relevance label column of the input; each chunk's outcome metrics per (variant, set)
+    (``SweepResult.outcomes_table``) then stream into ``outcomes.parquet`` too."""
     with otel.current_span("cupel.sweep.stream") as span:
         totals = _sweep_parquet(
             path,
@@ -287,6 +315,7 @@ def sweep_parquet(
             memory_limit=memory_limit,
             threads=threads,
             overwrite=overwrite,
+            label_column=label_column,
         )
         if span is not None:
             span.set_attributes({f"cupel.sweep.{k}": v for k, v in totals.items() if isinstance(v, int)})

@@ -142,15 +142,21 @@ def metric_ratios(m: OutcomeMatrices) -> dict[str, np.ndarray]:
 
 
 def _masked_mean(x: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """Row means over ``cols`` ignoring NaN, each row summed left to right (a running sum):
-    a variant's mean does not depend on which other variants share its sweep (NumPy's
-    pairwise ``sum`` may group a row's terms differently for a different number of rows)."""
-    x = x[:, cols]
-    cnt = (~np.isnan(x)).sum(axis=1)
-    if x.shape[1] == 0:
-        return np.full(x.shape[0], np.nan)
-    s = np.cumsum(np.where(np.isnan(x), 0.0, x), axis=1)[:, -1]
-    return np.divide(s, cnt, out=np.full(x.shape[0], np.nan), where=cnt > 0)
+    """Row means over ``cols`` ignoring NaN, each row summed in set order, one set after
+    another: a variant's mean does not depend on which other variants share its sweep.
+    The selected columns are laid out set-major (``[sets, V]``, at least two columns) and
+    reduced over sets: NumPy then adds whole rows in turn (a sequential sum per variant,
+    bit-identical to a running sum), where a reduction along a row may use pairwise
+    summation whose grouping depends on the layout."""
+    n_var = x.shape[0]
+    if not cols.any():
+        return np.full(n_var, np.nan)
+    xt = np.zeros((int(cols.sum()), max(n_var, 2)))
+    xt[:, :n_var] = x.T[cols]
+    valid = ~np.isnan(xt)
+    cnt = valid.sum(axis=0)
+    s = np.add.reduce(np.where(valid, xt, 0.0), axis=0)
+    return np.divide(s, cnt, out=np.full(xt.shape[1], np.nan), where=cnt > 0)[:n_var]
 
 
 def _evaluate(table, labels, variants, threads, heldout):
@@ -179,11 +185,13 @@ def _evaluate_bounded(table, labels, variants, threads, heldout, max_cells: int)
 SAMPLERS = ("nsga2", "tpe")
 
 
-def _new_study(objective: str, seed: int, sampler: str = "nsga2", batch_size: int = 64):
+def _new_study(objective: str, seed: int, sampler: str = "nsga2", batch_size: int = 64, space: dict | None = None):
     """An Optuna study. ``nsga2``: NSGA-II with a population of one batch (every batch is a
     generation; cheap to ask, so a batch costs about what its sweep costs); ``tpe``: the
     Tree-structured Parzen Estimator (often better with few trials, but every ask re-reads
-    the whole history: about 20 ms per trial after 500 trials)."""
+    the whole history: about 20 ms per trial after 500 trials). ``space``: the fixed
+    distributions every trial is asked with (``SearchSpace.distributions()``), which spares
+    NSGA-II from inferring them from the history at every ask (same samples)."""
     try:
         import optuna
     except ImportError:
@@ -194,10 +202,27 @@ def _new_study(objective: str, seed: int, sampler: str = "nsga2", batch_size: in
     if sampler == "tpe":
         smp = optuna.samplers.TPESampler(seed=seed)
     else:
-        smp = optuna.samplers.NSGAIISampler(seed=seed, population_size=max(2, batch_size))
+        smp = _nsga2(optuna, space)(seed=seed, population_size=max(2, batch_size))
     if objective == "recall_vs_tokens":
         return optuna.create_study(directions=["maximize", "minimize"], sampler=smp)
     return optuna.create_study(direction="maximize", sampler=smp)
+
+
+def _nsga2(optuna, space: dict | None):
+    """NSGAIISampler, told the search space when it is known. Optuna's own sampler infers it
+    at every ask as the intersection of the distributions of all completed trials (a copy of
+    it per ask); every trial here is asked with the same fixed distributions, so that
+    intersection is ``space`` itself (ordered by name as Optuna orders it) once one trial has
+    completed; before that NSGA-II samples the first generation independently either way."""
+    if not space:
+        return optuna.samplers.NSGAIISampler
+    known = {k: space[k] for k in sorted(space) if not space[k].single()}
+
+    class _KnownSpaceNSGAII(optuna.samplers.NSGAIISampler):
+        def infer_relative_search_space(self, study, trial):  # noqa: ARG002 (Optuna's signature)
+            return dict(known)
+
+    return _KnownSpaceNSGAII
 
 
 def _run_trials(study, space, budget, table, labels, heldout, *, objective, trials, batch_size, threads, max_cells):
@@ -324,7 +349,7 @@ def tune(
             f"holdout={holdout} leaves {int(held.sum())} of {table.n_sets} sets held out: the split needs sets on "
             "both sides (use a set column with more sets, or holdout=0)"
         )
-    study = _new_study(objective, seed, sampler, batch_size)
+    study = _new_study(objective, seed, sampler, batch_size, sp.distributions())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=_optuna_warning())
         rows = _run_trials(
