@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cupel_np._files import read_data_file
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.policy import EXTRA_SCORER_TYPES, SCORER_TYPES, SLICER_TYPES, Policy
@@ -183,15 +184,10 @@ class SearchSpace:
     @classmethod
     def from_file(cls, path) -> SearchSpace:
         """Read a TOML space file (errors name the file)."""
-        import tomli
-
         p = Path(path)
-        try:
-            data = tomli.loads(p.read_text(encoding="utf-8"))
-        except OSError as e:
-            raise InvalidConfigError(f"cannot read search space file {str(p)!r}: {e.strerror}") from None
-        except tomli.TOMLDecodeError as e:
-            raise InvalidConfigError(f"{p}: malformed TOML: {e}") from None
+        data = read_data_file(p, default="toml")
+        if not isinstance(data, Mapping):
+            raise InvalidConfigError(f"{p}: a search space is a table, got {type(data).__name__}")
         try:
             return cls.from_dict(data)
         except InvalidConfigError as e:
