@@ -50,7 +50,7 @@ def test_demo_cold_and_warm():
         demo = ["-m", "cupel_np", "demo", "--quiet", "--out", out]
         cold_wall, cold_cpu, _ = _run(demo, cache)
         n_files = sum(1 for p in Path(cache).rglob("*") if p.suffix in (".nbi", ".nbc"))
-        warm_wall, warm_cpu, _ = _run(demo, cache)
+        warm_wall, warm_cpu, _ = _run([*demo, "--overwrite"], cache)  # the same --out: replace the run
     print(
         f"\ncupel-np demo, empty kernel cache: wall {cold_wall:.1f} s, CPU {cold_cpu:.1f} s "
         f"(target {COLD_CPU_TARGET:g} s); {n_files} cache files written"
