@@ -1185,6 +1185,9 @@ def small_knapsack_tables(draw, config, budget):
     is refused (TableTooLargeError, an engine limit the oracle does not have)."""
     if config.get("slicer") in ("knapsack", "count_constrained_knapsack") or config.get("inner_slicer") == "knapsack":
         config = dict(config, bucket_size=max(1, budget["target_tokens"] // draw(st.sampled_from([1, 3, 50]))))
+    inner = config.get("inner_slicer")
+    if isinstance(inner, dict):  # a count quota's nested slicer table: its knapsack too
+        config = dict(config, inner_slicer=draw(small_knapsack_tables(inner, budget)))
     return config
 
 
