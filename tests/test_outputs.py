@@ -212,3 +212,21 @@ def test_one_page_when_the_sets_are_interleaved(tmp_path, small):
     text = _norm(want)
     want.unlink()
     assert _norm(write_dir_report(tmp_path / "o", title="T")) == text
+
+
+def test_the_demo_replaces_its_own_earlier_run_but_nothing_else(tmp_path, small, capsys):
+    """Running the demo twice (docs: 'later runs take 2-3 s') works; the demo still refuses a
+    directory holding another run's outputs without --overwrite."""
+    out = tmp_path / "demo"
+    demo = ["demo", "--items", str(small), "--out", str(out), "--quiet"]
+    assert cli.main(demo) == 0
+    first = read_manifest(out)
+    assert first["written_by"] == "demo"
+    assert cli.main(demo) == 0  # the earlier demo's outputs are replaced
+    second = read_manifest(out)
+    assert second["written_by"] == "demo" and second["run_id"] != first["run_id"]
+    other = tmp_path / "other"
+    _fake_parts_run(other)
+    assert cli.main(["demo", "--items", str(small), "--out", str(other), "--quiet"]) == 2
+    assert "already holds a sweep written in parts" in capsys.readouterr().err
+    assert (other / "items" / "part-00000.parquet").read_bytes() == b"old"

@@ -531,6 +531,7 @@ def _summary_json(result, paths: dict, elapsed: float) -> dict:
 def cmd_demo(args) -> int:
     from cupel_np.analysis.sensitivity import sweep
     from cupel_np.data import sample_path
+    from cupel_np.io.outdir import KIND_SWEEP, read_manifest, run_id, write_manifest
     from cupel_np.model.budget import ContextBudget
     from cupel_np.model.grid import Sweep
     from cupel_np.model.presets import PRESETS
@@ -538,12 +539,16 @@ def cmd_demo(args) -> int:
     items = Path(args.items) if args.items else sample_path()
     if not items.exists():
         raise InvalidConfigError(f"items file not found: {items}")
+    # running the demo again replaces the earlier demo's outputs (nothing else: a directory
+    # holding another run's outputs still needs --overwrite)
+    args.overwrite = args.overwrite or (read_manifest(args.out) or {}).get("written_by") == "demo"
     _claim_out(args)
     t0 = time.perf_counter()
     table = _load_table(items, args.set_column)
     grid = Sweep(list(PRESETS), budgets=[ContextBudget(8000, 6000, 1000), ContextBudget(4000, 3000, 500)])
     result = sweep(table, None, grid, on_error="collect", progress=_progress_enabled(args), threads=args.threads)
     paths = _write_outputs(result, args.out, title="cupel_np demo: presets x budgets on the sample corpus")
+    write_manifest(Path(args.out), KIND_SWEEP, run_id(result), [], written_by="demo")
     elapsed = time.perf_counter() - t0
     if args.json:
         print(json.dumps(_summary_json(result, paths, elapsed), indent=2))
