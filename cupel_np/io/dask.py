@@ -561,3 +561,29 @@ class connect:
         if self.cluster is not None:
             self.cluster.close()
         return False
+
+
+# ----------------------------------------------------------------------------- for other wings
+def require_dask() -> None:
+    """Raise InvalidConfigError naming the missing package when Dask is not installed."""
+    _require()
+
+
+def worker_threads() -> int:
+    """The thread count of the Dask worker running the current task (1 outside a worker): a
+    task's share of the machine, which the engine's own pool must not exceed."""
+    return _worker_threads()
+
+
+def partition_table(df, set_column: str, rows_from=None):
+    """``(ItemTable, input rows)`` of one whole-set partition's frame (see
+    ``whole_set_partitions``): its rows back in input order, their input row numbers."""
+    return _partition_table(df, set_column, rows_from)
+
+
+def whole_set_partitions(source, set_column: str, client, *, npartitions: int | None = None, variants=()):
+    """``(delayed partitions, shuffled, rows_from)`` of ``source`` (a Parquet path or a dask
+    DataFrame): partitions of whole item sets carrying their rows' input row numbers, for
+    ``partition_table`` in a task. ``variants``: checked for the columns their scorers read."""
+    _require()
+    return _whole_set_partitions(source, set_column, npartitions, client, list(variants))
