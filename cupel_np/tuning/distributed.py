@@ -97,7 +97,7 @@ class DaskEvaluator:
 
         require_dask()
         if not isinstance(set_column, str) or not set_column:
-            raise InvalidConfigError("tune on Dask needs a set column (a task holds whole item sets)")
+            raise InvalidConfigError("tune on Dask needs a set column (--set-column; a task holds whole item sets)")
         if not isinstance(label_column, str):
             raise InvalidConfigError("tune on Dask needs label_column as a column name")
         self.client = client
