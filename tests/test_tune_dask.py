@@ -2,7 +2,7 @@
 Dask tasks over partitions of whole item sets, and the leaderboard, Pareto front, best
 policies, comparison, paired statistics and swing equal the in-process search's for the same
 seed, with one partition and with several (sets split across partitions, rows in random
-order); the partitions are loaded once per search, not once per batch."""
+order, or a dask DataFrame); the partitions are loaded once per search, not once per batch."""
 
 import json
 import sys
@@ -102,3 +102,12 @@ def test_cli_tune_dask_writes_what_the_in_process_run_writes(items, tmp_path, ca
     for name in ("leaderboard.parquet", "comparison.parquet", "pareto.parquet"):
         assert pq.read_table(tmp_path / "a" / name).equals(pq.read_table(tmp_path / "b" / name))
     assert (tmp_path / "a" / "best-1.toml").read_text() == (tmp_path / "b" / "best-1.toml").read_text()
+
+
+def test_tune_on_a_dask_dataframe_equals_the_in_process_search(client, items):
+    import dask.dataframe as dd
+    import pandas as pd
+
+    here = tune(pq.read_table(items), SPACE, 1500, **ARGS)
+    frame = dd.from_pandas(pq.read_table(items).to_pandas(types_mapper=pd.ArrowDtype), npartitions=3, sort=False)
+    _same(here, tune(frame, SPACE, 1500, client=client, **ARGS))
