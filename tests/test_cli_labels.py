@@ -166,14 +166,6 @@ def test_a_missing_label_column_is_named(capsys, tmp_path, items, extra):
     assert code == 2 and "label column 'nope'" in err
 
 
-def test_label_column_on_dask_is_refused(capsys, tmp_path, items):
-    code, out, err = run(
-        capsys, "sensitivity", items, *PRESETS, *BUDGET, "--set-column", "session_id", "--label-column", "relevant",
-        "--dask", "local", "--out", tmp_path / "o",
-    )  # fmt: skip
-    assert code == 2 and "--label-column does not run on Dask" in err
-
-
 def test_overwrite_removes_a_stale_outcomes_file(capsys, tmp_path, items):
     """outcomes.parquet is one of cupel_np's output names: --overwrite removes it with the rest."""
     args = ["sensitivity", items, *PRESETS, *BUDGET, "--set-column", "session_id", "--out", tmp_path / "o"]

@@ -174,10 +174,20 @@ def _run_dask(args, budget, variants, set_column, title: str) -> int:
             on_error="collect",
             overwrite=args.overwrite,
             progress=_progress_enabled(args),
+            label_column=args.label_column,
         )
     report = write_dir_report(args.out, title=title)
+    outcomes = None
+    if args.label_column:
+        from cupel_np.io.dask import outcome_summary_of_parts
+
+        labels = [v["label"] for v in json.loads((Path(args.out) / "manifest.json").read_text())["variants"]]
+        outcomes = outcome_summary_of_parts(args.out, labels, metrics=("token_recall",))
     if args.json:
-        print(json.dumps({**summary, "outputs": {"dir": str(Path(args.out)), "report": str(report)}}, indent=2))
+        extra = {} if outcomes is None else {"outcomes": _outcome_json(outcomes)}
+        print(
+            json.dumps({**summary, "outputs": {"dir": str(Path(args.out)), "report": str(report)}, **extra}, indent=2)
+        )
         return EXIT_OK
     failed = sum(summary["failed"].values())
     print(
@@ -186,8 +196,11 @@ def _run_dask(args, budget, variants, set_column, title: str) -> int:
         f"{plural(summary['swing'], 'swinging item')}; {plural(failed, 'failed (variant, set) cell')}; "
         f"{summary['seconds']:.1f}s"
     )
+    if outcomes is not None:
+        _print_outcomes(outcomes, args.label_column)
     _print_failures(_written_failures(args.out))
-    print(f"wrote items/, diffs/, variants/, manifest.json and {report.name} to {Path(args.out).resolve()}")
+    dirs = "items/, diffs/, variants/, outcomes/" if outcomes is not None else "items/, diffs/, variants/"
+    print(f"wrote {dirs}, manifest.json and {report.name} to {Path(args.out).resolve()}")
     return EXIT_OK
 
 
@@ -577,7 +590,6 @@ def cmd_sensitivity(args) -> int:
     budget = _budget(args)
     _claim_out(args, args.set_column, [str(l) for l, *_ in variants])
     if args.dask:
-        _no_labels_on_dask(args)
         return _run_dask(args, budget, variants, args.set_column, f"Policy sensitivity: {_name(args.items)}")
     t0 = time.perf_counter()
     title = f"Policy sensitivity: {_name(args.items)}"
@@ -595,7 +607,6 @@ def cmd_sweep(args) -> int:
     grid, grid_set_col = load_grid_file(args.grid)
     _claim_out(args, args.set_column or grid_set_col, [str(label) for label, *_ in grid.variants()])
     if args.dask:
-        _no_labels_on_dask(args)
         return _run_dask(
             args, None, grid, args.set_column or grid_set_col, f"Sweep: {_name(args.items)} x {Path(args.grid).name}"
         )
@@ -616,14 +627,6 @@ def _labels(args, table):
     from cupel_np.analysis.outcomes import labels_from
 
     return labels_from(table, args.label_column)
-
-
-def _no_labels_on_dask(args) -> None:
-    if getattr(args, "label_column", None):
-        raise UsageError(
-            "--label-column does not run on Dask yet: run without --dask (inputs too large for memory are "
-            "streamed in chunks of whole sets, outcomes included)"
-        )
 
 
 def _outcome_json(summary) -> dict:

@@ -42,6 +42,10 @@ if TYPE_CHECKING:
 
 ROW = "__cupel_row__"
 PARTS = ("items", "diffs", "variants")
+#: the part directory of the outcome rows (a sweep with a label column)
+OUTCOMES = "outcomes"
+#: in an outcomes part: the input row of the set's first item (orders the sets as in process)
+SET_FIRST_ROW = "set_first_row"
 MANIFEST = "manifest.json"
 
 
@@ -126,11 +130,12 @@ def _partition_table(df, set_column: str, rows_from=None):
 
 
 def _run_partition(
-    df, index: int, budget, variants, set_column: str, on_error: str, out_dir: str, rows_from=None
+    df, index: int, budget, variants, set_column: str, on_error: str, out_dir: str, rows_from=None, label_column=None
 ) -> dict:
     """One Dask task: sweep the partition's sets with the in-process engine and write its
-    three part files. Returns the partition's summary. ``rows_from``: the Parquet source's
-    ``RowSource`` (input errors then name the part file and the row in it)."""
+    three part files (four with ``label_column``: its outcome rows, see ``_outcome_part``).
+    Returns the partition's summary. ``rows_from``: the Parquet source's ``RowSource`` (input
+    errors then name the part file and the row in it)."""
     from cupel_np.analysis.sensitivity import sweep
     from cupel_np.io.parquet import _variants_metadata
 
@@ -148,6 +153,7 @@ def _run_partition(
     if len(df) == 0:
         return empty
     table, rows = _partition_table(df, set_column, rows_from)
+    relevance = None if label_column is None else _partition_labels(table, label_column, rows, rows_from)
     # this task's share of the machine is its worker's thread count (1 on the clusters this
     # module starts): the engine's own pool must not add threads on top of Dask's
     res = sweep(table, budget, variants, on_error=on_error, progress=False, threads=_worker_threads())
@@ -158,6 +164,8 @@ def _run_partition(
     name = f"part-{index:05d}.parquet"
     for kind, part in (("diffs", res.diffs_table()), ("variants", res.variants_table()), ("items", items)):
         _write_part(part, out / kind / name, meta)
+    if relevance is not None:
+        _write_part(_outcome_part(res, relevance, rows), out / OUTCOMES / name, meta)
     errors = res.errors
     return {
         "partition": index,
@@ -170,34 +178,74 @@ def _run_partition(
     }
 
 
+def _partition_labels(table, label_column: str, input_rows: pa.Array, rows_from=None):
+    """The partition's labels, checked before the sweep runs; a bad one names the file and
+    the row in it (``rows_from``: the Parquet source's ``RowSource``), else the input row."""
+    from cupel_np.analysis.outcomes import Labels, check_labels
+
+    rows, global_rows = table.input_row, input_rows.to_numpy(zero_copy_only=False)
+
+    def locate(r: int) -> tuple[str | None, int]:
+        g = int(global_rows[rows[r]])
+        return rows_from.locate(g) if rows_from is not None else (None, g)
+
+    stored = check_labels(table.extra_column(label_column), label_column, locate=locate)
+    vals = np.empty_like(stored.values)
+    vals[rows] = stored.values
+    return Labels(label_column, vals, stored.graded)
+
+
+def _outcome_part(res, labels, rows: pa.Array) -> pa.Table:
+    """The partition's ``outcomes_table`` rows, with ``set_first_row``: the input row of each
+    set's first item, by which the driver lists the sets in the in-process order."""
+    t = res.outcomes_table(labels)
+    table = res.table
+    first = rows.to_numpy(zero_copy_only=False)[table.input_row[table.offsets[:-1]]]
+    return t.append_column(SET_FIRST_ROW, pa.array(np.tile(first, len(res.labels)), pa.int64()))
+
+
 def _traced_partition(
-    df, index: int, budget, variants, set_column: str, on_error: str, out_dir: str, carrier, rows_from=None
+    df,
+    index: int,
+    budget,
+    variants,
+    set_column: str,
+    on_error: str,
+    out_dir: str,
+    carrier,
+    rows_from=None,
+    label_column=None,
 ):
     """``_run_partition`` inside a ``cupel.sweep.partition`` span of the driver's trace
     (``carrier``: its W3C trace context; empty when tracing is off)."""
     from cupel_np.analysis import otel
 
     with otel.remote_span("cupel.sweep.partition", carrier, {"cupel.partition": index}) as span:
-        summary = _run_partition(df, index, budget, variants, set_column, on_error, out_dir, rows_from)
+        summary = _run_partition(df, index, budget, variants, set_column, on_error, out_dir, rows_from, label_column)
         if span is not None:
             span.set_attributes({"cupel.sweep.items": summary["rows"], "cupel.sweep.sets": summary["sets"]})
         return summary
 
 
 # ----------------------------------------------------------------------------- driver
-def _prepare_out_dir(out: Path, overwrite: bool, run: str) -> None:
+def _parts(label_column: str | None) -> tuple[str, ...]:
+    """The part directories a sweep writes (``outcomes`` too with a label column)."""
+    return PARTS if label_column is None else (*PARTS, OUTCOMES)
+
+
+def _prepare_out_dir(out: Path, overwrite: bool, run: str, parts: tuple[str, ...] = PARTS) -> None:
     """Claim ``out`` (``io.outdir``: another run's outputs refused unless ``overwrite``, which
     removes them) and create the part directories."""
     from cupel_np.io.outdir import claim_out_dir
 
     claim_out_dir(out, overwrite=overwrite, run=run)
-    for p in PARTS:
+    for p in parts:
         (out / p).mkdir(parents=True, exist_ok=True)
 
 
-def _remove_temp_files(out: Path) -> int:
+def _remove_temp_files(out: Path, parts: tuple[str, ...] = PARTS) -> int:
     n = 0
-    for p in PARTS:
+    for p in parts:
         for f in (out / p).glob(".*.tmp"):
             f.unlink(missing_ok=True)
             n += 1
@@ -266,13 +314,17 @@ def _frame_of(source, set_column: str, npartitions: int | None, client):
     )
 
 
-def _whole_set_partitions(source, set_column: str, npartitions: int | None, client, vs):
+def _whole_set_partitions(source, set_column: str, npartitions: int | None, client, vs, columns=()):
     """``(delayed partitions, shuffled, rows_from)``: ``source``'s partitions, each holding
     whole item sets and its rows' input row numbers (shuffled on the set key only when some set
     lies in more than one), and the Parquet source's ``RowSource`` (None for a DataFrame). A
     column scorer's column of the variants ``vs`` must exist and be numeric: checked here, on
-    the schema, before any task."""
+    the schema, before any task, as are the ``columns`` (e.g. a label column)."""
     ddf, keys = _frame_of(source, set_column, npartitions, client)
+    have = [str(c) for c in ddf.columns if c != ROW]
+    for c in columns:
+        if c not in have:
+            raise InvalidConfigError(f"column {c!r} not found in the items (columns: {', '.join(have)})")
     wanted = column_scorers(v.policy.scorer for v in vs)
     if wanted:
         check_schema_columns(pa.Schema.from_pandas(ddf._meta, preserve_index=False), wanted, "the items")
@@ -356,6 +408,7 @@ def sweep(
     npartitions: int | None = None,
     overwrite: bool = False,
     progress: bool | None = None,
+    label_column: str | None = None,
 ) -> dict:
     """Run every variant over every item set of ``source`` on a Dask cluster.
 
@@ -368,6 +421,9 @@ def sweep(
     ``"collect"`` (failures are in the ``variants`` parts' ``error`` column and counted in the
     summary). Writes ``out_dir/{items,diffs,variants}/part-NNNNN.parquet`` and
     ``out_dir/manifest.json``; an existing sweep there is an error unless ``overwrite``.
+    ``label_column``: a relevance label column; every task then also writes its sets'
+    outcome rows (``SweepResult.outcomes_table`` plus ``set_first_row``, the input row of the
+    set's first item) to ``out_dir/outcomes/part-NNNNN.parquet`` (see ``outcome_summary_of_parts``).
 
     Returns the summary: rows, sets, swing (swinging contents), failed (sets per variant),
     partitions, shuffled, seconds."""
@@ -382,17 +438,23 @@ def sweep(
 
     out = Path(out_dir)
     run_id = new_run_id()
-    _prepare_out_dir(out, overwrite, run_id)
+    dirs = _parts(label_column)
+    _prepare_out_dir(out, overwrite, run_id, dirs)
 
     client, own_cluster = _client_or_own(client)
     futures = []
     root = otel.start_root("cupel.sweep.dask", {"cupel.sweep.variants": len(vs)})
     try:
-        parts, shuffled, rows_from = _whole_set_partitions(source, set_column, npartitions, client, vs)
+        parts, shuffled, rows_from = _whole_set_partitions(
+            source, set_column, npartitions, client, vs, [label_column] if label_column else []
+        )
         t_plan = time.perf_counter() - t0
         run = _delayed(_traced_partition)
         carrier = otel.context_carrier(root)
-        tasks = [run(p, i, budget, vs, set_column, on_error, str(out), carrier, rows_from) for i, p in enumerate(parts)]
+        tasks = [
+            run(p, i, budget, vs, set_column, on_error, str(out), carrier, rows_from, label_column)
+            for i, p in enumerate(parts)
+        ]
         futures = client.compute(tasks)
         results = _gather(futures, progress)
     except BaseException as e:
@@ -402,7 +464,7 @@ def sweep(
 
                 wait(futures)
             client.cancel(futures)
-        for p in PARTS:
+        for p in dirs:
             shutil.rmtree(out / p, ignore_errors=True)
         raise
     finally:
@@ -410,9 +472,9 @@ def sweep(
         if own_cluster is not None:
             client.close()
             own_cluster.close()
-    _remove_temp_files(out)
+    _remove_temp_files(out, dirs)
     summary = _summary(results, [v.label for v in vs], shuffled, t_plan, t0)
-    _write_parts_manifest(out, run_id, vs, set_column, summary)
+    _write_parts_manifest(out, run_id, vs, set_column, summary, dirs)
     return summary
 
 
@@ -432,7 +494,7 @@ def _gather(futures, progress: bool) -> list[dict]:
     return results
 
 
-def _write_parts_manifest(out: Path, run_id: str, vs, set_column: str, summary: dict) -> None:
+def _write_parts_manifest(out: Path, run_id: str, vs, set_column: str, summary: dict, dirs=PARTS) -> None:
     """``manifest.json`` of a finished Dask sweep (its parts, variants and summary)."""
     from cupel_np.io.outdir import KIND_PARTS, write_manifest
     from cupel_np.io.parquet import _variants_metadata
@@ -442,7 +504,7 @@ def _write_parts_manifest(out: Path, run_id: str, vs, set_column: str, summary: 
         out,
         KIND_PARTS,
         run_id,
-        [f"{p}/" for p in PARTS],
+        [f"{p}/" for p in dirs],
         format="cupel_np.sweep.parts/1",
         version=meta[b"cupel_np.version"].decode(),
         set_column=set_column,
@@ -561,3 +623,50 @@ class connect:
         if self.cluster is not None:
             self.cluster.close()
         return False
+
+
+# ----------------------------------------------------------------------------- for other wings
+def require_dask() -> None:
+    """Raise InvalidConfigError naming the missing package when Dask is not installed."""
+    _require()
+
+
+def worker_threads() -> int:
+    """The thread count of the Dask worker running the current task (1 outside a worker): a
+    task's share of the machine, which the engine's own pool must not exceed."""
+    return _worker_threads()
+
+
+def partition_table(df, set_column: str, rows_from=None):
+    """``(ItemTable, input rows)`` of one whole-set partition's frame (see
+    ``whole_set_partitions``): its rows back in input order, their input row numbers."""
+    return _partition_table(df, set_column, rows_from)
+
+
+def whole_set_partitions(source, set_column: str, client, *, npartitions: int | None = None, variants=()):
+    """``(delayed partitions, shuffled, rows_from)`` of ``source`` (a Parquet path or a dask
+    DataFrame): partitions of whole item sets carrying their rows' input row numbers, for
+    ``partition_table`` in a task. ``variants``: checked for the columns their scorers read."""
+    _require()
+    return _whole_set_partitions(source, set_column, npartitions, client, list(variants))
+
+
+def outcome_summary_of_parts(out_dir, variants=None, **kw) -> pa.Table:
+    """``outcome_summary_of_table`` over a Dask sweep's ``outcomes/`` parts, the sets listed
+    in the in-process order (by the input row of their first item): the same numbers as the
+    in-process ``outcome_summary``. ``kw``: ``outcome_summary_of_table``'s options."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from cupel_np.analysis.outcomes import outcome_summary_of_table
+
+    files = sorted((Path(out_dir) / OUTCOMES).glob("part-*.parquet"))
+    if not files:
+        return pa.table({"variant": pa.array([], pa.string())})
+    t = pa.concat_tables([pq.read_table(f) for f in files], promote_options="permissive")
+    names = t.column("variant").to_pylist()
+    order = list(dict.fromkeys(names)) if variants is None else list(variants)
+    rank = pa.array(np.array([order.index(n) for n in dict.fromkeys(names)]))
+    vcode = pc.index_in(t.column("variant"), pa.array(list(dict.fromkeys(names)))).to_numpy()
+    key = np.lexsort((t.column(SET_FIRST_ROW).to_numpy(), rank.to_numpy()[vcode]))
+    return outcome_summary_of_table(t.take(pa.array(key)), order, **kw)

@@ -29,10 +29,12 @@ PARTS_DIRS = ("items", "diffs", "variants")
 BUDGET_FILES = ("curves.parquet", "rows.parquet")
 #: outcome metrics of a sweep run with a label column (``--label-column``)
 OUTCOME_FILES = ("outcomes.parquet",)
+#: the same, of a Dask sweep: one part file per partition
+OUTCOME_PARTS = ("outcomes",)
 #: the pages and their charts (also written beside the page)
 PAGE_FILES = ("report.html", "heatmap.png", "tokens.png", "kinds.png", "utilization.png", "included.png")
 #: every name a cupel_np writer puts in an output directory (plus temp files ``.NAME.*.tmp``)
-OUTPUT_NAMES = (MANIFEST, *SWEEP_FILES, *OUTCOME_FILES, *PARTS_DIRS, *BUDGET_FILES, *PAGE_FILES)
+OUTPUT_NAMES = (MANIFEST, *SWEEP_FILES, *OUTCOME_FILES, *OUTCOME_PARTS, *PARTS_DIRS, *BUDGET_FILES, *PAGE_FILES)
 
 #: the columns the sweep outputs write beside the set-key column
 OUTPUT_COLUMNS = (

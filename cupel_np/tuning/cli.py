@@ -44,6 +44,12 @@ def add_tune_parser(sub, common) -> None:
     p.add_argument("--output-reserve", type=int, default=0, help="tokens kept for the answer")
     p.add_argument("--out", default="cupel-np-tune", help="output directory (default ./cupel-np-tune)")
     p.add_argument("--overwrite", action="store_true", help="replace the outputs of an earlier tune run in --out")
+    p.add_argument(
+        "--dask",
+        metavar="SPEC",
+        help="run every batch of trials on Dask (needs --set-column): local, local:N (a LocalCluster of N workers) "
+        "or tcp://HOST:PORT",
+    )
     p.set_defaults(func=cmd_tune)
 
 
@@ -59,22 +65,13 @@ def cmd_tune(args) -> int:
         budget = ContextBudget(max_tokens=args.max_tokens, target_tokens=target, output_reserve=args.output_reserve)
     src = args.items[0] if len(args.items) == 1 else list(args.items)
     t0 = time.perf_counter()
-    result = tune(
-        src,
-        args.space,
-        budget,
-        label_column=args.label_column,
-        set_column=args.set_column,
-        objective=args.objective,
-        trials=args.trials,
-        seed=args.seed,
-        holdout=args.holdout,
-        batch_size=args.batch_size,
-        top=args.top,
-        baseline=args.baseline,
-        sampler=args.sampler,
-        threads=args.threads,
-    )
+    if args.dask:
+        from cupel_np.io.dask import connect
+
+        with connect(args.dask) as client:
+            result = _tune(tune, args, src, budget, client)
+    else:
+        result = _tune(tune, args, src, budget, None)
     paths = write_tune(result, args.out, overwrite=args.overwrite)
     if args.json:
         print(json.dumps(summary_dict(result, paths), indent=2))
@@ -98,3 +95,24 @@ def cmd_tune(args) -> int:
     )
     print(f"wrote {', '.join(Path(v).name for v in paths.values())} to {Path(args.out).resolve()}")
     return 0
+
+
+def _tune(tune, args, src, budget, client):
+    """``tune`` with the command's options (on Dask when ``client`` is given)."""
+    return tune(
+        src,
+        args.space,
+        budget,
+        label_column=args.label_column,
+        set_column=args.set_column,
+        objective=args.objective,
+        trials=args.trials,
+        seed=args.seed,
+        holdout=args.holdout,
+        batch_size=args.batch_size,
+        top=args.top,
+        baseline=args.baseline,
+        sampler=args.sampler,
+        threads=args.threads,
+        client=client,
+    )

@@ -11,7 +11,6 @@ comparison against the best preset.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -40,25 +39,13 @@ from cupel_np.model.items import ItemTable
 from cupel_np.model.policy import Policy
 from cupel_np.model.presets import PRESETS
 from cupel_np.tuning.space import ParamsTrial, SearchSpace, load_space
+from cupel_np.tuning.split import heldout_sets
 
 __all__ = ["OBJECTIVES", "SAMPLERS", "TuneResult", "heldout_sets", "tune"]
 
 #: single-objective metrics (maximised), and the multi-objective "token recall vs tokens used"
 OBJECTIVES = ("token_recall", "item_recall", "gain_share", "recall_vs_tokens")
 _PART_METRICS = ("token_recall", "item_recall", "gain_share", "token_precision", "tokens_used")
-
-
-def heldout_sets(set_keys, holdout: float) -> np.ndarray:
-    """Which sets are held out: the first 8 bytes of ``blake2b(str(key))`` read as an unsigned
-    big-endian integer, divided by 2**64, below ``holdout``. Stable across processes, runs and
-    machines (Python's ``hash()`` is salted per process)."""
-    if not 0 <= holdout < 1:
-        raise InvalidConfigError(f"holdout must be in [0, 1), got {holdout!r}")
-    u = np.array(
-        [int.from_bytes(hashlib.blake2b(str(k).encode("utf-8"), digest_size=8).digest(), "big") for k in set_keys],
-        dtype=np.float64,
-    )
-    return u / 2.0**64 < holdout
 
 
 @dataclass
@@ -180,6 +167,57 @@ def _evaluate_bounded(table, labels, variants, threads, heldout, max_cells: int)
     return tuple({k: np.concatenate([p[j][k] for p in parts]) for k in parts[0][j]} for j in (0, 1))
 
 
+class _InProcess:
+    """The search's sweeps in this process over the whole table."""
+
+    def __init__(self, table: ItemTable, labels: Labels, held: np.ndarray, threads: int | None):
+        self.table, self.labels, self.held, self.threads = table, labels, held, threads
+        self.n_sets = table.n_sets
+
+    def batch(self, variants, max_cells: int):
+        """(search metrics, held-out metrics) of a batch of trials."""
+        return _evaluate_bounded(self.table, self.labels, variants, self.threads, self.held, max_cells)
+
+    def final(self, variants):
+        """(search metrics, held-out metrics, OutcomeMatrices, swing(a, b, part) -> dict)."""
+        search, heldm, m, res = _evaluate(self.table, self.labels, variants, self.threads, self.held)
+        return search, heldm, m, lambda a, b, part: _swing(res, m, a, b, part, variants)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class _OnDask:
+    """The search's sweeps as Dask tasks over partitions of whole sets (``tuning.distributed``):
+    the same per-(variant, set) matrices, so the same metrics."""
+
+    def __init__(self, ev):
+        self.ev, self.held, self.n_sets = ev, ev.held, ev.n_sets
+
+    def batch(self, variants, max_cells: int):
+        """(search metrics, held-out metrics) of a batch of trials."""
+        m, _sw = self.ev.matrices(variants, max_cells)
+        ratios = metric_ratios(m)
+        return part_metrics(m, ~self.held, ratios), part_metrics(m, self.held, ratios)
+
+    def final(self, variants):
+        """(search metrics, held-out metrics, OutcomeMatrices, swing(0, b, part) -> dict)."""
+        m, sw = self.ev.matrices(variants, swing=True)
+        ratios = metric_ratios(m)
+
+        def swing(a: int, b: int, part: np.ndarray) -> dict:
+            assert a == 0  # the tasks count swing against variant 0 (the best policy)
+            out = {"a": variants[a][0], "b": variants[b][0]}
+            out.update({k: int(v[b][part].sum()) for k, v in sw.items()})
+            return out
+
+        return part_metrics(m, ~self.held, ratios), part_metrics(m, self.held, ratios), m, swing
+
+    def close(self) -> None:
+        """Release the partitions loaded on the cluster."""
+        self.ev.close()
+
+
 # --------------------------------------------------------------------------- search
 #: the optimizers ``tune`` can drive (Optuna samplers)
 SAMPLERS = ("nsga2", "tpe")
@@ -225,7 +263,7 @@ def _nsga2(optuna, space: dict | None):
     return _KnownSpaceNSGAII
 
 
-def _run_trials(study, space, budget, table, labels, heldout, *, objective, trials, batch_size, threads, max_cells):
+def _run_trials(study, space, budget, ev, *, objective, trials, batch_size, max_cells):
     """Ask / evaluate / tell in batches; one leaderboard row per trial."""
     import optuna
 
@@ -249,7 +287,7 @@ def _run_trials(study, space, budget, table, labels, heldout, *, objective, tria
             variants.append((pol.name, pol, b))
         if not variants:
             continue
-        search, held = _evaluate_bounded(table, labels, variants, threads, heldout, max_cells)
+        search, held = ev.batch(variants, max_cells)
         for i, t in enumerate(ok):
             rec = float(np.nan_to_num(search[objective if objective != "recall_vs_tokens" else "token_recall"][i]))
             if objective == "recall_vs_tokens":
@@ -314,6 +352,8 @@ def tune(
     sampler: str = "nsga2",
     max_cells: int = 1 << 28,
     threads: int | None = None,
+    client: Any = None,
+    npartitions: int | None = None,
 ) -> TuneResult:
     """Search policies that keep what the labels say mattered.
 
@@ -331,7 +371,11 @@ def tune(
     generation per batch; cheap per trial) or ``"tpe"`` (see ``_new_study``). ``max_cells``: a
     batch whose ``[variants, items]`` result matrices would hold more cells runs as several
     sweeps of whole variants (about 3 bytes a cell at peak), so memory stays bounded whatever
-    the batch size. Deterministic for a given seed and thread count."""
+    the batch size. ``client``: a ``distributed.Client``: with an items Parquet path or a dask
+    DataFrame (and ``set_column``), every batch runs as Dask tasks over partitions of whole
+    sets (``npartitions`` of them; default one per file / input partition), each returning only
+    per-(variant, set) outcome counts; the results equal the in-process search's. Deterministic
+    for a given seed and thread count."""
     t0 = time.perf_counter()
     _check_options(
         sampler=sampler, objective=objective, trials=trials, batch_size=batch_size, top=top, max_cells=max_cells
@@ -340,45 +384,26 @@ def tune(
     budget = _as_budget(budget)
     if sp.max_tokens is None and budget is None:
         raise InvalidConfigError("no budget: give tune() a budget or the space a [budget] table")
-    table, labels = _prepare(items, label_column, set_column)
-    if len(labels) != table.n:
-        raise InvalidConfigError(f"label column {labels.column!r} has {len(labels)} values for {table.n} items")
-    held = heldout_sets(table.set_keys, holdout)
-    if holdout > 0 and (held.all() or not held.any()):
-        raise InvalidConfigError(
-            f"holdout={holdout} leaves {int(held.sum())} of {table.n_sets} sets held out: the split needs sets on "
-            "both sides (use a set column with more sets, or holdout=0)"
+    ev = _evaluator(items, label_column, set_column, holdout, threads, client, npartitions)
+    try:
+        held = ev.held
+        if holdout > 0 and (held.all() or not held.any()):
+            raise InvalidConfigError(
+                f"holdout={holdout} leaves {int(held.sum())} of {ev.n_sets} sets held out: the split needs sets on "
+                "both sides (use a set column with more sets, or holdout=0)"
+            )
+        study = _new_study(objective, seed, sampler, batch_size, sp.distributions())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=_optuna_warning())
+            rows = _run_trials(
+                study, sp, budget, ev, objective=objective, trials=trials, batch_size=batch_size, max_cells=max_cells
+            )
+        board = pa.Table.from_pylist(rows, schema=_LB_SCHEMA)
+        final = _finish(
+            board, ev, objective=objective, top=top, presets=presets, baseline=baseline, n_boot=n_boot, seed=seed
         )
-    study = _new_study(objective, seed, sampler, batch_size, sp.distributions())
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", category=_optuna_warning())
-        rows = _run_trials(
-            study,
-            sp,
-            budget,
-            table,
-            labels,
-            held,
-            objective=objective,
-            trials=trials,
-            batch_size=batch_size,
-            threads=threads,
-            max_cells=max_cells,
-        )
-    board = pa.Table.from_pylist(rows, schema=_LB_SCHEMA)
-    final = _finish(
-        board,
-        table,
-        labels,
-        held,
-        objective=objective,
-        top=top,
-        presets=presets,
-        baseline=baseline,
-        n_boot=n_boot,
-        seed=seed,
-        threads=threads,
-    )
+    finally:
+        ev.close()
     return TuneResult(
         objective=objective,
         seed=seed,
@@ -389,6 +414,28 @@ def tune(
         study=study,
         **final,
     )
+
+
+def _evaluator(items, label_column, set_column, holdout, threads, client, npartitions):
+    """Where the sweeps run: on Dask with ``client`` (a path or dask DataFrame of items),
+    else in this process over the whole table."""
+    if client is not None:
+        from cupel_np.tuning.distributed import DaskEvaluator
+
+        return _OnDask(
+            DaskEvaluator(
+                items,
+                label_column=label_column,
+                set_column=set_column,
+                holdout=holdout,
+                client=client,
+                npartitions=npartitions,
+            )
+        )
+    table, labels = _prepare(items, label_column, set_column)
+    if len(labels) != table.n:
+        raise InvalidConfigError(f"label column {labels.column!r} has {len(labels)} values for {table.n} items")
+    return _InProcess(table, labels, heldout_sets(table.set_keys, holdout), threads)
 
 
 def _check_options(*, sampler: str, objective: str, **counts: int) -> None:
@@ -418,7 +465,7 @@ def _ranked(board: pa.Table, objective: str) -> tuple[pa.Table, tuple[np.ndarray
     return ok, (order, pareto_front(rec, tok))
 
 
-def _finish(board, table, labels, held, *, objective, top, presets, baseline, n_boot, seed, threads) -> dict:
+def _finish(board, ev, *, objective, top, presets, baseline, n_boot, seed) -> dict:
     """The best policies and the presets on the held-out sets (one sweep), the Pareto front."""
     ok, (order, front) = _ranked(board, objective)
     if ok.num_rows == 0:
@@ -448,7 +495,8 @@ def _finish(board, table, labels, held, *, objective, top, presets, baseline, n_
                 (label, PRESETS[n] if n in PRESETS else _preset(n), ContextBudget(max_tokens=mt, target_tokens=tt))
             )
     variants = best + preset_vs
-    search, heldm, m, res = _evaluate(table, labels, variants, threads, held)
+    held = ev.held
+    search, heldm, m, swing_of = ev.final(variants)
     part = held if held.any() else ~held
     comparison = _comparison(variants, len(best), search, heldm, m, part, n_boot, seed)
     # the best preset on the SEARCH sets (choosing it on held-out sets would flatter it)
@@ -459,7 +507,7 @@ def _finish(board, table, labels, held, *, objective, top, presets, baseline, n_
     x = _scored(m, key, part)
     paired = dict(a=variants[0][0], b=variants[bp][0], metric=key, part="heldout" if held.any() else "search")
     paired.update(paired_stats(x[0], x[bp], n_boot=n_boot, seed=seed))
-    swing = _swing(res, m, 0, base, part, variants)
+    swing = swing_of(0, base, part)
     pareto = ok.take(pa.array(front, pa.int64()))
     return dict(leaderboard=board, pareto=pareto, best=best, comparison=comparison, paired=paired, swing=swing)
 
