@@ -329,3 +329,36 @@ def test_conformance_runner_checks_the_observability_keys(tmp_path):
         assert old in vec
         p.write_text(vec.replace(old, new, 1))
         assert what in (conformance.run_vector(p) or ""), what
+
+
+def test_truncation_pinned_override_counts_as_a_place_exclusion():
+    """R_TRUNCATED_PINNED (truncation's PinnedOverride) is excluded by the Place stage in the
+    stage events and the funnel, as in the report's excluded order (one table of stages:
+    engine.reasons.EXCLUSION_STAGE)."""
+    import cupel_np as c
+    from cupel_np.analysis.trace import DiagnosticTraceCollector, PipelineStage
+
+    items = [
+        c.ContextItem("pinned-system", 60, kind="SystemPrompt", pinned=True),
+        c.ContextItem("forced-tool", 60, kind="ToolOutput", future_relevance_hint=0.8),
+        c.ContextItem("small-note", 30, kind="Message", future_relevance_hint=0.1),
+    ]
+    policy = c.Policy.from_dict(
+        {
+            "slicer": "count_quota",
+            "entries": [{"kind": "ToolOutput", "require_count": 1}],
+            "deduplication": False,
+            "overflow_strategy": "truncate",
+            "scorers": [{"type": "reflexive"}],
+        }
+    )
+    budget = c.ContextBudget(200, 100)
+    trace = DiagnosticTraceCollector()
+    report = c.Pipeline(policy).dry_run(items, budget, trace=trace)
+    assert [e.item.content for e in report.excluded if type(e.reason).__name__ == "PinnedOverride"] == ["forced-tool"]
+    place = [e for e in trace.events if e.stage == PipelineStage.Place and e.message is None][-1]
+    assert place.item_count == len(report.included) == 1
+    table = c.ItemTable.from_items([it.to_dict() for it in items])
+    funnel = c.sweep(table, budget, [("p", policy)]).funnel_table().to_pylist()
+    place_row = [r for r in funnel if r["stage"] == "Place"][0]
+    assert place_row["items_out"] == 1 and place_row["excluded"] == 1

@@ -178,11 +178,8 @@ def exclusion_reason(run, row: int, segment: int) -> ExclusionReason:
 
 def _stage_rank(reason: np.ndarray) -> np.ndarray:
     """The stage that recorded each exclusion: classify 0, dedup 1, slice 2, place 3."""
-    out = np.full(reason.shape, 2, dtype=np.int8)
-    out[reason == reasons.R_NEGATIVE_TOKENS] = 0
-    out[reason == reasons.R_DEDUPLICATED] = 1
-    out[np.isin(reason, reasons.TRUNCATION_CODES)] = 3
-    return out
+    stage = reasons.EXCLUSION_STAGE[reason.view(np.uint8)]
+    return np.where(stage < 0, 2, stage).astype(np.int8)
 
 
 def excluded_order(run, lo: int, hi: int) -> np.ndarray:

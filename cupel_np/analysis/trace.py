@@ -159,27 +159,7 @@ class StageSnapshot:
 # --------------------------------------------------------------------------- funnel
 #: funnel bucket of every reason code: 0 not excluded by a stage below, 1 Deduplicate,
 #: 2 Slice, 3 Place (NegativeTokens is Classify's: shared by all variants, counted apart)
-_BUCKET = np.zeros(256, dtype=np.int64)
-for _code in (
-    reasons.R_BUDGET_EXCEEDED,
-    reasons.R_PINNED_OVERRIDE,
-    reasons.R_COUNT_CAP_EXCEEDED,
-    reasons.R_SCORED_TOO_LOW,
-    reasons.R_QUOTA_CAP_EXCEEDED,
-    reasons.R_QUOTA_REQUIRE_DISPLACED,
-    reasons.R_FILTERED,
-):
-    _BUCKET[_code & 0xFF] = 2
-_BUCKET[reasons.R_DEDUPLICATED & 0xFF] = 1
-_BUCKET[reasons.R_TRUNCATED & 0xFF] = 3
-
-#: stage of every exclusion reason name (for item events and trace spans)
-EXCLUSION_STAGE = {
-    "NegativeTokens": PipelineStage.Classify,
-    "Filtered": PipelineStage.Classify,
-    "ScoredTooLow": PipelineStage.Score,
-    "Deduplicated": PipelineStage.Deduplicate,
-}
+_BUCKET = np.maximum(reasons.EXCLUSION_STAGE, 0).astype(np.int64)
 
 
 def funnel_columns(run, set_of: np.ndarray) -> np.ndarray:

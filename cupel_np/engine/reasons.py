@@ -51,6 +51,30 @@ REASON_NAMES = {
 }
 
 
+def _exclusion_stages() -> np.ndarray:
+    stage = np.full(256, -1, dtype=np.int8)
+    for code in (
+        R_BUDGET_EXCEEDED,
+        R_SCORED_TOO_LOW,
+        R_QUOTA_CAP_EXCEEDED,
+        R_QUOTA_REQUIRE_DISPLACED,
+        R_PINNED_OVERRIDE,
+        R_FILTERED,
+        R_COUNT_CAP_EXCEEDED,
+    ):
+        stage[code] = 2
+    stage[R_NEGATIVE_TOKENS] = 0
+    stage[R_DEDUPLICATED] = 1
+    stage[list(TRUNCATION_CODES)] = 3
+    return stage
+
+
+#: the stage that records each exclusion code, indexed by ``reason.view(np.uint8)``:
+#: 0 Classify (NegativeTokens), 1 Deduplicate, 2 Slice, 3 Place (truncation); -1 for the
+#: inclusion codes and "no reason" (-1). Reports order exclusions and count funnels by it.
+EXCLUSION_STAGE = _exclusion_stages()
+
+
 def reason_name_lut() -> np.ndarray:
     """Object array mapping ``code + 1`` to the spec's name (index 0, code -1: no reason, "")."""
     names = ["" for _ in range(130)]

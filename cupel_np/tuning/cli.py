@@ -115,4 +115,5 @@ def _tune(tune, args, src, budget, client):
         sampler=args.sampler,
         threads=args.threads,
         client=client,
+        progress=None if not args.quiet else False,
     )

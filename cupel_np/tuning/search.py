@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 import warnings
 from collections.abc import Mapping
@@ -263,8 +264,9 @@ def _nsga2(optuna, space: dict | None):
     return _KnownSpaceNSGAII
 
 
-def _run_trials(study, space, budget, ev, *, objective, trials, batch_size, max_cells):
-    """Ask / evaluate / tell in batches; one leaderboard row per trial."""
+def _run_trials(study, space, budget, ev, *, objective, trials, batch_size, max_cells, progress=None):
+    """Ask / evaluate / tell in batches; one leaderboard row per trial. ``progress(done,
+    total, best)`` is called after each batch (``best``: the best search value so far)."""
     import optuna
 
     rows: list[dict[str, Any]] = []
@@ -303,8 +305,29 @@ def _run_trials(study, space, budget, ev, *, objective, trials, batch_size, max_
                 row[f"{part}_failed_sets"] = int(mets["failed_sets"][i])
             row["policy"] = json.dumps(pol.to_dict(), sort_keys=True)
             rows.append(row)
+        if progress is not None:
+            key = "search_token_recall" if objective == "recall_vs_tokens" else f"search_{objective}"
+            progress(done, trials, max((r[key] for r in rows if r.get(key) is not None), default=float("nan")))
     rows.sort(key=lambda r: r["trial"])
     return rows
+
+
+def _progress_line(progress: bool | None, objective: str):
+    """A callback writing ``trials 128/512  best search token_recall 0.412`` to stderr after
+    each batch (by default only when stderr is a terminal), or None."""
+    if progress is None:
+        progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
+    if not progress:
+        return None
+    name = "token_recall" if objective == "recall_vs_tokens" else objective
+
+    def line(done: int, total: int, best: float) -> None:
+        sys.stderr.write(f"\rtrials {done:,}/{total:,}  best search {name} {best:.3f}")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return line
 
 
 def _num(x) -> float | None:
@@ -354,6 +377,7 @@ def tune(
     threads: int | None = None,
     client: Any = None,
     npartitions: int | None = None,
+    progress: bool | None = None,
 ) -> TuneResult:
     """Search policies that keep what the labels say mattered.
 
@@ -396,7 +420,15 @@ def tune(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", category=_optuna_warning())
             rows = _run_trials(
-                study, sp, budget, ev, objective=objective, trials=trials, batch_size=batch_size, max_cells=max_cells
+                study,
+                sp,
+                budget,
+                ev,
+                objective=objective,
+                trials=trials,
+                batch_size=batch_size,
+                max_cells=max_cells,
+                progress=_progress_line(progress, objective),
             )
         board = pa.Table.from_pylist(rows, schema=_LB_SCHEMA)
         final = _finish(
