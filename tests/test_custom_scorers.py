@@ -532,3 +532,22 @@ def test_every_table_source_keeps_the_signal_column(form, tmp_path):
     refl = c.sweep(table, budget, [("v", c.Policy(c.ReflexiveScorer()))])
     np.testing.assert_array_equal(col.included, refl.included)
     np.testing.assert_array_equal(col.scores, refl.scores)
+
+
+def test_an_inner_column_or_registered_scorer_has_no_weight():
+    """A column scorer goes through the same keyed reader as the built-in types, so an inner
+    scorer's 'weight' is refused for it as for 'recency'; a registered name too."""
+    from cupel_np.model.policy import scorer_from_dict
+
+    for inner in ({"type": "recency", "weight": 3}, {"type": "column", "column": "x", "weight": 3}):
+        with pytest.raises(InvalidConfigError, match="unknown key 'weight'"):
+            scorer_from_dict({"type": "scaled", "inner": inner})
+    c.register_scorer("inner_test_signal", lambda: c.ColumnScorer("x"))
+    try:
+        with pytest.raises(InvalidConfigError, match="unknown key 'weight'"):
+            scorer_from_dict({"type": "scaled", "inner": {"type": "inner_test_signal", "weight": 3}})
+        assert scorer_from_dict({"type": "scaled", "inner": {"type": "inner_test_signal"}}).inner == c.ColumnScorer("x")
+    finally:
+        from cupel_np.model.custom_scorers import unregister_scorer
+
+        unregister_scorer("inner_test_signal")

@@ -25,12 +25,12 @@ from typing import Any
 
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model import policy as _policy
-from cupel_np.model.fields import require_keys, require_number
+from cupel_np.model.fields import require_number
 from cupel_np.model.policy import Scorer
 from cupel_np.text import ascii_fold
 
 #: the keys a column scorer table may carry ("weight" is the composite entry's)
-COLUMN_SCORER_KEYS = ("type", "column", "default", "weight")
+COLUMN_SCORER_KEYS = ("column", "default")
 #: keys every registered scorer table may carry besides its factory's options
 REGISTERED_SCORER_KEYS = ("type", "weight")
 
@@ -166,8 +166,8 @@ def unregister_scorer(name: str) -> None:
 
 # ----------------------------------------------------------------------------- parsing
 def column_scorer_from_dict(e: Mapping[str, Any], where: str) -> ColumnScorer:
-    """``{"type": "column", "column": name, "default": x}`` (keys: COLUMN_SCORER_KEYS)."""
-    require_keys(where, e, COLUMN_SCORER_KEYS, what="for scorer type 'column'")
+    """``{"type": "column", "column": name, "default": x}``; ``scorer_from_dict`` has checked the
+    keys (COLUMN_SCORER_KEYS, plus ``weight`` where the entry is weighted)."""
     if "column" not in e:
         raise InvalidConfigError(f"{where}: column scorer needs 'column' (the items column to read)")
     col = e["column"]
@@ -210,7 +210,7 @@ def _function_from_dict(e: Mapping[str, Any], where: str) -> Scorer:
     )
 
 
-_policy.EXTRA_SCORER_TYPES["column"] = column_scorer_from_dict
+_policy.scorer_dict_parser("column", COLUMN_SCORER_KEYS)(column_scorer_from_dict)
 _policy.EXTRA_SCORER_TYPES["function"] = _function_from_dict
 
 

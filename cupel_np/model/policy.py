@@ -709,6 +709,12 @@ def _composite_from_list(entries, where: str) -> CompositeScorer:
     return CompositeScorer(tuple(pairs))
 
 
+def known_scorer_types() -> tuple[str, ...]:
+    """Every scorer type policy data can name now: the built-in ones, ``column`` and each name
+    registered with ``register_scorer`` (a ``function`` scorer is code, never data)."""
+    return (*_SCORER_PARSERS, *(k for k in EXTRA_SCORER_TYPES if k not in _SCORER_PARSERS and k != "function"))
+
+
 def scorer_from_dict(e: Mapping[str, Any], where: str = "scorer", *, weighted: bool = True) -> Scorer:
     """One scorer entry in the EXTENSIONS.md form (``type`` plus that scorer's options). A key
     its type does not know is an error; ``weighted=False`` also refuses ``weight`` (an inner
@@ -719,10 +725,13 @@ def scorer_from_dict(e: Mapping[str, Any], where: str = "scorer", *, weighted: b
         raise InvalidConfigError(f"{where} has no 'type'")
     t = ascii_fold(require_str(f"{where}.type", t)).replace("-", "_")
     if t not in _SCORER_PARSERS and t in EXTRA_SCORER_TYPES:
-        # a column scorer or a registered name (model/custom_scorers.py): its parser checks its keys
+        # a registered name (model/custom_scorers.py): its options go to its factory, but an
+        # inner scorer has no weight whatever its type
+        if not weighted:
+            require_keys(where, {k: v for k, v in e.items() if k == "weight"}, (), what=f"for inner scorer {t!r}")
         return EXTRA_SCORER_TYPES[t](e, where)
     if t not in _SCORER_PARSERS:
-        known = [*_SCORER_PARSERS, *(k for k in EXTRA_SCORER_TYPES if k != "function")]
+        known = known_scorer_types()
         raise InvalidConfigError(
             f"{where}: unknown scorer type {e.get('type')!r}{suggestion(t, known)}; expected one of: {', '.join(known)}"
         )
@@ -1058,8 +1067,9 @@ def _dotnet_weight(where: str, e: Mapping) -> float:
 def _dotnet_scorer(where: str, e: Any) -> Scorer:
     require_mapping(where, e, "an object")
     extra = e.get("type")
-    if isinstance(extra, str) and ascii_fold(extra).replace("-", "_") in EXTRA_SCORER_TYPES:
-        # a column scorer or a registered name: the same keys as the dict form (plus weight)
+    name = ascii_fold(extra).replace("-", "_") if isinstance(extra, str) else None
+    if name is not None and name not in SCORER_TYPES and (name in _SCORER_PARSERS or name in EXTRA_SCORER_TYPES):
+        # a type defined outside this module (column, a registered name): read as in the dict form
         return scorer_from_dict(e, where)
     require_keys(where, e, _DOTNET_SCORER_KEYS)
     t = _dotnet_enum(f"{where}.type", e.get("type", 0), _DOTNET_SCORER_ORDER)
