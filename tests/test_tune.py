@@ -291,3 +291,23 @@ def test_a_column_scorer_is_a_search_dimension():
     assert any(getattr(s, "column", None) == "similarity" for s, _ in entries)
     with pytest.raises(InvalidConfigError, match="unknown scorer type 'colum'"):
         SearchSpace.from_dict({"scorers": {"colum": {"column": "x"}}, "slicers": {"greedy": {}}})
+
+
+def test_tune_outputs_follow_the_one_run_per_directory_rule(tmp_path, corpus):
+    """write_tune claims its directory like every other writer: a sweep's outputs there are
+    refused (then removed with overwrite), and a sweep refuses a search's outputs."""
+    from cupel_np.io import write_sweep
+    from cupel_np.io.outdir import OutputExistsError, read_manifest
+
+    r = _run(corpus, trials=4, batch_size=4)
+    table = c.ItemTable(corpus.slice(0, 200), set_column="session_id")
+    sweep_result = c.sweep(table, c.ContextBudget(1500, 1500), c.Sweep(["chat", "rag"]))
+    out = tmp_path / "d"
+    write_sweep(sweep_result, out)
+    with pytest.raises(OutputExistsError, match="already holds a sweep"):
+        write_tune(r, out)
+    write_tune(r, out, overwrite=True)
+    assert not (out / "diffs.parquet").exists() and (out / "best-1.toml").is_file()
+    assert read_manifest(out)["kind"] == "tune"
+    with pytest.raises(OutputExistsError, match="already holds a policy search"):
+        write_sweep(sweep_result, out)

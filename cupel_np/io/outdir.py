@@ -12,6 +12,7 @@ Parquet files of the same result is not "another run".
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import uuid
 import weakref
@@ -33,8 +34,21 @@ OUTCOME_FILES = ("outcomes.parquet",)
 OUTCOME_PARTS = ("outcomes",)
 #: the pages and their charts (also written beside the page)
 PAGE_FILES = ("report.html", "heatmap.png", "tokens.png", "kinds.png", "utilization.png", "included.png")
-#: every name a cupel_np writer puts in an output directory (plus temp files ``.NAME.*.tmp``)
-OUTPUT_NAMES = (MANIFEST, *SWEEP_FILES, *OUTCOME_FILES, *OUTCOME_PARTS, *PARTS_DIRS, *BUDGET_FILES, *PAGE_FILES)
+#: a policy search (``cupel-np tune``), beside its ``best-N.toml`` policy files
+TUNE_FILES = ("leaderboard.parquet", "pareto.parquet", "comparison.parquet", "pareto.png", "summary.json")
+#: every name a cupel_np writer puts in an output directory (plus temp files ``.NAME.*.tmp``
+#: and a search's ``best-N.toml``)
+OUTPUT_NAMES = (
+    MANIFEST,
+    *SWEEP_FILES,
+    *OUTCOME_FILES,
+    *OUTCOME_PARTS,
+    *PARTS_DIRS,
+    *BUDGET_FILES,
+    *PAGE_FILES,
+    *TUNE_FILES,
+)
+_BEST_POLICY = re.compile(r"best-[0-9]+\.toml")
 
 #: the columns the sweep outputs write beside the set-key column
 OUTPUT_COLUMNS = (
@@ -47,7 +61,11 @@ OUTPUT_COLUMNS = (
     "included_count",
     "tokens_used",
     "target_tokens",
-    "utilization",
+    "target_utilization",
+    "budget_utilization",
+    "kind_diversity",
+    "timestamp_coverage",
+    "tokens_over_budget",
     "swing_count",
     "swing_included",
     "error",
@@ -55,8 +73,9 @@ OUTPUT_COLUMNS = (
 
 #: manifest ``kind`` values
 KIND_SWEEP, KIND_STREAMED, KIND_PARTS, KIND_BUDGET = "sweep", "sweep-streamed", "sweep-parts", "budget"
-KIND_PAGE = "page"
+KIND_PAGE, KIND_TUNE = "page", "tune"
 _WHAT = {
+    KIND_TUNE: "a policy search",
     KIND_PAGE: "a report page",
     KIND_SWEEP: "a sweep",
     KIND_STREAMED: "a streamed sweep",
@@ -110,7 +129,7 @@ def check_out_path(out, what: str = "output directory") -> Path:
 
 
 def _ours(p: Path) -> bool:
-    if p.name in OUTPUT_NAMES:
+    if p.name in OUTPUT_NAMES or _BEST_POLICY.fullmatch(p.name):
         return True
     return p.name.endswith(".tmp") and p.name.startswith(".") and any(p.name[1:].startswith(n) for n in OUTPUT_NAMES)
 

@@ -6,29 +6,23 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
 
+from cupel_np._files import atomic_write_bytes
 from cupel_np.errors import InvalidConfigError
+from cupel_np.io.outdir import KIND_TUNE, claim_out_dir, new_run_id, write_manifest
+from cupel_np.io.parquet import write_parquet_atomic
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.policy import Policy
 from cupel_np.text import escape_html
 
-__all__ = ["policy_toml", "write_tune", "TUNE_FILES"]
-
-TUNE_FILES = (
-    "leaderboard.parquet",
-    "pareto.parquet",
-    "comparison.parquet",
-    "pareto.png",
-    "report.html",
-    "summary.json",
-)
+__all__ = ["policy_toml", "write_tune"]
 
 
 # --------------------------------------------------------------------------- policy TOML
@@ -84,40 +78,26 @@ def policy_toml(policy: Policy, budget: ContextBudget | None = None, comment: st
 
 
 # --------------------------------------------------------------------------- outputs
-def _guard(out: Path, overwrite: bool) -> None:
-    if out.exists() and not out.is_dir():
-        raise InvalidConfigError(f"--out {out} exists and is not a directory")
-    if not out.exists():
-        out.mkdir(parents=True)
-        return
-    old = [p for p in out.iterdir() if p.name in TUNE_FILES or (p.name.startswith("best-") and p.suffix == ".toml")]
-    if old and not overwrite:
-        raise InvalidConfigError(
-            f"{out} holds the outputs of an earlier tune run ({old[0].name}, ...); use --overwrite"
-        )
-    for p in old:
-        p.unlink()
+def _write(path: Path, data: bytes) -> Path:
+    atomic_write_bytes(path, data)  # a temp file + rename: never a half-written output
+    return path
 
 
 def write_tune(result, out, *, overwrite: bool = False, title: str = "cupel_np tune") -> dict[str, str]:
     """Write a TuneResult's outputs to directory ``out`` (refusing one holding an earlier
     run's unless ``overwrite``); returns {name: path}."""
-    out = Path(out)
-    _guard(out, overwrite)
+    out = claim_out_dir(out, overwrite=overwrite)  # another run's outputs: refused unless overwrite
     paths: dict[str, str] = {}
     for name in ("leaderboard", "pareto", "comparison"):
-        p = out / f"{name}.parquet"
-        pq.write_table(getattr(result, name), p)
-        paths[name] = str(p)
+        paths[name] = str(write_parquet_atomic(getattr(result, name), out / f"{name}.parquet", {}))
     for i, (label, pol, b) in enumerate(result.best, start=1):
-        p = out / f"best-{i}.toml"
-        p.write_text(policy_toml(pol, b, f"{label}: best #{i} of a {result.objective} search (seed {result.seed})"))
-        paths[f"best-{i}"] = str(p)
+        text = policy_toml(pol, b, f"{label}: best #{i} of a {result.objective} search (seed {result.seed})")
+        paths[f"best-{i}"] = str(_write(out / f"best-{i}.toml", text.encode()))
     paths["plot"] = str(_pareto_png(result, out / "pareto.png"))
     paths["report"] = str(_report_html(result, out / "report.html", title))
     summary = summary_dict(result, paths)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    paths["summary"] = str(out / "summary.json")
+    paths["summary"] = str(_write(out / "summary.json", json.dumps(summary, indent=2).encode()))
+    write_manifest(out, KIND_TUNE, new_run_id(), [Path(p).name for p in paths.values()], objective=result.objective)
     return paths
 
 
@@ -169,9 +149,10 @@ def _pareto_png(result, path: Path) -> Path:
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
     plt.close(fig)
-    return path
+    return _write(path, buf.getvalue())
 
 
 def _fmt(v) -> str:
@@ -222,5 +203,5 @@ difference {p["mean_diff"]:+.3f} (95% interval {p["lo"]:+.3f} to {p["hi"]:+.3f})
 <h2>Token recall against tokens used</h2><img src="pareto.png" alt="Pareto front">
 <h2>The best policy (best-1.toml)</h2><pre>{escape_html(best_toml)}</pre>
 </body></html>"""
-    path.write_text(html, encoding="utf-8")
+    atomic_write_bytes(path, html.encode("utf-8"))
     return path
