@@ -180,8 +180,9 @@ def _run_dask(args, budget, variants, set_column, title: str) -> int:
     outcomes = None
     if args.label_column:
         from cupel_np.io.dask import outcome_summary_of_parts
+        from cupel_np.io.outdir import read_manifest
 
-        labels = [v["label"] for v in json.loads((Path(args.out) / "manifest.json").read_text())["variants"]]
+        labels = [v["label"] for v in (read_manifest(args.out) or {}).get("variants", [])]
         outcomes = outcome_summary_of_parts(args.out, labels, metrics=("token_recall",))
     if args.json:
         extra = {} if outcomes is None else {"outcomes": _outcome_json(outcomes)}
@@ -259,7 +260,7 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
     out = Path(args.out)
     paths = {k: str(out / f"{k}.parquet") for k in ("diffs", "variants", "items")}
     paths["report"] = str(report)
-    s = load_sweep_dir(out, top_k=0)
+    s = load_sweep_dir(out)
     summary = _streamed_outcomes(out, s.labels, paths) if args.label_column else None
     if args.json:
         import pyarrow.dataset as pds

@@ -266,7 +266,7 @@ class SweepRun:
         rows = np.asarray(rows, dtype=np.int64)
         cls = self.classified
         out = np.zeros(rows.shape[0], dtype=np.float64)
-        out[self.table.pinned[rows] & ~cls.negative[rows]] = 1.0
+        out[cls.pinned[rows]] = 1.0
         pos = np.searchsorted(cls.sc_rows, rows)
         pos_c = np.minimum(pos, max(len(cls.sc_rows) - 1, 0))
         is_sc = (

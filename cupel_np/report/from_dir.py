@@ -1,8 +1,8 @@
 """The HTML report of a written sweep directory, in-process (``items.parquet``, ...) or Dask
 (``items/part-*.parquet``, ... and ``manifest.json``), read with bounded memory: per-variant
-aggregates come from streaming the ``variants`` output in batches, the swinging items shown
-are the ``top_k`` most contested rows of ``diffs`` (kept while streaming), and their reasons
-come from a filtered scan of ``items``. Nothing holds a whole output in memory."""
+aggregates come from streaming the ``variants`` output in batches (``load_sweep_dir``), and
+the page's sections from streaming ``items`` in pieces of whole sets (``page_data``). Nothing
+holds a whole output in memory."""
 
 from __future__ import annotations
 
@@ -40,7 +40,6 @@ class SweepDirSummary:
     swing_included: np.ndarray  # [V]
     failed: np.ndarray  # [V] failed sets
     failure_example: dict[str, str] = field(default_factory=dict)
-    top: list[dict] = field(default_factory=list)  # set, content, status[V] (1/0/-1 failed), reason[V]
 
 
 def _output(out: Path, name: str) -> Path:
@@ -106,7 +105,7 @@ def check_sweep_dir(out: Path) -> None:
         )
 
 
-def load_sweep_dir(out_dir, top_k: int = 40) -> SweepDirSummary:
+def load_sweep_dir(out_dir) -> SweepDirSummary:
     """Read what the page needs from a written sweep directory, with bounded memory."""
     out = Path(out_dir)
     check_sweep_dir(out)
@@ -142,86 +141,9 @@ def load_sweep_dir(out_dir, top_k: int = 40) -> SweepDirSummary:
         set_col = None  # a sweep without a set column: one unnamed set
     rows = sum(pq.read_metadata(f).num_rows for f in _files(ipath))
     swing = sum(pq.read_metadata(f).num_rows for f in _files(dpath))
-    top = _top_swings(dpath, labels, set_col, top_k) if top_k else []
-    _add_reasons(ipath, labels, set_col, top)
     return SweepDirSummary(
-        labels, variants, set_col, rows, vrows // max(nv, 1), swing, inc, tok, tgt, swi, fail, example, top
+        labels, variants, set_col, rows, vrows // max(nv, 1), swing, inc, tok, tgt, swi, fail, example
     )
-
-
-def _top_swings(dpath: Path, labels: list[str], set_col, k: int) -> list[dict]:
-    """The k most contested swinging contents (closest to an even split of the variants that
-    did not fail; ties by set key, then content, so every layout of the same sweep shows the
-    same rows); at most k + one batch of rows held at a time."""
-    keep: pa.Table | None = None
-    cols = ([set_col] if set_col else []) + ["content", *labels]
-    for b in ds.dataset(_files(dpath), format="parquet").to_batches(columns=cols, batch_size=BATCH_ROWS, **_READAHEAD):
-        t = pa.Table.from_batches([b])
-        st = (
-            np.stack(
-                [pc.fill_null(pc.equal(t.column(l), "Included"), False).to_numpy(zero_copy_only=False) for l in labels],
-                axis=1,
-            )
-            if t.num_rows
-            else np.zeros((0, len(labels)), bool)
-        )
-        valid = (
-            np.stack([t.column(l).is_valid().to_numpy(zero_copy_only=False) for l in labels], axis=1)
-            if t.num_rows
-            else np.zeros((0, len(labels)), bool)
-        )
-        n_inc = (st & valid).sum(axis=1)
-        contest = np.minimum(n_inc, valid.sum(axis=1) - n_inc)
-        t = t.append_column("__contest", pa.array(contest.astype(np.int64)))
-        keep = t if keep is None else pa.concat_tables([keep, t])
-        keep = keep.sort_by(
-            [("__contest", "descending"), *([(set_col, "ascending")] if set_col else []), ("content", "ascending")]
-        ).slice(0, k)
-    if keep is None:
-        return []
-    out = []
-    for r in keep.to_pylist():
-        status = [(-1 if r[l] is None else int(r[l] == "Included")) for l in labels]
-        out.append(
-            {
-                "set": r[set_col] if set_col else None,
-                "content": r["content"],
-                "status": status,
-                "reason": [None] * len(labels),
-            }
-        )
-    return out
-
-
-def _add_reasons(ipath: Path, labels: list[str], set_col, top: list[dict]) -> None:
-    """Each shown content's reason per variant: Included if any copy is, else the first copy's."""
-    if not top:
-        return
-    contents = pa.array(sorted({t["content"] for t in top}))
-    cols = ([set_col] if set_col else []) + [
-        "content",
-        "input_row",
-        *(f"{l}.reason" for l in labels),
-        *(f"{l}.included" for l in labels),
-    ]
-    flt = pc.field("content").isin(contents)
-    found: dict = {}
-    for b in ds.dataset(_files(ipath), format="parquet").to_batches(
-        columns=cols, filter=flt, batch_size=BATCH_ROWS, **_READAHEAD
-    ):
-        for r in b.to_pylist():
-            found.setdefault((r[set_col] if set_col else None, r["content"]), []).append(r)
-    for t in top:
-        rs = sorted(found.get((t["set"], t["content"]), []), key=lambda r: r["input_row"])
-        for v, l in enumerate(labels):
-            if t["status"][v] < 0:
-                t["reason"][v] = "failed"
-            elif any(r[f"{l}.included"] for r in rs):
-                t["reason"][v] = "Included"
-            elif rs:
-                t["reason"][v] = rs[0][f"{l}.reason"] or "Excluded"
-            else:
-                t["reason"][v] = "Excluded"
 
 
 # ----------------------------------------------------------------------------- page
@@ -496,10 +418,10 @@ def _ranks(ipath: Path, labels: list[str], set_col, rows: list[dict]) -> None:
     for i, k in enumerate(key_col):
         by_set.setdefault(k, []).append(i)
     irow = t["input_row"].to_numpy(zero_copy_only=False)
+    where = {int(irow[i]): i for i in range(len(irow))}  # input row -> row of t (the same for every variant)
     for v, l in enumerate(labels):
         sc = t[f"{l}.score"].to_numpy(zero_copy_only=False).astype(np.float64)
         srt = {k: np.sort(sc[ix]) for k, ix in by_set.items()}
-        where = {int(irow[i]): i for i in range(len(irow))}
         for r in rows:
             if r["status"][v] == "failed":
                 r["rank"][v] = None
@@ -581,7 +503,7 @@ def page_data(out_dir, *, title: str | None = None, max_rows: int = 200, max_set
     from cupel_np.report.page import PAGE_FROM_OUTPUTS, PageData
 
     out = Path(out_dir)
-    s = load_sweep_dir(out, top_k=0)
+    s = load_sweep_dir(out)
     vpath, ipath = _output(out, "variants"), _output(out, "items")
     labels, set_col = s.labels, s.set_column
     cols = _items_columns(ipath, labels, set_col)

@@ -22,9 +22,6 @@ from cupel_np.model.custom_scorers import ColumnScorer, FunctionScorer, iter_sco
 from cupel_np.model.items import ITEM_FIELDS
 from cupel_np.text import parse_rust_f64
 
-#: item fields a column scorer may read (the numeric ones)
-NUMERIC_ITEM_FIELDS = ("tokens", "priority", "future_relevance_hint", "original_tokens")
-
 
 def is_numeric_type(t: pa.DataType) -> bool:
     """Integer, floating or decimal (bool is not numeric here)."""
