@@ -110,12 +110,8 @@ def check_scorer_columns(table, scorers: Iterable) -> None:
     """Raise (naming the column) for every column scorer in ``scorers`` (scorer specs, nested
     ones included) whose column ``table`` lacks or holds non-numeric values. Cheap to repeat:
     the values read are cached on the table for the run that follows."""
-    seen = set()
-    for top in scorers:
-        for s in iter_scorers(top):
-            if isinstance(s, ColumnScorer) and s.column not in seen:
-                seen.add(s.column)
-                column_values(table, s.column)
+    for column in dict.fromkeys(s.column for s in column_scorers(scorers)):
+        column_values(table, column)
 
 
 def column_scorers(scorers: Iterable) -> list[ColumnScorer]:
@@ -127,21 +123,15 @@ def check_schema_columns(schema: pa.Schema, scorers: Iterable, where: str = "ite
     """The column scorers' check against a schema (streamed and Dask inputs, before reading):
     every named column must exist and be numeric."""
     names = schema.names
-    for top in scorers:
-        for s in iter_scorers(top):
-            if not isinstance(s, ColumnScorer):
-                continue
-            if s.column in names:
-                t = schema.field(s.column).type
-                if not is_numeric_type(t):
-                    raise InvalidInputTypeError(
-                        f"column scorer: column {s.column!r} of {where} is not numeric (type {t}); "
-                        "it must hold integers, floats or decimals"
-                    )
-            else:
-                raise InvalidConfigError(
-                    f"column scorer: no column {s.column!r} in {where} (columns: {', '.join(names)})"
-                )
+    for s in column_scorers(scorers):
+        if s.column not in names:
+            raise InvalidConfigError(f"column scorer: no column {s.column!r} in {where} (columns: {', '.join(names)})")
+        t = schema.field(s.column).type
+        if not is_numeric_type(t):
+            raise InvalidInputTypeError(
+                f"column scorer: column {s.column!r} of {where} is not numeric (type {t}); "
+                "it must hold integers, floats or decimals"
+            )
 
 
 # ----------------------------------------------------------------------------- FunctionScorer
