@@ -144,10 +144,9 @@ def _load_table(path, set_column):
 
 
 def _source(items):
-    """The items argument(s): one file or directory, or several files."""
-    if isinstance(items, (list, tuple)):
-        return items[0] if len(items) == 1 else list(items)
-    return items
+    from cupel_np.model.datasets import dataset_source
+
+    return dataset_source(items)
 
 
 def _name(items) -> str:

@@ -85,6 +85,14 @@ def _files_of(source) -> tuple[list[str], str | None]:
     )
 
 
+def dataset_source(items):
+    """A command line's items argument(s) as a dataset source: one file, directory or glob
+    pattern as itself, several as a list of files."""
+    if isinstance(items, (list, tuple)):
+        return items[0] if len(items) == 1 else list(items)
+    return items
+
+
 def open_dataset(source) -> ds.FileSystemDataset:
     """A ``pyarrow.dataset`` over ``source`` with one schema unified over every file (a column
     missing from some files reads as null there) plus the hive partition columns."""

@@ -150,7 +150,9 @@ def run_checks(cf: ChecksFile, tables, *, keep: int = 1000, threads: int | None 
 
 # ----------------------------------------------------------------------------- input
 def _source(items):
-    return items[0] if len(items) == 1 else list(items)
+    from cupel_np.model.datasets import dataset_source
+
+    return dataset_source(items)
 
 
 def _tables(args, set_column: str | None) -> Iterator[ItemTable]:

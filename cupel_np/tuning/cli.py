@@ -63,7 +63,9 @@ def cmd_tune(args) -> int:
     if args.max_tokens is not None:
         target = args.target_tokens if args.target_tokens is not None else args.max_tokens - args.output_reserve
         budget = ContextBudget(max_tokens=args.max_tokens, target_tokens=target, output_reserve=args.output_reserve)
-    src = args.items[0] if len(args.items) == 1 else list(args.items)
+    from cupel_np.model.datasets import dataset_source
+
+    src = dataset_source(args.items)
     t0 = time.perf_counter()
     if args.dask:
         from cupel_np.io.dask import connect
