@@ -230,3 +230,20 @@ def test_the_demo_replaces_its_own_earlier_run_but_nothing_else(tmp_path, small,
     assert cli.main(["demo", "--items", str(small), "--out", str(other), "--quiet"]) == 2
     assert "already holds a sweep written in parts" in capsys.readouterr().err
     assert (other / "items" / "part-00000.parquet").read_bytes() == b"old"
+
+
+def test_page_from_outputs_follows_at_most_max_sets_sets_whatever_ties(tmp_path, results):
+    """Many sets tie on their swing count: the drill-down candidates are cut to max_sets by
+    the first input row (not every tied set, which made the page's memory grow with the sets)."""
+    from cupel_np.report import from_dir
+
+    out = tmp_path / "o"
+    write_sweep(results[0], out)
+    vpath, ipath = from_dir._output(out, "variants"), from_dir._output(out, "items")
+    labels = [v.label for v in results[0].variants]
+    counts, chosen = from_dir._set_stats(vpath, ipath, labels, "session_id", 2)
+    assert len(chosen) == min(2, sum(1 for n in counts.values() if n))
+    ties = {n for n in counts.values() if n} and len(set(counts.values())) < len(counts)
+    assert ties  # the small corpus has tied swing counts, so the cut is exercised
+    d = from_dir.page_data(out, max_sets=2)
+    assert {s["key"] for s in d.sets} == chosen

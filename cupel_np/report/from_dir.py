@@ -370,9 +370,10 @@ def _best(t: pa.Table, k: int) -> pa.Table:
     return t.sort_by([("contest", "descending"), ("first", "ascending")]).slice(0, k)
 
 
-def _set_stats(vpath: Path, labels: list[str], set_col, max_sets: int) -> tuple[dict, set]:
-    """Per set (from ``variants``): swinging contents; the candidate drill-down sets (every
-    set tied with the ``max_sets``-th largest count, since ties break by input row later)."""
+def _set_stats(vpath: Path, ipath: Path, labels: list[str], set_col, max_sets: int) -> tuple[dict, set]:
+    """Per set (from ``variants``): swinging contents; the drill-down sets: the ``max_sets``
+    with the most, ties broken by the set's first input row (as the in-memory page does), so
+    at most ``max_sets`` sets are followed however many tie."""
     col = set_col or "set"
     t = ds.dataset(_files(vpath), format="parquet").to_table(
         columns=[col, "swing_count"], filter=pc.field("variant") == labels[0]
@@ -382,7 +383,26 @@ def _set_stats(vpath: Path, labels: list[str], set_col, max_sets: int) -> tuple[
     if not pos:
         return counts, set()
     floor = pos[min(max_sets, len(pos)) - 1]
-    return counts, {k for k, n in counts.items() if n >= floor}
+    above = {k for k, n in counts.items() if n > floor}
+    tied = [k for k, n in counts.items() if n == floor]
+    need = max_sets - len(above)
+    if len(tied) > need:  # the first input row decides among the tied sets
+        first = _first_rows(ipath, set_col, tied)
+        tied = sorted(tied, key=lambda k: first[k])[:need]
+    return counts, above | set(tied)
+
+
+def _first_rows(ipath: Path, set_col, keys: list) -> dict:
+    """Each of ``keys``'s first input row, from one streamed scan of two ``items`` columns."""
+    first: dict = {}
+    flt = pc.field(set_col).isin(pa.array(keys))
+    for b in ds.dataset(_files(ipath), format="parquet").to_batches(
+        columns=[set_col, "input_row"], filter=flt, batch_size=BATCH_ROWS, **_READAHEAD
+    ):
+        g = pa.table(b).group_by(set_col).aggregate([("input_row", "min")])
+        for k, r in zip(g[set_col].to_pylist(), g["input_row_min"].to_pylist()):
+            first[k] = min(r, first.get(k, r))
+    return first
 
 
 def _per_variant(vpath: Path, labels: list[str], set_col, keys: list) -> dict:
@@ -507,7 +527,7 @@ def page_data(out_dir, *, title: str | None = None, max_rows: int = 200, max_set
     vpath, ipath = _output(out, "variants"), _output(out, "items")
     labels, set_col = s.labels, s.set_column
     cols = _items_columns(ipath, labels, set_col)
-    counts, candidates = _set_stats(vpath, labels, set_col, max_sets)
+    counts, candidates = _set_stats(vpath, ipath, labels, set_col, max_sets)
     targets = [int((v.get("budget") or {}).get("target_tokens", 0)) for v in s.variants]
     acc = _PageAcc(labels, set_col, targets, max(max_rows, top_k), candidates)
     for f in _files(ipath):
