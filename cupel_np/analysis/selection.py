@@ -231,7 +231,7 @@ class SelectionReport:
         events at the ITEM detail level); empty for reports read from a sweep."""
         return list(self._events)
 
-    @property
+    @cached_property
     def excluded_stage_ranks(self) -> np.ndarray:
         """Per ``excluded`` item, the stage that excluded it: 0 Classify, 1 Deduplicate,
         2 Slice, 3 Place (truncation)."""
