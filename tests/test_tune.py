@@ -86,25 +86,72 @@ def test_nsga2_told_the_known_space_samples_as_optuna_s_own(corpus, monkeypatch,
     assert type(fast.study.sampler) is not optuna.samplers.NSGAIISampler  # the known-space one ran
 
 
+def _random_matrices(rng, n_var: int, n_sets: int):
+    from cupel_np.analysis.outcomes import OutcomeMatrices
+
+    shape = (n_var, n_sets)
+    rel_tok = rng.integers(0, 4, n_sets) * rng.integers(1, 10**6, n_sets)  # a quarter have none
+    rel_items = np.where(rel_tok > 0, rng.integers(1, 9, n_sets), 0)
+    gain = np.where(rel_tok > 0, rng.random(n_sets) * 10.0 ** rng.uniform(-3, 3, n_sets), 0.0)
+    inc_tok = rng.integers(0, 3, shape) * rng.integers(1, 10**6, shape)
+    return OutcomeMatrices(
+        labelled=rng.random(n_sets) < 0.9,
+        relevant_items=rel_items,
+        relevant_tokens=rel_tok,
+        gain_total=gain,
+        swing_relevant=np.zeros(n_sets, np.int64),
+        failed=rng.random(shape) < 0.05,
+        relevant_included=np.minimum(rng.integers(0, 9, shape), rel_items[None, :]),
+        relevant_tokens_included=np.minimum(rng.integers(0, 10**6, shape), np.minimum(rel_tok[None, :], inc_tok)),
+        gain_included=gain[None, :] * rng.random(shape),
+        included_tokens=inc_tok,
+        swing_relevant_included=np.zeros(shape, np.int64),
+        group_relevant=np.zeros(0, bool),
+    )
+
+
 @pytest.mark.parametrize("n_var", [1, 2, 3, 40])
-def test_masked_mean_is_a_running_sum_whatever_the_number_of_variants(n_var):
-    """Each variant's mean over the chosen sets equals a left-to-right running sum, whether
-    it is computed alone or beside other variants (its value must not depend on the batch)."""
-    from cupel_np.tuning.search import _masked_mean
+def test_part_metrics_are_running_sums_whatever_the_number_of_variants(n_var):
+    """Each variant's part means equal a plain left-to-right running sum over the part's
+    labelled sets of the per-set values ``OutcomeMatrices.ratio`` gives (a failed cell
+    counting 0 in a recall whose set has something to recall), whether the variant is
+    computed alone or beside others: its numbers must not depend on the batch."""
+    from cupel_np.tuning.search import _PART_METRICS, part_metrics
 
     rng = np.random.default_rng(n_var)
-    x = rng.random((n_var, 5001)) * 10.0 ** rng.uniform(-6, 6, (n_var, 5001))
-    x[rng.random(x.shape) < 0.1] = np.nan
-    cols = rng.random(5001) < 0.7
-    got = _masked_mean(x, cols)
+    m = _random_matrices(rng, n_var, 3001)
+    part = rng.random(3001) < 0.7
+    got = part_metrics(m, part)
+    dens = {"token_recall": m.relevant_tokens, "item_recall": m.relevant_items, "gain_share": m.gain_total}
+    scope = part & m.labelled
     for v in range(n_var):
-        row = x[v, cols]
-        total = 0.0
-        for value in row[~np.isnan(row)]:  # the reference: a plain running sum
-            total += float(value)
-        assert got[v] == total / np.count_nonzero(~np.isnan(row))
-        assert _masked_mean(x[v : v + 1], cols)[0] == got[v]
-    assert np.isnan(_masked_mean(x, np.zeros(5001, dtype=bool))).all()
+        for name in _PART_METRICS:
+            if name == "tokens_used":
+                per_set = np.where(m.failed[v], np.nan, m.included_tokens[v].astype(float))
+            else:
+                per_set = m.ratio(name)[v]
+                if name in dens:
+                    per_set = np.where(m.failed[v] & (dens[name] > 0), 0.0, per_set)
+            values = per_set[scope]
+            total = 0.0
+            for value in values[~np.isnan(values)]:  # the reference: a plain running sum
+                total += float(value)
+            count = np.count_nonzero(~np.isnan(values))
+            want = total / count if count else np.nan
+            assert got[name][v] == want or (np.isnan(want) and np.isnan(got[name][v])), (name, v)
+        assert got["failed_sets"][v] == np.count_nonzero(m.failed[v] & scope)
+        alone = part_metrics(_rows(m, v), part)
+        for name in _PART_METRICS:
+            assert alone[name][0] == got[name][v] or np.isnan(got[name][v])
+    nothing = part_metrics(m, np.zeros(3001, dtype=bool))
+    assert all(np.isnan(nothing[name]).all() for name in _PART_METRICS)
+    assert (nothing["failed_sets"] == 0).all()
+
+
+def _rows(m, v: int):
+    from dataclasses import fields, replace
+
+    return replace(m, **{f.name: getattr(m, f.name)[v : v + 1] for f in fields(m) if getattr(m, f.name).ndim == 2})
 
 
 def test_batch_size_changes_nothing_but_the_batching_for_a_random_sampler(corpus, monkeypatch):
@@ -135,8 +182,42 @@ def test_a_batch_over_the_memory_bound_runs_as_several_sweeps(corpus, monkeypatc
     n_whole = list(calls)
     calls.clear()
     bounded = _run(corpus, trials=16, batch_size=16, max_cells=5 * 2400)  # 5 variants x 2,400 items
-    assert n_whole[0] == 16 and calls[:4] == [5, 5, 5, 1]
+    distinct = n_whole[0]  # the batch's distinct policies, one sweep (a repeated policy is swept once)
+    assert 12 <= distinct <= 16
+    assert calls[: -(-distinct // 5)] == [5] * (distinct // 5) + ([distinct % 5] if distinct % 5 else [])
     assert whole.leaderboard.equals(bounded.leaderboard)
+
+
+def test_a_repeated_policy_is_swept_once_and_gets_the_same_numbers(corpus, monkeypatch):
+    """A space with few distinct policies: every trial still has its row, each distinct
+    policy is swept once, and the leaderboard equals the one of a search that sweeps every
+    trial (a repeated policy's metrics are the first one's numbers, not an estimate)."""
+    import itertools
+    import json
+
+    from cupel_np.tuning import search
+
+    space = {
+        "scorers": {"min": 1, "max": 2, "kind": {"weight": 1.0}, "metadata_trust": {"weight": 2.0}},
+        "slicers": {"greedy": {}},
+        "placer": ["chronological", "u_shaped"],
+    }
+    swept = []
+    inner = search.sweep
+    monkeypatch.setattr(search, "sweep", lambda t, b, vs, **k: swept.extend(v[0] for v in vs) or inner(t, b, vs, **k))
+    args = dict(label_column="relevant", set_column="session_id", trials=40, batch_size=10, seed=5, n_boot=50)
+    once = tune(corpus, space, 1500, **args)
+    rows = once.leaderboard.to_pylist()
+    distinct = {
+        json.dumps({k: v for k, v in json.loads(r["policy"]).items() if k != "name"}, sort_keys=True) for r in rows
+    }
+    assert len(rows) == 40 and len(distinct) <= 6  # 3 scorer sets x 2 placers
+    assert len(swept) - len(once.best) - 7 == len(distinct)  # the batches, then the final comparison
+    counter = itertools.count()
+    monkeypatch.setattr(search, "_policy_key", lambda policy, budget: str(next(counter)))  # nothing repeats
+    every = tune(corpus, space, 1500, **args)
+    assert every.leaderboard.equals(once.leaderboard)
+    assert len({json.dumps(p.to_dict() | {"name": ""}, sort_keys=True) for _l, p, _b in once.best}) == len(once.best)
 
 
 def test_split_is_a_stable_hash_of_the_set_key():

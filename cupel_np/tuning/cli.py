@@ -80,7 +80,8 @@ def cmd_tune(args) -> int:
         return 0
     p = result.paired
     print(
-        f"{result.trials} trials ({args.objective}, seed {args.seed}) on {result.search_sets} search sets, "
+        f"{result.trials} trials ({result.policies_swept} distinct policies; {args.objective}, seed {args.seed}) "
+        f"on {result.search_sets} search sets, "
         f"{result.heldout_sets} held out; {time.perf_counter() - t0:.1f}s"
     )
     print(f"{'policy':<16} {'kind':<7} {'search recall':>13} {'held-out recall':>15} {'95% interval':>17}")

@@ -111,6 +111,7 @@ def summary_dict(result, paths: dict | None = None) -> dict:
         "objective": result.objective,
         "seed": result.seed,
         "trials": result.trials,
+        "policies_swept": result.policies_swept,
         "search_sets": result.search_sets,
         "heldout_sets": result.heldout_sets,
         "best": best,
@@ -190,7 +191,7 @@ table{{border-collapse:collapse;font-size:13px;display:block;overflow-x:auto}}
 td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}} tr.best{{background:#eef6ff}}
 pre{{background:#f6f6f6;padding:8px;overflow-x:auto}}</style></head><body>
 <h1>{escape_html(title)}</h1>
-<p><b>Start here.</b> {result.trials} trials maximising <code>{escape_html(result.objective)}</code> (seed {result.seed})
+<p><b>Start here.</b> {result.trials} trials ({result.policies_swept} distinct policies) maximising <code>{escape_html(result.objective)}</code> (seed {result.seed})
 on {result.search_sets} search sets; {result.heldout_sets} sets held out. On the {escape_html(p["part"])} sets, the best
 policy <b>{escape_html(p["a"])}</b> against the best preset <b>{escape_html(p["b"])}</b>: mean {escape_html(p["metric"])}
 difference {p["mean_diff"]:+.3f} (95% interval {p["lo"]:+.3f} to {p["hi"]:+.3f}) over {p["sets"]} sets,

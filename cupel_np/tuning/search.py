@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cupel_np._jit import as_input, jit
 from cupel_np.analysis.outcomes import (
     Labels,
     OutcomeMatrices,
@@ -56,7 +57,9 @@ class TuneResult:
     recall and tokens used; ``best``: the top policies ``(label, Policy, ContextBudget)``;
     ``comparison``: the best policies and every preset on the held-out sets (means with
     bootstrap intervals); ``paired``: best vs the best preset, set by set on the held-out sets;
-    ``swing``: how the best policy's selections differ from ``baseline``'s on those sets."""
+    ``swing``: how the best policy's selections differ from ``baseline``'s on those sets;
+    ``policies_swept``: the distinct policies the search swept (a trial repeating an earlier
+    trial's policy and budget takes its numbers)."""
 
     objective: str
     seed: int
@@ -70,11 +73,15 @@ class TuneResult:
     paired: dict[str, Any]
     swing: dict[str, Any]
     elapsed: float
+    policies_swept: int = 0
     study: Any = field(repr=False, default=None)
 
     def __repr__(self) -> str:
         top = self.best[0][0] if self.best else None
-        return f"TuneResult(objective={self.objective!r}, trials={self.trials}, best={top!r}, paired={self.paired})"
+        return (
+            f"TuneResult(objective={self.objective!r}, trials={self.trials}, policies_swept={self.policies_swept}, "
+            f"best={top!r}, paired={self.paired})"
+        )
 
 
 # --------------------------------------------------------------------------- inputs
@@ -105,54 +112,72 @@ def _as_budget(budget) -> ContextBudget | None:
 
 
 # --------------------------------------------------------------------------- metrics
-def part_metrics(m: OutcomeMatrices, part: np.ndarray, ratios: dict | None = None) -> dict[str, np.ndarray]:
-    """Per variant, means over the sets of ``part`` (``[S]`` bool): recalls count a failed
-    (variant, set) as 0 (it delivered nothing), precision and tokens used leave it out;
-    ``failed_sets`` counts them. ``ratios``: ``metric_ratios(m)``, when already computed."""
-    ratios = metric_ratios(m) if ratios is None else ratios
-    scope = part & m.labelled
-    out = {name: _masked_mean(r, scope) for name, r in ratios.items()}
-    out["failed_sets"] = (m.failed & scope[None, :]).sum(axis=1)
+def part_metrics(m: OutcomeMatrices, part: np.ndarray) -> dict[str, np.ndarray]:
+    """Per variant, means over the sets of ``part`` (``[S]`` bool) that have a label: recalls
+    count a failed (variant, set) as 0 where the set has something to recall (it delivered
+    nothing), precision and tokens used leave a failed cell out, and a ratio whose
+    denominator is 0 is left out; ``failed_sets`` counts the failed cells. One pass over the
+    ``[V, S]`` counts (``_part_sums``)."""
+    n_var = m.failed.shape[0]
+    sums = np.zeros((len(_PART_METRICS), n_var))
+    counts = np.zeros((len(_PART_METRICS), n_var), dtype=np.int64)
+    failed = np.zeros(n_var, dtype=np.int64)
+    _part_sums(
+        as_input(m.failed, np.bool_),
+        as_input(part & m.labelled, np.bool_),
+        as_input(m.relevant_tokens, np.int64),
+        as_input(m.relevant_items, np.int64),
+        as_input(m.gain_total, np.float64),
+        as_input(m.relevant_tokens_included, np.int64),
+        as_input(m.relevant_included, np.int64),
+        as_input(m.gain_included, np.float64),
+        as_input(m.included_tokens, np.int64),
+        sums,
+        counts,
+        failed,
+    )
+    means = np.divide(sums, counts, out=np.full(sums.shape, np.nan), where=counts > 0)
+    out = {name: means[k] for k, name in enumerate(_PART_METRICS)}
+    out["failed_sets"] = failed
     return out
 
 
-def metric_ratios(m: OutcomeMatrices) -> dict[str, np.ndarray]:
-    """The ``[V, S]`` per-set values that ``part_metrics`` averages (see there)."""
-    out: dict[str, np.ndarray] = {}
-    for name in ("token_recall", "item_recall", "gain_share", "token_precision"):
-        r = m.ratio(name)
-        if name != "token_precision":
-            den = {"token_recall": m.relevant_tokens, "item_recall": m.relevant_items, "gain_share": m.gain_total}[name]
-            r = np.where(m.failed & (den > 0)[None, :], 0.0, r)
-        out[name] = r
-    out["tokens_used"] = np.where(m.failed, np.nan, m.included_tokens.astype(np.float64))
-    return out
-
-
-def _masked_mean(x: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """Row means over ``cols`` ignoring NaN, each row summed in set order, one set after
-    another: a variant's mean does not depend on which other variants share its sweep.
-    The selected columns are laid out set-major (``[sets, V]``, at least two columns) and
-    reduced over sets: NumPy then adds whole rows in turn (a sequential sum per variant,
-    bit-identical to a running sum), where a reduction along a row may use pairwise
-    summation whose grouping depends on the layout."""
-    n_var = x.shape[0]
-    if not cols.any():
-        return np.full(n_var, np.nan)
-    xt = np.zeros((int(cols.sum()), max(n_var, 2)))
-    xt[:, :n_var] = x.T[cols]
-    valid = ~np.isnan(xt)
-    cnt = valid.sum(axis=0)
-    s = np.add.reduce(np.where(valid, xt, 0.0), axis=0)
-    return np.divide(s, cnt, out=np.full(xt.shape[1], np.nan), where=cnt > 0)[:n_var]
+@jit
+def _part_sums(
+    failed, scope, rel_tok, rel_items, gain_tot, rel_tok_inc, rel_inc, gain_inc, inc_tok, sums, counts, n_failed
+):
+    """Per variant, the sums and counts of ``_PART_METRICS`` (in that order) over the sets of
+    ``scope``, each sum taken set after set (a variant's mean does not depend on the other
+    variants), and its failed cells. The ratios divide float64 values, as ``OutcomeMatrices.ratio``."""
+    for v in range(failed.shape[0]):
+        for s in range(failed.shape[1]):
+            if not scope[s]:
+                continue
+            f = failed[v, s]
+            if f:
+                n_failed[v] += 1
+            if rel_tok[s] > 0:  # token recall
+                sums[0, v] += 0.0 if f else np.float64(rel_tok_inc[v, s]) / np.float64(rel_tok[s])
+                counts[0, v] += 1
+            if rel_items[s] > 0:  # item recall
+                sums[1, v] += 0.0 if f else np.float64(rel_inc[v, s]) / np.float64(rel_items[s])
+                counts[1, v] += 1
+            if gain_tot[s] > 0:  # graded gain share
+                sums[2, v] += 0.0 if f else gain_inc[v, s] / gain_tot[s]
+                counts[2, v] += 1
+            if not f:
+                if inc_tok[v, s] > 0:  # precision by tokens
+                    sums[3, v] += np.float64(rel_tok_inc[v, s]) / np.float64(inc_tok[v, s])
+                    counts[3, v] += 1
+                sums[4, v] += np.float64(inc_tok[v, s])  # tokens used
+                counts[4, v] += 1
 
 
 def _evaluate(table, labels, variants, threads, heldout):
     """One sweep of ``variants``; (search metrics, held-out metrics, OutcomeMatrices)."""
     res = sweep(table, None, variants, on_error="collect", threads=threads)
     m = outcome_matrices(res, labels, threads=threads)
-    ratios = metric_ratios(m)
-    return part_metrics(m, ~heldout, ratios), part_metrics(m, heldout, ratios), m, res
+    return part_metrics(m, ~heldout), part_metrics(m, heldout), m, res
 
 
 def _evaluate_bounded(table, labels, variants, threads, heldout, max_cells: int):
@@ -198,13 +223,11 @@ class _OnDask:
     def batch(self, variants, max_cells: int):
         """(search metrics, held-out metrics) of a batch of trials."""
         m, _sw = self.ev.matrices(variants, max_cells)
-        ratios = metric_ratios(m)
-        return part_metrics(m, ~self.held, ratios), part_metrics(m, self.held, ratios)
+        return part_metrics(m, ~self.held), part_metrics(m, self.held)
 
     def final(self, variants):
         """(search metrics, held-out metrics, OutcomeMatrices, swing(0, b, part) -> dict)."""
         m, sw = self.ev.matrices(variants, swing=True)
-        ratios = metric_ratios(m)
 
         def swing(a: int, b: int, part: np.ndarray) -> dict:
             assert a == 0  # the tasks count swing against variant 0 (the best policy)
@@ -212,7 +235,7 @@ class _OnDask:
             out.update({k: int(v[b][part].sum()) for k, v in sw.items()})
             return out
 
-        return part_metrics(m, ~self.held, ratios), part_metrics(m, self.held, ratios), m, swing
+        return part_metrics(m, ~self.held), part_metrics(m, self.held), m, swing
 
     def close(self) -> None:
         """Release the partitions loaded on the cluster."""
@@ -265,17 +288,25 @@ def _nsga2(optuna, space: dict | None):
 
 
 def _run_trials(study, space, budget, ev, *, objective, trials, batch_size, max_cells, progress=None):
-    """Ask / evaluate / tell in batches; one leaderboard row per trial. ``progress(done,
-    total, best)`` is called after each batch (``best``: the best search value so far)."""
+    """Ask / evaluate / tell in batches: (one leaderboard row per trial, the number of distinct
+    policies swept). ``progress(done,
+    total, best)`` is called after each batch (``best``: the best search value so far).
+
+    A trial whose policy and budget equal an earlier trial's (NSGA-II children often repeat a
+    parent, or differ only in a value their policy does not use: the weight of a scorer left
+    out, the bucket size of a greedy slicer) is not swept again: it gets the metrics of the
+    first, which are the same numbers (every variant of a sweep is computed on its own, see
+    ``part_metrics``). Each batch sweeps only the policies the search has not met yet."""
     import optuna
 
     rows: list[dict[str, Any]] = []
     dists = space.distributions()  # every value sampled up front: one relative sample per trial
+    seen: dict[str, dict[str, Any]] = {}  # policy key -> its metric columns of the leaderboard
     done = 0
     while done < trials:
         batch = [study.ask(fixed_distributions=dists) for _ in range(min(batch_size, trials - done))]
         done += len(batch)
-        ok, variants = [], []
+        ok, variants, keys = [], [], []
         for t in batch:
             try:
                 pt = ParamsTrial(t.params)
@@ -287,29 +318,47 @@ def _run_trials(study, space, budget, ev, *, objective, trials, batch_size, max_
                 continue
             ok.append(t)
             variants.append((pol.name, pol, b))
-        if not variants:
-            continue
-        search, held = ev.batch(variants, max_cells)
+            keys.append(_policy_key(pol.to_dict(), b))
+        new = {k: i for i, k in reversed(list(enumerate(keys))) if k not in seen}  # key -> first index
+        if new:
+            firsts = sorted(new.values())
+            search, held = ev.batch([variants[i] for i in firsts], max_cells)
+            for j, i in enumerate(firsts):
+                seen[keys[i]] = _metric_columns(search, held, j)
         for i, t in enumerate(ok):
-            rec = float(np.nan_to_num(search[objective if objective != "recall_vs_tokens" else "token_recall"][i]))
-            if objective == "recall_vs_tokens":
-                study.tell(t, [rec, float(np.nan_to_num(search["tokens_used"][i]))])
+            mets = seen[keys[i]]
+            rec = mets["search_token_recall" if objective == "recall_vs_tokens" else f"search_{objective}"] or 0.0
+            if objective == "recall_vs_tokens":  # an undefined mean (None) is told as 0, as before
+                study.tell(t, [rec, mets["search_tokens_used"] or 0.0])
             else:
                 study.tell(t, rec)
             label, pol, b = variants[i]
             row = {"trial": t.number, "label": label, "state": "ok", "max_tokens": b.max_tokens}
             row["target_tokens"] = b.target_tokens
-            for part, mets in (("search", search), ("heldout", held)):
-                for k in _PART_METRICS:
-                    row[f"{part}_{k}"] = _num(mets[k][i])
-                row[f"{part}_failed_sets"] = int(mets["failed_sets"][i])
+            row.update(mets)
             row["policy"] = json.dumps(pol.to_dict(), sort_keys=True)
             rows.append(row)
         if progress is not None:
             key = "search_token_recall" if objective == "recall_vs_tokens" else f"search_{objective}"
             progress(done, trials, max((r[key] for r in rows if r.get(key) is not None), default=float("nan")))
     rows.sort(key=lambda r: r["trial"])
-    return rows
+    return rows, len(seen)
+
+
+def _policy_key(policy: dict, budget: ContextBudget) -> str:
+    """What a sweep's outcome depends on: the policy without its name, and the budget."""
+    d = {k: v for k, v in policy.items() if k != "name"}
+    return json.dumps(d, sort_keys=True) + "|" + repr(budget)
+
+
+def _metric_columns(search: dict, held: dict, i: int) -> dict[str, Any]:
+    """Variant ``i``'s leaderboard metric columns (search and held-out parts)."""
+    out: dict[str, Any] = {}
+    for part, mets in (("search", search), ("heldout", held)):
+        for k in _PART_METRICS:
+            out[f"{part}_{k}"] = _num(mets[k][i])
+        out[f"{part}_failed_sets"] = int(mets["failed_sets"][i])
+    return out
 
 
 def _progress_line(progress: bool | None, objective: str):
@@ -419,7 +468,7 @@ def tune(
         study = _new_study(objective, seed, sampler, batch_size, sp.distributions())
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", category=_optuna_warning())
-            rows = _run_trials(
+            rows, swept = _run_trials(
                 study,
                 sp,
                 budget,
@@ -443,6 +492,7 @@ def tune(
         search_sets=int((~held).sum()),
         heldout_sets=int(held.sum()),
         elapsed=time.perf_counter() - t0,
+        policies_swept=swept,
         study=study,
         **final,
     )
@@ -511,7 +561,7 @@ def _finish(board, ev, *, objective, top, presets, baseline, n_boot, seed) -> di
         ]
         picks = list(fr[:top])
     else:
-        picks = list(order[:top])
+        picks = _distinct(ok, order, top)
     best = []
     for i in picks:
         r = ok.slice(int(i), 1).to_pylist()[0]
@@ -542,6 +592,26 @@ def _finish(board, ev, *, objective, top, presets, baseline, n_boot, seed) -> di
     swing = swing_of(0, base, part)
     pareto = ok.take(pa.array(front, pa.int64()))
     return dict(leaderboard=board, pareto=pareto, best=best, comparison=comparison, paired=paired, swing=swing)
+
+
+def _distinct(ok: pa.Table, order: np.ndarray, top: int) -> list[int]:
+    """The first ``top`` rows of ``order`` whose policy (name aside) and budget differ from
+    every row picked before: a search meets a good policy many times, and five copies of one
+    policy are not five best policies."""
+    pols = ok["policy"].to_pylist()
+    mt, tt = ok["max_tokens"].to_pylist(), ok["target_tokens"].to_pylist()
+    picks: list[int] = []
+    keys: set[tuple] = set()
+    for i in order:
+        d = json.loads(pols[i])
+        d.pop("name", None)
+        key = (json.dumps(d, sort_keys=True), mt[i], tt[i])
+        if key not in keys:
+            keys.add(key)
+            picks.append(int(i))
+            if len(picks) == top:
+                break
+    return picks
 
 
 def _preset(name):
