@@ -675,7 +675,8 @@ def _overflow_error(table: ItemTable, merged: np.ndarray, target: int, label: st
 
 def _shortfalls(satisfied: np.ndarray, entries: Sequence[Any], s: int) -> list[tuple[str, int, int]]:
     return [
-        (entries[e].kind, entries[e].require_count, int(satisfied[s, e])) for e in np.flatnonzero(satisfied[s] >= 0)
+        (entries[e].kind, entries[e].require_count, int(satisfied[s, e]))
+        for e in np.flatnonzero(satisfied[s] >= 0).tolist()
     ]
 
 

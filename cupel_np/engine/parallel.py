@@ -19,8 +19,12 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from cupel_np.errors import InvalidConfigError
+
+#: a worker's own state (scratch buffers), made once per worker
+S = TypeVar("S")
 
 ENV = "CUPEL_NP_THREADS"
 
@@ -67,9 +71,7 @@ def _get_pool(size: int) -> ThreadPoolExecutor:
         return _pool
 
 
-def run_tasks(
-    n_tasks: int, threads: int, make_worker_state: Callable[[], object], task: Callable[[int, object], None]
-) -> None:
+def run_tasks(n_tasks: int, threads: int, make_worker_state: Callable[[], S], task: Callable[[int, S], None]) -> None:
     """Run ``task(i, state)`` for ``i in range(n_tasks)`` on at most ``threads`` workers, each
     with its own ``state = make_worker_state()``. Tasks are handed out in index order; the
     first exception (by task index) is raised after every worker stopped."""

@@ -287,7 +287,9 @@ def _nsga2(optuna, space: dict | None):
     return _KnownSpaceNSGAII
 
 
-def _run_trials(study, space, budget, ev, *, objective, trials, batch_size, max_cells, progress=None):
+def _run_trials(
+    study, space, budget, ev, *, objective, trials, batch_size, max_cells, progress=None
+) -> tuple[list[dict[str, Any]], int]:
     """Ask / evaluate / tell in batches: (one leaderboard row per trial, the number of distinct
     policies swept). ``progress(done,
     total, best)`` is called after each batch (``best``: the best search value so far).

@@ -127,10 +127,10 @@ def _evaluate(scorer: Scorer, ctx: ScoreContext) -> np.ndarray:
     if isinstance(scorer, TagScorer):
         weights, total = scorer.effective_weights()
         lut = np.full(t.n_raw_tags + 1, -1.0, dtype=np.float64)
-        for tag, w in weights.items():
+        for tag, tw in weights.items():
             i = t.tag_id_for(tag)
             if i >= 0:
-                lut[i] = w
+                lut[i] = tw
         offs, ids = ctx.tags("raw")
         return kernels.tag_scores(offs, ids, as_input(lut, F64), float(total))
     if isinstance(scorer, FrequencyScorer):

@@ -174,6 +174,7 @@ class ScorerInput(Mapping):
             return getattr(t, name).take(pa.array(rows, type=pa.int64()))
         else:
             col = _source_column(t, name)
+            assert col is not None  # every name of self._names is a column of the table
             if is_numeric_type(col.type):
                 a = _as_float(col)[0][rows]
             else:
