@@ -27,20 +27,27 @@ from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeErro
 #: content/kind/source columns of the outputs) + ``PER_VARIANT_BYTES`` per variant (the result
 #: matrices: included and reason bytes, int32 placed positions of included rows; and the items
 #: output's included/score/reason/position columns per variant, built whole before writing).
-#: Calibrated as peak RSS of ``cupel-np sweep`` in memory (child process, ``ru_maxrss``, report
-#: included) on ``benchmarks/test_memory.py``'s corpus (sets of 50, 46.5 uncompressed bytes a
-#: row), grids of 4 presets x 1, 4 or 16 budgets: 1.5M rows: V = 4: 1.33 GiB, V = 16: 2.00 GiB,
-#: V = 64: 5.08 GiB; 3M rows: V = 4: 2.20 GiB, V = 16: 3.77 GiB. Each variant adds 46-47 bytes a
-#: row (3M rows, V = 4 -> 16: +134 MiB a variant; 1.5M rows, V = 16 -> 64: +65.7 MiB a variant),
-#: rounded up to 48. The rest is ~620 bytes a row at V = 4 over a fixed ~0.4 GiB (interpreter,
-#: libraries, compiled kernels: 0.37 GiB on the 200-row sample); the factor 13 folds part of that
-#: fixed cost into the rows, so the estimate is within 3% of every measurement at 3M rows and of
-#: V = 16-64 at 1.5M (it is 0.2 GiB under the 1.5M-row, V = 4 peak) and above the measured peak
-#: on larger inputs (earlier: 5M rows, V = 4, 13.1x; Dask corpus, 10M rows, V = 8, 13.8x).
+#: Calibrated as peak RSS (``ru_maxrss``) on ``benchmarks/test_memory.py``'s corpus (sets of 50,
+#: 46.5 uncompressed bytes a row), grids of 4 presets x 1, 4 or 16 budgets, one run each.
+#: ``cupel-np sweep`` in memory (child process, report included): 1.5M rows: V = 4: 1.33 GiB,
+#: V = 16: 2.00 GiB, V = 64: 5.08 GiB; 3M rows: V = 4: 2.20 GiB, V = 16: 3.77 GiB: each variant
+#: adds 46-47 bytes a row (3M rows, V = 4 -> 16: +134 MiB a variant; 1.5M rows, V = 16 -> 64:
+#: +65.7 MiB a variant), and the rest is ~620 bytes a row at V = 4 over a fixed ~0.4 GiB
+#: (interpreter, libraries, compiled kernels: 0.37 GiB on the 200-row sample). One streamed
+#: chunk (``io.sweep_parquet``, 150k rows): V = 4 / 16 / 64: 468 / 553 / 912 MiB over 254 MiB
+#: idle: 50-52 bytes a row per variant, 765 bytes a row at V = 4 (150k -> 250k rows) and ~105 MiB
+#: fixed (``CHUNK_FIXED_BYTES``). Per variant: 52, the larger. The factor 13 folds part of the fixed
+#: cost into the rows: the estimate is 3-8% over every 3M-row peak and the 1.5M-row peaks at 16 and
+#: 64 variants (0.1 GiB under the 1.5M-row, V = 4 peak) and further above the peak on larger
+#: inputs (earlier, the factor alone: 5M rows, V = 4, 13.1x; Dask corpus, 10M rows, V = 8, 13.8x).
 IN_MEMORY_FACTOR = 13.0
 
 #: estimated peak resident bytes per input row and variant (see ``IN_MEMORY_FACTOR``)
-PER_VARIANT_BYTES = 48.0
+PER_VARIANT_BYTES = 52.0
+
+#: resident bytes a streamed run holds whatever its chunk size (see ``IN_MEMORY_FACTOR``): set
+#: aside from the memory limit before the chunk rows are sized
+CHUNK_FIXED_BYTES = 128 * 2**20
 
 #: the variant count assumed by a caller that does not give one (a few presets)
 DEFAULT_VARIANTS = 4
@@ -426,12 +433,21 @@ def estimate_in_memory_peak(
 def chunk_rows_for(
     d: ds.FileSystemDataset, limit: int, cap: int = 250_000, *, n_variants: int = DEFAULT_VARIANTS
 ) -> int:
-    """Rows per streamed chunk of a sweep of ``n_variants`` variants: what fits in ``limit`` by
-    the estimate, at most ``cap`` (past a quarter million rows a chunk buys no throughput, only
-    memory: measured 11.9 s and 1.0 GB peak at 250k vs 13.5 s and 1.6 GB at 1M rows a chunk,
-    5M rows x 4 presets)."""
+    """Rows per streamed chunk of a sweep of ``n_variants`` variants: at most ``cap`` (past a
+    quarter million rows a chunk buys no throughput, only memory: measured 11.9 s and 1.0 GB peak
+    at 250k vs 13.5 s and 1.6 GB at 1M rows a chunk, 5M rows x 4 presets), else what fits in
+    ``limit`` less ``CHUNK_FIXED_BYTES`` by the estimate, less a row group but one (a chunk is
+    whole row groups of at least this many rows, so it ends up to a row group over); at least 1
+    (then a chunk is one row group and the trailing set)."""
     per_row = max(estimate_in_memory_peak(d, 1_000_000, n_variants=n_variants) / 1_000_000, 1.0)
-    return int(max(1, min(cap, limit // per_row)))
+    fit = int((limit - CHUNK_FIXED_BYTES) // per_row)
+    if fit >= cap:
+        return cap
+    largest = max(
+        (f.metadata.row_group(g).num_rows for f in d.get_fragments() for g in range(f.metadata.num_row_groups)),
+        default=1,
+    )
+    return int(max(1, fit - largest + 1))
 
 
 def set_runs(d: ds.FileSystemDataset, set_column: str) -> tuple[pa.Array, np.ndarray]:
