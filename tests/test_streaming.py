@@ -319,3 +319,28 @@ def test_sets_not_contiguous_are_refused_when_many_variants_would_not_fit(capsys
     assert code == 0, err  # 2 variants: the sets are grouped in memory
     code, _, err = run(capsys, *base, "--grid", _grid(tmp_path / "g24.toml", 24), "--out", str(tmp_path / "o24"))
     assert code == 2 and "is not contiguous" in err and "for 48 variants" in err
+
+
+def test_a_chunks_results_are_freed_before_the_next_chunk_is_swept(tmp_path, corpus, monkeypatch):
+    import gc
+    import weakref
+
+    from cupel_np.io import parquet as pio
+
+    d, _ = corpus
+    real = pio._sweep_chunk
+    held: list = []  # weak references to the previous chunk's result, table and output parts
+    alive: list[int] = []
+
+    def recording(chunk, table, *rest):
+        gc.collect()
+        alive.append(sum(r() is not None for r in held))
+        res, parts = real(chunk, table, *rest)
+        held[:] = [weakref.ref(res), weakref.ref(table), *(weakref.ref(t) for t in parts.values())]
+        return res, parts
+
+    monkeypatch.setattr(pio, "_sweep_chunk", recording)
+    grid, _ = cli.load_grid_file(_grid(tmp_path / "g.toml", 2))
+    tot = sweep_parquet(d / "rg37.parquet", None, grid, tmp_path / "o", set_column="session_id", chunk_rows=100)
+    assert tot["chunks"] == len(alive) > 2
+    assert alive == [0] * len(alive)

@@ -34,12 +34,13 @@ from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeErro
 #: adds 46-47 bytes a row (3M rows, V = 4 -> 16: +134 MiB a variant; 1.5M rows, V = 16 -> 64:
 #: +65.7 MiB a variant), and the rest is ~620 bytes a row at V = 4 over a fixed ~0.4 GiB
 #: (interpreter, libraries, compiled kernels: 0.37 GiB on the 200-row sample). One streamed
-#: chunk (``io.sweep_parquet``, 150k rows): V = 4 / 16 / 64: 468 / 553 / 912 MiB over 254 MiB
+#: chunk (``io.sweep_parquet``, 150k rows): V = 4 / 16 / 64: peaks 468 / 553 / 912 MiB, 254 MiB
 #: idle: 50-52 bytes a row per variant, 765 bytes a row at V = 4 (150k -> 250k rows) and ~105 MiB
 #: fixed (``CHUNK_FIXED_BYTES``). Per variant: 52, the larger. The factor 13 folds part of the fixed
-#: cost into the rows: the estimate is 3-8% over every 3M-row peak and the 1.5M-row peaks at 16 and
-#: 64 variants (0.1 GiB under the 1.5M-row, V = 4 peak) and further above the peak on larger
-#: inputs (earlier, the factor alone: 5M rows, V = 4, 13.1x; Dask corpus, 10M rows, V = 8, 13.8x).
+#: cost into the rows: the estimate is 0-8% over the 3M-row peaks and the 1.5M-row peaks at 16
+#: and 64 variants (14%, 0.19 GiB, under the 1.5M-row, V = 4 peak) and further above the peak on
+#: larger inputs (earlier, the factor alone: 5M rows, V = 4, 13.1x; Dask corpus, 10M rows, V = 8,
+#: 13.8x).
 IN_MEMORY_FACTOR = 13.0
 
 #: estimated peak resident bytes per input row and variant (see ``IN_MEMORY_FACTOR``)
