@@ -220,3 +220,32 @@ def test_json_output_lists_every_check_with_its_failures(capsys, tmp_path, small
     assert doc[0]["failed"] == 0 and doc[0]["rows"] == []
     assert doc[1]["failed"] == len(doc[1]["rows"]) > 0
     assert {r["variant"] for r in doc[1]["rows"]} == {"chat"}
+
+
+def test_a_check_of_many_variants_streams_where_few_run_in_memory(capsys, tmp_path, small_items, monkeypatch):
+    from cupel_np.model import datasets
+
+    d = datasets.open_dataset(small_items)
+    few, many = (datasets.estimate_in_memory_peak(d, n_variants=n) for n in (2, 48))
+    assert many > 1.5 * few
+    limit = (few + many) // 2
+    streamed = []
+    real = datasets.whole_set_chunks
+
+    def recording(d, set_column, chunk_rows, n_groups):
+        streamed.append(chunk_rows)
+        return real(d, set_column, chunk_rows, n_groups)
+
+    monkeypatch.setattr(datasets, "whole_set_chunks", recording)
+    head = 'set_column = "session_id"\n[budget]\nmax_tokens = 8000\ntarget_tokens = 6000\n'
+    check = '[[check]]\nassert = "include_item_with_kind"\nkind = "SystemPrompt"\n'
+    for n in (2, 48):
+        variants = "".join(f'[[variants]]\nlabel = "v{i}"\npreset = "{("chat", "rag")[i % 2]}"\n' for i in range(n))
+        checks = tmp_path / f"checks{n}.toml"
+        checks.write_text(head + variants + check)
+        code, _, err = run(capsys, "check", small_items, "--checks", checks, "--memory-limit", limit, "--json")
+        assert code in (0, 1), err
+        if n == 2:
+            assert streamed == []  # 2 variants: the whole input in memory
+    assert len(streamed) == 1 and streamed[0] < pq.read_metadata(small_items).num_rows  # 48: in chunks
+    assert datasets.estimate_in_memory_peak(d, streamed[0], n_variants=48) <= limit

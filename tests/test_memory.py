@@ -9,7 +9,13 @@ import pytest
 
 from cupel_np import ItemTable
 from cupel_np.data import sample_path
-from cupel_np.model.datasets import estimate_in_memory_peak, open_dataset
+from cupel_np.model.datasets import (
+    CHUNK_FIXED_BYTES,
+    PER_VARIANT_BYTES,
+    chunk_rows_for,
+    estimate_in_memory_peak,
+    open_dataset,
+)
 
 #: the issue's target for the sample schema with ~40-character contents
 TARGET_BYTES_PER_ROW = 150
@@ -74,3 +80,20 @@ def test_the_in_memory_estimate_scales_with_rows(tmp_path):
     d = open_dataset(tmp_path / "a.parquet")
     whole = estimate_in_memory_peak(d)
     assert whole > 0 and estimate_in_memory_peak(d, t.num_rows // 2) == pytest.approx(whole / 2, rel=0.01)
+
+
+def test_the_in_memory_estimate_grows_with_the_variants_and_chunks_shrink(tmp_path):
+    t = _sample_40(1)
+    pq.write_table(t, tmp_path / "a.parquet", row_group_size=10)
+    d = open_dataset(tmp_path / "a.parquet")
+    peaks = [estimate_in_memory_peak(d, n_variants=v) for v in (0, 4, 16, 64)]
+    assert peaks == sorted(peaks) and len(set(peaks)) == 4
+    # the same bytes for each further variant and row
+    assert peaks[3] - peaks[2] == pytest.approx(4 * (peaks[2] - peaks[1]), rel=1e-6)  # 48 vs 12 more variants
+    assert peaks[3] - peaks[1] == pytest.approx(60 * t.num_rows * PER_VARIANT_BYTES, rel=1e-6)
+    limit = CHUNK_FIXED_BYTES + peaks[0] // 10  # a chunk holds a fraction of the rows whatever the variant count
+    rows = [chunk_rows_for(d, limit, n_variants=v) for v in (0, 4, 16, 64)]
+    assert rows == sorted(rows, reverse=True) and len(set(rows)) == 4
+    # a chunk is whole row groups of at least that many rows: up to 9 more rows here
+    for r, v in zip(rows, (0, 4, 16, 64)):
+        assert CHUNK_FIXED_BYTES + estimate_in_memory_peak(d, r + 9, n_variants=v) <= limit

@@ -12,7 +12,15 @@ import pytest
 from cupel_np.cli import commands as cli
 from cupel_np.data import sample_path
 from cupel_np.errors import InvalidConfigError
-from cupel_np.model.datasets import open_dataset, parse_size, set_runs
+from cupel_np.io.parquet import sweep_parquet
+from cupel_np.model.datasets import (
+    CHUNK_FIXED_BYTES,
+    estimate_in_memory_peak,
+    format_size,
+    open_dataset,
+    parse_size,
+    set_runs,
+)
 
 BUDGET = ["--max-tokens", "8000", "--target-tokens", "6000"]
 SORT = {"items": ["input_row"], "diffs": ["session_id", "content"], "variants": ["variant", "session_id"]}
@@ -236,3 +244,103 @@ def test_sets_not_contiguous_are_grouped_when_they_fit_and_refused_when_not(caps
         assert mem[name].equals(st[name]), name
     code, out, err = run(capsys, *base, "--out", str(tmp_path / "no"), "--memory-limit", "200K")
     assert code == 2 and "is not contiguous" in err and "--dask" in err and "limit 200.0 KiB" in err
+
+
+# ----------------------------------------------------------------------------- variant count
+def _grid(path, n_budgets: int, set_column: bool = True):
+    """A grid of 2 presets x ``n_budgets`` budgets."""
+    lines = ['presets = ["chat", "rag"]'] + (['set_column = "session_id"'] if set_column else [])
+    for i in range(n_budgets):
+        lines += ["[[budgets]]", f"max_tokens = {8000 - 100 * i}", f"target_tokens = {6000 - 100 * i}"]
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def _between(path) -> int:
+    """A memory limit over the estimate for 2 variants and under the one for 48."""
+    d = open_dataset(path)
+    few, many = estimate_in_memory_peak(d, n_variants=2), estimate_in_memory_peak(d, n_variants=48)
+    assert many > 1.5 * few  # the result matrices of 48 variants weigh more than the input
+    return (few + many) // 2
+
+
+def test_many_variants_stream_where_few_run_in_memory(capsys, tmp_path, corpus):
+    d, t = corpus
+    src = d / "rg37.parquet"
+    limit = str(_between(src))
+    out = {}
+    for n in (1, 24):
+        base = ["sweep", str(src), "--grid", _grid(tmp_path / f"g{n}.toml", n), "--quiet", "--json"]
+        code, text, err = run(capsys, *base, "--out", str(tmp_path / f"o{n}"), "--memory-limit", limit)
+        assert code == 0, err
+        out[n] = json.loads(text)
+    assert len(out[1]["variants"]) == 2 and len(out[24]["variants"]) == 48
+    assert "streamed" not in out[1]  # 2 variants fit in memory
+    assert out[24]["streamed"]["chunks"] > 1 and out[24]["items"] == t.num_rows  # 48 do not: chunks
+
+
+def test_chunks_hold_fewer_rows_for_more_variants(tmp_path, corpus):
+    d, _ = corpus
+    src = d / "rg37.parquet"
+    # streams at any variant count, in chunks of a few row groups
+    limit = CHUNK_FIXED_BYTES + estimate_in_memory_peak(open_dataset(src), n_variants=2) // 3
+    rows = {}
+    for n in (1, 24):
+        grid, _ = cli.load_grid_file(_grid(tmp_path / f"g{n}.toml", n))
+        tot = sweep_parquet(src, None, grid, tmp_path / f"o{n}", set_column="session_id", memory_limit=limit)
+        rows[n] = tot["chunk_rows"]
+        # a chunk (whole row groups of 37 rows, at least that many rows) is estimated to fit
+        assert CHUNK_FIXED_BYTES + estimate_in_memory_peak(open_dataset(src), rows[n] + 36, n_variants=2 * n) <= limit
+    assert rows[24] < rows[1] / 2
+
+
+def test_without_a_set_column_many_variants_are_refused_naming_the_need(capsys, tmp_path, corpus):
+    d, _ = corpus
+    src = d / "rg37.parquet"
+    limit = _between(src)
+    base = ["sweep", str(src), "--quiet", "--memory-limit", str(limit)]
+    code, _, err = run(capsys, *base, "--grid", _grid(tmp_path / "g1.toml", 1, False), "--out", str(tmp_path / "o1"))
+    assert code == 0, err
+    code, _, err = run(capsys, *base, "--grid", _grid(tmp_path / "g24.toml", 24, False), "--out", str(tmp_path / "o24"))
+    assert code == 2 and "no set column" in err and "for 48 variants" in err
+    need = estimate_in_memory_peak(open_dataset(src), n_variants=48)
+    assert format_size(need) in err and format_size(limit) in err
+    assert not (tmp_path / "o24").exists()
+
+
+def test_sets_not_contiguous_are_refused_when_many_variants_would_not_fit(capsys, tmp_path, corpus):
+    _, t = corpus
+    shuffled = t.take(pa.array(np.random.default_rng(2).permutation(t.num_rows)))
+    src = tmp_path / "shuf.parquet"
+    pq.write_table(shuffled, src, row_group_size=100)
+    limit = str(_between(src))
+    base = ["sweep", str(src), "--chunk-rows", "50", "--memory-limit", limit, "--quiet"]
+    code, _, err = run(capsys, *base, "--grid", _grid(tmp_path / "g1.toml", 1), "--out", str(tmp_path / "o1"))
+    assert code == 0, err  # 2 variants: the sets are grouped in memory
+    code, _, err = run(capsys, *base, "--grid", _grid(tmp_path / "g24.toml", 24), "--out", str(tmp_path / "o24"))
+    assert code == 2 and "is not contiguous" in err and "for 48 variants" in err
+
+
+def test_a_chunks_results_are_freed_before_the_next_chunk_is_swept(tmp_path, corpus, monkeypatch):
+    import gc
+    import weakref
+
+    from cupel_np.io import parquet as pio
+
+    d, _ = corpus
+    real = pio._sweep_chunk
+    held: list = []  # weak references to the previous chunk's result, table and output parts
+    alive: list[int] = []
+
+    def recording(chunk, table, *rest):
+        gc.collect()
+        alive.append(sum(r() is not None for r in held))
+        res, parts = real(chunk, table, *rest)
+        held[:] = [weakref.ref(res), weakref.ref(table), *(weakref.ref(t) for t in parts.values())]
+        return res, parts
+
+    monkeypatch.setattr(pio, "_sweep_chunk", recording)
+    grid, _ = cli.load_grid_file(_grid(tmp_path / "g.toml", 2))
+    tot = sweep_parquet(d / "rg37.parquet", None, grid, tmp_path / "o", set_column="session_id", chunk_rows=100)
+    assert tot["chunks"] == len(alive) > 2
+    assert alive == [0] * len(alive)

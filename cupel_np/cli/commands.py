@@ -211,10 +211,11 @@ def _memory_limit(args) -> int:
     return default_memory_limit() if args.memory_limit is None else parse_size(args.memory_limit, "--memory-limit")
 
 
-def _streams(args, set_column) -> bool:
-    """Whether a sensitivity/sweep run streams: asked for (``--chunk-rows``), or the input's
-    estimated in-memory peak is over the memory limit. Without a set column the whole input
-    is one item set, which cannot be cut: the preflight check says so if it does not fit."""
+def _streams(args, set_column, n_variants: int) -> bool:
+    """Whether a sensitivity/sweep run of ``n_variants`` variants streams: asked for
+    (``--chunk-rows``), or the input's estimated in-memory peak for that many variants is over
+    the memory limit. Without a set column the whole input is one item set, which cannot be
+    cut: the preflight check says so if it does not fit."""
     from cupel_np.model.datasets import check_fits, estimate_in_memory_peak, open_dataset
 
     if args.chunk_rows is not None:
@@ -228,10 +229,10 @@ def _streams(args, set_column) -> bool:
         d = open_dataset(_source(args.items))
     except CupelError:
         return False  # unreadable as a dataset: the whole-file read reports why
-    if estimate_in_memory_peak(d) <= limit:
+    if estimate_in_memory_peak(d, n_variants=n_variants) <= limit:
         return False
-    if not set_column:
-        check_fits(d, None, limit, _name(args.items))  # raises: one set larger than the limit
+    if not set_column:  # raises: one set larger than the limit
+        check_fits(d, None, limit, _name(args.items), n_variants=n_variants)
     return True
 
 
@@ -593,7 +594,7 @@ def cmd_sensitivity(args) -> int:
         return _run_dask(args, budget, variants, args.set_column, f"Policy sensitivity: {_name(args.items)}")
     t0 = time.perf_counter()
     title = f"Policy sensitivity: {_name(args.items)}"
-    if _streams(args, args.set_column):
+    if _streams(args, args.set_column, len(variants)):
         return _run_streaming(args, budget, variants, args.set_column, title, t0)
     table = _load_table(args.items, args.set_column)
     labels = _labels(args, table)
@@ -612,7 +613,7 @@ def cmd_sweep(args) -> int:
         )
     t0 = time.perf_counter()
     title = f"Sweep: {_name(args.items)} x {Path(args.grid).name}"
-    if _streams(args, args.set_column or grid_set_col):
+    if _streams(args, args.set_column or grid_set_col, len(grid.variants())):
         return _run_streaming(args, None, grid, args.set_column or grid_set_col, title, t0)
     table = _load_table(args.items, args.set_column or grid_set_col)
     labels = _labels(args, table)

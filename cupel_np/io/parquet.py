@@ -42,7 +42,6 @@ from cupel_np.io.outdir import (
 from cupel_np.model._readers import read_items_table
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.datasets import (
-    IN_MEMORY_FACTOR,
     RowSource,
     check_fits,
     chunk_rows_for,
@@ -53,6 +52,7 @@ from cupel_np.model.datasets import (
     format_size,
     open_dataset,
     set_runs,
+    uncompressed_bytes,
     whole_set_chunks,
 )
 from cupel_np.model.grid import as_variants
@@ -195,20 +195,20 @@ def _sweep_parquet(
     limit = default_memory_limit() if memory_limit is None else int(memory_limit)
     run_keys, run_lengths = set_runs(d, set_column)  # the key column only, one row group at a time
     if len(pc.unique(run_keys)) != len(run_keys):
-        need = estimate_in_memory_peak(d)
+        need = estimate_in_memory_peak(d, n_variants=len(vs))
         if need > limit:
             raise MemoryLimitError(
                 f"set {first_repeated_set(run_keys)!r} (column {set_column!r}) is not contiguous in {where}: "
-                f"its rows reappear after other sets' rows, and grouping the sets in memory needs about "
-                f"{format_size(need)} (limit {format_size(limit)}); sort the data by the set column, "
+                f"its rows reappear after other sets' rows, and grouping the sets in memory for {len(vs)} "
+                f"variants needs about {format_size(need)} (limit {format_size(limit)}); sort the data by the set column, "
                 "or run it on Dask (cupel_np.dask.sweep, or cupel-np ... --dask local)"
             )
         chunk_iter = iter([(d.to_table(), 1)])
         n_groups = 1
     else:
-        check_fits(d, set_column, limit, where, runs=(run_keys, run_lengths))
+        check_fits(d, set_column, limit, where, runs=(run_keys, run_lengths), n_variants=len(vs))
         if chunk_rows is None:
-            chunk_rows = chunk_rows_for(d, limit)
+            chunk_rows = chunk_rows_for(d, limit, n_variants=len(vs))
         n_groups = sum(f.metadata.num_row_groups for f in d.get_fragments())
         chunk_iter = whole_set_chunks(d, set_column, chunk_rows, n_groups)
     del run_keys, run_lengths
@@ -229,6 +229,9 @@ def _sweep_parquet(
             totals["sets"] += table.n_sets
             totals["swing"] += res.n_swing
             totals["chunks"] += 1
+            # drop this chunk's results now: held until the next chunk's sweep returns, two
+            # chunks' matrices and output tables would be resident at once
+            del chunk, table, res, parts, t
             if progress:
                 sys.stderr.write(
                     f"\rrow groups {done_groups}/{n_groups}  rows {totals['rows']}  swinging {totals['swing']}"
@@ -290,8 +293,8 @@ def sweep_parquet(
     """Sweep a corpus too large for memory: read ``path`` (a file, a directory or a list of
     files) a few row groups at a time, whole item sets per chunk, sweep each chunk, and stream
     ``items`` / ``diffs`` / ``variants`` Parquet into ``out_dir``. Chunks hold at least
-    ``chunk_rows`` rows (default: what fits in ``memory_limit`` by the estimate, at most a
-    million). Before anything large is allocated, a set whose estimated in-memory peak is over
+    ``chunk_rows`` rows (default: what fits in ``memory_limit`` by the estimate for this many
+    variants, at most a quarter million). Before anything large is allocated, a set whose estimated in-memory peak is over
     ``memory_limit`` (default half the available memory) raises ``MemoryLimitError``. When a
     set's rows are not contiguous the whole input is grouped in memory if it fits in the
     limit; otherwise the error says to use the Dask path. Returns totals (rows, sets,
@@ -346,8 +349,8 @@ def validate_items(
         d, chunk_rows = None, None
     if chunk_rows is None and d is not None:
         limit = default_memory_limit() if memory_limit is None else int(memory_limit)
-        if estimate_in_memory_peak(d) / IN_MEMORY_FACTOR * VALIDATE_FACTOR > limit:
-            chunk_rows = chunk_rows_for(d, limit)
+        if uncompressed_bytes(d) * VALIDATE_FACTOR > limit:
+            chunk_rows = chunk_rows_for(d, limit, n_variants=0)  # nothing is swept: the table alone
     if chunk_rows is None:
         table = read_items_table(path)
         problems = Problems(collect=True, max_rows=max_rows_listed, source=RowSource(path))

@@ -22,14 +22,36 @@ import pyarrow.parquet as pq
 
 from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError
 
-#: estimated peak resident bytes of an in-memory sweep per uncompressed Parquet byte (the Arrow
-#: table, the encoded ItemTable, the sweep's matrices and the items output). Calibrated as peak
-#: RSS of the whole run (child process, ``ru_maxrss``) / the row groups' ``total_byte_size``:
-#: Dask benchmark corpus (10M rows, V = 8, ``io.sweep_parquet``) 9.67 GiB / 0.70 GiB = 13.8x;
-#: memory benchmark (5M rows, V = 4 presets, ``cupel-np sensitivity`` in memory, report
-#: included) 2.84 GiB / 0.22 GiB = 13.1x. It grows with the number of variants (the result
-#: holds a few bytes per row and variant), so a grid of dozens of variants needs more.
-IN_MEMORY_FACTOR = 14.0
+#: The in-memory peak is estimated per input row as ``IN_MEMORY_FACTOR`` x the row's share of the
+#: uncompressed Parquet bytes (the Arrow table, the encoded ItemTable, shared scoring columns, the
+#: content/kind/source columns of the outputs) + ``PER_VARIANT_BYTES`` per variant (the result
+#: matrices: included and reason bytes, int32 placed positions of included rows; and the items
+#: output's included/score/reason/position columns per variant, built whole before writing).
+#: Calibrated as peak RSS (``ru_maxrss``) on ``benchmarks/test_memory.py``'s corpus (sets of 50,
+#: 46.5 uncompressed bytes a row), grids of 4 presets x 1, 4 or 16 budgets, one run each.
+#: ``cupel-np sweep`` in memory (child process, report included): 1.5M rows: V = 4: 1.33 GiB,
+#: V = 16: 2.00 GiB, V = 64: 5.08 GiB; 3M rows: V = 4: 2.20 GiB, V = 16: 3.77 GiB: each variant
+#: adds 46-47 bytes a row (3M rows, V = 4 -> 16: +134 MiB a variant; 1.5M rows, V = 16 -> 64:
+#: +65.7 MiB a variant), and the rest is ~620 bytes a row at V = 4 over a fixed ~0.4 GiB
+#: (interpreter, libraries, compiled kernels: 0.37 GiB on the 200-row sample). One streamed
+#: chunk (``io.sweep_parquet``, 150k rows): V = 4 / 16 / 64: peaks 468 / 553 / 912 MiB, 254 MiB
+#: idle: 50-52 bytes a row per variant, 765 bytes a row at V = 4 (150k -> 250k rows) and ~105 MiB
+#: fixed (``CHUNK_FIXED_BYTES``). Per variant: 52, the larger. The factor 13 folds part of the fixed
+#: cost into the rows: the estimate is 0-8% over the 3M-row peaks and the 1.5M-row peaks at 16
+#: and 64 variants (14%, 0.19 GiB, under the 1.5M-row, V = 4 peak) and further above the peak on
+#: larger inputs (earlier, the factor alone: 5M rows, V = 4, 13.1x; Dask corpus, 10M rows, V = 8,
+#: 13.8x).
+IN_MEMORY_FACTOR = 13.0
+
+#: estimated peak resident bytes per input row and variant (see ``IN_MEMORY_FACTOR``)
+PER_VARIANT_BYTES = 52.0
+
+#: resident bytes a streamed run holds whatever its chunk size (see ``IN_MEMORY_FACTOR``): set
+#: aside from the memory limit before the chunk rows are sized
+CHUNK_FIXED_BYTES = 128 * 2**20
+
+#: the variant count assumed by a caller that does not give one (a few presets)
+DEFAULT_VARIANTS = 4
 
 
 def describe_source(source) -> str:
@@ -397,22 +419,36 @@ def parse_size(text, what: str = "size") -> int:
     return n
 
 
-def estimate_in_memory_peak(d: ds.FileSystemDataset, rows: int | None = None) -> int:
-    """Estimated peak resident bytes of an in-memory sweep of ``rows`` rows of ``d`` (default
-    all of them): uncompressed Parquet bytes per row x ``IN_MEMORY_FACTOR``."""
+def estimate_in_memory_peak(
+    d: ds.FileSystemDataset, rows: int | None = None, *, n_variants: int = DEFAULT_VARIANTS
+) -> int:
+    """Estimated peak resident bytes of an in-memory sweep of ``n_variants`` variants over
+    ``rows`` rows of ``d`` (default all of them): per row, its uncompressed Parquet bytes x
+    ``IN_MEMORY_FACTOR`` + ``n_variants`` x ``PER_VARIANT_BYTES``."""
     total_rows = sum(f.metadata.num_rows for f in d.get_fragments())
-    ub = uncompressed_bytes(d)
-    if rows is None:
-        return int(ub * IN_MEMORY_FACTOR)
-    return int(rows * (ub / max(total_rows, 1)) * IN_MEMORY_FACTOR)
+    rows = total_rows if rows is None else rows
+    per_row = uncompressed_bytes(d) / max(total_rows, 1) * IN_MEMORY_FACTOR + max(n_variants, 0) * PER_VARIANT_BYTES
+    return int(rows * per_row)
 
 
-def chunk_rows_for(d: ds.FileSystemDataset, limit: int, cap: int = 250_000) -> int:
-    """Rows per streamed chunk: what fits in ``limit`` by the estimate, at most ``cap`` (past
-    a quarter million rows a chunk buys no throughput, only memory: measured 11.9 s and 1.0 GB
-    peak at 250k vs 13.5 s and 1.6 GB at 1M rows a chunk, 5M rows x 4 presets)."""
-    per_row = max(estimate_in_memory_peak(d, 1_000_000) / 1_000_000, 1.0)
-    return int(max(1, min(cap, limit // per_row)))
+def chunk_rows_for(
+    d: ds.FileSystemDataset, limit: int, cap: int = 250_000, *, n_variants: int = DEFAULT_VARIANTS
+) -> int:
+    """Rows per streamed chunk of a sweep of ``n_variants`` variants: at most ``cap`` (past a
+    quarter million rows a chunk buys no throughput, only memory: measured 11.9 s and 1.0 GB peak
+    at 250k vs 13.5 s and 1.6 GB at 1M rows a chunk, 5M rows x 4 presets), else what fits in
+    ``limit`` less ``CHUNK_FIXED_BYTES`` by the estimate, less a row group but one (a chunk is
+    whole row groups of at least this many rows, so it ends up to a row group over); at least 1
+    (then a chunk is one row group and the trailing set)."""
+    per_row = max(estimate_in_memory_peak(d, 1_000_000, n_variants=n_variants) / 1_000_000, 1.0)
+    fit = int((limit - CHUNK_FIXED_BYTES) // per_row)
+    if fit >= cap:
+        return cap
+    largest = max(
+        (f.metadata.row_group(g).num_rows for f in d.get_fragments() for g in range(f.metadata.num_row_groups)),
+        default=1,
+    )
+    return int(max(1, fit - largest + 1))
 
 
 def set_runs(d: ds.FileSystemDataset, set_column: str) -> tuple[pa.Array, np.ndarray]:
@@ -451,10 +487,12 @@ def check_fits(
     limit: int,
     where: str,
     runs: tuple[pa.Array, np.ndarray] | None = None,
+    *,
+    n_variants: int = DEFAULT_VARIANTS,
 ) -> None:
     """Raise MemoryLimitError before anything is allocated when the largest item set (the
-    whole input without a set column) is estimated to need more than ``limit`` bytes: such a
-    run cannot be streamed in whole sets."""
+    whole input without a set column) is estimated to need more than ``limit`` bytes for a
+    sweep of ``n_variants`` variants: such a run cannot be streamed in whole sets."""
     from cupel_np.errors import MemoryLimitError
 
     if set_column is None:
@@ -467,10 +505,11 @@ def check_fits(
         i = int(np.argmax(lengths))
         rows = int(lengths[i])
         what = f"item set {keys[i].as_py()!r} (column {set_column!r}) has {rows:,} rows"
-    need = estimate_in_memory_peak(d, rows)
+    need = estimate_in_memory_peak(d, rows, n_variants=n_variants)
     if need > limit:
         raise MemoryLimitError(
-            f"{where}: {what}, estimated to need {format_size(need)} in memory at once, over the memory limit "
+            f"{where}: {what}, estimated to need {format_size(need)} in memory at once for "
+            f"{n_variants} variant{'' if n_variants == 1 else 's'}, over the memory limit "
             f"of {format_size(limit)}; a set is never cut, so smaller chunks cannot help; "
             "options: more memory (raise --memory-limit, a larger machine, or Dask workers with more memory "
             "each: --dask), or split it into smaller item sets (a finer set column)"

@@ -155,8 +155,9 @@ def _source(items):
     return dataset_source(items)
 
 
-def _tables(args, set_column: str | None) -> Iterator[ItemTable]:
-    """The items as one ItemTable, or as chunks of whole sets when streaming."""
+def _tables(args, set_column: str | None, n_variants: int) -> Iterator[ItemTable]:
+    """The items as one ItemTable, or as chunks of whole sets when streaming (the memory
+    estimate and the chunk size account for the ``n_variants`` variants swept over them)."""
     import pyarrow.compute as pc
 
     from cupel_np.model.datasets import (
@@ -179,7 +180,7 @@ def _tables(args, set_column: str | None) -> Iterator[ItemTable]:
     if not stream:
         try:
             d = open_dataset(src)
-            stream = estimate_in_memory_peak(d) > limit
+            stream = estimate_in_memory_peak(d, n_variants=n_variants) > limit
         except InvalidConfigError:
             stream = False  # unreadable as a dataset: the whole-file read says why
     if not stream:
@@ -196,7 +197,7 @@ def _tables(args, set_column: str | None) -> Iterator[ItemTable]:
             f"the sets of column {set_column!r} are not contiguous and the input is over the memory limit: "
             "sort the data by the set column to check it in chunks"
         )
-    rows = args.chunk_rows or chunk_rows_for(d, limit)
+    rows = args.chunk_rows or chunk_rows_for(d, limit, n_variants=n_variants)
     n_groups = sum(f.metadata.num_row_groups for f in d.get_fragments())
     for chunk, _done in whole_set_chunks(d, set_column, rows, n_groups):
         yield ItemTable.from_arrow(chunk, set_column=set_column)
@@ -276,7 +277,7 @@ def cmd_check(args) -> int:
             raise InvalidConfigError("--dask is not available here: run `cupel-np check`")
         outcomes = runner(args, cf, set_column)
     else:
-        outcomes = run_checks(cf, _tables(args, set_column), threads=args.threads)
+        outcomes = run_checks(cf, _tables(args, set_column, len(cf.variants)), threads=args.threads)
     set_name = set_column or "set"
     if args.junit:
         Path(args.junit).write_bytes(junit_xml(outcomes, Path(args.checks).stem, set_name))
