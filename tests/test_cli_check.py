@@ -249,3 +249,42 @@ def test_a_check_of_many_variants_streams_where_few_run_in_memory(capsys, tmp_pa
             assert streamed == []  # 2 variants: the whole input in memory
     assert len(streamed) == 1 and streamed[0] < pq.read_metadata(small_items).num_rows  # 48: in chunks
     assert datasets.estimate_in_memory_peak(d, streamed[0], n_variants=48) <= limit
+
+
+def test_check_refuses_what_cannot_be_streamed_as_the_sweep_commands_do(capsys, tmp_path, small_items):
+    """One decision for sweep and check (``datasets.needs_streaming``): over the memory limit
+    without a set column, the whole input is one set and both refuse it naming the need; with
+    a set column, a set larger than the limit is refused before any chunk is read (check
+    used to chunk it silently)."""
+    from cupel_np.model import datasets
+
+    d = datasets.open_dataset(small_items)
+    limit = datasets.estimate_in_memory_peak(d, n_variants=1) // 2  # the input does not fit; its sets do
+    head = '[budget]\nmax_tokens = 8000\ntarget_tokens = 6000\n[[variants]]\nlabel = "a"\npreset = "chat"\n'
+    check = '[[check]]\nassert = "include_item_with_kind"\nkind = "SystemPrompt"\n'
+    checks = tmp_path / "checks.toml"
+    checks.write_text(head + check)
+    code, _, err = run(capsys, "check", small_items, "--checks", checks, "--memory-limit", limit)
+    assert code != 0 and "the whole input is one item set" in err and "for 1 variant" in err
+    code, _, err = run(
+        capsys,
+        "sensitivity",
+        small_items,
+        "--preset",
+        "chat",
+        "--preset",
+        "rag",
+        "--max-tokens",
+        8000,
+        "--target-tokens",
+        6000,
+        "--memory-limit",
+        limit,
+        "--out",
+        tmp_path / "s",
+    )
+    assert code != 0 and "the whole input is one item set" in err
+    tiny = datasets.estimate_in_memory_peak(d, 5, n_variants=1)  # under every set's need
+    checks.write_text('set_column = "session_id"\n' + head + check)
+    code, _, err = run(capsys, "check", small_items, "--checks", checks, "--memory-limit", tiny)
+    assert code != 0 and "item set 'session-" in err and "a set is never cut" in err

@@ -214,9 +214,9 @@ def _memory_limit(args) -> int:
 def _streams(args, set_column, n_variants: int) -> bool:
     """Whether a sensitivity/sweep run of ``n_variants`` variants streams: asked for
     (``--chunk-rows``), or the input's estimated in-memory peak for that many variants is over
-    the memory limit. Without a set column the whole input is one item set, which cannot be
-    cut: the preflight check says so if it does not fit."""
-    from cupel_np.model.datasets import check_fits, estimate_in_memory_peak, open_dataset
+    the memory limit (``datasets.needs_streaming``, which also refuses an input over the limit
+    without a set column: one item set cannot be cut)."""
+    from cupel_np.model.datasets import needs_streaming
 
     if args.chunk_rows is not None:
         if args.chunk_rows < 1:
@@ -224,16 +224,9 @@ def _streams(args, set_column, n_variants: int) -> bool:
         if not set_column:
             raise UsageError("--chunk-rows needs a set column (chunks hold whole item sets)")
         return True
-    limit = _memory_limit(args)
-    try:
-        d = open_dataset(_source(args.items))
-    except CupelError:
-        return False  # unreadable as a dataset: the whole-file read reports why
-    if estimate_in_memory_peak(d, n_variants=n_variants) <= limit:
-        return False
-    if not set_column:  # raises: one set larger than the limit
-        check_fits(d, None, limit, _name(args.items), n_variants=n_variants)
-    return True
+    src = _source(args.items)
+    d = needs_streaming(src, _memory_limit(args), set_column=set_column, n_variants=n_variants, where=_name(args.items))
+    return d is not None
 
 
 def _run_streaming(args, budget, variants, set_column, title: str, t0: float) -> int:

@@ -516,6 +516,26 @@ def check_fits(
         )
 
 
+def needs_streaming(
+    source, limit: int, *, set_column: str | None, n_variants: int, where: str
+) -> ds.FileSystemDataset | None:
+    """Whether a run of ``n_variants`` variants over ``source`` must stream in chunks of whole
+    sets: the opened dataset when its estimated in-memory peak is over ``limit``, else None
+    (also when ``source`` does not open as a dataset: the whole-file read then says why).
+    Without a set column the input is one item set, which cannot be cut: over the limit,
+    ``check_fits`` raises MemoryLimitError naming the need. The one decision the sweep
+    commands and ``check`` share."""
+    try:
+        d = open_dataset(source)
+    except CupelError:
+        return None
+    if estimate_in_memory_peak(d, n_variants=n_variants) <= limit:
+        return None
+    if not set_column:
+        check_fits(d, None, limit, where, n_variants=n_variants)  # raises: over the limit
+    return d
+
+
 # ----------------------------------------------------------------------------- streaming sweep
 def _row_groups(d: ds.FileSystemDataset):
     """Every row group of the dataset in input order, as tables in the dataset schema."""

@@ -161,9 +161,11 @@ def _tables(args, set_column: str | None, n_variants: int) -> Iterator[ItemTable
     import pyarrow.compute as pc
 
     from cupel_np.model.datasets import (
+        check_fits,
         chunk_rows_for,
         default_memory_limit,
-        estimate_in_memory_peak,
+        describe_source,
+        needs_streaming,
         open_dataset,
         parse_size,
         set_runs,
@@ -173,30 +175,26 @@ def _tables(args, set_column: str | None, n_variants: int) -> Iterator[ItemTable
 
     src = _source(args.items)
     limit = default_memory_limit() if args.memory_limit is None else parse_size(args.memory_limit, "--memory-limit")
-    stream = args.chunk_rows is not None
     if args.chunk_rows is not None and args.chunk_rows < 1:
         raise InvalidConfigError(f"--chunk-rows must be at least 1, got {args.chunk_rows}")
     d = None
-    if not stream:
-        try:
-            d = open_dataset(src)
-            stream = estimate_in_memory_peak(d, n_variants=n_variants) > limit
-        except InvalidConfigError:
-            stream = False  # unreadable as a dataset: the whole-file read says why
-    if not stream:
-        yield ItemTable.from_parquet(src, set_column=set_column)
-        return
+    if args.chunk_rows is None:
+        d = needs_streaming(src, limit, set_column=set_column, n_variants=n_variants, where=describe_source(src))
+        if d is None:
+            yield ItemTable.from_parquet(src, set_column=set_column)
+            return
     if not set_column:
         raise InvalidConfigError("streaming a check needs a set column (chunks hold whole item sets)")
     d = d if d is not None else open_dataset(src)
     if set_column not in d.schema.names:
         raise InvalidConfigError(f"set column {set_column!r} not found (columns: {', '.join(d.schema.names)})")
-    keys, _lengths = set_runs(d, set_column)
+    keys, lengths = set_runs(d, set_column)
     if len(pc.unique(keys)) != len(keys):
         raise MemoryLimitError(
             f"the sets of column {set_column!r} are not contiguous and the input is over the memory limit: "
             "sort the data by the set column to check it in chunks"
         )
+    check_fits(d, set_column, limit, describe_source(src), runs=(keys, lengths), n_variants=n_variants)
     rows = args.chunk_rows or chunk_rows_for(d, limit, n_variants=n_variants)
     n_groups = sum(f.metadata.num_row_groups for f in d.get_fragments())
     for chunk, _done in whole_set_chunks(d, set_column, rows, n_groups):
