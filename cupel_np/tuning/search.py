@@ -291,8 +291,8 @@ def _run_trials(
     study, space, budget, ev, *, objective, trials, batch_size, max_cells, progress=None
 ) -> tuple[list[dict[str, Any]], int]:
     """Ask / evaluate / tell in batches: (one leaderboard row per trial, the number of distinct
-    policies swept). ``progress(done,
-    total, best)`` is called after each batch (``best``: the best search value so far).
+    policies swept). ``progress(done, total, best)`` is called after each batch (``best``:
+    the best search value so far).
 
     A trial whose policy and budget equal an earlier trial's (NSGA-II children often repeat a
     parent, or differ only in a value their policy does not use: the weight of a scorer left
@@ -308,7 +308,7 @@ def _run_trials(
     while done < trials:
         batch = [study.ask(fixed_distributions=dists) for _ in range(min(batch_size, trials - done))]
         done += len(batch)
-        ok, variants, keys = [], [], []
+        ok, variants, keys, dicts = [], [], [], []
         for t in batch:
             try:
                 pt = ParamsTrial(t.params)
@@ -320,7 +320,8 @@ def _run_trials(
                 continue
             ok.append(t)
             variants.append((pol.name, pol, b))
-            keys.append(_policy_key(pol.to_dict(), b))
+            dicts.append(pol.to_dict())
+            keys.append(_policy_key(dicts[-1], b))
         new = {k: i for i, k in reversed(list(enumerate(keys))) if k not in seen}  # key -> first index
         if new:
             firsts = sorted(new.values())
@@ -330,7 +331,7 @@ def _run_trials(
         for i, t in enumerate(ok):
             mets = seen[keys[i]]
             rec = mets["search_token_recall" if objective == "recall_vs_tokens" else f"search_{objective}"] or 0.0
-            if objective == "recall_vs_tokens":  # an undefined mean (None) is told as 0, as before
+            if objective == "recall_vs_tokens":  # an undefined mean (None: every set failed) is told as 0
                 study.tell(t, [rec, mets["search_tokens_used"] or 0.0])
             else:
                 study.tell(t, rec)
@@ -338,7 +339,7 @@ def _run_trials(
             row = {"trial": t.number, "label": label, "state": "ok", "max_tokens": b.max_tokens}
             row["target_tokens"] = b.target_tokens
             row.update(mets)
-            row["policy"] = json.dumps(pol.to_dict(), sort_keys=True)
+            row["policy"] = json.dumps(dicts[i], sort_keys=True)
             rows.append(row)
         if progress is not None:
             key = "search_token_recall" if objective == "recall_vs_tokens" else f"search_{objective}"
