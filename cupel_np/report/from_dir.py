@@ -196,18 +196,19 @@ def _items_columns(ipath: Path, labels: list[str], set_col) -> list[str]:
 
 
 def _pieces(path: str, cols: list[str], set_col):
-    """Tables of whole sets from one items file: streamed when its sets are contiguous."""
+    """Tables of whole sets from one items file, about ``BATCH_ROWS`` rows each (a larger set
+    whole): streamed when its sets are contiguous, else a filtered scan per group of sets."""
     pf = pq.ParquetFile(path)
     if set_col is None:
-        yield pf.read(columns=cols)
+        yield pf.read(columns=cols)  # one set, never cut (the sweep held it whole too)
         return
     from cupel_np.model.datasets import set_runs
 
-    run_keys, _ = set_runs(ds.dataset(path, format="parquet"), set_col)  # the key column, a row group at a time
+    run_keys, run_lengths = set_runs(ds.dataset(path, format="parquet"), set_col)  # a row group at a time
     if len(run_keys) and len(pc.unique(run_keys)) != len(run_keys):
-        yield pf.read(columns=cols)  # interleaved sets: the file is read whole
+        yield from _scattered_pieces(path, cols, set_col, run_keys, run_lengths)
         return
-    del run_keys
+    del run_keys, run_lengths
     buf = None
     for b in pf.iter_batches(batch_size=BATCH_ROWS, columns=cols):
         buf = pa.Table.from_batches([b]) if buf is None else pa.concat_tables([buf, pa.Table.from_batches([b])])
@@ -223,6 +224,30 @@ def _pieces(path: str, cols: list[str], set_col):
             del piece
     if buf is not None and buf.num_rows:
         yield buf
+
+
+def _scattered_pieces(path: str, cols: list[str], set_col: str, run_keys: pa.Array, run_lengths: np.ndarray):
+    """Pieces of a file whose sets interleave: the sets, in order of first appearance, cut into
+    groups of about ``BATCH_ROWS`` rows, each read by one filtered scan of the file (rows in
+    file order). Reading the file whole held every row of every variant at once; this reads
+    it once per group instead."""
+    enc = pc.dictionary_encode(run_keys)  # the sets in order of first appearance
+    sizes = np.bincount(enc.indices.to_numpy(zero_copy_only=False), weights=run_lengths, minlength=len(enc.dictionary))
+    lo, rows = 0, 0
+    for i, n in enumerate(sizes.astype(np.int64)):
+        if rows and rows + n > BATCH_ROWS:
+            yield _scan_sets(path, cols, set_col, enc.dictionary.slice(lo, i - lo))
+            lo, rows = i, 0
+        rows += n
+    if rows:
+        yield _scan_sets(path, cols, set_col, enc.dictionary.slice(lo))
+
+
+def _scan_sets(path: str, cols: list[str], set_col: str, keys: pa.Array) -> pa.Table:
+    scan = ds.dataset(path, format="parquet").scanner(
+        columns=cols, filter=pc.field(set_col).isin(keys), batch_size=BATCH_ROWS, **_READAHEAD
+    )
+    return scan.to_table()
 
 
 def _tail_len(keys, last) -> int:
@@ -246,6 +271,7 @@ class _PageAcc:
         self.cat: dict[str, dict] = {"kind": {}, "source": {}}  # name -> [swinging, groups, VxV counts]
         self.reasons: dict[str, np.ndarray] = {}
         self.kind_mix: dict[str, np.ndarray] = {}
+        self.kind_first: dict[str, int] = {}  # kind -> its first input row (the page lists kinds in that order)
         self.could = np.zeros(self.v)
         self.max_rows, self.candidates, self.per_set_rows = max_rows, candidates, per_set_rows
         self.top: pa.Table | None = None
@@ -279,6 +305,10 @@ class _PageAcc:
         enc = pc.dictionary_encode(kinds)
         kid = enc.indices.to_numpy(zero_copy_only=False)
         names = enc.dictionary.to_pylist()
+        first = np.full(len(names), np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first, kid, t.column("input_row").to_numpy(zero_copy_only=False).astype(np.int64))
+        for n, r in zip(names, first.tolist()):
+            self.kind_first[n] = min(r, self.kind_first.get(n, r))
         for v, l in enumerate(self.labels):
             inc = pc.fill_null(t.column(f"{l}.included"), False).to_numpy(zero_copy_only=False)
             mix = np.bincount(kid[inc], weights=tok[inc], minlength=len(names))
@@ -625,7 +655,7 @@ def page_data(out_dir, *, title: str | None = None, max_rows: int = 200, max_set
     _ranks(ipath, labels, set_col, rows)
     keys = ["Included"] + sorted(k for k in acc.reasons if k not in ("Included", "failed")) + ["failed"]
     zero = np.zeros(len(labels), np.int64)
-    kinds = list(acc.kind_mix)
+    kinds = sorted(acc.kind_mix, key=acc.kind_first.__getitem__)
     return PageData(
         title=title or f"cupel_np sweep: {out.resolve().name}",
         generator=PAGE_FROM_OUTPUTS,
