@@ -700,6 +700,7 @@ def write_dir_report(
         raise InvalidConfigError(f"top_k must be at least 0, got {top_k}")
     check_sweep_dir(out)
     _check_page(out, overwrite)
+    pa.default_memory_pool().release_unused()  # what a sweep run just before in this process freed
     d = page_data(out, title=title, max_rows=top_k, max_sets=max_sets, top_k=min(40, top_k))
     # the Arrow memory the scans freed goes back to the system before the charts are drawn
     # (with NumPy and matplotlib, outside Arrow's pool): kept by the pool, it added to their peak
