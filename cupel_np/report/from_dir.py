@@ -244,6 +244,7 @@ def _scattered_pieces(path: str, cols: list[str], set_col: str, run_keys: pa.Arr
 
 
 def _scan_sets(path: str, cols: list[str], set_col: str, keys: pa.Array) -> pa.Table:
+    """The rows of the sets ``keys`` in file order, from a scan of one batch at a time."""
     scan = ds.dataset(path, format="parquet").scanner(
         columns=cols, filter=pc.field(set_col).isin(keys), batch_size=BATCH_ROWS, **_READAHEAD
     )
