@@ -172,6 +172,8 @@ def _check_page(out: Path, overwrite: bool) -> None:
 # the in-memory page (report.html.agreement_add and friends). Bounded: per piece, plus the
 # kept top rows, V x V accumulators per category, and one entry per candidate drill-down set.
 _KEY = "__set__"
+#: content groups per block of the V x V matrix products (their float temporaries are [block, V])
+_BLOCK = 8192
 
 
 def _items_columns(ipath: Path, labels: list[str], set_col) -> list[str]:
@@ -194,30 +196,59 @@ def _items_columns(ipath: Path, labels: list[str], set_col) -> list[str]:
 
 
 def _pieces(path: str, cols: list[str], set_col):
-    """Tables of whole sets from one items file: streamed when its sets are contiguous."""
+    """Tables of whole sets from one items file, about ``BATCH_ROWS`` rows each (a larger set
+    whole): streamed when its sets are contiguous, else a filtered scan per group of sets."""
     pf = pq.ParquetFile(path)
     if set_col is None:
-        yield pf.read(columns=cols)
+        yield pf.read(columns=cols)  # one set, never cut (the sweep held it whole too)
         return
     from cupel_np.model.datasets import set_runs
 
-    run_keys, _ = set_runs(ds.dataset(path, format="parquet"), set_col)  # the key column, a row group at a time
+    run_keys, run_lengths = set_runs(ds.dataset(path, format="parquet"), set_col)  # a row group at a time
     if len(run_keys) and len(pc.unique(run_keys)) != len(run_keys):
-        yield pf.read(columns=cols)  # interleaved sets: the file is read whole
+        yield from _scattered_pieces(path, cols, set_col, run_keys, run_lengths)
         return
-    del run_keys
+    del run_keys, run_lengths
     buf = None
     for b in pf.iter_batches(batch_size=BATCH_ROWS, columns=cols):
-        t = pa.Table.from_batches([b])
-        buf = t if buf is None else pa.concat_tables([buf, t])
+        buf = pa.Table.from_batches([b]) if buf is None else pa.concat_tables([buf, pa.Table.from_batches([b])])
+        del b
         k = buf.column(set_col)
-        last = k[len(k) - 1]
-        cut = len(k) - _tail_len(k, last)
+        cut = len(k) - _tail_len(k, k[len(k) - 1])
+        del k
         if cut > 0:
-            yield buf.slice(0, cut)
-            buf = buf.slice(cut)
+            # the unfinished set is copied out, so that nothing here holds the batch once the
+            # caller is done with the piece: one batch in memory at a time, not two
+            piece, buf = buf.slice(0, cut), buf.slice(cut).take(pa.array(np.arange(buf.num_rows - cut)))
+            yield piece
+            del piece
     if buf is not None and buf.num_rows:
         yield buf
+
+
+def _scattered_pieces(path: str, cols: list[str], set_col: str, run_keys: pa.Array, run_lengths: np.ndarray):
+    """Pieces of a file whose sets interleave: the sets, in order of first appearance, cut into
+    groups of about ``BATCH_ROWS`` rows, each read by one filtered scan of the file (rows in
+    file order). Reading the file whole held every row of every variant at once; this reads
+    it once per group instead."""
+    enc = pc.dictionary_encode(run_keys)  # the sets in order of first appearance
+    sizes = np.bincount(enc.indices.to_numpy(zero_copy_only=False), weights=run_lengths, minlength=len(enc.dictionary))
+    lo, rows = 0, 0
+    for i, n in enumerate(sizes.astype(np.int64)):
+        if rows and rows + n > BATCH_ROWS:
+            yield _scan_sets(path, cols, set_col, enc.dictionary.slice(lo, i - lo))
+            lo, rows = i, 0
+        rows += n
+    if rows:
+        yield _scan_sets(path, cols, set_col, enc.dictionary.slice(lo))
+
+
+def _scan_sets(path: str, cols: list[str], set_col: str, keys: pa.Array) -> pa.Table:
+    """The rows of the sets ``keys`` in file order, from a scan of one batch at a time."""
+    scan = ds.dataset(path, format="parquet").scanner(
+        columns=cols, filter=pc.field(set_col).isin(keys), batch_size=BATCH_ROWS, **_READAHEAD
+    )
+    return scan.to_table()
 
 
 def _tail_len(keys, last) -> int:
@@ -226,7 +257,11 @@ def _tail_len(keys, last) -> int:
 
 
 class _PageAcc:
-    """Accumulates the page's aggregates over pieces of whole sets."""
+    """Accumulates the page's aggregates over pieces of whole sets. A piece's content groups
+    are found with NumPy (one group id per row), and each variant's columns are reduced one
+    variant at a time: Arrow's hash "first" of 2V string columns over every row of a piece
+    held a C++ string per group and variant outside Arrow's memory pool, so the page's peak
+    grew with the variants and, through the fragmented heap, with the pieces."""
 
     def __init__(self, labels, set_col, targets, max_rows: int, candidates: set, per_set_rows: int = 25):
         from cupel_np.report.html import agreement_start
@@ -237,6 +272,7 @@ class _PageAcc:
         self.cat: dict[str, dict] = {"kind": {}, "source": {}}  # name -> [swinging, groups, VxV counts]
         self.reasons: dict[str, np.ndarray] = {}
         self.kind_mix: dict[str, np.ndarray] = {}
+        self.kind_first: dict[str, int] = {}  # kind -> its first input row (the page lists kinds in that order)
         self.could = np.zeros(self.v)
         self.max_rows, self.candidates, self.per_set_rows = max_rows, candidates, per_set_rows
         self.top: pa.Table | None = None
@@ -247,18 +283,21 @@ class _PageAcc:
         key = t.column(self.set_col) if self.set_col else pa.nulls(t.num_rows, pa.string())
         t = t.append_column(_KEY, key)
         self._rows_level(t)
-        g = self._groups(t)
-        st = np.stack([g[f"{l}.included_any"].to_numpy(zero_copy_only=False) for l in self.labels], 1)
-        ok = np.stack([g[f"{l}.included_any"].is_valid().to_numpy(zero_copy_only=False) for l in self.labels], 1)
-        st = np.where(ok, st, False).astype(bool)
+        g, gid = self._groups(t)
+        st, ok = self._status(t, gid, g.num_rows)
         from cupel_np.report.html import agreement_add
 
-        agreement_add(self.ag, st, ok)
+        for lo in range(0, st.shape[0], _BLOCK):  # [block, V] float temporaries, not [groups, V]
+            agreement_add(self.ag, st[lo : lo + _BLOCK], ok[lo : lo + _BLOCK])
         n_in, n_ok = (st & ok).sum(1), ok.sum(1)
         sw = (n_in > 0) & (n_in < n_ok)
         self._categories(g, st, ok, sw)
-        self._reasons(g, st, ok, sw)
-        self._keep(g, st, ok, n_in, n_ok, sw)
+        idx = np.flatnonzero(sw)
+        if not idx.size:
+            return
+        keep = self._choose(g, idx, np.minimum(n_in, n_ok - n_in)[idx])
+        reasons = self._reasons(t, gid, g.num_rows, st, ok, idx, keep)
+        self._keep(g, st, ok, n_in, n_ok, idx[keep], reasons)
 
     def _rows_level(self, t: pa.Table) -> None:
         """Kind mix of the selected tokens, and what each set could use (min(tokens, target))."""
@@ -267,6 +306,10 @@ class _PageAcc:
         enc = pc.dictionary_encode(kinds)
         kid = enc.indices.to_numpy(zero_copy_only=False)
         names = enc.dictionary.to_pylist()
+        first = np.full(len(names), np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first, kid, t.column("input_row").to_numpy(zero_copy_only=False).astype(np.int64))
+        for n, r in zip(names, first.tolist()):
+            self.kind_first[n] = min(r, self.kind_first.get(n, r))
         for v, l in enumerate(self.labels):
             inc = pc.fill_null(t.column(f"{l}.included"), False).to_numpy(zero_copy_only=False)
             mix = np.bincount(kid[inc], weights=tok[inc], minlength=len(names))
@@ -274,7 +317,8 @@ class _PageAcc:
                 self.kind_mix.setdefault(n, np.zeros(self.v))[v] += mix[j]
         aggs = [("tokens", "sum"), ("tokens", "count"), ("input_row", "min")]
         aggs += [(f"{l}.included", "count") for l in self.labels]
-        s = t.set_column(t.schema.get_field_index("tokens"), "tokens", pa.array(tok)).group_by(_KEY).aggregate(aggs)
+        cols = [_KEY, "input_row", *(f"{l}.included" for l in self.labels)]
+        s = t.select(cols).append_column("tokens", pa.array(tok)).group_by(_KEY, use_threads=False).aggregate(aggs)
         st = s["tokens_sum"].to_numpy(zero_copy_only=False)
         for v, l in enumerate(self.labels):
             ran = s[f"{l}.included_count"].to_numpy(zero_copy_only=False) > 0
@@ -290,17 +334,49 @@ class _PageAcc:
             for k, n, first, tokens in rows:
                 self.set_info[k] = [0, n, first, int(tokens)]  # groups (set by _groups), items, first row, tokens
 
-    def _groups(self, t: pa.Table) -> pa.Table:
-        opts = pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
-        aggs: list[tuple] = [("input_row", "min"), ("kind", "first"), ("source", "first"), ("tokens", "first")]
-        aggs += [(f"{l}.included", "any", opts) for l in self.labels] + [(f"{l}.reason", "first") for l in self.labels]
-        g = t.group_by([_KEY, "content"], use_threads=False).aggregate(aggs)
+    def _groups(self, t: pa.Table) -> tuple[pa.Table, np.ndarray]:
+        """The piece's content groups, (set, content) in order of first appearance: a table of
+        each group's set, content, first input row and first non-null kind / source / tokens,
+        and the group of each row."""
+        kc = pc.dictionary_encode(t.column(_KEY).combine_chunks(), null_encoding="encode")
+        cc = pc.dictionary_encode(t.column("content").combine_chunks(), null_encoding="encode")
+        code = kc.indices.to_numpy(zero_copy_only=False).astype(np.int64) * max(len(cc.dictionary), 1)
+        code += cc.indices.to_numpy(zero_copy_only=False)
+        _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+        order = np.argsort(first)
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        gid, first = rank[inverse.reshape(-1)], first[order]
+        n = first.size
+        irow = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(irow, gid, t.column("input_row").to_numpy(zero_copy_only=False).astype(np.int64))
+        at = pa.array(first)
+        g = pa.table(
+            {
+                _KEY: t.column(_KEY).take(at),
+                "content": t.column("content").take(at),
+                "input_row_min": pa.array(irow),
+                **{f"{c}_first": _take_first(t.column(c), gid, n) for c in ("kind", "source", "tokens")},
+            }
+        )
         if self.set_info:
             keys = g[_KEY]
             mine = keys.filter(pc.is_in(keys, value_set=pa.array(list(self.set_info), keys.type)))
             for r in pc.value_counts(mine).to_pylist():
                 self.set_info[r["values"]][0] = int(r["counts"])
-        return g
+        return g, gid
+
+    def _status(self, t: pa.Table, gid: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """[groups, V] whether some row of the group is included (st), and whether the variant
+        ran on it (ok: some row's ``included`` is not null)."""
+        st, ok = np.zeros((n, self.v), dtype=bool), np.zeros((n, self.v), dtype=bool)
+        for v, l in enumerate(self.labels):
+            col = t.column(f"{l}.included")
+            valid = col.is_valid().to_numpy(zero_copy_only=False)
+            inc = pc.fill_null(col, False).to_numpy(zero_copy_only=False) & valid
+            ok[:, v] = np.bincount(gid[valid], minlength=n) > 0
+            st[:, v] = np.bincount(gid[inc], minlength=n) > 0
+        return st, ok
 
     def _categories(self, g, st, ok, sw) -> None:
         for which, col in (("kind", pc.ascii_lower(g["kind_first"])), ("source", g["source_first"])):
@@ -313,44 +389,67 @@ class _PageAcc:
                 slot = self.cat[which].setdefault(n, [0, 0, np.zeros((self.v, self.v))])
                 slot[0] += int(swing[j])
                 slot[1] += int(groups[j])
-                if swing[j]:
-                    sel = np.flatnonzero(sw & (cid == j))
-                    inc = (st[sel] & ok[sel]).astype(np.float64)
-                    exc = (~st[sel] & ok[sel]).astype(np.float64)
+                sel = np.flatnonzero(sw & (cid == j)) if swing[j] else np.zeros(0, np.int64)
+                for lo in range(0, sel.size, _BLOCK):
+                    b = sel[lo : lo + _BLOCK]
+                    inc = (st[b] & ok[b]).astype(np.float64)
+                    exc = (~st[b] & ok[b]).astype(np.float64)
                     m = inc.T @ exc
                     slot[2] += m + m.T
 
-    def _reasons(self, g, st, ok, sw) -> None:
-        idx = np.flatnonzero(sw)
-        if not idx.size:
-            return
+    def _choose(self, g: pa.Table, idx: np.ndarray, contest: np.ndarray) -> np.ndarray:
+        """Which of the swinging groups ``idx`` can still reach the kept top rows: the piece's
+        ``max_rows`` most contested (ties: first input row, then order), and its
+        ``per_set_rows`` most contested of each drill-down candidate set; positions into
+        ``idx``, ascending. The top of (kept rows + these) is the top of (kept rows + all)."""
+        first = g["input_row_min"].to_numpy(zero_copy_only=False)[idx]
+        order = np.lexsort((first, -contest))
+        keep = [order[: self.max_rows]]
+        if self.candidates:
+            keys = g[_KEY].take(pa.array(idx)).combine_chunks()
+            mine = pc.is_in(keys, value_set=pa.array(list(self.candidates), keys.type))
+            if pc.any(mine).as_py():
+                code = pc.dictionary_encode(keys, null_encoding="encode").indices.to_numpy(zero_copy_only=False)
+                in_set = mine.to_numpy(zero_copy_only=False)
+                for c in np.unique(code[in_set]):
+                    keep.append(order[code[order] == c][: self.per_set_rows])
+        return np.unique(np.concatenate(keep))
+
+    def _reasons(self, t, gid, n, st, ok, idx, keep) -> list[pa.Array]:
+        """Count each variant's reasons over the swinging groups it excluded (a group's reason is
+        its first row's non-null one), one variant at a time; return the reasons of the kept
+        groups ``idx[keep]``, per variant."""
+        out = []
         for v, l in enumerate(self.labels):
             s, o = st[idx, v], ok[idx, v]
             self.reasons.setdefault("Included", np.zeros(self.v, np.int64))[v] += int((s & o).sum())
             self.reasons.setdefault("failed", np.zeros(self.v, np.int64))[v] += int((~o).sum())
-            r = pc.fill_null(g[f"{l}.reason_first"].take(pa.array(idx[~s & o])), "Excluded")
+            col = t.column(f"{l}.reason")
+            at = _first_valid(gid, col.is_valid().to_numpy(zero_copy_only=False), n)[idx]
+            excl = at[~s & o]
+            r = pc.fill_null(col.take(pa.array(excl, mask=excl < 0)), "Excluded")
             for x in pc.value_counts(r).to_pylist():
                 self.reasons.setdefault(str(x["values"]), np.zeros(self.v, np.int64))[v] += int(x["counts"])
+            mine = at[keep]
+            out.append(col.take(pa.array(mine, mask=mine < 0)))
+        return out
 
-    def _keep(self, g, st, ok, n_in, n_ok, sw) -> None:
-        """The most contested swinging groups (ties: first input row), overall and per candidate set."""
-        idx = np.flatnonzero(sw)
-        if not idx.size:
-            return
-        contest = np.minimum(n_in, n_ok - n_in)[idx]
+    def _keep(self, g, st, ok, n_in, n_ok, idx, reasons: list) -> None:
+        """Merge the chosen swinging groups ``idx`` into the most contested rows kept, overall
+        and per candidate set (ties: first input row)."""
+        at = pa.array(idx)
         cols = {
-            "set": g[_KEY].take(pa.array(idx)),
-            "content": g["content"].take(pa.array(idx)),
-            "kind": g["kind_first"].take(pa.array(idx)),
-            "source": g["source_first"].take(pa.array(idx)),
-            "tokens": g["tokens_first"].take(pa.array(idx)),
-            "first": g["input_row_min"].take(pa.array(idx)),
-            "contest": pa.array(contest.astype(np.int64)),
+            "set": g[_KEY].take(at),
+            "content": g["content"].take(at),
+            "kind": g["kind_first"].take(at),
+            "source": g["source_first"].take(at),
+            "tokens": g["tokens_first"].take(at),
+            "first": g["input_row_min"].take(at),
+            "contest": pa.array(np.minimum(n_in, n_ok - n_in)[idx].astype(np.int64)),
             "n_in": pa.array(n_in[idx].astype(np.int64)),
             "n_valid": pa.array(n_ok[idx].astype(np.int64)),
         }
-        for v, l in enumerate(self.labels):
-            reason = g[f"{l}.reason_first"].take(pa.array(idx))
+        for v, reason in enumerate(reasons):
             status = np.full(idx.size, None, dtype=object)
             status[st[idx, v]] = "Included"
             status[~ok[idx, v]] = "failed"
@@ -364,6 +463,22 @@ class _PageAcc:
                 part = t.filter(pc.is_null(t["set"]) if k is None else pc.equal(t["set"], k))
                 prev = self.set_top.get(k)
                 self.set_top[k] = _best(part if prev is None else pa.concat_tables([prev, part]), self.per_set_rows)
+
+
+def _first_valid(gid: np.ndarray, valid: np.ndarray, n: int) -> np.ndarray:
+    """Per group (of ``n``), the first row whose value is valid, or -1 (Arrow's hash "first",
+    which skips nulls)."""
+    rows = np.flatnonzero(valid)
+    out = np.full(n, -1, dtype=np.int64)
+    u, i = np.unique(gid[rows], return_index=True)
+    out[u] = rows[i]
+    return out
+
+
+def _take_first(col, gid: np.ndarray, n: int):
+    """``col``'s first non-null value per group (null when the group has none)."""
+    at = _first_valid(gid, col.is_valid().to_numpy(zero_copy_only=False), n)
+    return col.take(pa.array(at, mask=at < 0))
 
 
 def _best(t: pa.Table, k: int) -> pa.Table:
@@ -432,7 +547,10 @@ def _ranks(ipath: Path, labels: list[str], set_col, rows: list[dict]) -> None:
     keys = sorted({r["set"] for r in rows}, key=str)
     cols = ([set_col] if set_col else []) + ["input_row", *(f"{l}.score" for l in labels)]
     flt = pc.field(set_col).isin(pa.array(keys)) if set_col else None
-    t = ds.dataset(_files(ipath), format="parquet").to_table(columns=cols, filter=flt)
+    scan = ds.dataset(_files(ipath), format="parquet").scanner(
+        columns=cols, filter=flt, batch_size=BATCH_ROWS, **_READAHEAD
+    )  # a batch of every score column at a time, not the default read-ahead of 16 batches from 4 files
+    t = scan.to_table()
     key_col = t[set_col].to_pylist() if set_col else [None] * t.num_rows
     by_set: dict = {}
     for i, k in enumerate(key_col):
@@ -533,11 +651,12 @@ def page_data(out_dir, *, title: str | None = None, max_rows: int = 200, max_set
     for f in _files(ipath):
         for piece in _pieces(f, cols, set_col):
             acc.add(piece)
+            del piece  # before the next piece is read
     rows = _row_dicts(acc.top, len(labels))
     _ranks(ipath, labels, set_col, rows)
     keys = ["Included"] + sorted(k for k in acc.reasons if k not in ("Included", "failed")) + ["failed"]
     zero = np.zeros(len(labels), np.int64)
-    kinds = list(acc.kind_mix)
+    kinds = sorted(acc.kind_mix, key=acc.kind_first.__getitem__)
     return PageData(
         title=title or f"cupel_np sweep: {out.resolve().name}",
         generator=PAGE_FROM_OUTPUTS,
@@ -582,7 +701,11 @@ def write_dir_report(
         raise InvalidConfigError(f"top_k must be at least 0, got {top_k}")
     check_sweep_dir(out)
     _check_page(out, overwrite)
+    pa.default_memory_pool().release_unused()  # what a sweep run just before in this process freed
     d = page_data(out, title=title, max_rows=top_k, max_sets=max_sets, top_k=min(40, top_k))
+    # the Arrow memory the scans freed goes back to the system before the charts are drawn
+    # (with NumPy and matplotlib, outside Arrow's pool): kept by the pool, it added to their peak
+    pa.default_memory_pool().release_unused()
     path = write_page(d, out)
     m = read_manifest(out) or {}
     if m.get("run_id"):
