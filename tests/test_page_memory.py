@@ -15,6 +15,7 @@ import pytest
 
 import cupel_np as c
 from cupel_np.io import sweep_parquet, write_sweep
+from cupel_np.model import datasets
 from cupel_np.report import from_dir
 from cupel_np.report.html import write_html_report
 
@@ -59,6 +60,7 @@ def _written(kind: str, t: pa.Table, tmp_path: Path) -> tuple[Path, str, int]:
 def test_the_page_reads_items_in_bounded_pieces(tmp_path, small, monkeypatch, kind):
     out, want, largest = _written(kind, small, tmp_path)
     monkeypatch.setattr(from_dir, "BATCH_ROWS", PIECE)
+    monkeypatch.setattr(datasets, "default_memory_limit", lambda: 1)  # an interleaved file: groups of PIECE rows
     pieces: list[int] = []
     add = from_dir._PageAcc.add
     monkeypatch.setattr(from_dir._PageAcc, "add", lambda self, t: (pieces.append(t.num_rows), add(self, t))[1])
@@ -89,3 +91,22 @@ def test_no_hash_aggregate_of_reason_strings_and_small_kept_tables(tmp_path, sma
     # the kept rows and the piece's rows that can still reach them: not every swinging content
     # of the piece (the sample's pieces hold hundreds)
     assert kept and max(kept) <= 2 * top + 25 * max_sets
+
+
+def test_an_interleaved_file_that_fits_the_memory_limit_is_scanned_once(tmp_path, small, monkeypatch):
+    """Groups of sets are as large as the memory limit allows: an items file that fits is one
+    filtered scan (a scan per ``BATCH_ROWS`` rows read a 5M-row file some 80 times), and a
+    limit that holds about half the file makes a few."""
+    out, want, _ = _written("interleaved", small, tmp_path)
+    monkeypatch.setattr(from_dir, "BATCH_ROWS", PIECE)
+    scans: list[int] = []
+    scan = from_dir._scan_sets
+    monkeypatch.setattr(from_dir, "_scan_sets", lambda *a: (scans.append(1), scan(*a))[1])
+    assert _norm(from_dir.write_dir_report(out, title="T")) == want
+    assert len(scans) == 1
+    md = pq.read_metadata(out / "items.parquet")
+    half = sum(md.row_group(g).total_byte_size for g in range(md.num_row_groups)) * from_dir.SCATTERED_FACTOR // 2
+    monkeypatch.setattr(datasets, "default_memory_limit", lambda: half)
+    scans.clear()
+    assert _norm(from_dir.write_dir_report(out, title="T", overwrite=True)) == want
+    assert 2 <= len(scans) <= 4

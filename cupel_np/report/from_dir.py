@@ -19,6 +19,13 @@ import pyarrow.parquet as pq
 from cupel_np.errors import InvalidConfigError
 
 BATCH_ROWS = 65_536
+
+#: an items file whose sets interleave is read in groups of whole sets, one filtered scan of
+#: the file per group; a group holds as many rows as fit in the memory limit at this many times
+#: their uncompressed Parquet bytes (the table, its per-variant NumPy columns, the kept rows),
+#: at least ``BATCH_ROWS``: a file that fits is read in one scan, as before, instead of once
+#: per ``BATCH_ROWS`` rows
+SCATTERED_FACTOR = 4
 #: scan one file and a few batches ahead: the default read-ahead (16 batches, 4 files) holds
 #: several row groups of a large output at once, and the peak grew with the output size
 _READAHEAD = {"batch_readahead": 2, "fragment_readahead": 1}
@@ -228,19 +235,30 @@ def _pieces(path: str, cols: list[str], set_col):
 
 def _scattered_pieces(path: str, cols: list[str], set_col: str, run_keys: pa.Array, run_lengths: np.ndarray):
     """Pieces of a file whose sets interleave: the sets, in order of first appearance, cut into
-    groups of about ``BATCH_ROWS`` rows, each read by one filtered scan of the file (rows in
-    file order). Reading the file whole held every row of every variant at once; this reads
-    it once per group instead."""
+    groups that fit the memory limit (``_scattered_group_rows``), each read by one filtered
+    scan of the file (rows in file order): one scan when the file fits, more only when it
+    does not (reading it whole then held every row of every variant at once)."""
     enc = pc.dictionary_encode(run_keys)  # the sets in order of first appearance
     sizes = np.bincount(enc.indices.to_numpy(zero_copy_only=False), weights=run_lengths, minlength=len(enc.dictionary))
+    group = _scattered_group_rows(path)
     lo, rows = 0, 0
     for i, n in enumerate(sizes.astype(np.int64)):
-        if rows and rows + n > BATCH_ROWS:
+        if rows and rows + n > group:
             yield _scan_sets(path, cols, set_col, enc.dictionary.slice(lo, i - lo))
             lo, rows = i, 0
         rows += n
     if rows:
         yield _scan_sets(path, cols, set_col, enc.dictionary.slice(lo))
+
+
+def _scattered_group_rows(path: str) -> int:
+    """Rows per group of sets of an interleaved items file (see ``SCATTERED_FACTOR``)."""
+    from cupel_np.model.datasets import default_memory_limit
+
+    md = pq.read_metadata(path)
+    ub = sum(md.row_group(g).total_byte_size for g in range(md.num_row_groups))
+    per_row = max(ub / max(md.num_rows, 1), 1.0)
+    return max(BATCH_ROWS, int(default_memory_limit() // (SCATTERED_FACTOR * per_row)))
 
 
 def _scan_sets(path: str, cols: list[str], set_col: str, keys: pa.Array) -> pa.Table:
