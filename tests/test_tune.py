@@ -392,3 +392,33 @@ def test_tune_outputs_follow_the_one_run_per_directory_rule(tmp_path, corpus):
     assert read_manifest(out)["kind"] == "tune"
     with pytest.raises(OutputExistsError, match="already holds a policy search"):
         write_sweep(sweep_result, out)
+
+
+def test_the_best_policies_and_the_presets_keep_the_searched_budget(corpus, tmp_path):
+    """A budget with an output reserve and a safety margin: the best policies are measured (and
+    written) with it, and the presets beside them too. The leaderboard keeps only max and target
+    tokens; rebuilding the budget from them dropped the rest, so the held-out comparison ran
+    another budget than the search and disagreed with the search's own numbers."""
+    from cupel_np.tuning import write_tune
+
+    budget = c.ContextBudget(1500, 1200, output_reserve=200, estimation_safety_margin_percent=10.0)
+    r = tune(
+        corpus,
+        SPACE,
+        budget,
+        label_column="relevant",
+        set_column="session_id",
+        trials=16,
+        batch_size=16,
+        seed=5,
+        n_boot=50,
+    )
+    assert r.best and all(b == budget for _l, _p, b in r.best)
+    board = {row["label"]: row for row in r.leaderboard.to_pylist()}
+    for row in r.comparison.to_pylist():
+        if row["kind"] == "best":  # the final sweep repeats the search's numbers for its trial
+            assert row["search_tokens_used"] == board[row["label"]]["search_tokens_used"]
+            assert row["heldout_tokens_used"] == board[row["label"]]["heldout_tokens_used"]
+    lines = Path(write_tune(r, tmp_path / "out")["best-1"]).read_text().splitlines()
+    assert any("--output-reserve 200" in line for line in lines[:3])
+    assert any("estimation_safety_margin_percent=10.0" in line for line in lines[:3])

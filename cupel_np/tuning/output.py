@@ -72,7 +72,20 @@ def policy_toml(policy: Policy, budget: ContextBudget | None = None, comment: st
     budget it was chosen for is written as a comment (the budget is never part of a policy)."""
     lines = [f"# {line}" for line in comment.splitlines()]
     if budget is not None:
-        lines.append(f"# chosen for --max-tokens {budget.max_tokens} --target-tokens {budget.target_tokens}")
+        opts = f"--max-tokens {budget.max_tokens} --target-tokens {budget.target_tokens}"
+        if budget.output_reserve:
+            opts += f" --output-reserve {budget.output_reserve}"
+        lines.append(f"# chosen for {opts}")
+        extra = [
+            f"{k}={v!r}"
+            for k, v in (
+                ("reserved_slots", budget.reserved_slots),
+                ("estimation_safety_margin_percent", budget.estimation_safety_margin_percent),
+            )
+            if v
+        ]
+        if extra:
+            lines.append(f"# and a budget with {', '.join(extra)}")
     _toml_table(policy.to_dict(), [], lines)
     return "\n".join(lines) + "\n"
 

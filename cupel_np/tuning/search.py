@@ -289,9 +289,10 @@ def _nsga2(optuna, space: dict | None):
 
 def _run_trials(
     study, space, budget, ev, *, objective, trials, batch_size, max_cells, progress=None
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[dict[str, Any]], int, dict[int, ContextBudget]]:
     """Ask / evaluate / tell in batches: (one leaderboard row per trial, the number of distinct
-    policies swept). ``progress(done, total, best)`` is called after each batch (``best``:
+    policies swept, each valid trial's budget: the leaderboard keeps only its max and target
+    tokens). ``progress(done, total, best)`` is called after each batch (``best``:
     the best search value so far).
 
     A trial whose policy and budget equal an earlier trial's (NSGA-II children often repeat a
@@ -304,6 +305,7 @@ def _run_trials(
     rows: list[dict[str, Any]] = []
     dists = space.distributions()  # every value sampled up front: one relative sample per trial
     seen: dict[str, dict[str, Any]] = {}  # policy key -> its metric columns of the leaderboard
+    budgets: dict[int, ContextBudget] = {}
     done = 0
     while done < trials:
         batch = [study.ask(fixed_distributions=dists) for _ in range(min(batch_size, trials - done))]
@@ -319,6 +321,7 @@ def _run_trials(
                 rows.append({"trial": t.number, "label": f"trial-{t.number:04d}", "state": f"invalid: {e}"})
                 continue
             ok.append(t)
+            budgets[t.number] = b
             variants.append((pol.name, pol, b))
             dicts.append(pol.to_dict())
             keys.append(_policy_key(dicts[-1], b))
@@ -345,7 +348,7 @@ def _run_trials(
             key = "search_token_recall" if objective == "recall_vs_tokens" else f"search_{objective}"
             progress(done, trials, max((r[key] for r in rows if r.get(key) is not None), default=float("nan")))
     rows.sort(key=lambda r: r["trial"])
-    return rows, len(seen)
+    return rows, len(seen), budgets
 
 
 def _policy_key(policy: dict, budget: ContextBudget) -> str:
@@ -471,7 +474,7 @@ def tune(
         study = _new_study(objective, seed, sampler, batch_size, sp.distributions())
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", category=_optuna_warning())
-            rows, swept = _run_trials(
+            rows, swept, budgets = _run_trials(
                 study,
                 sp,
                 budget,
@@ -484,7 +487,15 @@ def tune(
             )
         board = pa.Table.from_pylist(rows, schema=_LB_SCHEMA)
         final = _finish(
-            board, ev, objective=objective, top=top, presets=presets, baseline=baseline, n_boot=n_boot, seed=seed
+            board,
+            budgets,
+            ev,
+            objective=objective,
+            top=top,
+            presets=presets,
+            baseline=baseline,
+            n_boot=n_boot,
+            seed=seed,
         )
     finally:
         ev.close()
@@ -550,8 +561,11 @@ def _ranked(board: pa.Table, objective: str) -> tuple[pa.Table, tuple[np.ndarray
     return ok, (order, pareto_front(rec, tok))
 
 
-def _finish(board, ev, *, objective, top, presets, baseline, n_boot, seed) -> dict:
-    """The best policies and the presets on the held-out sets (one sweep), the Pareto front."""
+def _finish(board, budgets, ev, *, objective, top, presets, baseline, n_boot, seed) -> dict:
+    """The best policies and the presets on the held-out sets (one sweep), the Pareto front.
+    ``budgets``: each trial's budget (the one it was searched with: output reserve, reserved
+    slots and safety margin included), which the best policies and the presets beside them
+    are measured with."""
     ok, (order, front) = _ranked(board, objective)
     if ok.num_rows == 0:
         raise InvalidConfigError("no trial produced a valid policy: check the search space")
@@ -564,21 +578,20 @@ def _finish(board, ev, *, objective, top, presets, baseline, n_boot, seed) -> di
         ]
         picks = list(fr[:top])
     else:
-        picks = _distinct(ok, order, top)
+        picks = _distinct(ok, order, top, budgets)
     best = []
     for i in picks:
         r = ok.slice(int(i), 1).to_pylist()[0]
         pol = Policy.from_dict(json.loads(r["policy"]))
-        best.append((r["label"], pol, ContextBudget(max_tokens=r["max_tokens"], target_tokens=r["target_tokens"])))
+        best.append((r["label"], pol, budgets[r["trial"]]))
     names = list(PRESETS) if presets is None else presets
-    budgets = sorted({(b.max_tokens, b.target_tokens) for _l, _p, b in best})
+    distinct = {repr(b): b for _l, _p, b in best}  # budgets differ in max tokens (see SearchSpace.budget)
+    used = sorted(distinct.values(), key=lambda b: (b.max_tokens, b.target_tokens))
     preset_vs = []
-    for mt, tt in budgets:
+    for b in used:
         for n in names:
-            label = n if len(budgets) == 1 else f"{n}@{mt}"
-            preset_vs.append(
-                (label, PRESETS[n] if n in PRESETS else _preset(n), ContextBudget(max_tokens=mt, target_tokens=tt))
-            )
+            label = n if len(used) == 1 else f"{n}@{b.max_tokens}"
+            preset_vs.append((label, PRESETS[n] if n in PRESETS else _preset(n), b))
     variants = best + preset_vs
     held = ev.held
     search, heldm, m, swing_of = ev.final(variants)
@@ -597,18 +610,15 @@ def _finish(board, ev, *, objective, top, presets, baseline, n_boot, seed) -> di
     return dict(leaderboard=board, pareto=pareto, best=best, comparison=comparison, paired=paired, swing=swing)
 
 
-def _distinct(ok: pa.Table, order: np.ndarray, top: int) -> list[int]:
+def _distinct(ok: pa.Table, order: np.ndarray, top: int, budgets: dict[int, ContextBudget]) -> list[int]:
     """The first ``top`` rows of ``order`` whose policy (name aside) and budget differ from
-    every row picked before: a search meets a good policy many times, and five copies of one
-    policy are not five best policies."""
-    pols = ok["policy"].to_pylist()
-    mt, tt = ok["max_tokens"].to_pylist(), ok["target_tokens"].to_pylist()
+    every row picked before (``_policy_key``): a search meets a good policy many times, and
+    five copies of one policy are not five best policies."""
+    pols, trials = ok["policy"].to_pylist(), ok["trial"].to_pylist()
     picks: list[int] = []
-    keys: set[tuple] = set()
+    keys: set[str] = set()
     for i in order:
-        d = json.loads(pols[i])
-        d.pop("name", None)
-        key = (json.dumps(d, sort_keys=True), mt[i], tt[i])
+        key = _policy_key(json.loads(pols[i]), budgets[trials[i]])
         if key not in keys:
             keys.add(key)
             picks.append(int(i))
