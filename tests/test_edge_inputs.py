@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import cupel_np as c
-from cupel_np.cli import commands as cli
+from cupel_np import cli
 from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError
 from cupel_np.io import sweep_parquet, validate_items
 

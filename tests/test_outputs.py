@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import cupel_np as c
-from cupel_np.cli import commands as cli
+from cupel_np import cli
 from cupel_np.errors import InvalidConfigError
 from cupel_np.io import sweep_parquet, write_sweep
 from cupel_np.io.outdir import OUTPUT_NAMES, OutputExistsError, existing_outputs, read_manifest

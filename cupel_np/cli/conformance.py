@@ -9,6 +9,7 @@ Exit status 0 exactly when nothing failed. Unknown keys are ignored.
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from collections.abc import Iterable, Mapping
@@ -20,6 +21,7 @@ import numpy as np
 
 from cupel_np.analysis.pipeline import Pipeline
 from cupel_np.analysis.trace import DiagnosticTraceCollector, TraceDetailLevel
+from cupel_np.cli.shared import EXIT_INTERNAL, EXIT_OK, UsageError
 from cupel_np.engine.scorers import ScoreContext
 from cupel_np.errors import CupelError
 from cupel_np.model.budget import ContextBudget
@@ -529,3 +531,24 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def cmd_conformance(args) -> int:
+    try:
+        files = collect(args.paths)
+    except FileNotFoundError as e:
+        raise UsageError(str(e)) from None
+    if not files:  # nothing run is not a pass
+        raise UsageError(f"no .toml conformance vectors found under {', '.join(args.paths)}")
+    failures = {}
+    for f in files:
+        msg = run_vector(f)
+        if msg is not None:
+            failures[str(f)] = msg
+    if args.json:
+        print(json.dumps({"passed": len(files) - len(failures), "failed": len(failures), "failures": failures}))
+    else:
+        for name, msg in failures.items():
+            print(f"FAIL {name}: {msg}")
+        print(f"{len(files) - len(failures)} passed, {len(failures)} failed")
+    return EXIT_OK if not failures else EXIT_INTERNAL

@@ -1,56 +1,10 @@
-"""``cupel-np tune``: the subcommand's options and what it runs. ``cupel_np.cli.commands``
-registers it with ``add_tune_parser(sub, common)``; heavy imports wait until it runs."""
+"""``cupel-np tune``: search policies over labelled outcomes (``cupel_np.tuning``)."""
 
 from __future__ import annotations
 
 import json
 import time
 from pathlib import Path
-
-__all__ = ["add_tune_parser", "cmd_tune"]
-
-
-def add_tune_parser(sub, common) -> None:
-    """Add the ``tune`` subcommand to the ``cupel-np`` parser."""
-    p = sub.add_parser(
-        "tune",
-        parents=[common],
-        help="search policies that keep the labelled-relevant items (Optuna; leaderboard, Pareto front, best policy files)",
-    )
-    p.add_argument("items", nargs="+", help="items Parquet: a file, a directory or several files")
-    p.add_argument("--space", required=True, help="search space TOML (see data/examples/tune_space.toml)")
-    p.add_argument("--label-column", required=True, help="relevance label column: boolean or non-negative numbers")
-    p.add_argument("--set-column", help="item set key column (sets are split into search and held-out parts)")
-    p.add_argument("--trials", type=int, default=256, help="trials in all (default 256)")
-    p.add_argument("--batch-size", type=int, default=64, help="trials evaluated together as one sweep (default 64)")
-    p.add_argument(
-        "--objective",
-        default="token_recall",
-        choices=["token_recall", "item_recall", "gain_share", "recall_vs_tokens"],
-        help="maximise a mean recall, or recall_vs_tokens for a Pareto search (default token_recall)",
-    )
-    p.add_argument(
-        "--sampler",
-        default="nsga2",
-        choices=["nsga2", "tpe"],
-        help="Optuna optimizer: nsga2 (a generation per batch, cheap per trial; default) or tpe",
-    )
-    p.add_argument("--seed", type=int, default=0, help="optimizer and bootstrap seed (default 0)")
-    p.add_argument("--holdout", type=float, default=0.2, help="share of sets held out of the search (default 0.2)")
-    p.add_argument("--top", type=int, default=5, help="best policies written and compared (default 5)")
-    p.add_argument("--baseline", help="the policy the best one's swing is measured against (default: the best preset)")
-    p.add_argument("--max-tokens", type=int, help="budget, when the space file names none")
-    p.add_argument("--target-tokens", type=int, help="slicer target (default: max tokens - output reserve)")
-    p.add_argument("--output-reserve", type=int, default=0, help="tokens kept for the answer")
-    p.add_argument("--out", default="cupel-np-tune", help="output directory (default ./cupel-np-tune)")
-    p.add_argument("--overwrite", action="store_true", help="replace the outputs of an earlier tune run in --out")
-    p.add_argument(
-        "--dask",
-        metavar="SPEC",
-        help="run every batch of trials on Dask (needs --set-column): local, local:N (a LocalCluster of N workers) "
-        "or tcp://HOST:PORT",
-    )
-    p.set_defaults(func=cmd_tune)
 
 
 def cmd_tune(args) -> int:
