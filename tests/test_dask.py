@@ -320,7 +320,7 @@ def test_cli_dask_and_report_from_any_sweep_directory(tmp_path, client, sample, 
     assert main(["report", str(tmp_path / "nothing")]) == 2
     # one report whatever the path: the Dask directory's page is the in-memory page, byte for byte
     from cupel_np.report.from_dir import write_dir_report
-    from cupel_np.report.html import write_html_report
+    from cupel_np.report.from_result import write_html_report
 
     def norm(p):
         return re.sub(r'content="cupel_np report from-[a-z]+"', "", p.read_text())

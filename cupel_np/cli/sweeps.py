@@ -227,7 +227,7 @@ def _write_outputs(result, out_dir, *, title: str, html: bool = True, labels=Non
 
     paths = {k: str(v) for k, v in write_sweep(result, out_dir, labels=labels).items()}
     if html:
-        from cupel_np.report.html import write_html_report
+        from cupel_np.report.from_result import write_html_report
 
         paths["report"] = str(write_html_report(result, out_dir, title=title))
     return paths

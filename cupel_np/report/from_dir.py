@@ -16,7 +16,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from cupel_np.analysis.compare import agreement_add, agreement_finish, agreement_start, top_categories
 from cupel_np.errors import InvalidConfigError
+from cupel_np.report.page import write_page
 
 BATCH_ROWS = 65_536
 
@@ -172,11 +174,11 @@ def _check_page(out: Path, overwrite: bool) -> None:
 
 
 # ----------------------------------------------------------------------------- the full page
-# The same PageData as report.html.page_data, computed from the written outputs: one pass over
+# The same PageData as report.from_result.page_data, computed from the written outputs: one pass over
 # ``items`` in pieces of whole sets (a file's sets are contiguous when the writers streamed it;
 # otherwise the file is read whole, as the in-memory run that wrote it held it), grouping the
 # rows of each piece by (set, content) into content groups, then the same block arithmetic as
-# the in-memory page (report.html.agreement_add and friends). Bounded: per piece, plus the
+# the in-memory page (analysis.compare.agreement_add and friends). Bounded: per piece, plus the
 # kept top rows, V x V accumulators per category, and one entry per candidate drill-down set.
 _KEY = "__set__"
 #: content groups per block of the V x V matrix products (their float temporaries are [block, V])
@@ -282,8 +284,6 @@ class _PageAcc:
     grew with the variants and, through the fragmented heap, with the pieces."""
 
     def __init__(self, labels, set_col, targets, max_rows: int, candidates: set, per_set_rows: int = 25):
-        from cupel_np.report.html import agreement_start
-
         self.labels, self.set_col, self.v = labels, set_col, len(labels)
         self.targets = np.asarray(targets, dtype=np.float64)
         self.ag = agreement_start(self.v)
@@ -303,8 +303,6 @@ class _PageAcc:
         self._rows_level(t)
         g, gid = self._groups(t)
         st, ok = self._status(t, gid, g.num_rows)
-        from cupel_np.report.html import agreement_add
-
         for lo in range(0, st.shape[0], _BLOCK):  # [block, V] float temporaries, not [groups, V]
             agreement_add(self.ag, st[lo : lo + _BLOCK], ok[lo : lo + _BLOCK])
         n_in, n_ok = (st & ok).sum(1), ok.sum(1)
@@ -611,9 +609,7 @@ def _row_dicts(t: pa.Table | None, v: int) -> list[dict]:
 
 
 def _category_dict(cat: dict, v: int) -> dict:
-    """``report.html.swing_by_category``'s dict from the accumulated per-category counts."""
-    from cupel_np.report.html import top_categories
-
+    """``analysis.compare.swing_by_category``'s dict from the accumulated per-category counts."""
     names = list(cat)
     swinging = np.array([cat[n][0] for n in names], dtype=np.int64)
     top = top_categories(names, swinging)
@@ -655,7 +651,6 @@ def _drill(acc: _PageAcc, counts: dict, vpath, labels, set_col, ipath, max_sets:
 def page_data(out_dir, *, title: str | None = None, max_rows: int = 200, max_sets: int = 5, top_k: int = 40):
     """Everything the sweep page shows (``report.page.PageData``), from the outputs written in
     ``out_dir`` by any writer (in-process, streamed or Dask), with bounded memory."""
-    from cupel_np.report.html import agreement_finish
     from cupel_np.report.page import PAGE_FROM_OUTPUTS, PageData
 
     out = Path(out_dir)
@@ -712,7 +707,6 @@ def write_dir_report(
     run's outputs is refused, and so is replacing a page built from the in-memory result,
     unless ``overwrite=True``."""
     from cupel_np.io.outdir import KIND_PAGE, read_manifest, write_manifest
-    from cupel_np.report.html import write_page
 
     out = Path(out_dir)
     if top_k < 0:
