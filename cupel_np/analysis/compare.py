@@ -186,6 +186,24 @@ def swing_by_category(result, which: str) -> dict:
     }
 
 
+def swing_by_category_from_counts(cat: dict, v: int) -> dict:
+    """``swing_by_category``'s dict from per-category counts accumulated over written outputs:
+    ``cat[name] = (swinging groups, groups, [V, V] swing counts)``."""
+    names = list(cat)
+    swinging = np.array([cat[n][0] for n in names], dtype=np.int64)
+    top = top_categories(names, swinging)
+    rest = [j for j in range(len(names)) if j not in set(top)]
+    other = sum((cat[names[j]][2] for j in rest), np.zeros((v, v)))
+    return {
+        "names": [names[j] for j in top],
+        "counts": np.rint(np.array([cat[names[j]][2] for j in top]).reshape(len(top), v, v)).astype(np.int64),
+        "other": np.rint(other).astype(np.int64),
+        "swinging": swinging[top] if top else np.zeros(0, np.int64),
+        "groups": np.array([cat[names[j]][1] for j in top], dtype=np.int64),
+        "other_swinging": int(swinging[rest].sum()) if rest else 0,
+    }
+
+
 def group_cells(result, groups: np.ndarray) -> dict:
     """For the given content groups: per variant ``status`` ('Included' / exclusion reason
     of the content's first row / 'failed'), ``reason`` (the row's reason name, inclusion

@@ -6,6 +6,7 @@ import json
 import time
 from pathlib import Path
 
+from cupel_np.analysis.budget_sim import budget_curves, budget_ladder
 from cupel_np.cli.shared import (
     EXIT_OK,
     UsageError,
@@ -16,14 +17,12 @@ from cupel_np.cli.shared import (
     plural,
     top_reasons,
 )
+from cupel_np.model.policy import Policy
+from cupel_np.model.presets import preset
+from cupel_np.report.budget import parse_ladder, print_summary, summarize, write_budget_outputs
 
 
 def cmd_budget(args) -> int:
-    from cupel_np.analysis.budget_sim import budget_curves, budget_ladder
-    from cupel_np.model.policy import Policy
-    from cupel_np.model.presets import preset
-    from cupel_np.report.budget import parse_ladder, print_summary, summarize, write_budget_outputs
-
     if not args.policy and not args.preset:
         raise UsageError("give one or more --policy FILE and/or --preset NAME")
     variants = [(Path(f).stem, Policy.from_file(f)) for f in args.policy or []]

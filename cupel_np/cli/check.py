@@ -10,42 +10,34 @@ test case per check) for CI systems. An input over the memory limit (or any inpu
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Callable, Iterator
+import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+import pyarrow.compute as pc
 
 from cupel_np.cli.shared import UsageError, _progress_enabled, _source
 from cupel_np.errors import InvalidConfigError, MemoryLimitError
-from cupel_np.testing.runner import EXIT_FAILED, EXIT_OK, junit_xml, report_lines, run_checks
-
-if TYPE_CHECKING:
-    from cupel_np.model.items import ItemTable
-    from cupel_np.testing.checks import ChecksFile
-    from cupel_np.testing.runner import CheckOutcome
-
-#: ``--dask``'s runner: ``(args, checks_file, set_column) -> outcomes``
-DaskRunner = Callable[[argparse.Namespace, "ChecksFile", "str | None"], "list[CheckOutcome]"]
+from cupel_np.io.dask import check, connect
+from cupel_np.model.datasets import (
+    check_fits,
+    chunk_rows_for,
+    default_memory_limit,
+    describe_source,
+    needs_streaming,
+    open_dataset,
+    parse_size,
+    set_runs,
+    whole_set_chunks,
+)
+from cupel_np.model.items import ItemTable
+from cupel_np.testing.checks import ChecksFile, load_checks
+from cupel_np.testing.runner import EXIT_FAILED, EXIT_OK, CheckOutcome, junit_xml, report_lines, run_checks
 
 
 def _tables(args, set_column: str | None, n_variants: int) -> Iterator[ItemTable]:
     """The items as one ItemTable, or as chunks of whole sets when streaming (the memory
     estimate and the chunk size account for the ``n_variants`` variants swept over them)."""
-    import pyarrow.compute as pc
-
-    from cupel_np.model.datasets import (
-        check_fits,
-        chunk_rows_for,
-        default_memory_limit,
-        describe_source,
-        needs_streaming,
-        open_dataset,
-        parse_size,
-        set_runs,
-        whole_set_chunks,
-    )
-    from cupel_np.model.items import ItemTable
-
     src = _source(args.items)
     limit = default_memory_limit() if args.memory_limit is None else parse_size(args.memory_limit, "--memory-limit")
     if args.chunk_rows is not None and args.chunk_rows < 1:
@@ -76,23 +68,16 @@ def _tables(args, set_column: str | None, n_variants: int) -> Iterator[ItemTable
 
 def cmd_check(args) -> int:
     """The ``check`` subcommand (see the module docstring)."""
-    from cupel_np.testing.checks import load_checks
-
     cf = load_checks(args.checks)
     set_column = args.set_column or cf.set_column
     if args.dask:
-        runner = getattr(args, "dask_runner", None)
-        if runner is None:  # the parser was built without a Dask runner (this wing sits below io)
-            raise InvalidConfigError("--dask is not available here: run `cupel-np check`")
-        outcomes = runner(args, cf, set_column)
+        outcomes = _check_on_dask(args, cf, set_column)
     else:
         outcomes = run_checks(cf, _tables(args, set_column, len(cf.variants)), threads=args.threads)
     set_name = set_column or "set"
     if args.junit:
         Path(args.junit).write_bytes(junit_xml(outcomes, Path(args.checks).stem, set_name))
     if args.json:
-        import json
-
         doc = [
             {"check": o.check.name, "pairs": o.pairs, "failed": o.failed, "rows": o.table().to_pylist()}
             for o in outcomes
@@ -103,10 +88,8 @@ def cmd_check(args) -> int:
     return EXIT_FAILED if any(o.failed for o in outcomes) else EXIT_OK
 
 
-def _check_on_dask(args, checks_file, set_column):
+def _check_on_dask(args, checks_file: ChecksFile, set_column: str | None) -> list[CheckOutcome]:
     """``cupel-np check --dask SPEC``: the checks file's checks on Dask; its outcomes."""
-    from cupel_np.io.dask import check, connect
-
     if not set_column:
         raise UsageError("--dask needs --set-column or set_column in the checks file (a task holds whole item sets)")
     with connect(args.dask) as client:

@@ -18,11 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import tomli
 
 from cupel_np.analysis.pipeline import Pipeline
+from cupel_np.analysis.sensitivity import policy_sensitivity
 from cupel_np.analysis.trace import DiagnosticTraceCollector, TraceDetailLevel
 from cupel_np.cli.shared import EXIT_INTERNAL, EXIT_OK, UsageError
+from cupel_np.engine import stages
+from cupel_np.engine.batch import KNAPSACK_MAX_CELLS, slicer_args
 from cupel_np.engine.scorers import ScoreContext
+from cupel_np.engine.slicers import kernels as sk
 from cupel_np.errors import CupelError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.items import ContextItem, ItemTable
@@ -34,8 +39,6 @@ class VectorFailure(Exception):
 
 
 def load_vector(path: Path) -> dict:
-    import tomli
-
     with open(path, "rb") as f:
         return tomli.load(f)
 
@@ -120,9 +123,6 @@ def run_scoring(vec: Mapping) -> None:
 
 
 def _slicer_run(vec: Mapping):
-    from cupel_np.engine.batch import KNAPSACK_MAX_CELLS, slicer_args
-    from cupel_np.engine.slicers import kernels as sk
-
     test = vec["test"]
     cfg = dict(vec.get("config") or {})
     cfg["slicer"] = test.get("slicer", cfg.get("slicer", "greedy"))
@@ -170,8 +170,6 @@ def run_slicing(vec: Mapping) -> None:
 
 
 def run_placing(vec: Mapping) -> None:
-    from cupel_np.engine import stages
-
     test = vec["test"]
     placer = Policy(scorer_from_dict({"type": "reflexive"}), placer=test.get("placer", "chronological")).placer
     raw = vec.get("items", [])
@@ -382,8 +380,6 @@ def _check_observability(report, budget: ContextBudget, exp: Mapping, eps: float
 
 
 def run_sensitivity(vec: Mapping) -> None:
-    from cupel_np.analysis.sensitivity import policy_sensitivity
-
     variants = []
     for i, v in enumerate(vec.get("variants", [])):
         if not isinstance(v, Mapping):

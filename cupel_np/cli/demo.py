@@ -6,6 +6,7 @@ import json
 import time
 from pathlib import Path
 
+from cupel_np.analysis.sensitivity import sweep
 from cupel_np.cli.shared import (
     EXIT_OK,
     _claim_out,
@@ -18,17 +19,15 @@ from cupel_np.cli.sweeps import (
     _summary_json,
     _write_outputs,
 )
+from cupel_np.data import sample_path
 from cupel_np.errors import InvalidConfigError
+from cupel_np.io.outdir import KIND_SWEEP, read_manifest, run_id, write_manifest
+from cupel_np.model.budget import ContextBudget
+from cupel_np.model.grid import Sweep
+from cupel_np.model.presets import PRESETS
 
 
 def cmd_demo(args) -> int:
-    from cupel_np.analysis.sensitivity import sweep
-    from cupel_np.data import sample_path
-    from cupel_np.io.outdir import KIND_SWEEP, read_manifest, run_id, write_manifest
-    from cupel_np.model.budget import ContextBudget
-    from cupel_np.model.grid import Sweep
-    from cupel_np.model.presets import PRESETS
-
     items = Path(args.items) if args.items else sample_path()
     if not items.exists():
         raise InvalidConfigError(f"items file not found: {items}")

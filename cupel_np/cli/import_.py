@@ -10,11 +10,10 @@ from cupel_np.cli.shared import (
     EXIT_OK,
     plural,
 )
+from cupel_np.io.importers import import_transcripts
 
 
 def cmd_import(args) -> int:
-    from cupel_np.io.importers import import_transcripts
-
     res = import_transcripts(
         args.format,
         args.inputs,

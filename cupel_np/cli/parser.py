@@ -7,7 +7,7 @@ import argparse
 
 from cupel_np._version import __version__
 from cupel_np.cli.budget import cmd_budget
-from cupel_np.cli.check import DaskRunner, _check_on_dask, cmd_check
+from cupel_np.cli.check import cmd_check
 from cupel_np.cli.conformance import cmd_conformance
 from cupel_np.cli.demo import cmd_demo
 from cupel_np.cli.import_ import cmd_import
@@ -220,10 +220,8 @@ def _add_files(sub, common) -> None:
     p.set_defaults(func=cmd_conformance)
 
 
-def add_check_parser(sub, common, *, dask_runner: DaskRunner | None = None) -> None:
-    """Register ``check`` on the ``cupel-np`` subparsers (``common``: the shared options).
-    ``dask_runner(args, checks_file, set_column) -> outcomes`` runs the checks for ``--dask``
-    (the command line passes ``cupel_np.io.dask.check``'s; this wing may not import io)."""
+def add_check_parser(sub, common) -> None:
+    """Register ``check`` on the ``cupel-np`` subparsers (``common``: the shared options)."""
     p = sub.add_parser(
         "check",
         parents=[common],
@@ -236,14 +234,13 @@ def add_check_parser(sub, common, *, dask_runner: DaskRunner | None = None) -> N
     p.add_argument("--max-rows", type=int, default=10, help="failing rows shown per check (default 10)")
     p.add_argument("--memory-limit", metavar="SIZE", help="memory budget, e.g. 2G; a larger input is checked in chunks")
     p.add_argument("--chunk-rows", type=int, metavar="N", help="check in chunks of at least N rows, whatever the size")
-    if dask_runner is not None:
-        p.add_argument(
-            "--dask",
-            metavar="SPEC",
-            help="run on Dask (partitions of whole item sets; needs a set column): local, local:N "
-            "(a LocalCluster of N workers) or tcp://HOST:PORT",
-        )
-    p.set_defaults(func=cmd_check, dask=None, dask_runner=dask_runner)
+    p.add_argument(
+        "--dask",
+        metavar="SPEC",
+        help="run on Dask (partitions of whole item sets; needs a set column): local, local:N "
+        "(a LocalCluster of N workers) or tcp://HOST:PORT",
+    )
+    p.set_defaults(func=cmd_check)
 
 
 def add_tune_parser(sub, common) -> None:
@@ -301,6 +298,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sweeps(sub, compute)
     _add_single(sub, common, compute)
     _add_files(sub, common)
-    add_check_parser(sub, compute, dask_runner=_check_on_dask)  # `cupel-np check`: cupel_np/cli/check.py
+    add_check_parser(sub, compute)  # `cupel-np check`: cupel_np/cli/check.py
     add_tune_parser(sub, compute)  # `cupel-np tune`: cupel_np/cli/tune.py
     return parser

@@ -7,11 +7,10 @@ import json
 from cupel_np.cli.shared import (
     EXIT_OK,
 )
+from cupel_np.model.presets import PRESETS
 
 
 def cmd_presets(args) -> int:
-    from cupel_np.model.presets import PRESETS
-
     if args.json:
         print(json.dumps({k: p.to_dict() for k, p in PRESETS.items()}, indent=2))
         return EXIT_OK

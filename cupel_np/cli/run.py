@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from datetime import date, datetime
 
+from cupel_np.analysis.pipeline import Pipeline
 from cupel_np.cli.shared import (
     EXIT_OK,
     UsageError,
@@ -14,13 +16,11 @@ from cupel_np.cli.shared import (
     _set_column_hint,
 )
 from cupel_np.errors import CupelError, InvalidConfigError
+from cupel_np.model.policy import Policy
+from cupel_np.model.presets import preset
 
 
 def cmd_run(args) -> int:
-    from cupel_np.analysis.pipeline import Pipeline
-    from cupel_np.model.policy import Policy
-    from cupel_np.model.presets import preset
-
     if bool(args.policy) == bool(args.preset):
         raise UsageError("give either --policy FILE or --preset NAME")
     policy = Policy.from_file(args.policy) if args.policy else preset(args.preset)
@@ -63,8 +63,6 @@ def cmd_run(args) -> int:
 
 def _iso_default(v):
     """JSON for what json cannot write: datetimes as ISO 8601, anything else as text."""
-    from datetime import date, datetime
-
     if isinstance(v, datetime):
         return v.isoformat().replace("+00:00", "Z")
     if isinstance(v, date):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from cupel_np.analysis.sensitivity import sweep
 from cupel_np.cli.shared import (
     UsageError,
     _budget,
@@ -19,19 +20,16 @@ from cupel_np.cli.sweeps import (
     _run_streaming,
     _streams,
 )
+from cupel_np.errors import TooFewVariantsError
 from cupel_np.model.files import load_policies_file
+from cupel_np.model.presets import preset
 
 
 def cmd_sensitivity(args) -> int:
-    from cupel_np.analysis.sensitivity import sweep
-    from cupel_np.model.presets import preset
-
     if bool(args.policies) == bool(args.preset):
         raise UsageError("give either --policies FILE or one or more --preset NAME")
     variants = load_policies_file(args.policies) if args.policies else [(p, preset(p)) for p in args.preset]
     if len(variants) < 2:
-        from cupel_np.errors import TooFewVariantsError
-
         raise TooFewVariantsError("sensitivity needs at least 2 variants (policies or presets)")
     budget = _budget(args)
     _claim_out(args, args.set_column, [str(l) for l, *_ in variants])

@@ -9,7 +9,15 @@ import re
 import sys
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.dataset as pds
+
+from cupel_np.engine import batch_kernels
 from cupel_np.errors import CupelError
+from cupel_np.io.outdir import check_set_column, claim_out_dir
+from cupel_np.model.budget import ContextBudget
+from cupel_np.model.datasets import dataset_source, default_memory_limit, open_dataset, parse_size
+from cupel_np.model.items import ITEM_FIELDS, ItemTable
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
 
@@ -31,7 +39,6 @@ def kernels_cached() -> bool:
     first run compiles them for ~10-20 s). True when JIT is off or the cache cannot be read."""
     if os.environ.get("NUMBA_DISABLE_JIT") == "1":
         return True
-    from cupel_np.engine import batch_kernels
 
     try:
         return os.path.exists(batch_kernels.variant_scores._cache._cache_file._index_path)
@@ -49,8 +56,6 @@ def _claim_out(args, set_column=None, labels=()) -> Path:
     """Check ``--out`` before any work: not an existing file, and not holding another run's
     outputs unless ``--overwrite`` (which removes them; ``io.outdir`` names what is ours);
     and a set column whose name the outputs use is refused before anything is read."""
-    from cupel_np.io.outdir import check_set_column, claim_out_dir
-
     check_set_column(set_column, labels)
     return claim_out_dir(args.out, overwrite=args.overwrite, create=False)
 
@@ -89,8 +94,6 @@ def _print_failures(messages, out=None) -> None:
 
 def _written_failures(out) -> list[str]:
     """The error of every failed (variant, set) cell of a written sweep (``variants`` output)."""
-    import pyarrow.dataset as pds
-
     f = Path(out) / "variants.parquet"
     src = f if f.is_file() else Path(out) / "variants"
     if not src.exists():
@@ -104,10 +107,6 @@ def _set_column_hint(items, set_column) -> str:
     a hint naming them (the whole input was taken as ONE item set)."""
     if set_column:
         return ""
-    import pyarrow as pa
-
-    from cupel_np.model.datasets import open_dataset
-    from cupel_np.model.items import ITEM_FIELDS
 
     try:
         schema = open_dataset(_source(items)).schema
@@ -129,14 +128,10 @@ def _set_column_hint(items, set_column) -> str:
 
 
 def _load_table(path, set_column):
-    from cupel_np.model.items import ItemTable
-
     return ItemTable.from_parquet(_source(path), set_column=set_column)
 
 
 def _source(items):
-    from cupel_np.model.datasets import dataset_source
-
     return dataset_source(items)
 
 
@@ -147,14 +142,10 @@ def _name(items) -> str:
 
 def _memory_limit(args) -> int:
     """``--memory-limit`` in bytes (default: ``datasets.default_memory_limit()``)."""
-    from cupel_np.model.datasets import default_memory_limit, parse_size
-
     return default_memory_limit() if args.memory_limit is None else parse_size(args.memory_limit, "--memory-limit")
 
 
 def _budget(args):
-    from cupel_np.model.budget import ContextBudget
-
     if args.max_tokens is None or args.target_tokens is None:
         raise UsageError("--max-tokens and --target-tokens are required")
     return ContextBudget(args.max_tokens, args.target_tokens, args.output_reserve or 0)

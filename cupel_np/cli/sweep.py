@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from cupel_np.analysis.sensitivity import sweep
 from cupel_np.cli.shared import (
     _claim_out,
     _load_table,
@@ -22,8 +23,6 @@ from cupel_np.model.files import load_grid_file
 
 
 def cmd_sweep(args) -> int:
-    from cupel_np.analysis.sensitivity import sweep
-
     grid, grid_set_col = load_grid_file(args.grid)
     _claim_out(args, args.set_column or grid_set_col, [str(label) for label, *_ in grid.variants()])
     if args.dask:

@@ -8,6 +8,12 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pds
+import pyarrow.parquet as pq
+
+from cupel_np.analysis.outcomes import labels_from, outcome_summary, outcome_summary_of_table
 from cupel_np.cli.shared import (
     EXIT_OK,
     UsageError,
@@ -19,14 +25,17 @@ from cupel_np.cli.shared import (
     _written_failures,
     plural,
 )
+from cupel_np.io.dask import connect, outcome_summary_of_parts
+from cupel_np.io.dask import sweep as dask_sweep
+from cupel_np.io.outdir import read_manifest
+from cupel_np.io.parquet import sweep_parquet, write_sweep
+from cupel_np.model.datasets import needs_streaming
+from cupel_np.report.from_dir import load_sweep_dir, write_dir_report
+from cupel_np.report.from_result import write_html_report
 
 
 def _run_dask(args, budget, variants, set_column, title: str) -> int:
     """A sensitivity/sweep command on Dask: parts written by the workers, report from them."""
-    from cupel_np.io.dask import connect
-    from cupel_np.io.dask import sweep as dask_sweep
-    from cupel_np.report.from_dir import write_dir_report
-
     if not set_column:
         raise UsageError("--dask needs --set-column (the unit of work is a partition of whole item sets)")
     with connect(args.dask) as client:
@@ -45,9 +54,6 @@ def _run_dask(args, budget, variants, set_column, title: str) -> int:
     report = write_dir_report(args.out, title=title)
     outcomes = None
     if args.label_column:
-        from cupel_np.io.dask import outcome_summary_of_parts
-        from cupel_np.io.outdir import read_manifest
-
         labels = [v["label"] for v in (read_manifest(args.out) or {}).get("variants", [])]
         outcomes = outcome_summary_of_parts(args.out, labels, metrics=("token_recall",))
     if args.json:
@@ -76,8 +82,6 @@ def _streams(args, set_column, n_variants: int) -> bool:
     (``--chunk-rows``), or the input's estimated in-memory peak for that many variants is over
     the memory limit (``datasets.needs_streaming``, which also refuses an input over the limit
     without a set column: one item set cannot be cut)."""
-    from cupel_np.model.datasets import needs_streaming
-
     if args.chunk_rows is not None:
         if args.chunk_rows < 1:
             raise UsageError(f"--chunk-rows must be at least 1, got {args.chunk_rows}")
@@ -92,9 +96,6 @@ def _streams(args, set_column, n_variants: int) -> bool:
 def _run_streaming(args, budget, variants, set_column, title: str, t0: float) -> int:
     """A sensitivity/sweep run in chunks of whole item sets (``io.sweep_parquet``): the same
     Parquet outputs as the in-memory run, and the report built from them (``report_dir``)."""
-    from cupel_np.io.parquet import sweep_parquet
-    from cupel_np.report.from_dir import load_sweep_dir, write_dir_report
-
     tot = sweep_parquet(
         _source(args.items),
         budget,
@@ -116,8 +117,6 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
     s = load_sweep_dir(out)
     summary = _streamed_outcomes(out, s.labels, paths) if args.label_column else None
     if args.json:
-        import pyarrow.dataset as pds
-
         errs = (
             pds.dataset(str(out / "variants.parquet"))
             .to_table(columns=["variant", s.set_column or "set", "error"], filter=pds.field("error").is_valid())
@@ -166,11 +165,6 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
 
 def _streamed_outcomes(out: Path, labels: list[str], paths: dict):
     """The per-variant outcome summary of a streamed run, from its ``outcomes.parquet``."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from cupel_np.analysis.outcomes import outcome_summary_of_table
-
     f = out / "outcomes.parquet"
     if not f.is_file():  # an empty input writes no part
         return pa.table({"variant": pa.array([], pa.string())})
@@ -179,9 +173,6 @@ def _streamed_outcomes(out: Path, labels: list[str], paths: dict):
 
 
 def _print_summary(result, out=None) -> None:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     out = out or sys.stdout
     vt = result.variants_table()
     ok = pc.is_null(vt["error"])
@@ -223,12 +214,8 @@ def _print_summary(result, out=None) -> None:
 
 
 def _write_outputs(result, out_dir, *, title: str, html: bool = True, labels=None) -> dict:
-    from cupel_np.io.parquet import write_sweep
-
     paths = {k: str(v) for k, v in write_sweep(result, out_dir, labels=labels).items()}
     if html:
-        from cupel_np.report.from_result import write_html_report
-
         paths["report"] = str(write_html_report(result, out_dir, title=title))
     return paths
 
@@ -249,7 +236,6 @@ def _labels(args, table):
     """The ``--label-column`` labels, read and checked before the sweep runs (None without it)."""
     if not getattr(args, "label_column", None):
         return None
-    from cupel_np.analysis.outcomes import labels_from
 
     return labels_from(table, args.label_column)
 
@@ -281,8 +267,6 @@ def _finish(args, result, t0: float, title: str, labels=None) -> int:
     paths = _write_outputs(result, args.out, title=title, labels=labels)
     summary = None
     if labels is not None:
-        from cupel_np.analysis.outcomes import outcome_summary
-
         summary = outcome_summary(result, labels, metrics=("token_recall",))
     elapsed = time.perf_counter() - t0
     if args.json:

@@ -6,24 +6,23 @@ import json
 import time
 from pathlib import Path
 
+from cupel_np.io.dask import connect
+from cupel_np.model.budget import ContextBudget
+from cupel_np.model.datasets import dataset_source
+from cupel_np.tuning.output import summary_dict, write_tune
+from cupel_np.tuning.search import tune
+
 
 def cmd_tune(args) -> int:
     """Run the search and write its outputs (exit 0), printing the best against the presets."""
-    from cupel_np.model.budget import ContextBudget
-    from cupel_np.tuning.output import summary_dict, write_tune
-    from cupel_np.tuning.search import tune
-
     budget = None
     if args.max_tokens is not None:
         target = args.target_tokens if args.target_tokens is not None else args.max_tokens - args.output_reserve
         budget = ContextBudget(max_tokens=args.max_tokens, target_tokens=target, output_reserve=args.output_reserve)
-    from cupel_np.model.datasets import dataset_source
 
     src = dataset_source(args.items)
     t0 = time.perf_counter()
     if args.dask:
-        from cupel_np.io.dask import connect
-
         with connect(args.dask) as client:
             result = _tune(tune, args, src, budget, client)
     else:

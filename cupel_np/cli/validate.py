@@ -13,11 +13,10 @@ from cupel_np.cli.shared import (
     _source,
     plural,
 )
+from cupel_np.io.parquet import validate_items
 
 
 def cmd_validate(args) -> int:
-    from cupel_np.io.parquet import validate_items
-
     if args.chunk_rows is not None and args.chunk_rows < 1:
         raise UsageError(f"--chunk-rows must be at least 1, got {args.chunk_rows}")
     problems, summary = validate_items(

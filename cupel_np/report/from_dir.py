@@ -16,9 +16,22 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from cupel_np.analysis.compare import agreement_add, agreement_finish, agreement_start, top_categories
+from cupel_np.analysis.compare import agreement_add, agreement_finish, agreement_start, swing_by_category_from_counts
 from cupel_np.errors import InvalidConfigError
-from cupel_np.report.page import write_page
+from cupel_np.io.outdir import (
+    KIND_BUDGET,
+    KIND_PAGE,
+    KIND_PARTS,
+    KIND_STREAMED,
+    KIND_SWEEP,
+    PARTS_DIRS,
+    SWEEP_FILES,
+    describe_outputs,
+    read_manifest,
+    write_manifest,
+)
+from cupel_np.model.datasets import default_memory_limit, set_runs
+from cupel_np.report.page import PAGE_FROM_OUTPUTS, PAGE_FROM_RESULT, PageData, write_page
 
 BATCH_ROWS = 65_536
 
@@ -85,17 +98,6 @@ def check_sweep_dir(out: Path) -> None:
     """Refuse a directory that is not one sweep's outputs: a budget simulation, or the outputs
     of two runs side by side (single files and part directories, or a manifest that names
     another layout than the one present)."""
-    from cupel_np.io.outdir import (
-        KIND_BUDGET,
-        KIND_PARTS,
-        KIND_STREAMED,
-        KIND_SWEEP,
-        PARTS_DIRS,
-        SWEEP_FILES,
-        describe_outputs,
-        read_manifest,
-    )
-
     if not out.is_dir():
         raise InvalidConfigError(f"sweep directory not found: {out}")
     m = read_manifest(out) or {}
@@ -163,7 +165,6 @@ def _check_page(out: Path, overwrite: bool) -> None:
     if overwrite or not page.is_file():
         return
     head = page.read_bytes()[:2000].decode("utf-8", "replace")
-    from cupel_np.report.page import PAGE_FROM_OUTPUTS, PAGE_FROM_RESULT
 
     if f'content="{PAGE_FROM_OUTPUTS}"' not in head:
         what = "from the in-memory result" if PAGE_FROM_RESULT in head else "by another tool or version"
@@ -211,7 +212,6 @@ def _pieces(path: str, cols: list[str], set_col):
     if set_col is None:
         yield pf.read(columns=cols)  # one set, never cut (the sweep held it whole too)
         return
-    from cupel_np.model.datasets import set_runs
 
     run_keys, run_lengths = set_runs(ds.dataset(path, format="parquet"), set_col)  # a row group at a time
     if len(run_keys) and len(pc.unique(run_keys)) != len(run_keys):
@@ -255,8 +255,6 @@ def _scattered_pieces(path: str, cols: list[str], set_col: str, run_keys: pa.Arr
 
 def _scattered_group_rows(path: str) -> int:
     """Rows per group of sets of an interleaved items file (see ``SCATTERED_FACTOR``)."""
-    from cupel_np.model.datasets import default_memory_limit
-
     md = pq.read_metadata(path)
     ub = sum(md.row_group(g).total_byte_size for g in range(md.num_row_groups))
     per_row = max(ub / max(md.num_rows, 1), 1.0)
@@ -608,23 +606,6 @@ def _row_dicts(t: pa.Table | None, v: int) -> list[dict]:
     return out
 
 
-def _category_dict(cat: dict, v: int) -> dict:
-    """``analysis.compare.swing_by_category``'s dict from the accumulated per-category counts."""
-    names = list(cat)
-    swinging = np.array([cat[n][0] for n in names], dtype=np.int64)
-    top = top_categories(names, swinging)
-    rest = [j for j in range(len(names)) if j not in set(top)]
-    other = sum((cat[names[j]][2] for j in rest), np.zeros((v, v)))
-    return {
-        "names": [names[j] for j in top],
-        "counts": np.rint(np.array([cat[names[j]][2] for j in top]).reshape(len(top), v, v)).astype(np.int64),
-        "other": np.rint(other).astype(np.int64),
-        "swinging": swinging[top] if top else np.zeros(0, np.int64),
-        "groups": np.array([cat[names[j]][1] for j in top], dtype=np.int64),
-        "other_swinging": int(swinging[rest].sum()) if rest else 0,
-    }
-
-
 def _drill(acc: _PageAcc, counts: dict, vpath, labels, set_col, ipath, max_sets: int) -> list[dict]:
     """The drill-down sets: most swinging contents first, ties by the set's first input row."""
     keys = sorted(acc.set_top, key=lambda k: (-counts.get(k, 0), acc.set_info[k][2]))[:max_sets]
@@ -651,8 +632,6 @@ def _drill(acc: _PageAcc, counts: dict, vpath, labels, set_col, ipath, max_sets:
 def page_data(out_dir, *, title: str | None = None, max_rows: int = 200, max_sets: int = 5, top_k: int = 40):
     """Everything the sweep page shows (``report.page.PageData``), from the outputs written in
     ``out_dir`` by any writer (in-process, streamed or Dask), with bounded memory."""
-    from cupel_np.report.page import PAGE_FROM_OUTPUTS, PageData
-
     out = Path(out_dir)
     s = load_sweep_dir(out)
     vpath, ipath = _output(out, "variants"), _output(out, "items")
@@ -683,8 +662,8 @@ def page_data(out_dir, *, title: str | None = None, max_rows: int = 200, max_set
         failed_sets=s.failed,
         failure_example=s.failure_example,
         ag=agreement_finish(acc.ag),
-        by_kind=_category_dict(acc.cat["kind"], len(labels)),
-        by_source=_category_dict(acc.cat["source"], len(labels)),
+        by_kind=swing_by_category_from_counts(acc.cat["kind"], len(labels)),
+        by_source=swing_by_category_from_counts(acc.cat["source"], len(labels)),
         reason_keys=keys,
         reason_totals=np.stack([acc.reasons.get(k, zero) for k in keys], axis=1),
         rows=rows,
@@ -706,8 +685,6 @@ def write_dir_report(
     items in the table (the heatmap shows up to 40 of them). A directory holding more than one
     run's outputs is refused, and so is replacing a page built from the in-memory result,
     unless ``overwrite=True``."""
-    from cupel_np.io.outdir import KIND_PAGE, read_manifest, write_manifest
-
     out = Path(out_dir)
     if top_k < 0:
         raise InvalidConfigError(f"top_k must be at least 0, got {top_k}")

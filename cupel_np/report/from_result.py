@@ -22,6 +22,7 @@ from cupel_np.analysis.compare import (
     top_swings,
     valid_cells,
 )
+from cupel_np.io.outdir import KIND_PAGE, claim_out_dir, run_id, write_manifest
 from cupel_np.report.page import PAGE_FROM_RESULT, PageData, write_page
 
 TOP_K = 40  # rows of the heatmap PNG
@@ -142,8 +143,6 @@ def write_html_report(
     sweep: ``max_rows`` swinging items, ``max_sets`` drill-down sets, ``max_pairs`` variant
     pairs, plus aggregates over everything. A directory holding another run's outputs is
     refused unless ``overwrite=True`` (the same result's ``write_sweep`` outputs are its own)."""
-    from cupel_np.io.outdir import KIND_PAGE, claim_out_dir, run_id, write_manifest
-
     out = claim_out_dir(out_dir, overwrite=overwrite, run=run_id(result))
     d = page_data(result, title=title, max_rows=max_rows, max_sets=max_sets, top_k=top_k)
     d.max_pairs = max_pairs

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cupel_np._files import atomic_write_bytes
 from cupel_np.report import charts
 from cupel_np.text import escape_html as _e
 from cupel_np.text import shorten as _short
@@ -429,8 +430,6 @@ def render_page(d: PageData, pngs: dict[str, bytes]) -> str:
 def write_page(d: PageData, out: Path) -> Path:
     """Write ``report.html`` and its charts (PNGs, embedded and beside the page) into ``out``;
     a ``kinds.png`` or other chart of an earlier page is replaced, never left stale."""
-    from cupel_np._files import atomic_write_bytes
-
     pngs = chart_pngs(d)
     for name, data in pngs.items():
         atomic_write_bytes(out / name, data)
