@@ -238,7 +238,8 @@ def test_dask_error_is_a_cupel_error():
 # ----------------------------------------------------------------------------- command line, report
 def test_cli_dask_and_report_from_any_sweep_directory(tmp_path, client, sample, capsys):
     from cupel_np.cli import main
-    from cupel_np.report.from_dir import load_sweep_dir, page_data
+    from cupel_np.report.from_dir import page_data
+    from cupel_np.report.sweep_dir import load_sweep_dir
 
     t = sample.take(pa.array(np.random.default_rng(5).permutation(sample.num_rows)))
     d = tmp_path / "ds"

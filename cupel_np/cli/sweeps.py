@@ -30,8 +30,9 @@ from cupel_np.io.dask import sweep as dask_sweep
 from cupel_np.io.outdir import read_manifest
 from cupel_np.io.parquet import sweep_parquet, write_sweep
 from cupel_np.model.datasets import needs_streaming
-from cupel_np.report.from_dir import load_sweep_dir, write_dir_report
+from cupel_np.report.from_dir import write_dir_report
 from cupel_np.report.from_result import write_html_report
+from cupel_np.report.sweep_dir import load_sweep_dir
 
 
 def _run_dask(args, budget, variants, set_column, title: str) -> int:
