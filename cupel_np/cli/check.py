@@ -19,17 +19,7 @@ import pyarrow.compute as pc
 from cupel_np.cli.shared import UsageError, _progress_enabled, _source
 from cupel_np.errors import InvalidConfigError, MemoryLimitError
 from cupel_np.io.dask import check, connect
-from cupel_np.model.datasets import (
-    check_fits,
-    chunk_rows_for,
-    default_memory_limit,
-    describe_source,
-    needs_streaming,
-    open_dataset,
-    parse_size,
-    set_runs,
-    whole_set_chunks,
-)
+from cupel_np.model import datasets  # read at call time: tests replace whole_set_chunks
 from cupel_np.model.items import ItemTable
 from cupel_np.testing.checks import ChecksFile, load_checks
 from cupel_np.testing.runner import EXIT_FAILED, EXIT_OK, CheckOutcome, junit_xml, report_lines, run_checks
@@ -39,30 +29,38 @@ def _tables(args, set_column: str | None, n_variants: int) -> Iterator[ItemTable
     """The items as one ItemTable, or as chunks of whole sets when streaming (the memory
     estimate and the chunk size account for the ``n_variants`` variants swept over them)."""
     src = _source(args.items)
-    limit = default_memory_limit() if args.memory_limit is None else parse_size(args.memory_limit, "--memory-limit")
+    limit = (
+        datasets.default_memory_limit()
+        if args.memory_limit is None
+        else datasets.parse_size(args.memory_limit, "--memory-limit")
+    )
     if args.chunk_rows is not None and args.chunk_rows < 1:
         raise InvalidConfigError(f"--chunk-rows must be at least 1, got {args.chunk_rows}")
     d = None
     if args.chunk_rows is None:
-        d = needs_streaming(src, limit, set_column=set_column, n_variants=n_variants, where=describe_source(src))
+        d = datasets.needs_streaming(
+            src, limit, set_column=set_column, n_variants=n_variants, where=datasets.describe_source(src)
+        )
         if d is None:
             yield ItemTable.from_parquet(src, set_column=set_column)
             return
     if not set_column:
         raise InvalidConfigError("streaming a check needs a set column (chunks hold whole item sets)")
-    d = d if d is not None else open_dataset(src)
+    d = d if d is not None else datasets.open_dataset(src)
     if set_column not in d.schema.names:
         raise InvalidConfigError(f"set column {set_column!r} not found (columns: {', '.join(d.schema.names)})")
-    keys, lengths = set_runs(d, set_column)
+    keys, lengths = datasets.set_runs(d, set_column)
     if len(pc.unique(keys)) != len(keys):
         raise MemoryLimitError(
             f"the sets of column {set_column!r} are not contiguous and the input is over the memory limit: "
             "sort the data by the set column to check it in chunks"
         )
-    check_fits(d, set_column, limit, describe_source(src), runs=(keys, lengths), n_variants=n_variants)
-    rows = args.chunk_rows or chunk_rows_for(d, limit, n_variants=n_variants)
+    datasets.check_fits(
+        d, set_column, limit, datasets.describe_source(src), runs=(keys, lengths), n_variants=n_variants
+    )
+    rows = args.chunk_rows or datasets.chunk_rows_for(d, limit, n_variants=n_variants)
     n_groups = sum(f.metadata.num_row_groups for f in d.get_fragments())
-    for chunk, _done in whole_set_chunks(d, set_column, rows, n_groups):
+    for chunk, _done in datasets.whole_set_chunks(d, set_column, rows, n_groups):
         yield ItemTable.from_arrow(chunk, set_column=set_column)
 
 

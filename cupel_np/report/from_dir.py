@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 from cupel_np.analysis.compare import agreement_add, agreement_finish, agreement_start, swing_by_category_from_counts
 from cupel_np.errors import InvalidConfigError
 from cupel_np.io.outdir import KIND_PAGE, read_manifest, write_manifest
-from cupel_np.model.datasets import default_memory_limit, set_runs
+from cupel_np.model import datasets  # read at call time: tests replace default_memory_limit
 from cupel_np.report.page import PAGE_FROM_OUTPUTS, PAGE_FROM_RESULT, PageData, write_page
 from cupel_np.report.sweep_dir import _READAHEAD, BATCH_ROWS, _files, _output, check_sweep_dir, load_sweep_dir
 
@@ -83,7 +83,7 @@ def _pieces(path: str, cols: list[str], set_col):
         yield pf.read(columns=cols)  # one set, never cut (the sweep held it whole too)
         return
 
-    run_keys, run_lengths = set_runs(ds.dataset(path, format="parquet"), set_col)  # a row group at a time
+    run_keys, run_lengths = datasets.set_runs(ds.dataset(path, format="parquet"), set_col)  # a row group at a time
     if len(run_keys) and len(pc.unique(run_keys)) != len(run_keys):
         yield from _scattered_pieces(path, cols, set_col, run_keys, run_lengths)
         return
@@ -128,7 +128,7 @@ def _scattered_group_rows(path: str) -> int:
     md = pq.read_metadata(path)
     ub = sum(md.row_group(g).total_byte_size for g in range(md.num_row_groups))
     per_row = max(ub / max(md.num_rows, 1), 1.0)
-    return max(BATCH_ROWS, int(default_memory_limit() // (SCATTERED_FACTOR * per_row)))
+    return max(BATCH_ROWS, int(datasets.default_memory_limit() // (SCATTERED_FACTOR * per_row)))
 
 
 def _scan_sets(path: str, cols: list[str], set_col: str, keys: pa.Array) -> pa.Table:
