@@ -18,8 +18,8 @@ import naive  # noqa: E402
 import strategies as S  # noqa: E402
 from test_fast_paths import SETTINGS, TIE_VALUES, _engine, _naive, fast_paths_everywhere  # noqa: E402
 
+import cupel_np.engine.slicers as sk  # noqa: E402
 from cupel_np.engine.slicers import greedy  # noqa: E402
-from cupel_np.engine.slicers import kernels as sk  # noqa: E402
 from cupel_np.engine.slicers.quota import quota_greedy_segments  # noqa: E402
 
 #: kind names as written (ASCII-lowercased order b < c < d < e) and each kind id's rank in that

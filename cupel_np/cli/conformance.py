@@ -118,8 +118,9 @@ def run_scoring(vec: Mapping) -> None:
 
 
 def _slicer_run(vec: Mapping):
-    from cupel_np.engine.batch import KNAPSACK_MAX_CELLS, slicer_args
-    from cupel_np.engine.slicers import kernels as sk
+    from cupel_np.engine.batch import KNAPSACK_MAX_CELLS
+    from cupel_np.engine.slicers import codes as sk
+    from cupel_np.engine.slicers import slicer_args
 
     test = vec["test"]
     cfg = dict(vec.get("config") or {})

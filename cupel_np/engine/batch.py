@@ -27,15 +27,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from cupel_np.engine import stages
+from cupel_np.engine import placers, stages
 from cupel_np.engine.batch_kernels import duplicate_groups, duplicate_winners, variant_scores
 from cupel_np.engine.parallel import resolve_threads, run_tasks
 from cupel_np.engine.reasons import R_COUNT_CAP_EXCEEDED, R_DEDUPLICATED, R_NEGATIVE_TOKENS
 from cupel_np.engine.scorers import ScoreContext, check_scorer_columns
-from cupel_np.engine.slicers import kernels as sk
-from cupel_np.engine.slicers import nested
+from cupel_np.engine.slicers import SlicerArgs, nested, slicer_args
+from cupel_np.engine.slicers.codes import ERR_SCARCITY, MODE_QUOTA
 from cupel_np.engine.slicers.greedy import greedy_segments
-from cupel_np.engine.slicers.quota import quota_greedy_slice
+from cupel_np.engine.slicers.knapsack import KNAPSACK_ROW_CELLS
 from cupel_np.errors import (
     BudgetOverflowError,
     CupelError,
@@ -51,16 +51,13 @@ from cupel_np.model.policy import (
     CountConstrainedKnapsackSlice,
     CountQuotaSlice,
     GreedySlice,
-    KnapsackSlice,
-    QuotaSlice,
     Scorer,
-    Slicer,
 )
 
 #: Most memory one knapsack DP may allocate, in keep-table cells (bits): 2^32 cells = 512 MiB.
 #: A DP of n candidates and capacity C needs (n + 256) x 64 x (C // 64 + 2) cells: its keep
 #: table (one bit per candidate and capacity cell, rows padded to 64-bit words) plus its value
-#: rows (charged at 256 bits per capacity cell); see ``slicers.kernels.knapsack_fits``.
+#: rows (charged at 256 bits per capacity cell); see ``slicers.knapsack.knapsack_fits``.
 KNAPSACK_MAX_CELLS = 4_294_967_296
 
 #: a result of a variant that has not run yet (every run replaces it)
@@ -328,125 +325,6 @@ def _score_terms(variants: Sequence[Variant]) -> tuple[list[Scorer], np.ndarray,
     )
 
 
-class SlicerArgs(NamedTuple):
-    """A slicer spec flattened into the arrays the slice kernels take (built by
-    :func:`slicer_args`). The field names are the parameter names of
-    ``slicers.kernels.slice_segments`` and ``slicers.quota.quota_greedy_slice``; :meth:`run`
-    passes them by name. Arrays "per kind" are indexed by the table's kind id."""
-
-    mode: int  #: ``slicers.kernels.MODE_*``
-    use_knapsack: bool  #: the slicer (or a quota slicer's inner slicer) is a knapsack
-    bucket: int  #: knapsack bucket size (100 when no knapsack is used)
-    kind_rank: np.ndarray  #: int64 per kind: its rank in kind-name order
-    q_has: np.ndarray  #: bool per kind: a QuotaSlice entry names it
-    q_req: np.ndarray  #: float64 per kind: that entry's require percentage
-    q_cap: np.ndarray  #: float64 per kind: that entry's cap percentage (100 without an entry)
-    q_req_all: np.ndarray  #: float64 per QuotaSlice entry (kinds absent from the table too): require
-    e_kind: np.ndarray  #: int64 per count entry: its kind (-1 when absent from the table)
-    e_require: np.ndarray  #: int64 per count entry: require_count
-    cap_of_kind: np.ndarray  #: int64 per kind: its count cap, -1 when none
-    throw_on_scarcity: bool  #: a count slicer with scarcity_behavior "throw"
-    resort_inner: bool  #: count-constrained knapsack: the knapsack's picks are re-sorted
-
-    def run(
-        self,
-        tok: np.ndarray,
-        score: np.ndarray,
-        kind: np.ndarray,
-        offsets: np.ndarray,
-        targets: np.ndarray,
-        max_cells: int,
-        *,
-        unsorted: bool = False,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Slice every segment of the candidates: ``slice_segments`` over score-sorted
-        candidates, or with ``unsorted`` (a quota slicer with an inner greedy)
-        ``quota_greedy_slice`` over candidates in row order. Returns ``(rank, err, err_a,
-        err_b, satisfied, cap_dropped)`` (see ``slicers.kernels.slice_segments``)."""
-        kernel = quota_greedy_slice if unsorted else sk.slice_segments
-        return kernel(
-            mode=self.mode,
-            tok=tok,
-            score=score,
-            kind=kind,
-            offsets=offsets,
-            targets=targets,
-            use_knapsack=self.use_knapsack,
-            bucket=int(self.bucket),
-            max_cells=int(max_cells),
-            kind_rank=self.kind_rank,
-            q_has=self.q_has,
-            q_req=self.q_req,
-            q_cap=self.q_cap,
-            q_req_all=self.q_req_all,
-            e_kind=self.e_kind,
-            e_require=self.e_require,
-            cap_of_kind=self.cap_of_kind,
-            throw_on_scarcity=self.throw_on_scarcity,
-            resort_inner=self.resort_inner,
-        )
-
-
-def slicer_args(slicer: Slicer, table: ItemTable) -> SlicerArgs:
-    """Flatten a slicer spec into the arrays the slice kernels take."""
-    n_kinds = len(table.kind_vocab) + 1
-    kind_rank = np.zeros(n_kinds, dtype=np.int64)
-    for r, k in enumerate(sorted(range(len(table.kind_vocab)), key=table.kind_vocab.__getitem__)):
-        kind_rank[k] = r
-    q_has = np.zeros(n_kinds, dtype=np.bool_)
-    q_req = np.zeros(n_kinds, dtype=np.float64)
-    q_cap = np.full(n_kinds, 100.0, dtype=np.float64)
-    q_req_all = np.zeros(0, dtype=np.float64)
-    e_kind = np.zeros(0, dtype=np.int64)
-    e_req = np.zeros(0, dtype=np.int64)
-    cap_of_kind = np.full(n_kinds, -1, dtype=np.int64)
-    use_knapsack = False
-    bucket = 100
-    throw = False
-    resort = False
-    if isinstance(slicer, GreedySlice):
-        mode = sk.MODE_GREEDY
-    elif isinstance(slicer, KnapsackSlice):
-        mode, bucket = sk.MODE_KNAPSACK, slicer.bucket_size
-    elif isinstance(slicer, QuotaSlice):
-        mode = sk.MODE_QUOTA
-        if isinstance(slicer.inner, KnapsackSlice):
-            use_knapsack, bucket = True, slicer.inner.bucket_size
-        q_req_all = np.array([q.require for q in slicer.quotas], dtype=np.float64)
-        for q in slicer.quotas:
-            k = table.kind_ids_for(q.kind)
-            if k >= 0:
-                q_has[k] = True
-                q_req[k] = q.require
-                q_cap[k] = q.cap
-    else:
-        mode = sk.MODE_COUNT
-        if isinstance(slicer, CountConstrainedKnapsackSlice):
-            use_knapsack, bucket, resort = True, slicer.bucket_size, True
-        throw = slicer.scarcity_behavior == "throw"
-        e_kind = np.array([table.kind_ids_for(e.kind) for e in slicer.entries], dtype=np.int64)
-        e_req = np.array([e.require_count for e in slicer.entries], dtype=np.int64)
-        for e in slicer.entries:
-            k = table.kind_ids_for(e.kind)
-            if k >= 0 and e.cap_count is not None:
-                cap_of_kind[k] = e.cap_count
-    return SlicerArgs(
-        mode=mode,
-        use_knapsack=use_knapsack,
-        bucket=bucket,
-        kind_rank=kind_rank,
-        q_has=q_has,
-        q_req=q_req,
-        q_cap=q_cap,
-        q_req_all=q_req_all,
-        e_kind=e_kind,
-        e_require=e_req,
-        cap_of_kind=cap_of_kind,
-        throw_on_scarcity=throw,
-        resort_inner=resort,
-    )
-
-
 def _one_variant(
     base: np.ndarray,
     term_off: np.ndarray,
@@ -508,8 +386,8 @@ def _timestamps(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """The shared timestamp order and, when a greedy variant places chronologically, the rows
     that placement compares (the greedy slicer orders them)."""
-    ts = stages.timestamp_order(table.timestamp, table.timestamp_valid, table.offsets)
-    compared = stages.chrono_compared(table.timestamp_valid, ts[0], ts[1], sc_rows) if greedy_chrono else None
+    ts = placers.timestamp_order(table.timestamp, table.timestamp_valid, table.offsets)
+    compared = placers.chrono_compared(table.timestamp_valid, ts[0], ts[1], sc_rows) if greedy_chrono else None
     return ts[0], ts[1], ts[2], compared
 
 
@@ -651,14 +529,14 @@ def _slice_error(
     max_cells: int,
     s: int,
 ) -> CupelError:
-    if err[s] == sk.ERR_SCARCITY:
+    if err[s] == ERR_SCARCITY:
         e = entries[int(a[s])]
         return ScarcityError(
             f"{label}{_set_label(table, s)}{name}: kind {e.kind!r} requires "
             f"{e.require_count} items but only {int(b[s])} candidates are available"
         )
     n_c, cap = int(a[s]), int(b[s])
-    need = (n_c + sk.KNAPSACK_ROW_CELLS) * 64 * (cap // 64 + 2)
+    need = (n_c + KNAPSACK_ROW_CELLS) * 64 * (cap // 64 + 2)
     return TableTooLargeError(
         f"{label}{_set_label(table, s)}knapsack table of {n_c} candidates x "
         f"{cap + 1} capacity cells needs {need} cells (keep bits plus value rows) "
@@ -739,7 +617,7 @@ def _slice_sorted(
     drops, shortfalls and per-set slicer errors."""
     sc_rows = sh.classified.sc_rows
     slicer = out.variants[v].policy.slicer
-    unsorted = args.mode == sk.MODE_QUOTA and not args.use_knapsack
+    unsorted = args.mode == MODE_QUOTA and not args.use_knapsack
     cand = surv if unsorted else surv[stages.sort_segments(sc[surv], surv_off)]
     identity = unsorted and cand.shape[0] == sc_rows.shape[0]  # the scoreable rows, in order
     cand_score = sc if identity else sc[cand]

@@ -19,10 +19,10 @@ from collections.abc import Callable
 import numpy as np
 
 from cupel_np._jit import jit
-from cupel_np.engine.slicers import kernels as sk
+from cupel_np.engine.slicers import codes
 from cupel_np.model.policy import CountConstrainedKnapsackSlice, CountQuotaSlice, GreedySlice
 
-ERR_SCARCITY = sk.ERR_SCARCITY
+ERR_SCARCITY = codes.ERR_SCARCITY
 
 
 def is_nested(slicer) -> bool:
@@ -153,7 +153,7 @@ def slice_nested(slicer, table, slicer_args: Callable, tok, score, kind, offsets
     )
     inner_failed = (err == 0) & (i_err != 0)
     err[inner_failed] = i_err[inner_failed]
-    err_a[inner_failed] = i_a[inner_failed] + np.where(i_err[inner_failed] == sk.ERR_SCARCITY, e_kind.shape[0], 0)
+    err_a[inner_failed] = i_a[inner_failed] + np.where(i_err[inner_failed] == codes.ERR_SCARCITY, e_kind.shape[0], 0)
     err_b[inner_failed] = i_b[inner_failed]
     cap_dropped = np.zeros(n_seg, dtype=np.int64)
     i_rank[np.repeat(inner_failed, np.diff(res_off))] = -1
