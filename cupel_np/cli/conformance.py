@@ -187,30 +187,18 @@ def run_placing(vec: Mapping) -> None:
     seq = np.zeros(n, dtype=np.int64)
     big = np.array([np.iinfo(np.int64).max // 4], dtype=np.int64)
     stages.place_segments(
-        n,
-        table.tokens,
-        table.kind_id,
-        table.timestamp,
-        table.timestamp_valid,
-        np.zeros(0, dtype=np.int64),
-        np.array([0, 0], dtype=np.int64),
-        rows,
-        score,
-        np.array([0, n], dtype=np.int64),
-        rows.copy(),
-        big,
-        big,
-        np.zeros(1, dtype=np.int64),
-        stages.OVERFLOW_PROCEED,
-        stages.PLACER_CHRONOLOGICAL if placer == "chronological" else stages.PLACER_U_SHAPED,
-        False,
-        np.full(len(table.kind_vocab) + 1, -1, dtype=np.int64),
-        out["inc"],
-        reason,
-        a,
-        b,
-        pos,
-        seq,
+        stages.PlaceRows(table.tokens, table.kind_id, table.timestamp, table.timestamp_valid),
+        stages.PlaceSegments(
+            np.zeros(0, dtype=np.int64), np.array([0, 0], dtype=np.int64), big, big, np.zeros(1, dtype=np.int64)
+        ),
+        stages.Candidates(rows, score, np.array([0, n], dtype=np.int64), rows.copy()),
+        stages.PlacePolicy(
+            stages.OVERFLOW_PROCEED,
+            stages.PLACER_CHRONOLOGICAL if placer == "chronological" else stages.PLACER_U_SHAPED,
+            False,
+            np.full(len(table.kind_vocab) + 1, -1, dtype=np.int64),
+        ),
+        stages.PlaceOutputs(out["inc"], reason, a, b, pos, seq),
     )
     got = [items[i].content for i in np.argsort(pos)]
     want = list((vec.get("expected") or {}).get("ordered_contents", []))

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -131,22 +131,20 @@ class SweepShared:
     all_sc: np.ndarray  #: every scoreable position (the candidates when nothing is deduplicated)
     sc_tok: np.ndarray  #: int64 tokens per scoreable position
     sc_kind: np.ndarray  #: int64 kind id per scoreable position
-    #: ``stages.timestamp_order`` (None when no variant places chronologically)
-    ts_order: np.ndarray | None
-    ts_sorted: np.ndarray | None
-    ts_offsets: np.ndarray | None
-    #: per scoreable position, ``stages.chrono_compared`` (when a chronological variant is greedy)
+    #: ``placers.timestamp_order`` (None when no variant places chronologically)
+    ts_order: stages.TimestampOrder | None
+    #: per scoreable position, ``placers.chrono_compared`` (when a chronological variant is greedy)
     chrono_compared: np.ndarray | None
 
 
 def _timestamps(
     table: ItemTable, sc_rows: np.ndarray, greedy_chrono: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+) -> tuple[stages.TimestampOrder, np.ndarray | None]:
     """The shared timestamp order and, when a greedy variant places chronologically, the rows
     that placement compares (the greedy slicer orders them)."""
-    ts = placers.timestamp_order(table.timestamp, table.timestamp_valid, table.offsets)
-    compared = placers.chrono_compared(table.timestamp_valid, ts[0], ts[1], sc_rows) if greedy_chrono else None
-    return ts[0], ts[1], ts[2], compared
+    ts = stages.TimestampOrder(*placers.timestamp_order(table.timestamp, table.timestamp_valid, table.offsets))
+    compared = placers.chrono_compared(table.timestamp_valid, ts.order, ts.sorted, sc_rows) if greedy_chrono else None
+    return ts, compared
 
 
 def _score_column(ctx: ScoreContext, scorer: Scorer, base: np.ndarray, j: int) -> None:
@@ -206,7 +204,7 @@ def prepare_sweep(
     tasks.append(partial(_duplicates, table, sc_rows, sc_off))
     tasks.append(partial(_gathers, table, cls))
     results = _run_all(tasks, threads)
-    ts_order, ts_sorted, ts_offsets, compared = results[0] if chrono else (None, None, None, None)
+    ts_order, compared = results[0] if chrono else (None, None)
     (dup_members, dup_offsets), (neg_rows, all_sc, sc_tok, sc_kind) = results[-2], results[-1]
     return SweepShared(
         table=table,
@@ -220,8 +218,6 @@ def prepare_sweep(
         sc_tok=sc_tok,
         sc_kind=sc_kind,
         ts_order=ts_order,
-        ts_sorted=ts_sorted,
-        ts_offsets=ts_offsets,
         chrono_compared=compared,
     )
 
@@ -255,18 +251,6 @@ class _Scratch:
         if self._details is None:
             self._details = (np.zeros(self.n, dtype=np.int64), np.zeros(self.n, dtype=np.int64))
         return self._details
-
-
-class _Cut(NamedTuple):
-    """The slice stage's output: what the place stage reads."""
-
-    cand_rows: np.ndarray  # table row per candidate (per set, in the slicer's input order)
-    cand_score: np.ndarray  # score per candidate
-    cand_offsets: np.ndarray  # the sets' offsets into the candidates
-    rank: np.ndarray  # per candidate: its place in the slicer's output, -1 when not selected
-    rank_prefix: np.ndarray | None  # greedy: per set, the length of its unordered prefix
-    cand_tok: np.ndarray | None  # greedy: tokens per candidate
-    prefix_compared: bool  # greedy: the slicer ordered what chronological placement compares
 
 
 def _pinned_error(table: ItemTable, pinned_tokens: np.ndarray, avail: int, label: str, s: int) -> CupelError:
@@ -341,7 +325,7 @@ def _deduplicate(sh: SweepShared, out: SweepRun, v: int, sc: np.ndarray) -> tupl
 
 def _slice_greedy(
     sh: SweepShared, placer: str, sc: np.ndarray, surv: np.ndarray, surv_off: np.ndarray, targets: np.ndarray
-) -> _Cut:
+) -> stages.Candidates:
     """GreedySlice: no score sort (see slicers/greedy.py). A big set's fitting prefix stays
     unordered: the placer orders what it compares (chronological: the slicer orders the rows
     marked by the shared ``chrono_compared``)."""
@@ -356,7 +340,7 @@ def _slice_greedy(
         compared = sh.chrono_compared if every else sh.chrono_compared[surv]
     greedy_segments(cand_tok, cand_score, surv_off, targets, rank, prefix=rank_prefix, compared=compared)
     cand_rows = sc_rows if every else sc_rows[surv]
-    return _Cut(cand_rows, cand_score, surv_off, rank, rank_prefix, cand_tok, compared is not None)
+    return stages.Candidates(cand_rows, cand_score, surv_off, rank, rank_prefix, cand_tok, compared is not None)
 
 
 def _slice_sorted(
@@ -369,7 +353,7 @@ def _slice_sorted(
     surv_off: np.ndarray,
     targets: np.ndarray,
     label: str,
-) -> _Cut:
+) -> stages.Candidates:
     """Every other slicer: sort the survivors by score (a quota slicer with an inner greedy
     needs no sort either, see slicers/quota.py), slice, and record the variant's count-cap
     drops, shortfalls and per-set slicer errors."""
@@ -395,14 +379,21 @@ def _slice_sorted(
         out.shortfalls[v].add(np.flatnonzero((satisfied >= 0).any(axis=1)), partial(_shortfalls, satisfied, entries))
     error = partial(_slice_error, sh.table, err, err_a, err_b, entries, label, slicer.name, sh.max_cells)
     out.errors[v].add(np.flatnonzero(err), error)
-    return _Cut(sc_rows if identity else sc_rows[cand], cand_score, surv_off, rank, None, None, False)
+    return stages.Candidates(sc_rows if identity else sc_rows[cand], cand_score, surv_off, rank, None, None, False)
 
 
 _OVERFLOW = {"throw": stages.OVERFLOW_THROW, "truncate": stages.OVERFLOW_TRUNCATE, "proceed": stages.OVERFLOW_PROCEED}
 
 
 def _place(
-    sh: SweepShared, out: SweepRun, v: int, args: SlicerArgs, cut: _Cut, eff: np.ndarray, w: _Scratch, label: str
+    sh: SweepShared,
+    out: SweepRun,
+    v: int,
+    args: SlicerArgs,
+    cut: stages.Candidates,
+    eff: np.ndarray,
+    w: _Scratch,
+    label: str,
 ) -> None:
     """Place: merge pinned and sliced rows, apply the overflow strategy, run the placer and
     write every row's reason into the variant's rows of the result matrices."""
@@ -412,38 +403,26 @@ def _place(
     seq = w.seq() if truncate else w.empty
     count_caps = isinstance(pol.slicer, (CountQuotaSlice, CountConstrainedKnapsackSlice))
     detail_a, detail_b = w.details() if count_caps else (w.empty, w.empty)
+    n_sets = table.n_sets
     err, err_a, sliced_tok, kept_tok = stages.place_segments(
-        table.n,
-        table.tokens,
-        table.kind_id,
-        table.timestamp,
-        table.timestamp_valid,
-        cls.pin_rows,
-        cls.pin_offsets,
-        cut.cand_rows,
-        cut.cand_score,
-        cut.cand_offsets,
-        cut.rank,
-        eff,
-        np.full(table.n_sets, bud.target_tokens, dtype=np.int64),
-        np.full(table.n_sets, bud.output_reserve, dtype=np.int64),
-        _OVERFLOW[pol.overflow_strategy],
-        stages.PLACER_CHRONOLOGICAL if pol.placer == "chronological" else stages.PLACER_U_SHAPED,
-        count_caps,
-        args.cap_of_kind,
-        out.included[v],
-        out.reason[v],
-        detail_a,
-        detail_b,
-        w.position,
-        seq,
+        stages.PlaceRows(table.tokens, table.kind_id, table.timestamp, table.timestamp_valid),
+        stages.PlaceSegments(
+            cls.pin_rows,
+            cls.pin_offsets,
+            eff,
+            np.full(n_sets, bud.target_tokens, dtype=np.int64),
+            np.full(n_sets, bud.output_reserve, dtype=np.int64),
+        ),
+        cut,
+        stages.PlacePolicy(
+            _OVERFLOW[pol.overflow_strategy],
+            stages.PLACER_CHRONOLOGICAL if pol.placer == "chronological" else stages.PLACER_U_SHAPED,
+            count_caps,
+            args.cap_of_kind,
+        ),
+        stages.PlaceOutputs(out.included[v], out.reason[v], detail_a, detail_b, w.position, seq),
         sh.ts_order,
-        sh.ts_sorted,
-        sh.ts_offsets,
         w.lstpos,
-        rank_prefix=cut.rank_prefix,
-        cand_tok=cut.cand_tok,
-        prefix_compared=cut.prefix_compared,
     )
     out.errors[v].add(np.flatnonzero(err), partial(_overflow_error, table, err_a, bud.target_tokens, label))
     out.avail_slice[v] = eff - sliced_tok

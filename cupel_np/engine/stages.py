@@ -7,6 +7,8 @@ grouped row order.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from cupel_np._jit import jit
@@ -500,137 +502,154 @@ def _place_segments(
     return err, err_a, sliced_out, kept_out
 
 
-def _order_for_placer(
-    tokens,
-    pin_rows,
-    pin_offsets,
-    cand_rows,
-    cand_score,
-    cand_tok,
-    cand_offsets,
-    rank,
-    rank_prefix,
-    budget_targets,
-    overflow,
-    placer,
-    prefix_compared,
-):
+class PlaceRows(NamedTuple):
+    """The table's columns the place stage reads, per row in grouped row order."""
+
+    tokens: np.ndarray  #: int64 tokens
+    kind: np.ndarray  #: int64 kind id
+    ts: np.ndarray  #: int64 timestamp (the table's unit)
+    ts_valid: np.ndarray  #: bool: the row has a timestamp
+
+
+class PlaceSegments(NamedTuple):
+    """Per segment (item set): its pinned rows and its targets."""
+
+    pin_rows: np.ndarray  #: the non-negative pinned rows, grouped by segment (input order)
+    pin_offsets: np.ndarray  #: int64 [n_seg + 1] into ``pin_rows``
+    eff_targets: np.ndarray  #: the spec's effective target (what the slicer was given)
+    budget_targets: np.ndarray  #: the budget's target_tokens (the overflow target)
+    budget_reserves: np.ndarray  #: the budget's output_reserve (PinnedOverride: ``target - reserve``)
+
+
+class Candidates(NamedTuple):
+    """The slice stage's output, per candidate: what the place stage reads."""
+
+    cand_rows: np.ndarray  #: table row per candidate (per set, in the slicer's input order)
+    cand_score: np.ndarray  #: score per candidate
+    cand_offsets: np.ndarray  #: the sets' offsets into the candidates, int64 [n_seg + 1]
+    rank: np.ndarray  #: per candidate: its place in the slicer's output, -1 when not selected
+    #: greedy (``greedy_segments(prefix=...)``): per set, the length of its unordered prefix:
+    #: the first ``rank_prefix[s]`` ranks are in index order, and only what the placer compares
+    #: of them is ordered here (``_finish_ranks``)
+    rank_prefix: np.ndarray | None = None
+    cand_tok: np.ndarray | None = None  #: tokens per candidate (gathered from the rows when None)
+    #: the slicer already ordered what chronological placement compares
+    #: (``greedy_segments(compared=placers.chrono_compared(...))``)
+    prefix_compared: bool = False
+
+
+class PlacePolicy(NamedTuple):
+    """What the variant's policy tells the place stage."""
+
+    overflow: int  #: ``OVERFLOW_THROW`` / ``OVERFLOW_TRUNCATE`` / ``OVERFLOW_PROCEED``
+    placer: int  #: ``PLACER_CHRONOLOGICAL`` / ``PLACER_U_SHAPED``
+    count_caps: bool  #: the slicer has count caps (CountCapExceeded reasons are written)
+    cap_of_kind: np.ndarray  #: int64 per kind id, its count cap (-1 none); read only with ``count_caps``
+
+
+class TimestampOrder(NamedTuple):
+    """Every segment's timestamped rows sorted by timestamp, shared by every variant
+    (``placers.timestamp_order``)."""
+
+    order: np.ndarray  #: the rows, segment by segment (``order[offsets[s]:offsets[s+1]]``)
+    sorted: np.ndarray  #: their timestamps in that order
+    offsets: np.ndarray  #: int64 [n_seg + 1] into ``order``
+
+
+class PlaceOutputs(NamedTuple):
+    """The arrays the place stage writes, per row (only the rows of the merged segments)."""
+
+    included: np.ndarray  #: bool: the row is in the context
+    reason: np.ndarray  #: int8 reason code (``engine.reasons``)
+    detail_a: np.ndarray  #: a CountCapExceeded row's cap (with ``count_caps``; may be empty otherwise)
+    detail_b: np.ndarray  #: and its count
+    position: np.ndarray  #: the placed position of an included row
+    #: written only for the rows truncation drops (see ``_place_segments``; may be empty when
+    #: the overflow strategy is not truncate)
+    seq: np.ndarray
+
+
+def _order_for_placer(tokens, pin_rows, pin_offsets, cand: Candidates, budget_targets, policy: PlacePolicy):
     """Order what the placer compares of each unordered greedy prefix (``_finish_ranks``) and,
     for u-shaped placement, the selected items' score order (``_sliced_score_order``):
     ``(u_rank, u_key, u_off)``, empty for chronological placement."""
+    cand_tok, rank_prefix, placer = cand.cand_tok, cand.rank_prefix, policy.placer
     if cand_tok is None and (placer == PLACER_U_SHAPED or rank_prefix is not None):
-        cand_tok = tokens[cand_rows]
+        cand_tok = tokens[cand.cand_rows]
     left = None
     if rank_prefix is not None and (rank_prefix > 1).any():
         left = _finish_ranks(
             tokens,
             pin_rows,
             pin_offsets,
-            cand_score,
+            cand.cand_score,
             cand_tok,
-            cand_offsets,
-            rank,
+            cand.cand_offsets,
+            cand.rank,
             rank_prefix,
             budget_targets,
-            overflow,
+            policy.overflow,
             placer,
-            prefix_compared,
+            cand.prefix_compared,
         )
     if placer == PLACER_U_SHAPED:
-        return _sliced_score_order(rank, cand_score, cand_tok, cand_offsets, U_SORT_MIN, left)
+        return _sliced_score_order(cand.rank, cand.cand_score, cand_tok, cand.cand_offsets, U_SORT_MIN, left)
     return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(pin_offsets.shape[0], np.int64)
 
 
 def place_segments(
-    n_rows,
-    tokens,
-    kind,
-    ts,
-    ts_valid,
-    pin_rows,
-    pin_offsets,
-    cand_rows,
-    cand_score,
-    cand_offsets,
-    rank,
-    eff_targets,
-    budget_targets,
-    budget_reserves,
-    overflow,
-    placer,
-    count_caps,
-    cap_of_kind,
-    included,
-    reason,
-    detail_a,
-    detail_b,
-    position,
-    seq,
-    ts_order=None,
-    ts_sorted=None,
-    ts_offsets=None,
-    lstpos=None,
-    rank_prefix=None,
-    cand_tok=None,
-    prefix_compared=False,
+    rows: PlaceRows,
+    segments: PlaceSegments,
+    cand: Candidates,
+    policy: PlacePolicy,
+    out: PlaceOutputs,
+    ts_order: TimestampOrder | None = None,
+    lstpos: np.ndarray | None = None,
 ):
-    """Place stage over every segment (see ``_place_segments``). ``ts_order``/``ts_sorted``/``ts_offsets``
-    (from ``timestamp_order``) and the ``lstpos`` scratch are built here when not given.
+    """Place stage over every segment (see ``_place_segments``, whose argument groups these
+    are): merge, overflow, placer and every row's reason, written into ``out``. ``ts_order``
+    (from ``placers.timestamp_order``): without it every segment sorts its own kept items.
+    ``lstpos``: per-row scratch, -1 on entry and exit (built here when not given).
 
-    ``rank_prefix`` (per segment, from ``greedy_segments(prefix=...)``): the first
-    ``rank_prefix[s]`` ranks of segment ``s`` are an unordered greedy prefix (index order);
-    only what the placer compares of it is ordered here (``_finish_ranks``); with
-    ``prefix_compared`` the slicer already ordered what chronological placement compares
-    (``greedy_segments(compared=chrono_compared(...))``). ``cand_tok``: the candidates'
-    tokens (gathered from ``tokens`` when not given)."""
+    Returns per segment ``(err, err_a, sliced_tokens, kept_tokens)``."""
+    n_rows = rows.tokens.shape[0]
+    pin_rows, pin_offsets = segments.pin_rows, segments.pin_offsets
     use_ts_order = ts_order is not None
-    if not use_ts_order:  # every segment sorts its own kept items
-        ts_order, ts_offsets = np.zeros(0, np.int64), np.zeros(pin_offsets.shape[0], np.int64)
-        ts_sorted = np.zeros(0, dtype=ts.dtype)
+    if ts_order is not None:
+        ts_rows, ts_sorted, ts_offsets = ts_order
+    else:  # every segment sorts its own kept items
+        ts_rows, ts_offsets = np.zeros(0, np.int64), np.zeros(pin_offsets.shape[0], np.int64)
+        ts_sorted = np.zeros(0, dtype=rows.ts.dtype)
     if lstpos is None:
         lstpos = np.full(n_rows, -1, dtype=np.int64)
-    u_rank, u_key, u_off = _order_for_placer(
-        tokens,
-        pin_rows,
-        pin_offsets,
-        cand_rows,
-        cand_score,
-        cand_tok,
-        cand_offsets,
-        rank,
-        rank_prefix,
-        budget_targets,
-        overflow,
-        placer,
-        prefix_compared,
-    )
+    u_rank, u_key, u_off = _order_for_placer(rows.tokens, pin_rows, pin_offsets, cand, segments.budget_targets, policy)
     return _place_segments(
         n_rows,
-        tokens,
-        kind,
-        ts,
-        ts_valid,
+        rows.tokens,
+        rows.kind,
+        rows.ts,
+        rows.ts_valid,
         pin_rows,
         pin_offsets,
-        cand_rows,
-        cand_score,
-        cand_offsets,
-        rank,
-        eff_targets,
-        budget_targets,
-        budget_reserves,
-        overflow,
-        placer,
-        count_caps,
-        cap_of_kind,
-        included,
-        reason,
-        detail_a,
-        detail_b,
-        position,
-        seq,
+        cand.cand_rows,
+        cand.cand_score,
+        cand.cand_offsets,
+        cand.rank,
+        segments.eff_targets,
+        segments.budget_targets,
+        segments.budget_reserves,
+        policy.overflow,
+        policy.placer,
+        policy.count_caps,
+        policy.cap_of_kind,
+        out.included,
+        out.reason,
+        out.detail_a,
+        out.detail_b,
+        out.position,
+        out.seq,
         use_ts_order,
-        ts_order,
+        ts_rows,
         ts_sorted,
         ts_offsets,
         lstpos,

@@ -18,28 +18,11 @@ from cupel_np.model.items import ItemTable
 from cupel_np.model.policy import CountConstrainedKnapsackSlice, GreedySlice, KnapsackSlice, QuotaSlice, Slicer
 
 
-def slice_segments(
-    mode,
-    tok,
-    score,
-    kind,
-    offsets,
-    targets,
-    use_knapsack,
-    bucket,
-    max_cells,
-    kind_rank,
-    q_has,
-    q_req,
-    q_cap,
-    q_req_all,
-    e_kind,
-    e_require,
-    cap_of_kind,
-    throw_on_scarcity,
-    resort_inner,
-):
-    """Run one slicer over every segment of the sorted candidate arrays.
+def slice_segments(args: SlicerArgs, tok, score, kind, offsets, targets, max_cells):
+    """Run one slicer (``args``, from :func:`slicer_args`) over every segment of the sorted
+    candidate arrays: ``tok``, ``score`` and ``kind`` per candidate, ``offsets`` (int64
+    [n_seg + 1]) and ``targets`` per segment, ``max_cells`` the knapsack DP's limit (see
+    ``knapsack.knapsack_fits``).
 
     Returns ``(rank, err, err_a, err_b, satisfied, cap_dropped)``: ``rank`` per position,
     per-segment error code and details, per segment and count entry the satisfied count when
@@ -47,6 +30,10 @@ def slice_segments(
 
     One kernel per slicer mode: a policy compiles only its own slicer's code (a cold start
     that never runs a quota or count slicer does not compile them)."""
+    mode, use_knapsack, bucket = args.mode, args.use_knapsack, int(args.bucket)
+    kind_rank, q_has, q_req, q_cap, q_req_all = args.quota_arrays
+    e_kind, e_require, cap_of_kind = args.e_kind, args.e_require, args.cap_of_kind
+    max_cells = int(max_cells)
     n = tok.shape[0]
     n_seg = offsets.shape[0] - 1
     rank = np.full(n, -1, dtype=np.int64)
@@ -95,8 +82,8 @@ def slice_segments(
             e_kind,
             e_require,
             cap_of_kind,
-            throw_on_scarcity,
-            resort_inner,
+            args.throw_on_scarcity,
+            args.resort_inner,
             rank,
             err,
             err_a,
@@ -109,11 +96,11 @@ def slice_segments(
 
 class SlicerArgs(NamedTuple):
     """A slicer spec flattened into the arrays the slice kernels take (built by
-    :func:`slicer_args`). The field names are the parameter names of
-    ``slicers.kernels.slice_segments`` and ``slicers.quota.quota_greedy_slice``; :meth:`run`
-    passes them by name. Arrays "per kind" are indexed by the table's kind id."""
+    :func:`slicer_args`). The field names are the slice kernels' parameter names;
+    :meth:`run` dispatches to :func:`slice_segments` or ``quota.quota_greedy_slice``, which
+    unpack them for the kernels. Arrays "per kind" are indexed by the table's kind id."""
 
-    mode: int  #: ``slicers.kernels.MODE_*``
+    mode: int  #: ``codes.MODE_*``
     use_knapsack: bool  #: the slicer (or a quota slicer's inner slicer) is a knapsack
     bucket: int  #: knapsack bucket size (100 when no knapsack is used)
     kind_rank: np.ndarray  #: int64 per kind: its rank in kind-name order
@@ -141,29 +128,15 @@ class SlicerArgs(NamedTuple):
         """Slice every segment of the candidates: ``slice_segments`` over score-sorted
         candidates, or with ``unsorted`` (a quota slicer with an inner greedy)
         ``quota_greedy_slice`` over candidates in row order. Returns ``(rank, err, err_a,
-        err_b, satisfied, cap_dropped)`` (see ``slicers.kernels.slice_segments``)."""
+        err_b, satisfied, cap_dropped)`` (see :func:`slice_segments`)."""
         kernel = quota_greedy_slice if unsorted else slice_segments
-        return kernel(
-            mode=self.mode,
-            tok=tok,
-            score=score,
-            kind=kind,
-            offsets=offsets,
-            targets=targets,
-            use_knapsack=self.use_knapsack,
-            bucket=int(self.bucket),
-            max_cells=int(max_cells),
-            kind_rank=self.kind_rank,
-            q_has=self.q_has,
-            q_req=self.q_req,
-            q_cap=self.q_cap,
-            q_req_all=self.q_req_all,
-            e_kind=self.e_kind,
-            e_require=self.e_require,
-            cap_of_kind=self.cap_of_kind,
-            throw_on_scarcity=self.throw_on_scarcity,
-            resort_inner=self.resort_inner,
-        )
+        return kernel(self, tok, score, kind, offsets, targets, max_cells)
+
+    @property
+    def quota_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(kind_rank, q_has, q_req, q_cap, q_req_all)``: the QuotaSlice arrays, in the order
+        the quota kernels take them."""
+        return self.kind_rank, self.q_has, self.q_req, self.q_cap, self.q_req_all
 
 
 def slicer_args(slicer: Slicer, table: ItemTable) -> SlicerArgs:

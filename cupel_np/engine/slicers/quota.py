@@ -8,7 +8,7 @@ inside one kind the score-sorted position is (score desc, row asc): so, as for t
 greedy (slicers/greedy.py), the score order is never needed. Here:
 
 * one kernel (:func:`_quota_plan`) computes every segment's kind budgets with
-  ``kernels.kind_budgets`` (the sorted path's own function) and lays the candidates out as sub-segments, one per
+  :func:`kind_budgets` (the sorted path's own function) and lays the candidates out as sub-segments, one per
   (segment, kind with a positive budget), kinds in partition order, rows ascending inside;
 * :func:`greedy_segments` runs the greedy over all sub-segments at once (small ones in its
   kernel, big ones by its chunked density walk);
@@ -111,26 +111,13 @@ def _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank):
         base += got
 
 
-def quota_greedy_segments(
-    tok,
-    score,
-    kind,
-    offsets,
-    targets,
-    kind_rank,
-    q_has,
-    q_req,
-    q_cap,
-    q_req_all,
-    rank,
-    *,
-    big: int | None = None,
-    min_chunk: int | None = None,
-):
+def quota_greedy_segments(tok, score, kind, offsets, targets, quotas, rank, *, big=None, min_chunk=None):
     """QuotaSlice with an inner greedy over every segment; candidates in row order inside each
-    segment. Writes ``rank[p]`` = position in the segment's slicer output, -1 when not
-    selected (``rank`` must be -1 on entry). ``big``/``min_chunk`` are handed to
-    :func:`greedy_segments` (they choose the path, never the answer)."""
+    segment. ``quotas``: ``(kind_rank, q_has, q_req, q_cap, q_req_all)``, the QuotaSlice arrays
+    (``SlicerArgs.quota_arrays``). Writes ``rank[p]`` = position in the segment's slicer
+    output, -1 when not selected (``rank`` must be -1 on entry). ``big``/``min_chunk`` are
+    handed to :func:`greedy_segments` (they choose the path, never the answer)."""
+    kind_rank, q_has, q_req, q_cap, q_req_all = quotas
     perm, ptok, pscore, sub_off, sub_target, sub_seg = _quota_plan(
         tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap, q_req_all
     )
@@ -141,41 +128,21 @@ def quota_greedy_segments(
     _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank)
 
 
-def quota_greedy_slice(
-    mode,
-    tok,
-    score,
-    kind,
-    offsets,
-    targets,
-    use_knapsack,
-    bucket,
-    max_cells,
-    kind_rank,
-    q_has,
-    q_req,
-    q_cap,
-    q_req_all,
-    e_kind,
-    e_require,
-    cap_of_kind,
-    throw_on_scarcity,
-    resort_inner,
-):
-    """:func:`quota_greedy_segments` with the arguments and results of
-    ``kernels.slice_segments`` (a quota slice with an inner greedy never fails), over
-    candidates in row order."""
-    assert mode == MODE_QUOTA and not use_knapsack  # the caller's dispatch (batch.run_sweep)
+def quota_greedy_slice(args, tok, score, kind, offsets, targets, max_cells):
+    """:func:`quota_greedy_segments` with the arguments (``args``: a ``SlicerArgs``) and
+    results of ``slicers.slice_segments`` (a quota slice with an inner greedy never fails),
+    over candidates in row order."""
+    assert args.mode == MODE_QUOTA and not args.use_knapsack  # the caller's dispatch (batch.run_sweep)
     n = tok.shape[0]
     n_seg = offsets.shape[0] - 1
     rank = np.full(n, -1, dtype=np.int64)
-    quota_greedy_segments(tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap, q_req_all, rank)
+    quota_greedy_segments(tok, score, kind, offsets, targets, args.quota_arrays, rank)
     return (
         rank,
         np.zeros(n_seg, dtype=np.int8),
         np.zeros(n_seg, dtype=np.int64),
         np.zeros(n_seg, dtype=np.int64),
-        np.full((n_seg, e_kind.shape[0]), -1, dtype=np.int64),
+        np.full((n_seg, args.e_kind.shape[0]), -1, dtype=np.int64),
         np.zeros(n_seg, dtype=np.int64),
     )
 
