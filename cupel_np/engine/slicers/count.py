@@ -35,7 +35,31 @@ def _slice_count(
     cap_dropped,
 ):
     """CountQuotaSlice / CountConstrainedKnapsackSlice over every segment of the score-sorted
-    candidates."""
+    candidates.
+
+    Parameters (the fields of ``SlicerArgs`` unpacked by ``slicers.slice_segments``; one
+    flat list so that the kernel compiles for one signature)
+
+    Per candidate, score-sorted, segment by segment (read only)
+        tok, score, kind : int64 tokens, float64 score, int64 kind id
+    Per segment (read only)
+        offsets : int64 [n_seg + 1] into the candidates
+        targets : int64 token target
+    The inner slicer
+        use_knapsack : a knapsack (CountConstrainedKnapsackSlice) rather than greedy
+        bucket, max_cells : the knapsack's bucket size and DP limit
+        resort_inner : re-sort the inner picks by score (count-constrained knapsack)
+    The count entries
+        e_kind, e_require : per entry, its kind id (-1 when absent) and require_count
+        cap_of_kind : int64 per kind id, its cap_count (-1 none)
+        throw_on_scarcity : scarcity_behavior "throw" (else the shortfall is recorded)
+    Outputs
+        rank : per candidate, its place in its segment's output (-1 on entry)
+        err, err_a, err_b : per segment, ``ERR_SCARCITY`` (entry, count found) or
+            ``ERR_TABLE_TOO_LARGE`` (the knapsack's candidates and capacity)
+        satisfied : per segment and entry, the count found when it fell short (-1 on entry)
+        cap_dropped : per segment, the phase-2 picks dropped by count caps
+    """
     n_seg = offsets.shape[0] - 1
     n_entries = e_kind.shape[0]
     # per-call scratch indexed by kind; reset per segment for what the segment can touch

@@ -380,7 +380,7 @@ def greedy_segments(
     with ``prefix``): inside the prefix the unmarked candidates come first (index order) and
     the marked ones after them in exact order - for a consumer that compares by rank only
     marked candidates with each other (chronological placement: the untimestamped and
-    equal-timestamp ones, ``stages.chrono_compared``)."""
+    equal-timestamp ones, ``placers.chrono_compared``)."""
     big = BIG_GREEDY if big is None else big
     min_chunk = MIN_CHUNK if min_chunk is None else min_chunk
     _greedy_small(tok, score, offsets, targets, rank, big)

@@ -335,7 +335,28 @@ def _slice_quota(
     err_b,
 ):
     """QuotaSlice over every segment of the score-sorted candidates (the sweep takes
-    slicers/quota.py when the inner slicer is greedy)."""
+    :func:`quota_greedy_slice` when the inner slicer is greedy).
+
+    Parameters (the fields of ``SlicerArgs`` unpacked by ``slicers.slice_segments``; one
+    flat list so that the kernel compiles for one signature)
+
+    Per candidate, score-sorted, segment by segment (read only)
+        tok, score, kind : int64 tokens, float64 score, int64 kind id
+    Per segment (read only)
+        offsets : int64 [n_seg + 1] into the candidates
+        targets : int64 token target
+    The inner slicer
+        use_knapsack : the inner slicer is a knapsack (else greedy)
+        bucket, max_cells : the knapsack's bucket size and DP limit
+    The quotas (``SlicerArgs.quota_arrays``)
+        kind_rank : int64 per kind id, its rank in kind-name order (partition order)
+        q_has, q_req, q_cap : per kind id, whether an entry names it, its require and cap (%)
+        q_req_all : every entry's require (%), kinds absent from the table too
+    Outputs
+        rank : per candidate, its place in its segment's output (-1 on entry)
+        err, err_a, err_b : per segment, ``ERR_TABLE_TOO_LARGE`` with the knapsack's
+            candidates and capacity
+    """
     n_kinds = kind_rank.shape[0]
     # per-call scratch indexed by kind; every segment leaves it zeroed
     mass = np.zeros(n_kinds, dtype=np.int64)
