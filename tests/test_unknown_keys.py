@@ -11,16 +11,12 @@ import pytest
 from cupel_np.cli.commands import load_grid_file, load_policies_file, main
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
+from cupel_np.model.dotnet import policy_to_dotnet
 from cupel_np.model.grid import Sweep
-from cupel_np.model.policy import (
-    KnapsackSlice,
-    Policy,
-    policy_from_dotnet,
-    policy_to_dotnet,
-    scorer_dict_parser,
-    scorer_from_dict,
-)
+from cupel_np.model.policy import Policy, policy_from_dotnet
 from cupel_np.model.presets import PRESETS, preset
+from cupel_np.model.scorers import scorer_dict_parser, scorer_from_dict
+from cupel_np.model.slicers import KnapsackSlice
 
 ISSUE_REPRO = {
     "slicer": "knapsack",
@@ -138,7 +134,7 @@ def test_every_preset_and_dict_round_trip_still_loads():
 
 
 def test_a_new_scorer_type_gets_the_check_by_declaring_its_keys():
-    from cupel_np.model.policy import _SCORER_PARSERS, RecencyScorer
+    from cupel_np.model.scorers import _SCORER_PARSERS, RecencyScorer
 
     @scorer_dict_parser("test_only_recency", ("half",))
     def _parse(e, where):

@@ -17,7 +17,7 @@ from pathlib import Path
 from cupel_np._files import read_data_file
 from cupel_np._version import __version__
 from cupel_np.errors import CupelError, InvalidConfigError
-from cupel_np.model.custom_scorers import load_plugins
+from cupel_np.model.scorers import load_plugins
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
 

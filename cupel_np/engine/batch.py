@@ -46,14 +46,13 @@ from cupel_np.errors import (
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.grid import Variant
 from cupel_np.model.items import ItemTable
-from cupel_np.model.policy import (
-    CompositeScorer,
+from cupel_np.model.scorers import CompositeScorer, Scorer
+from cupel_np.model.slicers import (
     CountConstrainedKnapsackSlice,
     CountQuotaSlice,
     GreedySlice,
     KnapsackSlice,
     QuotaSlice,
-    Scorer,
     Slicer,
 )
 

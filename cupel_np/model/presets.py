@@ -8,7 +8,8 @@ The .NET shape itself is read and written by ``cupel_np.model.policy`` (``policy
 from __future__ import annotations
 
 from cupel_np.errors import InvalidConfigError
-from cupel_np.model.policy import Policy, policy_from_dotnet, policy_to_dotnet
+from cupel_np.model.dotnet import policy_to_dotnet
+from cupel_np.model.policy import Policy, policy_from_dotnet
 
 __all__ = ["PRESETS", "preset", "policy_from_dotnet", "policy_to_dotnet"]
 

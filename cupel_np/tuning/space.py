@@ -45,7 +45,9 @@ from typing import Any
 from cupel_np._files import read_data_file
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
-from cupel_np.model.policy import SLICER_TYPES, Policy, known_scorer_types
+from cupel_np.model.policy import Policy
+from cupel_np.model.scorers import known_scorer_types
+from cupel_np.model.slicers import SLICER_TYPES
 
 __all__ = ["SearchSpace", "load_space"]
 
