@@ -134,7 +134,7 @@ def test_every_preset_and_dict_round_trip_still_loads():
 
 
 def test_a_new_scorer_type_gets_the_check_by_declaring_its_keys():
-    from cupel_np.model.scorers import _SCORER_PARSERS, RecencyScorer
+    from cupel_np.model.scorers import _SCORERS, RecencyScorer
 
     @scorer_dict_parser("test_only_recency", ("half",))
     def _parse(e, where):
@@ -145,7 +145,7 @@ def test_a_new_scorer_type_gets_the_check_by_declaring_its_keys():
         with pytest.raises(InvalidConfigError, match=r"unknown key 'hlaf'.*did you mean 'half'"):
             scorer_from_dict({"type": "test_only_recency", "hlaf": 1})
     finally:
-        del _SCORER_PARSERS["test_only_recency"]
+        del _SCORERS["test_only_recency"]
     with pytest.raises(InvalidConfigError, match=r"unknown scorer type 'test_only_recency'"):
         scorer_from_dict({"type": "test_only_recency"})
 
@@ -341,7 +341,7 @@ def test_policies_file_recognises_every_dotnet_key(tmp_path):
 
 def test_dict_form_quota_policy_is_not_taken_for_the_dotnet_shape():
     """'quotas' is a key of both shapes: a dict-form quota policy (with a column scorer from
-    model/custom_scorers.py, as in a policies file) must be read as the dict form."""
+    model/scorers.py, as in a policies file) must be read as the dict form."""
     from cupel_np.model.policy import is_dotnet_shape
 
     d = {

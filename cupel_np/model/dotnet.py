@@ -7,10 +7,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
-from cupel_np.model.fields import _tables, require_keys, require_mapping, require_weight, suggestion
+from cupel_np.model.fields import require_keys, require_mapping, require_tables, require_weight, suggestion
 from cupel_np.model.scorers import (
-    _SCORER_PARSERS,
-    EXTRA_SCORER_TYPES,
     SCORER_TYPES,
     CompositeScorer,
     FrequencyScorer,
@@ -22,6 +20,7 @@ from cupel_np.model.scorers import (
     Scorer,
     TagScorer,
     scorer_from_dict,
+    scorer_type,
 )
 from cupel_np.model.slicers import GreedySlice, KnapsackSlice, QuotaEntry, QuotaSlice, Slicer
 from cupel_np.text import ascii_fold
@@ -46,8 +45,8 @@ DOTNET_POLICY_KEYS = frozenset(
         "description",
     }
 )
-_DOTNET_SCORER_KEYS = frozenset({"type", "weight", "kindWeights", "tagWeights", "innerScorer"})
-_DOTNET_QUOTA_KEYS = frozenset({"kind", "minPercent", "maxPercent"})
+DOTNET_SCORER_KEYS = frozenset({"type", "weight", "kindWeights", "tagWeights", "innerScorer"})
+DOTNET_QUOTA_KEYS = frozenset({"kind", "minPercent", "maxPercent"})
 _DOTNET_SCORERS = {
     "recency": RecencyScorer,
     "priority": PriorityScorer,
@@ -92,10 +91,10 @@ def _dotnet_scorer(where: str, e: Any) -> Scorer:
     require_mapping(where, e, "an object")
     extra = e.get("type")
     name = ascii_fold(extra).replace("-", "_") if isinstance(extra, str) else None
-    if name is not None and name not in SCORER_TYPES and (name in _SCORER_PARSERS or name in EXTRA_SCORER_TYPES):
+    if name is not None and name not in SCORER_TYPES and scorer_type(name) is not None:
         # a type defined outside this module (column, a registered name): read as in the dict form
         return scorer_from_dict(e, where)
-    require_keys(where, e, _DOTNET_SCORER_KEYS)
+    require_keys(where, e, DOTNET_SCORER_KEYS)
     t = _dotnet_enum(f"{where}.type", e.get("type", 0), _DOTNET_SCORER_ORDER)
     inner = e.get("innerScorer")
     if t == "scaled":
@@ -135,8 +134,8 @@ def _dotnet_slicer(d: Mapping) -> Slicer:
     if not quotas:
         return base
     qs = []
-    for i, q in enumerate(_tables("quotas", quotas, "quota")):
-        require_keys(f"quotas[{i}]", q, _DOTNET_QUOTA_KEYS)
+    for i, q in enumerate(require_tables("quotas", quotas, "quota")):
+        require_keys(f"quotas[{i}]", q, DOTNET_QUOTA_KEYS)
         if not q.get("kind"):
             raise InvalidConfigError(f"quotas[{i}] needs a 'kind'")
         lo, hi = q.get("minPercent"), q.get("maxPercent")
@@ -189,7 +188,7 @@ def policy_to_dotnet(policy: Policy) -> dict[str, Any]:
             return {"type": "scaled", "weight": w, "innerScorer": entry(s.inner, 1.0)}
         if type(s) in (RecencyScorer, PriorityScorer, FrequencyScorer, ReflexiveScorer):
             return {"type": s.type_name, "weight": w}
-        if hasattr(s, "dotnet_entry"):  # column and registered scorers (model/custom_scorers.py)
+        if hasattr(s, "dotnet_entry"):  # column and registered scorers (model/scorers.py)
             return s.dotnet_entry(w)
         raise InvalidConfigError(f"scorer type {s.type_name!r} cannot be written in the .NET policy shape")
 

@@ -156,7 +156,7 @@ def require_keys(where: str, d: Mapping, allowed: Collection[str], *, what: str 
     raise InvalidConfigError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {listed}{of}; known keys: {known}")
 
 
-def _tables(where: str, v, what: str) -> list[Mapping]:
+def require_tables(where: str, v, what: str) -> list[Mapping]:
     """A list of tables (``[[...]]`` in TOML), each checked to be one."""
     if not isinstance(v, (list, tuple)):
         raise InvalidInputTypeError(f"{where} must be a list of {what} tables, got {type(v).__name__} {v!r}")

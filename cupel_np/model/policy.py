@@ -18,15 +18,14 @@ from typing import Any
 from cupel_np._files import StrPath
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.dotnet import (
-    _DOTNET_QUOTA_KEYS,
-    _DOTNET_SCORER_KEYS,
     DOTNET_POLICY_KEYS,
+    DOTNET_QUOTA_KEYS,
+    DOTNET_SCORER_KEYS,
     dotnet_policy_fields,
 )
 from cupel_np.model.fields import require_bool, require_keys, require_mapping, require_str, require_weight
-from cupel_np.model.scorers import CompositeScorer, Scorer, _composite_from_list, scorer_from_dict
+from cupel_np.model.scorers import CompositeScorer, Scorer, composite_from_list, scorer_from_dict
 from cupel_np.model.slicers import (
-    _SLICER_PARSERS,
     CountConstrainedKnapsackSlice,
     CountQuotaSlice,
     GreedySlice,
@@ -34,6 +33,7 @@ from cupel_np.model.slicers import (
     QuotaSlice,
     Slicer,
     slicer_from_dict,
+    slicer_option_keys,
 )
 from cupel_np.text import ascii_fold
 
@@ -186,7 +186,7 @@ def policy_from_dict(d: Mapping[str, Any], where: str = "policy config") -> Poli
         # accept is refused here too, as it is with two scorers
         require_weight("scorers[0].weight", scorers[0].get("weight", 1.0), positive=True)
     else:
-        scorer = _composite_from_list(scorers, "scorers")
+        scorer = composite_from_list(scorers, "scorers")
     return Policy(
         scorer=scorer,
         slicer=slicer,
@@ -203,11 +203,11 @@ def is_dotnet_shape(data: Any) -> bool:
     in a scorer or quota entry."""
     if not isinstance(data, Mapping):
         return False
-    slicer_keys = {k for keys, _ in _SLICER_PARSERS.values() for k in keys}  # e.g. "quotas": both shapes
+    slicer_keys = slicer_option_keys()  # e.g. "quotas": both shapes
     if any(k in data for k in DOTNET_POLICY_KEYS - POLICY_KEYS - slicer_keys):
         return True
     entries = [e for k in ("scorers", "quotas") if isinstance(data.get(k), list) for e in data[k]]
-    only_dotnet = (_DOTNET_SCORER_KEYS | _DOTNET_QUOTA_KEYS) - {"type", "weight", "kind"}
+    only_dotnet = (DOTNET_SCORER_KEYS | DOTNET_QUOTA_KEYS) - {"type", "weight", "kind"}
     return any(isinstance(e, Mapping) and any(k in e for k in only_dotnet) for e in entries)
 
 

@@ -1,5 +1,6 @@
 """Scorer specs as data: the built-in scorers, the user's own (a column, a vectorized function,
-a name registered with ``register_scorer``), and the dict reader of each.
+a name registered with ``register_scorer``), the dict reader of each, and the one registry of
+scorer type names that policy data, files, grids and the .NET shape read through.
 
 Policy data names every scorer the same way::
 
@@ -20,13 +21,13 @@ from typing import Any
 
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.fields import (
-    _tables,
     require_bool,
     require_keys,
     require_mapping,
     require_nonblank,
     require_number,
     require_str,
+    require_tables,
     require_weight,
     suggestion,
 )
@@ -398,25 +399,40 @@ SCORER_COMMON_KEYS = frozenset({"type", "weight"})
 
 ScorerParser = Callable[[Mapping[str, Any], str], Scorer]
 
-_SCORER_PARSERS: dict[str, tuple[frozenset[str], ScorerParser]] = {}
+
+@dataclass(frozen=True)
+class ScorerType:
+    """One scorer type policy data can name: its reader, called as ``parse(table, where)``, and
+    ``keys``, the options its table may carry besides ``type`` and ``weight`` (None: any key, each
+    an option of a registered ``factory``)."""
+
+    parse: ScorerParser
+    keys: frozenset[str] | None = frozenset()
+    factory: Callable[..., Scorer] | None = None
 
 
-def scorer_dict_parser(type_name: str, keys: tuple[str, ...] = ()) -> Callable[[ScorerParser], ScorerParser]:
-    """Register the dict reader of scorer type ``type_name``. ``keys`` are the options its table
+#: the one registry of scorer type names (normalized: ASCII lower case, ``_`` for ``-``), in
+#: declaration order: the spec's types and ``column`` / ``function`` (declared in this module
+#: by ``scorer_dict_parser``), then each name given to ``register_scorer``
+_SCORERS: dict[str, ScorerType] = {}
+
+
+def scorer_dict_parser(type_name: str, keys: tuple[str, ...] | None = ()) -> Callable[[ScorerParser], ScorerParser]:
+    """Declare the dict reader of scorer type ``type_name``. ``keys`` are the options its table
     may carry besides ``type`` and ``weight``: ``scorer_from_dict`` refuses any other key (naming
     it, where it is and the closest known key) before the reader runs. The reader is called as
     ``reader(table, where)``, ``where`` naming the table in messages (``scorers[1]``)."""
 
     def register(fn: ScorerParser) -> ScorerParser:
-        _SCORER_PARSERS[type_name] = (frozenset(keys), fn)
+        _SCORERS[type_name] = ScorerType(fn, None if keys is None else frozenset(keys))
         return fn
 
     return register
 
 
-#: scorer types defined outside this module: normalized type name -> parser(entry, where).
-#: ``model/custom_scorers.py`` installs "column" and every ``register_scorer`` name.
-EXTRA_SCORER_TYPES: dict[str, Any] = {}
+def scorer_type(name: str) -> ScorerType | None:
+    """The registry entry of a normalized scorer type name (None when no scorer has it)."""
+    return _SCORERS.get(name)
 
 
 def _as_datetime(where: str, v) -> datetime:
@@ -437,13 +453,13 @@ def _weight_pairs(where: str, ws, name_key: str) -> tuple[tuple[Any, Any], ...]:
     if isinstance(ws, Mapping):
         return tuple(ws.items())
     pairs = []
-    for i, w in enumerate(_tables(where, ws, f"{name_key}/weight")):
+    for i, w in enumerate(require_tables(where, ws, f"{name_key}/weight")):
         require_keys(f"{where}[{i}]", w, (name_key, "weight"))
         pairs.append((w.get(name_key), w.get("weight")))
     return tuple(pairs)
 
 
-def _composite_from_list(entries, where: str) -> CompositeScorer:
+def composite_from_list(entries, where: str) -> CompositeScorer:
     if not isinstance(entries, list) or not entries:
         raise InvalidConfigError(f"{where} must be a non-empty list of scorer tables")
     pairs = []
@@ -458,7 +474,7 @@ def _composite_from_list(entries, where: str) -> CompositeScorer:
 def known_scorer_types() -> tuple[str, ...]:
     """Every scorer type policy data can name now: the built-in ones, ``column`` and each name
     registered with ``register_scorer`` (a ``function`` scorer is code, never data)."""
-    return (*_SCORER_PARSERS, *(k for k in EXTRA_SCORER_TYPES if k not in _SCORER_PARSERS and k != "function"))
+    return tuple(k for k in _SCORERS if k != "function")
 
 
 def scorer_from_dict(e: Mapping[str, Any], where: str = "scorer", *, weighted: bool = True) -> Scorer:
@@ -474,22 +490,21 @@ def scorer_from_dict(e: Mapping[str, Any], where: str = "scorer", *, weighted: b
     t = ascii_fold(require_str(f"{where}.type", t)).replace("-", "_")
     if not weighted and "weight" in e:
         require_weight(f"{where}.weight", e["weight"], positive=True)
-    if t not in _SCORER_PARSERS and t in EXTRA_SCORER_TYPES:
-        # a registered name (model/custom_scorers.py): its options go to its factory, never
-        # the (meaningless) weight of an inner entry
-        if not weighted:
-            e = {k: v for k, v in e.items() if k != "weight"}
-        return EXTRA_SCORER_TYPES[t](e, where)
-    if t not in _SCORER_PARSERS:
+    entry = _SCORERS.get(t)
+    if entry is None:
         known = known_scorer_types()
         raise InvalidConfigError(
             f"{where}: unknown scorer type {e.get('type')!r}{suggestion(t, known)}; expected one of: {', '.join(known)}"
         )
-    keys, parse = _SCORER_PARSERS[t]
-    allowed = keys | SCORER_COMMON_KEYS
-    require_keys(where, e, allowed, what=f"for scorer type {t!r}")
+    if entry.keys is None:
+        # a registered name (or ``function``): its options go to its factory, never the
+        # (meaningless) weight of an inner entry
+        if not weighted:
+            e = {k: v for k, v in e.items() if k != "weight"}
+        return entry.parse(e, where)
+    require_keys(where, e, entry.keys | SCORER_COMMON_KEYS, what=f"for scorer type {t!r}")
     try:
-        return parse(e, where)
+        return entry.parse(e, where)
     except InvalidConfigError as err:
         msg = str(err)
         if not msg.startswith(where):
@@ -537,7 +552,7 @@ def _composite(e: Mapping, where: str) -> Scorer:
     if "scorers" in e and "children" in e:
         raise InvalidConfigError(f"{where}: give the child scorers as 'scorers' or 'children', not both")
     key = "scorers" if "scorers" in e else "children"
-    return _composite_from_list(e.get(key), f"{where}.{key}")
+    return composite_from_list(e.get(key), f"{where}.{key}")
 
 
 @scorer_dict_parser("scaled", ("inner", "inner_scorer"))
@@ -591,7 +606,7 @@ def _curve_from_dict(c: Mapping, where: str) -> ExponentialCurve | StepCurve | W
         max_age: Any = c.get("max_age_secs")
         return WindowCurve(max_age)
     windows: list[Any] = []
-    for i, w in enumerate(_tables(f"{where}.windows", c.get("windows") or [], "window")):
+    for i, w in enumerate(require_tables(f"{where}.windows", c.get("windows") or [], "window")):
         require_keys(f"{where}.windows[{i}]", w, ("max_age_secs", "score"))
         windows.append((w.get("max_age_secs"), w.get("score")))
     return StepCurve(tuple(windows))
@@ -605,12 +620,32 @@ def _metadata_key(e: Mapping, where: str) -> Scorer:
     return MetadataKeyScorer(e["key"], e["value"], e["boost"])
 
 
-#: the scorer types the dict form knows (registered above, in this order)
-SCORER_TYPES = tuple(_SCORER_PARSERS)
+#: the spec's scorer types the dict form knows (declared above, in this order)
+SCORER_TYPES = tuple(_SCORERS)
 
 
-# ----------------------------------------------------------------------------- registry
-_REGISTRY: dict[str, Callable[..., Scorer]] = {}
+@scorer_dict_parser("column", COLUMN_SCORER_KEYS)
+def column_scorer_from_dict(e: Mapping[str, Any], where: str) -> ColumnScorer:
+    """``{"type": "column", "column": name, "default": x}``; ``scorer_from_dict`` has checked the
+    keys (COLUMN_SCORER_KEYS, plus ``weight`` where the entry is weighted)."""
+    if "column" not in e:
+        raise InvalidConfigError(f"{where}: column scorer needs 'column' (the items column to read)")
+    col = e["column"]
+    if not isinstance(col, str):
+        raise InvalidInputTypeError(f"{where}.column must be a string, got {type(col).__name__} {col!r}")
+    return ColumnScorer(col, e.get("default", 0.0))
+
+
+@scorer_dict_parser("function", None)
+def _function_from_dict(e: Mapping[str, Any], where: str) -> Scorer:
+    raise InvalidConfigError(
+        f"{where}: a function scorer is code, not data; register it with register_scorer(name, factory) "
+        f"and name it by that name (registered: {', '.join(registered_scorers()) or 'none'})"
+    )
+
+
+# ----------------------------------------------------------------------------- register_scorer
+#: scorers registered factories built, by (name, options): the same options give the same object
 _MADE: dict[tuple[str, str], Scorer] = {}
 _LOCK = threading.Lock()
 
@@ -631,46 +666,36 @@ def register_scorer(name: str, factory: Callable[..., Scorer]) -> None:
     if not callable(factory):
         raise InvalidInputTypeError(f"register_scorer({name!r}) factory must be callable, got {factory!r}")
     key = _norm(name)
-    if key in SCORER_TYPES or key in ("column", "function"):
+    known = _SCORERS.get(key)
+    if known is not None and known.factory is None:
         raise InvalidConfigError(f"register_scorer: {name!r} is a built-in scorer type; choose another name")
     with _LOCK:
-        _REGISTRY[key] = factory
+        _SCORERS[key] = ScorerType(_registered_from_dict, None, factory)
         for k in [k for k in _MADE if k[0] == key]:
             del _MADE[k]
-        EXTRA_SCORER_TYPES[key] = _registered_from_dict
 
 
 def registered_scorers() -> list[str]:
     """The registered scorer names (normalized), in registration order."""
-    return list(_REGISTRY)
+    return [k for k, t in _SCORERS.items() if t.factory is not None]
 
 
 def unregister_scorer(name: str) -> None:
     """Forget a registered name (tests and plugins that reload)."""
     key = _norm(name)
     with _LOCK:
-        _REGISTRY.pop(key, None)
-        EXTRA_SCORER_TYPES.pop(key, None)
+        known = _SCORERS.get(key)
+        if known is not None and known.factory is not None:
+            del _SCORERS[key]
         for k in [k for k in _MADE if k[0] == key]:
             del _MADE[k]
-
-
-# ----------------------------------------------------------------------------- parsing
-def column_scorer_from_dict(e: Mapping[str, Any], where: str) -> ColumnScorer:
-    """``{"type": "column", "column": name, "default": x}``; ``scorer_from_dict`` has checked the
-    keys (COLUMN_SCORER_KEYS, plus ``weight`` where the entry is weighted)."""
-    if "column" not in e:
-        raise InvalidConfigError(f"{where}: column scorer needs 'column' (the items column to read)")
-    col = e["column"]
-    if not isinstance(col, str):
-        raise InvalidInputTypeError(f"{where}.column must be a string, got {type(col).__name__} {col!r}")
-    return ColumnScorer(col, e.get("default", 0.0))
 
 
 def _registered_from_dict(e: Mapping[str, Any], where: str) -> Scorer:
     """A registered name's table: every key but ``type`` / ``weight`` is a factory option."""
     key = _norm(str(e.get("type")))
-    factory = _REGISTRY.get(key)
+    known = _SCORERS.get(key)
+    factory = None if known is None else known.factory
     if factory is None:  # pragma: no cover - the parser is only installed for registered names
         raise InvalidConfigError(f"{where}: scorer type {e.get('type')!r} is not registered")
     opts = {k: v for k, v in e.items() if k not in REGISTERED_SCORER_KEYS}
@@ -692,17 +717,6 @@ def _registered_from_dict(e: Mapping[str, Any], where: str) -> Scorer:
         object.__setattr__(made, "source", (key, okey))
     with _LOCK:
         return _MADE.setdefault((key, okey), made)
-
-
-def _function_from_dict(e: Mapping[str, Any], where: str) -> Scorer:
-    raise InvalidConfigError(
-        f"{where}: a function scorer is code, not data; register it with register_scorer(name, factory) "
-        f"and name it by that name (registered: {', '.join(_REGISTRY) or 'none'})"
-    )
-
-
-scorer_dict_parser("column", COLUMN_SCORER_KEYS)(column_scorer_from_dict)
-EXTRA_SCORER_TYPES["function"] = _function_from_dict
 
 
 def iter_scorers(scorer: Scorer):

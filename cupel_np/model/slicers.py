@@ -9,13 +9,13 @@ from typing import Any
 
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.fields import (
-    _tables,
     require_int,
     require_keys,
     require_mapping,
     require_nonblank,
     require_number,
     require_str,
+    require_tables,
     suggestion,
 )
 from cupel_np.text import ascii_fold
@@ -261,7 +261,7 @@ def _inner_slicer(d: Mapping, allowed: tuple[str, ...]) -> GreedySlice | Knapsac
 
 def _count_entries(d: Mapping) -> tuple[CountQuotaEntry, ...]:
     es = []
-    for i, q in enumerate(_tables("entries", d.get("entries") or [], "count quota")):
+    for i, q in enumerate(require_tables("entries", d.get("entries") or [], "count quota")):
         if "kind" not in q:
             raise InvalidConfigError(f"entries[{i}] must be a table with a 'kind'")
         require_keys(f"entries[{i}]", q, ("kind", "require_count", "cap_count"))
@@ -282,7 +282,7 @@ def _knapsack(d: Mapping, where: str) -> Slicer:
 @slicer_dict_parser("quota", ("quotas", "inner_slicer", "bucket_size"))
 def _quota(d: Mapping, where: str) -> Slicer:
     qs = []
-    for i, q in enumerate(_tables("quotas", d.get("quotas") or [], "quota")):
+    for i, q in enumerate(require_tables("quotas", d.get("quotas") or [], "quota")):
         if "kind" not in q:
             raise InvalidConfigError(f"quotas[{i}] must be a table with a 'kind'")
         require_keys(f"quotas[{i}]", q, ("kind", "require", "cap"))
@@ -315,6 +315,11 @@ def _count_constrained_knapsack(d: Mapping, where: str) -> Slicer:
 
 #: the slicer names the dict form knows
 SLICER_TYPES = tuple(_SLICER_PARSERS)
+
+
+def slicer_option_keys() -> frozenset[str]:
+    """Every option key some slicer reads from a policy table (``bucket_size``, ``quotas``...)."""
+    return frozenset(k for keys, _ in _SLICER_PARSERS.values() for k in keys)
 
 
 def count_quota_inner_from_dict(d: Mapping[str, Any], where: str = "slicer") -> Slicer:

@@ -279,7 +279,7 @@ class SearchSpace:
 
 def _scorer(name: str, v: Mapping) -> ScorerDim:
     # the built-in types, a column scorer ([scorers.column] column = "similarity") and every
-    # name registered with register_scorer (model/custom_scorers.py)
+    # name registered with register_scorer (model/scorers.py)
     known = [t for t in known_scorer_types() if t != "composite"]
     if name not in known:
         raise InvalidConfigError(f"scorers: unknown scorer type {name!r}; expected one of: {', '.join(known)}")
