@@ -53,6 +53,7 @@ from cupel_np.errors import (
     TooFewVariantsError,
 )
 from cupel_np.model.budget import ContextBudget
+from cupel_np.model.curves import ExponentialCurve, StepCurve, WindowCurve
 from cupel_np.model.grid import Sweep
 from cupel_np.model.items import ContextItem, ItemTable
 from cupel_np.model.policy import Policy
@@ -61,7 +62,6 @@ from cupel_np.model.scorers import (
     ColumnScorer,
     CompositeScorer,
     DecayScorer,
-    ExponentialCurve,
     FrequencyScorer,
     FunctionScorer,
     KindScorer,
@@ -71,9 +71,7 @@ from cupel_np.model.scorers import (
     RecencyScorer,
     ReflexiveScorer,
     ScaledScorer,
-    StepCurve,
     TagScorer,
-    WindowCurve,
     register_scorer,
 )
 from cupel_np.model.slicers import (
