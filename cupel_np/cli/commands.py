@@ -114,8 +114,8 @@ def _set_column_hint(items, set_column) -> str:
         return ""
     import pyarrow as pa
 
+    from cupel_np.model.columns import ITEM_FIELDS
     from cupel_np.model.datasets import open_dataset
-    from cupel_np.model.items import ITEM_FIELDS
 
     try:
         schema = open_dataset(_source(items)).schema

@@ -41,6 +41,7 @@ from cupel_np.io.outdir import (
 )
 from cupel_np.model._readers import read_items_table
 from cupel_np.model.budget import ContextBudget
+from cupel_np.model.columns import SET_COLUMN, Problems, check_items
 from cupel_np.model.datasets import (
     RowSource,
     check_fits,
@@ -57,7 +58,7 @@ from cupel_np.model.datasets import (
 )
 from cupel_np.model.grid import as_variants
 from cupel_np.model.hints import PathOrPaths, StrPath, Variants
-from cupel_np.model.items import SET_COLUMN, ItemTable, Problems, check_items
+from cupel_np.model.items import ItemTable
 from cupel_np.model.policy import json_default
 
 __all__ = [
