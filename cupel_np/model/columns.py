@@ -1,15 +1,8 @@
-"""The items table's columns: their names and canonical schema, and the checks that read a
-table given in any accepted type into that schema (naming column, row and value).
-
-One pass checks an items table and casts it to the canonical schema. The loader runs it in
-"raise" mode (the first problem raises); ``io.validate_items`` runs it in "collect" mode
-(every problem, several rows each).
-"""
+"""The items table's columns: their names, canonical schema and checks (``check_items``), which
+read a table given in any accepted type into that schema, naming column, row and value."""
 
 from __future__ import annotations
 
-import sys
-from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -72,6 +65,20 @@ _US_MAX = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z
 _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
+# The order problems are listed in: check_items' step (tags and metadata are read first, as
+# they always have been), the column, then the check, in this order.
+_NAMES, _TAGS, _METADATA, _READ, _ROWS, _SET_KEY = range(6)
+_READ_STEP = {"tags": _TAGS, "metadata": _METADATA}
+_CHECKS = (
+    *("repeated column", "missing column", "missing set column"),
+    *("string type", "list type", "struct field type", "pairs type", "entry null", "not a pair", "key null"),
+    *("map type", "cast", "utf8", "string cast", "tag null", "value null"),
+    *("int range", "int whole", "int decimal", "int type", "float type", "bool type"),
+    *("timestamp type", "timestamp range", "timestamp cast", "set key type", "set key null"),
+    *("content null", "content empty", "tokens null", "tokens sum", "blank"),
+)
+
+
 def _show(v) -> str:
     r = repr(v)
     return r if len(r) <= 60 else r[:57] + "..."
@@ -93,24 +100,17 @@ class Problems:
         self.reported = 0
         # key -> (site, [message] or [where, what, listed, count])
         self._entries: dict[tuple, tuple[tuple[int, ...], list[Any]]] = {}
+        self._at = (0, -1)
 
-    @staticmethod
-    def _site() -> tuple:
-        """Where in ``check_items`` a problem is reported (its call lines, and the column the
-        checks loop is at): messages are listed in this order, so a streamed check lists them
-        in the order of the whole-table check whichever chunk found them first."""
-        lines: list[int] = []
-        f: FrameType | None = sys._getframe(2)
-        col_i = -1
-        while f is not None and f.f_code.co_name != "check_items":
-            lines.append(f.f_lineno)
-            col = f.f_locals.get("name")
-            if isinstance(col, str) and col in ITEM_FIELDS:
-                col_i = ITEM_FIELDS.index(col)
-            f = f.f_back
-        if f is None:
-            return (0,)
-        return (f.f_lineno, col_i, *reversed(lines))
+    def at(self, step: int, column: int = -1) -> None:
+        """Set where ``check_items`` is: its step and the column (index in ITEM_FIELDS) it reads."""
+        self._at = (step, column)
+
+    def _site(self, check: str) -> tuple[int, ...]:
+        """A message's place in the listing: step, column, then its check's rank in ``_CHECKS``, so
+        a streamed check lists them in the order of the whole-table check whichever chunk found
+        them first."""
+        return (*self._at, _CHECKS.index(check))
 
     @property
     def messages(self) -> list[str]:
@@ -124,17 +124,17 @@ class Problems:
             out.append(f"{where}: {what} at row{'s' if count > 1 else ''} {', '.join(listed)}{more}")
         return out
 
-    def table(self, message: str, cls=InvalidConfigError) -> None:
+    def table(self, message: str, cls=InvalidConfigError, *, check: str) -> None:
         """A problem of the table as a whole (a missing or repeated column, a column type)."""
         message = one_line(message)
         if not self.collect:
             raise cls(message if self.source is None else f"{self.source.description}: {message}")
         self.reported += 1
-        self._entries.setdefault(("table", message), (self._site(), [message]))
+        self._entries.setdefault(("table", message), (self._site(check), [message]))
 
-    def rows(self, where: str, what: str, mask, values=None, cls=InvalidConfigError) -> bool:
-        """Rows where ``mask`` holds have problem ``what``; ``values(row)`` gives a row's value
-        (row local to this chunk). Returns whether there were any."""
+    def rows(self, where: str, what: str, mask, values=None, cls=InvalidConfigError, *, check: str) -> bool:
+        """Rows where ``mask`` holds have problem ``what`` (a ``check`` of ``_CHECKS``); ``values(row)``
+        gives a row's value (row local to this chunk). Returns whether there were any."""
         idx = np.flatnonzero(np.asarray(mask))
         if idx.size == 0:
             return False
@@ -149,7 +149,7 @@ class Problems:
         self.reported += 1
         key = ("rows", where, what)
         if key not in self._entries:
-            self._entries[key] = (self._site(), [where, what, [], 0])
+            self._entries[key] = (self._site(check), [where, what, [], 0])
         e = self._entries[key][1]
         room = self.max_rows - len(e[2])
         e[2].extend(
@@ -237,9 +237,9 @@ def _utf8_check(col: pa.Array, where: str, problems: Problems, mask_rows=None) -
             except UnicodeDecodeError:
                 bad[i] = True
     if mask_rows is None:
-        problems.rows(where, "invalid UTF-8", bad, lambda r: raw[r])
+        problems.rows(where, "invalid UTF-8", bad, lambda r: raw[r], check="utf8")
     else:
-        problems.rows(where, "invalid UTF-8", mask_rows(bad))
+        problems.rows(where, "invalid UTF-8", mask_rows(bad), check="utf8")
     return bad
 
 
@@ -281,7 +281,9 @@ def _string_col(name: str, col: pa.Array, problems: Problems):
     binary = pa.types.is_binary(typ) or pa.types.is_large_binary(typ) or pa.types.is_binary_view(typ)
     if not (_is_stringish(typ) or binary):
         problems.table(
-            f"column {name!r} must be a string column (UTF-8 string or binary), got {typ}", InvalidInputTypeError
+            f"column {name!r} must be a string column (UTF-8 string or binary), got {typ}",
+            InvalidInputTypeError,
+            check="string type",
         )
         return None
     if binary:
@@ -290,7 +292,7 @@ def _string_col(name: str, col: pa.Array, problems: Problems):
     try:
         return col.cast(pa.string())
     except pa.ArrowException as e:  # e.g. more than 2 GiB of text in one column
-        problems.table(f"column {name!r} cannot be read as string: {e}")
+        problems.table(f"column {name!r} cannot be read as string: {e}", check="string cast")
         return None
 
 
@@ -305,7 +307,7 @@ def _int_col(name: str, col: pa.Array, problems: Problems, where: str | None = N
     if pa.types.is_integer(typ):
         if typ == pa.uint64():
             big = _np(pc.fill_null(pc.greater(col, pa.scalar(_INT64_MAX, pa.uint64())), False))
-            problems.rows(where, "does not fit in a 64-bit signed integer", big, _py(col))
+            problems.rows(where, "does not fit in a 64-bit signed integer", big, _py(col), check="int range")
             col = _nulled(col, big)
         return col.cast(pa.int64())
     if pa.types.is_floating(typ):
@@ -315,7 +317,7 @@ def _int_col(name: str, col: pa.Array, problems: Problems, where: str | None = N
         fits = pc.and_(pc.greater_equal(col, -(2.0**63)), pc.less(col, 2.0**63))
         bad = _np(pc.fill_null(pc.invert(pc.and_(whole, fits)), False))
         what = "is not a whole number that fits in 64 bits (an integer column)"
-        problems.rows(where, what, bad, _py(col), cls=InvalidInputTypeError)
+        problems.rows(where, what, bad, _py(col), cls=InvalidInputTypeError, check="int whole")
         return _nulled(col, bad).cast(pa.int64())
     if pa.types.is_decimal(typ):
         try:
@@ -326,11 +328,14 @@ def _int_col(name: str, col: pa.Array, problems: Problems, where: str | None = N
                 [v is not None and (v != v.to_integral_value() or not -(2**63) <= v <= _INT64_MAX) for v in vals],
                 dtype=bool,
             )
-            problems.rows(where, "is not an integer that fits in 64 bits", bad, lambda r: str(vals[r]))
+            problems.rows(
+                where, "is not an integer that fits in 64 bits", bad, lambda r: str(vals[r]), check="int decimal"
+            )
             return _nulled(col, bad).cast(pa.int64())
     problems.table(
         f"column {name!r} must be an integer column (or whole numbers as floats or decimals), got {typ}",
         InvalidInputTypeError,
+        check="int type",
     )
     return None
 
@@ -341,7 +346,7 @@ def _float_col(name: str, col: pa.Array, problems: Problems):
         return pa.nulls(len(col), pa.float64())
     if pa.types.is_floating(typ) or pa.types.is_integer(typ) or pa.types.is_decimal(typ):
         return col.cast(pa.float64(), safe=False)  # nearest double, like float() on the value
-    problems.table(f"column {name!r} must be a float column, got {typ}", InvalidInputTypeError)
+    problems.table(f"column {name!r} must be a float column, got {typ}", InvalidInputTypeError, check="float type")
     return None
 
 
@@ -349,7 +354,7 @@ def _bool_col(name: str, col: pa.Array, problems: Problems):
     typ = col.type
     if pa.types.is_null(typ) or pa.types.is_boolean(typ):
         return col.cast(pa.bool_())
-    problems.table(f"column {name!r} must be a boolean column, got {typ}", InvalidInputTypeError)
+    problems.table(f"column {name!r} must be a boolean column, got {typ}", InvalidInputTypeError, check="bool type")
     return None
 
 
@@ -361,7 +366,11 @@ def _timestamp_col(name: str, col: pa.Array, problems: Problems):
     if pa.types.is_null(typ):
         return pa.nulls(len(col), target)
     if not pa.types.is_timestamp(typ):
-        problems.table(f"column {name!r} must be an Arrow timestamp (UTC), got {typ}", InvalidInputTypeError)
+        problems.table(
+            f"column {name!r} must be an Arrow timestamp (UTC), got {typ}",
+            InvalidInputTypeError,
+            check="timestamp type",
+        )
         return None
     per = _PER_SECOND[typ.unit]
     raw = col.view(pa.int64()) if col.offset == 0 else col.cast(pa.int64())
@@ -372,13 +381,19 @@ def _timestamp_col(name: str, col: pa.Array, problems: Problems):
         pc.or_(pc.less(raw, pa.scalar(lo, pa.int64())), pc.greater(raw, pa.scalar(hi, pa.int64()))), False
     )
     if problems.rows(
-        f"column {name!r}", f"is outside years 1-9999 (raw {typ.unit} value)", _np(out_of_range), _py(raw)
+        f"column {name!r}",
+        f"is outside years 1-9999 (raw {typ.unit} value)",
+        _np(out_of_range),
+        _py(raw),
+        check="timestamp range",
     ):
         return None
     try:
         return col.cast(target, safe=False)  # in range: only sub-microsecond digits are dropped
     except pa.ArrowException as e:  # e.g. an unknown time zone name
-        problems.table(f"column {name!r} cannot be read as {target}: {e}", InvalidInputTypeError)
+        problems.table(
+            f"column {name!r} cannot be read as {target}: {e}", InvalidInputTypeError, check="timestamp cast"
+        )
         return None
 
 
@@ -413,7 +428,7 @@ def _tags_col(name: str, col: pa.Array, problems: Problems, n: int):
     if pa.types.is_null(typ):
         return pa.nulls(len(col), target)
     if not _is_listy(typ) or not _string_child_type(typ.value_type):
-        problems.table(f"column {name!r} must be list<string>, got {typ}", InvalidInputTypeError)
+        problems.table(f"column {name!r} must be list<string>, got {typ}", InvalidInputTypeError, check="list type")
         return None
     try:
         if not pa.types.is_list(typ) or not pa.types.is_string(typ.value_type):
@@ -423,7 +438,7 @@ def _tags_col(name: str, col: pa.Array, problems: Problems, n: int):
             col = pa.LargeListArray.from_arrays(pa.array(offsets), values, mask=col.is_null())
         col = col.cast(target)
     except pa.ArrowException as e:
-        problems.table(f"column {name!r} cannot be read as {target}: {e}", InvalidInputTypeError)
+        problems.table(f"column {name!r} cannot be read as {target}: {e}", InvalidInputTypeError, check="cast")
         return None
     # null list -> empty list
     if col.null_count:
@@ -432,7 +447,9 @@ def _tags_col(name: str, col: pa.Array, problems: Problems, n: int):
     values = col.values.slice(offs[0], offs[-1] - offs[0]) if n else col.values.slice(0, 0)
     rows = lambda m: _rows_of_children(offs, m, n)  # noqa: E731
     ok = _utf8_check(values, f"column {name!r}", problems, rows) is None
-    if values.null_count and problems.rows(f"column {name!r}", "a tag is null", rows(_np(values.is_null())), None):
+    if values.null_count and problems.rows(
+        f"column {name!r}", "a tag is null", rows(_np(values.is_null())), None, check="tag null"
+    ):
         ok = False
     return col if ok else None
 
@@ -454,6 +471,7 @@ def _struct_as_map(name: str, col: pa.StructArray, problems: Problems):
                 f"column {name!r} (a struct of metadata keys): field {f.name!r} must hold strings "
                 f"(metadata maps strings to strings), got {f.type}",
                 InvalidInputTypeError,
+                check="struct field type",
             )
             return None
     n = len(col)
@@ -479,25 +497,31 @@ def _pairs_as_map(name: str, col: pa.Array, problems: Problems, n: int):
     et = entries.type
     if pa.types.is_struct(et) and {et.field(i).name for i in range(et.num_fields)} == {"key", "value"}:
         if not (_string_child_type(et.field("key").type) and _string_child_type(et.field("value").type)):
-            problems.table(f"{where} must be map<string, string>, got {col.type}", InvalidInputTypeError)
+            problems.table(
+                f"{where} must be map<string, string>, got {col.type}", InvalidInputTypeError, check="pairs type"
+            )
             return None
         if entries.null_count and problems.rows(
-            where, "a metadata entry is null", _rows_of_children(offsets, _np(entries.is_null()), n)
+            where, "a metadata entry is null", _rows_of_children(offsets, _np(entries.is_null()), n), check="entry null"
         ):
             return None
         keys, items = entries.field("key"), entries.field("value")
     elif _is_listy(et) and _string_child_type(et.value_type):
         sizes = _np(pc.list_value_length(entries).fill_null(0))
         bad = (sizes != 2) | _np(entries.is_null())
-        if problems.rows(where, "a metadata entry is not a [key, value] pair", _rows_of_children(offsets, bad, n)):
+        if problems.rows(
+            where, "a metadata entry is not a [key, value] pair", _rows_of_children(offsets, bad, n), check="not a pair"
+        ):
             return None
         flat = entries.flatten()
         keys, items = flat.take(pa.array(np.arange(0, len(flat), 2))), flat.take(pa.array(np.arange(1, len(flat), 2)))
     else:
-        problems.table(f"{where} must be map<string, string>, got {col.type}", InvalidInputTypeError)
+        problems.table(
+            f"{where} must be map<string, string>, got {col.type}", InvalidInputTypeError, check="pairs type"
+        )
         return None
     if keys.null_count and problems.rows(
-        where, "a metadata key is null", _rows_of_children(offsets, _np(keys.is_null()), n)
+        where, "a metadata key is null", _rows_of_children(offsets, _np(keys.is_null()), n), check="key null"
     ):
         return None
     return pa.MapArray.from_arrays(
@@ -514,7 +538,9 @@ def _as_map(name: str, col: pa.Array, problems: Problems, n: int):
     if _is_listy(typ):
         return _pairs_as_map(name, col, problems, n)
     if not pa.types.is_map(typ) or not (_string_child_type(typ.key_type) and _string_child_type(typ.item_type)):
-        problems.table(f"column {name!r} must be map<string, string>, got {typ}", InvalidInputTypeError)
+        problems.table(
+            f"column {name!r} must be map<string, string>, got {typ}", InvalidInputTypeError, check="map type"
+        )
         return None
     plain = pa.types.is_string(typ.key_type) and pa.types.is_string(typ.item_type)
     if plain or col.offset != 0:
@@ -532,7 +558,7 @@ def _metadata_col(name: str, col: pa.Array, problems: Problems, n: int):
     try:
         col = col.cast(target)
     except pa.ArrowException as e:
-        problems.table(f"column {name!r} cannot be read as {target}: {e}", InvalidInputTypeError)
+        problems.table(f"column {name!r} cannot be read as {target}: {e}", InvalidInputTypeError, check="cast")
         return None
     offs = _np(col.offsets).astype(np.int64)
     keys = col.keys.slice(offs[0], offs[-1] - offs[0])
@@ -541,7 +567,11 @@ def _metadata_col(name: str, col: pa.Array, problems: Problems, n: int):
     ok = _utf8_check(keys, f"column {name!r}", problems, rows) is None
     ok = _utf8_check(items, f"column {name!r}", problems, rows) is None and ok
     if items.null_count and problems.rows(
-        f"column {name!r}", "a metadata value is null (values must be strings)", rows(_np(items.is_null())), None
+        f"column {name!r}",
+        "a metadata value is null (values must be strings)",
+        rows(_np(items.is_null())),
+        None,
+        check="value null",
     ):
         ok = False
     return col if ok else None
@@ -561,9 +591,9 @@ def _set_key_col(set_column: str, col: pa.Array, problems: Problems, n: int):
     elif pa.types.is_integer(typ):
         col = _int_col(set_column, col, problems, where)  # int64 keys (reports and outputs use them)
     else:
-        problems.table(f"{where} must hold strings or integers, got {typ}", InvalidInputTypeError)
+        problems.table(f"{where} must hold strings or integers, got {typ}", InvalidInputTypeError, check="set key type")
         return None
-    if problems.rows(where, "null (every row needs a set key)", nulls):
+    if problems.rows(where, "null (every row needs a set key)", nulls, check="set key null"):
         return None
     return col
 
@@ -594,13 +624,14 @@ def _check_names(names: list[str], set_column: str | None, problems: Problems) -
     for nm in sorted(repeated):
         problems.table(
             f"items table has {names.count(nm)} columns named {nm!r} (columns: {', '.join(names)}); "
-            "names must be unique"
+            "names must be unique",
+            check="repeated column",
         )
     for req in ("content", "tokens"):
         if req not in names:
-            problems.table(f"items table has no {req!r} column (columns: {', '.join(names)})")
+            problems.table(f"items table has no {req!r} column (columns: {', '.join(names)})", check="missing column")
     if set_column is not None and set_column not in names:
-        problems.table(f"set column {set_column!r} not found (columns: {', '.join(names)})")
+        problems.table(f"set column {set_column!r} not found (columns: {', '.join(names)})", check="missing set column")
     return repeated
 
 
@@ -610,12 +641,14 @@ def _check_rows(cols: dict, nulls: dict, n: int, problems: Problems) -> None:
     check runs whatever another found: the same problems whole or in chunks."""
     content = cols.get("content")
     if content is not None and n:
-        problems.rows("column 'content'", "null", nulls["content"])
+        problems.at(_ROWS, 0)
+        problems.rows("column 'content'", "null", nulls["content"], check="content null")
         empty = pc.fill_null(pc.equal(pc.utf8_length(content), 0), False)
-        problems.rows("column 'content'", "empty string", _np(empty))
+        problems.rows("column 'content'", "empty string", _np(empty), check="content empty")
     tokens = cols.get("tokens")
     if tokens is not None and n:
-        problems.rows("column 'tokens'", "null", nulls["tokens"])
+        problems.at(_ROWS, 1)
+        problems.rows("column 'tokens'", "null", nulls["tokens"], check="tokens null")
         mag = np.abs(_np(tokens.fill_null(0)).astype(np.float64))
         running = problems.running_tokens + np.cumsum(mag)  # carried across streamed chunks
         problems.running_tokens = float(running[-1])
@@ -624,12 +657,14 @@ def _check_rows(cols: dict, nulls: dict, n: int, problems: Problems) -> None:
             f"the token counts add up past {_TOKEN_LIMIT:.3g} (sums must fit in 64-bit integers)",
             running >= _TOKEN_LIMIT,
             _py(tokens),
+            check="tokens sum",
         )
     for name in ("kind", "source"):
         col = cols.get(name)
         if col is not None and n:
+            problems.at(_ROWS, ITEM_FIELDS.index(name))
             blank = pc.fill_null(pc.match_substring_regex(col, f"^[{WHITE_SPACE_CLASS}]*$"), False)
-            problems.rows(f"column {name!r}", "empty or whitespace-only", _np(blank), _py(col))
+            problems.rows(f"column {name!r}", "empty or whitespace-only", _np(blank), _py(col), check="blank")
 
 
 def _canonical(cols: dict, keys, n: int, set_column: str | None) -> pa.Table:
@@ -668,6 +703,7 @@ def check_items(table: pa.Table, set_column: str | None, problems: Problems) -> 
     before = problems.reported
     names = table.column_names
     n = table.num_rows
+    problems.at(_NAMES)
     repeated = _check_names(names, set_column, problems)
     cols: dict[str, pa.Array | None] = {}
     nulls: dict[str, np.ndarray] = {}
@@ -677,6 +713,7 @@ def check_items(table: pa.Table, set_column: str | None, problems: Problems) -> 
             continue
         col = _column(table, name)
         nulls[name] = _np(col.is_null())
+        problems.at(_READ_STEP.get(name, _READ), ITEM_FIELDS.index(name))
         if name == "tags":
             cols[name] = _tags_col(name, col, problems, n)
         elif name == "metadata":
@@ -686,6 +723,7 @@ def check_items(table: pa.Table, set_column: str | None, problems: Problems) -> 
     _check_rows(cols, nulls, n, problems)
     keys = None
     if set_column is not None and set_column in names and set_column not in repeated:
+        problems.at(_SET_KEY)
         keys = _set_key_col(set_column, _column(table, set_column), problems, n)
     if problems.reported > before or any(cols.get(k) is None for k in cols):
         return None
