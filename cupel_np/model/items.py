@@ -17,8 +17,9 @@ import pyarrow.compute as pc
 
 from cupel_np._files import PathOrPaths
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
+from cupel_np.model._arrays import _dict_encoded, _one, _plain
 from cupel_np.model._readers import one_line, read_items_table
-from cupel_np.model.columns import ITEM_FIELDS, ITEM_SCHEMA, SET_COLUMN, _dict_encoded, _normalize, _one, _plain
+from cupel_np.model.columns import ITEM_FIELDS, ITEM_SCHEMA, SET_COLUMN, _normalize
 from cupel_np.model.datasets import RowSource
 from cupel_np.model.fields import (
     require_bool,
