@@ -4,7 +4,7 @@ or their ordinals): read into a ``Policy``'s fields and written back."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.fields import require_keys, require_mapping, require_tables, require_weight, suggestion
@@ -25,8 +25,19 @@ from cupel_np.model.scorers import (
 from cupel_np.model.slicers import GreedySlice, KnapsackSlice, QuotaEntry, QuotaSlice, Slicer
 from cupel_np.text import ascii_fold
 
-if TYPE_CHECKING:
-    from cupel_np.model.policy import Policy
+
+class PolicyFields(Protocol):
+    """What ``policy_to_dotnet`` reads of a ``Policy`` (policy.py builds Policies from this
+    module's reader, so this module does not import it)."""
+
+    scorer: Scorer
+    slicer: Slicer
+    placer: str
+    deduplication: bool
+    overflow_strategy: str
+    name: str | None
+    description: str | None
+
 
 # The .NET ``Wollax.Cupel.Json`` policy object (camelCase; enum values as camelCase strings
 # or their ordinals). ``Policy.from_json`` recognises it, so its reader lives with Policy.
@@ -173,7 +184,7 @@ def dotnet_policy_fields(d: Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
-def policy_to_dotnet(policy: Policy) -> dict[str, Any]:
+def policy_to_dotnet(policy: PolicyFields) -> dict[str, Any]:
     """The .NET JSON shape of ``policy`` (raises for what .NET cannot express)."""
 
     def entry(s: Scorer, w: float) -> dict:
