@@ -209,3 +209,10 @@ def test_the_length_rule_counts_plain_functions_and_skips_kernels():
     short = "\n".join(f"    x{i} = {i}" for i in range(MAX_LINES - 1))
     source = f"@jit\ndef kernel():\n{body}\n\ndef plain():\n{body}\n\ndef fits():\n{short}\n"
     assert _long_in(source) == [("plain", MAX_LINES + 4, MAX_LINES + 1)]
+
+
+def test_no_module_reads_its_callers_frames():
+    """Behaviour follows from arguments, never from a caller's locals or line numbers (the
+    column checks once ordered their messages by walking ``sys._getframe``)."""
+    bad = [m for m, path in MODULES.items() if "_getframe" in path.read_text() or "f_locals" in path.read_text()]
+    assert not bad, bad
