@@ -208,8 +208,8 @@ class _State:
 _NOT_CONTEXT = {"summary", "file-history-snapshot", "queue-operation", "custom-title", "result", "stream_event"}
 
 
-def _record(st: _State, obj, name: str, n: int, last: dict, reader: Reader, skipped: dict) -> None:
-    """Read one record into a node (or count it)."""
+def _record(st: _State, obj, name: str, n: int, last: dict, reader: Reader, skipped: dict) -> bool:
+    """Read one record into a node (or count it); False for a copy of a record already read."""
     if not isinstance(obj, dict):
         raise Bad(f"expected a JSON object, got {type(obj).__name__}")
     rtype = obj.get("type")
@@ -218,7 +218,7 @@ def _record(st: _State, obj, name: str, n: int, last: dict, reader: Reader, skip
     boundary = rtype == "system" and obj.get("subtype") == "compact_boundary"
     if rtype not in ("user", "assistant", "system") or (rtype == "system" and not boundary and "uuid" not in obj):
         reader.skip(f"claude-code record '{rtype}'", metadata=True)
-        return
+        return True
     sid = obj.get("sessionId", obj.get("session_id"))
     if not isinstance(sid, str) or not sid:
         raise Bad(f"{rtype} record has no 'sessionId' (session log) or 'session_id' (stream-json)")
@@ -237,9 +237,7 @@ def _record(st: _State, obj, name: str, n: int, last: dict, reader: Reader, skip
     parts: list[Part] = []
     msg_id = None
     api = None
-    if rtype == "system":
-        reader.skip("claude-code record 'system'", metadata=True)
-    else:
+    if rtype != "system":
         msg = obj.get("message")
         if not isinstance(msg, dict):
             raise Bad(f"{rtype} record has no 'message' object")
@@ -260,8 +258,11 @@ def _record(st: _State, obj, name: str, n: int, last: dict, reader: Reader, skip
         st.duplicates += 1
         if old.sig != sig:
             st.conflicts += 1
-        return
+        return False
+    if rtype == "system":
+        reader.skip("claude-code record 'system'", metadata=True)
     st.nodes[uid] = _Node(uid, parent, sid, side, ts, boundary, parts, msg_id, api, sig, (ts is None, ts, uid))
+    return True
 
 
 def _roots(st: _State) -> dict[str, str]:
@@ -343,10 +344,12 @@ def read(files: list[tuple[Path, str]], reader: Reader, *, skip_bad: bool, tool_
             try:
                 if isinstance(rec, Bad):
                     raise rec
-                _record(st, rec, name, n, last, reader, local)
+                new = _record(st, rec, name, n, last, reader, local)
             except Bad as e:
                 reader.bad.append(BadRecord(name, n, str(e)))
                 continue
+            if not new:
+                continue  # a copy: its skipped parts were counted with the first
             for r, c in local.items():
                 reader.skip(r, c, metadata="thinking" in r)  # thinking is never resent as context
         check_not_all_bad("claude-code", name, file_records, reader.bad[since:])
