@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from cupel_np.errors import InvalidConfigError
-from cupel_np.io.importers import claude_code, detect, messages, openai
+from cupel_np.io.importers import claude_code, detect, messages, openai, otel, sharegpt, trajectories
 from cupel_np.io.importers.core import (
     ITEM_COLUMNS,
     BadRecord,
@@ -45,6 +45,11 @@ FORMATS = (
     "openai",
     "claude-code",
     "stream-json",
+    "sharegpt",
+    "llama-factory",
+    "swe-agent",
+    "mini-swe-agent",
+    "otel",
     "messages",
 )
 
@@ -71,6 +76,12 @@ def _read(fmt: str, files, reader: Reader, opts: dict) -> tuple[list[Conversatio
         return claude_code.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind), []
     if fmt == "openai":
         return openai.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind), []
+    if fmt in ("sharegpt", "llama-factory"):
+        return sharegpt.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind), []
+    if fmt in ("swe-agent", "mini-swe-agent"):
+        return trajectories.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind, fmt=fmt), []
+    if fmt == "otel":
+        return otel.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind), []
     return messages.read(files, reader, skip_bad=skip_bad, mapping=opts["mapping"], set_column=opts["set_column"])
 
 

@@ -222,7 +222,8 @@ def _record(st: _State, obj, name: str, n: int, last: dict, reader: Reader, skip
     sid = obj.get("sessionId", obj.get("session_id"))
     if not isinstance(sid, str) or not sid:
         raise Bad(f"{rtype} record has no 'sessionId' (session log) or 'session_id' (stream-json)")
-    uid = obj.get("uuid") if isinstance(obj.get("uuid"), str) and obj.get("uuid") else f"{name}:{n}"
+    raw_uid = obj.get("uuid")
+    uid: str = raw_uid if isinstance(raw_uid, str) and raw_uid else f"{name}:{n}"
     ts = parse_ts(obj.get("timestamp"), "timestamp")
     side: str | None = None
     if obj.get("isSidechain") or obj.get("parent_tool_use_id"):

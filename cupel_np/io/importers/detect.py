@@ -59,6 +59,9 @@ def detect(path: Path) -> str | None:
         m0 = next((m for m in msgs if isinstance(m, dict)), {})
         if "from" in m0 and "value" in m0:
             return "sharegpt"
+        parts = [p for m in msgs if isinstance(m, dict) and isinstance(m.get("content"), list) for p in m["content"]]
+        if any(isinstance(p, dict) and "value" in p and "text" not in p for p in parts):
+            return "llama-factory"
         return "openai"
     if isinstance(first.get("history"), list) and isinstance(first.get("trajectory"), list):
         return "swe-agent"

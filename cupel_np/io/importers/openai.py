@@ -59,7 +59,7 @@ def tool_schema_parts(tools, where: str) -> list[Part]:
     for j, t in enumerate(tools):
         if not isinstance(t, dict):
             raise Bad(f"{where}[{j}]: expected an object, got {type(t).__name__}")
-        fn = t.get("function") if isinstance(t.get("function"), dict) else t
+        fn: dict = t["function"] if isinstance(t.get("function"), dict) else t
         name = fn.get("name") if isinstance(fn.get("name"), str) else None
         text = json.dumps(t, ensure_ascii=False, separators=(",", ":"))
         parts.append(Part(text, "ToolSchema", "Tool", True, "", tool_name=name, extra={"tool_schema": "true"}))
@@ -139,7 +139,8 @@ def conversation(obj, skipped: dict, tool_call_kind: str, msgs_key: str = "messa
         mid = None if m.get("id") is None else str(m.get("id"))
         if role == "assistant":
             last_assistant = len(parts)
-            t = api_tokens(m.get("usage"))
+            resp = m.get("extra", {}).get("response") if isinstance(m.get("extra"), dict) else None
+            t = api_tokens(m.get("usage", resp.get("usage") if isinstance(resp, dict) else None))
             if t is not None:
                 api.append(ApiCount(len(parts), t))
         name = m.get("name") if isinstance(m.get("name"), str) else None
