@@ -241,7 +241,14 @@ def transcript_files(paths) -> list[tuple[Path, str]]:
             files.append((p, str(p)))
     if not files:
         raise InvalidConfigError("no transcript files given")
-    return files
+    seen: set[Path] = set()
+    unique = []
+    for f, name in files:  # a file named twice (or also through its directory) is read once
+        key = f.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append((f, name))
+    return unique
 
 
 def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
