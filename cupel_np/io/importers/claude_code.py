@@ -75,12 +75,13 @@ class _Node:
 def _usage_tokens(usage) -> int | None:
     if not isinstance(usage, dict):
         return None
-    keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    vals = [usage.get(k) for k in keys]
-    if not any(isinstance(v, int) and not isinstance(v, bool) for v in vals):
-        return None
-    total = sum(v for v in vals if isinstance(v, int) and not isinstance(v, bool))
-    return total or None
+    total, found = 0, False
+    for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+        v = usage.get(k)
+        if type(v) is int:
+            total += v
+            found = True
+    return total if found and total else None
 
 
 def _shell_parts(text: str, role: str, ts, uid) -> list[Part] | None:

@@ -251,16 +251,21 @@ def transcript_files(paths) -> list[tuple[Path, str]]:
     return unique
 
 
+_DECODER = json.JSONDecoder()
+
+
 def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
     """(line number, parsed JSON or a :class:`Bad`) of each non-blank line."""
+    decode = _DECODER.decode
     with path.open("rb") as f:
         for n, raw in enumerate(f, start=1):
-            if not raw.strip():
-                continue
+            if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]  # a UTF-8 byte-order mark
             try:
-                yield n, json.loads(raw)
+                yield n, decode(raw.decode("utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError) as e:
-                yield n, Bad(f"not valid JSON: {e}")
+                if raw.strip():
+                    yield n, Bad(f"not valid JSON: {e}")
 
 
 def json_document(path: Path) -> Iterator[tuple[int, Any]]:

@@ -81,6 +81,8 @@ def detect_all(files: list[tuple[Path, str]], *, mapped: bool = False) -> str:
                 "name the format (openai, claude-code, stream-json, sharegpt, swe-agent, mini-swe-agent, otel, messages)"
             )
         found.setdefault(fmt, []).append(name)
+    if set(found) == {"swe-agent", "mini-swe-agent"}:  # one reader reads both
+        return "swe-agent"
     if len(found) > 1:
         what = "; ".join(f"{f}: {', '.join(n[:3])}{' ...' if len(n) > 3 else ''}" for f, n in found.items())
         raise InvalidConfigError(f"the files are in more than one format ({what}); import each format on its own")
