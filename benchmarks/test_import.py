@@ -19,7 +19,6 @@ import random
 import statistics
 import time
 import tracemalloc
-from pathlib import Path
 
 import pytest
 
