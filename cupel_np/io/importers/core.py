@@ -362,11 +362,46 @@ class ImportResult:
             "token_ratio": self.token_ratio(),
         }
 
+    def summary_lines(self, out, *, limit: int = 10) -> list[str]:
+        """What ``cupel-np import`` prints: the counts line, the tokens line, then one line
+        per conversation with API counts (at most ``limit``)."""
+        skipped = "; ".join(f"{n} {r}" for r, n in sorted(self.skipped.items()))
+        lines = [
+            f"{self.items:,} items in {self.conversations:,} conversation(s) from {self.lines:,} line(s) -> {out} "
+            f"(set column {self.set_column!r}); {len(self.bad)} bad line(s) skipped"
+            + (f"; not context: {skipped}" if skipped else "")
+        ]
+        tok = f"tokens: {self.counter}"
+        ratio = self.token_ratio()
+        counted = [t for t in self.tokens if t.get("ratio") is not None]
+        calibrated = sum(1 for t in self.tokens if t.get("calibrated"))
+        if not self.tokens:
+            tok += "; the log has no API token counts"
+        elif ratio is None:
+            tok += f"; {len(self.tokens)} conversation(s) with API counts, none with two requests to compare"
+        else:
+            tok += (
+                f"; estimate vs API: the estimate grew {ratio:.2f}x as much (median of {len(counted)} conversation(s))"
+                + (f"; calibrated {calibrated} conversation(s) to the API" if calibrated else "")
+            )
+        lines.append(tok)
+        for t in self.tokens[:limit]:
+            r = "" if t.get("ratio") is None else f"; the estimate grew {t['ratio']:.2f}x as much as the API's count"
+            before = " before calibration" if t.get("calibrated") else ""
+            lines.append(
+                f"  {t['set']}: {t['requests']} request(s); at the last, API {t['api']:,.0f} tokens, "
+                f"estimate{before} {t['estimate']:,.0f}{r}"
+            )
+        if len(self.tokens) > limit:
+            lines.append(f"  ... {len(self.tokens) - limit} more (--json lists them all)")
+        return lines
+
     def check_not_empty(self) -> None:
         """Raise :class:`EmptyImportError` for 0 items, or more lost than kept."""
         why = "; ".join(f"{n} {r}" for r, n in sorted(self.skipped.items()) if r not in self.metadata_reasons)
+        meta = "; ".join(f"{n} {r}" for r, n in sorted(self.skipped.items()) if r in self.metadata_reasons)
         bad = f"{len(self.bad)} bad line(s)" + (f" (first: {self.bad[0]})" if self.bad else "")
-        detail = f"skipped: {bad}" + (f"; {why}" if why else "")
+        detail = f"skipped: {bad}" + (f"; {why}" if why else "") + (f"; not context: {meta}" if meta else "")
         if self.items == 0:
             raise EmptyImportError(
                 f"the import yielded 0 items from {self.lines} line(s) ({detail}); "

@@ -53,6 +53,13 @@ def tool_schema_parts(tools, where: str) -> list[Part]:
     JSON, pinned (it is sent with every request), tokens by the counter."""
     if tools is None:
         return []
+    if isinstance(tools, str):  # LLaMA-Factory and others store the list as a JSON string
+        if blank(tools):
+            return []
+        try:
+            tools = json.loads(tools)
+        except json.JSONDecodeError:
+            raise Bad(f"{where}: not a JSON list of tool definitions") from None
     if not isinstance(tools, list):
         raise Bad(f"{where}: expected a list of tool definitions, got {type(tools).__name__}")
     parts = []
