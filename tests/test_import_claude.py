@@ -322,3 +322,13 @@ def test_nothing_to_import_is_an_error(tmp_path):
     with pytest.raises(EmptyImportError, match=r"0 items from 1 line"):
         import_transcripts("claude-code", p)
     assert import_transcripts("claude-code", p, allow_empty=True).items == 0
+
+
+def test_chunked_table_build_is_the_same(tmp_path, monkeypatch):
+    from cupel_np.io.importers import core
+
+    p = write(tmp_path / "s.jsonl", session_records())
+    whole = import_transcripts("claude-code", p, calibrate=True)
+    monkeypatch.setattr(core, "CHUNK_CHARS", 10)  # one conversation a chunk
+    chunked = import_transcripts("claude-code", p, calibrate=True)
+    assert chunked.table.equals(whole.table) and chunked.tokens == whole.tokens

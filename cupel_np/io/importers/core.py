@@ -500,6 +500,10 @@ def calibrated(tokens: list[int], slope: float) -> list[int]:
 
 
 # ----------------------------------------------------------------------------- table
+#: text per chunk of conversations turned into Arrow at once (then their parts are released)
+CHUNK_CHARS = 32 << 20
+
+
 def build_table(
     convs: list[Conversation],
     set_column: str,
@@ -508,14 +512,33 @@ def build_table(
     calibrate: bool = False,
     extra_columns: list[tuple[str, pa.DataType]] | None = None,
 ) -> tuple[pa.Table, list[dict]]:
-    """The items table of ``convs`` (in order) and the per-conversation token checks."""
-    cols: dict[str, list] = {k: [] for k in (set_column, *ITEM_COLUMNS)}
+    """The items table of ``convs`` (in order) and the per-conversation token checks. Works
+    through whole conversations in chunks of about ``CHUNK_CHARS`` characters, emptying each
+    conversation's ``parts`` once it is in Arrow, so the Python strings and the table are not
+    both held whole."""
     extra = extra_columns or []
+    schema = items_schema(set_column, extra)
+    checks: list[dict] = []
+    batches: list[pa.Table] = []
+    start = 0
+    while start < len(convs):
+        stop, size = start, 0
+        while stop < len(convs) and (stop == start or size < CHUNK_CHARS):
+            size += sum(len(pt.content) for pt in convs[stop].parts)
+            stop += 1
+        batches.append(_chunk(convs[start:stop], set_column, count_all, calibrate, extra, schema, checks))
+        start = stop
+    table = pa.concat_tables(batches) if batches else schema.empty_table()
+    return table.combine_chunks(), checks
+
+
+def _chunk(convs, set_column, count_all, calibrate, extra, schema, checks) -> pa.Table:
+    cols: dict[str, list] = {k: [] for k in (set_column, *ITEM_COLUMNS)}
     for name, _ in extra:
         cols[name] = []
-    checks: list[dict] = []
     texts = [pt.content for c in convs for pt in c.parts if pt.tokens is None]
     counted = iter(count_all(texts))
+    del texts
     for conv in convs:
         link_results(conv.parts)
         tokens = [pt.tokens if pt.tokens is not None else next(counted) for pt in conv.parts]
@@ -527,8 +550,8 @@ def build_table(
             checks.append(chk)
         groups = tool_columns(conv)
         _append(cols, set_column, conv, tokens, groups, extra)
-    table = pa.Table.from_pydict(cols, schema=items_schema(set_column, extra))
-    return table, checks
+        conv.parts = []
+    return pa.Table.from_pydict(cols, schema=schema)
 
 
 def _metadata(pt: Part) -> list[tuple[str, str]]:
