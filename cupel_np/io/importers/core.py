@@ -501,7 +501,7 @@ def calibrated(tokens: list[int], slope: float) -> list[int]:
 
 # ----------------------------------------------------------------------------- table
 #: text per chunk of conversations turned into Arrow at once (then their parts are released)
-CHUNK_CHARS = 32 << 20
+CHUNK_CHARS = 4 << 20
 
 
 def build_table(
@@ -529,7 +529,7 @@ def build_table(
         batches.append(_chunk(convs[start:stop], set_column, count_all, calibrate, extra, schema, checks))
         start = stop
     table = pa.concat_tables(batches) if batches else schema.empty_table()
-    return table.combine_chunks(), checks
+    return table, checks  # one chunk per batch: combining would copy the whole table
 
 
 def _chunk(convs, set_column, count_all, calibrate, extra, schema, checks) -> pa.Table:
