@@ -848,6 +848,8 @@ def cmd_import(args) -> int:
         skip_bad=args.skip_bad,
         set_column=args.set_column,
         tool_call_kind=args.tool_call_kind,
+        calibrate=args.calibrate,
+        allow_empty=args.allow_empty,
     )
     out = res.write_parquet(args.out)
     for b in res.bad:  # listed, never silently dropped
@@ -855,12 +857,7 @@ def cmd_import(args) -> int:
     if args.json:
         print(json.dumps({**res.summary(), "out": str(out), "set_column": res.set_column}, indent=2))
         return EXIT_OK
-    skipped = "; ".join(f"{n} {r}" for r, n in sorted(res.skipped.items()))
-    print(
-        f"{plural(res.items, 'item')} in {res.conversations:,} conversation(s) from "
-        f"{res.lines:,} line(s) -> {out} (set column {res.set_column!r}); "
-        f"{len(res.bad)} bad line(s) skipped" + (f"; not context: {skipped}" if skipped else "")
-    )
+    print("\n".join(res.summary_lines(out)))
     return EXIT_OK
 
 
@@ -1068,12 +1065,28 @@ def _add_single(sub, common, compute) -> None:
     p.set_defaults(func=cmd_validate)
 
 
+#: ``cupel_np.io.importers.FORMATS``, spelled out so parsing the command line imports nothing
+IMPORT_FORMATS = [
+    "auto",
+    "openai",
+    "claude-code",
+    "stream-json",
+    "sharegpt",
+    "llama-factory",
+    "swe-agent",
+    "mini-swe-agent",
+    "otel",
+    "messages",
+]
+
+
 def _add_files(sub, common) -> None:
     p = sub.add_parser("import", parents=[common], help="chat / agent transcripts -> an items Parquet file")
     p.add_argument(
         "format",
-        choices=["openai", "claude-code", "messages"],
-        help="openai: chat-completions JSONL; claude-code: session JSONL; messages: JSONL/CSV/Parquet + --map",
+        choices=IMPORT_FORMATS,
+        help="auto (detected), openai, claude-code, stream-json, sharegpt, llama-factory, swe-agent, "
+        "mini-swe-agent, otel, messages (JSONL/CSV/TSV/Parquet + --map); see docs/importing.md",
     )
     p.add_argument("inputs", nargs="+", metavar="IN", help="input files or directories")
     p.add_argument("--out", required=True, help="items Parquet to write")
@@ -1096,6 +1109,16 @@ def _add_files(sub, common) -> None:
         "--set-column", default="conversation_id", help="name of the conversation column (default conversation_id)"
     )
     p.add_argument("--tool-call-kind", default="ToolCall", help="kind given to tool calls (default ToolCall)")
+    p.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="scale each conversation's token counts to the API's own counts in the log (usage records)",
+    )
+    p.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="write the items file even when the import yields 0 items or skipped more than it kept",
+    )
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("report", parents=[common], help="HTML report of a written sweep directory (in-process or Dask)")
