@@ -54,7 +54,7 @@ def test_import_of_nothing_exits_2_unless_allowed(tmp_path, capsys):
 
 
 def test_cli_formats_are_the_importers():
-    from cupel_np.cli import commands
+    from cupel_np.cli import parser
     from cupel_np.io.importers import FORMATS
 
-    assert commands.IMPORT_FORMATS == list(FORMATS)
+    assert parser.IMPORT_FORMATS == list(FORMATS)
