@@ -58,3 +58,28 @@ def test_cli_formats_are_the_importers():
     from cupel_np.io.importers import FORMATS
 
     assert parser.IMPORT_FORMATS == list(FORMATS)
+
+
+def test_item_readers_refuse_an_empty_table(tmp_path, capsys):
+    p = tmp_path / "titles.jsonl"
+    p.write_text(json.dumps({"type": "summary", "summary": "x", "leafUuid": "u"}) + "\n")
+    empty = tmp_path / "empty.parquet"
+    assert main(["import", "claude-code", str(p), "--out", str(empty), "--allow-empty"]) == 0
+    capsys.readouterr()
+    runs = {
+        "sensitivity": ["--preset", "chat", "--preset", "rag", "--max-tokens", "100", "--target-tokens", "80"],
+        "run": ["--preset", "chat", "--max-tokens", "100", "--target-tokens", "80"],
+        "validate": [],
+    }
+    for cmd, extra in runs.items():
+        out = ["--out", str(tmp_path / f"o-{cmd}")] if cmd == "sensitivity" else []
+        assert main([cmd, str(empty), *extra, *out]) == 2, cmd
+        err = capsys.readouterr().err
+        assert "empty.parquet: no items (0 rows)" in err and "--allow-empty" in err, cmd
+    out = ["--out", str(tmp_path / "o-allowed")]
+    assert main(["sensitivity", str(empty), *runs["sensitivity"], *out, "--allow-empty", "--quiet", "--json"]) == 0
+    capsys.readouterr()
+    good = tmp_path / "good.parquet"
+    assert main(["import", "auto", str(TR / "stream_json.jsonl"), "--out", str(good)]) == 0
+    capsys.readouterr()
+    assert main(["validate", str(good)]) == 0  # a table with rows is not refused
