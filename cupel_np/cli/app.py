@@ -14,7 +14,7 @@ from cupel_np.cli.demo import cmd_demo
 from cupel_np.cli.parser import build_parser
 from cupel_np.cli.run import cmd_run
 from cupel_np.cli.sensitivity import cmd_sensitivity
-from cupel_np.cli.shared import EXIT_INTERNAL, EXIT_USAGE, UsageError, _err, _say_if_compiling
+from cupel_np.cli.shared import EXIT_INTERNAL, EXIT_USAGE, UsageError, _err, _say_if_compiling, refuse_empty
 from cupel_np.cli.sweep import cmd_sweep
 from cupel_np.errors import CupelError
 from cupel_np.model.scorers import load_plugins
@@ -25,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         load_plugins(args.plugin)
+        refuse_empty(args)
         if args.func in (cmd_demo, cmd_sensitivity, cmd_sweep, cmd_budget, cmd_run):
             _say_if_compiling(args)
         return args.func(args)

@@ -15,6 +15,7 @@ from cupel_np.cli.presets import cmd_presets
 from cupel_np.cli.report import cmd_report
 from cupel_np.cli.run import cmd_run
 from cupel_np.cli.sensitivity import cmd_sensitivity
+from cupel_np.cli.shared import _EMPTY_HELP
 from cupel_np.cli.sweep import cmd_sweep
 from cupel_np.cli.tune import cmd_tune
 from cupel_np.cli.validate import cmd_validate
@@ -96,6 +97,10 @@ def _budget_opts(p) -> None:
     p.add_argument("--output-reserve", type=int, default=0, help="tokens kept for the answer (default 0)")
 
 
+def _allow_empty_opt(p) -> None:
+    p.add_argument("--allow-empty", action="store_true", help=_EMPTY_HELP)
+
+
 def _memory_opts(p) -> None:
     p.add_argument(
         "--memory-limit",
@@ -120,6 +125,7 @@ def _add_sweeps(sub, compute) -> None:
 
     p = sub.add_parser("sensitivity", parents=[compute], help="compare policies over an items file")
     p.add_argument("items", nargs="+", help=_ITEMS_HELP)
+    _allow_empty_opt(p)
     p.add_argument("--policies", help="JSON/TOML file of labelled policies")
     p.add_argument("--preset", action="append", help="a preset to compare (repeatable)")
     _budget_opts(p)
@@ -134,6 +140,7 @@ def _add_sweeps(sub, compute) -> None:
         "sweep", parents=[compute], help="run a grid of variants (presets x weights x slicers x placers x budgets)"
     )
     p.add_argument("items", nargs="+", help=_ITEMS_HELP)
+    _allow_empty_opt(p)
     p.add_argument("--grid", required=True, help="grid file (TOML/JSON; see docs/sweeps.md)")
     p.add_argument("--set-column", help="column holding the item-set key (overrides the grid's)")
     p.add_argument("--label-column", metavar="COL", help=_LABEL_HELP)
@@ -146,6 +153,7 @@ def _add_sweeps(sub, compute) -> None:
 def _add_single(sub, common, compute) -> None:
     p = sub.add_parser("budget", parents=[common], help="budget curves: selection and utilization along a ladder")
     p.add_argument("items", help="items Parquet file")
+    _allow_empty_opt(p)
     p.add_argument("--policy", action="append", help="policy file (JSON/TOML; repeatable, labelled by file name)")
     p.add_argument("--preset", action="append", help="a preset (repeatable)")
     p.add_argument("--ladder", required=True, help="LO:HI:STEPS budgets (max_tokens), e.g. 4000:200000:16")
@@ -161,6 +169,7 @@ def _add_single(sub, common, compute) -> None:
         "run", parents=[compute], help="one dry run: included and excluded items with scores and reasons"
     )
     p.add_argument("items", nargs="+", help=_ITEMS_HELP)
+    _allow_empty_opt(p)
     p.add_argument("--policy", help="policy file (JSON/TOML, EXTENSIONS.md or .NET shape)")
     p.add_argument("--preset", help="a preset name")
     _budget_opts(p)
@@ -173,17 +182,34 @@ def _add_single(sub, common, compute) -> None:
 
     p = sub.add_parser("validate", parents=[common], help="check an items file: schema and row problems")
     p.add_argument("items", nargs="+", help=_ITEMS_HELP)
+    _allow_empty_opt(p)
     p.add_argument("--set-column", help=_SET_HELP)
     _memory_opts(p)
     p.set_defaults(func=cmd_validate)
+
+
+#: ``cupel_np.io.importers.FORMATS``, spelled out (a test keeps them equal)
+IMPORT_FORMATS = [
+    "auto",
+    "openai",
+    "claude-code",
+    "stream-json",
+    "sharegpt",
+    "llama-factory",
+    "swe-agent",
+    "mini-swe-agent",
+    "otel",
+    "messages",
+]
 
 
 def _add_files(sub, common) -> None:
     p = sub.add_parser("import", parents=[common], help="chat / agent transcripts -> an items Parquet file")
     p.add_argument(
         "format",
-        choices=["openai", "claude-code", "messages"],
-        help="openai: chat-completions JSONL; claude-code: session JSONL; messages: JSONL/CSV/Parquet + --map",
+        choices=IMPORT_FORMATS,
+        help="auto (detected), openai, claude-code, stream-json, sharegpt, llama-factory, swe-agent, "
+        "mini-swe-agent, otel, messages (JSONL/CSV/TSV/Parquet + --map); see docs/importing.md",
     )
     p.add_argument("inputs", nargs="+", metavar="IN", help="input files or directories")
     p.add_argument("--out", required=True, help="items Parquet to write")
@@ -206,6 +232,16 @@ def _add_files(sub, common) -> None:
         "--set-column", default="conversation_id", help="name of the conversation column (default conversation_id)"
     )
     p.add_argument("--tool-call-kind", default="ToolCall", help="kind given to tool calls (default ToolCall)")
+    p.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="scale each conversation's token counts to the API's own counts in the log (usage records)",
+    )
+    p.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="write the items file even when the import yields 0 items or skipped more than it kept",
+    )
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("report", parents=[common], help="HTML report of a written sweep directory (in-process or Dask)")
@@ -228,6 +264,7 @@ def add_check_parser(sub, common) -> None:
         help="run a checks file's assertions over every item set; exit 1 when one fails",
     )
     p.add_argument("items", nargs="+", help="items Parquet: a file, a directory or several files")
+    _allow_empty_opt(p)
     p.add_argument("--checks", required=True, help="TOML/JSON checks file (policies, budgets, [[check]] tables)")
     p.add_argument("--set-column", help="column holding the item-set key (overrides the checks file's)")
     p.add_argument("--junit", metavar="OUT.xml", help="also write JUnit XML for CI")
@@ -251,6 +288,7 @@ def add_tune_parser(sub, common) -> None:
         help="search policies that keep the labelled-relevant items (Optuna; leaderboard, Pareto front, best policy files)",
     )
     p.add_argument("items", nargs="+", help="items Parquet: a file, a directory or several files")
+    _allow_empty_opt(p)
     p.add_argument("--space", required=True, help="search space TOML (see data/examples/tune_space.toml)")
     p.add_argument("--label-column", required=True, help="relevance label column: boolean or non-negative numbers")
     p.add_argument("--set-column", help="item set key column (sets are split into search and held-out parts)")

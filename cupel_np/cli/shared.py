@@ -128,6 +128,26 @@ def _set_column_hint(items, set_column) -> str:
     )
 
 
+_EMPTY_HELP = "run even when the items table has no rows (by default an empty table is an error)"
+
+
+def refuse_empty(args) -> None:
+    """A command that reads items refuses an input with no rows (an import that found
+    nothing, a wrong file) unless ``--allow-empty``: an empty table answers no question."""
+    items = getattr(args, "items", None)
+    if not items or getattr(args, "allow_empty", True):
+        return
+    try:
+        n = open_dataset(_source(items)).count_rows()
+    except (CupelError, OSError, ValueError):
+        return  # the command itself names what is wrong with the input
+    if n == 0:
+        raise UsageError(
+            f"{_name(items)}: no items (0 rows): there is nothing to select from; if it came from "
+            "`cupel-np import`, check the import's summary; --allow-empty runs on it anyway"
+        )
+
+
 def _load_table(path, set_column):
     return ItemTable.from_parquet(_source(path), set_column=set_column)
 
