@@ -1,0 +1,357 @@
+"""Compile (or load) every kernel into Numba's on-disk cache ahead of use: ``cupel-np warmup``.
+
+A first run after an install compiles the kernels it reaches (seconds each, see
+CONTRIBUTING.md "Cold start"); the cache in ``NUMBA_CACHE_DIR`` (default: ``__pycache__`` next
+to the package) serves every later process. ``warmup`` fills it for container images and CI
+caches: small workloads that together reach every kernel (:data:`WORKLOADS`), split over
+``jobs`` child processes that compile independent kernels side by side into the one cache
+(Numba writes each cache file whole, under a temporary name, so concurrent writers are safe;
+a kernel two children both reach is compiled twice and stored once). It then reports the
+kernels it reached and any it did not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: the modules that define kernels (every ``_jit.jit`` function lives in one of them)
+KERNEL_MODULES = (
+    "cupel_np.engine.sortkeys",
+    "cupel_np.engine.batch_kernels",
+    "cupel_np.engine.stages",
+    "cupel_np.engine.scorers.kernels",
+    "cupel_np.engine.slicers.greedy",
+    "cupel_np.engine.slicers.kernels",
+    "cupel_np.engine.slicers.quota",
+    "cupel_np.engine.slicers.nested",
+    "cupel_np.analysis.outcomes",
+    "cupel_np.analysis.budget_sim",
+    "cupel_np.testing._kernels",
+    "cupel_np.tuning.search",
+)
+
+
+def _table(n: int, n_sets: int, seed: int):
+    """A generated table: tags, metadata, timestamps, priorities, hints, six kinds, pinned
+    and duplicated rows, zero-token rows; one set or ``n_sets`` (column ``sid``)."""
+    import pyarrow as pa
+
+    from cupel_np.model.items import ItemTable
+
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(1, 2000, n)
+    tokens[rng.random(n) < 0.01] = 0
+    k = rng.integers(0, 4, n)
+    vocab = np.array([f"tag{i}" for i in range(64)] + ["TAG1"])
+    tags = pa.ListArray.from_arrays(
+        pa.array(np.concatenate([[0], np.cumsum(k)]).astype(np.int32)),
+        pa.array(vocab).take(pa.array(rng.integers(0, len(vocab), int(k.sum())))),
+    )
+    has = rng.random(n) < 0.5
+    md = pa.MapArray.from_arrays(
+        pa.array(np.concatenate([[0], np.cumsum(has)]).astype(np.int32)),
+        pa.array(["cupel:trust"] * int(has.sum()), pa.string()),
+        pa.array(np.array(["0.2", "0.9", "x"])[rng.integers(0, 3, int(has.sum()))]),
+    )
+    content = np.array([f"item {i}" for i in range(n)])
+    content[5::37] = content[4::37][: len(content[5::37])]  # duplicates
+    kinds = np.array(["Message", "Document", "ToolOutput", "Memory", "SystemPrompt", "Note"])
+    ts = (1_700_000_000_000_000 + rng.integers(0, 10**9, n)).astype("datetime64[us]")
+    cols = {
+        "content": pa.array(content),
+        "tokens": tokens,
+        "kind": pa.array(kinds).take(pa.array(rng.integers(0, len(kinds), n))),
+        "priority": pa.array(rng.integers(0, 5, n), mask=rng.random(n) < 0.5),
+        "tags": tags,
+        "metadata": md,
+        "timestamp": pa.array(ts, pa.timestamp("us", tz="UTC"), mask=rng.random(n) < 0.3),
+        "future_relevance_hint": pa.array(rng.random(n), mask=rng.random(n) < 0.2),
+        "pinned": rng.random(n) < 0.002,
+        "signal": rng.random(n) * 1e300,  # a column scorer's values that sum past 2**63
+    }
+    if n_sets > 1:
+        cols["sid"] = np.repeat(np.arange(n_sets), -(-n // n_sets))[:n]
+    return ItemTable.from_arrow(pa.table(cols), set_column="sid" if n_sets > 1 else None)
+
+
+def _policies():
+    from datetime import UTC, datetime
+
+    import cupel_np as c
+    from cupel_np.model.policy import CountConstrainedKnapsackSlice, CountQuotaEntry
+
+    base = c.CompositeScorer(
+        ((c.RecencyScorer(), 1.0), (c.PriorityScorer(), 0.5), (c.KindScorer(), 0.3), (c.ReflexiveScorer(), 0.7))
+    )
+    scorers = [
+        c.FrequencyScorer(),
+        c.TagScorer((("tag1", 1.0), ("tag2", 0.5))),
+        c.ScaledScorer(c.PriorityScorer()),
+        c.MetadataTrustScorer(),
+        c.MetadataKeyScorer("cupel:trust", "0.9", 2.0),
+        c.DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), c.ExponentialCurve(3600.0)),
+        c.DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), c.WindowCurve(86400.0)),
+        c.DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), c.StepCurve(((3600.0, 1.0), (86400.0, 0.5)))),
+    ]
+    quota = (c.QuotaEntry("Message", require=10, cap=60), c.QuotaEntry("Document", require=5, cap=40))
+    count = (CountQuotaEntry("Document", require_count=2, cap_count=5),)
+    slicers = [
+        c.GreedySlice(),
+        c.KnapsackSlice(50),
+        c.QuotaSlice(quota, c.GreedySlice()),
+        c.QuotaSlice(quota, c.KnapsackSlice(50)),
+        c.CountQuotaSlice(count),
+        c.CountQuotaSlice(count, c.QuotaSlice(quota, c.GreedySlice())),
+        CountConstrainedKnapsackSlice(count, bucket_size=50),
+    ]
+    pols = []
+    for i, sl in enumerate(slicers):
+        for placer in ("chronological", "u_shaped"):
+            for overflow in ("throw", "truncate", "proceed"):
+                pols.append(c.Policy(base, slicer=sl, placer=placer, overflow_strategy=overflow, name=f"p{i}"))
+    pols += [c.Policy(s, name=f"s{j}") for j, s in enumerate(scorers)]
+    pols.append(c.Policy(c.CompositeScorer(((base, 1.0), (scorers[0], 1.0)))))
+    return pols
+
+
+def _sweep(table, budgets) -> None:
+    import cupel_np as c
+
+    grid = c.Sweep(_policies(), budgets=budgets)
+    c.sweep(table, None, grid, on_error="collect", threads=1).diffs_table()
+
+
+def _engine_small() -> None:
+    """Every scorer, slicer, placer and overflow strategy on a corpus of small sets."""
+    import cupel_np as c
+
+    _sweep(_table(3000, 60, 1), [c.ContextBudget(20_000, 6_000, 500), c.ContextBudget(3_000, 1_000)])
+    from cupel_np.model.custom_scorers import ColumnScorer
+
+    grid = c.Sweep(
+        [c.Policy(ColumnScorer("signal"), slicer=c.KnapsackSlice(50))], budgets=[c.ContextBudget(9000, 6000)]
+    )
+    c.sweep(_table(600, 20, 2), None, grid, on_error="collect", threads=1)  # split knapsack rows
+    # a slicer alone over score-sorted candidates, as ``cupel-np conformance`` runs slicing
+    # vectors (greedy is otherwise always the unsorted path)
+    from cupel_np.engine.batch import KNAPSACK_MAX_CELLS, slicer_args
+
+    t = _table(50, 1, 5)
+    score = np.sort(np.random.default_rng(5).random(t.n))[::-1].copy()
+    for sl in (c.GreedySlice(), c.KnapsackSlice(10)):
+        slicer_args(sl, t).run(
+            t.tokens,
+            score,
+            t.kind_id,
+            np.array([0, t.n], dtype=np.int64),
+            np.array([5000], dtype=np.int64),
+            KNAPSACK_MAX_CELLS,
+        )
+
+
+def _engine_large() -> None:
+    """The paths only big sets reach: density-prefix greedy, radix sorts, bitset frequency."""
+    import cupel_np as c
+
+    _sweep(_table(70_000, 1, 3), [c.ContextBudget(20_000_000, 8_000_000)])
+
+
+def _demo() -> None:
+    """What ``cupel-np demo`` runs: the presets over the sample corpus."""
+    from cupel_np.cli import commands
+
+    with _tempdir() as out:
+        commands.main(["demo", "--quiet", "--out", out])
+
+
+def _analysis() -> None:
+    """Budget curves, minimal budgets, outcomes, checks and the tuner's metrics."""
+    import cupel_np as c
+    from cupel_np.analysis import budget_sim, outcomes
+    from cupel_np.testing._kernels import top_n_fail_counts
+    from cupel_np.tuning import search
+
+    table = _table(2000, 40, 4)
+    pols = [("chat", c.preset("chat")), ("rag", c.preset("rag"))]
+    budget_sim.budget_curves(table, pols, [4000, 8000, 16000])
+    budget_sim.min_budgets(table, c.preset("chat"), 20_000)
+    result = c.sweep(table, c.ContextBudget(8000, 6000), pols)
+    labels = np.random.default_rng(6).random(table.n) < 0.2  # relevant or not, per input row
+    m = outcomes.outcome_matrices(result, labels)
+    search.part_metrics(m, np.ones(m.failed.shape[1], dtype=bool))
+    key = np.random.default_rng(5).random(100)
+    top_n_fail_counts(key, np.array([0, 50, 100], dtype=np.int64), np.arange(100, dtype=np.int64) % 50, 3)
+
+
+def _ahead_of_demo() -> None:
+    """The demo's kernels that its sweep calls from Python late or that nothing else calls,
+    compiled by a second process while the demo compiles the rest (:func:`compile_ahead`):
+    the frequency scorer (the sweep reaches it after the timestamp and rank kernels), then the
+    knapsack preset's score sort and slicer (its fourth preset). Inputs are built exactly as
+    the demo builds them, so the kernels get the demo's argument types."""
+    from cupel_np.data import sample_path
+    from cupel_np.engine.batch import classify
+    from cupel_np.engine.runner import run_policy
+    from cupel_np.engine.scorers import ScoreContext
+    from cupel_np.model.budget import ContextBudget
+    from cupel_np.model.items import ItemTable
+    from cupel_np.model.policy import FrequencyScorer
+    from cupel_np.model.presets import PRESETS
+
+    table = ItemTable.from_parquet(sample_path(), set_column="session_id")
+    cls = classify(table)
+    ScoreContext(table, cls.sc_rows, cls.sc_offsets).score(FrequencyScorer())
+    run_policy(table, ContextBudget(8000, 6000, 1000), PRESETS["document_qa"], threads=1)
+
+
+def compile_ahead(workload: str = "ahead_demo"):
+    """On a cold kernel cache, start a background process compiling ``workload``'s kernels
+    into the cache (a first ``cupel-np demo`` then compiles on both cores); ``None`` when the
+    kernels are cached, JIT is off, only one core is usable or ``CUPEL_NP_COMPILE_AHEAD=0``.
+    The caller waits for it with :func:`finish_ahead` (it writes only the cache)."""
+    if os.environ.get("CUPEL_NP_COMPILE_AHEAD", "1") == "0" or os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        return None
+    from cupel_np.engine.parallel import available_cores
+
+    if available_cores() < 2 or kernels_cached():
+        return None
+    return subprocess.Popen(
+        [sys.executable, "-m", "cupel_np.warmup", workload],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def finish_ahead(proc, timeout: float = 60.0) -> None:
+    """Wait for a :func:`compile_ahead` process (stopped after ``timeout`` s: every cache file
+    is written whole, so stopping it loses only its unfinished compile)."""
+    if proc is None:
+        return
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def kernels_cached() -> bool:
+    """Whether the kernels every run needs are in Numba's on-disk cache. True when JIT is off
+    or the cache cannot be read (another Numba version's internals: say nothing)."""
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        return True
+    from cupel_np.engine import batch_kernels
+
+    try:
+        return os.path.exists(batch_kernels.variant_scores._cache._cache_file._index_path)
+    except AttributeError:
+        return True
+
+
+class _tempdir:
+    def __enter__(self) -> str:
+        import tempfile
+
+        self._d = tempfile.TemporaryDirectory()
+        return self._d.name
+
+    def __exit__(self, *exc) -> None:
+        self._d.cleanup()
+
+
+#: name -> workload; each reaches a part of the kernels (the union reaches all)
+WORKLOADS: dict[str, Callable[[], None]] = {
+    "demo": _demo,
+    "engine": _engine_small,
+    "large": _engine_large,
+    "analysis": _analysis,
+}
+
+#: workloads started by :func:`compile_ahead` (not part of ``warmup``: the others cover them)
+AHEAD: dict[str, Callable[[], None]] = {"ahead_demo": _ahead_of_demo}
+
+
+def all_kernels() -> list[str]:
+    """``module.function`` of every project kernel."""
+    import importlib
+
+    from cupel_np import _jit
+
+    for m in KERNEL_MODULES:
+        importlib.import_module(m)
+    fns = [getattr(d, "py_func", d) for d in _jit.KERNELS]
+    return sorted(f"{f.__module__}.{f.__qualname__}" for f in fns)
+
+
+def run_here(names) -> dict[str, list[str]]:
+    """Run workloads ``names`` in this process; the kernels compiled or loaded (signatures)."""
+    from cupel_np import _jit
+
+    all_kernels()
+    for name in names:
+        {**WORKLOADS, **AHEAD}[name]()
+    return _jit.specializations()
+
+
+@dataclass
+class WarmupResult:
+    kernels: list[str]
+    reached: dict[str, list[str]]
+    seconds: float
+    jobs: int
+    missing: list[str] = field(default_factory=list)
+
+
+def _split(names: list[str], jobs: int) -> list[list[str]]:
+    parts: list[list[str]] = [[] for _ in range(max(1, min(jobs, len(names))))]
+    for i, n in enumerate(names):
+        parts[i % len(parts)].append(n)
+    return parts
+
+
+def warmup(jobs: int = 1, names: list[str] | None = None) -> WarmupResult:
+    """Run the workloads (all by default) in ``jobs`` child processes sharing the kernel
+    cache, and report what they reached."""
+    t0 = time.perf_counter()
+    names = list(WORKLOADS) if names is None else names
+    env = dict(os.environ)
+    env.pop("NUMBA_DISABLE_JIT", None)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "cupel_np.warmup", *part],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for part in _split(names, jobs)
+    ]
+    reached: dict[str, list[str]] = {}
+    failures = []
+    for p in procs:
+        out, err = p.communicate()
+        if p.returncode != 0:
+            failures.append(err.strip().splitlines()[-1] if err.strip() else f"exit {p.returncode}")
+            continue
+        for k, sigs in json.loads(out.strip().splitlines()[-1]).items():
+            reached.setdefault(k, sorted(set(reached.get(k, [])) | set(sigs)))
+    if failures:
+        from cupel_np.errors import CupelError
+
+        raise CupelError(f"warmup failed: {'; '.join(failures)}")
+    kernels = all_kernels()
+    return WarmupResult(
+        kernels, reached, time.perf_counter() - t0, len(procs), [k for k in kernels if k not in reached]
+    )
+
+
+if __name__ == "__main__":
+    print(json.dumps(run_here(sys.argv[1:] or list(WORKLOADS))))
