@@ -1,4 +1,4 @@
-"""Compile (or load) every kernel into Numba's on-disk cache ahead of use: ``cupel-np warmup``.
+"""``cupel-np warmup``: compile (or load) every kernel into Numba's on-disk cache ahead of use.
 
 A first run after an install compiles the kernels it reaches (seconds each, see
 CONTRIBUTING.md "Cold start"); the cache in ``NUMBA_CACHE_DIR`` (default: ``__pycache__`` next
@@ -12,15 +12,39 @@ kernels it reached and any it did not.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import numpy as np
+import pyarrow as pa
+
+from cupel_np import _jit
+from cupel_np.analysis import budget_sim, outcomes
+from cupel_np.analysis.sensitivity import sweep
+from cupel_np.cli import shared
+from cupel_np.cli.sweeps import _write_outputs
+from cupel_np.data import sample_path
+from cupel_np.engine.batch import KNAPSACK_MAX_CELLS, classify, slicer_args
+from cupel_np.engine.parallel import available_cores
+from cupel_np.engine.runner import run_policy
+from cupel_np.engine.scorers import ScoreContext
+from cupel_np.errors import CupelError, InvalidConfigError
+from cupel_np.model import policy
+from cupel_np.model.budget import ContextBudget
+from cupel_np.model.custom_scorers import ColumnScorer
+from cupel_np.model.grid import Sweep
+from cupel_np.model.items import ItemTable
+from cupel_np.model.presets import PRESETS, preset
+from cupel_np.testing._kernels import top_n_fail_counts
+from cupel_np.tuning import search
 
 #: the modules that define kernels (every ``_jit.jit`` function lives in one of them)
 KERNEL_MODULES = (
@@ -42,9 +66,6 @@ KERNEL_MODULES = (
 def _table(n: int, n_sets: int, seed: int):
     """A generated table: tags, metadata, timestamps, priorities, hints, six kinds, pinned
     and duplicated rows, zero-token rows; one set or ``n_sets`` (column ``sid``)."""
-    import pyarrow as pa
-
-    from cupel_np.model.items import ItemTable
 
     rng = np.random.default_rng(seed)
     tokens = rng.integers(1, 2000, n)
@@ -83,70 +104,67 @@ def _table(n: int, n_sets: int, seed: int):
 
 
 def _policies():
-    from datetime import UTC, datetime
 
-    import cupel_np as c
-    from cupel_np.model.policy import CountConstrainedKnapsackSlice, CountQuotaEntry
-
-    base = c.CompositeScorer(
-        ((c.RecencyScorer(), 1.0), (c.PriorityScorer(), 0.5), (c.KindScorer(), 0.3), (c.ReflexiveScorer(), 0.7))
+    base = policy.CompositeScorer(
+        (
+            (policy.RecencyScorer(), 1.0),
+            (policy.PriorityScorer(), 0.5),
+            (policy.KindScorer(), 0.3),
+            (policy.ReflexiveScorer(), 0.7),
+        )
     )
     scorers = [
-        c.FrequencyScorer(),
-        c.TagScorer((("tag1", 1.0), ("tag2", 0.5))),
-        c.ScaledScorer(c.PriorityScorer()),
-        c.MetadataTrustScorer(),
-        c.MetadataKeyScorer("cupel:trust", "0.9", 2.0),
-        c.DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), c.ExponentialCurve(3600.0)),
-        c.DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), c.WindowCurve(86400.0)),
-        c.DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), c.StepCurve(((3600.0, 1.0), (86400.0, 0.5)))),
+        policy.FrequencyScorer(),
+        policy.TagScorer((("tag1", 1.0), ("tag2", 0.5))),
+        policy.ScaledScorer(policy.PriorityScorer()),
+        policy.MetadataTrustScorer(),
+        policy.MetadataKeyScorer("cupel:trust", "0.9", 2.0),
+        policy.DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), policy.ExponentialCurve(3600.0)),
+        policy.DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), policy.WindowCurve(86400.0)),
+        policy.DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), policy.StepCurve(((3600.0, 1.0), (86400.0, 0.5)))),
     ]
-    quota = (c.QuotaEntry("Message", require=10, cap=60), c.QuotaEntry("Document", require=5, cap=40))
-    count = (CountQuotaEntry("Document", require_count=2, cap_count=5),)
+    quota = (policy.QuotaEntry("Message", require=10, cap=60), policy.QuotaEntry("Document", require=5, cap=40))
+    count = (policy.CountQuotaEntry("Document", require_count=2, cap_count=5),)
     slicers = [
-        c.GreedySlice(),
-        c.KnapsackSlice(50),
-        c.QuotaSlice(quota, c.GreedySlice()),
-        c.QuotaSlice(quota, c.KnapsackSlice(50)),
-        c.CountQuotaSlice(count),
-        c.CountQuotaSlice(count, c.QuotaSlice(quota, c.GreedySlice())),
-        CountConstrainedKnapsackSlice(count, bucket_size=50),
+        policy.GreedySlice(),
+        policy.KnapsackSlice(50),
+        policy.QuotaSlice(quota, policy.GreedySlice()),
+        policy.QuotaSlice(quota, policy.KnapsackSlice(50)),
+        policy.CountQuotaSlice(count),
+        policy.CountQuotaSlice(count, policy.QuotaSlice(quota, policy.GreedySlice())),
+        policy.CountConstrainedKnapsackSlice(count, bucket_size=50),
     ]
     pols = []
     for i, sl in enumerate(slicers):
         for placer in ("chronological", "u_shaped"):
             for overflow in ("throw", "truncate", "proceed"):
-                pols.append(c.Policy(base, slicer=sl, placer=placer, overflow_strategy=overflow, name=f"p{i}"))
-    pols += [c.Policy(s, name=f"s{j}") for j, s in enumerate(scorers)]
-    pols.append(c.Policy(c.CompositeScorer(((base, 1.0), (scorers[0], 1.0)))))
+                pols.append(policy.Policy(base, slicer=sl, placer=placer, overflow_strategy=overflow, name=f"p{i}"))
+    pols += [policy.Policy(s, name=f"s{j}") for j, s in enumerate(scorers)]
+    pols.append(policy.Policy(policy.CompositeScorer(((base, 1.0), (scorers[0], 1.0)))))
     return pols
 
 
 def _sweep(table, budgets) -> None:
-    import cupel_np as c
 
-    grid = c.Sweep(_policies(), budgets=budgets)
-    c.sweep(table, None, grid, on_error="collect", threads=1).diffs_table()
+    grid = Sweep(_policies(), budgets=budgets)
+    sweep(table, None, grid, on_error="collect", threads=1).diffs_table()
 
 
 def _engine_small() -> None:
     """Every scorer, slicer, placer and overflow strategy on a corpus of small sets."""
-    import cupel_np as c
 
-    _sweep(_table(3000, 60, 1), [c.ContextBudget(20_000, 6_000, 500), c.ContextBudget(3_000, 1_000)])
-    from cupel_np.model.custom_scorers import ColumnScorer
+    _sweep(_table(3000, 60, 1), [ContextBudget(20_000, 6_000, 500), ContextBudget(3_000, 1_000)])
 
-    grid = c.Sweep(
-        [c.Policy(ColumnScorer("signal"), slicer=c.KnapsackSlice(50))], budgets=[c.ContextBudget(9000, 6000)]
+    grid = Sweep(
+        [policy.Policy(ColumnScorer("signal"), slicer=policy.KnapsackSlice(50))], budgets=[ContextBudget(9000, 6000)]
     )
-    c.sweep(_table(600, 20, 2), None, grid, on_error="collect", threads=1)  # split knapsack rows
+    sweep(_table(600, 20, 2), None, grid, on_error="collect", threads=1)  # split knapsack rows
     # a slicer alone over score-sorted candidates, as ``cupel-np conformance`` runs slicing
     # vectors (greedy is otherwise always the unsorted path)
-    from cupel_np.engine.batch import KNAPSACK_MAX_CELLS, slicer_args
 
     t = _table(50, 1, 5)
     score = np.sort(np.random.default_rng(5).random(t.n))[::-1].copy()
-    for sl in (c.GreedySlice(), c.KnapsackSlice(10)):
+    for sl in (policy.GreedySlice(), policy.KnapsackSlice(10)):
         slicer_args(sl, t).run(
             t.tokens,
             score,
@@ -159,31 +177,32 @@ def _engine_small() -> None:
 
 def _engine_large() -> None:
     """The paths only big sets reach: density-prefix greedy, radix sorts, bitset frequency."""
-    import cupel_np as c
 
-    _sweep(_table(70_000, 1, 3), [c.ContextBudget(20_000_000, 8_000_000)])
+    _sweep(_table(70_000, 1, 3), [ContextBudget(20_000_000, 8_000_000)])
+
+
+def demo_grid():
+    """The demo's grid: the seven presets x two budgets (``cupel-np demo``)."""
+
+    return Sweep(list(PRESETS), budgets=[ContextBudget(8000, 6000, 1000), ContextBudget(4000, 3000, 500)])
 
 
 def _demo() -> None:
-    """What ``cupel-np demo`` runs: the presets over the sample corpus."""
-    from cupel_np.cli import commands
+    """What ``cupel-np demo`` runs: the presets over the sample corpus, and its outputs."""
 
+    result = sweep(shared._load_table(sample_path(), "session_id"), None, demo_grid(), on_error="collect")
     with _tempdir() as out:
-        commands.main(["demo", "--quiet", "--out", out])
+        _write_outputs(result, out, title="warmup")
 
 
 def _analysis() -> None:
     """Budget curves, minimal budgets, outcomes, checks and the tuner's metrics."""
-    import cupel_np as c
-    from cupel_np.analysis import budget_sim, outcomes
-    from cupel_np.testing._kernels import top_n_fail_counts
-    from cupel_np.tuning import search
 
     table = _table(2000, 40, 4)
-    pols = [("chat", c.preset("chat")), ("rag", c.preset("rag"))]
+    pols = [("chat", preset("chat")), ("rag", preset("rag"))]
     budget_sim.budget_curves(table, pols, [4000, 8000, 16000])
-    budget_sim.min_budgets(table, c.preset("chat"), 20_000)
-    result = c.sweep(table, c.ContextBudget(8000, 6000), pols)
+    budget_sim.min_budgets(table, preset("chat"), 20_000)
+    result = sweep(table, ContextBudget(8000, 6000), pols)
     labels = np.random.default_rng(6).random(table.n) < 0.2  # relevant or not, per input row
     m = outcomes.outcome_matrices(result, labels)
     search.part_metrics(m, np.ones(m.failed.shape[1], dtype=bool))
@@ -197,18 +216,10 @@ def _ahead_of_demo() -> None:
     the frequency scorer (the sweep reaches it after the timestamp and rank kernels), then the
     knapsack preset's score sort and slicer (its fourth preset). Inputs are built exactly as
     the demo builds them, so the kernels get the demo's argument types."""
-    from cupel_np.data import sample_path
-    from cupel_np.engine.batch import classify
-    from cupel_np.engine.runner import run_policy
-    from cupel_np.engine.scorers import ScoreContext
-    from cupel_np.model.budget import ContextBudget
-    from cupel_np.model.items import ItemTable
-    from cupel_np.model.policy import FrequencyScorer
-    from cupel_np.model.presets import PRESETS
 
     table = ItemTable.from_parquet(sample_path(), set_column="session_id")
     cls = classify(table)
-    ScoreContext(table, cls.sc_rows, cls.sc_offsets).score(FrequencyScorer())
+    ScoreContext(table, cls.sc_rows, cls.sc_offsets).score(policy.FrequencyScorer())
     run_policy(table, ContextBudget(8000, 6000, 1000), PRESETS["document_qa"], threads=1)
 
 
@@ -219,12 +230,11 @@ def compile_ahead(workload: str = "ahead_demo"):
     The caller waits for it with :func:`finish_ahead` (it writes only the cache)."""
     if os.environ.get("CUPEL_NP_COMPILE_AHEAD", "1") == "0" or os.environ.get("NUMBA_DISABLE_JIT") == "1":
         return None
-    from cupel_np.engine.parallel import available_cores
 
-    if available_cores() < 2 or kernels_cached():
+    if available_cores() < 2 or shared.kernels_cached():
         return None
     return subprocess.Popen(
-        [sys.executable, "-m", "cupel_np.warmup", workload],
+        [sys.executable, "-c", _CHILD, workload],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -243,22 +253,8 @@ def finish_ahead(proc, timeout: float = 60.0) -> None:
         proc.wait()
 
 
-def kernels_cached() -> bool:
-    """Whether the kernels every run needs are in Numba's on-disk cache. True when JIT is off
-    or the cache cannot be read (another Numba version's internals: say nothing)."""
-    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
-        return True
-    from cupel_np.engine import batch_kernels
-
-    try:
-        return os.path.exists(batch_kernels.variant_scores._cache._cache_file._index_path)
-    except AttributeError:
-        return True
-
-
 class _tempdir:
     def __enter__(self) -> str:
-        import tempfile
 
         self._d = tempfile.TemporaryDirectory()
         return self._d.name
@@ -281,9 +277,6 @@ AHEAD: dict[str, Callable[[], None]] = {"ahead_demo": _ahead_of_demo}
 
 def all_kernels() -> list[str]:
     """``module.function`` of every project kernel."""
-    import importlib
-
-    from cupel_np import _jit
 
     for m in KERNEL_MODULES:
         importlib.import_module(m)
@@ -293,7 +286,6 @@ def all_kernels() -> list[str]:
 
 def run_here(names) -> dict[str, list[str]]:
     """Run workloads ``names`` in this process; the kernels compiled or loaded (signatures)."""
-    from cupel_np import _jit
 
     all_kernels()
     for name in names:
@@ -326,7 +318,7 @@ def warmup(jobs: int = 1, names: list[str] | None = None) -> WarmupResult:
     env.pop("NUMBA_DISABLE_JIT", None)
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "cupel_np.warmup", *part],
+            [sys.executable, "-c", _CHILD, *part],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -344,8 +336,6 @@ def warmup(jobs: int = 1, names: list[str] | None = None) -> WarmupResult:
         for k, sigs in json.loads(out.strip().splitlines()[-1]).items():
             reached.setdefault(k, sorted(set(reached.get(k, [])) | set(sigs)))
     if failures:
-        from cupel_np.errors import CupelError
-
         raise CupelError(f"warmup failed: {'; '.join(failures)}")
     kernels = all_kernels()
     return WarmupResult(
@@ -353,5 +343,32 @@ def warmup(jobs: int = 1, names: list[str] | None = None) -> WarmupResult:
     )
 
 
-if __name__ == "__main__":
-    print(json.dumps(run_here(sys.argv[1:] or list(WORKLOADS))))
+def _cache_place() -> str:
+    d = os.environ.get("NUMBA_CACHE_DIR")
+    return d if d else "the package's __pycache__ directories (NUMBA_CACHE_DIR unset)"
+
+
+def cmd_warmup(args) -> int:
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        raise InvalidConfigError("NUMBA_DISABLE_JIT=1: there are no kernels to compile")
+    r = warmup(args.jobs)
+    if args.json:
+        doc = {"kernels": r.kernels, "reached": r.reached, "missing": r.missing, "seconds": r.seconds}
+        print(json.dumps({**doc, "jobs": r.jobs, "cache": os.environ.get("NUMBA_CACHE_DIR")}, indent=2))
+        return shared.EXIT_OK
+    print(
+        f"{len(r.reached)} of {len(r.kernels)} kernels compiled or loaded into {_cache_place()} "
+        f"in {r.seconds:.1f}s ({shared.plural(r.jobs, 'process', 'processes')})"
+    )
+    if r.missing:
+        print(f"not reached by any workload: {', '.join(r.missing)}", file=sys.stderr)
+    return shared.EXIT_OK
+
+
+def child_main() -> None:
+    """A warmup child process: run the workloads named on the command line, print the kernels."""
+    print(json.dumps(run_here(sys.argv[1:])))
+
+
+#: what a child process runs (``python -c``; the workload names follow as arguments)
+_CHILD = "from cupel_np.cli.warmup import child_main; child_main()"
