@@ -32,7 +32,9 @@ from cupel_np.analysis.sensitivity import sweep
 from cupel_np.cli import shared
 from cupel_np.cli.sweeps import _write_outputs
 from cupel_np.data import sample_path
-from cupel_np.engine.batch import KNAPSACK_MAX_CELLS, classify, slicer_args
+from cupel_np.engine.batch import KNAPSACK_MAX_CELLS
+from cupel_np.engine.slicers import slicer_args
+from cupel_np.engine.sweep_run import classify
 from cupel_np.engine.parallel import available_cores
 from cupel_np.engine.runner import run_policy
 from cupel_np.engine.scorers import ScoreContext
@@ -51,10 +53,12 @@ KERNEL_MODULES = (
     "cupel_np.engine.sortkeys",
     "cupel_np.engine.batch_kernels",
     "cupel_np.engine.stages",
+    "cupel_np.engine.placers",
     "cupel_np.engine.scorers.kernels",
     "cupel_np.engine.slicers.greedy",
-    "cupel_np.engine.slicers.kernels",
+    "cupel_np.engine.slicers.knapsack",
     "cupel_np.engine.slicers.quota",
+    "cupel_np.engine.slicers.count",
     "cupel_np.engine.slicers.nested",
     "cupel_np.analysis.outcomes",
     "cupel_np.analysis.budget_sim",
