@@ -33,11 +33,11 @@ from cupel_np.cli import shared
 from cupel_np.cli.sweeps import _write_outputs
 from cupel_np.data import sample_path
 from cupel_np.engine.batch import KNAPSACK_MAX_CELLS
-from cupel_np.engine.slicers import slicer_args
-from cupel_np.engine.sweep_run import classify
 from cupel_np.engine.parallel import available_cores
 from cupel_np.engine.runner import run_policy
 from cupel_np.engine.scorers import ScoreContext
+from cupel_np.engine.slicers import slicer_args
+from cupel_np.engine.sweep_run import classify
 from cupel_np.errors import CupelError, InvalidConfigError
 from cupel_np.model import policy
 from cupel_np.model.budget import ContextBudget
