@@ -19,6 +19,7 @@ from cupel_np.cli.shared import _EMPTY_HELP
 from cupel_np.cli.sweep import cmd_sweep
 from cupel_np.cli.tune import cmd_tune
 from cupel_np.cli.validate import cmd_validate
+from cupel_np.cli.warmup import cmd_warmup
 
 
 def _threads_arg(v: str) -> int:
@@ -28,6 +29,16 @@ def _threads_arg(v: str) -> int:
         n = 0
     if n < 1:
         raise argparse.ArgumentTypeError(f"--threads must be a positive integer, got {v!r}")
+    return n
+
+
+def _jobs_arg(v: str) -> int:
+    try:
+        n = int(v)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--jobs must be a positive integer, got {v!r}")
     return n
 
 
@@ -250,6 +261,14 @@ def _add_files(sub, common) -> None:
     p.add_argument("--top", type=_count_arg, default=200, help="swinging items in the table (default 200)")
     p.add_argument("--overwrite", action="store_true", help="replace a report.html built from the in-memory result")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser(
+        "warmup",
+        parents=[common],
+        help="compile every kernel into the kernel cache (NUMBA_CACHE_DIR) ahead of use: for images and CI caches",
+    )
+    p.add_argument("--jobs", type=_jobs_arg, default=2, help="child processes compiling side by side (default 2)")
+    p.set_defaults(func=cmd_warmup)
 
     p = sub.add_parser("conformance", parents=[common], help="run conformance vectors (files or directories)")
     p.add_argument("paths", nargs="+", metavar="PATH", help="vector .toml files or directories holding them")

@@ -29,7 +29,7 @@ import numpy as np
 
 from cupel_np.engine import placers, stages
 from cupel_np.engine.batch_kernels import duplicate_groups, duplicate_winners
-from cupel_np.engine.parallel import resolve_threads, run_tasks
+from cupel_np.engine.parallel import run_tasks, threads_for
 from cupel_np.engine.reasons import R_COUNT_CAP_EXCEEDED, R_DEDUPLICATED, R_NEGATIVE_TOKENS
 from cupel_np.engine.scorers import ScoreContext, check_scorer_columns
 from cupel_np.engine.slicers import SlicerArgs, nested, slicer_args
@@ -522,7 +522,7 @@ def run_sweep(
     :func:`run_variant` per variant, each worker with its own scratch buffers."""
     if score_context is None:  # a custom scorer's column must exist and be numeric: say so first
         check_scorer_columns(table, (var.policy.scorer for var in variants))
-    threads = resolve_threads(threads)
+    threads = threads_for(threads, table.n * len(variants))
     t_start = time.time_ns()
     cls = classified or classify(table)
     t_cls = time.time_ns()
