@@ -41,10 +41,10 @@ from cupel_np.engine.sweep_run import classify
 from cupel_np.errors import CupelError, InvalidConfigError
 from cupel_np.model import policy
 from cupel_np.model.budget import ContextBudget
-from cupel_np.model.custom_scorers import ColumnScorer
 from cupel_np.model.grid import Sweep
 from cupel_np.model.items import ItemTable
 from cupel_np.model.presets import PRESETS, preset
+from cupel_np.model.scorers import ColumnScorer
 from cupel_np.testing._kernels import top_n_fail_counts
 from cupel_np.tuning import search
 

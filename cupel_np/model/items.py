@@ -22,6 +22,7 @@ from cupel_np.model._readers import one_line, read_items_table
 from cupel_np.model.columns import ITEM_FIELDS, ITEM_SCHEMA, SET_COLUMN, _normalize
 from cupel_np.model.datasets import RowSource
 from cupel_np.model.fields import (
+    TOKEN_LIMIT,
     require_bool,
     require_int,
     require_keys,
@@ -284,7 +285,7 @@ class ItemTable:
         # ContextItems are valid one by one, and the columns above are ITEM_SCHEMA's: the
         # loader's checks (``check_items``) would only recast them, except the sum of the
         # token counts, which must stay far below 2**63 to skip them (else they run and say so)
-        canonical = set_column is None and sum(abs(t) for t in cols["tokens"]) < _TOKEN_LIMIT / 2
+        canonical = set_column is None and sum(abs(t) for t in cols["tokens"]) < TOKEN_LIMIT / 2
         out = cls(pa.Table.from_arrays(arrays, names=names), set_column=set_column, _canonical=canonical)
         out.columns_from_metadata = True
         out._items = kept
