@@ -25,9 +25,10 @@ import numpy as np
 import pyarrow as pa
 
 from cupel_np._jit import jit
-from cupel_np.engine.batch import SweepRun, classify, run_sweep
+from cupel_np.engine.batch import run_sweep
 from cupel_np.engine.runner import as_table, run_policy
 from cupel_np.engine.scorers import ScoreContext
+from cupel_np.engine.sweep_run import SweepRun, classify
 from cupel_np.errors import (
     BudgetOverflowError,
     CupelError,
@@ -41,7 +42,8 @@ from cupel_np.model.budget import ContextBudget, require_int
 from cupel_np.model.grid import PolicySource, Sweep, Variant
 from cupel_np.model.hints import Items, PolicyLike
 from cupel_np.model.items import ContextItem, ItemTable
-from cupel_np.model.policy import CountConstrainedKnapsackSlice, CountQuotaSlice, Policy, QuotaSlice
+from cupel_np.model.policy import Policy
+from cupel_np.model.slicers import CountConstrainedKnapsackSlice, CountQuotaSlice, QuotaSlice
 
 if TYPE_CHECKING:
     from cupel_np.analysis.sensitivity import SweepResult

@@ -25,14 +25,17 @@ from cupel_np.analysis.sensitivity import policy_sensitivity
 from cupel_np.analysis.trace import DiagnosticTraceCollector, TraceDetailLevel
 from cupel_np.cli.shared import EXIT_INTERNAL, EXIT_OK, UsageError
 from cupel_np.engine import stages
-from cupel_np.engine.batch import KNAPSACK_MAX_CELLS, slicer_args
+from cupel_np.engine.batch import KNAPSACK_MAX_CELLS
 from cupel_np.engine.scorers import ScoreContext
-from cupel_np.engine.slicers import kernels as sk
+from cupel_np.engine.slicers import codes as sk
+from cupel_np.engine.slicers import slicer_args
 from cupel_np.errors import CupelError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.fields import unknown_keys_ignored
 from cupel_np.model.items import ContextItem, ItemTable
-from cupel_np.model.policy import Policy, scorer_from_dict, slicer_from_dict
+from cupel_np.model.policy import Policy
+from cupel_np.model.scorers import scorer_from_dict
+from cupel_np.model.slicers import slicer_from_dict
 
 
 class VectorFailure(Exception):
@@ -187,30 +190,18 @@ def run_placing(vec: Mapping) -> None:
     seq = np.zeros(n, dtype=np.int64)
     big = np.array([np.iinfo(np.int64).max // 4], dtype=np.int64)
     stages.place_segments(
-        n,
-        table.tokens,
-        table.kind_id,
-        table.timestamp,
-        table.timestamp_valid,
-        np.zeros(0, dtype=np.int64),
-        np.array([0, 0], dtype=np.int64),
-        rows,
-        score,
-        np.array([0, n], dtype=np.int64),
-        rows.copy(),
-        big,
-        big,
-        np.zeros(1, dtype=np.int64),
-        stages.OVERFLOW_PROCEED,
-        stages.PLACER_CHRONOLOGICAL if placer == "chronological" else stages.PLACER_U_SHAPED,
-        False,
-        np.full(len(table.kind_vocab) + 1, -1, dtype=np.int64),
-        out["inc"],
-        reason,
-        a,
-        b,
-        pos,
-        seq,
+        stages.PlaceRows(table.tokens, table.kind_id, table.timestamp, table.timestamp_valid),
+        stages.PlaceSegments(
+            np.zeros(0, dtype=np.int64), np.array([0, 0], dtype=np.int64), big, big, np.zeros(1, dtype=np.int64)
+        ),
+        stages.Candidates(rows, score, np.array([0, n], dtype=np.int64), rows.copy()),
+        stages.PlacePolicy(
+            stages.OVERFLOW_PROCEED,
+            stages.PLACER_CHRONOLOGICAL if placer == "chronological" else stages.PLACER_U_SHAPED,
+            False,
+            np.full(len(table.kind_vocab) + 1, -1, dtype=np.int64),
+        ),
+        stages.PlaceOutputs(out["inc"], reason, a, b, pos, seq),
     )
     got = [items[i].content for i in np.argsort(pos)]
     want = list((vec.get("expected") or {}).get("ordered_contents", []))

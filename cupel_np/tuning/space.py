@@ -45,7 +45,9 @@ from typing import Any
 from cupel_np._files import read_data_file
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
-from cupel_np.model.policy import SLICER_TYPES, Policy, known_scorer_types
+from cupel_np.model.policy import Policy
+from cupel_np.model.scorers import known_scorer_types
+from cupel_np.model.slicers import SLICER_TYPES
 
 __all__ = ["SearchSpace", "load_space"]
 
@@ -277,7 +279,7 @@ class SearchSpace:
 
 def _scorer(name: str, v: Mapping) -> ScorerDim:
     # the built-in types, a column scorer ([scorers.column] column = "similarity") and every
-    # name registered with register_scorer (model/custom_scorers.py)
+    # name registered with register_scorer (model/scorers.py)
     known = [t for t in known_scorer_types() if t != "composite"]
     if name not in known:
         raise InvalidConfigError(f"scorers: unknown scorer type {name!r}; expected one of: {', '.join(known)}")
