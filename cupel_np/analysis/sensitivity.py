@@ -259,6 +259,9 @@ class SweepResult:
             pa.array(list_off), pa.array(np.concatenate(vals) if vals else [], pa.string())
         )
         not_k = np.repeat(k.bucket == 0, n_sets)
+        flag = np.full(k.zero_capacity.shape, None, dtype=object)
+        flag[k.rounding_flag] = "rounding_loss"
+        flag[k.zero_capacity] = "zero_capacity"
 
         return pa.table(
             {
@@ -279,12 +282,7 @@ class SweepResult:
                 "knapsack_rounding_loss": pa.array(
                     k.rounding_loss.reshape(-1), mask=not_k | np.isnan(k.rounding_loss.reshape(-1))
                 ),
-                "knapsack_flag": pa.array(
-                    np.where(
-                        k.zero_capacity, "zero_capacity", np.where(k.rounding_flag, "rounding_loss", None)
-                    ).reshape(-1),
-                    pa.string(),
-                ),
+                "knapsack_flag": pa.array(flag.reshape(-1), pa.string()),
                 "selected_nothing": pa.array(k.selected_nothing.reshape(-1)),
                 "error": pa.array(errors, pa.string()),
             }

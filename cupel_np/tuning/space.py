@@ -189,7 +189,7 @@ class SearchSpace:
         sl = d.get("slicers", {"greedy": {}})
         if not isinstance(sl, Mapping) or not sl:
             raise InvalidConfigError("search space: [slicers.<type>] tables (at least one) expected")
-        slicers = []
+        slicers: list[tuple[str, dict[str, Dim]]] = []
         for given, opts in sl.items():
             name = _fold(given)
             if name not in SLICER_TYPES:
