@@ -2,6 +2,9 @@
 scorers, constant scorers detected and warned about, best policies that are distinct
 behaviours, knapsack settings that keep nothing flagged."""
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -13,9 +16,10 @@ from cupel_np.analysis.signals import (
     knapsack_checks,
     policy_scorer_names,
     scorer_constancy,
+    token_counter_of,
 )
 from cupel_np.errors import InvalidConfigError
-from cupel_np.tuning import SearchSpace, tune
+from cupel_np.tuning import SearchSpace, tune, write_tune
 from cupel_np.tuning.space import ParamsTrial, _LowTrial
 from cupel_np.tuning.synthetic import mix_corpus
 
@@ -172,7 +176,7 @@ def mixed():
     return mix_corpus(n_sets=80, items_per_set=30, seed=4)
 
 
-def test_a_search_over_two_columns_and_recency_ranks_a_mix_first_and_warns(mixed):
+def test_a_search_over_two_columns_and_recency_ranks_a_mix_first_and_warns(mixed, tmp_path):
     """Issue 30's done-when: relevance follows a mix of two columns, there are no timestamps."""
     res = tune(
         mixed,
@@ -199,6 +203,32 @@ def test_a_search_over_two_columns_and_recency_ranks_a_mix_first_and_warns(mixed
     assert len(res.best) == 5 and len(cols) == 5
     cmp = res.comparison.to_pylist()
     assert "equivalents" in res.comparison.column_names and cmp[0]["label"] == res.best[0][0]
+    # the outputs say it too: summary.json and the page
+    paths = write_tune(res, tmp_path / "out")
+    summary = json.loads(Path(paths["summary"]).read_text())
+    assert summary["warnings"] == res.warnings and summary["constant_scorers"]["constant"]["recency"] == n
+    assert summary["best_scorers"][0].startswith("column:")
+    page = Path(paths["report"]).read_text()
+    assert f"recency on {n}/{n}" in page and 'id="warnings"' in page
+    assert "no token counter recorded" in page and summary["token_counter"] == res.token_counter
+
+
+def test_the_token_counter_named_in_the_items_metadata_is_stated(mixed):
+    assert token_counter_of(None) == "the items' tokens column (no token counter recorded)"
+    meta = {b"cupel_np.token_counter": b"tiktoken:o200k_base", b"cupel_np.token_calibration": b"usage x1.07"}
+    assert token_counter_of(meta) == "counted by tiktoken:o200k_base, calibrated: usage x1.07"
+    space = {"scorers": {"column": {"similarity": {}}}, "slicers": {"greedy": {}}}
+    res = tune(
+        mixed.replace_schema_metadata(meta),
+        space,
+        1200,
+        label_column="relevant",
+        set_column="session_id",
+        trials=4,
+        batch_size=4,
+        n_boot=20,
+    )
+    assert res.token_counter == "counted by tiktoken:o200k_base, calibrated: usage x1.07"
 
 
 def test_policies_with_the_same_selections_are_one_best_entry_with_their_equivalents(mixed):

@@ -41,9 +41,28 @@ __all__ = [
     "policy_scorer_names",
     "policy_terms",
     "scorer_constancy",
-    "table_constancy",
     "scorer_name",
+    "table_constancy",
+    "token_counter_of",
 ]
+
+#: the schema metadata keys an items file may carry naming its token counter and calibration
+TOKEN_COUNTER_KEY = b"cupel_np.token_counter"
+TOKEN_CALIBRATION_KEY = b"cupel_np.token_calibration"
+
+
+def token_counter_of(metadata) -> str:
+    """What the pages and tables of outcome metrics say about the tokens: the counter (and
+    calibration) an items file's Arrow / Parquet schema metadata names under
+    ``cupel_np.token_counter`` / ``cupel_np.token_calibration``, else that the counts are the
+    items' own ``tokens`` column with no counter recorded."""
+    md = dict(metadata or {})
+    name = md.get(TOKEN_COUNTER_KEY) or md.get(b"token_counter")
+    if not name:
+        return "the items' tokens column (no token counter recorded)"
+    out = f"counted by {name.decode('utf-8', 'replace')}"
+    cal = md.get(TOKEN_CALIBRATION_KEY)
+    return out + (f", calibrated: {cal.decode('utf-8', 'replace')}" if cal else ", not calibrated")
 
 #: a knapsack losing more than this share of a set's effective target to rounding is flagged
 ROUNDING_LOSS_SHARE = 0.25

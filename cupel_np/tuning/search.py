@@ -43,6 +43,7 @@ from cupel_np.analysis.signals import (
     policy_terms,
     scorer_name,
     table_constancy,
+    token_counter_of,
 )
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.budget import ContextBudget
@@ -91,6 +92,7 @@ class TuneResult:
     constant_scorers: dict[str, int] = field(default_factory=dict)
     constant_checked: int = 0
     warnings: list[str] = field(default_factory=list)
+    token_counter: str = ""
     study: Any = field(repr=False, default=None)
 
     def __repr__(self) -> str:
@@ -216,6 +218,7 @@ class _InProcess:
     def __init__(self, table: ItemTable, labels: Labels, held: np.ndarray, threads: int | None):
         self.table, self.labels, self.held, self.threads = table, labels, held, threads
         self.n_sets = table.n_sets
+        self.token_counter = token_counter_of(None)
 
     def batch(self, variants, max_cells: int):
         """(search metrics, held-out metrics) of a batch of trials."""
@@ -258,6 +261,7 @@ class _OnDask:
 
     def __init__(self, ev):
         self.ev, self.held, self.n_sets = ev, ev.held, ev.n_sets
+        self.token_counter = token_counter_of(None)
 
     def batch(self, variants, max_cells: int):
         """(search metrics, held-out metrics) of a batch of trials."""
@@ -571,6 +575,7 @@ def tune(
         heldout_sets=int(held.sum()),
         elapsed=time.perf_counter() - t0,
         policies_swept=swept,
+        token_counter=ev.token_counter,
         study=study,
         **final,
     )
@@ -595,7 +600,25 @@ def _evaluator(items, label_column, set_column, holdout, threads, client, nparti
     table, labels = _prepare(items, label_column, set_column)
     if len(labels) != table.n:
         raise InvalidConfigError(f"label column {labels.column!r} has {len(labels)} values for {table.n} items")
-    return _InProcess(table, labels, heldout_sets(table.set_keys, holdout), threads)
+    ev = _InProcess(table, labels, heldout_sets(table.set_keys, holdout), threads)
+    ev.token_counter = token_counter_of(_items_metadata(items))
+    return ev
+
+
+def _items_metadata(items) -> dict | None:
+    """The schema metadata of the items as handed in (an Arrow table or an items Parquet
+    file: the first one of a list), where the token counter may be named."""
+    if isinstance(items, pa.Table):
+        return items.schema.metadata
+    first = items[0] if isinstance(items, list) and items else items
+    if isinstance(first, (str, Path)) and Path(first).is_file():
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.read_schema(first).metadata
+        except (OSError, pa.ArrowInvalid):
+            return None
+    return None
 
 
 def _check_options(*, sampler: str, objective: str, **counts: int) -> None:
