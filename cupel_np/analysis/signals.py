@@ -64,6 +64,7 @@ def token_counter_of(metadata) -> str:
     cal = md.get(TOKEN_CALIBRATION_KEY)
     return out + (f", calibrated: {cal.decode('utf-8', 'replace')}" if cal else ", not calibrated")
 
+
 #: a knapsack losing more than this share of a set's effective target to rounding is flagged
 ROUNDING_LOSS_SHARE = 0.25
 
