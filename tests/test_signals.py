@@ -258,3 +258,53 @@ def test_policies_with_the_same_selections_are_one_best_entry_with_their_equival
         mine = [w for w in res.warnings if w.startswith(f"best #{i} {label} ")]
         assert bool(mine) == ("recency" in types)
         assert any("by input order" in w for w in mine) == (types == ["recency"])
+
+
+# --------------------------------------------------------------------------- budget outcomes
+def test_a_labelled_budget_run_writes_recall_against_budget_and_the_budget_reaching_each_share(mixed, tmp_path, capsys):
+    import pyarrow.parquet as pq
+
+    from cupel_np.report.budget import print_outcomes, write_budget_outputs
+
+    table = c.ItemTable(mixed.slice(0, 600), set_column="session_id")
+    curves = c.budget_curves(table, ["chat", "rag"], c.budget_ladder(200, 6400, 6))
+    paths = write_budget_outputs(curves, tmp_path / "b", title="t", labels="relevant")
+    recall = pq.read_table(paths["outcomes"])
+    reach = pq.read_table(paths["outcome_reach"])
+    assert recall.num_rows == 2 * 6 and reach.num_rows == 2 * 3
+    want_recall, want_reach = c.analysis.outcomes.budget_outcomes(curves, "relevant")
+    assert recall.equals(want_recall) and reach.equals(want_reach)
+    page = Path(paths["report"]).read_text()
+    assert 'id="recall-by-budget"' in page and 'id="recall-reach"' in page and "no token counter recorded" in page
+    print_outcomes(recall, reach, "relevant")
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "token recall by 'relevant' (pooled over the labelled sets) against budget:"
+    top = {r["variant"]: r["token_recall"] for r in recall.to_pylist() if r["budget"] == 6400}
+    assert out[2].split()[:2] == ["chat", f"{top['chat']:.3f}"]
+
+
+# --------------------------------------------------------------------------- page data
+def test_relevant_losses_add_up_to_what_each_variant_missed(mixed):
+    from cupel_np.analysis.losses import check_lines, outcome_page_data, relevant_losses
+    from cupel_np.analysis.outcomes import outcome_matrices
+
+    table = c.ItemTable(mixed.slice(0, 900), set_column="session_id")
+    variants = [
+        ("sim", c.Policy.from_dict({"scorers": [{"type": "column", "column": "similarity"}]})),
+        ("recency", c.Policy.from_dict({"scorers": [{"type": "recency"}]})),
+        ("bucket", c.Policy.from_dict({"slicer": "knapsack", "bucket_size": 2000, "scorers": [{"type": "recency"}]})),
+    ]
+    res = c.sweep(table, c.ContextBudget(max_tokens=1000, target_tokens=1000), variants)
+    losses = relevant_losses(res, "relevant").to_pylist()
+    m = outcome_matrices(res, "relevant")
+    for v, label in enumerate(res.labels):
+        missed = int((m.relevant_items - m.relevant_included[v])[m.labelled & ~m.failed[v]].sum())
+        assert sum(x["relevant_lost"] for x in losses if x["variant"] == label) == missed
+    assert {x["reason"] for x in losses if x["variant"] == "bucket"} == {"BudgetExceeded"}
+    lines = check_lines(res)
+    assert lines[0] == "constant scorers: recency on 30/30 sets"
+    assert "bucket: knapsack bucket 2000 is above the effective target on 30 sets" in lines[1]
+    assert lines[2] == "bucket: selected nothing from 30 non-empty sets (an item fitted the target)"
+    o = outcome_page_data(res, "relevant", n_boot=50)
+    assert [r["variant"] for r in o["summary"]] == res.labels and [p["a"] for p in o["paired"]] == ["recency", "bucket"]
+    assert o["summary"][2]["token_recall"] == 0.0

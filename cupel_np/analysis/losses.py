@@ -1,0 +1,91 @@
+"""Where variants lose the relevant items, and the bounded outcome summary a sweep page shows.
+
+``relevant_losses(result, labels)``: per variant and exclusion reason, the relevant contents
+(content-keyed, like every outcome metric) of the labelled sets the variant ran on that it did
+not keep, and their tokens. The reason is the one the variant gave the content's first row
+(``BudgetExceeded``, ``ScoredTooLow``, ``Deduplicated``, ...).
+
+``outcome_page_data(result, labels)``: what a page's outcomes section shows, bounded by the
+number of variants: the per-variant summary with bootstrap intervals (``outcome_summary``),
+every variant against the first set by set (``paired_comparisons``), the losses, and the
+signal checks (``cupel_np.analysis.signals``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from cupel_np.analysis.outcomes import METRICS, outcome_matrices, outcome_summary, paired_comparisons
+from cupel_np.analysis.signals import knapsack_checks, scorer_constancy
+from cupel_np.engine.reasons import reason_name_lut
+
+__all__ = ["check_lines", "outcome_page_data", "relevant_losses"]
+
+
+def relevant_losses(result, labels) -> pa.Table:
+    """One row per (variant, reason) with at least one loss: ``variant``, ``reason``,
+    ``relevant_lost`` (contents), ``relevant_tokens_lost``; variants in order, reasons by
+    contents lost (most first). Failed (variant, set) cells and unlabelled sets are left out."""
+    m = outcome_matrices(result, labels)
+    run = result.run
+    lut = reason_name_lut()
+    g_first = result.group_first_row
+    g_set = result.group_set
+    g_tok = np.maximum(np.asarray(result.table.tokens, dtype=np.int64)[g_first], 0)
+    rows = []
+    for v, label in enumerate(result.labels):  # one bincount per variant
+        lost = m.group_relevant & ~result.status[:, v] & m.labelled[g_set] & ~m.failed[v][g_set]
+        code = run.reason[v][g_first[lost]].astype(np.int64) + 1
+        n = np.bincount(code, minlength=lut.shape[0])
+        tok = np.bincount(code, weights=g_tok[lost], minlength=lut.shape[0])
+        for c in np.argsort(-n, kind="stable"):
+            if n[c] == 0:
+                break
+            rows.append(
+                {
+                    "variant": label,
+                    "reason": lut[c] or "none",
+                    "relevant_lost": int(n[c]),
+                    "relevant_tokens_lost": int(tok[c]),
+                }
+            )
+    schema = pa.schema(
+        [
+            ("variant", pa.string()),
+            ("reason", pa.string()),
+            ("relevant_lost", pa.int64()),
+            ("relevant_tokens_lost", pa.int64()),
+        ]
+    )
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def check_lines(result) -> list[str]:
+    """The signal checks of a sweep in words: the constant scorers and, per variant, the
+    knapsack capacity and empty-selection flags (empty when nothing is flagged)."""
+    out = []
+    line = scorer_constancy(result).summary_line()
+    if line:
+        out.append(line)
+    out += knapsack_checks(result).lines(list(result.labels))
+    return out
+
+
+def outcome_page_data(result, labels, *, n_boot: int = 500, seed: int = 0, tokens: str = "") -> dict:
+    """The bounded data of a page's outcomes section (module docstring); ``tokens`` says what
+    the token counts are."""
+    summary = outcome_summary(result, labels, metrics=METRICS, n_boot=n_boot, seed=seed)
+    paired = (
+        paired_comparisons(result, labels, n_boot=n_boot, seed=seed)
+        if len(result.labels) > 1
+        else pa.table({"a": pa.array([], pa.string())})
+    )
+    column = labels if isinstance(labels, str) else getattr(labels, "column", "labels")
+    return {
+        "column": column,
+        "summary": summary.to_pylist(),
+        "paired": paired.to_pylist(),
+        "losses": relevant_losses(result, labels).to_pylist(),
+        "tokens": tokens,
+    }
