@@ -575,7 +575,6 @@ def tune(
         heldout_sets=int(held.sum()),
         elapsed=time.perf_counter() - t0,
         policies_swept=swept,
-        token_counter=ev.token_counter,
         study=study,
         **final,
     )
@@ -758,7 +757,12 @@ def _artefacts(ev, space: SearchSpace, variants, n_best: int, search: dict, obje
     con = ev.constancy(policies)
     warnings: list[str] = []
     if con is None:
-        return dict(constant_scorers={}, constant_checked=0, warnings=ev.knapsack_lines([v[0] for v in variants]))
+        return dict(
+            constant_scorers={},
+            constant_checked=0,
+            warnings=ev.knapsack_lines([v[0] for v in variants]),
+            token_counter=ev.token_counter,
+        )
     part = ~ev.held if (~ev.held).any() else ev.held
     n = con.sets_checked(part)
     key = "token_recall" if objective == "recall_vs_tokens" else objective
@@ -786,7 +790,9 @@ def _artefacts(ev, space: SearchSpace, variants, n_best: int, search: dict, obje
             f"constant scorer {what} search sets (one value for every item){tail}"
         )
     warnings += ev.knapsack_lines([v[0] for v in variants[:n_best]])
-    return dict(constant_scorers=con.sets_constant(part), constant_checked=n, warnings=warnings)
+    return dict(
+        constant_scorers=con.sets_constant(part), constant_checked=n, warnings=warnings, token_counter=ev.token_counter
+    )
 
 
 def _fmt3(x) -> str:
