@@ -308,3 +308,22 @@ def test_relevant_losses_add_up_to_what_each_variant_missed(mixed):
     o = outcome_page_data(res, "relevant", n_boot=50)
     assert [r["variant"] for r in o["summary"]] == res.labels and [p["a"] for p in o["paired"]] == ["recency", "bucket"]
     assert o["summary"][2]["token_recall"] == 0.0
+
+
+def test_the_checks_read_back_from_a_written_variants_table(mixed):
+    from cupel_np.analysis.losses import check_lines, check_lines_of_variants
+
+    table = c.ItemTable(mixed.slice(0, 300), set_column="session_id")
+    variants = [
+        ("recency", c.Policy.from_dict({"scorers": [{"type": "recency"}]})),
+        ("bucket", c.Policy.from_dict({"slicer": "knapsack", "bucket_size": 2000, "scorers": [{"type": "kind"}]})),
+    ]
+    res = c.sweep(table, c.ContextBudget(max_tokens=1000, target_tokens=1000), variants)
+    vt = res.variants_table()
+    halves = pa.concat_tables([vt.slice(0, 7), vt.slice(7)])  # as chunks of a streamed run
+    assert check_lines_of_variants(halves) == [
+        "constant scorers: recency on 10/10 sets, kind on 10/10 sets",
+        "bucket: knapsack bucket is above the effective target on 10 sets (zero capacity)",
+        "bucket: selected nothing from 10 non-empty sets (an item fitted the target)",
+    ]
+    assert check_lines(res)[0] == "constant scorers: recency on 10/10 sets, kind on 10/10 sets"

@@ -20,7 +20,7 @@ from cupel_np.analysis.outcomes import METRICS, outcome_matrices, outcome_summar
 from cupel_np.analysis.signals import knapsack_checks, scorer_constancy
 from cupel_np.engine.reasons import reason_name_lut
 
-__all__ = ["check_lines", "outcome_page_data", "relevant_losses"]
+__all__ = ["check_lines", "check_lines_of_variants", "outcome_page_data", "relevant_losses"]
 
 
 def relevant_losses(result, labels) -> pa.Table:
@@ -69,6 +69,43 @@ def check_lines(result) -> list[str]:
     if line:
         out.append(line)
     out += knapsack_checks(result).lines(list(result.labels))
+    return out
+
+
+def check_lines_of_variants(vt: pa.Table) -> list[str]:
+    """``check_lines`` from a written ``variants.parquet`` (``variants_table`` rows, any number of
+    chunks): the same flags, counted over the table's rows; a scorer's sets are the distinct
+    (set, scorer) pairs of its ``constant_scorers`` lists, out of every set of the table."""
+    if "constant_scorers" not in vt.column_names:
+        return []
+    import pyarrow.compute as pc
+
+    set_col = vt.column_names[1]  # variants_table: variant, then the set column
+    n_sets = len(pc.unique(vt[set_col]))
+    out = []
+    lists = vt["constant_scorers"]
+    parent = pc.list_parent_indices(lists)
+    flat = pc.list_flatten(lists)
+    if len(flat):
+        pairs = pa.table({"set": vt[set_col].take(parent), "scorer": flat})
+        per = pairs.group_by(["scorer", "set"], use_threads=False).aggregate([]).group_by("scorer", use_threads=False)
+        counts = per.aggregate([("set", "count")]).to_pylist()
+        order = list(dict.fromkeys(flat.to_pylist()))
+        by = {r["scorer"]: r["set_count"] for r in counts}
+        out.append("constant scorers: " + ", ".join(f"{k} on {by[k]:,}/{n_sets:,} sets" for k in order))
+    variants = list(dict.fromkeys(vt["variant"].to_pylist()))
+    flags = vt.select(["variant", "knapsack_flag", "selected_nothing"]).to_pylist()
+    for label in variants:
+        mine = [r for r in flags if r["variant"] == label]
+        z = sum(r["knapsack_flag"] == "zero_capacity" for r in mine)
+        r_ = sum(r["knapsack_flag"] == "rounding_loss" for r in mine)
+        e = sum(bool(r["selected_nothing"]) for r in mine)
+        if z:
+            out.append(f"{label}: knapsack bucket is above the effective target on {z:,} sets (zero capacity)")
+        if r_:
+            out.append(f"{label}: knapsack bucket loses more than 25% of the target to rounding on {r_:,} sets")
+        if e:
+            out.append(f"{label}: selected nothing from {e:,} non-empty sets (an item fitted the target)")
     return out
 
 
