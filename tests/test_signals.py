@@ -211,6 +211,9 @@ def test_a_search_over_two_columns_and_recency_ranks_a_mix_first_and_warns(mixed
     page = Path(paths["report"]).read_text()
     assert f"recency on {n}/{n}" in page and 'id="warnings"' in page
     assert "no token counter recorded" in page and summary["token_counter"] == res.token_counter
+    best1 = Path(paths["best-1"]).read_text()
+    assert f"# scorers: {policy_scorer_names(res.best[0][1])}" in best1
+    assert c.Policy.from_file(paths["best-1"]) == res.best[0][1].__class__.from_dict(res.best[0][1].to_dict())
 
 
 def test_the_token_counter_named_in_the_items_metadata_is_stated(mixed):

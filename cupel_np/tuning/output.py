@@ -105,7 +105,11 @@ def write_tune(result, out, *, overwrite: bool = False, title: str = "cupel_np t
     for name in ("leaderboard", "pareto", "comparison"):
         paths[name] = str(write_parquet_atomic(getattr(result, name), out / f"{name}.parquet", {}))
     for i, (label, pol, b) in enumerate(result.best, start=1):
-        text = policy_toml(pol, b, f"{label}: best #{i} of a {result.objective} search (seed {result.seed})")
+        note = f"{label}: best #{i} of a {result.objective} search (seed {result.seed})"
+        note += f"\nscorers: {policy_scorer_names(pol)}"
+        if result.equivalents.get(label):
+            note += f"\nselects as: {', '.join(result.equivalents[label])}"
+        text = policy_toml(pol, b, note)
         paths[f"best-{i}"] = str(_write(out / f"best-{i}.toml", text.encode()))
     paths["plot"] = str(_pareto_png(result, out / "pareto.png"))
     paths["report"] = str(_report_html(result, out / "report.html", title))
