@@ -76,8 +76,8 @@ def test_issue_repro_is_an_error_naming_the_key():
             r"scorers\[0\]\.inner: unknown key 'default_scor'.*did you mean 'default_score'",
         ),
         (
-            {"scorers": [{"type": "scaled", "inner": {"type": "recency", "weight": 2}}]},
-            r"scorers\[0\]\.inner: unknown key 'weight'",
+            {"scorers": [{"type": "scaled", "inner": {"type": "recency", "weight": 2, "wieght": 2}}]},
+            r"scorers\[0\]\.inner: unknown key 'wieght'",
         ),
         (
             {

@@ -23,6 +23,7 @@ from cupel_np.analysis.trace import DiagnosticTraceCollector, TraceDetailLevel
 from cupel_np.engine.scorers import ScoreContext
 from cupel_np.errors import CupelError
 from cupel_np.model.budget import ContextBudget
+from cupel_np.model.fields import unknown_keys_ignored
 from cupel_np.model.items import ContextItem, ItemTable
 from cupel_np.model.policy import Policy, scorer_from_dict, slicer_from_dict
 
@@ -468,7 +469,9 @@ def run_vector(path: Path) -> str | None:
         return f"unknown stage {stage!r}"
     want_err = _expect_error(vec)
     try:
-        runner(vec)
+        # EXTENSIONS.md: unknown keys in a vector are ignored, never rejected
+        with unknown_keys_ignored():
+            runner(vec)
     except VectorFailure as f:
         return str(f)
     except (CupelError, _Coded, ValueError, TypeError) as e:
