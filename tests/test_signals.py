@@ -330,3 +330,20 @@ def test_the_checks_read_back_from_a_written_variants_table(mixed):
         "bucket: selected nothing from 10 non-empty sets (an item fitted the target)",
     ]
     assert check_lines(res)[0] == "constant scorers: recency on 10/10 sets, kind on 10/10 sets"
+
+
+def test_the_outcomes_section_data_from_a_written_outcomes_table_equals_the_in_memory_one(mixed):
+    from cupel_np.analysis.losses import outcome_page_data, outcome_page_data_of_table
+
+    table = c.ItemTable(mixed.slice(0, 900), set_column="session_id")
+    variants = [
+        ("sim", c.Policy.from_dict({"scorers": [{"type": "column", "column": "similarity"}]})),
+        ("pos", c.Policy.from_dict({"scorers": [{"type": "column", "column": "position"}]})),
+    ]
+    res = c.sweep(table, c.ContextBudget(max_tokens=1000, target_tokens=1000), variants)
+    mem = outcome_page_data(res, "relevant", n_boot=80)
+    written = outcome_page_data_of_table(res.outcomes_table("relevant"), res.labels, "relevant", n_boot=80)
+    assert written["summary"] == mem["summary"] and written["paired"] == mem["paired"]
+    assert [(x["variant"], x["relevant_lost"]) for x in written["losses"]] == [
+        (v, sum(x["relevant_lost"] for x in mem["losses"] if x["variant"] == v)) for v in res.labels
+    ]

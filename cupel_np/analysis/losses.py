@@ -16,11 +16,24 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from cupel_np.analysis.outcomes import METRICS, outcome_matrices, outcome_summary, paired_comparisons
+from cupel_np.analysis.outcomes import (
+    METRICS,
+    outcome_matrices,
+    outcome_summary,
+    outcome_summary_of_table,
+    paired_comparisons,
+    paired_stats,
+)
 from cupel_np.analysis.signals import knapsack_checks, scorer_constancy
 from cupel_np.engine.reasons import reason_name_lut
 
-__all__ = ["check_lines", "check_lines_of_variants", "outcome_page_data", "relevant_losses"]
+__all__ = [
+    "check_lines",
+    "check_lines_of_variants",
+    "outcome_page_data",
+    "outcome_page_data_of_table",
+    "relevant_losses",
+]
 
 
 def relevant_losses(result, labels) -> pa.Table:
@@ -126,3 +139,37 @@ def outcome_page_data(result, labels, *, n_boot: int = 500, seed: int = 0, token
         "losses": relevant_losses(result, labels).to_pylist(),
         "tokens": tokens,
     }
+
+
+def outcome_page_data_of_table(
+    outcomes: pa.Table, variants: list[str], column: str, *, n_boot: int = 500, seed: int = 0, tokens: str = ""
+) -> dict:
+    """``outcome_page_data`` from a written ``outcomes.parquet`` (a streamed or Dask run's page):
+    the same summary and paired comparisons (sets in the table's order); the losses are totals
+    per variant (the reasons are in the items, not in the outcomes table: ``reason`` is
+    ``"(any)"``)."""
+    summary = outcome_summary_of_table(outcomes, variants, metrics=METRICS, n_boot=n_boot, seed=seed)
+    names = np.asarray(outcomes.column("variant").to_numpy(zero_copy_only=False))
+    rec = np.asarray(outcomes.column("token_recall").to_numpy(zero_copy_only=False), dtype=np.float64)
+    rel = np.asarray(outcomes.column("relevant_items").to_numpy(zero_copy_only=False), dtype=np.float64)
+    inc = np.asarray(outcomes.column("relevant_included").to_numpy(zero_copy_only=False), dtype=np.float64)
+    tok = np.asarray(outcomes.column("relevant_tokens").to_numpy(zero_copy_only=False), dtype=np.float64)
+    tinc = np.asarray(outcomes.column("relevant_tokens_included").to_numpy(zero_copy_only=False), dtype=np.float64)
+    rows = {v: np.flatnonzero(names == v) for v in variants}
+    paired = [
+        dict(
+            a=v,
+            b=variants[0],
+            metric="token_recall",
+            **paired_stats(rec[rows[v]], rec[rows[variants[0]]], n_boot=n_boot, seed=seed),
+        )
+        for v in variants[1:]
+    ]
+    losses = []
+    for v in variants:
+        ok = ~np.isnan(inc[rows[v]])
+        lost = int((rel[rows[v]] - inc[rows[v]])[ok].sum())
+        if lost:
+            t_lost = int((tok[rows[v]] - tinc[rows[v]])[ok].sum())
+            losses.append({"variant": v, "reason": "(any)", "relevant_lost": lost, "relevant_tokens_lost": t_lost})
+    return {"column": column, "summary": summary.to_pylist(), "paired": paired, "losses": losses, "tokens": tokens}
