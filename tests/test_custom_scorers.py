@@ -20,7 +20,7 @@ import strategies as S
 from hypothesis import HealthCheck, given, settings
 
 import cupel_np as c
-from cupel_np.cli import commands as cli
+from cupel_np import cli
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.custom_scorers import load_plugins, registered_scorers, unregister_scorer
 

@@ -18,7 +18,7 @@ import pytest
 
 import cupel_np as c
 from cupel_np.io import write_sweep
-from cupel_np.report.html import write_html_report
+from cupel_np.report.from_result import write_html_report
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample_sessions.parquet"
@@ -377,7 +377,7 @@ def test_many_categories_stay_bounded():
     import numpy as np
     import pyarrow as pa
 
-    from cupel_np.report.html import MAX_CATEGORIES, agreement, swing_by_category
+    from cupel_np.analysis.compare import MAX_CATEGORIES, agreement, swing_by_category
 
     t = pq.read_table(SAMPLE)
     t = t.filter(pc.is_in(t["session_id"], value_set=pc.unique(t["session_id"]).slice(0, 30)))

@@ -307,7 +307,7 @@ def test_best_policy_files_round_trip(tmp_path, name):
 
 
 def test_cli_tune_writes_outputs_usable_by_other_commands(tmp_path, capsys, corpus):
-    from cupel_np.cli import commands as cli
+    from cupel_np import cli
 
     items = tmp_path / "items.parquet"
     pq.write_table(corpus, items)

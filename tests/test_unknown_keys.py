@@ -8,9 +8,10 @@ import json
 
 import pytest
 
-from cupel_np.cli.commands import load_grid_file, load_policies_file, main
+from cupel_np.cli import main
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
+from cupel_np.model.files import load_grid_file, load_policies_file
 from cupel_np.model.grid import Sweep
 from cupel_np.model.policy import (
     KnapsackSlice,

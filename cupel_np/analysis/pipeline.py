@@ -11,8 +11,8 @@ from cupel_np.analysis import trace as trace_mod
 from cupel_np.analysis.selection import SelectionReport
 from cupel_np.analysis.sensitivity import PolicySensitivityReport, policy_sensitivity
 from cupel_np.analysis.trace import NULL_COLLECTOR, DiagnosticTraceCollector, OverflowEvent, TraceCollector
-from cupel_np.engine.batch import classify
 from cupel_np.engine.runner import PolicyRun, as_table, check_budget, run_policy
+from cupel_np.engine.sweep_run import classify
 from cupel_np.errors import CupelError, InvalidInputTypeError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.grid import PolicySource

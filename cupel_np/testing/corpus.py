@@ -15,8 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cupel_np.engine.batch import segment_sums
 from cupel_np.engine.reasons import R_BUDGET_EXCEEDED, R_TRUNCATED, REASON_NAMES
+from cupel_np.engine.sweep_run import segment_sums
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.testing._kernels import top_n_fail_counts
