@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cupel_np.engine.sweep_run import classify
 from cupel_np.engine.scorers import ScoreContext
+from cupel_np.engine.sweep_run import classify
 from cupel_np.model.policy import CompositeScorer, CountConstrainedKnapsackSlice, KnapsackSlice, Policy, Scorer
 
 __all__ = [
