@@ -347,3 +347,79 @@ def test_the_outcomes_section_data_from_a_written_outcomes_table_equals_the_in_m
     assert [(x["variant"], x["relevant_lost"]) for x in written["losses"]] == [
         (v, sum(x["relevant_lost"] for x in mem["losses"] if x["variant"] == v)) for v in res.labels
     ]
+
+
+# --------------------------------------------------------------------------- the commands
+def _items_file(mixed, tmp_path, n=600):
+    path = tmp_path / "items.parquet"
+    import pyarrow.parquet as pq
+
+    pq.write_table(mixed.slice(0, n), path)
+    return path
+
+
+def test_cli_tune_prints_the_behaviours_constant_scorers_and_warnings(mixed, tmp_path, capsys):
+    from cupel_np import cli
+
+    space = tmp_path / "space.toml"
+    space.write_text(
+        "[scorers]\nmax = 3\n[scorers.column.similarity]\nweight = [0.1, 3.0]\n"
+        "[scorers.column.position]\nweight = [0.1, 3.0]\n[scorers.Recency]\nweight = [0.1, 3.0]\n[slicers.greedy]\n"
+    )
+    items = _items_file(mixed, tmp_path, 1500)
+    argv = ["tune", str(items), "--space", str(space), "--label-column", "relevant", "--set-column", "session_id"]
+    argv += ["--trials", "16", "--batch-size", "8", "--max-tokens", "1200", "--out", str(tmp_path / "t"), "--quiet"]
+    assert cli.main(argv) == 0
+    cap = capsys.readouterr()
+    assert "best #1 trial-" in cap.out and "column:" in cap.out
+    assert "constant scorers on the search sets: recency on " in cap.out
+    assert "warning: recency gave one value to every scoreable item" in cap.err
+
+
+def test_cli_sensitivity_prints_the_checks_and_its_page_has_outcomes(mixed, tmp_path, capsys):
+    from cupel_np import cli
+
+    items = _items_file(mixed, tmp_path)
+    pol = tmp_path / "policies.toml"
+    pol.write_text(
+        '[[variants]]\nlabel = "rag"\npreset = "rag"\n[[variants]]\nlabel = "big_bucket"\n[variants.config]\n'
+        'slicer = "knapsack"\nbucket_size = 2000\n[[variants.config.scorers]]\ntype = "kind"\n'
+    )
+    argv = ["sensitivity", str(items), "--set-column", "session_id", "--policies", str(pol)]
+    argv += [
+        "--max-tokens",
+        "1000",
+        "--target-tokens",
+        "1000",
+        "--label-column",
+        "relevant",
+        "--out",
+        str(tmp_path / "s"),
+    ]
+    assert cli.main(argv + ["--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "check: big_bucket: knapsack bucket 2000 is above the effective target on 20 sets" in out
+    assert "check: big_bucket: selected nothing from 20 non-empty sets (an item fitted the target)" in out
+    page = (tmp_path / "s" / "report.html").read_text()
+    assert 'id="outcomes"' in page and 'id="outcome-losses"' in page and 'id="check-lines"' in page
+    assert cli.main(argv + ["--json", "--overwrite", "--quiet"]) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert any("selected nothing" in line for line in js["checks"])
+
+
+def test_cli_budget_with_labels_gives_recall_against_budget(mixed, tmp_path, capsys):
+    from cupel_np import cli
+
+    items = _items_file(mixed, tmp_path)
+    argv = ["budget", str(items), "--set-column", "session_id", "--preset", "chat", "--preset", "rag"]
+    argv += ["--ladder", "200:6400:6", "--label-column", "relevant", "--out", str(tmp_path / "b"), "--quiet"]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "token recall by 'relevant' (pooled over the labelled sets) against budget:" in out
+    assert "tokens: the items' tokens column (no token counter recorded)" in out
+    assert (tmp_path / "b" / "outcomes.parquet").is_file() and (tmp_path / "b" / "outcome_reach.parquet").is_file()
+    assert cli.main(argv + ["--json", "--overwrite"]) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert set(js["outcomes"]) == {"chat", "rag"} and set(js["outcomes"]["chat"]["reach"]) == {"90%", "95%", "99%"}
+    assert cli.main([*argv[:-5], "--label-column", "nope", "--out", str(tmp_path / "c")]) == 2
+    assert "label column 'nope'" in capsys.readouterr().err
