@@ -56,34 +56,36 @@ from cupel_np.errors import (
     TraceCollectorWarning,
 )
 from cupel_np.model.budget import ContextBudget
-from cupel_np.model.custom_scorers import ColumnScorer, FunctionScorer, register_scorer
+from cupel_np.model.curves import ExponentialCurve, StepCurve, WindowCurve
 from cupel_np.model.grid import Sweep
 from cupel_np.model.items import ContextItem, ItemTable
-from cupel_np.model.policy import (
+from cupel_np.model.policy import Policy
+from cupel_np.model.presets import PRESETS, policy_from_dotnet, policy_to_dotnet, preset
+from cupel_np.model.scorers import (
+    ColumnScorer,
     CompositeScorer,
-    CountConstrainedKnapsackSlice,
-    CountQuotaEntry,
-    CountQuotaSlice,
     DecayScorer,
-    ExponentialCurve,
     FrequencyScorer,
-    GreedySlice,
+    FunctionScorer,
     KindScorer,
-    KnapsackSlice,
     MetadataKeyScorer,
     MetadataTrustScorer,
-    Policy,
     PriorityScorer,
-    QuotaEntry,
-    QuotaSlice,
     RecencyScorer,
     ReflexiveScorer,
     ScaledScorer,
-    StepCurve,
     TagScorer,
-    WindowCurve,
+    register_scorer,
 )
-from cupel_np.model.presets import PRESETS, policy_from_dotnet, policy_to_dotnet, preset
+from cupel_np.model.slicers import (
+    CountConstrainedKnapsackSlice,
+    CountQuotaEntry,
+    CountQuotaSlice,
+    GreedySlice,
+    KnapsackSlice,
+    QuotaEntry,
+    QuotaSlice,
+)
 from cupel_np.tuning.search import tune  # the function; the package is cupel_np.tuning
 
 __all__ = [

@@ -937,7 +937,7 @@ GREEDY_FULL_SORT_BELOW = 4096
 GREEDY_PREFIX = 16384
 #: stages.sort_segments hands segments of at least this many rows to NumPy's sort
 BIG_SEGMENT = 65536
-#: every |tokens| of one table must add up to less than this (cupel_np.model.items)
+#: every |tokens| of one table must add up to less than this (cupel_np.model.columns)
 TOKEN_SUM_LIMIT = 2**62
 
 BIG_TAGS = TAGS + [f"t{i}" for i in range(40)]

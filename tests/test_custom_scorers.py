@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 import cupel_np as c
 from cupel_np import cli
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
-from cupel_np.model.custom_scorers import load_plugins, registered_scorers, unregister_scorer
+from cupel_np.model.scorers import load_plugins, registered_scorers, unregister_scorer
 
 PROPS = settings(
     max_examples=S.examples(60, 600),
@@ -538,7 +538,7 @@ def test_an_inner_entry_may_carry_a_weight_which_is_ignored():
     """EXTENSIONS.md makes a wrapper's inner entry "a full scorer entry" (type + weight +
     options), as .NET's ScorerEntry does: the weight is accepted for a built-in, a column and a
     registered inner scorer, checked like every weight, and ignored (issue 26)."""
-    from cupel_np.model.policy import scorer_from_dict
+    from cupel_np.model.scorers import scorer_from_dict
 
     for inner, want in (
         ({"type": "recency", "weight": 3}, c.RecencyScorer()),
@@ -558,6 +558,26 @@ def test_an_inner_entry_may_carry_a_weight_which_is_ignored():
         assert got.inner == c.ColumnScorer("x")
         assert scorer_from_dict({"type": "scaled", "inner": {"type": "inner_test_signal"}}).inner == c.ColumnScorer("x")
     finally:
-        from cupel_np.model.custom_scorers import unregister_scorer
+        from cupel_np.model.scorers import unregister_scorer
 
         unregister_scorer("inner_test_signal")
+
+
+def test_one_registry_holds_every_scorer_type_and_unregister_forgets_only_registered_names():
+    """Built-in types, ``column``, ``function`` and registered names live in one registry
+    (model/scorers.py); ``unregister_scorer`` removes a registered name and nothing else."""
+    from cupel_np.model.scorers import known_scorer_types, registered_scorers, scorer_from_dict, unregister_scorer
+
+    c.register_scorer("one_registry_signal", lambda: c.ColumnScorer("x"))
+    try:
+        assert known_scorer_types()[-2:] == ("column", "one_registry_signal")
+        assert registered_scorers()[-1] == "one_registry_signal"
+    finally:
+        unregister_scorer("one_registry_signal")
+    assert "one_registry_signal" not in known_scorer_types()
+    for name in ("recency", "column", "function"):
+        unregister_scorer(name)  # not a registered name: nothing to forget
+    assert scorer_from_dict({"type": "recency"}) == c.RecencyScorer()
+    assert scorer_from_dict({"type": "column", "column": "x"}) == c.ColumnScorer("x")
+    with pytest.raises(InvalidConfigError, match="a function scorer is code, not data"):
+        scorer_from_dict({"type": "function"})

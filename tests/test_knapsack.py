@@ -28,7 +28,7 @@ from cupel_np.analysis.pipeline import run_policy  # noqa: E402
 from cupel_np.engine.batch import KNAPSACK_MAX_CELLS  # noqa: E402
 from cupel_np.engine.slicers import knapsack as sk  # noqa: E402
 from cupel_np.engine.slicers import slicer_args  # noqa: E402
-from cupel_np.model.policy import slicer_from_dict  # noqa: E402
+from cupel_np.model.slicers import slicer_from_dict  # noqa: E402
 
 I64_MAX = 2**63 - 1
 # the largest score whose value floor(score * 10000) is still below 2^63 (no per-item saturation)

@@ -244,3 +244,10 @@ def test_the_command_line_imports_at_module_level():
 def test_the_import_rule_sees_imports_inside_functions():
     source = "import os\n\ndef f():\n    import optuna\n    from cupel_np.io import dask\n"
     assert _function_imports(source) == [(4, "optuna"), (5, "cupel_np.io")]
+
+
+def test_no_module_reads_its_callers_frames():
+    """Behaviour follows from arguments, never from a caller's locals or line numbers (the
+    column checks once ordered their messages by walking ``sys._getframe``)."""
+    bad = [m for m, path in MODULES.items() if "_getframe" in path.read_text() or "f_locals" in path.read_text()]
+    assert not bad, bad

@@ -44,7 +44,7 @@ from cupel_np import (  # noqa: E402
 from cupel_np.analysis.pipeline import run_policy  # noqa: E402
 from cupel_np.analysis.selection import SelectionReport  # noqa: E402
 from cupel_np.engine.scorers import ScoreContext  # noqa: E402
-from cupel_np.model.policy import scorer_from_dict  # noqa: E402
+from cupel_np.model.scorers import scorer_from_dict  # noqa: E402
 
 EPS = 1e-9
 

@@ -11,17 +11,13 @@ import pytest
 from cupel_np.cli import main
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
+from cupel_np.model.dotnet import policy_to_dotnet
 from cupel_np.model.files import load_grid_file, load_policies_file
 from cupel_np.model.grid import Sweep
-from cupel_np.model.policy import (
-    KnapsackSlice,
-    Policy,
-    policy_from_dotnet,
-    policy_to_dotnet,
-    scorer_dict_parser,
-    scorer_from_dict,
-)
+from cupel_np.model.policy import Policy, policy_from_dotnet
 from cupel_np.model.presets import PRESETS, preset
+from cupel_np.model.scorers import scorer_dict_parser, scorer_from_dict
+from cupel_np.model.slicers import KnapsackSlice
 
 ISSUE_REPRO = {
     "slicer": "knapsack",
@@ -139,7 +135,7 @@ def test_every_preset_and_dict_round_trip_still_loads():
 
 
 def test_a_new_scorer_type_gets_the_check_by_declaring_its_keys():
-    from cupel_np.model.policy import _SCORER_PARSERS, RecencyScorer
+    from cupel_np.model.scorers import _SCORERS, RecencyScorer
 
     @scorer_dict_parser("test_only_recency", ("half",))
     def _parse(e, where):
@@ -150,7 +146,7 @@ def test_a_new_scorer_type_gets_the_check_by_declaring_its_keys():
         with pytest.raises(InvalidConfigError, match=r"unknown key 'hlaf'.*did you mean 'half'"):
             scorer_from_dict({"type": "test_only_recency", "hlaf": 1})
     finally:
-        del _SCORER_PARSERS["test_only_recency"]
+        del _SCORERS["test_only_recency"]
     with pytest.raises(InvalidConfigError, match=r"unknown scorer type 'test_only_recency'"):
         scorer_from_dict({"type": "test_only_recency"})
 
@@ -346,7 +342,7 @@ def test_policies_file_recognises_every_dotnet_key(tmp_path):
 
 def test_dict_form_quota_policy_is_not_taken_for_the_dotnet_shape():
     """'quotas' is a key of both shapes: a dict-form quota policy (with a column scorer from
-    model/custom_scorers.py, as in a policies file) must be read as the dict form."""
+    model/scorers.py, as in a policies file) must be read as the dict form."""
     from cupel_np.model.policy import is_dotnet_shape
 
     d = {

@@ -27,7 +27,8 @@ import numpy as np
 
 from cupel_np.engine.sweep_run import segment_sums
 from cupel_np.model.budget import ContextBudget
-from cupel_np.model.policy import CountConstrainedKnapsackSlice, CountQuotaSlice, Policy, QuotaSlice
+from cupel_np.model.policy import Policy
+from cupel_np.model.slicers import CountConstrainedKnapsackSlice, CountQuotaSlice, QuotaSlice
 from cupel_np.text import ascii_fold
 
 #: ``KindQuotaUtilization.mode`` values

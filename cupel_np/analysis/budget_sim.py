@@ -42,7 +42,8 @@ from cupel_np.model.budget import ContextBudget, require_int
 from cupel_np.model.grid import PolicySource, Sweep, Variant
 from cupel_np.model.hints import Items, PolicyLike
 from cupel_np.model.items import ContextItem, ItemTable
-from cupel_np.model.policy import CountConstrainedKnapsackSlice, CountQuotaSlice, Policy, QuotaSlice
+from cupel_np.model.policy import Policy
+from cupel_np.model.slicers import CountConstrainedKnapsackSlice, CountQuotaSlice, QuotaSlice
 
 if TYPE_CHECKING:
     from cupel_np.analysis.sensitivity import SweepResult

@@ -30,7 +30,9 @@ import numpy as np
 
 from cupel_np.engine.scorers import ScoreContext
 from cupel_np.engine.sweep_run import classify
-from cupel_np.model.policy import CompositeScorer, CountConstrainedKnapsackSlice, KnapsackSlice, Policy, Scorer
+from cupel_np.model.policy import Policy
+from cupel_np.model.scorers import CompositeScorer, Scorer
+from cupel_np.model.slicers import CountConstrainedKnapsackSlice, KnapsackSlice
 
 __all__ = [
     "ROUNDING_LOSS_SHARE",

@@ -17,7 +17,7 @@ from cupel_np.cli.sensitivity import cmd_sensitivity
 from cupel_np.cli.shared import EXIT_INTERNAL, EXIT_USAGE, UsageError, _err, _say_if_compiling
 from cupel_np.cli.sweep import cmd_sweep
 from cupel_np.errors import CupelError
-from cupel_np.model.custom_scorers import load_plugins
+from cupel_np.model.scorers import load_plugins
 
 
 def main(argv: list[str] | None = None) -> int:

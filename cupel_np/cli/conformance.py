@@ -33,7 +33,9 @@ from cupel_np.errors import CupelError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.fields import unknown_keys_ignored
 from cupel_np.model.items import ContextItem, ItemTable
-from cupel_np.model.policy import Policy, scorer_from_dict, slicer_from_dict
+from cupel_np.model.policy import Policy
+from cupel_np.model.scorers import scorer_from_dict
+from cupel_np.model.slicers import slicer_from_dict
 
 
 class VectorFailure(Exception):

@@ -16,8 +16,9 @@ from cupel_np.engine import batch_kernels
 from cupel_np.errors import CupelError
 from cupel_np.io.outdir import check_set_column, claim_out_dir
 from cupel_np.model.budget import ContextBudget
+from cupel_np.model.columns import ITEM_FIELDS
 from cupel_np.model.datasets import dataset_source, default_memory_limit, open_dataset, parse_size
-from cupel_np.model.items import ITEM_FIELDS, ItemTable
+from cupel_np.model.items import ItemTable
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
 

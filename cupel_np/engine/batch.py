@@ -55,12 +55,11 @@ from cupel_np.errors import (
 )
 from cupel_np.model.grid import Variant
 from cupel_np.model.items import ItemTable
-from cupel_np.model.policy import (
-    CompositeScorer,
+from cupel_np.model.scorers import CompositeScorer, Scorer
+from cupel_np.model.slicers import (
     CountConstrainedKnapsackSlice,
     CountQuotaSlice,
     GreedySlice,
-    Scorer,
 )
 
 #: Most memory one knapsack DP may allocate, in keep-table cells (bits): 2^32 cells = 512 MiB.

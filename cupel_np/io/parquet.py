@@ -1,6 +1,6 @@
 """Parquet in and out: validating items files, streaming sweeps, writing results (atomically,
 with the permissions the umask gives). Opening an items file is ``_readers.read_items_table``,
-shared with ``ItemTable.from_parquet``; the accepted types are checked by ``items.check_items``.
+shared with ``ItemTable.from_parquet``; the accepted types are checked by ``columns.check_items``.
 
 Items schema (snake_case ContextItem fields): ``content`` string (required), ``tokens``
 integer (required), ``kind`` string, ``source`` string, ``priority`` integer, ``tags``
@@ -41,6 +41,7 @@ from cupel_np.io.outdir import (
 )
 from cupel_np.model._readers import read_items_table
 from cupel_np.model.budget import ContextBudget
+from cupel_np.model.columns import SET_COLUMN, Problems, check_items
 from cupel_np.model.datasets import (
     RowSource,
     check_fits,
@@ -57,7 +58,7 @@ from cupel_np.model.datasets import (
 )
 from cupel_np.model.grid import as_variants
 from cupel_np.model.hints import PathOrPaths, StrPath, Variants
-from cupel_np.model.items import SET_COLUMN, ItemTable, Problems, check_items
+from cupel_np.model.items import ItemTable
 from cupel_np.model.policy import json_default
 
 __all__ = [
@@ -335,7 +336,7 @@ def validate_items(
     progress: bool = False,
 ) -> tuple[list[str], dict]:
     """Every schema and row problem of an items file (not just the first), by column and row.
-    Returns ``(problems, summary)``. It runs the loader's own checks (``items.check_items``),
+    Returns ``(problems, summary)``. It runs the loader's own checks (``columns.check_items``),
     so no problems means exactly that ``ItemTable.from_parquet`` will load the file.
 
     The file is read in chunks of ``chunk_rows`` rows when given, or when the whole read is

@@ -154,3 +154,12 @@ def require_keys(where: str, d: Mapping, allowed: Collection[str], *, what: str 
     of = f" {what}" if what else ""
     listed = ", ".join(f"{k!r}{suggestion(k, allowed)}" for k in unknown)
     raise InvalidConfigError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {listed}{of}; known keys: {known}")
+
+
+def require_tables(where: str, v, what: str) -> list[Mapping]:
+    """A list of tables (``[[...]]`` in TOML), each checked to be one."""
+    if not isinstance(v, (list, tuple)):
+        raise InvalidInputTypeError(f"{where} must be a list of {what} tables, got {type(v).__name__} {v!r}")
+    for i, t in enumerate(v):
+        require_mapping(f"{where}[{i}]", t)
+    return list(v)

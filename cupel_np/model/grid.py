@@ -12,14 +12,10 @@ from typing import Any
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.fields import suggestion
-from cupel_np.model.policy import (
-    CompositeScorer,
-    KnapsackSlice,
-    Policy,
-    Slicer,
-    slicer_from_dict,
-)
+from cupel_np.model.policy import Policy
 from cupel_np.model.presets import preset
+from cupel_np.model.scorers import CompositeScorer
+from cupel_np.model.slicers import KnapsackSlice, Slicer, slicer_from_dict
 
 
 def _slicer_label(sl) -> str:

@@ -1,14 +1,16 @@
 """The seven upstream presets (Wollax.Cupel ``CupelPresets``), written in the .NET
 ``Wollax.Cupel.Json`` shape exactly as upstream declares them.
 
-The .NET shape itself is read and written by ``cupel_np.model.policy`` (``policy_from_dotnet`` /
-``policy_to_dotnet``, re-exported here), because ``Policy.from_json`` recognises it.
+The .NET shape itself is read and written by ``cupel_np.model.dotnet`` (``policy_from_dotnet``,
+in ``cupel_np.model.policy`` because it builds a ``Policy``, and ``policy_to_dotnet``; both
+re-exported here, where ``cupel_np`` exports them from).
 """
 
 from __future__ import annotations
 
 from cupel_np.errors import InvalidConfigError
-from cupel_np.model.policy import Policy, policy_from_dotnet, policy_to_dotnet
+from cupel_np.model.dotnet import policy_to_dotnet
+from cupel_np.model.policy import Policy, policy_from_dotnet
 
 __all__ = ["PRESETS", "preset", "policy_from_dotnet", "policy_to_dotnet"]
 

@@ -65,7 +65,9 @@ from cupel_np._files import read_data_file
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.fields import suggestion
-from cupel_np.model.policy import SLICER_TYPES, Policy, known_scorer_types
+from cupel_np.model.policy import Policy
+from cupel_np.model.scorers import known_scorer_types
+from cupel_np.model.slicers import SLICER_TYPES
 from cupel_np.text import ascii_fold
 
 __all__ = ["SearchSpace", "load_space"]
@@ -383,7 +385,7 @@ def _column_entry(where: str, column: str, v) -> ScorerDim:
 
 def _scorer(where: str, type_name: str, v: Mapping, name: str = "") -> ScorerDim:
     # the built-in types, a column scorer ([scorers.column] column = "similarity") and every
-    # name registered with register_scorer (model/custom_scorers.py)
+    # name registered with register_scorer (model/scorers.py)
     known = [t for t in known_scorer_types() if t != "composite"]
     if type_name not in known:
         raise InvalidConfigError(

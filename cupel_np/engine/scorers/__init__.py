@@ -18,12 +18,13 @@ import numpy as np
 from cupel_np._jit import as_input
 from cupel_np.engine.scorers import kernels
 from cupel_np.engine.scorers.custom import check_scorer_columns, column_scores, function_scores
-from cupel_np.model.custom_scorers import ColumnScorer, FunctionScorer
-from cupel_np.model.policy import (
+from cupel_np.model.curves import ExponentialCurve, StepCurve, WindowCurve
+from cupel_np.model.scorers import (
+    ColumnScorer,
     CompositeScorer,
     DecayScorer,
-    ExponentialCurve,
     FrequencyScorer,
+    FunctionScorer,
     KindScorer,
     MetadataKeyScorer,
     MetadataTrustScorer,
@@ -32,9 +33,7 @@ from cupel_np.model.policy import (
     ReflexiveScorer,
     ScaledScorer,
     Scorer,
-    StepCurve,
     TagScorer,
-    WindowCurve,
 )
 
 I64, F64, B1 = np.int64, np.float64, np.bool_

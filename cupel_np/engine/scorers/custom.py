@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
-from cupel_np.model.custom_scorers import ColumnScorer, FunctionScorer, iter_scorers
-from cupel_np.model.items import ITEM_FIELDS
+from cupel_np.model.columns import ITEM_FIELDS
+from cupel_np.model.scorers import ColumnScorer, FunctionScorer, iter_scorers
 from cupel_np.text import parse_rust_f64
 
 

@@ -15,7 +15,7 @@ from cupel_np.engine.slicers.greedy import _slice_greedy
 from cupel_np.engine.slicers.knapsack import _slice_knapsack, _slice_knapsack_split
 from cupel_np.engine.slicers.quota import _slice_quota, quota_greedy_slice
 from cupel_np.model.items import ItemTable
-from cupel_np.model.policy import CountConstrainedKnapsackSlice, GreedySlice, KnapsackSlice, QuotaSlice, Slicer
+from cupel_np.model.slicers import CountConstrainedKnapsackSlice, GreedySlice, KnapsackSlice, QuotaSlice, Slicer
 
 
 def slice_segments(args: SlicerArgs, tok, score, kind, offsets, targets, max_cells):

@@ -20,7 +20,7 @@ import numpy as np
 
 from cupel_np._jit import jit
 from cupel_np.engine.slicers import codes
-from cupel_np.model.policy import CountConstrainedKnapsackSlice, CountQuotaSlice, GreedySlice
+from cupel_np.model.slicers import CountConstrainedKnapsackSlice, CountQuotaSlice, GreedySlice
 
 ERR_SCARCITY = codes.ERR_SCARCITY
 

@@ -1,0 +1,684 @@
+"""Scorer specs as data: the built-in scorers, the user's own (a column, a vectorized function,
+a name registered with ``register_scorer``), the dict reader of each, and the one registry of
+scorer type names that policy data, files, grids and the .NET shape read through.
+
+Policy data names every scorer the same way::
+
+    {"type": "recency"}
+    {"type": "column", "column": "similarity", "default": 0.0}
+    {"type": "my_registered_name", ...the factory's keyword options}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
+from cupel_np.model.curves import ExponentialCurve, StepCurve, WindowCurve, curve_from_dict
+from cupel_np.model.fields import (
+    require_bool,
+    require_keys,
+    require_mapping,
+    require_nonblank,
+    require_number,
+    require_str,
+    require_tables,
+    require_weight,
+    suggestion,
+)
+from cupel_np.text import ascii_fold
+
+DEFAULT_KIND_WEIGHTS = (
+    ("SystemPrompt", 1.0),
+    ("Memory", 0.8),
+    ("ToolOutput", 0.6),
+    ("Document", 0.4),
+    ("Message", 0.2),
+)
+
+
+# ----------------------------------------------------------------------------- scorers
+class Scorer:
+    """Base of the scorer specs (immutable, hashable dataclasses)."""
+
+    type_name = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class RecencyScorer(Scorer):
+    type_name = "recency"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "recency"}
+
+
+@dataclass(frozen=True)
+class PriorityScorer(Scorer):
+    type_name = "priority"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "priority"}
+
+
+@dataclass(frozen=True)
+class ReflexiveScorer(Scorer):
+    type_name = "reflexive"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "reflexive"}
+
+
+@dataclass(frozen=True)
+class FrequencyScorer(Scorer):
+    type_name = "frequency"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "frequency"}
+
+
+@dataclass(frozen=True)
+class KindScorer(Scorer):
+    """Kind lookup, ASCII-case-insensitive. ``weights`` None = the spec's default map.
+    A kind given twice (in any case) keeps its last weight."""
+
+    weights: tuple[tuple[str, float], ...] | None = None
+    type_name = "kind"
+
+    def __post_init__(self):
+        if self.weights is None:
+            return
+        items = self.weights.items() if isinstance(self.weights, Mapping) else self.weights
+        clean = []
+        for pair in items:
+            k, w = pair
+            k = require_nonblank("kind weight kind", k)
+            clean.append((k, require_weight(f"kind weight for {k!r}", w)))
+        object.__setattr__(self, "weights", tuple(clean))
+
+    def effective_weights(self) -> dict[str, float]:
+        """folded kind -> weight (last one wins)."""
+        src = DEFAULT_KIND_WEIGHTS if self.weights is None else self.weights
+        return {ascii_fold(k): w for k, w in src}
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.weights is None:
+            return {"type": "kind", "use_default_weights": True}
+        return {"type": "kind", "weights": [{"kind": k, "weight": w} for k, w in self.weights]}
+
+
+@dataclass(frozen=True)
+class TagScorer(Scorer):
+    """Weighted tag match (case-sensitive lookup, as the spec's default comparer)."""
+
+    tag_weights: tuple[tuple[str, float], ...] = ()
+    type_name = "tag"
+
+    def __post_init__(self):
+        items = self.tag_weights.items() if isinstance(self.tag_weights, Mapping) else self.tag_weights
+        clean = []
+        for k, w in items:
+            k = require_str("tag weight tag", k)
+            clean.append((k, require_weight(f"tag weight for {k!r}", w)))
+        object.__setattr__(self, "tag_weights", tuple(clean))
+
+    def effective_weights(self) -> tuple[dict[str, float], float]:
+        d: dict[str, float] = {}
+        for k, w in self.tag_weights:
+            d[k] = w
+        total = 0.0
+        for w in d.values():
+            total += w
+        return d, total
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "tag", "tag_weights": [{"tag": k, "weight": w} for k, w in self.tag_weights]}
+
+
+@dataclass(frozen=True)
+class CompositeScorer(Scorer):
+    """Weighted average of child scorers; weights must be positive and finite."""
+
+    entries: tuple[tuple[Scorer, float], ...] = ()
+    type_name = "composite"
+
+    def __post_init__(self):
+        if not self.entries:
+            raise InvalidConfigError("composite scorer needs at least one child scorer")
+        clean = []
+        for i, pair in enumerate(self.entries):
+            s, w = pair
+            if not isinstance(s, Scorer):
+                raise InvalidInputTypeError(f"composite child {i} is not a scorer: {s!r}")
+            clean.append((s, require_weight(f"composite child {i} ({s.type_name}) weight", w, positive=True)))
+        object.__setattr__(self, "entries", tuple(clean))
+
+    def normalized_weights(self) -> tuple[float, ...]:
+        total = 0.0
+        for _, w in self.entries:
+            total += w
+        return tuple(w / total for _, w in self.entries)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": "composite",
+            "scorers": [dict(s.to_dict(), weight=w) for s, w in self.entries],
+        }
+
+
+@dataclass(frozen=True)
+class ScaledScorer(Scorer):
+    """Min-max normalisation of ``inner`` over the item set."""
+
+    inner: Scorer = field(default_factory=RecencyScorer)
+    type_name = "scaled"
+
+    def __post_init__(self):
+        if not isinstance(self.inner, Scorer):
+            raise InvalidInputTypeError(f"scaled scorer inner must be a scorer, got {self.inner!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "scaled", "inner": self.inner.to_dict()}
+
+
+@dataclass(frozen=True)
+class MetadataTrustScorer(Scorer):
+    default_score: float = 0.5
+    type_name = "metadata_trust"
+
+    def __post_init__(self):
+        v = require_number("metadata_trust default_score", self.default_score)
+        if not (0.0 <= v <= 1.0):
+            raise InvalidConfigError(f"metadata_trust default_score must be in [0.0, 1.0], got {v!r}")
+        object.__setattr__(self, "default_score", v)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "metadata_trust", "default_score": self.default_score}
+
+
+@dataclass(frozen=True)
+class MetadataKeyScorer(Scorer):
+    key: str = ""
+    value: str = ""
+    boost: float = 1.0
+    type_name = "metadata_key"
+
+    def __post_init__(self):
+        require_str("metadata_key key", self.key)
+        require_str("metadata_key value", self.value)
+        object.__setattr__(self, "boost", require_weight("metadata_key boost", self.boost, positive=True))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "metadata_key", "key": self.key, "value": self.value, "boost": self.boost}
+
+
+@dataclass(frozen=True)
+class DecayScorer(Scorer):
+    """Time decay against an explicit ``reference_time`` (never an implicit clock)."""
+
+    reference_time: datetime
+    curve: ExponentialCurve | StepCurve | WindowCurve
+    null_timestamp_score: float = 0.5
+    type_name = "decay"
+
+    def __post_init__(self):
+        rt = self.reference_time
+        if not isinstance(rt, datetime):
+            raise InvalidInputTypeError(f"decay reference_time must be a datetime, got {rt!r}")
+        if rt.tzinfo is None or rt.utcoffset() is None:
+            raise InvalidConfigError(f"decay reference_time must be timezone-aware, got {rt.isoformat()}")
+        object.__setattr__(self, "reference_time", rt.astimezone(UTC))
+        if not isinstance(self.curve, (ExponentialCurve, StepCurve, WindowCurve)):
+            raise InvalidInputTypeError(f"decay curve must be a curve spec, got {self.curve!r}")
+        v = require_number("decay null_timestamp_score", self.null_timestamp_score)
+        if not (0.0 <= v <= 1.0):
+            raise InvalidConfigError(f"decay null_timestamp_score must be in [0.0, 1.0], got {v!r}")
+        object.__setattr__(self, "null_timestamp_score", v)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": "decay",
+            "reference_time": self.reference_time,
+            "null_timestamp_score": self.null_timestamp_score,
+            "curve": self.curve.to_dict(),
+        }
+
+
+#: the keys a column scorer table may carry ("weight" is the composite entry's)
+COLUMN_SCORER_KEYS = ("column", "default")
+#: keys every registered scorer table may carry besides its factory's options
+REGISTERED_SCORER_KEYS = ("type", "weight")
+
+
+@dataclass(frozen=True)
+class ColumnScorer(Scorer):
+    """The score is the value of the numeric column ``column`` of the items table.
+
+    Tables (Parquet, Arrow, pandas, polars) keep every column beyond the item fields, so a
+    policy may name any integer, floating or decimal column (or a numeric item field such as
+    ``priority``); for tables built from
+    ``ContextItem`` objects (which have no extra columns) the value is ``metadata[column]``
+    parsed with Rust's f64 grammar. A null value or a missing metadata key scores
+    ``default``; NaN and +/-inf are passed through unchanged (the spec's NaN ordering and
+    IEEE arithmetic apply downstream). An absent or non-numeric column is an error naming the
+    column, raised before any variant runs."""
+
+    column: str = ""
+    default: float = 0.0
+
+    def __post_init__(self):
+        if not isinstance(self.column, str) or not self.column:
+            raise InvalidConfigError(f"column scorer needs a non-empty column name, got {self.column!r}")
+        d = require_number(f"column scorer {self.column!r} default", self.default)
+        if not math.isfinite(d):
+            raise InvalidConfigError(f"column scorer {self.column!r} default must be finite, got {d!r}")
+        object.__setattr__(self, "default", d)
+
+    @property
+    def type_name(self) -> str:  # type: ignore[override]
+        """``column:<name>``: the key a ``Sweep`` weight mapping uses for this scorer."""
+        return f"column:{self.column}"
+
+    def to_dict(self) -> dict:
+        return {"type": "column", "column": self.column, "default": self.default}
+
+    def dotnet_entry(self, weight: float) -> dict:
+        """This scorer in the .NET policy shape (the same keys, camelCase needs none)."""
+        return dict(self.to_dict(), weight=weight)
+
+
+@dataclass(frozen=True)
+class FunctionScorer(Scorer):
+    """A vectorized user scorer: ``fn(columns, offsets) -> one float per row``.
+
+    ``columns`` is a read-only mapping of column name -> array over the scoreable rows, grouped
+    by item set (see :class:`cupel_np.engine.scorers.ScorerInput`); ``offsets`` (int64, read
+    only) delimits the sets, so relative per-set scorers can be written. The result must be a
+    1-D array (or sequence) of one real number per row (integer or floating dtype; it is cast
+    to float64); NaN and +/-inf are passed through like a column scorer's values. ``fn`` is
+    called once per distinct scorer per run, whatever the thread count and however many
+    variants use it. Two FunctionScorers are the same scorer when ``fn`` and ``name`` are."""
+
+    fn: Callable[..., Any] = field(default=None)  # type: ignore[assignment]
+    name: str = ""
+    #: (registered name, options) when built from policy data by a registered factory
+    source: tuple | None = field(default=None, compare=False)
+
+    def __post_init__(self):
+        if not callable(self.fn):
+            raise InvalidInputTypeError(f"FunctionScorer fn must be callable, got {self.fn!r}")
+        name = self.name or getattr(self.fn, "__name__", "")
+        if not isinstance(name, str) or not name:
+            raise InvalidConfigError("FunctionScorer needs a name (name=...)")
+        object.__setattr__(self, "name", name)
+
+    @property
+    def type_name(self) -> str:  # type: ignore[override]
+        """The scorer's name (its key in a ``Sweep`` weight mapping)."""
+        return self.name
+
+    def to_dict(self) -> dict:
+        if self.source is not None:
+            reg, opts = self.source
+            return dict(json.loads(opts), type=reg)
+        # code cannot be written as data: this form is descriptive (register_scorer to load it)
+        return {"type": "function", "name": self.name}
+
+    def dotnet_entry(self, weight: float) -> dict:
+        """A registered scorer in the .NET policy shape; an unregistered one cannot be written."""
+        if self.source is None:
+            raise InvalidConfigError(
+                f"function scorer {self.name!r} is not registered: register_scorer it to write it as policy data"
+            )
+        return dict(self.to_dict(), weight=weight)
+
+
+# ----------------------------------------------------------------------------- dict shapes
+# Every table a policy is read from is checked against the keys its reader knows: a reader
+# declares them (``scorer_dict_parser(type, keys)`` for a scorer type, ``slicer_dict_parser``
+# for a slicer), so a new spec's reader gets the unknown-key check by declaring its keys.
+
+
+#: keys a scorer table may hold whatever its type (``weight`` in a list of scorers)
+SCORER_COMMON_KEYS = frozenset({"type", "weight"})
+
+ScorerParser = Callable[[Mapping[str, Any], str], Scorer]
+
+
+@dataclass(frozen=True)
+class ScorerType:
+    """One scorer type policy data can name: its reader, called as ``parse(table, where)``, and
+    ``keys``, the options its table may carry besides ``type`` and ``weight`` (None: any key, each
+    an option of a registered ``factory``)."""
+
+    parse: ScorerParser
+    keys: frozenset[str] | None = frozenset()
+    factory: Callable[..., Scorer] | None = None
+
+
+#: the one registry of scorer type names (normalized: ASCII lower case, ``_`` for ``-``), in
+#: declaration order: the spec's types and ``column`` / ``function`` (declared in this module
+#: by ``scorer_dict_parser``), then each name given to ``register_scorer``
+_SCORERS: dict[str, ScorerType] = {}
+
+
+def scorer_dict_parser(type_name: str, keys: tuple[str, ...] | None = ()) -> Callable[[ScorerParser], ScorerParser]:
+    """Declare the dict reader of scorer type ``type_name``. ``keys`` are the options its table
+    may carry besides ``type`` and ``weight``: ``scorer_from_dict`` refuses any other key (naming
+    it, where it is and the closest known key) before the reader runs. The reader is called as
+    ``reader(table, where)``, ``where`` naming the table in messages (``scorers[1]``)."""
+
+    def register(fn: ScorerParser) -> ScorerParser:
+        _SCORERS[type_name] = ScorerType(fn, None if keys is None else frozenset(keys))
+        return fn
+
+    return register
+
+
+def scorer_type(name: str) -> ScorerType | None:
+    """The registry entry of a normalized scorer type name (None when no scorer has it)."""
+    return _SCORERS.get(name)
+
+
+def _as_datetime(where: str, v) -> datetime:
+    if isinstance(v, datetime):
+        # a date-time without an offset (TOML local date-time) is read as UTC
+        return v if v.tzinfo is not None else v.replace(tzinfo=UTC)
+    if isinstance(v, str):
+        try:
+            dt = datetime.fromisoformat(v.replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidConfigError(f"{where} is not an ISO-8601 date-time: {v!r}") from None
+        return dt if dt.tzinfo is not None else dt.replace(tzinfo=UTC)
+    raise InvalidInputTypeError(f"{where} must be a date-time, got {type(v).__name__} {v!r}")
+
+
+def _weight_pairs(where: str, ws, name_key: str) -> tuple[tuple[Any, Any], ...]:
+    """``{name: weight}`` or ``[{<name_key>: name, weight: w}, ...]`` as (name, weight) pairs."""
+    if isinstance(ws, Mapping):
+        return tuple(ws.items())
+    pairs = []
+    for i, w in enumerate(require_tables(where, ws, f"{name_key}/weight")):
+        require_keys(f"{where}[{i}]", w, (name_key, "weight"))
+        pairs.append((w.get(name_key), w.get("weight")))
+    return tuple(pairs)
+
+
+def composite_from_list(entries, where: str) -> CompositeScorer:
+    if not isinstance(entries, list) or not entries:
+        raise InvalidConfigError(f"{where} must be a non-empty list of scorer tables")
+    pairs = []
+    for i, e in enumerate(entries):
+        require_mapping(f"{where}[{i}]", e)
+        pairs.append(
+            (scorer_from_dict(e, f"{where}[{i}]"), require_number(f"{where}[{i}].weight", e.get("weight", 1.0)))
+        )
+    return CompositeScorer(tuple(pairs))
+
+
+def known_scorer_types() -> tuple[str, ...]:
+    """Every scorer type policy data can name now: the built-in ones, ``column`` and each name
+    registered with ``register_scorer`` (a ``function`` scorer is code, never data)."""
+    return tuple(k for k in _SCORERS if k != "function")
+
+
+def scorer_from_dict(e: Mapping[str, Any], where: str = "scorer", *, weighted: bool = True) -> Scorer:
+    """One scorer entry in the EXTENSIONS.md form (``type`` plus that scorer's options). A key
+    its type does not know is an error. ``weighted=False`` reads an inner entry (a wrapper's
+    ``inner``): EXTENSIONS.md makes it "a full scorer entry" and .NET's ``ScorerEntry`` gives
+    every entry a weight, so ``weight`` is accepted there, checked as every weight is (a finite
+    number > 0), and ignored: a wrapper scores with its inner scorer alone."""
+    require_mapping(where, e)
+    t = e.get("type")
+    if t is None:
+        raise InvalidConfigError(f"{where} has no 'type'")
+    t = ascii_fold(require_str(f"{where}.type", t)).replace("-", "_")
+    if not weighted and "weight" in e:
+        require_weight(f"{where}.weight", e["weight"], positive=True)
+    entry = _SCORERS.get(t)
+    if entry is None:
+        known = known_scorer_types()
+        raise InvalidConfigError(
+            f"{where}: unknown scorer type {e.get('type')!r}{suggestion(t, known)}; expected one of: {', '.join(known)}"
+        )
+    if entry.keys is None:
+        # a registered name (or ``function``): its options go to its factory, never the
+        # (meaningless) weight of an inner entry
+        if not weighted:
+            e = {k: v for k, v in e.items() if k != "weight"}
+        return entry.parse(e, where)
+    require_keys(where, e, entry.keys | SCORER_COMMON_KEYS, what=f"for scorer type {t!r}")
+    try:
+        return entry.parse(e, where)
+    except InvalidConfigError as err:
+        msg = str(err)
+        if not msg.startswith(where):
+            raise type(err)(f"{where}: {msg}") from None
+        raise
+
+
+@scorer_dict_parser("recency")
+def _recency(e: Mapping, where: str) -> Scorer:
+    return RecencyScorer()
+
+
+@scorer_dict_parser("priority")
+def _priority(e: Mapping, where: str) -> Scorer:
+    return PriorityScorer()
+
+
+@scorer_dict_parser("kind", ("weights", "use_default_weights"))
+def _kind_scorer(e: Mapping, where: str) -> Scorer:
+    ws = e.get("weights")
+    if ws is None:
+        # no custom map: the defaults, unless use_default_weights = false (empty map)
+        use_default = require_bool(f"{where}.use_default_weights", e.get("use_default_weights", True))
+        return KindScorer(None if use_default else ())
+    return KindScorer(_weight_pairs(f"{where}.weights", ws, "kind"))
+
+
+@scorer_dict_parser("tag", ("tag_weights",))
+def _tag_scorer(e: Mapping, where: str) -> Scorer:
+    return TagScorer(_weight_pairs(f"{where}.tag_weights", e.get("tag_weights", []), "tag"))
+
+
+@scorer_dict_parser("frequency")
+def _frequency(e: Mapping, where: str) -> Scorer:
+    return FrequencyScorer()
+
+
+@scorer_dict_parser("reflexive")
+def _reflexive(e: Mapping, where: str) -> Scorer:
+    return ReflexiveScorer()
+
+
+@scorer_dict_parser("composite", ("scorers", "children"))
+def _composite(e: Mapping, where: str) -> Scorer:
+    if "scorers" in e and "children" in e:
+        raise InvalidConfigError(f"{where}: give the child scorers as 'scorers' or 'children', not both")
+    key = "scorers" if "scorers" in e else "children"
+    return composite_from_list(e.get(key), f"{where}.{key}")
+
+
+@scorer_dict_parser("scaled", ("inner", "inner_scorer"))
+def _scaled(e: Mapping, where: str) -> Scorer:
+    if "inner" in e and "inner_scorer" in e:
+        raise InvalidConfigError(f"{where}: give the inner scorer as 'inner' or 'inner_scorer', not both")
+    if "inner" in e:
+        return ScaledScorer(scorer_from_dict(e["inner"], f"{where}.inner", weighted=False))
+    inner = e.get("inner_scorer")
+    if inner is None:
+        raise InvalidConfigError(f"{where}: scaled scorer needs 'inner_scorer' or 'inner'")
+    if isinstance(inner, Mapping):
+        return ScaledScorer(scorer_from_dict(inner, f"{where}.inner_scorer", weighted=False))
+    return ScaledScorer(scorer_from_dict({"type": inner}, f"{where}.inner_scorer", weighted=False))
+
+
+@scorer_dict_parser("metadata_trust", ("default_score",))
+def _metadata_trust(e: Mapping, where: str) -> Scorer:
+    return MetadataTrustScorer(e.get("default_score", 0.5))
+
+
+@scorer_dict_parser("decay", ("reference_time", "curve", "null_timestamp_score"))
+def _decay(e: Mapping, where: str) -> Scorer:
+    if "reference_time" not in e:
+        raise InvalidConfigError(f"{where}: decay scorer needs an explicit 'reference_time'")
+    c = e.get("curve")
+    if not isinstance(c, Mapping):
+        raise InvalidConfigError(f"{where}: decay scorer needs a 'curve' table")
+    return DecayScorer(
+        _as_datetime(f"{where}.reference_time", e["reference_time"]),
+        curve_from_dict(c, f"{where}.curve"),
+        e.get("null_timestamp_score", 0.5),
+    )
+
+
+@scorer_dict_parser("metadata_key", ("key", "value", "boost"))
+def _metadata_key(e: Mapping, where: str) -> Scorer:
+    for k in ("key", "value", "boost"):
+        if k not in e:
+            raise InvalidConfigError(f"{where}: metadata_key scorer needs {k!r}")
+    return MetadataKeyScorer(e["key"], e["value"], e["boost"])
+
+
+#: the spec's scorer types the dict form knows (declared above, in this order)
+SCORER_TYPES = tuple(_SCORERS)
+
+
+@scorer_dict_parser("column", COLUMN_SCORER_KEYS)
+def column_scorer_from_dict(e: Mapping[str, Any], where: str) -> ColumnScorer:
+    """``{"type": "column", "column": name, "default": x}``; ``scorer_from_dict`` has checked the
+    keys (COLUMN_SCORER_KEYS, plus ``weight`` where the entry is weighted)."""
+    if "column" not in e:
+        raise InvalidConfigError(f"{where}: column scorer needs 'column' (the items column to read)")
+    col = e["column"]
+    if not isinstance(col, str):
+        raise InvalidInputTypeError(f"{where}.column must be a string, got {type(col).__name__} {col!r}")
+    return ColumnScorer(col, e.get("default", 0.0))
+
+
+@scorer_dict_parser("function", None)
+def _function_from_dict(e: Mapping[str, Any], where: str) -> Scorer:
+    raise InvalidConfigError(
+        f"{where}: a function scorer is code, not data; register it with register_scorer(name, factory) "
+        f"and name it by that name (registered: {', '.join(registered_scorers()) or 'none'})"
+    )
+
+
+# ----------------------------------------------------------------------------- register_scorer
+#: scorers registered factories built, by (name, options): the same options give the same object
+_MADE: dict[tuple[str, str], Scorer] = {}
+_LOCK = threading.Lock()
+
+
+def _norm(name: str) -> str:
+    return ascii_fold(name).replace("-", "_")
+
+
+def register_scorer(name: str, factory: Callable[..., Scorer]) -> None:
+    """Make ``{"type": name, ...options}`` usable in policy data, files, grids and the .NET
+    shape: ``factory(**options)`` builds the scorer (a FunctionScorer, a ColumnScorer, a
+    composite...). Names compare like built-in type names (ASCII case-insensitive, ``-`` =
+    ``_``) and may not shadow a built-in type; registering a name again replaces its factory.
+    The same options always give the same scorer object, so every policy naming it shares one
+    computed column."""
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidConfigError(f"register_scorer needs a non-empty name, got {name!r}")
+    if not callable(factory):
+        raise InvalidInputTypeError(f"register_scorer({name!r}) factory must be callable, got {factory!r}")
+    key = _norm(name)
+    known = _SCORERS.get(key)
+    if known is not None and known.factory is None:
+        raise InvalidConfigError(f"register_scorer: {name!r} is a built-in scorer type; choose another name")
+    with _LOCK:
+        _SCORERS[key] = ScorerType(_registered_from_dict, None, factory)
+        for k in [k for k in _MADE if k[0] == key]:
+            del _MADE[k]
+
+
+def registered_scorers() -> list[str]:
+    """The registered scorer names (normalized), in registration order."""
+    return [k for k, t in _SCORERS.items() if t.factory is not None]
+
+
+def unregister_scorer(name: str) -> None:
+    """Forget a registered name (tests and plugins that reload)."""
+    key = _norm(name)
+    with _LOCK:
+        known = _SCORERS.get(key)
+        if known is not None and known.factory is not None:
+            del _SCORERS[key]
+        for k in [k for k in _MADE if k[0] == key]:
+            del _MADE[k]
+
+
+def _registered_from_dict(e: Mapping[str, Any], where: str) -> Scorer:
+    """A registered name's table: every key but ``type`` / ``weight`` is a factory option."""
+    key = _norm(str(e.get("type")))
+    known = _SCORERS.get(key)
+    factory = None if known is None else known.factory
+    if factory is None:  # pragma: no cover - the parser is only installed for registered names
+        raise InvalidConfigError(f"{where}: scorer type {e.get('type')!r} is not registered")
+    opts = {k: v for k, v in e.items() if k not in REGISTERED_SCORER_KEYS}
+    try:
+        okey = json.dumps(opts, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        raise InvalidConfigError(f"{where}: options of scorer {key!r} must be plain data") from None
+    with _LOCK:
+        made = _MADE.get((key, okey))
+    if made is not None:
+        return made
+    try:
+        made = factory(**opts)
+    except TypeError as err:
+        raise InvalidConfigError(f"{where}: registered scorer {key!r} rejected its options {opts!r}: {err}") from None
+    if not isinstance(made, Scorer):
+        raise InvalidInputTypeError(f"{where}: the factory of scorer {key!r} returned {made!r}, not a scorer spec")
+    if isinstance(made, FunctionScorer) and made.source is None:
+        object.__setattr__(made, "source", (key, okey))
+    with _LOCK:
+        return _MADE.setdefault((key, okey), made)
+
+
+def iter_scorers(scorer: Scorer):
+    """``scorer`` and every scorer inside it (composite children, scaled inners), depth first."""
+    stack = [scorer]
+    while stack:
+        s = stack.pop()
+        yield s
+        if isinstance(s, CompositeScorer):
+            stack.extend(c for c, _ in reversed(s.entries))
+        elif isinstance(s, ScaledScorer):
+            stack.append(s.inner)
+
+
+def load_plugins(modules) -> None:
+    """Import each plugin (a module name, or a path to a ``.py`` file) so the scorers it
+    registers with ``register_scorer`` can be named in policy data; errors name the plugin.
+    A file is imported as a module named after it, with its directory put on ``sys.path``
+    (so worker processes a cluster starts afterwards can import it too)."""
+    import importlib
+    import sys
+    from pathlib import Path
+
+    for spec in modules or ():
+        name = spec
+        if spec.endswith(".py") or "/" in spec or "\\" in spec:
+            path = Path(spec).resolve()
+            if not path.is_file():
+                raise InvalidConfigError(f"plugin file not found: {spec}")
+            if str(path.parent) not in sys.path:
+                sys.path.insert(0, str(path.parent))
+            name = path.stem
+        try:
+            importlib.import_module(name)
+        except ImportError as e:
+            raise InvalidConfigError(f"plugin {spec!r} cannot be imported: {e}") from None
