@@ -173,6 +173,13 @@ def _add_single(sub, common, compute) -> None:
     )
     p.add_argument("--output-reserve", type=int, default=0, help="tokens kept for the answer at every budget")
     p.add_argument("--set-column", help=_SET_HELP)
+    p.add_argument(
+        "--label-column",
+        metavar="COL",
+        help="relevance label column (boolean, or non-negative numbers; null = unlabelled): also write "
+        "outcomes.parquet (token recall against budget) and outcome_reach.parquet (the budget at which each "
+        "variant keeps 90/95/99%% of the relevant tokens)",
+    )
     _out_opts(p)
     p.set_defaults(func=cmd_budget)
 

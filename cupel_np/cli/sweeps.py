@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pds
 import pyarrow.parquet as pq
 
+from cupel_np.analysis.losses import check_lines
 from cupel_np.analysis.outcomes import labels_from, outcome_summary, outcome_summary_of_table
 from cupel_np.cli.shared import (
     EXIT_OK,
@@ -217,7 +218,7 @@ def _print_summary(result, out=None) -> None:
 def _write_outputs(result, out_dir, *, title: str, html: bool = True, labels=None) -> dict:
     paths = {k: str(v) for k, v in write_sweep(result, out_dir, labels=labels).items()}
     if html:
-        paths["report"] = str(write_html_report(result, out_dir, title=title))
+        paths["report"] = str(write_html_report(result, out_dir, title=title, labels=labels))
     return paths
 
 
@@ -270,8 +271,10 @@ def _finish(args, result, t0: float, title: str, labels=None) -> int:
     if labels is not None:
         summary = outcome_summary(result, labels, metrics=("token_recall",))
     elapsed = time.perf_counter() - t0
+    checks = check_lines(result)
     if args.json:
         out = _summary_json(result, paths, elapsed)
+        out["checks"] = checks
         if summary is not None:
             out["outcomes"] = _outcome_json(summary)
         print(json.dumps(out, indent=2))
@@ -282,6 +285,8 @@ def _finish(args, result, t0: float, title: str, labels=None) -> int:
         f"{plural(result.n_swing, 'swinging item')}; {elapsed:.1f}s"
     )
     _print_summary(result)
+    for line in checks:  # constant scorers, knapsack capacity, empty selections
+        print(f"check: {line}")
     if summary is not None:
         _print_outcomes(summary, labels.column)
     _print_failures(str(e) for errs in result.errors.values() for e in errs.values())

@@ -175,6 +175,11 @@ class SweepRun:
     def n_variants(self) -> int:
         return len(self.variants)
 
+    @property
+    def plan(self) -> ScorePlan:
+        """The shared base score columns and each variant's terms over them (read only)."""
+        return self._plan
+
     def position_for(self, v: int) -> np.ndarray:
         """Variant ``v``'s placed position per row (-1 when excluded)."""
         out = np.full(self.table.n, -1, dtype=np.int32)

@@ -13,6 +13,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from cupel_np.analysis.compare import agreement_add, agreement_finish, agreement_start, swing_by_category_from_counts
+from cupel_np.analysis.losses import check_lines_of_variants, outcome_page_data_of_table
 from cupel_np.errors import InvalidConfigError
 from cupel_np.io.outdir import KIND_PAGE, read_manifest, write_manifest
 from cupel_np.model import datasets  # read at call time: tests replace default_memory_limit
@@ -519,7 +520,7 @@ def page_data(out_dir, *, title: str | None = None, max_rows: int = 200, max_set
     keys = ["Included"] + sorted(k for k in acc.reasons if k not in ("Included", "failed")) + ["failed"]
     zero = np.zeros(len(labels), np.int64)
     kinds = sorted(acc.kind_mix, key=acc.kind_first.__getitem__)
-    return PageData(
+    d = PageData(
         title=title or f"cupel_np sweep: {out.resolve().name}",
         generator=PAGE_FROM_OUTPUTS,
         set_name=set_col or "set",
@@ -545,6 +546,26 @@ def page_data(out_dir, *, title: str | None = None, max_rows: int = 200, max_set
         kind_mix=np.stack([acc.kind_mix[k] for k in kinds], axis=1) if kinds else np.zeros((len(labels), 0)),
         heat_rows=top_k,
     )
+    _signals(d, out, vpath, labels)
+    return d
+
+
+def _signals(d, out: Path, vpath: Path, labels: list[str]) -> None:
+    """The checks from the variants table's signal columns and, when the run wrote
+    ``outcomes.parquet`` (labels), the outcomes section."""
+    vcols = [c for c in ("variant", "constant_scorers", "knapsack_flag", "selected_nothing")]
+    names = pq.read_schema(_files(vpath)[0]).names
+    if all(c in names for c in vcols):
+        vt = pa.concat_tables(pq.read_table(f, columns=[names[0], names[1], *vcols[1:]]) for f in _files(vpath))
+        d.checks = check_lines_of_variants(vt)
+    opath = out / "outcomes.parquet"
+    if opath.is_file() or (out / "outcomes").is_dir():
+        files = [opath] if opath.is_file() else sorted((out / "outcomes").glob("*.parquet"))
+        table = pa.concat_tables(pq.read_table(f) for f in files)
+        if "set_first_row" in table.column_names:  # Dask parts: the in-process set order
+            table = table.sort_by("set_first_row")
+        m = read_manifest(out) or {}
+        d.outcomes = outcome_page_data_of_table(table, labels, str(m.get("label_column") or "the labels"))
 
 
 def write_dir_report(

@@ -20,6 +20,7 @@ import numpy as np
 
 from cupel_np._files import atomic_write_bytes
 from cupel_np.report import charts
+from cupel_np.report.outcomes_section import section_checks, section_outcomes
 from cupel_np.text import escape_html as _e
 from cupel_np.text import shorten as _short
 
@@ -62,6 +63,8 @@ class PageData:
     heat_rows: int = 40
     max_pairs: int = 20
     notes: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)  # analysis.losses.check_lines
+    outcomes: dict | None = None  # analysis.losses.outcome_page_data, with labels
 
 
 # ----------------------------------------------------------------------------- sections
@@ -420,7 +423,7 @@ def render_page(d: PageData, pngs: dict[str, bytes]) -> str:
 <p class="meta" id="summary" data-items="{d.n_items}" data-sets="{d.n_sets}" data-variants="{len(d.labels)}" data-swing="{d.n_swing}">
 {d.n_items:,} items in {d.n_sets:,} item set(s); {len(d.labels)} variants; {d.n_swing:,} swinging contents
 (a content swings when at least two variants that ran on its set disagree on it).</p>
-{section_start(d)}{section_variants(d)}{section_agreement(d)}{section_pairs(d, "kind")}{section_pairs(d, "source")}
+{section_start(d)}{section_variants(d)}{section_checks(d.checks)}{section_outcomes(d.outcomes)}{section_agreement(d)}{section_pairs(d, "kind")}{section_pairs(d, "source")}
 {section_why(d)}{section_sets(d)}{section_charts(pngs)}
 <script>{JS}</script>
 </body></html>
