@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from cupel_np.analysis import analytics
+from cupel_np.analysis import analytics, toolpairs
 from cupel_np.analysis._repr import REPR_CSS, REPR_ROWS, html_table
 from cupel_np.analysis.trace import OverflowEvent, TraceEvent
 from cupel_np.engine import reasons
@@ -317,6 +317,40 @@ class SelectionReport:
         return analytics.quota_utilization(
             self, self._run.policy if policy is None else policy, self._run.budget if budget is None else budget
         )
+
+    # -- tool pairs (cupel_np.analysis.toolpairs; docs/tool-pairs.md) -------------------------
+    @cached_property
+    def _orphans(self) -> tuple[np.ndarray, np.ndarray] | None:
+        links = toolpairs.tool_links(self._run.table)
+        if links is None:
+            return None
+        seg = links.segment(self._seg)
+        inc = self._run.included
+        kept = inc[seg.rows]
+        link_of = np.repeat(np.arange(seg.n_links), np.diff(seg.link_off))
+        kept_calls = np.bincount(link_of[kept & seg.is_call], minlength=seg.n_links)
+        missing = np.bincount(link_of[~kept & ~seg.is_call], minlength=seg.n_links)
+        calls = seg.rows[kept & seg.is_call & (missing[link_of] > 0)]
+        results = seg.rows[kept & ~seg.is_call & (kept_calls[link_of] == 0)]
+        return np.sort(calls), np.sort(results)
+
+    @property
+    def orphan_calls(self) -> int | None:
+        """Tool calls kept without all their results (None: the items carry no
+        ``tool_call_id`` / ``tool_role`` link)."""
+        o = self._orphans
+        return None if o is None else int(o[0].shape[0])
+
+    @property
+    def orphan_results(self) -> int | None:
+        """Tool results kept without their call (None: the items carry no link)."""
+        o = self._orphans
+        return None if o is None else int(o[1].shape[0])
+
+    def orphan_rows(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Grouped-order rows of the orphan calls and of the orphan results (ascending; see
+        ``input_rows``), or None without the link."""
+        return self._orphans
 
     def input_rows(self, rows: np.ndarray) -> np.ndarray:
         """Map grouped rows (``included_rows`` / ``excluded_rows``) to input row numbers."""

@@ -25,6 +25,7 @@ from cupel_np.analysis import otel
 from cupel_np.analysis._repr import REPR_CSS, REPR_ROWS, html_table
 from cupel_np.analysis.analytics import quota_columns, set_of_rows, sweep_columns
 from cupel_np.analysis.selection import SelectionReport
+from cupel_np.analysis.toolpairs import orphan_columns
 from cupel_np.analysis.trace import STAGES, funnel_columns
 from cupel_np.engine.batch import SweepRun, run_sweep
 from cupel_np.engine.batch_kernels import duplicate_groups
@@ -158,6 +159,27 @@ class SweepResult:
     def n_swing(self) -> int:
         return int(self.swing_groups.shape[0])
 
+    @cached_property
+    def orphans(self) -> dict[str, np.ndarray] | None:
+        """``{"orphan_calls": [V, S], "orphan_results": [V, S]}``: per (variant, set) the tool
+        calls kept without all their results and the results kept without their call (see
+        ``cupel_np.analysis.toolpairs``); None when the items carry no ``tool_call_id`` /
+        ``tool_role`` link. Cells of failed (variant, set) pairs are 0."""
+        cols = orphan_columns(self.run)
+        if cols is not None and self.failed.any():
+            for a in cols.values():
+                a[self.failed] = 0
+        return cols
+
+    def orphan_totals(self) -> dict[str, tuple[int, int]] | None:
+        """label -> (orphan calls, orphan results) summed over the sets each variant ran on;
+        None without link columns."""
+        o = self.orphans
+        if o is None:
+            return None
+        calls, results = o["orphan_calls"].sum(axis=1), o["orphan_results"].sum(axis=1)
+        return {lab: (int(calls[v]), int(results[v])) for v, lab in enumerate(self.labels)}
+
     # -- tables ---------------------------------------------------------------------------
     def _set_name(self) -> str:
         return self.table.set_column or "set"
@@ -216,7 +238,10 @@ class SweepResult:
         ``budget_utilization`` (tokens used / ``max_tokens``, NaN when it is 0),
         ``kind_diversity`` and ``timestamp_coverage``, ``tokens_over_budget`` (the
         OverflowEvent's excess under the proceed strategy, else 0), the number of swinging
-        contents in the set and how many of them this variant includes, error."""
+        contents in the set and how many of them this variant includes, and, when the items
+        carry the ``tool_call_id`` / ``tool_role`` link (docs/tool-pairs.md), ``orphan_calls``
+        (calls kept without all their results) and ``orphan_results`` (results kept without
+        their call); error."""
         t = self.table
         run = self.run
         n_sets, n_var = t.n_sets, len(self.variants)
@@ -240,6 +265,9 @@ class SweepResult:
         def masked(name: str) -> pa.Array:
             return pa.array(cols[name].reshape(-1), mask=failed)
 
+        orphans: dict[str, pa.Array] = {}
+        if self.orphans is not None:
+            orphans = {k: pa.array(a.reshape(-1), mask=failed) for k, a in self.orphans.items()}
         return pa.table(
             {
                 "variant": pa.array(np.repeat(np.array(self.labels, dtype=object), n_sets), pa.string()),
@@ -254,6 +282,7 @@ class SweepResult:
                 "tokens_over_budget": masked("tokens_over_budget"),
                 "swing_count": pa.array(np.tile(swing_per_set, n_var).astype(np.int64)),
                 "swing_included": pa.array(sw_inc.reshape(-1), mask=failed),
+                **orphans,
                 "error": pa.array(errors, pa.string()),
             }
         )

@@ -388,6 +388,7 @@ def page_data(result, *, title: str, max_rows: int = 200, max_sets: int = 5, top
         kind_names=list(t.kind_vocab),
         kind_mix=_kind_mix(result),
         heat_rows=top_k,
+        orphans=result.orphan_totals(),
     )
 
 
