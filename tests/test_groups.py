@@ -1,0 +1,189 @@
+"""Atomic groups (issue 29, docs/tool-pairs.md): the oracle's rules on known answers, the
+oracle against itself (groups of one = no groups), and the engine against the oracle."""
+
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import naive  # noqa: E402
+import strategies as S  # noqa: E402
+
+PROPS = settings(
+    max_examples=S.examples(60, 600),
+    deadline=None,
+    database=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _item(content, tokens, hint, t=None, group=None, kind="Message", pinned=False):
+    d = {
+        "content": content,
+        "tokens": tokens,
+        "kind": kind,
+        "future_relevance_hint": hint,
+        "timestamp": None if t is None else T0 + timedelta(seconds=t),
+        "pinned": pinned,
+        "metadata": {} if group is None else {"g": group},
+    }
+    return d
+
+
+BUDGET = {"max_tokens": 200, "target_tokens": 70}
+REFLEXIVE = {"scorers": [{"type": "reflexive", "weight": 1.0}], "slicer": "greedy"}
+
+
+def _known_items():
+    # a message, a call and its result (one unit "g1", the result later than message B), B
+    return [
+        _item("A", 10, 0.5, t=0),
+        _item("call", 5, 0.1, t=1, group="g1", kind="ToolCall"),
+        _item("result", 50, 0.9, t=3, group="g1", kind="ToolOutput"),
+        _item("B", 30, 0.6, t=2),
+    ]
+
+
+def test_oracle_known_answer_greedy_keeps_or_drops_the_pair_whole():
+    items = _known_items()
+    plain = naive.run_pipeline(items, BUDGET, REFLEXIVE)
+    # densities 0.05, 0.02, 0.018, 0.02: A, call, B fit (45), the result does not (95 > 70)
+    assert [r for r, _s, _x in plain["included"]] == [0, 1, 3]
+    assert naive.orphan_counts(_links(items), [0, 1, 3]) == (1, 0)
+    grouped = naive.run_pipeline(items, BUDGET, dict(REFLEXIVE, groups="g"))
+    # the unit: 55 tokens, score max(0.1, 0.9) = 0.9, density 0.0164 < B's 0.02: A and B fit (40),
+    # the unit does not (95 > 70); both members carry the unit's reason and tokens
+    assert [r for r, _s, _x in grouped["included"]] == [0, 3]
+    ex = {row: (reason, fields) for row, _s, reason, fields in grouped["excluded"]}
+    assert ex[1] == ex[2] == ("BudgetExceeded", {"item_tokens": 55, "available_tokens": 30})
+    assert [e[0] for e in grouped["excluded"]] == [2, 1]  # by member score: 0.9, then 0.1
+
+
+def test_oracle_known_answer_chronological_keeps_members_contiguous():
+    items = _known_items()
+    budget = {"max_tokens": 200, "target_tokens": 150}
+    plain = naive.run_pipeline(items, budget, REFLEXIVE)
+    assert plain["placed"] == [0, 1, 3, 2]  # by timestamp: B (t=2) between call and result
+    grouped = naive.run_pipeline(items, budget, dict(REFLEXIVE, groups="g"))
+    assert grouped["placed"] == [0, 1, 2, 3]  # the unit at its first member's time, whole
+
+
+def test_oracle_known_answer_pinned_member_pins_its_unit():
+    items = _known_items()
+    items[1] = dict(items[1], pinned=True)
+    grouped = naive.run_pipeline(items, {"max_tokens": 200, "target_tokens": 100}, dict(REFLEXIVE, groups="g"))
+    reasons = {r: reason for r, _s, reason in grouped["included"]}
+    assert reasons[1] == reasons[2] == "Pinned"
+
+
+def test_oracle_known_answer_dedup_spares_members():
+    items = _known_items() + [_item("result", 50, 0.95, t=4)]  # same content as the unit's result
+    grouped = naive.run_pipeline(items, {"max_tokens": 400, "target_tokens": 300}, dict(REFLEXIVE, groups="g"))
+    assert sorted(r for r, _s, _x in grouped["included"]) == [0, 1, 2, 3, 4]
+    plain = naive.run_pipeline(items, {"max_tokens": 400, "target_tokens": 300}, REFLEXIVE)
+    assert [(r, reason) for r, _s, reason, _f in plain["excluded"]] == [(2, "Deduplicated")]
+
+
+def test_oracle_known_answer_truncation_drops_whole_units():
+    # a count quota commits 3 units (35 tokens) over the 20-token target; truncation walks the
+    # units by score: A (10) stays, the pair (15) does not fit and goes whole, B (10) fills 20
+    items = [
+        _item("A", 10, 0.5, t=0),
+        _item("call", 5, 0.2, t=1, group="g1"),
+        _item("result", 10, 0.3, t=2, group="g1"),
+        _item("B", 10, 0.25, t=3),
+    ]
+    config = {
+        "scorers": [{"type": "reflexive", "weight": 1.0}],
+        "slicer": "count_quota",
+        "entries": [{"kind": "Message", "require_count": 3, "cap_count": 3}],
+        "overflow_strategy": "truncate",
+    }
+    budget = {"max_tokens": 100, "target_tokens": 20}
+    plain = naive.run_pipeline(items, budget, config)
+    assert sorted(r for r, _s, _x in plain["included"]) == [0, 2]  # the result without its call
+    rep = naive.run_pipeline(items, budget, dict(config, groups="g"))
+    assert sorted(r for r, _s, _x in rep["included"]) == [0, 3]
+    assert [(r, reason, f) for r, _s, reason, f in rep["excluded"]] == [
+        (2, "BudgetExceeded", {"item_tokens": 15, "available_tokens": 0}),
+        (1, "BudgetExceeded", {"item_tokens": 15, "available_tokens": 0}),
+    ]
+
+
+def _links(items):
+    """Tool links from the test group key: the first member is the call, the rest results."""
+    out = []
+    first = {}
+    for i, it in enumerate(items):
+        g = (it.get("metadata") or {}).get("g")
+        if g is None:
+            out.append({})
+        elif g not in first:
+            first[g] = i
+            out.append({"tool_call_id": g, "tool_role": "call"})
+        else:
+            out.append({"tool_call_id": g, "tool_role": "result"})
+    return out
+
+
+@st.composite
+def grouped_cases(draw, singletons=False):
+    """(items, budget, config) of the pipeline cases with a group key ``g`` in the metadata of
+    some items; ``singletons``: every key names one item."""
+    items, budget, config = draw(S.pipeline_cases())
+    labels = draw(st.lists(st.sampled_from([None, "a", "b", "c", "d"]), min_size=len(items), max_size=len(items)))
+    out = []
+    for k, (it, g) in enumerate(zip(items, labels, strict=True)):
+        if g is not None and singletons:
+            g = f"{g}{k}"
+        md = dict(it.get("metadata") or {})
+        if g is not None:
+            md["g"] = g
+        out.append(dict(it, metadata=md))
+    return out, budget, dict(config, groups="g")
+
+
+def _outcome(fn, *args):
+    try:
+        return ("ok", fn(*args))
+    except naive.NaiveError as e:
+        return ("error", e.code)
+
+
+@PROPS
+@given(grouped_cases(singletons=True))
+def test_oracle_groups_of_one_are_no_groups(case):
+    items, budget, config = case
+    plain = {k: v for k, v in config.items() if k != "groups"}
+    assert _outcome(naive.run_pipeline, items, budget, config) == _outcome(naive.run_pipeline, items, budget, plain)
+
+
+@PROPS
+@given(grouped_cases())
+def test_oracle_units_are_all_or_nothing_and_contiguous(case):
+    items, budget, config = case
+    got = _outcome(naive.run_pipeline, items, budget, config)
+    if got[0] == "error":
+        return
+    rep = got[1]
+    placed = rep["placed"]
+    pos = {r: k for k, r in enumerate(placed)}
+    members: dict = {}
+    for i, it in enumerate(items):
+        g = it["metadata"].get("g")
+        if g is not None and it["tokens"] >= 0:
+            members.setdefault(g, []).append(i)
+    for rows in members.values():
+        kept = [r in pos for r in rows]
+        assert all(kept) or not any(kept)
+        if all(kept):
+            at = [pos[r] for r in rows]
+            assert at == list(range(at[0], at[0] + len(rows)))  # contiguous, input order
+    assert naive.orphan_counts(_links(items), placed) == (0, 0) or any(it["tokens"] < 0 for it in items)
