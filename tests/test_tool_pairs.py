@@ -317,3 +317,38 @@ def test_orphans_of_one_set_equal_the_corpus_cells():
         s = table.set_keys.index(key)
         assert np.array_equal(one.orphans["orphan_calls"][:, 0], res.orphans["orphan_calls"][:, s])
         assert np.array_equal(one.orphans["orphan_results"][:, 0], res.orphans["orphan_results"][:, s])
+
+
+def test_exact_encoding_fallback_gives_the_same_links(monkeypatch):
+    from cupel_np.analysis import toolpairs
+
+    rows = transcript_rows(8)
+    hashed = tool_links(table_of(rows))
+    monkeypatch.setattr(toolpairs, "link_keys", lambda *a: None)  # as on a hash collision
+    exact = tool_links(table_of(rows))
+    assert hashed.n_links == exact.n_links > 0
+    assert np.array_equal(hashed.link_set, exact.link_set)
+    assert np.array_equal(hashed.unmatched_calls, exact.unmatched_calls)
+    assert np.array_equal(hashed.unmatched_results, exact.unmatched_results)
+
+    def links_of(t):
+        out = set()
+        for l in range(t.n_links):
+            a, b = t.link_off[l], t.link_off[l + 1]
+            calls = t.rows[a : a + t.n_calls[l]]
+            assert t.is_call[a : a + t.n_calls[l]].all() and not t.is_call[a + t.n_calls[l] : b].any()
+            out.add((frozenset(calls.tolist()), frozenset(t.rows[a + t.n_calls[l] : b].tolist())))
+        return out
+
+    assert links_of(hashed) == links_of(exact)
+
+
+def test_a_hash_collision_is_detected():
+    from cupel_np.analysis._toolpair_kernels import _runs_hold_one_id
+
+    data = np.frombuffer(b"aaab", dtype=np.uint8)
+    off = np.array([0, 2, 4], dtype=np.int64)  # ids "aa" and "ab"
+    rows = np.array([0, 1], dtype=np.int64)
+    same_key = np.array([4, 5], dtype=np.uint64)  # equal once the role bit is dropped
+    assert not _runs_hold_one_id(off, data, rows, same_key)
+    assert _runs_hold_one_id(off, data, rows, np.array([4, 7], dtype=np.uint64))

@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cupel_np.analysis._toolpair_kernels import orphan_counts
+from cupel_np.analysis._toolpair_kernels import build_links, link_keys, orphan_counts, role_codes
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.fields import suggestion
 
@@ -61,11 +61,12 @@ class ToolLinks:
     ``rows[link_off[l]:link_off[l + 1]]`` are link ``l``'s calls and results (``is_call``
     tells them apart), all in set ``link_set[l]``; links are ordered by set, so set ``s`` owns
     links ``set_link_off[s]:set_link_off[s + 1]``. Only links with at least one call and one
-    result are kept; ``unmatched_calls[s]`` / ``unmatched_results[s]`` count set ``s``'s
+    result are kept (``n_calls[l]`` calls first); ``unmatched_calls[s]`` / ``unmatched_results[s]`` count set ``s``'s
     linked rows whose other side is absent from the set."""
 
-    rows: np.ndarray  # int64, linked rows grouped by link
+    rows: np.ndarray  # int32 (int64 past 2**31 rows), linked rows grouped by link, calls first
     is_call: np.ndarray  # bool per entry of rows
+    n_calls: np.ndarray  # int64 [L]: the calls of each link
     link_off: np.ndarray  # int64 [L + 1]
     link_set: np.ndarray  # int64 [L], ascending
     set_link_off: np.ndarray  # int64 [S + 1]
@@ -83,6 +84,7 @@ class ToolLinks:
         return ToolLinks(
             self.rows[lo:hi],
             self.is_call[lo:hi],
+            self.n_calls[a:b],
             self.link_off[a : b + 1] - lo,
             np.zeros(b - a, dtype=np.int64),
             np.array([0, b - a], dtype=np.int64),
@@ -92,7 +94,7 @@ class ToolLinks:
 
     def counts(self, included: np.ndarray, n_sets: int) -> tuple[np.ndarray, np.ndarray]:
         """``(orphan_calls, orphan_results)`` ``[V, n_sets]`` from a ``[V, N]`` inclusion matrix."""
-        return orphan_counts(np.atleast_2d(included), self.rows, self.is_call, self.link_off, self.link_set, n_sets)
+        return orphan_counts(np.atleast_2d(included), self.rows, self.n_calls, self.link_off, self.link_set, n_sets)
 
 
 def _string_values(col: pa.Array, name: str) -> pa.Array:
@@ -100,10 +102,10 @@ def _string_values(col: pa.Array, name: str) -> pa.Array:
     if pa.types.is_dictionary(t):
         col = col.cast(t.value_type)
         t = col.type
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        return col.cast(pa.string())
-    if pa.types.is_integer(t) or pa.types.is_null(t):
-        return col.cast(pa.string())
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return col  # read from its buffers, no copy
+    if pa.types.is_string_view(t) or pa.types.is_integer(t) or pa.types.is_null(t):
+        return col.cast(pa.large_string())
     raise InvalidInputTypeError(f"column {name!r}: expected strings (tool call ids and roles), got Arrow type {t}")
 
 
@@ -133,17 +135,14 @@ def _link_columns(table) -> tuple[pa.Array, pa.Array] | None:
     return None
 
 
-def _role_codes(table, roles: pa.Array) -> np.ndarray:
-    """0 for a call, 1 for a result, -1 for null; any other value is an error naming its row."""
-    folded = pc.ascii_lower(roles)
-    code = np.full(len(roles), -1, dtype=np.int8)
-    is_call = pc.fill_null(pc.equal(folded, ROLE_CALL), False).to_numpy(zero_copy_only=False)
-    is_result = pc.fill_null(pc.equal(folded, ROLE_RESULT), False).to_numpy(zero_copy_only=False)
-    code[is_call] = 0
-    code[is_result] = 1
-    bad = np.flatnonzero((code < 0) & ~pc.is_null(roles).to_numpy(zero_copy_only=False))
+def _role_codes(table, roles: pa.Array, rows: np.ndarray) -> np.ndarray:
+    """Per row of ``rows`` (a non-null role): 0 for a call, 1 for a result (ASCII
+    case-insensitive, read from the Arrow buffers in one kernel pass); any other value is an
+    error naming its row."""
+    code = role_codes(roles, rows)
+    bad = np.flatnonzero(code == -2)
     if bad.size:
-        row = int(bad[0])
+        row = int(rows[bad[0]])
         value = roles[row].as_py()
         raise InvalidConfigError(
             f"column {ROLE_COLUMN!r}: input row {int(table.input_row[row])} has {value!r}; expected "
@@ -151,6 +150,16 @@ def _role_codes(table, roles: pa.Array) -> np.ndarray:
             + (f" ({bad.size} rows in all)" if bad.size > 1 else "")
         )
     return code
+
+
+def _exact_order(ids: pa.Array, rows: np.ndarray, seg: np.ndarray, role: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The linked rows' (roles ``role``) order by (set, id, role) and a key per sorted row that differs exactly
+    between links, from a dictionary encoding of the ids (the fallback of ``link_keys``)."""
+    enc = pc.dictionary_encode(ids.take(pa.array(rows)))
+    code = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    link_key = seg * max(len(enc.dictionary), 1) + code
+    order = np.argsort(link_key * 2 + role)
+    return order, link_key[order]
 
 
 def tool_links(table) -> ToolLinks | None:
@@ -165,40 +174,31 @@ def tool_links(table) -> ToolLinks | None:
         cache[key] = None
         return None
     ids, roles = cols
-    role = _role_codes(table, roles)
-    enc = pc.dictionary_encode(ids)
-    n_codes = max(len(enc.dictionary), 1)
-    code = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-    rows = np.flatnonzero((role >= 0) & (code >= 0))
+    # the rows with an id and a role (a role of a row without an id links nothing)
+    rows = np.flatnonzero(pc.and_(pc.is_valid(ids), pc.is_valid(roles)).to_numpy(zero_copy_only=False))
+    role = _role_codes(table, roles, rows)
     n_sets = table.n_sets
-    seg = np.searchsorted(table.offsets, rows, side="right") - 1
-    k = seg * n_codes + code[rows]
-    order = np.argsort(k)  # any order within a link: the counts do not depend on it
-    k, rows, seg = k[order], rows[order], seg[order]
-    is_call = role[rows] == 0
-    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if k.size else np.zeros(0, np.int64)
-    off = np.r_[starts, k.size].astype(np.int64)
-    calls = np.add.reduceat(is_call, starts) if k.size else np.zeros(0, np.int64)
-    sizes = np.diff(off)
-    results = sizes - calls
-    both = (calls > 0) & (results > 0)
-    link_seg = seg[starts]
-    unmatched_calls = np.bincount(link_seg[results == 0], weights=calls[results == 0], minlength=n_sets)
-    unmatched_results = np.bincount(link_seg[calls == 0], weights=results[calls == 0], minlength=n_sets)
-    keep_rows = np.repeat(both, sizes)
-    rows, is_call = rows[keep_rows], is_call[keep_rows]
-    kept_sizes = sizes[both]
-    link_off = np.zeros(kept_sizes.shape[0] + 1, dtype=np.int64)
-    np.cumsum(kept_sizes, out=link_off[1:])
-    link_set = link_seg[both].astype(np.int64)
+    # by link (set and id), each link's calls first; any order among a link's calls or among
+    # its results (the counts do not depend on it). Ids are hashed in one kernel pass; the
+    # exact dictionary encoding runs only if two ids of one set share a hash.
+    hashed = link_keys(ids, rows, np.asarray(table.offsets, dtype=np.int64), role)
+    if hashed is not None:
+        order, sorted_keys, seg = hashed
+        link_key = sorted_keys >> np.uint64(1)
+    else:
+        seg = np.searchsorted(table.offsets, rows, side="right") - 1
+        order, link_key = _exact_order(ids, rows, seg, role)
+    rows, seg, is_call = rows[order], seg[order], role[order] == 0
+    rows, is_call, n_calls, link_off, link_set, unmatched = build_links(rows, seg, is_call, link_key, n_sets)
     out = ToolLinks(
-        rows.astype(np.int64),
+        rows,
         is_call,
+        n_calls,
         link_off,
         link_set,
         np.searchsorted(link_set, np.arange(n_sets + 1)).astype(np.int64),
-        unmatched_calls.astype(np.int64),
-        unmatched_results.astype(np.int64),
+        unmatched[:, 0],
+        unmatched[:, 1],
     )
     cache[key] = out
     return out
