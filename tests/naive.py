@@ -1590,8 +1590,9 @@ def run_pipeline_grouped(items, budget, config):
     non-null value of ``item[column]`` are one unit, chosen whole or not at all.
 
     The rules (docs/tool-pairs.md), literally:
-      * Classify: negative-token items are excluded (NegativeTokens) and belong to no unit.
-        A unit with a pinned member is pinned whole (every member Pinned, score 1.0).
+      * Classify: as without groups. Negative-token items are excluded (NegativeTokens)
+        and pinned items are included (Pinned); neither belongs to a unit: units are formed
+        from the scoreable items only.
       * Score: every scoreable item is scored as usual (relative scorers see the items);
         a unit's score is its highest member score (NaN lowest; all NaN: NaN).
       * Deduplicate: only among the items that are units of one; members of larger units
@@ -1631,10 +1632,14 @@ def run_pipeline_grouped(items, budget, config):
     # ---- Classify and form the units -----------------------------------------
     units = []  # each: list of rows, input order
     unit_of_key = {}
+    pinned = []
     for row, item in enumerate(rows):
         if item["tokens"] < 0:
             excluded.append((row, 0.0, "NegativeTokens", {"tokens": item["tokens"]}))
             stage_of[row] = (0, row)
+            continue
+        if item["pinned"]:
+            pinned.append(row)
             continue
         key = items[row].get(column)
         if key is None:  # items given as ContextItems carry the column as a metadata key
@@ -1647,8 +1652,8 @@ def run_pipeline_grouped(items, budget, config):
             unit_of_key[key] = len(units)
             units.append([row])
     units.sort(key=lambda members: members[0])
-    pinned_units = [u for u in units if any(rows[r]["pinned"] for r in u)]
-    free_units = [u for u in units if not any(rows[r]["pinned"] for r in u)]
+    pinned_units = [[r] for r in pinned]  # a pinned item is placed as a unit of its own
+    free_units = units
 
     def unit_tokens(u):
         total = 0

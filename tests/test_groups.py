@@ -75,12 +75,15 @@ def test_oracle_known_answer_chronological_keeps_members_contiguous():
     assert grouped["placed"] == [0, 1, 2, 3]  # the unit at its first member's time, whole
 
 
-def test_oracle_known_answer_pinned_member_pins_its_unit():
+def test_oracle_known_answer_pinned_items_are_no_members():
+    # a pinned call is included as every pinned item is; its result is a unit of one (the
+    # rule: units are formed from the scoreable items), here too big for the budget
     items = _known_items()
     items[1] = dict(items[1], pinned=True)
-    grouped = naive.run_pipeline(items, {"max_tokens": 200, "target_tokens": 100}, dict(REFLEXIVE, groups="g"))
+    grouped = naive.run_pipeline(items, {"max_tokens": 200, "target_tokens": 60}, dict(REFLEXIVE, groups="g"))
     reasons = {r: reason for r, _s, reason in grouped["included"]}
-    assert reasons[1] == reasons[2] == "Pinned"
+    assert reasons[1] == "Pinned" and 2 not in reasons
+    assert grouped == naive.run_pipeline(items, {"max_tokens": 200, "target_tokens": 60}, REFLEXIVE)
 
 
 def test_oracle_known_answer_dedup_spares_members():
@@ -178,7 +181,7 @@ def test_oracle_units_are_all_or_nothing_and_contiguous(case):
     members: dict = {}
     for i, it in enumerate(items):
         g = it["metadata"].get("g")
-        if g is not None and it["tokens"] >= 0:
+        if g is not None and it["tokens"] >= 0 and not it.get("pinned"):
             members.setdefault(g, []).append(i)
     for rows in members.values():
         kept = [r in pos for r in rows]
@@ -186,4 +189,5 @@ def test_oracle_units_are_all_or_nothing_and_contiguous(case):
         if all(kept):
             at = [pos[r] for r in rows]
             assert at == list(range(at[0], at[0] + len(rows)))  # contiguous, input order
-    assert naive.orphan_counts(_links(items), placed) == (0, 0) or any(it["tokens"] < 0 for it in items)
+    if not any(it["tokens"] < 0 or it.get("pinned") for it in items):
+        assert naive.orphan_counts(_links(items), placed) == (0, 0)
