@@ -159,10 +159,13 @@ def exclusion_reason(run, row: int, segment: int) -> ExclusionReason:
     sw, v = run.sweep, run.v
     t = run.table
     code = int(run.reason[row])
+    plan = sw.group_plan[v]
+    # a unit's member carries its unit's reason: the unit's tokens (docs/tool-pairs.md)
+    tokens = t.tokens if plan is None else plan.unit_row_tokens
     if code == reasons.R_BUDGET_EXCEEDED:
-        return BudgetExceeded(int(t.tokens[row]), int(sw.avail_slice[v, segment]))
+        return BudgetExceeded(int(tokens[row]), int(sw.avail_slice[v, segment]))
     if code == reasons.R_TRUNCATED:
-        return BudgetExceeded(int(t.tokens[row]), int(sw.avail_place[v, segment]))
+        return BudgetExceeded(int(tokens[row]), int(sw.avail_place[v, segment]))
     if code == reasons.R_NEGATIVE_TOKENS:
         return NegativeTokens(int(t.tokens[row]))
     if code == reasons.R_DEDUPLICATED:
@@ -172,7 +175,8 @@ def exclusion_reason(run, row: int, segment: int) -> ExclusionReason:
         return PinnedOverride(t.content[int(sw.classified.first_pin[segment])].as_py())
     if code == reasons.R_COUNT_CAP_EXCEEDED:
         cap, count = _sparse(sw.count_cap[v], row)
-        return CountCapExceeded(t.kind[row].as_py(), cap, count)
+        unit_row = row if plan is None or plan.member_rep[row] < 0 else int(plan.member_rep[row])
+        return CountCapExceeded(t.kind[unit_row].as_py(), cap, count)  # the unit's kind: its first member's
     raise ValueError(f"row {row} has no exclusion reason (code {code})")
 
 

@@ -18,15 +18,17 @@ run (``Pipeline.dry_run``) is simply a sweep with one variant.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from cupel_np.engine import groups as grp
 from cupel_np.engine import stages
 from cupel_np.engine.batch_kernels import duplicate_groups, duplicate_winners, variant_scores
 from cupel_np.engine.parallel import resolve_threads, run_tasks
@@ -213,6 +215,8 @@ class SweepRun:
         self.dedup_winner: list[tuple[np.ndarray, np.ndarray]] = [(_NOT_RUN, _NOT_RUN)] * v
         self.trunc_order: list[tuple[np.ndarray, np.ndarray]] = [(_NOT_RUN, _NOT_RUN)] * v
         self.count_cap: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [(_NOT_RUN, _NOT_RUN, _NOT_RUN)] * v
+        #: per variant its units (``groups.GroupPlan``), None for a variant without groups
+        self.group_plan: list[grp.GroupPlan | None] = [None] * v
         # wall clock (time.time_ns) at the phase boundaries, for stage timings and trace spans:
         # prep_ns = (start, classified, shared scoring done); stage_ns[v] = (variant start,
         # scored, deduplicated, sliced, placed)
@@ -501,6 +505,8 @@ class SweepShared:
     ts_offsets: np.ndarray | None
     #: per scoreable position, ``stages.chrono_compared`` (when a chronological variant is greedy)
     chrono_compared: np.ndarray | None
+    #: the units of every group column a variant names (``groups.group_plan``)
+    group_plans: dict[str, grp.GroupPlan] = field(default_factory=dict)
 
 
 def _timestamps(
@@ -572,6 +578,10 @@ def prepare_sweep(
     results = _run_all(tasks, threads)
     ts_order, ts_sorted, ts_offsets, compared = results[0] if chrono else (None, None, None, None)
     (dup_members, dup_offsets), (neg_rows, all_sc, sc_tok, sc_kind) = results[-2], results[-1]
+    plans = {
+        col: grp.group_plan(table, col, sc_rows, sc_off, sc_tok)
+        for col in dict.fromkeys(v.policy.groups for v in variants if v.policy.groups is not None)
+    }
     return SweepShared(
         table=table,
         classified=cls,
@@ -587,6 +597,7 @@ def prepare_sweep(
         ts_sorted=ts_sorted,
         ts_offsets=ts_offsets,
         chrono_compared=compared,
+        group_plans=plans,
     )
 
 
@@ -766,10 +777,20 @@ _OVERFLOW = {"throw": stages.OVERFLOW_THROW, "truncate": stages.OVERFLOW_TRUNCAT
 
 
 def _place(
-    sh: SweepShared, out: SweepRun, v: int, args: SlicerArgs, cut: _Cut, eff: np.ndarray, w: _Scratch, label: str
+    sh: SweepShared,
+    out: SweepRun,
+    v: int,
+    args: SlicerArgs,
+    cut: _Cut,
+    eff: np.ndarray,
+    w: _Scratch,
+    label: str,
+    plan: grp.GroupPlan | None = None,
 ) -> None:
     """Place: merge pinned and sliced rows, apply the overflow strategy, run the placer and
-    write every row's reason into the variant's rows of the result matrices."""
+    write every row's reason into the variant's rows of the result matrices. With ``plan``
+    (groups) the candidates are units: their first members carry the units' tokens, and
+    ``groups.expand`` gives every member its unit's outcome and place."""
     table, cls, var = sh.table, sh.classified, out.variants[v]
     pol, bud = var.policy, var.budget
     truncate = pol.overflow_strategy == "truncate"
@@ -778,7 +799,7 @@ def _place(
     detail_a, detail_b = w.details() if count_caps else (w.empty, w.empty)
     err, err_a, sliced_tok, kept_tok = stages.place_segments(
         table.n,
-        table.tokens,
+        table.tokens if plan is None else plan.row_tokens,
         table.kind_id,
         table.timestamp,
         table.timestamp_valid,
@@ -809,6 +830,8 @@ def _place(
         cand_tok=cut.cand_tok,
         prefix_compared=cut.prefix_compared,
     )
+    if plan is not None:
+        grp.expand(plan, table.offsets, out.included[v], out.reason[v], w.position, seq, detail_a, detail_b)
     out.errors[v].add(np.flatnonzero(err), partial(_overflow_error, table, err_a, bud.target_tokens, label))
     out.avail_slice[v] = eff - sliced_tok
     out.avail_place[v] = bud.target_tokens - kept_tok
@@ -854,7 +877,19 @@ def run_variant(sh: SweepShared, out: SweepRun, v: int, w: _Scratch) -> None:
     pinned_tokens = sh.classified.pinned_tokens
     errors.add(np.flatnonzero(pinned_tokens > avail), partial(_pinned_error, sh.table, pinned_tokens, avail, label))
     out.reason[v][sh.neg_rows] = R_NEGATIVE_TOKENS
+    plan = sh.group_plans[var.policy.groups] if var.policy.groups is not None else None
+    if plan is not None:  # units: deduplicate among units of one, slice one row per unit
+        out.group_plan[v] = plan
+        sh = dataclasses.replace(
+            sh,
+            sc_tok=plan.pos_tokens,
+            dup_members=plan.dup_members,
+            dup_offsets=plan.dup_offsets,
+            chrono_compared=None,
+        )
     surv, surv_off = _deduplicate(sh, out, v, sc)
+    if plan is not None:
+        surv, surv_off, sc = grp.collapse(plan, surv, surv_off, sc)
     stamp[2] = time.time_ns()
     eff = effective_targets(var.budget, pinned_tokens)
     out.effective_target[v] = eff
@@ -867,7 +902,7 @@ def run_variant(sh: SweepShared, out: SweepRun, v: int, w: _Scratch) -> None:
     else:
         cut = _slice_sorted(sh, out, v, args, sc, surv, surv_off, run_targets, label)
     stamp[3] = time.time_ns()
-    _place(sh, out, v, args, cut, eff, w, label)
+    _place(sh, out, v, args, cut, eff, w, label, plan)
     stamp[4] = time.time_ns()
 
 

@@ -516,6 +516,9 @@ class Policy:
     overflow_strategy: str = "throw"
     name: str | None = None
     description: str | None = None
+    #: atomic groups (a cupel_np extension, docs/tool-pairs.md): the items of a set sharing a
+    #: non-null value of this column are selected whole or not at all; None: every item alone
+    groups: str | None = None
 
     def __post_init__(self):
         if not isinstance(self.scorer, Scorer):
@@ -536,6 +539,8 @@ class Policy:
             v = getattr(self, k)
             if v is not None:
                 require_str(f"Policy.{k}", v)
+        if self.groups is not None and (not isinstance(self.groups, str) or not self.groups.strip()):
+            raise InvalidConfigError(f"Policy.groups must be a column name (or None), got {self.groups!r}")
 
     # -- dict / file round trips --------------------------------------------------------
     @classmethod
@@ -561,6 +566,8 @@ class Policy:
             d["name"] = self.name
         if self.description is not None:
             d["description"] = self.description
+        if self.groups is not None:
+            d["groups"] = self.groups
         return d
 
     def to_json(self) -> str:
@@ -625,7 +632,17 @@ SCORER_COMMON_KEYS = frozenset({"type", "weight"})
 #: conformance format lists it among the flat [config] options with a default of 100 for every
 #: slicer (upstream's vectors and grids carry it beside slicers that do not read it)
 POLICY_KEYS = frozenset(
-    {"scorers", "slicer", "placer", "deduplication", "overflow_strategy", "name", "description", "bucket_size"}
+    {
+        "scorers",
+        "slicer",
+        "placer",
+        "deduplication",
+        "overflow_strategy",
+        "name",
+        "description",
+        "bucket_size",
+        "groups",
+    }
 )
 
 ScorerParser = Callable[[Mapping[str, Any], str], Scorer]
@@ -968,6 +985,7 @@ def policy_from_dict(d: Mapping[str, Any], where: str = "policy config") -> Poli
         overflow_strategy=d.get("overflow_strategy", "throw"),
         name=d.get("name"),
         description=d.get("description"),
+        groups=d.get("groups"),
     )
 
 
@@ -1007,6 +1025,7 @@ DOTNET_POLICY_KEYS = frozenset(
         "quotas",
         "name",
         "description",
+        "groups",
     }
 )
 _DOTNET_SCORER_KEYS = frozenset({"type", "weight", "kindWeights", "tagWeights", "innerScorer"})
@@ -1147,6 +1166,7 @@ def policy_from_dotnet(d: Mapping[str, Any]) -> Policy:
         overflow_strategy=_dotnet_enum("overflowStrategy", d.get("overflowStrategy", "throw"), _DOTNET_OVERFLOW),
         name=d.get("name"),
         description=d.get("description"),
+        groups=d.get("groups"),  # a cupel_np extension (EXTENSIONS: "groups")
     )
 
 
@@ -1194,4 +1214,6 @@ def policy_to_dotnet(policy: Policy) -> dict[str, Any]:
         out["name"] = policy.name
     if policy.description is not None:
         out["description"] = policy.description
+    if policy.groups is not None:
+        out["groups"] = policy.groups
     return out
