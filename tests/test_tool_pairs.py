@@ -268,7 +268,7 @@ def test_corpus_pattern_and_checks_file_rule():
 
 def test_page_start_here_names_the_variants_that_leave_orphans(tmp_path):
     from cupel_np.report.from_dir import page_data as dir_page_data
-    from cupel_np.report.html import page_data
+    from cupel_np.report.from_result import page_data
     from cupel_np.report.page import section_start
 
     rows = transcript_rows(5)
@@ -292,7 +292,7 @@ def test_page_start_here_names_the_variants_that_leave_orphans(tmp_path):
 
 
 def test_cli_summary_line_shows_orphans(tmp_path, capsys):
-    from cupel_np.cli.commands import _print_summary, _summary_json
+    from cupel_np.cli.sweeps import _print_summary, _summary_json
 
     res = c.sweep(table_of(transcript_rows(6)), None, _grid(), on_error="collect")
     _print_summary(res)
