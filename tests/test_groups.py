@@ -1,10 +1,12 @@
 """Atomic groups (issue 29, docs/tool-pairs.md): the oracle's rules on known answers, the
 oracle against itself (groups of one = no groups), and the engine against the oracle."""
 
+import json
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -308,3 +310,84 @@ def test_every_preset_with_groups_leaves_no_orphans_and_keeps_units_whole():
         else:
             broken += int(o["orphan_calls"][v].sum() + o["orphan_results"][v].sum())
     assert broken > 0  # without groups the presets do break pairs on this fixture
+
+
+def test_the_option_in_python_dict_toml_dotnet_and_its_errors():
+    from cupel_np.errors import InvalidConfigError
+
+    d = {"scorers": [{"type": "recency", "weight": 1.0}], "slicer": "greedy", "groups": "tool_group"}
+    pol = c.Policy.from_dict(d)
+    assert pol.groups == "tool_group" and pol.to_dict()["groups"] == "tool_group"
+    assert c.Policy.from_dict(pol.to_dict()) == pol
+    assert "groups" not in c.Policy.from_dict({k: v for k, v in d.items() if k != "groups"}).to_dict()
+    toml = 'groups = "tool_group"\nslicer = "greedy"\n[[scorers]]\ntype = "recency"\nweight = 1.0\n'
+    assert c.Policy.from_toml(toml).groups == "tool_group"
+    dotnet = c.policy_to_dotnet(pol)
+    assert dotnet["groups"] == "tool_group" and c.policy_from_dotnet(dotnet).groups == "tool_group"
+    with pytest.raises(InvalidConfigError, match="Policy.groups must be a column name"):
+        c.Policy.from_dict(dict(d, groups=" "))
+    with pytest.raises(InvalidConfigError, match="groups: the items have no column 'nope'"):
+        c.sweep(
+            c.ItemTable.from_arrow(pa.table({"content": ["a"], "tokens": [1], "g": ["x"]})),
+            c.ContextBudget(10, 10),
+            [("a", c.Policy.from_dict(dict(d, groups="nope")))],
+        )
+
+
+def test_a_grid_varies_groups_on_and_off():
+    from cupel_np.model.grid import Sweep
+
+    grid = Sweep(["chat"], groups=[None, "tool_group"], budgets=[c.ContextBudget(800, 600, 50)])
+    vs = grid.variants()
+    assert [(label, p.groups) for label, p, _b in vs] == [
+        ("chat|no groups", None),
+        ("chat|groups=tool_group", "tool_group"),
+    ]
+    from test_tool_pairs import table_of, transcript_rows
+
+    res = c.sweep(table_of(transcript_rows(12)), None, grid, on_error="collect")
+    t = res.orphan_totals()
+    assert t["chat|groups=tool_group"] == (0, 0) and sum(t["chat|no groups"]) > 0
+
+
+def test_grid_file_and_cli_groups(tmp_path, capsys):
+    from test_tool_pairs import transcript_rows
+
+    from cupel_np.cli.app import main
+    from cupel_np.model.files import load_grid_file
+
+    pa_rows = pa.Table.from_pylist(transcript_rows(13, n_sets=2))
+    import pyarrow.parquet as pq
+
+    items = tmp_path / "items.parquet"
+    pq.write_table(pa_rows, items)
+    grid = tmp_path / "grid.toml"
+    grid.write_text(
+        'presets = ["chat"]\ngroups = [false, "tool_group"]\n[[budgets]]\nmax_tokens = 800\ntarget_tokens = 600\n'
+    )
+    g, _ = load_grid_file(grid)
+    assert [p.groups for _l, p, _b in g.variants()] == [None, "tool_group"]
+    rc = main(
+        ["sweep", str(items), "--grid", str(grid), "--set-column", "conv", "--out", str(tmp_path / "o1"), "--json"]
+    )
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["orphans"]["chat|groups=tool_group"] == {"calls": 0, "results": 0}
+    rc = main(
+        [
+            "sensitivity",
+            str(items),
+            "--preset",
+            "chat",
+            "--preset",
+            "rag",
+            "--max-tokens",
+            "800",
+            "--target-tokens",
+            "600",
+        ]
+        + ["--set-column", "conv", "--groups", "tool_group", "--out", str(tmp_path / "o2"), "--json"]
+    )
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert all(v == {"calls": 0, "results": 0} for v in out["orphans"].values())

@@ -154,3 +154,15 @@ def _budget(args):
 def _one_line(s: str, n: int = 70) -> str:
     s = s.replace("\n", " ")
     return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def with_groups(variants, column: str) -> list:
+    """``--groups COLUMN``: every variant's policy with ``groups = COLUMN`` (labels and budgets
+    kept)."""
+    import dataclasses
+
+    out = []
+    for v in variants:
+        label, pol, *rest = v
+        out.append((label, dataclasses.replace(pol, groups=column), *rest))
+    return out
