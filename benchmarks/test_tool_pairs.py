@@ -6,7 +6,9 @@
   over the linked rows of every variant) add at most 3% to a 1M-item, 16-variant sweep with
   ``variants_table()`` (the measure of benchmarks/test_analytics_cost.py) over 10,000 sets in
   which ~30% of the items are in call/result groups of 2-4; the share of the sweep alone is
-  printed beside it.
+  printed beside it;
+* a sweep whose 16 variants all select groups (``groups = "tool_group"``) against the same
+  sweep without: the target is 1.25x (marked xfail while it is not met).
 
 Medians of a few rounds, ratios measured in one process.
 """
@@ -15,6 +17,7 @@ import time
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from matrix_data import matrix_arrow, variants
 
 import cupel_np as c
@@ -98,3 +101,35 @@ def test_orphan_analytics_add_at_most_3_percent():
     assert 0.25 <= grouped / n <= 0.35
     # as benchmarks/test_analytics_cost.py: the share of a sweep with variants_table()
     assert share <= 0.03
+
+
+@pytest.mark.xfail(
+    reason="issue 29's target is 1.25x; measured 1.39x on the loaded 2-core machine (the per-table unit plan, "
+    "the per-variant collapse and expand passes): not met yet",
+    strict=False,
+)
+def test_groups_cost_at_most_a_quarter_more():
+    """A 1M-item, 16-variant sweep with ~30% of the items in groups of 2-4 costs at most 1.25x
+    the same sweep without groups (medians of interleaved rounds in one process)."""
+    import dataclasses
+
+    n = 1_000_000
+    table = c.ItemTable.from_arrow(tool_pair_arrow(n), set_column="sid")
+    budget = c.ContextBudget(20_000, 12_000)
+    plain = variants(16)
+    grouped = [(label, dataclasses.replace(p, groups="tool_group")) for label, p in plain]
+    c.sweep(table, budget, plain[:2])
+    c.sweep(table, budget, grouped[:2])  # compile
+    off, on = [], []
+    for _ in range(3):
+        off.append(_median(lambda: c.sweep(table, budget, plain), 1))
+        on.append(_median(lambda: c.sweep(table, budget, grouped), 1))
+    off_m, on_m = float(np.median(off)), float(np.median(on))
+    res = c.sweep(table, budget, grouped)
+    o = orphan_columns(res.run)
+    print(
+        f"\n1M x 16 over 10,000 sets, 30% of items in groups of 2-4: without groups {off_m:.3f}s, with groups "
+        f"{on_m:.3f}s = {on_m / off_m:.2f}x ({int(o['orphan_calls'].sum() + o['orphan_results'].sum())} orphans)"
+    )
+    assert int(o["orphan_calls"].sum() + o["orphan_results"].sum()) == 0
+    assert on_m / off_m <= 1.25
