@@ -4,6 +4,7 @@ summary."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -159,8 +160,6 @@ def _one_line(s: str, n: int = 70) -> str:
 def with_groups(variants, column: str) -> list:
     """``--groups COLUMN``: every variant's policy with ``groups = COLUMN`` (labels and budgets
     kept)."""
-    import dataclasses
-
     out = []
     for v in variants:
         label, pol, *rest = v
