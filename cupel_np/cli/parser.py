@@ -127,6 +127,12 @@ def _memory_opts(p) -> None:
     )
 
 
+_GROUPS_HELP = (
+    "select the items of a set sharing a value of COLUMN whole or not at all, in every variant "
+    "(e.g. tool_group: a tool call with its results; docs/tool-pairs.md)"
+)
+
+
 def _add_sweeps(sub, compute) -> None:
     p = sub.add_parser("demo", parents=[compute], help="presets x budgets on the sample corpus; Parquet + HTML report")
     p.add_argument("--items", help="items Parquet (default: the sample corpus shipped in the package)")
@@ -145,6 +151,7 @@ def _add_sweeps(sub, compute) -> None:
     _out_opts(p)
     p.add_argument("--dask", metavar="SPEC", help=_DASK_HELP)
     _memory_opts(p)
+    p.add_argument("--groups", metavar="COLUMN", help=_GROUPS_HELP)
     p.set_defaults(func=cmd_sensitivity)
 
     p = sub.add_parser(
@@ -158,6 +165,7 @@ def _add_sweeps(sub, compute) -> None:
     _out_opts(p)
     p.add_argument("--dask", metavar="SPEC", help=_DASK_HELP)
     _memory_opts(p)
+    p.add_argument("--groups", metavar="COLUMN", help=_GROUPS_HELP)
     p.set_defaults(func=cmd_sweep)
 
 
@@ -193,6 +201,7 @@ def _add_single(sub, common, compute) -> None:
     _budget_opts(p)
     p.add_argument("--set-column", help=_SET_HELP)
     p.add_argument("--set", metavar="KEY", help="which item set to run (with --set-column)")
+    p.add_argument("--groups", metavar="COLUMN", help=_GROUPS_HELP)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("presets", parents=[common], help="list the presets with their full configuration")

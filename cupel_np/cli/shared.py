@@ -4,6 +4,7 @@ summary."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -175,3 +176,13 @@ def _budget(args):
 def _one_line(s: str, n: int = 70) -> str:
     s = s.replace("\n", " ")
     return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def with_groups(variants, column: str) -> list:
+    """``--groups COLUMN``: every variant's policy with ``groups = COLUMN`` (labels and budgets
+    kept)."""
+    out = []
+    for v in variants:
+        label, pol, *rest = v
+        out.append((label, dataclasses.replace(pol, groups=column), *rest))
+    return out

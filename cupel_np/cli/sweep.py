@@ -11,6 +11,7 @@ from cupel_np.cli.shared import (
     _load_table,
     _name,
     _progress_enabled,
+    with_groups,
 )
 from cupel_np.cli.sweeps import (
     _finish,
@@ -24,6 +25,8 @@ from cupel_np.model.files import load_grid_file
 
 def cmd_sweep(args) -> int:
     grid, grid_set_col = load_grid_file(args.grid)
+    if getattr(args, "groups", None):
+        grid = with_groups(grid.variants(), args.groups)
     _claim_out(args, args.set_column or grid_set_col, [str(label) for label, *_ in grid.variants()])
     if args.dask:
         return _run_dask(

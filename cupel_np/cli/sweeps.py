@@ -200,8 +200,11 @@ def _print_summary(result, out=None) -> None:
         for i, lab in enumerate(agg["variant"])
     }
     w = max([8, *(len(l) for l in stats)])
+    orphans = result.orphan_totals()  # None: the items carry no tool call/result link
+    pairs_head = f" {'orphan calls':>12} {'orphan results':>14}" if orphans is not None else ""
     print(
-        f"{'variant':<{w}}  {'included':>9} {'tokens used':>12} {'target util':>11} {'swing incl.':>11} {'failed sets':>11}",
+        f"{'variant':<{w}}  {'included':>9} {'tokens used':>12} {'target util':>11} {'swing incl.':>11} {'failed sets':>11}"
+        + pairs_head,
         file=out,
     )
     for lab in result.labels:  # one line per variant, in variant order
@@ -209,8 +212,10 @@ def _print_summary(result, out=None) -> None:
             continue
         s = stats.pop(lab)
         util = s["tokens"] / s["target"] if s["target"] else 0.0
+        pairs = f" {orphans[lab][0]:>12,} {orphans[lab][1]:>14,}" if orphans is not None else ""
         print(
-            f"{lab:<{w}}  {s['included']:>9,} {s['tokens']:>12,} {util:>11.1%} {s['swing_in']:>11,} {s['failed']:>11,}",
+            f"{lab:<{w}}  {s['included']:>9,} {s['tokens']:>12,} {util:>11.1%} {s['swing_in']:>11,} {s['failed']:>11,}"
+            + pairs,
             file=out,
         )
 
@@ -228,6 +233,11 @@ def _summary_json(result, paths: dict, elapsed: float) -> dict:
         "sets": result.table.n_sets,
         "variants": result.labels,
         "swinging": result.n_swing,
+        **(
+            {"orphans": {l: {"calls": c, "results": r} for l, (c, r) in totals.items()}}
+            if (totals := result.orphan_totals()) is not None
+            else {}
+        ),
         "errors": {l: {str(k): str(e) for k, e in errs.items()} for l, errs in result.errors.items()},
         "outputs": paths,
         "seconds": round(elapsed, 3),

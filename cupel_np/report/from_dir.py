@@ -545,6 +545,7 @@ def page_data(out_dir, *, title: str | None = None, max_rows: int = 200, max_set
         kind_names=kinds,
         kind_mix=np.stack([acc.kind_mix[k] for k in kinds], axis=1) if kinds else np.zeros((len(labels), 0)),
         heat_rows=top_k,
+        orphans=s.orphans,
     )
     _signals(d, out, vpath, labels)
     return d

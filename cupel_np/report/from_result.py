@@ -126,6 +126,7 @@ def page_data(result, *, title: str, max_rows: int = 200, max_sets: int = 5, top
         kind_names=list(t.kind_vocab),
         kind_mix=kind_mix(result),
         heat_rows=top_k,
+        orphans=result.orphan_totals(),
     )
 
 

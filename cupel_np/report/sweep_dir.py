@@ -51,6 +51,8 @@ class SweepDirSummary:
     swing_included: np.ndarray  # [V]
     failed: np.ndarray  # [V] failed sets
     failure_example: dict[str, str] = field(default_factory=dict)
+    #: per variant (orphan calls, orphan results), None when the outputs carry no such columns
+    orphans: dict[str, tuple[int, int]] | None = None
 
 
 def _output(out: Path, name: str) -> Path:
@@ -117,8 +119,10 @@ def load_sweep_dir(out_dir) -> SweepDirSummary:
     example: dict[str, str] = {}
     vrows = 0
     vds = ds.dataset(_files(vpath), format="parquet")
+    pair_cols = [c for c in ("orphan_calls", "orphan_results") if c in vds.schema.names]
+    pairs = {c: np.zeros(nv, dtype=np.int64) for c in pair_cols} if len(pair_cols) == 2 else {}
     for b in vds.to_batches(
-        columns=["variant", "included_count", "tokens_used", "target_tokens", "swing_included", "error"],
+        columns=["variant", "included_count", "tokens_used", "target_tokens", "swing_included", "error", *pairs],
         batch_size=BATCH_ROWS,
         **_READAHEAD,
     ):
@@ -132,6 +136,7 @@ def load_sweep_dir(out_dir) -> SweepDirSummary:
             ("tokens_used", tok),
             ("target_tokens", tgt),
             ("swing_included", swi),
+            *pairs.items(),
         ):
             np.add.at(acc, codes[ok], pc.fill_null(b.column(name), 0).to_numpy(zero_copy_only=False)[ok])
         if err.any():
@@ -141,6 +146,11 @@ def load_sweep_dir(out_dir) -> SweepDirSummary:
         set_col = None  # a sweep without a set column: one unnamed set
     rows = sum(pq.read_metadata(f).num_rows for f in _files(ipath))
     swing = sum(pq.read_metadata(f).num_rows for f in _files(dpath))
+    orphans = (
+        {lab: (int(pairs["orphan_calls"][v]), int(pairs["orphan_results"][v])) for v, lab in enumerate(labels)}
+        if pairs
+        else None
+    )
     return SweepDirSummary(
-        labels, variants, set_col, rows, vrows // max(nv, 1), swing, inc, tok, tgt, swi, fail, example
+        labels, variants, set_col, rows, vrows // max(nv, 1), swing, inc, tok, tgt, swi, fail, example, orphans
     )

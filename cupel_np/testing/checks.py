@@ -61,6 +61,7 @@ PATTERN_ARGS: dict[str, tuple[str, ...]] = {
     "have_kind_coverage_count": ("n",),
     "place_item_at_edge": ("where",),
     "place_top_n_scored_at_edges": ("n",),
+    "keeps_tool_pairs": (),
 }
 _CHECK_KEYS = {"name", "variant", "assert"}
 _TOP_KEYS = {"set_column", "budget", "variants", "presets", "policies", "check"}
