@@ -23,17 +23,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
+from cupel_np._fs import arrow_location, as_path, rmtree
 from cupel_np.engine.scorers.custom import check_schema_columns, column_scorers
-from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
+from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.datasets import RowSource
 
 if TYPE_CHECKING:
@@ -58,6 +57,14 @@ def _require():
         raise InvalidConfigError(
             f'cupel_np.dask needs Dask ({e.name} is not installed): pip install "cupel-np[dask]"'
         ) from None
+
+
+def _read_parquet(path) -> pa.Table:
+    """One Parquet file, local or at a URL."""
+    import pyarrow.parquet as pq
+
+    fs, p = arrow_location(path)
+    return pq.read_table(p, filesystem=fs)
 
 
 # ----------------------------------------------------------------------------- worker side
@@ -95,7 +102,7 @@ def _number_rows(df, first_row: int):
     return df
 
 
-def _write_part(table: pa.Table, path: Path, meta: dict) -> None:
+def _write_part(table: pa.Table, path, meta: dict) -> None:
     from cupel_np.io.parquet import write_parquet_atomic
 
     write_parquet_atomic(table, path, meta)
@@ -160,7 +167,7 @@ def _run_partition(
     items = res.items_table()
     items = items.set_column(items.schema.get_field_index("input_row"), "input_row", rows)
     meta = _variants_metadata(variants)
-    out = Path(out_dir)
+    out = as_path(out_dir)
     name = f"part-{index:05d}.parquet"
     for kind, part in (("diffs", res.diffs_table()), ("variants", res.variants_table()), ("items", items)):
         _write_part(part, out / kind / name, meta)
@@ -233,7 +240,7 @@ def _parts(label_column: str | None) -> tuple[str, ...]:
     return PARTS if label_column is None else (*PARTS, OUTCOMES)
 
 
-def _prepare_out_dir(out: Path, overwrite: bool, run: str, parts: tuple[str, ...] = PARTS) -> None:
+def _prepare_out_dir(out, overwrite: bool, run: str, parts: tuple[str, ...] = PARTS) -> None:
     """Claim ``out`` (``io.outdir``: another run's outputs refused unless ``overwrite``, which
     removes them) and create the part directories."""
     from cupel_np.io.outdir import claim_out_dir
@@ -243,7 +250,7 @@ def _prepare_out_dir(out: Path, overwrite: bool, run: str, parts: tuple[str, ...
         (out / p).mkdir(parents=True, exist_ok=True)
 
 
-def _remove_temp_files(out: Path, parts: tuple[str, ...] = PARTS) -> int:
+def _remove_temp_files(out, parts: tuple[str, ...] = PARTS) -> int:
     n = 0
     for p in parts:
         for f in (out / p).glob(".*.tmp"):
@@ -320,6 +327,9 @@ def _whole_set_partitions(source, set_column: str, npartitions: int | None, clie
     lies in more than one), and the Parquet source's ``RowSource`` (None for a DataFrame). A
     column scorer's column of the variants ``vs`` must exist and be numeric: checked here, on
     the schema, before any task, as are the ``columns`` (e.g. a label column)."""
+    from cupel_np.io._workers import share_storage_options
+
+    share_storage_options(client)  # before the first task reads a URL
     ddf, keys = _frame_of(source, set_column, npartitions, client)
     have = [str(c) for c in ddf.columns if c != ROW]
     for c in columns:
@@ -436,7 +446,7 @@ def sweep(
         progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
     from cupel_np.io.outdir import new_run_id
 
-    out = Path(out_dir)
+    out = as_path(out_dir)
     run_id = new_run_id()
     dirs = _parts(label_column)
     _prepare_out_dir(out, overwrite, run_id, dirs)
@@ -465,7 +475,10 @@ def sweep(
                 wait(futures)
             client.cancel(futures)
         for p in dirs:
-            shutil.rmtree(out / p, ignore_errors=True)
+            try:
+                rmtree(out / p)
+            except (OSError, CupelError):  # the run's own error is the one to report
+                pass
         raise
     finally:
         otel.end(root, {"cupel.sweep.partitions": len(futures)})
@@ -494,7 +507,7 @@ def _gather(futures, progress: bool) -> list[dict]:
     return results
 
 
-def _write_parts_manifest(out: Path, run_id: str, vs, set_column: str, summary: dict, dirs=PARTS) -> None:
+def _write_parts_manifest(out, run_id: str, vs, set_column: str, summary: dict, dirs=PARTS) -> None:
     """``manifest.json`` of a finished Dask sweep (its parts, variants and summary)."""
     from cupel_np.io.outdir import KIND_PARTS, write_manifest
     from cupel_np.io.parquet import _variants_metadata
@@ -656,14 +669,13 @@ def outcome_summary_of_parts(out_dir, variants=None, **kw) -> pa.Table:
     in the in-process order (by the input row of their first item): the same numbers as the
     in-process ``outcome_summary``. ``kw``: ``outcome_summary_of_table``'s options."""
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
     from cupel_np.analysis.outcomes import outcome_summary_of_table
 
-    files = sorted((Path(out_dir) / OUTCOMES).glob("part-*.parquet"))
+    files = sorted((as_path(out_dir) / OUTCOMES).glob("part-*.parquet"))
     if not files:
         return pa.table({"variant": pa.array([], pa.string())})
-    t = pa.concat_tables([pq.read_table(f) for f in files], promote_options="permissive")
+    t = pa.concat_tables([_read_parquet(f) for f in files], promote_options="permissive")
     names = t.column("variant").to_pylist()
     order = list(dict.fromkeys(names)) if variants is None else list(variants)
     rank = pa.array(np.array([order.index(n) for n in dict.fromkeys(names)]))

@@ -40,6 +40,7 @@ from typing import Any
 import pyarrow as pa
 
 from cupel_np._files import atomic_write_bytes
+from cupel_np._fs import AnyPath, RemotePath, arrow_location, as_path
 from cupel_np.errors import InvalidConfigError
 from cupel_np.text import is_blank
 
@@ -104,7 +105,7 @@ class ImportResult:
         buf = pa.BufferOutputStream()
         pq.write_table(self.table, buf, compression="zstd")
         atomic_write_bytes(path, buf.getvalue().to_pybytes())
-        return Path(path)
+        return as_path(path)  # type: ignore[return-value]  # a RemotePath for a URL
 
     def summary(self) -> dict:
         return {
@@ -436,15 +437,15 @@ def parse_mapping(spec) -> dict[str, str]:
     return out
 
 
-def _rows(path: Path) -> Iterator[tuple[int, str, Any]]:
+def _rows(path: AnyPath) -> Iterator[tuple[int, str, Any]]:
     """(line or row number, unit, record) of a JSONL / CSV / Parquet messages file; a JSON
     line that does not parse is yielded as an exception."""
     suf = path.suffix.lower()
     if suf == ".parquet":
-        import pyarrow.parquet as pq
+        from cupel_np.model.datasets import parquet_file
 
         r = 0
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=65536):
+        for batch in parquet_file(path).iter_batches(batch_size=65536):
             for rec in batch.to_pylist():
                 yield r, "row", rec
                 r += 1
@@ -461,7 +462,7 @@ def _rows(path: Path) -> Iterator[tuple[int, str, Any]]:
         raise InvalidConfigError(f"{path}: messages files must be .jsonl, .csv or .parquet, got {suf or 'no suffix'!r}")
 
 
-def _check_mapped_columns(path: Path, mapping: dict) -> None:
+def _check_mapped_columns(path: AnyPath, mapping: dict) -> None:
     """A file-level problem, whatever ``skip_bad`` says: a column named in the mapping that a
     CSV / Parquet messages file does not have (every row would be bad)."""
     suf = path.suffix.lower()
@@ -470,7 +471,8 @@ def _check_mapped_columns(path: Path, mapping: dict) -> None:
     if suf == ".parquet":
         import pyarrow.parquet as pq
 
-        names = pq.read_schema(path).names
+        fs, where = arrow_location(path)
+        names = pq.read_schema(where, filesystem=fs).names
     else:
         with path.open(newline="", encoding="utf-8") as f:
             names = next(csv.reader(f), [])
@@ -494,7 +496,7 @@ def _check_not_all_bad(fmt: str, name: str, n_records: int, bad: list) -> None:
         )
 
 
-def _json_lines(path: Path) -> Iterator[tuple[int, str, Any]]:
+def _json_lines(path: AnyPath) -> Iterator[tuple[int, str, Any]]:
     with path.open("rb") as f:
         for n, raw in enumerate(f, start=1):
             if not raw.strip():
@@ -567,14 +569,14 @@ def _message_row(rec, mapping: dict, default_set: str, skipped: dict) -> tuple[s
 _ITEM_COLUMNS = ("content", "tokens", "kind", "source", "pinned", "timestamp", "tags", "metadata")
 
 
-def _transcript_files(paths) -> list[Path]:
+def _transcript_files(paths) -> list[AnyPath]:
     """The files ``paths`` names (a path or a list; a directory means its transcript files,
     sorted); an error for a missing file, an empty directory or no file at all."""
-    if isinstance(paths, (str, Path)):
+    if isinstance(paths, (str, Path, RemotePath)):
         paths = [paths]
-    files: list[Path] = []
+    files: list[AnyPath] = []
     for p in paths:
-        p = Path(p)
+        p = as_path(p)
         if p.is_dir():
             found = sorted(
                 x for x in p.rglob("*") if x.suffix.lower() in (".jsonl", ".csv", ".parquet") and x.is_file()
@@ -612,7 +614,14 @@ def _counted(parts: list[_Part], count: Callable[[str], int]) -> list[int]:
 
 
 def _append_items(
-    cols: dict[str, list], set_column: str, sid, parts: list[_Part], counted: list[int], path: Path, n: int, unit: str
+    cols: dict[str, list],
+    set_column: str,
+    sid,
+    parts: list[_Part],
+    counted: list[int],
+    path: AnyPath,
+    n: int,
+    unit: str,
 ) -> None:
     """One item per part, appended to the columns (metadata names the file and line or row)."""
     for pt, k in zip(parts, counted):

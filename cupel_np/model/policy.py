@@ -13,10 +13,10 @@ import math
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from cupel_np._files import StrPath
+from cupel_np._fs import as_path
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.fields import (
     require_bool,
@@ -591,7 +591,7 @@ class Policy:
 
     @classmethod
     def from_file(cls, path: StrPath) -> Policy:
-        p = Path(path)
+        p = as_path(path)
         try:
             text = p.read_text(encoding="utf-8")
         except OSError as e:

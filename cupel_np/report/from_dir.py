@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -16,7 +16,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from cupel_np._fs import AnyPath, arrow_files, arrow_location, as_path
 from cupel_np.errors import InvalidConfigError
+from cupel_np.model.datasets import parquet_file
 
 BATCH_ROWS = 65_536
 
@@ -49,7 +51,25 @@ class SweepDirSummary:
     failure_example: dict[str, str] = field(default_factory=dict)
 
 
-def _output(out: Path, name: str) -> Path:
+def _dataset(files) -> ds.FileSystemDataset:
+    """A dataset over output files (local paths or URLs)."""
+    fs, paths = arrow_files([files] if isinstance(files, str) else list(files))
+    if fs is None:
+        return ds.dataset(files, format="parquet")
+    return ds.dataset(paths[0] if isinstance(files, str) else paths, format="parquet", filesystem=fs)
+
+
+def _schema(path: str) -> pa.Schema:
+    fs, p = arrow_location(path)
+    return pq.read_schema(p, filesystem=fs)
+
+
+def _metadata(path: str) -> Any:
+    fs, p = arrow_location(path)
+    return pq.read_metadata(p, filesystem=fs)
+
+
+def _output(out: AnyPath, name: str) -> AnyPath:
     d, f = out / name, out / f"{name}.parquet"
     if d.is_dir():
         return d
@@ -58,11 +78,29 @@ def _output(out: Path, name: str) -> Path:
     raise InvalidConfigError(f"{out} holds no sweep output {name!r} (expected {f.name} or {name}/part-*.parquet)")
 
 
-def _files(p: Path) -> list[str]:
-    return [str(p)] if p.is_file() else sorted(str(f) for f in p.glob("part-*.parquet"))
+def _files(p: AnyPath) -> list[str]:
+    if p.is_file():
+        return [str(p)]
+    files = sorted(str(f) for f in p.glob("part-*.parquet"))
+    _check_listing(p, len(files))
+    return files
 
 
-def _meta(out: Path, variants_path: Path) -> tuple[list[dict], str | None]:
+def _check_listing(p: AnyPath, found: int) -> None:
+    """A part directory listing fewer part files than the run's manifest records (a part lost
+    since, or a listing of an object store cut short) is refused, not read as the whole run."""
+    from cupel_np.io.outdir import KIND_PARTS, read_manifest
+
+    m = read_manifest(p.parent) or {}
+    want = (m.get("summary") or {}).get("parts") if m.get("kind") == KIND_PARTS else None
+    if isinstance(want, int) and found < want:
+        raise InvalidConfigError(
+            f"{p} lists {found} part file{'' if found == 1 else 's'}, the manifest records {want}: "
+            "a part is missing or the listing is partial; rerun the sweep (or list the store again)"
+        )
+
+
+def _meta(out: AnyPath, variants_path: AnyPath) -> tuple[list[dict], str | None]:
     manifest = out / "manifest.json"
     if manifest.is_file():
         m = json.loads(manifest.read_text())
@@ -71,15 +109,15 @@ def _meta(out: Path, variants_path: Path) -> tuple[list[dict], str | None]:
     files = _files(variants_path)
     if not files:
         raise InvalidConfigError(f"{variants_path} holds no part files")
-    md = pq.read_schema(files[0]).metadata or {}
+    md = _schema(files[0]).metadata or {}
     if b"cupel_np.variants" not in md:
         raise InvalidConfigError(f"{files[0]} carries no cupel_np.variants metadata; not a cupel_np sweep output")
-    names = pq.read_schema(files[0]).names
+    names = _schema(files[0]).names
     set_col = names[1] if len(names) > 1 and names[1] != "included_count" else None
     return json.loads(md[b"cupel_np.variants"]), set_col
 
 
-def check_sweep_dir(out: Path) -> None:
+def check_sweep_dir(out: AnyPath) -> None:
     """Refuse a directory that is not one sweep's outputs: a budget simulation, or the outputs
     of two runs side by side (single files and part directories, or a manifest that names
     another layout than the one present)."""
@@ -114,7 +152,7 @@ def check_sweep_dir(out: Path) -> None:
 
 def load_sweep_dir(out_dir) -> SweepDirSummary:
     """Read what the page needs from a written sweep directory, with bounded memory."""
-    out = Path(out_dir)
+    out = as_path(out_dir)
     check_sweep_dir(out)
     vpath, dpath, ipath = _output(out, "variants"), _output(out, "diffs"), _output(out, "items")
     variants, set_col = _meta(out, vpath)
@@ -123,7 +161,7 @@ def load_sweep_dir(out_dir) -> SweepDirSummary:
     inc, tok, tgt, swi, fail = (np.zeros(nv, dtype=np.int64) for _ in range(5))
     example: dict[str, str] = {}
     vrows = 0
-    vds = ds.dataset(_files(vpath), format="parquet")
+    vds = _dataset(_files(vpath))
     for b in vds.to_batches(
         columns=["variant", "included_count", "tokens_used", "target_tokens", "swing_included", "error"],
         batch_size=BATCH_ROWS,
@@ -144,17 +182,17 @@ def load_sweep_dir(out_dir) -> SweepDirSummary:
         if err.any():
             for r in np.flatnonzero(err)[:nv]:
                 example.setdefault(labels[codes[r]], b.column("error")[int(r)].as_py())
-    if set_col is not None and set_col not in pq.read_schema(_files(ipath)[0]).names:
+    if set_col is not None and set_col not in _schema(_files(ipath)[0]).names:
         set_col = None  # a sweep without a set column: one unnamed set
-    rows = sum(pq.read_metadata(f).num_rows for f in _files(ipath))
-    swing = sum(pq.read_metadata(f).num_rows for f in _files(dpath))
+    rows = sum(_metadata(f).num_rows for f in _files(ipath))
+    swing = sum(_metadata(f).num_rows for f in _files(dpath))
     return SweepDirSummary(
         labels, variants, set_col, rows, vrows // max(nv, 1), swing, inc, tok, tgt, swi, fail, example
     )
 
 
 # ----------------------------------------------------------------------------- page
-def _check_page(out: Path, overwrite: bool) -> None:
+def _check_page(out: AnyPath, overwrite: bool) -> None:
     """Never silently replace a page built from the in-memory result (or a page that is not
     ours) with one built from the written outputs."""
     page = out / "report.html"
@@ -183,8 +221,8 @@ _KEY = "__set__"
 _BLOCK = 8192
 
 
-def _items_columns(ipath: Path, labels: list[str], set_col) -> list[str]:
-    names = pq.read_schema(_files(ipath)[0]).names
+def _items_columns(ipath: AnyPath, labels: list[str], set_col) -> list[str]:
+    names = _schema(_files(ipath)[0]).names
     missing = [c for c in ("kind", "source", "tokens") if c not in names]
     if missing:
         raise InvalidConfigError(
@@ -205,13 +243,13 @@ def _items_columns(ipath: Path, labels: list[str], set_col) -> list[str]:
 def _pieces(path: str, cols: list[str], set_col):
     """Tables of whole sets from one items file, about ``BATCH_ROWS`` rows each (a larger set
     whole): streamed when its sets are contiguous, else a filtered scan per group of sets."""
-    pf = pq.ParquetFile(path)
+    pf = parquet_file(path)
     if set_col is None:
         yield pf.read(columns=cols)  # one set, never cut (the sweep held it whole too)
         return
     from cupel_np.model.datasets import set_runs
 
-    run_keys, run_lengths = set_runs(ds.dataset(path, format="parquet"), set_col)  # a row group at a time
+    run_keys, run_lengths = set_runs(_dataset(path), set_col)  # a row group at a time
     if len(run_keys) and len(pc.unique(run_keys)) != len(run_keys):
         yield from _scattered_pieces(path, cols, set_col, run_keys, run_lengths)
         return
@@ -255,7 +293,7 @@ def _scattered_group_rows(path: str) -> int:
     """Rows per group of sets of an interleaved items file (see ``SCATTERED_FACTOR``)."""
     from cupel_np.model.datasets import default_memory_limit
 
-    md = pq.read_metadata(path)
+    md = _metadata(path)
     ub = sum(md.row_group(g).total_byte_size for g in range(md.num_row_groups))
     per_row = max(ub / max(md.num_rows, 1), 1.0)
     return max(BATCH_ROWS, int(default_memory_limit() // (SCATTERED_FACTOR * per_row)))
@@ -263,7 +301,7 @@ def _scattered_group_rows(path: str) -> int:
 
 def _scan_sets(path: str, cols: list[str], set_col: str, keys: pa.Array) -> pa.Table:
     """The rows of the sets ``keys`` in file order, from a scan of one batch at a time."""
-    scan = ds.dataset(path, format="parquet").scanner(
+    scan = _dataset(path).scanner(
         columns=cols, filter=pc.field(set_col).isin(keys), batch_size=BATCH_ROWS, **_READAHEAD
     )
     return scan.to_table()
@@ -503,14 +541,12 @@ def _best(t: pa.Table, k: int) -> pa.Table:
     return t.sort_by([("contest", "descending"), ("first", "ascending")]).slice(0, k)
 
 
-def _set_stats(vpath: Path, ipath: Path, labels: list[str], set_col, max_sets: int) -> tuple[dict, set]:
+def _set_stats(vpath: AnyPath, ipath: AnyPath, labels: list[str], set_col, max_sets: int) -> tuple[dict, set]:
     """Per set (from ``variants``): swinging contents; the drill-down sets: the ``max_sets``
     with the most, ties broken by the set's first input row (as the in-memory page does), so
     at most ``max_sets`` sets are followed however many tie."""
     col = set_col or "set"
-    t = ds.dataset(_files(vpath), format="parquet").to_table(
-        columns=[col, "swing_count"], filter=pc.field("variant") == labels[0]
-    )
+    t = _dataset(_files(vpath)).to_table(columns=[col, "swing_count"], filter=pc.field("variant") == labels[0])
     counts = dict(zip(t[col].to_pylist(), t["swing_count"].to_pylist()))
     pos = sorted((n for n in counts.values() if n), reverse=True)
     if not pos:
@@ -525,11 +561,11 @@ def _set_stats(vpath: Path, ipath: Path, labels: list[str], set_col, max_sets: i
     return counts, above | set(tied)
 
 
-def _first_rows(ipath: Path, set_col, keys: list) -> dict:
+def _first_rows(ipath: AnyPath, set_col, keys: list) -> dict:
     """Each of ``keys``'s first input row, from one streamed scan of two ``items`` columns."""
     first: dict = {}
     flt = pc.field(set_col).isin(pa.array(keys))
-    for b in ds.dataset(_files(ipath), format="parquet").to_batches(
+    for b in _dataset(_files(ipath)).to_batches(
         columns=[set_col, "input_row"], filter=flt, batch_size=BATCH_ROWS, **_READAHEAD
     ):
         g = pa.table(b).group_by(set_col).aggregate([("input_row", "min")])
@@ -538,10 +574,10 @@ def _first_rows(ipath: Path, set_col, keys: list) -> dict:
     return first
 
 
-def _per_variant(vpath: Path, labels: list[str], set_col, keys: list) -> dict:
+def _per_variant(vpath: AnyPath, labels: list[str], set_col, keys: list) -> dict:
     col = set_col or "set"
     flt = pc.field(col).isin(pa.array(keys)) if set_col else None
-    t = ds.dataset(_files(vpath), format="parquet").to_table(
+    t = _dataset(_files(vpath)).to_table(
         columns=["variant", col, "included_count", "tokens_used", "target_tokens", "swing_included", "error"],
         filter=flt,
     )
@@ -557,7 +593,7 @@ def _per_variant(vpath: Path, labels: list[str], set_col, keys: list) -> dict:
     return out
 
 
-def _ranks(ipath: Path, labels: list[str], set_col, rows: list[dict]) -> None:
+def _ranks(ipath: AnyPath, labels: list[str], set_col, rows: list[dict]) -> None:
     """Each shown row's score rank in its set per variant (1 + rows scored strictly higher),
     from a filtered scan of ``items``; None where the variant failed."""
     if not rows:
@@ -565,7 +601,7 @@ def _ranks(ipath: Path, labels: list[str], set_col, rows: list[dict]) -> None:
     keys = sorted({r["set"] for r in rows}, key=str)
     cols = ([set_col] if set_col else []) + ["input_row", *(f"{l}.score" for l in labels)]
     flt = pc.field(set_col).isin(pa.array(keys)) if set_col else None
-    scan = ds.dataset(_files(ipath), format="parquet").scanner(
+    scan = _dataset(_files(ipath)).scanner(
         columns=cols, filter=flt, batch_size=BATCH_ROWS, **_READAHEAD
     )  # a batch of every score column at a time, not the default read-ahead of 16 batches from 4 files
     t = scan.to_table()
@@ -658,7 +694,7 @@ def page_data(out_dir, *, title: str | None = None, max_rows: int = 200, max_set
     from cupel_np.report.html import agreement_finish
     from cupel_np.report.page import PAGE_FROM_OUTPUTS, PageData
 
-    out = Path(out_dir)
+    out = as_path(out_dir)
     s = load_sweep_dir(out)
     vpath, ipath = _output(out, "variants"), _output(out, "items")
     labels, set_col = s.labels, s.set_column
@@ -705,7 +741,7 @@ def page_data(out_dir, *, title: str | None = None, max_rows: int = 200, max_set
 
 def write_dir_report(
     out_dir, *, title: str | None = None, top_k: int = 200, overwrite: bool = False, max_sets: int = 5
-) -> Path:
+) -> AnyPath:
     """Write ``report.html`` (the same sections and charts as ``write_html_report``'s page;
     PNGs embedded and beside it) for the sweep written in ``out_dir``: ``top_k`` swinging
     items in the table (the heatmap shows up to 40 of them). A directory holding more than one
@@ -714,7 +750,7 @@ def write_dir_report(
     from cupel_np.io.outdir import KIND_PAGE, read_manifest, write_manifest
     from cupel_np.report.html import write_page
 
-    out = Path(out_dir)
+    out = as_path(out_dir)
     if top_k < 0:
         raise InvalidConfigError(f"top_k must be at least 0, got {top_k}")
     check_sweep_dir(out)

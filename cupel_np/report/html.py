@@ -6,11 +6,10 @@ outputs, ``report.from_dir``). Every section is bounded in size whatever the swe
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pyarrow.compute as pc
 
+from cupel_np._fs import AnyPath
 from cupel_np.engine.reasons import reason_name_lut
 from cupel_np.report.page import PAGE_FROM_RESULT, PageData, chart_pngs, render_page
 
@@ -391,7 +390,7 @@ def page_data(result, *, title: str, max_rows: int = 200, max_sets: int = 5, top
     )
 
 
-def write_page(d: PageData, out: Path) -> Path:
+def write_page(d: PageData, out: AnyPath) -> AnyPath:
     """Write ``report.html`` and its charts (PNGs, embedded and beside the page) into ``out``;
     a ``kinds.png`` or other chart of an earlier page is replaced, never left stale."""
     from cupel_np._files import atomic_write_bytes
@@ -414,7 +413,7 @@ def write_html_report(
     max_sets: int = 5,
     max_pairs: int = 20,
     overwrite: bool = False,
-) -> Path:
+) -> AnyPath:
     """Write ``report.html`` plus ``heatmap.png``, ``tokens.png`` and ``kinds.png`` into
     ``out_dir`` (atomically) and return the page's path. The page's size is bounded for any
     sweep: ``max_rows`` swinging items, ``max_sets`` drill-down sets, ``max_pairs`` variant

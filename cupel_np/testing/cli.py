@@ -15,12 +15,13 @@ import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
+from cupel_np._files import atomic_write_bytes
+from cupel_np._fs import as_path
 from cupel_np.errors import InvalidConfigError, MemoryLimitError
 
 if TYPE_CHECKING:  # the engine is imported when the command runs, not when the parser is built
@@ -278,7 +279,7 @@ def cmd_check(args) -> int:
         outcomes = run_checks(cf, _tables(args, set_column, len(cf.variants)), threads=args.threads)
     set_name = set_column or "set"
     if args.junit:
-        Path(args.junit).write_bytes(junit_xml(outcomes, Path(args.checks).stem, set_name))
+        atomic_write_bytes(args.junit, junit_xml(outcomes, as_path(args.checks).stem, set_name))
     if args.json:
         import json
 
