@@ -419,6 +419,7 @@ def sweep(
     overwrite: bool = False,
     progress: bool | None = None,
     label_column: str | None = None,
+    warm: bool = True,
 ) -> dict:
     """Run every variant over every item set of ``source`` on a Dask cluster.
 
@@ -435,8 +436,12 @@ def sweep(
     outcome rows (``SweepResult.outcomes_table`` plus ``set_first_row``, the input row of the
     set's first item) to ``out_dir/outcomes/part-NNNNN.parquet`` (see ``outcome_summary_of_parts``).
 
+    ``warm``: before any task, every worker compiles (or loads from Numba's cache) the kernels
+    these variants need, one worker per host at a time, so a new machine compiles once and its
+    other workers load the cache (``io._workers.warm_kernels``).
+
     Returns the summary: rows, sets, swing (swinging contents), failed (sets per variant),
-    partitions, shuffled, seconds."""
+    partitions, shuffled, seconds, warm_seconds (the longest warm-up; 0 without one)."""
     _require()
     from cupel_np.analysis import otel
 
@@ -455,9 +460,11 @@ def sweep(
     futures = []
     root = otel.start_root("cupel.sweep.dask", {"cupel.sweep.variants": len(vs)})
     try:
+        warm_ups = _warm_ups(client, budget, vs, warm)
         parts, shuffled, rows_from = _whole_set_partitions(
             source, set_column, npartitions, client, vs, [label_column] if label_column else []
         )
+        warmed = client.gather(warm_ups)
         t_plan = time.perf_counter() - t0
         run = _delayed(_traced_partition)
         carrier = otel.context_carrier(root)
@@ -487,8 +494,18 @@ def sweep(
             own_cluster.close()
     _remove_temp_files(out, dirs)
     summary = _summary(results, [v.label for v in vs], shuffled, t_plan, t0)
+    summary["warm_seconds"] = round(max((w["seconds"] for w in warmed), default=0.0), 3)
     _write_parts_manifest(out, run_id, vs, set_column, summary, dirs)
     return summary
+
+
+def _warm_ups(client, budget, vs, warm: bool) -> list:
+    """The warm-up futures (one per worker) when ``warm``, submitted before the run's tasks."""
+    if not warm:
+        return []
+    from cupel_np.io._workers import submit_warm_ups
+
+    return submit_warm_ups(client, budget, vs)
 
 
 def _gather(futures, progress: bool) -> list[dict]:
@@ -549,6 +566,7 @@ def check(
     npartitions: int | None = None,
     keep: int = 1000,
     progress: bool | None = None,
+    warm: bool = True,
 ) -> list[CheckOutcome]:
     """Run a checks file's checks over every item set of ``source`` on a Dask cluster: what
     ``cupel-np check ITEMS --checks FILE --dask SPEC`` does.
@@ -558,7 +576,8 @@ def check(
     the checks file's. Each task sweeps the variants over its partition of whole item sets and
     returns only its counts and first ``keep`` failing rows per check. Returns one
     ``cupel_np.testing.cli.CheckOutcome`` per check, equal to the in-process run's (the same
-    counts, and the same first ``keep`` rows in the same order), timings aside."""
+    counts, and the same first ``keep`` rows in the same order), timings aside. ``warm``: as
+    for :func:`sweep`."""
     _require()
     from cupel_np.model.grid import as_variants
     from cupel_np.testing.checks import ChecksFile, load_checks
@@ -579,7 +598,9 @@ def check(
     client, own_cluster = _client_or_own(client)
     futures = []
     try:
+        warm_ups = _warm_ups(client, None, vs, warm)
         parts, _shuffled, rows_from = _whole_set_partitions(source, set_column, npartitions, client, vs)
+        client.gather(warm_ups)
         run = _delayed(_check_partition)
         futures = client.compute([run(p, cf, set_column, keep, rows_from) for p in parts])
         results = _gather(futures, progress)
