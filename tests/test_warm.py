@@ -20,6 +20,7 @@ VARIANTS = [("chat", c.preset("chat")), ("rag", c.preset("rag"))]
 def test_a_warm_up_waits_for_the_host_lock_then_runs_once_per_process(tmp_path, monkeypatch):
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))  # where the lock file goes
     monkeypatch.setattr(_workers, "_WARM", {})
+    monkeypatch.setattr(_workers, "_cache_present", lambda: False)  # a new host: nothing cached yet
     assert _workers._lock_path().startswith(str(tmp_path))
     done: list[dict] = []
     with open(_workers._lock_path(), "a+") as held:  # another worker of this host is compiling
@@ -32,6 +33,16 @@ def test_a_warm_up_waits_for_the_host_lock_then_runs_once_per_process(tmp_path, 
     t.join(120)
     assert done[0]["waited"] >= 0.5 and done[0]["again"] is False
     assert _workers.warm_kernels(BUDGET, VARIANTS)["again"] is True  # once per process
+
+
+def test_a_warm_cache_is_loaded_without_waiting_for_the_lock(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(_workers, "_WARM", {})
+    monkeypatch.setattr(_workers, "_cache_present", lambda: True)
+    with open(_workers._lock_path(), "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        out = _workers.warm_kernels(BUDGET, VARIANTS)  # would block forever if it took the lock
+    assert out["waited"] < 5 and out["again"] is False
 
 
 def test_a_failing_warm_up_never_fails_the_run(tmp_path, monkeypatch):

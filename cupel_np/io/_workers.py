@@ -71,10 +71,12 @@ def warm_kernels(budget, variants) -> dict:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX: no lock, each worker warms itself
         fcntl = None  # type: ignore[assignment]
-    try:
-        lock = open(_lock_path(), "a+")  # noqa: SIM115 - held across the warm-up, closed below
-    except OSError:  # nowhere to put the lock (a read-only temp dir): warm without it
-        lock, fcntl = None, None  # type: ignore[assignment]
+    lock = None
+    if not _cache_present():  # a warm cache is loaded by every worker at once, no lock needed
+        try:
+            lock = open(_lock_path(), "a+")  # noqa: SIM115 - held across the warm-up, closed below
+        except OSError:  # nowhere to put the lock (a read-only temp dir): warm without it
+            lock = None
     try:
         if fcntl is not None and lock is not None:
             fcntl.flock(lock, fcntl.LOCK_EX)
@@ -93,6 +95,21 @@ def warm_kernels(budget, variants) -> dict:
         "seconds": round(_WARM["seconds"], 3),
         "again": False,
     }
+
+
+def _cache_present() -> bool:
+    """Whether Numba's on-disk cache already holds the kernels every sweep needs (then the
+    workers load it side by side; only a cold cache is worth taking turns for)."""
+    import os
+
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        return True
+    from cupel_np.engine import batch_kernels
+
+    try:
+        return os.path.exists(batch_kernels.variant_scores._cache._cache_file._index_path)
+    except AttributeError:  # another Numba version's internals: take the lock to be safe
+        return False
 
 
 def _warm_sweep(budget, variants) -> None:
