@@ -19,7 +19,7 @@ from matrix_data import matrix_arrow
 import cupel_np as c
 from cupel_np.analysis import otel
 from cupel_np.analysis.analytics import set_of_rows, sweep_columns
-from cupel_np.engine.batch import segment_sums
+from cupel_np.engine.sweep_run import segment_sums
 
 BASE = [c.RecencyScorer(), c.PriorityScorer(), c.KindScorer(), c.ReflexiveScorer()]
 

@@ -105,7 +105,7 @@ timed_llvm(newpassmanagers.FunctionPassManager, "run", 0)
 timed_llvm(newpassmanagers.ModulePassManager, "run", 1)
 timed_llvm(codegen.JitEngine, "finalize_object", 2)
 c0 = time.process_time()
-from cupel_np.cli import commands as cli
+from cupel_np import cli
 from cupel_np._jit import specializations
 
 cli.main(["demo", "--quiet", "--out", tempfile.mkdtemp()])

@@ -22,7 +22,7 @@ import pytest
 import cupel_np as c
 from cupel_np._jit import jit
 from cupel_np.analysis.pipeline import run_policy
-from cupel_np.engine.slicers import kernels as sk
+from cupel_np.engine.slicers import knapsack as sk
 
 BIG = os.environ.get("CUPEL_BENCH_BIG") == "1"
 BASE = [c.RecencyScorer(), c.PriorityScorer(), c.KindScorer(), c.ReflexiveScorer()]

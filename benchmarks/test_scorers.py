@@ -20,8 +20,8 @@ import pyarrow.compute as pc
 import pytest
 
 import cupel_np as c
-from cupel_np.engine.batch import classify
 from cupel_np.engine.scorers import ScoreContext
+from cupel_np.engine.sweep_run import classify
 
 BIG = os.environ.get("CUPEL_BENCH_BIG") == "1"
 CORPUS_SIZES = [32_000, 320_000] + ([3_200_000] if BIG else [])

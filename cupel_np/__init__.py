@@ -45,12 +45,15 @@ from cupel_np.analysis.trace import (
 from cupel_np.errors import (
     BudgetOverflowError,
     CupelError,
+    CupelWarning,
     InvalidConfigError,
     InvalidInputTypeError,
+    MemoryLimitError,
     PinnedExceedsBudgetError,
     ScarcityError,
     TableTooLargeError,
     TooFewVariantsError,
+    TraceCollectorWarning,
 )
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.custom_scorers import ColumnScorer, FunctionScorer, register_scorer
@@ -158,6 +161,9 @@ __all__ = [
     "TableTooLargeError",
     "TagScorer",
     "TooFewVariantsError",
+    "TraceCollectorWarning",
+    "CupelWarning",
+    "MemoryLimitError",
     "TraceDetailLevel",
     "TraceEvent",
     "tune",

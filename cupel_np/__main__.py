@@ -1,5 +1,5 @@
 import sys
 
-from cupel_np.cli.commands import main
+from cupel_np.cli.app import main
 
 sys.exit(main())

@@ -56,3 +56,19 @@ class TooFewVariantsError(InvalidConfigError):
 class MemoryLimitError(InvalidConfigError):
     """A run whose estimated peak memory is over the memory limit and that cannot stream
     (raised before anything large is allocated)."""
+
+
+class CupelWarning(UserWarning):
+    """Base class of every warning cupel_np issues."""
+
+
+class TraceCollectorWarning(CupelWarning):
+    """A trace collector's method (or its callback) raised. Tracing is observational: the run
+    goes on without that collector, and the warning names it and the error (once per run)."""
+
+
+class ApiUsageError(CupelError, AttributeError):
+    """A method that the object does not have, where another form has it (a per-report
+    assertion asked of a sweep before ``every_set()``): the message names the right call."""
+
+    code = "invalid_config"

@@ -43,6 +43,30 @@ def shorten(s: str, n: int = 60) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def escape_html(x) -> str:
-    """``str(x)`` escaped for HTML text and attribute values."""
-    return html.escape(str(x), quote=True)
+#: characters a page never shows raw: the bidi embeddings, overrides and isolates (an
+#: unterminated U+202E reverses the rest of a sentence, or shows a label as another word), the
+#: C0 controls but tab and newline, DEL and the C1 controls. Each is shown as ``⟨U+XXXX⟩``.
+_UNSAFE = {
+    cp: f"\u27e8U+{cp:04X}\u27e9"
+    for cp in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0))
+    + (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C)
+}
+
+#: how many characters of one user string a page shows at most (the rest is cut with an
+#: ellipsis and a count; the written Parquet outputs hold every value whole)
+DISPLAY_LIMIT = 2000
+
+
+def display_text(x, limit: int = DISPLAY_LIMIT) -> str:
+    """``str(x)`` as a page or a terminal may show it: unsafe characters made visible
+    (``_UNSAFE``) and cut to ``limit`` characters (``… (+N characters)``). Not escaped."""
+    s = str(x)
+    if len(s) > limit:
+        s = s[:limit] + f"… (+{len(s) - limit:,} characters)"
+    return s.translate(_UNSAFE)
+
+
+def escape_html(x, limit: int = DISPLAY_LIMIT) -> str:
+    """``str(x)`` escaped for HTML text and attribute values, after ``display_text``: no user
+    string can reorder the page's text (bidi controls) or make it unbounded (``limit``)."""
+    return html.escape(display_text(x, limit), quote=True)

@@ -578,7 +578,7 @@ def _shown_numbers(dom):
 def test_cli_budget_writes_parquet_and_report(capsys, tmp_path):
     import pyarrow.parquet as pq
 
-    from cupel_np.cli import commands as cli
+    from cupel_np import cli
 
     items = _cli_corpus(tmp_path)
     out = tmp_path / "b"
@@ -633,7 +633,7 @@ def test_budget_report_renders_in_headless_chromium(tmp_path):
 
     import pyarrow.parquet as pq
 
-    from cupel_np.cli import commands as cli
+    from cupel_np import cli
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if chromium is None:

@@ -12,12 +12,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cupel_np.cli import commands as cli
+from cupel_np import cli
 from cupel_np.errors import InvalidConfigError
 from cupel_np.io import dask as cdask
 from cupel_np.model.items import ItemTable
 from cupel_np.testing.checks import load_checks
-from cupel_np.testing.cli import run_checks
+from cupel_np.testing.runner import run_checks
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample_sessions.parquet"

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cupel_np.cli import commands as cli
+from cupel_np import cli
 from cupel_np.errors import InvalidConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -364,7 +364,7 @@ def test_closed_stdout_pipe_is_quiet(tmp_path):
 
 
 def test_check_subcommand_is_registered(capsys):
-    """`cupel-np check` (cupel_np/testing/cli.py; its behaviour is tested in test_cli_check.py)."""
+    """`cupel-np check` (cupel_np/cli/check.py; its behaviour is tested in test_cli_check.py)."""
     with pytest.raises(SystemExit) as ei:
         cli.main(["check", "--help"])
     assert ei.value.code == 0

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cupel_np.cli import commands as cli
+from cupel_np import cli
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.items import ItemTable
 from cupel_np.testing.checks import load_checks, parse_checks

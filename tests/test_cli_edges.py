@@ -11,7 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import cupel_np as c
-from cupel_np.cli import commands as cli
+from cupel_np import cli
+from cupel_np.cli import shared
+from cupel_np.cli.parser import build_parser
 from cupel_np.errors import InvalidConfigError
 from cupel_np.io import sweep_parquet
 
@@ -82,7 +84,7 @@ def test_top_reasons_groups_messages_that_differ_in_set_and_numbers():
         "variant 'b': set 's2': pinned items require 12 tokens, but only 5 are available",
         "variant 'a': set 's3': overflow",
     ]
-    assert cli.top_reasons(msgs) == [(2, msgs[0]), (1, msgs[2])]
+    assert shared.top_reasons(msgs) == [(2, msgs[0]), (1, msgs[2])]
 
 
 def test_set_column_named_like_an_output_column_is_refused_before_work(tmp_path, small, capsys):
@@ -134,7 +136,7 @@ def test_report_top_must_not_be_negative(tmp_path, capsys):
 
 
 def test_plurals(tmp_path, small, capsys):
-    assert [cli.plural(n, "chunk") for n in (0, 1, 2, 1000)] == ["0 chunks", "1 chunk", "2 chunks", "1,000 chunks"]
+    assert [shared.plural(n, "chunk") for n in (0, 1, 2, 1000)] == ["0 chunks", "1 chunk", "2 chunks", "1,000 chunks"]
     code, out, err = run(
         capsys, "sensitivity", small, "--preset", "chat", "--preset", "rag", "--max-tokens", "8000",
         "--target-tokens", "6000", "--set-column", "session_id", "--out", tmp_path / "o", "--chunk-rows", "100000",
@@ -156,7 +158,7 @@ def test_required_options_are_required_and_every_option_has_help(capsys):
     with pytest.raises(SystemExit):
         cli.main(["run", "x.parquet", "--preset", "chat", "--target-tokens", "5"])
     assert "the following arguments are required: --max-tokens" in capsys.readouterr().err
-    parser = cli.build_parser()
+    parser = build_parser()
     subs = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
     for name, p in subs.choices.items():
         for a in p._actions:
@@ -186,14 +188,14 @@ def test_first_run_says_it_is_compiling_on_a_terminal(monkeypatch, capsys):
     class Args:
         quiet = False
 
-    monkeypatch.setattr(cli, "kernels_cached", lambda: False)
+    monkeypatch.setattr(shared, "kernels_cached", lambda: False)
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
-    cli._say_if_compiling(Args())
+    shared._say_if_compiling(Args())
     assert "compiling kernels, first run only" in capsys.readouterr().err
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
-    cli._say_if_compiling(Args())
+    shared._say_if_compiling(Args())
     assert capsys.readouterr().err == ""
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
-    monkeypatch.setattr(cli, "kernels_cached", lambda: True)
-    cli._say_if_compiling(Args())
+    monkeypatch.setattr(shared, "kernels_cached", lambda: True)
+    shared._say_if_compiling(Args())
     assert capsys.readouterr().err == ""

@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import cupel_np as c
+from cupel_np import cli
 from cupel_np.analysis.outcomes import outcome_summary, outcome_summary_of_table
-from cupel_np.cli import commands as cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample_sessions.parquet"

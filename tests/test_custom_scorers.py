@@ -20,7 +20,7 @@ import strategies as S
 from hypothesis import HealthCheck, given, settings
 
 import cupel_np as c
-from cupel_np.cli import commands as cli
+from cupel_np import cli
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.custom_scorers import load_plugins, registered_scorers, unregister_scorer
 
@@ -534,18 +534,28 @@ def test_every_table_source_keeps_the_signal_column(form, tmp_path):
     np.testing.assert_array_equal(col.scores, refl.scores)
 
 
-def test_an_inner_column_or_registered_scorer_has_no_weight():
-    """A column scorer goes through the same keyed reader as the built-in types, so an inner
-    scorer's 'weight' is refused for it as for 'recency'; a registered name too."""
+def test_an_inner_entry_may_carry_a_weight_which_is_ignored():
+    """EXTENSIONS.md makes a wrapper's inner entry "a full scorer entry" (type + weight +
+    options), as .NET's ScorerEntry does: the weight is accepted for a built-in, a column and a
+    registered inner scorer, checked like every weight, and ignored (issue 26)."""
     from cupel_np.model.policy import scorer_from_dict
 
-    for inner in ({"type": "recency", "weight": 3}, {"type": "column", "column": "x", "weight": 3}):
-        with pytest.raises(InvalidConfigError, match="unknown key 'weight'"):
-            scorer_from_dict({"type": "scaled", "inner": inner})
+    for inner, want in (
+        ({"type": "recency", "weight": 3}, c.RecencyScorer()),
+        ({"type": "column", "column": "x", "weight": 3}, c.ColumnScorer("x")),
+    ):
+        assert scorer_from_dict({"type": "scaled", "inner": inner}).inner == want
+        assert scorer_from_dict({"type": "scaled", "inner_scorer": inner}).inner == want
+    for bad in (0, -1, float("nan"), float("inf")):
+        with pytest.raises(InvalidConfigError, match=r"inner\.weight must be"):
+            scorer_from_dict({"type": "scaled", "inner": {"type": "recency", "weight": bad}})
+    with pytest.raises(InvalidConfigError, match="unknown key 'wieght'"):
+        scorer_from_dict({"type": "scaled", "inner": {"type": "recency", "wieght": 1}})
     c.register_scorer("inner_test_signal", lambda: c.ColumnScorer("x"))
     try:
-        with pytest.raises(InvalidConfigError, match="unknown key 'weight'"):
-            scorer_from_dict({"type": "scaled", "inner": {"type": "inner_test_signal", "weight": 3}})
+        # the weight never reaches the factory (which takes no options)
+        got = scorer_from_dict({"type": "scaled", "inner": {"type": "inner_test_signal", "weight": 3}})
+        assert got.inner == c.ColumnScorer("x")
         assert scorer_from_dict({"type": "scaled", "inner": {"type": "inner_test_signal"}}).inner == c.ColumnScorer("x")
     finally:
         from cupel_np.model.custom_scorers import unregister_scorer

@@ -238,7 +238,8 @@ def test_dask_error_is_a_cupel_error():
 # ----------------------------------------------------------------------------- command line, report
 def test_cli_dask_and_report_from_any_sweep_directory(tmp_path, client, sample, capsys):
     from cupel_np.cli import main
-    from cupel_np.report.from_dir import load_sweep_dir, page_data
+    from cupel_np.report.from_dir import page_data
+    from cupel_np.report.sweep_dir import load_sweep_dir
 
     t = sample.take(pa.array(np.random.default_rng(5).permutation(sample.num_rows)))
     d = tmp_path / "ds"
@@ -320,7 +321,7 @@ def test_cli_dask_and_report_from_any_sweep_directory(tmp_path, client, sample, 
     assert main(["report", str(tmp_path / "nothing")]) == 2
     # one report whatever the path: the Dask directory's page is the in-memory page, byte for byte
     from cupel_np.report.from_dir import write_dir_report
-    from cupel_np.report.html import write_html_report
+    from cupel_np.report.from_result import write_html_report
 
     def norm(p):
         return re.sub(r'content="cupel_np report from-[a-z]+"', "", p.read_text())

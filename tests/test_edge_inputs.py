@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import cupel_np as c
-from cupel_np.cli import commands as cli
+from cupel_np import cli
 from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError
 from cupel_np.io import sweep_parquet, validate_items
 
@@ -66,7 +66,7 @@ def test_dollar_signs_in_content_and_labels_do_not_break_the_report(tmp_path):
     items = [c.ContextItem(r"run $\badcmd{x}$ now", 300), c.ContextItem("b $x$", 300), c.ContextItem("z", 10)]
     r = c.sweep(items, None, [("$a$", CHAT, c.ContextBudget(700, 650)), ("b", CHAT, c.ContextBudget(700, 20))])
     assert r.n_swing == 2  # both '$' items swing, so they label the heatmap rows
-    from cupel_np.report.html import write_html_report
+    from cupel_np.report.from_result import write_html_report
 
     page = write_html_report(r, tmp_path).read_text()
     assert r"run $\badcmd{x}$ now" in page and (tmp_path / "heatmap.png").stat().st_size > 0

@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from cupel_np.cli.commands import main
+from cupel_np.cli import main
 from cupel_np.errors import InvalidConfigError
 from cupel_np.io.parquet import validate_items
 from cupel_np.model.items import ItemTable

@@ -356,9 +356,7 @@ def test_count_quota_truncation_through_the_general_filter():
 
 def test_quota_big_partitions_match_naive():
     """Quota partitions above RADIX_PICK candidates: the inner greedy's radix sort."""
-    from cupel_np.engine.slicers import kernels
-
-    items = _big_items(3 * kernels.RADIX_PICK + 600, 4, coarse_ts=False)
+    items = _big_items(3 * greedy.RADIX_PICK + 600, 4, coarse_ts=False)
     total = sum(d["tokens"] for d in items)
     budget = {"max_tokens": total, "target_tokens": total // 2}
     config = {
@@ -369,7 +367,7 @@ def test_quota_big_partitions_match_naive():
         "quotas": [{"kind": "Message", "require": 10.0, "cap": 40.0}],
     }
     got = _engine(items, budget, config)
-    assert got[0] == "ok" and len(got[1]) > kernels.RADIX_PICK
+    assert got[0] == "ok" and len(got[1]) > greedy.RADIX_PICK
     assert got == _naive(items, budget, config)
 
 

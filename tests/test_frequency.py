@@ -19,9 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import naive  # noqa: E402
 
 import cupel_np as c  # noqa: E402
-from cupel_np.engine.batch import classify  # noqa: E402
 from cupel_np.engine.scorers import ScoreContext  # noqa: E402
 from cupel_np.engine.scorers import kernels as sck  # noqa: E402
+from cupel_np.engine.sweep_run import classify  # noqa: E402
 
 PROPS = settings(
     max_examples=150,
@@ -219,7 +219,7 @@ import json
 import pyarrow as pa
 import cupel_np as c
 from cupel_np._jit import specializations
-from cupel_np.engine.batch import classify
+from cupel_np.engine.sweep_run import classify
 from cupel_np.engine.scorers import ScoreContext
 from datetime import datetime, timezone
 

@@ -1,6 +1,7 @@
 """Sweep grid labels: every dimension that varies is named, and labels stay short otherwise
 (issue 7, defect 3)."""
 
+import numpy as np
 import pytest
 
 import cupel_np as c
@@ -137,3 +138,17 @@ def test_full_grid_labels_are_unique(items):
     assert len(labels) == 32 == len(set(labels))
     assert "rag|kind=5|knapsack(50)|u_shaped|1000/800 reserve=50" in labels
     _sweeps(items, grid)
+
+
+def test_sweep_takes_preset_names_as_sweep_and_budget_curves_do():
+    """Issue 26: c.sweep(table, budget, ["chat", "rag"]) refused names that Sweep accepts."""
+    table = c.ItemTable.from_items(
+        [dict(content=f"m{i}", tokens=10 + i, set=f"s{i % 2}", priority=i) for i in range(8)], set_column="set"
+    )
+    budget = c.ContextBudget(100, 30)
+    by_name = c.sweep(table, budget, ["chat", "rag"])
+    by_pair = c.sweep(table, budget, [("chat", c.preset("chat")), ("rag", c.preset("rag"))])
+    assert by_name.labels == by_pair.labels == ["chat", "rag"]
+    np.testing.assert_array_equal(by_name.included, by_pair.included)
+    with pytest.raises(c.InvalidConfigError, match="chta"):
+        c.sweep(table, budget, ["chta", "rag"])

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cupel_np.cli import commands as cli
+from cupel_np import cli
 from cupel_np.errors import CupelError, InvalidConfigError
 from cupel_np.io import import_transcripts as reexported
 from cupel_np.io.importers import BadTranscriptError, estimate_tokens, import_transcripts, make_token_counter

@@ -25,8 +25,9 @@ import naive  # noqa: E402
 import cupel_np as c  # noqa: E402
 from cupel_np import ContextBudget, ContextItem, ItemTable, Pipeline, Policy, TableTooLargeError  # noqa: E402
 from cupel_np.analysis.pipeline import run_policy  # noqa: E402
-from cupel_np.engine.batch import KNAPSACK_MAX_CELLS, slicer_args  # noqa: E402
-from cupel_np.engine.slicers import kernels as sk  # noqa: E402
+from cupel_np.engine.batch import KNAPSACK_MAX_CELLS  # noqa: E402
+from cupel_np.engine.slicers import knapsack as sk  # noqa: E402
+from cupel_np.engine.slicers import slicer_args  # noqa: E402
 from cupel_np.model.policy import slicer_from_dict  # noqa: E402
 
 I64_MAX = 2**63 - 1
@@ -246,7 +247,7 @@ def test_limit_never_overflows():
 PEAK_SCRIPT = """
 import resource, sys
 import numpy as np
-from cupel_np.engine.slicers import kernels as sk
+from cupel_np.engine.slicers import knapsack as sk
 n, cap, limit = (int(a) for a in sys.argv[1:])
 tok = np.ones(n, dtype=np.int64)
 score = np.full(n, np.inf)  # every value i64::MAX: the sum needs the split (4-row) DP

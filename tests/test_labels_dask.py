@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cupel_np.cli import commands as cli
+from cupel_np import cli
 from cupel_np.io import dask as cdask
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -209,3 +209,38 @@ def test_the_length_rule_counts_plain_functions_and_skips_kernels():
     short = "\n".join(f"    x{i} = {i}" for i in range(MAX_LINES - 1))
     source = f"@jit\ndef kernel():\n{body}\n\ndef plain():\n{body}\n\ndef fits():\n{short}\n"
     assert _long_in(source) == [("plain", MAX_LINES + 4, MAX_LINES + 1)]
+
+
+#: the only imports the command line may delay to a function: optional extras (each heavy)
+LAZY_CLI_IMPORTS = {"optuna", "matplotlib", "dask", "distributed"}
+
+
+def _function_imports(source: str) -> list[tuple[int, str]]:
+    """``(line, module)`` of every import inside a function of ``source``."""
+    out = []
+    for fn in ast.walk(ast.parse(source)):
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Import):
+                    out += [(node.lineno, a.name) for a in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    out.append((node.lineno, node.module or ""))
+    return out
+
+
+def test_the_command_line_imports_at_module_level():
+    """cli/ sits on top of every wing, so it needs no import inside a function to dodge the wing
+    order; only the optional extras wait until a command needs them."""
+    bad = [
+        f"{path.relative_to(PACKAGE).as_posix()}:{line} {mod}"
+        for m, path in MODULES.items()
+        if m.startswith("cupel_np.cli")
+        for line, mod in _function_imports(path.read_text())
+        if mod.split(".")[0] not in LAZY_CLI_IMPORTS
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_import_rule_sees_imports_inside_functions():
+    source = "import os\n\ndef f():\n    import optuna\n    from cupel_np.io import dask\n"
+    assert _function_imports(source) == [(4, "optuna"), (5, "cupel_np.io")]

@@ -200,3 +200,45 @@ def test_dask_partitions_are_spans_in_the_drivers_trace(global_exporter, tmp_pat
     for p in parts:
         if p.attributes["cupel.sweep.items"]:
             assert _children(spans, p) == ["cupel.sweep"]
+
+
+def test_a_raising_trace_collector_never_aborts_the_run():
+    """Issue 26: tracing is observational. A callback (or collector method) that raises used to
+    abort the pipeline; the run now completes with the same report and one warning naming the
+    collector."""
+    import warnings as _w
+
+    items = [c.ContextItem(content=f"m{i}", tokens=10, future_relevance_hint=i / 10) for i in range(5)]
+    budget = c.ContextBudget(max_tokens=100, target_tokens=30)
+    pipe = c.Pipeline(c.Policy(c.ReflexiveScorer()))
+    want = [i.item.content for i in pipe.dry_run(items, budget).included]
+
+    calls = []
+
+    def boom(event):
+        calls.append(event)
+        raise RuntimeError("callback failed")
+
+    class Broken:
+        is_enabled = True
+
+        def record_stage_event(self, event):
+            raise KeyError("stage")
+
+        def record_item_event(self, event):
+            raise KeyError("item")
+
+        def on_pipeline_completed(self, report, budget, snaps):
+            raise AssertionError("never reached: the collector failed earlier in this run")
+
+    for collector, name in (
+        (c.DiagnosticTraceCollector(callback=boom), "DiagnosticTraceCollector"),
+        (Broken(), "Broken"),
+    ):
+        with _w.catch_warnings(record=True) as got:
+            _w.simplefilter("always")
+            report = pipe.dry_run(items, budget, trace=collector)
+        assert [i.item.content for i in report.included] == want
+        msgs = [str(w.message) for w in got if issubclass(w.category, c.TraceCollectorWarning)]
+        assert len(msgs) == 1 and name in msgs[0], msgs
+    assert len(calls) == 1  # called once, then left alone for the rest of the run

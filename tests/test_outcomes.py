@@ -324,3 +324,31 @@ def test_label_column_read_from_the_item_table_itself():
     assert by_name.equals(r.outcomes_table(labels_from(src, "relevant")))
     with pytest.raises(c.InvalidConfigError, match="label column 'nope'"):
         r.outcomes_table("nope")
+
+
+@pytest.mark.parametrize("order", ["speaker-first", "output-first", "interleaved"])
+def test_reuse_labels_never_cross_conversations(order):
+    """Issue 27: a planted bug that let a string said in one conversation label an output in
+    another survived the suite. Conversation "b"'s assistant quotes src/shared_util.py, which
+    only conversation "a"'s tool output holds: a's output stays unlabelled-relevant (False)
+    whatever the row order."""
+    from cupel_np.io.importers import reuse_labels
+
+    a = [("a", "ToolOutput", "tool", "read src/shared_util.py: 41 lines")]
+    b = [
+        ("b", "ToolOutput", "tool", "listing of docs/"),
+        ("b", "Message", "assistant", "Now I will edit src/shared_util.py and docs/index.md"),
+    ]
+    rows = {"speaker-first": b + a, "output-first": a + b, "interleaved": [b[0], a[0], b[1]]}[order]
+    table = pa.table(
+        {
+            "conversation_id": [r[0] for r in rows],
+            "kind": [r[1] for r in rows],
+            "content": [r[3] for r in rows],
+            "metadata": pa.array([[("role", r[2])] for r in rows], pa.map_(pa.string(), pa.string())),
+        }
+    )
+    labels = dict(zip([r[3] for r in rows], reuse_labels(table).to_pylist()))
+    assert labels["read src/shared_util.py: 41 lines"] is False
+    assert labels["listing of docs/"] is False  # "docs/" alone is not one of b's later strings
+    assert labels["Now I will edit src/shared_util.py and docs/index.md"] is None

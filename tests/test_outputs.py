@@ -10,13 +10,14 @@ import pyarrow.parquet as pq
 import pytest
 
 import cupel_np as c
-from cupel_np.cli import commands as cli
+from cupel_np import cli
 from cupel_np.errors import InvalidConfigError
 from cupel_np.io import sweep_parquet, write_sweep
 from cupel_np.io.outdir import OUTPUT_NAMES, OutputExistsError, existing_outputs, read_manifest
 from cupel_np.report.budget import write_budget_outputs
-from cupel_np.report.from_dir import load_sweep_dir, write_dir_report
-from cupel_np.report.html import write_html_report
+from cupel_np.report.from_dir import write_dir_report
+from cupel_np.report.from_result import write_html_report
+from cupel_np.report.sweep_dir import load_sweep_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample_sessions.parquet"

@@ -17,7 +17,7 @@ import cupel_np as c
 from cupel_np.io import sweep_parquet, write_sweep
 from cupel_np.model import datasets
 from cupel_np.report import from_dir
-from cupel_np.report.html import write_html_report
+from cupel_np.report.from_result import write_html_report
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample_sessions.parquet"

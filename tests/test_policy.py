@@ -182,3 +182,22 @@ def test_presets_match_upstream():
         assert p.deduplication and p.overflow_strategy == "throw"
     with pytest.raises(InvalidConfigError, match="unknown preset 'nope'"):
         c.preset("nope")
+
+
+@pytest.mark.parametrize("weight", [-1, 0, 0.0, float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("n_scorers", [1, 2])
+def test_an_invalid_weight_is_refused_with_one_scorer_as_with_two(weight, n_scorers):
+    """Issue 26: one scorer used to turn weight -1 / 0 / NaN / inf into 1.0 silently, while the
+    same weight in a list of two was refused."""
+    with pytest.raises(c.InvalidConfigError, match="weight must be"):
+        c.Policy.from_dict({"scorers": [{"type": "priority", "weight": weight}] * n_scorers})
+
+
+def test_a_scaled_inner_entry_with_a_weight_is_the_same_policy_as_without():
+    """Issue 26: the inner entry's weight (EXTENSIONS.md, .NET's ScorerEntry) is accepted by the
+    dict/TOML path and ignored."""
+    with_w = c.Policy.from_dict(
+        {"scorers": [{"type": "scaled", "weight": 1, "inner": {"type": "priority", "weight": 2}}]}
+    )
+    without = c.Policy.from_dict({"scorers": [{"type": "scaled", "inner_scorer": "priority"}]})
+    assert with_w.scorer == without.scorer

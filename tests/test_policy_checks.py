@@ -12,7 +12,7 @@ import pytest
 import cupel_np as c
 from cupel_np.testing import col, should
 from cupel_np.testing.checks import load_checks
-from cupel_np.testing.cli import run_checks
+from cupel_np.testing.runner import run_checks
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample_sessions.parquet"

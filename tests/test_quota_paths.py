@@ -18,8 +18,8 @@ import naive  # noqa: E402
 import strategies as S  # noqa: E402
 from test_fast_paths import SETTINGS, TIE_VALUES, _engine, _naive, fast_paths_everywhere  # noqa: E402
 
+import cupel_np.engine.slicers as sk  # noqa: E402
 from cupel_np.engine.slicers import greedy  # noqa: E402
-from cupel_np.engine.slicers import kernels as sk  # noqa: E402
 from cupel_np.engine.slicers.quota import quota_greedy_segments  # noqa: E402
 
 #: kind names as written (ASCII-lowercased order b < c < d < e) and each kind id's rank in that
@@ -62,8 +62,7 @@ def engine_quota(tokens, scores, kinds, offsets, targets, quotas, **kw):
         np.asarray(kinds, np.int64),
         np.asarray(offsets, np.int64),
         np.asarray(targets, np.int64),
-        KIND_RANK,
-        *_quota_arrays(quotas),
+        (KIND_RANK, *_quota_arrays(quotas)),
         rank,
         **kw,
     )
@@ -159,16 +158,10 @@ def test_quota_greedy_kernel_equals_sorted_kernel(rows, target, quotas):
     kinds = np.array([k for _, _, k in rows], dtype=np.int64)
     n = len(rows)
     order = np.array(sorted(range(n), key=lambda i: naive._score_desc_key(scores[i]) + (i,)), dtype=np.int64)
-    rank, err, *_ = sk.slice_segments(
+    args = sk.SlicerArgs(
         sk.MODE_QUOTA,
-        tokens[order],
-        scores[order],
-        kinds[order],
-        np.array([0, n]),
-        np.array([target]),
         False,
         100,
-        1 << 30,
         KIND_RANK,
         *_quota_arrays(quotas),
         np.zeros(0, np.int64),
@@ -176,6 +169,9 @@ def test_quota_greedy_kernel_equals_sorted_kernel(rows, target, quotas):
         np.full(KIND_RANK.shape[0], -1, np.int64),
         False,
         False,
+    )
+    rank, err, *_ = sk.slice_segments(
+        args, tokens[order], scores[order], kinds[order], np.array([0, n]), np.array([target]), 1 << 30
     )
     sel = np.flatnonzero(rank >= 0)
     want = [int(order[p]) for p in sel[np.argsort(rank[sel])]]
@@ -197,16 +193,10 @@ def test_knapsack_driver_sends_only_huge_value_sets_to_the_split_dp():
 
     def run(tok, sc, off, tgt):
         n_k = KIND_RANK.shape[0]
-        rank, err, *_ = sk.slice_segments(
+        args = sk.SlicerArgs(
             sk.MODE_KNAPSACK,
-            tok,
-            sc,
-            np.zeros(tok.shape[0], np.int64),
-            off,
-            tgt,
             False,
             7,
-            1 << 30,
             KIND_RANK,
             np.zeros(n_k, np.bool_),
             np.zeros(n_k),
@@ -218,6 +208,7 @@ def test_knapsack_driver_sends_only_huge_value_sets_to_the_split_dp():
             False,
             False,
         )
+        rank, err, *_ = sk.slice_segments(args, tok, sc, np.zeros(tok.shape[0], np.int64), off, tgt, 1 << 30)
         assert not err.any()
         return rank
 
@@ -237,7 +228,7 @@ def test_knapsack_driver_sends_only_huge_value_sets_to_the_split_dp():
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_quota_with_many_kinds_in_one_set(inner, seed):
     """More than 32 kinds in one set orders the partitions by a sort instead of insertion
-    (kernels.kind_budgets); both quota paths against the oracle."""
+    (quota.kind_budgets); both quota paths against the oracle."""
     rng = np.random.default_rng(seed)
     names = [("K" if i % 3 == 0 else "k") + f"{int(v):03d}" for i, v in enumerate(rng.permutation(60)[:45])]
     items = [

@@ -179,3 +179,13 @@ def test_docs_links_resolve():
             assert (page.parent / target).exists(), f"{_name(page)}: broken link {target}"
     linked = set(re.findall(r"\]\(docs/([\w-]+\.md)", README.read_text()))
     assert linked == {p.name for p in (ROOT / "docs").glob("*.md")}, "the README links every docs page"
+
+
+def test_no_page_gives_the_result_matrices_as_v_by_n():
+    """Issue 26: README, sweeps.md, testing.md and observability.md called `result.included`
+    `[V, N]`; it is `[N, V]` (a column per variant). `[V, N]` may name only the engine's own
+    buffers, in a sentence that says so."""
+    for page in PAGES:
+        for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            if "[V, N]" in line:
+                assert "engine" in line or "buffer" in line, f"{page.name}:{n}: {line.strip()}"

@@ -18,7 +18,7 @@ import pytest
 
 import cupel_np as c
 from cupel_np.io import write_sweep
-from cupel_np.report.html import write_html_report
+from cupel_np.report.from_result import write_html_report
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample_sessions.parquet"
@@ -377,7 +377,7 @@ def test_many_categories_stay_bounded():
     import numpy as np
     import pyarrow as pa
 
-    from cupel_np.report.html import MAX_CATEGORIES, agreement, swing_by_category
+    from cupel_np.analysis.compare import MAX_CATEGORIES, agreement, swing_by_category
 
     t = pq.read_table(SAMPLE)
     t = t.filter(pc.is_in(t["session_id"], value_set=pc.unique(t["session_id"]).slice(0, 30)))
@@ -429,3 +429,39 @@ def test_chart_units_and_kind_colours():
     assert (
         len({kind_colour(k) for k in ("Message", "ToolOutput", "Document", "SystemPrompt", "Memory", "ToolCall")}) == 6
     )
+
+
+def test_hostile_strings_stay_inert_and_bounded(tmp_path):
+    """Issue 27: an unterminated bidi override in a label reversed the page's sentences, and a
+    1 MB kind made a 7-million-pixel chart legend and a 28.6 MB page. User strings are shown
+    with control and bidi characters made visible, cut for display, and charts cut labels."""
+    import pyarrow as pa
+
+    t = pq.read_table(SAMPLE)
+    t = t.filter(pc.is_in(t["session_id"], value_set=pc.unique(t["session_id"]).slice(0, 6)))
+    huge = "K" * 1_000_000
+    kinds = t["kind"].to_pylist()
+    kinds[0] = huge
+    kinds[1] = "Memo\u202ery\x1b[31m"
+    t = t.set_column(t.schema.get_field_index("kind"), "kind", pa.array(kinds))
+    table = c.ItemTable.from_arrow(t, set_column="session_id")
+    b = c.ContextBudget(8000, 6000, 1000)
+    result = c.sweep(table, b, [("chat\u202e", c.preset("chat")), ("rag\u2067", c.preset("rag"))])
+    page = write_html_report(result, tmp_path / "o", title="hostile \u202etitle")
+    src = page.read_text(encoding="utf-8")
+    for raw in ("\u202e", "\u2067", "\x1b"):
+        assert raw not in src
+    assert "chat⟨U+202E⟩" in src and "rag⟨U+2067⟩" in src
+    assert len(src) < 3_000_000, len(src)  # the 1 MB kind is cut wherever it is shown
+    d = parse(browser("--dump-dom", url=page.as_uri()))
+    start = text(d.find("div", id="start"))
+    assert "contents swing" in start and "\u202e" not in start
+    # every chart stays a sane size whatever the labels
+    import struct
+
+    for m in re.finditer(r'src="data:image/png;base64,([^"]+)"', src):
+        import base64
+
+        png = base64.b64decode(m.group(1))
+        w, h = struct.unpack(">II", png[16:24])
+        assert w < 4000 and h < 4000, (w, h)

@@ -60,7 +60,7 @@ def test_one_copy_shipped_in_the_package():
 def test_demo_runs_from_any_directory(tmp_path, monkeypatch, capsys):
     import json
 
-    from cupel_np.cli import commands as cli
+    from cupel_np import cli
 
     monkeypatch.chdir(tmp_path)  # no data/ here: the demo must use the packaged sample
     assert cli.main(["demo", "--quiet", "--json"]) == 0

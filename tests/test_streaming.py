@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cupel_np.cli import commands as cli
+from cupel_np import cli
 from cupel_np.data import sample_path
 from cupel_np.errors import InvalidConfigError
 from cupel_np.io.parquet import sweep_parquet
@@ -21,6 +21,7 @@ from cupel_np.model.datasets import (
     parse_size,
     set_runs,
 )
+from cupel_np.model.files import load_grid_file
 
 BUDGET = ["--max-tokens", "8000", "--target-tokens", "6000"]
 SORT = {"items": ["input_row"], "diffs": ["session_id", "content"], "variants": ["variant", "session_id"]}
@@ -286,7 +287,7 @@ def test_chunks_hold_fewer_rows_for_more_variants(tmp_path, corpus):
     limit = CHUNK_FIXED_BYTES + estimate_in_memory_peak(open_dataset(src), n_variants=2) // 3
     rows = {}
     for n in (1, 24):
-        grid, _ = cli.load_grid_file(_grid(tmp_path / f"g{n}.toml", n))
+        grid, _ = load_grid_file(_grid(tmp_path / f"g{n}.toml", n))
         tot = sweep_parquet(src, None, grid, tmp_path / f"o{n}", set_column="session_id", memory_limit=limit)
         rows[n] = tot["chunk_rows"]
         # a chunk (whole row groups of 37 rows, at least that many rows) is estimated to fit
@@ -340,7 +341,7 @@ def test_a_chunks_results_are_freed_before_the_next_chunk_is_swept(tmp_path, cor
         return res, parts
 
     monkeypatch.setattr(pio, "_sweep_chunk", recording)
-    grid, _ = cli.load_grid_file(_grid(tmp_path / "g.toml", 2))
+    grid, _ = load_grid_file(_grid(tmp_path / "g.toml", 2))
     tot = sweep_parquet(d / "rg37.parquet", None, grid, tmp_path / "o", set_column="session_id", chunk_rows=100)
     assert tot["chunks"] == len(alive) > 2
     assert alive == [0] * len(alive)

@@ -274,3 +274,42 @@ def test_condition_masks_equal_per_entry_evaluation():
                 assert (key in found) == (want_inc == 0)
                 if key in found:
                     assert found[key] == "0"
+
+
+@pytest.mark.parametrize("placer", ["u-shaped", "chronological"])
+def test_top_n_at_edges_corpus_form_agrees_with_report_form_for_odd_and_even_n(placer):
+    """Fixed-seed known-answer companion of the property test above (issue 27: a planted
+    ``(n + 1) // 2`` -> ``n // 2`` in the corpus kernel's edge split survived a random run).
+    U-shaped placement puts the top items at both edges, so odd n decides which side gets the
+    extra slot; every set and n must give the same verdict in both forms, and both verdicts
+    must occur."""
+    import random
+    from datetime import UTC, datetime
+
+    rng = random.Random(20261201)
+    rows = []
+    for s in range(40):
+        for i in range(rng.randint(1, 9)):
+            rows.append(
+                dict(
+                    content=f"s{s}-i{i}",
+                    tokens=rng.randint(1, 30),
+                    future_relevance_hint=rng.choice([0.1, 0.2, 0.5, 0.7, 0.9, rng.random()]),
+                    timestamp=datetime(2026, 1, 1 + rng.randint(0, 27), tzinfo=UTC),
+                    conv=f"s{s}",
+                )
+            )
+    table = c.ItemTable.from_items(rows, set_column="conv")
+    budget = c.ContextBudget(max_tokens=200, target_tokens=rng.randint(40, 120))
+    res = c.sweep(table, budget, [("v", c.Policy(c.ReflexiveScorer(), placer=placer))])
+    verdicts = set()
+    for n in range(1, 8):
+        ch = should(res).every_set(collect=True)
+        ch.place_top_n_scored_at_edges(n)
+        failing = {r["set"] for r in ch.failures().to_pylist()}
+        for s in range(40):
+            key = f"s{s}"
+            single = _single_fails(res.selection_report("v", key), "place_top_n_scored_at_edges", (n,), budget)
+            assert (key in failing) == single, (placer, n, key)
+            verdicts.add(single)
+    assert verdicts == {True, False}

@@ -298,3 +298,33 @@ def test_conditions_compose_and_check_their_arguments():
         bool(col("kind") == "Message")
     with pytest.raises(InvalidConfigError, match="needs a report entry"):
         (col("score") > 0)(e.item)
+
+
+def test_api_misuse_is_a_cupel_error_naming_what_is_valid():
+    """Issue 26: a string threshold raised numpy's UFuncTypeError, a per-report pattern on the
+    corpus form a bare AttributeError, and a lower-case verbosity a plain ValueError."""
+    from cupel_np.analysis.otel import CupelVerbosity, OpenTelemetryTraceCollector
+    from cupel_np.testing import should
+
+    items = [c.ContextItem(content=f"m{i}", tokens=10, future_relevance_hint=i / 10) for i in range(4)]
+    budget = c.ContextBudget(max_tokens=100, target_tokens=30)
+    report = c.Pipeline(c.Policy(c.ReflexiveScorer())).dry_run(items, budget)
+    with pytest.raises(c.InvalidInputTypeError, match="threshold must be a number"):
+        should(report).have_budget_utilization_above("0.3", budget)
+    with pytest.raises(c.InvalidConfigError, match="threshold must be finite"):
+        should(report).have_budget_utilization_above(float("nan"), budget)
+
+    table = c.ItemTable.from_items([dict(content=f"m{i}", tokens=10, set="s") for i in range(4)], set_column="set")
+    result = c.sweep(table, budget, [("a", c.preset("chat")), ("b", c.preset("rag"))])
+    with pytest.raises(c.InvalidInputTypeError, match="threshold must be a number"):
+        should(result).every_set().have_budget_utilization_above("0.3")
+    with pytest.raises(c.CupelError, match=r"every_set\(variant=\.\.\.\)\.include_item_with_kind"):
+        should(result).include_item_with_kind("Message")
+    with pytest.raises(AttributeError):  # still an AttributeError for hasattr and friends
+        should(result).include_item_with_kind("Message")
+    assert not hasattr(should(result), "no_such_pattern")
+
+    assert OpenTelemetryTraceCollector("stageonly").verbosity is CupelVerbosity.StageOnly
+    assert OpenTelemetryTraceCollector("FULL").verbosity is CupelVerbosity.Full
+    with pytest.raises(c.InvalidConfigError, match="StageOnly, StageAndExclusions, Full"):
+        OpenTelemetryTraceCollector("everything")

@@ -213,7 +213,7 @@ def test_cli_threads_option(tmp_path, capsys):
 def test_timestamp_order_sorts_every_segment(span):
     """The shared timestamp order (one packed-key sort, or ranks when segment and timestamp
     do not fit 64 bits together) lists each segment's timestamped rows by timestamp."""
-    from cupel_np.engine.stages import timestamp_order
+    from cupel_np.engine.placers import timestamp_order
 
     rng = np.random.default_rng({"ties": 1, "wide": 2, "full": 3}[span])
     for _ in range(60):

@@ -304,7 +304,7 @@ def test_best_policy_files_round_trip(tmp_path, name):
 
 
 def test_cli_tune_writes_outputs_usable_by_other_commands(tmp_path, capsys, corpus):
-    from cupel_np.cli import commands as cli
+    from cupel_np import cli
 
     items = tmp_path / "items.parquet"
     pq.write_table(corpus, items)
@@ -422,3 +422,21 @@ def test_the_best_policies_and_the_presets_keep_the_searched_budget(corpus, tmp_
     lines = Path(write_tune(r, tmp_path / "out")["best-1"]).read_text().splitlines()
     assert any("--output-reserve 200" in line for line in lines[:3])
     assert any("estimation_safety_margin_percent=10.0" in line for line in lines[:3])
+
+
+def test_heldout_split_known_answers():
+    """Issue 27: the split's documented hash (first 8 bytes of blake2b, big-endian, / 2**64) as
+    known answers: a little-endian read (a planted bug that survived) moves sets between the
+    search and held-out halves, so a saved split would not reproduce."""
+    import hashlib
+
+    from cupel_np.tuning.split import heldout_sets
+
+    keys = [f"session-{i:04d}" for i in range(16)] + [7, "é", ""]
+    got = heldout_sets(keys, 0.5)
+    digest = [hashlib.blake2b(str(k).encode("utf-8"), digest_size=8).digest() for k in keys]
+    # the first byte alone decides a 0.5 split of a big-endian read: >= 0x80 is not held out
+    assert got.tolist() == [d[0] < 0x80 for d in digest]
+    # written down once from the documented rule: a change here breaks every saved split
+    known = [False, True, True, False, True, False, True, True, False, False, True, False, False, False, False, True]
+    assert got.tolist()[:16] == known, "the split of these keys changed: saved held-out sets would not reproduce"

@@ -89,7 +89,7 @@ def test_tune_on_dask_needs_a_set_column_and_reports_bad_labels(client, items, t
 
 
 def test_cli_tune_dask_writes_what_the_in_process_run_writes(items, tmp_path, capsys):
-    from cupel_np.cli import commands as cli
+    from cupel_np import cli
 
     space = Path(__file__).resolve().parents[1] / "data" / "examples" / "tune_space.toml"
     argv = ["tune", str(items), "--space", str(space), "--label-column", "relevant", "--set-column", "session_id"]

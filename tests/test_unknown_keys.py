@@ -8,9 +8,10 @@ import json
 
 import pytest
 
-from cupel_np.cli.commands import load_grid_file, load_policies_file, main
+from cupel_np.cli import main
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
+from cupel_np.model.files import load_grid_file, load_policies_file
 from cupel_np.model.grid import Sweep
 from cupel_np.model.policy import (
     KnapsackSlice,
@@ -76,8 +77,8 @@ def test_issue_repro_is_an_error_naming_the_key():
             r"scorers\[0\]\.inner: unknown key 'default_scor'.*did you mean 'default_score'",
         ),
         (
-            {"scorers": [{"type": "scaled", "inner": {"type": "recency", "weight": 2}}]},
-            r"scorers\[0\]\.inner: unknown key 'weight'",
+            {"scorers": [{"type": "scaled", "inner": {"type": "recency", "weight": 2, "wieght": 2}}]},
+            r"scorers\[0\]\.inner: unknown key 'wieght'",
         ),
         (
             {

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import cupel_np
-from cupel_np.cli import commands as cli
+from cupel_np import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cupel_np.engine.batch import segment_sums
+from cupel_np.engine.sweep_run import segment_sums
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.policy import CountConstrainedKnapsackSlice, CountQuotaSlice, Policy, QuotaSlice
 from cupel_np.text import ascii_fold

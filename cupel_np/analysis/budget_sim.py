@@ -25,9 +25,10 @@ import numpy as np
 import pyarrow as pa
 
 from cupel_np._jit import jit
-from cupel_np.engine.batch import SweepRun, classify, run_sweep
+from cupel_np.engine.batch import run_sweep
 from cupel_np.engine.runner import as_table, run_policy
 from cupel_np.engine.scorers import ScoreContext
+from cupel_np.engine.sweep_run import SweepRun, classify
 from cupel_np.errors import (
     BudgetOverflowError,
     CupelError,

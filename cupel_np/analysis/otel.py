@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from cupel_np.analysis.trace import STAGE_OF_RANK, STAGES, StageSnapshot, TraceDetailLevel, TraceEvent
+from cupel_np.errors import InvalidConfigError
 
 #: instrumentation scope name of every span
 SOURCE_NAME = "cupel"
@@ -59,6 +60,18 @@ class CupelVerbosity(enum.Enum):
 _RANK = {CupelVerbosity.StageOnly: 0, CupelVerbosity.StageAndExclusions: 1, CupelVerbosity.Full: 2}
 
 
+def _verbosity(v) -> CupelVerbosity:
+    """A ``CupelVerbosity`` or its name, any case (``"stageonly"``, ``"Full"``)."""
+    if isinstance(v, CupelVerbosity):
+        return v
+    if isinstance(v, str):
+        for member in CupelVerbosity:
+            if member.value.lower() == v.strip().lower().replace("_", "").replace("-", ""):
+                return member
+    names = ", ".join(m.value for m in CupelVerbosity)
+    raise InvalidConfigError(f"OpenTelemetryTraceCollector verbosity must be one of {names}, got {v!r}")
+
+
 def _tracer(provider=None):
     api = _otel()
     if api is None:
@@ -76,7 +89,7 @@ class OpenTelemetryTraceCollector:
     detail_level = TraceDetailLevel.STAGE
 
     def __init__(self, verbosity: CupelVerbosity | str = CupelVerbosity.StageOnly, tracer_provider=None):
-        self.verbosity = CupelVerbosity(verbosity)
+        self.verbosity = _verbosity(verbosity)
         self.tracer_provider = tracer_provider
 
     @property

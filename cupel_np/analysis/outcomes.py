@@ -38,8 +38,8 @@ import numpy as np
 import pyarrow as pa
 
 from cupel_np._jit import as_input, jit
-from cupel_np.engine.batch import segment_sums
 from cupel_np.engine.parallel import resolve_threads, run_tasks
+from cupel_np.engine.sweep_run import segment_sums
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.items import ItemTable
 

@@ -11,8 +11,8 @@ from cupel_np.analysis import trace as trace_mod
 from cupel_np.analysis.selection import SelectionReport
 from cupel_np.analysis.sensitivity import PolicySensitivityReport, policy_sensitivity
 from cupel_np.analysis.trace import NULL_COLLECTOR, DiagnosticTraceCollector, OverflowEvent, TraceCollector
-from cupel_np.engine.batch import classify
 from cupel_np.engine.runner import PolicyRun, as_table, check_budget, run_policy
+from cupel_np.engine.sweep_run import classify
 from cupel_np.errors import CupelError, InvalidInputTypeError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.grid import PolicySource
@@ -83,21 +83,21 @@ class Pipeline(PolicySource):
             )
         run = self._run_single(items, budget, policy, threads)
         report = SelectionReport(run, 0)
+        guarded = trace_mod.GuardedCollector(collector)
         overflow = report.overflow
         if overflow is not None:
             if self.on_overflow is not None:
                 self.on_overflow(overflow)
-            if collector.is_enabled and hasattr(collector, "record_overflow_event"):
-                collector.record_overflow_event(overflow)
-        if collector.is_enabled:
+            if guarded.is_enabled:
+                guarded.call("record_overflow_event", overflow)
+        if guarded.is_enabled:
             buffer = getattr(collector, "events", None)
             before = len(buffer) if isinstance(buffer, list) else 0
             snaps = trace_mod.snapshots(run.sweep, 0, 0)
-            trace_mod.record_run(report, policy, run.budget, collector, snaps)
+            trace_mod.record_run(report, policy, run.budget, guarded, snaps)
             if isinstance(buffer, list):
                 report._events = buffer[before:]
-            if hasattr(collector, "on_pipeline_completed"):
-                collector.on_pipeline_completed(report, run.budget, snaps)
+            guarded.call("on_pipeline_completed", report, run.budget, snaps)
         return report
 
     def policy_sensitivity(

@@ -26,11 +26,12 @@ from cupel_np.analysis._repr import REPR_CSS, REPR_ROWS, html_table
 from cupel_np.analysis.analytics import quota_columns, set_of_rows, sweep_columns
 from cupel_np.analysis.selection import SelectionReport
 from cupel_np.analysis.trace import STAGES, funnel_columns
-from cupel_np.engine.batch import SweepRun, run_sweep
+from cupel_np.engine.batch import run_sweep
 from cupel_np.engine.batch_kernels import duplicate_groups
 from cupel_np.engine.parallel import resolve_threads
 from cupel_np.engine.reasons import reason_name_lut
 from cupel_np.engine.runner import PolicyRun, as_table
+from cupel_np.engine.sweep_run import SweepRun
 from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError, TooFewVariantsError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.grid import as_variants, check_on_error

@@ -18,13 +18,15 @@ out = the included items (truncation is Place's exclusion).
 from __future__ import annotations
 
 import enum
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from cupel_np.engine import reasons
+from cupel_np.errors import TraceCollectorWarning
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.items import ContextItem
 from cupel_np.text import ascii_fold
@@ -139,6 +141,66 @@ class DiagnosticTraceCollector:
     def record_overflow_event(self, event: OverflowEvent) -> None:
         """Keep an overflow event."""
         self.overflow_events.append(event)
+
+
+class GuardedCollector:
+    """A user's collector as one run sees it: a method (or a callback inside it) that raises is
+    reported once, as a ``TraceCollectorWarning`` naming the collector, the method and the error,
+    and the collector is not called again in this run. Tracing only observes: it never aborts
+    the pipeline (as .NET's DiagnosticTraceCollector survives a failing callback)."""
+
+    def __init__(self, collector: Any):
+        self.collector = collector
+        self.failed = False
+
+    def call(self, method: str, *args: Any) -> None:
+        """``collector.method(*args)`` unless the collector failed earlier in this run or has no
+        such (optional) method."""
+        if self.failed:
+            return
+        fn = getattr(self.collector, method, None)
+        if fn is None:
+            return
+        try:
+            fn(*args)
+        except Exception as err:  # noqa: BLE001 - any error of user code, reported and survived
+            self.failed = True
+            warnings.warn(
+                f"trace collector {type(self.collector).__name__}.{method} raised "
+                f"{type(err).__name__}: {err}; the run goes on without it (tracing is observational)",
+                TraceCollectorWarning,
+                stacklevel=2,
+            )
+
+    @property
+    def is_enabled(self) -> bool:
+        """The collector's ``is_enabled``; False once it failed (or when reading it raises)."""
+        if self.failed:
+            return False
+        try:
+            return bool(self.collector.is_enabled)
+        except Exception as err:  # noqa: BLE001
+            self.failed = True
+            warnings.warn(
+                f"trace collector {type(self.collector).__name__}.is_enabled raised {type(err).__name__}: {err}; "
+                "the run goes on without it (tracing is observational)",
+                TraceCollectorWarning,
+                stacklevel=2,
+            )
+            return False
+
+    @property
+    def detail_level(self) -> Any:
+        """The collector's detail level (ITEM when it has none: it then receives item events)."""
+        return getattr(self.collector, "detail_level", TraceDetailLevel.ITEM)
+
+    def record_stage_event(self, event: TraceEvent) -> None:
+        """Forwarded, guarded."""
+        self.call("record_stage_event", event)
+
+    def record_item_event(self, event: TraceEvent) -> None:
+        """Forwarded, guarded."""
+        self.call("record_item_event", event)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ Exit status 0 exactly when nothing failed. Unknown keys are ignored.
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from collections.abc import Iterable, Mapping
@@ -17,12 +18,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import tomli
 
 from cupel_np.analysis.pipeline import Pipeline
+from cupel_np.analysis.sensitivity import policy_sensitivity
 from cupel_np.analysis.trace import DiagnosticTraceCollector, TraceDetailLevel
+from cupel_np.cli.shared import EXIT_INTERNAL, EXIT_OK, UsageError
+from cupel_np.engine import stages
+from cupel_np.engine.batch import KNAPSACK_MAX_CELLS
 from cupel_np.engine.scorers import ScoreContext
+from cupel_np.engine.slicers import codes as sk
+from cupel_np.engine.slicers import slicer_args
 from cupel_np.errors import CupelError
 from cupel_np.model.budget import ContextBudget
+from cupel_np.model.fields import unknown_keys_ignored
 from cupel_np.model.items import ContextItem, ItemTable
 from cupel_np.model.policy import Policy, scorer_from_dict, slicer_from_dict
 
@@ -32,8 +41,6 @@ class VectorFailure(Exception):
 
 
 def load_vector(path: Path) -> dict:
-    import tomli
-
     with open(path, "rb") as f:
         return tomli.load(f)
 
@@ -118,9 +125,6 @@ def run_scoring(vec: Mapping) -> None:
 
 
 def _slicer_run(vec: Mapping):
-    from cupel_np.engine.batch import KNAPSACK_MAX_CELLS, slicer_args
-    from cupel_np.engine.slicers import kernels as sk
-
     test = vec["test"]
     cfg = dict(vec.get("config") or {})
     cfg["slicer"] = test.get("slicer", cfg.get("slicer", "greedy"))
@@ -168,8 +172,6 @@ def run_slicing(vec: Mapping) -> None:
 
 
 def run_placing(vec: Mapping) -> None:
-    from cupel_np.engine import stages
-
     test = vec["test"]
     placer = Policy(scorer_from_dict({"type": "reflexive"}), placer=test.get("placer", "chronological")).placer
     raw = vec.get("items", [])
@@ -186,30 +188,18 @@ def run_placing(vec: Mapping) -> None:
     seq = np.zeros(n, dtype=np.int64)
     big = np.array([np.iinfo(np.int64).max // 4], dtype=np.int64)
     stages.place_segments(
-        n,
-        table.tokens,
-        table.kind_id,
-        table.timestamp,
-        table.timestamp_valid,
-        np.zeros(0, dtype=np.int64),
-        np.array([0, 0], dtype=np.int64),
-        rows,
-        score,
-        np.array([0, n], dtype=np.int64),
-        rows.copy(),
-        big,
-        big,
-        np.zeros(1, dtype=np.int64),
-        stages.OVERFLOW_PROCEED,
-        stages.PLACER_CHRONOLOGICAL if placer == "chronological" else stages.PLACER_U_SHAPED,
-        False,
-        np.full(len(table.kind_vocab) + 1, -1, dtype=np.int64),
-        out["inc"],
-        reason,
-        a,
-        b,
-        pos,
-        seq,
+        stages.PlaceRows(table.tokens, table.kind_id, table.timestamp, table.timestamp_valid),
+        stages.PlaceSegments(
+            np.zeros(0, dtype=np.int64), np.array([0, 0], dtype=np.int64), big, big, np.zeros(1, dtype=np.int64)
+        ),
+        stages.Candidates(rows, score, np.array([0, n], dtype=np.int64), rows.copy()),
+        stages.PlacePolicy(
+            stages.OVERFLOW_PROCEED,
+            stages.PLACER_CHRONOLOGICAL if placer == "chronological" else stages.PLACER_U_SHAPED,
+            False,
+            np.full(len(table.kind_vocab) + 1, -1, dtype=np.int64),
+        ),
+        stages.PlaceOutputs(out["inc"], reason, a, b, pos, seq),
     )
     got = [items[i].content for i in np.argsort(pos)]
     want = list((vec.get("expected") or {}).get("ordered_contents", []))
@@ -380,8 +370,6 @@ def _check_observability(report, budget: ContextBudget, exp: Mapping, eps: float
 
 
 def run_sensitivity(vec: Mapping) -> None:
-    from cupel_np.analysis.sensitivity import policy_sensitivity
-
     variants = []
     for i, v in enumerate(vec.get("variants", [])):
         if not isinstance(v, Mapping):
@@ -468,7 +456,9 @@ def run_vector(path: Path) -> str | None:
         return f"unknown stage {stage!r}"
     want_err = _expect_error(vec)
     try:
-        runner(vec)
+        # EXTENSIONS.md: unknown keys in a vector are ignored, never rejected
+        with unknown_keys_ignored():
+            runner(vec)
     except VectorFailure as f:
         return str(f)
     except (CupelError, _Coded, ValueError, TypeError) as e:
@@ -529,3 +519,24 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def cmd_conformance(args) -> int:
+    try:
+        files = collect(args.paths)
+    except FileNotFoundError as e:
+        raise UsageError(str(e)) from None
+    if not files:  # nothing run is not a pass
+        raise UsageError(f"no .toml conformance vectors found under {', '.join(args.paths)}")
+    failures = {}
+    for f in files:
+        msg = run_vector(f)
+        if msg is not None:
+            failures[str(f)] = msg
+    if args.json:
+        print(json.dumps({"passed": len(files) - len(failures), "failed": len(failures), "failures": failures}))
+    else:
+        for name, msg in failures.items():
+            print(f"FAIL {name}: {msg}")
+        print(f"{len(files) - len(failures)} passed, {len(failures)} failed")
+    return EXIT_OK if not failures else EXIT_INTERNAL

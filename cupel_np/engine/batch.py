@@ -20,22 +20,32 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from cupel_np.engine import stages
-from cupel_np.engine.batch_kernels import duplicate_groups, duplicate_winners, variant_scores
+from cupel_np.engine import placers, stages
+from cupel_np.engine.batch_kernels import duplicate_groups, duplicate_winners
 from cupel_np.engine.parallel import resolve_threads, run_tasks
 from cupel_np.engine.reasons import R_COUNT_CAP_EXCEEDED, R_DEDUPLICATED, R_NEGATIVE_TOKENS
 from cupel_np.engine.scorers import ScoreContext, check_scorer_columns
-from cupel_np.engine.slicers import kernels as sk
-from cupel_np.engine.slicers import nested
+from cupel_np.engine.slicers import SlicerArgs, nested, slicer_args
+from cupel_np.engine.slicers.codes import ERR_SCARCITY, MODE_QUOTA
 from cupel_np.engine.slicers.greedy import greedy_segments
-from cupel_np.engine.slicers.quota import quota_greedy_slice
+from cupel_np.engine.slicers.knapsack import KNAPSACK_ROW_CELLS
+from cupel_np.engine.sweep_run import (
+    Classified,
+    ScorePlan,
+    SweepRun,
+    _offsets,
+    _one_variant,
+    classify,
+    effective_targets,
+    segment_sums,
+)
 from cupel_np.errors import (
     BudgetOverflowError,
     CupelError,
@@ -43,7 +53,6 @@ from cupel_np.errors import (
     ScarcityError,
     TableTooLargeError,
 )
-from cupel_np.model.budget import ContextBudget
 from cupel_np.model.grid import Variant
 from cupel_np.model.items import ItemTable
 from cupel_np.model.policy import (
@@ -51,253 +60,14 @@ from cupel_np.model.policy import (
     CountConstrainedKnapsackSlice,
     CountQuotaSlice,
     GreedySlice,
-    KnapsackSlice,
-    QuotaSlice,
     Scorer,
-    Slicer,
 )
 
 #: Most memory one knapsack DP may allocate, in keep-table cells (bits): 2^32 cells = 512 MiB.
 #: A DP of n candidates and capacity C needs (n + 256) x 64 x (C // 64 + 2) cells: its keep
 #: table (one bit per candidate and capacity cell, rows padded to 64-bit words) plus its value
-#: rows (charged at 256 bits per capacity cell); see ``slicers.kernels.knapsack_fits``.
+#: rows (charged at 256 bits per capacity cell); see ``slicers.knapsack.knapsack_fits``.
 KNAPSACK_MAX_CELLS = 4_294_967_296
-
-#: a result of a variant that has not run yet (every run replaces it)
-_NOT_RUN = np.zeros(0, dtype=np.int64)
-
-
-def segment_sums(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    cs = np.zeros(values.shape[0] + 1, dtype=np.int64 if values.dtype.kind in "biu" else np.float64)
-    np.cumsum(values, out=cs[1:])
-    return cs[offsets[1:]] - cs[offsets[:-1]]
-
-
-def _offsets(counts: np.ndarray) -> np.ndarray:
-    off = np.zeros(counts.shape[0] + 1, dtype=np.int64)
-    np.cumsum(counts, out=off[1:])
-    return off
-
-
-class SetMap(Mapping):
-    """``{set index: value}`` filled in bulk and built lazily: ``add(sets, build)`` records
-    many sets at once (a set already present keeps its first value) and ``build(s)`` runs
-    only when ``s`` is read, so a sweep that fails in 100,000 sets creates no Python object
-    per set until someone asks. Iteration follows insertion (chunk by chunk, ascending
-    within a chunk)."""
-
-    def __init__(self, n_sets: int):
-        self._has = np.zeros(n_sets, dtype=np.bool_)
-        self._chunks: list[tuple[np.ndarray, Callable[[int], object]]] = []
-        self._cache: dict[int, object] = {}
-        self._len = 0
-
-    def add(self, sets: np.ndarray, build: Callable[[int], object]) -> None:
-        sets = np.asarray(sets, dtype=np.int64)
-        sets = sets[~self._has[sets]]
-        if sets.size:
-            self._has[sets] = True
-            self._chunks.append((sets, build))
-            self._len += int(sets.size)
-
-    def sets(self) -> np.ndarray:
-        """Every set index present (insertion order)."""
-        return np.concatenate([c for c, _ in self._chunks]) if self._chunks else np.zeros(0, np.int64)
-
-    def __contains__(self, s) -> bool:
-        try:
-            return 0 <= s < self._has.shape[0] and bool(self._has[s])
-        except TypeError:
-            return False
-
-    def __getitem__(self, s):
-        if s not in self:
-            raise KeyError(s)
-        s = int(s)
-        if s not in self._cache:
-            for sets, build in self._chunks:
-                i = np.searchsorted(sets, s)
-                if i < sets.size and sets[i] == s:
-                    self._cache[s] = build(s)
-                    break
-        return self._cache[s]
-
-    def __iter__(self):
-        for sets, _ in self._chunks:
-            yield from sets.tolist()
-
-    def __len__(self) -> int:
-        return self._len
-
-
-@dataclass
-class Classified:
-    """Classify-stage output, shared by every variant over the same table."""
-
-    negative: np.ndarray  # bool [N]
-    pinned: np.ndarray  # bool [N] (non-negative pinned rows)
-    sc_rows: np.ndarray  # scoreable rows, grouped order
-    sc_offsets: np.ndarray
-    pin_rows: np.ndarray
-    pin_offsets: np.ndarray
-    pinned_tokens: np.ndarray  # per set
-    first_pin: np.ndarray  # per set: first pinned row, -1 when none
-
-
-def classify(table: ItemTable) -> Classified:
-    neg = table.tokens < 0
-    pin = table.pinned & ~neg
-    sc = ~neg & ~pin
-    pin_rows = np.flatnonzero(pin)
-    pin_off = _offsets(segment_sums(pin.astype(np.int64), table.offsets))
-    first = np.full(table.n_sets, -1, dtype=np.int64)
-    has = pin_off[1:] > pin_off[:-1]
-    first[has] = pin_rows[pin_off[:-1][has]]
-    return Classified(
-        neg,
-        pin,
-        np.flatnonzero(sc),
-        _offsets(segment_sums(sc.astype(np.int64), table.offsets)),
-        pin_rows,
-        pin_off,
-        segment_sums(np.where(pin, table.tokens, 0), table.offsets),
-        first,
-    )
-
-
-def effective_targets(budget: ContextBudget, pinned_tokens: np.ndarray) -> np.ndarray:
-    """The spec's effective target for every set at once (same float ops as the scalar form)."""
-    reserved = budget.reserved_tokens
-    eff_max = np.maximum(0, budget.max_tokens - budget.output_reserve - pinned_tokens - reserved)
-    eff_t = np.minimum(np.maximum(0, budget.target_tokens - pinned_tokens - reserved), eff_max)
-    margin = budget.estimation_safety_margin_percent
-    if margin > 0:
-        mult = 1.0 - margin / 100.0
-        eff_max = np.floor(eff_max.astype(np.float64) * mult).astype(np.int64)
-        eff_t = np.floor(eff_t.astype(np.float64) * mult).astype(np.int64)
-        eff_t = np.minimum(eff_t, eff_max)
-    return eff_t.astype(np.int64)
-
-
-class SweepRun:
-    """Result matrices of V variants over one table (rows in the table's grouped order).
-
-    ``included[v, r]`` and ``reason[v, r]`` (int8 code) are dense; placed positions are kept for
-    the included rows and scores rebuilt from the shared base columns (``position_for`` /
-    ``scores_for``, or the ``position`` / ``scores`` matrices, built on access);
-    everything needed to rebuild a reason's fields on demand is kept per set or sparsely."""
-
-    def __init__(self, table: ItemTable, variants: Sequence[Variant], cls: Classified, plan: ScorePlan):
-        v, n, s = len(variants), table.n, table.n_sets
-        self.table = table
-        self.variants = list(variants)
-        self.classified = cls
-        self.included = np.zeros((v, n), dtype=np.bool_)
-        self.reason = np.full((v, n), -1, dtype=np.int8)
-        # placed positions are kept for included rows only, in row order: ``placed_pos[v][i]``
-        # is the position of the i-th row of ``flatnonzero(included[v])`` (4 bytes per included
-        # item; the rows themselves are the inclusion matrix's, never stored twice)
-        self.placed_pos: list[np.ndarray] = [_NOT_RUN] * v  # every variant replaces its entry
-        self._placed_off: dict[int, np.ndarray] = {}
-        # scores are not stored per variant: scores_for(v) rebuilds them from the shared base
-        # columns (8 bytes per item per variant saved)
-        self._plan = plan
-        self.effective_target = np.zeros((v, s), dtype=np.int64)
-        self.avail_slice = np.zeros((v, s), dtype=np.int64)
-        self.avail_place = np.zeros((v, s), dtype=np.int64)
-        self.cap_dropped = np.zeros((v, s), dtype=np.int64)
-        # per variant {set: error} and {set: [(kind, required, satisfied), ...]}, built lazily
-        self.errors: list[SetMap] = [SetMap(s) for _ in range(v)]
-        self.shortfalls: list[SetMap] = [SetMap(s) for _ in range(v)]
-        # sparse details: (rows, values...) sorted by row
-        self.dedup_winner: list[tuple[np.ndarray, np.ndarray]] = [(_NOT_RUN, _NOT_RUN)] * v
-        self.trunc_order: list[tuple[np.ndarray, np.ndarray]] = [(_NOT_RUN, _NOT_RUN)] * v
-        self.count_cap: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [(_NOT_RUN, _NOT_RUN, _NOT_RUN)] * v
-        # wall clock (time.time_ns) at the phase boundaries, for stage timings and trace spans:
-        # prep_ns = (start, classified, shared scoring done); stage_ns[v] = (variant start,
-        # scored, deduplicated, sliced, placed)
-        self.prep_ns = np.zeros(3, dtype=np.int64)
-        self.stage_ns = np.zeros((v, 5), dtype=np.int64)
-
-    @property
-    def n_variants(self) -> int:
-        return len(self.variants)
-
-    def position_for(self, v: int) -> np.ndarray:
-        """Variant ``v``'s placed position per row (-1 when excluded)."""
-        out = np.full(self.table.n, -1, dtype=np.int32)
-        out[self.included[v]] = self.placed_pos[v]
-        return out
-
-    def placed_in(self, v: int, seg: int) -> tuple[np.ndarray, np.ndarray]:
-        """Variant ``v``'s included rows of set ``seg`` (ascending) and their placed positions."""
-        off = self._placed_off.get(v)
-        if off is None:  # included rows before each set, once per variant
-            off = self._placed_off[v] = (
-                np.array([0, self.placed_pos[v].shape[0]], dtype=np.int64)
-                if self.table.n_sets == 1
-                else _offsets(segment_sums(self.included[v], self.table.offsets))
-            )
-        lo = int(self.table.offsets[seg])
-        rows = lo + np.flatnonzero(self.included[v, lo : int(self.table.offsets[seg + 1])])
-        return rows, self.placed_pos[v][off[seg] : off[seg + 1]]
-
-    @property
-    def position(self) -> np.ndarray:
-        """``[V, N]`` placed positions (built on access)."""
-        return (
-            np.stack([self.position_for(v) for v in range(self.n_variants)])
-            if self.n_variants
-            else np.zeros((0, self.table.n), np.int32)
-        )
-
-    def scores_for(self, v: int) -> np.ndarray:
-        """Variant ``v``'s report scores per row: its composite score for scoreable rows,
-        1.0 for pinned rows, 0.0 for negative-token rows."""
-        base, term_off, term_col, term_w = self._plan
-        cls = self.classified
-        out = np.zeros(self.table.n, dtype=np.float64)
-        out[cls.sc_rows] = _one_variant(base, term_off, term_col, term_w, v)
-        out[cls.pin_rows] = 1.0
-        return out
-
-    def scores_at(self, v: int, rows: np.ndarray) -> np.ndarray:
-        """``scores_for(v)[rows]`` without building the whole column."""
-        rows = np.asarray(rows, dtype=np.int64)
-        cls = self.classified
-        out = np.zeros(rows.shape[0], dtype=np.float64)
-        out[cls.pinned[rows]] = 1.0
-        pos = np.searchsorted(cls.sc_rows, rows)
-        pos_c = np.minimum(pos, max(len(cls.sc_rows) - 1, 0))
-        is_sc = (
-            (pos < len(cls.sc_rows)) & (cls.sc_rows[pos_c] == rows)
-            if len(cls.sc_rows)
-            else np.zeros(rows.shape[0], bool)
-        )
-        if is_sc.any():
-            base, term_off, term_col, term_w = self._plan
-            out[is_sc] = _one_variant(np.ascontiguousarray(base[pos[is_sc]]), term_off, term_col, term_w, v)
-        return out
-
-    @property
-    def scores(self) -> np.ndarray:
-        """``[V, N]`` score matrix (built on access)."""
-        return (
-            np.stack([self.scores_for(v) for v in range(self.n_variants)])
-            if self.n_variants
-            else np.zeros((0, self.table.n))
-        )
-
-
-class ScorePlan(NamedTuple):
-    """Every variant's composite score as weighted terms over the shared base columns: variant
-    ``v`` is the sum of ``term_w[i] * base[:, term_col[i]]`` over ``i`` in
-    ``term_off[v]:term_off[v + 1]`` (see ``_one_variant``)."""
-
-    base: np.ndarray  # float64 [scoreable rows, distinct base scorers]
-    term_off: np.ndarray  # int64 [V + 1]
-    term_col: np.ndarray  # int64 per term: its column of ``base``
-    term_w: np.ndarray  # float64 per term: its normalised weight
 
 
 def _score_terms(variants: Sequence[Variant]) -> tuple[list[Scorer], np.ndarray, np.ndarray, np.ndarray]:
@@ -326,140 +96,6 @@ def _score_terms(variants: Sequence[Variant]) -> tuple[list[Scorer], np.ndarray,
         np.array(term_col, dtype=np.int64),
         np.array(term_w, dtype=np.float64),
     )
-
-
-class SlicerArgs(NamedTuple):
-    """A slicer spec flattened into the arrays the slice kernels take (built by
-    :func:`slicer_args`). The field names are the parameter names of
-    ``slicers.kernels.slice_segments`` and ``slicers.quota.quota_greedy_slice``; :meth:`run`
-    passes them by name. Arrays "per kind" are indexed by the table's kind id."""
-
-    mode: int  #: ``slicers.kernels.MODE_*``
-    use_knapsack: bool  #: the slicer (or a quota slicer's inner slicer) is a knapsack
-    bucket: int  #: knapsack bucket size (100 when no knapsack is used)
-    kind_rank: np.ndarray  #: int64 per kind: its rank in kind-name order
-    q_has: np.ndarray  #: bool per kind: a QuotaSlice entry names it
-    q_req: np.ndarray  #: float64 per kind: that entry's require percentage
-    q_cap: np.ndarray  #: float64 per kind: that entry's cap percentage (100 without an entry)
-    q_req_all: np.ndarray  #: float64 per QuotaSlice entry (kinds absent from the table too): require
-    e_kind: np.ndarray  #: int64 per count entry: its kind (-1 when absent from the table)
-    e_require: np.ndarray  #: int64 per count entry: require_count
-    cap_of_kind: np.ndarray  #: int64 per kind: its count cap, -1 when none
-    throw_on_scarcity: bool  #: a count slicer with scarcity_behavior "throw"
-    resort_inner: bool  #: count-constrained knapsack: the knapsack's picks are re-sorted
-
-    def run(
-        self,
-        tok: np.ndarray,
-        score: np.ndarray,
-        kind: np.ndarray,
-        offsets: np.ndarray,
-        targets: np.ndarray,
-        max_cells: int,
-        *,
-        unsorted: bool = False,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Slice every segment of the candidates: ``slice_segments`` over score-sorted
-        candidates, or with ``unsorted`` (a quota slicer with an inner greedy)
-        ``quota_greedy_slice`` over candidates in row order. Returns ``(rank, err, err_a,
-        err_b, satisfied, cap_dropped)`` (see ``slicers.kernels.slice_segments``)."""
-        kernel = quota_greedy_slice if unsorted else sk.slice_segments
-        return kernel(
-            mode=self.mode,
-            tok=tok,
-            score=score,
-            kind=kind,
-            offsets=offsets,
-            targets=targets,
-            use_knapsack=self.use_knapsack,
-            bucket=int(self.bucket),
-            max_cells=int(max_cells),
-            kind_rank=self.kind_rank,
-            q_has=self.q_has,
-            q_req=self.q_req,
-            q_cap=self.q_cap,
-            q_req_all=self.q_req_all,
-            e_kind=self.e_kind,
-            e_require=self.e_require,
-            cap_of_kind=self.cap_of_kind,
-            throw_on_scarcity=self.throw_on_scarcity,
-            resort_inner=self.resort_inner,
-        )
-
-
-def slicer_args(slicer: Slicer, table: ItemTable) -> SlicerArgs:
-    """Flatten a slicer spec into the arrays the slice kernels take."""
-    n_kinds = len(table.kind_vocab) + 1
-    kind_rank = np.zeros(n_kinds, dtype=np.int64)
-    for r, k in enumerate(sorted(range(len(table.kind_vocab)), key=table.kind_vocab.__getitem__)):
-        kind_rank[k] = r
-    q_has = np.zeros(n_kinds, dtype=np.bool_)
-    q_req = np.zeros(n_kinds, dtype=np.float64)
-    q_cap = np.full(n_kinds, 100.0, dtype=np.float64)
-    q_req_all = np.zeros(0, dtype=np.float64)
-    e_kind = np.zeros(0, dtype=np.int64)
-    e_req = np.zeros(0, dtype=np.int64)
-    cap_of_kind = np.full(n_kinds, -1, dtype=np.int64)
-    use_knapsack = False
-    bucket = 100
-    throw = False
-    resort = False
-    if isinstance(slicer, GreedySlice):
-        mode = sk.MODE_GREEDY
-    elif isinstance(slicer, KnapsackSlice):
-        mode, bucket = sk.MODE_KNAPSACK, slicer.bucket_size
-    elif isinstance(slicer, QuotaSlice):
-        mode = sk.MODE_QUOTA
-        if isinstance(slicer.inner, KnapsackSlice):
-            use_knapsack, bucket = True, slicer.inner.bucket_size
-        q_req_all = np.array([q.require for q in slicer.quotas], dtype=np.float64)
-        for q in slicer.quotas:
-            k = table.kind_ids_for(q.kind)
-            if k >= 0:
-                q_has[k] = True
-                q_req[k] = q.require
-                q_cap[k] = q.cap
-    else:
-        mode = sk.MODE_COUNT
-        if isinstance(slicer, CountConstrainedKnapsackSlice):
-            use_knapsack, bucket, resort = True, slicer.bucket_size, True
-        throw = slicer.scarcity_behavior == "throw"
-        e_kind = np.array([table.kind_ids_for(e.kind) for e in slicer.entries], dtype=np.int64)
-        e_req = np.array([e.require_count for e in slicer.entries], dtype=np.int64)
-        for e in slicer.entries:
-            k = table.kind_ids_for(e.kind)
-            if k >= 0 and e.cap_count is not None:
-                cap_of_kind[k] = e.cap_count
-    return SlicerArgs(
-        mode=mode,
-        use_knapsack=use_knapsack,
-        bucket=bucket,
-        kind_rank=kind_rank,
-        q_has=q_has,
-        q_req=q_req,
-        q_cap=q_cap,
-        q_req_all=q_req_all,
-        e_kind=e_kind,
-        e_require=e_req,
-        cap_of_kind=cap_of_kind,
-        throw_on_scarcity=throw,
-        resort_inner=resort,
-    )
-
-
-def _one_variant(
-    base: np.ndarray,
-    term_off: np.ndarray,
-    term_col: np.ndarray,
-    term_w: np.ndarray,
-    v: int,
-    out: np.ndarray | None = None,
-) -> np.ndarray:
-    """Variant ``v``'s composite score per base row (into ``out`` when given)."""
-    a, b = int(term_off[v]), int(term_off[v + 1])
-    out = np.empty(base.shape[0], dtype=np.float64) if out is None else out
-    variant_scores(base, np.array([0, b - a], dtype=np.int64), term_col[a:b], term_w[a:b], out.reshape(1, -1))
-    return out
 
 
 def _scoreable(col: np.ndarray, sc_rows: np.ndarray) -> np.ndarray:
@@ -495,22 +131,20 @@ class SweepShared:
     all_sc: np.ndarray  #: every scoreable position (the candidates when nothing is deduplicated)
     sc_tok: np.ndarray  #: int64 tokens per scoreable position
     sc_kind: np.ndarray  #: int64 kind id per scoreable position
-    #: ``stages.timestamp_order`` (None when no variant places chronologically)
-    ts_order: np.ndarray | None
-    ts_sorted: np.ndarray | None
-    ts_offsets: np.ndarray | None
-    #: per scoreable position, ``stages.chrono_compared`` (when a chronological variant is greedy)
+    #: ``placers.timestamp_order`` (None when no variant places chronologically)
+    ts_order: stages.TimestampOrder | None
+    #: per scoreable position, ``placers.chrono_compared`` (when a chronological variant is greedy)
     chrono_compared: np.ndarray | None
 
 
 def _timestamps(
     table: ItemTable, sc_rows: np.ndarray, greedy_chrono: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+) -> tuple[stages.TimestampOrder, np.ndarray | None]:
     """The shared timestamp order and, when a greedy variant places chronologically, the rows
     that placement compares (the greedy slicer orders them)."""
-    ts = stages.timestamp_order(table.timestamp, table.timestamp_valid, table.offsets)
-    compared = stages.chrono_compared(table.timestamp_valid, ts[0], ts[1], sc_rows) if greedy_chrono else None
-    return ts[0], ts[1], ts[2], compared
+    ts = stages.TimestampOrder(*placers.timestamp_order(table.timestamp, table.timestamp_valid, table.offsets))
+    compared = placers.chrono_compared(table.timestamp_valid, ts.order, ts.sorted, sc_rows) if greedy_chrono else None
+    return ts, compared
 
 
 def _score_column(ctx: ScoreContext, scorer: Scorer, base: np.ndarray, j: int) -> None:
@@ -570,7 +204,7 @@ def prepare_sweep(
     tasks.append(partial(_duplicates, table, sc_rows, sc_off))
     tasks.append(partial(_gathers, table, cls))
     results = _run_all(tasks, threads)
-    ts_order, ts_sorted, ts_offsets, compared = results[0] if chrono else (None, None, None, None)
+    ts_order, compared = results[0] if chrono else (None, None)
     (dup_members, dup_offsets), (neg_rows, all_sc, sc_tok, sc_kind) = results[-2], results[-1]
     return SweepShared(
         table=table,
@@ -584,8 +218,6 @@ def prepare_sweep(
         sc_tok=sc_tok,
         sc_kind=sc_kind,
         ts_order=ts_order,
-        ts_sorted=ts_sorted,
-        ts_offsets=ts_offsets,
         chrono_compared=compared,
     )
 
@@ -621,18 +253,6 @@ class _Scratch:
         return self._details
 
 
-class _Cut(NamedTuple):
-    """The slice stage's output: what the place stage reads."""
-
-    cand_rows: np.ndarray  # table row per candidate (per set, in the slicer's input order)
-    cand_score: np.ndarray  # score per candidate
-    cand_offsets: np.ndarray  # the sets' offsets into the candidates
-    rank: np.ndarray  # per candidate: its place in the slicer's output, -1 when not selected
-    rank_prefix: np.ndarray | None  # greedy: per set, the length of its unordered prefix
-    cand_tok: np.ndarray | None  # greedy: tokens per candidate
-    prefix_compared: bool  # greedy: the slicer ordered what chronological placement compares
-
-
 def _pinned_error(table: ItemTable, pinned_tokens: np.ndarray, avail: int, label: str, s: int) -> CupelError:
     return PinnedExceedsBudgetError(
         f"{label}{_set_label(table, s)}pinned items require {int(pinned_tokens[s])} tokens, "
@@ -651,14 +271,14 @@ def _slice_error(
     max_cells: int,
     s: int,
 ) -> CupelError:
-    if err[s] == sk.ERR_SCARCITY:
+    if err[s] == ERR_SCARCITY:
         e = entries[int(a[s])]
         return ScarcityError(
             f"{label}{_set_label(table, s)}{name}: kind {e.kind!r} requires "
             f"{e.require_count} items but only {int(b[s])} candidates are available"
         )
     n_c, cap = int(a[s]), int(b[s])
-    need = (n_c + sk.KNAPSACK_ROW_CELLS) * 64 * (cap // 64 + 2)
+    need = (n_c + KNAPSACK_ROW_CELLS) * 64 * (cap // 64 + 2)
     return TableTooLargeError(
         f"{label}{_set_label(table, s)}knapsack table of {n_c} candidates x "
         f"{cap + 1} capacity cells needs {need} cells (keep bits plus value rows) "
@@ -705,7 +325,7 @@ def _deduplicate(sh: SweepShared, out: SweepRun, v: int, sc: np.ndarray) -> tupl
 
 def _slice_greedy(
     sh: SweepShared, placer: str, sc: np.ndarray, surv: np.ndarray, surv_off: np.ndarray, targets: np.ndarray
-) -> _Cut:
+) -> stages.Candidates:
     """GreedySlice: no score sort (see slicers/greedy.py). A big set's fitting prefix stays
     unordered: the placer orders what it compares (chronological: the slicer orders the rows
     marked by the shared ``chrono_compared``)."""
@@ -720,7 +340,7 @@ def _slice_greedy(
         compared = sh.chrono_compared if every else sh.chrono_compared[surv]
     greedy_segments(cand_tok, cand_score, surv_off, targets, rank, prefix=rank_prefix, compared=compared)
     cand_rows = sc_rows if every else sc_rows[surv]
-    return _Cut(cand_rows, cand_score, surv_off, rank, rank_prefix, cand_tok, compared is not None)
+    return stages.Candidates(cand_rows, cand_score, surv_off, rank, rank_prefix, cand_tok, compared is not None)
 
 
 def _slice_sorted(
@@ -733,13 +353,13 @@ def _slice_sorted(
     surv_off: np.ndarray,
     targets: np.ndarray,
     label: str,
-) -> _Cut:
+) -> stages.Candidates:
     """Every other slicer: sort the survivors by score (a quota slicer with an inner greedy
     needs no sort either, see slicers/quota.py), slice, and record the variant's count-cap
     drops, shortfalls and per-set slicer errors."""
     sc_rows = sh.classified.sc_rows
     slicer = out.variants[v].policy.slicer
-    unsorted = args.mode == sk.MODE_QUOTA and not args.use_knapsack
+    unsorted = args.mode == MODE_QUOTA and not args.use_knapsack
     cand = surv if unsorted else surv[stages.sort_segments(sc[surv], surv_off)]
     identity = unsorted and cand.shape[0] == sc_rows.shape[0]  # the scoreable rows, in order
     cand_score = sc if identity else sc[cand]
@@ -759,14 +379,21 @@ def _slice_sorted(
         out.shortfalls[v].add(np.flatnonzero((satisfied >= 0).any(axis=1)), partial(_shortfalls, satisfied, entries))
     error = partial(_slice_error, sh.table, err, err_a, err_b, entries, label, slicer.name, sh.max_cells)
     out.errors[v].add(np.flatnonzero(err), error)
-    return _Cut(sc_rows if identity else sc_rows[cand], cand_score, surv_off, rank, None, None, False)
+    return stages.Candidates(sc_rows if identity else sc_rows[cand], cand_score, surv_off, rank, None, None, False)
 
 
 _OVERFLOW = {"throw": stages.OVERFLOW_THROW, "truncate": stages.OVERFLOW_TRUNCATE, "proceed": stages.OVERFLOW_PROCEED}
 
 
 def _place(
-    sh: SweepShared, out: SweepRun, v: int, args: SlicerArgs, cut: _Cut, eff: np.ndarray, w: _Scratch, label: str
+    sh: SweepShared,
+    out: SweepRun,
+    v: int,
+    args: SlicerArgs,
+    cut: stages.Candidates,
+    eff: np.ndarray,
+    w: _Scratch,
+    label: str,
 ) -> None:
     """Place: merge pinned and sliced rows, apply the overflow strategy, run the placer and
     write every row's reason into the variant's rows of the result matrices."""
@@ -776,38 +403,26 @@ def _place(
     seq = w.seq() if truncate else w.empty
     count_caps = isinstance(pol.slicer, (CountQuotaSlice, CountConstrainedKnapsackSlice))
     detail_a, detail_b = w.details() if count_caps else (w.empty, w.empty)
+    n_sets = table.n_sets
     err, err_a, sliced_tok, kept_tok = stages.place_segments(
-        table.n,
-        table.tokens,
-        table.kind_id,
-        table.timestamp,
-        table.timestamp_valid,
-        cls.pin_rows,
-        cls.pin_offsets,
-        cut.cand_rows,
-        cut.cand_score,
-        cut.cand_offsets,
-        cut.rank,
-        eff,
-        np.full(table.n_sets, bud.target_tokens, dtype=np.int64),
-        np.full(table.n_sets, bud.output_reserve, dtype=np.int64),
-        _OVERFLOW[pol.overflow_strategy],
-        stages.PLACER_CHRONOLOGICAL if pol.placer == "chronological" else stages.PLACER_U_SHAPED,
-        count_caps,
-        args.cap_of_kind,
-        out.included[v],
-        out.reason[v],
-        detail_a,
-        detail_b,
-        w.position,
-        seq,
+        stages.PlaceRows(table.tokens, table.kind_id, table.timestamp, table.timestamp_valid),
+        stages.PlaceSegments(
+            cls.pin_rows,
+            cls.pin_offsets,
+            eff,
+            np.full(n_sets, bud.target_tokens, dtype=np.int64),
+            np.full(n_sets, bud.output_reserve, dtype=np.int64),
+        ),
+        cut,
+        stages.PlacePolicy(
+            _OVERFLOW[pol.overflow_strategy],
+            stages.PLACER_CHRONOLOGICAL if pol.placer == "chronological" else stages.PLACER_U_SHAPED,
+            count_caps,
+            args.cap_of_kind,
+        ),
+        stages.PlaceOutputs(out.included[v], out.reason[v], detail_a, detail_b, w.position, seq),
         sh.ts_order,
-        sh.ts_sorted,
-        sh.ts_offsets,
         w.lstpos,
-        rank_prefix=cut.rank_prefix,
-        cand_tok=cut.cand_tok,
-        prefix_compared=cut.prefix_compared,
     )
     out.errors[v].add(np.flatnonzero(err), partial(_overflow_error, table, err_a, bud.target_tokens, label))
     out.avail_slice[v] = eff - sliced_tok

@@ -11,8 +11,9 @@ from functools import cached_property
 
 import numpy as np
 
-from cupel_np.engine.batch import KNAPSACK_MAX_CELLS, Classified, SweepRun, run_sweep
+from cupel_np.engine.batch import KNAPSACK_MAX_CELLS, run_sweep
 from cupel_np.engine.scorers import ScoreContext
+from cupel_np.engine.sweep_run import Classified, SweepRun
 from cupel_np.errors import InvalidInputTypeError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.grid import Variant

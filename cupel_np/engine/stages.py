@@ -7,9 +7,20 @@ grouped row order.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from cupel_np._jit import jit
+from cupel_np.engine.placers import (
+    CHRONO_FILTER_MIN,
+    RADIX_MIN,
+    U_SORT_MIN,
+    _chronological_all,
+    _chronological_filter,
+    _sliced_score_order,
+    _u_shaped_all,
+)
 
 # reason codes (stored in the int8 reason matrix): one home, cupel_np.engine.reasons
 from cupel_np.engine.reasons import (  # noqa: E402
@@ -22,7 +33,7 @@ from cupel_np.engine.reasons import (  # noqa: E402
     R_TRUNCATED_PINNED,
     R_ZERO_TOKEN,
 )
-from cupel_np.engine.slicers.greedy import complete_ranks, density_key
+from cupel_np.engine.slicers.greedy import complete_ranks
 from cupel_np.engine.sortkeys import desc_bits, int_keys, ordered_bits, radix_argsort, stable_argsort  # noqa: F401 (radix_argsort: re-exported)
 
 ERR_OVERFLOW = 2
@@ -102,330 +113,6 @@ def sort_segments(score, offsets):
     return out
 
 
-#: kept lists at least this long are ordered by the radix sort in u-shaped placement
-RADIX_MIN = 4096
-#: u-shaped placement of a segment whose slicer selected at least this many items orders them
-#: outside the kernel: NumPy's SIMD quicksort of the score keys, then every run of equal scores
-#: repaired to slicer-output order (``_sliced_score_order``)
-U_SORT_MIN = 32768
-#: chronological placement filters the shared timestamp order when a segment keeps more than
-#: this many items (and at least 1/32 of its timestamped rows); smaller ones sort their own
-CHRONO_FILTER_MIN = 16
-
-
-@jit
-def _chronological_all(
-    pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, ts_valid, ts_order, ts_sorted, a, b, lstpos, position
-):
-    """``_chronological_filter`` when every merged item is kept in merged order (no
-    truncation): input position = pinned index, or ``n_pin + rank`` for a sliced item.
-    Leaves ``lstpos`` set for the kept rows: the caller resets it.
-
-    Arguments (one segment of ``_place_segments``'s arrays, see there)
-        pinned : ``pin_rows[plo:plo + n_pin]``
-        candidates : ``cand_rows[clo:chi]`` with their ``rank`` (-1: not selected); ``m``
-            merged items in all
-        per row : ``ts_valid``
-        shared order : ``ts_order[a:b]`` / ``ts_sorted[a:b]``, the segment's timestamped rows
-        scratch : ``lstpos`` (per row)
-        output : ``position`` (per row)"""
-    for q in range(n_pin):
-        lstpos[pin_rows[plo + q]] = q
-    for p in range(clo, chi):
-        r = rank[p]
-        if r >= 0:
-            lstpos[cand_rows[p]] = n_pin + r
-    out_row = np.empty(m, dtype=np.int64)
-    out_key = np.empty(m, dtype=np.int64)
-    c = _ts_scan(ts_order, ts_sorted, a, b, lstpos, out_row, out_key)
-    other = out_key  # reused: input position -> row of an untimestamped item (-1 otherwise)
-    for j in range(c, m):
-        other[j] = -1
-    for j in range(c):
-        other[j] = -1
-    for q in range(n_pin):
-        row = pin_rows[plo + q]
-        if not ts_valid[row]:
-            other[q] = row
-    for p in range(clo, chi):
-        r = rank[p]
-        if r >= 0 and not ts_valid[cand_rows[p]]:
-            other[n_pin + r] = cand_rows[p]
-    for j in range(m):
-        if other[j] >= 0:
-            out_row[c] = other[j]
-            c += 1
-    for j in range(m):
-        position[out_row[j]] = j
-    # the caller resets lstpos (to -1) in its pass over the kept rows
-
-
-@jit
-def _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, u_rank, u_key, ua, ub, one_key, position):
-    """U-shaped placement when every merged item is kept: the sliced items come ordered
-    (``u_rank[ua:ub]``, score desc then rank, keys ``u_key``); the pinned items (score 1.0)
-    go before the first sliced item whose score is not above 1.0. Item ``j`` of that order
-    is placed at ``j // 2`` (even ``j``) or ``m - 1 - j // 2`` (odd ``j``).
-
-    Arguments (one segment of ``_place_segments``'s arrays, see there)
-        pinned : ``pin_rows[plo:plo + n_pin]``
-        candidates : ``cand_rows[clo:chi]`` with their ``rank``; ``m`` merged items in all
-        u-shaped order : ``u_rank[ua:ub]`` and ``u_key[ua:ub]``; ``one_key``
-        output : ``position`` (per row)"""
-    row_of = np.empty(ub - ua, dtype=np.int64)  # sliced row by rank
-    for p in range(clo, chi):
-        r = rank[p]
-        if r >= 0:
-            row_of[r] = cand_rows[p]
-    j = 0
-    pin_done = n_pin == 0
-    for u in range(ua, ub):
-        if not pin_done and u_key[u] >= one_key:
-            for q in range(n_pin):
-                position[pin_rows[plo + q]] = j // 2 if j % 2 == 0 else m - 1 - j // 2
-                j += 1
-            pin_done = True
-        position[row_of[u_rank[u]]] = j // 2 if j % 2 == 0 else m - 1 - j // 2
-        j += 1
-    if not pin_done:
-        for q in range(n_pin):
-            position[pin_rows[plo + q]] = j // 2 if j % 2 == 0 else m - 1 - j // 2
-            j += 1
-
-
-@jit
-def _ts_scan(ts_order, ts_sorted, a, b, lstpos, out_row, out_key):
-    """Kept rows (``lstpos >= 0``) of the shared timestamp order; runs of equal timestamps
-    ordered by input position. Returns the count written to ``out_row``/``out_key``."""
-    c = 0
-    out_t = np.empty(out_row.shape[0], dtype=ts_sorted.dtype)
-    for i in range(a, b):
-        row = ts_order[i]
-        p = lstpos[row]
-        if p >= 0:
-            out_row[c] = row
-            out_key[c] = p
-            out_t[c] = ts_sorted[i]
-            c += 1
-    _repair_pairs(out_row, out_key, out_t, c)
-    return c
-
-
-@jit
-def _repair_pairs(rows, key, grp, n):
-    """Within each run of equal ``grp`` values, order (rows, key) pairs by ``key`` (distinct
-    values). Short runs by insertion, long runs by a sort: never quadratic."""
-    i = 0
-    while i < n:
-        j = i + 1
-        while j < n and grp[j] == grp[i]:
-            j += 1
-        if 1 < j - i <= 32:
-            for u in range(i + 1, j):
-                x = key[u]
-                r = rows[u]
-                w = u - 1
-                while w >= i and key[w] > x:
-                    key[w + 1] = key[w]
-                    rows[w + 1] = rows[w]
-                    w -= 1
-                key[w + 1] = x
-                rows[w + 1] = r
-        elif j - i > 32:
-            o = stable_argsort(int_keys(key[i:j]))
-            kk = key[i:j][o]
-            rr = rows[i:j][o]
-            for u in range(j - i):
-                key[i + u] = kk[u]
-                rows[i + u] = rr[u]
-        i = j
-
-
-@jit
-def _chronological_filter(
-    mrow, lst, n_keep, n_pin, cand_rows, clo, chi, rank, ts_valid, ts_order, ts_sorted, a, b, lstpos, mark, position
-):
-    """Chronological placement of the kept items ``lst`` (merged indices, in placer input
-    order) by filtering the segment's shared timestamp order: timestamped items by timestamp
-    (ties by input order), then the others in input order. Writes ``position[row]``.
-
-    Per-row work runs in row order (the candidates) or in timestamp order (the shared order);
-    only ``lstpos`` (-1 on entry and exit) and ``position`` are addressed by row.
-
-    Arguments (one segment of ``_place_segments``'s arrays, see there)
-        merged list : ``mrow`` (row per merged index; the first ``n_pin`` pinned) and the kept
-            ``lst[:n_keep]``
-        candidates : ``cand_rows[clo:chi]`` with their ``rank``
-        per row : ``ts_valid``
-        shared order : ``ts_order[a:b]`` / ``ts_sorted[a:b]``, the segment's timestamped rows
-        scratch : ``lstpos`` (per row), ``mark`` (per merged index)
-        output : ``position`` (per row)"""
-    m = mark.shape[0]
-    inv = mark  # merged index -> input-order position (-1 when dropped)
-    for q in range(m):
-        inv[q] = -1
-    for j in range(n_keep):
-        inv[lst[j]] = j
-    for q in range(n_pin):
-        lstpos[mrow[q]] = inv[q]
-    for p in range(clo, chi):
-        r = rank[p]
-        if r >= 0:
-            lstpos[cand_rows[p]] = inv[n_pin + r]
-    out_row = np.empty(n_keep, dtype=np.int64)
-    out_key = np.empty(n_keep, dtype=np.int64)
-    c = _ts_scan(ts_order, ts_sorted, a, b, lstpos, out_row, out_key)
-    # the others, in input order: mark their input positions, then scan
-    for j in range(n_keep):
-        inv[j] = -1
-    for q in range(n_pin):
-        row = mrow[q]
-        if lstpos[row] >= 0 and not ts_valid[row]:
-            inv[lstpos[row]] = row
-    for p in range(clo, chi):
-        if rank[p] >= 0:
-            row = cand_rows[p]
-            if lstpos[row] >= 0 and not ts_valid[row]:
-                inv[lstpos[row]] = row
-    for j in range(n_keep):
-        if inv[j] >= 0:
-            out_row[c] = inv[j]
-            c += 1
-    for j in range(n_keep):
-        position[out_row[j]] = j
-    for q in range(n_pin):
-        lstpos[mrow[q]] = -1
-    for p in range(clo, chi):
-        if rank[p] >= 0:
-            lstpos[cand_rows[p]] = -1
-
-
-@jit
-def _keys_by_rank(rank, cand_score, cand_tok, lo, hi):
-    """Score keys (``desc_bits``: descending, NaN lowest) of the items the slicer selected in
-    ``[lo, hi)``, indexed by their rank; with their scores and tokens, also by rank."""
-    n = 0
-    for p in range(lo, hi):
-        if rank[p] >= 0:
-            n += 1
-    sc = np.empty(n, dtype=np.float64)
-    tk = np.empty(n, dtype=np.int64)
-    for p in range(lo, hi):
-        r = rank[p]
-        if r >= 0:
-            sc[r] = cand_score[p]
-            tk[r] = cand_tok[p]
-    return desc_bits(sc), sc, tk
-
-
-@jit
-def _rank_order_runs(o, key, sc, tk, n_pre):
-    """``o`` (ranks) orders ``key`` with ties in any order: put every run of equal keys in
-    slicer-output order, in place, and return the keys in ``o`` order. Ranks below ``n_pre``
-    (the unordered greedy prefix, ranked in index order) precede the others and are ordered by
-    density descending (NaN last: key ``0.0 - density``, NaN as +inf), then rank; the others by
-    rank."""
-    n = o.shape[0]
-    ks = np.empty(n, dtype=np.uint64)
-    for i in range(n):
-        ks[i] = key[o[i]]
-    top = np.uint64(0xFFFFFFFFFFFFFFFF)  # after every prefix key (ordered bits of +inf are lower)
-    i = 0
-    while i < n:
-        j = i + 1
-        while j < n and ks[j] == ks[i]:
-            j += 1
-        if 1 < j - i <= 32:  # insertion sort by (class, density key, rank), in place
-            for u in range(i + 1, j):
-                x = o[u]
-                dx = 0.0
-                if x < n_pre:
-                    dx = density_key(tk[x], sc[x])
-                w = u - 1
-                while w >= i:
-                    z = o[w]
-                    if (z < n_pre) != (x < n_pre):
-                        if z < n_pre:  # the prefix first
-                            break
-                    elif x < n_pre:
-                        dz = density_key(tk[z], sc[z])
-                        if dz < dx or (dz == dx and z < x):
-                            break
-                    elif z < x:
-                        break
-                    o[w + 1] = z
-                    w -= 1
-                o[w + 1] = x
-        elif j - i > 32:
-            run = o[i:j].copy()
-            run = run[stable_argsort(int_keys(run))]
-            if run[0] < n_pre:  # prefix ranks in the run: then by density (stable)
-                y = np.empty(j - i, dtype=np.float64)
-                for u in range(j - i):
-                    r = run[u]
-                    y[u] = np.inf if r >= n_pre else density_key(tk[r], sc[r])
-                kk = ordered_bits(y)
-                for u in range(j - i):
-                    if run[u] >= n_pre:
-                        kk[u] = top
-                run = run[stable_argsort(kk)]
-            for u in range(j - i):
-                o[i + u] = run[u]
-        i = j
-    return ks
-
-
-def _sliced_score_order(rank, cand_score, cand_tok, cand_offsets, min_sel, prefix):
-    """Per segment with at least ``min_sel`` selected items, or an unordered greedy prefix
-    (``prefix[s] > 0``): the ranks of its selected items in (score descending with NaN lowest,
-    slicer output) order - u-shaped placement's order of the sliced items - sorted by NumPy's
-    SIMD quicksort plus a repair of equal-score runs. Returns ``(u_rank, u_key, u_off)``:
-    segment ``s`` owns ``u_rank[u_off[s]:u_off[s+1]]`` (empty: the kernel sorts the segment
-    itself) and ``u_key`` holds the matching sorted keys."""
-    n_seg = cand_offsets.shape[0] - 1
-    u_off = np.zeros(n_seg + 1, dtype=np.int64)
-    parts_rank, parts_key = [], []
-    sizes = np.diff(cand_offsets)
-    big = sizes >= max(min_sel, 1)
-    if prefix is not None:
-        big |= prefix > 0
-    for s in np.flatnonzero(big):  # a few big sets at most
-        n_pre = 0 if prefix is None else int(prefix[s])
-        key, sc, tk = _keys_by_rank(rank, cand_score, cand_tok, int(cand_offsets[s]), int(cand_offsets[s + 1]))
-        if (key.shape[0] < min_sel and n_pre == 0) or key.shape[0] == 0:
-            continue
-        o = np.argsort(key)  # unstable SIMD quicksort; ties repaired below
-        parts_key.append(_rank_order_runs(o, key, sc, tk, n_pre))
-        parts_rank.append(o)
-        u_off[s + 1] = o.shape[0]
-    np.cumsum(u_off, out=u_off)
-    if not parts_rank:
-        return np.zeros(0, np.int64), np.zeros(0, np.uint64), u_off
-    if len(parts_rank) == 1:
-        return parts_rank[0], parts_key[0], u_off
-    return np.concatenate(parts_rank), np.concatenate(parts_key), u_off
-
-
-@jit
-def _mark_tied(ts_order, ts_sorted, a, b, flag):
-    """``flag[row] = True`` for every row of the shared timestamp order ``[a, b)`` whose
-    timestamp another row of the segment shares."""
-    for i in range(a, b - 1):
-        if ts_sorted[i] == ts_sorted[i + 1]:
-            flag[ts_order[i]] = True
-            flag[ts_order[i + 1]] = True
-
-
-def chrono_compared(ts_valid, ts_order, ts_sorted, rows):
-    """Per row of ``rows``: whether chronological placement may compare it with another item
-    by input order - untimestamped, or sharing its timestamp with another row (of the whole
-    table, a superset of its set's: marking more rows only orders more). For
-    ``greedy_segments(compared=...)``."""
-    flag = np.zeros(ts_valid.shape[0], dtype=np.bool_)
-    _mark_tied(ts_order, ts_sorted, 0, ts_order.shape[0], flag)
-    return flag[rows] | ~ts_valid[rows]
-
-
 def _finish_ranks(
     tokens,
     pin_rows,
@@ -460,36 +147,6 @@ def _finish_ranks(
         elif not (placer == PLACER_CHRONOLOGICAL and prefix_compared):
             complete_ranks(tok, sc, rk, n_pre)
     return left
-
-
-def timestamp_order(ts, ts_valid, offsets):
-    """Every segment's timestamped rows sorted by timestamp (shared by all variants), their
-    timestamps in that order, and the segment offsets. Equal timestamps of a segment come in
-    no particular order (placement repairs them to its input order).
-
-    One NumPy quicksort (SIMD, releases the GIL) of a (segment, timestamp) key packed in a
-    uint64; when the two do not fit in 64 bits the timestamps are replaced by their ranks."""
-    rows = np.flatnonzero(ts_valid)
-    n_seg = offsets.shape[0] - 1
-    off = np.searchsorted(rows, offsets).astype(np.int64)
-    tv = ts[rows]
-    if n_seg == 1 or rows.shape[0] < 2:
-        order = rows[np.argsort(tv)]
-    else:
-        lo = int(tv.min())
-        t_bits = (int(tv.max()) - lo).bit_length()
-        if t_bits + (n_seg - 1).bit_length() <= 64:
-            low = tv.view(np.uint64) - np.uint64(lo % 2**64)  # ts - lo, exact modulo 2**64
-        else:
-            low = np.empty(rows.shape[0], dtype=np.uint64)
-            low[np.argsort(tv)] = np.arange(rows.shape[0], dtype=np.uint64)
-            t_bits = (rows.shape[0] - 1).bit_length()
-        seg_key = np.arange(n_seg, dtype=np.uint64) << np.uint64(t_bits)
-        key = np.repeat(seg_key, np.diff(off))
-        key |= low
-        order = rows[np.argsort(key)]
-    order = order.astype(np.int64)
-    return order, ts[order], off
 
 
 @jit
@@ -845,137 +502,154 @@ def _place_segments(
     return err, err_a, sliced_out, kept_out
 
 
-def _order_for_placer(
-    tokens,
-    pin_rows,
-    pin_offsets,
-    cand_rows,
-    cand_score,
-    cand_tok,
-    cand_offsets,
-    rank,
-    rank_prefix,
-    budget_targets,
-    overflow,
-    placer,
-    prefix_compared,
-):
+class PlaceRows(NamedTuple):
+    """The table's columns the place stage reads, per row in grouped row order."""
+
+    tokens: np.ndarray  #: int64 tokens
+    kind: np.ndarray  #: int64 kind id
+    ts: np.ndarray  #: int64 timestamp (the table's unit)
+    ts_valid: np.ndarray  #: bool: the row has a timestamp
+
+
+class PlaceSegments(NamedTuple):
+    """Per segment (item set): its pinned rows and its targets."""
+
+    pin_rows: np.ndarray  #: the non-negative pinned rows, grouped by segment (input order)
+    pin_offsets: np.ndarray  #: int64 [n_seg + 1] into ``pin_rows``
+    eff_targets: np.ndarray  #: the spec's effective target (what the slicer was given)
+    budget_targets: np.ndarray  #: the budget's target_tokens (the overflow target)
+    budget_reserves: np.ndarray  #: the budget's output_reserve (PinnedOverride: ``target - reserve``)
+
+
+class Candidates(NamedTuple):
+    """The slice stage's output, per candidate: what the place stage reads."""
+
+    cand_rows: np.ndarray  #: table row per candidate (per set, in the slicer's input order)
+    cand_score: np.ndarray  #: score per candidate
+    cand_offsets: np.ndarray  #: the sets' offsets into the candidates, int64 [n_seg + 1]
+    rank: np.ndarray  #: per candidate: its place in the slicer's output, -1 when not selected
+    #: greedy (``greedy_segments(prefix=...)``): per set, the length of its unordered prefix:
+    #: the first ``rank_prefix[s]`` ranks are in index order, and only what the placer compares
+    #: of them is ordered here (``_finish_ranks``)
+    rank_prefix: np.ndarray | None = None
+    cand_tok: np.ndarray | None = None  #: tokens per candidate (gathered from the rows when None)
+    #: the slicer already ordered what chronological placement compares
+    #: (``greedy_segments(compared=placers.chrono_compared(...))``)
+    prefix_compared: bool = False
+
+
+class PlacePolicy(NamedTuple):
+    """What the variant's policy tells the place stage."""
+
+    overflow: int  #: ``OVERFLOW_THROW`` / ``OVERFLOW_TRUNCATE`` / ``OVERFLOW_PROCEED``
+    placer: int  #: ``PLACER_CHRONOLOGICAL`` / ``PLACER_U_SHAPED``
+    count_caps: bool  #: the slicer has count caps (CountCapExceeded reasons are written)
+    cap_of_kind: np.ndarray  #: int64 per kind id, its count cap (-1 none); read only with ``count_caps``
+
+
+class TimestampOrder(NamedTuple):
+    """Every segment's timestamped rows sorted by timestamp, shared by every variant
+    (``placers.timestamp_order``)."""
+
+    order: np.ndarray  #: the rows, segment by segment (``order[offsets[s]:offsets[s+1]]``)
+    sorted: np.ndarray  #: their timestamps in that order
+    offsets: np.ndarray  #: int64 [n_seg + 1] into ``order``
+
+
+class PlaceOutputs(NamedTuple):
+    """The arrays the place stage writes, per row (only the rows of the merged segments)."""
+
+    included: np.ndarray  #: bool: the row is in the context
+    reason: np.ndarray  #: int8 reason code (``engine.reasons``)
+    detail_a: np.ndarray  #: a CountCapExceeded row's cap (with ``count_caps``; may be empty otherwise)
+    detail_b: np.ndarray  #: and its count
+    position: np.ndarray  #: the placed position of an included row
+    #: written only for the rows truncation drops (see ``_place_segments``; may be empty when
+    #: the overflow strategy is not truncate)
+    seq: np.ndarray
+
+
+def _order_for_placer(tokens, pin_rows, pin_offsets, cand: Candidates, budget_targets, policy: PlacePolicy):
     """Order what the placer compares of each unordered greedy prefix (``_finish_ranks``) and,
     for u-shaped placement, the selected items' score order (``_sliced_score_order``):
     ``(u_rank, u_key, u_off)``, empty for chronological placement."""
+    cand_tok, rank_prefix, placer = cand.cand_tok, cand.rank_prefix, policy.placer
     if cand_tok is None and (placer == PLACER_U_SHAPED or rank_prefix is not None):
-        cand_tok = tokens[cand_rows]
+        cand_tok = tokens[cand.cand_rows]
     left = None
     if rank_prefix is not None and (rank_prefix > 1).any():
         left = _finish_ranks(
             tokens,
             pin_rows,
             pin_offsets,
-            cand_score,
+            cand.cand_score,
             cand_tok,
-            cand_offsets,
-            rank,
+            cand.cand_offsets,
+            cand.rank,
             rank_prefix,
             budget_targets,
-            overflow,
+            policy.overflow,
             placer,
-            prefix_compared,
+            cand.prefix_compared,
         )
     if placer == PLACER_U_SHAPED:
-        return _sliced_score_order(rank, cand_score, cand_tok, cand_offsets, U_SORT_MIN, left)
+        return _sliced_score_order(cand.rank, cand.cand_score, cand_tok, cand.cand_offsets, U_SORT_MIN, left)
     return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(pin_offsets.shape[0], np.int64)
 
 
 def place_segments(
-    n_rows,
-    tokens,
-    kind,
-    ts,
-    ts_valid,
-    pin_rows,
-    pin_offsets,
-    cand_rows,
-    cand_score,
-    cand_offsets,
-    rank,
-    eff_targets,
-    budget_targets,
-    budget_reserves,
-    overflow,
-    placer,
-    count_caps,
-    cap_of_kind,
-    included,
-    reason,
-    detail_a,
-    detail_b,
-    position,
-    seq,
-    ts_order=None,
-    ts_sorted=None,
-    ts_offsets=None,
-    lstpos=None,
-    rank_prefix=None,
-    cand_tok=None,
-    prefix_compared=False,
+    rows: PlaceRows,
+    segments: PlaceSegments,
+    cand: Candidates,
+    policy: PlacePolicy,
+    out: PlaceOutputs,
+    ts_order: TimestampOrder | None = None,
+    lstpos: np.ndarray | None = None,
 ):
-    """Place stage over every segment (see ``_place_segments``). ``ts_order``/``ts_sorted``/``ts_offsets``
-    (from ``timestamp_order``) and the ``lstpos`` scratch are built here when not given.
+    """Place stage over every segment (see ``_place_segments``, whose argument groups these
+    are): merge, overflow, placer and every row's reason, written into ``out``. ``ts_order``
+    (from ``placers.timestamp_order``): without it every segment sorts its own kept items.
+    ``lstpos``: per-row scratch, -1 on entry and exit (built here when not given).
 
-    ``rank_prefix`` (per segment, from ``greedy_segments(prefix=...)``): the first
-    ``rank_prefix[s]`` ranks of segment ``s`` are an unordered greedy prefix (index order);
-    only what the placer compares of it is ordered here (``_finish_ranks``); with
-    ``prefix_compared`` the slicer already ordered what chronological placement compares
-    (``greedy_segments(compared=chrono_compared(...))``). ``cand_tok``: the candidates'
-    tokens (gathered from ``tokens`` when not given)."""
+    Returns per segment ``(err, err_a, sliced_tokens, kept_tokens)``."""
+    n_rows = rows.tokens.shape[0]
+    pin_rows, pin_offsets = segments.pin_rows, segments.pin_offsets
     use_ts_order = ts_order is not None
-    if not use_ts_order:  # every segment sorts its own kept items
-        ts_order, ts_offsets = np.zeros(0, np.int64), np.zeros(pin_offsets.shape[0], np.int64)
-        ts_sorted = np.zeros(0, dtype=ts.dtype)
+    if ts_order is not None:
+        ts_rows, ts_sorted, ts_offsets = ts_order
+    else:  # every segment sorts its own kept items
+        ts_rows, ts_offsets = np.zeros(0, np.int64), np.zeros(pin_offsets.shape[0], np.int64)
+        ts_sorted = np.zeros(0, dtype=rows.ts.dtype)
     if lstpos is None:
         lstpos = np.full(n_rows, -1, dtype=np.int64)
-    u_rank, u_key, u_off = _order_for_placer(
-        tokens,
-        pin_rows,
-        pin_offsets,
-        cand_rows,
-        cand_score,
-        cand_tok,
-        cand_offsets,
-        rank,
-        rank_prefix,
-        budget_targets,
-        overflow,
-        placer,
-        prefix_compared,
-    )
+    u_rank, u_key, u_off = _order_for_placer(rows.tokens, pin_rows, pin_offsets, cand, segments.budget_targets, policy)
     return _place_segments(
         n_rows,
-        tokens,
-        kind,
-        ts,
-        ts_valid,
+        rows.tokens,
+        rows.kind,
+        rows.ts,
+        rows.ts_valid,
         pin_rows,
         pin_offsets,
-        cand_rows,
-        cand_score,
-        cand_offsets,
-        rank,
-        eff_targets,
-        budget_targets,
-        budget_reserves,
-        overflow,
-        placer,
-        count_caps,
-        cap_of_kind,
-        included,
-        reason,
-        detail_a,
-        detail_b,
-        position,
-        seq,
+        cand.cand_rows,
+        cand.cand_score,
+        cand.cand_offsets,
+        cand.rank,
+        segments.eff_targets,
+        segments.budget_targets,
+        segments.budget_reserves,
+        policy.overflow,
+        policy.placer,
+        policy.count_caps,
+        policy.cap_of_kind,
+        out.included,
+        out.reason,
+        out.detail_a,
+        out.detail_b,
+        out.position,
+        out.seq,
         use_ts_order,
-        ts_order,
+        ts_rows,
         ts_sorted,
         ts_offsets,
         lstpos,

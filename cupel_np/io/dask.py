@@ -37,7 +37,7 @@ from cupel_np.model.datasets import RowSource
 
 if TYPE_CHECKING:
     from cupel_np.testing.checks import ChecksFile
-    from cupel_np.testing.cli import CheckOutcome
+    from cupel_np.testing.runner import CheckOutcome
 
 ROW = "__cupel_row__"
 PARTS = ("items", "diffs", "variants")
@@ -558,7 +558,7 @@ def _check_partition(df, cf, set_column: str, keep: int, rows_from=None) -> dict
     """One Dask task of ``check``: the checks file's checks over the partition's whole item sets
     with the in-process engine. Returns the row count and one ``CheckPart`` per check (counts,
     and only the first ``keep`` failing rows, ordered by their sets' input rows)."""
-    from cupel_np.testing.cli import check_table, first_rows
+    from cupel_np.testing.runner import check_table, first_rows
 
     if len(df) == 0:
         return {"rows": 0, "parts": None}
@@ -585,13 +585,13 @@ def check(
     ``source``, ``client`` and ``npartitions`` as for :func:`sweep`; ``set_column`` defaults to
     the checks file's. Each task sweeps the variants over its partition of whole item sets and
     returns only its counts and first ``keep`` failing rows per check. Returns one
-    ``cupel_np.testing.cli.CheckOutcome`` per check, equal to the in-process run's (the same
+    ``cupel_np.testing.runner.CheckOutcome`` per check, equal to the in-process run's (the same
     counts, and the same first ``keep`` rows in the same order), timings aside. ``warm``: as
     for :func:`sweep`."""
     _require()
     from cupel_np.model.grid import as_variants
     from cupel_np.testing.checks import ChecksFile, load_checks
-    from cupel_np.testing.cli import merge_parts
+    from cupel_np.testing.runner import merge_parts
 
     cf = checks if isinstance(checks, ChecksFile) else load_checks(checks)
     set_column = set_column or cf.set_column

@@ -12,9 +12,11 @@ suggestion when a known key is close (a typo must never silently change a policy
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import difflib
 import math
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -122,12 +124,31 @@ def suggestion(key: str, known: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+#: set while reading data whose format says unknown keys are ignored (conformance vectors:
+#: EXTENSIONS.md "unknown keys must be ignored, never rejected"); see ``unknown_keys_ignored``
+_IGNORE_UNKNOWN_KEYS: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "cupel_np_ignore_unknown_keys", default=False
+)
+
+
+@contextlib.contextmanager
+def unknown_keys_ignored() -> Iterator[None]:
+    """Within the block ``require_keys`` lets unknown keys pass (they are then never read).
+    Only for formats that promise it, such as conformance vectors; policy files, grids and
+    checks files stay strict, where a typo must never silently change a policy."""
+    token = _IGNORE_UNKNOWN_KEYS.set(True)
+    try:
+        yield
+    finally:
+        _IGNORE_UNKNOWN_KEYS.reset(token)
+
+
 def require_keys(where: str, d: Mapping, allowed: Collection[str], *, what: str = "") -> None:
     """Every key of ``d`` is in ``allowed``, else an error naming the unknown keys, where they
     are, and the closest known key of each. ``what`` says whose keys these are in the message
-    (``for slicer 'greedy'``)."""
+    (``for slicer 'greedy'``). Inside ``unknown_keys_ignored()`` unknown keys pass."""
     unknown = [key for key in d if key not in allowed]
-    if not unknown:
+    if not unknown or _IGNORE_UNKNOWN_KEYS.get():
         return
     known = ", ".join(sorted(allowed)) if allowed else "none"
     of = f" {what}" if what else ""

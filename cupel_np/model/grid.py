@@ -245,8 +245,10 @@ class PolicySource:
 
 
 def as_variants(variants, budget, *, allow_budget: bool) -> list[Variant]:
-    """Normalise what sweeps accept (a Sweep, or (label, Policy | Pipeline[, budget]) pairs)
-    into Variants with unique, non-empty labels; ``budget`` fills in a missing one."""
+    """Normalise what sweeps accept (a Sweep, preset names, or (label, Policy | Pipeline[,
+    budget]) pairs) into Variants with unique, non-empty labels; ``budget`` fills in a missing
+    one. A preset name stands for ``(name, preset(name))``, as in ``Sweep`` and
+    ``budget_curves``."""
     if isinstance(variants, Sweep):
         variants = variants.variants()
     if isinstance(variants, (str, bytes)) or not isinstance(variants, Sequence):
@@ -258,10 +260,12 @@ def as_variants(variants, budget, *, allow_budget: bool) -> list[Variant]:
     for i, v in enumerate(variants):
         if isinstance(v, Variant):
             label, pol, bud = v.label, v.policy, v.budget
+        elif isinstance(v, str):
+            label, pol, bud = v, preset(v), budget
         else:
             if not isinstance(v, (tuple, list)) or len(v) not in (2, 3):
                 raise InvalidInputTypeError(
-                    f"variant {i} must be a (label, Policy | Pipeline) pair"
+                    f"variant {i} must be a preset name, a (label, Policy | Pipeline) pair"
                     + (" or a (label, policy, budget) triple" if allow_budget else "")
                     + f", got {v!r}"
                 )

@@ -717,18 +717,22 @@ def known_scorer_types() -> tuple[str, ...]:
 
 def scorer_from_dict(e: Mapping[str, Any], where: str = "scorer", *, weighted: bool = True) -> Scorer:
     """One scorer entry in the EXTENSIONS.md form (``type`` plus that scorer's options). A key
-    its type does not know is an error; ``weighted=False`` also refuses ``weight`` (an inner
-    scorer has none)."""
+    its type does not know is an error. ``weighted=False`` reads an inner entry (a wrapper's
+    ``inner``): EXTENSIONS.md makes it "a full scorer entry" and .NET's ``ScorerEntry`` gives
+    every entry a weight, so ``weight`` is accepted there, checked as every weight is (a finite
+    number > 0), and ignored: a wrapper scores with its inner scorer alone."""
     require_mapping(where, e)
     t = e.get("type")
     if t is None:
         raise InvalidConfigError(f"{where} has no 'type'")
     t = ascii_fold(require_str(f"{where}.type", t)).replace("-", "_")
+    if not weighted and "weight" in e:
+        require_weight(f"{where}.weight", e["weight"], positive=True)
     if t not in _SCORER_PARSERS and t in EXTRA_SCORER_TYPES:
-        # a registered name (model/custom_scorers.py): its options go to its factory, but an
-        # inner scorer has no weight whatever its type
+        # a registered name (model/custom_scorers.py): its options go to its factory, never
+        # the (meaningless) weight of an inner entry
         if not weighted:
-            require_keys(where, {k: v for k, v in e.items() if k == "weight"}, (), what=f"for inner scorer {t!r}")
+            e = {k: v for k, v in e.items() if k != "weight"}
         return EXTRA_SCORER_TYPES[t](e, where)
     if t not in _SCORER_PARSERS:
         known = known_scorer_types()
@@ -736,7 +740,7 @@ def scorer_from_dict(e: Mapping[str, Any], where: str = "scorer", *, weighted: b
             f"{where}: unknown scorer type {e.get('type')!r}{suggestion(t, known)}; expected one of: {', '.join(known)}"
         )
     keys, parse = _SCORER_PARSERS[t]
-    allowed = keys | SCORER_COMMON_KEYS if weighted else keys | {"type"}
+    allowed = keys | SCORER_COMMON_KEYS
     require_keys(where, e, allowed, what=f"for scorer type {t!r}")
     try:
         return parse(e, where)
@@ -957,7 +961,9 @@ def policy_from_dict(d: Mapping[str, Any], where: str = "policy config") -> Poli
         raise InvalidInputTypeError(f"'scorers' must be a list of scorer tables, got {type(scorers).__name__}")
     if len(scorers) == 1:
         scorer = scorer_from_dict(scorers[0], "scorers[0]")
-        require_number("scorers[0].weight", scorers[0].get("weight", 1.0))
+        # one scorer is used alone (its weight is ignored), but a weight that no list would
+        # accept is refused here too, as it is with two scorers
+        require_weight("scorers[0].weight", scorers[0].get("weight", 1.0), positive=True)
     else:
         scorer = _composite_from_list(scorers, "scorers")
     return Policy(

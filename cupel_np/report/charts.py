@@ -13,6 +13,8 @@ import zlib
 
 import numpy as np
 
+from cupel_np.text import display_text
+
 #: kind colours (colour-blind-friendly "tab10"-like set, then lighter tones)
 PALETTE = (
     "#4e79a7",
@@ -49,9 +51,18 @@ def png(fig) -> bytes:
     return buf.getvalue()
 
 
+#: characters of a label a chart shows (legends and ticks grow with the longest label)
+CHART_LABEL_LIMIT = 40
+
+
 def mpl_text(s: str) -> str:
-    """Text for matplotlib: '$' would start mathtext (and can make it raise)."""
-    return str(s).replace("$", r"\$")
+    """Text for matplotlib: cut to ``CHART_LABEL_LIMIT`` characters (a 1 MB kind made a
+    7-million-pixel legend), control and bidi characters made visible, and '$' escaped (it
+    would start mathtext, and can make it raise)."""
+    s = str(s)
+    if len(s) > CHART_LABEL_LIMIT:
+        s = s[: CHART_LABEL_LIMIT - 1] + "…"
+    return display_text(s).replace("$", r"\$")
 
 
 #: the spec's kinds get fixed, distinct colours; any other kind a stable hash of its name

@@ -1,26 +1,30 @@
-"""The HTML report of a written sweep directory, in-process (``items.parquet``, ...) or Dask
-(``items/part-*.parquet``, ... and ``manifest.json``), read with bounded memory: per-variant
-aggregates come from streaming the ``variants`` output in batches (``load_sweep_dir``), and
-the page's sections from streaming ``items`` in pieces of whole sets (``page_data``). Nothing
-holds a whole output in memory."""
+"""The HTML report of a written sweep directory (``report.sweep_dir`` reads its layout and
+per-variant aggregates), read with bounded memory: the page's sections come from streaming
+``items`` in pieces of whole sets (``page_data``). Nothing holds a whole output in memory."""
 
 from __future__ import annotations
-
-import json
-from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 
-from cupel_np._fs import AnyPath, arrow_files, arrow_location, as_path
+from cupel_np._fs import AnyPath, as_path
+from cupel_np.analysis.compare import agreement_add, agreement_finish, agreement_start, swing_by_category_from_counts
 from cupel_np.errors import InvalidConfigError
-from cupel_np.model.datasets import parquet_file
-
-BATCH_ROWS = 65_536
+from cupel_np.io.outdir import KIND_PAGE, read_manifest, write_manifest
+from cupel_np.model import datasets  # read at call time: tests replace default_memory_limit
+from cupel_np.report.page import PAGE_FROM_OUTPUTS, PAGE_FROM_RESULT, PageData, write_page
+from cupel_np.report.sweep_dir import (
+    _READAHEAD,
+    BATCH_ROWS,
+    _dataset,
+    _files,
+    _metadata,
+    _output,
+    _schema,
+    check_sweep_dir,
+    load_sweep_dir,
+)
 
 #: an items file whose sets interleave is read in groups of whole sets, one filtered scan of
 #: the file per group; a group holds as many rows as fit in the memory limit at this many times
@@ -28,167 +32,6 @@ BATCH_ROWS = 65_536
 #: at least ``BATCH_ROWS``: a file that fits is read in one scan, as before, instead of once
 #: per ``BATCH_ROWS`` rows
 SCATTERED_FACTOR = 4
-#: scan one file and a few batches ahead: the default read-ahead (16 batches, 4 files) holds
-#: several row groups of a large output at once, and the peak grew with the output size
-_READAHEAD = {"batch_readahead": 2, "fragment_readahead": 1}
-
-
-@dataclass
-class SweepDirSummary:
-    """What the report needs from a sweep directory."""
-
-    labels: list[str]
-    variants: list[dict]  # {"label", "policy", "budget"} as the writers record them
-    set_column: str | None
-    rows: int
-    sets: int
-    swing: int
-    included: np.ndarray  # [V] included rows over all sets (failed sets excluded)
-    tokens: np.ndarray  # [V] tokens used
-    target: np.ndarray  # [V] target tokens summed over the sets that did not fail
-    swing_included: np.ndarray  # [V]
-    failed: np.ndarray  # [V] failed sets
-    failure_example: dict[str, str] = field(default_factory=dict)
-
-
-def _dataset(files) -> ds.FileSystemDataset:
-    """A dataset over output files (local paths or URLs)."""
-    fs, paths = arrow_files([files] if isinstance(files, str) else list(files))
-    if fs is None:
-        return ds.dataset(files, format="parquet")
-    return ds.dataset(paths[0] if isinstance(files, str) else paths, format="parquet", filesystem=fs)
-
-
-def _schema(path: str) -> pa.Schema:
-    fs, p = arrow_location(path)
-    return pq.read_schema(p, filesystem=fs)
-
-
-def _metadata(path: str) -> Any:
-    fs, p = arrow_location(path)
-    return pq.read_metadata(p, filesystem=fs)
-
-
-def _output(out: AnyPath, name: str) -> AnyPath:
-    d, f = out / name, out / f"{name}.parquet"
-    if d.is_dir():
-        return d
-    if f.is_file():
-        return f
-    raise InvalidConfigError(f"{out} holds no sweep output {name!r} (expected {f.name} or {name}/part-*.parquet)")
-
-
-def _files(p: AnyPath) -> list[str]:
-    if p.is_file():
-        return [str(p)]
-    files = sorted(str(f) for f in p.glob("part-*.parquet"))
-    _check_listing(p, len(files))
-    return files
-
-
-def _check_listing(p: AnyPath, found: int) -> None:
-    """A part directory listing fewer part files than the run's manifest records (a part lost
-    since, or a listing of an object store cut short) is refused, not read as the whole run."""
-    from cupel_np.io.outdir import KIND_PARTS, read_manifest
-
-    m = read_manifest(p.parent) or {}
-    want = (m.get("summary") or {}).get("parts") if m.get("kind") == KIND_PARTS else None
-    if isinstance(want, int) and found < want:
-        raise InvalidConfigError(
-            f"{p} lists {found} part file{'' if found == 1 else 's'}, the manifest records {want}: "
-            "a part is missing or the listing is partial; rerun the sweep (or list the store again)"
-        )
-
-
-def _meta(out: AnyPath, variants_path: AnyPath) -> tuple[list[dict], str | None]:
-    manifest = out / "manifest.json"
-    if manifest.is_file():
-        m = json.loads(manifest.read_text())
-        if isinstance(m.get("variants"), list):
-            return m["variants"], m.get("set_column")
-    files = _files(variants_path)
-    if not files:
-        raise InvalidConfigError(f"{variants_path} holds no part files")
-    md = _schema(files[0]).metadata or {}
-    if b"cupel_np.variants" not in md:
-        raise InvalidConfigError(f"{files[0]} carries no cupel_np.variants metadata; not a cupel_np sweep output")
-    names = _schema(files[0]).names
-    set_col = names[1] if len(names) > 1 and names[1] != "included_count" else None
-    return json.loads(md[b"cupel_np.variants"]), set_col
-
-
-def check_sweep_dir(out: AnyPath) -> None:
-    """Refuse a directory that is not one sweep's outputs: a budget simulation, or the outputs
-    of two runs side by side (single files and part directories, or a manifest that names
-    another layout than the one present)."""
-    from cupel_np.io.outdir import (
-        KIND_BUDGET,
-        KIND_PARTS,
-        KIND_STREAMED,
-        KIND_SWEEP,
-        PARTS_DIRS,
-        SWEEP_FILES,
-        describe_outputs,
-        read_manifest,
-    )
-
-    if not out.is_dir():
-        raise InvalidConfigError(f"sweep directory not found: {out}")
-    m = read_manifest(out) or {}
-    if m.get("kind") == KIND_BUDGET:
-        raise InvalidConfigError(
-            f"{out} holds a budget simulation, not a sweep; its page is written by cupel-np budget"
-        )
-    files = [n for n in SWEEP_FILES if (out / n).is_file()]
-    parts = [n for n in PARTS_DIRS if (out / n).is_dir()]
-    kind = m.get("kind")
-    mixed = (files and parts) or (kind == KIND_PARTS and files) or (kind in (KIND_SWEEP, KIND_STREAMED) and parts)
-    if mixed:
-        raise InvalidConfigError(
-            f"{out} is ambiguous: it holds {describe_outputs(out)}, the outputs of more than one run; "
-            "rerun the sweep into an empty directory (or with --overwrite)"
-        )
-
-
-def load_sweep_dir(out_dir) -> SweepDirSummary:
-    """Read what the page needs from a written sweep directory, with bounded memory."""
-    out = as_path(out_dir)
-    check_sweep_dir(out)
-    vpath, dpath, ipath = _output(out, "variants"), _output(out, "diffs"), _output(out, "items")
-    variants, set_col = _meta(out, vpath)
-    labels = [v["label"] for v in variants]
-    nv = len(labels)
-    inc, tok, tgt, swi, fail = (np.zeros(nv, dtype=np.int64) for _ in range(5))
-    example: dict[str, str] = {}
-    vrows = 0
-    vds = _dataset(_files(vpath))
-    for b in vds.to_batches(
-        columns=["variant", "included_count", "tokens_used", "target_tokens", "swing_included", "error"],
-        batch_size=BATCH_ROWS,
-        **_READAHEAD,
-    ):
-        vrows += b.num_rows
-        codes = pc.index_in(b.column("variant"), value_set=pa.array(labels)).to_numpy(zero_copy_only=False)
-        err = b.column("error").is_valid().to_numpy(zero_copy_only=False)
-        ok = ~err
-        np.add.at(fail, codes[err], 1)
-        for name, acc in (
-            ("included_count", inc),
-            ("tokens_used", tok),
-            ("target_tokens", tgt),
-            ("swing_included", swi),
-        ):
-            np.add.at(acc, codes[ok], pc.fill_null(b.column(name), 0).to_numpy(zero_copy_only=False)[ok])
-        if err.any():
-            for r in np.flatnonzero(err)[:nv]:
-                example.setdefault(labels[codes[r]], b.column("error")[int(r)].as_py())
-    if set_col is not None and set_col not in _schema(_files(ipath)[0]).names:
-        set_col = None  # a sweep without a set column: one unnamed set
-    rows = sum(_metadata(f).num_rows for f in _files(ipath))
-    swing = sum(_metadata(f).num_rows for f in _files(dpath))
-    return SweepDirSummary(
-        labels, variants, set_col, rows, vrows // max(nv, 1), swing, inc, tok, tgt, swi, fail, example
-    )
 
 
 # ----------------------------------------------------------------------------- page
@@ -199,7 +42,6 @@ def _check_page(out: AnyPath, overwrite: bool) -> None:
     if overwrite or not page.is_file():
         return
     head = page.read_bytes()[:2000].decode("utf-8", "replace")
-    from cupel_np.report.page import PAGE_FROM_OUTPUTS, PAGE_FROM_RESULT
 
     if f'content="{PAGE_FROM_OUTPUTS}"' not in head:
         what = "from the in-memory result" if PAGE_FROM_RESULT in head else "by another tool or version"
@@ -210,11 +52,11 @@ def _check_page(out: AnyPath, overwrite: bool) -> None:
 
 
 # ----------------------------------------------------------------------------- the full page
-# The same PageData as report.html.page_data, computed from the written outputs: one pass over
+# The same PageData as report.from_result.page_data, computed from the written outputs: one pass over
 # ``items`` in pieces of whole sets (a file's sets are contiguous when the writers streamed it;
 # otherwise the file is read whole, as the in-memory run that wrote it held it), grouping the
 # rows of each piece by (set, content) into content groups, then the same block arithmetic as
-# the in-memory page (report.html.agreement_add and friends). Bounded: per piece, plus the
+# the in-memory page (analysis.compare.agreement_add and friends). Bounded: per piece, plus the
 # kept top rows, V x V accumulators per category, and one entry per candidate drill-down set.
 _KEY = "__set__"
 #: content groups per block of the V x V matrix products (their float temporaries are [block, V])
@@ -243,13 +85,12 @@ def _items_columns(ipath: AnyPath, labels: list[str], set_col) -> list[str]:
 def _pieces(path: str, cols: list[str], set_col):
     """Tables of whole sets from one items file, about ``BATCH_ROWS`` rows each (a larger set
     whole): streamed when its sets are contiguous, else a filtered scan per group of sets."""
-    pf = parquet_file(path)
+    pf = datasets.parquet_file(path)
     if set_col is None:
         yield pf.read(columns=cols)  # one set, never cut (the sweep held it whole too)
         return
-    from cupel_np.model.datasets import set_runs
 
-    run_keys, run_lengths = set_runs(_dataset(path), set_col)  # a row group at a time
+    run_keys, run_lengths = datasets.set_runs(_dataset(path), set_col)  # a row group at a time
     if len(run_keys) and len(pc.unique(run_keys)) != len(run_keys):
         yield from _scattered_pieces(path, cols, set_col, run_keys, run_lengths)
         return
@@ -291,12 +132,10 @@ def _scattered_pieces(path: str, cols: list[str], set_col: str, run_keys: pa.Arr
 
 def _scattered_group_rows(path: str) -> int:
     """Rows per group of sets of an interleaved items file (see ``SCATTERED_FACTOR``)."""
-    from cupel_np.model.datasets import default_memory_limit
-
     md = _metadata(path)
     ub = sum(md.row_group(g).total_byte_size for g in range(md.num_row_groups))
     per_row = max(ub / max(md.num_rows, 1), 1.0)
-    return max(BATCH_ROWS, int(default_memory_limit() // (SCATTERED_FACTOR * per_row)))
+    return max(BATCH_ROWS, int(datasets.default_memory_limit() // (SCATTERED_FACTOR * per_row)))
 
 
 def _scan_sets(path: str, cols: list[str], set_col: str, keys: pa.Array) -> pa.Table:
@@ -320,8 +159,6 @@ class _PageAcc:
     grew with the variants and, through the fragmented heap, with the pieces."""
 
     def __init__(self, labels, set_col, targets, max_rows: int, candidates: set, per_set_rows: int = 25):
-        from cupel_np.report.html import agreement_start
-
         self.labels, self.set_col, self.v = labels, set_col, len(labels)
         self.targets = np.asarray(targets, dtype=np.float64)
         self.ag = agreement_start(self.v)
@@ -341,8 +178,6 @@ class _PageAcc:
         self._rows_level(t)
         g, gid = self._groups(t)
         st, ok = self._status(t, gid, g.num_rows)
-        from cupel_np.report.html import agreement_add
-
         for lo in range(0, st.shape[0], _BLOCK):  # [block, V] float temporaries, not [groups, V]
             agreement_add(self.ag, st[lo : lo + _BLOCK], ok[lo : lo + _BLOCK])
         n_in, n_ok = (st & ok).sum(1), ok.sum(1)
@@ -646,25 +481,6 @@ def _row_dicts(t: pa.Table | None, v: int) -> list[dict]:
     return out
 
 
-def _category_dict(cat: dict, v: int) -> dict:
-    """``report.html.swing_by_category``'s dict from the accumulated per-category counts."""
-    from cupel_np.report.html import top_categories
-
-    names = list(cat)
-    swinging = np.array([cat[n][0] for n in names], dtype=np.int64)
-    top = top_categories(names, swinging)
-    rest = [j for j in range(len(names)) if j not in set(top)]
-    other = sum((cat[names[j]][2] for j in rest), np.zeros((v, v)))
-    return {
-        "names": [names[j] for j in top],
-        "counts": np.rint(np.array([cat[names[j]][2] for j in top]).reshape(len(top), v, v)).astype(np.int64),
-        "other": np.rint(other).astype(np.int64),
-        "swinging": swinging[top] if top else np.zeros(0, np.int64),
-        "groups": np.array([cat[names[j]][1] for j in top], dtype=np.int64),
-        "other_swinging": int(swinging[rest].sum()) if rest else 0,
-    }
-
-
 def _drill(acc: _PageAcc, counts: dict, vpath, labels, set_col, ipath, max_sets: int) -> list[dict]:
     """The drill-down sets: most swinging contents first, ties by the set's first input row."""
     keys = sorted(acc.set_top, key=lambda k: (-counts.get(k, 0), acc.set_info[k][2]))[:max_sets]
@@ -691,9 +507,6 @@ def _drill(acc: _PageAcc, counts: dict, vpath, labels, set_col, ipath, max_sets:
 def page_data(out_dir, *, title: str | None = None, max_rows: int = 200, max_sets: int = 5, top_k: int = 40):
     """Everything the sweep page shows (``report.page.PageData``), from the outputs written in
     ``out_dir`` by any writer (in-process, streamed or Dask), with bounded memory."""
-    from cupel_np.report.html import agreement_finish
-    from cupel_np.report.page import PAGE_FROM_OUTPUTS, PageData
-
     out = as_path(out_dir)
     s = load_sweep_dir(out)
     vpath, ipath = _output(out, "variants"), _output(out, "items")
@@ -724,8 +537,8 @@ def page_data(out_dir, *, title: str | None = None, max_rows: int = 200, max_set
         failed_sets=s.failed,
         failure_example=s.failure_example,
         ag=agreement_finish(acc.ag),
-        by_kind=_category_dict(acc.cat["kind"], len(labels)),
-        by_source=_category_dict(acc.cat["source"], len(labels)),
+        by_kind=swing_by_category_from_counts(acc.cat["kind"], len(labels)),
+        by_source=swing_by_category_from_counts(acc.cat["source"], len(labels)),
         reason_keys=keys,
         reason_totals=np.stack([acc.reasons.get(k, zero) for k in keys], axis=1),
         rows=rows,
@@ -747,9 +560,6 @@ def write_dir_report(
     items in the table (the heatmap shows up to 40 of them). A directory holding more than one
     run's outputs is refused, and so is replacing a page built from the in-memory result,
     unless ``overwrite=True``."""
-    from cupel_np.io.outdir import KIND_PAGE, read_manifest, write_manifest
-    from cupel_np.report.html import write_page
-
     out = as_path(out_dir)
     if top_k < 0:
         raise InvalidConfigError(f"top_k must be at least 0, got {top_k}")

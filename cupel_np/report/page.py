@@ -1,7 +1,7 @@
 """The sweep page, ``report.html``: one renderer, one function per section, fed by ``PageData``.
 
 ``PageData`` holds only bounded aggregates and rows (never a matrix over all items). Two
-builders fill it: ``report.html.page_data`` from an in-memory SweepResult, and
+builders fill it: ``report.from_result.page_data`` from an in-memory SweepResult, and
 ``report.from_dir.page_data`` from the written Parquet outputs (streamed, any layout). Both
 feed the same sections, so every path explains a sweep the same way:
 
@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cupel_np._files import atomic_write_bytes
+from cupel_np._fs import AnyPath
 from cupel_np.report import charts
 from cupel_np.text import escape_html as _e
 from cupel_np.text import shorten as _short
@@ -425,6 +427,17 @@ def render_page(d: PageData, pngs: dict[str, bytes]) -> str:
 """
 
 
+def write_page(d: PageData, out: AnyPath) -> AnyPath:
+    """Write ``report.html`` and its charts (PNGs, embedded and beside the page) into ``out``;
+    a ``kinds.png`` or other chart of an earlier page is replaced, never left stale."""
+    pngs = chart_pngs(d)
+    for name, data in pngs.items():
+        atomic_write_bytes(out / name, data)
+    path = out / "report.html"
+    atomic_write_bytes(path, render_page(d, pngs).encode("utf-8"))
+    return path
+
+
 JS = r"""
 (function(){
   function val(td){var s=td.getAttribute('data-s');return s===null?td.textContent.trim().toLowerCase():parseFloat(s);}
@@ -461,6 +474,7 @@ JS = r"""
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;color:#222;max-width:1800px}
+td,th,li,code,b,span,h1,label,option{unicode-bidi:isolate}
 h1{font-size:1.4em} h2{font-size:1.15em;margin-top:1.8em;border-bottom:1px solid #ddd} h3{font-size:.95em}
 table{border-collapse:collapse;font-size:12px;margin:.4em 0} td,th{border:1px solid #ddd;padding:3px 6px;text-align:left}
 th{background:#f5f5f5} td.in{background:#dff0d8} td.out{background:#f2dede} td.fail{background:#ddd}

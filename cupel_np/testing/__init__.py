@@ -10,6 +10,7 @@ stable JSON form beside the test. See docs/testing.md.
 from __future__ import annotations
 
 from cupel_np.analysis.sensitivity import SweepResult
+from cupel_np.errors import ApiUsageError
 from cupel_np.testing.chain import SelectionReportAssertionChain, SelectionReportAssertionError
 from cupel_np.testing.conditions import Column, Condition, col
 from cupel_np.testing.corpus import CorpusAssertionChain, CorpusAssertionError
@@ -41,6 +42,15 @@ class CorpusShould:
         """The vocabulary over every item set of the chosen variant(s) (a label, a list of
         labels, or None for all). ``collect=True``: record failures, raise nothing."""
         return CorpusAssertionChain(self.result, variant, collect=collect, max_listed=max_listed)
+
+    def __getattr__(self, name: str):
+        # a pattern asked of the sweep itself: say which call gives it (issue 26)
+        if not name.startswith("_") and hasattr(CorpusAssertionChain, name):
+            raise ApiUsageError(
+                f"should(sweep_result).{name}(...): the patterns of a sweep hold per item set; "
+                f"choose the variants first: should(result).every_set(variant=...).{name}(...)"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}; it has every_set(variant=...)")
 
 
 class _ReportShould(SelectionReportAssertionChain):

@@ -11,11 +11,14 @@ without a format in the spec print as Python prints them (``0.5``, ``1e-07``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+
+import numpy as np
 
 from cupel_np.analysis.analytics import budget_utilization
 from cupel_np.engine.reasons import REASON_NAMES
-from cupel_np.errors import InvalidConfigError
+from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.text import ascii_fold, is_blank
 
@@ -60,6 +63,17 @@ def _count_arg(n, what: str = "n") -> int:
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise InvalidConfigError(f"{what} must be a non-negative integer, got {n!r}")
     return n
+
+
+def _threshold_arg(t) -> float:
+    """A utilization threshold: a finite number (a fraction of ``max_tokens``, e.g. 0.3)."""
+    if isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)):
+        raise InvalidInputTypeError(
+            f"threshold must be a number (a fraction of max_tokens, e.g. 0.3), got {type(t).__name__} {t!r}"
+        )
+    if not math.isfinite(float(t)):
+        raise InvalidConfigError(f"threshold must be finite, got {t!r}")
+    return float(t)
 
 
 def distinct_kinds(kinds: Sequence[str]) -> list[str]:
@@ -213,6 +227,7 @@ class SelectionReportAssertionChain:
     # -- budget / coverage -----------------------------------------------------------
     def have_budget_utilization_above(self, threshold: float, budget: ContextBudget) -> SelectionReportAssertionChain:
         """sum(included tokens) / budget.max_tokens >= ``threshold`` (exact comparison)."""
+        threshold = _threshold_arg(threshold)
         if not isinstance(budget, ContextBudget):
             raise InvalidConfigError(f"budget must be a ContextBudget, got {type(budget).__name__}")
         if budget.max_tokens <= 0:

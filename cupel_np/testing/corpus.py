@@ -15,12 +15,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cupel_np.engine.batch import segment_sums
 from cupel_np.engine.reasons import R_BUDGET_EXCEEDED, R_TRUNCATED, REASON_NAMES
+from cupel_np.engine.sweep_run import segment_sums
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.testing._kernels import top_n_fail_counts
-from cupel_np.testing.chain import SelectionReportAssertionError, _count_arg, _kind_arg, reason_name
+from cupel_np.testing.chain import SelectionReportAssertionError, _count_arg, _kind_arg, _threshold_arg, reason_name
 from cupel_np.testing.conditions import Condition, RowContext, code_mask
 
 __all__ = ["CorpusAssertionChain", "CorpusAssertionError", "FAILURE_SCHEMA"]
@@ -334,6 +334,7 @@ class CorpusAssertionChain:
     ) -> CorpusAssertionChain:
         """In every set, sum(included tokens) / max_tokens >= ``threshold``; ``max_tokens`` is
         ``budget``'s, or by default each variant's own budget's."""
+        threshold = _threshold_arg(threshold)
         if budget is not None and not isinstance(budget, ContextBudget):
             raise InvalidConfigError(f"budget must be a ContextBudget, got {type(budget).__name__}")
         tokens = self.table.tokens

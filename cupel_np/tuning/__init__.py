@@ -2,7 +2,7 @@
 sweep), the search space file, and the written outputs (leaderboard, Pareto front, best
 policy files, report page). Needs the optional ``tune`` extra (``optuna``).
 
-Names are imported on first use, so ``cupel_np.tuning.cli`` (the command's parser) stays light.
+Names are imported on first use, so importing the package does not import Optuna.
 """
 
 from __future__ import annotations

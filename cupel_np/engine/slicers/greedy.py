@@ -28,8 +28,12 @@ from __future__ import annotations
 import numpy as np
 
 from cupel_np._jit import jit
-from cupel_np.engine.slicers.kernels import MAX_FLOAT
-from cupel_np.engine.sortkeys import _SIGN, desc_bits, int_keys, ordered_bits, score_cmp, stable_argsort
+from cupel_np.engine.sortkeys import _SIGN, desc_bits, int_keys, ordered_bits, radix_argsort, score_cmp, stable_argsort
+
+#: greedy partitions at least this long are ordered by the radix sort
+RADIX_PICK = 4096
+
+MAX_FLOAT = np.finfo(np.float64).max
 
 #: segments with at least this many candidates take the big-set path (the budget frontier by a
 #: weighted radix selection, then the exact chunked walk of what still fits beyond it)
@@ -376,7 +380,7 @@ def greedy_segments(
     with ``prefix``): inside the prefix the unmarked candidates come first (index order) and
     the marked ones after them in exact order - for a consumer that compares by rank only
     marked candidates with each other (chronological placement: the untimestamped and
-    equal-timestamp ones, ``stages.chrono_compared``)."""
+    equal-timestamp ones, ``placers.chrono_compared``)."""
     big = BIG_GREEDY if big is None else big
     min_chunk = MIN_CHUNK if min_chunk is None else min_chunk
     _greedy_small(tok, score, offsets, targets, rank, big)
@@ -389,3 +393,54 @@ def greedy_segments(
             prefix[s] = n_pre
         else:
             complete_ranks(tok[lo:hi], score[lo:hi], rank[lo:hi], n_pre)
+
+
+@jit
+def greedy_pick(tok, score, cand, target, out, n_out):
+    """GreedySlice over the candidate positions ``cand`` (in sorted order). Appends the
+    selected positions to ``out[n_out:]`` in density order; returns the new length."""
+    k = cand.shape[0]
+    if k == 0 or target <= 0:
+        return n_out
+    dens = np.empty(k, dtype=np.float64)
+    for j in range(k):
+        t = tok[cand[j]]
+        if t == 0:
+            dens[j] = MAX_FLOAT
+        else:
+            dens[j] = score[cand[j]] / np.float64(t)
+    # density descending (NaN lowest), ties in candidate order: a stable sort
+    key = desc_bits(dens)
+    order = radix_argsort(key) if k >= RADIX_PICK else stable_argsort(key)
+    remaining = target
+    for j in range(k):
+        p = cand[order[j]]
+        t = tok[p]
+        if t == 0:
+            out[n_out] = p
+            n_out += 1
+        elif t <= remaining:
+            out[n_out] = p
+            n_out += 1
+            remaining -= t
+    return n_out
+
+
+@jit
+def _slice_greedy(tok, score, offsets, targets, rank):
+    """GreedySlice over every segment of the score-sorted candidates (the sweep itself takes
+    slicers/greedy.py; this serves single score-sorted lists, e.g. the conformance runner)."""
+    for s in range(offsets.shape[0] - 1):
+        lo = offsets[s]
+        hi = offsets[s + 1]
+        if hi - lo == 0 or targets[s] <= 0:
+            continue
+        # the positions lo..hi-1 by a loop: np.arange(lo, hi) would compile an implementation
+        # that nothing else on a cold start needs
+        cand = np.empty(hi - lo, dtype=np.int64)
+        for j in range(hi - lo):
+            cand[j] = lo + j
+        out = np.empty(hi - lo, dtype=np.int64)
+        n_out = greedy_pick(tok, score, cand, targets[s], out, 0)
+        for j in range(n_out):
+            rank[out[j]] = j

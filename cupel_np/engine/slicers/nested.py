@@ -1,13 +1,13 @@
 """CountQuotaSlice around any inner slicer the spec allows (slicers/count-quota.md: a decorator
 slicer that forbids only KnapsackSlice inside it): quota, a nested count quota,
 count_constrained_knapsack. (Count quota over greedy keeps the one-kernel path in
-``kernels._slice_count``.)
+``count._slice_count``.)
 
 The three phases over every segment of the score-sorted candidates: phase 1 commits each
 entry's top ``require_count`` candidates of its kind (a kernel), phase 2 runs the inner slicer
 on the residual candidates with the residual targets (the inner slicer's own driver, so any
 nesting works), phase 3 appends the inner picks in the inner output order, dropping those
-over their kind's cap (a kernel). Output as ``kernels.slice_segments``; the per-entry
+over their kind's cap (a kernel). Output as ``slicers.slice_segments``; the per-entry
 ``satisfied`` columns are the outer slicer's entries, then the inner slicer's (see
 :func:`count_entries`).
 """
@@ -19,10 +19,10 @@ from collections.abc import Callable
 import numpy as np
 
 from cupel_np._jit import jit
-from cupel_np.engine.slicers import kernels as sk
+from cupel_np.engine.slicers import codes
 from cupel_np.model.policy import CountConstrainedKnapsackSlice, CountQuotaSlice, GreedySlice
 
-ERR_SCARCITY = sk.ERR_SCARCITY
+ERR_SCARCITY = codes.ERR_SCARCITY
 
 
 def is_nested(slicer) -> bool:
@@ -128,7 +128,7 @@ def _phase3(kind, offsets, committed, res_pos, res_off, inner_rank, cap_of_kind,
 
 def slice_nested(slicer, table, slicer_args: Callable, tok, score, kind, offsets, targets, max_cells: int):
     """Run ``slicer`` (any slicer spec) over every segment of the score-sorted candidates;
-    returns what ``kernels.slice_segments`` returns. ``slicer_args(spec, table)`` flattens a
+    returns what ``slicers.slice_segments`` returns. ``slicer_args(spec, table)`` flattens a
     spec into the engine's ``SlicerArgs`` (whose ``run`` slices a non-nested spec)."""
     args = slicer_args(slicer, table)
     if not is_nested(slicer):
@@ -153,7 +153,7 @@ def slice_nested(slicer, table, slicer_args: Callable, tok, score, kind, offsets
     )
     inner_failed = (err == 0) & (i_err != 0)
     err[inner_failed] = i_err[inner_failed]
-    err_a[inner_failed] = i_a[inner_failed] + np.where(i_err[inner_failed] == sk.ERR_SCARCITY, e_kind.shape[0], 0)
+    err_a[inner_failed] = i_a[inner_failed] + np.where(i_err[inner_failed] == codes.ERR_SCARCITY, e_kind.shape[0], 0)
     err_b[inner_failed] = i_b[inner_failed]
     cap_dropped = np.zeros(n_seg, dtype=np.int64)
     i_rank[np.repeat(inner_failed, np.diff(res_off))] = -1

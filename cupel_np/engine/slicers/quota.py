@@ -8,7 +8,7 @@ inside one kind the score-sorted position is (score desc, row asc): so, as for t
 greedy (slicers/greedy.py), the score order is never needed. Here:
 
 * one kernel (:func:`_quota_plan`) computes every segment's kind budgets with
-  ``kernels.kind_budgets`` (the sorted path's own function) and lays the candidates out as sub-segments, one per
+  :func:`kind_budgets` (the sorted path's own function) and lays the candidates out as sub-segments, one per
   (segment, kind with a positive budget), kinds in partition order, rows ascending inside;
 * :func:`greedy_segments` runs the greedy over all sub-segments at once (small ones in its
   kernel, big ones by its chunked density walk);
@@ -26,8 +26,10 @@ from __future__ import annotations
 import numpy as np
 
 from cupel_np._jit import jit
-from cupel_np.engine.slicers.greedy import greedy_segments
-from cupel_np.engine.slicers.kernels import MODE_QUOTA, kind_budgets
+from cupel_np.engine.slicers.codes import ERR_TABLE_TOO_LARGE, MODE_QUOTA
+from cupel_np.engine.slicers.greedy import greedy_pick, greedy_segments
+from cupel_np.engine.slicers.knapsack import knapsack_pick
+from cupel_np.engine.sortkeys import int_keys, stable_argsort
 
 
 @jit
@@ -109,26 +111,13 @@ def _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank):
         base += got
 
 
-def quota_greedy_segments(
-    tok,
-    score,
-    kind,
-    offsets,
-    targets,
-    kind_rank,
-    q_has,
-    q_req,
-    q_cap,
-    q_req_all,
-    rank,
-    *,
-    big: int | None = None,
-    min_chunk: int | None = None,
-):
+def quota_greedy_segments(tok, score, kind, offsets, targets, quotas, rank, *, big=None, min_chunk=None):
     """QuotaSlice with an inner greedy over every segment; candidates in row order inside each
-    segment. Writes ``rank[p]`` = position in the segment's slicer output, -1 when not
-    selected (``rank`` must be -1 on entry). ``big``/``min_chunk`` are handed to
-    :func:`greedy_segments` (they choose the path, never the answer)."""
+    segment. ``quotas``: ``(kind_rank, q_has, q_req, q_cap, q_req_all)``, the QuotaSlice arrays
+    (``SlicerArgs.quota_arrays``). Writes ``rank[p]`` = position in the segment's slicer
+    output, -1 when not selected (``rank`` must be -1 on entry). ``big``/``min_chunk`` are
+    handed to :func:`greedy_segments` (they choose the path, never the answer)."""
+    kind_rank, q_has, q_req, q_cap, q_req_all = quotas
     perm, ptok, pscore, sub_off, sub_target, sub_seg = _quota_plan(
         tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap, q_req_all
     )
@@ -139,8 +128,194 @@ def quota_greedy_segments(
     _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank)
 
 
-def quota_greedy_slice(
-    mode,
+def quota_greedy_slice(args, tok, score, kind, offsets, targets, max_cells):
+    """:func:`quota_greedy_segments` with the arguments (``args``: a ``SlicerArgs``) and
+    results of ``slicers.slice_segments`` (a quota slice with an inner greedy never fails),
+    over candidates in row order."""
+    assert args.mode == MODE_QUOTA and not args.use_knapsack  # the caller's dispatch (batch.run_sweep)
+    n = tok.shape[0]
+    n_seg = offsets.shape[0] - 1
+    rank = np.full(n, -1, dtype=np.int64)
+    quota_greedy_segments(tok, score, kind, offsets, targets, args.quota_arrays, rank)
+    return (
+        rank,
+        np.zeros(n_seg, dtype=np.int8),
+        np.zeros(n_seg, dtype=np.int64),
+        np.zeros(n_seg, dtype=np.int64),
+        np.full((n_seg, args.e_kind.shape[0]), -1, dtype=np.int64),
+        np.zeros(n_seg, dtype=np.int64),
+    )
+
+
+@jit
+def _inner_pick(use_knapsack, tok, score, cand, target, bucket, max_cells, out, n_out):
+    if use_knapsack:
+        return knapsack_pick(tok, score, cand, target, bucket, max_cells, out, n_out)
+    return greedy_pick(tok, score, cand, target, out, n_out), 0, 0
+
+
+@jit
+def _quota_segment(
+    tok,
+    score,
+    kind,
+    lo,
+    hi,
+    target,
+    use_knapsack,
+    bucket,
+    max_cells,
+    kind_rank,
+    q_has,
+    q_req,
+    q_cap,
+    q_req_all,
+    out,
+    n_out,
+    mass,
+    cnt,
+    found,
+    kbud,
+):
+    """QuotaSlice for one segment (percent require/cap per kind, inner greedy/knapsack)."""
+    n_out, n_c, cap = _quota_segment_inner(
+        tok,
+        score,
+        kind,
+        lo,
+        hi,
+        target,
+        use_knapsack,
+        bucket,
+        max_cells,
+        kind_rank,
+        q_has,
+        q_req,
+        q_cap,
+        q_req_all,
+        out,
+        n_out,
+        mass,
+        cnt,
+        found,
+        kbud,
+    )
+    for p in range(lo, hi):
+        mass[kind[p]] = 0
+        cnt[kind[p]] = 0
+    return n_out, n_c, cap
+
+
+@jit
+def kind_budgets(tok, kind, lo, hi, target, kind_rank, q_has, q_req, q_cap, q_req_all, mass, cnt, found, kb):
+    """The spec's QuotaSlice budget of every kind present in candidates ``lo..hi``: fills
+    ``found[:present]`` with those kinds in partition order (ASCII-lowercased name, as
+    ``kind_rank``), ``kb[kind]`` with each one's token budget, ``mass``/``cnt`` (zero on entry)
+    with their tokens and counts; returns ``present``. The caller zeroes ``mass``/``cnt`` at the
+    ``found`` kinds afterwards. The one implementation both quota paths use."""
+    present = 0
+    for p in range(lo, hi):
+        k = kind[p]
+        if cnt[k] == 0:
+            found[present] = k
+            present += 1
+        mass[k] += tok[p]
+        cnt[k] += 1
+    tgt = np.float64(target)
+    total_required = 0
+    for e in range(q_req_all.shape[0]):
+        total_required += np.int64(np.floor(q_req_all[e] / 100.0 * tgt))
+    unassigned = target - total_required
+    if unassigned < 0:
+        unassigned = 0
+    if present <= 32:  # insertion sort by kind_rank (stable: ties in first-seen order)
+        for j in range(1, present):
+            x = found[j]
+            w = j - 1
+            while w >= 0 and kind_rank[found[w]] > kind_rank[x]:
+                found[w + 1] = found[w]
+                w -= 1
+            found[w + 1] = x
+    else:  # many kinds in one set: never quadratic
+        ranks = np.empty(present, dtype=np.int64)
+        for j in range(present):
+            ranks[j] = kind_rank[found[j]]
+        o = stable_argsort(int_keys(ranks))
+        kinds = np.empty(present, dtype=np.int64)
+        for j in range(present):
+            kinds[j] = found[o[j]]
+        for j in range(present):
+            found[j] = kinds[j]
+    total_mass = 0
+    for j in range(present):
+        kk = found[j]
+        req, cap = _req_cap(kk, q_has, q_req, q_cap, target, tgt)
+        if cap > req:
+            total_mass += mass[kk]
+    for j in range(present):
+        kk = found[j]
+        req, cap = _req_cap(kk, q_has, q_req, q_cap, target, tgt)
+        proportional = 0
+        if total_mass > 0 and cap > req:
+            proportional = np.int64(np.floor(np.float64(unassigned) * np.float64(mass[kk]) / np.float64(total_mass)))
+        b = req + proportional
+        kb[kk] = cap if b > cap else b
+    return present
+
+
+@jit
+def _req_cap(kk, q_has, q_req, q_cap, target, tgt):
+    if q_has[kk]:
+        return np.int64(np.floor(q_req[kk] / 100.0 * tgt)), np.int64(np.floor(q_cap[kk] / 100.0 * tgt))
+    return np.int64(0), np.int64(target)
+
+
+@jit
+def _quota_segment_inner(
+    tok,
+    score,
+    kind,
+    lo,
+    hi,
+    target,
+    use_knapsack,
+    bucket,
+    max_cells,
+    kind_rank,
+    q_has,
+    q_req,
+    q_cap,
+    q_req_all,
+    out,
+    n_out,
+    mass,
+    cnt,
+    found,
+    kbud,
+):
+    # mass / cnt / found / kbud are per-call scratch arrays indexed by kind (mass and cnt zero
+    # on entry, zeroed again by the caller): the cost per segment is its own size, not the
+    # table's kind vocabulary
+    present = kind_budgets(tok, kind, lo, hi, target, kind_rank, q_has, q_req, q_cap, q_req_all, mass, cnt, found, kbud)
+    for j in range(present):
+        kk = found[j]
+        kb = kbud[kk]
+        if kb <= 0:
+            continue
+        cand = np.empty(cnt[kk], dtype=np.int64)
+        c = 0
+        for p in range(lo, hi):
+            if kind[p] == kk:
+                cand[c] = p
+                c += 1
+        n_out, n_c, cap = _inner_pick(use_knapsack, tok, score, cand, kb, bucket, max_cells, out, n_out)
+        if cap < 0:
+            return n_out, n_c, cap
+    return n_out, 0, 0
+
+
+@jit
+def _slice_quota(
     tok,
     score,
     kind,
@@ -154,25 +329,73 @@ def quota_greedy_slice(
     q_req,
     q_cap,
     q_req_all,
-    e_kind,
-    e_require,
-    cap_of_kind,
-    throw_on_scarcity,
-    resort_inner,
+    rank,
+    err,
+    err_a,
+    err_b,
 ):
-    """:func:`quota_greedy_segments` with the arguments and results of
-    ``kernels.slice_segments`` (a quota slice with an inner greedy never fails), over
-    candidates in row order."""
-    assert mode == MODE_QUOTA and not use_knapsack  # the caller's dispatch (batch.run_sweep)
-    n = tok.shape[0]
-    n_seg = offsets.shape[0] - 1
-    rank = np.full(n, -1, dtype=np.int64)
-    quota_greedy_segments(tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap, q_req_all, rank)
-    return (
-        rank,
-        np.zeros(n_seg, dtype=np.int8),
-        np.zeros(n_seg, dtype=np.int64),
-        np.zeros(n_seg, dtype=np.int64),
-        np.full((n_seg, e_kind.shape[0]), -1, dtype=np.int64),
-        np.zeros(n_seg, dtype=np.int64),
-    )
+    """QuotaSlice over every segment of the score-sorted candidates (the sweep takes
+    :func:`quota_greedy_slice` when the inner slicer is greedy).
+
+    Parameters (the fields of ``SlicerArgs`` unpacked by ``slicers.slice_segments``; one
+    flat list so that the kernel compiles for one signature)
+
+    Per candidate, score-sorted, segment by segment (read only)
+        tok, score, kind : int64 tokens, float64 score, int64 kind id
+    Per segment (read only)
+        offsets : int64 [n_seg + 1] into the candidates
+        targets : int64 token target
+    The inner slicer
+        use_knapsack : the inner slicer is a knapsack (else greedy)
+        bucket, max_cells : the knapsack's bucket size and DP limit
+    The quotas (``SlicerArgs.quota_arrays``)
+        kind_rank : int64 per kind id, its rank in kind-name order (partition order)
+        q_has, q_req, q_cap : per kind id, whether an entry names it, its require and cap (%)
+        q_req_all : every entry's require (%), kinds absent from the table too
+    Outputs
+        rank : per candidate, its place in its segment's output (-1 on entry)
+        err, err_a, err_b : per segment, ``ERR_TABLE_TOO_LARGE`` with the knapsack's
+            candidates and capacity
+    """
+    n_kinds = kind_rank.shape[0]
+    # per-call scratch indexed by kind; every segment leaves it zeroed
+    mass = np.zeros(n_kinds, dtype=np.int64)
+    cnt = np.zeros(n_kinds, dtype=np.int64)
+    found = np.empty(n_kinds, dtype=np.int64)
+    kbud = np.empty(n_kinds, dtype=np.int64)
+    for s in range(offsets.shape[0] - 1):
+        lo = offsets[s]
+        hi = offsets[s + 1]
+        target = targets[s]
+        if hi - lo == 0 or target <= 0:
+            continue
+        out = np.empty(hi - lo, dtype=np.int64)
+        n_out, n_c, cap = _quota_segment(
+            tok,
+            score,
+            kind,
+            lo,
+            hi,
+            target,
+            use_knapsack,
+            bucket,
+            max_cells,
+            kind_rank,
+            q_has,
+            q_req,
+            q_cap,
+            q_req_all,
+            out,
+            0,
+            mass,
+            cnt,
+            found,
+            kbud,
+        )
+        if cap < 0:
+            err[s] = ERR_TABLE_TOO_LARGE
+            err_a[s] = n_c
+            err_b[s] = -cap
+            continue
+        for j in range(n_out):
+            rank[out[j]] = j

@@ -1,39 +1,27 @@
-"""``cupel-np check ITEMS --checks FILE [--set-column COL] [--junit OUT.xml]``.
-
-Runs every check of a checks file (``cupel_np.testing.checks``) over every item set, prints
-a table of the failing (variant, set) pairs, and exits 1 when a check fails, 2 for bad input
-(the message names the file, check and key), 0 otherwise. ``--junit`` writes JUnit XML (one
-test case per check) for CI systems. An input over the memory limit (or any input given
-``--chunk-rows``) is checked in chunks of whole item sets, like ``sensitivity`` streams;
-``--dask SPEC`` runs it on Dask (``cupel_np.io.dask.check``), with the same output.
-"""
+"""A checks file's checks over whole corpora: ``run_checks`` over one table or chunks of whole
+item sets, ``check_table`` / ``merge_parts`` for parts run apart (chunks, Dask partitions),
+and the outcomes as a text report (``report_lines``) or JUnit XML (``junit_xml``). The
+command is ``cupel_np.cli.check``."""
 
 from __future__ import annotations
 
-import argparse
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
-from cupel_np._files import atomic_write_bytes
-from cupel_np._fs import as_path
-from cupel_np.errors import InvalidConfigError, MemoryLimitError
-
-if TYPE_CHECKING:  # the engine is imported when the command runs, not when the parser is built
+if TYPE_CHECKING:
     from cupel_np.model.items import ItemTable
     from cupel_np.testing.checks import Check, ChecksFile
 
 __all__ = [
     "CheckOutcome",
     "CheckPart",
-    "add_check_parser",
     "check_table",
-    "cmd_check",
     "first_rows",
     "junit_xml",
     "merge_parts",
@@ -42,9 +30,6 @@ __all__ = [
 ]
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-
-#: ``--dask``'s runner: ``(args, checks_file, set_column) -> outcomes``
-DaskRunner = Callable[[argparse.Namespace, "ChecksFile", "str | None"], "list[CheckOutcome]"]
 
 
 @dataclass
@@ -149,60 +134,6 @@ def run_checks(cf: ChecksFile, tables, *, keep: int = 1000, threads: int | None 
     return merge_parts(cf.checks, parts(), keep)
 
 
-# ----------------------------------------------------------------------------- input
-def _source(items):
-    from cupel_np.model.datasets import dataset_source
-
-    return dataset_source(items)
-
-
-def _tables(args, set_column: str | None, n_variants: int) -> Iterator[ItemTable]:
-    """The items as one ItemTable, or as chunks of whole sets when streaming (the memory
-    estimate and the chunk size account for the ``n_variants`` variants swept over them)."""
-    import pyarrow.compute as pc
-
-    from cupel_np.model.datasets import (
-        check_fits,
-        chunk_rows_for,
-        default_memory_limit,
-        describe_source,
-        needs_streaming,
-        open_dataset,
-        parse_size,
-        set_runs,
-        whole_set_chunks,
-    )
-    from cupel_np.model.items import ItemTable
-
-    src = _source(args.items)
-    limit = default_memory_limit() if args.memory_limit is None else parse_size(args.memory_limit, "--memory-limit")
-    if args.chunk_rows is not None and args.chunk_rows < 1:
-        raise InvalidConfigError(f"--chunk-rows must be at least 1, got {args.chunk_rows}")
-    d = None
-    if args.chunk_rows is None:
-        d = needs_streaming(src, limit, set_column=set_column, n_variants=n_variants, where=describe_source(src))
-        if d is None:
-            yield ItemTable.from_parquet(src, set_column=set_column)
-            return
-    if not set_column:
-        raise InvalidConfigError("streaming a check needs a set column (chunks hold whole item sets)")
-    d = d if d is not None else open_dataset(src)
-    if set_column not in d.schema.names:
-        raise InvalidConfigError(f"set column {set_column!r} not found (columns: {', '.join(d.schema.names)})")
-    keys, lengths = set_runs(d, set_column)
-    if len(pc.unique(keys)) != len(keys):
-        raise MemoryLimitError(
-            f"the sets of column {set_column!r} are not contiguous and the input is over the memory limit: "
-            "sort the data by the set column to check it in chunks"
-        )
-    check_fits(d, set_column, limit, describe_source(src), runs=(keys, lengths), n_variants=n_variants)
-    rows = args.chunk_rows or chunk_rows_for(d, limit, n_variants=n_variants)
-    n_groups = sum(f.metadata.num_row_groups for f in d.get_fragments())
-    for chunk, _done in whole_set_chunks(d, set_column, rows, n_groups):
-        yield ItemTable.from_arrow(chunk, set_column=set_column)
-
-
-# ----------------------------------------------------------------------------- output
 def _fmt_table(t: pa.Table, set_name: str, limit: int) -> list[str]:
     rows = t.slice(0, limit).to_pylist()
     head = ["variant", set_name, "expected", "found"]
@@ -261,59 +192,3 @@ def junit_xml(outcomes: list[CheckOutcome], suite: str, set_name: str, max_rows:
             f.text = "\n".join(text)
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
-
-
-# ----------------------------------------------------------------------------- command
-def cmd_check(args) -> int:
-    """The ``check`` subcommand (see the module docstring)."""
-    from cupel_np.testing.checks import load_checks
-
-    cf = load_checks(args.checks)
-    set_column = args.set_column or cf.set_column
-    if args.dask:
-        runner = getattr(args, "dask_runner", None)
-        if runner is None:  # the parser was built without a Dask runner (this wing sits below io)
-            raise InvalidConfigError("--dask is not available here: run `cupel-np check`")
-        outcomes = runner(args, cf, set_column)
-    else:
-        outcomes = run_checks(cf, _tables(args, set_column, len(cf.variants)), threads=args.threads)
-    set_name = set_column or "set"
-    if args.junit:
-        atomic_write_bytes(args.junit, junit_xml(outcomes, as_path(args.checks).stem, set_name))
-    if args.json:
-        import json
-
-        doc = [
-            {"check": o.check.name, "pairs": o.pairs, "failed": o.failed, "rows": o.table().to_pylist()}
-            for o in outcomes
-        ]
-        print(json.dumps(doc, indent=2, default=str))
-    else:
-        print("\n".join(report_lines(outcomes, set_name, args.max_rows)))
-    return EXIT_FAILED if any(o.failed for o in outcomes) else EXIT_OK
-
-
-def add_check_parser(sub, common, *, dask_runner: DaskRunner | None = None) -> None:
-    """Register ``check`` on the ``cupel-np`` subparsers (``common``: the shared options).
-    ``dask_runner(args, checks_file, set_column) -> outcomes`` runs the checks for ``--dask``
-    (the command line passes ``cupel_np.io.dask.check``'s; this wing may not import io)."""
-    p = sub.add_parser(
-        "check",
-        parents=[common],
-        help="run a checks file's assertions over every item set; exit 1 when one fails",
-    )
-    p.add_argument("items", nargs="+", help="items Parquet: a file, a directory or several files")
-    p.add_argument("--checks", required=True, help="TOML/JSON checks file (policies, budgets, [[check]] tables)")
-    p.add_argument("--set-column", help="column holding the item-set key (overrides the checks file's)")
-    p.add_argument("--junit", metavar="OUT.xml", help="also write JUnit XML for CI")
-    p.add_argument("--max-rows", type=int, default=10, help="failing rows shown per check (default 10)")
-    p.add_argument("--memory-limit", metavar="SIZE", help="memory budget, e.g. 2G; a larger input is checked in chunks")
-    p.add_argument("--chunk-rows", type=int, metavar="N", help="check in chunks of at least N rows, whatever the size")
-    if dask_runner is not None:
-        p.add_argument(
-            "--dask",
-            metavar="SPEC",
-            help="run on Dask (partitions of whole item sets; needs a set column): local, local:N "
-            "(a LocalCluster of N workers) or tcp://HOST:PORT",
-        )
-    p.set_defaults(func=cmd_check, dask=None, dask_runner=dask_runner)

@@ -1,7 +1,13 @@
-"""``report.html`` for an in-memory SweepResult: the numbers the page shows, computed from the
-[G, V] content-status matrix in bounded blocks, gathered into ``report.page.PageData`` and
-rendered by ``report.page`` (the same sections and charts as the page built from written
-outputs, ``report.from_dir``). Every section is bounded in size whatever the sweep's size.
+"""The comparison statistics the sweep pages show, from an in-memory SweepResult: pairwise
+agreement of the variants (``agreement``, or ``agreement_start`` / ``agreement_add`` /
+``agreement_finish`` over blocks, as the page built from written outputs accumulates it),
+their ``similarity_order``, swinging contents per kind or source (``swing_by_category``,
+``top_categories``), per-variant ``reason_totals``, and the cells, set summaries and token
+totals of the rows shown. ``cupel_np.report`` draws them.
+
+Everything works on the [G, V] content-status matrix (G = content groups, one per distinct
+content of a set; V = variants) and the failed (variant, set) cells: one pass of matrix
+products over bounded blocks of groups, never a Python loop per set or per pair.
 """
 
 from __future__ import annotations
@@ -9,40 +15,33 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.compute as pc
 
-from cupel_np._fs import AnyPath
 from cupel_np.engine.reasons import reason_name_lut
-from cupel_np.report.page import PAGE_FROM_RESULT, PageData, chart_pngs, render_page
-
-TOP_K = 40  # rows of the heatmap PNG
 
 
-def _first_input_row(result, groups: np.ndarray) -> np.ndarray:
+def first_input_row(result, groups: np.ndarray) -> np.ndarray:
     """The input row number of each group's first copy (the tie-break every page uses)."""
     return result.table.input_row[result.group_first_row[groups]]
 
 
-def _top_swings(result, k: int, gs: np.ndarray | None = None) -> np.ndarray:
+def top_swings(result, k: int, gs: np.ndarray | None = None) -> np.ndarray:
     """Swinging groups, most contested first (the closest to an even split of the variants
     that ran; ties by the first copy's input row, as the page from written outputs orders)."""
     gs = result.swing_groups if gs is None else gs
     if gs.size == 0:
         return gs
-    ok = _valid(result, gs)
+    ok = valid_cells(result, gs)
     n_inc = (result.status[gs] & ok).sum(axis=1)
     contest = np.minimum(n_inc, ok.sum(axis=1) - n_inc)
-    order = np.lexsort((_first_input_row(result, gs), -contest))
+    order = np.lexsort((first_input_row(result, gs), -contest))
     return gs[order[:k]]
 
 
-# ----------------------------------------------------------------------------- the numbers
-# Everything below works on the [G, V] content-status matrix (G = content groups, one per
-# distinct content of a set; V = variants) and the failed (variant, set) cells: one pass of
-# matrix products over bounded blocks of groups, never a Python loop per set or per pair.
 BLOCK = 1 << 18
+
 MAX_CATEGORIES = 8
 
 
-def _valid(result, gs=None) -> np.ndarray:
+def valid_cells(result, gs=None) -> np.ndarray:
     """[G, V] bool: the variant ran on the group's set (it did not fail there)."""
     sets = result.group_set if gs is None else result.group_set[gs]
     return ~result.failed.T[sets]
@@ -98,7 +97,7 @@ def agreement(result) -> dict:
     g = result.status.shape[0]
     any_failed = bool(result.failed.any())
     for lo in range(0, g, BLOCK):
-        ok = _valid(result, np.arange(lo, min(g, lo + BLOCK))) if any_failed else None
+        ok = valid_cells(result, np.arange(lo, min(g, lo + BLOCK))) if any_failed else None
         agreement_add(acc, result.status[lo : lo + BLOCK], ok)
     return agreement_finish(acc)
 
@@ -163,7 +162,7 @@ def swing_by_category(result, which: str) -> dict:
         sel_g = gs[lo : lo + BLOCK]
         st = result.status[sel_g]
         if any_failed:
-            ok = _valid(result, sel_g)
+            ok = valid_cells(result, sel_g)
             inc, exc = st & ok, ~st & ok
         else:
             inc, exc = st, ~st
@@ -184,6 +183,24 @@ def swing_by_category(result, which: str) -> dict:
         "swinging": swing_groups[top],
         "groups": groups[top],
         "other_swinging": int(swing_groups[rest].sum()),
+    }
+
+
+def swing_by_category_from_counts(cat: dict, v: int) -> dict:
+    """``swing_by_category``'s dict from per-category counts accumulated over written outputs:
+    ``cat[name] = (swinging groups, groups, [V, V] swing counts)``."""
+    names = list(cat)
+    swinging = np.array([cat[n][0] for n in names], dtype=np.int64)
+    top = top_categories(names, swinging)
+    rest = [j for j in range(len(names)) if j not in set(top)]
+    other = sum((cat[names[j]][2] for j in rest), np.zeros((v, v)))
+    return {
+        "names": [names[j] for j in top],
+        "counts": np.rint(np.array([cat[names[j]][2] for j in top]).reshape(len(top), v, v)).astype(np.int64),
+        "other": np.rint(other).astype(np.int64),
+        "swinging": swinging[top] if top else np.zeros(0, np.int64),
+        "groups": np.array([cat[names[j]][1] for j in top], dtype=np.int64),
+        "other_swinging": int(swinging[rest].sum()) if rest else 0,
     }
 
 
@@ -263,71 +280,7 @@ def set_summary(result, segs: np.ndarray) -> dict:
     return {"included": inc_n, "tokens": tok, "swing_included": sw_inc}
 
 
-# ----------------------------------------------------------------------------- the page
-def _rows(result, groups: np.ndarray) -> list[dict]:
-    """The page's row dicts for content groups (``report.page.PageData.rows``)."""
-    if len(groups) == 0:
-        return []
-    t = result.table
-    cells = group_cells(result, groups)
-    valid = _valid(result, groups)
-    out = []
-    for i, g in enumerate(groups):
-        r, s = int(result.group_first_row[g]), int(result.group_set[g])
-        fail = cells["failed"][i]
-        out.append(
-            {
-                "set": t.set_keys[s] if t.set_column else None,
-                "content": t.content[r].as_py(),
-                "kind": t.kind[r].as_py(),
-                "source": t.source[r].as_py(),
-                "tokens": int(t.tokens[r]),
-                "n_in": int((result.status[g] & ~result.failed[:, s]).sum()),
-                "n_valid": int(valid[i].sum()),
-                "status": [str(x) for x in cells["status"][i]],
-                "reason": [str(x) for x in cells["reason"][i]],
-                "rank": [None if fail[v] else int(cells["rank"][i, v]) for v in range(len(result.labels))],
-            }
-        )
-    return out
-
-
-def _drill_sets(result, max_sets: int) -> list[dict]:
-    """The sets with the most swinging contents (ties: the set's first input row)."""
-    t = result.table
-    per_set = np.diff(result.swing_offsets)
-    first = t.input_row[np.asarray(t.offsets[:-1], dtype=np.int64)] if t.n else np.zeros(t.n_sets, np.int64)
-    segs = np.lexsort((first, -per_set))[:max_sets]
-    segs = segs[per_set[segs] > 0]
-    ss = set_summary(result, segs)
-    out = []
-    for j, s in enumerate(int(x) for x in segs):
-        sg = result.swing_groups[int(result.swing_offsets[s]) : int(result.swing_offsets[s + 1])]
-        per_variant = [
-            {
-                "error": str(result.run.errors[vi][s]) if result.failed[vi, s] else None,
-                "included": int(ss["included"][j, vi]),
-                "tokens": int(ss["tokens"][j, vi]),
-                "target": int(result.variants[vi].budget.target_tokens),
-                "swing_included": int(ss["swing_included"][j, vi]),
-            }
-            for vi in range(len(result.labels))
-        ]
-        out.append(
-            {
-                "key": t.set_keys[s] if t.set_column else None,
-                "swing": int(sg.size),
-                "groups": int(result.group_offsets[s + 1] - result.group_offsets[s]),
-                "items": int(t.offsets[s + 1] - t.offsets[s]),
-                "set_tokens": int(np.maximum(t.tokens[int(t.offsets[s]) : int(t.offsets[s + 1])], 0).sum()),
-                "per_variant": per_variant,
-                "rows": _rows(result, _top_swings(result, 25, sg)),
-            }
-        )
-    return out
-
-
-def _token_totals(result) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def token_totals(result) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per variant over the sets that ran: tokens used, target, and what the sets could use
     (min(set tokens, target))."""
     t = result.table
@@ -344,7 +297,7 @@ def _token_totals(result) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return used, target, could
 
 
-def _kind_mix(result) -> np.ndarray:
+def kind_mix(result) -> np.ndarray:
     t = result.table
     k = len(t.kind_vocab)
     mix = np.zeros((len(result.labels), k))
@@ -352,78 +305,3 @@ def _kind_mix(result) -> np.ndarray:
         inc = result.run.included[v]
         mix[v] = np.bincount(t.kind_id[inc], weights=t.tokens[inc], minlength=k)[:k]
     return mix
-
-
-def page_data(result, *, title: str, max_rows: int = 200, max_sets: int = 5, top_k: int = TOP_K) -> PageData:
-    """Everything the sweep page shows, from an in-memory SweepResult."""
-    t = result.table
-    keys, totals = reason_totals(result)
-    errors = result.errors
-    used, target, could = _token_totals(result)
-    return PageData(
-        title=title,
-        generator=PAGE_FROM_RESULT,
-        set_name=t.set_column or "set",
-        has_sets=bool(t.set_column),
-        n_items=t.n,
-        n_sets=t.n_sets,
-        n_swing=result.n_swing,
-        labels=list(result.labels),
-        variants=[
-            {"label": x.label, "policy": x.policy.to_dict(), "budget": x.budget.to_dict()} for x in result.variants
-        ],
-        failed_sets=result.failed.sum(axis=1),
-        failure_example={l: str(next(iter(e.values()))) for l, e in errors.items()},
-        ag=agreement(result),
-        by_kind=swing_by_category(result, "kind"),
-        by_source=swing_by_category(result, "source"),
-        reason_keys=keys,
-        reason_totals=totals,
-        rows=_rows(result, _top_swings(result, max(max_rows, top_k))),
-        sets=_drill_sets(result, max_sets),
-        used=used,
-        target=target,
-        could=could,
-        kind_names=list(t.kind_vocab),
-        kind_mix=_kind_mix(result),
-        heat_rows=top_k,
-    )
-
-
-def write_page(d: PageData, out: AnyPath) -> AnyPath:
-    """Write ``report.html`` and its charts (PNGs, embedded and beside the page) into ``out``;
-    a ``kinds.png`` or other chart of an earlier page is replaced, never left stale."""
-    from cupel_np._files import atomic_write_bytes
-
-    pngs = chart_pngs(d)
-    for name, data in pngs.items():
-        atomic_write_bytes(out / name, data)
-    path = out / "report.html"
-    atomic_write_bytes(path, render_page(d, pngs).encode("utf-8"))
-    return path
-
-
-def write_html_report(
-    result,
-    out_dir,
-    *,
-    title: str = "cupel_np policy sensitivity",
-    top_k: int = TOP_K,
-    max_rows: int = 200,
-    max_sets: int = 5,
-    max_pairs: int = 20,
-    overwrite: bool = False,
-) -> AnyPath:
-    """Write ``report.html`` plus ``heatmap.png``, ``tokens.png`` and ``kinds.png`` into
-    ``out_dir`` (atomically) and return the page's path. The page's size is bounded for any
-    sweep: ``max_rows`` swinging items, ``max_sets`` drill-down sets, ``max_pairs`` variant
-    pairs, plus aggregates over everything. A directory holding another run's outputs is
-    refused unless ``overwrite=True`` (the same result's ``write_sweep`` outputs are its own)."""
-    from cupel_np.io.outdir import KIND_PAGE, claim_out_dir, run_id, write_manifest
-
-    out = claim_out_dir(out_dir, overwrite=overwrite, run=run_id(result))
-    d = page_data(result, title=title, max_rows=max_rows, max_sets=max_sets, top_k=top_k)
-    d.max_pairs = max_pairs
-    path = write_page(d, out)
-    write_manifest(out, KIND_PAGE, run_id(result), [path.name, "heatmap.png", "tokens.png", "kinds.png"])
-    return path

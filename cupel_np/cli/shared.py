@@ -1,0 +1,160 @@
+"""What every ``cupel-np`` command shares: the exit statuses, ``UsageError``, progress and
+"compiling" notes, ``--out`` claiming, the items input, the budget options and the failure
+summary."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as pds
+
+from cupel_np._fs import arrow_location, as_path
+from cupel_np.engine import batch_kernels
+from cupel_np.errors import CupelError
+from cupel_np.io.outdir import check_set_column, claim_out_dir
+from cupel_np.model.budget import ContextBudget
+from cupel_np.model.datasets import dataset_source, default_memory_limit, open_dataset, parse_size
+from cupel_np.model.items import ITEM_FIELDS, ItemTable
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    pass
+
+
+def _err(msg: str) -> None:
+    print(f"cupel-np: error: {msg}", file=sys.stderr)
+
+
+def _progress_enabled(args) -> bool:
+    return not args.quiet and sys.stderr.isatty()
+
+
+def kernels_cached() -> bool:
+    """Whether the compiled kernels every run needs are in Numba's on-disk cache (a cold
+    first run compiles them for ~10-20 s). True when JIT is off or the cache cannot be read."""
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        return True
+
+    try:
+        return os.path.exists(batch_kernels.variant_scores._cache._cache_file._index_path)
+    except AttributeError:  # another Numba version's internals: say nothing rather than guess
+        return True
+
+
+def _say_if_compiling(args) -> None:
+    """On a terminal, a cold first run says why it is silent for a while (stderr only)."""
+    if not getattr(args, "quiet", False) and sys.stderr.isatty() and not kernels_cached():
+        print("cupel-np: compiling kernels, first run only (10-20 s) ...", file=sys.stderr, flush=True)
+
+
+def _claim_out(args, set_column=None, labels=()) -> Path:
+    """Check ``--out`` before any work: not an existing file, and not holding another run's
+    outputs unless ``--overwrite`` (which removes them; ``io.outdir`` names what is ours);
+    and a set column whose name the outputs use is refused before anything is read."""
+    check_set_column(set_column, labels)
+    return claim_out_dir(args.out, overwrite=args.overwrite, create=False)
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 chunk``, ``2 chunks``, ``1,000 partitions`` (``many`` for irregular plurals)."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+_PREFIX = re.compile(r"^(variant '[^']*': )?(set .*?: )?")
+
+
+def top_reasons(messages, k: int = 3) -> list[tuple[int, str]]:
+    """The ``k`` most common failure reasons among error ``messages``: messages that differ
+    only in the variant, the set or the numbers count as one reason; each comes with its
+    count and one full example, most common first."""
+    groups: dict[str, list] = {}
+    for m in messages:
+        m = str(m)
+        key = re.sub(r"\d[\d,]*", "N", _PREFIX.sub("", m, count=1))
+        g = groups.setdefault(key, [0, m])
+        g[0] += 1
+    ranked = sorted(groups.values(), key=lambda g: -g[0])
+    return [(n, ex) for n, ex in ranked[:k]]
+
+
+def _print_failures(messages, out=None) -> None:
+    """Why (variant, set) cells failed: the top reasons with counts and an example each."""
+    msgs = list(messages)
+    if not msgs:
+        return
+    print(f"{plural(len(msgs), 'failed (variant, set) cell')}; most common reasons:", file=out)
+    for n, ex in top_reasons(msgs):
+        print(f"  {n:>6,} x {_one_line(ex, 160)}", file=out)
+
+
+def _written_failures(out) -> list[str]:
+    """The error of every failed (variant, set) cell of a written sweep (``variants`` output)."""
+    f = as_path(out) / "variants.parquet"
+    src = f if f.is_file() else as_path(out) / "variants"
+    if not src.exists():
+        return []
+    fs, where = arrow_location(src)
+    t = pds.dataset(where, format="parquet", filesystem=fs).to_table(
+        columns=["error"], filter=pds.field("error").is_valid()
+    )
+    return [str(e) for e in t.column("error").to_pylist()]
+
+
+def _set_column_hint(items, set_column) -> str:
+    """When no set column was given though the input has columns other than item fields:
+    a hint naming them (the whole input was taken as ONE item set)."""
+    if set_column:
+        return ""
+
+    try:
+        schema = open_dataset(_source(items)).schema
+    except CupelError:
+        return ""
+
+    def key_like(t) -> bool:  # a set key is text or a whole number, never a score or a flag
+        if pa.types.is_dictionary(t):
+            t = t.value_type
+        return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
+
+    other = [f.name for f in schema if f.name not in ITEM_FIELDS and key_like(f.type)]
+    if not other:
+        return ""
+    return (
+        f"; without --set-column the whole input is ONE item set: if it holds several, name the set-key "
+        f"column with --set-column ({', '.join(other[:3])}?)"
+    )
+
+
+def _load_table(path, set_column):
+    return ItemTable.from_parquet(_source(path), set_column=set_column)
+
+
+def _source(items):
+    return dataset_source(items)
+
+
+def _name(items) -> str:
+    src = _source(items)
+    return as_path(src).name if not isinstance(src, list) else f"{as_path(src[0]).name} (+{len(src) - 1} files)"
+
+
+def _memory_limit(args) -> int:
+    """``--memory-limit`` in bytes (default: ``datasets.default_memory_limit()``)."""
+    return default_memory_limit() if args.memory_limit is None else parse_size(args.memory_limit, "--memory-limit")
+
+
+def _budget(args):
+    if args.max_tokens is None or args.target_tokens is None:
+        raise UsageError("--max-tokens and --target-tokens are required")
+    return ContextBudget(args.max_tokens, args.target_tokens, args.output_reserve or 0)
+
+
+def _one_line(s: str, n: int = 70) -> str:
+    s = s.replace("\n", " ")
+    return s if len(s) <= n else s[: n - 1] + "…"

@@ -1,0 +1,75 @@
+"""``cupel-np tune``: search policies over labelled outcomes (``cupel_np.tuning``)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from cupel_np._fs import as_path
+from cupel_np.io.dask import connect
+from cupel_np.model.budget import ContextBudget
+from cupel_np.model.datasets import dataset_source
+from cupel_np.tuning.output import summary_dict, write_tune
+from cupel_np.tuning.search import tune
+
+
+def cmd_tune(args) -> int:
+    """Run the search and write its outputs (exit 0), printing the best against the presets."""
+    budget = None
+    if args.max_tokens is not None:
+        target = args.target_tokens if args.target_tokens is not None else args.max_tokens - args.output_reserve
+        budget = ContextBudget(max_tokens=args.max_tokens, target_tokens=target, output_reserve=args.output_reserve)
+
+    src = dataset_source(args.items)
+    t0 = time.perf_counter()
+    if args.dask:
+        with connect(args.dask) as client:
+            result = _tune(tune, args, src, budget, client)
+    else:
+        result = _tune(tune, args, src, budget, None)
+    paths = write_tune(result, args.out, overwrite=args.overwrite)
+    if args.json:
+        print(json.dumps(summary_dict(result, paths), indent=2))
+        return 0
+    p = result.paired
+    print(
+        f"{result.trials} trials ({result.policies_swept} distinct policies; {args.objective}, seed {args.seed}) "
+        f"on {result.search_sets} search sets, "
+        f"{result.heldout_sets} held out; {time.perf_counter() - t0:.1f}s"
+    )
+    print(f"{'policy':<16} {'kind':<7} {'search recall':>13} {'held-out recall':>15} {'95% interval':>17}")
+    for r in result.comparison.to_pylist():
+        lo, hi = r["heldout_token_recall_lo"], r["heldout_token_recall_hi"]
+        iv = f"{lo:.3f}-{hi:.3f}" if lo is not None and hi is not None else ""
+        print(
+            f"{r['label']:<16} {r['kind']:<7} {r['search_token_recall'] or 0:>13.3f} "
+            f"{r['heldout_token_recall'] or 0:>15.3f} {iv:>17}"
+        )
+    print(
+        f"{p['a']} vs {p['b']} on the {p['part']} sets: {p['mean_diff']:+.3f} {p['metric']} "
+        f"({p['lo']:+.3f} to {p['hi']:+.3f}), {p['wins']} wins / {p['ties']} ties / {p['losses']} losses"
+    )
+    print(f"wrote {', '.join(as_path(v).name for v in paths.values())} to {as_path(args.out).resolve()}")
+    return 0
+
+
+def _tune(tune, args, src, budget, client):
+    """``tune`` with the command's options (on Dask when ``client`` is given)."""
+    return tune(
+        src,
+        args.space,
+        budget,
+        label_column=args.label_column,
+        set_column=args.set_column,
+        objective=args.objective,
+        trials=args.trials,
+        seed=args.seed,
+        holdout=args.holdout,
+        batch_size=args.batch_size,
+        top=args.top,
+        baseline=args.baseline,
+        sampler=args.sampler,
+        threads=args.threads,
+        client=client,
+        progress=None if not args.quiet else False,
+    )

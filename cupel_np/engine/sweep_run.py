@@ -1,0 +1,267 @@
+"""A sweep's result (:class:`SweepRun`: V variants' result matrices over one table, with
+per-set maps built lazily, :class:`SetMap`) and what it keeps from the shared phase: the
+classify stage's output (:func:`classify`) and the score plan (:class:`ScorePlan`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from cupel_np.engine.batch_kernels import variant_scores
+from cupel_np.model.budget import ContextBudget
+from cupel_np.model.grid import Variant
+from cupel_np.model.items import ItemTable
+
+#: a result of a variant that has not run yet (every run replaces it)
+_NOT_RUN = np.zeros(0, dtype=np.int64)
+
+
+def segment_sums(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    cs = np.zeros(values.shape[0] + 1, dtype=np.int64 if values.dtype.kind in "biu" else np.float64)
+    np.cumsum(values, out=cs[1:])
+    return cs[offsets[1:]] - cs[offsets[:-1]]
+
+
+def _offsets(counts: np.ndarray) -> np.ndarray:
+    off = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+    np.cumsum(counts, out=off[1:])
+    return off
+
+
+class SetMap(Mapping):
+    """``{set index: value}`` filled in bulk and built lazily: ``add(sets, build)`` records
+    many sets at once (a set already present keeps its first value) and ``build(s)`` runs
+    only when ``s`` is read, so a sweep that fails in 100,000 sets creates no Python object
+    per set until someone asks. Iteration follows insertion (chunk by chunk, ascending
+    within a chunk)."""
+
+    def __init__(self, n_sets: int):
+        self._has = np.zeros(n_sets, dtype=np.bool_)
+        self._chunks: list[tuple[np.ndarray, Callable[[int], object]]] = []
+        self._cache: dict[int, object] = {}
+        self._len = 0
+
+    def add(self, sets: np.ndarray, build: Callable[[int], object]) -> None:
+        sets = np.asarray(sets, dtype=np.int64)
+        sets = sets[~self._has[sets]]
+        if sets.size:
+            self._has[sets] = True
+            self._chunks.append((sets, build))
+            self._len += int(sets.size)
+
+    def sets(self) -> np.ndarray:
+        """Every set index present (insertion order)."""
+        return np.concatenate([c for c, _ in self._chunks]) if self._chunks else np.zeros(0, np.int64)
+
+    def __contains__(self, s) -> bool:
+        try:
+            return 0 <= s < self._has.shape[0] and bool(self._has[s])
+        except TypeError:
+            return False
+
+    def __getitem__(self, s):
+        if s not in self:
+            raise KeyError(s)
+        s = int(s)
+        if s not in self._cache:
+            for sets, build in self._chunks:
+                i = np.searchsorted(sets, s)
+                if i < sets.size and sets[i] == s:
+                    self._cache[s] = build(s)
+                    break
+        return self._cache[s]
+
+    def __iter__(self):
+        for sets, _ in self._chunks:
+            yield from sets.tolist()
+
+    def __len__(self) -> int:
+        return self._len
+
+
+@dataclass
+class Classified:
+    """Classify-stage output, shared by every variant over the same table."""
+
+    negative: np.ndarray  # bool [N]
+    pinned: np.ndarray  # bool [N] (non-negative pinned rows)
+    sc_rows: np.ndarray  # scoreable rows, grouped order
+    sc_offsets: np.ndarray
+    pin_rows: np.ndarray
+    pin_offsets: np.ndarray
+    pinned_tokens: np.ndarray  # per set
+    first_pin: np.ndarray  # per set: first pinned row, -1 when none
+
+
+def classify(table: ItemTable) -> Classified:
+    neg = table.tokens < 0
+    pin = table.pinned & ~neg
+    sc = ~neg & ~pin
+    pin_rows = np.flatnonzero(pin)
+    pin_off = _offsets(segment_sums(pin.astype(np.int64), table.offsets))
+    first = np.full(table.n_sets, -1, dtype=np.int64)
+    has = pin_off[1:] > pin_off[:-1]
+    first[has] = pin_rows[pin_off[:-1][has]]
+    return Classified(
+        neg,
+        pin,
+        np.flatnonzero(sc),
+        _offsets(segment_sums(sc.astype(np.int64), table.offsets)),
+        pin_rows,
+        pin_off,
+        segment_sums(np.where(pin, table.tokens, 0), table.offsets),
+        first,
+    )
+
+
+def effective_targets(budget: ContextBudget, pinned_tokens: np.ndarray) -> np.ndarray:
+    """The spec's effective target for every set at once (same float ops as the scalar form)."""
+    reserved = budget.reserved_tokens
+    eff_max = np.maximum(0, budget.max_tokens - budget.output_reserve - pinned_tokens - reserved)
+    eff_t = np.minimum(np.maximum(0, budget.target_tokens - pinned_tokens - reserved), eff_max)
+    margin = budget.estimation_safety_margin_percent
+    if margin > 0:
+        mult = 1.0 - margin / 100.0
+        eff_max = np.floor(eff_max.astype(np.float64) * mult).astype(np.int64)
+        eff_t = np.floor(eff_t.astype(np.float64) * mult).astype(np.int64)
+        eff_t = np.minimum(eff_t, eff_max)
+    return eff_t.astype(np.int64)
+
+
+class SweepRun:
+    """Result matrices of V variants over one table (rows in the table's grouped order).
+
+    ``included[v, r]`` and ``reason[v, r]`` (int8 code) are dense; placed positions are kept for
+    the included rows and scores rebuilt from the shared base columns (``position_for`` /
+    ``scores_for``, or the ``position`` / ``scores`` matrices, built on access);
+    everything needed to rebuild a reason's fields on demand is kept per set or sparsely."""
+
+    def __init__(self, table: ItemTable, variants: Sequence[Variant], cls: Classified, plan: ScorePlan):
+        v, n, s = len(variants), table.n, table.n_sets
+        self.table = table
+        self.variants = list(variants)
+        self.classified = cls
+        self.included = np.zeros((v, n), dtype=np.bool_)
+        self.reason = np.full((v, n), -1, dtype=np.int8)
+        # placed positions are kept for included rows only, in row order: ``placed_pos[v][i]``
+        # is the position of the i-th row of ``flatnonzero(included[v])`` (4 bytes per included
+        # item; the rows themselves are the inclusion matrix's, never stored twice)
+        self.placed_pos: list[np.ndarray] = [_NOT_RUN] * v  # every variant replaces its entry
+        self._placed_off: dict[int, np.ndarray] = {}
+        # scores are not stored per variant: scores_for(v) rebuilds them from the shared base
+        # columns (8 bytes per item per variant saved)
+        self._plan = plan
+        self.effective_target = np.zeros((v, s), dtype=np.int64)
+        self.avail_slice = np.zeros((v, s), dtype=np.int64)
+        self.avail_place = np.zeros((v, s), dtype=np.int64)
+        self.cap_dropped = np.zeros((v, s), dtype=np.int64)
+        # per variant {set: error} and {set: [(kind, required, satisfied), ...]}, built lazily
+        self.errors: list[SetMap] = [SetMap(s) for _ in range(v)]
+        self.shortfalls: list[SetMap] = [SetMap(s) for _ in range(v)]
+        # sparse details: (rows, values...) sorted by row
+        self.dedup_winner: list[tuple[np.ndarray, np.ndarray]] = [(_NOT_RUN, _NOT_RUN)] * v
+        self.trunc_order: list[tuple[np.ndarray, np.ndarray]] = [(_NOT_RUN, _NOT_RUN)] * v
+        self.count_cap: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [(_NOT_RUN, _NOT_RUN, _NOT_RUN)] * v
+        # wall clock (time.time_ns) at the phase boundaries, for stage timings and trace spans:
+        # prep_ns = (start, classified, shared scoring done); stage_ns[v] = (variant start,
+        # scored, deduplicated, sliced, placed)
+        self.prep_ns = np.zeros(3, dtype=np.int64)
+        self.stage_ns = np.zeros((v, 5), dtype=np.int64)
+
+    @property
+    def n_variants(self) -> int:
+        return len(self.variants)
+
+    def position_for(self, v: int) -> np.ndarray:
+        """Variant ``v``'s placed position per row (-1 when excluded)."""
+        out = np.full(self.table.n, -1, dtype=np.int32)
+        out[self.included[v]] = self.placed_pos[v]
+        return out
+
+    def placed_in(self, v: int, seg: int) -> tuple[np.ndarray, np.ndarray]:
+        """Variant ``v``'s included rows of set ``seg`` (ascending) and their placed positions."""
+        off = self._placed_off.get(v)
+        if off is None:  # included rows before each set, once per variant
+            off = self._placed_off[v] = (
+                np.array([0, self.placed_pos[v].shape[0]], dtype=np.int64)
+                if self.table.n_sets == 1
+                else _offsets(segment_sums(self.included[v], self.table.offsets))
+            )
+        lo = int(self.table.offsets[seg])
+        rows = lo + np.flatnonzero(self.included[v, lo : int(self.table.offsets[seg + 1])])
+        return rows, self.placed_pos[v][off[seg] : off[seg + 1]]
+
+    @property
+    def position(self) -> np.ndarray:
+        """``[V, N]`` placed positions (built on access)."""
+        return (
+            np.stack([self.position_for(v) for v in range(self.n_variants)])
+            if self.n_variants
+            else np.zeros((0, self.table.n), np.int32)
+        )
+
+    def scores_for(self, v: int) -> np.ndarray:
+        """Variant ``v``'s report scores per row: its composite score for scoreable rows,
+        1.0 for pinned rows, 0.0 for negative-token rows."""
+        base, term_off, term_col, term_w = self._plan
+        cls = self.classified
+        out = np.zeros(self.table.n, dtype=np.float64)
+        out[cls.sc_rows] = _one_variant(base, term_off, term_col, term_w, v)
+        out[cls.pin_rows] = 1.0
+        return out
+
+    def scores_at(self, v: int, rows: np.ndarray) -> np.ndarray:
+        """``scores_for(v)[rows]`` without building the whole column."""
+        rows = np.asarray(rows, dtype=np.int64)
+        cls = self.classified
+        out = np.zeros(rows.shape[0], dtype=np.float64)
+        out[cls.pinned[rows]] = 1.0
+        pos = np.searchsorted(cls.sc_rows, rows)
+        pos_c = np.minimum(pos, max(len(cls.sc_rows) - 1, 0))
+        is_sc = (
+            (pos < len(cls.sc_rows)) & (cls.sc_rows[pos_c] == rows)
+            if len(cls.sc_rows)
+            else np.zeros(rows.shape[0], bool)
+        )
+        if is_sc.any():
+            base, term_off, term_col, term_w = self._plan
+            out[is_sc] = _one_variant(np.ascontiguousarray(base[pos[is_sc]]), term_off, term_col, term_w, v)
+        return out
+
+    @property
+    def scores(self) -> np.ndarray:
+        """``[V, N]`` score matrix (built on access)."""
+        return (
+            np.stack([self.scores_for(v) for v in range(self.n_variants)])
+            if self.n_variants
+            else np.zeros((0, self.table.n))
+        )
+
+
+class ScorePlan(NamedTuple):
+    """Every variant's composite score as weighted terms over the shared base columns: variant
+    ``v`` is the sum of ``term_w[i] * base[:, term_col[i]]`` over ``i`` in
+    ``term_off[v]:term_off[v + 1]`` (see ``_one_variant``)."""
+
+    base: np.ndarray  # float64 [scoreable rows, distinct base scorers]
+    term_off: np.ndarray  # int64 [V + 1]
+    term_col: np.ndarray  # int64 per term: its column of ``base``
+    term_w: np.ndarray  # float64 per term: its normalised weight
+
+
+def _one_variant(
+    base: np.ndarray,
+    term_off: np.ndarray,
+    term_col: np.ndarray,
+    term_w: np.ndarray,
+    v: int,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Variant ``v``'s composite score per base row (into ``out`` when given)."""
+    a, b = int(term_off[v]), int(term_off[v + 1])
+    out = np.empty(base.shape[0], dtype=np.float64) if out is None else out
+    variant_scores(base, np.array([0, b - a], dtype=np.int64), term_col[a:b], term_w[a:b], out.reshape(1, -1))
+    return out
