@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
+from cupel_np import _fs
 from cupel_np.cli.budget import cmd_budget
 from cupel_np.cli.demo import cmd_demo
 from cupel_np.cli.parser import build_parser
@@ -25,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         load_plugins(args.plugin)
+        _fs.configure(_fs.parse_options(getattr(args, "storage_option", None)))
         refuse_empty(args)
         if args.func in (cmd_demo, cmd_sensitivity, cmd_sweep, cmd_budget, cmd_run):
             _say_if_compiling(args)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from cupel_np._fs import arrow_location, as_path
 from cupel_np.analysis.budget_sim import budget_curves, budget_ladder
 from cupel_np.analysis.outcomes import labels_from
 from cupel_np.analysis.signals import token_counter_of
@@ -29,7 +29,7 @@ from cupel_np.report.budget import parse_ladder, print_outcomes, print_summary, 
 def cmd_budget(args) -> int:
     if not args.policy and not args.preset:
         raise UsageError("give one or more --policy FILE and/or --preset NAME")
-    variants = [(Path(f).stem, Policy.from_file(f)) for f in args.policy or []]
+    variants = [(as_path(f).stem, Policy.from_file(f)) for f in args.policy or []]
     variants += [(name, preset(name)) for name in args.preset or []]
     lo, hi, steps = parse_ladder(args.ladder)
     ladder = budget_ladder(lo, hi, steps, spacing=args.spacing, output_reserve=args.output_reserve)
@@ -47,7 +47,7 @@ def cmd_budget(args) -> int:
         )
     tokens = token_counter_of(_file_metadata(args.items))
     paths = write_budget_outputs(
-        result, args.out, title=f"Budget simulation: {Path(args.items).name}", labels=labels, tokens=tokens
+        result, args.out, title=f"Budget simulation: {as_path(args.items).name}", labels=labels, tokens=tokens
     )
     elapsed = time.perf_counter() - t0
     summary = summarize(result.curves, result.rows)
@@ -67,14 +67,17 @@ def cmd_budget(args) -> int:
         print_outcomes(pq.read_table(paths["outcomes"]), pq.read_table(paths["outcome_reach"]), labels.column)
         print(f"tokens: {tokens}")
     _print_failures(errors)
-    print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
+    print(f"wrote {', '.join(as_path(p).name for p in paths.values())} to {as_path(args.out).resolve()}")
     return EXIT_OK
 
 
 def _file_metadata(path) -> dict | None:
     """The schema metadata of an items Parquet file (where its token counter may be named)."""
     try:
-        return pq.read_schema(path).metadata if Path(path).is_file() else None
+        if not as_path(path).is_file():
+            return None
+        fs, where = arrow_location(path)
+        return pq.read_schema(where, filesystem=fs).metadata
     except (OSError, ValueError):
         return None
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pyarrow.compute as pc
 
+from cupel_np._files import atomic_write_bytes
+from cupel_np._fs import as_path
 from cupel_np.cli.shared import UsageError, _progress_enabled, _source
 from cupel_np.errors import InvalidConfigError, MemoryLimitError
 from cupel_np.io.dask import check, connect
@@ -74,7 +75,7 @@ def cmd_check(args) -> int:
         outcomes = run_checks(cf, _tables(args, set_column, len(cf.variants)), threads=args.threads)
     set_name = set_column or "set"
     if args.junit:
-        Path(args.junit).write_bytes(junit_xml(outcomes, Path(args.checks).stem, set_name))
+        atomic_write_bytes(args.junit, junit_xml(outcomes, as_path(args.checks).stem, set_name))
     if args.json:
         doc = [
             {"check": o.check.name, "pairs": o.pairs, "failed": o.failed, "rows": o.table().to_pylist()}

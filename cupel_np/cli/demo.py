@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
+from cupel_np._fs import as_path
 from cupel_np.analysis.sensitivity import sweep
 from cupel_np.cli.shared import (
     EXIT_OK,
@@ -26,7 +26,7 @@ from cupel_np.io.outdir import KIND_SWEEP, read_manifest, run_id, write_manifest
 
 
 def cmd_demo(args) -> int:
-    items = Path(args.items) if args.items else sample_path()
+    items = as_path(args.items) if args.items else sample_path()
     if not items.exists():
         raise InvalidConfigError(f"items file not found: {items}")
     # running the demo again replaces the earlier demo's outputs (nothing else: a directory
@@ -42,11 +42,11 @@ def cmd_demo(args) -> int:
         finish_ahead(ahead)
 
 
-def _run_demo(args, items: Path, t0: float) -> int:
+def _run_demo(args, items, t0: float) -> int:
     table = _load_table(items, args.set_column)
     result = sweep(table, None, demo_grid(), on_error="collect", progress=_progress_enabled(args), threads=args.threads)
     paths = _write_outputs(result, args.out, title="cupel_np demo: presets x budgets on the sample corpus")
-    write_manifest(Path(args.out), KIND_SWEEP, run_id(result), [], written_by="demo")
+    write_manifest(as_path(args.out), KIND_SWEEP, run_id(result), [], written_by="demo")
     elapsed = time.perf_counter() - t0
     if args.json:
         print(json.dumps(_summary_json(result, paths, elapsed), indent=2))
@@ -57,5 +57,5 @@ def _run_demo(args, items: Path, t0: float) -> int:
         f"(7 presets x 2 budgets); {result.n_swing:,} swinging items; {elapsed:.1f}s"
     )
     _print_summary(result)
-    print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
+    print(f"wrote {', '.join(as_path(p).name for p in paths.values())} to {as_path(args.out).resolve()}")
     return EXIT_OK

@@ -81,6 +81,15 @@ def _common_parents() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]
     """(options of every command, the same plus --threads for the commands that compute)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--quiet", action="store_true", help="no progress output")
+    common.add_argument(
+        "--storage-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the file system of s3:// (gs://, az://...) URLs, e.g. endpoint_url=http://HOST:9000, "
+        "access_key=..., secret_key=..., region=..., anonymous=true (repeatable; never printed; "
+        "see docs/scaling-out.md#object-storage)",
+    )
     common.add_argument("--debug", action="store_true", help="show tracebacks")
     common.add_argument(
         "--plugin",

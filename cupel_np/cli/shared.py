@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.dataset as pds
 
+from cupel_np._fs import arrow_location, as_path
 from cupel_np.engine import batch_kernels
 from cupel_np.errors import CupelError
 from cupel_np.io.outdir import check_set_column, claim_out_dir
@@ -96,11 +97,14 @@ def _print_failures(messages, out=None) -> None:
 
 def _written_failures(out) -> list[str]:
     """The error of every failed (variant, set) cell of a written sweep (``variants`` output)."""
-    f = Path(out) / "variants.parquet"
-    src = f if f.is_file() else Path(out) / "variants"
+    f = as_path(out) / "variants.parquet"
+    src = f if f.is_file() else as_path(out) / "variants"
     if not src.exists():
         return []
-    t = pds.dataset(str(src), format="parquet").to_table(columns=["error"], filter=pds.field("error").is_valid())
+    fs, where = arrow_location(src)
+    t = pds.dataset(where, format="parquet", filesystem=fs).to_table(
+        columns=["error"], filter=pds.field("error").is_valid()
+    )
     return [str(e) for e in t.column("error").to_pylist()]
 
 
@@ -159,7 +163,7 @@ def _source(items):
 
 def _name(items) -> str:
     src = _source(items)
-    return Path(src).name if not isinstance(src, list) else f"{Path(src[0]).name} (+{len(src) - 1} files)"
+    return as_path(src).name if not isinstance(src, list) else f"{as_path(src[0]).name} (+{len(src) - 1} files)"
 
 
 def _memory_limit(args) -> int:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
+from cupel_np._fs import as_path
 from cupel_np.analysis.sensitivity import sweep
 from cupel_np.cli.shared import (
     _claim_out,
@@ -30,10 +30,10 @@ def cmd_sweep(args) -> int:
     _claim_out(args, args.set_column or grid_set_col, [str(label) for label, *_ in grid.variants()])
     if args.dask:
         return _run_dask(
-            args, None, grid, args.set_column or grid_set_col, f"Sweep: {_name(args.items)} x {Path(args.grid).name}"
+            args, None, grid, args.set_column or grid_set_col, f"Sweep: {_name(args.items)} x {as_path(args.grid).name}"
         )
     t0 = time.perf_counter()
-    title = f"Sweep: {_name(args.items)} x {Path(args.grid).name}"
+    title = f"Sweep: {_name(args.items)} x {as_path(args.grid).name}"
     if _streams(args, args.set_column or grid_set_col, len(grid.variants())):
         return _run_streaming(args, None, grid, args.set_column or grid_set_col, title, t0)
     table = _load_table(args.items, args.set_column or grid_set_col)

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pds
 import pyarrow.parquet as pq
 
+from cupel_np._fs import arrow_location, as_path
 from cupel_np.analysis.losses import check_lines
 from cupel_np.analysis.outcomes import labels_from, outcome_summary, outcome_summary_of_table
 from cupel_np.cli.shared import (
@@ -61,7 +61,9 @@ def _run_dask(args, budget, variants, set_column, title: str) -> int:
     if args.json:
         extra = {} if outcomes is None else {"outcomes": _outcome_json(outcomes)}
         print(
-            json.dumps({**summary, "outputs": {"dir": str(Path(args.out)), "report": str(report)}, **extra}, indent=2)
+            json.dumps(
+                {**summary, "outputs": {"dir": str(as_path(args.out)), "report": str(report)}, **extra}, indent=2
+            )
         )
         return EXIT_OK
     failed = sum(summary["failed"].values())
@@ -75,7 +77,7 @@ def _run_dask(args, budget, variants, set_column, title: str) -> int:
         _print_outcomes(outcomes, args.label_column)
     _print_failures(_written_failures(args.out))
     dirs = "items/, diffs/, variants/, outcomes/" if outcomes is not None else "items/, diffs/, variants/"
-    print(f"wrote {dirs}, manifest.json and {report.name} to {Path(args.out).resolve()}")
+    print(f"wrote {dirs}, manifest.json and {report.name} to {as_path(args.out).resolve()}")
     return EXIT_OK
 
 
@@ -113,14 +115,14 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
     )
     report = write_dir_report(args.out, title=title)
     elapsed = time.perf_counter() - t0
-    out = Path(args.out)
+    out = as_path(args.out)
     paths = {k: str(out / f"{k}.parquet") for k in ("diffs", "variants", "items")}
     paths["report"] = str(report)
     s = load_sweep_dir(out)
     summary = _streamed_outcomes(out, s.labels, paths) if args.label_column else None
     if args.json:
         errs = (
-            pds.dataset(str(out / "variants.parquet"))
+            pds.dataset(_where(out / "variants.parquet")[0], format="parquet", filesystem=_where(out)[1])
             .to_table(columns=["variant", s.set_column or "set", "error"], filter=pds.field("error").is_valid())
             .to_pylist()
         )
@@ -161,17 +163,24 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
     if summary is not None:
         _print_outcomes(summary, args.label_column)
     _print_failures(_written_failures(out))
-    print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {out.resolve()}")
+    print(f"wrote {', '.join(as_path(p).name for p in paths.values())} to {out.resolve()}")
     return EXIT_OK
 
 
-def _streamed_outcomes(out: Path, labels: list[str], paths: dict):
+def _streamed_outcomes(out, labels: list[str], paths: dict):
     """The per-variant outcome summary of a streamed run, from its ``outcomes.parquet``."""
     f = out / "outcomes.parquet"
     if not f.is_file():  # an empty input writes no part
         return pa.table({"variant": pa.array([], pa.string())})
     paths["outcomes"] = str(f)
-    return outcome_summary_of_table(pq.read_table(f), labels, metrics=("token_recall",))
+    where, fs = _where(f)
+    return outcome_summary_of_table(pq.read_table(where, filesystem=fs), labels, metrics=("token_recall",))
+
+
+def _where(path) -> tuple:
+    """``(path, filesystem)`` of a local path or URL, for pyarrow's readers."""
+    fs, where = arrow_location(path)
+    return where, fs
 
 
 def _print_summary(result, out=None) -> None:
@@ -300,5 +309,5 @@ def _finish(args, result, t0: float, title: str, labels=None) -> int:
     if summary is not None:
         _print_outcomes(summary, labels.column)
     _print_failures(str(e) for errs in result.errors.values() for e in errs.values())
-    print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
+    print(f"wrote {', '.join(as_path(p).name for p in paths.values())} to {as_path(args.out).resolve()}")
     return EXIT_OK

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 
+from cupel_np._fs import as_path
 from cupel_np.analysis.signals import policy_scorer_names
 from cupel_np.io.dask import connect
 from cupel_np.model.budget import ContextBudget
@@ -61,7 +61,7 @@ def cmd_tune(args) -> int:
         print(f"constant scorers on the search sets: {shown}")
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    print(f"wrote {', '.join(Path(v).name for v in paths.values())} to {Path(args.out).resolve()}")
+    print(f"wrote {', '.join(as_path(v).name for v in paths.values())} to {as_path(args.out).resolve()}")
     return 0
 
 

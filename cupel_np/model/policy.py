@@ -12,10 +12,10 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from cupel_np._files import StrPath
+from cupel_np._fs import as_path
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.dotnet import (
     DOTNET_POLICY_KEYS,
@@ -145,7 +145,7 @@ class Policy:
 
     @classmethod
     def from_file(cls, path: StrPath) -> Policy:
-        p = Path(path)
+        p = as_path(path)
         try:
             text = p.read_text(encoding="utf-8")
         except OSError as e:

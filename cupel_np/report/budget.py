@@ -19,12 +19,12 @@ from __future__ import annotations
 import base64
 import html
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from cupel_np._fs import AnyPath
 from cupel_np.errors import InvalidConfigError
 from cupel_np.report.charts import curve_png
 from cupel_np.report.page import CSS
@@ -235,7 +235,7 @@ quotas, count quotas), rows whose status changes more than once along the ladder
 
 def write_budget_outputs(
     result, out_dir, *, title: str, overwrite: bool = False, labels=None, tokens: str = ""
-) -> dict[str, Path]:
+) -> dict[str, AnyPath]:
     """Write ``curves.parquet``, ``rows.parquet`` (zstd, atomically), the two PNGs,
     ``report.html`` and ``manifest.json`` for a ``BudgetCurves`` result; returns the paths. A
     directory holding another run's outputs is refused unless ``overwrite=True``. With

@@ -7,10 +7,9 @@ whatever the sweep's size.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
+from cupel_np._fs import AnyPath
 from cupel_np.analysis.compare import (
     agreement,
     group_cells,
@@ -143,7 +142,7 @@ def write_html_report(
     labels=None,
     n_boot: int = 500,
     tokens: str = "",
-) -> Path:
+) -> AnyPath:
     """Write ``report.html`` plus ``heatmap.png``, ``tokens.png`` and ``kinds.png`` into
     ``out_dir`` (atomically) and return the page's path. The page's size is bounded for any
     sweep: ``max_rows`` swinging items, ``max_sets`` drill-down sets, ``max_pairs`` variant

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from cupel_np._files import atomic_write_bytes
+from cupel_np._fs import AnyPath
 from cupel_np.report import charts
 from cupel_np.report.outcomes_section import section_checks, section_outcomes
 from cupel_np.text import escape_html as _e
@@ -480,7 +480,7 @@ def render_page(d: PageData, pngs: dict[str, bytes]) -> str:
 """
 
 
-def write_page(d: PageData, out: Path) -> Path:
+def write_page(d: PageData, out: AnyPath) -> AnyPath:
     """Write ``report.html`` and its charts (PNGs, embedded and beside the page) into ``out``;
     a ``kinds.png`` or other chart of an earlier page is replaced, never left stale."""
     pngs = chart_pngs(d)

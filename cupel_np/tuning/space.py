@@ -62,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from cupel_np._files import read_data_file
+from cupel_np._fs import as_path
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.fields import suggestion
@@ -220,7 +221,7 @@ class SearchSpace:
     @classmethod
     def from_file(cls, path) -> SearchSpace:
         """Read a TOML space file (errors name the file)."""
-        p = Path(path)
+        p = as_path(path)
         data = read_data_file(p, default="toml")
         if not isinstance(data, Mapping):
             raise InvalidConfigError(f"{p}: a search space is a table, got {type(data).__name__}")

@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from cupel_np._files import atomic_write_bytes
+from cupel_np._fs import RemotePath, as_path
 from cupel_np.errors import InvalidConfigError
 from cupel_np.text import is_blank
 
@@ -216,22 +217,18 @@ def blank(s: str) -> bool:
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".ndjson", ".csv", ".tsv", ".parquet", ".traj")
 
 
-def transcript_files(paths) -> list[tuple[Path, str]]:
+def transcript_files(paths) -> list[tuple[Any, str]]:
     """(file, its name in metadata) for every file ``paths`` names (a path or a list; a
     directory means its transcript files, sorted, each named relative to the directory as
     given, e.g. ``logs/proj/abc.jsonl``); an error for a missing file, an empty directory
     or no file at all."""
-    if isinstance(paths, (str, Path)):
+    if isinstance(paths, (str, Path, RemotePath)):
         paths = [paths]
-    files: list[tuple[Path, str]] = []
-    for p in paths:
-        p = Path(p)
+    files: list[tuple[Any, str]] = []
+    for given in paths:
+        p: Any = as_path(given)  # a local Path, or a RemotePath for an object-store URL
         if p.is_dir():
-            found = sorted(
-                x
-                for x in p.rglob("*")
-                if x.is_file() and "".join(x.suffixes[-2:]).lower().endswith(TRANSCRIPT_SUFFIXES)
-            )
+            found = sorted(x for x in p.rglob("*") if x.name.lower().endswith(TRANSCRIPT_SUFFIXES) and x.is_file())
             if not found:
                 raise InvalidConfigError(f"no transcript files in directory {p}")
             files.extend((x, str(p / x.relative_to(p))) for x in found)
@@ -241,7 +238,7 @@ def transcript_files(paths) -> list[tuple[Path, str]]:
             files.append((p, str(p)))
     if not files:
         raise InvalidConfigError("no transcript files given")
-    seen: set[Path] = set()
+    seen: set[Any] = set()
     unique = []
     for f, name in files:  # a file named twice (or also through its directory) is read once
         key = f.resolve()
@@ -339,7 +336,7 @@ class ImportResult:
         buf = pa.BufferOutputStream()
         pq.write_table(self.table, buf, compression="zstd")
         atomic_write_bytes(path, buf.getvalue().to_pybytes())
-        return Path(path)
+        return as_path(path)  # type: ignore[return-value]  # a RemotePath for a URL
 
     def token_ratio(self) -> float | None:
         """The median over conversations of estimate growth / API growth (None without usage)."""

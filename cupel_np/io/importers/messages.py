@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from cupel_np._fs import arrow_location
 from cupel_np.errors import InvalidConfigError
 from cupel_np.io.importers.core import (
     ITEM_COLUMNS,
@@ -32,6 +33,7 @@ from cupel_np.io.importers.core import (
     role_part,
     text_of,
 )
+from cupel_np.model.datasets import parquet_file
 
 MAP_TARGETS = ("content", "kind", "set", "timestamp", "source", "tokens", "pinned", "id")
 
@@ -65,10 +67,8 @@ def _rows(path: Path) -> Iterator[tuple[int, str, Any]]:
     JSON line that does not parse is yielded as a :class:`Bad`."""
     suf = path.suffix.lower()
     if suf == ".parquet":
-        import pyarrow.parquet as pq
-
         r = 0
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=65536):
+        for batch in parquet_file(path).iter_batches(batch_size=65536):
             for rec in batch.to_pylist():
                 yield r, "row", rec
                 r += 1
@@ -93,7 +93,8 @@ def _column_names(path: Path) -> list[str] | None:
     if suf == ".parquet":
         import pyarrow.parquet as pq
 
-        return pq.read_schema(path).names
+        fs, where = arrow_location(path)
+        return pq.read_schema(where, filesystem=fs).names
     if suf in (".csv", ".tsv"):
         with path.open(newline="", encoding="utf-8") as f:
             return next(csv.reader(f, delimiter="\t" if suf == ".tsv" else ","), [])
