@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pyarrow as pa
 
+import cupel_np as spec  # the spec classes, from their public face
 from cupel_np import _jit
 from cupel_np.analysis import budget_sim, outcomes
 from cupel_np.analysis.sensitivity import sweep
@@ -39,7 +40,6 @@ from cupel_np.engine.scorers import ScoreContext
 from cupel_np.engine.slicers import slicer_args
 from cupel_np.engine.sweep_run import classify
 from cupel_np.errors import CupelError, InvalidConfigError
-from cupel_np.model import policy
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.grid import Sweep
 from cupel_np.model.items import ItemTable
@@ -64,6 +64,9 @@ KERNEL_MODULES = (
     "cupel_np.analysis.budget_sim",
     "cupel_np.testing._kernels",
     "cupel_np.tuning.search",
+    "cupel_np.io.importers.tokens",
+    "cupel_np.engine.groups",
+    "cupel_np.analysis._toolpair_kernels",
 )
 
 
@@ -109,42 +112,42 @@ def _table(n: int, n_sets: int, seed: int):
 
 def _policies():
 
-    base = policy.CompositeScorer(
+    base = spec.CompositeScorer(
         (
-            (policy.RecencyScorer(), 1.0),
-            (policy.PriorityScorer(), 0.5),
-            (policy.KindScorer(), 0.3),
-            (policy.ReflexiveScorer(), 0.7),
+            (spec.RecencyScorer(), 1.0),
+            (spec.PriorityScorer(), 0.5),
+            (spec.KindScorer(), 0.3),
+            (spec.ReflexiveScorer(), 0.7),
         )
     )
     scorers = [
-        policy.FrequencyScorer(),
-        policy.TagScorer((("tag1", 1.0), ("tag2", 0.5))),
-        policy.ScaledScorer(policy.PriorityScorer()),
-        policy.MetadataTrustScorer(),
-        policy.MetadataKeyScorer("cupel:trust", "0.9", 2.0),
-        policy.DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), policy.ExponentialCurve(3600.0)),
-        policy.DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), policy.WindowCurve(86400.0)),
-        policy.DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), policy.StepCurve(((3600.0, 1.0), (86400.0, 0.5)))),
+        spec.FrequencyScorer(),
+        spec.TagScorer((("tag1", 1.0), ("tag2", 0.5))),
+        spec.ScaledScorer(spec.PriorityScorer()),
+        spec.MetadataTrustScorer(),
+        spec.MetadataKeyScorer("cupel:trust", "0.9", 2.0),
+        spec.DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), spec.ExponentialCurve(3600.0)),
+        spec.DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), spec.WindowCurve(86400.0)),
+        spec.DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), spec.StepCurve(((3600.0, 1.0), (86400.0, 0.5)))),
     ]
-    quota = (policy.QuotaEntry("Message", require=10, cap=60), policy.QuotaEntry("Document", require=5, cap=40))
-    count = (policy.CountQuotaEntry("Document", require_count=2, cap_count=5),)
+    quota = (spec.QuotaEntry("Message", require=10, cap=60), spec.QuotaEntry("Document", require=5, cap=40))
+    count = (spec.CountQuotaEntry("Document", require_count=2, cap_count=5),)
     slicers = [
-        policy.GreedySlice(),
-        policy.KnapsackSlice(50),
-        policy.QuotaSlice(quota, policy.GreedySlice()),
-        policy.QuotaSlice(quota, policy.KnapsackSlice(50)),
-        policy.CountQuotaSlice(count),
-        policy.CountQuotaSlice(count, policy.QuotaSlice(quota, policy.GreedySlice())),
-        policy.CountConstrainedKnapsackSlice(count, bucket_size=50),
+        spec.GreedySlice(),
+        spec.KnapsackSlice(50),
+        spec.QuotaSlice(quota, spec.GreedySlice()),
+        spec.QuotaSlice(quota, spec.KnapsackSlice(50)),
+        spec.CountQuotaSlice(count),
+        spec.CountQuotaSlice(count, spec.QuotaSlice(quota, spec.GreedySlice())),
+        spec.CountConstrainedKnapsackSlice(count, bucket_size=50),
     ]
     pols = []
     for i, sl in enumerate(slicers):
         for placer in ("chronological", "u_shaped"):
             for overflow in ("throw", "truncate", "proceed"):
-                pols.append(policy.Policy(base, slicer=sl, placer=placer, overflow_strategy=overflow, name=f"p{i}"))
-    pols += [policy.Policy(s, name=f"s{j}") for j, s in enumerate(scorers)]
-    pols.append(policy.Policy(policy.CompositeScorer(((base, 1.0), (scorers[0], 1.0)))))
+                pols.append(spec.Policy(base, slicer=sl, placer=placer, overflow_strategy=overflow, name=f"p{i}"))
+    pols += [spec.Policy(s, name=f"s{j}") for j, s in enumerate(scorers)]
+    pols.append(spec.Policy(spec.CompositeScorer(((base, 1.0), (scorers[0], 1.0)))))
     return pols
 
 
@@ -160,7 +163,7 @@ def _engine_small() -> None:
     _sweep(_table(3000, 60, 1), [ContextBudget(20_000, 6_000, 500), ContextBudget(3_000, 1_000)])
 
     grid = Sweep(
-        [policy.Policy(ColumnScorer("signal"), slicer=policy.KnapsackSlice(50))], budgets=[ContextBudget(9000, 6000)]
+        [spec.Policy(ColumnScorer("signal"), slicer=spec.KnapsackSlice(50))], budgets=[ContextBudget(9000, 6000)]
     )
     sweep(_table(600, 20, 2), None, grid, on_error="collect", threads=1)  # split knapsack rows
     # a slicer alone over score-sorted candidates, as ``cupel-np conformance`` runs slicing
@@ -168,7 +171,7 @@ def _engine_small() -> None:
 
     t = _table(50, 1, 5)
     score = np.sort(np.random.default_rng(5).random(t.n))[::-1].copy()
-    for sl in (policy.GreedySlice(), policy.KnapsackSlice(10)):
+    for sl in (spec.GreedySlice(), spec.KnapsackSlice(10)):
         slicer_args(sl, t).run(
             t.tokens,
             score,
@@ -223,7 +226,7 @@ def _ahead_of_demo() -> None:
 
     table = ItemTable.from_parquet(sample_path(), set_column="session_id")
     cls = classify(table)
-    ScoreContext(table, cls.sc_rows, cls.sc_offsets).score(policy.FrequencyScorer())
+    ScoreContext(table, cls.sc_rows, cls.sc_offsets).score(spec.FrequencyScorer())
     run_policy(table, ContextBudget(8000, 6000, 1000), PRESETS["document_qa"], threads=1)
 
 

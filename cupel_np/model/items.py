@@ -168,8 +168,9 @@ class ItemTable:
 
     #: True for tables built from ContextItems / dicts: a ColumnScorer reads ``metadata[column]``
     columns_from_metadata = False
-    #: the ContextItems a table was built from (``from_items``), by input row: ``row`` returns
-    #: them instead of decoding the columns again (a report of a small set is mostly that)
+    #: the ContextItems a table was built from (``from_items`` of ContextItems), by input row:
+    #: ``row`` returns them instead of decoding the columns again (a small set's report is
+    #: mostly that)
     _items: list[ContextItem] | None = None
 
     def __init__(
@@ -241,12 +242,14 @@ class ItemTable:
         """From ContextItems or dicts with ContextItem's field names (plus the set column)."""
         sets: list = []
         kept: list[ContextItem] = []
+        given = True  # every row was a ContextItem (the caller holds them: keeping them is free)
         for i, it in enumerate(items):
             if isinstance(it, ContextItem):
                 item = it
                 if set_column is not None:
                     raise InvalidConfigError("set_column needs dict rows carrying the set key; ContextItems have none")
             elif isinstance(it, Mapping):
+                given = False
                 d = dict(it)
                 if set_column is not None:
                     if set_column not in d:
@@ -280,7 +283,6 @@ class ItemTable:
             if set_column in ITEM_FIELDS:
                 out = cls(pa.Table.from_arrays(arrays, names=names), set_column="__set_key__")._renamed(set_column)
                 out.columns_from_metadata = True
-                out._items = kept
                 return out
         # ContextItems are valid one by one, and the columns above are ITEM_SCHEMA's: the
         # loader's checks (``check_items``) would only recast them, except the sum of the
@@ -288,7 +290,8 @@ class ItemTable:
         canonical = set_column is None and sum(abs(t) for t in cols["tokens"]) < TOKEN_LIMIT / 2
         out = cls(pa.Table.from_arrays(arrays, names=names), set_column=set_column, _canonical=canonical)
         out.columns_from_metadata = True
-        out._items = kept
+        # rows made here from dicts are not kept: a big table would hold them all twice
+        out._items = kept if given else None
         return out
 
     @classmethod
