@@ -75,7 +75,24 @@ def test_import_and_validate_on_s3(capsys, s3_server, bucket, tmp_path):
     assert (
         run(capsys, "import", "openai", ROOT / "data/transcripts/openai_chat.jsonl", "--out", local, "--quiet")[0] == 0
     )
-    assert s3_server.get(bucket, "items.parquet") == local.read_bytes()
+    # the same items; only each item's ``file`` metadata differs: it names the file as given
+    # (the URL, or the local path), which the importers keep for provenance
+    import io
+
+    remote_t = pq.read_table(io.BytesIO(s3_server.get(bucket, "items.parquet")))
+    local_t = pq.read_table(local)
+    assert remote_t.drop_columns(["metadata"]).equals(local_t.drop_columns(["metadata"]))
+
+    def files(t):
+        return [dict(m or []).pop("file", None) for m in t.column("metadata").to_pylist()]
+
+    def others(t):
+        return [{k: v for k, v in (m or []) if k != "file"} for m in t.column("metadata").to_pylist()]
+
+    assert others(remote_t) == others(local_t)
+    assert {f for f in files(remote_t)} == {src} and {f for f in files(local_t)} == {
+        str(ROOT / "data/transcripts/openai_chat.jsonl")
+    }
     a = run(capsys, "validate", f"s3://{bucket}/items.parquet", "--json")
     b = run(capsys, "validate", local, "--json")
     assert a[0] == b[0] == 0 and json.loads(a[1]) == json.loads(b[1])
