@@ -3,6 +3,7 @@ plainly created file would get. Shared by every module that writes output files.
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from pathlib import Path
@@ -43,16 +44,27 @@ def temp_beside(p: Path) -> str:
 def atomic_write_bytes(path: StrPath, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temp file + rename (never a half-written file)."""
     p = Path(path)
+    if p.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory; give a file path", str(p))
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_beside(p)
     try:
         with open(tmp, "wb") as f:
             f.write(data)
         os.replace(tmp, p)
+    except OSError as e:  # name the file asked for, never our temp file
+        _unlink_quietly(tmp)
+        raise type(e)(e.errno, e.strerror or str(e), str(p)) from None
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        _unlink_quietly(tmp)
         raise
+
+
+def _unlink_quietly(tmp: str) -> None:
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
 
 
 def read_data_file(path: StrPath, *, default: str = "json") -> object:

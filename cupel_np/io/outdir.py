@@ -154,6 +154,51 @@ def read_manifest(out) -> dict | None:
     return m if isinstance(m, dict) else None
 
 
+class CorruptManifestError(InvalidConfigError):
+    """``manifest.json`` of an output directory is not a manifest cupel_np wrote."""
+
+    code = "corrupt_manifest"
+
+
+def load_manifest(out) -> dict | None:
+    """``out/manifest.json`` checked: None when there is none; a ``CorruptManifestError``
+    naming the file and what is wrong when it is not valid JSON, not an object, or its
+    ``variants`` / ``set_column`` / ``outputs`` do not have the shapes cupel_np writes."""
+    f = Path(out) / MANIFEST
+    if not f.is_file():
+        return None
+
+    def bad(what: str) -> CorruptManifestError:
+        return CorruptManifestError(
+            f"{f} is corrupt ({what}); rerun the command that wrote {Path(out)} (with --overwrite) to rewrite it"
+        )
+
+    try:
+        m = json.loads(f.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise bad("not UTF-8 text") from None
+    except ValueError as e:
+        raise bad(f"malformed JSON: {e}") from None
+    if not isinstance(m, dict):
+        raise bad(f"a JSON {type(m).__name__}, not an object")
+    v = m.get("variants")
+    if v is not None:
+        if not isinstance(v, list):
+            raise bad("'variants' is not a list")
+        for i, e in enumerate(v):
+            if not isinstance(e, dict) or not isinstance(e.get("label"), str):
+                raise bad(f"variants[{i}] has no text 'label'")
+    if not isinstance(m.get("set_column"), (str, type(None))):
+        raise bad("'set_column' is not text or null")
+    o = m.get("outputs")
+    if o is not None and not (isinstance(o, list) and all(isinstance(x, str) for x in o)):
+        raise bad("'outputs' is not a list of file names")
+    for k in ("kind", "run_id"):
+        if not isinstance(m.get(k), (str, type(None))):
+            raise bad(f"{k!r} is not text")
+    return m
+
+
 def describe_outputs(out) -> str:
     """What the outputs in ``out`` are, in words (for error messages)."""
     m = read_manifest(out) or {}

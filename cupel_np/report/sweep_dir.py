@@ -21,10 +21,12 @@ from cupel_np.io.outdir import (
     KIND_PARTS,
     KIND_STREAMED,
     KIND_SWEEP,
+    MANIFEST,
     PARTS_DIRS,
     SWEEP_FILES,
+    CorruptManifestError,
     describe_outputs,
-    read_manifest,
+    load_manifest,
 )
 
 BATCH_ROWS = 65_536
@@ -67,11 +69,11 @@ def _files(p: Path) -> list[str]:
 
 
 def _meta(out: Path, variants_path: Path) -> tuple[list[dict], str | None]:
-    manifest = out / "manifest.json"
-    if manifest.is_file():
-        m = json.loads(manifest.read_text())
-        if isinstance(m.get("variants"), list):
-            return m["variants"], m.get("set_column")
+    m = load_manifest(out)
+    if m is not None and m.get("variants") is not None:
+        if not m["variants"]:
+            raise CorruptManifestError(f"{out / MANIFEST} is corrupt (it lists no variants); rerun the sweep")
+        return m["variants"], m.get("set_column")
     files = _files(variants_path)
     if not files:
         raise InvalidConfigError(f"{variants_path} holds no part files")
@@ -89,7 +91,7 @@ def check_sweep_dir(out: Path) -> None:
     another layout than the one present)."""
     if not out.is_dir():
         raise InvalidConfigError(f"sweep directory not found: {out}")
-    m = read_manifest(out) or {}
+    m = load_manifest(out) or {}
     if m.get("kind") == KIND_BUDGET:
         raise InvalidConfigError(
             f"{out} holds a budget simulation, not a sweep; its page is written by cupel-np budget"

