@@ -69,3 +69,18 @@ def test_import_out_a_directory_names_it_not_a_temp_file(tmp_path, capsys):
     err = capsys.readouterr().err
     assert str(d) in err and ".tmp" not in err
     assert list(tmp_path.glob(".*.tmp")) == []
+
+
+def test_a_directory_with_one_bad_file_names_it(tmp_path, capsys):
+    d = tmp_path / "parts"
+    d.mkdir()
+    ok = {"content": ["a", "b"], "tokens": [1, 2], "session_id": ["s", "s"]}
+    pq.write_table(pa.table(ok), d / "part-0.parquet")
+    pq.write_table(pa.table(ok), d / "part-1.parquet")
+    bad = {"content": [1, 2], "tokens": [1, 2], "session_id": ["t", "t"]}
+    pq.write_table(pa.table(bad), d / "part-2.parquet")
+    code = cli.main(
+        ["sensitivity", str(d), "--preset", "chat", "--preset", "rag", *CLI_BUDGET, "--out", str(tmp_path / "o")]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "part-2.parquet" in err and "'content'" in err, err
