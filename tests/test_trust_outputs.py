@@ -84,3 +84,22 @@ def test_a_directory_with_one_bad_file_names_it(tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert code == 2 and "part-2.parquet" in err and "'content'" in err, err
+
+
+@pytest.mark.parametrize("stream", [[], ["--chunk-rows", "300"]], ids=["in-memory", "streamed"])
+def test_every_cell_failed_is_not_a_green_run(tmp_path, stream, capsys):
+    t = pq.read_table(SAMPLE).slice(0, 400)
+    # the pinned items alone are over the budget in every set: every (variant, set) cell fails
+    t = t.set_column(t.schema.get_field_index("tokens"), "tokens", pa.array([5000] * t.num_rows, pa.int64()))
+    if "pinned" in t.schema.names:
+        t = t.drop_columns(["pinned"])
+    t = t.append_column("pinned", pa.array([True] * t.num_rows))
+    f = tmp_path / "items.parquet"
+    pq.write_table(t, f)
+    code = cli.main(_sens(f, tmp_path / "o", *stream))
+    io = capsys.readouterr()
+    assert code == 2, io
+    assert "every (variant, set) cell failed" in io.err
+    chat = [l for l in io.out.splitlines() if " x variant 'chat'" in l]
+    rag = [l for l in io.out.splitlines() if " x variant 'rag'" in l]
+    assert chat and rag  # one count per variant, never one count over both

@@ -23,6 +23,7 @@ from cupel_np.cli.shared import (
     _progress_enabled,
     _source,
     _written_failures,
+    all_cells_failed,
     plural,
 )
 from cupel_np.io.dask import connect, outcome_summary_of_parts
@@ -142,6 +143,7 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
                 indent=2,
             )
         )
+        all_cells_failed(int(s.failed.sum()), tot["sets"] * len(s.labels), args.items, set_column)
         return EXIT_OK
     print(
         f"{plural(tot['rows'], 'item')} in {tot['sets']:,} set(s); {plural(len(s.labels), 'variant')}; "
@@ -161,6 +163,7 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
         _print_outcomes(summary, args.label_column)
     _print_failures(_written_failures(out))
     print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {out.resolve()}")
+    all_cells_failed(int(s.failed.sum()), tot["sets"] * len(s.labels), args.items, set_column)
     return EXIT_OK
 
 
@@ -275,6 +278,7 @@ def _finish(args, result, t0: float, title: str, labels=None) -> int:
         if summary is not None:
             out["outcomes"] = _outcome_json(summary)
         print(json.dumps(out, indent=2))
+        _all_failed(args, result)
         return EXIT_OK
     t = result.table
     print(
@@ -286,4 +290,10 @@ def _finish(args, result, t0: float, title: str, labels=None) -> int:
         _print_outcomes(summary, labels.column)
     _print_failures(str(e) for errs in result.errors.values() for e in errs.values())
     print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
+    _all_failed(args, result)
     return EXIT_OK
+
+
+def _all_failed(args, result) -> None:
+    failed = sum(len(errs) for errs in result.errors.values())
+    all_cells_failed(failed, result.table.n_sets * len(result.labels), args.items, result.table.set_column)
