@@ -103,3 +103,56 @@ def test_every_cell_failed_is_not_a_green_run(tmp_path, stream, capsys):
     chat = [l for l in io.out.splitlines() if " x variant 'chat'" in l]
     rag = [l for l in io.out.splitlines() if " x variant 'rag'" in l]
     assert chat and rag  # one count per variant, never one count over both
+
+
+def _snapshot(out: Path) -> dict:
+    return {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+
+
+def test_overwrite_is_a_swap_a_failed_run_keeps_the_old_results(tmp_path, small, capsys):
+    out = tmp_path / "ow"
+    assert cli.main(_sens(small, out)) == 0
+    before = _snapshot(out)
+    assert json.loads(before["manifest.json"])["complete"] is True
+    capsys.readouterr()
+    # a bad input: the old code removed the previous results before reading anything
+    assert cli.main(_sens(tmp_path / "missing.parquet", out, "--overwrite")) == 2
+    err = capsys.readouterr().err
+    assert "previous results in" in err and "were kept" in err
+    assert _snapshot(out) == before
+    assert not list(out.glob(".cupel-staging-*")) and not list(out.glob(".*.tmp"))
+    # a good run replaces them; what it prints names --out, never the staging directory
+    assert cli.main(_sens(small, out, "--overwrite", "--chunk-rows", "300")) == 0
+    io = capsys.readouterr()
+    assert ".cupel-staging" not in io.out and str(out.resolve()) in io.out
+    assert not list(out.glob(".cupel-staging-*"))
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["kind"] == "sweep-streamed" and m["complete"] is True
+    assert (
+        _snapshot(out)["items.parquet"] != before["items.parquet"]
+        or m["run_id"] != json.loads(before["manifest.json"])["run_id"]
+    )
+
+
+@pytest.mark.parametrize("stream", [[], ["--chunk-rows", "300"]], ids=["in-memory", "streamed"])
+def test_an_interrupted_run_never_looks_complete(tmp_path, small, stream, monkeypatch, capsys):
+    import cupel_np.cli.sweeps as sweeps
+
+    def ctrl_c(*a, **k):  # Ctrl-C after the Parquet files, before the page
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweeps, "write_dir_report" if stream else "write_html_report", ctrl_c)
+    out = tmp_path / "int"
+    assert cli.main(_sens(small, out, *stream)) == 130
+    assert (out / "variants.parquet").is_file()
+    assert json.loads((out / "manifest.json").read_text())["complete"] is False
+    monkeypatch.undo()
+    capsys.readouterr()
+    assert cli.main(["report", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "interrupted run" in err and "--overwrite" in err
+    assert cli.main(_sens(small, out)) == 2
+    err = capsys.readouterr().err
+    assert "interrupted run" in err and "--overwrite" in err
+    assert cli.main(_sens(small, out, "--overwrite")) == 0
+    assert json.loads((out / "manifest.json").read_text())["complete"] is True

@@ -27,6 +27,10 @@ class UsageError(Exception):
     pass
 
 
+class AllCellsFailedError(UsageError):
+    """Every (variant, set) cell of a run failed (the run finished; it compared nothing)."""
+
+
 def _err(msg: str) -> None:
     print(f"cupel-np: error: {msg}", file=sys.stderr)
 
@@ -101,7 +105,7 @@ def all_cells_failed(failed: int, cells: int, items, set_column) -> None:
     if cells == 0 or failed < cells:
         return
     hint = _set_column_hint(items, set_column)
-    raise UsageError(
+    raise AllCellsFailedError(
         f"every (variant, set) cell failed ({failed:,} of {cells:,}): nothing was compared; see the reasons "
         "above" + (hint or "; fix the input or the policies and rerun with --overwrite")
     )

@@ -11,6 +11,8 @@ Parquet files of the same result is not "another run".
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import re
 import shutil
@@ -49,6 +51,9 @@ OUTPUT_NAMES = (
     *TUNE_FILES,
 )
 _BEST_POLICY = re.compile(r"best-[0-9]+\.toml")
+#: the directory inside ``--out`` a CLI ``--overwrite`` run writes into before the swap
+#: (``cli.staging``); a killed run's is removed by the next ``--overwrite``
+STAGING_PREFIX = ".cupel-staging-"
 
 #: the columns the sweep outputs write beside the set-key column
 OUTPUT_COLUMNS = (
@@ -129,7 +134,7 @@ def check_out_path(out, what: str = "output directory") -> Path:
 
 
 def _ours(p: Path) -> bool:
-    if p.name in OUTPUT_NAMES or _BEST_POLICY.fullmatch(p.name):
+    if p.name in OUTPUT_NAMES or _BEST_POLICY.fullmatch(p.name) or p.name.startswith(STAGING_PREFIX):
         return True
     return p.name.endswith(".tmp") and p.name.startswith(".") and any(p.name[1:].startswith(n) for n in OUTPUT_NAMES)
 
@@ -227,6 +232,8 @@ def claim_out_dir(out, *, overwrite: bool = False, run: str | None = None, creat
         same = run is not None and m is not None and m.get("run_id") == run
         if not same:
             if not overwrite:
+                if interrupted_note(p):
+                    raise OutputExistsError(interrupted_note(p))
                 raise OutputExistsError(
                     f"{p} already holds {describe_outputs(p)} from another run; choose another directory, "
                     "or pass --overwrite (Python: overwrite=True) to replace them"
@@ -235,6 +242,46 @@ def claim_out_dir(out, *, overwrite: bool = False, run: str | None = None, creat
     if create:
         p.mkdir(parents=True, exist_ok=True)
     return p
+
+
+#: True while a CLI command runs: the manifests it writes say ``"complete": false`` until
+#: the command has finished (``mark_complete``), so an interrupted run never looks complete
+_IN_PROGRESS: contextvars.ContextVar[bool] = contextvars.ContextVar("cupel_np_run_in_progress", default=False)
+
+
+@contextlib.contextmanager
+def run_in_progress():
+    """While inside, every manifest written records ``"complete": false``."""
+    tok = _IN_PROGRESS.set(True)
+    try:
+        yield
+    finally:
+        _IN_PROGRESS.reset(tok)
+
+
+def in_progress() -> bool:
+    """Whether a CLI command is running (its own outputs are not finished yet)."""
+    return _IN_PROGRESS.get()
+
+
+def mark_complete(out) -> None:
+    """Record in ``out/manifest.json`` (if any) that the run that wrote it finished."""
+    p = Path(out)
+    m = read_manifest(p)
+    if m is not None and m.get("complete") is False:
+        m["complete"] = True
+        atomic_write_bytes(p / MANIFEST, json.dumps(m, indent=2, default=str).encode())
+
+
+def interrupted_note(out) -> str:
+    """Words for a directory whose manifest says its run did not finish ('' otherwise)."""
+    m = read_manifest(out)
+    if m is None or m.get("complete") is not False:
+        return ""
+    return (
+        f"{Path(out)} holds an interrupted run (its manifest says it did not finish: killed or stopped "
+        "before the end, so its outputs may be partial); rerun the command with --overwrite to replace it"
+    )
 
 
 def write_manifest(out, kind: str, run: str, outputs: list[str], **fields) -> Path:
@@ -249,6 +296,7 @@ def write_manifest(out, kind: str, run: str, outputs: list[str], **fields) -> Pa
         kind = m["kind"]  # a page beside its run's data keeps the run's kind
     m.update(fields)
     m.update({"kind": kind, "run_id": run, "outputs": prev + list(outputs)})
+    m["complete"] = not _IN_PROGRESS.get()
     m.setdefault("format", "cupel_np.outputs/1")
     atomic_write_bytes(p / MANIFEST, json.dumps(m, indent=2, default=str).encode())
     return p / MANIFEST

@@ -26,6 +26,8 @@ from cupel_np.io.outdir import (
     SWEEP_FILES,
     CorruptManifestError,
     describe_outputs,
+    in_progress,
+    interrupted_note,
     load_manifest,
 )
 
@@ -92,6 +94,8 @@ def check_sweep_dir(out: Path) -> None:
     if not out.is_dir():
         raise InvalidConfigError(f"sweep directory not found: {out}")
     m = load_manifest(out) or {}
+    if not in_progress() and interrupted_note(out):  # a run's own page is built before it finishes
+        raise InvalidConfigError(interrupted_note(out))
     if m.get("kind") == KIND_BUDGET:
         raise InvalidConfigError(
             f"{out} holds a budget simulation, not a sweep; its page is written by cupel-np budget"
