@@ -4,6 +4,7 @@ plainly created file would get. Shared by every module that writes output files.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -65,6 +66,26 @@ def _unlink_quietly(tmp: str) -> None:
         os.unlink(tmp)
     except OSError:
         pass
+
+
+def _finite(o):
+    """``o`` with every NaN / Infinity float (Python or NumPy) replaced by None."""
+    if isinstance(o, float) or type(o).__name__ in ("float32", "float64", "float16"):
+        f = float(o)
+        return f if f == f and f not in (float("inf"), float("-inf")) else None
+    if isinstance(o, dict):
+        return {k: _finite(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_finite(v) for v in o]
+    return o
+
+
+def dumps_json(obj, **kw) -> str:
+    """The one JSON writer of every output (summary.json, ``--json``, manifests): strict JSON,
+    never ``NaN`` or ``Infinity``. A number that is not finite (a metric with nothing to
+    measure, e.g. a recall over sets without a relevant item) is written as ``null``."""
+    kw.setdefault("default", str)
+    return json.dumps(_finite(obj), allow_nan=False, **kw)
 
 
 def read_data_file(path: StrPath, *, default: str = "json") -> object:

@@ -156,3 +156,47 @@ def test_an_interrupted_run_never_looks_complete(tmp_path, small, stream, monkey
     assert "interrupted run" in err and "--overwrite" in err
     assert cli.main(_sens(small, out, "--overwrite")) == 0
     assert json.loads((out / "manifest.json").read_text())["complete"] is True
+
+
+def _strict(text: str):
+    def refuse(c):
+        raise AssertionError(f"non-standard JSON constant {c}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_the_json_writer_never_writes_nan_or_infinity():
+    import numpy as np
+
+    from cupel_np._files import dumps_json
+
+    doc = {"a": float("nan"), "b": [float("inf"), np.float64("-inf"), 1.5], "c": {"d": np.float32("nan")}}
+    assert _strict(dumps_json(doc)) == {"a": None, "b": [None, None, 1.5], "c": {"d": None}}
+
+
+@pytest.mark.parametrize("value", [False, None], ids=["all-false", "all-null"])
+def test_tune_without_a_relevant_item_stops_before_writing_winners(tmp_path, value, capsys):
+    from cupel_np.tuning.synthetic import trust_corpus
+
+    t = trust_corpus(n_sets=12, items_per_set=10, seed=3)
+    t = t.set_column(t.schema.get_field_index("relevant"), "relevant", pa.array([value] * t.num_rows, pa.bool_()))
+    items = tmp_path / "items.parquet"
+    pq.write_table(t, items)
+    out = tmp_path / "out"
+    space = ROOT / "data" / "examples" / "tune_space.toml"
+    argv = ["tune", str(items), "--space", str(space), "--label-column", "relevant", "--set-column", "session_id"]
+    argv += ["--trials", "4", "--batch-size", "2", "--out", str(out), "--json", "--quiet"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "no relevant items" in err
+    assert not list(out.glob("best-*.toml")) and not (out / "summary.json").exists()
+
+
+def test_sensitivity_json_outcomes_are_strict_json(tmp_path, small, capsys):
+    t = pq.read_table(small)
+    t = t.append_column("rel", pa.array([False] * t.num_rows))
+    f = tmp_path / "items.parquet"
+    pq.write_table(t, f)
+    assert cli.main(_sens(f, tmp_path / "o", "--label-column", "rel", "--json")) == 0
+    _strict(capsys.readouterr().out)
+    _strict((tmp_path / "o" / "manifest.json").read_text())

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
+from cupel_np._files import dumps_json
 from cupel_np.analysis.budget_sim import budget_curves, budget_ladder
 from cupel_np.cli.shared import (
     EXIT_OK,
@@ -44,7 +44,7 @@ def cmd_budget(args) -> int:
     elapsed = time.perf_counter() - t0
     summary = summarize(result.curves, result.rows)
     if args.json:
-        print(json.dumps(_budget_json(table, summary, paths, elapsed), indent=2))
+        print(dumps_json(_budget_json(table, summary, paths, elapsed), indent=2))
         return EXIT_OK
     print(
         f"{plural(table.n, 'item')} in {table.n_sets:,} set(s); {len(variants)} variant(s) x "

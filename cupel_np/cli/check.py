@@ -10,12 +10,12 @@ test case per check) for CI systems. An input over the memory limit (or any inpu
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.compute as pc
 
+from cupel_np._files import dumps_json
 from cupel_np.cli.shared import UsageError, _progress_enabled, _source
 from cupel_np.errors import InvalidConfigError, MemoryLimitError
 from cupel_np.io.dask import check, connect
@@ -80,7 +80,7 @@ def cmd_check(args) -> int:
             {"check": o.check.name, "pairs": o.pairs, "failed": o.failed, "rows": o.table().to_pylist()}
             for o in outcomes
         ]
-        print(json.dumps(doc, indent=2, default=str))
+        print(dumps_json(doc, indent=2))
     else:
         print("\n".join(report_lines(outcomes, set_name, args.max_rows)))
     return EXIT_FAILED if any(o.failed for o in outcomes) else EXIT_OK

@@ -3,7 +3,6 @@ whole item sets, or on Dask, and the written outputs and printed summary of each
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -13,6 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pds
 import pyarrow.parquet as pq
 
+from cupel_np._files import dumps_json
 from cupel_np.analysis.outcomes import labels_from, outcome_summary, outcome_summary_of_table
 from cupel_np.cli.shared import (
     EXIT_OK,
@@ -61,7 +61,7 @@ def _run_dask(args, budget, variants, set_column, title: str) -> int:
     if args.json:
         extra = {} if outcomes is None else {"outcomes": _outcome_json(outcomes)}
         print(
-            json.dumps({**summary, "outputs": {"dir": str(Path(args.out)), "report": str(report)}, **extra}, indent=2)
+            dumps_json({**summary, "outputs": {"dir": str(Path(args.out)), "report": str(report)}, **extra}, indent=2)
         )
         return EXIT_OK
     failed = sum(summary["failed"].values())
@@ -128,7 +128,7 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
         for r in errs:
             errors.setdefault(r["variant"], {})[str(r[s.set_column or "set"])] = r["error"]
         print(
-            json.dumps(
+            dumps_json(
                 {
                     "items": tot["rows"],
                     "sets": tot["sets"],
@@ -277,7 +277,7 @@ def _finish(args, result, t0: float, title: str, labels=None) -> int:
         out = _summary_json(result, paths, elapsed)
         if summary is not None:
             out["outcomes"] = _outcome_json(summary)
-        print(json.dumps(out, indent=2))
+        print(dumps_json(out, indent=2))
         _all_failed(args, result)
         return EXIT_OK
     t = result.table

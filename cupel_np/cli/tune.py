@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
+from cupel_np._files import dumps_json
 from cupel_np.io.dask import connect
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.datasets import dataset_source
@@ -29,7 +29,7 @@ def cmd_tune(args) -> int:
         result = _tune(tune, args, src, budget, None)
     paths = write_tune(result, args.out, overwrite=args.overwrite)
     if args.json:
-        print(json.dumps(summary_dict(result, paths), indent=2))
+        print(dumps_json(summary_dict(result, paths), indent=2))
         return 0
     p = result.paired
     print(

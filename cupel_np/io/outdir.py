@@ -20,7 +20,7 @@ import uuid
 import weakref
 from pathlib import Path
 
-from cupel_np._files import atomic_write_bytes
+from cupel_np._files import atomic_write_bytes, dumps_json
 from cupel_np.errors import InvalidConfigError
 
 MANIFEST = "manifest.json"
@@ -270,7 +270,7 @@ def mark_complete(out) -> None:
     m = read_manifest(p)
     if m is not None and m.get("complete") is False:
         m["complete"] = True
-        atomic_write_bytes(p / MANIFEST, json.dumps(m, indent=2, default=str).encode())
+        atomic_write_bytes(p / MANIFEST, dumps_json(m, indent=2).encode())
 
 
 def interrupted_note(out) -> str:
@@ -298,5 +298,5 @@ def write_manifest(out, kind: str, run: str, outputs: list[str], **fields) -> Pa
     m.update({"kind": kind, "run_id": run, "outputs": prev + list(outputs)})
     m["complete"] = not _IN_PROGRESS.get()
     m.setdefault("format", "cupel_np.outputs/1")
-    atomic_write_bytes(p / MANIFEST, json.dumps(m, indent=2, default=str).encode())
+    atomic_write_bytes(p / MANIFEST, dumps_json(m, indent=2).encode())
     return p / MANIFEST
