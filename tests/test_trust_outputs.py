@@ -200,3 +200,44 @@ def test_sensitivity_json_outcomes_are_strict_json(tmp_path, small, capsys):
     assert cli.main(_sens(f, tmp_path / "o", "--label-column", "rel", "--json")) == 0
     _strict(capsys.readouterr().out)
     _strict((tmp_path / "o" / "manifest.json").read_text())
+
+
+CHECKS = """
+set_column = "session_id"
+presets = ["chat", "rag"]
+[budget]
+max_tokens = 8000
+target_tokens = 6000
+output_reserve = 1000
+
+[[check]]
+name = "memories never dropped \\u001b[31m\\u0007"
+variant = "chat"
+assert = "have_no_exclusions_for_kind"
+kind = "Memory"
+"""
+
+
+def test_junit_xml_with_control_characters_parses_and_names_its_path(tmp_path, small, capsys):
+    import xml.etree.ElementTree as ET
+
+    t = pq.read_table(small)
+    keys = [k + "\x1b\x00" for k in t.column("session_id").to_pylist()]
+    t = t.set_column(t.schema.get_field_index("session_id"), "session_id", pa.array(keys))
+    f = tmp_path / "items.parquet"
+    pq.write_table(t, f)
+    checks = tmp_path / "checks.toml"
+    checks.write_text(CHECKS)
+    junit = tmp_path / "sub" / "r.xml"  # a missing parent directory is created, as for import --out
+    assert cli.main(["check", str(f), "--checks", str(checks), "--junit", str(junit)]) == 1
+    root = ET.parse(junit).getroot()  # the old code wrote the raw control characters: unparseable
+    case = root.find("testsuite/testcase")
+    assert case.get("name") == "memories never dropped \\x1b[31m\\x07"
+    assert "\\x1b\\x00" in case.find("failure").text
+    assert not list(junit.parent.glob(".*.tmp"))
+    capsys.readouterr()
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code = cli.main(["check", str(f), "--checks", str(checks), "--junit", str(blocker / "r.xml")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--junit" in err and str(blocker / "r.xml") in err, err
