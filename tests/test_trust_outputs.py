@@ -241,3 +241,13 @@ def test_junit_xml_with_control_characters_parses_and_names_its_path(tmp_path, s
     code = cli.main(["check", str(f), "--checks", str(checks), "--junit", str(blocker / "r.xml")])
     err = capsys.readouterr().err
     assert code == 2 and "--junit" in err and str(blocker / "r.xml") in err, err
+
+
+def test_variant_labels_that_look_like_field_paths_build_every_page(tmp_path, small, capsys):
+    pol = tmp_path / "p.toml"
+    pol.write_text('[[variants]]\nlabel = ".hidden"\npreset = "chat"\n[[variants]]\nlabel = "../x"\npreset = "rag"\n')
+    out = tmp_path / "o"
+    argv = ["sensitivity", str(small), "--policies", str(pol), *CLI_BUDGET, "--out", str(out), "--chunk-rows", "300"]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    assert cli.main(["report", str(out), "--overwrite"]) == 0, capsys.readouterr().err
+    assert ".hidden" in (out / "report.html").read_text()
