@@ -251,3 +251,30 @@ def test_variant_labels_that_look_like_field_paths_build_every_page(tmp_path, sm
     assert cli.main(argv) == 0, capsys.readouterr().err
     assert cli.main(["report", str(out), "--overwrite"]) == 0, capsys.readouterr().err
     assert ".hidden" in (out / "report.html").read_text()
+
+
+@pytest.mark.parametrize("stream", [[], ["--chunk-rows", "300"]], ids=["in-memory", "streamed"])
+def test_sigkill_during_an_overwrite_never_loses_or_fakes_results(tmp_path, small, stream):
+    """SIGKILL an ``--overwrite`` run at several moments: --out holds either the previous run,
+    byte for byte, or the new run complete; never a temp file or a half-replaced run."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "ow"
+    assert cli.main(_sens(small, out)) == 0
+    before = _snapshot(out)
+    argv = [sys.executable, "-m", "cupel_np", *_sens(small, out, "--overwrite", *stream)]
+    for delay in (0.5, 2.0, 4.0, 7.0):
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        assert not list(out.glob(".*.tmp"))  # temp files only ever inside the staging directory
+        now = _snapshot(out)
+        m = json.loads(now["manifest.json"])
+        if now == before:
+            continue  # killed before the swap: the previous results, untouched
+        assert m["complete"] is True and all((out / n).exists() for n in m["outputs"])
+        before = now  # the run finished: the new results are the ones to keep
