@@ -1,5 +1,7 @@
 """Writing files atomically (temp file beside the target + rename) with the permissions a
-plainly created file would get. Shared by every module that writes output files."""
+plainly created file would get. Shared by every module that writes output files. A URL
+(``s3://...``, see ``_fs``) is written the object-store way: a temp key beside the target,
+then a server-side copy into place, so no reader ever sees part of an object."""
 
 from __future__ import annotations
 
@@ -8,12 +10,15 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
-#: a file system path
-StrPath: TypeAlias = str | os.PathLike[str]
+if TYPE_CHECKING:
+    from cupel_np._fs import RemotePath
+
+#: a file system path, or a URL (``s3://...``: see ``_fs``)
+StrPath: TypeAlias = "str | os.PathLike[str] | RemotePath"
 #: one path (a file, a directory or a glob pattern) or a list of files
-PathOrPaths: TypeAlias = StrPath | list[StrPath] | tuple[StrPath, ...]
+PathOrPaths: TypeAlias = "StrPath | list[StrPath] | tuple[StrPath, ...]"
 
 
 def _file_mode() -> int:
@@ -44,7 +49,13 @@ def temp_beside(p: Path) -> str:
 
 def atomic_write_bytes(path: StrPath, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temp file + rename (never a half-written file)."""
-    p = Path(path)
+    from cupel_np._fs import RemotePath, as_path, write_remote
+
+    target = as_path(path)
+    if isinstance(target, RemotePath):
+        write_remote(target, lambda sink: sink.write(data))
+        return
+    p = target
     if p.is_dir():
         raise IsADirectoryError(errno.EISDIR, "is a directory; give a file path", str(p))
     p.parent.mkdir(parents=True, exist_ok=True)
@@ -94,9 +105,10 @@ def read_data_file(path: StrPath, *, default: str = "json") -> object:
     ``InvalidConfigError`` naming the file."""
     import json
 
+    from cupel_np._fs import as_path
     from cupel_np.errors import InvalidConfigError
 
-    p = Path(path)
+    p = as_path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as e:

@@ -1,7 +1,12 @@
+import logging
 import os
 from pathlib import Path
 
 import pytest
+from s3_server import ENV_NAMES, S3, free_port
+from s3_server import KEYS as S3_KEYS
+
+from cupel_np import _fs
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
 
@@ -20,3 +25,51 @@ def conformance_dir() -> Path:
     if not CONFORMANCE.is_dir():
         missing_conformance()
     return CONFORMANCE
+
+
+# ----------------------------------------------------------------------------- S3 (moto)
+@pytest.fixture(scope="session")
+def s3_server():
+    """moto's S3 server on 127.0.0.1:<free port>, with the AWS environment set for this
+    process and every process it starts (Dask workers), restored afterwards. Never skipped
+    under CI (``CI`` set): the ``test`` extra installs ``moto[server]``."""
+    try:
+        from moto.server import ThreadedMotoServer
+    except ImportError:  # pragma: no cover - the test extra installs moto[server]
+        if os.environ.get("CI"):
+            pytest.fail('moto[server] is not installed: pip install -e ".[test]"')
+        pytest.skip("moto[server] is not installed")
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    saved = {k: os.environ.get(k) for k in ENV_NAMES}
+    for k in ENV_NAMES:
+        os.environ.pop(k, None)
+    os.environ.update(
+        S3_KEYS,
+        AWS_DEFAULT_REGION="us-east-1",
+        AWS_ENDPOINT_URL=endpoint,
+        AWS_EC2_METADATA_DISABLED="true",  # never ask an instance metadata address for credentials
+        AWS_SHARED_CREDENTIALS_FILE=os.devnull,
+        AWS_CONFIG_FILE=os.devnull,
+    )
+    _fs.configure(None)
+    try:
+        yield S3(endpoint)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        _fs.configure(None)
+        server.stop()
+
+
+@pytest.fixture
+def bucket(s3_server) -> str:
+    """A fresh, empty bucket's name."""
+    _fs.configure(None)
+    return s3_server.new_bucket()

@@ -1178,6 +1178,8 @@ def run_pipeline(items, budget, config):
     Rows are input indices.  Returns a dict with placed, included, excluded,
     total_candidates, total_tokens_considered, shortfalls.
     """
+    if config.get("groups") is not None:
+        return run_pipeline_grouped(items, budget, config)
     # ---- construction / validation (nothing runs before all of it passes) --
     b = validate_budget(budget)
     rows = [normalize_item(item) for item in items]
@@ -1566,3 +1568,269 @@ def funnel(items, budget, config):
         ("Slice", scoreable - dedup, sliced, scoreable - dedup - sliced),
         ("Place", pinned + sliced, kept, pinned + sliced - kept),
     ]
+
+
+# ===========================================================================
+# Tool pairs (issue 29; docs/tool-pairs.md): atomic groups and orphan counts
+#
+# A cupel_np extension, not in the spec.  Kept in one block so other oracle
+# additions merge cleanly.
+# ===========================================================================
+
+
+def _unit_score_key(score):
+    """Order of member scores for the unit rule "the highest member score": NaN lowest."""
+    if isinstance(score, float) and math.isnan(score):
+        return (0, 0.0)
+    return (1, score)
+
+
+def run_pipeline_grouped(items, budget, config):
+    """run_pipeline with ``config["groups"] = column``: the items of the set that share a
+    non-null value of ``item[column]`` are one unit, chosen whole or not at all.
+
+    The rules (docs/tool-pairs.md), literally:
+      * Classify: as without groups. Negative-token items are excluded (NegativeTokens)
+        and pinned items are included (Pinned); neither belongs to a unit: units are formed
+        from the scoreable items only.
+      * Score: every scoreable item is scored as usual (relative scorers see the items);
+        a unit's score is its highest member score (NaN lowest; all NaN: NaN).
+      * Deduplicate: only among the items that are units of one; members of larger units
+        are neither dropped nor drop others.
+      * Sort and slice: the slicer sees one pseudo-item per unit: its first member (input
+        order) with tokens = the sum of the members' tokens, scored with the unit's score;
+        ties keep the order of the units' first members.  So kind (quotas, count caps) and
+        timestamp (chronological placement) are the first member's.
+      * Every member of an excluded unit gets the unit's reason (fields computed with the
+        unit's tokens); the overflow strategies see units (truncation drops whole units).
+      * Place: the placer orders the units; each unit's members follow at its place,
+        contiguous, in input order.  Included reasons: Pinned (pinned unit), ZeroToken (a
+        unit of 0 tokens) or Scored.
+    Items with no value in the column are units of one: without any group this returns
+    exactly what run_pipeline returns.
+    """
+    column = config["groups"]
+    if not isinstance(column, str) or column == "":
+        _invalid("groups must be a column name")
+    b = validate_budget(budget)
+    rows = [normalize_item(item) for item in items]
+    for row_item in rows:
+        validate_item(row_item)
+    scorer = build_config_scorer(config)
+    slicer = build_slicer(config)
+    placer = _normalize_placer_name(config.get("placer", "chronological"))
+    deduplication = config.get("deduplication", True)
+    if not isinstance(deduplication, bool):
+        _invalid("deduplication must be a boolean")
+    overflow_strategy = config.get("overflow_strategy", "throw")
+    if not isinstance(overflow_strategy, str) or ascii_fold(overflow_strategy) not in OVERFLOW_STRATEGIES:
+        _invalid(f"unknown overflow_strategy {overflow_strategy!r}")
+    overflow_strategy = ascii_fold(overflow_strategy)
+    excluded = []
+    stage_of = {}  # row -> (stage, order within the stage): the engine's excluded order
+
+    # ---- Classify and form the units -----------------------------------------
+    units = []  # each: list of rows, input order
+    unit_of_key = {}
+    pinned = []
+    for row, item in enumerate(rows):
+        if item["tokens"] < 0:
+            excluded.append((row, 0.0, "NegativeTokens", {"tokens": item["tokens"]}))
+            stage_of[row] = (0, row)
+            continue
+        if item["pinned"]:
+            pinned.append(row)
+            continue
+        key = items[row].get(column)
+        if key is None:  # items given as ContextItems carry the column as a metadata key
+            key = (items[row].get("metadata") or {}).get(column)
+        if key is None:
+            units.append([row])
+        elif key in unit_of_key:
+            units[unit_of_key[key]].append(row)
+        else:
+            unit_of_key[key] = len(units)
+            units.append([row])
+    units.sort(key=lambda members: members[0])
+    pinned_units = [[r] for r in pinned]  # a pinned item is placed as a unit of its own
+    free_units = units
+
+    def unit_tokens(u):
+        total = 0
+        for r in u:
+            total = total + rows[r]["tokens"]
+        return total
+
+    pinned_tokens = 0
+    for u in pinned_units:
+        pinned_tokens = pinned_tokens + unit_tokens(u)
+    available_for_pinned = b["max_tokens"] - b["output_reserve"]
+    if pinned_tokens > available_for_pinned:
+        raise NaiveError(
+            "pinned_exceeds_budget",
+            f"Pinned items require {pinned_tokens} tokens, but only {available_for_pinned} are available",
+        )
+
+    # ---- Score the scoreable items, then the units -----------------------------
+    scoreable = [r for u in free_units for r in u]
+    scoreable.sort()
+    scores = scorer.score_all([rows[r] for r in scoreable])
+    score_of = {scoreable[k]: scores[k] for k in range(len(scoreable))}
+
+    def unit_score(u):
+        best = score_of[u[0]]
+        for r in u[1:]:
+            if _unit_score_key(score_of[r]) > _unit_score_key(best):
+                best = score_of[r]
+        return best
+
+    # ---- Deduplicate among the units of one --------------------------------------
+    alone = [(u[0], score_of[u[0]]) for u in free_units if len(u) == 1]
+    losers = set()
+    if deduplication and alone:
+        best_by_content = {}
+        for i, (row, score) in enumerate(alone):
+            content = rows[row]["content"]
+            if content in best_by_content:
+                if score > alone[best_by_content[content]][1]:
+                    best_by_content[content] = i
+            else:
+                best_by_content[content] = i
+        for i, (row, score) in enumerate(alone):
+            if best_by_content[rows[row]["content"]] != i:
+                losers.add(row)
+                excluded.append((row, score, "Deduplicated", {"deduplicated_against": rows[row]["content"]}))
+                stage_of[row] = (1, row)
+    survivors = [u for u in free_units if not (len(u) == 1 and u[0] in losers)]
+
+    # ---- Sort and slice the units -------------------------------------------------
+    scored_units = [(u, unit_score(u)) for u in survivors]
+    sorted_units = sorted(scored_units, key=lambda pair: _score_desc_key(pair[1]))
+    effective_max, effective_target = compute_effective_budget(b, pinned_tokens)
+
+    def pseudo(u):
+        item = dict(rows[u[0]])
+        item["tokens"] = unit_tokens(u)
+        return item
+
+    slicer_pairs = [(pseudo(u), score) for u, score in sorted_units]
+    pool = list(range(len(slicer_pairs)))
+    selected_positions, shortfalls, _cap = _run_slicer(slicer, slicer_pairs, pool, effective_max, effective_target)
+    sliced = [sorted_units[p] for p in selected_positions]
+    selected_set = set(selected_positions)
+    sliced_tokens = 0
+    for u, _score in sliced:
+        sliced_tokens = sliced_tokens + unit_tokens(u)
+    count_caps = {}
+    if slicer["name"] in COUNT_SLICERS:
+        for kind, _require, cap in slicer["entries"]:
+            if cap is not NO_CAP:
+                count_caps[ascii_fold(kind)] = cap
+    first_pinned = min(r for u in pinned_units for r in u) if pinned_units else None
+    for p, (u, _uscore) in enumerate(sorted_units):
+        if p in selected_set:
+            continue
+        tokens = unit_tokens(u)
+        kind = ascii_fold(rows[u[0]]["kind"])
+        if pinned_tokens > 0 and tokens > effective_target and tokens <= b["target_tokens"] - b["output_reserve"]:
+            reason, fields = "PinnedOverride", {"displaced_by": rows[first_pinned]["content"]}
+        elif (
+            kind in count_caps
+            and tokens <= effective_target
+            and (sum(1 for v, _s in sliced if ascii_fold(rows[v[0]]["kind"]) == kind) >= count_caps[kind])
+        ):
+            count = sum(1 for v, _s in sliced if ascii_fold(rows[v[0]]["kind"]) == kind)
+            reason, fields = "CountCapExceeded", {"kind": rows[u[0]]["kind"], "cap": count_caps[kind], "count": count}
+        else:
+            reason, fields = (
+                "BudgetExceeded",
+                {"item_tokens": tokens, "available_tokens": effective_target - sliced_tokens},
+            )
+        for r in u:
+            excluded.append((r, score_of[r], reason, fields))
+            stage_of[r] = (2, r)
+
+    # ---- Place ----------------------------------------------------------------------
+    merged = [(u, 1.0, True) for u in pinned_units] + [(u, score, False) for u, score in sliced]
+    merged_tokens = 0
+    for u, _score, _pinned in merged:
+        merged_tokens = merged_tokens + unit_tokens(u)
+    if merged_tokens > b["target_tokens"]:
+        if overflow_strategy == "throw":
+            raise NaiveError(
+                "overflow",
+                f"Selected items require {merged_tokens} tokens, exceeding target budget of {b['target_tokens']}",
+            )
+        if overflow_strategy == "truncate":
+            ordered = sorted(merged, key=lambda m: (0 if m[2] else 1, _score_desc_key(m[1])))
+            kept, dropped, current = [], [], 0
+            for entry in ordered:
+                tokens = unit_tokens(entry[0])
+                if entry[2] or current + tokens <= b["target_tokens"]:
+                    kept.append(entry)
+                    current = current + tokens
+                else:
+                    dropped.append(entry)
+            kept_tokens = 0
+            for u, _score, _pinned in kept:
+                kept_tokens = kept_tokens + unit_tokens(u)
+            for u, _score, _pinned in dropped:
+                if pinned_units:
+                    reason, fields = "PinnedOverride", {"displaced_by": rows[first_pinned]["content"]}
+                else:
+                    reason = "BudgetExceeded"
+                    fields = {"item_tokens": unit_tokens(u), "available_tokens": b["target_tokens"] - kept_tokens}
+                for r in u:
+                    excluded.append((r, score_of[r], reason, fields))
+                    stage_of[r] = (3, len(stage_of))
+            merged = kept
+    placer_input = [(pseudo(u), score) for u, score, _pinned in merged]
+    order = chronological_place(placer_input) if placer == "chronological" else u_shaped_place(placer_input)
+    included = []
+    for k in order:
+        u, _score, is_pinned = merged[k]
+        zero = unit_tokens(u) == 0
+        for r in u:
+            if is_pinned:
+                included.append((r, 1.0, "Pinned"))
+            else:
+                included.append((r, score_of[r], "ZeroToken" if zero else "Scored"))
+    # score descending, then the stage that excluded the item, then its order in that stage
+    # (row order; truncation: drop order) - run_pipeline's order wherever units are single
+    excluded = sorted(excluded, key=lambda e: (_score_desc_key(e[1]), stage_of[e[0]]))
+    total = 0
+    for item in rows:
+        total = total + item["tokens"]
+    return {
+        "placed": [r for r, _s, _reason in included],
+        "included": included,
+        "excluded": excluded,
+        "total_candidates": len(rows),
+        "total_tokens_considered": total,
+        "shortfalls": list(shortfalls),
+    }
+
+
+def orphan_counts(items, included_rows, id_key="tool_call_id", role_key="tool_role"):
+    """(orphan calls, orphan results) of one selection: a kept call whose results (in the
+    set) are not all kept; a kept result none of whose calls is kept.  Calls with no result
+    in the set and results with no call in it are never orphans."""
+    kept = set(included_rows)
+    calls, results = {}, {}
+    for row, item in enumerate(items):
+        cid, role = item.get(id_key), item.get(role_key)
+        if cid is None or role is None:
+            continue
+        if ascii_fold(role) == "call":
+            calls.setdefault(cid, []).append(row)
+        elif ascii_fold(role) == "result":
+            results.setdefault(cid, []).append(row)
+    orphan_calls = orphan_results = 0
+    for cid in calls:
+        if cid not in results:
+            continue
+        if not all(r in kept for r in results[cid]):
+            orphan_calls += sum(1 for r in calls[cid] if r in kept)
+        if not any(r in kept for r in calls[cid]):
+            orphan_results += sum(1 for r in results[cid] if r in kept)
+    return orphan_calls, orphan_results

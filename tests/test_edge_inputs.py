@@ -97,9 +97,12 @@ def test_cli_with_empty_items_and_a_set_column(tmp_path, capsys):
             "--out",
             str(tmp_path / "o"),
             "--quiet",
+            "--allow-empty",  # by default an empty table is refused (issue 28)
         ]
     )
     assert code == 0, capsys.readouterr().err
+    refused = cli.main(["validate", str(src), "--set-column", "sid"])
+    assert refused == 2 and "no items (0 rows)" in capsys.readouterr().err
 
 
 def test_set_column_may_be_an_item_column_and_keys_must_be_scalars():

@@ -12,7 +12,13 @@ import pytest
 from cupel_np import cli
 from cupel_np.errors import CupelError, InvalidConfigError
 from cupel_np.io import import_transcripts as reexported
-from cupel_np.io.importers import BadTranscriptError, estimate_tokens, import_transcripts, make_token_counter
+from cupel_np.io.importers import (
+    BadTranscriptError,
+    EmptyImportError,
+    estimate_tokens,
+    import_transcripts,
+    make_token_counter,
+)
 from cupel_np.model.items import ItemTable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -214,9 +220,11 @@ def test_claude_code_bad_records(tmp_path):
         )
         + "\n"
     )
-    res = import_transcripts("claude-code", p, skip_bad=True)
+    with pytest.raises(EmptyImportError, match=r"skipped more than it kept: 1 item\(s\) kept, 2 skipped"):
+        import_transcripts("claude-code", p, skip_bad=True)  # 2 bad lines, 1 item
+    res = import_transcripts("claude-code", p, skip_bad=True, allow_empty=True)
     assert [(b.line, b.message) for b in res.bad] == [
-        (2, "assistant record has no 'sessionId'"),
+        (2, "assistant record has no 'sessionId' (session log) or 'session_id' (stream-json)"),
         (3, "message.content[0]: tool_use block without a 'name'"),
     ]
     assert res.items == 1 and res.skipped == {"claude-code record 'queue-operation'": 1}

@@ -31,6 +31,14 @@ def _load_matrix_data():
 
 matrix_arrow = _load_matrix_data().matrix_arrow
 
+
+@pytest.fixture(autouse=True)
+def _always_on_the_pool(monkeypatch):
+    """Small sweeps run on the calling thread (``parallel.INLINE_WORK``); here every sweep
+    goes to the pool, so 2 and 4 threads really run concurrently."""
+    monkeypatch.setattr(parallel, "INLINE_WORK", 0)
+
+
 N_SETS = 60
 BUDGET = c.ContextBudget(30_000, 4_000)
 
@@ -314,3 +322,29 @@ def test_placed_positions_per_set_agree_with_the_position_matrix(corpus):
             lo, hi = corpus.offsets[s], corpus.offsets[s + 1]
             want = lo + np.flatnonzero(pos[v, lo:hi] >= 0)
             assert np.array_equal(rows, want) and np.array_equal(p, pos[v, want])
+
+
+def test_a_small_sweep_runs_on_the_calling_thread(monkeypatch):
+    """Below ``INLINE_WORK`` item-variants the pool is not used, whatever ``threads`` says."""
+    import threading
+
+    from cupel_np.engine import batch
+    from cupel_np.model.grid import Variant
+
+    t = c.ItemTable.from_arrow(matrix_arrow(50))
+    variants = [Variant(f"v{i}", c.Policy(c.RecencyScorer()), c.ContextBudget(10_000, 5_000)) for i in range(2)]
+    seen = set()
+    real = batch.run_variant
+
+    def spy(*a, **k):
+        seen.add(threading.current_thread().name)
+        return real(*a, **k)
+
+    monkeypatch.setattr(batch, "run_variant", spy)
+    monkeypatch.setattr(parallel, "INLINE_WORK", 4096)
+    batch.run_sweep(t, variants, threads=2)
+    assert seen == {threading.current_thread().name}
+    monkeypatch.setattr(parallel, "INLINE_WORK", 0)
+    seen.clear()
+    batch.run_sweep(t, variants, threads=2)
+    assert seen and threading.current_thread().name not in seen

@@ -53,7 +53,9 @@ class Pipeline(PolicySource):
 
     def run(self, items: Items, budget: ContextBudget, *, trace: TraceCollector | None = None) -> list[ContextItem]:
         """The selected items in placed order (``trace`` as in ``dry_run``; none by default)."""
-        return [inc.item for inc in self._report(items, budget, self.policy, None, trace or NULL_COLLECTOR).included]
+        report = self._report(items, budget, self.policy, None, trace or NULL_COLLECTOR)
+        row = report._run.table.row  # the items of ``report.included``, without their scores and reasons
+        return [row(r) for r in report.included_rows]
 
     def dry_run(
         self, items: Items, budget: ContextBudget, *, threads: int | None = None, trace: TraceCollector | None = None

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from cupel_np.analysis import analytics
+from cupel_np.analysis import analytics, toolpairs
 from cupel_np.analysis._repr import REPR_CSS, REPR_ROWS, html_table
 from cupel_np.analysis.trace import OverflowEvent, TraceEvent
 from cupel_np.engine import reasons
@@ -159,10 +159,13 @@ def exclusion_reason(run, row: int, segment: int) -> ExclusionReason:
     sw, v = run.sweep, run.v
     t = run.table
     code = int(run.reason[row])
+    plan = sw.group_plan[v]
+    # a unit's member carries its unit's reason: the unit's tokens (docs/tool-pairs.md)
+    tokens = t.tokens if plan is None else plan.unit_row_tokens
     if code == reasons.R_BUDGET_EXCEEDED:
-        return BudgetExceeded(int(t.tokens[row]), int(sw.avail_slice[v, segment]))
+        return BudgetExceeded(int(tokens[row]), int(sw.avail_slice[v, segment]))
     if code == reasons.R_TRUNCATED:
-        return BudgetExceeded(int(t.tokens[row]), int(sw.avail_place[v, segment]))
+        return BudgetExceeded(int(tokens[row]), int(sw.avail_place[v, segment]))
     if code == reasons.R_NEGATIVE_TOKENS:
         return NegativeTokens(int(t.tokens[row]))
     if code == reasons.R_DEDUPLICATED:
@@ -172,7 +175,8 @@ def exclusion_reason(run, row: int, segment: int) -> ExclusionReason:
         return PinnedOverride(t.content[int(sw.classified.first_pin[segment])].as_py())
     if code == reasons.R_COUNT_CAP_EXCEEDED:
         cap, count = _sparse(sw.count_cap[v], row)
-        return CountCapExceeded(t.kind[row].as_py(), cap, count)
+        unit_row = row if plan is None or plan.member_rep[row] < 0 else int(plan.member_rep[row])
+        return CountCapExceeded(t.kind[unit_row].as_py(), cap, count)  # the unit's kind: its first member's
     raise ValueError(f"row {row} has no exclusion reason (code {code})")
 
 
@@ -317,6 +321,40 @@ class SelectionReport:
         return analytics.quota_utilization(
             self, self._run.policy if policy is None else policy, self._run.budget if budget is None else budget
         )
+
+    # -- tool pairs (cupel_np.analysis.toolpairs; docs/tool-pairs.md) -------------------------
+    @cached_property
+    def _orphans(self) -> tuple[np.ndarray, np.ndarray] | None:
+        links = toolpairs.tool_links(self._run.table)
+        if links is None:
+            return None
+        seg = links.segment(self._seg)
+        inc = self._run.included
+        kept = inc[seg.rows]
+        link_of = np.repeat(np.arange(seg.n_links), np.diff(seg.link_off))
+        kept_calls = np.bincount(link_of[kept & seg.is_call], minlength=seg.n_links)
+        missing = np.bincount(link_of[~kept & ~seg.is_call], minlength=seg.n_links)
+        calls = seg.rows[kept & seg.is_call & (missing[link_of] > 0)]
+        results = seg.rows[kept & ~seg.is_call & (kept_calls[link_of] == 0)]
+        return np.sort(calls), np.sort(results)
+
+    @property
+    def orphan_calls(self) -> int | None:
+        """Tool calls kept without all their results (None: the items carry no
+        ``tool_call_id`` / ``tool_role`` link)."""
+        o = self._orphans
+        return None if o is None else int(o[0].shape[0])
+
+    @property
+    def orphan_results(self) -> int | None:
+        """Tool results kept without their call (None: the items carry no link)."""
+        o = self._orphans
+        return None if o is None else int(o[1].shape[0])
+
+    def orphan_rows(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Grouped-order rows of the orphan calls and of the orphan results (ascending; see
+        ``input_rows``), or None without the link."""
+        return self._orphans
 
     def input_rows(self, rows: np.ndarray) -> np.ndarray:
         """Map grouped rows (``included_rows`` / ``excluded_rows``) to input row numbers."""

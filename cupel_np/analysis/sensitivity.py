@@ -25,6 +25,8 @@ from cupel_np.analysis import otel
 from cupel_np.analysis._repr import REPR_CSS, REPR_ROWS, html_table
 from cupel_np.analysis.analytics import quota_columns, set_of_rows, sweep_columns
 from cupel_np.analysis.selection import SelectionReport
+from cupel_np.analysis.signals import knapsack_checks, scorer_constancy
+from cupel_np.analysis.toolpairs import orphan_columns
 from cupel_np.analysis.trace import STAGES, funnel_columns
 from cupel_np.engine.batch import run_sweep
 from cupel_np.engine.batch_kernels import duplicate_groups
@@ -159,6 +161,27 @@ class SweepResult:
     def n_swing(self) -> int:
         return int(self.swing_groups.shape[0])
 
+    @cached_property
+    def orphans(self) -> dict[str, np.ndarray] | None:
+        """``{"orphan_calls": [V, S], "orphan_results": [V, S]}``: per (variant, set) the tool
+        calls kept without all their results and the results kept without their call (see
+        ``cupel_np.analysis.toolpairs``); None when the items carry no ``tool_call_id`` /
+        ``tool_role`` link. Cells of failed (variant, set) pairs are 0."""
+        cols = orphan_columns(self.run)
+        if cols is not None and self.failed.any():
+            for a in cols.values():
+                a[self.failed] = 0
+        return cols
+
+    def orphan_totals(self) -> dict[str, tuple[int, int]] | None:
+        """label -> (orphan calls, orphan results) summed over the sets each variant ran on;
+        None without link columns."""
+        o = self.orphans
+        if o is None:
+            return None
+        calls, results = o["orphan_calls"].sum(axis=1), o["orphan_results"].sum(axis=1)
+        return {lab: (int(calls[v]), int(results[v])) for v, lab in enumerate(self.labels)}
+
     # -- tables ---------------------------------------------------------------------------
     def _set_name(self) -> str:
         return self.table.set_column or "set"
@@ -217,7 +240,13 @@ class SweepResult:
         ``budget_utilization`` (tokens used / ``max_tokens``, NaN when it is 0),
         ``kind_diversity`` and ``timestamp_coverage``, ``tokens_over_budget`` (the
         OverflowEvent's excess under the proceed strategy, else 0), the number of swinging
-        contents in the set and how many of them this variant includes, error."""
+        contents in the set and how many of them this variant includes, ``constant_scorers``
+        (the variant's scorers that gave one value to every scoreable item of the set),
+        ``knapsack_capacity`` / ``knapsack_rounding_loss`` / ``knapsack_flag``
+        (``zero_capacity`` or ``rounding_loss``; null for other slicers) and
+        ``selected_nothing`` (see ``cupel_np.analysis.signals``), and, when the items carry the
+        ``tool_call_id`` / ``tool_role`` link (docs/tool-pairs.md), ``orphan_calls`` (calls kept
+        without all their results) and ``orphan_results`` (results kept without their call); error."""
         t = self.table
         run = self.run
         n_sets, n_var = t.n_sets, len(self.variants)
@@ -241,6 +270,27 @@ class SweepResult:
         def masked(name: str) -> pa.Array:
             return pa.array(cols[name].reshape(-1), mask=failed)
 
+        con = scorer_constancy(self)
+        k = knapsack_checks(self)
+        names = np.array(con.names, dtype=object)
+        vals, counts = [], []
+        for v in range(n_var):  # per variant: its terms' constant flags, set-major
+            ks = np.array(con.variant_terms[v], dtype=np.int64)
+            flags = con.constant[ks].T  # [S, terms]
+            vals.append(np.broadcast_to(names[ks], flags.shape)[flags])
+            counts.append(flags.sum(axis=1))
+        list_off = np.concatenate([[0], np.cumsum(np.concatenate(counts))]).astype(np.int32)
+        constant_lists = pa.ListArray.from_arrays(
+            pa.array(list_off), pa.array(np.concatenate(vals) if vals else [], pa.string())
+        )
+        not_k = np.repeat(k.bucket == 0, n_sets)
+        flag = np.full(k.zero_capacity.shape, None, dtype=object)
+        flag[k.rounding_flag] = "rounding_loss"
+        flag[k.zero_capacity] = "zero_capacity"
+
+        orphans: dict[str, pa.Array] = {}
+        if self.orphans is not None:
+            orphans = {k: pa.array(a.reshape(-1), mask=failed) for k, a in self.orphans.items()}
         return pa.table(
             {
                 "variant": pa.array(np.repeat(np.array(self.labels, dtype=object), n_sets), pa.string()),
@@ -255,6 +305,14 @@ class SweepResult:
                 "tokens_over_budget": masked("tokens_over_budget"),
                 "swing_count": pa.array(np.tile(swing_per_set, n_var).astype(np.int64)),
                 "swing_included": pa.array(sw_inc.reshape(-1), mask=failed),
+                "constant_scorers": constant_lists,
+                "knapsack_capacity": pa.array(k.capacity.reshape(-1), mask=not_k),
+                "knapsack_rounding_loss": pa.array(
+                    k.rounding_loss.reshape(-1), mask=not_k | np.isnan(k.rounding_loss.reshape(-1))
+                ),
+                "knapsack_flag": pa.array(flag.reshape(-1), pa.string()),
+                "selected_nothing": pa.array(k.selected_nothing.reshape(-1)),
+                **orphans,
                 "error": pa.array(errors, pa.string()),
             }
         )

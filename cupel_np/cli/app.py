@@ -9,12 +9,13 @@ from __future__ import annotations
 import os
 import sys
 
+from cupel_np import _fs
 from cupel_np.cli.budget import cmd_budget
 from cupel_np.cli.demo import cmd_demo
 from cupel_np.cli.parser import build_parser
 from cupel_np.cli.run import cmd_run
 from cupel_np.cli.sensitivity import cmd_sensitivity
-from cupel_np.cli.shared import EXIT_INTERNAL, EXIT_USAGE, UsageError, _err, _say_if_compiling
+from cupel_np.cli.shared import EXIT_INTERNAL, EXIT_USAGE, UsageError, _err, _say_if_compiling, refuse_empty
 from cupel_np.cli.staging import run_swapped
 from cupel_np.cli.sweep import cmd_sweep
 from cupel_np.cli.tune import cmd_tune
@@ -27,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         load_plugins(args.plugin)
+        _fs.configure(_fs.parse_options(getattr(args, "storage_option", None)))
+        refuse_empty(args)
         if args.func in (cmd_demo, cmd_sensitivity, cmd_sweep, cmd_budget, cmd_run):
             _say_if_compiling(args)
         if args.func in (cmd_demo, cmd_sensitivity, cmd_sweep, cmd_budget, cmd_tune):

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
+
+import pyarrow.parquet as pq
 
 from cupel_np._files import dumps_json
+from cupel_np._fs import arrow_location, as_path
 from cupel_np.analysis.budget_sim import budget_curves, budget_ladder
+from cupel_np.analysis.outcomes import labels_from
+from cupel_np.analysis.signals import token_counter_of
 from cupel_np.cli.shared import (
     EXIT_OK,
     UsageError,
@@ -19,19 +23,20 @@ from cupel_np.cli.shared import (
 )
 from cupel_np.model.policy import Policy
 from cupel_np.model.presets import preset
-from cupel_np.report.budget import parse_ladder, print_summary, summarize, write_budget_outputs
+from cupel_np.report.budget import parse_ladder, print_outcomes, print_summary, summarize, write_budget_outputs
 
 
 def cmd_budget(args) -> int:
     if not args.policy and not args.preset:
         raise UsageError("give one or more --policy FILE and/or --preset NAME")
-    variants = [(Path(f).stem, Policy.from_file(f)) for f in args.policy or []]
+    variants = [(as_path(f).stem, Policy.from_file(f)) for f in args.policy or []]
     variants += [(name, preset(name)) for name in args.preset or []]
     lo, hi, steps = parse_ladder(args.ladder)
     ladder = budget_ladder(lo, hi, steps, spacing=args.spacing, output_reserve=args.output_reserve)
     _claim_out(args)
     t0 = time.perf_counter()
     table = _load_table(args.items, args.set_column)
+    labels = labels_from(table, args.label_column) if args.label_column else None  # checked before the run
     result = budget_curves(table, variants, ladder)
     errors = [e for e in result.curves.column("error").to_pylist() if e is not None]
     if errors and len(errors) == result.curves.num_rows:  # nothing to draw: say why, write nothing
@@ -40,20 +45,53 @@ def cmd_budget(args) -> int:
             f"every (variant, budget, set) cell failed, so there are no curves to draw; most common reason "
             f"({plural(n, 'cell')}): {example}{_set_column_hint(args.items, args.set_column)}"
         )
-    paths = write_budget_outputs(result, args.out, title=f"Budget simulation: {Path(args.items).name}")
+    tokens = token_counter_of(_file_metadata(args.items))
+    paths = write_budget_outputs(
+        result, args.out, title=f"Budget simulation: {as_path(args.items).name}", labels=labels, tokens=tokens
+    )
     elapsed = time.perf_counter() - t0
     summary = summarize(result.curves, result.rows)
     if args.json:
-        print(dumps_json(_budget_json(table, summary, paths, elapsed), indent=2))
+        out = _budget_json(table, summary, paths, elapsed)
+        if labels is not None:
+            out["outcomes"] = _outcomes_json(paths)
+            out["tokens"] = tokens
+        print(dumps_json(out, indent=2))
         return EXIT_OK
     print(
         f"{plural(table.n, 'item')} in {table.n_sets:,} set(s); {len(variants)} variant(s) x "
         f"{len(ladder)} budgets ({lo:,} .. {hi:,}, {args.spacing}); {elapsed:.1f}s"
     )
     print_summary(summary)
+    if labels is not None:
+        print_outcomes(pq.read_table(paths["outcomes"]), pq.read_table(paths["outcome_reach"]), labels.column)
+        print(f"tokens: {tokens}")
     _print_failures(errors)
-    print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
+    print(f"wrote {', '.join(as_path(p).name for p in paths.values())} to {as_path(args.out).resolve()}")
     return EXIT_OK
+
+
+def _file_metadata(path) -> dict | None:
+    """The schema metadata of an items Parquet file (where its token counter may be named)."""
+    try:
+        if not as_path(path).is_file():
+            return None
+        fs, where = arrow_location(path)
+        return pq.read_schema(where, filesystem=fs).metadata
+    except (OSError, ValueError):
+        return None
+
+
+def _outcomes_json(paths: dict) -> dict:
+    """Per variant: pooled token recall at each budget, and the budget reaching each share."""
+    out: dict = {}
+    for r in pq.read_table(paths["outcomes"]).to_pylist():
+        out.setdefault(r["variant"], {"recall": {}, "reach": {}})["recall"][str(r["budget"])] = r["token_recall"]
+    for r in pq.read_table(paths["outcome_reach"]).to_pylist():
+        out.setdefault(r["variant"], {"recall": {}, "reach": {}})["reach"][f"{round(r['fraction'] * 100)}%"] = r[
+            "budget"
+        ]
+    return out
 
 
 def _budget_json(table, summary: dict, paths: dict, elapsed: float) -> dict:

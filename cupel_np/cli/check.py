@@ -11,11 +11,11 @@ test case per check) for CI systems. An input over the memory limit (or any inpu
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pyarrow.compute as pc
 
 from cupel_np._files import atomic_write_bytes, dumps_json
+from cupel_np._fs import as_path
 from cupel_np.cli.shared import UsageError, _progress_enabled, _source
 from cupel_np.errors import InvalidConfigError, MemoryLimitError
 from cupel_np.io.dask import check, connect
@@ -66,7 +66,7 @@ def _tables(args, set_column: str | None, n_variants: int) -> Iterator[ItemTable
 
 def cmd_check(args) -> int:
     """The ``check`` subcommand (see the module docstring)."""
-    if args.junit and Path(args.junit).is_dir():  # checked before any work
+    if args.junit and as_path(args.junit).is_dir():  # checked before any work
         raise UsageError(f"the --junit path {args.junit} is a directory; give a file path (OUT.xml)")
     cf = load_checks(args.checks)
     set_column = args.set_column or cf.set_column
@@ -76,7 +76,7 @@ def cmd_check(args) -> int:
         outcomes = run_checks(cf, _tables(args, set_column, len(cf.variants)), threads=args.threads)
     set_name = set_column or "set"
     if args.junit:
-        _write_junit(args.junit, junit_xml(outcomes, Path(args.checks).stem, set_name))
+        _write_junit(args.junit, junit_xml(outcomes, as_path(args.checks).stem, set_name))
     if args.json:
         doc = [
             {"check": o.check.name, "pairs": o.pairs, "failed": o.failed, "rows": o.table().to_pylist()}

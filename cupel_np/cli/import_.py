@@ -6,10 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
-from cupel_np.cli.shared import (
-    EXIT_OK,
-    plural,
-)
+from cupel_np.cli.shared import EXIT_OK
 from cupel_np.io.importers import import_transcripts
 
 
@@ -22,6 +19,8 @@ def cmd_import(args) -> int:
         skip_bad=args.skip_bad,
         set_column=args.set_column,
         tool_call_kind=args.tool_call_kind,
+        calibrate=args.calibrate,
+        allow_empty=args.allow_empty,
     )
     out = res.write_parquet(args.out)
     for b in res.bad:  # listed, never silently dropped
@@ -29,10 +28,5 @@ def cmd_import(args) -> int:
     if args.json:
         print(json.dumps({**res.summary(), "out": str(out), "set_column": res.set_column}, indent=2))
         return EXIT_OK
-    skipped = "; ".join(f"{n} {r}" for r, n in sorted(res.skipped.items()))
-    print(
-        f"{plural(res.items, 'item')} in {res.conversations:,} conversation(s) from "
-        f"{res.lines:,} line(s) -> {out} (set column {res.set_column!r}); "
-        f"{len(res.bad)} bad line(s) skipped" + (f"; not context: {skipped}" if skipped else "")
-    )
+    print("\n".join(res.summary_lines(out)))  # counts, the token counter and its estimate vs the API
     return EXIT_OK

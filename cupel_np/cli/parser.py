@@ -15,9 +15,11 @@ from cupel_np.cli.presets import cmd_presets
 from cupel_np.cli.report import cmd_report
 from cupel_np.cli.run import cmd_run
 from cupel_np.cli.sensitivity import cmd_sensitivity
+from cupel_np.cli.shared import _EMPTY_HELP
 from cupel_np.cli.sweep import cmd_sweep
 from cupel_np.cli.tune import cmd_tune
 from cupel_np.cli.validate import cmd_validate
+from cupel_np.cli.warmup import cmd_warmup
 
 
 def _threads_arg(v: str) -> int:
@@ -27,6 +29,16 @@ def _threads_arg(v: str) -> int:
         n = 0
     if n < 1:
         raise argparse.ArgumentTypeError(f"--threads must be a positive integer, got {v!r}")
+    return n
+
+
+def _jobs_arg(v: str) -> int:
+    try:
+        n = int(v)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--jobs must be a positive integer, got {v!r}")
     return n
 
 
@@ -69,6 +81,15 @@ def _common_parents() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]
     """(options of every command, the same plus --threads for the commands that compute)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--quiet", action="store_true", help="no progress output")
+    common.add_argument(
+        "--storage-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the file system of s3:// (gs://, az://...) URLs, e.g. endpoint_url=http://HOST:9000, "
+        "access_key=..., secret_key=..., region=..., anonymous=true (repeatable; never printed; "
+        "see docs/scaling-out.md#object-storage)",
+    )
     common.add_argument("--debug", action="store_true", help="show tracebacks")
     common.add_argument(
         "--plugin",
@@ -96,6 +117,10 @@ def _budget_opts(p) -> None:
     p.add_argument("--output-reserve", type=int, default=0, help="tokens kept for the answer (default 0)")
 
 
+def _allow_empty_opt(p) -> None:
+    p.add_argument("--allow-empty", action="store_true", help=_EMPTY_HELP)
+
+
 def _memory_opts(p) -> None:
     p.add_argument(
         "--memory-limit",
@@ -111,6 +136,12 @@ def _memory_opts(p) -> None:
     )
 
 
+_GROUPS_HELP = (
+    "select the items of a set sharing a value of COLUMN whole or not at all, in every variant "
+    "(e.g. tool_group: a tool call with its results; docs/tool-pairs.md)"
+)
+
+
 def _add_sweeps(sub, compute) -> None:
     p = sub.add_parser("demo", parents=[compute], help="presets x budgets on the sample corpus; Parquet + HTML report")
     p.add_argument("--items", help="items Parquet (default: the sample corpus shipped in the package)")
@@ -120,6 +151,7 @@ def _add_sweeps(sub, compute) -> None:
 
     p = sub.add_parser("sensitivity", parents=[compute], help="compare policies over an items file")
     p.add_argument("items", nargs="+", help=_ITEMS_HELP)
+    _allow_empty_opt(p)
     p.add_argument("--policies", help="JSON/TOML file of labelled policies")
     p.add_argument("--preset", action="append", help="a preset to compare (repeatable)")
     _budget_opts(p)
@@ -128,24 +160,28 @@ def _add_sweeps(sub, compute) -> None:
     _out_opts(p)
     p.add_argument("--dask", metavar="SPEC", help=_DASK_HELP)
     _memory_opts(p)
+    p.add_argument("--groups", metavar="COLUMN", help=_GROUPS_HELP)
     p.set_defaults(func=cmd_sensitivity)
 
     p = sub.add_parser(
         "sweep", parents=[compute], help="run a grid of variants (presets x weights x slicers x placers x budgets)"
     )
     p.add_argument("items", nargs="+", help=_ITEMS_HELP)
+    _allow_empty_opt(p)
     p.add_argument("--grid", required=True, help="grid file (TOML/JSON; see docs/sweeps.md)")
     p.add_argument("--set-column", help="column holding the item-set key (overrides the grid's)")
     p.add_argument("--label-column", metavar="COL", help=_LABEL_HELP)
     _out_opts(p)
     p.add_argument("--dask", metavar="SPEC", help=_DASK_HELP)
     _memory_opts(p)
+    p.add_argument("--groups", metavar="COLUMN", help=_GROUPS_HELP)
     p.set_defaults(func=cmd_sweep)
 
 
 def _add_single(sub, common, compute) -> None:
     p = sub.add_parser("budget", parents=[common], help="budget curves: selection and utilization along a ladder")
     p.add_argument("items", help="items Parquet file")
+    _allow_empty_opt(p)
     p.add_argument("--policy", action="append", help="policy file (JSON/TOML; repeatable, labelled by file name)")
     p.add_argument("--preset", action="append", help="a preset (repeatable)")
     p.add_argument("--ladder", required=True, help="LO:HI:STEPS budgets (max_tokens), e.g. 4000:200000:16")
@@ -154,6 +190,13 @@ def _add_single(sub, common, compute) -> None:
     )
     p.add_argument("--output-reserve", type=int, default=0, help="tokens kept for the answer at every budget")
     p.add_argument("--set-column", help=_SET_HELP)
+    p.add_argument(
+        "--label-column",
+        metavar="COL",
+        help="relevance label column (boolean, or non-negative numbers; null = unlabelled): also write "
+        "outcomes.parquet (token recall against budget) and outcome_reach.parquet (the budget at which each "
+        "variant keeps 90/95/99%% of the relevant tokens)",
+    )
     _out_opts(p)
     p.set_defaults(func=cmd_budget)
 
@@ -161,11 +204,13 @@ def _add_single(sub, common, compute) -> None:
         "run", parents=[compute], help="one dry run: included and excluded items with scores and reasons"
     )
     p.add_argument("items", nargs="+", help=_ITEMS_HELP)
+    _allow_empty_opt(p)
     p.add_argument("--policy", help="policy file (JSON/TOML, EXTENSIONS.md or .NET shape)")
     p.add_argument("--preset", help="a preset name")
     _budget_opts(p)
     p.add_argument("--set-column", help=_SET_HELP)
     p.add_argument("--set", metavar="KEY", help="which item set to run (with --set-column)")
+    p.add_argument("--groups", metavar="COLUMN", help=_GROUPS_HELP)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("presets", parents=[common], help="list the presets with their full configuration")
@@ -173,17 +218,34 @@ def _add_single(sub, common, compute) -> None:
 
     p = sub.add_parser("validate", parents=[common], help="check an items file: schema and row problems")
     p.add_argument("items", nargs="+", help=_ITEMS_HELP)
+    _allow_empty_opt(p)
     p.add_argument("--set-column", help=_SET_HELP)
     _memory_opts(p)
     p.set_defaults(func=cmd_validate)
+
+
+#: ``cupel_np.io.importers.FORMATS``, spelled out (a test keeps them equal)
+IMPORT_FORMATS = [
+    "auto",
+    "openai",
+    "claude-code",
+    "stream-json",
+    "sharegpt",
+    "llama-factory",
+    "swe-agent",
+    "mini-swe-agent",
+    "otel",
+    "messages",
+]
 
 
 def _add_files(sub, common) -> None:
     p = sub.add_parser("import", parents=[common], help="chat / agent transcripts -> an items Parquet file")
     p.add_argument(
         "format",
-        choices=["openai", "claude-code", "messages"],
-        help="openai: chat-completions JSONL; claude-code: session JSONL; messages: JSONL/CSV/Parquet + --map",
+        choices=IMPORT_FORMATS,
+        help="auto (detected), openai, claude-code, stream-json, sharegpt, llama-factory, swe-agent, "
+        "mini-swe-agent, otel, messages (JSONL/CSV/TSV/Parquet + --map); see docs/importing.md",
     )
     p.add_argument("inputs", nargs="+", metavar="IN", help="input files or directories")
     p.add_argument("--out", required=True, help="items Parquet to write")
@@ -206,6 +268,16 @@ def _add_files(sub, common) -> None:
         "--set-column", default="conversation_id", help="name of the conversation column (default conversation_id)"
     )
     p.add_argument("--tool-call-kind", default="ToolCall", help="kind given to tool calls (default ToolCall)")
+    p.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="scale each conversation's token counts to the API's own counts in the log (usage records)",
+    )
+    p.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="write the items file even when the import yields 0 items or skipped more than it kept",
+    )
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("report", parents=[common], help="HTML report of a written sweep directory (in-process or Dask)")
@@ -214,6 +286,14 @@ def _add_files(sub, common) -> None:
     p.add_argument("--top", type=_count_arg, default=200, help="swinging items in the table (default 200)")
     p.add_argument("--overwrite", action="store_true", help="replace a report.html built from the in-memory result")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser(
+        "warmup",
+        parents=[common],
+        help="compile every kernel into the kernel cache (NUMBA_CACHE_DIR) ahead of use: for images and CI caches",
+    )
+    p.add_argument("--jobs", type=_jobs_arg, default=2, help="child processes compiling side by side (default 2)")
+    p.set_defaults(func=cmd_warmup)
 
     p = sub.add_parser("conformance", parents=[common], help="run conformance vectors (files or directories)")
     p.add_argument("paths", nargs="+", metavar="PATH", help="vector .toml files or directories holding them")
@@ -228,6 +308,7 @@ def add_check_parser(sub, common) -> None:
         help="run a checks file's assertions over every item set; exit 1 when one fails",
     )
     p.add_argument("items", nargs="+", help="items Parquet: a file, a directory or several files")
+    _allow_empty_opt(p)
     p.add_argument("--checks", required=True, help="TOML/JSON checks file (policies, budgets, [[check]] tables)")
     p.add_argument("--set-column", help="column holding the item-set key (overrides the checks file's)")
     p.add_argument("--junit", metavar="OUT.xml", help="also write JUnit XML for CI")
@@ -251,6 +332,7 @@ def add_tune_parser(sub, common) -> None:
         help="search policies that keep the labelled-relevant items (Optuna; leaderboard, Pareto front, best policy files)",
     )
     p.add_argument("items", nargs="+", help="items Parquet: a file, a directory or several files")
+    _allow_empty_opt(p)
     p.add_argument("--space", required=True, help="search space TOML (see data/examples/tune_space.toml)")
     p.add_argument("--label-column", required=True, help="relevance label column: boolean or non-negative numbers")
     p.add_argument("--set-column", help="item set key column (sets are split into search and held-out parts)")

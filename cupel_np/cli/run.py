@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import date, datetime
 
 from cupel_np._files import dumps_json
@@ -24,6 +25,8 @@ def cmd_run(args) -> int:
     if bool(args.policy) == bool(args.preset):
         raise UsageError("give either --policy FILE or --preset NAME")
     policy = Policy.from_file(args.policy) if args.policy else preset(args.preset)
+    if getattr(args, "groups", None):
+        policy = dataclasses.replace(policy, groups=args.groups)
     budget = _budget(args)
     table = _load_table(args.items, args.set_column)
     if table.n_sets > 1 or args.set is not None:

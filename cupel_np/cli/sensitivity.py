@@ -12,6 +12,7 @@ from cupel_np.cli.shared import (
     _load_table,
     _name,
     _progress_enabled,
+    with_groups,
 )
 from cupel_np.cli.sweeps import (
     _finish,
@@ -29,6 +30,8 @@ def cmd_sensitivity(args) -> int:
     if bool(args.policies) == bool(args.preset):
         raise UsageError("give either --policies FILE or one or more --preset NAME")
     variants = load_policies_file(args.policies) if args.policies else [(p, preset(p)) for p in args.preset]
+    if getattr(args, "groups", None):
+        variants = with_groups(variants, args.groups)
     if len(variants) < 2:
         raise TooFewVariantsError("sensitivity needs at least 2 variants (policies or presets)")
     budget = _budget(args)

@@ -4,6 +4,7 @@ summary."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.dataset as pds
 
+from cupel_np._fs import arrow_location, as_path
 from cupel_np.engine import batch_kernels
 from cupel_np.errors import CupelError
 from cupel_np.io.outdir import check_set_column, claim_out_dir
@@ -113,11 +115,14 @@ def all_cells_failed(failed: int, cells: int, items, set_column) -> None:
 
 def _written_failures(out) -> list[str]:
     """The error of every failed (variant, set) cell of a written sweep (``variants`` output)."""
-    f = Path(out) / "variants.parquet"
-    src = f if f.is_file() else Path(out) / "variants"
+    f = as_path(out) / "variants.parquet"
+    src = f if f.is_file() else as_path(out) / "variants"
     if not src.exists():
         return []
-    t = pds.dataset(str(src), format="parquet").to_table(columns=["error"], filter=pds.field("error").is_valid())
+    fs, where = arrow_location(src)
+    t = pds.dataset(where, format="parquet", filesystem=fs).to_table(
+        columns=["error"], filter=pds.field("error").is_valid()
+    )
     return [str(e) for e in t.column("error").to_pylist()]
 
 
@@ -146,6 +151,26 @@ def _set_column_hint(items, set_column) -> str:
     )
 
 
+_EMPTY_HELP = "run even when the items table has no rows (by default an empty table is an error)"
+
+
+def refuse_empty(args) -> None:
+    """A command that reads items refuses an input with no rows (an import that found
+    nothing, a wrong file) unless ``--allow-empty``: an empty table answers no question."""
+    items = getattr(args, "items", None)
+    if not items or getattr(args, "allow_empty", True):
+        return
+    try:
+        n = open_dataset(_source(items)).count_rows()
+    except (CupelError, OSError, ValueError):
+        return  # the command itself names what is wrong with the input
+    if n == 0:
+        raise UsageError(
+            f"{_name(items)}: no items (0 rows): there is nothing to select from; if it came from "
+            "`cupel-np import`, check the import's summary; --allow-empty runs on it anyway"
+        )
+
+
 def _load_table(path, set_column):
     return ItemTable.from_parquet(_source(path), set_column=set_column)
 
@@ -156,7 +181,7 @@ def _source(items):
 
 def _name(items) -> str:
     src = _source(items)
-    return Path(src).name if not isinstance(src, list) else f"{Path(src[0]).name} (+{len(src) - 1} files)"
+    return as_path(src).name if not isinstance(src, list) else f"{as_path(src[0]).name} (+{len(src) - 1} files)"
 
 
 def _memory_limit(args) -> int:
@@ -173,3 +198,13 @@ def _budget(args):
 def _one_line(s: str, n: int = 70) -> str:
     s = s.replace("\n", " ")
     return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def with_groups(variants, column: str) -> list:
+    """``--groups COLUMN``: every variant's policy with ``groups = COLUMN`` (labels and budgets
+    kept)."""
+    out = []
+    for v in variants:
+        label, pol, *rest = v
+        out.append((label, dataclasses.replace(pol, groups=column), *rest))
+    return out

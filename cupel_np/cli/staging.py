@@ -16,6 +16,7 @@ import sys
 import uuid
 from pathlib import Path
 
+from cupel_np._fs import RemotePath, as_path
 from cupel_np.cli.shared import AllCellsFailedError
 from cupel_np.io.outdir import (
     MANIFEST,
@@ -62,6 +63,8 @@ def _finished(args, func) -> int:
 
 def run_swapped(args, func) -> int:
     """Run ``func(args)``; with ``--overwrite`` over existing outputs, as a swap (see above)."""
+    if isinstance(as_path(args.out), RemotePath):  # an object store has no rename: no swap there
+        return _finished(args, func)
     out = Path(args.out)
     if not getattr(args, "overwrite", False) or not existing_outputs(check_out_path(out)):
         return _finished(args, func)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -13,6 +12,8 @@ import pyarrow.dataset as pds
 import pyarrow.parquet as pq
 
 from cupel_np._files import dumps_json
+from cupel_np._fs import arrow_location, as_path
+from cupel_np.analysis.losses import check_lines
 from cupel_np.analysis.outcomes import labels_from, outcome_summary, outcome_summary_of_table
 from cupel_np.cli.shared import (
     EXIT_OK,
@@ -61,7 +62,9 @@ def _run_dask(args, budget, variants, set_column, title: str) -> int:
     if args.json:
         extra = {} if outcomes is None else {"outcomes": _outcome_json(outcomes)}
         print(
-            dumps_json({**summary, "outputs": {"dir": str(Path(args.out)), "report": str(report)}, **extra}, indent=2)
+            dumps_json(
+                {**summary, "outputs": {"dir": str(as_path(args.out)), "report": str(report)}, **extra}, indent=2
+            )
         )
         return EXIT_OK
     failed = sum(summary["failed"].values())
@@ -75,7 +78,7 @@ def _run_dask(args, budget, variants, set_column, title: str) -> int:
         _print_outcomes(outcomes, args.label_column)
     _print_failures(_written_failures(args.out))
     dirs = "items/, diffs/, variants/, outcomes/" if outcomes is not None else "items/, diffs/, variants/"
-    print(f"wrote {dirs}, manifest.json and {report.name} to {Path(args.out).resolve()}")
+    print(f"wrote {dirs}, manifest.json and {report.name} to {as_path(args.out).resolve()}")
     return EXIT_OK
 
 
@@ -113,14 +116,14 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
     )
     report = write_dir_report(args.out, title=title)
     elapsed = time.perf_counter() - t0
-    out = Path(args.out)
+    out = as_path(args.out)
     paths = {k: str(out / f"{k}.parquet") for k in ("diffs", "variants", "items")}
     paths["report"] = str(report)
     s = load_sweep_dir(out)
     summary = _streamed_outcomes(out, s.labels, paths) if args.label_column else None
     if args.json:
         errs = (
-            pds.dataset(str(out / "variants.parquet"))
+            pds.dataset(_where(out / "variants.parquet")[0], format="parquet", filesystem=_where(out)[1])
             .to_table(columns=["variant", s.set_column or "set", "error"], filter=pds.field("error").is_valid())
             .to_pylist()
         )
@@ -162,18 +165,25 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
     if summary is not None:
         _print_outcomes(summary, args.label_column)
     _print_failures(_written_failures(out))
-    print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {out.resolve()}")
+    print(f"wrote {', '.join(as_path(p).name for p in paths.values())} to {out.resolve()}")
     all_cells_failed(int(s.failed.sum()), tot["sets"] * len(s.labels), args.items, set_column)
     return EXIT_OK
 
 
-def _streamed_outcomes(out: Path, labels: list[str], paths: dict):
+def _streamed_outcomes(out, labels: list[str], paths: dict):
     """The per-variant outcome summary of a streamed run, from its ``outcomes.parquet``."""
     f = out / "outcomes.parquet"
     if not f.is_file():  # an empty input writes no part
         return pa.table({"variant": pa.array([], pa.string())})
     paths["outcomes"] = str(f)
-    return outcome_summary_of_table(pq.read_table(f), labels, metrics=("token_recall",))
+    where, fs = _where(f)
+    return outcome_summary_of_table(pq.read_table(where, filesystem=fs), labels, metrics=("token_recall",))
+
+
+def _where(path) -> tuple:
+    """``(path, filesystem)`` of a local path or URL, for pyarrow's readers."""
+    fs, where = arrow_location(path)
+    return where, fs
 
 
 def _print_summary(result, out=None) -> None:
@@ -202,8 +212,11 @@ def _print_summary(result, out=None) -> None:
         for i, lab in enumerate(agg["variant"])
     }
     w = max([8, *(len(l) for l in stats)])
+    orphans = result.orphan_totals()  # None: the items carry no tool call/result link
+    pairs_head = f" {'orphan calls':>12} {'orphan results':>14}" if orphans is not None else ""
     print(
-        f"{'variant':<{w}}  {'included':>9} {'tokens used':>12} {'target util':>11} {'swing incl.':>11} {'failed sets':>11}",
+        f"{'variant':<{w}}  {'included':>9} {'tokens used':>12} {'target util':>11} {'swing incl.':>11} {'failed sets':>11}"
+        + pairs_head,
         file=out,
     )
     for lab in result.labels:  # one line per variant, in variant order
@@ -211,8 +224,10 @@ def _print_summary(result, out=None) -> None:
             continue
         s = stats.pop(lab)
         util = s["tokens"] / s["target"] if s["target"] else 0.0
+        pairs = f" {orphans[lab][0]:>12,} {orphans[lab][1]:>14,}" if orphans is not None else ""
         print(
-            f"{lab:<{w}}  {s['included']:>9,} {s['tokens']:>12,} {util:>11.1%} {s['swing_in']:>11,} {s['failed']:>11,}",
+            f"{lab:<{w}}  {s['included']:>9,} {s['tokens']:>12,} {util:>11.1%} {s['swing_in']:>11,} {s['failed']:>11,}"
+            + pairs,
             file=out,
         )
 
@@ -220,7 +235,7 @@ def _print_summary(result, out=None) -> None:
 def _write_outputs(result, out_dir, *, title: str, html: bool = True, labels=None) -> dict:
     paths = {k: str(v) for k, v in write_sweep(result, out_dir, labels=labels).items()}
     if html:
-        paths["report"] = str(write_html_report(result, out_dir, title=title))
+        paths["report"] = str(write_html_report(result, out_dir, title=title, labels=labels))
     return paths
 
 
@@ -230,6 +245,11 @@ def _summary_json(result, paths: dict, elapsed: float) -> dict:
         "sets": result.table.n_sets,
         "variants": result.labels,
         "swinging": result.n_swing,
+        **(
+            {"orphans": {l: {"calls": c, "results": r} for l, (c, r) in totals.items()}}
+            if (totals := result.orphan_totals()) is not None
+            else {}
+        ),
         "errors": {l: {str(k): str(e) for k, e in errs.items()} for l, errs in result.errors.items()},
         "outputs": paths,
         "seconds": round(elapsed, 3),
@@ -273,8 +293,10 @@ def _finish(args, result, t0: float, title: str, labels=None) -> int:
     if labels is not None:
         summary = outcome_summary(result, labels, metrics=("token_recall",))
     elapsed = time.perf_counter() - t0
+    checks = check_lines(result)
     if args.json:
         out = _summary_json(result, paths, elapsed)
+        out["checks"] = checks
         if summary is not None:
             out["outcomes"] = _outcome_json(summary)
         print(dumps_json(out, indent=2))
@@ -286,10 +308,12 @@ def _finish(args, result, t0: float, title: str, labels=None) -> int:
         f"{plural(result.n_swing, 'swinging item')}; {elapsed:.1f}s"
     )
     _print_summary(result)
+    for line in checks:  # constant scorers, knapsack capacity, empty selections
+        print(f"check: {line}")
     if summary is not None:
         _print_outcomes(summary, labels.column)
     _print_failures(str(e) for errs in result.errors.values() for e in errs.values())
-    print(f"wrote {', '.join(Path(p).name for p in paths.values())} to {Path(args.out).resolve()}")
+    print(f"wrote {', '.join(as_path(p).name for p in paths.values())} to {as_path(args.out).resolve()}")
     _all_failed(args, result)
     return EXIT_OK
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 import time
-from pathlib import Path
 
 from cupel_np._files import dumps_json
+from cupel_np._fs import as_path
+from cupel_np.analysis.signals import policy_scorer_names
 from cupel_np.io.dask import connect
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.datasets import dataset_source
@@ -49,7 +51,17 @@ def cmd_tune(args) -> int:
         f"{p['a']} vs {p['b']} on the {p['part']} sets: {p['mean_diff']:+.3f} {p['metric']} "
         f"({p['lo']:+.3f} to {p['hi']:+.3f}), {p['wins']} wins / {p['ties']} ties / {p['losses']} losses"
     )
-    print(f"wrote {', '.join(Path(v).name for v in paths.values())} to {Path(args.out).resolve()}")
+    for i, (label, pol, _b) in enumerate(result.best, start=1):
+        same = result.equivalents.get(label) or []
+        also = f" (selects as {len(same)} other candidate{'s' if len(same) != 1 else ''})" if same else ""
+        print(f"best #{i} {label}: {policy_scorer_names(pol)}{also}")
+    if result.constant_scorers:
+        n = result.constant_checked
+        shown = ", ".join(f"{k} on {v:,}/{n:,}" for k, v in result.constant_scorers.items())
+        print(f"constant scorers on the search sets: {shown}")
+    for w in result.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"wrote {', '.join(as_path(v).name for v in paths.values())} to {as_path(args.out).resolve()}")
     return 0
 
 

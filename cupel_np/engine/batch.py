@@ -18,18 +18,20 @@ run (``Pipeline.dry_run``) is simply a sweep with one variant.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 import numpy as np
 
+from cupel_np.engine import groups as grp
 from cupel_np.engine import placers, stages
 from cupel_np.engine.batch_kernels import duplicate_groups, duplicate_winners
-from cupel_np.engine.parallel import resolve_threads, run_tasks
+from cupel_np.engine.parallel import run_tasks, threads_for
 from cupel_np.engine.reasons import R_COUNT_CAP_EXCEEDED, R_DEDUPLICATED, R_NEGATIVE_TOKENS
 from cupel_np.engine.scorers import ScoreContext, check_scorer_columns
 from cupel_np.engine.slicers import SlicerArgs, nested, slicer_args
@@ -134,6 +136,8 @@ class SweepShared:
     ts_order: stages.TimestampOrder | None
     #: per scoreable position, ``placers.chrono_compared`` (when a chronological variant is greedy)
     chrono_compared: np.ndarray | None
+    #: the units of every group column a variant names (``groups.group_plan``)
+    group_plans: dict[str, grp.GroupPlan] = field(default_factory=dict)
 
 
 def _timestamps(
@@ -205,6 +209,10 @@ def prepare_sweep(
     results = _run_all(tasks, threads)
     ts_order, compared = results[0] if chrono else (None, None)
     (dup_members, dup_offsets), (neg_rows, all_sc, sc_tok, sc_kind) = results[-2], results[-1]
+    plans = {
+        col: grp.group_plan(table, col, sc_rows, sc_off, sc_tok)
+        for col in dict.fromkeys(v.policy.groups for v in variants if v.policy.groups is not None)
+    }
     return SweepShared(
         table=table,
         classified=cls,
@@ -218,6 +226,7 @@ def prepare_sweep(
         sc_kind=sc_kind,
         ts_order=ts_order,
         chrono_compared=compared,
+        group_plans=plans,
     )
 
 
@@ -393,9 +402,12 @@ def _place(
     eff: np.ndarray,
     w: _Scratch,
     label: str,
+    plan: grp.GroupPlan | None = None,
 ) -> None:
     """Place: merge pinned and sliced rows, apply the overflow strategy, run the placer and
-    write every row's reason into the variant's rows of the result matrices."""
+    write every row's reason into the variant's rows of the result matrices. With ``plan``
+    (groups) the candidates are units: their first members carry the units' tokens, and
+    ``groups.expand`` gives every member its unit's outcome and place."""
     table, cls, var = sh.table, sh.classified, out.variants[v]
     pol, bud = var.policy, var.budget
     truncate = pol.overflow_strategy == "truncate"
@@ -404,7 +416,9 @@ def _place(
     detail_a, detail_b = w.details() if count_caps else (w.empty, w.empty)
     n_sets = table.n_sets
     err, err_a, sliced_tok, kept_tok = stages.place_segments(
-        stages.PlaceRows(table.tokens, table.kind_id, table.timestamp, table.timestamp_valid),
+        stages.PlaceRows(
+            table.tokens if plan is None else plan.row_tokens, table.kind_id, table.timestamp, table.timestamp_valid
+        ),
         stages.PlaceSegments(
             cls.pin_rows,
             cls.pin_offsets,
@@ -423,6 +437,8 @@ def _place(
         sh.ts_order,
         w.lstpos,
     )
+    if plan is not None:
+        grp.expand(plan, table.offsets, out.included[v], out.reason[v], w.position, seq, detail_a, detail_b)
     out.errors[v].add(np.flatnonzero(err), partial(_overflow_error, table, err_a, bud.target_tokens, label))
     out.avail_slice[v] = eff - sliced_tok
     out.avail_place[v] = bud.target_tokens - kept_tok
@@ -468,7 +484,19 @@ def run_variant(sh: SweepShared, out: SweepRun, v: int, w: _Scratch) -> None:
     pinned_tokens = sh.classified.pinned_tokens
     errors.add(np.flatnonzero(pinned_tokens > avail), partial(_pinned_error, sh.table, pinned_tokens, avail, label))
     out.reason[v][sh.neg_rows] = R_NEGATIVE_TOKENS
+    plan = sh.group_plans[var.policy.groups] if var.policy.groups is not None else None
+    if plan is not None:  # units: deduplicate among units of one, slice one row per unit
+        out.group_plan[v] = plan
+        sh = dataclasses.replace(
+            sh,
+            sc_tok=plan.pos_tokens,
+            dup_members=plan.dup_members,
+            dup_offsets=plan.dup_offsets,
+            chrono_compared=None,
+        )
     surv, surv_off = _deduplicate(sh, out, v, sc)
+    if plan is not None:
+        surv, surv_off, sc = grp.collapse(plan, surv, surv_off, sc)
     stamp[2] = time.time_ns()
     eff = effective_targets(var.budget, pinned_tokens)
     out.effective_target[v] = eff
@@ -481,7 +509,7 @@ def run_variant(sh: SweepShared, out: SweepRun, v: int, w: _Scratch) -> None:
     else:
         cut = _slice_sorted(sh, out, v, args, sc, surv, surv_off, run_targets, label)
     stamp[3] = time.time_ns()
-    _place(sh, out, v, args, cut, eff, w, label)
+    _place(sh, out, v, args, cut, eff, w, label, plan)
     stamp[4] = time.time_ns()
 
 
@@ -522,7 +550,7 @@ def run_sweep(
     :func:`run_variant` per variant, each worker with its own scratch buffers."""
     if score_context is None:  # a custom scorer's column must exist and be numeric: say so first
         check_scorer_columns(table, (var.policy.scorer for var in variants))
-    threads = resolve_threads(threads)
+    threads = threads_for(threads, table.n * len(variants))
     t_start = time.time_ns()
     cls = classified or classify(table)
     t_cls = time.time_ns()

@@ -11,6 +11,7 @@ from typing import NamedTuple
 import numpy as np
 
 from cupel_np.engine.batch_kernels import variant_scores
+from cupel_np.engine.groups import GroupPlan
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.grid import Variant
 from cupel_np.model.items import ItemTable
@@ -165,6 +166,8 @@ class SweepRun:
         self.dedup_winner: list[tuple[np.ndarray, np.ndarray]] = [(_NOT_RUN, _NOT_RUN)] * v
         self.trunc_order: list[tuple[np.ndarray, np.ndarray]] = [(_NOT_RUN, _NOT_RUN)] * v
         self.count_cap: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [(_NOT_RUN, _NOT_RUN, _NOT_RUN)] * v
+        #: per variant its units (``engine.groups.GroupPlan``), None for a variant without groups
+        self.group_plan: list[GroupPlan | None] = [None] * v
         # wall clock (time.time_ns) at the phase boundaries, for stage timings and trace spans:
         # prep_ns = (start, classified, shared scoring done); stage_ns[v] = (variant start,
         # scored, deduplicated, sliced, placed)
@@ -174,6 +177,11 @@ class SweepRun:
     @property
     def n_variants(self) -> int:
         return len(self.variants)
+
+    @property
+    def plan(self) -> ScorePlan:
+        """The shared base score columns and each variant's terms over them (read only)."""
+        return self._plan
 
     def position_for(self, v: int) -> np.ndarray:
         """Variant ``v``'s placed position per row (-1 when excluded)."""

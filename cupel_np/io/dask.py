@@ -23,17 +23,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
+from cupel_np._fs import arrow_location, as_path, rmtree
 from cupel_np.engine.scorers.custom import check_schema_columns, column_scorers
-from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
+from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.datasets import RowSource
 
 if TYPE_CHECKING:
@@ -58,6 +57,14 @@ def _require():
         raise InvalidConfigError(
             f'cupel_np.dask needs Dask ({e.name} is not installed): pip install "cupel-np[dask]"'
         ) from None
+
+
+def _read_parquet(path) -> pa.Table:
+    """One Parquet file, local or at a URL."""
+    import pyarrow.parquet as pq
+
+    fs, p = arrow_location(path)
+    return pq.read_table(p, filesystem=fs)
 
 
 # ----------------------------------------------------------------------------- worker side
@@ -95,7 +102,7 @@ def _number_rows(df, first_row: int):
     return df
 
 
-def _write_part(table: pa.Table, path: Path, meta: dict) -> None:
+def _write_part(table: pa.Table, path, meta: dict) -> None:
     from cupel_np.io.parquet import write_parquet_atomic
 
     write_parquet_atomic(table, path, meta)
@@ -160,7 +167,7 @@ def _run_partition(
     items = res.items_table()
     items = items.set_column(items.schema.get_field_index("input_row"), "input_row", rows)
     meta = _variants_metadata(variants)
-    out = Path(out_dir)
+    out = as_path(out_dir)
     name = f"part-{index:05d}.parquet"
     for kind, part in (("diffs", res.diffs_table()), ("variants", res.variants_table()), ("items", items)):
         _write_part(part, out / kind / name, meta)
@@ -233,7 +240,7 @@ def _parts(label_column: str | None) -> tuple[str, ...]:
     return PARTS if label_column is None else (*PARTS, OUTCOMES)
 
 
-def _prepare_out_dir(out: Path, overwrite: bool, run: str, parts: tuple[str, ...] = PARTS) -> None:
+def _prepare_out_dir(out, overwrite: bool, run: str, parts: tuple[str, ...] = PARTS) -> None:
     """Claim ``out`` (``io.outdir``: another run's outputs refused unless ``overwrite``, which
     removes them) and create the part directories."""
     from cupel_np.io.outdir import claim_out_dir
@@ -243,7 +250,7 @@ def _prepare_out_dir(out: Path, overwrite: bool, run: str, parts: tuple[str, ...
         (out / p).mkdir(parents=True, exist_ok=True)
 
 
-def _remove_temp_files(out: Path, parts: tuple[str, ...] = PARTS) -> int:
+def _remove_temp_files(out, parts: tuple[str, ...] = PARTS) -> int:
     n = 0
     for p in parts:
         for f in (out / p).glob(".*.tmp"):
@@ -320,6 +327,9 @@ def _whole_set_partitions(source, set_column: str, npartitions: int | None, clie
     lies in more than one), and the Parquet source's ``RowSource`` (None for a DataFrame). A
     column scorer's column of the variants ``vs`` must exist and be numeric: checked here, on
     the schema, before any task, as are the ``columns`` (e.g. a label column)."""
+    from cupel_np.io._workers import share_storage_options
+
+    share_storage_options(client)  # before the first task reads a URL
     ddf, keys = _frame_of(source, set_column, npartitions, client)
     have = [str(c) for c in ddf.columns if c != ROW]
     for c in columns:
@@ -340,6 +350,16 @@ def _delayed(fn):
     import dask
 
     return dask.delayed(fn, pure=True)
+
+
+def _shared(value):
+    """``value`` as one graph key every task depends on: not traversed nor tokenized once per
+    task (Dask walks dataclasses such as policies field by field: measured 70-90 ms a task for
+    8 variants, 1,000 partitions would spend over a minute building the graph), and sent to
+    each worker once."""
+    import dask
+
+    return dask.delayed(value, traverse=False, pure=True)
 
 
 def _checked_variants(budget, variants, *, set_column: str, on_error: str) -> list:
@@ -409,6 +429,7 @@ def sweep(
     overwrite: bool = False,
     progress: bool | None = None,
     label_column: str | None = None,
+    warm: bool = True,
 ) -> dict:
     """Run every variant over every item set of ``source`` on a Dask cluster.
 
@@ -425,8 +446,12 @@ def sweep(
     outcome rows (``SweepResult.outcomes_table`` plus ``set_first_row``, the input row of the
     set's first item) to ``out_dir/outcomes/part-NNNNN.parquet`` (see ``outcome_summary_of_parts``).
 
+    ``warm``: before any task, every worker compiles (or loads from Numba's cache) the kernels
+    these variants need, one worker per host at a time, so a new machine compiles once and its
+    other workers load the cache (``io._workers.warm_kernels``).
+
     Returns the summary: rows, sets, swing (swinging contents), failed (sets per variant),
-    partitions, shuffled, seconds."""
+    partitions, shuffled, seconds, warm_seconds (the longest warm-up; 0 without one)."""
     _require()
     from cupel_np.analysis import otel
 
@@ -436,7 +461,7 @@ def sweep(
         progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
     from cupel_np.io.outdir import new_run_id
 
-    out = Path(out_dir)
+    out = as_path(out_dir)
     run_id = new_run_id()
     dirs = _parts(label_column)
     _prepare_out_dir(out, overwrite, run_id, dirs)
@@ -445,16 +470,16 @@ def sweep(
     futures = []
     root = otel.start_root("cupel.sweep.dask", {"cupel.sweep.variants": len(vs)})
     try:
+        warm_ups = _warm_ups(client, budget, vs, warm)
         parts, shuffled, rows_from = _whole_set_partitions(
             source, set_column, npartitions, client, vs, [label_column] if label_column else []
         )
+        warmed = client.gather(warm_ups)
         t_plan = time.perf_counter() - t0
         run = _delayed(_traced_partition)
         carrier = otel.context_carrier(root)
-        tasks = [
-            run(p, i, budget, vs, set_column, on_error, str(out), carrier, rows_from, label_column)
-            for i, p in enumerate(parts)
-        ]
+        b, v, r = _shared(budget), _shared(vs), _shared(rows_from)
+        tasks = [run(p, i, b, v, set_column, on_error, str(out), carrier, r, label_column) for i, p in enumerate(parts)]
         futures = client.compute(tasks)
         results = _gather(futures, progress)
     except BaseException as e:
@@ -465,7 +490,10 @@ def sweep(
                 wait(futures)
             client.cancel(futures)
         for p in dirs:
-            shutil.rmtree(out / p, ignore_errors=True)
+            try:
+                rmtree(out / p)
+            except (OSError, CupelError):  # the run's own error is the one to report
+                pass
         raise
     finally:
         otel.end(root, {"cupel.sweep.partitions": len(futures)})
@@ -474,17 +502,29 @@ def sweep(
             own_cluster.close()
     _remove_temp_files(out, dirs)
     summary = _summary(results, [v.label for v in vs], shuffled, t_plan, t0)
+    summary["warm_seconds"] = round(max((w["seconds"] for w in warmed), default=0.0), 3)
     _write_parts_manifest(out, run_id, vs, set_column, summary, dirs)
     return summary
 
 
+def _warm_ups(client, budget, vs, warm: bool) -> list:
+    """The warm-up futures (one per worker) when ``warm``, submitted before the run's tasks."""
+    if not warm:
+        return []
+    from cupel_np.io._workers import submit_warm_ups
+
+    return submit_warm_ups(client, budget, vs)
+
+
 def _gather(futures, progress: bool) -> list[dict]:
-    """The tasks' summaries as they finish (a progress line on stderr when ``progress``)."""
+    """The tasks' summaries as they finish (a progress line on stderr when ``progress``).
+    The results are fetched as they come in (``with_results``): one round trip to the scheduler
+    per ``result()`` call cost ~36 ms a task on a loaded machine, 100 tasks 4 s."""
     from distributed import as_completed
 
     results = []
-    for done, fut in enumerate(as_completed(futures), 1):
-        results.append(fut.result())
+    for done, (_fut, res) in enumerate(as_completed(futures, with_results=True), 1):
+        results.append(res)
         if progress:
             s = sum(r["rows"] for r in results)
             sys.stderr.write(f"\rpartitions {done}/{len(futures)}  rows {s:,}")
@@ -494,7 +534,7 @@ def _gather(futures, progress: bool) -> list[dict]:
     return results
 
 
-def _write_parts_manifest(out: Path, run_id: str, vs, set_column: str, summary: dict, dirs=PARTS) -> None:
+def _write_parts_manifest(out, run_id: str, vs, set_column: str, summary: dict, dirs=PARTS) -> None:
     """``manifest.json`` of a finished Dask sweep (its parts, variants and summary)."""
     from cupel_np.io.outdir import KIND_PARTS, write_manifest
     from cupel_np.io.parquet import _variants_metadata
@@ -536,6 +576,7 @@ def check(
     npartitions: int | None = None,
     keep: int = 1000,
     progress: bool | None = None,
+    warm: bool = True,
 ) -> list[CheckOutcome]:
     """Run a checks file's checks over every item set of ``source`` on a Dask cluster: what
     ``cupel-np check ITEMS --checks FILE --dask SPEC`` does.
@@ -545,7 +586,8 @@ def check(
     the checks file's. Each task sweeps the variants over its partition of whole item sets and
     returns only its counts and first ``keep`` failing rows per check. Returns one
     ``cupel_np.testing.runner.CheckOutcome`` per check, equal to the in-process run's (the same
-    counts, and the same first ``keep`` rows in the same order), timings aside."""
+    counts, and the same first ``keep`` rows in the same order), timings aside. ``warm``: as
+    for :func:`sweep`."""
     _require()
     from cupel_np.model.grid import as_variants
     from cupel_np.testing.checks import ChecksFile, load_checks
@@ -566,9 +608,12 @@ def check(
     client, own_cluster = _client_or_own(client)
     futures = []
     try:
+        warm_ups = _warm_ups(client, None, vs, warm)
         parts, _shuffled, rows_from = _whole_set_partitions(source, set_column, npartitions, client, vs)
+        client.gather(warm_ups)
         run = _delayed(_check_partition)
-        futures = client.compute([run(p, cf, set_column, keep, rows_from) for p in parts])
+        shared_cf, r = _shared(cf), _shared(rows_from)
+        futures = client.compute([run(p, shared_cf, set_column, keep, r) for p in parts])
         results = _gather(futures, progress)
     except BaseException:
         if futures:
@@ -656,14 +701,13 @@ def outcome_summary_of_parts(out_dir, variants=None, **kw) -> pa.Table:
     in the in-process order (by the input row of their first item): the same numbers as the
     in-process ``outcome_summary``. ``kw``: ``outcome_summary_of_table``'s options."""
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
     from cupel_np.analysis.outcomes import outcome_summary_of_table
 
-    files = sorted((Path(out_dir) / OUTCOMES).glob("part-*.parquet"))
+    files = sorted((as_path(out_dir) / OUTCOMES).glob("part-*.parquet"))
     if not files:
         return pa.table({"variant": pa.array([], pa.string())})
-    t = pa.concat_tables([pq.read_table(f) for f in files], promote_options="permissive")
+    t = pa.concat_tables([_read_parquet(f) for f in files], promote_options="permissive")
     names = t.column("variant").to_pylist()
     order = list(dict.fromkeys(names)) if variants is None else list(variants)
     rank = pa.array(np.array([order.index(n) for n in dict.fromkeys(names)]))

@@ -15,12 +15,12 @@ import contextlib
 import contextvars
 import json
 import re
-import shutil
 import uuid
 import weakref
 from pathlib import Path
 
 from cupel_np._files import atomic_write_bytes, dumps_json
+from cupel_np._fs import RemotePath, as_path, rmtree
 from cupel_np.errors import InvalidConfigError
 
 MANIFEST = "manifest.json"
@@ -125,23 +125,24 @@ def check_set_column(set_column, labels=()) -> None:
         )
 
 
-def check_out_path(out, what: str = "output directory") -> Path:
-    """``out`` as a Path; an error if it exists and is not a directory (checked before any work)."""
-    p = Path(out)
+def check_out_path(out, what: str = "output directory") -> Path | RemotePath:
+    """``out`` as a Path (a ``RemotePath`` for a URL); an error if it exists and is not a
+    directory (checked before any work)."""
+    p = as_path(out)
     if p.exists() and not p.is_dir():
         raise InvalidConfigError(f"{what} {p} exists and is not a directory; choose a directory")
     return p
 
 
-def _ours(p: Path) -> bool:
+def _ours(p: Path | RemotePath) -> bool:
     if p.name in OUTPUT_NAMES or _BEST_POLICY.fullmatch(p.name) or p.name.startswith(STAGING_PREFIX):
         return True
     return p.name.endswith(".tmp") and p.name.startswith(".") and any(p.name[1:].startswith(n) for n in OUTPUT_NAMES)
 
 
-def existing_outputs(out) -> list[Path]:
+def existing_outputs(out) -> list[Path | RemotePath]:
     """The cupel_np outputs (and leftover temp files) in ``out``, sorted by name."""
-    p = Path(out)
+    p = as_path(out)
     if not p.is_dir():
         return []
     return sorted((f for f in p.iterdir() if _ours(f)), key=lambda f: f.name)
@@ -149,12 +150,12 @@ def existing_outputs(out) -> list[Path]:
 
 def read_manifest(out) -> dict | None:
     """``out/manifest.json`` as a dict, or None when there is none (or it is not ours)."""
-    f = Path(out) / MANIFEST
+    f = as_path(out) / MANIFEST
     if not f.is_file():
         return None
     try:
         m = json.loads(f.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # a StorageError is a ValueError too
         return None
     return m if isinstance(m, dict) else None
 
@@ -169,13 +170,13 @@ def load_manifest(out) -> dict | None:
     """``out/manifest.json`` checked: None when there is none; a ``CorruptManifestError``
     naming the file and what is wrong when it is not valid JSON, not an object, or its
     ``variants`` / ``set_column`` / ``outputs`` do not have the shapes cupel_np writes."""
-    f = Path(out) / MANIFEST
+    f = as_path(out) / MANIFEST
     if not f.is_file():
         return None
 
     def bad(what: str) -> CorruptManifestError:
         return CorruptManifestError(
-            f"{f} is corrupt ({what}); rerun the command that wrote {Path(out)} (with --overwrite) to rewrite it"
+            f"{f} is corrupt ({what}); rerun the command that wrote {out} (with --overwrite) to rewrite it"
         )
 
     try:
@@ -190,8 +191,8 @@ def load_manifest(out) -> dict | None:
     if v is not None:
         if not isinstance(v, list):
             raise bad("'variants' is not a list")
-        for i, e in enumerate(v):
-            if not isinstance(e, dict) or not isinstance(e.get("label"), str):
+        for i, entry in enumerate(v):
+            if not isinstance(entry, dict) or not isinstance(entry.get("label"), str):
                 raise bad(f"variants[{i}] has no text 'label'")
     if not isinstance(m.get("set_column"), (str, type(None))):
         raise bad("'set_column' is not text or null")
@@ -216,12 +217,12 @@ def remove_outputs(out) -> list[str]:
     """Remove every cupel_np output in ``out`` (never another file); return the names removed."""
     gone = []
     for f in existing_outputs(out):
-        shutil.rmtree(f) if f.is_dir() and not f.is_symlink() else f.unlink()
+        rmtree(f) if f.is_dir() and not f.is_symlink() else f.unlink()
         gone.append(f.name)
     return gone
 
 
-def claim_out_dir(out, *, overwrite: bool = False, run: str | None = None, create: bool = True) -> Path:
+def claim_out_dir(out, *, overwrite: bool = False, run: str | None = None, create: bool = True) -> Path | RemotePath:
     """Make ``out`` ready for a run's outputs: create it if needed; if it holds outputs of
     another run (a manifest with another ``run_id``, or outputs without one), refuse unless
     ``overwrite``, which removes them. Outputs of the same ``run`` are left alone. With
@@ -266,7 +267,7 @@ def in_progress() -> bool:
 
 def mark_complete(out) -> None:
     """Record in ``out/manifest.json`` (if any) that the run that wrote it finished."""
-    p = Path(out)
+    p = as_path(out)
     m = read_manifest(p)
     if m is not None and m.get("complete") is False:
         m["complete"] = True
@@ -279,15 +280,15 @@ def interrupted_note(out) -> str:
     if m is None or m.get("complete") is not False:
         return ""
     return (
-        f"{Path(out)} holds an interrupted run (its manifest says it did not finish: killed or stopped "
+        f"{out} holds an interrupted run (its manifest says it did not finish: killed or stopped "
         "before the end, so its outputs may be partial); rerun the command with --overwrite to replace it"
     )
 
 
-def write_manifest(out, kind: str, run: str, outputs: list[str], **fields) -> Path:
+def write_manifest(out, kind: str, run: str, outputs: list[str], **fields) -> Path | RemotePath:
     """Record (or extend, for the same run) ``out/manifest.json``: the run's kind, id and the
     output names written so far, plus ``fields`` (variants, set_column, summary...)."""
-    p = Path(out)
+    p = as_path(out)
     m = read_manifest(p) or {}
     if m.get("run_id") != run:
         m = {}

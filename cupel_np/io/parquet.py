@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from cupel_np._files import atomic_write_bytes, temp_beside
+from cupel_np._fs import AnyPath, RemotePath, as_path, commit_remote, remote_temp, translate
 from cupel_np._version import __version__
 from cupel_np.analysis import otel
 from cupel_np.analysis.outcomes import check_labels
@@ -52,6 +53,7 @@ from cupel_np.model.datasets import (
     first_repeated_set,
     format_size,
     open_dataset,
+    parquet_file,
     set_runs,
     uncompressed_bytes,
     whole_set_chunks,
@@ -82,34 +84,62 @@ def _variants_metadata(variants) -> dict[bytes, bytes]:
 
 class _AtomicWriter:
     """A ParquetWriter on a temp file beside the target, renamed into place on close; an
-    interrupted run leaves no file that looks complete."""
+    interrupted run leaves no file that looks complete. On an object store (a URL target) the
+    temp is a key beside the target, copied into place on close (``_fs.commit_remote``)."""
 
-    def __init__(self, path: Path, schema: pa.Schema, metadata: dict[bytes, bytes]):
-        self.path = Path(path)
+    def __init__(self, path, schema: pa.Schema, metadata: dict[bytes, bytes]):
+        self.path = as_path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = temp_beside(self.path)
-        self.tmp = tmp
         self.schema = schema.with_metadata({**(schema.metadata or {}), **metadata})
-        self.writer = pq.ParquetWriter(tmp, self.schema, compression="zstd")
+        if isinstance(self.path, RemotePath):
+            self.tmp: Any = remote_temp(self.path)
+            try:
+                self.writer = pq.ParquetWriter(self.tmp.path, self.schema, compression="zstd", filesystem=self.tmp.fs)
+            except OSError as e:
+                raise translate(e, str(self.path)) from None
+        else:
+            self.tmp = temp_beside(self.path)
+            self.writer = pq.ParquetWriter(self.tmp, self.schema, compression="zstd")
 
     def write(self, table: pa.Table) -> None:
-        self.writer.write_table(table.cast(self.schema))
+        try:
+            self.writer.write_table(table.cast(self.schema))
+        except OSError as e:
+            if isinstance(self.path, RemotePath):
+                raise translate(e, str(self.path)) from None
+            raise
 
     def close(self) -> None:
+        if isinstance(self.path, RemotePath):
+            try:
+                self.writer.close()
+            except OSError as e:
+                self.tmp.unlink(missing_ok=True)
+                raise translate(e, str(self.path)) from None
+            commit_remote(self.tmp, self.path)
+            return
         self.writer.close()
         os.replace(self.tmp, self.path)
 
     def abort(self) -> None:
         try:
             self.writer.close()
+        except OSError:
+            if not isinstance(self.path, RemotePath):
+                raise
         finally:
-            if os.path.exists(self.tmp):
+            if isinstance(self.path, RemotePath):
+                try:
+                    self.tmp.unlink(missing_ok=True)
+                except Exception:  # the first error is the one to report
+                    pass
+            elif os.path.exists(self.tmp):
                 os.unlink(self.tmp)
 
 
 def write_sweep(
     result: SweepResult, out_dir: StrPath, *, items: bool = True, overwrite: bool = False, labels: Any = None
-) -> dict[str, Path]:
+) -> dict[str, AnyPath]:
     """Write ``diffs.parquet``, ``variants.parquet`` and (``items=True``) ``items.parquet``
     for a SweepResult into ``out_dir``, plus ``manifest.json`` (the run, its variants and set
     column); the policies and budgets also go in the file metadata. A directory holding
@@ -130,7 +160,9 @@ def write_sweep(
     return paths
 
 
-def _sweep_manifest(out: Path, kind: str, run: str, variants, set_column, names: list[str], **fields) -> None:
+def _sweep_manifest(
+    out: Path | RemotePath, kind: str, run: str, variants, set_column, names: list[str], **fields
+) -> None:
     meta = _variants_metadata(variants)
     write_manifest(
         out,
@@ -144,17 +176,17 @@ def _sweep_manifest(out: Path, kind: str, run: str, variants, set_column, names:
     )
 
 
-def write_parquet_atomic(table: pa.Table, path: StrPath, meta: dict[bytes, bytes]) -> Path:
-    """Write one Arrow table to ``path`` through a temp file + rename, with ``meta`` in the
-    schema metadata; an interrupted write leaves no file behind."""
-    w = _AtomicWriter(Path(path), table.schema, meta)
+def write_parquet_atomic(table: pa.Table, path: StrPath, meta: dict[bytes, bytes]) -> AnyPath:
+    """Write one Arrow table to ``path`` (a local path or a URL) through a temp file + rename,
+    with ``meta`` in the schema metadata; an interrupted write leaves no file behind."""
+    w = _AtomicWriter(path, table.schema, meta)
     try:
         w.write(table)
     except BaseException:
         w.abort()
         raise
     w.close()
-    return Path(path)
+    return w.path
 
 
 def _sweep_parquet(
@@ -345,7 +377,7 @@ def validate_items(
     try:
         d = open_dataset(path)
     except InvalidInputTypeError:  # e.g. repeated column names: the whole-file read names the problem
-        if chunk_rows is not None or not (isinstance(path, (str, os.PathLike)) and Path(path).is_file()):
+        if chunk_rows is not None or not (isinstance(path, (str, os.PathLike)) and as_path(path).is_file()):
             raise
         d, chunk_rows = None, None
     if chunk_rows is None and d is not None:
@@ -416,8 +448,8 @@ def _validate_counts(checked: pa.Table, set_column) -> dict:
 def _batches(path, d, chunk_rows: int):
     """Record batches of at most ``chunk_rows`` rows in input order, read the way
     ``read_items_table`` reads (a single file directly, so repeated column names survive)."""
-    if not isinstance(path, (list, tuple)) and Path(path).is_file():
-        pf = pq.ParquetFile(path)
+    if not isinstance(path, (list, tuple)) and as_path(path).is_file():
+        pf = parquet_file(path)
         if pf.metadata.num_rows == 0:
             yield pa.RecordBatch.from_pylist([], schema=pf.schema_arrow)
             return

@@ -3,15 +3,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from cupel_np._files import PathOrPaths
-from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
-from cupel_np.model.datasets import read_table
+from cupel_np._fs import as_path
+from cupel_np.errors import InvalidInputTypeError
+from cupel_np.model.datasets import parquet_file, read_table
 
 
 def one_line(text: object) -> str:
@@ -29,12 +27,10 @@ def read_items_table(
     without a filter is read directly, so duplicate column names are read as they are (the
     items check then names them) rather than refused by Arrow's dataset layer with a multi-line
     message."""
-    if filter is not None or isinstance(path, (list, tuple)) or not Path(path).is_file():
+    if filter is not None or isinstance(path, (list, tuple)) or not as_path(path).is_file():
         return read_table(path, columns=columns, filter=filter)
-    p = Path(path)
-    if not p.exists():
-        raise InvalidConfigError(f"items file not found: {p}")
+    p = as_path(path)
     try:
-        return pq.ParquetFile(p).read(columns=columns)
+        return parquet_file(p).read(columns=columns)
     except (pa.ArrowException, OSError) as e:
         raise InvalidInputTypeError(f"cannot read Parquet file {p}: {one_line(e)}") from None

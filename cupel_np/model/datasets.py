@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from cupel_np._fs import RemotePath, arrow_files, arrow_location, as_path, glob_files, is_remote, translate
 from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError
 
 #: The in-memory peak is estimated per input row as ``IN_MEMORY_FACTOR`` x the row's share of the
@@ -62,28 +63,27 @@ def describe_source(source) -> str:
 
 def _files_of(source) -> tuple[list[str], str | None]:
     """The Parquet files of ``source`` in input order, and the directory hive partition
-    names are read relative to (None for a single file or a list given without one)."""
-    if isinstance(source, str) and any(ch in source for ch in "*?[") and not Path(source).exists():
-        import glob
-
-        files = sorted(f for f in glob.glob(source, recursive=True) if Path(f).is_file())
+    names are read relative to (None for a single file or a list given without one). Files
+    on an object store are URLs (``s3://bucket/key``), listed the same way."""
+    if isinstance(source, str) and any(ch in source for ch in "*?[") and not as_path(source).exists():
+        files = glob_files(source)
         if not files:
+            _raise_missing_bucket(source)
             raise InvalidConfigError(f"no items files match {source}")
         return _files_of(files)
-    if isinstance(source, (str, os.PathLike)):
-        p = Path(source)
+    if isinstance(source, (str, os.PathLike, RemotePath)):
+        p = as_path(source)
         if p.is_dir():
-            files = sorted(
-                str(f)
-                for f in p.rglob("*")
-                if f.is_file()
-                and not f.name.startswith((".", "_"))
-                and not any(part.startswith((".", "_")) for part in f.relative_to(p).parts[:-1])
-            )
+            if isinstance(p, RemotePath):
+                found = [(str(f), f.relative_to(p).parts) for f in p.walk_files()]
+            else:
+                found = [(str(f), f.relative_to(p).parts) for f in p.rglob("*") if f.is_file()]
+            files = sorted(f for f, parts in found if not any(part.startswith((".", "_")) for part in parts))
             if not files:
                 raise InvalidConfigError(f"items directory {p} holds no Parquet files")
             return files, str(p)
         if not p.exists():
+            _raise_missing_bucket(p)
             raise InvalidConfigError(f"items file not found: {p}")
         return [str(p)], None
     if isinstance(source, (list, tuple)):
@@ -91,20 +91,54 @@ def _files_of(source) -> tuple[list[str], str | None]:
             raise InvalidConfigError("the list of items files is empty")
         files = []
         for f in source:
-            if not isinstance(f, (str, os.PathLike)):
+            if not isinstance(f, (str, os.PathLike, RemotePath)):
                 raise InvalidInputTypeError(f"items files must be paths, got {type(f).__name__} {f!r}")
-            if not Path(f).is_file():
+            if not as_path(f).is_file():
+                _raise_missing_bucket(f)
                 raise InvalidConfigError(f"items file not found: {f}")
             files.append(str(f))
-        parents = {str(Path(f).parent) for f in files}
-        try:
-            base = os.path.commonpath([str(Path(f).parent) for f in files]) if len(parents) > 1 else None
-        except ValueError:
-            base = None
-        return files, base
+        return files, _common_parent(files)
     raise InvalidInputTypeError(
         f"items source must be a path, a directory or a list of paths, got {type(source).__name__}"
     )
+
+
+def _raise_missing_bucket(path) -> None:
+    """A URL whose bucket does not exist: say so (rather than "file not found")."""
+    p = as_path(path)
+    if isinstance(p, RemotePath):
+        missing = p.missing_bucket()
+        if missing is not None:
+            raise missing
+
+
+def _common_parent(files: list[str]) -> str | None:
+    """The directory hive names of a list of files are read under: their common parent, when
+    they lie in more than one directory."""
+    if any(is_remote(f) for f in files):
+        parents = {str(as_path(f).parent) for f in files}
+        if len(parents) < 2:
+            return None
+        split = [p.split("/") for p in parents]
+        common = []
+        for segs in zip(*split):
+            if len(set(segs)) > 1:
+                break
+            common.append(segs[0])
+        return "/".join(common) if len(common) > 2 else None  # "s3:", "", bucket...
+    parents = {str(Path(f).parent) for f in files}
+    try:
+        return os.path.commonpath([str(Path(f).parent) for f in files]) if len(parents) > 1 else None
+    except ValueError:
+        return None
+
+
+def _url(fs, path: str, like: str) -> str:
+    """A fragment's path as its callers named files: the URL of a remote one."""
+    if fs is None:
+        return path
+    scheme = like.split("://", 1)[0]
+    return f"{scheme}://{path}"
 
 
 def dataset_source(items):
@@ -121,20 +155,25 @@ def open_dataset(source) -> ds.FileSystemDataset:
     if isinstance(source, ds.Dataset):
         return source
     files, base = _files_of(source)
+    fs, paths = arrow_files(files)
     schemas = []
-    for f in files:
+    for f, p in zip(files, paths):
         try:
-            schemas.append(pq.read_schema(f))
+            schemas.append(pq.read_schema(p, filesystem=fs))
         except (pa.ArrowInvalid, OSError) as e:
+            if fs is not None and not isinstance(e, pa.ArrowInvalid):
+                raise translate(e, f) from None
             raise InvalidInputTypeError(f"cannot read Parquet file {f}: {e}") from None
     _check_unifiable(files, schemas)
     try:
-        kw = {"partitioning": "hive", "partition_base_dir": base} if base else {}
-        probe = ds.dataset(files, format="parquet", **kw)
+        kw: dict = {"partitioning": "hive", "partition_base_dir": arrow_location(base)[1]} if base else {}
+        if fs is not None:
+            kw["filesystem"] = fs
+        probe = ds.dataset(paths, format="parquet", **kw)
         schema = pa.unify_schemas(
             [*schemas, probe.partitioning.schema] if base else schemas, promote_options="permissive"
         )
-        return ds.dataset(files, format="parquet", schema=schema, **kw)
+        return ds.dataset(paths, format="parquet", schema=schema, **kw)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as e:
         raise InvalidInputTypeError(f"cannot read Parquet dataset {describe_source(source)}: {e}") from None
 
@@ -164,6 +203,19 @@ def _check_unifiable(files: list, schemas: list[pa.Schema]) -> None:
             raise InvalidInputTypeError(
                 f"cannot merge Parquet file {f} with the other input files: {what}; fix or remove that file"
             ) from None
+
+
+def fragment_paths(d: ds.FileSystemDataset, source) -> list[str]:
+    """The files of a dataset's fragments as ``source`` names them (URLs on an object store)."""
+    fs = d.filesystem if is_remote(_first(source)) else None
+    like = _first(source)
+    return [_url(fs, f.path, like) for f in d.get_fragments()]
+
+
+def _first(source) -> str:
+    if isinstance(source, (list, tuple)):
+        return str(source[0]) if source else ""
+    return str(source)
 
 
 def read_table(source, columns: list[str] | None = None, filter=None) -> pa.Table:
@@ -242,11 +294,13 @@ class RowSource:
 
     def _layout(self) -> tuple[list[str], np.ndarray]:
         if self._files is None:
-            if self.filter is None and isinstance(self.source, (str, os.PathLike)) and Path(self.source).is_file():
-                files, counts = [str(self.source)], [pq.ParquetFile(self.source).metadata.num_rows]
+            single = isinstance(self.source, (str, os.PathLike)) and as_path(self.source).is_file()
+            if self.filter is None and single:
+                files, counts = [str(self.source)], [parquet_file(self.source).metadata.num_rows]
             elif self.filter is None:  # fragments are the files in input order
-                frags = list(open_dataset(self.source).get_fragments())
-                files, counts = [f.path for f in frags], [f.metadata.num_rows for f in frags]
+                d = open_dataset(self.source)
+                frags = list(d.get_fragments())
+                files, counts = fragment_paths(d, self.source), [f.metadata.num_rows for f in frags]
             else:
                 files, counts, self._kept = self._filtered()
             self._starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
@@ -258,14 +312,28 @@ class RowSource:
         """Per file, the rows the filter kept (their row numbers in the file)."""
         d = open_dataset(self.source)
         files, counts, kept = [], [], []
-        for frag in d.get_fragments():
+        for frag, path in zip(d.get_fragments(), fragment_paths(d, self.source)):
             t = frag.to_table(schema=d.schema)
             t = t.append_column("__cupel_file_row__", pa.array(np.arange(t.num_rows, dtype=np.int64)))
             idx = t.filter(self.filter).column("__cupel_file_row__").to_numpy()
-            files.append(frag.path)
+            files.append(path)
             counts.append(len(idx))
             kept.append(idx)
         return files, counts, kept
+
+
+def parquet_file(path) -> pq.ParquetFile:
+    """``pq.ParquetFile`` of a local path or a URL (errors of the store name the URL)."""
+    fs, p = arrow_location(path)
+    if fs is None:
+        return pq.ParquetFile(p)
+    try:
+        return pq.ParquetFile(fs.open_input_file(p))
+    except OSError as e:
+        if isinstance(e, FileNotFoundError) or "not found" in str(e).lower() and "bucket" not in str(e).lower():
+            _raise_missing_bucket(path)
+            raise InvalidConfigError(f"items file not found: {path}") from None
+        raise translate(e, str(path)) from None
 
 
 # ----------------------------------------------------------------------------- pieces
@@ -286,11 +354,11 @@ def pieces(source, npartitions: int | None = None) -> tuple[list[Piece], pa.Sche
     d = open_dataset(source)
     groups: list[tuple[str, int, int]] = []
     per_file: list[int] = []
-    for frag in d.get_fragments():
+    for frag, path in zip(d.get_fragments(), fragment_paths(d, source)):
         md = frag.metadata
         per_file.append(md.num_row_groups)
         for g in range(md.num_row_groups):
-            groups.append((frag.path, g, md.row_group(g).num_rows))
+            groups.append((path, g, md.row_group(g).num_rows))
     total = sum(r for _, _, r in groups)
     if npartitions is None:
         npartitions = max(1, len(per_file))
@@ -319,14 +387,16 @@ def read_piece(piece: Piece, schema: pa.Schema, partition_base: str | None = Non
     """The rows of one piece in file order, in the dataset schema (hive partition columns
     filled from the path; a column missing from this file is null)."""
     try:
-        pf = pq.ParquetFile(piece.path)
+        pf = parquet_file(piece.path)
         present = set(pf.schema_arrow.names)
         t = pf.read_row_groups(list(piece.row_groups), columns=[n for n in schema.names if n in present])
     except (pa.ArrowInvalid, OSError) as e:
         raise InvalidInputTypeError(f"cannot read Parquet file {piece.path}: {e}") from None
     keys = {}
     if partition_base:
-        d = ds.dataset([piece.path], format="parquet", partitioning="hive", partition_base_dir=partition_base)
+        fs, path = arrow_location(piece.path)
+        base = arrow_location(partition_base)[1]
+        d = ds.dataset([path], format="parquet", partitioning="hive", partition_base_dir=base, filesystem=fs)
         keys = ds.get_partition_keys(next(iter(d.get_fragments())).partition_expression)
     cols = []
     for f in schema:

@@ -37,6 +37,7 @@ class PolicyFields(Protocol):
     overflow_strategy: str
     name: str | None
     description: str | None
+    groups: str | None
 
 
 # The .NET ``Wollax.Cupel.Json`` policy object (camelCase; enum values as camelCase strings
@@ -54,6 +55,7 @@ DOTNET_POLICY_KEYS = frozenset(
         "quotas",
         "name",
         "description",
+        "groups",  # a cupel_np extension (docs/tool-pairs.md)
     }
 )
 DOTNET_SCORER_KEYS = frozenset({"type", "weight", "kindWeights", "tagWeights", "innerScorer"})
@@ -181,6 +183,7 @@ def dotnet_policy_fields(d: Mapping[str, Any]) -> dict[str, Any]:
         overflow_strategy=_dotnet_enum("overflowStrategy", d.get("overflowStrategy", "throw"), _DOTNET_OVERFLOW),
         name=d.get("name"),
         description=d.get("description"),
+        groups=d.get("groups"),  # a cupel_np extension (docs/tool-pairs.md)
     )
 
 
@@ -228,4 +231,6 @@ def policy_to_dotnet(policy: PolicyFields) -> dict[str, Any]:
         out["name"] = policy.name
     if policy.description is not None:
         out["description"] = policy.description
+    if policy.groups is not None:
+        out["groups"] = policy.groups
     return out

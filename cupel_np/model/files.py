@@ -68,7 +68,7 @@ def load_policies_file(path) -> list[tuple[str, object]]:
     raise InvalidConfigError(f"{path}: expected 'variants' or a mapping of label -> policy")
 
 
-GRID_KEYS = ("presets", "policies", "weights", "slicers", "placers", "budgets", "set_column")
+GRID_KEYS = ("presets", "policies", "weights", "slicers", "placers", "budgets", "groups", "set_column")
 
 
 def _grid_weights(path, data: dict):
@@ -140,7 +140,12 @@ def load_grid_file(path):
     budgets = _grid_budgets(path, data)
     try:
         grid = Sweep(
-            policies, weights=weights, slicers=data.get("slicers"), placers=data.get("placers"), budgets=budgets
+            policies,
+            weights=weights,
+            slicers=data.get("slicers"),
+            placers=data.get("placers"),
+            budgets=budgets,
+            groups=data.get("groups"),
         )
         grid.variants()
     except CupelError as e:

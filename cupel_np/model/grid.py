@@ -116,6 +116,7 @@ class Sweep:
         slicers: Sequence[Slicer | str | Mapping[str, Any]] | None = None,
         placers: Sequence[str] | None = None,
         budgets: Sequence[ContextBudget] | None = None,
+        groups: Sequence[str | bool | None] | None = None,
     ):
         if isinstance(policies, Mapping):
             pols = list(policies.items())
@@ -147,6 +148,10 @@ class Sweep:
         self.weights = [dict(w) for w in weights] if weights else [None]
         self.slicers = [_as_slicer(s, f"slicers[{i}]") for i, s in enumerate(slicers)] if slicers else [None]
         self.placers = list(placers) if placers else [None]
+        # groups (docs/tool-pairs.md): a column name, or None / False / "" for "every item alone"
+        self.groups = [_as_groups(g, f"groups[{i}]") for i, g in enumerate(groups)] if groups else [_KEEP]
+        if groups and len(set(self.groups)) < len(self.groups):
+            raise InvalidConfigError(f"groups: a value is given twice ({list(groups)!r})")
         for b in budgets or ():
             if not isinstance(b, ContextBudget):
                 raise InvalidInputTypeError(f"budgets must be ContextBudgets, got {b!r}")
@@ -159,24 +164,33 @@ class Sweep:
             _dimension_labels("slicers", self.slicers, _slicer_label, _slicer_label_full) if slicers else [""]
         )
         self._placer_labels = _dimension_labels("placers", self.placers, str, str) if placers else [""]
+        self._group_labels = [f"groups={g}" if g else "no groups" for g in self.groups]
         self._budget_labels = [""]
         if budgets:
             _dimension_labels("budgets", self.budgets, _budget_label, _budget_label)  # repeats
             self._budget_labels = _budget_labels(budgets)
 
     def __len__(self) -> int:
-        return len(self.policies) * len(self.weights) * len(self.slicers) * len(self.placers) * len(self.budgets)
+        return (
+            len(self.policies)
+            * len(self.weights)
+            * len(self.slicers)
+            * len(self.placers)
+            * len(self.groups)
+            * len(self.budgets)
+        )
 
     def __iter__(self) -> Iterator[tuple[str, Policy, ContextBudget | None]]:
         return iter(self.variants())
 
     def variants(self) -> list[tuple[str, Policy, ContextBudget | None]]:
         out = []
-        for (pi, (_, pol)), (wi, w), (si, sl), (ci, pc), (bi, b) in itertools.product(
+        for (pi, (_, pol)), (wi, w), (si, sl), (ci, pc), (gi, g), (bi, b) in itertools.product(
             enumerate(self.policies),
             enumerate(self.weights),
             enumerate(self.slicers),
             enumerate(self.placers),
+            enumerate(self.groups),
             enumerate(self.budgets),
         ):
             parts = [self._policy_labels[pi]]
@@ -193,10 +207,26 @@ class Sweep:
                 p = dataclasses.replace(p, placer=pc)
                 if len(self.placers) > 1:
                     parts.append(self._placer_labels[ci])
+            if g is not _KEEP:
+                p = dataclasses.replace(p, groups=g)
+                if len(self.groups) > 1:
+                    parts.append(self._group_labels[gi])
             if b is not None and len(self.budgets) > 1:
                 parts.append(self._budget_labels[bi])
             out.append(("|".join(parts), p, b))
         return out
+
+
+#: the groups dimension left out: each policy keeps its own ``groups``
+_KEEP: Any = object()
+
+
+def _as_groups(g: Any, where: str) -> str | None:
+    if g is None or g is False or g == "":
+        return None
+    if isinstance(g, str) and g.strip():
+        return g
+    raise InvalidConfigError(f'{where}: a group column name, or none/false/"" for no groups, got {g!r}')
 
 
 def _unique_policy_labels(labels: list[str]) -> list[str]:

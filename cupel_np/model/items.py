@@ -22,6 +22,7 @@ from cupel_np.model._readers import one_line, read_items_table
 from cupel_np.model.columns import ITEM_FIELDS, ITEM_SCHEMA, SET_COLUMN, _normalize
 from cupel_np.model.datasets import RowSource
 from cupel_np.model.fields import (
+    TOKEN_LIMIT,
     require_bool,
     require_int,
     require_keys,
@@ -167,14 +168,27 @@ class ItemTable:
 
     #: True for tables built from ContextItems / dicts: a ColumnScorer reads ``metadata[column]``
     columns_from_metadata = False
+    #: the ContextItems a table was built from (``from_items`` of ContextItems), by input row:
+    #: ``row`` returns them instead of decoding the columns again (a small set's report is
+    #: mostly that)
+    _items: list[ContextItem] | None = None
 
-    def __init__(self, table: pa.Table, set_column: str | None = None, *, source: RowSource | None = None):
+    def __init__(
+        self,
+        table: pa.Table,
+        set_column: str | None = None,
+        *,
+        source: RowSource | None = None,
+        _canonical: bool = False,
+    ):
         """``source``: where the rows were read from (``model.datasets.RowSource``), so an
-        input error names the file and the row in that file."""
+        input error names the file and the row in that file. ``_canonical`` (``from_items``
+        only): ``table`` is already in ITEM_SCHEMA and every check passes, so none is run."""
         # columns beyond the item fields (e.g. a similarity signal a ColumnScorer reads): kept
         # as given, in input order, and gathered only when a scorer asks (``extra_column``)
         self._extra = _extra_columns(table, set_column)
-        table = _normalize(table, set_column, source)
+        if not (_canonical and set_column is None):
+            table = _normalize(table, set_column, source)
         n = table.num_rows
         if set_column is not None:
             keys = table.column(SET_COLUMN).combine_chunks()
@@ -226,14 +240,16 @@ class ItemTable:
     @classmethod
     def from_items(cls, items: Iterable[ContextItem | Mapping], set_column: str | None = None) -> ItemTable:
         """From ContextItems or dicts with ContextItem's field names (plus the set column)."""
-        cols: dict[str, list] = {f: [] for f in ITEM_FIELDS}
         sets: list = []
+        kept: list[ContextItem] = []
+        given = True  # every row was a ContextItem (the caller holds them: keeping them is free)
         for i, it in enumerate(items):
             if isinstance(it, ContextItem):
                 item = it
                 if set_column is not None:
                     raise InvalidConfigError("set_column needs dict rows carrying the set key; ContextItems have none")
             elif isinstance(it, Mapping):
+                given = False
                 d = dict(it)
                 if set_column is not None:
                     if set_column not in d:
@@ -251,17 +267,9 @@ class ItemTable:
                     raise InvalidConfigError(f"row {i}: {e}") from None
             else:
                 raise InvalidInputTypeError(f"row {i}: expected a ContextItem or a dict, got {type(it).__name__}")
-            cols["content"].append(item.content)
-            cols["tokens"].append(item.tokens)
-            cols["kind"].append(item.kind)
-            cols["source"].append(item.source)
-            cols["priority"].append(item.priority)
-            cols["tags"].append(list(item.tags))
-            cols["metadata"].append(list(item.metadata.items()))
-            cols["timestamp"].append(item.timestamp)
-            cols["future_relevance_hint"].append(item.future_relevance_hint)
-            cols["pinned"].append(item.pinned)
-            cols["original_tokens"].append(item.original_tokens)
+            kept.append(item)
+        cols: dict[str, list] = {f: [getattr(it, f) for it in kept] for f in ITEM_FIELDS}
+        cols["metadata"] = [list(md.items()) for md in cols["metadata"]]
         arrays = [pa.array(cols[f.name], type=f.type) for f in ITEM_SCHEMA]
         names = list(ITEM_SCHEMA.names)
         if set_column is not None:
@@ -276,8 +284,14 @@ class ItemTable:
                 out = cls(pa.Table.from_arrays(arrays, names=names), set_column="__set_key__")._renamed(set_column)
                 out.columns_from_metadata = True
                 return out
-        out = cls(pa.Table.from_arrays(arrays, names=names), set_column=set_column)
+        # ContextItems are valid one by one, and the columns above are ITEM_SCHEMA's: the
+        # loader's checks (``check_items``) would only recast them, except the sum of the
+        # token counts, which must stay far below 2**63 to skip them (else they run and say so)
+        canonical = set_column is None and sum(abs(t) for t in cols["tokens"]) < TOKEN_LIMIT / 2
+        out = cls(pa.Table.from_arrays(arrays, names=names), set_column=set_column, _canonical=canonical)
         out.columns_from_metadata = True
+        # rows made here from dicts are not kept: a big table would hold them all twice
+        out._items = kept if given else None
         return out
 
     @classmethod
@@ -521,8 +535,11 @@ class ItemTable:
 
     # -- rows back out --------------------------------------------------------------------
     def row(self, i: int) -> ContextItem:
-        """Row ``i`` (grouped order) as a ContextItem."""
+        """Row ``i`` (grouped order) as a ContextItem (for a table built by ``from_items``,
+        the very item it was built from)."""
         i = int(i)
+        if self._items is not None:
+            return self._items[int(self.input_row[i])]
         ts = None
         if self.timestamp_valid[i]:
             ts = _to_datetime(int(self.timestamp[i]), self.timestamp_unit)

@@ -12,10 +12,10 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from cupel_np._files import StrPath
+from cupel_np._fs import as_path
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.dotnet import (
     DOTNET_POLICY_KEYS,
@@ -63,6 +63,9 @@ class Policy:
     overflow_strategy: str = "throw"
     name: str | None = None
     description: str | None = None
+    #: atomic groups (a cupel_np extension, docs/tool-pairs.md): the items of a set sharing a
+    #: non-null value of this column are selected whole or not at all; None: every item alone
+    groups: str | None = None
 
     def __post_init__(self):
         if not isinstance(self.scorer, Scorer):
@@ -83,6 +86,8 @@ class Policy:
             v = getattr(self, k)
             if v is not None:
                 require_str(f"Policy.{k}", v)
+        if self.groups is not None and (not isinstance(self.groups, str) or not self.groups.strip()):
+            raise InvalidConfigError(f"Policy.groups must be a column name (or None), got {self.groups!r}")
 
     # -- dict / file round trips --------------------------------------------------------
     @classmethod
@@ -108,6 +113,8 @@ class Policy:
             d["name"] = self.name
         if self.description is not None:
             d["description"] = self.description
+        if self.groups is not None:
+            d["groups"] = self.groups
         return d
 
     def to_json(self) -> str:
@@ -138,7 +145,7 @@ class Policy:
 
     @classmethod
     def from_file(cls, path: StrPath) -> Policy:
-        p = Path(path)
+        p = as_path(path)
         try:
             text = p.read_text(encoding="utf-8")
         except OSError as e:
@@ -165,7 +172,17 @@ def json_default(o):
 #: conformance format lists it among the flat [config] options with a default of 100 for every
 #: slicer (upstream's vectors and grids carry it beside slicers that do not read it)
 POLICY_KEYS = frozenset(
-    {"scorers", "slicer", "placer", "deduplication", "overflow_strategy", "name", "description", "bucket_size"}
+    {
+        "scorers",
+        "slicer",
+        "placer",
+        "deduplication",
+        "overflow_strategy",
+        "name",
+        "description",
+        "bucket_size",
+        "groups",
+    }
 )
 
 
@@ -195,6 +212,7 @@ def policy_from_dict(d: Mapping[str, Any], where: str = "policy config") -> Poli
         overflow_strategy=d.get("overflow_strategy", "throw"),
         name=d.get("name"),
         description=d.get("description"),
+        groups=d.get("groups"),
     )
 
 

@@ -6,6 +6,12 @@ the Parquet files hold: per variant, the median and inter-quartile band across s
 utilization and included count at every ladder budget, the budget at which the variant's
 corpus-wide included count first reaches 90 / 95 / 99 % of its count at the largest budget,
 and the rows whose inclusion is not monotonic along the ladder.
+
+With labels (``labels=``, ``--label-column``): ``outcomes.parquet`` (token recall against
+budget per variant: pooled over the labelled sets, and the means over sets of token and item
+recall; ``analysis.outcomes.budget_outcomes``), ``outcome_reach.parquet`` (the smallest ladder
+budget at which each variant's pooled token recall reaches 90 / 95 / 99 %) and a page section
+with both, stating the token counter.
 """
 
 from __future__ import annotations
@@ -13,12 +19,12 @@ from __future__ import annotations
 import base64
 import html
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from cupel_np._fs import AnyPath
 from cupel_np.errors import InvalidConfigError
 from cupel_np.report.charts import curve_png
 from cupel_np.report.page import CSS
@@ -99,6 +105,62 @@ def _fmt(v) -> str:
     return "never" if v is None else f"{v:,}"
 
 
+def outcomes_html(recall: pa.Table, reach: pa.Table, column: str, tokens: str) -> str:
+    """The page section of a labelled budget run: recall against budget and the budgets at
+    which each variant reaches 90 / 95 / 99 % of the relevant tokens."""
+    budgets = sorted(set(recall.column("budget").to_pylist()))
+    by = {(r["variant"], r["budget"]): r for r in recall.to_pylist()}
+    variants = list(dict.fromkeys(recall.column("variant").to_pylist()))
+    head = "".join(f"<th>{b:,}</th>" for b in budgets)
+    rows = "".join(
+        f'<tr data-variant="{html.escape(v)}"><td>{html.escape(v)}</td>'
+        + "".join(f"<td>{_fmt3(by[v, b]['token_recall'])}</td>" for b in budgets)
+        + "</tr>"
+        for v in variants
+    )
+    fr = sorted(set(reach.column("fraction").to_pylist()))
+    rby = {(r["variant"], r["fraction"]): r["budget"] for r in reach.to_pylist()}
+    rhead = "".join(f"<th>{round(f * 100)}% at</th>" for f in fr)
+    rrows = "".join(
+        f'<tr data-variant="{html.escape(v)}"><td>{html.escape(v)}</td>'
+        + "".join(f'<td class="reach">{_fmt(rby.get((v, f)))}</td>' for f in fr)
+        + "</tr>"
+        for v in variants
+    )
+    return f"""<h2 id="outcomes">Recall against budget</h2>
+<p class="meta">Relevant tokens kept / relevant tokens by {html.escape(repr(column))}, pooled over the labelled
+sets where the cell ran, at every ladder budget. Tokens: {html.escape(tokens)}.</p>
+<table id="recall-by-budget"><tr><th>variant</th>{head}</tr>{rows}</table>
+<h2>Budget needed for recall</h2>
+<p class="meta">The smallest ladder budget at which the pooled token recall reaches the share (blank: no
+budget of the ladder does; recall need not rise with the budget).</p>
+<table id="recall-reach"><tr><th>variant</th>{rhead}</tr>{rrows}</table>"""
+
+
+def _fmt3(v) -> str:
+    return "" if v is None else f"{v:.3f}"
+
+
+def print_outcomes(recall: pa.Table, reach: pa.Table, column: str, out=None) -> None:
+    """The labelled budget run's lines: per variant, the budget reaching each recall share and
+    the pooled token recall at the largest budget."""
+    fr = sorted(set(reach.column("fraction").to_pylist()))
+    rby = {(r["variant"], r["fraction"]): r["budget"] for r in reach.to_pylist()}
+    last = max(recall.column("budget").to_pylist())
+    at_last = {r["variant"]: r["token_recall"] for r in recall.to_pylist() if r["budget"] == last}
+    variants = list(dict.fromkeys(recall.column("variant").to_pylist()))
+    w = max([len("variant"), *(len(v) for v in variants)])
+    print(f"token recall by {column!r} (pooled over the labelled sets) against budget:", file=out)
+    print(
+        f"  {'variant':<{w}}  {'recall at ' + format(last, ','):>16} "
+        + " ".join(f"{str(round(f * 100)) + '% at':>10}" for f in fr),
+        file=out,
+    )
+    for v in variants:
+        cells = " ".join(f"{_fmt(rby.get((v, f))) or '-':>10}" for f in fr)
+        print(f"  {v:<{w}}  {_fmt3(at_last.get(v)):>16} {cells}", file=out)
+
+
 def start_here(summary: dict) -> str:
     """The budget page's opening paragraph in words: the ladder, which variant reaches 95% of
     its largest-budget inclusion soonest, and where inclusion is not monotonic."""
@@ -124,7 +186,7 @@ def start_here(summary: dict) -> str:
     return '<div id="start"><h2>Start here</h2><p>' + " ".join(p for p in parts if p) + "</p></div>"
 
 
-def render_html(summary: dict, pngs: dict[str, bytes], *, title: str, meta: str) -> str:
+def render_html(summary: dict, pngs: dict[str, bytes], *, title: str, meta: str, extra: str = "") -> str:
     def img(name, alt):
         return f'<img alt="{alt}" src="data:image/png;base64,{base64.b64encode(pngs[name]).decode()}">'
 
@@ -166,20 +228,36 @@ reaches the given share of its count at the largest budget.</p>
 quotas, count quotas), rows whose status changes more than once along the ladder, and
 (variant, budget, set) cells whose dry run failed (counted as including nothing).</p>
 <table id="nonmono"><tr><th>variant</th><th>non-monotonic rows</th><th>rows flipping more than once</th><th>failed cells</th></tr>{"".join(mono_rows)}</table>
+{extra}
 </body></html>
 """
 
 
-def write_budget_outputs(result, out_dir, *, title: str, overwrite: bool = False) -> dict[str, Path]:
+def write_budget_outputs(
+    result, out_dir, *, title: str, overwrite: bool = False, labels=None, tokens: str = ""
+) -> dict[str, AnyPath]:
     """Write ``curves.parquet``, ``rows.parquet`` (zstd, atomically), the two PNGs,
     ``report.html`` and ``manifest.json`` for a ``BudgetCurves`` result; returns the paths. A
-    directory holding another run's outputs is refused unless ``overwrite=True``."""
+    directory holding another run's outputs is refused unless ``overwrite=True``. With
+    ``labels`` (a Labels, or a column the items kept) also ``outcomes.parquet`` and
+    ``outcome_reach.parquet`` and their page section (module docstring); ``tokens`` says
+    what the token counts are (``analysis.signals.token_counter_of``)."""
     from cupel_np.io.outdir import KIND_BUDGET, claim_out_dir, run_id, write_manifest
     from cupel_np.io.parquet import atomic_write_bytes
 
     out = claim_out_dir(out_dir, overwrite=overwrite, run=run_id(result))
     paths = {}
-    for name, table in (("curves", result.curves), ("rows", result.rows)):
+    tables = [("curves", result.curves), ("rows", result.rows)]
+    extra = ""
+    if labels is not None:
+        from cupel_np.analysis.outcomes import budget_outcomes
+        from cupel_np.analysis.signals import token_counter_of
+
+        recall, reach = budget_outcomes(result, labels)
+        tables += [("outcomes", recall), ("outcome_reach", reach)]
+        column = labels if isinstance(labels, str) else labels.column
+        extra = outcomes_html(recall, reach, column, tokens or token_counter_of(None))
+    for name, table in tables:
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, compression="zstd")
         paths[name] = out / f"{name}.parquet"
@@ -199,7 +277,7 @@ def write_budget_outputs(result, out_dir, *, title: str, overwrite: bool = False
         f"{len(result.budgets)} budgets from {result.budgets[0].max_tokens:,} to "
         f"{result.budgets[-1].max_tokens:,} tokens (output reserve {result.budgets[0].output_reserve:,})."
     )
-    page = render_html(summary, pngs, title=title, meta=meta)
+    page = render_html(summary, pngs, title=title, meta=meta, extra=extra)
     paths["report"] = out / "report.html"
     atomic_write_bytes(paths["report"], page.encode("utf-8"))
     write_manifest(out, KIND_BUDGET, run_id(result), [*(p.name for p in paths.values()), *pngs])

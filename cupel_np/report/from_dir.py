@@ -4,20 +4,28 @@ per-variant aggregates), read with bounded memory: the page's sections come from
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 
+from cupel_np._fs import AnyPath, as_path
 from cupel_np.analysis.compare import agreement_add, agreement_finish, agreement_start, swing_by_category_from_counts
+from cupel_np.analysis.losses import check_lines_of_variants, outcome_page_data_of_table
 from cupel_np.errors import InvalidConfigError
 from cupel_np.io.outdir import KIND_PAGE, read_manifest, write_manifest
 from cupel_np.model import datasets  # read at call time: tests replace default_memory_limit
 from cupel_np.report.page import PAGE_FROM_OUTPUTS, PAGE_FROM_RESULT, PageData, write_page
-from cupel_np.report.sweep_dir import _READAHEAD, BATCH_ROWS, _files, _output, check_sweep_dir, load_sweep_dir
+from cupel_np.report.sweep_dir import (
+    _READAHEAD,
+    BATCH_ROWS,
+    _dataset,
+    _files,
+    _metadata,
+    _output,
+    _schema,
+    check_sweep_dir,
+    load_sweep_dir,
+)
 
 #: an items file whose sets interleave is read in groups of whole sets, one filtered scan of
 #: the file per group; a group holds as many rows as fit in the memory limit at this many times
@@ -28,7 +36,7 @@ SCATTERED_FACTOR = 4
 
 
 # ----------------------------------------------------------------------------- page
-def _check_page(out: Path, overwrite: bool) -> None:
+def _check_page(out: AnyPath, overwrite: bool) -> None:
     """Never silently replace a page built from the in-memory result (or a page that is not
     ours) with one built from the written outputs."""
     page = out / "report.html"
@@ -56,8 +64,8 @@ _KEY = "__set__"
 _BLOCK = 8192
 
 
-def _items_columns(ipath: Path, labels: list[str], set_col) -> list[str]:
-    names = pq.read_schema(_files(ipath)[0]).names
+def _items_columns(ipath: AnyPath, labels: list[str], set_col) -> list[str]:
+    names = _schema(_files(ipath)[0]).names
     missing = [c for c in ("kind", "source", "tokens") if c not in names]
     if missing:
         raise InvalidConfigError(
@@ -78,12 +86,12 @@ def _items_columns(ipath: Path, labels: list[str], set_col) -> list[str]:
 def _pieces(path: str, cols: list[str], set_col):
     """Tables of whole sets from one items file, about ``BATCH_ROWS`` rows each (a larger set
     whole): streamed when its sets are contiguous, else a filtered scan per group of sets."""
-    pf = pq.ParquetFile(path)
+    pf = datasets.parquet_file(path)
     if set_col is None:
         yield pf.read(columns=cols)  # one set, never cut (the sweep held it whole too)
         return
 
-    run_keys, run_lengths = datasets.set_runs(ds.dataset(path, format="parquet"), set_col)  # a row group at a time
+    run_keys, run_lengths = datasets.set_runs(_dataset(path), set_col)  # a row group at a time
     if len(run_keys) and len(pc.unique(run_keys)) != len(run_keys):
         yield from _scattered_pieces(path, cols, set_col, run_keys, run_lengths)
         return
@@ -125,7 +133,7 @@ def _scattered_pieces(path: str, cols: list[str], set_col: str, run_keys: pa.Arr
 
 def _scattered_group_rows(path: str) -> int:
     """Rows per group of sets of an interleaved items file (see ``SCATTERED_FACTOR``)."""
-    md = pq.read_metadata(path)
+    md = _metadata(path)
     ub = sum(md.row_group(g).total_byte_size for g in range(md.num_row_groups))
     per_row = max(ub / max(md.num_rows, 1), 1.0)
     return max(BATCH_ROWS, int(datasets.default_memory_limit() // (SCATTERED_FACTOR * per_row)))
@@ -133,7 +141,7 @@ def _scattered_group_rows(path: str) -> int:
 
 def _scan_sets(path: str, cols: list[str], set_col: str, keys: pa.Array) -> pa.Table:
     """The rows of the sets ``keys`` in file order, from a scan of one batch at a time."""
-    scan = ds.dataset(path, format="parquet").scanner(
+    scan = _dataset(path).scanner(
         columns=cols, filter=pc.field(set_col).isin(keys), batch_size=BATCH_ROWS, **_READAHEAD
     )
     return scan.to_table()
@@ -372,14 +380,12 @@ def _best(t: pa.Table, k: int) -> pa.Table:
     return t.sort_by([("contest", "descending"), ("first", "ascending")]).slice(0, k)
 
 
-def _set_stats(vpath: Path, ipath: Path, labels: list[str], set_col, max_sets: int) -> tuple[dict, set]:
+def _set_stats(vpath: AnyPath, ipath: AnyPath, labels: list[str], set_col, max_sets: int) -> tuple[dict, set]:
     """Per set (from ``variants``): swinging contents; the drill-down sets: the ``max_sets``
     with the most, ties broken by the set's first input row (as the in-memory page does), so
     at most ``max_sets`` sets are followed however many tie."""
     col = set_col or "set"
-    t = ds.dataset(_files(vpath), format="parquet").to_table(
-        columns=[col, "swing_count"], filter=pc.field("variant") == labels[0]
-    )
+    t = _dataset(_files(vpath)).to_table(columns=[col, "swing_count"], filter=pc.field("variant") == labels[0])
     counts = dict(zip(t[col].to_pylist(), t["swing_count"].to_pylist()))
     pos = sorted((n for n in counts.values() if n), reverse=True)
     if not pos:
@@ -394,11 +400,11 @@ def _set_stats(vpath: Path, ipath: Path, labels: list[str], set_col, max_sets: i
     return counts, above | set(tied)
 
 
-def _first_rows(ipath: Path, set_col, keys: list) -> dict:
+def _first_rows(ipath: AnyPath, set_col, keys: list) -> dict:
     """Each of ``keys``'s first input row, from one streamed scan of two ``items`` columns."""
     first: dict = {}
     flt = pc.field(set_col).isin(pa.array(keys))
-    for b in ds.dataset(_files(ipath), format="parquet").to_batches(
+    for b in _dataset(_files(ipath)).to_batches(
         columns=[set_col, "input_row"], filter=flt, batch_size=BATCH_ROWS, **_READAHEAD
     ):
         g = pa.table(b).group_by(set_col).aggregate([("input_row", "min")])
@@ -407,10 +413,10 @@ def _first_rows(ipath: Path, set_col, keys: list) -> dict:
     return first
 
 
-def _per_variant(vpath: Path, labels: list[str], set_col, keys: list) -> dict:
+def _per_variant(vpath: AnyPath, labels: list[str], set_col, keys: list) -> dict:
     col = set_col or "set"
     flt = pc.field(col).isin(pa.array(keys)) if set_col else None
-    t = ds.dataset(_files(vpath), format="parquet").to_table(
+    t = _dataset(_files(vpath)).to_table(
         columns=["variant", col, "included_count", "tokens_used", "target_tokens", "swing_included", "error"],
         filter=flt,
     )
@@ -426,7 +432,7 @@ def _per_variant(vpath: Path, labels: list[str], set_col, keys: list) -> dict:
     return out
 
 
-def _ranks(ipath: Path, labels: list[str], set_col, rows: list[dict]) -> None:
+def _ranks(ipath: AnyPath, labels: list[str], set_col, rows: list[dict]) -> None:
     """Each shown row's score rank in its set per variant (1 + rows scored strictly higher),
     from a filtered scan of ``items``; None where the variant failed."""
     if not rows:
@@ -434,7 +440,7 @@ def _ranks(ipath: Path, labels: list[str], set_col, rows: list[dict]) -> None:
     keys = sorted({r["set"] for r in rows}, key=str)
     cols = ([set_col] if set_col else []) + ["input_row", *(f"{l}.score" for l in labels)]
     flt = pc.field(set_col).isin(pa.array(keys)) if set_col else None
-    scan = ds.dataset(_files(ipath), format="parquet").scanner(
+    scan = _dataset(_files(ipath)).scanner(
         columns=cols, filter=flt, batch_size=BATCH_ROWS, **_READAHEAD
     )  # a batch of every score column at a time, not the default read-ahead of 16 batches from 4 files
     t = scan.to_table()
@@ -505,7 +511,7 @@ def _drill(acc: _PageAcc, counts: dict, vpath, labels, set_col, ipath, max_sets:
 def page_data(out_dir, *, title: str | None = None, max_rows: int = 200, max_sets: int = 5, top_k: int = 40):
     """Everything the sweep page shows (``report.page.PageData``), from the outputs written in
     ``out_dir`` by any writer (in-process, streamed or Dask), with bounded memory."""
-    out = Path(out_dir)
+    out = as_path(out_dir)
     s = load_sweep_dir(out)
     vpath, ipath = _output(out, "variants"), _output(out, "items")
     labels, set_col = s.labels, s.set_column
@@ -522,7 +528,7 @@ def page_data(out_dir, *, title: str | None = None, max_rows: int = 200, max_set
     keys = ["Included"] + sorted(k for k in acc.reasons if k not in ("Included", "failed")) + ["failed"]
     zero = np.zeros(len(labels), np.int64)
     kinds = sorted(acc.kind_mix, key=acc.kind_first.__getitem__)
-    return PageData(
+    d = PageData(
         title=title or f"cupel_np sweep: {out.resolve().name}",
         generator=PAGE_FROM_OUTPUTS,
         set_name=set_col or "set",
@@ -547,18 +553,39 @@ def page_data(out_dir, *, title: str | None = None, max_rows: int = 200, max_set
         kind_names=kinds,
         kind_mix=np.stack([acc.kind_mix[k] for k in kinds], axis=1) if kinds else np.zeros((len(labels), 0)),
         heat_rows=top_k,
+        orphans=s.orphans,
     )
+    _signals(d, out, vpath, labels)
+    return d
+
+
+def _signals(d, out: AnyPath, vpath: AnyPath, labels: list[str]) -> None:
+    """The checks from the variants table's signal columns and, when the run wrote
+    ``outcomes.parquet`` (labels), the outcomes section."""
+    vcols = [c for c in ("variant", "constant_scorers", "knapsack_flag", "selected_nothing")]
+    names = _schema(_files(vpath)[0]).names
+    if all(c in names for c in vcols):
+        vt = _dataset(_files(vpath)).to_table(columns=[names[0], names[1], *vcols[1:]])
+        d.checks = check_lines_of_variants(vt)
+    opath = out / "outcomes.parquet"
+    if opath.is_file() or (out / "outcomes").is_dir():
+        files = [opath] if opath.is_file() else sorted((out / "outcomes").glob("*.parquet"))
+        table = _dataset([str(f) for f in files]).to_table()
+        if "set_first_row" in table.column_names:  # Dask parts: the in-process set order
+            table = table.sort_by("set_first_row")
+        m = read_manifest(out) or {}
+        d.outcomes = outcome_page_data_of_table(table, labels, str(m.get("label_column") or "the labels"))
 
 
 def write_dir_report(
     out_dir, *, title: str | None = None, top_k: int = 200, overwrite: bool = False, max_sets: int = 5
-) -> Path:
+) -> AnyPath:
     """Write ``report.html`` (the same sections and charts as ``write_html_report``'s page;
     PNGs embedded and beside it) for the sweep written in ``out_dir``: ``top_k`` swinging
     items in the table (the heatmap shows up to 40 of them). A directory holding more than one
     run's outputs is refused, and so is replacing a page built from the in-memory result,
     unless ``overwrite=True``."""
-    out = Path(out_dir)
+    out = as_path(out_dir)
     if top_k < 0:
         raise InvalidConfigError(f"top_k must be at least 0, got {top_k}")
     check_sweep_dir(out)

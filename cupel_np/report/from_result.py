@@ -7,10 +7,9 @@ whatever the sweep's size.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
+from cupel_np._fs import AnyPath
 from cupel_np.analysis.compare import (
     agreement,
     group_cells,
@@ -22,6 +21,8 @@ from cupel_np.analysis.compare import (
     top_swings,
     valid_cells,
 )
+from cupel_np.analysis.losses import check_lines, outcome_page_data
+from cupel_np.analysis.signals import token_counter_of
 from cupel_np.io.outdir import KIND_PAGE, claim_out_dir, run_id, write_manifest
 from cupel_np.report.page import PAGE_FROM_RESULT, PageData, write_page
 
@@ -124,6 +125,7 @@ def page_data(result, *, title: str, max_rows: int = 200, max_sets: int = 5, top
         kind_names=list(t.kind_vocab),
         kind_mix=kind_mix(result),
         heat_rows=top_k,
+        orphans=result.orphan_totals(),
     )
 
 
@@ -137,15 +139,24 @@ def write_html_report(
     max_sets: int = 5,
     max_pairs: int = 20,
     overwrite: bool = False,
-) -> Path:
+    labels=None,
+    n_boot: int = 500,
+    tokens: str = "",
+) -> AnyPath:
     """Write ``report.html`` plus ``heatmap.png``, ``tokens.png`` and ``kinds.png`` into
     ``out_dir`` (atomically) and return the page's path. The page's size is bounded for any
     sweep: ``max_rows`` swinging items, ``max_sets`` drill-down sets, ``max_pairs`` variant
     pairs, plus aggregates over everything. A directory holding another run's outputs is
-    refused unless ``overwrite=True`` (the same result's ``write_sweep`` outputs are its own)."""
+    refused unless ``overwrite=True`` (the same result's ``write_sweep`` outputs are its own).
+    The page lists the signal checks (constant scorers, knapsack capacity, empty selections);
+    with ``labels`` (a Labels or a column the items kept) it has an outcomes section
+    (``n_boot`` bootstrap resamples; ``tokens`` says what the token counts are)."""
     out = claim_out_dir(out_dir, overwrite=overwrite, run=run_id(result))
     d = page_data(result, title=title, max_rows=max_rows, max_sets=max_sets, top_k=top_k)
     d.max_pairs = max_pairs
+    d.checks = check_lines(result)
+    if labels is not None:
+        d.outcomes = outcome_page_data(result, labels, n_boot=n_boot, tokens=tokens or token_counter_of(None))
     path = write_page(d, out)
     write_manifest(out, KIND_PAGE, run_id(result), [path.name, "heatmap.png", "tokens.png", "kinds.png"])
     return path

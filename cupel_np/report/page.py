@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from cupel_np._files import atomic_write_bytes
+from cupel_np._fs import AnyPath
 from cupel_np.report import charts
+from cupel_np.report.outcomes_section import section_checks, section_outcomes
 from cupel_np.text import escape_html as _e
 from cupel_np.text import shorten as _short
 
@@ -62,6 +63,11 @@ class PageData:
     heat_rows: int = 40
     max_pairs: int = 20
     notes: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)  # analysis.losses.check_lines
+    outcomes: dict | None = None  # analysis.losses.outcome_page_data, with labels
+    #: per variant (orphan calls, orphan results) over the sets it ran on; None when the items
+    #: carry no tool call/result link (docs/tool-pairs.md)
+    orphans: dict[str, tuple[int, int]] | None = None
 
 
 # ----------------------------------------------------------------------------- sections
@@ -154,6 +160,27 @@ def _budget_phrase(d: PageData) -> str:
     return f"{len(seen)} budgets (from {one(seen[0])}; each variant's is listed under Variants)"
 
 
+def _orphan_phrase(d: PageData) -> str:
+    """The tool-pair sentence of Start here: which variants keep calls or results apart."""
+    if d.orphans is None:
+        return ""
+    bad = [(lab, c, r) for lab, (c, r) in d.orphans.items() if c or r]
+    if not bad:
+        return (
+            "<p>Tool pairs: every variant keeps each tool call with all its results and each result with its call.</p>"
+        )
+    listed = "; ".join(
+        f"<b>{_e(lab)}</b>: {c:,} call(s) without all their results, {r:,} result(s) without their call"
+        for lab, c, r in bad[:6]
+    )
+    more = f"; and {len(bad) - 6} more variants" if len(bad) > 6 else ""
+    return (
+        f'<p class="warn">{len(bad)} of {len(d.orphans)} variants leave orphan tool pairs, a context a '
+        f"model API rejects: {listed}{more}. The policy option <code>groups</code> keeps them together "
+        "(docs/tool-pairs.md).</p>"
+    )
+
+
 def section_start(d: PageData) -> str:
     """1. Start here: what the page found, in words."""
     v = len(d.labels)
@@ -181,7 +208,7 @@ def section_start(d: PageData) -> str:
         f'<div id="start" class="start"><h2>Start here</h2><p>{d.n_items:,} items in {d.n_sets:,} item set(s), '
         f"{v} variants, {_budget_phrase(d)}. <b>{d.n_swing:,}</b> contents swing (≈{share:.1%} of the items): at least two variants "
         f"that ran on the set disagree on them.{fail_txt}</p><p>{fam_txt}</p>"
-        f"<p>{_pair_phrase(d) if d.n_swing else ''} {why}</p></div>"
+        f"<p>{_pair_phrase(d) if d.n_swing else ''} {why}</p>{_orphan_phrase(d)}</div>"
     )
 
 
@@ -446,14 +473,14 @@ def render_page(d: PageData, pngs: dict[str, bytes]) -> str:
 <p class="meta" id="summary" data-items="{d.n_items}" data-sets="{d.n_sets}" data-variants="{len(d.labels)}" data-swing="{d.n_swing}">
 {d.n_items:,} items in {d.n_sets:,} item set(s); {len(d.labels)} variants; {d.n_swing:,} swinging contents
 (a content swings when at least two variants that ran on its set disagree on it).</p>
-{section_start(d)}{section_variants(d)}{section_agreement(d)}{section_pairs(d, "kind")}{section_pairs(d, "source")}
+{section_start(d)}{section_variants(d)}{section_checks(d.checks)}{section_outcomes(d.outcomes)}{section_agreement(d)}{section_pairs(d, "kind")}{section_pairs(d, "source")}
 {section_why(d)}{section_sets(d)}{section_charts(pngs)}
 <script>{JS}</script>
 </body></html>
 """
 
 
-def write_page(d: PageData, out: Path) -> Path:
+def write_page(d: PageData, out: AnyPath) -> AnyPath:
     """Write ``report.html`` and its charts (PNGs, embedded and beside the page) into ``out``;
     a ``kinds.png`` or other chart of an earlier page is replaced, never left stale."""
     pngs = chart_pngs(d)
@@ -517,5 +544,5 @@ details{margin:.4em 0} summary{cursor:pointer} .scroll{overflow-x:auto;max-width
 #swing-table td.in,#swing-table td.out,#swing-table td.fail,table.set-items td.in,table.set-items td.out{padding:1px 3px;line-height:1.15}
 #swing-table .rk,table.set-items .rk{display:block}
 .start{background:#f7fbff;border:1px solid #d6e6f5;padding:.2em 1em;margin:1em 0} .start h2{border:0;margin-top:.5em}
-.note{background:#fff8e1;padding:.3em .6em}
+.note{background:#fff8e1;padding:.3em .6em} .warn{background:#fff3e0;border-left:3px solid #e65100;padding:.3em .6em}
 """

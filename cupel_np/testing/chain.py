@@ -294,6 +294,34 @@ class SelectionReportAssertionChain:
             )
         return self
 
+    # -- tool pairs (a cupel_np extension; docs/tool-pairs.md) ------------------------------
+    def keeps_tool_pairs(self) -> SelectionReportAssertionChain:
+        """No tool call is included without all its results and no result without its call
+        (the ``tool_call_id`` / ``tool_role`` link, see ``cupel_np.analysis.toolpairs``). A
+        report whose items carry no link is a configuration error, not a pass."""
+        rep = self.report
+        rows = rep.orphan_rows() if hasattr(rep, "orphan_rows") else None
+        if rows is None:
+            from cupel_np.errors import InvalidConfigError
+
+            raise InvalidConfigError(
+                "KeepsToolPairs: the items carry no tool link (columns 'tool_call_id' and 'tool_role', "
+                "or those metadata keys); see docs/tool-pairs.md"
+            )
+        calls, results = rows
+        if calls.size or results.size:
+            t = rep._run.table
+            shown = "; ".join(
+                f"{what} {t.content[int(r)].as_py()[:40]!r} (input row {int(t.input_row[r])})"
+                for what, rs in (("call", calls), ("result", results))
+                for r in rs[:3]
+            )
+            self._fail(
+                f"KeepsToolPairs failed: {calls.size} tool call(s) included without all their results and "
+                f"{results.size} result(s) included without their call. First: [{shown}]."
+            )
+        return self
+
 
 def top_n_fail_count(keys: Sequence[float], edges: Sequence[int], t: float, n: int) -> int:
     """How many of the n edge positions do not hold one of the top-n items, counting an item

@@ -34,10 +34,10 @@ Every unknown key is an error naming the check and the key.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from cupel_np._files import read_data_file
+from cupel_np._fs import AnyPath, as_path
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.policy import Policy
@@ -61,6 +61,7 @@ PATTERN_ARGS: dict[str, tuple[str, ...]] = {
     "have_kind_coverage_count": ("n",),
     "place_item_at_edge": ("where",),
     "place_top_n_scored_at_edges": ("n",),
+    "keeps_tool_pairs": (),
 }
 _CHECK_KEYS = {"name", "variant", "assert"}
 _TOP_KEYS = {"set_column", "budget", "variants", "presets", "policies", "check"}
@@ -95,13 +96,13 @@ class ChecksFile:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _read(path: Path) -> Any:
+def _read(path: AnyPath) -> Any:
     return read_data_file(path, default="toml")
 
 
 def load_checks(path) -> ChecksFile:
     """Read and validate a checks file (TOML, or JSON by its ``.json`` suffix)."""
-    p = Path(path)
+    p = as_path(path)
     return parse_checks(_read(p), str(p), base=p.parent)
 
 
@@ -142,11 +143,12 @@ def _policy(entry: dict, where: str) -> Policy:
         raise InvalidConfigError(msg if msg.startswith(where) else f"{where}: {msg}") from None
 
 
-def _variants(data: dict, path: str, base: Path | None, default: ContextBudget | None) -> list:
+def _variants(data: dict, path: str, base: AnyPath | None, default: ContextBudget | None) -> list:
     entries: list[tuple[str, dict]] = []
     if "policies" in data:
-        ref = Path(data["policies"])
-        ref = ref if ref.is_absolute() or base is None else base / ref
+        ref = as_path(data["policies"])
+        if not ref.is_absolute() and base is not None:
+            ref = base / str(ref)
         other = _read(ref)
         if not isinstance(other, dict) or not isinstance(other.get("variants"), list):
             raise InvalidConfigError(f"{ref}: expected [[variants]] tables")
@@ -276,7 +278,7 @@ def _check(entry, where: str, labels: list[str]) -> Check:
     return Check(name, pattern, tuple(args), variant)
 
 
-def parse_checks(data, path: str = "<checks>", base: Path | None = None) -> ChecksFile:
+def parse_checks(data, path: str = "<checks>", base: AnyPath | None = None) -> ChecksFile:
     """Validate a checks document (the parsed TOML / JSON object)."""
     if not isinstance(data, dict):
         raise InvalidConfigError(f"{path}: expected a table at the top level")

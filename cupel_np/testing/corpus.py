@@ -418,6 +418,24 @@ class CorpusAssertionChain:
 
         return per
 
+    # -- tool pairs (a cupel_np extension; docs/tool-pairs.md) ------------------------------
+    def keeps_tool_pairs(self) -> CorpusAssertionChain:
+        """In every set, no tool call is included without all its results and no result
+        without its call. ``found``: orphan calls + orphan results. Items without the
+        ``tool_call_id`` / ``tool_role`` link are a configuration error, not a pass."""
+        orphans = self.result.orphans
+        if orphans is None:
+            raise InvalidConfigError(
+                "KeepsToolPairs: the items carry no tool link (columns 'tool_call_id' and 'tool_role', "
+                "or those metadata keys); see docs/tool-pairs.md"
+            )
+        total = orphans["orphan_calls"] + orphans["orphan_results"]
+
+        def per(v):
+            return total[v] == 0, total[v]
+
+        return self._check("KeepsToolPairs", "orphan tool calls + orphan tool results == 0", per)
+
 
 _BIG = np.iinfo(np.int64).max
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from cupel_np._files import atomic_write_bytes, dumps_json
+from cupel_np.analysis.signals import policy_scorer_names
 from cupel_np.errors import InvalidConfigError
 from cupel_np.io.outdir import KIND_TUNE, claim_out_dir, new_run_id, write_manifest
 from cupel_np.io.parquet import write_parquet_atomic
@@ -104,7 +105,11 @@ def write_tune(result, out, *, overwrite: bool = False, title: str = "cupel_np t
     for name in ("leaderboard", "pareto", "comparison"):
         paths[name] = str(write_parquet_atomic(getattr(result, name), out / f"{name}.parquet", {}))
     for i, (label, pol, b) in enumerate(result.best, start=1):
-        text = policy_toml(pol, b, f"{label}: best #{i} of a {result.objective} search (seed {result.seed})")
+        note = f"{label}: best #{i} of a {result.objective} search (seed {result.seed})"
+        note += f"\nscorers: {policy_scorer_names(pol)}"
+        if result.equivalents.get(label):
+            note += f"\nselects as: {', '.join(result.equivalents[label])}"
+        text = policy_toml(pol, b, note)
         paths[f"best-{i}"] = str(_write(out / f"best-{i}.toml", text.encode()))
     paths["plot"] = str(_pareto_png(result, out / "pareto.png"))
     paths["report"] = str(_report_html(result, out / "report.html", title))
@@ -131,6 +136,11 @@ def summary_dict(result, paths: dict | None = None) -> dict:
         "best_preset_heldout": top_preset,
         "paired": result.paired,
         "swing": result.swing,
+        "best_scorers": [policy_scorer_names(p) for _l, p, _b in result.best],
+        "equivalents": result.equivalents,
+        "constant_scorers": {"sets": result.constant_checked, "constant": result.constant_scorers},
+        "warnings": result.warnings,
+        "token_counter": result.token_counter,
         "seconds": round(result.elapsed, 3),
         "outputs": paths or {},
     }
@@ -177,6 +187,31 @@ def _fmt(v) -> str:
     return escape_html(str(v))
 
 
+def _checks_html(result) -> str:
+    """The best policies' scorers and equivalents, the constant scorers and every warning."""
+    rows = "".join(
+        f"<tr><td>#{i}</td><td>{escape_html(label)}</td><td style='text-align:left'>"
+        f"{escape_html(policy_scorer_names(pol))}</td><td style='text-align:left'>"
+        f"{escape_html(', '.join(result.equivalents.get(label, [])) or '-')}</td></tr>"
+        for i, (label, pol, _b) in enumerate(result.best, start=1)
+    )
+    n = result.constant_checked
+    const = (
+        ", ".join(f"{escape_html(k)} on {v:,}/{n:,}" for k, v in result.constant_scorers.items())
+        if result.constant_scorers
+        else "none"
+    )
+    warn = "".join(f"<li>{escape_html(w)}</li>" for w in result.warnings)
+    return (
+        "<h2>Best behaviours</h2><p>Candidates that select exactly the same items on the search sets are one "
+        "entry; the others are listed as its equivalents.</p><table><tr><th>rank</th><th>policy</th>"
+        f"<th>scorers (normalised weights)</th><th>equivalents</th></tr>{rows}</table>"
+        f'<h2>Checks</h2><p id="constant-scorers">Constant scorers (one value for every scoreable item of a set) '
+        f"on the search sets with two or more items: {const}.</p>"
+        + (f'<ul id="warnings" class="warnings">{warn}</ul>' if warn else "<p>No warnings.</p>")
+    )
+
+
 def _report_html(result, path: Path, title: str) -> Path:
     cmp = result.comparison
     cols = [c for c in cmp.column_names]
@@ -198,6 +233,7 @@ def _report_html(result, path: Path, title: str) -> Path:
         else "not distinguishable from noise"
     )
     best_toml = policy_toml(result.best[0][1], result.best[0][2]) if result.best else ""
+    checks = _checks_html(result)
     html = f"""<!doctype html><html><head><meta charset="utf-8"><title>{escape_html(title)}</title>
 <style>body{{font-family:system-ui,sans-serif;max-width:1100px;margin:1em auto;padding:0 1em}}
 table{{border-collapse:collapse;font-size:13px;display:block;overflow-x:auto}}
@@ -209,7 +245,10 @@ on {result.search_sets} search sets; {result.heldout_sets} sets held out. On the
 policy <b>{escape_html(p["a"])}</b> against the best preset <b>{escape_html(p["b"])}</b>: mean {escape_html(p["metric"])}
 difference {p["mean_diff"]:+.3f} (95% interval {p["lo"]:+.3f} to {p["hi"]:+.3f}) over {p["sets"]} sets,
 {p["wins"]} wins / {p["ties"]} ties / {p["losses"]} losses: {verdict}.</p>
+{checks}
 <h2>Best policies and presets</h2><table><tr>{head}</tr>{body}</table>
+<p>Token precision counts pinned items (kept by every policy) among the tokens kept.
+Tokens: {escape_html(result.token_counter)}.</p>
 <h2>Swing against {escape_html(s["b"])}</h2>
 <p>{s["swinging"]} contents of the held-out sets are kept by one of {escape_html(s["a"])} and {escape_html(s["b"])} only;
 {s["relevant_swinging"]} of them are relevant: {s["relevant_kept_by_a_only"]} kept by {escape_html(s["a"])} alone,

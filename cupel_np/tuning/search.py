@@ -11,6 +11,7 @@ comparison against the best preset.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -35,6 +36,15 @@ from cupel_np.analysis.outcomes import (
     paired_stats,
 )
 from cupel_np.analysis.sensitivity import sweep
+from cupel_np.analysis.signals import (
+    Constancy,
+    knapsack_checks,
+    policy_scorer_names,
+    policy_terms,
+    scorer_name,
+    table_constancy,
+    token_counter_of,
+)
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.items import ItemTable
@@ -59,7 +69,11 @@ class TuneResult:
     bootstrap intervals); ``paired``: best vs the best preset, set by set on the held-out sets;
     ``swing``: how the best policy's selections differ from ``baseline``'s on those sets;
     ``policies_swept``: the distinct policies the search swept (a trial repeating an earlier
-    trial's policy and budget takes its numbers)."""
+    trial's policy and budget takes its numbers). ``equivalents``: per best policy, the other
+    candidates that made the very same selections on the search sets (one behaviour, listed
+    once); ``constant_scorers``: scorer name -> search sets on which it gave one value to
+    every scoreable item (of ``constant_checked`` sets with two or more); ``warnings``: what
+    makes a top policy's rank an artefact (a constant scorer, a knapsack that keeps nothing)."""
 
     objective: str
     seed: int
@@ -74,6 +88,11 @@ class TuneResult:
     swing: dict[str, Any]
     elapsed: float
     policies_swept: int = 0
+    equivalents: dict[str, list[str]] = field(default_factory=dict)
+    constant_scorers: dict[str, int] = field(default_factory=dict)
+    constant_checked: int = 0
+    warnings: list[str] = field(default_factory=list)
+    token_counter: str = ""
     study: Any = field(repr=False, default=None)
 
     def __repr__(self) -> str:
@@ -211,6 +230,7 @@ class _InProcess:
     def __init__(self, table: ItemTable, labels: Labels, held: np.ndarray, threads: int | None):
         self.table, self.labels, self.held, self.threads = table, labels, held, threads
         self.n_sets = table.n_sets
+        self.token_counter = token_counter_of(None)
 
     def batch(self, variants, max_cells: int):
         """(search metrics, held-out metrics) of a batch of trials."""
@@ -219,7 +239,29 @@ class _InProcess:
     def final(self, variants):
         """(search metrics, held-out metrics, OutcomeMatrices, swing(a, b, part) -> dict)."""
         search, heldm, m, res = _evaluate(self.table, self.labels, variants, self.threads, self.held)
+        self.last = res
         return search, heldm, m, lambda a, b, part: _swing(res, m, a, b, part, variants)
+
+    def fingerprints(self, variants) -> list[bytes]:
+        """Per variant, a digest of what it selects on the search sets (content statuses and
+        failed sets): equal digests, equal selections."""
+        res = sweep(self.table, None, variants, on_error="collect", threads=self.threads)
+        search = ~self.held
+        in_search = search[res.group_set]
+        return [
+            hashlib.blake2b(
+                np.packbits(res.status[in_search, v]).tobytes() + np.packbits(res.failed[v, search]).tobytes()
+            ).digest()
+            for v in range(len(variants))
+        ]
+
+    def constancy(self, policies) -> Constancy | None:
+        """The constant scorers of ``policies`` on this table."""
+        return table_constancy(self.table, policies)
+
+    def knapsack_lines(self, labels: list[str]) -> list[str]:
+        """Knapsack and empty-selection flags of the last ``final`` sweep, on the search sets."""
+        return knapsack_checks(self.last).lines(labels, ~self.held)
 
     def close(self) -> None:
         """Nothing to release."""
@@ -231,6 +273,7 @@ class _OnDask:
 
     def __init__(self, ev):
         self.ev, self.held, self.n_sets = ev, ev.held, ev.n_sets
+        self.token_counter = token_counter_of(None)
 
     def batch(self, variants, max_cells: int):
         """(search metrics, held-out metrics) of a batch of trials."""
@@ -248,6 +291,29 @@ class _OnDask:
             return out
 
         return part_metrics(m, ~self.held), part_metrics(m, self.held), m, swing
+
+    def fingerprints(self, variants) -> list[bytes]:
+        """Per variant, a digest of its per-set outcome counts on the search sets (the tasks
+        return no item statuses: equal counts on every set stand for equal selections)."""
+        m, _sw = self.ev.matrices(variants)
+        search = ~self.held
+        return [
+            hashlib.blake2b(
+                b"".join(
+                    np.ascontiguousarray(a[v, search]).tobytes()
+                    for a in (m.failed, m.included_tokens, m.relevant_tokens_included, m.relevant_included)
+                )
+            ).digest()
+            for v in range(len(variants))
+        ]
+
+    def constancy(self, policies) -> Constancy | None:
+        """Not computed on Dask (the items stay on the workers)."""
+        return None
+
+    def knapsack_lines(self, labels: list[str]) -> list[str]:
+        """Not computed on Dask."""
+        return []
 
     def close(self) -> None:
         """Release the partitions loaded on the cluster."""
@@ -353,6 +419,7 @@ def _run_trials(
             label, pol, b = variants[i]
             row = {"trial": t.number, "label": label, "state": "ok", "max_tokens": b.max_tokens}
             row["target_tokens"] = b.target_tokens
+            row["scorers"] = policy_scorer_names(pol)
             row.update(mets)
             row["policy"] = json.dumps(dicts[i], sort_keys=True)
             rows.append(row)
@@ -404,7 +471,7 @@ def _num(x) -> float | None:
 
 _LB_SCHEMA = pa.schema(
     [("trial", pa.int64()), ("label", pa.string()), ("state", pa.string()), ("max_tokens", pa.int64())]
-    + [("target_tokens", pa.int64())]
+    + [("target_tokens", pa.int64()), ("scorers", pa.string())]
     + [(f"{p}_{k}", pa.float64()) for p in ("search", "heldout") for k in _PART_METRICS]
     + [("search_failed_sets", pa.int64()), ("heldout_failed_sets", pa.int64()), ("policy", pa.string())]
 )
@@ -502,6 +569,7 @@ def tune(
             board,
             budgets,
             ev,
+            space=sp,
             objective=objective,
             top=top,
             presets=presets,
@@ -544,7 +612,25 @@ def _evaluator(items, label_column, set_column, holdout, threads, client, nparti
     if len(labels) != table.n:
         raise InvalidConfigError(f"label column {labels.column!r} has {len(labels)} values for {table.n} items")
     check_some_relevant(labels)
-    return _InProcess(table, labels, heldout_sets(table.set_keys, holdout), threads)
+    ev = _InProcess(table, labels, heldout_sets(table.set_keys, holdout), threads)
+    ev.token_counter = token_counter_of(_items_metadata(items))
+    return ev
+
+
+def _items_metadata(items) -> dict | None:
+    """The schema metadata of the items as handed in (an Arrow table or an items Parquet
+    file: the first one of a list), where the token counter may be named."""
+    if isinstance(items, pa.Table):
+        return items.schema.metadata
+    first = items[0] if isinstance(items, list) and items else items
+    if isinstance(first, (str, Path)) and Path(first).is_file():
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.read_schema(first).metadata
+        except (OSError, pa.ArrowInvalid):
+            return None
+    return None
 
 
 def _check_options(*, sampler: str, objective: str, **counts: int) -> None:
@@ -574,11 +660,12 @@ def _ranked(board: pa.Table, objective: str) -> tuple[pa.Table, tuple[np.ndarray
     return ok, (order, pareto_front(rec, tok))
 
 
-def _finish(board, budgets, ev, *, objective, top, presets, baseline, n_boot, seed) -> dict:
+def _finish(board, budgets, ev, *, space, objective, top, presets, baseline, n_boot, seed) -> dict:
     """The best policies and the presets on the held-out sets (one sweep), the Pareto front.
     ``budgets``: each trial's budget (the one it was searched with: output reserve, reserved
     slots and safety margin included), which the best policies and the presets beside them
-    are measured with."""
+    are measured with. The best policies are distinct behaviours (``_behaviours``); the
+    constant scorers and the knapsack flags become ``warnings``."""
     ok, (order, front) = _ranked(board, objective)
     if ok.num_rows == 0:
         raise InvalidConfigError("no trial produced a valid policy: check the search space")
@@ -590,8 +677,9 @@ def _finish(board, budgets, ev, *, objective, top, presets, baseline, n_boot, se
             )
         ]
         picks = list(fr[:top])
+        equivalents: dict[int, list[str]] = {}
     else:
-        picks = _distinct(ok, order, top, budgets)
+        picks, equivalents = _behaviours(ok, _distinct(ok, order, _n_candidates(top), budgets), top, budgets, ev)
     best = []
     for i in picks:
         r = ok.slice(int(i), 1).to_pylist()[0]
@@ -620,7 +708,109 @@ def _finish(board, budgets, ev, *, objective, top, presets, baseline, n_boot, se
     paired.update(paired_stats(x[0], x[bp], n_boot=n_boot, seed=seed))
     swing = swing_of(0, base, part)
     pareto = ok.take(pa.array(front, pa.int64()))
-    return dict(leaderboard=board, pareto=pareto, best=best, comparison=comparison, paired=paired, swing=swing)
+    equiv = {best[j][0]: equivalents.get(int(i), []) for j, i in enumerate(picks)}
+    checks = _artefacts(ev, space, variants, len(best), search, objective)
+    comparison = comparison.append_column(
+        "equivalents", pa.array([", ".join(equiv.get(v[0], [])) for v in variants], pa.string())
+    )
+    return dict(
+        leaderboard=board,
+        pareto=pareto,
+        best=best,
+        comparison=comparison,
+        paired=paired,
+        swing=swing,
+        equivalents=equiv,
+        **checks,
+    )
+
+
+def _n_candidates(top: int) -> int:
+    """How many distinct policies, best first, are compared for equal selections."""
+    return max(4 * top, top + 16)
+
+
+def _behaviours(
+    ok: pa.Table, cands: list[int], top: int, budgets: dict[int, ContextBudget], ev
+) -> tuple[list[int], dict[int, list[str]]]:
+    """The first ``top`` of ``cands`` (rows, best first) that select differently on the
+    search sets, and for each the labels of the later candidates selecting exactly as it does
+    (``ev.fingerprints``: one sweep of the candidates). A search often meets one behaviour
+    under many policies (a single scaled column under different weights, a knapsack bucket that
+    changes nothing): those are one best policy with its equivalents, not five."""
+    if len(cands) <= 1:
+        return cands, {}
+    pols, trials, labels = ok["policy"].to_pylist(), ok["trial"].to_pylist(), ok["label"].to_pylist()
+    variants = [(labels[i], Policy.from_dict(json.loads(pols[i])), budgets[trials[i]]) for i in cands]
+    fps = ev.fingerprints(variants)
+    first: dict[bytes, int] = {}
+    picks: list[int] = []
+    equivalents: dict[int, list[str]] = {}
+    for i, fp in zip(cands, fps):
+        if fp in first:
+            equivalents[first[fp]].append(labels[i])
+        elif len(picks) < top:
+            first[fp] = i
+            picks.append(i)
+            equivalents[i] = []
+    return picks, equivalents
+
+
+#: a best policy is flagged when one of its scorers is constant on at least this share of the
+#: search sets (two or more scoreable items)
+CONSTANT_WARN_SHARE = 0.5
+
+
+def _artefacts(ev, space: SearchSpace, variants, n_best: int, search: dict, objective: str) -> dict:
+    """Constant scorers (of the space's scorers, the best policies' and the presets') on the
+    search sets, and warnings: a best policy with a scorer constant on at least
+    ``CONSTANT_WARN_SHARE`` of them (and whether it ranks them by input order: every scorer
+    constant), knapsack settings that keep nothing, empty selections."""
+    policies = [v[1] for v in variants] + space.fixed_policies()
+    con = ev.constancy(policies)
+    warnings: list[str] = []
+    if con is None:
+        return dict(
+            constant_scorers={},
+            constant_checked=0,
+            warnings=ev.knapsack_lines([v[0] for v in variants]),
+            token_counter=ev.token_counter,
+        )
+    part = ~ev.held if (~ev.held).any() else ev.held
+    n = con.sets_checked(part)
+    key = "token_recall" if objective == "recall_vs_tokens" else objective
+    space_names = {scorer_name(sc) for p in space.fixed_policies() for sc, _w in policy_terms(p)}
+    for name, cnt in con.sets_constant(part).items():
+        if name in space_names and n and cnt >= CONSTANT_WARN_SHARE * n:
+            warnings.append(
+                f"{name} gave one value to every scoreable item on {cnt:,}/{n:,} search sets: it carries no "
+                "signal there, and a policy of it alone keeps items by input order"
+            )
+    for i in range(n_best):
+        label, pol = variants[i][0], variants[i][1]
+        hit = {k: c for k, c in con.variant_constant(i, part).items() if n and c >= CONSTANT_WARN_SHARE * n}
+        if not hit:
+            continue
+        all_c = int(con.all_constant[i][part].sum())
+        what = ", ".join(f"{k} on {c:,}/{n:,}" for k, c in hit.items())
+        tail = (
+            f"; every scorer of it is constant on {all_c:,} of them, where it keeps items by input order"
+            if all_c
+            else ""
+        )
+        warnings.append(
+            f"best #{i + 1} {label} ({policy_scorer_names(pol)}; search {key} {_fmt3(search[key][i])}): "
+            f"constant scorer {what} search sets (one value for every item){tail}"
+        )
+    warnings += ev.knapsack_lines([v[0] for v in variants[:n_best]])
+    return dict(
+        constant_scorers=con.sets_constant(part), constant_checked=n, warnings=warnings, token_counter=ev.token_counter
+    )
+
+
+def _fmt3(x) -> str:
+    x = float(x)
+    return "n/a" if np.isnan(x) else f"{x:.3f}"
 
 
 def _distinct(ok: pa.Table, order: np.ndarray, top: int, budgets: dict[int, ContextBudget]) -> list[int]:

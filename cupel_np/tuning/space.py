@@ -33,6 +33,25 @@ other list or a table ``{choices = [..]}``; anything else is a fixed value::
 ``kind`` ``weights`` and ``tag`` ``tag_weights`` are tables of per-kind / per-tag values
 (each a range, choices or fixed). Scorer types and options are the policy file's (see the
 policy format); a sampled policy is checked like any other policy.
+
+Several signals: a space may hold any number of column scorers, one table per column, each
+with its own weight range, ``optional`` and ``default``, and any scorer type several times
+under names of your own (``type`` says which)::
+
+    [scorers.column.similarity]   # a column scorer reading the items column "similarity"
+    weight = [0.1, 3.0]
+    [scorers.column.position]     # another one, reading "position"
+    weight = [0.1, 3.0]
+    default = 0.0
+    [scorers."column:rerank"]     # the same as [scorers.column.rerank]
+    [scorers.fresh]               # any name with a type: a second recency, a registered scorer ...
+    type = "recency"
+
+The single-column form ``[scorers.column]`` with ``column = "similarity"`` still works. Each
+entry is named ``column:<column>`` (a named entry: its name) in the search's parameters, and
+the policies it produces name the column (``type = "column"``, ``column = ...``) like any
+policy file. Scorer and slicer table names fold case and ``-`` / ``_`` as policy files do
+(``[scorers.Metadata-Trust]`` is ``metadata_trust``); column names are taken as written.
 """
 
 from __future__ import annotations
@@ -43,11 +62,14 @@ from pathlib import Path
 from typing import Any
 
 from cupel_np._files import read_data_file
+from cupel_np._fs import as_path
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
+from cupel_np.model.fields import suggestion
 from cupel_np.model.policy import Policy
 from cupel_np.model.scorers import known_scorer_types
 from cupel_np.model.slicers import SLICER_TYPES
+from cupel_np.text import ascii_fold
 
 __all__ = ["SearchSpace", "load_space"]
 
@@ -55,6 +77,8 @@ _TOP_KEYS = {"budget", "scorers", "slicers", "placer", "deduplication", "overflo
 _BUDGET_KEYS = {"max_tokens", "output_reserve"}
 #: per-key maps of a scorer: option name -> the key naming each entry
 _MAP_OPTIONS = {("kind", "weights"): "kind", ("tag", "tag_weights"): "tag"}
+#: the keys of a single [scorers.column] table (any other key names a column table)
+_COLUMN_OWN_KEYS = {"column", "default", "weight", "optional", "type"}
 
 
 @dataclass(frozen=True)
@@ -114,10 +138,18 @@ def _range(where: str, lo, hi, log: bool) -> Dim:
 
 @dataclass(frozen=True)
 class ScorerDim:
+    """One scorer of the space: its ``type``, its ``name`` (the type, ``column:<column>`` or
+    the entry's own name: the search parameters are ``scorer.<name>.*``), weight and options."""
+
     type: str
     weight: Dim
     optional: bool
     options: dict[str, Any] = field(default_factory=dict)  # name -> Dim, or {key: Dim} for maps
+    name: str = ""
+
+    def __post_init__(self):
+        if not self.name:
+            object.__setattr__(self, "name", self.type)
 
 
 @dataclass(frozen=True)
@@ -148,7 +180,7 @@ class SearchSpace:
         sc = d.get("scorers")
         if not isinstance(sc, Mapping) or not any(isinstance(v, Mapping) for v in sc.values()):
             raise InvalidConfigError("search space: [scorers.<type>] tables are required (at least one scorer)")
-        scorers = tuple(_scorer(name, v) for name, v in sc.items() if isinstance(v, Mapping))
+        scorers = _scorers(sc)
         _no_unknown("scorers", {k: v for k, v in sc.items() if not isinstance(v, Mapping)}, {"min", "max"})
         lo, hi = sc.get("min", 1), sc.get("max", len(scorers))
         if not (isinstance(lo, int) and isinstance(hi, int) and 1 <= lo <= hi):
@@ -160,15 +192,18 @@ class SearchSpace:
         sl = d.get("slicers", {"greedy": {}})
         if not isinstance(sl, Mapping) or not sl:
             raise InvalidConfigError("search space: [slicers.<type>] tables (at least one) expected")
-        slicers = []
-        for name, opts in sl.items():
+        slicers: list[tuple[str, dict[str, Dim]]] = []
+        for given, opts in sl.items():
+            name = _fold(given)
             if name not in SLICER_TYPES:
                 raise InvalidConfigError(
-                    f"slicers: unknown slicer {name!r}; expected one of: {', '.join(SLICER_TYPES)}"
+                    f"slicers: unknown slicer {given!r}; expected one of: {', '.join(SLICER_TYPES)}"
                 )
+            if any(n == name for n, _ in slicers):
+                raise InvalidConfigError(f"slicers: {given!r} names slicer {name!r} a second time")
             if not isinstance(opts, Mapping):
-                raise InvalidConfigError(f"slicers.{name}: expected a table of options")
-            slicers.append((name, {k: dim(f"slicers.{name}.{k}", v) for k, v in opts.items()}))
+                raise InvalidConfigError(f"slicers.{given}: expected a table of options")
+            slicers.append((name, {k: dim(f"slicers.{given}.{k}", v) for k, v in opts.items()}))
         space = cls(
             scorers=scorers,
             min_scorers=lo,
@@ -186,7 +221,7 @@ class SearchSpace:
     @classmethod
     def from_file(cls, path) -> SearchSpace:
         """Read a TOML space file (errors name the file)."""
-        p = Path(path)
+        p = as_path(path)
         data = read_data_file(p, default="toml")
         if not isinstance(data, Mapping):
             raise InvalidConfigError(f"{p}: a search space is a table, got {type(data).__name__}")
@@ -207,7 +242,7 @@ class SearchSpace:
         """The trial's policy as a policy dict (the policy file's structure)."""
         chosen = []
         for s in self.scorers:
-            use = (not s.optional) or trial.suggest_categorical(f"scorer.{s.type}.use", [True, False])
+            use = (not s.optional) or trial.suggest_categorical(f"scorer.{s.name}.use", [True, False])
             if use:
                 chosen.append(s)
         if len(chosen) < self.min_scorers:  # too few asked: add the first left-out ones, in order
@@ -250,11 +285,11 @@ class SearchSpace:
 
         for sd in self.scorers:
             if sd.optional:
-                out[f"scorer.{sd.type}.use"] = od.CategoricalDistribution([True, False])
-            add(f"scorer.{sd.type}.weight", sd.weight)
+                out[f"scorer.{sd.name}.use"] = od.CategoricalDistribution([True, False])
+            add(f"scorer.{sd.name}.weight", sd.weight)
             for k, o in sd.options.items():
                 for name, dv in o.items() if isinstance(o, dict) else [(None, o)]:
-                    add(f"scorer.{sd.type}.{k}" + ("" if name is None else f".{name}"), dv)
+                    add(f"scorer.{sd.name}.{k}" + ("" if name is None else f".{name}"), dv)
         if len(self.slicers) > 1:
             out["slicer"] = od.CategoricalDistribution(list(range(len(self.slicers))))
         for name, opts in self.slicers:
@@ -264,6 +299,20 @@ class SearchSpace:
             add(name, getattr(self, name))
         if self.max_tokens is not None:
             add("budget.max_tokens", self.max_tokens)
+        return out
+
+    def fixed_policies(self) -> list[Policy]:
+        """One policy per scorer of the space whose options are all fixed (a column, recency,
+        a registered scorer without searched options), the scorer alone: what the search can
+        ask of that signal whatever its weight (``tune`` checks them for constant scores)."""
+        out = []
+        for sd in self.scorers:
+            fixed = all(
+                all(x.kind == "fixed" for x in o.values()) if isinstance(o, dict) else o.kind == "fixed"
+                for o in sd.options.values()
+            )
+            if fixed:
+                out.append(Policy.from_dict({"scorers": [_scorer_entry(sd, _LowTrial())]}))
         return out
 
     def _check_corners(self) -> None:
@@ -277,43 +326,104 @@ class SearchSpace:
             raise InvalidConfigError(f"search space gives an invalid policy: {e}") from None
 
 
-def _scorer(name: str, v: Mapping) -> ScorerDim:
+def _fold(name: str) -> str:
+    """A scorer or slicer name as policy files read it: ASCII case folded, ``-`` as ``_``."""
+    return ascii_fold(name).replace("-", "_")
+
+
+def _scorers(sc: Mapping) -> tuple[ScorerDim, ...]:
+    """Every scorer table of ``[scorers]`` (module docstring): ``[scorers.<type>]``,
+    ``[scorers.column.<column>]``, ``[scorers."column:<column>"]`` and ``[scorers.<name>]``
+    with a ``type``. Two entries with the same name (or reading the same column) are an error."""
+    out: list[ScorerDim] = []
+    for key, v in sc.items():
+        if not isinstance(v, Mapping):
+            continue
+        folded = _fold(key)
+        nested = v and all(isinstance(x, Mapping) for x in v.values()) and not set(v) & _COLUMN_OWN_KEYS
+        if folded == "column" and nested:
+            for col, opts in v.items():  # [scorers.column.<column>] tables
+                out.append(_column_entry(f"scorers.column.{col}", col, opts))
+        elif folded.startswith("column:"):
+            out.append(_column_entry(f"scorers.{key}", key.split(":", 1)[1], v))
+        elif "type" in v:
+            t = v["type"]
+            if not isinstance(t, str) or not t:
+                raise InvalidConfigError(f"scorers.{key}.type must be a scorer type name, got {t!r}")
+            rest = {k: x for k, x in v.items() if k != "type"}
+            if _fold(t) == "column":
+                if "column" not in rest:
+                    raise InvalidConfigError(f"scorers.{key}: a column scorer needs 'column' (the items column)")
+                out.append(_scorer(f"scorers.{key}", "column", rest, name=folded))
+            else:
+                out.append(_scorer(f"scorers.{key}", _fold(t), rest, name=folded))
+        else:
+            out.append(_scorer(f"scorers.{key}", folded, v))
+    seen: set[str] = set()
+    for s in out:
+        col = s.options.get("column")
+        idents = {s.name}
+        if s.type == "column" and isinstance(col, Dim) and col.kind == "fixed":
+            idents.add(f"column:{col.value}")
+        clash = sorted(idents & seen)
+        if clash:
+            raise InvalidConfigError(
+                f"scorers: {clash[0]!r} appears twice in the search space; give each scorer one table"
+            )
+        seen |= idents
+    return tuple(out)
+
+
+def _column_entry(where: str, column: str, v) -> ScorerDim:
+    if not isinstance(v, Mapping):
+        raise InvalidConfigError(f"{where}: expected a table (weight, optional, default)")
+    if not column:
+        raise InvalidConfigError(f"{where}: a column scorer needs a column name")
+    if "column" in v or "type" in v:
+        raise InvalidConfigError(f"{where}: the table name gives the column; remove 'column' / 'type'")
+    return _scorer(where, "column", dict(v, column=column), name=f"column:{column}")
+
+
+def _scorer(where: str, type_name: str, v: Mapping, name: str = "") -> ScorerDim:
     # the built-in types, a column scorer ([scorers.column] column = "similarity") and every
     # name registered with register_scorer (model/scorers.py)
     known = [t for t in known_scorer_types() if t != "composite"]
-    if name not in known:
-        raise InvalidConfigError(f"scorers: unknown scorer type {name!r}; expected one of: {', '.join(known)}")
+    if type_name not in known:
+        raise InvalidConfigError(
+            f"scorers: unknown scorer type {where.rsplit('.', 1)[-1]!r}{suggestion(type_name, known)}; "
+            f"expected one of: {', '.join(known)} (or [scorers.column.<column>] tables, or a table with a 'type')"
+        )
     optional = v.get("optional", True)
     if not isinstance(optional, bool):
-        raise InvalidConfigError(f"scorers.{name}.optional must be true or false, got {optional!r}")
+        raise InvalidConfigError(f"{where}.optional must be true or false, got {optional!r}")
     options: dict[str, Any] = {}
     for k, x in v.items():
         if k in ("weight", "optional"):
             continue
-        if (name, k) in _MAP_OPTIONS:
+        if (type_name, k) in _MAP_OPTIONS:
             if not isinstance(x, Mapping) or not x:
-                raise InvalidConfigError(f"scorers.{name}.{k}: expected a table of per-{_MAP_OPTIONS[name, k]} values")
-            options[k] = {key: dim(f"scorers.{name}.{k}.{key}", val) for key, val in x.items()}
+                raise InvalidConfigError(f"{where}.{k}: expected a table of per-{_MAP_OPTIONS[type_name, k]} values")
+            options[k] = {key: dim(f"{where}.{k}.{key}", val) for key, val in x.items()}
         else:
-            options[k] = dim(f"scorers.{name}.{k}", x)
-    w = dim(f"scorers.{name}.weight", v.get("weight", [0.1, 1.0]))
+            options[k] = dim(f"{where}.{k}", x)
+    w = dim(f"{where}.weight", v.get("weight", [0.1, 1.0]))
     lows = {"fixed": [w.value], "choice": list(w.choices)}.get(w.kind, [w.low])
     if not all(_is_num(x) and x > 0 for x in lows):
         raise InvalidConfigError(
-            f"scorers.{name}.weight: weights must be positive numbers (got {lows[0]!r}); "
+            f"{where}.weight: weights must be positive numbers (got {lows[0]!r}); "
             "'optional = true' lets the search leave a scorer out"
         )
-    return ScorerDim(name, w, optional, options)
+    return ScorerDim(type_name, w, optional, options, name or type_name)
 
 
 def _scorer_entry(s: ScorerDim, trial) -> dict[str, Any]:
-    e: dict[str, Any] = {"type": s.type, "weight": s.weight.suggest(trial, f"scorer.{s.type}.weight")}
+    e: dict[str, Any] = {"type": s.type, "weight": s.weight.suggest(trial, f"scorer.{s.name}.weight")}
     for k, o in s.options.items():
         if isinstance(o, dict):
             key = _MAP_OPTIONS[s.type, k]
-            e[k] = [{key: name, "weight": dv.suggest(trial, f"scorer.{s.type}.{k}.{name}")} for name, dv in o.items()]
+            e[k] = [{key: name, "weight": dv.suggest(trial, f"scorer.{s.name}.{k}.{name}")} for name, dv in o.items()]
         else:
-            e[k] = o.suggest(trial, f"scorer.{s.type}.{k}")
+            e[k] = o.suggest(trial, f"scorer.{s.name}.{k}")
     return e
 
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["trust_corpus"]
+__all__ = ["mix_corpus", "trust_corpus"]
 
 _KINDS = np.array(["Message", "ToolOutput", "Document", "Memory"])
 
@@ -51,6 +51,34 @@ def trust_corpus(n_sets: int = 200, items_per_set: int = 40, seed: int = 0) -> p
             "future_relevance_hint": pa.array(np.round(rng.random(n), 3)),
             "metadata": metadata,
             "trust": pa.array(trust),
+            "relevant": pa.array(relevant),
+        }
+    )
+
+
+def mix_corpus(n_sets: int = 80, items_per_set: int = 30, seed: int = 0) -> pa.Table:
+    """Sets whose relevance follows a MIX of two columns and that carry no timestamps:
+
+        relevant = 0.5 * similarity + 0.5 * position + 0.05 * N(0, 1) > 0.72
+
+    with ``similarity`` and ``position`` independent and uniform in [0, 1], so neither column
+    alone finds what their mix finds, and recency (no timestamps: one value for every item) can
+    only fall back to the input order. Used by the search tests and docs on several signals."""
+    rng = np.random.default_rng(seed)
+    n = n_sets * items_per_set
+    sets = np.repeat(np.arange(n_sets), items_per_set)
+    sim = np.round(rng.random(n), 4)
+    pos = np.round(rng.random(n), 4)
+    relevant = 0.5 * sim + 0.5 * pos + 0.05 * rng.normal(size=n) > 0.72
+    tokens = np.clip(np.round(np.exp(rng.normal(4.8, 0.5, n))), 10, 1000).astype(np.int64)
+    return pa.table(
+        {
+            "session_id": pa.array(np.char.mod("m%05d", sets).astype(object), pa.string()),
+            "content": pa.array([f"passage {i}" for i in range(n)], pa.string()),
+            "tokens": pa.array(tokens),
+            "kind": pa.array(np.full(n, "Document", dtype=object), pa.string()),
+            "similarity": pa.array(sim),
+            "position": pa.array(pos),
             "relevant": pa.array(relevant),
         }
     )

@@ -1,0 +1,100 @@
+"""One selection (issue 31): ``Pipeline.run`` and ``Pipeline.dry_run`` on a list of
+ContextItems, as a service calls them per request, per preset and for the issue's linear mix
+(recency + priority + kind + reflexive, greedy, chronological), at 50 / 500 / 5,000 items.
+
+    .venv/bin/python -m pytest benchmarks/test_single_selection.py -s
+
+Each figure is the median over interleaved calls (run, dry_run, run, ...) of the calling
+process's CPU time (``time.process_time``, every thread): on the shared machine wall time mostly measures the
+other processes. The items are the benchmark matrix's generator (``matrix_data.py``) as
+ContextItems; the target is a quarter of the set's tokens. Targets: at 50 items <= 150 us,
+at 500 <= 400 us, and ``run`` never slower than ``dry_run`` (5% allowed for noise).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import pytest
+from matrix_data import BASE, matrix_arrow
+
+import cupel_np as c
+
+SIZES = (50, 500, 5000)
+TARGET_US = {50: 150.0, 500: 400.0}
+ROUNDS = {50: 301, 500: 101, 5000: 21}
+
+LINEAR_MIX = c.Policy(
+    c.CompositeScorer(tuple(zip(BASE, (0.4, 0.3, 0.2, 0.1)))), slicer=c.GreedySlice(), placer="chronological"
+)
+POLICIES = {"linear_mix": LINEAR_MIX, **dict(c.PRESETS)}
+
+
+def _items(n: int) -> list[c.ContextItem]:
+    t = c.ItemTable.from_arrow(matrix_arrow(n, seed=11))
+    return [t.row(i) for i in range(t.n)]
+
+
+def _median_us(pipe, items, budget, rounds: int) -> tuple[float, float]:
+    pipe.run(items, budget)
+    pipe.dry_run(items, budget)
+    run, dry = [], []
+    for _ in range(rounds):
+        t0 = time.process_time()
+        pipe.run(items, budget)
+        t1 = time.process_time()
+        pipe.dry_run(items, budget)
+        t2 = time.process_time()
+        run.append(t1 - t0)
+        dry.append(t2 - t1)
+    return statistics.median(run) * 1e6, statistics.median(dry) * 1e6
+
+
+def measure(names=tuple(POLICIES), sizes=SIZES) -> dict[tuple[str, int], tuple[float, float]]:
+    out = {}
+    for n in sizes:
+        items = _items(n)
+        total = sum(i.tokens for i in items)
+        budget = c.ContextBudget(max_tokens=total // 4 + 1000, target_tokens=total // 4)
+        for name in names:
+            out[name, n] = _median_us(c.Pipeline(POLICIES[name]), items, budget, ROUNDS[n])
+    return out
+
+
+def _table(res) -> str:
+    lines = ["| policy | " + " | ".join(f"{n:,} items run / dry_run (us)" for n in SIZES) + " | us per item at 5,000 |"]
+    lines.append("|---" * (len(SIZES) + 2) + "|")
+    for name in POLICIES:
+        cells = [f"{res[name, n][0]:,.0f} / {res[name, n][1]:,.0f}" for n in SIZES]
+        per = max(res[name, SIZES[-1]]) / SIZES[-1]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {per:.2f} |")
+    return "\n".join(lines)
+
+
+@pytest.fixture(scope="module")
+def results():
+    res = measure()
+    print("\n" + _table(res))
+    return res
+
+
+@pytest.mark.parametrize("n", sorted(TARGET_US))
+def test_one_selection_target(results, n):
+    run, dry = results["linear_mix", n]
+    assert run <= TARGET_US[n] and dry <= TARGET_US[n], (n, run, dry)
+
+
+def test_run_is_not_slower_than_dry_run(results):
+    slow = {k: v for k, v in results.items() if v[0] > 1.05 * v[1]}
+    assert not slow, slow
+
+
+def test_growth_is_linear(results):
+    """From 500 to 5,000 items (10x) the time grows at most ~linearly (12x allowed)."""
+    for name in POLICIES:
+        assert max(results[name, 5000]) <= 12 * max(results[name, 500]), name
+
+
+if __name__ == "__main__":
+    print(_table(measure()))

@@ -1,0 +1,215 @@
+"""Tool pairs: which tool calls and tool results a selection keeps apart.
+
+A model API accepts a tool result only after the call it answers, and an assistant turn's
+tool calls only when every one of them is answered. Items carry that link in two columns
+(the importers write them; any table may carry them):
+
+* ``tool_call_id`` (string): the call's id, on the call item and on every result answering it;
+* ``tool_role`` (string): ``"call"``, ``"result"`` or null (ASCII case-insensitive).
+
+Items built from ``ContextItem``s / dicts carry the same two values as metadata keys.
+
+Within one item set, the calls and results sharing a ``tool_call_id`` are one *link*. A
+selection leaves
+
+* an **orphan call** for every kept call of a link whose results are not all kept, and
+* an **orphan result** for every kept result of a link none of whose calls is kept.
+
+Only links the input holds count: a call with no result in its set (the result was never
+recorded) and a result whose call is absent from its set (compacted away) are *unmatched*:
+no selection can pair them, so they are never orphans (``ToolLinks.unmatched_calls`` /
+``unmatched_results`` count them per set).
+
+The links are found once per table (``tool_links``: one dictionary encoding and one sort of
+the linked rows); the counts of every (variant, set) come from the ``[V, N]`` inclusion
+matrix in one kernel pass over the linked rows (``orphan_columns``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cupel_np.analysis._toolpair_kernels import build_links, link_keys, orphan_counts, role_codes
+from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
+from cupel_np.model.fields import suggestion
+
+#: the two link columns (top-level columns, or metadata keys of items built from ContextItems)
+CALL_ID_COLUMN = "tool_call_id"
+ROLE_COLUMN = "tool_role"
+#: the column the importers write for ``groups``: one key per assistant turn's calls and results
+GROUP_COLUMN = "tool_group"
+ROLE_CALL, ROLE_RESULT = "call", "result"
+
+__all__ = [
+    "CALL_ID_COLUMN",
+    "GROUP_COLUMN",
+    "ROLE_COLUMN",
+    "ToolLinks",
+    "orphan_columns",
+    "tool_links",
+]
+
+
+@dataclass(frozen=True)
+class ToolLinks:
+    """The call-result links of one ItemTable (grouped row order).
+
+    ``rows[link_off[l]:link_off[l + 1]]`` are link ``l``'s calls and results (``is_call``
+    tells them apart), all in set ``link_set[l]``; links are ordered by set, so set ``s`` owns
+    links ``set_link_off[s]:set_link_off[s + 1]``. Only links with at least one call and one
+    result are kept (``n_calls[l]`` calls first); ``unmatched_calls[s]`` / ``unmatched_results[s]`` count set ``s``'s
+    linked rows whose other side is absent from the set."""
+
+    rows: np.ndarray  # int32 (int64 past 2**31 rows), linked rows grouped by link, calls first
+    is_call: np.ndarray  # bool per entry of rows
+    n_calls: np.ndarray  # int64 [L]: the calls of each link
+    link_off: np.ndarray  # int64 [L + 1]
+    link_set: np.ndarray  # int64 [L], ascending
+    set_link_off: np.ndarray  # int64 [S + 1]
+    unmatched_calls: np.ndarray  # int64 [S]
+    unmatched_results: np.ndarray  # int64 [S]
+
+    @property
+    def n_links(self) -> int:
+        return int(self.link_set.shape[0])
+
+    def segment(self, s: int) -> ToolLinks:
+        """The links of set ``s`` alone (offsets rebased; ``link_set`` all 0)."""
+        a, b = int(self.set_link_off[s]), int(self.set_link_off[s + 1])
+        lo, hi = int(self.link_off[a]), int(self.link_off[b])
+        return ToolLinks(
+            self.rows[lo:hi],
+            self.is_call[lo:hi],
+            self.n_calls[a:b],
+            self.link_off[a : b + 1] - lo,
+            np.zeros(b - a, dtype=np.int64),
+            np.array([0, b - a], dtype=np.int64),
+            self.unmatched_calls[s : s + 1],
+            self.unmatched_results[s : s + 1],
+        )
+
+    def counts(self, included: np.ndarray, n_sets: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(orphan_calls, orphan_results)`` ``[V, n_sets]`` from a ``[V, N]`` inclusion matrix."""
+        return orphan_counts(np.atleast_2d(included), self.rows, self.n_calls, self.link_off, self.link_set, n_sets)
+
+
+def _string_values(col: pa.Array, name: str) -> pa.Array:
+    t = col.type
+    if pa.types.is_dictionary(t):
+        col = col.cast(t.value_type)
+        t = col.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return col  # read from its buffers, no copy
+    if pa.types.is_string_view(t) or pa.types.is_integer(t) or pa.types.is_null(t):
+        return col.cast(pa.large_string())
+    raise InvalidInputTypeError(f"column {name!r}: expected strings (tool call ids and roles), got Arrow type {t}")
+
+
+def _link_columns(table) -> tuple[pa.Array, pa.Array] | None:
+    """The ``tool_call_id`` and ``tool_role`` values per row (grouped order), or None when the
+    table carries neither as columns nor (items from ContextItems) as metadata keys. One of
+    the two columns without the other is an error."""
+    extra = set(getattr(table, "extra_columns", ()))
+    have = [c for c in (CALL_ID_COLUMN, ROLE_COLUMN) if c in extra]
+    if len(have) == 2:
+        return (
+            _string_values(table.extra_column(CALL_ID_COLUMN), CALL_ID_COLUMN),
+            _string_values(table.extra_column(ROLE_COLUMN), ROLE_COLUMN),
+        )
+    if len(have) == 1:
+        missing = ROLE_COLUMN if have[0] == CALL_ID_COLUMN else CALL_ID_COLUMN
+        raise InvalidConfigError(
+            f"the items have a {have[0]!r} column but no {missing!r} column: tool pairs need both "
+            f"({CALL_ID_COLUMN!r}: the call's id on the call and its results; {ROLE_COLUMN!r}: "
+            f"'call', 'result' or null)"
+        )
+    if getattr(table, "columns_from_metadata", False) and table.n:
+        ids = table.metadata_values(CALL_ID_COLUMN)
+        roles = table.metadata_values(ROLE_COLUMN)
+        if len(ids) and ids.null_count < len(ids) and roles.null_count < len(roles):
+            return ids, roles
+    return None
+
+
+def _role_codes(table, roles: pa.Array, rows: np.ndarray) -> np.ndarray:
+    """Per row of ``rows`` (a non-null role): 0 for a call, 1 for a result (ASCII
+    case-insensitive, read from the Arrow buffers in one kernel pass); any other value is an
+    error naming its row."""
+    code = role_codes(roles, rows)
+    bad = np.flatnonzero(code == -2)
+    if bad.size:
+        row = int(rows[bad[0]])
+        value = roles[row].as_py()
+        raise InvalidConfigError(
+            f"column {ROLE_COLUMN!r}: input row {int(table.input_row[row])} has {value!r}; expected "
+            f"'call', 'result' or null{suggestion(value, [ROLE_CALL, ROLE_RESULT])}"
+            + (f" ({bad.size} rows in all)" if bad.size > 1 else "")
+        )
+    return code
+
+
+def _exact_order(ids: pa.Array, rows: np.ndarray, seg: np.ndarray, role: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The linked rows' (roles ``role``) order by (set, id, role) and a key per sorted row that differs exactly
+    between links, from a dictionary encoding of the ids (the fallback of ``link_keys``)."""
+    enc = pc.dictionary_encode(ids.take(pa.array(rows)))
+    code = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    link_key = seg * max(len(enc.dictionary), 1) + code
+    order = np.argsort(link_key * 2 + role)
+    return order, link_key[order]
+
+
+def tool_links(table) -> ToolLinks | None:
+    """The call-result links of ``table`` (cached on it), or None when the items carry no link
+    columns (see the module docstring)."""
+    cache = table._cache
+    key = ("tool_links",)
+    if key in cache:
+        return cache[key]
+    cols = _link_columns(table)
+    if cols is None:
+        cache[key] = None
+        return None
+    ids, roles = cols
+    # the rows with an id and a role (a role of a row without an id links nothing)
+    rows = np.flatnonzero(pc.and_(pc.is_valid(ids), pc.is_valid(roles)).to_numpy(zero_copy_only=False))
+    role = _role_codes(table, roles, rows)
+    n_sets = table.n_sets
+    # by link (set and id), each link's calls first; any order among a link's calls or among
+    # its results (the counts do not depend on it). Ids are hashed in one kernel pass; the
+    # exact dictionary encoding runs only if two ids of one set share a hash.
+    hashed = link_keys(ids, rows, np.asarray(table.offsets, dtype=np.int64), role)
+    if hashed is not None:
+        order, sorted_keys, seg = hashed
+        link_key = sorted_keys >> np.uint64(1)
+    else:
+        seg = np.searchsorted(table.offsets, rows, side="right") - 1
+        order, link_key = _exact_order(ids, rows, seg, role)
+    rows, seg, is_call = rows[order], seg[order], role[order] == 0
+    rows, is_call, n_calls, link_off, link_set, unmatched = build_links(rows, seg, is_call, link_key, n_sets)
+    out = ToolLinks(
+        rows,
+        is_call,
+        n_calls,
+        link_off,
+        link_set,
+        np.searchsorted(link_set, np.arange(n_sets + 1)).astype(np.int64),
+        unmatched[:, 0],
+        unmatched[:, 1],
+    )
+    cache[key] = out
+    return out
+
+
+def orphan_columns(run) -> dict[str, np.ndarray] | None:
+    """``{"orphan_calls": [V, S], "orphan_results": [V, S]}`` (int64) for a ``SweepRun``, or
+    None when its items carry no link columns. Failed cells hold whatever the matrices say:
+    mask them."""
+    links = tool_links(run.table)
+    if links is None:
+        return None
+    calls, results = links.counts(run.included, run.table.n_sets)
+    return {"orphan_calls": calls, "orphan_results": results}

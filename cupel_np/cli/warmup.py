@@ -1,0 +1,381 @@
+"""``cupel-np warmup``: compile (or load) every kernel into Numba's on-disk cache ahead of use.
+
+A first run after an install compiles the kernels it reaches (seconds each, see
+CONTRIBUTING.md "Cold start"); the cache in ``NUMBA_CACHE_DIR`` (default: ``__pycache__`` next
+to the package) serves every later process. ``warmup`` fills it for container images and CI
+caches: small workloads that together reach every kernel (:data:`WORKLOADS`), split over
+``jobs`` child processes that compile independent kernels side by side into the one cache
+(Numba writes each cache file whole, under a temporary name, so concurrent writers are safe;
+a kernel two children both reach is compiled twice and stored once). It then reports the
+kernels it reached and any it did not.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import numpy as np
+import pyarrow as pa
+
+import cupel_np as spec  # the spec classes, from their public face
+from cupel_np import _jit
+from cupel_np.analysis import budget_sim, outcomes
+from cupel_np.analysis.sensitivity import sweep
+from cupel_np.cli import shared
+from cupel_np.cli.sweeps import _write_outputs
+from cupel_np.data import sample_path
+from cupel_np.engine.batch import KNAPSACK_MAX_CELLS
+from cupel_np.engine.parallel import available_cores
+from cupel_np.engine.runner import run_policy
+from cupel_np.engine.scorers import ScoreContext
+from cupel_np.engine.slicers import slicer_args
+from cupel_np.engine.sweep_run import classify
+from cupel_np.errors import CupelError, InvalidConfigError
+from cupel_np.model.budget import ContextBudget
+from cupel_np.model.grid import Sweep
+from cupel_np.model.items import ItemTable
+from cupel_np.model.presets import PRESETS, preset
+from cupel_np.model.scorers import ColumnScorer
+from cupel_np.testing._kernels import top_n_fail_counts
+from cupel_np.tuning import search
+
+#: the modules that define kernels (every ``_jit.jit`` function lives in one of them)
+KERNEL_MODULES = (
+    "cupel_np.engine.sortkeys",
+    "cupel_np.engine.batch_kernels",
+    "cupel_np.engine.stages",
+    "cupel_np.engine.placers",
+    "cupel_np.engine.scorers.kernels",
+    "cupel_np.engine.slicers.greedy",
+    "cupel_np.engine.slicers.knapsack",
+    "cupel_np.engine.slicers.quota",
+    "cupel_np.engine.slicers.count",
+    "cupel_np.engine.slicers.nested",
+    "cupel_np.analysis.outcomes",
+    "cupel_np.analysis.budget_sim",
+    "cupel_np.testing._kernels",
+    "cupel_np.tuning.search",
+    "cupel_np.io.importers.tokens",
+    "cupel_np.engine.groups",
+    "cupel_np.analysis._toolpair_kernels",
+)
+
+
+def _table(n: int, n_sets: int, seed: int):
+    """A generated table: tags, metadata, timestamps, priorities, hints, six kinds, pinned
+    and duplicated rows, zero-token rows; one set or ``n_sets`` (column ``sid``)."""
+
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(1, 2000, n)
+    tokens[rng.random(n) < 0.01] = 0
+    k = rng.integers(0, 4, n)
+    vocab = np.array([f"tag{i}" for i in range(64)] + ["TAG1"])
+    tags = pa.ListArray.from_arrays(
+        pa.array(np.concatenate([[0], np.cumsum(k)]).astype(np.int32)),
+        pa.array(vocab).take(pa.array(rng.integers(0, len(vocab), int(k.sum())))),
+    )
+    has = rng.random(n) < 0.5
+    md = pa.MapArray.from_arrays(
+        pa.array(np.concatenate([[0], np.cumsum(has)]).astype(np.int32)),
+        pa.array(["cupel:trust"] * int(has.sum()), pa.string()),
+        pa.array(np.array(["0.2", "0.9", "x"])[rng.integers(0, 3, int(has.sum()))]),
+    )
+    content = np.array([f"item {i}" for i in range(n)])
+    content[5::37] = content[4::37][: len(content[5::37])]  # duplicates
+    kinds = np.array(["Message", "Document", "ToolOutput", "Memory", "SystemPrompt", "Note"])
+    ts = (1_700_000_000_000_000 + rng.integers(0, 10**9, n)).astype("datetime64[us]")
+    cols = {
+        "content": pa.array(content),
+        "tokens": tokens,
+        "kind": pa.array(kinds).take(pa.array(rng.integers(0, len(kinds), n))),
+        "priority": pa.array(rng.integers(0, 5, n), mask=rng.random(n) < 0.5),
+        "tags": tags,
+        "metadata": md,
+        "timestamp": pa.array(ts, pa.timestamp("us", tz="UTC"), mask=rng.random(n) < 0.3),
+        "future_relevance_hint": pa.array(rng.random(n), mask=rng.random(n) < 0.2),
+        "pinned": rng.random(n) < 0.002,
+        "signal": rng.random(n) * 1e300,  # a column scorer's values that sum past 2**63
+    }
+    if n_sets > 1:
+        cols["sid"] = np.repeat(np.arange(n_sets), -(-n // n_sets))[:n]
+    return ItemTable.from_arrow(pa.table(cols), set_column="sid" if n_sets > 1 else None)
+
+
+def _policies():
+
+    base = spec.CompositeScorer(
+        (
+            (spec.RecencyScorer(), 1.0),
+            (spec.PriorityScorer(), 0.5),
+            (spec.KindScorer(), 0.3),
+            (spec.ReflexiveScorer(), 0.7),
+        )
+    )
+    scorers = [
+        spec.FrequencyScorer(),
+        spec.TagScorer((("tag1", 1.0), ("tag2", 0.5))),
+        spec.ScaledScorer(spec.PriorityScorer()),
+        spec.MetadataTrustScorer(),
+        spec.MetadataKeyScorer("cupel:trust", "0.9", 2.0),
+        spec.DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), spec.ExponentialCurve(3600.0)),
+        spec.DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), spec.WindowCurve(86400.0)),
+        spec.DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), spec.StepCurve(((3600.0, 1.0), (86400.0, 0.5)))),
+    ]
+    quota = (spec.QuotaEntry("Message", require=10, cap=60), spec.QuotaEntry("Document", require=5, cap=40))
+    count = (spec.CountQuotaEntry("Document", require_count=2, cap_count=5),)
+    slicers = [
+        spec.GreedySlice(),
+        spec.KnapsackSlice(50),
+        spec.QuotaSlice(quota, spec.GreedySlice()),
+        spec.QuotaSlice(quota, spec.KnapsackSlice(50)),
+        spec.CountQuotaSlice(count),
+        spec.CountQuotaSlice(count, spec.QuotaSlice(quota, spec.GreedySlice())),
+        spec.CountConstrainedKnapsackSlice(count, bucket_size=50),
+    ]
+    pols = []
+    for i, sl in enumerate(slicers):
+        for placer in ("chronological", "u_shaped"):
+            for overflow in ("throw", "truncate", "proceed"):
+                pols.append(spec.Policy(base, slicer=sl, placer=placer, overflow_strategy=overflow, name=f"p{i}"))
+    pols += [spec.Policy(s, name=f"s{j}") for j, s in enumerate(scorers)]
+    pols.append(spec.Policy(spec.CompositeScorer(((base, 1.0), (scorers[0], 1.0)))))
+    return pols
+
+
+def _sweep(table, budgets) -> None:
+
+    grid = Sweep(_policies(), budgets=budgets)
+    sweep(table, None, grid, on_error="collect", threads=1).diffs_table()
+
+
+def _engine_small() -> None:
+    """Every scorer, slicer, placer and overflow strategy on a corpus of small sets."""
+
+    _sweep(_table(3000, 60, 1), [ContextBudget(20_000, 6_000, 500), ContextBudget(3_000, 1_000)])
+
+    grid = Sweep(
+        [spec.Policy(ColumnScorer("signal"), slicer=spec.KnapsackSlice(50))], budgets=[ContextBudget(9000, 6000)]
+    )
+    sweep(_table(600, 20, 2), None, grid, on_error="collect", threads=1)  # split knapsack rows
+    # a slicer alone over score-sorted candidates, as ``cupel-np conformance`` runs slicing
+    # vectors (greedy is otherwise always the unsorted path)
+
+    t = _table(50, 1, 5)
+    score = np.sort(np.random.default_rng(5).random(t.n))[::-1].copy()
+    for sl in (spec.GreedySlice(), spec.KnapsackSlice(10)):
+        slicer_args(sl, t).run(
+            t.tokens,
+            score,
+            t.kind_id,
+            np.array([0, t.n], dtype=np.int64),
+            np.array([5000], dtype=np.int64),
+            KNAPSACK_MAX_CELLS,
+        )
+
+
+def _engine_large() -> None:
+    """The paths only big sets reach: density-prefix greedy, radix sorts, bitset frequency."""
+
+    _sweep(_table(70_000, 1, 3), [ContextBudget(20_000_000, 8_000_000)])
+
+
+def demo_grid():
+    """The demo's grid: the seven presets x two budgets (``cupel-np demo``)."""
+
+    return Sweep(list(PRESETS), budgets=[ContextBudget(8000, 6000, 1000), ContextBudget(4000, 3000, 500)])
+
+
+def _demo() -> None:
+    """What ``cupel-np demo`` runs: the presets over the sample corpus, and its outputs."""
+
+    result = sweep(shared._load_table(sample_path(), "session_id"), None, demo_grid(), on_error="collect")
+    with _tempdir() as out:
+        _write_outputs(result, out, title="warmup")
+
+
+def _analysis() -> None:
+    """Budget curves, minimal budgets, outcomes, checks and the tuner's metrics."""
+
+    table = _table(2000, 40, 4)
+    pols = [("chat", preset("chat")), ("rag", preset("rag"))]
+    budget_sim.budget_curves(table, pols, [4000, 8000, 16000])
+    budget_sim.min_budgets(table, preset("chat"), 20_000)
+    result = sweep(table, ContextBudget(8000, 6000), pols)
+    labels = np.random.default_rng(6).random(table.n) < 0.2  # relevant or not, per input row
+    m = outcomes.outcome_matrices(result, labels)
+    search.part_metrics(m, np.ones(m.failed.shape[1], dtype=bool))
+    key = np.random.default_rng(5).random(100)
+    top_n_fail_counts(key, np.array([0, 50, 100], dtype=np.int64), np.arange(100, dtype=np.int64) % 50, 3)
+
+
+def _ahead_of_demo() -> None:
+    """The demo's kernels that its sweep calls from Python late or that nothing else calls,
+    compiled by a second process while the demo compiles the rest (:func:`compile_ahead`):
+    the frequency scorer (the sweep reaches it after the timestamp and rank kernels), then the
+    knapsack preset's score sort and slicer (its fourth preset). Inputs are built exactly as
+    the demo builds them, so the kernels get the demo's argument types."""
+
+    table = ItemTable.from_parquet(sample_path(), set_column="session_id")
+    cls = classify(table)
+    ScoreContext(table, cls.sc_rows, cls.sc_offsets).score(spec.FrequencyScorer())
+    run_policy(table, ContextBudget(8000, 6000, 1000), PRESETS["document_qa"], threads=1)
+
+
+def compile_ahead(workload: str = "ahead_demo"):
+    """On a cold kernel cache, start a background process compiling ``workload``'s kernels
+    into the cache (a first ``cupel-np demo`` then compiles on both cores); ``None`` when the
+    kernels are cached, JIT is off, only one core is usable or ``CUPEL_NP_COMPILE_AHEAD=0``.
+    The caller waits for it with :func:`finish_ahead` (it writes only the cache)."""
+    if os.environ.get("CUPEL_NP_COMPILE_AHEAD", "1") == "0" or os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        return None
+
+    if available_cores() < 2 or shared.kernels_cached():
+        return None
+    return subprocess.Popen(
+        [sys.executable, "-c", _CHILD, workload],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def finish_ahead(proc, timeout: float = 60.0) -> None:
+    """Wait for a :func:`compile_ahead` process (stopped after ``timeout`` s: every cache file
+    is written whole, so stopping it loses only its unfinished compile)."""
+    if proc is None:
+        return
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class _tempdir:
+    def __enter__(self) -> str:
+
+        self._d = tempfile.TemporaryDirectory()
+        return self._d.name
+
+    def __exit__(self, *exc) -> None:
+        self._d.cleanup()
+
+
+#: name -> workload; each reaches a part of the kernels (the union reaches all)
+WORKLOADS: dict[str, Callable[[], None]] = {
+    "demo": _demo,
+    "engine": _engine_small,
+    "large": _engine_large,
+    "analysis": _analysis,
+}
+
+#: workloads started by :func:`compile_ahead` (not part of ``warmup``: the others cover them)
+AHEAD: dict[str, Callable[[], None]] = {"ahead_demo": _ahead_of_demo}
+
+
+def all_kernels() -> list[str]:
+    """``module.function`` of every project kernel."""
+
+    for m in KERNEL_MODULES:
+        importlib.import_module(m)
+    fns = [getattr(d, "py_func", d) for d in _jit.KERNELS]
+    return sorted(f"{f.__module__}.{f.__qualname__}" for f in fns)
+
+
+def run_here(names) -> dict[str, list[str]]:
+    """Run workloads ``names`` in this process; the kernels compiled or loaded (signatures)."""
+
+    all_kernels()
+    for name in names:
+        {**WORKLOADS, **AHEAD}[name]()
+    return _jit.specializations()
+
+
+@dataclass
+class WarmupResult:
+    kernels: list[str]
+    reached: dict[str, list[str]]
+    seconds: float
+    jobs: int
+    missing: list[str] = field(default_factory=list)
+
+
+def _split(names: list[str], jobs: int) -> list[list[str]]:
+    parts: list[list[str]] = [[] for _ in range(max(1, min(jobs, len(names))))]
+    for i, n in enumerate(names):
+        parts[i % len(parts)].append(n)
+    return parts
+
+
+def warmup(jobs: int = 1, names: list[str] | None = None) -> WarmupResult:
+    """Run the workloads (all by default) in ``jobs`` child processes sharing the kernel
+    cache, and report what they reached."""
+    t0 = time.perf_counter()
+    names = list(WORKLOADS) if names is None else names
+    env = dict(os.environ)
+    env.pop("NUMBA_DISABLE_JIT", None)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CHILD, *part],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for part in _split(names, jobs)
+    ]
+    reached: dict[str, list[str]] = {}
+    failures = []
+    for p in procs:
+        out, err = p.communicate()
+        if p.returncode != 0:
+            failures.append(err.strip().splitlines()[-1] if err.strip() else f"exit {p.returncode}")
+            continue
+        for k, sigs in json.loads(out.strip().splitlines()[-1]).items():
+            reached.setdefault(k, sorted(set(reached.get(k, [])) | set(sigs)))
+    if failures:
+        raise CupelError(f"warmup failed: {'; '.join(failures)}")
+    kernels = all_kernels()
+    return WarmupResult(
+        kernels, reached, time.perf_counter() - t0, len(procs), [k for k in kernels if k not in reached]
+    )
+
+
+def _cache_place() -> str:
+    d = os.environ.get("NUMBA_CACHE_DIR")
+    return d if d else "the package's __pycache__ directories (NUMBA_CACHE_DIR unset)"
+
+
+def cmd_warmup(args) -> int:
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        raise InvalidConfigError("NUMBA_DISABLE_JIT=1: there are no kernels to compile")
+    r = warmup(args.jobs)
+    if args.json:
+        doc = {"kernels": r.kernels, "reached": r.reached, "missing": r.missing, "seconds": r.seconds}
+        print(json.dumps({**doc, "jobs": r.jobs, "cache": os.environ.get("NUMBA_CACHE_DIR")}, indent=2))
+        return shared.EXIT_OK
+    print(
+        f"{len(r.reached)} of {len(r.kernels)} kernels compiled or loaded into {_cache_place()} "
+        f"in {r.seconds:.1f}s ({shared.plural(r.jobs, 'process', 'processes')})"
+    )
+    if r.missing:
+        print(f"not reached by any workload: {', '.join(r.missing)}", file=sys.stderr)
+    return shared.EXIT_OK
+
+
+def child_main() -> None:
+    """A warmup child process: run the workloads named on the command line, print the kernels."""
+    print(json.dumps(run_here(sys.argv[1:])))
+
+
+#: what a child process runs (``python -c``; the workload names follow as arguments)
+_CHILD = "from cupel_np.cli.warmup import child_main; child_main()"

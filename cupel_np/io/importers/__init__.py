@@ -1,0 +1,142 @@
+"""Transcript import: chat and agent logs -> an items table (one item per message part).
+
+Formats (``FORMATS``; docs/importing.md has the full table): ``openai`` (chat-completions
+JSONL, ``tools`` included), ``claude-code`` (session logs) and ``stream-json`` (the headless /
+Agent SDK message stream, read by the same reader), ``sharegpt`` (ShareGPT and LLaMA-Factory
+files), ``swe-agent`` (``.traj``), ``mini-swe-agent`` (``.traj.json``), ``otel``
+(OpenTelemetry GenAI spans, OTLP JSON), ``messages`` (JSONL / CSV / TSV / Parquet with a column
+mapping), and ``auto`` (detected from each file's first record).
+
+Every imported table has the set column, the items columns, and the tool-pair columns
+``tool_call_id`` / ``tool_role`` / ``tool_group`` and ``segment`` (see docs/items-format.md).
+Tokens come from a counter (``make_token_counter``); ``estimate_tokens`` is the default.
+
+Every line that cannot be read raises ``BadTranscriptError`` naming file and line; with
+``skip_bad=True`` it is recorded in ``ImportResult.bad`` instead (never dropped unseen). An
+import that yields nothing, or skips more than it keeps, raises ``EmptyImportError`` unless
+``allow_empty=True``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from cupel_np.errors import InvalidConfigError
+from cupel_np.io.importers import claude_code, detect, messages, openai, otel, sharegpt, trajectories
+from cupel_np.io.importers.core import (
+    ITEM_COLUMNS,
+    BadRecord,
+    BadTranscriptError,
+    Conversation,
+    EmptyImportError,
+    ImportResult,
+    Reader,
+    build_table,
+    transcript_files,
+)
+from cupel_np.io.importers.labels import distinctive_strings, reuse_labels
+from cupel_np.io.importers.messages import MAP_TARGETS, parse_mapping
+from cupel_np.io.importers.tokens import count_all, estimate_tokens, estimate_tokens_many, make_token_counter
+from cupel_np.text import is_blank
+
+FORMATS = (
+    "auto",
+    "openai",
+    "claude-code",
+    "stream-json",
+    "sharegpt",
+    "llama-factory",
+    "swe-agent",
+    "mini-swe-agent",
+    "otel",
+    "messages",
+)
+
+__all__ = [
+    "FORMATS",
+    "MAP_TARGETS",
+    "BadRecord",
+    "BadTranscriptError",
+    "EmptyImportError",
+    "ImportResult",
+    "distinctive_strings",
+    "estimate_tokens",
+    "estimate_tokens_many",
+    "import_transcripts",
+    "make_token_counter",
+    "parse_mapping",
+    "reuse_labels",
+]
+
+
+def _read(fmt: str, files, reader: Reader, opts: dict) -> tuple[list[Conversation], list]:
+    skip_bad, kind = opts["skip_bad"], opts["tool_call_kind"]
+    if fmt in ("claude-code", "stream-json"):
+        return claude_code.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind), []
+    if fmt == "openai":
+        return openai.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind), []
+    if fmt in ("sharegpt", "llama-factory"):
+        return sharegpt.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind), []
+    if fmt in ("swe-agent", "mini-swe-agent"):
+        return trajectories.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind, fmt=fmt), []
+    if fmt == "otel":
+        return otel.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind), []
+    return messages.read(files, reader, skip_bad=skip_bad, mapping=opts["mapping"], set_column=opts["set_column"])
+
+
+def import_transcripts(
+    fmt: str,
+    paths: str | Path | Sequence[str | Path],
+    *,
+    mapping: str | dict[str, str] | None = None,
+    tokenizer: str | Callable[[str], int] | None = None,
+    skip_bad: bool = False,
+    set_column: str = "conversation_id",
+    tool_call_kind: str = "ToolCall",
+    calibrate: bool = False,
+    allow_empty: bool = False,
+) -> ImportResult:
+    """Read transcripts in ``fmt`` (one of ``FORMATS``) from ``paths`` (a path or a list; a
+    directory means its transcript files, sorted) into items. ``calibrate`` scales each
+    conversation's token counts to the API's own counts where the log has them (the rule is
+    in docs/importing.md); ``allow_empty`` permits a result with no items, or with more
+    skipped than kept. See the module docstring."""
+    if fmt not in FORMATS:
+        raise InvalidConfigError(f"unknown transcript format {fmt!r}; known: {', '.join(FORMATS)}")
+    files = transcript_files(paths)
+    if not isinstance(tool_call_kind, str) or is_blank(tool_call_kind):
+        raise InvalidConfigError(f"tool_call_kind must be a non-blank string, got {tool_call_kind!r}")
+    if not isinstance(set_column, str) or not set_column or set_column in ITEM_COLUMNS:
+        raise InvalidConfigError(f"set_column {set_column!r} clashes with an items column")
+    parsed_mapping = parse_mapping(mapping)
+    if fmt == "auto":
+        fmt = detect.detect_all(files, mapped=bool(parsed_mapping))
+    if parsed_mapping and fmt != "messages":
+        raise InvalidConfigError(f"a column mapping applies to the 'messages' format, not {fmt!r}")
+    count, counter_name = make_token_counter(tokenizer)
+    reader = Reader()
+    opts = {
+        "skip_bad": skip_bad,
+        "tool_call_kind": tool_call_kind,
+        "mapping": parsed_mapping,
+        "set_column": set_column,
+    }
+    convs, extra = _read(fmt, files, reader, opts)
+    table, checks = build_table(
+        convs, set_column, lambda texts: count_all(texts, count), calibrate=calibrate, extra_columns=extra
+    )
+    res = ImportResult(
+        table,
+        set_column,
+        reader.bad,
+        reader.skipped,
+        reader.lines,
+        checks,
+        counter_name,
+        fmt,
+        reader.metadata_reasons,
+    )
+    if not allow_empty:
+        res.check_not_empty()
+    return res

@@ -1,0 +1,213 @@
+"""OpenAI chat-completions conversations (fine-tuning / batch JSONL, one conversation a line).
+
+``{"messages": [...], "tools": [...], "id": ..., "usage": {...}}``. Read whole: ``tools``
+(and legacy ``functions``) definitions become ``ToolSchema`` items (pinned, source ``Tool``,
+one per tool, first in the conversation: the API sends them with every request); messages
+with ``content`` as a string or a list of parts (``text``, ``refusal``; others counted in
+``skipped``), a ``refusal`` field, ``tool_calls`` (or a legacy ``function_call``), a tool
+message's ``tool_call_id`` or ``tool_call_ids`` list (SWE-agent) and ``name``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from cupel_np.io.importers.core import (
+    ApiCount,
+    Bad,
+    BadRecord,
+    Conversation,
+    Part,
+    Reader,
+    blank,
+    call_text,
+    check_not_all_bad,
+    count,
+    json_document,
+    json_lines,
+    parse_ts,
+    raise_first_bad,
+    role_part,
+    text_of,
+)
+
+
+def api_tokens(usage) -> int | None:
+    """The input tokens an API response reports: OpenAI ``prompt_tokens`` (or ``input_tokens``
+    of the Responses API), Anthropic ``input_tokens`` + cache tokens."""
+    if not isinstance(usage, dict):
+        return None
+    for k in ("prompt_tokens",):
+        v = usage.get(k)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+    vals = [usage.get(k) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")]
+    ints = [v for v in vals if isinstance(v, int) and not isinstance(v, bool)]
+    return sum(ints) if ints else None
+
+
+def tool_schema_parts(tools, where: str) -> list[Part]:
+    """``ToolSchema`` items of a ``tools`` (or ``functions``) list: each definition as compact
+    JSON, pinned (it is sent with every request), tokens by the counter."""
+    if tools is None:
+        return []
+    if isinstance(tools, str):  # LLaMA-Factory and others store the list as a JSON string
+        if blank(tools):
+            return []
+        try:
+            tools = json.loads(tools)
+        except json.JSONDecodeError:
+            raise Bad(f"{where}: not a JSON list of tool definitions") from None
+    if not isinstance(tools, list):
+        raise Bad(f"{where}: expected a list of tool definitions, got {type(tools).__name__}")
+    parts = []
+    for j, t in enumerate(tools):
+        if not isinstance(t, dict):
+            raise Bad(f"{where}[{j}]: expected an object, got {type(t).__name__}")
+        fn: dict = t["function"] if isinstance(t.get("function"), dict) else t
+        name = fn.get("name") if isinstance(fn.get("name"), str) else None
+        text = json.dumps(t, ensure_ascii=False, separators=(",", ":"))
+        parts.append(Part(text, "ToolSchema", "Tool", True, "", tool_name=name, extra={"tool_schema": "true"}))
+    return parts
+
+
+def _calls(m: dict, w: str, i: int, role: str, ts, mid, tool_call_kind: str) -> list[Part]:
+    calls = m.get("tool_calls")
+    if calls is None and isinstance(m.get("function_call"), dict):
+        calls = [{"function": m["function_call"]}]
+    if calls is None:
+        return []
+    if not isinstance(calls, list):
+        raise Bad(f"{w}.tool_calls: expected a list, got {type(calls).__name__}")
+    out = []
+    for j, c in enumerate(calls):
+        fn = c.get("function") if isinstance(c, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            raise Bad(f"{w}.tool_calls[{j}]: expected {{'function': {{'name', 'arguments'}}}}, got {c!r:.80}")
+        cid = c.get("id") if isinstance(c.get("id"), str) and c.get("id") else f"#{i}.{j}"
+        out.append(
+            Part(
+                call_text(fn["name"], fn.get("arguments", "")),
+                tool_call_kind,
+                "Tool",
+                False,
+                role,
+                ts,
+                mid,
+                tool_name=fn["name"],
+                tool_call_id=cid,
+                tool_role="call",
+                turn=f"m{i}",
+            )
+        )
+    return out
+
+
+def _result_ids(m: dict, role: str, name, parts: list[Part]) -> tuple[str | None, list[str]]:
+    """The call id(s) a tool message answers: ``tool_call_id``, a ``tool_call_ids`` list, or
+    (legacy ``function`` role) the latest call of that name not yet answered."""
+    ids = m.get("tool_call_ids")
+    if isinstance(ids, list) and ids and all(isinstance(x, str) for x in ids):
+        return ids[0], list(ids)
+    tcid = m.get("tool_call_id")
+    if isinstance(tcid, str) and tcid:
+        return tcid, [tcid]
+    if role in ("tool", "function"):
+        answered = {p.tool_call_id for p in parts if p.tool_role == "result"}
+        for p in reversed(parts):
+            if p.tool_role == "call" and p.tool_call_id not in answered and (name is None or p.tool_name == name):
+                return p.tool_call_id, [p.tool_call_id]  # type: ignore[list-item]
+    return None, []
+
+
+def conversation(obj, skipped: dict, tool_call_kind: str, msgs_key: str = "messages") -> tuple[Any, list[Part], list]:
+    """(conversation id or None, parts, API counts) of one OpenAI-shaped conversation."""
+    if not isinstance(obj, dict):
+        raise Bad(f"expected a JSON object with 'messages', got {type(obj).__name__}")
+    msgs = obj.get(msgs_key)
+    if not isinstance(msgs, list):
+        raise Bad(f"missing '{msgs_key}' (a list of chat messages)")
+    cid = obj.get("conversation_id", obj.get("id"))
+    if cid is not None and not isinstance(cid, (str, int)):
+        raise Bad(f"conversation id must be a string or integer, got {cid!r}")
+    parts = tool_schema_parts(obj.get("tools"), "tools") + tool_schema_parts(obj.get("functions"), "functions")
+    api: list[ApiCount] = []
+    if not msgs:
+        count(skipped, "conversation without messages")
+    last_assistant = None
+    for i, m in enumerate(msgs):
+        w = f"{msgs_key}[{i}]"
+        if not isinstance(m, dict):
+            raise Bad(f"{w}: expected an object, got {type(m).__name__}")
+        kind, source, pinned, role = role_part(m.get("role"), f"{w}.role")
+        ts = parse_ts(m.get("timestamp", m.get("created_at")), f"{w}.timestamp")
+        mid = None if m.get("id") is None else str(m.get("id"))
+        if role == "assistant":
+            last_assistant = len(parts)
+            resp = m.get("extra", {}).get("response") if isinstance(m.get("extra"), dict) else None
+            t = api_tokens(m.get("usage", resp.get("usage") if isinstance(resp, dict) else None))
+            if t is not None:
+                api.append(ApiCount(len(parts), t))
+        name = m.get("name") if isinstance(m.get("name"), str) else None
+        text = text_of(m.get("content"), f"{w}.content", skipped)
+        calls = _calls(m, w, i, role, ts, mid, tool_call_kind)
+        if not blank(text):
+            pt = Part(text, kind, source, pinned, role, ts, mid, turn=f"m{i}")
+            if role in ("tool", "function"):
+                first, ids = _result_ids(m, role, name, parts)
+                pt.tool_name, pt.tool_call_id = name, first
+                pt.tool_role = "result" if first else None
+                if len(ids) > 1:
+                    pt.extra = {"tool_call_ids": ",".join(ids)}
+            elif name:
+                pt.extra = {"name": name}
+            parts.append(pt)
+        elif not calls and not isinstance(m.get("refusal"), str):
+            count(skipped, "empty content")
+        if isinstance(m.get("refusal"), str) and not blank(m["refusal"]):
+            parts.append(
+                Part(m["refusal"], kind, source, pinned, role, ts, mid, turn=f"m{i}", extra={"refusal": "true"})
+            )
+        parts.extend(calls)
+    t = api_tokens(obj.get("usage"))
+    if t is not None:  # a logged request + response: the prompt is everything before the reply
+        api.append(ApiCount(last_assistant if last_assistant is not None else len(parts), t))
+    return cid, parts, api
+
+
+def read(
+    files: list[tuple[Path, str]], reader: Reader, *, skip_bad: bool, tool_call_kind: str, fmt: str = "openai"
+) -> list[Conversation]:
+    convs: list[Conversation] = []
+    for path, name in files:
+        file_records, since = 0, len(reader.bad)
+        records = json_document(path) if path.suffix.lower() == ".json" else json_lines(path)
+        for n, rec in records:
+            items = rec if isinstance(rec, list) and n == 1 and path.suffix.lower() == ".json" else [rec]
+            for k, obj in enumerate(items):
+                reader.lines += 1
+                file_records += 1
+                local: dict[str, int] = {}
+                line = n if len(items) == 1 else k
+                try:
+                    if isinstance(obj, Bad):
+                        raise obj
+                    cid, parts, api = conversation(obj, local, tool_call_kind)
+                except Bad as e:
+                    reader.bad.append(BadRecord(name, line, str(e), "line" if len(items) == 1 else "row"))
+                    continue
+                for r, c in local.items():
+                    reader.skip(r, c)
+                for pt in parts:
+                    pt.file, pt.line, pt.unit = name, line, "line" if len(items) == 1 else "row"
+                key = str(cid) if cid is not None else f"{path.stem}:{line}"
+                convs.append(Conversation(key, parts, api))
+        check_not_all_bad(fmt, name, file_records, reader.bad[since:])
+        raise_first_bad(reader.bad, since, skip_bad)
+    return convs
+
+
+def looks_like(first: Any) -> bool:
+    return isinstance(first, dict) and isinstance(first.get("messages"), list)

@@ -1,0 +1,104 @@
+"""One selection (``Pipeline.run`` / ``dry_run`` on a list of ContextItems) takes shortcuts
+that must not change a result: a table built from ContextItems skips the loader's checks
+(the items were checked one by one) and hands back the very items it was built from, and a
+small sweep runs on the calling thread. Each is compared with the long way here."""
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import cupel_np as c
+from cupel_np.model import items as items_mod
+from tests.strategies import item_lists
+
+
+def _as_items(dicts):
+    return [c.ContextItem(**{k: v for k, v in d.items() if v is not None or k in ("content", "tokens")}) for d in dicts]
+
+
+def _nan_safe(values):
+    return [("NaN",) if isinstance(v, float) and v != v else v for v in values]
+
+
+def _fields(item):
+    return _nan_safe(list(item.to_dict().values()))
+
+
+def _checked(items):
+    """The table the loader's full checks give for the same columns."""
+    quick = c.ItemTable.from_items(items)
+    return quick, c.ItemTable(quick.table)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(item_lists(max_size=12, min_size=1))
+def test_items_table_equals_the_checked_one(dicts):
+    items = _as_items(dicts)
+    quick, full = _checked(items)
+    assert quick.table.schema.equals(full.table.schema)
+    for name in quick.table.column_names:  # NaN hints compare equal here (Table.equals: never)
+        a, b = (_nan_safe(t.table.column(name).to_pylist()) for t in (quick, full))
+        assert a == b, name
+    for name in ("tokens", "content_id", "kind_id", "pinned", "timestamp", "timestamp_valid", "input_row", "offsets"):
+        a, b = getattr(quick, name), getattr(full, name)
+        assert a.dtype == b.dtype and (a == b).all(), name
+    assert quick.kind_vocab == full.kind_vocab
+    for i in range(quick.n):
+        assert quick.row(i) is items[i]  # the input's own objects ...
+        assert _fields(quick.row(i)) == _fields(full.row(i))  # ... equal to the decoded rows
+
+
+def test_a_token_sum_near_the_limit_still_runs_the_check():
+    big = items_mod.TOKEN_LIMIT // 2
+    items = [c.ContextItem("a", big), c.ContextItem("b", big)]
+    try:
+        c.ItemTable.from_items(items)
+    except c.CupelError as e:
+        assert "add up past" in str(e)
+    else:
+        raise AssertionError("the token-sum check did not run")
+
+
+POLICIES = [
+    c.Policy(c.CompositeScorer(((c.RecencyScorer(), 2.0), (c.KindScorer(), 1.0)))),
+    c.Policy(c.PriorityScorer(), placer="u_shaped", overflow_strategy="truncate"),
+    c.Policy(c.ReflexiveScorer(), slicer=c.KnapsackSlice(10), placer="u_shaped"),
+    c.Policy(c.RecencyScorer(), slicer=c.QuotaSlice((c.QuotaEntry("Message", require=10, cap=60),), c.GreedySlice())),
+    c.Policy(
+        c.PriorityScorer(),
+        slicer=c.CountQuotaSlice((c.CountQuotaEntry("Document", require_count=1, cap_count=2),)),
+        overflow_strategy="proceed",
+    ),
+]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(item_lists(max_size=12, min_size=1), st.integers(0, 60), st.sampled_from(range(len(POLICIES))))
+def test_run_and_dry_run_match_the_long_way(dicts, target, p):
+    items = _as_items(dicts)
+    budget = c.ContextBudget(max_tokens=target + 20, target_tokens=target)
+    pipe = c.Pipeline(POLICIES[p])
+    try:
+        got = pipe.dry_run(items, budget)
+    except c.CupelError as e:
+        err = type(e), str(e)
+        try:
+            c.Pipeline(POLICIES[p]).dry_run(c.ItemTable(c.ItemTable.from_items(items).table), budget, threads=2)
+        except c.CupelError as e2:
+            assert (type(e2), str(e2)) == err
+            return
+        raise AssertionError("only the short way failed") from None
+    # the long way: the fully checked table, on the pool
+    from cupel_np.engine import parallel
+
+    old = parallel.INLINE_WORK
+    parallel.INLINE_WORK = 0
+    try:
+        want = pipe.dry_run(c.ItemTable(c.ItemTable.from_items(items).table), budget, threads=2)
+    finally:
+        parallel.INLINE_WORK = old
+    for part in ("included", "excluded"):
+        a, b = ([(_fields(i.item), repr(i.score), i.reason) for i in getattr(r, part)] for r in (got, want))
+        assert a == b, part
+    ran = pipe.run(items, budget)
+    assert [id(i.item) for i in got.included] == [id(i) for i in ran]
+    assert all(any(r is it for it in items) for r in ran)  # the caller's own objects
