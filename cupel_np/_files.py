@@ -5,6 +5,8 @@ then a server-side copy into place, so no reader ever sees part of an object."""
 
 from __future__ import annotations
 
+import errno
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -54,16 +56,47 @@ def atomic_write_bytes(path: StrPath, data: bytes) -> None:
         write_remote(target, lambda sink: sink.write(data))
         return
     p = target
+    if p.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory; give a file path", str(p))
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_beside(p)
     try:
         with open(tmp, "wb") as f:
             f.write(data)
         os.replace(tmp, p)
+    except OSError as e:  # name the file asked for, never our temp file
+        _unlink_quietly(tmp)
+        raise type(e)(e.errno, e.strerror or str(e), str(p)) from None
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        _unlink_quietly(tmp)
         raise
+
+
+def _unlink_quietly(tmp: str) -> None:
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+
+
+def _finite(o):
+    """``o`` with every NaN / Infinity float (Python or NumPy) replaced by None."""
+    if isinstance(o, float) or type(o).__name__ in ("float32", "float64", "float16"):
+        f = float(o)
+        return f if f == f and f not in (float("inf"), float("-inf")) else None
+    if isinstance(o, dict):
+        return {k: _finite(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_finite(v) for v in o]
+    return o
+
+
+def dumps_json(obj, **kw) -> str:
+    """The one JSON writer of every output (summary.json, ``--json``, manifests): strict JSON,
+    never ``NaN`` or ``Infinity``. A number that is not finite (a metric with nothing to
+    measure, e.g. a recall over sets without a relevant item) is written as ``null``."""
+    kw.setdefault("default", str)
+    return json.dumps(_finite(obj), allow_nan=False, **kw)
 
 
 def read_data_file(path: StrPath, *, default: str = "json") -> object:

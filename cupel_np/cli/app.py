@@ -16,7 +16,9 @@ from cupel_np.cli.parser import build_parser
 from cupel_np.cli.run import cmd_run
 from cupel_np.cli.sensitivity import cmd_sensitivity
 from cupel_np.cli.shared import EXIT_INTERNAL, EXIT_USAGE, UsageError, _err, _say_if_compiling, refuse_empty
+from cupel_np.cli.staging import run_swapped
 from cupel_np.cli.sweep import cmd_sweep
+from cupel_np.cli.tune import cmd_tune
 from cupel_np.errors import CupelError
 from cupel_np.model.scorers import load_plugins
 
@@ -30,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
         refuse_empty(args)
         if args.func in (cmd_demo, cmd_sensitivity, cmd_sweep, cmd_budget, cmd_run):
             _say_if_compiling(args)
+        if args.func in (cmd_demo, cmd_sensitivity, cmd_sweep, cmd_budget, cmd_tune):
+            return run_swapped(args, args.func)  # --overwrite is a swap
         return args.func(args)
     except UsageError as e:
         _err(str(e))

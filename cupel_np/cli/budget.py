@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import time
 
 import pyarrow.parquet as pq
 
+from cupel_np._files import dumps_json
 from cupel_np._fs import arrow_location, as_path
 from cupel_np.analysis.budget_sim import budget_curves, budget_ladder
 from cupel_np.analysis.outcomes import labels_from
@@ -56,7 +56,7 @@ def cmd_budget(args) -> int:
         if labels is not None:
             out["outcomes"] = _outcomes_json(paths)
             out["tokens"] = tokens
-        print(json.dumps(out, indent=2))
+        print(dumps_json(out, indent=2))
         return EXIT_OK
     print(
         f"{plural(table.n, 'item')} in {table.n_sets:,} set(s); {len(variants)} variant(s) x "

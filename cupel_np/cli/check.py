@@ -10,12 +10,11 @@ test case per check) for CI systems. An input over the memory limit (or any inpu
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 import pyarrow.compute as pc
 
-from cupel_np._files import atomic_write_bytes
+from cupel_np._files import atomic_write_bytes, dumps_json
 from cupel_np._fs import as_path
 from cupel_np.cli.shared import UsageError, _progress_enabled, _source
 from cupel_np.errors import InvalidConfigError, MemoryLimitError
@@ -67,6 +66,8 @@ def _tables(args, set_column: str | None, n_variants: int) -> Iterator[ItemTable
 
 def cmd_check(args) -> int:
     """The ``check`` subcommand (see the module docstring)."""
+    if args.junit and as_path(args.junit).is_dir():  # checked before any work
+        raise UsageError(f"the --junit path {args.junit} is a directory; give a file path (OUT.xml)")
     cf = load_checks(args.checks)
     set_column = args.set_column or cf.set_column
     if args.dask:
@@ -75,16 +76,25 @@ def cmd_check(args) -> int:
         outcomes = run_checks(cf, _tables(args, set_column, len(cf.variants)), threads=args.threads)
     set_name = set_column or "set"
     if args.junit:
-        atomic_write_bytes(args.junit, junit_xml(outcomes, as_path(args.checks).stem, set_name))
+        _write_junit(args.junit, junit_xml(outcomes, as_path(args.checks).stem, set_name))
     if args.json:
         doc = [
             {"check": o.check.name, "pairs": o.pairs, "failed": o.failed, "rows": o.table().to_pylist()}
             for o in outcomes
         ]
-        print(json.dumps(doc, indent=2, default=str))
+        print(dumps_json(doc, indent=2))
     else:
         print("\n".join(report_lines(outcomes, set_name, args.max_rows)))
     return EXIT_FAILED if any(o.failed for o in outcomes) else EXIT_OK
+
+
+def _write_junit(path: str, data: bytes) -> None:
+    """Atomically (temp file + rename, like every output); a missing parent directory is
+    created, as for ``import --out`` and ``--out``; an error says it is the ``--junit`` path."""
+    try:
+        atomic_write_bytes(path, data)
+    except OSError as e:
+        raise UsageError(f"cannot write the --junit file {path}: {e.strerror or e}") from None
 
 
 def _check_on_dask(args, checks_file: ChecksFile, set_column: str | None) -> list[CheckOutcome]:

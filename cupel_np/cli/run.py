@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from datetime import date, datetime
 
+from cupel_np._files import dumps_json
 from cupel_np.analysis.pipeline import Pipeline
 from cupel_np.cli.shared import (
     EXIT_OK,
@@ -43,7 +43,7 @@ def cmd_run(args) -> int:
             raise
         raise type(e)(f"{e}{hint} and choose one with --set KEY") from None
     if args.json:
-        print(json.dumps(report.to_dict(), default=_iso_default, indent=2))
+        print(dumps_json(report.to_dict(), default=_iso_default, indent=2))
         return EXIT_OK
     used = sum(i.item.tokens for i in report.included)
     print(

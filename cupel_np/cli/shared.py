@@ -29,6 +29,10 @@ class UsageError(Exception):
     pass
 
 
+class AllCellsFailedError(UsageError):
+    """Every (variant, set) cell of a run failed (the run finished; it compared nothing)."""
+
+
 def _err(msg: str) -> None:
     print(f"cupel-np: error: {msg}", file=sys.stderr)
 
@@ -69,16 +73,18 @@ def plural(n: int, word: str, many: str | None = None) -> str:
 
 
 _PREFIX = re.compile(r"^(variant '[^']*': )?(set .*?: )?")
+_VARIANT = re.compile(r"^variant '[^']*': ")
 
 
 def top_reasons(messages, k: int = 3) -> list[tuple[int, str]]:
     """The ``k`` most common failure reasons among error ``messages``: messages that differ
-    only in the variant, the set or the numbers count as one reason; each comes with its
-    count and one full example, most common first."""
+    only in the set or the numbers count as one reason (per variant: a count never mixes
+    variants); each comes with its count and one full example, most common first."""
     groups: dict[str, list] = {}
     for m in messages:
         m = str(m)
-        key = re.sub(r"\d[\d,]*", "N", _PREFIX.sub("", m, count=1))
+        v = _VARIANT.match(m)
+        key = (v.group(0) if v else "") + re.sub(r"\d[\d,]*", "N", _PREFIX.sub("", m, count=1))
         g = groups.setdefault(key, [0, m])
         g[0] += 1
     ranked = sorted(groups.values(), key=lambda g: -g[0])
@@ -93,6 +99,18 @@ def _print_failures(messages, out=None) -> None:
     print(f"{plural(len(msgs), 'failed (variant, set) cell')}; most common reasons:", file=out)
     for n, ex in top_reasons(msgs):
         print(f"  {n:>6,} x {_one_line(ex, 160)}", file=out)
+
+
+def all_cells_failed(failed: int, cells: int, items, set_column) -> None:
+    """Every (variant, set) cell failed: nothing was compared, so the run is an error (exit 2)
+    with the likely fix, not a green run (the outputs and the reasons are still written)."""
+    if cells == 0 or failed < cells:
+        return
+    hint = _set_column_hint(items, set_column)
+    raise AllCellsFailedError(
+        f"every (variant, set) cell failed ({failed:,} of {cells:,}): nothing was compared; see the reasons "
+        "above" + (hint or "; fix the input or the policies and rerun with --overwrite")
+    )
 
 
 def _written_failures(out) -> list[str]:

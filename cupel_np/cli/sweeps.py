@@ -3,7 +3,6 @@ whole item sets, or on Dask, and the written outputs and printed summary of each
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 
@@ -12,6 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pds
 import pyarrow.parquet as pq
 
+from cupel_np._files import dumps_json
 from cupel_np._fs import arrow_location, as_path
 from cupel_np.analysis.losses import check_lines
 from cupel_np.analysis.outcomes import labels_from, outcome_summary, outcome_summary_of_table
@@ -24,6 +24,7 @@ from cupel_np.cli.shared import (
     _progress_enabled,
     _source,
     _written_failures,
+    all_cells_failed,
     plural,
 )
 from cupel_np.io.dask import connect, outcome_summary_of_parts
@@ -61,7 +62,7 @@ def _run_dask(args, budget, variants, set_column, title: str) -> int:
     if args.json:
         extra = {} if outcomes is None else {"outcomes": _outcome_json(outcomes)}
         print(
-            json.dumps(
+            dumps_json(
                 {**summary, "outputs": {"dir": str(as_path(args.out)), "report": str(report)}, **extra}, indent=2
             )
         )
@@ -130,7 +131,7 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
         for r in errs:
             errors.setdefault(r["variant"], {})[str(r[s.set_column or "set"])] = r["error"]
         print(
-            json.dumps(
+            dumps_json(
                 {
                     "items": tot["rows"],
                     "sets": tot["sets"],
@@ -145,6 +146,7 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
                 indent=2,
             )
         )
+        all_cells_failed(int(s.failed.sum()), tot["sets"] * len(s.labels), args.items, set_column)
         return EXIT_OK
     print(
         f"{plural(tot['rows'], 'item')} in {tot['sets']:,} set(s); {plural(len(s.labels), 'variant')}; "
@@ -164,6 +166,7 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
         _print_outcomes(summary, args.label_column)
     _print_failures(_written_failures(out))
     print(f"wrote {', '.join(as_path(p).name for p in paths.values())} to {out.resolve()}")
+    all_cells_failed(int(s.failed.sum()), tot["sets"] * len(s.labels), args.items, set_column)
     return EXIT_OK
 
 
@@ -296,7 +299,8 @@ def _finish(args, result, t0: float, title: str, labels=None) -> int:
         out["checks"] = checks
         if summary is not None:
             out["outcomes"] = _outcome_json(summary)
-        print(json.dumps(out, indent=2))
+        print(dumps_json(out, indent=2))
+        _all_failed(args, result)
         return EXIT_OK
     t = result.table
     print(
@@ -310,4 +314,10 @@ def _finish(args, result, t0: float, title: str, labels=None) -> int:
         _print_outcomes(summary, labels.column)
     _print_failures(str(e) for errs in result.errors.values() for e in errs.values())
     print(f"wrote {', '.join(as_path(p).name for p in paths.values())} to {as_path(args.out).resolve()}")
+    _all_failed(args, result)
     return EXIT_OK
+
+
+def _all_failed(args, result) -> None:
+    failed = sum(len(errs) for errs in result.errors.values())
+    all_cells_failed(failed, result.table.n_sets * len(result.labels), args.items, result.table.set_column)

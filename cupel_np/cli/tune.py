@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 
+from cupel_np._files import dumps_json
 from cupel_np._fs import as_path
 from cupel_np.analysis.signals import policy_scorer_names
 from cupel_np.io.dask import connect
@@ -31,7 +31,7 @@ def cmd_tune(args) -> int:
         result = _tune(tune, args, src, budget, None)
     paths = write_tune(result, args.out, overwrite=args.overwrite)
     if args.json:
-        print(json.dumps(summary_dict(result, paths), indent=2))
+        print(dumps_json(summary_dict(result, paths), indent=2))
         return 0
     p = result.paired
     print(

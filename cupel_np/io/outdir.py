@@ -11,13 +11,15 @@ Parquet files of the same result is not "another run".
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import re
 import uuid
 import weakref
 from pathlib import Path
 
-from cupel_np._files import atomic_write_bytes
+from cupel_np._files import atomic_write_bytes, dumps_json
 from cupel_np._fs import RemotePath, as_path, rmtree
 from cupel_np.errors import InvalidConfigError
 
@@ -49,6 +51,9 @@ OUTPUT_NAMES = (
     *TUNE_FILES,
 )
 _BEST_POLICY = re.compile(r"best-[0-9]+\.toml")
+#: the directory inside ``--out`` a CLI ``--overwrite`` run writes into before the swap
+#: (``cli.staging``); a killed run's is removed by the next ``--overwrite``
+STAGING_PREFIX = ".cupel-staging-"
 
 #: the columns the sweep outputs write beside the set-key column
 OUTPUT_COLUMNS = (
@@ -130,7 +135,7 @@ def check_out_path(out, what: str = "output directory") -> Path | RemotePath:
 
 
 def _ours(p: Path | RemotePath) -> bool:
-    if p.name in OUTPUT_NAMES or _BEST_POLICY.fullmatch(p.name):
+    if p.name in OUTPUT_NAMES or _BEST_POLICY.fullmatch(p.name) or p.name.startswith(STAGING_PREFIX):
         return True
     return p.name.endswith(".tmp") and p.name.startswith(".") and any(p.name[1:].startswith(n) for n in OUTPUT_NAMES)
 
@@ -153,6 +158,51 @@ def read_manifest(out) -> dict | None:
     except (OSError, ValueError):  # a StorageError is a ValueError too
         return None
     return m if isinstance(m, dict) else None
+
+
+class CorruptManifestError(InvalidConfigError):
+    """``manifest.json`` of an output directory is not a manifest cupel_np wrote."""
+
+    code = "corrupt_manifest"
+
+
+def load_manifest(out) -> dict | None:
+    """``out/manifest.json`` checked: None when there is none; a ``CorruptManifestError``
+    naming the file and what is wrong when it is not valid JSON, not an object, or its
+    ``variants`` / ``set_column`` / ``outputs`` do not have the shapes cupel_np writes."""
+    f = as_path(out) / MANIFEST
+    if not f.is_file():
+        return None
+
+    def bad(what: str) -> CorruptManifestError:
+        return CorruptManifestError(
+            f"{f} is corrupt ({what}); rerun the command that wrote {out} (with --overwrite) to rewrite it"
+        )
+
+    try:
+        m = json.loads(f.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise bad("not UTF-8 text") from None
+    except ValueError as e:
+        raise bad(f"malformed JSON: {e}") from None
+    if not isinstance(m, dict):
+        raise bad(f"a JSON {type(m).__name__}, not an object")
+    v = m.get("variants")
+    if v is not None:
+        if not isinstance(v, list):
+            raise bad("'variants' is not a list")
+        for i, entry in enumerate(v):
+            if not isinstance(entry, dict) or not isinstance(entry.get("label"), str):
+                raise bad(f"variants[{i}] has no text 'label'")
+    if not isinstance(m.get("set_column"), (str, type(None))):
+        raise bad("'set_column' is not text or null")
+    o = m.get("outputs")
+    if o is not None and not (isinstance(o, list) and all(isinstance(x, str) for x in o)):
+        raise bad("'outputs' is not a list of file names")
+    for k in ("kind", "run_id"):
+        if not isinstance(m.get(k), (str, type(None))):
+            raise bad(f"{k!r} is not text")
+    return m
 
 
 def describe_outputs(out) -> str:
@@ -183,6 +233,8 @@ def claim_out_dir(out, *, overwrite: bool = False, run: str | None = None, creat
         same = run is not None and m is not None and m.get("run_id") == run
         if not same:
             if not overwrite:
+                if interrupted_note(p):
+                    raise OutputExistsError(interrupted_note(p))
                 raise OutputExistsError(
                     f"{p} already holds {describe_outputs(p)} from another run; choose another directory, "
                     "or pass --overwrite (Python: overwrite=True) to replace them"
@@ -191,6 +243,46 @@ def claim_out_dir(out, *, overwrite: bool = False, run: str | None = None, creat
     if create:
         p.mkdir(parents=True, exist_ok=True)
     return p
+
+
+#: True while a CLI command runs: the manifests it writes say ``"complete": false`` until
+#: the command has finished (``mark_complete``), so an interrupted run never looks complete
+_IN_PROGRESS: contextvars.ContextVar[bool] = contextvars.ContextVar("cupel_np_run_in_progress", default=False)
+
+
+@contextlib.contextmanager
+def run_in_progress():
+    """While inside, every manifest written records ``"complete": false``."""
+    tok = _IN_PROGRESS.set(True)
+    try:
+        yield
+    finally:
+        _IN_PROGRESS.reset(tok)
+
+
+def in_progress() -> bool:
+    """Whether a CLI command is running (its own outputs are not finished yet)."""
+    return _IN_PROGRESS.get()
+
+
+def mark_complete(out) -> None:
+    """Record in ``out/manifest.json`` (if any) that the run that wrote it finished."""
+    p = as_path(out)
+    m = read_manifest(p)
+    if m is not None and m.get("complete") is False:
+        m["complete"] = True
+        atomic_write_bytes(p / MANIFEST, dumps_json(m, indent=2).encode())
+
+
+def interrupted_note(out) -> str:
+    """Words for a directory whose manifest says its run did not finish ('' otherwise)."""
+    m = read_manifest(out)
+    if m is None or m.get("complete") is not False:
+        return ""
+    return (
+        f"{out} holds an interrupted run (its manifest says it did not finish: killed or stopped "
+        "before the end, so its outputs may be partial); rerun the command with --overwrite to replace it"
+    )
 
 
 def write_manifest(out, kind: str, run: str, outputs: list[str], **fields) -> Path | RemotePath:
@@ -205,6 +297,7 @@ def write_manifest(out, kind: str, run: str, outputs: list[str], **fields) -> Pa
         kind = m["kind"]  # a page beside its run's data keeps the run's kind
     m.update(fields)
     m.update({"kind": kind, "run_id": run, "outputs": prev + list(outputs)})
+    m["complete"] = not _IN_PROGRESS.get()
     m.setdefault("format", "cupel_np.outputs/1")
-    atomic_write_bytes(p / MANIFEST, json.dumps(m, indent=2, default=str).encode())
+    atomic_write_bytes(p / MANIFEST, dumps_json(m, indent=2).encode())
     return p / MANIFEST

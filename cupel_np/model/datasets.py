@@ -164,6 +164,7 @@ def open_dataset(source) -> ds.FileSystemDataset:
             if fs is not None and not isinstance(e, pa.ArrowInvalid):
                 raise translate(e, f) from None
             raise InvalidInputTypeError(f"cannot read Parquet file {f}: {e}") from None
+    _check_unifiable(files, schemas)
     try:
         kw: dict = {"partitioning": "hive", "partition_base_dir": arrow_location(base)[1]} if base else {}
         if fs is not None:
@@ -175,6 +176,33 @@ def open_dataset(source) -> ds.FileSystemDataset:
         return ds.dataset(paths, format="parquet", schema=schema, **kw)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as e:
         raise InvalidInputTypeError(f"cannot read Parquet dataset {describe_source(source)}: {e}") from None
+
+
+def _check_unifiable(files: list, schemas: list[pa.Schema]) -> None:
+    """Files whose schemas cannot be merged: an error naming the first file that does not merge
+    with the ones before it, the column and both types (Arrow's own message names no file)."""
+    if len(schemas) < 2:
+        return
+    try:
+        pa.unify_schemas(schemas, promote_options="permissive")
+        return
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        pass
+    acc = schemas[0]
+    for f, sch in zip(files[1:], schemas[1:]):
+        try:
+            acc = pa.unify_schemas([acc, sch], promote_options="permissive")
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            clash = [n for n in sch.names if n in acc.names and acc.field(n).type != sch.field(n).type]
+            what = (
+                f"column {clash[0]!r} is {sch.field(clash[0]).type} there but {acc.field(clash[0]).type} in "
+                f"{files[0]}" + (" and the files before it" if len(files) > 2 else "")
+                if clash
+                else str(e)
+            )
+            raise InvalidInputTypeError(
+                f"cannot merge Parquet file {f} with the other input files: {what}; fix or remove that file"
+            ) from None
 
 
 def fragment_paths(d: ds.FileSystemDataset, source) -> list[str]:

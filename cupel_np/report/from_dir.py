@@ -207,13 +207,16 @@ class _PageAcc:
             mix = np.bincount(kid[inc], weights=tok[inc], minlength=len(names))
             for j, n in enumerate(names):
                 self.kind_mix.setdefault(n, np.zeros(self.v))[v] += mix[j]
+        # the group-by addresses columns by plain position names: a label such as ".hidden" would
+        # make "{label}.included" a nested field path to Arrow's aggregation
         aggs = [("tokens", "sum"), ("tokens", "count"), ("input_row", "min")]
-        aggs += [(f"{l}.included", "count") for l in self.labels]
-        cols = [_KEY, "input_row", *(f"{l}.included" for l in self.labels)]
-        s = t.select(cols).append_column("tokens", pa.array(tok)).group_by(_KEY, use_threads=False).aggregate(aggs)
+        aggs += [(f"v{v}", "count") for v in range(len(self.labels))]
+        by_pos = {f"v{v}": t.column(f"{l}.included") for v, l in enumerate(self.labels)}
+        g = pa.table({_KEY: t.column(_KEY), "input_row": t.column("input_row"), **by_pos, "tokens": pa.array(tok)})
+        s = g.group_by(_KEY, use_threads=False).aggregate(aggs)
         st = s["tokens_sum"].to_numpy(zero_copy_only=False)
-        for v, l in enumerate(self.labels):
-            ran = s[f"{l}.included_count"].to_numpy(zero_copy_only=False) > 0
+        for v in range(len(self.labels)):
+            ran = s[f"v{v}_count"].to_numpy(zero_copy_only=False) > 0
             self.could[v] += np.minimum(st, self.targets[v])[ran].sum()
         if self.candidates:
             s = s.filter(pc.is_in(s[_KEY], value_set=pa.array(list(self.candidates), s[_KEY].type)))

@@ -22,10 +22,14 @@ from cupel_np.io.outdir import (
     KIND_PARTS,
     KIND_STREAMED,
     KIND_SWEEP,
+    MANIFEST,
     PARTS_DIRS,
     SWEEP_FILES,
+    CorruptManifestError,
     describe_outputs,
-    read_manifest,
+    in_progress,
+    interrupted_note,
+    load_manifest,
 )
 
 BATCH_ROWS = 65_536
@@ -106,11 +110,11 @@ def _metadata(path: str) -> Any:
 
 
 def _meta(out: AnyPath, variants_path: AnyPath) -> tuple[list[dict], str | None]:
-    manifest = out / "manifest.json"
-    if manifest.is_file():
-        m = json.loads(manifest.read_text())
-        if isinstance(m.get("variants"), list):
-            return m["variants"], m.get("set_column")
+    m = load_manifest(out)
+    if m is not None and m.get("variants") is not None:
+        if not m["variants"]:
+            raise CorruptManifestError(f"{out / MANIFEST} is corrupt (it lists no variants); rerun the sweep")
+        return m["variants"], m.get("set_column")
     files = _files(variants_path)
     if not files:
         raise InvalidConfigError(f"{variants_path} holds no part files")
@@ -128,7 +132,9 @@ def check_sweep_dir(out: AnyPath) -> None:
     another layout than the one present)."""
     if not out.is_dir():
         raise InvalidConfigError(f"sweep directory not found: {out}")
-    m = read_manifest(out) or {}
+    m = load_manifest(out) or {}
+    if not in_progress() and interrupted_note(out):  # a run's own page is built before it finishes
+        raise InvalidConfigError(interrupted_note(out))
     if m.get("kind") == KIND_BUDGET:
         raise InvalidConfigError(
             f"{out} holds a budget simulation, not a sweep; its page is written by cupel-np budget"

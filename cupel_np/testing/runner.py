@@ -5,6 +5,7 @@ command is ``cupel_np.cli.check``."""
 
 from __future__ import annotations
 
+import re
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator
@@ -190,5 +191,20 @@ def junit_xml(outcomes: list[CheckOutcome], suite: str, set_name: str, max_rows:
             if o.failed > max_rows:
                 text.append(f"  ... and {o.failed - max_rows} more")
             f.text = "\n".join(text)
+    for el in root.iter():  # set keys, labels and check names are user strings
+        el.attrib.update({k: xml_safe(v) for k, v in el.attrib.items()})
+        if el.text:
+            el.text = xml_safe(el.text)
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+
+
+#: characters XML 1.0 cannot hold (even escaped): C0 controls but tab/newline/CR, surrogates,
+#: U+FFFE/U+FFFF; plus DEL and C1 controls, legal but unreadable in a CI log
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_safe(s: str) -> str:
+    """``s`` with every character XML cannot hold written as the text ``\\xNN`` / ``\\uNNNN``
+    (so a CI parser reads the report of a failing check whatever its set keys and labels)."""
+    return _XML_ILLEGAL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", s)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from cupel_np._files import atomic_write_bytes
+from cupel_np._files import atomic_write_bytes, dumps_json
 from cupel_np.analysis.signals import policy_scorer_names
 from cupel_np.errors import InvalidConfigError
 from cupel_np.io.outdir import KIND_TUNE, claim_out_dir, new_run_id, write_manifest
@@ -114,7 +114,7 @@ def write_tune(result, out, *, overwrite: bool = False, title: str = "cupel_np t
     paths["plot"] = str(_pareto_png(result, out / "pareto.png"))
     paths["report"] = str(_report_html(result, out / "report.html", title))
     summary = summary_dict(result, paths)
-    paths["summary"] = str(_write(out / "summary.json", json.dumps(summary, indent=2).encode()))
+    paths["summary"] = str(_write(out / "summary.json", dumps_json(summary, indent=2).encode()))
     write_manifest(out, KIND_TUNE, new_run_id(), [Path(p).name for p in paths.values()], objective=result.objective)
     return paths
 

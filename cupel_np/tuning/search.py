@@ -122,6 +122,18 @@ def _prepare(items, label_column, set_column) -> tuple[ItemTable, Labels]:
     return ItemTable(items, set_column=set_column), labels
 
 
+def check_some_relevant(labels: Labels) -> None:
+    """A search needs at least one relevant item (a label > 0): with none, every recall is
+    undefined and any "winner" would be arbitrary."""
+    v = labels.values
+    if not (v[~np.isnan(v)] > 0).any():
+        what = "every label is null" if np.isnan(v).all() else "every label is false or 0"
+        raise InvalidConfigError(
+            f"no relevant items: {what} in label column {labels.column!r}, so there is nothing to tune for; "
+            "label some items as relevant (true or a positive number)"
+        )
+
+
 def _as_budget(budget) -> ContextBudget | None:
     if budget is None or isinstance(budget, ContextBudget):
         return budget
@@ -599,6 +611,7 @@ def _evaluator(items, label_column, set_column, holdout, threads, client, nparti
     table, labels = _prepare(items, label_column, set_column)
     if len(labels) != table.n:
         raise InvalidConfigError(f"label column {labels.column!r} has {len(labels)} values for {table.n} items")
+    check_some_relevant(labels)
     ev = _InProcess(table, labels, heldout_sets(table.set_keys, holdout), threads)
     ev.token_counter = token_counter_of(_items_metadata(items))
     return ev
