@@ -40,7 +40,7 @@ from typing import Any
 import pyarrow as pa
 
 from cupel_np._files import atomic_write_bytes
-from cupel_np.errors import InvalidConfigError
+from cupel_np.errors import BadTranscriptError, InvalidConfigError
 from cupel_np.text import is_blank
 
 FORMATS = ("openai", "claude-code", "messages")
@@ -54,12 +54,6 @@ _ROLE_KINDS = {
     "tool": ("ToolOutput", "Tool", False),
     "function": ("ToolOutput", "Tool", False),
 }
-
-
-class BadTranscriptError(InvalidConfigError):
-    """A transcript line or row that cannot be turned into items (names file and line)."""
-
-    code = "bad_transcript"
 
 
 @dataclass(frozen=True)
