@@ -225,18 +225,18 @@ def cmd_simulate(a) -> dict:
 
     global PARTITION_ROWS
     PARTITION_ROWS = a.partition_rows
-    cdask._require()  # the imports (dask.dataframe: seconds) before the clock starts
+    cdask.require_dask()  # the imports (dask.dataframe: seconds) before the clock starts
     n_parts = -(-a.rows // a.partition_rows)
     sleep = a.task_seconds * a.time_scale
     rss0 = _peak()
 
-    def plan(source, set_column, npartitions, client, vs, columns=()):
+    def plan(source, set_column, client, *, npartitions=None, variants=(), columns=()):
         # the plan a billion-row dataset gives: one delayed partition per piece, none shuffled
         # (whole sets per partition); each partition's "frame" is its task's sleep time
         parts = [dask.delayed(float)(sleep, dask_key_name=f"frame-{i}") for i in range(n_parts)]
         return parts, False, None
 
-    cdask._whole_set_partitions = plan  # the metadata reads and the key scan replaced
+    cdask.whole_set_partitions = plan  # the metadata reads and the key scan replaced
     cdask._traced_partition = _sleeping_partition
     with (
         LocalCluster(n_workers=1, threads_per_worker=a.workers, processes=False, dashboard_address=":0") as cl,

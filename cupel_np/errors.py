@@ -1,5 +1,10 @@
-"""Error types. Every error is a ``CupelError``; configuration and input errors are also
-the fitting built-in (``ValueError`` / ``TypeError``) so generic handlers keep working."""
+"""Every error and warning class cupel_np raises or issues, in one module.
+
+Every error is a ``CupelError``; configuration and input errors are also the fitting built-in
+(``ValueError`` / ``TypeError``) so generic handlers keep working. The policy-test assertion
+failures (``cupel_np.testing``) are ``AssertionError`` s, so pytest shows them as failures.
+The wings re-export the classes they raise from here (``cupel_np.io.outdir.OutputExistsError``
+is this module's class)."""
 
 from __future__ import annotations
 
@@ -56,6 +61,43 @@ class TooFewVariantsError(InvalidConfigError):
 class MemoryLimitError(InvalidConfigError):
     """A run whose estimated peak memory is over the memory limit and that cannot stream
     (raised before anything large is allocated)."""
+
+
+class OutputExistsError(InvalidConfigError):
+    """An output directory holds the outputs of another run (and ``overwrite`` was not given)."""
+
+    code = "output_exists"
+
+
+class BadTranscriptError(InvalidConfigError):
+    """A transcript line or row that cannot be turned into items (names file and line)."""
+
+    code = "bad_transcript"
+
+
+class NonMonotonicSlicerError(CupelError):
+    """A budget-simulation method was called with a slicer whose inclusion is not monotonic in
+    the budget (the spec's ``InvalidOperationException``)."""
+
+    code = "non_monotonic_slicer"
+
+
+class SelectionReportAssertionError(AssertionError):
+    """A Cupel.Testing assertion failed; the message says what was expected and found."""
+
+
+class CorpusAssertionError(SelectionReportAssertionError):
+    """A corpus check failed on some (variant, set) pairs; ``failures`` holds all of them (a
+    ``pyarrow.Table``, one row per failing pair)."""
+
+    def __init__(self, message: str, failures):
+        super().__init__(message)
+        #: every failing (variant, set) pair, one row each (a ``pyarrow.Table``)
+        self.failures = failures
+
+
+class SnapshotMismatchError(SelectionReportAssertionError):
+    """The report differs from its recorded snapshot (the message holds a unified diff)."""
 
 
 class CupelWarning(UserWarning):

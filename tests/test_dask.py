@@ -238,7 +238,7 @@ def test_dask_error_is_a_cupel_error():
 # ----------------------------------------------------------------------------- command line, report
 def test_cli_dask_and_report_from_any_sweep_directory(tmp_path, client, sample, capsys):
     from cupel_np.cli import main
-    from cupel_np.report.from_dir import page_data
+    from cupel_np.report.from_dir import dir_page_data as page_data
     from cupel_np.report.sweep_dir import load_sweep_dir
 
     t = sample.take(pa.array(np.random.default_rng(5).permutation(sample.num_rows)))
@@ -362,10 +362,10 @@ def test_tasks_run_the_engine_on_their_workers_share(client):
     # Dask's own worker threads
     from distributed import Client, LocalCluster
 
-    assert client.submit(cdask._worker_threads, pure=False).result() == 1
+    assert client.submit(cdask.worker_threads, pure=False).result() == 1
     with (
         LocalCluster(processes=False, n_workers=1, threads_per_worker=3, dashboard_address=":0") as lc,
         Client(lc) as two,
     ):
-        assert two.submit(cdask._worker_threads, pure=False).result() == 3
-    assert cdask._worker_threads() == 1  # outside any worker
+        assert two.submit(cdask.worker_threads, pure=False).result() == 3
+    assert cdask.worker_threads() == 1  # outside any worker

@@ -246,5 +246,5 @@ def test_page_from_outputs_follows_at_most_max_sets_sets_whatever_ties(tmp_path,
     assert len(chosen) == min(2, sum(1 for n in counts.values() if n))
     ties = {n for n in counts.values() if n} and len(set(counts.values())) < len(counts)
     assert ties  # the small corpus has tied swing counts, so the cut is exercised
-    d = from_dir.page_data(out, max_sets=2)
+    d = from_dir.dir_page_data(out, max_sets=2)
     assert {s["key"] for s in d.sets} == chosen

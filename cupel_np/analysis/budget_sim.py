@@ -31,14 +31,14 @@ from cupel_np.engine.scorers import ScoreContext
 from cupel_np.engine.sweep_run import SweepRun, classify
 from cupel_np.errors import (
     BudgetOverflowError,
-    CupelError,
     InvalidConfigError,
     InvalidInputTypeError,
+    NonMonotonicSlicerError,
     PinnedExceedsBudgetError,
     ScarcityError,
     TableTooLargeError,
 )
-from cupel_np.model.budget import ContextBudget, require_int
+from cupel_np.model.budget import ContextBudget, require_budget_int
 from cupel_np.model.grid import PolicySource, Sweep, Variant
 from cupel_np.model.hints import Items, PolicyLike
 from cupel_np.model.items import ContextItem, ItemTable
@@ -47,13 +47,6 @@ from cupel_np.model.slicers import CountConstrainedKnapsackSlice, CountQuotaSlic
 
 if TYPE_CHECKING:
     from cupel_np.analysis.sensitivity import SweepResult
-
-
-class NonMonotonicSlicerError(CupelError):
-    """A budget-simulation method was called with a slicer whose inclusion is not monotonic in
-    the budget (the spec's ``InvalidOperationException``)."""
-
-    code = "non_monotonic_slicer"
 
 
 #: the spec's (and .NET's) guard messages, verbatim
@@ -111,7 +104,7 @@ def get_marginal_items(policy, items, budget: ContextBudget, slack_tokens: int) 
     table = _single_set(items)
     if not isinstance(budget, ContextBudget):
         raise InvalidInputTypeError(f"budget must be a ContextBudget, got {type(budget).__name__}")
-    slack = require_int("slack_tokens", slack_tokens)
+    slack = require_budget_int("slack_tokens", slack_tokens)
     if isinstance(policy.slicer, QuotaSlice):
         raise NonMonotonicSlicerError(MARGINAL_QUOTA_MESSAGE)
     if slack == 0:
@@ -163,7 +156,7 @@ def find_min_budget_for(policy, items, target_item, search_ceiling: int) -> int 
     if isinstance(policy.slicer, FIND_MIN_REFUSED):
         raise NonMonotonicSlicerError(FIND_MIN_MONOTONIC_MESSAGE)
     row = _target_row(items, table, target_item)
-    ceiling = require_int("search_ceiling", search_ceiling)
+    ceiling = require_budget_int("search_ceiling", search_ceiling)
     tokens = int(table.tokens[row])
     if ceiling < tokens:
         raise InvalidConfigError(
@@ -199,10 +192,10 @@ def budget_ladder(
     (``max_tokens``), each with ``target_tokens = max_tokens - output_reserve``. ``spacing`` is
     "geometric" (equal ratios; the usual 4k ... 200k question) or "linear"; values are rounded to
     integers and must stay distinct."""
-    lo = require_int("lo", lo)
-    hi = require_int("hi", hi)
-    steps = require_int("steps", steps)
-    reserve = require_int("output_reserve", output_reserve)
+    lo = require_budget_int("lo", lo)
+    hi = require_budget_int("hi", hi)
+    steps = require_budget_int("steps", steps)
+    reserve = require_budget_int("output_reserve", output_reserve)
     if steps < 2:
         raise InvalidConfigError(f"budget_ladder: steps must be >= 2, got {steps}")
     if not lo < hi:
@@ -239,7 +232,7 @@ def _as_ladder(budgets) -> list[ContextBudget]:
         if isinstance(b, ContextBudget):
             out.append(b)
         else:
-            v = require_int(f"budgets[{i}]", b)
+            v = require_budget_int(f"budgets[{i}]", b)
             out.append(ContextBudget(v, v))
     if len(out) < 2:
         raise InvalidConfigError(f"budget_curves needs at least 2 budgets, got {len(out)}")
@@ -626,9 +619,9 @@ def min_budgets(
     table = as_table(items)
     if isinstance(policy.slicer, FIND_MIN_REFUSED):
         raise NonMonotonicSlicerError(FIND_MIN_MONOTONIC_MESSAGE)
-    ceiling = require_int("search_ceiling", search_ceiling)
+    ceiling = require_budget_int("search_ceiling", search_ceiling)
     n = table.n
-    max_rows = require_int("max_probe_rows", max_probe_rows)
+    max_rows = require_budget_int("max_probe_rows", max_probe_rows)
     if max_rows < 1:
         raise InvalidConfigError(f"max_probe_rows must be >= 1, got {max_rows}")
     prober = _Prober(table, policy, max_rows)

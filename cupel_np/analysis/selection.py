@@ -28,11 +28,15 @@ if TYPE_CHECKING:
 
 
 class InclusionReason(enum.Enum):
+    """Why an item was included (the spec's InclusionReason): ``Scored`` (chosen by the slicer),
+    ``Pinned`` (pinned, so always in) or ``ZeroToken`` (zero tokens, so free)."""
+
     Scored = "Scored"
     Pinned = "Pinned"
     ZeroToken = "ZeroToken"
 
     def to_dict(self) -> dict:
+        """``{"reason": name}``, the spec's JSON form of the reason."""
         return {"reason": self.value}
 
 
@@ -43,6 +47,8 @@ class ExclusionReason:
     reason: ClassVar[str] = ""
 
     def to_dict(self) -> dict:
+        """The spec's JSON form: ``{"reason": name}`` plus the reason's fields (tokens are token
+        counts)."""
         d = {"reason": self.reason}
         d.update(self.__dict__)
         return d
@@ -50,6 +56,9 @@ class ExclusionReason:
 
 @dataclass(frozen=True)
 class BudgetExceeded(ExclusionReason):
+    """The item did not fit: it needed ``item_tokens`` tokens and ``available_tokens`` were
+    left."""
+
     item_tokens: int
     available_tokens: int
     reason: ClassVar[str] = "BudgetExceeded"
@@ -66,6 +75,9 @@ class ScoredTooLow(ExclusionReason):
 
 @dataclass(frozen=True)
 class Deduplicated(ExclusionReason):
+    """A duplicate of the item with id ``deduplicated_against`` (same content; the higher-scored
+    one stays)."""
+
     deduplicated_against: str
     reason: ClassVar[str] = "Deduplicated"
 
@@ -90,12 +102,17 @@ class QuotaRequireDisplaced(ExclusionReason):
 
 @dataclass(frozen=True)
 class NegativeTokens(ExclusionReason):
+    """The item has a negative token count ``tokens`` (never selectable)."""
+
     tokens: int
     reason: ClassVar[str] = "NegativeTokens"
 
 
 @dataclass(frozen=True)
 class PinnedOverride(ExclusionReason):
+    """The item was displaced by the pinned item ``displaced_by`` (a pinned item takes the
+    room)."""
+
     displaced_by: str
     reason: ClassVar[str] = "PinnedOverride"
 
@@ -120,6 +137,9 @@ class CountCapExceeded(ExclusionReason):
 
 @dataclass(frozen=True)
 class IncludedItem:
+    """An included item with its ``score`` (the scorer's value, 0..1 for the built-in scorers)
+    and its ``InclusionReason``."""
+
     item: ContextItem
     score: float
     reason: InclusionReason
@@ -127,6 +147,9 @@ class IncludedItem:
 
 @dataclass(frozen=True)
 class ExcludedItem:
+    """An excluded item with its ``score`` and the ``ExclusionReason`` (which carries the
+    numbers, e.g. tokens)."""
+
     item: ContextItem
     score: float
     reason: ExclusionReason
@@ -134,6 +157,9 @@ class ExcludedItem:
 
 @dataclass(frozen=True)
 class CountRequirementShortfall:
+    """A count-quota ``require_count`` the candidates could not meet: ``kind``, the
+    ``required_count`` and the ``satisfied_count`` reached (item counts)."""
+
     kind: str
     required_count: int
     satisfied_count: int
@@ -287,18 +313,23 @@ class SelectionReport:
 
     @property
     def total_candidates(self) -> int:
+        """The number of items of the set that went into the pipeline (included + excluded)."""
         return self._hi - self._lo
 
     @property
     def total_tokens_considered(self) -> int:
+        """The tokens of all the set's items, summed (a token count)."""
         return int(self._run.table.tokens[self._lo : self._hi].sum())
 
     @property
     def count_requirement_shortfalls(self) -> list[CountRequirementShortfall]:
+        """The count-quota requirements this run could not meet (empty when all were met)."""
         return [CountRequirementShortfall(*s) for s in self._run.shortfalls_of(self._seg)]
 
     @property
     def effective_target_tokens(self) -> int:
+        """The budget's target after the output reserve and safety margin (tokens), as the
+        slicer saw it."""
         return int(self._run.effective_target[self._seg])
 
     # -- analytics (cupel_np.analysis.analytics; upstream's SelectionReportExtensions) --------
@@ -361,6 +392,8 @@ class SelectionReport:
         return self._run.table.input_row[rows]
 
     def to_dict(self) -> dict:
+        """The report as the spec's JSON-ready dict: events, included and excluded items with
+        scores and reasons, totals."""
         return {
             "events": [e.to_dict() for e in self.events],
             "included": [

@@ -43,6 +43,9 @@ from cupel_np.text import escape_html, shorten
 
 
 class ItemStatus(enum.Enum):
+    """Whether an item is ``Included`` or ``Excluded`` under one variant (a cell of the
+    sensitivity diff)."""
+
     Included = "Included"
     Excluded = "Excluded"
 
@@ -159,6 +162,8 @@ class SweepResult:
 
     @property
     def n_swing(self) -> int:
+        """The number of swing items: content groups included under some variants and excluded
+        under others."""
         return int(self.swing_groups.shape[0])
 
     @cached_property
@@ -398,6 +403,8 @@ class SweepResult:
 
     # -- reports --------------------------------------------------------------------------
     def report(self, set_key: SetKey = None) -> PolicySensitivityReport:
+        """The ``PolicySensitivityReport`` of one item set (``set_key``: the set's key; None for
+        a single-set table). Raises ``InvalidConfigError`` for an unknown set."""
         return PolicySensitivityReport(self, self.table.segment_of(set_key))
 
     def selection_report(self, label: str, set_key: SetKey = None) -> SelectionReport:

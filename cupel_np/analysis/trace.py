@@ -125,6 +125,7 @@ class DiagnosticTraceCollector:
 
     @property
     def is_enabled(self) -> bool:
+        """Always True: this collector records every event it is given."""
         return True
 
     def record_stage_event(self, event: TraceEvent) -> None:

@@ -24,6 +24,9 @@ from cupel_np.model.scorers import load_plugins
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``cupel-np`` command line on ``argv`` (default: ``sys.argv[1:]``) and return the
+    exit status: 0 ok, 1 internal error, 2 user error (a ``CupelError`` or a bad argument,
+    reported on stderr)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

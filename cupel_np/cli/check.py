@@ -5,7 +5,7 @@ a table of the failing (variant, set) pairs, and exits 1 when a check fails, 2 f
 (the message names the file, check and key), 0 otherwise. ``--junit`` writes JUnit XML (one
 test case per check) for CI systems. An input over the memory limit (or any input given
 ``--chunk-rows``) is checked in chunks of whole item sets, like ``sensitivity`` streams;
-``--dask SPEC`` runs it on Dask (``cupel_np.io.dask.check``), with the same output.
+``--dask SPEC`` runs it on Dask (``cupel_np.dask.check``), with the same output.
 """
 
 from __future__ import annotations

@@ -70,6 +70,8 @@ class PolicyRun:
         return [errs.get(s) for s in range(self.table.n_sets)]
 
     def error_of(self, segment: int):
+        """The error one item set (``segment``, its row in the table's set order) raised under
+        this policy, or None."""
         return self.sweep.errors[self.v].get(segment)
 
     @cached_property
@@ -78,13 +80,19 @@ class PolicyRun:
         return [sf.get(s, []) for s in range(self.table.n_sets)]
 
     def shortfalls_of(self, segment: int) -> list:
+        """The count-quota shortfalls of one item set (``segment``): ``(kind, required,
+        satisfied)`` tuples, item counts."""
         return self.sweep.shortfalls[self.v].get(segment, [])
 
     @property
     def position(self) -> np.ndarray:
+        """Each item's place in its set's output context (-1 where excluded), in table row
+        order."""
         return self.sweep.position_for(self.v)
 
     def raise_first_error(self) -> None:
+        """Raise the error of the first item set that failed (a ``CupelError``); do nothing when
+        none did."""
         errs = self.sweep.errors[self.v]
         if errs:
             raise errs[min(errs)]

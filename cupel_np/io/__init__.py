@@ -16,9 +16,12 @@ from cupel_np.io.parquet import (
     write_sweep,
 )
 
+# Grouped by source file (``dask``: ``cupel_np.dask``, imported on use).
 __all__ = [
-    "atomic_write_bytes",
+    # importers.py
     "import_transcripts",
+    # parquet.py
+    "atomic_write_bytes",
     "read_items_table",
     "sweep_parquet",
     "validate_items",

@@ -39,6 +39,21 @@ if TYPE_CHECKING:
     from cupel_np.testing.checks import ChecksFile
     from cupel_np.testing.runner import CheckOutcome
 
+# Grouped by use: what users call, then what other wings (tuning, cli) build on.
+__all__ = [
+    # sweeps and checks on a cluster
+    "check",
+    "connect",
+    "outcome_summary_of_parts",
+    "sweep",
+    # for other wings
+    "partition_table",
+    "require_dask",
+    "whole_set_partitions",
+    "worker_threads",
+]
+
+#: the column carrying each row's input row number through the shuffle
 ROW = "__cupel_row__"
 PARTS = ("items", "diffs", "variants")
 #: the part directory of the outcome rows (a sweep with a label column)
@@ -48,7 +63,8 @@ SET_FIRST_ROW = "set_first_row"
 MANIFEST = "manifest.json"
 
 
-def _require():
+def require_dask() -> None:
+    """Raise ``InvalidConfigError`` naming the missing package when Dask is not installed."""
     try:
         import dask  # noqa: F401
         import dask.dataframe  # noqa: F401
@@ -108,8 +124,9 @@ def _write_part(table: pa.Table, path, meta: dict) -> None:
     write_parquet_atomic(table, path, meta)
 
 
-def _worker_threads() -> int:
-    """The thread count of the Dask worker running the current task (1 outside a worker)."""
+def worker_threads() -> int:
+    """The thread count of the Dask worker running the current task (1 outside a worker): a
+    task's share of the machine, which the engine's own pool must not exceed."""
     try:
         from distributed import get_worker
 
@@ -118,7 +135,7 @@ def _worker_threads() -> int:
         return 1
 
 
-def _partition_table(df, set_column: str, rows_from=None):
+def partition_table(df, set_column: str, rows_from=None):
     """``(ItemTable, input rows)`` of one partition's frame: its rows put back in input order
     (so ties break inside every set as in process, whatever the shuffle did), the row numbers
     as an Arrow array. ``rows_from``: the Parquet source's ``RowSource``."""
@@ -159,11 +176,11 @@ def _run_partition(
     }
     if len(df) == 0:
         return empty
-    table, rows = _partition_table(df, set_column, rows_from)
+    table, rows = partition_table(df, set_column, rows_from)
     relevance = None if label_column is None else _partition_labels(table, label_column, rows, rows_from)
     # this task's share of the machine is its worker's thread count (1 on the clusters this
     # module starts): the engine's own pool must not add threads on top of Dask's
-    res = sweep(table, budget, variants, on_error=on_error, progress=False, threads=_worker_threads())
+    res = sweep(table, budget, variants, on_error=on_error, progress=False, threads=worker_threads())
     items = res.items_table()
     items = items.set_column(items.schema.get_field_index("input_row"), "input_row", rows)
     meta = _variants_metadata(variants)
@@ -321,12 +338,14 @@ def _frame_of(source, set_column: str, npartitions: int | None, client):
     )
 
 
-def _whole_set_partitions(source, set_column: str, npartitions: int | None, client, vs, columns=()):
+def whole_set_partitions(source, set_column: str, client, *, npartitions: int | None = None, variants=(), columns=()):
     """``(delayed partitions, shuffled, rows_from)``: ``source``'s partitions, each holding
     whole item sets and its rows' input row numbers (shuffled on the set key only when some set
     lies in more than one), and the Parquet source's ``RowSource`` (None for a DataFrame). A
     column scorer's column of the variants ``vs`` must exist and be numeric: checked here, on
     the schema, before any task, as are the ``columns`` (e.g. a label column)."""
+    require_dask()
+    vs = list(variants)
     from cupel_np.io._workers import share_storage_options
 
     share_storage_options(client)  # before the first task reads a URL
@@ -452,7 +471,7 @@ def sweep(
 
     Returns the summary: rows, sets, swing (swinging contents), failed (sets per variant),
     partitions, shuffled, seconds, warm_seconds (the longest warm-up; 0 without one)."""
-    _require()
+    require_dask()
     from cupel_np.analysis import otel
 
     t0 = time.perf_counter()
@@ -471,8 +490,13 @@ def sweep(
     root = otel.start_root("cupel.sweep.dask", {"cupel.sweep.variants": len(vs)})
     try:
         warm_ups = _warm_ups(client, budget, vs, warm)
-        parts, shuffled, rows_from = _whole_set_partitions(
-            source, set_column, npartitions, client, vs, [label_column] if label_column else []
+        parts, shuffled, rows_from = whole_set_partitions(
+            source,
+            set_column,
+            client,
+            npartitions=npartitions,
+            variants=vs,
+            columns=[label_column] if label_column else [],
         )
         warmed = client.gather(warm_ups)
         t_plan = time.perf_counter() - t0
@@ -562,9 +586,9 @@ def _check_partition(df, cf, set_column: str, keep: int, rows_from=None) -> dict
 
     if len(df) == 0:
         return {"rows": 0, "parts": None}
-    table, rows = _partition_table(df, set_column, rows_from)
+    table, rows = partition_table(df, set_column, rows_from)
     first = rows.to_numpy(zero_copy_only=False)[first_rows(table)]
-    return {"rows": table.n, "parts": check_table(cf, table, keep=keep, threads=_worker_threads(), first=first)}
+    return {"rows": table.n, "parts": check_table(cf, table, keep=keep, threads=worker_threads(), first=first)}
 
 
 def check(
@@ -588,7 +612,7 @@ def check(
     ``cupel_np.testing.runner.CheckOutcome`` per check, equal to the in-process run's (the same
     counts, and the same first ``keep`` rows in the same order), timings aside. ``warm``: as
     for :func:`sweep`."""
-    _require()
+    require_dask()
     from cupel_np.model.grid import as_variants
     from cupel_np.testing.checks import ChecksFile, load_checks
     from cupel_np.testing.runner import merge_parts
@@ -609,7 +633,9 @@ def check(
     futures = []
     try:
         warm_ups = _warm_ups(client, None, vs, warm)
-        parts, _shuffled, rows_from = _whole_set_partitions(source, set_column, npartitions, client, vs)
+        parts, _shuffled, rows_from = whole_set_partitions(
+            source, set_column, client, npartitions=npartitions, variants=vs
+        )
         client.gather(warm_ups)
         run = _delayed(_check_partition)
         shared_cf, r = _shared(cf), _shared(rows_from)
@@ -631,7 +657,7 @@ class connect:
     processes (``local`` = one per core), or ``tcp://HOST:PORT`` for an existing scheduler."""
 
     def __init__(self, spec: str):
-        _require()
+        require_dask()
         self.spec = spec
         self.cluster = None
         self.client = None
@@ -668,32 +694,6 @@ class connect:
         if self.cluster is not None:
             self.cluster.close()
         return False
-
-
-# ----------------------------------------------------------------------------- for other wings
-def require_dask() -> None:
-    """Raise InvalidConfigError naming the missing package when Dask is not installed."""
-    _require()
-
-
-def worker_threads() -> int:
-    """The thread count of the Dask worker running the current task (1 outside a worker): a
-    task's share of the machine, which the engine's own pool must not exceed."""
-    return _worker_threads()
-
-
-def partition_table(df, set_column: str, rows_from=None):
-    """``(ItemTable, input rows)`` of one whole-set partition's frame (see
-    ``whole_set_partitions``): its rows back in input order, their input row numbers."""
-    return _partition_table(df, set_column, rows_from)
-
-
-def whole_set_partitions(source, set_column: str, client, *, npartitions: int | None = None, variants=()):
-    """``(delayed partitions, shuffled, rows_from)`` of ``source`` (a Parquet path or a dask
-    DataFrame): partitions of whole item sets carrying their rows' input row numbers, for
-    ``partition_table`` in a task. ``variants``: checked for the columns their scorers read."""
-    _require()
-    return _whole_set_partitions(source, set_column, npartitions, client, list(variants))
 
 
 def outcome_summary_of_parts(out_dir, variants=None, **kw) -> pa.Table:

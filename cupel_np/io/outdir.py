@@ -21,7 +21,7 @@ from pathlib import Path
 
 from cupel_np._files import atomic_write_bytes, dumps_json
 from cupel_np._fs import RemotePath, as_path, rmtree
-from cupel_np.errors import InvalidConfigError
+from cupel_np.errors import InvalidConfigError, OutputExistsError
 
 MANIFEST = "manifest.json"
 #: an in-process or streamed sweep: one file per output
@@ -90,12 +90,6 @@ _WHAT = {
 
 #: id(result) -> run id, dropped when the result is collected (results need not be hashable)
 _RUN_IDS: dict[int, str] = {}
-
-
-class OutputExistsError(InvalidConfigError):
-    """An output directory holds the outputs of another run (and ``overwrite`` was not given)."""
-
-    code = "output_exists"
 
 
 def new_run_id() -> str:

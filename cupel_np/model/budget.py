@@ -12,10 +12,16 @@ from cupel_np.model.fields import require_keys, require_mapping, require_number,
 from cupel_np.text import ascii_fold, is_blank
 
 
-def require_int(name: str, value) -> int:
-    """``ContextBudget.<name>`` as an integer within ±2**62 (also used for the budget
-    simulation's integer arguments)."""
+def require_budget_int(name: str, value) -> int:
+    """``ContextBudget.<name>`` as an integer token count within ±2**62 (also used for the
+    budget simulation's integer arguments); raises ``InvalidConfigError`` /
+    ``InvalidInputTypeError`` naming ``ContextBudget.<name>``. Not ``model.fields.require_int``
+    (which takes the full field name and options)."""
     return require_token_count(f"ContextBudget.{name}", value)
+
+
+#: the older name of ``require_budget_int`` (kept for code written against it)
+require_int = require_budget_int
 
 
 #: the keys of a budget table (``ContextBudget.from_dict``, grid files' ``[[budgets]]``)
@@ -46,9 +52,9 @@ class ContextBudget:
     _reserved_total: int = field(init=False, repr=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
-        max_tokens = require_int("max_tokens", self.max_tokens)
-        target = require_int("target_tokens", self.target_tokens)
-        reserve = require_int("output_reserve", self.output_reserve)
+        max_tokens = require_budget_int("max_tokens", self.max_tokens)
+        target = require_budget_int("target_tokens", self.target_tokens)
+        reserve = require_budget_int("output_reserve", self.output_reserve)
         if max_tokens < 0:
             raise InvalidConfigError(f"ContextBudget.max_tokens must be >= 0, got {max_tokens}")
         if target < 0:
@@ -72,7 +78,7 @@ class ContextBudget:
         for kind, count in raw_slots.items():
             if not isinstance(kind, str) or is_blank(kind):
                 raise InvalidConfigError(f"ContextBudget.reserved_slots has an empty or non-string kind: {kind!r}")
-            count = require_int(f"reserved_slots[{kind!r}]", count)
+            count = require_budget_int(f"reserved_slots[{kind!r}]", count)
             if count < 0:
                 raise InvalidConfigError(f"ContextBudget.reserved_slots[{kind!r}] must be >= 0, got {count}")
             folded = ascii_fold(kind)
@@ -119,6 +125,7 @@ class ContextBudget:
 
     @property
     def reserved_tokens(self) -> int:
+        """The ``reserved_slots`` values summed over kinds (an integer within 2**62)."""
         return self._reserved_total
 
     def effective(self, pinned_tokens: int) -> tuple[int, int]:
@@ -133,6 +140,8 @@ class ContextBudget:
         )
 
     def to_dict(self) -> dict:
+        """The budget as its dict (policy/grid file) form: the ``BUDGET_KEYS``, tokens as
+        integers."""
         return {
             "max_tokens": self.max_tokens,
             "target_tokens": self.target_tokens,

@@ -15,6 +15,10 @@ from cupel_np.text import ascii_fold
 
 @dataclass(frozen=True)
 class ExponentialCurve:
+    """A decay curve halving the score every ``half_life_secs`` seconds of the item's age (``2
+    ** (-age / half_life)``). Raises ``InvalidConfigError`` unless ``half_life_secs`` is finite
+    and > 0."""
+
     half_life_secs: float
 
     def __post_init__(self):
@@ -24,11 +28,15 @@ class ExponentialCurve:
         object.__setattr__(self, "half_life_secs", v)
 
     def to_dict(self) -> dict[str, Any]:
+        """``{"type": "exponential", "half_life_secs": ...}``, the curve's policy-file form."""
         return {"type": "exponential", "half_life_secs": self.half_life_secs}
 
 
 @dataclass(frozen=True)
 class WindowCurve:
+    """A decay curve scoring items younger than ``max_age_secs`` seconds 1 and the rest 0.
+    Raises ``InvalidConfigError`` unless ``max_age_secs`` is finite and > 0."""
+
     max_age_secs: float
 
     def __post_init__(self):
@@ -38,11 +46,17 @@ class WindowCurve:
         object.__setattr__(self, "max_age_secs", v)
 
     def to_dict(self) -> dict[str, Any]:
+        """``{"type": "window", "max_age_secs": ...}``, the curve's policy-file form."""
         return {"type": "window", "max_age_secs": self.max_age_secs}
 
 
 @dataclass(frozen=True)
 class StepCurve:
+    """A decay curve of age windows: ``windows`` are ``(max_age_secs, score)`` pairs in order;
+    an item takes the score of the first window whose ``max_age_secs`` is above its age
+    (seconds), or the last window's score when it is older than all. Raises
+    ``InvalidConfigError`` for no windows or a window age that is not finite and > 0."""
+
     windows: tuple[tuple[float, float], ...]
 
     def __post_init__(self):
@@ -58,6 +72,8 @@ class StepCurve:
         object.__setattr__(self, "windows", tuple(clean))
 
     def to_dict(self) -> dict[str, Any]:
+        """``{"type": "step", "windows": [{"max_age_secs": ..., "score": ...}, ...]}``, the
+        curve's policy-file form."""
         return {"type": "step", "windows": [{"max_age_secs": a, "score": s} for a, s in self.windows]}
 
 

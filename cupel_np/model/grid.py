@@ -96,8 +96,9 @@ def _as_slicer(x, where: str = "slicer"):
     raise InvalidInputTypeError(f"a slicer must be a name, a config table or a slicer spec, got {x!r}")
 
 
-class Sweep:
-    """A grid of variants.
+class VariantGrid:
+    """A grid of variants (also importable as ``Sweep``, its older name; ``cupel_np.sweep`` is
+    the function that runs variants over item sets).
 
     ``policies``: preset names, Policies, or a mapping label -> Policy. ``weights``: mappings
     scorer type -> weight, applied to each policy's composite scorer entries of that type.
@@ -184,6 +185,9 @@ class Sweep:
         return iter(self.variants())
 
     def variants(self) -> list[tuple[str, Policy, ContextBudget | None]]:
+        """Every ``(label, Policy, budget or None)`` of the grid, in the order of its dimensions
+        (policies, weights, slicers, placers, budgets); None keeps the sweep's default
+        budget."""
         out = []
         for (pi, (_, pol)), (wi, w), (si, sl), (ci, pc), (gi, g), (bi, b) in itertools.product(
             enumerate(self.policies),
@@ -227,6 +231,10 @@ def _as_groups(g: Any, where: str) -> str | None:
     if isinstance(g, str) and g.strip():
         return g
     raise InvalidConfigError(f'{where}: a group column name, or none/false/"" for no groups, got {g!r}')
+
+
+#: the older name of ``VariantGrid`` (kept: code and docs written against it still work)
+Sweep = VariantGrid
 
 
 def _unique_policy_labels(labels: list[str]) -> list[str]:

@@ -145,6 +145,8 @@ class ContextItem:
         return hash(self._key())
 
     def to_dict(self) -> dict[str, Any]:
+        """The item as a plain dict (the spec's item fields; ``timestamp`` a ``datetime`` or
+        None, ``tokens`` an int)."""
         return {
             "content": self.content,
             "tokens": self.tokens,
@@ -362,6 +364,8 @@ class ItemTable:
 
     @property
     def timestamp_valid(self) -> np.ndarray:
+        """Per row, whether ``timestamp`` holds a value (False where the column is null),
+        bool."""
         return self._timestamps[1]
 
     @cached_property
@@ -434,10 +438,13 @@ class ItemTable:
 
     @property
     def priority(self) -> np.ndarray:
+        """The ``priority`` column as int64 (0 where null; see ``priority_valid``); decoded on
+        first use."""
         return self._priority[0]
 
     @property
     def priority_valid(self) -> np.ndarray:
+        """Per row, whether ``priority`` holds a value, bool."""
         return self._priority[1]
 
     @cached_property
@@ -446,10 +453,13 @@ class ItemTable:
 
     @property
     def original_tokens_col(self) -> np.ndarray:
+        """The ``original_tokens`` column as int64 token counts (0 where null; see
+        ``original_tokens_valid``)."""
         return self._original_tokens[0]
 
     @property
     def original_tokens_valid(self) -> np.ndarray:
+        """Per row, whether ``original_tokens_col`` holds a value, bool."""
         return self._original_tokens[1]
 
     @cached_property
@@ -462,10 +472,13 @@ class ItemTable:
 
     @property
     def hint(self) -> np.ndarray:
+        """The ``future_relevance_hint`` column as float64 (0.0 where null; see
+        ``hint_valid``)."""
         return self._hint[0]
 
     @property
     def hint_valid(self) -> np.ndarray:
+        """Per row, whether ``hint`` holds a value, bool."""
         return self._hint[1]
 
     @cached_property
@@ -484,6 +497,8 @@ class ItemTable:
 
     @property
     def n_raw_tags(self) -> int:
+        """The number of distinct exact (case-sensitive) tags in the table (the size of
+        ``tag_vocab``)."""
         return len(self._raw_tags[1])
 
     @cached_property
@@ -498,6 +513,7 @@ class ItemTable:
 
     @property
     def n_fold_tags(self) -> int:
+        """The number of distinct ASCII-folded tags in the table."""
         return self._fold_tags[1]
 
     # -- lookups used by the scorers ----------------------------------------------------
@@ -506,6 +522,8 @@ class ItemTable:
         return self._kind_index.get(ascii_fold(kind), -1)
 
     def tag_id_for(self, tag: str) -> int:
+        """The exact (case-sensitive) tag id of ``tag`` in this table (an index into
+        ``tag_vocab``), or -1 if no row has it."""
         # a scan in Arrow, not a Python dict over the whole vocabulary (O(V) Python per table)
         return pc.index(self._raw_tags[1], tag).as_py()
 
@@ -560,6 +578,9 @@ class ItemTable:
         )
 
     def segment_of(self, key: object) -> int:
+        """The index of the item set ``key`` in the table's set order (``key`` None for a table
+        without a set column). Raises ``InvalidConfigError`` for an unknown key, naming the set
+        column."""
         if self.set_column is None:
             if key is not None:
                 raise InvalidConfigError("this ItemTable has no set column; use set key None")
@@ -586,6 +607,7 @@ class ItemTable:
 
     @property
     def n_sets(self) -> int:
+        """The number of item sets in the table (1 without a set column)."""
         return len(self.set_keys)
 
     def __len__(self) -> int:

@@ -97,6 +97,8 @@ class Policy:
         return policy_from_dict(d)
 
     def to_dict(self) -> dict[str, Any]:
+        """The policy as its dict (JSON/TOML policy file) form; ``policy_from_dict`` reads it
+        back."""
         sc = self.scorer
         if isinstance(sc, CompositeScorer):
             scorers = [dict(s.to_dict(), weight=w) for s, w in sc.entries]
@@ -118,10 +120,13 @@ class Policy:
         return d
 
     def to_json(self) -> str:
+        """The policy as an indented JSON policy file (``to_dict`` serialised)."""
         return json.dumps(self.to_dict(), default=json_default, indent=2)
 
     @classmethod
     def from_json(cls, text: str) -> Policy:
+        """A Policy from the text of a JSON policy file. Raises ``InvalidConfigError`` for
+        malformed JSON or a bad field (named)."""
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
@@ -132,6 +137,8 @@ class Policy:
 
     @classmethod
     def from_toml(cls, text: str) -> Policy:
+        """A Policy from the text of a TOML policy file. Raises ``InvalidConfigError`` for
+        malformed TOML or a bad field (named)."""
         import tomli
 
         try:
@@ -145,6 +152,9 @@ class Policy:
 
     @classmethod
     def from_file(cls, path: StrPath) -> Policy:
+        """A Policy from a ``.toml`` or ``.json`` policy file (by suffix; anything else is read
+        as JSON). Raises ``InvalidConfigError`` naming the file when it cannot be read or
+        parsed."""
         p = as_path(path)
         try:
             text = p.read_text(encoding="utf-8")
@@ -159,6 +169,8 @@ class Policy:
 
     @classmethod
     def from_dotnet_json(cls, data: Mapping[str, Any]) -> Policy:
+        """A Policy from the .NET ``Wollax.Cupel.Json`` policy shape (a parsed dict); see
+        ``policy_from_dotnet``."""
         return policy_from_dotnet(data)
 
 

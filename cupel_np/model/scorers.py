@@ -50,11 +50,16 @@ class Scorer:
     type_name = ""
 
     def to_dict(self) -> dict[str, Any]:
+        """The scorer as its policy-file table: ``{"type": type_name, ...options}``
+        (``scorer_from_dict`` reads it back)."""
         raise NotImplementedError
 
 
 @dataclass(frozen=True)
 class RecencyScorer(Scorer):
+    """Scores by timestamp rank within the item set: rank / (count - 1) over the items with a
+    timestamp (newest 1.0, a lone one 1.0); no timestamp scores 0.0."""
+
     type_name = "recency"
 
     def to_dict(self) -> dict[str, Any]:
@@ -63,6 +68,9 @@ class RecencyScorer(Scorer):
 
 @dataclass(frozen=True)
 class PriorityScorer(Scorer):
+    """Scores by ``priority`` rank within the item set, as ``RecencyScorer`` ranks timestamps
+    (highest 1.0); no priority scores 0.0."""
+
     type_name = "priority"
 
     def to_dict(self) -> dict[str, Any]:
@@ -71,6 +79,9 @@ class PriorityScorer(Scorer):
 
 @dataclass(frozen=True)
 class ReflexiveScorer(Scorer):
+    """Scores each item by its own ``future_relevance_hint``, clipped to [0, 1]; a missing or
+    non-finite hint scores 0.0."""
+
     type_name = "reflexive"
 
     def to_dict(self) -> dict[str, Any]:
@@ -79,6 +90,9 @@ class ReflexiveScorer(Scorer):
 
 @dataclass(frozen=True)
 class FrequencyScorer(Scorer):
+    """Scores each item by the share (0..1) of the other items in its set that have at least one
+    tag in common with it (tags compared ASCII-case-insensitively)."""
+
     type_name = "frequency"
 
     def to_dict(self) -> dict[str, Any]:
@@ -131,6 +145,8 @@ class TagScorer(Scorer):
         object.__setattr__(self, "tag_weights", tuple(clean))
 
     def effective_weights(self) -> tuple[dict[str, float], float]:
+        """``(tag -> weight, total weight)``: the configured weights (last one wins per tag) and
+        their sum, the score's divisor."""
         d: dict[str, float] = {}
         for k, w in self.tag_weights:
             d[k] = w
@@ -162,6 +178,7 @@ class CompositeScorer(Scorer):
         object.__setattr__(self, "entries", tuple(clean))
 
     def normalized_weights(self) -> tuple[float, ...]:
+        """The child weights divided by their sum (they add up to 1)."""
         total = 0.0
         for _, w in self.entries:
             total += w
@@ -191,6 +208,10 @@ class ScaledScorer(Scorer):
 
 @dataclass(frozen=True)
 class MetadataTrustScorer(Scorer):
+    """Scores each item by its ``cupel:trust`` metadata value, clipped to [0, 1];
+    ``default_score`` (in [0, 1], else ``InvalidConfigError``) where the value is missing or not
+    a number."""
+
     default_score: float = 0.5
     type_name = "metadata_trust"
 
@@ -206,6 +227,9 @@ class MetadataTrustScorer(Scorer):
 
 @dataclass(frozen=True)
 class MetadataKeyScorer(Scorer):
+    """Scores ``boost`` (> 0, else ``InvalidConfigError``) for items whose metadata ``key``
+    equals ``value`` and 1.0 for the rest."""
+
     key: str = ""
     value: str = ""
     boost: float = 1.0

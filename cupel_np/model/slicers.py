@@ -24,14 +24,23 @@ from cupel_np.text import ascii_fold
 # ----------------------------------------------------------------------------- slicers
 @dataclass(frozen=True)
 class GreedySlice:
+    """The greedy slicer: items by score density (score per token), taken while they fit the
+    target (tokens)."""
+
     name = "greedy"
 
     def to_dict(self) -> dict[str, Any]:
+        """``{"slicer": "greedy"}``, the slicer's policy-file form (``slicer_from_dict`` reads
+        it back)."""
         return {"slicer": "greedy"}
 
 
 @dataclass(frozen=True)
 class KnapsackSlice:
+    """The 0/1 knapsack slicer: the best total score within the target, token counts rounded to
+    ``bucket_size`` tokens (an integer > 0, else ``InvalidConfigError``). Raises
+    ``TableTooLargeError`` at run time when the DP table would pass the cell limit."""
+
     bucket_size: int = 100
     name = "knapsack"
 
@@ -42,11 +51,15 @@ class KnapsackSlice:
         object.__setattr__(self, "bucket_size", b)
 
     def to_dict(self) -> dict[str, Any]:
+        """``{"slicer": "knapsack", "bucket_size": ...}``, the slicer's policy-file form."""
         return {"slicer": "knapsack", "bucket_size": self.bucket_size}
 
 
 @dataclass(frozen=True)
 class QuotaEntry:
+    """A quota of one ``kind``: ``require`` and ``cap`` are percentages (0..100) of the target
+    tokens; ``InvalidConfigError`` outside that range or for ``require > cap``."""
+
     kind: str
     require: float = 0.0
     cap: float = 100.0
@@ -77,6 +90,9 @@ def _no_duplicate_kinds(what: str, kinds) -> None:
 
 @dataclass(frozen=True)
 class QuotaSlice:
+    """The quota slicer: splits the target tokens among kinds by their ``QuotaEntry``
+    percentages and runs ``inner`` (greedy or knapsack) on each kind's share."""
+
     quotas: tuple[QuotaEntry, ...] = ()
     inner: GreedySlice | KnapsackSlice = field(default_factory=GreedySlice)
     name = "quota"
@@ -99,6 +115,8 @@ class QuotaSlice:
         object.__setattr__(self, "quotas", qs)
 
     def to_dict(self) -> dict[str, Any]:
+        """The slicer's policy-file form: ``{"slicer": "quota", "inner_slicer": name, "quotas":
+        [...]}`` (and ``bucket_size`` for a knapsack inner slicer)."""
         d: dict[str, Any] = {
             "slicer": "quota",
             "inner_slicer": self.inner.name,
@@ -177,6 +195,8 @@ class CountQuotaSlice:
         object.__setattr__(self, "scarcity_behavior", sb)
 
     def to_dict(self) -> dict[str, Any]:
+        """The slicer's policy-file form: ``{"slicer": "count_quota", "inner_slicer": ...,
+        "scarcity_behavior": ..., "entries": [...]}``."""
         return {
             "slicer": "count_quota",
             # greedy by name; any other inner slicer as its own slicer table
@@ -188,6 +208,11 @@ class CountQuotaSlice:
 
 @dataclass(frozen=True)
 class CountConstrainedKnapsackSlice:
+    """The knapsack slicer with per-kind item counts: each ``CountQuotaEntry``'s
+    ``require_count`` items are taken first, ``cap_count`` bounds a kind, the rest is a knapsack
+    (``bucket_size`` tokens). ``scarcity_behavior``: "degrade" (record a shortfall) or "throw"
+    (``ScarcityError``)."""
+
     entries: tuple[CountQuotaEntry, ...] = ()
     bucket_size: int = 100
     scarcity_behavior: str = "degrade"
@@ -204,6 +229,8 @@ class CountConstrainedKnapsackSlice:
         object.__setattr__(self, "scarcity_behavior", sb)
 
     def to_dict(self) -> dict[str, Any]:
+        """The slicer's policy-file form: ``{"slicer": "count_constrained_knapsack", "entries":
+        [...], "bucket_size": ..., "scarcity_behavior": ...}``."""
         return {
             "slicer": "count_constrained_knapsack",
             "bucket_size": self.bucket_size,

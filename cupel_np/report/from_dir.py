@@ -1,6 +1,6 @@
 """The HTML report of a written sweep directory (``report.sweep_dir`` reads its layout and
 per-variant aggregates), read with bounded memory: the page's sections come from streaming
-``items`` in pieces of whole sets (``page_data``). Nothing holds a whole output in memory."""
+``items`` in pieces of whole sets (``dir_page_data``). Nothing holds a whole output in memory."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def _check_page(out: AnyPath, overwrite: bool) -> None:
 
 
 # ----------------------------------------------------------------------------- the full page
-# The same PageData as report.from_result.page_data, computed from the written outputs: one pass over
+# The same PageData as report.from_result.result_page_data, computed from the written outputs: one pass over
 # ``items`` in pieces of whole sets (a file's sets are contiguous when the writers streamed it;
 # otherwise the file is read whole, as the in-memory run that wrote it held it), grouping the
 # rows of each piece by (set, content) into content groups, then the same block arithmetic as
@@ -508,7 +508,7 @@ def _drill(acc: _PageAcc, counts: dict, vpath, labels, set_col, ipath, max_sets:
     return out
 
 
-def page_data(out_dir, *, title: str | None = None, max_rows: int = 200, max_sets: int = 5, top_k: int = 40):
+def dir_page_data(out_dir, *, title: str | None = None, max_rows: int = 200, max_sets: int = 5, top_k: int = 40):
     """Everything the sweep page shows (``report.page.PageData``), from the outputs written in
     ``out_dir`` by any writer (in-process, streamed or Dask), with bounded memory."""
     out = as_path(out_dir)
@@ -577,6 +577,10 @@ def _signals(d, out: AnyPath, vpath: AnyPath, labels: list[str]) -> None:
         d.outcomes = outcome_page_data_of_table(table, labels, str(m.get("label_column") or "the labels"))
 
 
+#: the older name of ``dir_page_data`` (kept for code written against it)
+page_data = dir_page_data
+
+
 def write_dir_report(
     out_dir, *, title: str | None = None, top_k: int = 200, overwrite: bool = False, max_sets: int = 5
 ) -> AnyPath:
@@ -591,7 +595,7 @@ def write_dir_report(
     check_sweep_dir(out)
     _check_page(out, overwrite)
     pa.default_memory_pool().release_unused()  # what a sweep run just before in this process freed
-    d = page_data(out, title=title, max_rows=top_k, max_sets=max_sets, top_k=min(40, top_k))
+    d = dir_page_data(out, title=title, max_rows=top_k, max_sets=max_sets, top_k=min(40, top_k))
     # the Arrow memory the scans freed goes back to the system before the charts are drawn
     # (with NumPy and matplotlib, outside Arrow's pool): kept by the pool, it added to their peak
     pa.default_memory_pool().release_unused()

@@ -92,7 +92,7 @@ def _drill_sets(result, max_sets: int) -> list[dict]:
     return out
 
 
-def page_data(result, *, title: str, max_rows: int = 200, max_sets: int = 5, top_k: int = TOP_K) -> PageData:
+def result_page_data(result, *, title: str, max_rows: int = 200, max_sets: int = 5, top_k: int = TOP_K) -> PageData:
     """Everything the sweep page shows, from an in-memory SweepResult."""
     t = result.table
     keys, totals = reason_totals(result)
@@ -129,6 +129,10 @@ def page_data(result, *, title: str, max_rows: int = 200, max_sets: int = 5, top
     )
 
 
+#: the older name of ``result_page_data`` (kept for code written against it)
+page_data = result_page_data
+
+
 def write_html_report(
     result,
     out_dir,
@@ -152,7 +156,7 @@ def write_html_report(
     with ``labels`` (a Labels or a column the items kept) it has an outcomes section
     (``n_boot`` bootstrap resamples; ``tokens`` says what the token counts are)."""
     out = claim_out_dir(out_dir, overwrite=overwrite, run=run_id(result))
-    d = page_data(result, title=title, max_rows=max_rows, max_sets=max_sets, top_k=top_k)
+    d = result_page_data(result, title=title, max_rows=max_rows, max_sets=max_sets, top_k=top_k)
     d.max_pairs = max_pairs
     d.checks = check_lines(result)
     if labels is not None:

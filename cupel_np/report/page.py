@@ -1,8 +1,8 @@
 """The sweep page, ``report.html``: one renderer, one function per section, fed by ``PageData``.
 
 ``PageData`` holds only bounded aggregates and rows (never a matrix over all items). Two
-builders fill it: ``report.from_result.page_data`` from an in-memory SweepResult, and
-``report.from_dir.page_data`` from the written Parquet outputs (streamed, any layout). Both
+builders fill it: ``report.from_result.result_page_data`` from an in-memory SweepResult, and
+``report.from_dir.dir_page_data`` from the written Parquet outputs (streamed, any layout). Both
 feed the same sections, so every path explains a sweep the same way:
 
 1. start here (a summary in words)  2. variants and failures  3. how alike are the variants

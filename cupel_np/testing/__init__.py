@@ -10,24 +10,35 @@ stable JSON form beside the test. See docs/testing.md.
 from __future__ import annotations
 
 from cupel_np.analysis.sensitivity import SweepResult
-from cupel_np.errors import ApiUsageError
-from cupel_np.testing.chain import SelectionReportAssertionChain, SelectionReportAssertionError
+from cupel_np.errors import (
+    ApiUsageError,
+    CorpusAssertionError,
+    SelectionReportAssertionError,
+    SnapshotMismatchError,
+)
+from cupel_np.testing.chain import SelectionReportAssertionChain
 from cupel_np.testing.conditions import Column, Condition, col
-from cupel_np.testing.corpus import CorpusAssertionChain, CorpusAssertionError
-from cupel_np.testing.snapshot import SnapshotMismatchError, match_snapshot, snapshot_json
+from cupel_np.testing.corpus import CorpusAssertionChain
+from cupel_np.testing.snapshot import match_snapshot, snapshot_json
 
+# Grouped by source file.
 __all__ = [
+    # __init__.py
+    "CorpusShould",
+    "should",
+    # chain.py
+    "SelectionReportAssertionChain",
+    "SelectionReportAssertionError",  # from cupel_np.errors
+    # conditions.py
     "Column",
     "Condition",
-    "CorpusAssertionChain",
-    "CorpusAssertionError",
-    "CorpusShould",
-    "SelectionReportAssertionChain",
-    "SelectionReportAssertionError",
-    "SnapshotMismatchError",
     "col",
+    # corpus.py
+    "CorpusAssertionChain",
+    "CorpusAssertionError",  # from cupel_np.errors
+    # snapshot.py
+    "SnapshotMismatchError",  # from cupel_np.errors
     "match_snapshot",
-    "should",
     "snapshot_json",
 ]
 

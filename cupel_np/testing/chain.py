@@ -18,7 +18,7 @@ import numpy as np
 
 from cupel_np.analysis.analytics import budget_utilization
 from cupel_np.engine.reasons import REASON_NAMES
-from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
+from cupel_np.errors import InvalidConfigError, InvalidInputTypeError, SelectionReportAssertionError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.text import ascii_fold, is_blank
 
@@ -26,10 +26,6 @@ __all__ = ["SelectionReportAssertionChain", "SelectionReportAssertionError", "re
 
 #: the spec's exclusion reason variant names (a reason argument names one of these)
 EXCLUSION_REASONS = tuple(sorted({n for c, n in REASON_NAMES.items() if c >= 10}))
-
-
-class SelectionReportAssertionError(AssertionError):
-    """A Cupel.Testing assertion failed; the message says what was expected and found."""
 
 
 def reason_name(reason) -> str:

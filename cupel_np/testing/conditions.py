@@ -53,6 +53,8 @@ class Condition:
         return bool(self.test(entry))
 
     def test(self, entry) -> bool:  # pragma: no cover - overridden
+        """The condition on one entry (IncludedItem, ExcludedItem or ContextItem); ``__call__``
+        returns it as a bool."""
         raise NotImplementedError
 
     def mask(self, ctx: RowContext) -> np.ndarray:  # pragma: no cover - overridden
@@ -60,6 +62,7 @@ class Condition:
         raise NotImplementedError
 
     def describe(self) -> str:  # pragma: no cover - overridden
+        """The condition as text, for failure messages."""
         raise NotImplementedError
 
     def uses_variant(self) -> bool:

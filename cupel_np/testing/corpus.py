@@ -17,10 +17,10 @@ import pyarrow.compute as pc
 
 from cupel_np.engine.reasons import R_BUDGET_EXCEEDED, R_TRUNCATED, REASON_NAMES
 from cupel_np.engine.sweep_run import segment_sums
-from cupel_np.errors import InvalidConfigError
+from cupel_np.errors import CorpusAssertionError, InvalidConfigError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.testing._kernels import top_n_fail_counts
-from cupel_np.testing.chain import SelectionReportAssertionError, _count_arg, _kind_arg, _threshold_arg, reason_name
+from cupel_np.testing.chain import _count_arg, _kind_arg, _threshold_arg, reason_name
 from cupel_np.testing.conditions import Condition, RowContext, code_mask
 
 __all__ = ["CorpusAssertionChain", "CorpusAssertionError", "FAILURE_SCHEMA"]
@@ -36,14 +36,6 @@ FAILURE_SCHEMA = pa.schema(
         ("error", pa.string()),
     ]
 )
-
-
-class CorpusAssertionError(SelectionReportAssertionError):
-    """A corpus check failed on some (variant, set) pairs; ``failures`` holds all of them."""
-
-    def __init__(self, message: str, failures: pa.Table):
-        super().__init__(message)
-        self.failures = failures
 
 
 def _codes(name: str) -> np.ndarray:

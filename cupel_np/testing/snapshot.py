@@ -23,14 +23,10 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-from cupel_np.errors import InvalidConfigError
-from cupel_np.testing.chain import SelectionReportAssertionError, entry_reason_name
+from cupel_np.errors import InvalidConfigError, SnapshotMismatchError
+from cupel_np.testing.chain import entry_reason_name
 
 __all__ = ["SnapshotMismatchError", "match_snapshot", "snapshot_json"]
-
-
-class SnapshotMismatchError(SelectionReportAssertionError):
-    """The report differs from its recorded snapshot (the message holds a unified diff)."""
 
 
 def _item(item) -> dict:

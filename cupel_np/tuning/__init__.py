@@ -10,7 +10,20 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["OBJECTIVES", "SearchSpace", "TuneResult", "heldout_sets", "load_space", "policy_toml", "tune", "write_tune"]
+# Grouped by source file.
+__all__ = [
+    # search.py
+    "OBJECTIVES",
+    "TuneResult",
+    "heldout_sets",
+    "tune",
+    # space.py
+    "SearchSpace",
+    "load_space",
+    # output.py
+    "policy_toml",
+    "write_tune",
+]
 
 _HOME = {
     "OBJECTIVES": "search",
