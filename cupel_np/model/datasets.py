@@ -128,7 +128,7 @@ def open_dataset(source) -> ds.FileSystemDataset:
         except (pa.ArrowInvalid, OSError) as e:
             raise InvalidInputTypeError(f"cannot read Parquet file {f}: {e}") from None
     try:
-        kw = {"partitioning": "hive", "partition_base_dir": base} if base else {}
+        kw = {"partitioning": _hive_strings(files, base), "partition_base_dir": base} if base else {}
         probe = ds.dataset(files, format="parquet", **kw)
         schema = pa.unify_schemas(
             [*schemas, probe.partitioning.schema] if base else schemas, promote_options="permissive"
@@ -136,6 +136,19 @@ def open_dataset(source) -> ds.FileSystemDataset:
         return ds.dataset(files, format="parquet", schema=schema, **kw)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as e:
         raise InvalidInputTypeError(f"cannot read Parquet dataset {describe_source(source)}: {e}") from None
+
+
+def _hive_strings(files, base: str):
+    """The hive partitioning of ``files`` under ``base`` with every partition value read as a
+    string, as written in the path: Arrow's type guess would read ``session=007`` and
+    ``session=7`` as one integer key 7 (two item sets merged, and ``--set 007`` finding none)."""
+    names: dict[str, None] = {}
+    for f in files:
+        rel = os.path.relpath(os.fspath(f), base)
+        for seg in Path(rel).parts[:-1]:  # the directories ``key=value`` between base and file
+            if "=" in seg and not seg.startswith("="):
+                names.setdefault(seg.split("=", 1)[0], None)
+    return ds.partitioning(pa.schema([(n, pa.string()) for n in names]), flavor="hive")
 
 
 def read_table(source, columns: list[str] | None = None, filter=None) -> pa.Table:
@@ -298,7 +311,8 @@ def read_piece(piece: Piece, schema: pa.Schema, partition_base: str | None = Non
         raise InvalidInputTypeError(f"cannot read Parquet file {piece.path}: {e}") from None
     keys = {}
     if partition_base:
-        d = ds.dataset([piece.path], format="parquet", partitioning="hive", partition_base_dir=partition_base)
+        hive = _hive_strings([piece.path], partition_base)
+        d = ds.dataset([piece.path], format="parquet", partitioning=hive, partition_base_dir=partition_base)
         keys = ds.get_partition_keys(next(iter(d.get_fragments())).partition_expression)
     cols = []
     for f in schema:
