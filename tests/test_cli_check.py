@@ -170,7 +170,7 @@ def test_streamed_check_gives_the_same_failures(capsys, tmp_path, small_items, m
             "check[0] (have_at_least_n_exclusions): 'n' must be a non-negative integer, got -1",
         ),
         (
-            'policies = 5\n[budget]\nmax_tokens = 10\ntarget_tokens = 5\n'
+            "policies = 5\n[budget]\nmax_tokens = 10\ntarget_tokens = 5\n"
             '[[check]]\nassert = "have_at_least_n_exclusions"\nn = 1\n',
             "'policies' must be the path of a policies file (a string), got 5",
         ),
@@ -366,5 +366,11 @@ def test_an_empty_corpus_fails_unless_the_checks_file_allows_it(capsys, tmp_path
 
 def test_allow_empty_must_be_a_boolean():
     with pytest.raises(InvalidConfigError, match="'allow_empty' must be true or false"):
-        parse_checks({"allow_empty": 1, "presets": ["chat"], "budget": {"max_tokens": 10, "target_tokens": 5},
-                      "check": [{"assert": "have_at_least_n_exclusions", "n": 0}]})
+        parse_checks(
+            {
+                "allow_empty": 1,
+                "presets": ["chat"],
+                "budget": {"max_tokens": 10, "target_tokens": 5},
+                "check": [{"assert": "have_at_least_n_exclusions", "n": 0}],
+            }
+        )

@@ -24,7 +24,15 @@ from cupel_np.io.dask import check, connect
 from cupel_np.model import datasets  # read at call time: tests replace whole_set_chunks
 from cupel_np.model.items import ItemTable
 from cupel_np.testing.checks import ChecksFile, load_checks
-from cupel_np.testing.runner import EXIT_FAILED, EXIT_OK, CheckOutcome, junit_xml, outcome_failed, report_lines, run_checks
+from cupel_np.testing.runner import (
+    EXIT_FAILED,
+    EXIT_OK,
+    CheckOutcome,
+    junit_xml,
+    outcome_failed,
+    report_lines,
+    run_checks,
+)
 
 
 def _tables(args, set_column: str | None, n_variants: int) -> Iterator[ItemTable]:
