@@ -503,6 +503,8 @@ def _json_lines(path: Path) -> Iterator[tuple[int, str, Any]]:
                 yield n, "line", json.loads(raw)
             except (json.JSONDecodeError, UnicodeDecodeError) as e:
                 yield n, "line", _Bad(f"not valid JSON: {e}")
+            except RecursionError:
+                yield n, "line", _Bad("not readable: JSON nested too deeply")
 
 
 def _message_row(rec, mapping: dict, default_set: str, skipped: dict) -> tuple[str, list[_Part]]:
