@@ -18,9 +18,22 @@ from cupel_np.cli.shared import EXIT_INTERNAL, EXIT_USAGE, UsageError, _err, _sa
 from cupel_np.cli.sweep import cmd_sweep
 from cupel_np.errors import CupelError
 from cupel_np.model.scorers import load_plugins
+from cupel_np.text import _UNSAFE, SafeTerminalText
 
 
 def main(argv: list[str] | None = None) -> int:
+    # control and bidi characters in user strings (item content, labels, set keys, values in
+    # error messages) are printed visibly, never as escape sequences the terminal would obey;
+    # stderr keeps carriage returns (the progress lines rewrite themselves)
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = SafeTerminalText(out), SafeTerminalText(err, _UNSAFE)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
