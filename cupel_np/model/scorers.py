@@ -700,7 +700,8 @@ def _load_plugin_file(spec: str) -> None:
         raise InvalidConfigError(f"plugin file {spec}: {name!r} is not a module name; rename the file")
     loaded = sys.modules.get(name)
     if loaded is not None:
-        same = getattr(loaded, "__file__", None) and Path(loaded.__file__).resolve() == path
+        file = getattr(loaded, "__file__", None)
+        same = file is not None and Path(file).resolve() == path
         if not same:
             raise InvalidConfigError(
                 f"plugin file {spec} is named like the module {name!r} that is already imported "
@@ -720,7 +721,7 @@ def _load_plugin_file(spec: str) -> None:
         sys.modules.pop(name, None)
         raise InvalidConfigError(f"plugin file {spec} failed while loading: {type(e).__name__}: {e}") from None
     try:
-        import cloudpickle
+        import cloudpickle  # type: ignore[import-untyped]
     except ImportError:
         return
     cloudpickle.register_pickle_by_value(module)
