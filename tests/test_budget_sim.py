@@ -623,6 +623,12 @@ def test_cli_budget_writes_parquet_and_report(capsys, tmp_path):
         }
         for lab, w in want.items()
     }
+    # issue 26: the budget page opens with what it found, in words
+    start = page[page.index('<div id="start">') : page.index("</div>", page.index('<div id="start">'))]
+    assert "2 variant(s) over 7 budgets from 300 to 32,000 tokens." in start, start
+    reach95 = {lab: w["reach"]["95%"] for lab, w in want.items()}
+    soonest = min((int(v.replace(",", "")), lab) for lab, v in reach95.items() if v != "never")
+    assert f"<b>{soonest[1]}</b> needs the least budget to keep 95%" in start and f"({soonest[0]:,} tokens)" in start
     code = cli.main(["budget", str(items), "--preset", "chat", "--ladder", "800:32000", "--out", str(out)])
     assert code == 2 and "LO:HI:STEPS" in capsys.readouterr().err
 

@@ -416,6 +416,9 @@ def test_fits_the_window_and_starts_with_words(tmp_path):
     assert 1300 <= window <= 1400 and widest <= window, (widest, window)
     start = text(d.find("div", id="start"))
     assert "contents swing" in start and "The pair that differs most is" in start and "most common reason" in start
+    # issue 26: the budgets are stated, and variant families read as words, not Python sets
+    assert "2 budgets (from max 8,000 tokens, target 6,000, output reserve 1,000;" in start, start
+    assert "{" not in start and "}" not in start
 
 
 def test_chart_units_and_kind_colours():
@@ -456,6 +459,7 @@ def test_hostile_strings_stay_inert_and_bounded(tmp_path):
     d = parse(browser("--dump-dom", url=page.as_uri()))
     start = text(d.find("div", id="start"))
     assert "contents swing" in start and "\u202e" not in start
+    assert "one budget (max 8,000 tokens, target 6,000, output reserve 1,000)" in start, start
     # every chart stays a sane size whatever the labels
     import struct
 

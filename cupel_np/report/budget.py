@@ -101,6 +101,31 @@ def _fmt(v) -> str:
     return "never" if v is None else f"{v:,}"
 
 
+def start_here(summary: dict) -> str:
+    """The budget page's opening paragraph in words: the ladder, which variant reaches 95% of
+    its largest-budget inclusion soonest, and where inclusion is not monotonic."""
+    b = summary["budgets"]
+    labels = summary["labels"]
+    parts = [f"{len(labels)} variant(s) over {len(b)} budgets from {b[0]:,} to {b[-1]:,} tokens." if b else ""]
+    reach = [(summary["variants"][lab]["reach"].get("95%"), lab) for lab in labels]
+    got = sorted((r, lab) for r, lab in reach if r is not None)
+    if got:
+        parts.append(
+            f"<b>{html.escape(got[0][1])}</b> needs the least budget to keep 95% of what it keeps at the largest "
+            f"one ({got[0][0]:,} tokens)."
+        )
+    never = [lab for r, lab in reach if r is None]
+    if never:
+        parts.append(f"Never at 95% on this ladder: {html.escape(', '.join(never))}.")
+    nonmono = [lab for lab in labels if summary["variants"][lab]["non_monotonic_rows"]]
+    parts.append(
+        f"Inclusion is not monotonic in the budget for {html.escape(', '.join(nonmono))} (see below)."
+        if nonmono
+        else "Every variant's inclusion grows with the budget (no item drops out as the budget rises)."
+    )
+    return '<div id="start"><h2>Start here</h2><p>' + " ".join(p for p in parts if p) + "</p></div>"
+
+
 def render_html(summary: dict, pngs: dict[str, bytes], *, title: str, meta: str) -> str:
     def img(name, alt):
         return f'<img alt="{alt}" src="data:image/png;base64,{base64.b64encode(pngs[name]).decode()}">'
@@ -127,6 +152,7 @@ def render_html(summary: dict, pngs: dict[str, bytes], *, title: str, meta: str)
 <style>{CSS}</style></head><body>
 <h1>{html.escape(title)}</h1>
 <p class="meta">{html.escape(meta)}</p>
+{start_here(summary)}
 <h2>Utilization by budget</h2>
 <p class="meta">Tokens used / target tokens per item set: the line is the median across sets, the band the
 inter-quartile range (failed cells left out).</p>

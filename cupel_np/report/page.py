@@ -128,13 +128,39 @@ def _families(d: PageData, threshold: float = 0.98) -> list[list[str]]:
     return out
 
 
+def _and_list(xs: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
+
+
+def _budget_phrase(d: PageData) -> str:
+    """The budget(s) the variants ran with, in words: one budget, or how many distinct ones."""
+    seen: list[tuple] = []
+    for x in d.variants:
+        b = x.get("budget") or {}
+        key = (b.get("max_tokens"), b.get("target_tokens"), b.get("output_reserve", 0))
+        if key not in seen:
+            seen.append(key)
+
+    def one(k: tuple) -> str:
+        mx, tg, res = k
+        num = [f"{n:,}" if isinstance(n, int) else str(n) for n in (mx, tg, res)]
+        return f"max {num[0]} tokens, target {num[1]}" + (f", output reserve {num[2]}" if res else "")
+
+    if not seen:
+        return "budget not recorded"
+    if len(seen) == 1:
+        return "one budget (" + one(seen[0]) + ")"
+    return f"{len(seen)} budgets (from {one(seen[0])}; each variant's is listed under Variants)"
+
+
 def section_start(d: PageData) -> str:
     """1. Start here: what the page found, in words."""
     v = len(d.labels)
     fam = _families(d)
     fam_txt = (
         "Variants that behave almost alike (≥ 98% same status): "
-        + "; ".join("{" + ", ".join(_e(x) for x in f) + "}" for f in fam)
+        + "; ".join(_and_list([f"<b>{_e(x)}</b>" for x in f]) for f in fam)
         + "."
         if fam
         else "No two variants agree on 98% or more of the contents: every variant makes its own choices."
@@ -153,7 +179,7 @@ def section_start(d: PageData) -> str:
     share = d.n_swing / max(1, d.n_items)
     return (
         f'<div id="start" class="start"><h2>Start here</h2><p>{d.n_items:,} items in {d.n_sets:,} item set(s), '
-        f"{v} variants. <b>{d.n_swing:,}</b> contents swing (≈{share:.1%} of the items): at least two variants "
+        f"{v} variants, {_budget_phrase(d)}. <b>{d.n_swing:,}</b> contents swing (≈{share:.1%} of the items): at least two variants "
         f"that ran on the set disagree on them.{fail_txt}</p><p>{fam_txt}</p>"
         f"<p>{_pair_phrase(d) if d.n_swing else ''} {why}</p></div>"
     )
