@@ -62,9 +62,9 @@ class SafeTerminalText:
     characters in user strings (content, labels, set keys) are shown as ``⟨U+XXXX⟩`` instead
     of moving the cursor, recolouring or retitling the terminal, or reordering the line."""
 
-    def __init__(self, stream, table=None):
+    def __init__(self, stream, *, keep_cr: bool = False):
         self._stream = stream
-        self._table = TERMINAL_UNSAFE if table is None else table
+        self._table = _UNSAFE if keep_cr else TERMINAL_UNSAFE
 
     def write(self, s: str) -> int:
         self._stream.write(s.translate(self._table))

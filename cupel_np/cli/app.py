@@ -18,7 +18,7 @@ from cupel_np.cli.shared import EXIT_INTERNAL, EXIT_USAGE, UsageError, _err, _sa
 from cupel_np.cli.sweep import cmd_sweep
 from cupel_np.errors import CupelError
 from cupel_np.model.scorers import load_plugins
-from cupel_np.text import _UNSAFE, SafeTerminalText
+from cupel_np.text import SafeTerminalText
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     # error messages) are printed visibly, never as escape sequences the terminal would obey;
     # stderr keeps carriage returns (the progress lines rewrite themselves)
     out, err = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = SafeTerminalText(out), SafeTerminalText(err, _UNSAFE)
+    sys.stdout, sys.stderr = SafeTerminalText(out), SafeTerminalText(err, keep_cr=True)
     try:
         return _main(argv)
     finally:

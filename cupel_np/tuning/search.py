@@ -459,18 +459,11 @@ def tune(
     per-(variant, set) outcome counts; the results equal the in-process search's. Deterministic
     for a given seed and thread count."""
     t0 = time.perf_counter()
-    _require_optuna()
     _check_options(
         sampler=sampler, objective=objective, trials=trials, batch_size=batch_size, top=top, max_cells=max_cells
     )
     _check_baseline(baseline, presets, trials)
-    sp: SearchSpace = load_space(space)
-    budget = _as_budget(budget)
-    if budget is not None and sp.max_tokens is not None:
-        # the caller's budget (the CLI's --max-tokens) wins over the space's [budget]
-        sp = dataclasses.replace(sp, max_tokens=None)
-    if sp.max_tokens is None and budget is None:
-        raise InvalidConfigError("no budget: give tune() a budget or the space a [budget] table")
+    sp, budget = _space_and_budget(space, budget)
     ev = _evaluator(items, label_column, set_column, holdout, threads, client, npartitions)
     try:
         held = ev.held
@@ -542,6 +535,18 @@ def _evaluator(items, label_column, set_column, holdout, threads, client, nparti
     return _InProcess(table, labels, heldout_sets(table.set_keys, holdout), threads)
 
 
+def _space_and_budget(space, budget) -> tuple[SearchSpace, ContextBudget | None]:
+    """The search space and the caller's budget, which (the CLI's ``--max-tokens``) wins over
+    the space's ``[budget]``; one of the two must give a budget."""
+    sp: SearchSpace = load_space(space)
+    budget = _as_budget(budget)
+    if budget is not None and sp.max_tokens is not None:
+        sp = dataclasses.replace(sp, max_tokens=None)
+    if sp.max_tokens is None and budget is None:
+        raise InvalidConfigError("no budget: give tune() a budget or the space a [budget] table")
+    return sp, budget
+
+
 def _require_optuna() -> None:
     """The search needs the ``tune`` extra: say which, before any work (not a raw
     ``ModuleNotFoundError`` from the first place that imports it)."""
@@ -573,6 +578,7 @@ def _check_baseline(baseline: str | None, presets: list[str] | None, trials: int
 
 
 def _check_options(*, sampler: str, objective: str, **counts: int) -> None:
+    _require_optuna()
     if sampler not in SAMPLERS:
         raise InvalidConfigError(f"unknown sampler {sampler!r}; samplers: {', '.join(SAMPLERS)}")
     if objective not in OBJECTIVES:
