@@ -99,6 +99,10 @@ def dumps_json(obj, **kw) -> str:
     return json.dumps(_finite(obj), allow_nan=False, **kw)
 
 
+#: the message for a document nested deeper than the parser (or a reader) can follow
+TOO_DEEP = "nested too deeply to read (tables or lists inside each other hundreds of levels deep)"
+
+
 def read_data_file(path: StrPath, *, default: str = "json") -> object:
     """The TOML or JSON document in ``path`` (by its suffix, ``.toml`` / ``.json``; any other
     suffix is read as ``default``). A missing file or a malformed document is an
@@ -113,6 +117,8 @@ def read_data_file(path: StrPath, *, default: str = "json") -> object:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise InvalidConfigError(f"cannot read {p}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise InvalidConfigError(f"{p}: not UTF-8 text (byte {e.start}: {e.reason}); save the file as UTF-8") from None
     suffix = p.suffix.lower()
     kind = "toml" if suffix == ".toml" else "json" if suffix == ".json" else default
     if kind == "toml":
@@ -122,7 +128,11 @@ def read_data_file(path: StrPath, *, default: str = "json") -> object:
             return tomli.loads(text)
         except tomli.TOMLDecodeError as e:
             raise InvalidConfigError(f"{p}: malformed TOML: {e}") from None
+        except RecursionError:
+            raise InvalidConfigError(f"{p}: {TOO_DEEP}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise InvalidConfigError(f"{p}: malformed JSON: {e}") from None
+    except RecursionError:
+        raise InvalidConfigError(f"{p}: {TOO_DEEP}") from None

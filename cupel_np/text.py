@@ -52,6 +52,32 @@ _UNSAFE = {
     + (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C)
 }
 
+#: what terminal output never writes raw: ``_UNSAFE`` (ESC, so no ANSI / OSC escape sequence in
+#: a user's string reaches the terminal) and, on stdout, carriage return (which rewrites the line)
+TERMINAL_UNSAFE = {**_UNSAFE, 0x0D: "\u27e8U+000D\u27e9"}
+
+
+class SafeTerminalText:
+    """A text stream wrapper writing ``str.translate(table)`` of everything: control and bidi
+    characters in user strings (content, labels, set keys) are shown as ``⟨U+XXXX⟩`` instead
+    of moving the cursor, recolouring or retitling the terminal, or reordering the line."""
+
+    def __init__(self, stream, *, keep_cr: bool = False):
+        self._stream = stream
+        self._table = _UNSAFE if keep_cr else TERMINAL_UNSAFE
+
+    def write(self, s: str) -> int:
+        self._stream.write(s.translate(self._table))
+        return len(s)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 #: how many characters of one user string a page shows at most (the rest is cut with an
 #: ellipsis and a count; the written Parquet outputs hold every value whole)
 DISPLAY_LIMIT = 2000

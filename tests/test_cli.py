@@ -186,7 +186,11 @@ def test_run_prints_included_and_excluded(capsys, small_items):
     assert report["total_candidates"] == len(report["included"]) + len(report["excluded"]) == 44
     inc, exc = report["included"], report["excluded"]
     used = sum(i["item"]["tokens"] for i in inc)
-    assert text[0] == f"included {len(inc)} of 44 items, {used:,} tokens (target 6,000, effective 5,818)"
+    pinned = sum(i["item"]["tokens"] for i in inc if i["item"]["pinned"])
+    assert text[0] == (
+        f"included {len(inc)} of 44 items, {used:,} tokens ({pinned:,} pinned + {used - pinned:,} selected; "
+        "target 6,000, 5,818 of it left for selection after pinned items and reserves)"
+    )
     # one line per included item (placed order), then one per excluded item, as in the JSON
     assert len(text) == 1 + len(inc) + len(exc)
     for k, (line, i) in enumerate(zip(text[1:], inc)):

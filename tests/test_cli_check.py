@@ -158,6 +158,22 @@ def test_streamed_check_gives_the_same_failures(capsys, tmp_path, small_items, m
         ('presets = ["chat"]\n[budget]\nmax_tokens = 10\ntarget = 5\n', "budget: unknown key(s) 'target'"),
         ('[[check]]\nassert = "have_at_least_n_exclusions"\nn = 1\n', "no variants"),
         ('presets = ["chat"]\nsets = "x"\n', "unknown key(s) 'sets'"),
+        (
+            'presets = ["chat"]\n[budget]\nmax_tokens = 10\ntarget_tokens = 5\n'
+            '[[check]]\nname = "dropped"\nassert = "exclude_item_with_reason"\nreason = "BudgetExceded"\n',
+            "check[0] ('dropped') (exclude_item_with_reason): unknown exclusion reason 'BudgetExceded' "
+            "(did you mean 'BudgetExceeded'?)",
+        ),
+        (
+            'presets = ["chat"]\n[budget]\nmax_tokens = 10\ntarget_tokens = 5\n'
+            '[[check]]\nassert = "have_at_least_n_exclusions"\nn = -1\n',
+            "check[0] (have_at_least_n_exclusions): 'n' must be a non-negative integer, got -1",
+        ),
+        (
+            "policies = 5\n[budget]\nmax_tokens = 10\ntarget_tokens = 5\n"
+            '[[check]]\nassert = "have_at_least_n_exclusions"\nn = 1\n',
+            "'policies' must be the path of a policies file (a string), got 5",
+        ),
     ],
 )
 def test_bad_checks_file_exits_2_naming_the_key(capsys, tmp_path, small_items, text, message):
@@ -288,3 +304,73 @@ def test_check_refuses_what_cannot_be_streamed_as_the_sweep_commands_do(capsys, 
     checks.write_text('set_column = "session_id"\n' + head + check)
     code, _, err = run(capsys, "check", small_items, "--checks", checks, "--memory-limit", tiny)
     assert code != 0 and "item set 'session-" in err and "a set is never cut" in err
+
+
+CHECKED_NOTHING = """
+set_column = "session_id"
+presets = ["chat"]
+[budget]
+max_tokens = 8000
+target_tokens = 6000
+
+[[check]]
+name = "misspelled kind"
+assert = "have_no_exclusions_for_kind"
+kind = "Memroy"
+
+[[check]]
+name = "exactly none of a kind no item has"
+assert = "include_exactly_n_items_with_kind"
+kind = "Memroy"
+n = 0
+
+[[check]]
+name = "a where that matches nothing"
+assert = "place_item_at_edge"
+where = { kind = "Nope" }
+"""
+
+
+def test_a_check_on_a_kind_no_item_has_fails_with_a_did_you_mean(capsys, tmp_path, small_items):
+    checks = tmp_path / "checks.toml"
+    checks.write_text(CHECKED_NOTHING)
+    junit = tmp_path / "j.xml"
+    code, out, _err = run(capsys, "check", small_items, "--checks", checks, "--junit", junit)
+    assert code == 1, out
+    lines = out.splitlines()
+    assert lines[0].startswith("FAIL  misspelled kind  (checked nothing: no item of the input has kind 'Memroy'")
+    assert "(did you mean 'Memory'?)" in lines[0]
+    assert lines[1].startswith("FAIL  exactly none of a kind no item has  (checked nothing")
+    # a check that fails anyway says why too, under its FAIL line
+    assert lines[2].startswith("FAIL  a where that matches nothing  (")
+    assert lines[3].startswith("  checked nothing: no item of the input matches kind == 'Nope'")
+    assert lines[-1] == "3 checks: 0 passed, 3 failed"
+    root = ET.parse(junit).getroot()
+    assert root.get("failures") == "3"
+    assert all(tc.find("failure") is not None for tc in root.iter("testcase"))
+
+
+def test_an_empty_corpus_fails_unless_the_checks_file_allows_it(capsys, tmp_path, small_items):
+    empty = tmp_path / "empty.parquet"
+    pq.write_table(pq.read_table(small_items).slice(0, 0), empty)
+    checks = tmp_path / "checks.toml"
+    checks.write_text(VIOLATED)
+    code, out, _err = run(capsys, "check", empty, "--checks", checks, "--json")
+    assert code == 1
+    assert "no (variant, set) pairs" in out and "allow_empty = true" in out
+    checks.write_text("allow_empty = true\n" + VIOLATED)
+    code, out, _err = run(capsys, "check", empty, "--checks", checks)
+    assert code == 0, out
+    assert "2 checks: 2 passed, 0 failed" in out
+
+
+def test_allow_empty_must_be_a_boolean():
+    with pytest.raises(InvalidConfigError, match="'allow_empty' must be true or false"):
+        parse_checks(
+            {
+                "allow_empty": 1,
+                "presets": ["chat"],
+                "budget": {"max_tokens": 10, "target_tokens": 5},
+                "check": [{"assert": "have_at_least_n_exclusions", "n": 0}],
+            }
+        )

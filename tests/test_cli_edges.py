@@ -199,3 +199,28 @@ def test_first_run_says_it_is_compiling_on_a_terminal(monkeypatch, capsys):
     monkeypatch.setattr(shared, "kernels_cached", lambda: True)
     shared._say_if_compiling(Args())
     assert capsys.readouterr().err == ""
+
+
+def test_smaller_messages_say_what_is_wrong(tmp_path, capsys):
+    """A negative ladder start, the exclusive 2**62 bound, a boolean column compared with a
+    string, and validate --json on a corrupt file (which printed nothing on stdout)."""
+    from cupel_np import cli
+    from cupel_np.errors import InvalidConfigError
+    from cupel_np.model.fields import require_token_count
+    from cupel_np.report.budget import parse_ladder
+    from cupel_np.testing.checks import parse_where
+
+    with pytest.raises(InvalidConfigError, match="LO is the smallest budget .* must be >= 0, got -5"):
+        parse_ladder("-5:2000:3")
+    with pytest.raises(
+        InvalidConfigError, match=r"greater than -2\*\*62 and less than 2\*\*62, got 4611686018427387904"
+    ):
+        require_token_count("tokens", 2**62)
+    with pytest.raises(InvalidConfigError, match=r"col\('pinned'\) is a boolean column: compare it with true or false"):
+        parse_where({"pinned": "yes"}, "check[0]")
+    bad = tmp_path / "corrupt.parquet"
+    bad.write_bytes(b"PAR1 not really")
+    assert cli.main(["validate", str(bad), "--json"]) == 2
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc["ok"] is False and "corrupt.parquet" in doc["error"] and "corrupt.parquet" in err

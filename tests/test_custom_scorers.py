@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import threading
 
 import numpy as np
@@ -581,3 +582,54 @@ def test_one_registry_holds_every_scorer_type_and_unregister_forgets_only_regist
     assert scorer_from_dict({"type": "column", "column": "x"}) == c.ColumnScorer("x")
     with pytest.raises(InvalidConfigError, match="a function scorer is code, not data"):
         scorer_from_dict({"type": "function"})
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("def broken(:\n", "syntax error at line 1"),
+        ("raise RuntimeError('no licence key')\n", "failed while loading: RuntimeError: no licence key"),
+    ],
+)
+def test_a_plugin_that_fails_to_load_is_a_usage_error_naming_it(tmp_path, capsys, text, message):
+    plugin = tmp_path / "cupel_bad_plugin.py"
+    plugin.write_text(text)
+    assert cli.main(["presets", "--plugin", str(plugin)]) == 2
+    err = capsys.readouterr().err
+    assert str(plugin) in err and message in err and "internal error" not in err
+    assert "cupel_bad_plugin" not in sys.modules
+
+
+def test_a_file_plugin_leaves_sys_path_alone_and_its_neighbours_unimported(tmp_path):
+    (tmp_path / "cupel_neighbour_mod.py").write_text("raise RuntimeError('a neighbour ran')\n")
+    plugin = tmp_path / "cupel_path_plugin.py"
+    plugin.write_text("import cupel_np as c\nc.register_scorer('pathsig', lambda: c.ColumnScorer('s'))\n")
+    before = list(sys.path)
+    try:
+        load_plugins([str(plugin)])
+        assert sys.path == before
+        assert c.Policy.from_dict({"scorers": [{"type": "pathsig"}]}).scorer == c.ColumnScorer("s")
+        with pytest.raises(ImportError):
+            __import__("cupel_neighbour_mod")  # not importable from the plugin's directory
+    finally:
+        unregister_scorer("pathsig")
+        sys.modules.pop("cupel_path_plugin", None)
+
+
+def test_a_plugin_named_like_an_imported_module_is_refused(tmp_path, capsys):
+    plugin = tmp_path / "json.py"
+    plugin.write_text("import cupel_np as c\nc.register_scorer('jsonsig', lambda: c.ColumnScorer('s'))\n")
+    assert cli.main(["presets", "--plugin", str(plugin)]) == 2
+    err = capsys.readouterr().err
+    assert "named like the module 'json' that is already imported" in err
+    assert "jsonsig" not in registered_scorers()
+
+
+def test_a_function_scorer_reading_a_missing_column_names_it(tmp_path, capsys):
+    def fn(columns, offsets):
+        return columns["similarity"]
+
+    table = c.ItemTable.from_arrow(_corpus(2), set_column="conv")
+    variants = [("sim", c.Policy(c.FunctionScorer(fn, name="sim_fn")))]
+    with pytest.raises(InvalidConfigError, match="function scorer 'sim_fn' reads column 'similarity', which"):
+        c.sweep(table, c.ContextBudget(400, 250), variants, on_error="collect")

@@ -444,3 +444,73 @@ def test_heldout_split_known_answers():
     # written down once from the documented rule: a change here breaks every saved split
     known = [False, True, True, False, True, False, True, True, False, False, True, False, False, False, False, True]
     assert got.tolist()[:16] == known, "the split of these keys changed: saved held-out sets would not reproduce"
+
+
+def test_a_given_budget_wins_over_the_space_budget(corpus):
+    """``--max-tokens`` (tune's ``budget``) overrides the space file's [budget], as a flag
+    overrides the file everywhere else in the CLI; it used to be ignored."""
+    space = dict(SPACE, budget={"max_tokens": 8000})
+    r = tune(corpus, space, 1500, label_column="relevant", set_column="session_id", trials=8, batch_size=8, n_boot=20)
+    assert r.best and all(b.max_tokens == 1500 for _l, _p, b in r.best)
+    assert set(r.leaderboard["max_tokens"].drop_null().to_pylist()) == {1500}
+
+
+def test_a_bad_baseline_is_refused_before_any_work(corpus, monkeypatch):
+    from cupel_np.tuning import search
+
+    def no_work(*a, **k):
+        raise AssertionError("the search started")
+
+    monkeypatch.setattr(search, "_evaluator", no_work)
+    with pytest.raises(InvalidConfigError, match=r"baseline 'chta' .*\(did you mean 'chat'\?\)"):
+        tune(corpus, SPACE, 1500, label_column="relevant", set_column="session_id", baseline="chta")
+    with pytest.raises(AssertionError, match="the search started"):  # valid ones get through
+        tune(corpus, SPACE, 1500, label_column="relevant", set_column="session_id", baseline="chat@1500")
+    with pytest.raises(AssertionError, match="the search started"):
+        tune(corpus, SPACE, 1500, label_column="relevant", set_column="session_id", baseline="trial-0003")
+
+
+def test_space_range_tables_name_the_unknown_key():
+    with pytest.raises(InvalidConfigError, match=r"scorers.kind.weight: unknown key 'lg' .*\(did you mean 'log'\?\)"):
+        SearchSpace.from_dict({"scorers": {"kind": {"weight": {"low": 0.1, "high": 3.0, "lg": True}}}})
+    with pytest.raises(InvalidConfigError, match=r"unknown key 'slicer' \(did you mean 'slicers'\?\)"):
+        SearchSpace.from_dict(dict(SPACE, slicer="greedy"))
+
+
+def test_cli_tune_checks_out_before_the_search(tmp_path, capsys, corpus, monkeypatch):
+    from cupel_np import cli
+    from cupel_np.cli import tune as tune_cmd
+
+    def no_work(*a, **k):
+        raise AssertionError("the search started")
+
+    monkeypatch.setattr(tune_cmd, "tune", no_work)
+    items = tmp_path / "items.parquet"
+    pq.write_table(corpus, items)
+    space = ROOT / "data" / "examples" / "tune_space.toml"
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    argv = ["tune", str(items), "--space", str(space), "--label-column", "relevant", "--set-column", "session_id"]
+    assert cli.main(argv + ["--out", str(f), "--quiet"]) == 2
+    assert "--out" in capsys.readouterr().err
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "leaderboard.parquet").write_bytes(b"")
+    assert cli.main(argv + ["--out", str(old), "--quiet"]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+
+
+def test_tune_without_its_extra_says_which_to_install(corpus, monkeypatch, tmp_path, capsys):
+    import sys
+
+    from cupel_np import cli
+
+    monkeypatch.setitem(sys.modules, "optuna", None)  # import optuna -> ImportError
+    with pytest.raises(InvalidConfigError, match=r'pip install "cupel-np\[tune\]"'):
+        tune(corpus, SPACE, 1500, label_column="relevant", set_column="session_id", trials=2)
+    items = tmp_path / "items.parquet"
+    pq.write_table(corpus, items)
+    space = ROOT / "data" / "examples" / "tune_space.toml"
+    argv = ["tune", str(items), "--space", str(space), "--label-column", "relevant", "--set-column", "session_id"]
+    assert cli.main(argv + ["--out", str(tmp_path / "o"), "--quiet"]) == 2
+    assert "cupel-np[tune]" in capsys.readouterr().err

@@ -200,6 +200,8 @@ def budget_ladder(
         raise InvalidConfigError(f"budget_ladder: steps must be >= 2, got {steps}")
     if not lo < hi:
         raise InvalidConfigError(f"budget_ladder: lo ({lo}) must be < hi ({hi})")
+    if lo < 0:
+        raise InvalidConfigError(f"budget_ladder: lo is a budget (max_tokens) and must be >= 0, got {lo}")
     if reserve < 0 or reserve > lo:
         raise InvalidConfigError(f"budget_ladder: output_reserve must be in [0, lo = {lo}], got {reserve}")
     i = np.arange(steps, dtype=np.float64) / (steps - 1)

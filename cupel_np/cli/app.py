@@ -21,12 +21,25 @@ from cupel_np.cli.sweep import cmd_sweep
 from cupel_np.cli.tune import cmd_tune
 from cupel_np.errors import CupelError
 from cupel_np.model.scorers import load_plugins
+from cupel_np.text import SafeTerminalText
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``cupel-np`` command line on ``argv`` (default: ``sys.argv[1:]``) and return the
     exit status: 0 ok, 1 internal error, 2 user error (a ``CupelError`` or a bad argument,
     reported on stderr)."""
+    # control and bidi characters in user strings (item content, labels, set keys, values in
+    # error messages) are printed visibly, never as escape sequences the terminal would obey;
+    # stderr keeps carriage returns (the progress lines rewrite themselves)
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = SafeTerminalText(out), SafeTerminalText(err, keep_cr=True)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -2,7 +2,9 @@
 
 Runs every check of a checks file (``cupel_np.testing.checks``) over every item set, prints
 a table of the failing (variant, set) pairs, and exits 1 when a check fails, 2 for bad input
-(the message names the file, check and key), 0 otherwise. ``--junit`` writes JUnit XML (one
+(the message names the file, check and key), 0 otherwise. A check that checked nothing
+(its kind or ``where`` matches no item of the input, or there are no (variant, set) pairs and
+the file does not say ``allow_empty = true``) fails. ``--junit`` writes JUnit XML (one
 test case per check) for CI systems. An input over the memory limit (or any input given
 ``--chunk-rows``) is checked in chunks of whole item sets, like ``sensitivity`` streams;
 ``--dask SPEC`` runs it on Dask (``cupel_np.dask.check``), with the same output.
@@ -22,7 +24,15 @@ from cupel_np.io.dask import check, connect
 from cupel_np.model import datasets  # read at call time: tests replace whole_set_chunks
 from cupel_np.model.items import ItemTable
 from cupel_np.testing.checks import ChecksFile, load_checks
-from cupel_np.testing.runner import EXIT_FAILED, EXIT_OK, CheckOutcome, junit_xml, report_lines, run_checks
+from cupel_np.testing.runner import (
+    EXIT_FAILED,
+    EXIT_OK,
+    CheckOutcome,
+    junit_xml,
+    outcome_failed,
+    report_lines,
+    run_checks,
+)
 
 
 def _tables(args, set_column: str | None, n_variants: int) -> Iterator[ItemTable]:
@@ -79,13 +89,19 @@ def cmd_check(args) -> int:
         _write_junit(args.junit, junit_xml(outcomes, as_path(args.checks).stem, set_name))
     if args.json:
         doc = [
-            {"check": o.check.name, "pairs": o.pairs, "failed": o.failed, "rows": o.table().to_pylist()}
+            {
+                "check": o.check.name,
+                "pairs": o.pairs,
+                "failed": o.failed,
+                "problem": o.problem,
+                "rows": o.table().to_pylist(),
+            }
             for o in outcomes
         ]
         print(dumps_json(doc, indent=2))
     else:
         print("\n".join(report_lines(outcomes, set_name, args.max_rows)))
-    return EXIT_FAILED if any(o.failed for o in outcomes) else EXIT_OK
+    return EXIT_FAILED if any(outcome_failed(o) for o in outcomes) else EXIT_OK
 
 
 def _write_junit(path: str, data: bytes) -> None:

@@ -97,7 +97,8 @@ def _common_parents() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]
         default=[],
         metavar="MODULE",
         help="import MODULE (a module name or a .py file) first, so the scorers it registers "
-        "with cupel_np.register_scorer can be named in policy and grid files (repeatable)",
+        "with cupel_np.register_scorer can be named in policy and grid files (repeatable). "
+        "This RUNS the plugin's code with your rights: only name plugins you trust",
     )
     common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     compute = argparse.ArgumentParser(add_help=False, parents=[common])
@@ -205,7 +206,11 @@ def _add_single(sub, common, compute) -> None:
     )
     p.add_argument("items", nargs="+", help=_ITEMS_HELP)
     _allow_empty_opt(p)
-    p.add_argument("--policy", help="policy file (JSON/TOML, EXTENSIONS.md or .NET shape)")
+    p.add_argument(
+        "--policy",
+        help="policy file: JSON or TOML with [[scorers]], slicer, placer... (the policy format; "
+        "see 'Policy files' in docs/cli.md of the cupel-np repository), or the .NET policy JSON shape",
+    )
     p.add_argument("--preset", help="a preset name")
     _budget_opts(p)
     p.add_argument("--set-column", help=_SET_HELP)
@@ -257,7 +262,8 @@ def _add_files(sub, common) -> None:
     p.add_argument(
         "--tokenizer",
         help="token counter: estimate (default), chars4, tiktoken:ENCODING, "
-        "tokenizers:PATH/tokenizer.json or module:function",
+        "tokenizers:PATH/tokenizer.json or module:function (module:function imports the module and RUNS "
+        "its code: only name modules you trust)",
     )
     p.add_argument(
         "--skip-bad",

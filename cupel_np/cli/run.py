@@ -46,9 +46,13 @@ def cmd_run(args) -> int:
         print(dumps_json(report.to_dict(), default=_iso_default, indent=2))
         return EXIT_OK
     used = sum(i.item.tokens for i in report.included)
+    pinned = sum(i.item.tokens for i in report.included if i.item.pinned)
+    # the effective target is what the slicer may fill beside the pinned items (the target less
+    # pinned tokens, reserved slots and the safety margin): included tokens may exceed it
     print(
         f"included {len(report.included)} of {report.total_candidates} items, {used:,} tokens "
-        f"(target {budget.target_tokens:,}, effective {report.effective_target_tokens:,})"
+        f"({pinned:,} pinned + {used - pinned:,} selected; target {budget.target_tokens:,}, "
+        f"{report.effective_target_tokens:,} of it left for selection after pinned items and reserves)"
     )
     for i, inc in enumerate(report.included):
         print(

@@ -9,6 +9,7 @@ from cupel_np._files import dumps_json
 from cupel_np._fs import as_path
 from cupel_np.analysis.signals import policy_scorer_names
 from cupel_np.io.dask import connect
+from cupel_np.io.outdir import check_out_path, claim_out_dir
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.datasets import dataset_source
 from cupel_np.tuning.output import summary_dict, write_tune
@@ -17,6 +18,11 @@ from cupel_np.tuning.search import tune
 
 def cmd_tune(args) -> int:
     """Run the search and write its outputs (exit 0), printing the best against the presets."""
+    # --out is checked before any work (a search can take minutes): not a file, and (unless
+    # --overwrite) not holding another run's outputs; it is created only when written
+    check_out_path(args.out, "--out")
+    if not args.overwrite:
+        claim_out_dir(args.out, overwrite=False, create=False)
     budget = None
     if args.max_tokens is not None:
         target = args.target_tokens if args.target_tokens is not None else args.max_tokens - args.output_reserve

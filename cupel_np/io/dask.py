@@ -649,7 +649,9 @@ def check(
         if own_cluster is not None:
             client.close()
             own_cluster.close()
-    return merge_parts(cf.checks, [r["parts"] for r in results if r["parts"] is not None], keep)
+    return merge_parts(
+        cf.checks, [r["parts"] for r in results if r["parts"] is not None], keep, allow_empty=cf.allow_empty
+    )
 
 
 class connect:

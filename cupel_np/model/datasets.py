@@ -166,7 +166,14 @@ def open_dataset(source) -> ds.FileSystemDataset:
             raise InvalidInputTypeError(f"cannot read Parquet file {f}: {e}") from None
     _check_unifiable(files, schemas)
     try:
-        kw: dict = {"partitioning": "hive", "partition_base_dir": arrow_location(base)[1]} if base else {}
+        kw: dict = (
+            {
+                "partitioning": _hive_strings(paths, arrow_location(base)[1]),
+                "partition_base_dir": arrow_location(base)[1],
+            }
+            if base
+            else {}
+        )
         if fs is not None:
             kw["filesystem"] = fs
         probe = ds.dataset(paths, format="parquet", **kw)
@@ -216,6 +223,19 @@ def _first(source) -> str:
     if isinstance(source, (list, tuple)):
         return str(source[0]) if source else ""
     return str(source)
+
+
+def _hive_strings(files, base: str):
+    """The hive partitioning of ``files`` under ``base`` with every partition value read as a
+    string, as written in the path: Arrow's type guess would read ``session=007`` and
+    ``session=7`` as one integer key 7 (two item sets merged, and ``--set 007`` finding none)."""
+    names: dict[str, None] = {}
+    for f in files:
+        rel = os.path.relpath(os.fspath(f), base)
+        for seg in Path(rel).parts[:-1]:  # the directories ``key=value`` between base and file
+            if "=" in seg and not seg.startswith("="):
+                names.setdefault(seg.split("=", 1)[0], None)
+    return ds.partitioning(pa.schema([(n, pa.string()) for n in names]), flavor="hive")
 
 
 def read_table(source, columns: list[str] | None = None, filter=None) -> pa.Table:
@@ -396,7 +416,8 @@ def read_piece(piece: Piece, schema: pa.Schema, partition_base: str | None = Non
     if partition_base:
         fs, path = arrow_location(piece.path)
         base = arrow_location(partition_base)[1]
-        d = ds.dataset([path], format="parquet", partitioning="hive", partition_base_dir=base, filesystem=fs)
+        hive = _hive_strings([path], base)
+        d = ds.dataset([path], format="parquet", partitioning=hive, partition_base_dir=base, filesystem=fs)
         keys = ds.get_partition_keys(next(iter(d.get_fragments())).partition_expression)
     cols = []
     for f in schema:

@@ -59,7 +59,7 @@ def require_token_count(where: str, v: Any) -> int:
     """An integer within ±2**62 (so sums of them fit in 64 bits)."""
     n = require_int(where, v)
     if abs(n) >= TOKEN_LIMIT:
-        raise InvalidConfigError(f"{where} must be within ±2**62, got {n}")
+        raise InvalidConfigError(f"{where} must be greater than -2**62 and less than 2**62, got {n}")
     return n
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from cupel_np._files import StrPath
+from cupel_np._files import TOO_DEEP, StrPath
 from cupel_np._fs import as_path
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.dotnet import (
@@ -94,7 +94,10 @@ class Policy:
     def from_dict(cls, d: Mapping[str, Any]) -> Policy:
         """From a pipeline vector's ``[config]`` table (EXTENSIONS.md) + name/description. A key
         no reader knows, at any depth, is an error naming it and where it is."""
-        return policy_from_dict(d)
+        try:
+            return policy_from_dict(d)
+        except RecursionError:
+            raise InvalidConfigError(f"policy: {TOO_DEEP}") from None
 
     def to_dict(self) -> dict[str, Any]:
         """The policy as its dict (JSON/TOML policy file) form; ``policy_from_dict`` reads it
@@ -131,6 +134,8 @@ class Policy:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise InvalidConfigError(f"malformed policy JSON: {e}") from None
+        except RecursionError:
+            raise InvalidConfigError(f"policy JSON: {TOO_DEEP}") from None
         if is_dotnet_shape(data):
             return cls.from_dotnet_json(data)
         return cls.from_dict(data)
@@ -145,6 +150,8 @@ class Policy:
             data = tomli.loads(text)
         except tomli.TOMLDecodeError as e:
             raise InvalidConfigError(f"malformed policy TOML: {e}") from None
+        except RecursionError:
+            raise InvalidConfigError(f"policy TOML: {TOO_DEEP}") from None
         if "config" in data and "scorers" not in data:
             require_keys("policy TOML", data, ("config", "name", "description"))
             data = dict(require_mapping("[config]", data["config"]), **{k: v for k, v in data.items() if k != "config"})
@@ -160,6 +167,10 @@ class Policy:
             text = p.read_text(encoding="utf-8")
         except OSError as e:
             raise InvalidConfigError(f"cannot read policy file {str(p)!r}: {e.strerror}") from None
+        except UnicodeDecodeError as e:
+            raise InvalidConfigError(
+                f"{p}: not UTF-8 text (byte {e.start}: {e.reason}); save the policy file as UTF-8"
+            ) from None
         try:
             if p.suffix.lower() == ".toml":
                 return cls.from_toml(text)

@@ -686,23 +686,66 @@ def iter_scorers(scorer: Scorer):
 
 def load_plugins(modules) -> None:
     """Import each plugin (a module name, or a path to a ``.py`` file) so the scorers it
-    registers with ``register_scorer`` can be named in policy data; errors name the plugin.
-    A file is imported as a module named after it, with its directory put on ``sys.path``
-    (so worker processes a cluster starts afterwards can import it too)."""
+    registers with ``register_scorer`` can be named in policy data. A plugin is code and runs
+    with the caller's rights. Any error loading one (not found, a syntax error, an exception
+    it raises) is an ``InvalidConfigError`` naming the plugin.
+
+    A file is loaded from that file alone (``importlib.util.spec_from_file_location``) as a
+    module named after it; its directory is *not* put on ``sys.path``, so no other file there
+    can shadow a module imported later. A file named like a module already imported
+    (``json.py``) is refused. The plugin may import installed packages (and modules on
+    ``sys.path``), not its neighbour files: put shared code in an installed package. With
+    ``cloudpickle`` present (the ``dask`` extra) a file plugin's functions are pickled by value,
+    so the workers of a Dask cluster need not import the file."""
     import importlib
+
+    for spec in modules or ():
+        if spec.endswith(".py") or "/" in spec or "\\" in spec:
+            _load_plugin_file(spec)
+            continue
+        try:
+            importlib.import_module(spec)
+        except ImportError as e:
+            raise InvalidConfigError(f"plugin {spec!r} cannot be imported: {e}") from None
+        except Exception as e:  # noqa: BLE001 - the plugin's own error, reported as its
+            raise InvalidConfigError(f"plugin {spec!r} failed while loading: {type(e).__name__}: {e}") from None
+
+
+def _load_plugin_file(spec: str) -> None:
+    import importlib.util
     import sys
     from pathlib import Path
 
-    for spec in modules or ():
-        name = spec
-        if spec.endswith(".py") or "/" in spec or "\\" in spec:
-            path = Path(spec).resolve()
-            if not path.is_file():
-                raise InvalidConfigError(f"plugin file not found: {spec}")
-            if str(path.parent) not in sys.path:
-                sys.path.insert(0, str(path.parent))
-            name = path.stem
-        try:
-            importlib.import_module(name)
-        except ImportError as e:
-            raise InvalidConfigError(f"plugin {spec!r} cannot be imported: {e}") from None
+    path = Path(spec).resolve()
+    if not path.is_file():
+        raise InvalidConfigError(f"plugin file not found: {spec}")
+    name = path.stem
+    if not name.isidentifier():
+        raise InvalidConfigError(f"plugin file {spec}: {name!r} is not a module name; rename the file")
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        file = getattr(loaded, "__file__", None)
+        same = file is not None and Path(file).resolve() == path
+        if not same:
+            raise InvalidConfigError(
+                f"plugin file {spec} is named like the module {name!r} that is already imported "
+                f"({getattr(loaded, '__file__', None) or 'built in'}); rename the plugin file"
+            )
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise InvalidConfigError(f"plugin file {spec} cannot be loaded as a Python module")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except SyntaxError as e:
+        sys.modules.pop(name, None)
+        raise InvalidConfigError(f"plugin file {spec}: syntax error at line {e.lineno}: {e.msg}") from None
+    except Exception as e:  # noqa: BLE001 - the plugin's own error, reported as its
+        sys.modules.pop(name, None)
+        raise InvalidConfigError(f"plugin file {spec} failed while loading: {type(e).__name__}: {e}") from None
+    try:
+        import cloudpickle  # type: ignore[import-untyped]
+    except ImportError:
+        return
+    cloudpickle.register_pickle_by_value(module)

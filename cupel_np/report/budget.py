@@ -42,6 +42,8 @@ def parse_ladder(spec: str) -> tuple[int, int, int]:
         lo, hi, steps = (int(p) for p in parts)
     except ValueError:
         raise InvalidConfigError(f"--ladder must be LO:HI:STEPS (three integers), got {spec!r}") from None
+    if lo < 0:
+        raise InvalidConfigError(f"--ladder {spec}: LO is the smallest budget (max_tokens) and must be >= 0, got {lo}")
     return lo, hi, steps
 
 

@@ -29,10 +29,15 @@ A ``where`` table is a column condition: each key a column (see
 ``cupel_np.testing.conditions``), each value either a plain value (equality) or a table of
 operators ``eq ne lt le gt ge in contains startswith matches is_null``; keys are AND-ed.
 Every unknown key is an error naming the check and the key.
+
+A check that checks nothing fails: one whose ``kind`` or ``where`` matches no item of the
+whole input (the message lists the kinds present, with a "did you mean"), and every check when
+the input has no (variant, set) pairs at all, unless the file says ``allow_empty = true``.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,9 +45,12 @@ from cupel_np._files import read_data_file
 from cupel_np._fs import AnyPath, as_path
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
+from cupel_np.model.fields import suggestion
 from cupel_np.model.policy import Policy
 from cupel_np.model.presets import preset
+from cupel_np.testing.chain import EXCLUSION_REASONS
 from cupel_np.testing.conditions import Condition, col
+from cupel_np.text import ascii_fold
 
 __all__ = ["Check", "ChecksFile", "PATTERN_ARGS", "load_checks", "parse_checks", "parse_where"]
 
@@ -64,7 +72,7 @@ PATTERN_ARGS: dict[str, tuple[str, ...]] = {
     "keeps_tool_pairs": (),
 }
 _CHECK_KEYS = {"name", "variant", "assert"}
-_TOP_KEYS = {"set_column", "budget", "variants", "presets", "policies", "check"}
+_TOP_KEYS = {"set_column", "allow_empty", "budget", "variants", "presets", "policies", "check"}
 _VARIANT_KEYS = {"label", "preset", "config", "budget"}
 _DOTNET_KEYS = {"slicerType", "placerType", "deduplicationEnabled"}
 _BUDGET_KEYS = {"max_tokens", "target_tokens", "output_reserve", "reserved_slots", "estimation_safety_margin_percent"}
@@ -93,6 +101,8 @@ class ChecksFile:
     variants: list[tuple[str, Policy, ContextBudget]]
     checks: list[Check]
     set_column: str | None = None
+    #: ``allow_empty = true``: an input with no (variant, set) pairs passes (default: it fails)
+    allow_empty: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -146,6 +156,10 @@ def _policy(entry: dict, where: str) -> Policy:
 def _variants(data: dict, path: str, base: AnyPath | None, default: ContextBudget | None) -> list:
     entries: list[tuple[str, dict]] = []
     if "policies" in data:
+        if not isinstance(data["policies"], str) or not data["policies"]:
+            raise InvalidConfigError(
+                f"{path}: 'policies' must be the path of a policies file (a string), got {data['policies']!r}"
+            )
         ref = as_path(data["policies"])
         if not ref.is_absolute() and base is not None:
             ref = base / str(ref)
@@ -239,6 +253,8 @@ def _number(v, key: str, where: str, kind=int):
 def _check(entry, where: str, labels: list[str]) -> Check:
     if not isinstance(entry, dict):
         raise InvalidConfigError(f"{where}: a check must be a table")
+    if isinstance(entry.get("name"), str):
+        where = f"{where} ({entry['name']!r})"
     pattern = entry.get("assert")
     if pattern not in PATTERN_ARGS:
         raise InvalidConfigError(
@@ -255,10 +271,22 @@ def _check(entry, where: str, labels: list[str]) -> Check:
             v = parse_where(v, where)
         elif k in ("n", "item_tokens", "available_tokens"):
             v = _number(v, k, where)
+            if v < 0:
+                raise InvalidConfigError(f"{where} ({pattern}): '{k}' must be a non-negative integer, got {v!r}")
         elif k == "threshold":
             v = float(_number(v, k, where, float))
+            if not math.isfinite(v):
+                raise InvalidConfigError(f"{where} ({pattern}): 'threshold' must be a finite number, got {v!r}")
         elif not isinstance(v, str):
             raise InvalidConfigError(f"{where}: '{k}' must be a string, got {v!r}")
+        elif k == "reason":
+            folded = {ascii_fold(r): r for r in EXCLUSION_REASONS}
+            if ascii_fold(v) not in folded:
+                raise InvalidConfigError(
+                    f"{where} ({pattern}): unknown exclusion reason {v!r}{suggestion(v, EXCLUSION_REASONS)}; "
+                    f"reasons: {', '.join(EXCLUSION_REASONS)}"
+                )
+            v = folded[ascii_fold(v)]
         args.append(v)
     variant = entry.get("variant")
     if variant is not None:
@@ -293,4 +321,7 @@ def parse_checks(data, path: str = "<checks>", base: AnyPath | None = None) -> C
     set_column = data.get("set_column")
     if set_column is not None and (not isinstance(set_column, str) or not set_column):
         raise InvalidConfigError(f"{path}: 'set_column' must be a column name")
-    return ChecksFile(path, variants, checks, set_column)
+    allow_empty = data.get("allow_empty", False)
+    if not isinstance(allow_empty, bool):
+        raise InvalidConfigError(f"{path}: 'allow_empty' must be true or false, got {allow_empty!r}")
+    return ChecksFile(path, variants, checks, set_column, allow_empty)

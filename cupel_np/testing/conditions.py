@@ -222,6 +222,11 @@ class _Compare(Condition):
                 raise InvalidConfigError(f"col({name!r}) supports == and != (and contains / matches), not {op}")
             if name == "reason":
                 _reason_codes(value)  # validates the name
+        elif name == "pinned":
+            if not isinstance(value, (bool, np.bool_)):
+                raise InvalidConfigError(
+                    f"col('pinned') is a boolean column: compare it with true or false, got {value!r}"
+                )
         elif isinstance(value, str) or value is None or not isinstance(value, (int, float, bool, np.number)):
             raise InvalidConfigError(f"col({name!r}) compares with a number, got {value!r}")
 

@@ -26,6 +26,7 @@ __all__ = [
     "first_rows",
     "junit_xml",
     "merge_parts",
+    "outcome_failed",
     "report_lines",
     "run_checks",
 ]
@@ -44,6 +45,9 @@ class CheckOutcome:
     rows: list[pa.Table] = field(default_factory=list)
     kept: int = 0
     seconds: float = 0.0
+    #: why the check checked nothing (its kind or ``where`` matches no item of the input, or
+    #: the input has no (variant, set) pairs); such a check fails (``outcome_failed``)
+    problem: str | None = None
 
     def table(self) -> pa.Table:
         from cupel_np.testing.corpus import FAILURE_SCHEMA
@@ -65,6 +69,10 @@ class CheckPart:
     failed: int
     seconds: float
     rows: pa.Table
+    #: items of the table the check's ``kind`` / ``where`` matches (None: the check names none)
+    subject: int | None = None
+    #: the kinds present in the table (for a "did you mean" when a check's kind is absent)
+    kinds: frozenset[str] = frozenset()
 
 
 def first_rows(table: ItemTable) -> np.ndarray:
@@ -98,26 +106,105 @@ def check_table(
         rows = fails.take(pa.array(order, pa.int64()))
         rows = rows.append_column(ORDER[0], pa.array(vpos[order], pa.int64()))
         rows = rows.append_column(ORDER[1], pa.array(keys[order], pa.int64()))
-        parts.append(CheckPart(len(chain.variants) * table.n_sets, fails.num_rows, time.perf_counter() - t0, rows))
+        subject = _subject_count(check, chain)
+        kinds = _kinds_present(table)
+        pairs = len(chain.variants) * table.n_sets
+        parts.append(CheckPart(pairs, fails.num_rows, time.perf_counter() - t0, rows, subject, kinds))
     return parts
 
 
-def merge_parts(checks: list[Check], parts: Iterable[list[CheckPart]], keep: int = 1000) -> list[CheckOutcome]:
+def _kinds_present(table: ItemTable) -> frozenset[str]:
+    """The distinct kind strings of ``table`` as written (for messages)."""
+    import pyarrow.compute as pc
+
+    col = table.table.column("kind").combine_chunks()
+    if pa.types.is_dictionary(col.type):
+        col = col.dictionary.take(pc.unique(col.indices).drop_null())
+    return frozenset(str(k) for k in pc.unique(col).drop_null().to_pylist())
+
+
+def _subject_count(check: Check, chain) -> int | None:
+    """How many items of the chain's table the check's ``kind`` or ``where`` matches (a
+    ``where`` reading per-variant columns counts an item matched in any of the check's
+    variants); None when the check names neither."""
+    from cupel_np.testing.checks import PATTERN_ARGS
+    from cupel_np.testing.conditions import Condition
+
+    keys = PATTERN_ARGS[check.pattern]
+    mask = None
+    if "kind" in keys:
+        mask = chain._kind_mask(check.args[keys.index("kind")])
+    if "where" in keys:
+        cond = check.args[keys.index("where")]
+        assert isinstance(cond, Condition)
+        m = np.zeros(chain.table.n, dtype=np.bool_)
+        for v in chain.variants if cond.uses_variant() else chain.variants[:1]:
+            m |= np.asarray(chain._mask(cond, v), dtype=np.bool_)
+        mask = m if mask is None else mask & m
+    return None if mask is None else int(np.count_nonzero(mask))
+
+
+def outcome_failed(o: CheckOutcome) -> bool:
+    """True when the check failed on some pair or checked nothing (``o.problem``)."""
+    return bool(o.failed or o.problem)
+
+
+def _problem(check: Check, pairs: int, subject: int | None, kinds: set[str], allow_empty: bool) -> str | None:
+    from cupel_np.model.fields import suggestion
+    from cupel_np.testing.checks import PATTERN_ARGS
+
+    if pairs == 0:
+        if allow_empty:
+            return None
+        return (
+            "checked nothing: the input has no (variant, set) pairs "
+            "(set allow_empty = true in the checks file if an empty input is expected)"
+        )
+    if subject == 0:
+        keys = PATTERN_ARGS[check.pattern]
+        if "kind" in keys:
+            kind = check.args[keys.index("kind")]
+            present = ", ".join(sorted(kinds)) or "none"
+            return (
+                f"checked nothing: no item of the input has kind {kind!r}"
+                f"{suggestion(kind, sorted(kinds))}; kinds present: {present}"
+            )
+        cond = check.args[keys.index("where")]
+        return f"checked nothing: no item of the input matches {cond.describe()}"
+    return None
+
+
+def merge_parts(
+    checks: list[Check], parts: Iterable[list[CheckPart]], keep: int = 1000, *, allow_empty: bool = False
+) -> list[CheckOutcome]:
     """The outcomes of ``checks`` from their parts over tables of disjoint item sets, in any
     order: counts added up, and the first ``keep`` failing rows per check in the order an
-    in-process run of the whole input lists them (by variant, then by set in input order)."""
+    in-process run of the whole input lists them (by variant, then by set in input order).
+    A check that checked nothing gets a ``problem``: its kind or ``where`` matches no item of
+    the whole input, or there are no (variant, set) pairs at all (unless ``allow_empty``)."""
+    from cupel_np.testing.checks import PATTERN_ARGS
+
     outcomes = [CheckOutcome(ch) for ch in checks]
+    subjects: list[int | None] = [None] * len(checks)
+    kinds: set[str] = set()
     for per_check in parts:
-        for out, part in zip(outcomes, per_check, strict=True):
+        for i, (out, part) in enumerate(zip(outcomes, per_check, strict=True)):
+            kinds |= part.kinds
+            if part.subject is not None:
+                subjects[i] = (subjects[i] or 0) + part.subject
             out.pairs += part.pairs
             out.failed += part.failed
             out.seconds += part.seconds
             if part.rows.num_rows:
                 rows = pa.concat_tables([*out.rows, part.rows])
                 out.rows = [rows.sort_by([(k, "ascending") for k in ORDER]).slice(0, keep)]
-    for out in outcomes:
+    for i, out in enumerate(outcomes):
         out.rows = [r.drop_columns(list(ORDER)) for r in out.rows]
         out.kept = sum(r.num_rows for r in out.rows)
+        subject = subjects[i]
+        if subject is None and any(k in PATTERN_ARGS[out.check.pattern] for k in ("kind", "where")):
+            subject = 0  # no part at all: nothing matched
+        out.problem = _problem(out.check, out.pairs, subject, kinds, allow_empty)
     return outcomes
 
 
@@ -132,7 +219,7 @@ def run_checks(cf: ChecksFile, tables, *, keep: int = 1000, threads: int | None 
             yield check_table(cf, table, keep=keep, threads=threads, first=first_rows(table) + before)
             before += table.n
 
-    return merge_parts(cf.checks, parts(), keep)
+    return merge_parts(cf.checks, parts(), keep, allow_empty=cf.allow_empty)
 
 
 def _fmt_table(t: pa.Table, set_name: str, limit: int) -> list[str]:
@@ -157,14 +244,19 @@ def report_lines(outcomes: list[CheckOutcome], set_name: str, max_rows: int) -> 
     """The human-readable report: one PASS/FAIL line per check, a table under each failure."""
     lines = []
     for o in outcomes:
+        if o.problem and not o.failed:
+            lines.append(f"FAIL  {o.check.name}  ({o.problem})")
+            continue
         if not o.failed:
             lines.append(f"PASS  {o.check.name}  ({o.pairs:,} (variant, set) pairs)")
             continue
         lines.append(f"FAIL  {o.check.name}  ({o.failed:,} of {o.pairs:,} (variant, set) pairs fail)")
+        if o.problem:
+            lines.append(f"  {o.problem}")
         lines += _fmt_table(o.table(), set_name, max_rows)
         if o.failed > max_rows:
             lines.append(f"  ... and {o.failed - max_rows:,} more")
-    n_fail = sum(1 for o in outcomes if o.failed)
+    n_fail = sum(1 for o in outcomes if outcome_failed(o))
     noun = "check" if len(outcomes) == 1 else "checks"
     lines.append(f"{len(outcomes)} {noun}: {len(outcomes) - n_fail} passed, {n_fail} failed")
     return lines
@@ -173,7 +265,7 @@ def report_lines(outcomes: list[CheckOutcome], set_name: str, max_rows: int) -> 
 def junit_xml(outcomes: list[CheckOutcome], suite: str, set_name: str, max_rows: int = 50) -> bytes:
     """JUnit XML: one ``testsuite`` of one ``testcase`` per check; a failing check has a
     ``failure`` element whose text is the failure table."""
-    n_fail = sum(1 for o in outcomes if o.failed)
+    n_fail = sum(1 for o in outcomes if outcome_failed(o))
     total = sum(o.seconds for o in outcomes)
     root = ET.Element("testsuites", name="cupel-np check", tests=str(len(outcomes)), failures=str(n_fail))
     root.set("time", f"{total:.3f}")
@@ -184,7 +276,10 @@ def junit_xml(outcomes: list[CheckOutcome], suite: str, set_name: str, max_rows:
     for o in outcomes:
         tc = ET.SubElement(ts, "testcase", classname=f"cupel-np.check.{suite}", name=o.check.name)
         tc.set("time", f"{o.seconds:.3f}")
-        if o.failed:
+        if o.problem and not o.failed:
+            f = ET.SubElement(tc, "failure", type="CheckedNothing")
+            f.set("message", o.problem)
+        elif o.failed:
             f = ET.SubElement(tc, "failure", type="CorpusAssertionError")
             f.set("message", f"{o.failed} of {o.pairs} (variant, set) pairs fail")
             text = _fmt_table(o.table(), set_name, max_rows)

@@ -11,9 +11,11 @@ comparison against the best preset.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 import warnings
@@ -47,6 +49,7 @@ from cupel_np.analysis.signals import (
 )
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.budget import ContextBudget
+from cupel_np.model.fields import suggestion
 from cupel_np.model.items import ItemTable
 from cupel_np.model.policy import Policy
 from cupel_np.model.presets import PRESETS
@@ -518,8 +521,8 @@ def tune(
     ``items``: an ItemTable, an Arrow table / pandas / polars frame or dict of columns, or an
     items Parquet path (with ``set_column``); ``label_column``: the relevance column (boolean
     or non-negative numbers) or a ``Labels``. ``space``: a SearchSpace, its dict or a TOML file
-    (see ``cupel_np.tuning.space``); ``budget`` (a ContextBudget or max tokens) applies when the
-    space names none. ``objective``: maximise the mean per-set ``token_recall`` (or
+    (see ``cupel_np.tuning.space``); ``budget`` (a ContextBudget or max tokens), when given,
+    replaces the space's ``[budget]`` (as ``--max-tokens`` overrides the file in the CLI). ``objective``: maximise the mean per-set ``token_recall`` (or
     ``item_recall`` / ``gain_share``) on the search sets, or ``recall_vs_tokens`` for a Pareto
     front of token recall against tokens used. Trials are asked ``batch_size`` at a time and
     each batch runs as one sweep. ``holdout``: the share of sets kept out of the search (by a
@@ -538,10 +541,8 @@ def tune(
     _check_options(
         sampler=sampler, objective=objective, trials=trials, batch_size=batch_size, top=top, max_cells=max_cells
     )
-    sp: SearchSpace = load_space(space)
-    budget = _as_budget(budget)
-    if sp.max_tokens is None and budget is None:
-        raise InvalidConfigError("no budget: give tune() a budget or the space a [budget] table")
+    _check_baseline(baseline, presets, trials)
+    sp, budget = _space_and_budget(space, budget)
     ev = _evaluator(items, label_column, set_column, holdout, threads, client, npartitions)
     try:
         held = ev.held
@@ -633,7 +634,50 @@ def _items_metadata(items) -> dict | None:
     return None
 
 
+def _space_and_budget(space, budget) -> tuple[SearchSpace, ContextBudget | None]:
+    """The search space and the caller's budget, which (the CLI's ``--max-tokens``) wins over
+    the space's ``[budget]``; one of the two must give a budget."""
+    sp: SearchSpace = load_space(space)
+    budget = _as_budget(budget)
+    if budget is not None and sp.max_tokens is not None:
+        sp = dataclasses.replace(sp, max_tokens=None)
+    if sp.max_tokens is None and budget is None:
+        raise InvalidConfigError("no budget: give tune() a budget or the space a [budget] table")
+    return sp, budget
+
+
+def _require_optuna() -> None:
+    """The search needs the ``tune`` extra: say which, before any work (not a raw
+    ``ModuleNotFoundError`` from the first place that imports it)."""
+    try:
+        import optuna  # noqa: F401
+    except ImportError as e:
+        raise InvalidConfigError(
+            f'policy search needs Optuna ({e.name or "optuna"} is not installed): pip install "cupel-np[tune]"'
+        ) from None
+
+
+def _check_baseline(baseline: str | None, presets: list[str] | None, trials: int) -> None:
+    """Refuse, before any work, a ``baseline`` that can be neither a preset (``name`` or
+    ``name@MAX_TOKENS``) nor a trial's label (``trial-NNNN``)."""
+    if baseline is None:
+        return
+    names = list(PRESETS) if presets is None else list(presets)
+    if not isinstance(baseline, str):
+        raise InvalidConfigError(f"baseline must be a preset name or a trial label, got {baseline!r}")
+    m = re.fullmatch(r"trial-(\d{4,})", baseline)
+    if m and int(m.group(1)) < max(trials, 1):
+        return
+    if baseline.split("@", 1)[0] in names:
+        return
+    raise InvalidConfigError(
+        f"baseline {baseline!r} is neither a preset nor a trial label (trial-0000 ...)"
+        f"{suggestion(baseline, names)}; presets: {', '.join(names)}"
+    )
+
+
 def _check_options(*, sampler: str, objective: str, **counts: int) -> None:
+    _require_optuna()
     if sampler not in SAMPLERS:
         raise InvalidConfigError(f"unknown sampler {sampler!r}; samplers: {', '.join(SAMPLERS)}")
     if objective not in OBJECTIVES:

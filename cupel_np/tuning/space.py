@@ -110,9 +110,16 @@ def _is_num(v) -> bool:
 def dim(where: str, v) -> Dim:
     """Read one value of the space file: a range, choices or a fixed value (module docstring)."""
     if isinstance(v, Mapping) and ("low" in v or "high" in v):
-        unknown = set(v) - {"low", "high", "log"}
-        if unknown or not (_is_num(v.get("low")) and _is_num(v.get("high"))):
+        unknown = sorted(set(v) - {"low", "high", "log"})
+        if unknown:
+            raise InvalidConfigError(
+                f"{where}: unknown key {unknown[0]!r} in a range table{suggestion(unknown[0], ('low', 'high', 'log'))}; "
+                "known keys: low, high, log"
+            )
+        if not (_is_num(v.get("low")) and _is_num(v.get("high"))):
             raise InvalidConfigError(f"{where}: a range table needs numbers low and high (and optional log)")
+        if not isinstance(v.get("log", False), bool):
+            raise InvalidConfigError(f"{where}: 'log' must be true or false, got {v['log']!r}")
         return _range(where, v["low"], v["high"], bool(v.get("log", False)))
     if isinstance(v, Mapping) and "choices" in v:
         if set(v) != {"choices"} or not isinstance(v["choices"], list) or not v["choices"]:
@@ -430,7 +437,10 @@ def _scorer_entry(s: ScorerDim, trial) -> dict[str, Any]:
 def _no_unknown(where: str, d: Mapping, known: set) -> None:
     unknown = sorted(set(d) - known)
     if unknown:
-        raise InvalidConfigError(f"{where}: unknown key {unknown[0]!r}; known keys: {', '.join(sorted(known))}")
+        raise InvalidConfigError(
+            f"{where}: unknown key {unknown[0]!r}{suggestion(unknown[0], sorted(known))}; "
+            f"known keys: {', '.join(sorted(known))}"
+        )
 
 
 class ParamsTrial:

@@ -188,7 +188,20 @@ def function_scores(table, rows: np.ndarray, offsets: np.ndarray, scorer: Functi
     off = np.array(offsets, dtype=np.int64)
     off.setflags(write=False)
     m = int(rows.shape[0])
-    got = scorer.fn(ScorerInput(table, rows), off)
+    columns = ScorerInput(table, rows)
+    try:
+        got = scorer.fn(columns, off)
+    except KeyError as e:
+        missing = e.args[0] if len(e.args) == 1 else None
+        if not isinstance(missing, str) or missing in columns:
+            raise
+        from cupel_np.model.fields import suggestion
+
+        names = list(columns)
+        raise InvalidConfigError(
+            f"function scorer {scorer.name!r} reads column {missing!r}, which the items do not have"
+            f"{suggestion(missing, names)}; columns: {', '.join(names)}"
+        ) from None
     try:
         out = np.asarray(got)
     except Exception as e:  # noqa: BLE001 - anything np.asarray refuses is the user's type error

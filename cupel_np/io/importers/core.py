@@ -257,6 +257,8 @@ def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
             except (json.JSONDecodeError, UnicodeDecodeError) as e:
                 if raw.strip():
                     yield n, Bad(f"not valid JSON: {e}")
+            except RecursionError:
+                yield n, Bad("not readable: JSON nested too deeply")
 
 
 def json_document(path: Path) -> Iterator[tuple[int, Any]]:
