@@ -33,7 +33,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from cupel_np.errors import InvalidConfigError
+from cupel_np.errors import StorageError
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -65,13 +65,6 @@ GCS_OPTIONS = ("anonymous", "access_token", "endpoint_override", "scheme", "proj
 AZURE_OPTIONS = ("account_name", "account_key", "blob_storage_authority", "dfs_storage_authority", "sas_token")
 _BOOL = ("anonymous", "force_virtual_addressing", "allow_bucket_creation")
 _FLOAT = ("connect_timeout", "request_timeout")
-
-
-class StorageError(InvalidConfigError):
-    """A URL that cannot be read or written: no such bucket, no credentials, access denied, a
-    missing extra, a bad storage option. Names the URL, never a credential."""
-
-    code = "storage"
 
 
 def is_url(x: object) -> bool:

@@ -114,3 +114,22 @@ class ApiUsageError(CupelError, AttributeError):
     assertion asked of a sweep before ``every_set()``): the message names the right call."""
 
     code = "invalid_config"
+
+
+class StorageError(InvalidConfigError):
+    """A URL that cannot be read or written: no such bucket, no credentials, access denied, a
+    missing extra, a bad storage option. Names the URL, never a credential."""
+
+    code = "storage"
+
+
+class EmptyImportError(InvalidConfigError):
+    """An import that yielded no items, or skipped more than it kept (``allow_empty`` permits)."""
+
+    code = "empty_import"
+
+
+class CorruptManifestError(InvalidConfigError):
+    """``manifest.json`` of an output directory is not a manifest cupel_np wrote."""
+
+    code = "corrupt_manifest"

@@ -42,6 +42,7 @@ ERRORS_ELSEWHERE = {
     # the command line's own signal for "exit 2", raised and caught inside cli/ (never reaches
     # a caller of the Python API, which gets the CupelError the command caught)
     "cli/shared.py:UsageError",
+    "cli/shared.py:AllCellsFailedError",  # a UsageError (exit 2) that never leaves cli/, like it
 }
 
 

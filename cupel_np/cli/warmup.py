@@ -26,7 +26,6 @@ from datetime import UTC, datetime
 import numpy as np
 import pyarrow as pa
 
-import cupel_np as spec  # the spec classes, from their public face
 from cupel_np import _jit
 from cupel_np.analysis import budget_sim, outcomes
 from cupel_np.analysis.sensitivity import sweep
@@ -41,10 +40,34 @@ from cupel_np.engine.slicers import slicer_args
 from cupel_np.engine.sweep_run import classify
 from cupel_np.errors import CupelError, InvalidConfigError
 from cupel_np.model.budget import ContextBudget
+from cupel_np.model.curves import ExponentialCurve, StepCurve, WindowCurve
 from cupel_np.model.grid import Sweep
 from cupel_np.model.items import ItemTable
+from cupel_np.model.policy import Policy
 from cupel_np.model.presets import PRESETS, preset
-from cupel_np.model.scorers import ColumnScorer
+from cupel_np.model.scorers import (
+    ColumnScorer,
+    CompositeScorer,
+    DecayScorer,
+    FrequencyScorer,
+    KindScorer,
+    MetadataKeyScorer,
+    MetadataTrustScorer,
+    PriorityScorer,
+    RecencyScorer,
+    ReflexiveScorer,
+    ScaledScorer,
+    TagScorer,
+)
+from cupel_np.model.slicers import (
+    CountConstrainedKnapsackSlice,
+    CountQuotaEntry,
+    CountQuotaSlice,
+    GreedySlice,
+    KnapsackSlice,
+    QuotaEntry,
+    QuotaSlice,
+)
 from cupel_np.testing._kernels import top_n_fail_counts
 from cupel_np.tuning import search
 
@@ -112,42 +135,42 @@ def _table(n: int, n_sets: int, seed: int):
 
 def _policies():
 
-    base = spec.CompositeScorer(
+    base = CompositeScorer(
         (
-            (spec.RecencyScorer(), 1.0),
-            (spec.PriorityScorer(), 0.5),
-            (spec.KindScorer(), 0.3),
-            (spec.ReflexiveScorer(), 0.7),
+            (RecencyScorer(), 1.0),
+            (PriorityScorer(), 0.5),
+            (KindScorer(), 0.3),
+            (ReflexiveScorer(), 0.7),
         )
     )
     scorers = [
-        spec.FrequencyScorer(),
-        spec.TagScorer((("tag1", 1.0), ("tag2", 0.5))),
-        spec.ScaledScorer(spec.PriorityScorer()),
-        spec.MetadataTrustScorer(),
-        spec.MetadataKeyScorer("cupel:trust", "0.9", 2.0),
-        spec.DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), spec.ExponentialCurve(3600.0)),
-        spec.DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), spec.WindowCurve(86400.0)),
-        spec.DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), spec.StepCurve(((3600.0, 1.0), (86400.0, 0.5)))),
+        FrequencyScorer(),
+        TagScorer((("tag1", 1.0), ("tag2", 0.5))),
+        ScaledScorer(PriorityScorer()),
+        MetadataTrustScorer(),
+        MetadataKeyScorer("cupel:trust", "0.9", 2.0),
+        DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), ExponentialCurve(3600.0)),
+        DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), WindowCurve(86400.0)),
+        DecayScorer(datetime(2024, 1, 1, tzinfo=UTC), StepCurve(((3600.0, 1.0), (86400.0, 0.5)))),
     ]
-    quota = (spec.QuotaEntry("Message", require=10, cap=60), spec.QuotaEntry("Document", require=5, cap=40))
-    count = (spec.CountQuotaEntry("Document", require_count=2, cap_count=5),)
+    quota = (QuotaEntry("Message", require=10, cap=60), QuotaEntry("Document", require=5, cap=40))
+    count = (CountQuotaEntry("Document", require_count=2, cap_count=5),)
     slicers = [
-        spec.GreedySlice(),
-        spec.KnapsackSlice(50),
-        spec.QuotaSlice(quota, spec.GreedySlice()),
-        spec.QuotaSlice(quota, spec.KnapsackSlice(50)),
-        spec.CountQuotaSlice(count),
-        spec.CountQuotaSlice(count, spec.QuotaSlice(quota, spec.GreedySlice())),
-        spec.CountConstrainedKnapsackSlice(count, bucket_size=50),
+        GreedySlice(),
+        KnapsackSlice(50),
+        QuotaSlice(quota, GreedySlice()),
+        QuotaSlice(quota, KnapsackSlice(50)),
+        CountQuotaSlice(count),
+        CountQuotaSlice(count, QuotaSlice(quota, GreedySlice())),
+        CountConstrainedKnapsackSlice(count, bucket_size=50),
     ]
     pols = []
     for i, sl in enumerate(slicers):
         for placer in ("chronological", "u_shaped"):
             for overflow in ("throw", "truncate", "proceed"):
-                pols.append(spec.Policy(base, slicer=sl, placer=placer, overflow_strategy=overflow, name=f"p{i}"))
-    pols += [spec.Policy(s, name=f"s{j}") for j, s in enumerate(scorers)]
-    pols.append(spec.Policy(spec.CompositeScorer(((base, 1.0), (scorers[0], 1.0)))))
+                pols.append(Policy(base, slicer=sl, placer=placer, overflow_strategy=overflow, name=f"p{i}"))
+    pols += [Policy(s, name=f"s{j}") for j, s in enumerate(scorers)]
+    pols.append(Policy(CompositeScorer(((base, 1.0), (scorers[0], 1.0)))))
     return pols
 
 
@@ -162,16 +185,14 @@ def _engine_small() -> None:
 
     _sweep(_table(3000, 60, 1), [ContextBudget(20_000, 6_000, 500), ContextBudget(3_000, 1_000)])
 
-    grid = Sweep(
-        [spec.Policy(ColumnScorer("signal"), slicer=spec.KnapsackSlice(50))], budgets=[ContextBudget(9000, 6000)]
-    )
+    grid = Sweep([Policy(ColumnScorer("signal"), slicer=KnapsackSlice(50))], budgets=[ContextBudget(9000, 6000)])
     sweep(_table(600, 20, 2), None, grid, on_error="collect", threads=1)  # split knapsack rows
     # a slicer alone over score-sorted candidates, as ``cupel-np conformance`` runs slicing
     # vectors (greedy is otherwise always the unsorted path)
 
     t = _table(50, 1, 5)
     score = np.sort(np.random.default_rng(5).random(t.n))[::-1].copy()
-    for sl in (spec.GreedySlice(), spec.KnapsackSlice(10)):
+    for sl in (GreedySlice(), KnapsackSlice(10)):
         slicer_args(sl, t).run(
             t.tokens,
             score,
@@ -226,7 +247,7 @@ def _ahead_of_demo() -> None:
 
     table = ItemTable.from_parquet(sample_path(), set_column="session_id")
     cls = classify(table)
-    ScoreContext(table, cls.sc_rows, cls.sc_offsets).score(spec.FrequencyScorer())
+    ScoreContext(table, cls.sc_rows, cls.sc_offsets).score(FrequencyScorer())
     run_policy(table, ContextBudget(8000, 6000, 1000), PRESETS["document_qa"], threads=1)
 
 

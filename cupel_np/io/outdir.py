@@ -21,7 +21,7 @@ from pathlib import Path
 
 from cupel_np._files import atomic_write_bytes, dumps_json
 from cupel_np._fs import RemotePath, as_path, rmtree
-from cupel_np.errors import InvalidConfigError, OutputExistsError
+from cupel_np.errors import CorruptManifestError, InvalidConfigError, OutputExistsError
 
 MANIFEST = "manifest.json"
 #: an in-process or streamed sweep: one file per output
@@ -152,12 +152,6 @@ def read_manifest(out) -> dict | None:
     except (OSError, ValueError):  # a StorageError is a ValueError too
         return None
     return m if isinstance(m, dict) else None
-
-
-class CorruptManifestError(InvalidConfigError):
-    """``manifest.json`` of an output directory is not a manifest cupel_np wrote."""
-
-    code = "corrupt_manifest"
 
 
 def load_manifest(out) -> dict | None:

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from cupel_np._files import atomic_write_bytes
 from cupel_np._fs import RemotePath, as_path
-from cupel_np.errors import BadTranscriptError, InvalidConfigError
+from cupel_np.errors import BadTranscriptError, EmptyImportError, InvalidConfigError
 from cupel_np.text import is_blank
 
 ROLE_KINDS = {
@@ -46,12 +46,6 @@ ITEM_COLUMNS = (
     "tool_group",
     "segment",
 )
-
-
-class EmptyImportError(InvalidConfigError):
-    """An import that yielded no items, or skipped more than it kept (``allow_empty`` permits)."""
-
-    code = "empty_import"
 
 
 class Bad(Exception):
