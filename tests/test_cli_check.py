@@ -355,11 +355,15 @@ def test_an_empty_corpus_fails_unless_the_checks_file_allows_it(capsys, tmp_path
     pq.write_table(pq.read_table(small_items).slice(0, 0), empty)
     checks = tmp_path / "checks.toml"
     checks.write_text(VIOLATED)
-    code, out, _err = run(capsys, "check", empty, "--checks", checks, "--json")
+    # an empty items file is refused before any work (exit 2) unless --allow-empty ...
+    code, _out, err = run(capsys, "check", empty, "--checks", checks)
+    assert code == 2 and "--allow-empty" in err
+    # ... and then zero (variant, set) pairs still fail every check unless the checks file allows it
+    code, out, _err = run(capsys, "check", empty, "--checks", checks, "--json", "--allow-empty")
     assert code == 1
     assert "no (variant, set) pairs" in out and "allow_empty = true" in out
     checks.write_text("allow_empty = true\n" + VIOLATED)
-    code, out, _err = run(capsys, "check", empty, "--checks", checks)
+    code, out, _err = run(capsys, "check", empty, "--checks", checks, "--allow-empty")
     assert code == 0, out
     assert "2 checks: 2 passed, 0 failed" in out
 

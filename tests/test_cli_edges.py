@@ -84,7 +84,9 @@ def test_top_reasons_groups_messages_that_differ_in_set_and_numbers():
         "variant 'b': set 's2': pinned items require 12 tokens, but only 5 are available",
         "variant 'a': set 's3': overflow",
     ]
-    assert shared.top_reasons(msgs) == [(2, msgs[0]), (1, msgs[2])]
+    # per variant (issue 26: "254 x variant 'chat'" used to count other variants' failures too)
+    assert shared.top_reasons(msgs) == [(1, msgs[0]), (1, msgs[1]), (1, msgs[2])]
+    assert shared.top_reasons([*msgs, msgs[0].replace("s1", "s9").replace("10", "11")])[0] == (2, msgs[0])
 
 
 def test_set_column_named_like_an_output_column_is_refused_before_work(tmp_path, small, capsys):
