@@ -174,7 +174,14 @@ def test_import_reads_transcripts_from_s3_and_writes_items_there(s3_server, buck
     b = import_transcripts("openai", src / "openai_chat.jsonl")
     a.write_parquet(f"s3://{bucket}/items.parquet")
     b.write_parquet(tmp_path / "items.parquet")
-    assert s3_server.get(bucket, "items.parquet") == (tmp_path / "items.parquet").read_bytes()
+    # the same items; each item's ``file`` metadata names the file as given (URL or path)
+    import io
+
+    got = pq.read_table(io.BytesIO(s3_server.get(bucket, "items.parquet")))
+    want = pq.read_table(tmp_path / "items.parquet")
+    assert got.drop_columns(["metadata"]).equals(want.drop_columns(["metadata"]))
+    strip = [[(k, v) for k, v in (m or []) if k != "file"] for m in got.column("metadata").to_pylist()]
+    assert strip == [[(k, v) for k, v in (m or []) if k != "file"] for m in want.column("metadata").to_pylist()]
     assert s3_server.keys(bucket, "items") == ["items.parquet"]  # no temp key left beside it
 
 
