@@ -9,6 +9,8 @@ stable JSON form beside the test. See docs/testing.md.
 
 from __future__ import annotations
 
+from typing import Any
+
 from cupel_np.analysis.sensitivity import SweepResult
 from cupel_np.errors import (
     ApiUsageError,
@@ -71,7 +73,7 @@ class _ReportShould(SelectionReportAssertionChain):
         return self
 
 
-def should(subject):
+def should(subject: Any) -> CorpusShould | SelectionReportAssertionChain:
     """The assertion chain for a ``SelectionReport`` (or anything with ``included`` and
     ``excluded`` lists), or for a ``SweepResult`` (then call ``every_set``)."""
     if isinstance(subject, SweepResult):

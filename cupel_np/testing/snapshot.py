@@ -22,6 +22,7 @@ import math
 import os
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from cupel_np.errors import InvalidConfigError, SnapshotMismatchError
 from cupel_np.testing.chain import entry_reason_name
@@ -66,7 +67,7 @@ def _caller_dir(stacklevel: int) -> Path:
     return Path(frame.filename).resolve().parent
 
 
-def match_snapshot(report, name: str, *, directory: str | os.PathLike | None = None, _stacklevel: int = 1) -> None:
+def match_snapshot(report: Any, name: str, *, directory: str | os.PathLike | None = None, _stacklevel: int = 1) -> None:
     """Assert that ``report`` matches the snapshot ``name`` (see the module docstring).
     ``directory``: where ``__snapshots__`` lives (default: the calling file's directory)."""
     if not isinstance(name, str) or not name or any(c in name for c in "/\\") or name.startswith("."):
