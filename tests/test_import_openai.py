@@ -144,6 +144,8 @@ def naive_estimate(text):
 def test_estimate_matches_the_rule_on_generated_text():
     rng = random.Random(28)
     alphabet = "abcXYZ  \t\t\n\r\x0b\x1c\x00\x7f\xa0\u3000\u2028日é0123456789!.,;{}-_\ud800"
+    # every non-ASCII space, and characters whose UTF-8 bytes differ from one only in the last byte
+    alphabet += "\x85\u1680\u2000\u2009\u200a\u2029\u202f\u205f" + "\x84\xa1\u1681\u200b\u202e\u2030\u205e\u3001😀"
     texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(3000)]
     texts += ["", "hello world", "x" * 100, " " * 9 + "\n", "\t \x0b \n \t"]
     got = estimate_tokens_many(texts).tolist()

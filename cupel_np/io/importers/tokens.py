@@ -27,12 +27,6 @@ import numpy as np
 from cupel_np._jit import jit
 from cupel_np.errors import InvalidConfigError
 
-#: Unicode whitespace beyond ASCII (what ``str.isspace`` accepts): a line break absorbs it
-_UNICODE_SPACES = np.array(
-    [0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F, 0x205F, 0x3000], np.int64
-)
-
-
 #: ASCII byte classes: 1 letter, 2 digit, 3 space or tab, 4 newline, 5 other whitespace
 #: (\v \f \r \x1c-\x1f), 6 punctuation, 7 control
 _CLASS = np.zeros(128, np.uint8)
@@ -56,95 +50,108 @@ del _b, _c
 
 
 @jit
-def _space_at(buf, i, end, cls, uspaces):  # pragma: no cover - compiled
-    """(is the character at ``i`` whitespace, is it a newline, its byte length)."""
-    b = buf[i]
-    if b < 128:
-        c = cls[b]
-        return c == 3 or c == 4 or c == 5, c == 4, 1
+def _width(b):  # pragma: no cover - compiled
+    """The byte length of the UTF-8 character whose first byte is ``b`` (>= 0x80)."""
     if b >= 0xF0:
-        n = 4
-        cp = np.int64(b & 0x07)
-    elif b >= 0xE0:
-        n = 3
-        cp = np.int64(b & 0x0F)
-    else:
-        n = 2
-        cp = np.int64(b & 0x1F)
-    for k in range(1, n):
-        if i + k < end:
-            cp = (cp << 6) | (buf[i + k] & 0x3F)
-    for u in uspaces:
-        if cp == u:
-            return True, False, n
-    return False, False, n
+        return 4
+    if b >= 0xE0:
+        return 3
+    return 2
 
 
 @jit
-def _estimate_kernel(buf, offsets, cls, uspaces, out):  # pragma: no cover - compiled
+def _unicode_space(b0, b1, b2):  # pragma: no cover - compiled
+    """Is the non-ASCII character of UTF-8 bytes ``b0 b1 b2`` whitespace (``str.isspace``:
+    U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000)? Bytes
+    past the text are passed as 0. Scalars only, so the call costs no reference counting."""
+    if b0 == 0xC2:
+        return b1 == 0x85 or b1 == 0xA0
+    if b0 == 0xE1:
+        return b1 == 0x9A and b2 == 0x80
+    if b0 == 0xE2:
+        if b1 == 0x80:
+            return b2 <= 0x8A or b2 == 0xA8 or b2 == 0xA9 or b2 == 0xAF
+        return b1 == 0x81 and b2 == 0x9F
+    if b0 == 0xE3:
+        return b1 == 0x80 and b2 == 0x80
+    return False
+
+
+@jit
+def _estimate_kernel(buf, offsets, cls, out):  # pragma: no cover - compiled
     """``out[j]``: the estimate of ``buf[offsets[j]:offsets[j + 1]]`` (UTF-8 bytes), in 24ths
-    of a token summed exactly, then rounded up."""
+    of a token summed exactly, then rounded up. One pass over the bytes; a whitespace run is
+    scanned once, costing 1 token when it holds a newline, else the sum of its space/tab runs
+    (6/24 for each beyond the first) and 1 for each other whitespace character."""
     for j in range(out.shape[0]):
         i = offsets[j]
         end = offsets[j + 1]
         n24 = 0
-        no_nl_until = i  # inside a whitespace run already known to hold no newline
         while i < end:
             b = buf[i]
-            c = cls[b] if b < 128 else 0
-            if c == 1:
-                k = i + 1
-                while k < end and buf[k] < 128 and cls[buf[k]] == 1:
-                    k += 1
-                n24 += 24 + 4 * max(0, k - i - 4)
-                i = k
-                continue
-            if c == 2:
-                k = i + 1
-                while k < end and k - i < 3 and buf[k] < 128 and cls[buf[k]] == 2:
-                    k += 1
-                n24 += 24
-                i = k
-                continue
-            if c == 6:
-                k = i + 1
-                while k < end and buf[k] < 128 and cls[buf[k]] == 6:
-                    k += 1
-                n24 += 15 * (k - i)
-                i = k
-                continue
-            if c == 7:
-                n24 += 24
-                i += 1
-                continue
-            sp, nl, w = _space_at(buf, i, end, cls, uspaces)
-            if not sp:
-                n24 += 24  # a non-ASCII character
-                i += w
-                continue
-            if i >= no_nl_until:  # a whitespace run: one line-break piece if it holds a newline
-                k = i
-                has_nl = False
-                while k < end:
-                    sp2, nl2, w2 = _space_at(buf, k, end, cls, uspaces)
-                    if not sp2:
-                        break
-                    has_nl = has_nl or nl2
-                    k += w2
-                if has_nl:
+            if b < 128:
+                c = cls[b]
+                if c == 1:
+                    k = i + 1
+                    while k < end and buf[k] < 128 and cls[buf[k]] == 1:
+                        k += 1
+                    n24 += 24 + 4 * max(0, k - i - 4)
+                    i = k
+                    continue
+                if c == 2:
+                    k = i + 1
+                    while k < end and k - i < 3 and buf[k] < 128 and cls[buf[k]] == 2:
+                        k += 1
                     n24 += 24
                     i = k
                     continue
-                no_nl_until = k
-            if c == 3:
-                k = i + 1
-                while k < end and buf[k] < 128 and cls[buf[k]] == 3:
+                if c == 6:
+                    k = i + 1
+                    while k < end and buf[k] < 128 and cls[buf[k]] == 6:
+                        k += 1
+                    n24 += 15 * (k - i)
+                    i = k
+                    continue
+                if c == 7:
+                    n24 += 24
+                    i += 1
+                    continue
+            else:
+                b1 = buf[i + 1] if i + 1 < end else 0
+                b2 = buf[i + 2] if i + 2 < end else 0
+                if not _unicode_space(b, b1, b2):
+                    n24 += 24  # a non-ASCII character
+                    i += _width(b)
+                    continue
+            # a whitespace run starts at i
+            has_nl = False
+            cost = 0
+            prev_blank = False  # the previous character was a space or tab
+            k = i
+            while k < end:
+                b = buf[k]
+                if b < 128:
+                    c = cls[b]
+                    if c == 3:
+                        if prev_blank:
+                            cost += 6
+                        prev_blank = True
+                        k += 1
+                        continue
+                    if c != 4 and c != 5:
+                        break
+                    has_nl = has_nl or c == 4
                     k += 1
-                n24 += 6 * (k - i - 1)
-                i = k
-                continue
-            n24 += 24  # another whitespace character alone: control or non-ASCII
-            i += w
+                else:
+                    b1 = buf[k + 1] if k + 1 < end else 0
+                    b2 = buf[k + 2] if k + 2 < end else 0
+                    if not _unicode_space(b, b1, b2):
+                        break
+                    k += _width(b)
+                cost += 24
+                prev_blank = False
+            n24 += 24 if has_nl else cost
+            i = k
         out[j] = (n24 + 23) // 24
 
 
@@ -158,7 +165,7 @@ def estimate_tokens_many(texts: Sequence[str]) -> np.ndarray:
     out = np.zeros(len(encoded), np.int64)
     if len(buf) == 0:
         buf = np.zeros(1, np.uint8)  # one array type whatever the input
-    _estimate_kernel(buf, offsets, _CLASS, _UNICODE_SPACES, out)
+    _estimate_kernel(buf, offsets, _CLASS, out)
     return out
 
 
