@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -239,58 +238,21 @@ def transcript_files(paths) -> list[tuple[Any, str]]:
 
 _DECODER = json.JSONDecoder()
 
-try:  # optional: a faster parser for the lines it accepts (``pip install orjson``)
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - exercised by monkeypatching in the tests
-    _orjson = None  # type: ignore[assignment]
-
-#: every byte to a space but digits to "0": a line holds a run of 19 digits when its
-#: translation holds ``_DIGIT_RUN`` (two C passes; a regex search is ~20x slower)
-_DIGITS_ONLY = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
-_DIGIT_RUN = b"0" * 19
-
 
 def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
-    """(line number, parsed JSON or a :class:`Bad`) of each non-blank line.
-
-    With orjson installed, a line is parsed by it first; any line it refuses (invalid JSON
-    or UTF-8, but also what the standard library accepts and orjson does not: lone
-    surrogate escapes, ``NaN``, integers beyond 64 bits, nesting past its limit) is parsed
-    by :mod:`json` as without orjson, so the values and the errors are the same either way.
-    Two kinds of line orjson would read differently never reach it: one with a run of 19 or
-    more digits (orjson reads an integer beyond 64 bits as a float) and one with more opening
-    brackets than half the recursion limit (the standard library refuses deep nesting at a
-    depth that depends on the stack; orjson at 1024)."""
+    """(line number, parsed JSON or a :class:`Bad`) of each non-blank line."""
     decode = _DECODER.decode
-    fast = _orjson.loads if _orjson is not None else None
-    fast_error = _orjson.JSONDecodeError if _orjson is not None else ValueError
-    deep = sys.getrecursionlimit() // 2
     with path.open("rb") as f:
         for n, raw in enumerate(f, start=1):
             if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]  # a UTF-8 byte-order mark
-            if (
-                fast is not None
-                and raw.count(b"[") + raw.count(b"{") < deep
-                and _DIGIT_RUN not in raw.translate(_DIGITS_ONLY)
-            ):
-                try:
-                    value = fast(raw)
-                except fast_error:
-                    pass
-                else:
-                    yield n, value
-                    continue
             try:
-                value = decode(raw.decode("utf-8"))
+                yield n, decode(raw.decode("utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError) as e:
                 if raw.strip():
                     yield n, Bad(f"not valid JSON: {e}")
-                continue
             except RecursionError:
                 yield n, Bad("not readable: JSON nested too deeply")
-                continue
-            yield n, value
 
 
 def json_document(path: Path) -> Iterator[tuple[int, Any]]:
