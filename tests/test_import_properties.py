@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import strategies as S  # noqa: E402
 
-from cupel_np.io.importers import import_transcripts  # noqa: E402
+from cupel_np.io.importers import claude_code, import_transcripts  # noqa: E402
 
 PROPS = settings(
     max_examples=S.examples(40, 400),
@@ -116,6 +116,13 @@ def test_split_over_files_gives_the_same_items(case):
         twice = import_transcripts("claude-code", [d / "whole.jsonl", d / "whole.jsonl"], allow_empty=True)
         assert twice.table.equals(whole.table)
         assert split.tokens == whole.tokens
+        saved, claude_code.TWO_PASS_BYTES = claude_code.TWO_PASS_BYTES, 0  # read again per conversation
+        try:
+            two = import_transcripts("claude-code", parts, allow_empty=True)
+        finally:
+            claude_code.TWO_PASS_BYTES = saved
+        assert two.table.equals(split.table)
+        assert (two.skipped, two.tokens, two.lines) == (split.skipped, split.tokens, split.lines)
 
 
 def test_the_same_file_twice_is_read_once(tmp_path):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from cupel_np.errors import InvalidConfigError
@@ -87,7 +87,7 @@ def _no_cyclic_gc():
             gc.enable()
 
 
-def _read(fmt: str, files, reader: Reader, opts: dict) -> tuple[list[Conversation], list]:
+def _read(fmt: str, files, reader: Reader, opts: dict) -> tuple[Iterable[Conversation], list]:
     skip_bad, kind = opts["skip_bad"], opts["tool_call_kind"]
     if fmt in ("claude-code", "stream-json"):
         return claude_code.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind), []

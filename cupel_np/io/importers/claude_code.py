@@ -23,6 +23,7 @@ The model (see docs/importing.md, "Claude Code"):
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -38,6 +39,7 @@ from cupel_np.io.importers.core import (
     blank,
     call_text,
     check_not_all_bad,
+    json_line_at,
     json_lines,
     parse_ts,
     raise_first_bad,
@@ -70,6 +72,8 @@ class _Node:
     sig: int = 0
     order: tuple = ()
     children: list[str] = field(default_factory=list)
+    n_parts: int = 0
+    loc: tuple[int, int, int] | None = None  # (file index, byte offset, line) when parts are re-read
 
 
 def _usage_tokens(usage) -> int | None:
@@ -198,8 +202,9 @@ def _assistant_parts(content, ts, uid, turn, tool_call_kind: str, skipped: dict)
 
 
 class _State:
-    def __init__(self, tool_call_kind: str):
+    def __init__(self, tool_call_kind: str, low_memory: bool = False):
         self.tool_call_kind = tool_call_kind
+        self.low_memory = low_memory
         self.nodes: dict[str, _Node] = {}
         self.seen = 0
         self.duplicates = 0
@@ -209,8 +214,9 @@ class _State:
 _NOT_CONTEXT = {"summary", "file-history-snapshot", "queue-operation", "custom-title", "result", "stream_event"}
 
 
-def _record(st: _State, obj, name: str, n: int, last: dict, reader: Reader, skipped: dict) -> bool:
-    """Read one record into a node (or count it); False for a copy of a record already read."""
+def _record(st: _State, obj, name: str, n: int, last: dict, reader: Reader, skipped: dict, loc=None) -> bool:
+    """Read one record into a node (or count it); False for a copy of a record already read.
+    With ``loc`` (file index, offset, line) the node keeps only its part count and location."""
     if not isinstance(obj, dict):
         raise Bad(f"expected a JSON object, got {type(obj).__name__}")
     rtype = obj.get("type")
@@ -236,6 +242,26 @@ def _record(st: _State, obj, name: str, n: int, last: dict, reader: Reader, skip
     else:  # the stream: records follow each other in file order
         parent = last.get((sid, side))
     last[(sid, side)] = uid
+    parts, msg_id, api = _message_parts(st, obj, rtype, ts, uid, name, n, skipped)
+    sig = hash(tuple((p.kind, p.content) for p in parts))
+    st.seen += 1
+    old = st.nodes.get(uid)
+    if old is not None:
+        st.duplicates += 1
+        if old.sig != sig:
+            st.conflicts += 1
+        return False
+    if rtype == "system":
+        reader.skip("claude-code record 'system'", metadata=True)
+    nd = _Node(uid, parent, sid, side, ts, boundary, parts, msg_id, api, sig, (ts is None, ts, uid), n_parts=len(parts))
+    if loc is not None:  # two passes: the parts are read again when their conversation is built
+        nd.parts, nd.loc = [], loc
+    st.nodes[uid] = nd
+    return True
+
+
+def _message_parts(st: _State, obj: dict, rtype: str, ts, uid: str, name: str, n: int, skipped: dict):
+    """(parts, message id, API input tokens) of a user / assistant record."""
     parts: list[Part] = []
     msg_id = None
     api = None
@@ -253,18 +279,7 @@ def _record(st: _State, obj, name: str, n: int, last: dict, reader: Reader, skip
                 api = _usage_tokens(msg.get("usage"))
     for pt in parts:
         pt.file, pt.line = name, n
-    sig = hash(tuple((p.kind, p.content) for p in parts))
-    st.seen += 1
-    old = st.nodes.get(uid)
-    if old is not None:
-        st.duplicates += 1
-        if old.sig != sig:
-            st.conflicts += 1
-        return False
-    if rtype == "system":
-        reader.skip("claude-code record 'system'", metadata=True)
-    st.nodes[uid] = _Node(uid, parent, sid, side, ts, boundary, parts, msg_id, api, sig, (ts is None, ts, uid))
-    return True
+    return parts, msg_id, api
 
 
 def _roots(st: _State) -> dict[str, str]:
@@ -292,7 +307,9 @@ def _roots(st: _State) -> dict[str, str]:
     return root
 
 
-def _conversations(st: _State) -> list[Conversation]:
+def _conversations(st: _State) -> list[tuple[Conversation, list[tuple[_Node, int]]]]:
+    """Each conversation (without its parts yet) and its nodes in context order, each with its
+    segment; the API counts are placed by the nodes' part counts."""
     nodes = st.nodes
     root = _roots(st)
     for uid, nd in nodes.items():
@@ -303,10 +320,10 @@ def _conversations(st: _State) -> list[Conversation]:
         if root[uid] == uid:
             key = nd.session if nd.side is None else f"{nd.session}@{nd.side}"
             by_key.setdefault(key, []).append(nd)
-    convs: list[Conversation] = []
+    convs: list[tuple[Conversation, list[tuple[_Node, int]], list[int]]] = []
     for key, roots in by_key.items():
         roots.sort(key=lambda x: x.order)
-        segs: dict[int, Conversation] = {}
+        segs: dict[int, tuple[Conversation, list[tuple[_Node, int]], list[int]]] = {}
         seen_msgs: set[str] = set()
         next_seg = 0
         for r in roots:
@@ -317,36 +334,81 @@ def _conversations(st: _State) -> list[Conversation]:
                 if nd.boundary and nd is not r:
                     seg = max(seg, next_seg) + 1
                 next_seg = max(next_seg, seg)
-                conv = segs.get(seg)
-                if conv is None:
-                    conv = segs[seg] = Conversation(key if seg == 0 else f"{key}#{seg}", order=(nd.order, key, seg))
+                entry = segs.get(seg)
+                if entry is None:
+                    conv = Conversation(key if seg == 0 else f"{key}#{seg}", order=(nd.order, key, seg))
+                    entry = segs[seg] = (conv, [], [0])
+                conv, members, size = entry
                 if nd.api is not None and nd.msg_id not in seen_msgs:
-                    conv.api.append(ApiCount(len(conv.parts), nd.api))
+                    conv.api.append(ApiCount(size[0], nd.api))
                 if nd.msg_id:
                     seen_msgs.add(nd.msg_id)
-                for pt in nd.parts:
-                    pt.segment = seg
-                conv.parts.extend(nd.parts)
+                members.append((nd, seg))
+                size[0] += nd.n_parts
                 kids = sorted((nodes[c] for c in nd.children), key=lambda x: x.order, reverse=True)
                 stack.extend((k, seg) for k in kids)
-        convs.extend(c for c in segs.values() if c.parts or c.api)
-    convs.sort(key=lambda c: c.order)
-    return convs
+        convs.extend(e for e in segs.values() if e[2][0] or e[0].api)
+    convs.sort(key=lambda e: e[0].order)
+    return [(c, m) for c, m, _ in convs]
 
 
-def read(files: list[tuple[Path, str]], reader: Reader, *, skip_bad: bool, tool_call_kind: str) -> list[Conversation]:
-    st = _State(tool_call_kind)
-    for path, name in files:
+#: inputs larger than this (local files, in bytes) are read in two passes, so that memory holds
+#: the record index and one conversation's parts rather than every part (docs/importing.md)
+TWO_PASS_BYTES = 256 << 20
+#: open files kept during the second pass
+_OPEN_FILES = 64
+
+
+def _filled(st: _State, convs, files) -> Iterator[Conversation]:
+    """Each conversation with its parts, read again from the files for nodes that kept only
+    their location; a node's parts are released once handed on."""
+    handles: dict[int, Any] = {}
+    try:
+        for conv, members in convs:
+            for nd, seg in members:
+                parts = nd.parts
+                if nd.loc is not None:
+                    fi, offset, n = nd.loc
+                    f = handles.get(fi)
+                    if f is None:
+                        if len(handles) >= _OPEN_FILES:
+                            for h in handles.values():
+                                h.close()
+                            handles.clear()
+                        f = handles[fi] = files[fi][0].open("rb")
+                    obj = json_line_at(f, offset)
+                    rtype = obj["type"]
+                    parts, _, _ = _message_parts(st, obj, rtype, nd.ts, nd.uuid, files[fi][1], n, {})
+                nd.parts = []
+                for pt in parts:
+                    pt.segment = seg
+                conv.parts.extend(parts)
+            yield conv
+    finally:
+        for h in handles.values():
+            h.close()
+
+
+def read(
+    files: list[tuple[Path, str]], reader: Reader, *, skip_bad: bool, tool_call_kind: str
+) -> Iterator[Conversation]:
+    """The conversations of ``files``, each with its parts once it is reached. Inputs over
+    ``TWO_PASS_BYTES`` (local files) are read twice: the first pass keeps each record's
+    chain fields, part count and location, the second reads each conversation's records
+    again as it is built. Both give the same items."""
+    two_pass = all(isinstance(p, Path) for p, _ in files) and sum(p.stat().st_size for p, _ in files) > TWO_PASS_BYTES
+    st = _State(tool_call_kind, low_memory=two_pass)
+    for fi, (path, name) in enumerate(files):
         file_records, since = 0, len(reader.bad)
         last: dict = {}
-        for n, rec in json_lines(path):
+        for n, rec, offset in json_lines(path, offsets=True):
             reader.lines += 1
             file_records += 1
             local: dict[str, int] = {}
             try:
                 if isinstance(rec, Bad):
                     raise rec
-                new = _record(st, rec, name, n, last, reader, local)
+                new = _record(st, rec, name, n, last, reader, local, (fi, offset, n) if two_pass else None)
             except Bad as e:
                 reader.bad.append(BadRecord(name, n, str(e)))
                 continue
@@ -363,7 +425,7 @@ def read(files: list[tuple[Path, str]], reader: Reader, *, skip_bad: bool, tool_
     if st.conflicts:
         reader.skip("claude-code duplicate record whose content differs (first copy kept)", st.conflicts, metadata=True)
     reader.skipped = {k: v for k, v in reader.skipped.items() if v}
-    return _conversations(st)
+    return _filled(st, _conversations(st), files)
 
 
 def looks_like(first: Any) -> bool:

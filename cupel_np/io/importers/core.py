@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -239,20 +239,35 @@ def transcript_files(paths) -> list[tuple[Any, str]]:
 _DECODER = json.JSONDecoder()
 
 
-def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
-    """(line number, parsed JSON or a :class:`Bad`) of each non-blank line."""
+def json_lines(path: Path, *, offsets: bool = False) -> Iterator[tuple[Any, ...]]:
+    """(line number, parsed JSON or a :class:`Bad`) of each non-blank line; with ``offsets``,
+    (line number, value, byte offset of the line) for :func:`json_line_at`."""
     decode = _DECODER.decode
+    at = 0
     with path.open("rb") as f:
         for n, raw in enumerate(f, start=1):
+            start, at = at, at + len(raw)
             if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]  # a UTF-8 byte-order mark
             try:
-                yield n, decode(raw.decode("utf-8"))
+                value = decode(raw.decode("utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError) as e:
-                if raw.strip():
-                    yield n, Bad(f"not valid JSON: {e}")
+                if not raw.strip():
+                    continue
+                value = Bad(f"not valid JSON: {e}")
             except RecursionError:
-                yield n, Bad("not readable: JSON nested too deeply")
+                value = Bad("not readable: JSON nested too deeply")
+            yield (n, value, start) if offsets else (n, value)
+
+
+def json_line_at(f, offset: int) -> Any:
+    """The JSON value of the line at byte ``offset`` of the open binary file ``f`` (as
+    :func:`json_lines` read it), for a second pass over lines already read once."""
+    f.seek(offset)
+    raw = f.readline()
+    if offset == 0 and raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    return _DECODER.decode(raw.decode("utf-8"))
 
 
 def json_document(path: Path) -> Iterator[tuple[int, Any]]:
@@ -492,7 +507,7 @@ CHUNK_CHARS = 4 << 20
 
 
 def build_table(
-    convs: list[Conversation],
+    convs: Iterable[Conversation],
     set_column: str,
     count_all: Callable[[list[str]], list[int]],
     *,
@@ -502,19 +517,23 @@ def build_table(
     """The items table of ``convs`` (in order) and the per-conversation token checks. Works
     through whole conversations in chunks of about ``CHUNK_CHARS`` characters, emptying each
     conversation's ``parts`` once it is in Arrow, so the Python strings and the table are not
-    both held whole."""
+    both held whole. ``convs`` may be a generator that reads each conversation's parts only
+    when it is reached (the Claude Code reader's two-pass mode): then no more than one chunk
+    of parts is held at a time."""
     extra = extra_columns or []
     schema = items_schema(set_column, extra)
     checks: list[dict] = []
     batches: list[pa.Table] = []
-    start = 0
-    while start < len(convs):
-        stop, size = start, 0
-        while stop < len(convs) and (stop == start or size < CHUNK_CHARS):
-            size += sum(len(pt.content) for pt in convs[stop].parts)
-            stop += 1
-        batches.append(_chunk(convs[start:stop], set_column, count_all, calibrate, extra, schema, checks))
-        start = stop
+    pending: list[Conversation] = []
+    size = 0
+    for conv in convs:
+        pending.append(conv)
+        size += sum(len(pt.content) for pt in conv.parts)
+        if size >= CHUNK_CHARS:
+            batches.append(_chunk(pending, set_column, count_all, calibrate, extra, schema, checks))
+            pending, size = [], 0
+    if pending:
+        batches.append(_chunk(pending, set_column, count_all, calibrate, extra, schema, checks))
     table = pa.concat_tables(batches) if batches else schema.empty_table()
     return table, checks  # one chunk per batch: combining would copy the whole table
 
