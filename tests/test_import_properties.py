@@ -24,7 +24,7 @@ PROPS = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 
-_STEP = st.sampled_from(["user", "assistant", "tools", "shell", "compact", "side"])
+_STEP = st.sampled_from(["user", "assistant", "tools", "shell", "compact", "side", "rewind"])
 
 
 def _session(steps, texts):
@@ -62,6 +62,10 @@ def _session(steps, texts):
             b["parentUuid"] = None
             del b["message"]
             add("user", f"Summary: {text}", isCompactSummary=True)
+        elif step == "rewind":  # the next record forks from an earlier one (a rewind / edited prompt)
+            if n:
+                parent = f"u{max(0, n - 3)}"
+            add("user", f"retry: {text}")
         else:
             keep = parent
             r = add("user", text, isSidechain=True, agentId="a1")

@@ -21,6 +21,7 @@ def cmd_import(args) -> int:
         tool_call_kind=args.tool_call_kind,
         calibrate=args.calibrate,
         allow_empty=args.allow_empty,
+        keep_rewound=args.keep_rewound,
     )
     out = res.write_parquet(args.out)
     for b in res.bad:  # listed, never silently dropped

@@ -275,6 +275,11 @@ def _add_files(sub, common) -> None:
     )
     p.add_argument("--tool-call-kind", default="ToolCall", help="kind given to tool calls (default ToolCall)")
     p.add_argument(
+        "--keep-rewound",
+        action="store_true",
+        help="claude-code: keep the records of rewound branches (metadata rewound=true), not only the live context",
+    )
+    p.add_argument(
         "--calibrate",
         action="store_true",
         help="scale each conversation's token counts to the API's own counts in the log (usage records)",

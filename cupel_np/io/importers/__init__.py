@@ -90,7 +90,9 @@ def _no_cyclic_gc():
 def _read(fmt: str, files, reader: Reader, opts: dict) -> tuple[Iterable[Conversation], list]:
     skip_bad, kind = opts["skip_bad"], opts["tool_call_kind"]
     if fmt in ("claude-code", "stream-json"):
-        return claude_code.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind), []
+        return claude_code.read(
+            files, reader, skip_bad=skip_bad, tool_call_kind=kind, keep_rewound=opts["keep_rewound"]
+        ), []
     if fmt == "openai":
         return openai.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind), []
     if fmt in ("sharegpt", "llama-factory"):
@@ -113,12 +115,15 @@ def import_transcripts(
     tool_call_kind: str = "ToolCall",
     calibrate: bool = False,
     allow_empty: bool = False,
+    keep_rewound: bool = False,
 ) -> ImportResult:
     """Read transcripts in ``fmt`` (one of ``FORMATS``) from ``paths`` (a path or a list; a
     directory means its transcript files, sorted) into items. ``calibrate`` scales each
     conversation's token counts to the API's own counts where the log has them (the rule is
     in docs/importing.md); ``allow_empty`` permits a result with no items, or with more
-    skipped than kept. See the module docstring."""
+    skipped than kept; ``keep_rewound`` keeps the Claude Code records of rewound branches
+    (marked ``metadata.rewound = "true"``) instead of only the live context. See the module
+    docstring."""
     if fmt not in FORMATS:
         raise InvalidConfigError(f"unknown transcript format {fmt!r}; known: {', '.join(FORMATS)}")
     files = transcript_files(paths)
@@ -138,6 +143,7 @@ def import_transcripts(
         "tool_call_kind": tool_call_kind,
         "mapping": parsed_mapping,
         "set_column": set_column,
+        "keep_rewound": keep_rewound,
     }
     with _no_cyclic_gc():
         convs, extra = _read(fmt, files, reader, opts)

@@ -202,9 +202,11 @@ def _assistant_parts(content, ts, uid, turn, tool_call_kind: str, skipped: dict)
 
 
 class _State:
-    def __init__(self, tool_call_kind: str, low_memory: bool = False):
+    def __init__(self, tool_call_kind: str, low_memory: bool = False, keep_rewound: bool = False):
         self.tool_call_kind = tool_call_kind
         self.low_memory = low_memory
+        self.keep_rewound = keep_rewound
+        self.rewound = 0  # records on rewound branches
         self.nodes: dict[str, _Node] = {}
         self.seen = 0
         self.duplicates = 0
@@ -307,23 +309,48 @@ def _roots(st: _State) -> dict[str, str]:
     return root
 
 
-def _conversations(st: _State) -> list[tuple[Conversation, list[tuple[_Node, int]]]]:
+def _live(st: _State, root: dict[str, str]) -> set[str]:
+    """The records of the live context: in each tree (a root and the records that reach it),
+    the chain from the root to its newest leaf (latest timestamp, then uuid). A record with
+    two or more children is where the user rewound (or edited a message, or resumed from an
+    earlier point): the branches that do not lead to the newest leaf are abandoned."""
+    nodes = st.nodes
+    newest: dict[str, _Node] = {}  # root -> its newest leaf
+    for uid, nd in nodes.items():
+        if not nd.children:
+            r = root[uid]
+            best = newest.get(r)
+            if best is None or nd.order > best.order:
+                newest[r] = nd
+    live: set[str] = set()
+    for r, leaf in newest.items():
+        cur: str | None = leaf.uuid
+        while cur is not None and cur not in live:
+            live.add(cur)
+            cur = None if cur == r else nodes[cur].parent
+    return live
+
+
+def _conversations(st: _State) -> list[tuple[Conversation, list[tuple[_Node, int, bool]]]]:
     """Each conversation (without its parts yet) and its nodes in context order, each with its
-    segment; the API counts are placed by the nodes' part counts."""
+    segment and whether it is on a rewound branch (those are left out unless
+    ``st.keep_rewound``); the API counts are placed by the nodes' part counts."""
     nodes = st.nodes
     root = _roots(st)
     for uid, nd in nodes.items():
         if root[uid] != uid:
             nodes[nd.parent].children.append(uid)  # type: ignore[index]
+    live = _live(st, root)
+    st.rewound = sum(1 for uid, nd in nodes.items() if nd.n_parts and uid not in live)  # with content
     by_key: dict[str, list[_Node]] = {}
     for uid, nd in nodes.items():
         if root[uid] == uid:
             key = nd.session if nd.side is None else f"{nd.session}@{nd.side}"
             by_key.setdefault(key, []).append(nd)
-    convs: list[tuple[Conversation, list[tuple[_Node, int]], list[int]]] = []
+    convs: list[tuple[Conversation, list[tuple[_Node, int, bool]], list[int]]] = []
     for key, roots in by_key.items():
         roots.sort(key=lambda x: x.order)
-        segs: dict[int, tuple[Conversation, list[tuple[_Node, int]], list[int]]] = {}
+        segs: dict[int, tuple[Conversation, list[tuple[_Node, int, bool]], list[int]]] = {}
         seen_msgs: set[str] = set()
         next_seg = 0
         for r in roots:
@@ -343,9 +370,11 @@ def _conversations(st: _State) -> list[tuple[Conversation, list[tuple[_Node, int
                     conv.api.append(ApiCount(size[0], nd.api))
                 if nd.msg_id:
                     seen_msgs.add(nd.msg_id)
-                members.append((nd, seg))
+                members.append((nd, seg, nd.uuid not in live))
                 size[0] += nd.n_parts
-                kids = sorted((nodes[c] for c in nd.children), key=lambda x: x.order, reverse=True)
+                kids = sorted(
+                    (nodes[c] for c in nd.children if st.keep_rewound or c in live), key=lambda x: x.order, reverse=True
+                )
                 stack.extend((k, seg) for k in kids)
         convs.extend(e for e in segs.values() if e[2][0] or e[0].api)
     convs.sort(key=lambda e: e[0].order)
@@ -365,7 +394,7 @@ def _filled(st: _State, convs, files) -> Iterator[Conversation]:
     handles: dict[int, Any] = {}
     try:
         for conv, members in convs:
-            for nd, seg in members:
+            for nd, seg, rewound in members:
                 parts = nd.parts
                 if nd.loc is not None:
                     fi, offset, n = nd.loc
@@ -382,6 +411,8 @@ def _filled(st: _State, convs, files) -> Iterator[Conversation]:
                 nd.parts = []
                 for pt in parts:
                     pt.segment = seg
+                    if rewound:
+                        pt.extra = {**(pt.extra or {}), "rewound": "true"}
                 conv.parts.extend(parts)
             yield conv
     finally:
@@ -390,14 +421,14 @@ def _filled(st: _State, convs, files) -> Iterator[Conversation]:
 
 
 def read(
-    files: list[tuple[Path, str]], reader: Reader, *, skip_bad: bool, tool_call_kind: str
+    files: list[tuple[Path, str]], reader: Reader, *, skip_bad: bool, tool_call_kind: str, keep_rewound: bool = False
 ) -> Iterator[Conversation]:
     """The conversations of ``files``, each with its parts once it is reached. Inputs over
     ``TWO_PASS_BYTES`` (local files) are read twice: the first pass keeps each record's
     chain fields, part count and location, the second reads each conversation's records
     again as it is built. Both give the same items."""
     two_pass = all(isinstance(p, Path) for p, _ in files) and sum(p.stat().st_size for p, _ in files) > TWO_PASS_BYTES
-    st = _State(tool_call_kind, low_memory=two_pass)
+    st = _State(tool_call_kind, low_memory=two_pass, keep_rewound=keep_rewound)
     for fi, (path, name) in enumerate(files):
         file_records, since = 0, len(reader.bad)
         last: dict = {}
@@ -424,8 +455,11 @@ def read(
         )
     if st.conflicts:
         reader.skip("claude-code duplicate record whose content differs (first copy kept)", st.conflicts, metadata=True)
+    convs = _conversations(st)
+    if st.rewound and not keep_rewound:
+        reader.skip("claude-code record on a rewound branch (not in the live context)", st.rewound, metadata=True)
     reader.skipped = {k: v for k, v in reader.skipped.items() if v}
-    return _filled(st, _conversations(st), files)
+    return _filled(st, convs, files)
 
 
 def looks_like(first: Any) -> bool:
