@@ -42,6 +42,9 @@ from cupel_np.io.importers.messages import MAP_TARGETS, parse_mapping
 from cupel_np.io.importers.tokens import count_all, estimate_tokens, estimate_tokens_many, make_token_counter
 from cupel_np.text import is_blank
 
+#: the count of strings repaired for Arrow (in ``ImportResult.skipped``; nothing is dropped)
+SURROGATES = "text with a lone surrogate (not valid Unicode), kept with U+FFFD in its place"
+
 FORMATS = (
     "auto",
     "openai",
@@ -58,6 +61,7 @@ FORMATS = (
 __all__ = [
     "FORMATS",
     "MAP_TARGETS",
+    "SURROGATES",
     "BadRecord",
     "BadTranscriptError",
     "EmptyImportError",
@@ -145,11 +149,19 @@ def import_transcripts(
         "set_column": set_column,
         "keep_rewound": keep_rewound,
     }
+    repaired = [0]
     with _no_cyclic_gc():
         convs, extra = _read(fmt, files, reader, opts)
         table, checks = build_table(
-            convs, set_column, lambda texts: count_all(texts, count), calibrate=calibrate, extra_columns=extra
+            convs,
+            set_column,
+            lambda texts: count_all(texts, count),
+            calibrate=calibrate,
+            extra_columns=extra,
+            repaired=repaired,
         )
+    if repaired[0]:
+        reader.skip(SURROGATES, repaired[0], metadata=True)
     res = ImportResult(
         table,
         set_column,

@@ -513,14 +513,18 @@ def build_table(
     *,
     calibrate: bool = False,
     extra_columns: list[tuple[str, pa.DataType]] | None = None,
+    repaired: list[int] | None = None,
 ) -> tuple[pa.Table, list[dict]]:
     """The items table of ``convs`` (in order) and the per-conversation token checks. Works
     through whole conversations in chunks of about ``CHUNK_CHARS`` characters, emptying each
     conversation's ``parts`` once it is in Arrow, so the Python strings and the table are not
     both held whole. ``convs`` may be a generator that reads each conversation's parts only
     when it is reached (the Claude Code reader's two-pass mode): then no more than one chunk
-    of parts is held at a time."""
+    of parts is held at a time. ``repaired[0]`` is increased by the number of strings whose
+    lone surrogates (JSON ``\\ud800`` escapes: not valid Unicode, which Arrow cannot hold) were
+    replaced by U+FFFD."""
     extra = extra_columns or []
+    fixes = repaired if repaired is not None else [0]
     schema = items_schema(set_column, extra)
     checks: list[dict] = []
     batches: list[pa.Table] = []
@@ -530,15 +534,15 @@ def build_table(
         pending.append(conv)
         size += sum(len(pt.content) for pt in conv.parts)
         if size >= CHUNK_CHARS:
-            batches.append(_chunk(pending, set_column, count_all, calibrate, extra, schema, checks))
+            batches.append(_chunk(pending, set_column, count_all, calibrate, extra, schema, checks, fixes))
             pending, size = [], 0
     if pending:
-        batches.append(_chunk(pending, set_column, count_all, calibrate, extra, schema, checks))
+        batches.append(_chunk(pending, set_column, count_all, calibrate, extra, schema, checks, fixes))
     table = pa.concat_tables(batches) if batches else schema.empty_table()
     return table, checks  # one chunk per batch: combining would copy the whole table
 
 
-def _chunk(convs, set_column, count_all, calibrate, extra, schema, checks) -> pa.Table:
+def _chunk(convs, set_column, count_all, calibrate, extra, schema, checks, fixes) -> pa.Table:
     cols: dict[str, list] = {k: [] for k in (set_column, *ITEM_COLUMNS)}
     for name, _ in extra:
         cols[name] = []
@@ -557,7 +561,29 @@ def _chunk(convs, set_column, count_all, calibrate, extra, schema, checks) -> pa
         groups = tool_columns(conv)
         _append(cols, set_column, conv, tokens, groups, extra)
         conv.parts = []
-    return pa.Table.from_pydict(cols, schema=schema)
+    try:
+        return pa.Table.from_pydict(cols, schema=schema)
+    except UnicodeEncodeError:  # a lone surrogate somewhere (rare): repair this chunk's strings
+        for name, values in cols.items():
+            cols[name] = [_valid_unicode(v, fixes) for v in values]
+        return pa.Table.from_pydict(cols, schema=schema)
+
+
+def _valid_unicode(v, fixes: list[int]):
+    """``v`` (a string, or a list / tuple of them, nested) with each lone surrogate replaced
+    by U+FFFD; ``fixes[0]`` counts the strings changed."""
+    if isinstance(v, str):
+        try:
+            v.encode("utf-8")
+            return v
+        except UnicodeEncodeError:
+            fixes[0] += 1
+            return v.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(v, list):
+        return [_valid_unicode(x, fixes) for x in v]
+    if isinstance(v, tuple):
+        return tuple(_valid_unicode(x, fixes) for x in v)
+    return v
 
 
 def _metadata(pt: Part) -> list[tuple[str, str]]:
