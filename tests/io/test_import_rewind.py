@@ -140,3 +140,37 @@ def test_cli_keep_rewound(tmp_path, capsys):
     assert f"4 {SKIP}" in capsys.readouterr().out
     assert main(["import", "claude-code", str(REWIND), "--out", str(out), "--keep-rewound", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["items"] == 10
+
+
+def test_progress_records_in_the_chain_link_their_neighbours(tmp_path):
+    """Claude Code 2.1 writes hook ``progress`` records into the chain (a tool result's
+    parentUuid can be one). Such a record is not context, but its neighbours hang off each other
+    through it: a rewind past it leaves the branch behind it out, as any rewind."""
+    recs = [
+        {"type": "progress", "uuid": "p0", "parentUuid": None, "sessionId": "s1", "data": {"type": "hook_progress"}},
+        _rec("u1", "p0", "user", 0, "Run the tests"),
+        _rec("a1", "u1", "assistant", 1, [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"c": "pytest"}}]),
+        {"type": "progress", "uuid": "p1", "parentUuid": "a1", "sessionId": "s1", "data": {"type": "hook_progress"}},
+        _rec("r1", "p1", "user", 2, [{"type": "tool_result", "tool_use_id": "t1", "content": "3 failed"}]),
+        _rec("a2", "r1", "assistant", 3, [{"type": "text", "text": "Three tests fail."}]),
+        _rec("u2", "a1", "user", 10, "Never mind, run only the unit tests"),  # rewound to a1
+        _rec("a3", "u2", "assistant", 11, [{"type": "text", "text": "Running the unit tests."}]),
+    ]
+    res = import_transcripts("claude-code", _write(tmp_path / "s1.jsonl", recs))
+    t = res.table.to_pylist()
+    assert [r["content"] for r in t] == [
+        "Run the tests",
+        'Bash({"c": "pytest"})',
+        "Never mind, run only the unit tests",
+        "Running the unit tests.",
+    ]
+    assert {r["conversation_id"] for r in t} == {"s1"}
+    assert res.skipped[SKIP] == 2 and res.skipped["claude-code record 'progress'"] == 2
+    kept = import_transcripts("claude-code", tmp_path / "s1.jsonl", keep_rewound=True).table.to_pylist()
+    # in chain order: the result follows its call (through the progress record)
+    assert [r["content"] for r in kept][:4] == [
+        "Run the tests",
+        'Bash({"c": "pytest"})',
+        "3 failed",
+        "Three tests fail.",
+    ]

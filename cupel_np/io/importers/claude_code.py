@@ -207,6 +207,10 @@ class _State:
         self.low_memory = low_memory
         self.keep_rewound = keep_rewound
         self.rewound = 0  # records on rewound branches
+        #: uuid -> parentUuid of records that are not messages but sit in the chain
+        #: (``progress`` hook records, ``attachment``\ s, ...): a message whose parent is one of
+        #: them hangs, through it, off the message before it
+        self.via: dict[str, str | None] = {}
         self.nodes: dict[str, _Node] = {}
         self.seen = 0
         self.duplicates = 0
@@ -227,6 +231,10 @@ def _record(st: _State, obj, name: str, n: int, last: dict, reader: Reader, skip
     boundary = rtype == "system" and obj.get("subtype") == "compact_boundary"
     if rtype not in ("user", "assistant", "system") or (rtype == "system" and not boundary and "uuid" not in obj):
         reader.skip(f"claude-code record '{rtype}'", metadata=True)
+        link = obj.get("uuid")
+        if isinstance(link, str) and link and "parentUuid" in obj:
+            parent_of = obj.get("parentUuid")
+            st.via.setdefault(link, parent_of if isinstance(parent_of, str) else None)
         return True
     sid = obj.get("sessionId", obj.get("session_id"))
     if not isinstance(sid, str) or not sid:
@@ -284,8 +292,22 @@ def _message_parts(st: _State, obj: dict, rtype: str, ts, uid: str, name: str, n
     return parts, msg_id, api
 
 
+def _link_through(st: _State) -> None:
+    """Parents that are chain records but not messages (``st.via``) replaced by the first
+    ancestor that is a message record (or None)."""
+    nodes, via = st.nodes, st.via
+    if not via:
+        return
+    for nd in nodes.values():
+        p, hops = nd.parent, 0
+        while p is not None and p not in nodes and p in via and hops <= len(via):
+            p, hops = via[p], hops + 1  # hops: a cycle among them ends the walk
+        nd.parent = p
+
+
 def _roots(st: _State) -> dict[str, str]:
     """Each node's root (following parents that are in the log), iteratively."""
+    _link_through(st)
     root: dict[str, str] = {}
     nodes = st.nodes
     for uid in nodes:
