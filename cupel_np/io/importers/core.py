@@ -108,6 +108,9 @@ class Conversation:
     parts: list[Part] = field(default_factory=list)
     api: list[ApiCount] = field(default_factory=list)
     order: tuple = ()  # sort key among conversations (first-seen position by default)
+    #: only a total (SWE-agent's ``model_stats.tokens_sent``): (the API's input tokens summed
+    #: over the requests, the part count before each request)
+    api_sum: tuple[int, list[int]] | None = None
 
 
 @dataclass
@@ -388,8 +391,15 @@ class ImportResult:
             )
         lines.append(tok)
         for t in self.tokens[:limit]:
-            r = "" if t.get("ratio") is None else f"; the estimate grew {t['ratio']:.2f}x as much as the API's count"
             before = " before calibration" if t.get("calibrated") else ""
+            if t.get("summed"):
+                r = "" if t.get("ratio") is None else f"; the estimate was {t['ratio']:.2f}x the API's count"
+                lines.append(
+                    f"  {t['set']}: {t['requests']} request(s); summed over them, API {t['api']:,.0f} tokens, "
+                    f"estimate{before} {t['estimate']:,.0f}{r}"
+                )
+                continue
+            r = "" if t.get("ratio") is None else f"; the estimate grew {t['ratio']:.2f}x as much as the API's count"
             lines.append(
                 f"  {t['set']}: {t['requests']} request(s); at the last, API {t['api']:,.0f} tokens, "
                 f"estimate{before} {t['estimate']:,.0f}{r}"
@@ -473,12 +483,25 @@ def token_check(conv: Conversation, tokens: list[int]) -> dict | None:
     """The estimate against the API's counts for one conversation: the least-squares line
     ``api = prefix + slope * estimate`` through its recorded requests (estimate = the tokens
     of the parts before each request). ``ratio`` = 1 / slope (how the estimate's growth
-    compares to the API's); None when fewer than two requests with distinct estimates."""
-    if not conv.api:
-        return None
+    compares to the API's); None when fewer than two requests with distinct estimates.
+
+    With only the API's total over the requests (``conv.api_sum``), the estimate summed over
+    the same requests is compared with it: ``slope`` = API total / estimate total (what
+    ``--calibrate`` multiplies by), ``ratio`` = 1 / slope, ``prefix`` None, ``summed`` True."""
     cum = [0]
     for k in tokens:
         cum.append(cum[-1] + k)
+    if not conv.api and conv.api_sum is not None:
+        total, befores = conv.api_sum
+        est = float(sum(cum[min(b, len(tokens))] for b in befores))
+        out_sum: dict[str, Any] = {"set": conv.key, "requests": len(befores), "estimate": est, "api": float(total)}
+        if est > 0 and total > 0:
+            out_sum.update(slope=total / est, prefix=None, ratio=est / total, summed=True)
+        else:
+            out_sum.update(slope=None, prefix=None, ratio=None, summed=True)
+        return out_sum
+    if not conv.api:
+        return None
     xs = [float(cum[min(a.before, len(tokens))]) for a in conv.api]
     ys = [float(a.tokens) for a in conv.api]
     out: dict[str, Any] = {"set": conv.key, "requests": len(xs), "estimate": xs[-1], "api": ys[-1]}

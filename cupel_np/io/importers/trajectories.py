@@ -80,6 +80,36 @@ def _link_text_actions(msgs: list, parts: list[Part]) -> None:
             pt.tool_role, pt.tool_call_id = "result", cid
 
 
+def _message_index(pt: Part) -> int:
+    """The index of the message a part came from (``turn`` is ``m<index>``; -1 for a tool
+    definition, which precedes every message)."""
+    return -1 if pt.turn is None else int(pt.turn[1:])
+
+
+def _tokens_sent(doc, msgs: list, parts: list[Part]) -> tuple[int, list[int]] | None:
+    """SWE-agent's own count: ``info.model_stats.tokens_sent`` (the API's input tokens summed
+    over ``api_calls`` requests) with the part count before each assistant message, when the
+    calls match the assistant messages one to one (a retried call has no message of its own:
+    then the total cannot be placed, and it is not used)."""
+    stats = (
+        doc.get("info", {}).get("model_stats") if isinstance(doc, dict) and isinstance(doc.get("info"), dict) else None
+    )
+    if not isinstance(stats, dict):
+        return None
+    sent, calls = stats.get("tokens_sent"), stats.get("api_calls")
+    if type(sent) is not int or type(calls) is not int or sent <= 0:
+        return None
+    asked = [i for i, m in enumerate(msgs) if isinstance(m, dict) and m.get("role") == "assistant"]
+    if calls != len(asked):
+        return None
+    befores, k = [], 0
+    for i in asked:  # parts come in message order; tool definitions (no turn) first
+        while k < len(parts) and _message_index(parts[k]) < i:
+            k += 1
+        befores.append(k)
+    return sent, befores
+
+
 def read(
     files: list[tuple[Path, str]], reader: Reader, *, skip_bad: bool, tool_call_kind: str, fmt: str
 ) -> list[Conversation]:
@@ -104,7 +134,10 @@ def read(
             for pt in parts:
                 pt.file, pt.line = name, n
             key = _stem(path) if n == 1 else f"{_stem(path)}:{n}"
-            convs.append(Conversation(key, parts, api))
+            conv = Conversation(key, parts, api)
+            if not api:
+                conv.api_sum = _tokens_sent(doc, msgs, parts)
+            convs.append(conv)
         check_not_all_bad(fmt, name, file_records, reader.bad[since:])
         raise_first_bad(reader.bad, since, skip_bad)
     return convs
