@@ -164,7 +164,7 @@ def estimate_tokens_many(texts: Sequence[str]) -> np.ndarray:
     buf = np.frombuffer(b"".join(encoded), np.uint8) if encoded else np.zeros(0, np.uint8)
     out = np.zeros(len(encoded), np.int64)
     if len(buf) == 0:
-        buf = np.zeros(1, np.uint8)  # one array type whatever the input
+        buf = np.frombuffer(b"\x00", np.uint8)  # read-only like the joined text: one kernel type
     _estimate_kernel(buf, offsets, _CLASS, out)
     return out
 
