@@ -391,3 +391,90 @@ def test_grid_file_and_cli_groups(tmp_path, capsys):
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert all(v == {"calls": 0, "results": 0} for v in out["orphans"].values())
+
+
+def test_outputs_carry_the_group_key(tmp_path, capsys):
+    """items.parquet (in memory, streamed in chunks, a Dask part, the CLI) carries the group
+    column as strings when a variant selects groups, and not otherwise; a report builds from
+    the written outputs."""
+    import dataclasses
+
+    import numpy as np
+    import pandas as pd
+    import pyarrow.parquet as pq
+    from test_tool_pairs import transcript_rows
+
+    from cupel_np.cli.app import main
+    from cupel_np.errors import InvalidConfigError
+    from cupel_np.io import dask as cdask
+    from cupel_np.io import sweep_parquet, write_sweep
+    from cupel_np.model.grid import as_variants
+    from cupel_np.report.from_dir import write_dir_report
+
+    rows = transcript_rows(21, n_sets=4)
+    want = [r["tool_group"] for r in rows]
+    assert any(want) and None in want
+    src = pa.Table.from_pylist(rows)
+    path = tmp_path / "items.parquet"
+    pq.write_table(src, path, row_group_size=40)
+    budget = c.ContextBudget(800, 600, 50)
+    chat = c.preset("chat")
+    vs = [("plain", chat), ("grouped", dataclasses.replace(chat, groups="tool_group"))]
+
+    def key_of(items: pa.Table) -> list:
+        items = items.sort_by("input_row")
+        assert items.column("input_row").to_pylist() == list(range(len(rows)))
+        assert items.schema.field("tool_group").type == pa.string()
+        return items.column("tool_group").to_pylist()
+
+    table = c.ItemTable.from_arrow(src, set_column="conv")
+    res = c.sweep(table, budget, vs)
+    assert key_of(res.items_table()) == want
+    assert "tool_group" not in c.sweep(table, budget, vs[:1]).items_table().column_names
+    write_sweep(res, tmp_path / "mem")
+    assert key_of(pq.read_table(tmp_path / "mem" / "items.parquet")) == want
+    totals = sweep_parquet(path, budget, vs, tmp_path / "streamed", set_column="conv", chunk_rows=40)
+    assert totals["chunks"] > 1
+    assert key_of(pq.read_table(tmp_path / "streamed" / "items.parquet")) == want
+    write_dir_report(tmp_path / "streamed")
+    # a Dask part: one partition, and one whose group column is all null (pandas: object None)
+    v = as_variants(vs, budget, allow_budget=True)
+    frame = src.append_column(cdask.ROW, pa.array(np.arange(len(rows), dtype=np.int64))).to_pandas()
+    cdask._run_partition(frame, 0, budget, v, "conv", "raise", str(tmp_path / "dk"))
+    assert key_of(pq.read_table(tmp_path / "dk" / "items" / "part-00000.parquet")) == want
+    none = frame.assign(tool_group=pd.Series([None] * len(frame), dtype=object))
+    cdask._run_partition(none, 1, budget, v, "conv", "raise", str(tmp_path / "dk"))
+    assert key_of(pq.read_table(tmp_path / "dk" / "items" / "part-00001.parquet")) == [None] * len(rows)
+    # integer keys are written as strings
+    ints = src.set_column(
+        src.schema.get_field_index("tool_group"),
+        "tool_group",
+        pa.array([hash(k) % 97 if k else None for k in want], pa.int64()),
+    )
+    got = key_of(c.sweep(c.ItemTable.from_arrow(ints, set_column="conv"), budget, vs).items_table())
+    assert got == [None if k is None else str(hash(k) % 97) for k in want]
+    # the CLI
+    rc = main(
+        [
+            "sensitivity",
+            str(path),
+            "--preset",
+            "chat",
+            "--preset",
+            "rag",
+            "--max-tokens",
+            "800",
+            "--target-tokens",
+            "600",
+        ]
+        + ["--set-column", "conv", "--groups", "tool_group", "--out", str(tmp_path / "cli"), "--quiet"]
+    )
+    assert rc == 0
+    assert key_of(pq.read_table(tmp_path / "cli" / "items.parquet")) == want
+    capsys.readouterr()
+    # a group column with the name of an output column would be written twice
+    clash = src.rename_columns([n if n != "tool_group" else "input_row" for n in src.column_names])
+    g = [("g", dataclasses.replace(chat, groups="input_row"))]
+    r = c.sweep(c.ItemTable.from_arrow(clash, set_column="conv"), budget, g)
+    with pytest.raises(InvalidConfigError, match="groups: column 'input_row' has the name of a column"):
+        r.items_table()
