@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
 from cupel_np.engine.scorers import ScoreContext
 from cupel_np.model.items import ItemTable
@@ -15,7 +16,14 @@ class _ProbeTable:
 
     set_column = None
 
-    def __init__(self, parent: ItemTable, src: np.ndarray, offsets: np.ndarray, pad_tokens: np.ndarray):
+    def __init__(
+        self,
+        parent: ItemTable,
+        src: np.ndarray,
+        offsets: np.ndarray,
+        pad_tokens: np.ndarray,
+        groups: tuple[str, np.ndarray] | None = None,
+    ):
         pad = src < 0
         safe = np.where(pad, 0, src)
         self.n = int(src.shape[0])
@@ -31,6 +39,23 @@ class _ProbeTable:
         self.timestamp = parent.timestamp[safe]
         self.timestamp_valid = np.where(pad, False, parent.timestamp_valid[safe])
         self.timestamp_unit = parent.timestamp_unit
+        # groups (``(column, the parent's int64 codes, -1 for none)``): an integer column of
+        # the codes; the pinned row closing each copy is in no unit
+        self._groups: tuple[str, pa.Array] | None = None
+        if groups is not None:
+            code = np.where(pad, -1, groups[1][safe])
+            self._groups = (groups[0], pa.array(code, pa.int64(), mask=code < 0))
+
+    @property
+    def extra_columns(self) -> list[str]:
+        """The group column, when the policy has groups."""
+        return [] if self._groups is None else [self._groups[0]]
+
+    def extra_column(self, name: str) -> pa.Array:
+        """The group column's codes per derived row (KeyError for any other name)."""
+        if self._groups is None or name != self._groups[0]:
+            raise KeyError(name)
+        return self._groups[1]
 
     @property
     def n_sets(self) -> int:

@@ -27,6 +27,7 @@ import pyarrow as pa
 from cupel_np._jit import jit
 from cupel_np.analysis._budget_probe import _CopiedScores, _ProbeTable
 from cupel_np.engine.batch import run_sweep
+from cupel_np.engine.groups import group_codes, group_plan
 from cupel_np.engine.runner import as_table, run_policy
 from cupel_np.engine.scorers import ScoreContext
 from cupel_np.engine.sweep_run import SweepRun, classify
@@ -147,23 +148,32 @@ def _target_row(items, table: ItemTable, target_item) -> int:
     )
 
 
+def _search_tokens(table: ItemTable, policy: Policy, cls) -> np.ndarray:
+    """Per row the low end of its search: its tokens, or with groups its unit's (a member is
+    selected only with its whole unit, so its minimum budget is the unit's: every member's
+    search is the same search)."""
+    if policy.groups is None:
+        return table.tokens
+    return group_plan(table, policy.groups, cls.sc_rows, cls.sc_offsets).unit_row_tokens
+
+
 def find_min_budget_for(policy, items, target_item, search_ceiling: int) -> int | None:
     """The spec's binary search over ``[target_item.tokens, search_ceiling]`` with budgets
     ``max_tokens = target_tokens = mid``, checking ``low`` and then ``high`` at the end; None when
     the item is not selected at either. A failing dry run (e.g. pinned items above a probed
-    budget) raises, as upstream's does."""
+    budget) raises, as upstream's does. With groups (``Policy.groups``) the search is the item's
+    unit's: from the unit's tokens, the same for every member."""
     policy = _policy_of(policy)
     table = _single_set(items)
     if isinstance(policy.slicer, FIND_MIN_REFUSED):
         raise NonMonotonicSlicerError(FIND_MIN_MONOTONIC_MESSAGE)
     row = _target_row(items, table, target_item)
     ceiling = require_budget_int("search_ceiling", search_ceiling)
-    tokens = int(table.tokens[row])
-    if ceiling < tokens:
-        raise InvalidConfigError(
-            f"{CEILING_BELOW_TOKENS_MESSAGE} (search_ceiling = {ceiling}, targetItem.Tokens = {tokens})"
-        )
     cls = classify(table)
+    tokens = int(_search_tokens(table, policy, cls)[row])
+    if ceiling < tokens:
+        what = "targetItem.Tokens" if policy.groups is None else "the tokens of targetItem's unit"
+        raise InvalidConfigError(f"{CEILING_BELOW_TOKENS_MESSAGE} (search_ceiling = {ceiling}, {what} = {tokens})")
     ctx = ScoreContext(table, cls.sc_rows, cls.sc_offsets)
 
     def included_at(b: int) -> bool:
@@ -476,6 +486,11 @@ class _Prober:
         self.role = np.full(table.n, _K_NEVER, dtype=np.int8)
         self.role[keep] = _K_CANDIDATE
         self.role[cls.pinned] = _K_PINNED
+        # groups: units form in each copy from the parent's keys (members are scoreable rows,
+        # so a copy's units are its set's; deduplication losers are units of one)
+        self.groups = None
+        if policy.groups is not None:
+            self.groups = (policy.groups, group_codes(table, policy.groups)[1])
 
     def _run_copies(self, u_set, u_b, included_out, err_out) -> None:
         """One engine call over the copies of sets ``u_set`` at budgets ``u_b``."""
@@ -493,7 +508,7 @@ class _Prober:
         )
         src[off[1:] - 1] = -1
         cap = int(u_b.max())
-        probe = _ProbeTable(self.table, src, off, self.cls.pinned_tokens[u_set] + (cap - u_b))
+        probe = _ProbeTable(self.table, src, off, self.cls.pinned_tokens[u_set] + (cap - u_b), self.groups)
         # duck-typed: the probe table and its scores carry exactly what classify / run_sweep read
         table = cast(ItemTable, probe)
         cls = classify(table)
@@ -581,7 +596,7 @@ def min_budgets(
     if max_rows < 1:
         raise InvalidConfigError(f"max_probe_rows must be >= 1, got {max_rows}")
     prober = _Prober(table, policy, max_rows)
-    low = table.tokens.copy()
+    low = _search_tokens(table, policy, prober.cls).copy()
     high = np.full(n, ceiling, dtype=np.int64)
     result = np.full(n, -1, dtype=np.int64)
     found = np.zeros(n, dtype=np.bool_)
