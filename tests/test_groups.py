@@ -538,3 +538,45 @@ def test_budget_simulation_and_outcomes_honour_groups():
             sel = np.array([r["conv"] == conv for r in rows]) & np.array(labels)
             got = out.filter(pa.compute.equal(out["variant"], label)).column("relevant_included").to_pylist()[s]
             assert got == int((kept & sel).sum())
+
+
+def test_tune_space_varies_groups_as_a_dimension():
+    """A search space's ``groups`` (fixed, or choices such as ``[false, "tool_group"]``) goes
+    into every sampled policy: the search sweeps policies with and without groups, those with
+    groups leave no orphans."""
+    pytest.importorskip("optuna")
+    from test_tool_pairs import table_of, transcript_rows
+
+    from cupel_np.errors import InvalidConfigError
+    from cupel_np.tuning.search import tune
+    from cupel_np.tuning.space import SearchSpace
+
+    space = {
+        "scorers": {"recency": {"weight": [0.1, 1.0]}, "kind": {"weight": [0.1, 1.0]}},
+        "groups": [False, "tool_group"],
+    }
+    rows = transcript_rows(41, n_sets=8)
+    for r in rows:
+        r["relevant"] = r["kind"] == "ToolOutput"
+    table = table_of(rows)
+    res = tune(table, space, 700, label_column="relevant", trials=16, batch_size=8, seed=3, n_boot=50, holdout=0.25)
+    pols = [c.Policy.from_dict(json.loads(p)) for p in res.leaderboard.column("policy").to_pylist()]
+    assert {p.groups for p in pols} == {None, "tool_group"}
+    board = res.leaderboard.to_pylist()
+    for p, row in zip(pols, board, strict=True):
+        got = c.sweep(table, c.ContextBudget(row["max_tokens"], row["target_tokens"]), [("x", p)], on_error="collect")
+        if p.groups is not None:
+            assert got.orphan_totals()["x"] == (0, 0)
+    fixed = SearchSpace.from_dict(dict(space, groups="tool_group"))
+    assert fixed.config(fixed_trial()).get("groups") == "tool_group"
+    assert "groups" not in SearchSpace.from_dict(dict(space, groups=False)).config(fixed_trial())
+    with pytest.raises(InvalidConfigError, match="groups: a group column name"):
+        SearchSpace.from_dict(dict(space, groups=[False, 3]))
+    with pytest.raises(InvalidConfigError, match="groups: a value is given twice"):
+        SearchSpace.from_dict(dict(space, groups=["", False]))
+
+
+def fixed_trial():
+    from cupel_np.tuning.space import _LowTrial
+
+    return _LowTrial()
