@@ -580,3 +580,120 @@ def fixed_trial():
     from cupel_np.tuning.space import _LowTrial
 
     return _LowTrial()
+
+
+def _claude_session(sid: str, rng) -> list[dict]:
+    """One Claude Code session log (records as the CLI writes them): turns of one to three
+    tool calls (one assistant message, one record per call) answered in the next records; a
+    call whose result never came; a compaction, after which a result answers a call from
+    before it (its call was compacted away)."""
+    recs: list[dict] = []
+    ts = [0]
+
+    def add(kind, content, **extra):
+        ts[0] += 1
+        r = {
+            "type": kind,
+            "uuid": f"{sid}-{len(recs)}",
+            "parentUuid": recs[-1]["uuid"] if recs else None,
+            "sessionId": sid,
+            "isSidechain": False,
+            "timestamp": f"2026-11-20T{10 + ts[0] // 60:02d}:{ts[0] % 60:02d}:00Z",
+            "message": {"role": kind, "content": content},
+        }
+        if "id" in extra:
+            r["message"]["id"] = extra.pop("id")
+        r.update(extra)
+        recs.append(r)
+
+    def words(lo, hi):
+        return " ".join(f"w{int(x)}" for x in rng.integers(0, 10_000, int(rng.integers(lo, hi))))
+
+    def turn(t, n_calls, answered):
+        ids = [f"{sid}-t{t}-c{k}" for k in range(n_calls)]
+        for cid in ids:
+            add(
+                "assistant",
+                [{"type": "tool_use", "id": cid, "name": "Bash", "input": {"command": words(2, 8)}}],
+                id=f"{sid}-m{t}",
+            )
+        for cid in ids[:answered]:
+            add("user", [{"type": "tool_result", "tool_use_id": cid, "content": words(20, 600)}])
+        add("assistant", [{"type": "text", "text": words(5, 80)}], id=f"{sid}-r{t}")
+        return ids
+
+    add("user", words(5, 40))
+    early = []
+    for t in range(5):
+        n = int(rng.integers(1, 4))
+        early += turn(t, n, n if t != 2 else n - 1)  # turn 2: its last call is never answered
+    recs.append(
+        {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "uuid": f"{sid}-b",
+            "parentUuid": None,
+            "logicalParentUuid": recs[-1]["uuid"],
+            "sessionId": sid,
+            "timestamp": "2026-11-20T12:00:00Z",
+            "content": "Conversation compacted",
+        }
+    )
+    add("user", "This session is being continued from a previous conversation. " + words(5, 30), isCompactSummary=True)
+    add("user", [{"type": "tool_result", "tool_use_id": early[0], "content": words(20, 300)}])  # its call: compacted
+    for t in range(5, 9):
+        n = int(rng.integers(1, 4))
+        turn(t, n, n)
+    return recs
+
+
+def test_imported_logs_every_preset_with_groups_leaves_no_orphans(tmp_path):
+    """Issue 29's acceptance: on imported Claude Code logs (multi-call turns, a call with no
+    result, a result whose call was compacted away), every preset with groups on leaves 0
+    orphans, and with groups off each (variant, set)'s orphan counts equal a direct count from
+    the items output."""
+    import dataclasses
+
+    import numpy as np
+    from test_tool_pairs import direct_counts
+
+    from cupel_np.analysis.toolpairs import tool_links
+    from cupel_np.io.importers import import_transcripts
+    from cupel_np.model.presets import PRESETS
+
+    rng = np.random.default_rng(7)
+    path = tmp_path / "logs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for s in range(8) for r in _claude_session(f"s{s}", rng)))
+    imported = import_transcripts("claude-code", path)
+    src = imported.table
+    table = c.ItemTable.from_arrow(src, set_column=imported.set_column)
+    links = tool_links(table)
+    assert int(links.unmatched_calls.sum()) >= 8 and int(links.unmatched_results.sum()) >= 8
+    calls_per_group: dict = {}
+    for r in src.to_pylist():
+        if r["tool_role"] == "call":
+            calls_per_group[r["tool_group"]] = calls_per_group.get(r["tool_group"], 0) + 1
+    assert max(calls_per_group.values()) >= 2  # multi-call turns
+    budgets = [c.ContextBudget(4000, 3000, 200), c.ContextBudget(1500, 1200, 100)]
+    variants = []
+    for name, pol in PRESETS.items():
+        for i, b in enumerate(budgets):
+            variants.append((f"{name}-{i}", pol, b))
+            variants.append((f"{name}-{i}+groups", dataclasses.replace(pol, groups="tool_group"), b))
+    res = c.sweep(table, None, variants, on_error="collect")
+    items = res.items_table().sort_by("input_row")
+    rows = [dict(r, conv=r[imported.set_column]) for r in src.to_pylist()]
+    o = res.orphans
+    broken = 0
+    for v, label in enumerate(res.labels):
+        inc = [bool(x) for x in items.column(f"{label}.included").to_pylist()]
+        want = direct_counts(rows, inc)
+        ok = [s for s in range(table.n_sets) if not res.failed[v, s]]
+        assert ok, label
+        got = {table.set_keys[s]: (int(o["orphan_calls"][v, s]), int(o["orphan_results"][v, s])) for s in ok}
+        if label.endswith("+groups"):
+            assert all(x == (0, 0) for x in got.values()), label
+        else:
+            assert got == {k: want[k] for k in got}, label
+            broken += sum(a + b for a, b in got.values())
+    assert broken > 0  # without groups the presets do break pairs on these logs
