@@ -391,3 +391,309 @@ def test_grid_file_and_cli_groups(tmp_path, capsys):
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert all(v == {"calls": 0, "results": 0} for v in out["orphans"].values())
+
+
+def test_outputs_carry_the_group_key(tmp_path, capsys):
+    """items.parquet (in memory, streamed in chunks, a Dask part, the CLI) carries the group
+    column as strings when a variant selects groups, and not otherwise; a report builds from
+    the written outputs."""
+    import dataclasses
+
+    import numpy as np
+    import pandas as pd
+    import pyarrow.parquet as pq
+    from test_tool_pairs import transcript_rows
+
+    from cupel_np.cli.app import main
+    from cupel_np.errors import InvalidConfigError
+    from cupel_np.io import dask as cdask
+    from cupel_np.io import sweep_parquet, write_sweep
+    from cupel_np.model.grid import as_variants
+    from cupel_np.report.from_dir import write_dir_report
+
+    rows = transcript_rows(21, n_sets=4)
+    want = [r["tool_group"] for r in rows]
+    assert any(want) and None in want
+    src = pa.Table.from_pylist(rows)
+    path = tmp_path / "items.parquet"
+    pq.write_table(src, path, row_group_size=40)
+    budget = c.ContextBudget(800, 600, 50)
+    chat = c.preset("chat")
+    vs = [("plain", chat), ("grouped", dataclasses.replace(chat, groups="tool_group"))]
+
+    def key_of(items: pa.Table) -> list:
+        items = items.sort_by("input_row")
+        assert items.column("input_row").to_pylist() == list(range(len(rows)))
+        assert items.schema.field("tool_group").type == pa.string()
+        return items.column("tool_group").to_pylist()
+
+    table = c.ItemTable.from_arrow(src, set_column="conv")
+    res = c.sweep(table, budget, vs)
+    assert key_of(res.items_table()) == want
+    assert "tool_group" not in c.sweep(table, budget, vs[:1]).items_table().column_names
+    write_sweep(res, tmp_path / "mem")
+    assert key_of(pq.read_table(tmp_path / "mem" / "items.parquet")) == want
+    totals = sweep_parquet(path, budget, vs, tmp_path / "streamed", set_column="conv", chunk_rows=40)
+    assert totals["chunks"] > 1
+    assert key_of(pq.read_table(tmp_path / "streamed" / "items.parquet")) == want
+    write_dir_report(tmp_path / "streamed")
+    # a Dask part: one partition, and one whose group column is all null (pandas: object None)
+    v = as_variants(vs, budget, allow_budget=True)
+    frame = src.append_column(cdask.ROW, pa.array(np.arange(len(rows), dtype=np.int64))).to_pandas()
+    cdask._run_partition(frame, 0, budget, v, "conv", "raise", str(tmp_path / "dk"))
+    assert key_of(pq.read_table(tmp_path / "dk" / "items" / "part-00000.parquet")) == want
+    none = frame.assign(tool_group=pd.Series([None] * len(frame), dtype=object))
+    cdask._run_partition(none, 1, budget, v, "conv", "raise", str(tmp_path / "dk"))
+    assert key_of(pq.read_table(tmp_path / "dk" / "items" / "part-00001.parquet")) == [None] * len(rows)
+    # integer keys are written as strings
+    ints = src.set_column(
+        src.schema.get_field_index("tool_group"),
+        "tool_group",
+        pa.array([hash(k) % 97 if k else None for k in want], pa.int64()),
+    )
+    got = key_of(c.sweep(c.ItemTable.from_arrow(ints, set_column="conv"), budget, vs).items_table())
+    assert got == [None if k is None else str(hash(k) % 97) for k in want]
+    # the CLI
+    rc = main(
+        [
+            "sensitivity",
+            str(path),
+            "--preset",
+            "chat",
+            "--preset",
+            "rag",
+            "--max-tokens",
+            "800",
+            "--target-tokens",
+            "600",
+        ]
+        + ["--set-column", "conv", "--groups", "tool_group", "--out", str(tmp_path / "cli"), "--quiet"]
+    )
+    assert rc == 0
+    assert key_of(pq.read_table(tmp_path / "cli" / "items.parquet")) == want
+    capsys.readouterr()
+    # a group column with the name of an output column would be written twice
+    clash = src.rename_columns([n if n != "tool_group" else "input_row" for n in src.column_names])
+    g = [("g", dataclasses.replace(chat, groups="input_row"))]
+    r = c.sweep(c.ItemTable.from_arrow(clash, set_column="conv"), budget, g)
+    with pytest.raises(InvalidConfigError, match="groups: column 'input_row' has the name of a column"):
+        r.items_table()
+
+
+def test_budget_simulation_and_outcomes_honour_groups():
+    """With groups an item's minimum budget is its unit's (find_min_budget_for per item, and
+    min_budgets for every row at once, agree); budget curves keep units whole at every budget;
+    outcomes count what the grouped selection kept."""
+    import dataclasses
+
+    import numpy as np
+    from test_tool_pairs import table_of, transcript_rows
+
+    rows = transcript_rows(31, n_sets=2)
+    plain = c.Policy(c.RecencyScorer())
+    grouped = dataclasses.replace(plain, groups="tool_group")
+    table = table_of(rows)
+    found = c.min_budgets(table, grouped, 3000)
+    mb, err = found.column("min_budget").to_pylist(), found.column("error").to_pylist()
+    mb_plain = c.min_budgets(table, plain, 3000).column("min_budget").to_pylist()
+    units: dict = {}
+    for i, r in enumerate(rows):
+        if r["tool_group"] is not None and not r["pinned"]:
+            units.setdefault((r["conv"], r["tool_group"]), []).append(i)
+    big = [m for m in units.values() if len(m) > 1]
+    assert big
+    for m in big:
+        assert len({mb[i] for i in m}) == 1, m  # one budget for the whole unit
+        if mb[m[0]] is not None:
+            assert mb[m[0]] >= sum(rows[i]["tokens"] for i in m)
+    assert any(len({mb_plain[i] for i in m}) > 1 for m in big)  # without groups they differ
+    # the spec's one-item search on each set agrees with the vectorised one
+    for conv in ("c0", "c1"):
+        idx = [i for i, r in enumerate(rows) if r["conv"] == conv]
+        one = table_of([rows[i] for i in idx])
+        for k, i in enumerate(idx):
+            if err[i] is None:
+                assert c.Pipeline(grouped).find_min_budget_for(one, k, 3000) == mb[i], (conv, k)
+            else:  # a probed dry run fails (pinned items above the budget): the search raises it
+                with pytest.raises(c.CupelError):
+                    c.Pipeline(grouped).find_min_budget_for(one, k, 3000)
+    # budget curves: units whole at every budget, one min stable budget per unit
+    curves = c.budget_curves(table, [("g", grouped)], [300, 600, 1200, 2400])
+    inc = curves.run.included  # [budgets, grouped rows]; the table groups the rows by set
+    pos = {int(r): k for k, r in enumerate(table.input_row)}
+    for m in big:
+        for j in range(inc.shape[0]):
+            kept = {bool(inc[j, pos[i]]) for i in m}
+            assert len(kept) == 1
+    stable = curves.rows.column("min_stable_budget").to_pylist()
+    assert all(len({stable[i] for i in m}) == 1 for m in big)
+    # outcomes: recall of the grouped selection, against a direct count from the items output
+    labels = [r["kind"] == "ToolOutput" for r in rows]
+    res = c.sweep(table, c.ContextBudget(900, 700), [("g", grouped), ("p", plain)])
+    out = res.outcomes_table(labels)
+    items = res.items_table()
+    for label in ("g", "p"):
+        kept = np.array(items.column(f"{label}.included").to_pylist())
+        for s, conv in enumerate(("c0", "c1")):
+            sel = np.array([r["conv"] == conv for r in rows]) & np.array(labels)
+            got = out.filter(pa.compute.equal(out["variant"], label)).column("relevant_included").to_pylist()[s]
+            assert got == int((kept & sel).sum())
+
+
+def test_tune_space_varies_groups_as_a_dimension():
+    """A search space's ``groups`` (fixed, or choices such as ``[false, "tool_group"]``) goes
+    into every sampled policy: the search sweeps policies with and without groups, those with
+    groups leave no orphans."""
+    pytest.importorskip("optuna")
+    from test_tool_pairs import table_of, transcript_rows
+
+    from cupel_np.errors import InvalidConfigError
+    from cupel_np.tuning.search import tune
+    from cupel_np.tuning.space import SearchSpace
+
+    space = {
+        "scorers": {"recency": {"weight": [0.1, 1.0]}, "kind": {"weight": [0.1, 1.0]}},
+        "groups": [False, "tool_group"],
+    }
+    rows = transcript_rows(41, n_sets=8)
+    for r in rows:
+        r["relevant"] = r["kind"] == "ToolOutput"
+    table = table_of(rows)
+    res = tune(table, space, 700, label_column="relevant", trials=16, batch_size=8, seed=3, n_boot=50, holdout=0.25)
+    pols = [c.Policy.from_dict(json.loads(p)) for p in res.leaderboard.column("policy").to_pylist()]
+    assert {p.groups for p in pols} == {None, "tool_group"}
+    board = res.leaderboard.to_pylist()
+    for p, row in zip(pols, board, strict=True):
+        got = c.sweep(table, c.ContextBudget(row["max_tokens"], row["target_tokens"]), [("x", p)], on_error="collect")
+        if p.groups is not None:
+            assert got.orphan_totals()["x"] == (0, 0)
+    fixed = SearchSpace.from_dict(dict(space, groups="tool_group"))
+    assert fixed.config(fixed_trial()).get("groups") == "tool_group"
+    assert "groups" not in SearchSpace.from_dict(dict(space, groups=False)).config(fixed_trial())
+    with pytest.raises(InvalidConfigError, match="groups: a group column name"):
+        SearchSpace.from_dict(dict(space, groups=[False, 3]))
+    with pytest.raises(InvalidConfigError, match="groups: a value is given twice"):
+        SearchSpace.from_dict(dict(space, groups=["", False]))
+
+
+def fixed_trial():
+    from cupel_np.tuning.space import _LowTrial
+
+    return _LowTrial()
+
+
+def _claude_session(sid: str, rng) -> list[dict]:
+    """One Claude Code session log (records as the CLI writes them): turns of one to three
+    tool calls (one assistant message, one record per call) answered in the next records; a
+    call whose result never came; a compaction, after which a result answers a call from
+    before it (its call was compacted away)."""
+    recs: list[dict] = []
+    ts = [0]
+
+    def add(kind, content, **extra):
+        ts[0] += 1
+        r = {
+            "type": kind,
+            "uuid": f"{sid}-{len(recs)}",
+            "parentUuid": recs[-1]["uuid"] if recs else None,
+            "sessionId": sid,
+            "isSidechain": False,
+            "timestamp": f"2026-11-20T{10 + ts[0] // 60:02d}:{ts[0] % 60:02d}:00Z",
+            "message": {"role": kind, "content": content},
+        }
+        if "id" in extra:
+            r["message"]["id"] = extra.pop("id")
+        r.update(extra)
+        recs.append(r)
+
+    def words(lo, hi):
+        return " ".join(f"w{int(x)}" for x in rng.integers(0, 10_000, int(rng.integers(lo, hi))))
+
+    def turn(t, n_calls, answered):
+        ids = [f"{sid}-t{t}-c{k}" for k in range(n_calls)]
+        for cid in ids:
+            add(
+                "assistant",
+                [{"type": "tool_use", "id": cid, "name": "Bash", "input": {"command": words(2, 8)}}],
+                id=f"{sid}-m{t}",
+            )
+        for cid in ids[:answered]:
+            add("user", [{"type": "tool_result", "tool_use_id": cid, "content": words(20, 600)}])
+        add("assistant", [{"type": "text", "text": words(5, 80)}], id=f"{sid}-r{t}")
+        return ids
+
+    add("user", words(5, 40))
+    early = []
+    for t in range(5):
+        n = int(rng.integers(1, 4))
+        early += turn(t, n, n if t != 2 else n - 1)  # turn 2: its last call is never answered
+    recs.append(
+        {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "uuid": f"{sid}-b",
+            "parentUuid": None,
+            "logicalParentUuid": recs[-1]["uuid"],
+            "sessionId": sid,
+            "timestamp": "2026-11-20T12:00:00Z",
+            "content": "Conversation compacted",
+        }
+    )
+    add("user", "This session is being continued from a previous conversation. " + words(5, 30), isCompactSummary=True)
+    add("user", [{"type": "tool_result", "tool_use_id": early[0], "content": words(20, 300)}])  # its call: compacted
+    for t in range(5, 9):
+        n = int(rng.integers(1, 4))
+        turn(t, n, n)
+    return recs
+
+
+def test_imported_logs_every_preset_with_groups_leaves_no_orphans(tmp_path):
+    """Issue 29's acceptance: on imported Claude Code logs (multi-call turns, a call with no
+    result, a result whose call was compacted away), every preset with groups on leaves 0
+    orphans, and with groups off each (variant, set)'s orphan counts equal a direct count from
+    the items output."""
+    import dataclasses
+
+    import numpy as np
+    from test_tool_pairs import direct_counts
+
+    from cupel_np.analysis.toolpairs import tool_links
+    from cupel_np.io.importers import import_transcripts
+    from cupel_np.model.presets import PRESETS
+
+    rng = np.random.default_rng(7)
+    path = tmp_path / "logs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for s in range(8) for r in _claude_session(f"s{s}", rng)))
+    imported = import_transcripts("claude-code", path)
+    src = imported.table
+    table = c.ItemTable.from_arrow(src, set_column=imported.set_column)
+    links = tool_links(table)
+    assert int(links.unmatched_calls.sum()) >= 8 and int(links.unmatched_results.sum()) >= 8
+    calls_per_group: dict = {}
+    for r in src.to_pylist():
+        if r["tool_role"] == "call":
+            calls_per_group[r["tool_group"]] = calls_per_group.get(r["tool_group"], 0) + 1
+    assert max(calls_per_group.values()) >= 2  # multi-call turns
+    budgets = [c.ContextBudget(4000, 3000, 200), c.ContextBudget(1500, 1200, 100)]
+    variants = []
+    for name, pol in PRESETS.items():
+        for i, b in enumerate(budgets):
+            variants.append((f"{name}-{i}", pol, b))
+            variants.append((f"{name}-{i}+groups", dataclasses.replace(pol, groups="tool_group"), b))
+    res = c.sweep(table, None, variants, on_error="collect")
+    items = res.items_table().sort_by("input_row")
+    rows = [dict(r, conv=r[imported.set_column]) for r in src.to_pylist()]
+    o = res.orphans
+    broken = 0
+    for v, label in enumerate(res.labels):
+        inc = [bool(x) for x in items.column(f"{label}.included").to_pylist()]
+        want = direct_counts(rows, inc)
+        ok = [s for s in range(table.n_sets) if not res.failed[v, s]]
+        assert ok, label
+        got = {table.set_keys[s]: (int(o["orphan_calls"][v, s]), int(o["orphan_results"][v, s])) for s in ok}
+        if label.endswith("+groups"):
+            assert all(x == (0, 0) for x in got.values()), label
+        else:
+            assert got == {k: want[k] for k in got}, label
+            broken += sum(a + b for a, b in got.values())
+    assert broken > 0  # without groups the presets do break pairs on these logs

@@ -4,6 +4,7 @@ Variants run concurrently on the engine's one thread pool; each writes only its 
 These tests compare every result matrix, error, detail list and output table for threads =
 1, 2 and 4, and compare one corpus run with runs over chunks of its sets."""
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -127,6 +128,31 @@ def test_results_identical_for_1_2_4_threads(corpus):
     assert base["included"].any() and not base["included"].all()
     for th in (2, 4):
         _assert_same(base, _snapshot(c.sweep(corpus, None, _variants(), on_error="collect", threads=th)))
+
+
+def test_groups_identical_for_1_2_4_threads():
+    """Every variant again with atomic groups (issue 29): runs of 2-4 rows of a set share a
+    ``tool_group`` key, about a third of the rows, pinned and duplicated rows among them."""
+    t = _corpus()
+    sid = t["sid"].to_numpy()
+    rng = np.random.default_rng(4)
+    key: list[str | None] = [None] * t.num_rows
+    i = 0
+    while i < t.num_rows:
+        n = int(rng.integers(2, 5))
+        if rng.random() < 0.15 and i + n <= t.num_rows and sid[i] == sid[i + n - 1]:
+            key[i : i + n] = [f"g{i}"] * n
+            i += n
+        else:
+            i += 1
+    assert 0.25 < sum(k is not None for k in key) / t.num_rows < 0.5
+    table = c.ItemTable.from_arrow(t.append_column("tool_group", pa.array(key, pa.string())), set_column="sid")
+    grouped = [(label + "+groups", dataclasses.replace(p, groups="tool_group"), b) for label, p, b in _variants()]
+    base = _snapshot(c.sweep(table, None, grouped, on_error="collect", threads=1))
+    assert base["included"].any() and not base["included"].all()
+    assert any(base["errors"]) and any(t[0].size for t in base["trunc"]) and any(t[0].size for t in base["count_cap"])
+    for th in (2, 4):
+        _assert_same(base, _snapshot(c.sweep(table, None, grouped, on_error="collect", threads=th)))
 
 
 def test_one_big_set_identical_for_1_2_4_threads():

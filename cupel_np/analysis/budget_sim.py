@@ -25,7 +25,9 @@ import numpy as np
 import pyarrow as pa
 
 from cupel_np._jit import jit
+from cupel_np.analysis._budget_probe import _CopiedScores, _ProbeTable
 from cupel_np.engine.batch import run_sweep
+from cupel_np.engine.groups import group_codes, group_plan
 from cupel_np.engine.runner import as_table, run_policy
 from cupel_np.engine.scorers import ScoreContext
 from cupel_np.engine.sweep_run import SweepRun, classify
@@ -146,23 +148,32 @@ def _target_row(items, table: ItemTable, target_item) -> int:
     )
 
 
+def _search_tokens(table: ItemTable, policy: Policy, cls) -> np.ndarray:
+    """Per row the low end of its search: its tokens, or with groups its unit's (a member is
+    selected only with its whole unit, so its minimum budget is the unit's: every member's
+    search is the same search)."""
+    if policy.groups is None:
+        return table.tokens
+    return group_plan(table, policy.groups, cls.sc_rows, cls.sc_offsets).unit_row_tokens
+
+
 def find_min_budget_for(policy, items, target_item, search_ceiling: int) -> int | None:
     """The spec's binary search over ``[target_item.tokens, search_ceiling]`` with budgets
     ``max_tokens = target_tokens = mid``, checking ``low`` and then ``high`` at the end; None when
     the item is not selected at either. A failing dry run (e.g. pinned items above a probed
-    budget) raises, as upstream's does."""
+    budget) raises, as upstream's does. With groups (``Policy.groups``) the search is the item's
+    unit's: from the unit's tokens, the same for every member."""
     policy = _policy_of(policy)
     table = _single_set(items)
     if isinstance(policy.slicer, FIND_MIN_REFUSED):
         raise NonMonotonicSlicerError(FIND_MIN_MONOTONIC_MESSAGE)
     row = _target_row(items, table, target_item)
     ceiling = require_budget_int("search_ceiling", search_ceiling)
-    tokens = int(table.tokens[row])
-    if ceiling < tokens:
-        raise InvalidConfigError(
-            f"{CEILING_BELOW_TOKENS_MESSAGE} (search_ceiling = {ceiling}, targetItem.Tokens = {tokens})"
-        )
     cls = classify(table)
+    tokens = int(_search_tokens(table, policy, cls)[row])
+    if ceiling < tokens:
+        what = "targetItem.Tokens" if policy.groups is None else "the tokens of targetItem's unit"
+        raise InvalidConfigError(f"{CEILING_BELOW_TOKENS_MESSAGE} (search_ceiling = {ceiling}, {what} = {tokens})")
     ctx = ScoreContext(table, cls.sc_rows, cls.sc_offsets)
 
     def included_at(b: int) -> bool:
@@ -425,53 +436,6 @@ _ERROR_CODES = (
 )
 
 
-class _ProbeTable:
-    """The columns ``run_sweep`` reads, for a derived table whose item sets are copies of the
-    parent's sets reduced to what decides inclusion (see ``_Prober``). Strings never enter:
-    kinds keep the parent's ids and every row gets its own content id."""
-
-    set_column = None
-
-    def __init__(self, parent: ItemTable, src: np.ndarray, offsets: np.ndarray, pad_tokens: np.ndarray):
-        pad = src < 0
-        safe = np.where(pad, 0, src)
-        self.n = int(src.shape[0])
-        self.offsets = offsets
-        self.set_keys = [None] * (offsets.shape[0] - 1)
-        self.tokens = parent.tokens[safe]
-        self.tokens[pad] = pad_tokens
-        self.pinned = pad.copy()
-        self.content_id = np.arange(self.n, dtype=np.int64)
-        self.kind_id = parent.kind_id[safe]
-        self.kind_vocab = parent.kind_vocab
-        self.kind_ids_for = parent.kind_ids_for
-        self.timestamp = parent.timestamp[safe]
-        self.timestamp_valid = np.where(pad, False, parent.timestamp_valid[safe])
-        self.timestamp_unit = parent.timestamp_unit
-
-    @property
-    def n_sets(self) -> int:
-        return len(self.set_keys)
-
-
-class _CopiedScores:
-    """A score context for a probe table: every base column is the parent's, gathered (scores
-    depend on the whole set's scoreable rows, which the parent run saw)."""
-
-    def __init__(self, parent_ctx: ScoreContext, pos: np.ndarray):
-        self._parent = parent_ctx
-        self._pos = pos
-
-    def __len__(self) -> int:
-        return self._pos.shape[0]
-
-    def __bool__(self) -> bool:  # present even when empty (run_sweep tests ``score_context or ...``)
-        return True
-
-    def score(self, scorer) -> np.ndarray:
-        return self._parent.score(scorer)[self._pos]
-
-
 # what a row is in a probe: a slicing candidate, never included, or pinned
 _K_CANDIDATE, _K_NEVER, _K_PINNED = 0, 1, 2
 
@@ -522,6 +486,11 @@ class _Prober:
         self.role = np.full(table.n, _K_NEVER, dtype=np.int8)
         self.role[keep] = _K_CANDIDATE
         self.role[cls.pinned] = _K_PINNED
+        # groups: units form in each copy from the parent's keys (members are scoreable rows,
+        # so a copy's units are its set's; deduplication losers are units of one)
+        self.groups = None
+        if policy.groups is not None:
+            self.groups = (policy.groups, group_codes(table, policy.groups)[1])
 
     def _run_copies(self, u_set, u_b, included_out, err_out) -> None:
         """One engine call over the copies of sets ``u_set`` at budgets ``u_b``."""
@@ -539,7 +508,7 @@ class _Prober:
         )
         src[off[1:] - 1] = -1
         cap = int(u_b.max())
-        probe = _ProbeTable(self.table, src, off, self.cls.pinned_tokens[u_set] + (cap - u_b))
+        probe = _ProbeTable(self.table, src, off, self.cls.pinned_tokens[u_set] + (cap - u_b), self.groups)
         # duck-typed: the probe table and its scores carry exactly what classify / run_sweep read
         table = cast(ItemTable, probe)
         cls = classify(table)
@@ -627,7 +596,7 @@ def min_budgets(
     if max_rows < 1:
         raise InvalidConfigError(f"max_probe_rows must be >= 1, got {max_rows}")
     prober = _Prober(table, policy, max_rows)
-    low = table.tokens.copy()
+    low = _search_tokens(table, policy, prober.cls).copy()
     high = np.full(n, ceiling, dtype=np.int64)
     result = np.full(n, -1, dtype=np.int64)
     found = np.zeros(n, dtype=np.bool_)

@@ -26,7 +26,7 @@ from cupel_np.analysis._repr import REPR_CSS, REPR_ROWS, html_table
 from cupel_np.analysis.analytics import quota_columns, set_of_rows, sweep_columns
 from cupel_np.analysis.selection import SelectionReport
 from cupel_np.analysis.signals import knapsack_checks, scorer_constancy
-from cupel_np.analysis.toolpairs import orphan_columns
+from cupel_np.analysis.toolpairs import group_key_columns, orphan_columns
 from cupel_np.analysis.trace import STAGES, funnel_columns
 from cupel_np.engine.batch import run_sweep
 from cupel_np.engine.batch_kernels import duplicate_groups
@@ -208,9 +208,9 @@ class SweepResult:
         return pa.table(cols)
 
     def items_table(self) -> pa.Table:
-        """One row per input row: set key, content, kind, source, tokens, and per variant
-        included / score / reason / position (null when excluded or when the variant failed on
-        the set)."""
+        """One row per input row: set key, content, kind, source, tokens, with groups each group
+        column (``Policy.groups``; strings), and per variant included / score / reason /
+        position (null when excluded or when the variant failed on the set)."""
         t = self.table
         to_in = self._to_input
         set_of_row = np.repeat(np.arange(t.n_sets), np.diff(t.offsets))[to_in]
@@ -223,6 +223,9 @@ class SweepResult:
         for name, col in (("kind", t.kind), ("source", t.source), ("tokens", pa.array(t.tokens))):
             if name != t.set_column:
                 cols[name] = col.take(pa.array(to_in, pa.int64()))
+        # with groups: each group column, the key of the row's unit (docs/tool-pairs.md)
+        for name, col in group_key_columns(self.run, [*cols, *self.labels]).items():
+            cols[name] = col.take(pa.array(to_in, pa.int64()))
         names = reason_name_lut()
         for v, label in enumerate(self.labels):
             failed = self.failed[v, set_of_row]

@@ -49,6 +49,7 @@ __all__ = [
     "GROUP_COLUMN",
     "ROLE_COLUMN",
     "ToolLinks",
+    "group_key_columns",
     "orphan_columns",
     "tool_links",
 ]
@@ -213,3 +214,23 @@ def orphan_columns(run) -> dict[str, np.ndarray] | None:
         return None
     calls, results = links.counts(run.included, run.table.n_sets)
     return {"orphan_calls": calls, "orphan_results": results}
+
+
+def group_key_columns(run, taken) -> dict[str, pa.Array]:
+    """The group columns of a ``SweepRun``'s variants (``Policy.groups``, in order of first
+    use), each as strings per row in grouped row order, for the per-item outputs: the row's
+    value, which makes it a member of its set's unit of that key (null: no unit; pinned and
+    negative-token rows keep their value but are no members). A name among ``taken`` (the
+    outputs' other columns) is an error: the column would be written twice."""
+    out: dict[str, pa.Array] = {}
+    for plan in run.group_plan:
+        if plan is None or plan.column in out:
+            continue
+        if plan.column in taken or any(plan.column.startswith(f"{c}.") for c in taken):
+            raise InvalidConfigError(
+                f"groups: column {plan.column!r} has the name of a column the sweep outputs write "
+                f"({', '.join(taken)}, ...); rename the column in the input"
+            )
+        key = plan.key
+        out[plan.column] = key.cast(pa.string()) if not pa.types.is_string(key.type) else key
+    return out

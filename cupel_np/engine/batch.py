@@ -204,14 +204,16 @@ def prepare_sweep(
             partial(_timestamps, table, sc_rows, any(isinstance(v.policy.slicer, GreedySlice) for v in chrono))
         )
     tasks += [partial(_score_column, ctx, child, base, j) for j, child in enumerate(children)]
+    group_cols = list(dict.fromkeys(v.policy.groups for v in variants if v.policy.groups is not None))
+    tasks += [partial(grp.group_plan, table, col, sc_rows, sc_off) for col in group_cols]
     tasks.append(partial(_duplicates, table, sc_rows, sc_off))
     tasks.append(partial(_gathers, table, cls))
     results = _run_all(tasks, threads)
     ts_order, compared = results[0] if chrono else (None, None)
     (dup_members, dup_offsets), (neg_rows, all_sc, sc_tok, sc_kind) = results[-2], results[-1]
     plans = {
-        col: grp.group_plan(table, col, sc_rows, sc_off, sc_tok)
-        for col in dict.fromkeys(v.policy.groups for v in variants if v.policy.groups is not None)
+        col: grp.with_duplicates(plan, dup_members, dup_offsets)
+        for col, plan in zip(group_cols, results[-2 - len(group_cols) : -2], strict=True)
     }
     return SweepShared(
         table=table,
@@ -246,6 +248,7 @@ class _Scratch:
         self.empty = np.zeros(0, dtype=np.int64)
         self._seq: np.ndarray | None = None
         self._details: tuple[np.ndarray, np.ndarray] | None = None
+        self._unit_scores: np.ndarray | None = None
 
     def seq(self) -> np.ndarray:
         """Per-row truncation marks (only truncation writes them), all -1."""
@@ -253,6 +256,12 @@ class _Scratch:
             self._seq = np.empty(self.n, dtype=np.int64)
         self._seq[:] = -1
         return self._seq
+
+    def unit_scores(self) -> np.ndarray:
+        """Per unit its score (groups only; at least as long as the scoreable rows)."""
+        if self._unit_scores is None:
+            self._unit_scores = np.empty(self.scores.shape[0], dtype=np.float64)
+        return self._unit_scores
 
     def details(self) -> tuple[np.ndarray, np.ndarray]:
         """Per-row CountCapExceeded (cap, count) (count slicers only)."""
@@ -470,6 +479,21 @@ def _record(
     out.placed_pos[v] = position[out.included[v]]
 
 
+def _unit_space(sh: SweepShared, plan: grp.GroupPlan) -> SweepShared:
+    """``sh`` with the units as its scoreable positions (``groups.GroupPlan``): each unit one
+    candidate at its first member's row, with the unit's tokens and its first member's kind."""
+    return dataclasses.replace(
+        sh,
+        classified=dataclasses.replace(sh.classified, sc_rows=plan.u_rows, sc_offsets=plan.u_off),
+        dup_members=plan.dup_members,
+        dup_offsets=plan.dup_offsets,
+        all_sc=plan.u_all,
+        sc_tok=plan.u_tok,
+        sc_kind=plan.u_kind,
+        chrono_compared=None,
+    )
+
+
 def run_variant(sh: SweepShared, out: SweepRun, v: int, w: _Scratch) -> None:
     """Variant ``v`` over every set: its scores, the pinned-budget check, then deduplicate,
     slice and place, each writing only variant ``v``'s rows of ``out``."""
@@ -485,18 +509,11 @@ def run_variant(sh: SweepShared, out: SweepRun, v: int, w: _Scratch) -> None:
     errors.add(np.flatnonzero(pinned_tokens > avail), partial(_pinned_error, sh.table, pinned_tokens, avail, label))
     out.reason[v][sh.neg_rows] = R_NEGATIVE_TOKENS
     plan = sh.group_plans[var.policy.groups] if var.policy.groups is not None else None
-    if plan is not None:  # units: deduplicate among units of one, slice one row per unit
+    if plan is not None:  # unit space: deduplicate among units of one, slice one row per unit
         out.group_plan[v] = plan
-        sh = dataclasses.replace(
-            sh,
-            sc_tok=plan.pos_tokens,
-            dup_members=plan.dup_members,
-            dup_offsets=plan.dup_offsets,
-            chrono_compared=None,
-        )
+        sc = grp.unit_scores(plan, sc, w.unit_scores())
+        sh = _unit_space(sh, plan)
     surv, surv_off = _deduplicate(sh, out, v, sc)
-    if plan is not None:
-        surv, surv_off, sc = grp.collapse(plan, surv, surv_off, sc)
     stamp[2] = time.time_ns()
     eff = effective_targets(var.budget, pinned_tokens)
     out.effective_target[v] = eff

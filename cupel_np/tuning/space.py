@@ -29,6 +29,7 @@ other list or a table ``{choices = [..]}``; anything else is a fixed value::
     placer = ["chronological", "u_shaped"]
     deduplication = true
     overflow_strategy = "truncate"
+    groups = [false, "tool_group"]   # atomic groups (tool pairs) off / on: a dimension too
 
 ``kind`` ``weights`` and ``tag`` ``tag_weights`` are tables of per-kind / per-tag values
 (each a range, choices or fixed). Scorer types and options are the policy file's (see the
@@ -73,7 +74,7 @@ from cupel_np.text import ascii_fold
 
 __all__ = ["SearchSpace", "load_space"]
 
-_TOP_KEYS = {"budget", "scorers", "slicers", "placer", "deduplication", "overflow_strategy"}
+_TOP_KEYS = {"budget", "scorers", "slicers", "placer", "deduplication", "overflow_strategy", "groups"}
 _BUDGET_KEYS = {"max_tokens", "output_reserve"}
 #: per-key maps of a scorer: option name -> the key naming each entry
 _MAP_OPTIONS = {("kind", "weights"): "kind", ("tag", "tag_weights"): "tag"}
@@ -172,6 +173,8 @@ class SearchSpace:
     overflow_strategy: Dim
     max_tokens: Dim | None  # None: the budget comes from the caller
     output_reserve: int
+    #: ``Policy.groups``: a column name, None for none, or choices of them (on/off a dimension)
+    groups: Dim = Dim("fixed", value=None)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SearchSpace:
@@ -221,6 +224,7 @@ class SearchSpace:
             overflow_strategy=dim("overflow_strategy", d.get("overflow_strategy", "throw")),
             max_tokens=dim("budget.max_tokens", b["max_tokens"]) if b else None,
             output_reserve=reserve,
+            groups=_groups_dim(d.get("groups")),
         )
         space._check_corners()
         return space
@@ -271,6 +275,9 @@ class SearchSpace:
             overflow_strategy=self.overflow_strategy.suggest(trial, "overflow_strategy"),
             scorers=scorers,
         )
+        g = self.groups.suggest(trial, "groups")
+        if g is not None:
+            cfg["groups"] = g
         return cfg
 
     def distributions(self) -> dict[str, Any]:
@@ -302,7 +309,7 @@ class SearchSpace:
         for name, opts in self.slicers:
             for k, dv in opts.items():
                 add(f"slicer.{name}.{k}", dv)
-        for name in ("placer", "deduplication", "overflow_strategy"):
+        for name in ("placer", "deduplication", "overflow_strategy", "groups"):
             add(name, getattr(self, name))
         if self.max_tokens is not None:
             add("budget.max_tokens", self.max_tokens)
@@ -331,6 +338,26 @@ class SearchSpace:
             self.budget(probe)
         except InvalidConfigError as e:
             raise InvalidConfigError(f"search space gives an invalid policy: {e}") from None
+
+
+def _groups_dim(v) -> Dim:
+    """``groups``: a column name, ``false`` / ``""`` for none, or a list (choices) of them, e.g.
+    ``[false, "tool_group"]``: keeping tool pairs whole as a dimension of the search."""
+    d = dim("groups", v)
+    if d.kind in ("int", "float"):
+        raise InvalidConfigError(f"groups: a group column name, false, or a list of them, got {v!r}")
+    vals = d.choices if d.kind == "choice" else (d.value,)
+    out: list[str | None] = []
+    for g in vals:
+        if g is None or g is False or g == "":
+            out.append(None)
+        elif isinstance(g, str) and g.strip():
+            out.append(g)
+        else:
+            raise InvalidConfigError(f'groups: a group column name, or false / "" for none, got {g!r}')
+    if len(set(out)) < len(out):
+        raise InvalidConfigError(f"groups: a value is given twice ({v!r})")
+    return Dim("choice", choices=tuple(out)) if d.kind == "choice" else Dim("fixed", value=out[0])
 
 
 def _fold(name: str) -> str:
