@@ -37,6 +37,7 @@ from pathlib import Path
 import numba
 import numpy as np
 from numba.core import types as nbtypes
+from numba.core.compiler_lock import global_compiler_lock
 
 from cupel_np.cli import shared
 from cupel_np.cli.compile_plans import PLANS
@@ -97,15 +98,18 @@ class _Claims:
 
     def _hook(self, name, orig):
         def compile(sig):
-            i = self.index.get((name, signature_text(sig))) if plannable(sig) else None
-            if i is None or _claim(self.dir, i):
-                try:
-                    return orig(sig)
-                finally:
-                    if i is not None:
-                        Path(self.dir, f"done-{i}").touch()
-            self.help_and_wait(i)
-            return orig(sig)  # loads the other process's kernel from the cache (or compiles it)
+            # under Numba's (re-entrant) compiler lock: a thread never holds a claim while it
+            # waits for the lock held by another thread that waits for the other process
+            with global_compiler_lock:
+                i = self.index.get((name, signature_text(sig))) if plannable(sig) else None
+                if i is None or _claim(self.dir, i):
+                    try:
+                        return orig(sig)
+                    finally:
+                        if i is not None:
+                            Path(self.dir, f"done-{i}").touch()
+                self.help_and_wait(i)
+                return orig(sig)  # loads the other process's kernel from the cache (or compiles it)
 
         return compile
 
