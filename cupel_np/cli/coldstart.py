@@ -18,8 +18,9 @@ that dies, or a plan that no longer matches the code (another signature), only c
 the command then compiles what it needs itself. The child is stopped when the command ends
 (each cache file is written whole under a temporary name, so a stopped write leaves nothing).
 
-Two processes on two cores: never more (``available_cores() < 2`` shares nothing).
-``CUPEL_NP_COMPILE_AHEAD=0`` turns sharing off.
+Two processes on two cores: never more (``available_cores() < 2`` shares nothing), and only
+when the load average leaves a core free (:func:`core_to_spare`). ``CUPEL_NP_COMPILE_AHEAD=0``
+turns sharing off, ``=1`` shares whatever the load (the benchmark does).
 """
 
 from __future__ import annotations
@@ -186,14 +187,29 @@ def _claim(directory: str, i: int) -> bool:
 def share_compile(command: str):
     """On a cold kernel cache, start sharing ``command``'s compile plan with one child
     process (see the module docstring); ``None`` when the kernels are cached, JIT is off,
-    only one core is usable, ``CUPEL_NP_COMPILE_AHEAD=0`` or there is no plan. End it with
-    :func:`end_sharing`."""
-    if os.environ.get("CUPEL_NP_COMPILE_AHEAD", "1") == "0" or os.environ.get("NUMBA_DISABLE_JIT") == "1":
+    only one core is usable or none is idle, ``CUPEL_NP_COMPILE_AHEAD=0`` or there is no
+    (current) plan. End it with :func:`end_sharing`."""
+    mode = os.environ.get("CUPEL_NP_COMPILE_AHEAD", "")
+    if mode == "0" or os.environ.get("NUMBA_DISABLE_JIT") == "1":
         return None
     plan = PLANS.get(command)
     if not plan or available_cores() < 2 or shared.kernels_cached() or not _resolves(plan):
         return None
+    if mode != "1" and not core_to_spare():
+        return None
     return _Sharing(plan)
+
+
+def core_to_spare() -> bool:
+    """Whether a core is free for the child: the 1-minute load average leaves at least about
+    one of the usable cores idle. On a busy machine a second process only competes for the
+    same cores (the sum of CPU time grows by 10-20%: each process sets Numba up, and NumPy's
+    implementations are compiled in both), so the wall time grows too."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average here: assume the cores are free
+        return True
+    return load <= available_cores() - 1 + 0.5
 
 
 def _resolves(plan) -> bool:

@@ -97,3 +97,22 @@ def test_a_dead_child_costs_only_time(tmp_path):
     out = _run("kill", tmp_path)
     assert out["hits"] == 0
     assert out["keys"][1] == (2**63) - 1
+
+
+def test_no_child_when_no_core_is_idle_unless_told(monkeypatch):
+    """Unset, sharing needs a core the load average leaves free; ``=1`` shares anyway."""
+    started = []
+    monkeypatch.setattr(coldstart, "_Sharing", lambda plan: started.append(plan) or "sharing")
+    monkeypatch.setattr(coldstart.shared, "kernels_cached", lambda: False)
+    monkeypatch.setattr(coldstart, "available_cores", lambda: 2)
+    monkeypatch.delenv("CUPEL_NP_COMPILE_AHEAD", raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.9, 1.0, 1.0))
+    assert coldstart.share_compile("demo") is None
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.4, 1.0, 1.0))
+    assert coldstart.share_compile("demo") == "sharing"
+    monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 1.0, 1.0))
+    monkeypatch.setenv("CUPEL_NP_COMPILE_AHEAD", "1")
+    assert coldstart.share_compile("demo") == "sharing"
+    monkeypatch.setattr(coldstart, "available_cores", lambda: 1)
+    assert coldstart.share_compile("demo") is None
+    assert len(started) == 2
