@@ -1,22 +1,22 @@
 """Share a cold run's compile between two processes (``cupel-np demo`` and ``check``).
 
-On a cold kernel cache almost all of a first run is Numba compiling the kernels that Python
-calls (each with the kernels it calls). Numba compiles one kernel at a time per process, so
-a first run on a 2-core machine left one core idle. A *compile plan*
-(:data:`cupel_np.cli.compile_plans.PLANS`, recorded from a cold run of the command by
-``python -m cupel_np.cli.plan_record``) lists the
-kernels the command calls from Python, with their signatures, in the order it first calls
-them. :func:`share_compile` starts ONE child process that compiles that list from its END
-while the command works from its start; the two meet in the middle.
+On a cold kernel cache almost all of a first run is Numba compiling kernels, and Numba
+compiles one kernel at a time per process, so a first run on a 2-core machine left one core
+idle. A *compile plan* (:data:`cupel_np.cli.compile_plans.PLANS`, recorded from a cold run of
+the command by ``python -m cupel_np.cli.plan_record``) lists every kernel the command
+compiles, with its signature and its depth (0: called from Python; a kernel's callees follow
+it), in the order the compiles start. :func:`share_compile` starts ONE child process that
+compiles the depth-0 entries from the plan's END while the command works from its start.
 
-Each plan entry is compiled by exactly one of them: a process takes an entry by creating its
-claim file (``O_EXCL``) and marks it done when the kernel is in the cache. When the command
-reaches an entry the child has taken, it waits for the child's done mark and then loads the
-kernel from the cache (Numba's cache: the same machine code the command would have compiled,
-so results are identical); an entry nobody has taken the command compiles itself. A child
-that dies, or a plan that no longer matches the code (another signature), only costs time:
-the command then compiles what it needs itself. The child is stopped when the command ends
-(each cache file is written whole under a temporary name, so a stopped write leaves nothing).
+Each entry is compiled by exactly one of them: a process takes an entry by creating its claim
+file (``O_EXCL``) and marks it done when the kernel is in the cache. A process that reaches an
+entry the other has taken first compiles the untaken kernels that entry calls, from the last
+(the holder goes from the first), then waits for the done mark and loads the kernel from the
+cache: the same machine code it would have compiled, so results are identical. The call graph
+has no cycles and claims are taken under Numba's compiler lock, so the two never wait for each
+other. A child that dies, or a plan the code no longer matches, only costs time: the command
+compiles what it needs itself. The child is stopped when the command ends (each cache file is
+written whole under a temporary name, so a stopped write leaves nothing).
 
 Two processes on two cores: never more (``available_cores() < 2`` shares nothing), and only
 when the load average leaves a core free (:func:`core_to_spare`). ``CUPEL_NP_COMPILE_AHEAD=0``
@@ -52,7 +52,7 @@ _ARRAY = re.compile(r"^(\w+)\[(\d+)([CFA])(r?)\]$")
 
 def type_text(t) -> str:
     """A kernel argument type as plan text: ``int64``, or ``float64[1Cr]`` for a 1-d C-order
-    read-only float64 array (``w`` ... no ``r`` when writable)."""
+    read-only float64 array (no ``r`` when writable); :class:`ValueError` for other types."""
     if isinstance(t, nbtypes.Array):
         return f"{t.dtype}[{t.ndim}{t.layout}{'r' if not t.mutable else ''}]"
     if isinstance(t, (nbtypes.Integer, nbtypes.Float, nbtypes.Boolean)):
