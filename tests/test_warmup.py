@@ -61,13 +61,17 @@ def test_jobs_must_be_positive(capsys):
     assert "--jobs must be a positive integer" in capsys.readouterr().err
 
 
-def test_compile_ahead_stays_off_when_told_or_cached(monkeypatch):
+def test_compile_sharing_stays_off_when_told_or_cached(monkeypatch):
+    from cupel_np.cli import coldstart
+
     monkeypatch.setenv("CUPEL_NP_COMPILE_AHEAD", "0")
-    assert warmup.compile_ahead() is None
+    assert coldstart.share_compile("demo") is None
     monkeypatch.setenv("CUPEL_NP_COMPILE_AHEAD", "1")
-    monkeypatch.setattr(warmup.shared, "kernels_cached", lambda: True)
-    assert warmup.compile_ahead() is None
-    warmup.finish_ahead(None)
+    monkeypatch.setattr(coldstart.shared, "kernels_cached", lambda: True)
+    assert coldstart.share_compile("demo") is None
+    monkeypatch.setattr(coldstart.shared, "kernels_cached", lambda: False)
+    assert coldstart.share_compile("no such command") is None
+    coldstart.end_sharing(None)
 
 
 def test_a_child_runs_its_workload_and_names_its_kernels():

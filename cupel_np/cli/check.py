@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from cupel_np._files import atomic_write_bytes, dumps_json
 from cupel_np._fs import as_path
+from cupel_np.cli.coldstart import end_sharing, share_compile
 from cupel_np.cli.shared import UsageError, _progress_enabled, _source
 from cupel_np.errors import InvalidConfigError, MemoryLimitError
 from cupel_np.io.dask import check, connect
@@ -83,7 +84,11 @@ def cmd_check(args) -> int:
     if args.dask:
         outcomes = _check_on_dask(args, cf, set_column)
     else:
-        outcomes = run_checks(cf, _tables(args, set_column, len(cf.variants)), threads=args.threads)
+        sharing = share_compile("check")  # a cold kernel cache: two processes compile
+        try:
+            outcomes = run_checks(cf, _tables(args, set_column, len(cf.variants)), threads=args.threads)
+        finally:
+            end_sharing(sharing)
     set_name = set_column or "set"
     if args.junit:
         _write_junit(args.junit, junit_xml(outcomes, as_path(args.checks).stem, set_name))

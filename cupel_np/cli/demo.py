@@ -7,6 +7,7 @@ import time
 
 from cupel_np._fs import as_path
 from cupel_np.analysis.sensitivity import sweep
+from cupel_np.cli.coldstart import end_sharing, share_compile
 from cupel_np.cli.shared import (
     EXIT_OK,
     _claim_out,
@@ -19,7 +20,7 @@ from cupel_np.cli.sweeps import (
     _summary_json,
     _write_outputs,
 )
-from cupel_np.cli.warmup import compile_ahead, demo_grid, finish_ahead
+from cupel_np.cli.warmup import demo_grid
 from cupel_np.data import sample_path
 from cupel_np.errors import InvalidConfigError
 from cupel_np.io.outdir import KIND_SWEEP, read_manifest, run_id, write_manifest
@@ -35,11 +36,11 @@ def cmd_demo(args) -> int:
     _claim_out(args)
     t0 = time.perf_counter()
     # a cold kernel cache: a second process compiles the kernels the sweep reaches last
-    ahead = compile_ahead() if not args.items and args.set_column == "session_id" else None
+    sharing = share_compile("demo")
     try:
         return _run_demo(args, items, t0)
     finally:
-        finish_ahead(ahead)
+        end_sharing(sharing)
 
 
 def _run_demo(args, items, t0: float) -> int:

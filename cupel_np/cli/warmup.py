@@ -33,11 +33,7 @@ from cupel_np.cli import shared
 from cupel_np.cli.sweeps import _write_outputs
 from cupel_np.data import sample_path
 from cupel_np.engine.batch import KNAPSACK_MAX_CELLS
-from cupel_np.engine.parallel import available_cores
-from cupel_np.engine.runner import run_policy
-from cupel_np.engine.scorers import ScoreContext
 from cupel_np.engine.slicers import slicer_args
-from cupel_np.engine.sweep_run import classify
 from cupel_np.errors import CupelError, InvalidConfigError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.curves import ExponentialCurve, StepCurve, WindowCurve
@@ -238,49 +234,6 @@ def _analysis() -> None:
     top_n_fail_counts(key, np.array([0, 50, 100], dtype=np.int64), np.arange(100, dtype=np.int64) % 50, 3)
 
 
-def _ahead_of_demo() -> None:
-    """The demo's kernels that its sweep calls from Python late or that nothing else calls,
-    compiled by a second process while the demo compiles the rest (:func:`compile_ahead`):
-    the frequency scorer (the sweep reaches it after the timestamp and rank kernels), then the
-    knapsack preset's score sort and slicer (its fourth preset). Inputs are built exactly as
-    the demo builds them, so the kernels get the demo's argument types."""
-
-    table = ItemTable.from_parquet(sample_path(), set_column="session_id")
-    cls = classify(table)
-    ScoreContext(table, cls.sc_rows, cls.sc_offsets).score(FrequencyScorer())
-    run_policy(table, ContextBudget(8000, 6000, 1000), PRESETS["document_qa"], threads=1)
-
-
-def compile_ahead(workload: str = "ahead_demo"):
-    """On a cold kernel cache, start a background process compiling ``workload``'s kernels
-    into the cache (a first ``cupel-np demo`` then compiles on both cores); ``None`` when the
-    kernels are cached, JIT is off, only one core is usable or ``CUPEL_NP_COMPILE_AHEAD=0``.
-    The caller waits for it with :func:`finish_ahead` (it writes only the cache)."""
-    if os.environ.get("CUPEL_NP_COMPILE_AHEAD", "1") == "0" or os.environ.get("NUMBA_DISABLE_JIT") == "1":
-        return None
-
-    if available_cores() < 2 or shared.kernels_cached():
-        return None
-    return subprocess.Popen(
-        [sys.executable, "-c", _CHILD, workload],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-
-def finish_ahead(proc, timeout: float = 60.0) -> None:
-    """Wait for a :func:`compile_ahead` process (stopped after ``timeout`` s: every cache file
-    is written whole, so stopping it loses only its unfinished compile)."""
-    if proc is None:
-        return
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 class _tempdir:
     def __enter__(self) -> str:
 
@@ -299,9 +252,6 @@ WORKLOADS: dict[str, Callable[[], None]] = {
     "analysis": _analysis,
 }
 
-#: workloads started by :func:`compile_ahead` (not part of ``warmup``: the others cover them)
-AHEAD: dict[str, Callable[[], None]] = {"ahead_demo": _ahead_of_demo}
-
 
 def all_kernels() -> list[str]:
     """``module.function`` of every project kernel."""
@@ -317,7 +267,7 @@ def run_here(names) -> dict[str, list[str]]:
 
     all_kernels()
     for name in names:
-        {**WORKLOADS, **AHEAD}[name]()
+        WORKLOADS[name]()
     return _jit.specializations()
 
 

@@ -1,0 +1,245 @@
+"""Share a cold run's compile between two processes (``cupel-np demo`` and ``check``).
+
+On a cold kernel cache almost all of a first run is Numba compiling kernels, and Numba
+compiles one kernel at a time per process, so a first run on a 2-core machine left one core
+idle. A *compile plan* (:data:`cupel_np.cli.compile_plans.PLANS`, recorded from a cold run of
+the command by ``python -m cupel_np.cli.plan_record``) lists every kernel the command
+compiles, with its signature and its depth (0: called from Python; a kernel's callees follow
+it), in the order the compiles start. :func:`share_compile` starts ONE child process that
+compiles the depth-0 entries from the plan's END while the command works from its start.
+
+Each entry is compiled by exactly one of them: a process takes an entry by creating its claim
+file (``O_EXCL``) and marks it done when the kernel is in the cache. A process that reaches an
+entry the other has taken first compiles the untaken kernels that entry calls, from the last
+(the holder goes from the first), then waits for the done mark and loads the kernel from the
+cache: the same machine code it would have compiled, so results are identical. The call graph
+has no cycles and claims are taken under Numba's compiler lock, so the two never wait for each
+other. A child that dies, or a plan the code no longer matches, only costs time: the command
+compiles what it needs itself. The child is stopped when the command ends (each cache file is
+written whole under a temporary name, so a stopped write leaves nothing).
+
+Two processes on two cores: never more (``available_cores() < 2`` shares nothing), and only
+when the load average leaves a core free (:func:`core_to_spare`). ``CUPEL_NP_COMPILE_AHEAD=0``
+turns sharing off, ``=1`` shares whatever the load (the benchmark does).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numba
+import numpy as np
+from numba.core import types as nbtypes
+from numba.core.compiler_lock import global_compiler_lock
+
+from cupel_np.cli import shared
+from cupel_np.cli.compile_plans import PLANS
+from cupel_np.engine.parallel import available_cores
+
+#: how long the command waits for a kernel the child is compiling before compiling it itself
+WAIT_SECONDS = 600.0
+
+_ARRAY = re.compile(r"^(\w+)\[(\d+)([CFA])(r?)\]$")
+
+
+def type_text(t) -> str:
+    """A kernel argument type as plan text: ``int64``, or ``float64[1Cr]`` for a 1-d C-order
+    read-only float64 array (no ``r`` when writable); :class:`ValueError` for other types."""
+    if isinstance(t, nbtypes.Array):
+        return f"{t.dtype}[{t.ndim}{t.layout}{'r' if not t.mutable else ''}]"
+    if isinstance(t, (nbtypes.Integer, nbtypes.Float, nbtypes.Boolean)):
+        return str(t)
+    raise ValueError(f"no plan text for the kernel argument type {t}")
+
+
+def text_type(s: str):
+    """The Numba type of plan text written by :func:`type_text`."""
+    m = _ARRAY.match(s)
+    if m:
+        dtype = numba.from_dtype(np.dtype(m.group(1)))
+        return nbtypes.Array(dtype, int(m.group(2)), m.group(3), readonly=bool(m.group(4)))
+    return numba.from_dtype(np.dtype(s))
+
+
+def signature_text(sig) -> str:
+    """A signature (tuple of argument types) as plan text, arguments separated by spaces."""
+    return " ".join(type_text(t) for t in sig)
+
+
+def _dispatcher(name: str):
+    module, _, fn = name.rpartition(".")
+    return getattr(importlib.import_module(module), fn)
+
+
+class _Claims:
+    """One process's side of the sharing: a hook on every plan kernel's ``compile`` that
+    takes the entry (claim file) and compiles it, or, when the other process holds it,
+    compiles the still untaken kernels that entry calls (from the last: the holder takes them
+    from the first) and then waits for its done mark and loads it from the cache.
+    ``other_alive`` says whether waiting still makes sense (the other process may have died)."""
+
+    def __init__(self, plan, directory: str, other_alive: Callable[[], bool]):
+        self.plan = plan
+        self.index = {(n, s): i for i, (n, s, _) in enumerate(plan)}
+        self.dir = directory
+        self.other_alive = other_alive
+        self.hooked: list = []
+        for name in sorted({e[0] for e in plan}):
+            d = _dispatcher(name)
+            d.compile = self._hook(name, d.compile)
+            self.hooked.append(d)
+
+    def _hook(self, name, orig):
+        def compile(sig):
+            # under Numba's (re-entrant) compiler lock: a thread never holds a claim while it
+            # waits for the lock held by another thread that waits for the other process
+            with global_compiler_lock:
+                i = self.index.get((name, signature_text(sig))) if plannable(sig) else None
+                if i is None or _claim(self.dir, i):
+                    try:
+                        return orig(sig)
+                    finally:
+                        if i is not None:
+                            Path(self.dir, f"done-{i}").touch()
+                self.help_and_wait(i)
+                return orig(sig)  # loads the other process's kernel from the cache (or compiles it)
+
+        return compile
+
+    def compile_entry(self, i: int) -> None:
+        """Compile plan entry ``i`` ahead of use (through the hook: taken, or waited for). A
+        plan the code no longer matches is no error: what a run needs it compiles on use."""
+        name, sig, _ = self.plan[i]
+        try:
+            _dispatcher(name).compile(tuple(text_type(t) for t in sig.split()))
+        except Exception:  # a stale entry (say, a type renamed): compiled on use
+            Path(self.dir, f"done-{i}").touch()
+
+    def untaken(self, i: int) -> bool:
+        return not os.path.exists(os.path.join(self.dir, f"claim-{i}"))
+
+    def help_and_wait(self, i: int) -> None:
+        depth = self.plan[i][2]
+        end = i + 1
+        while end < len(self.plan) and self.plan[end][2] > depth:
+            end += 1
+        for j in reversed(range(i + 1, end)):  # the kernels entry i calls, first compiled under it
+            if self.untaken(j) and not Path(self.dir, f"done-{i}").exists():
+                self.compile_entry(j)
+        done = Path(self.dir, f"done-{i}")
+        t_end = time.monotonic() + WAIT_SECONDS
+        while not done.exists() and self.other_alive() and time.monotonic() < t_end:
+            time.sleep(0.005)
+
+    def unhook(self) -> None:
+        for d in self.hooked:
+            del d.compile  # the instance attribute: back to the class's method
+
+
+class _Sharing:
+    """The command's side: its claims and the child."""
+
+    def __init__(self, plan: tuple[tuple[str, str, int], ...]):
+        self.dir = tempfile.mkdtemp(prefix="cupel-np-compile-")
+        self.child = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, self.dir, *["|".join(map(str, e)) for e in plan]],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.claims = _Claims(plan, self.dir, lambda: self.child.poll() is None)
+
+    def close(self) -> None:
+        self.claims.unhook()
+        if self.child.poll() is None:
+            self.child.kill()
+        self.child.wait()
+        for p in Path(self.dir).iterdir():
+            p.unlink()
+        os.rmdir(self.dir)
+
+
+def plannable(sig) -> bool:
+    """Whether every argument type of ``sig`` has a plan text (arrays and numbers)."""
+    try:
+        signature_text(sig)
+    except ValueError:
+        return False
+    return True
+
+
+def _claim(directory: str, i: int) -> bool:
+    try:
+        os.close(os.open(os.path.join(directory, f"claim-{i}"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
+
+
+def share_compile(command: str):
+    """On a cold kernel cache, start sharing ``command``'s compile plan with one child
+    process (see the module docstring); ``None`` when the kernels are cached, JIT is off,
+    only one core is usable or none is idle, ``CUPEL_NP_COMPILE_AHEAD=0`` or there is no
+    (current) plan. End it with :func:`end_sharing`."""
+    mode = os.environ.get("CUPEL_NP_COMPILE_AHEAD", "")
+    if mode == "0" or os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        return None
+    plan = PLANS.get(command)
+    if not plan or available_cores() < 2 or shared.kernels_cached() or not _resolves(plan):
+        return None
+    if mode != "1" and not core_to_spare():
+        return None
+    return _Sharing(plan)
+
+
+def core_to_spare() -> bool:
+    """Whether a core is free for the child: the 1-minute load average leaves at least about
+    one of the usable cores idle. On a busy machine a second process only competes for the
+    same cores (the sum of CPU time grows by 10-20%: each process sets Numba up, and NumPy's
+    implementations are compiled in both), so the wall time grows too."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average here: assume the cores are free
+        return True
+    return load <= available_cores() - 1 + 0.5
+
+
+def _resolves(plan) -> bool:
+    """Whether every kernel the plan names exists (a stale plan shares nothing)."""
+    try:
+        return all(hasattr(_dispatcher(name), "get_call_template") for name, _, _ in plan)
+    except (ImportError, AttributeError):
+        return False
+
+
+def end_sharing(sharing) -> None:
+    """Remove the hooks and stop the child (``sharing`` may be ``None``)."""
+    if sharing is not None:
+        sharing.close()
+
+
+def child_main() -> None:
+    """The child: compile the plan's kernels that the command calls from Python (depth 0),
+    from the last to the first, skipping those the command has taken; a kernel they call
+    that the command holds is waited for (the call graph has no cycles, so the two never
+    wait for each other). Arguments: the claim directory, then ``name|signature|depth``."""
+    directory, entries = sys.argv[1], sys.argv[2:]
+    parent = os.getppid()
+    plan = [(n, s, int(d)) for n, s, d in (e.split("|") for e in entries)]
+    claims = _Claims(plan, directory, lambda: os.getppid() == parent)
+    for i in reversed(range(len(plan))):
+        if plan[i][2] == 0 and claims.untaken(i):
+            claims.compile_entry(i)
+    claims.unhook()
+
+
+#: what the child runs (``python -c``; the claim directory and the plan follow as arguments)
+_CHILD = "from cupel_np.cli.coldstart import child_main; child_main()"
