@@ -374,7 +374,8 @@ def _slice_sorted(
     sc_rows = sh.classified.sc_rows
     slicer = out.variants[v].policy.slicer
     unsorted = args.mode == MODE_QUOTA and not args.use_knapsack
-    cand = surv if unsorted else surv[stages.sort_segments(sc[surv], surv_off)]
+    order = None if unsorted else stages.sort_segments(sc[surv], surv_off)
+    cand = surv if order is None else surv[order]
     identity = unsorted and cand.shape[0] == sc_rows.shape[0]  # the scoreable rows, in order
     cand_score = sc if identity else sc[cand]
     tok = sh.sc_tok if identity else sh.sc_tok[cand]
@@ -398,6 +399,15 @@ def _slice_sorted(
         out.shortfalls[v].add(np.flatnonzero((satisfied >= 0).any(axis=1)), partial(_shortfalls, satisfied, entries))
     error = partial(_slice_error, sh.table, err, err_a, err_b, entries, label, slicer.name, sh.max_cells)
     out.errors[v].add(np.flatnonzero(err), error)
+    if order is not None and out.variants[v].policy.placer == "chronological":
+        # chronological placement reads each candidate's row: hand the candidates over in row
+        # order (the ranks carry the slicer's order), so its reads are sequential, not random
+        rank_in_rows = np.empty_like(rank)
+        rank_in_rows[order] = rank
+        every = surv.shape[0] == sc_rows.shape[0]
+        return stages.Candidates(
+            sc_rows if every else sc_rows[surv], sc if every else sc[surv], surv_off, rank_in_rows, None, None, False
+        )
     return stages.Candidates(
         sc_rows if identity else sc_rows[cand], cand_score, surv_off, rank, None, None, compared is not None
     )
