@@ -62,3 +62,15 @@ def quota_slicer():
     return c.QuotaSlice(
         (c.QuotaEntry("Message", require=10, cap=60), c.QuotaEntry("Document", require=5, cap=40)), c.GreedySlice()
     )
+
+
+def count_quota_slicer(n: int):
+    """Count quota (inner greedy): at least 10 Messages and 5 Documents, at most 5% of the
+    items Messages (the cap binds at every budget above a few percent)."""
+    return c.CountQuotaSlice(
+        (
+            c.CountQuotaEntry("Message", require_count=10, cap_count=max(10, n // 20)),
+            c.CountQuotaEntry("Document", require_count=5),
+        ),
+        c.GreedySlice(),
+    )

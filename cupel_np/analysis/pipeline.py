@@ -54,8 +54,8 @@ class Pipeline(PolicySource):
     def run(self, items: Items, budget: ContextBudget, *, trace: TraceCollector | None = None) -> list[ContextItem]:
         """The selected items in placed order (``trace`` as in ``dry_run``; none by default)."""
         report = self._report(items, budget, self.policy, None, trace or NULL_COLLECTOR)
-        row = report._run.table.row  # the items of ``report.included``, without their scores and reasons
-        return [row(r) for r in report.included_rows]
+        # the items of ``report.included``, without their scores and reasons
+        return report._run.table.rows(report.included_rows)
 
     def dry_run(
         self, items: Items, budget: ContextBudget, *, threads: int | None = None, trace: TraceCollector | None = None

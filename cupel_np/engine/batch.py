@@ -62,6 +62,7 @@ from cupel_np.model.slicers import (
     CountConstrainedKnapsackSlice,
     CountQuotaSlice,
     GreedySlice,
+    QuotaSlice,
 )
 
 #: Most memory one knapsack DP may allocate, in keep-table cells (bits): 2^32 cells = 512 MiB.
@@ -134,7 +135,8 @@ class SweepShared:
     sc_kind: np.ndarray  #: int64 kind id per scoreable position
     #: ``placers.timestamp_order`` (None when no variant places chronologically)
     ts_order: stages.TimestampOrder | None
-    #: per scoreable position, ``placers.chrono_compared`` (when a chronological variant is greedy)
+    #: per scoreable position, ``placers.chrono_compared`` (when a chronological variant is greedy
+    #: or a quota over greedy)
     chrono_compared: np.ndarray | None
     #: the units of every group column a variant names (``groups.group_plan``)
     group_plans: dict[str, grp.GroupPlan] = field(default_factory=dict)
@@ -148,6 +150,12 @@ def _timestamps(
     ts = stages.TimestampOrder(*placers.timestamp_order(table.timestamp, table.timestamp_valid, table.offsets))
     compared = placers.chrono_compared(table.timestamp_valid, ts.order, ts.sorted, sc_rows) if greedy_chrono else None
     return ts, compared
+
+
+def _greedy_inside(slicer) -> bool:
+    """The slicer is greedy or a quota over greedy: it can leave its fitting prefix unordered
+    apart from what chronological placement compares (``placers.chrono_compared``)."""
+    return isinstance(slicer, GreedySlice) or (isinstance(slicer, QuotaSlice) and isinstance(slicer.inner, GreedySlice))
 
 
 def _score_column(ctx: ScoreContext, scorer: Scorer, base: np.ndarray, j: int) -> None:
@@ -200,9 +208,7 @@ def prepare_sweep(
     chrono = [var for var in variants if var.policy.placer == "chronological"]
     tasks: list[Callable[[], Any]] = []
     if chrono:  # first: the longest task
-        tasks.append(
-            partial(_timestamps, table, sc_rows, any(isinstance(v.policy.slicer, GreedySlice) for v in chrono))
-        )
+        tasks.append(partial(_timestamps, table, sc_rows, any(_greedy_inside(v.policy.slicer) for v in chrono)))
     tasks += [partial(_score_column, ctx, child, base, j) for j, child in enumerate(children)]
     group_cols = list(dict.fromkeys(v.policy.groups for v in variants if v.policy.groups is not None))
     tasks += [partial(grp.group_plan, table, col, sc_rows, sc_off) for col in group_cols]
@@ -377,18 +383,24 @@ def _slice_sorted(
     sc_rows = sh.classified.sc_rows
     slicer = out.variants[v].policy.slicer
     unsorted = args.mode == MODE_QUOTA and not args.use_knapsack
-    cand = surv if unsorted else surv[stages.sort_segments(sc[surv], surv_off)]
+    order = None if unsorted else stages.sort_segments(sc[surv], surv_off)
+    cand = surv if order is None else surv[order]
     identity = unsorted and cand.shape[0] == sc_rows.shape[0]  # the scoreable rows, in order
     cand_score = sc if identity else sc[cand]
     tok = sh.sc_tok if identity else sh.sc_tok[cand]
     kind = sh.sc_kind if identity else sh.sc_kind[cand]
+    compared = None  # chronological placement without truncation compares only these ranks
     if nested.is_nested(slicer):  # a count quota around a slicer other than greedy
         rank, err, err_a, err_b, satisfied, cap_dropped = nested.slice_nested(
             slicer, sh.table, slicer_args, tok, cand_score, kind, surv_off, targets, sh.max_cells
         )
     else:
+        pol = out.variants[v].policy
+        if unsorted and pol.placer == "chronological" and pol.overflow_strategy != "truncate":
+            if sh.chrono_compared is not None:
+                compared = sh.chrono_compared if identity else sh.chrono_compared[cand]
         rank, err, err_a, err_b, satisfied, cap_dropped = args.run(
-            tok, cand_score, kind, surv_off, targets, sh.max_cells, unsorted=unsorted
+            tok, cand_score, kind, surv_off, targets, sh.max_cells, unsorted=unsorted, compared=compared
         )
     out.cap_dropped[v] = cap_dropped
     entries = nested.count_entries(slicer)  # the slicer's own, then a nested slicer's
@@ -396,7 +408,18 @@ def _slice_sorted(
         out.shortfalls[v].add(np.flatnonzero((satisfied >= 0).any(axis=1)), partial(_shortfalls, satisfied, entries))
     error = partial(_slice_error, sh.table, err, err_a, err_b, entries, label, slicer.name, sh.max_cells)
     out.errors[v].add(np.flatnonzero(err), error)
-    return stages.Candidates(sc_rows if identity else sc_rows[cand], cand_score, surv_off, rank, None, None, False)
+    if order is not None and out.variants[v].policy.placer == "chronological":
+        # chronological placement reads each candidate's row: hand the candidates over in row
+        # order (the ranks carry the slicer's order), so its reads are sequential, not random
+        rank_in_rows = np.empty_like(rank)
+        rank_in_rows[order] = rank
+        every = surv.shape[0] == sc_rows.shape[0]
+        return stages.Candidates(
+            sc_rows if every else sc_rows[surv], sc if every else sc[surv], surv_off, rank_in_rows, None, None, False
+        )
+    return stages.Candidates(
+        sc_rows if identity else sc_rows[cand], cand_score, surv_off, rank, None, None, compared is not None
+    )
 
 
 _OVERFLOW = {"throw": stages.OVERFLOW_THROW, "truncate": stages.OVERFLOW_TRUNCATE, "proceed": stages.OVERFLOW_PROCEED}

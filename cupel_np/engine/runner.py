@@ -17,6 +17,7 @@ from cupel_np.engine.sweep_run import Classified, SweepRun
 from cupel_np.errors import InvalidInputTypeError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.grid import Variant
+from cupel_np.model.item_rows import ItemRows
 from cupel_np.model.items import ItemTable
 from cupel_np.model.policy import Policy
 
@@ -25,7 +26,7 @@ def as_table(items) -> ItemTable:
     if isinstance(items, ItemTable):
         return items
     if isinstance(items, (list, tuple)):
-        return ItemTable.from_items(items)
+        return ItemRows.from_items(items)
     raise InvalidInputTypeError(f"items must be an ItemTable or a sequence of ContextItems, got {type(items).__name__}")
 
 

@@ -124,13 +124,16 @@ class SlicerArgs(NamedTuple):
         max_cells: int,
         *,
         unsorted: bool = False,
+        compared: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Slice every segment of the candidates: ``slice_segments`` over score-sorted
         candidates, or with ``unsorted`` (a quota slicer with an inner greedy)
-        ``quota_greedy_slice`` over candidates in row order. Returns ``(rank, err, err_a,
-        err_b, satisfied, cap_dropped)`` (see :func:`slice_segments`)."""
-        kernel = quota_greedy_slice if unsorted else slice_segments
-        return kernel(self, tok, score, kind, offsets, targets, max_cells)
+        ``quota_greedy_slice`` over candidates in row order (``compared``: only those
+        candidates' ranks need exact order, see ``quota.quota_greedy_segments``). Returns
+        ``(rank, err, err_a, err_b, satisfied, cap_dropped)`` (see :func:`slice_segments`)."""
+        if unsorted:
+            return quota_greedy_slice(self, tok, score, kind, offsets, targets, max_cells, compared)
+        return slice_segments(self, tok, score, kind, offsets, targets, max_cells)
 
     @property
     def quota_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -111,12 +111,17 @@ def _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank):
         base += got
 
 
-def quota_greedy_segments(tok, score, kind, offsets, targets, quotas, rank, *, big=None, min_chunk=None):
+def quota_greedy_segments(tok, score, kind, offsets, targets, quotas, rank, *, big=None, min_chunk=None, compared=None):
     """QuotaSlice with an inner greedy over every segment; candidates in row order inside each
     segment. ``quotas``: ``(kind_rank, q_has, q_req, q_cap, q_req_all)``, the QuotaSlice arrays
     (``SlicerArgs.quota_arrays``). Writes ``rank[p]`` = position in the segment's slicer
     output, -1 when not selected (``rank`` must be -1 on entry). ``big``/``min_chunk`` are
-    handed to :func:`greedy_segments` (they choose the path, never the answer)."""
+    handed to :func:`greedy_segments` (they choose the path, never the answer).
+
+    ``compared`` (bool per candidate, ``placers.chrono_compared``): only the marked candidates'
+    ranks need to be in exact order relative to each other (chronological placement compares
+    no others); each kind's fitting prefix is then left unordered apart from them, as the plain
+    greedy does (``greedy_segments(prefix=, compared=)``). The selection is the same."""
     kind_rank, q_has, q_req, q_cap, q_req_all = quotas
     perm, ptok, pscore, sub_off, sub_target, sub_seg = _quota_plan(
         tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap, q_req_all
@@ -124,19 +129,35 @@ def quota_greedy_segments(tok, score, kind, offsets, targets, quotas, rank, *, b
     if perm.shape[0] == 0:
         return
     sub_rank = np.full(perm.shape[0], -1, dtype=np.int64)
-    greedy_segments(ptok, pscore, sub_off, sub_target, sub_rank, big=big, min_chunk=min_chunk)
+    if compared is None:
+        greedy_segments(ptok, pscore, sub_off, sub_target, sub_rank, big=big, min_chunk=min_chunk)
+    else:
+        # each sub-segment's unordered prefix holds ranks 0..prefix-1, the marked ones last
+        # in exact order: concatenated per segment below, the marked ones stay in exact order
+        prefix = np.zeros(sub_target.shape[0], dtype=np.int64)
+        greedy_segments(
+            ptok,
+            pscore,
+            sub_off,
+            sub_target,
+            sub_rank,
+            big=big,
+            min_chunk=min_chunk,
+            prefix=prefix,
+            compared=compared[perm],
+        )
     _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank)
 
 
-def quota_greedy_slice(args, tok, score, kind, offsets, targets, max_cells):
+def quota_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, compared=None):
     """:func:`quota_greedy_segments` with the arguments (``args``: a ``SlicerArgs``) and
     results of ``slicers.slice_segments`` (a quota slice with an inner greedy never fails),
-    over candidates in row order."""
+    over candidates in row order (``compared``: see :func:`quota_greedy_segments`)."""
     assert args.mode == MODE_QUOTA and not args.use_knapsack  # the caller's dispatch (batch.run_sweep)
     n = tok.shape[0]
     n_seg = offsets.shape[0] - 1
     rank = np.full(n, -1, dtype=np.int64)
-    quota_greedy_segments(tok, score, kind, offsets, targets, args.quota_arrays, rank)
+    quota_greedy_segments(tok, score, kind, offsets, targets, args.quota_arrays, rank, compared=compared)
     return (
         rank,
         np.zeros(n_seg, dtype=np.int8),

@@ -1,0 +1,161 @@
+"""``ItemRows``: the ItemTable of one set of ContextItems, with its columns read straight from
+the items and no Arrow table unless something asks for one.
+
+One selection on a service's request (``Pipeline.run`` on a list of ContextItems) reads a
+handful of columns: tokens, pinned flags, content and kind ids, and whatever its scorers and
+placer need (timestamps, priorities, hints, tag ids). Building the Arrow table of every field
+first costs more than the whole selection, so here each column is made from the items'
+attributes, in the same dtypes and with the same ids the Arrow path gives (dictionary ids in
+order of first occurrence, timestamps in UTC microseconds), and only when first read. The Arrow
+table (metadata, extra columns, a report's strings) is built on first use, the long way.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from functools import cached_property
+from itertools import repeat
+
+import numpy as np
+import pyarrow as pa
+
+from cupel_np.model.fields import TOKEN_LIMIT
+from cupel_np.model.items import ContextItem, ItemTable
+from cupel_np.text import ascii_fold
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+_NO_EXTRA = pa.table({})
+_ONE_SET = np.zeros(2, dtype=np.int64)
+
+
+def _ids(values: list) -> tuple[np.ndarray, dict]:
+    """Dictionary ids in order of first occurrence (what ``pyarrow.compute.dictionary_encode``
+    gives) and the value -> id map."""
+    index = {v: i for i, v in enumerate(dict.fromkeys(values))}
+    if len(index) == len(values):  # all distinct: ids in row order
+        return np.arange(len(values), dtype=np.int64), index
+    return np.array(list(map(index.__getitem__, values)), dtype=np.int64), index
+
+
+def _optional(values, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """(values with None as 0, valid flags) as the Arrow path decodes a nullable column."""
+    valid = np.array([v is not None for v in values], dtype=np.bool_)
+    if valid.all():
+        return np.array(values, dtype=dtype), valid
+    return np.array([0 if v is None else v for v in values], dtype=dtype), valid
+
+
+class ItemRows(ItemTable):
+    """The single-set ItemTable of a list of valid ContextItems (``ItemRows.from_items``
+    builds it; ``Pipeline`` runs on it): columns read from the items when first used, the Arrow table only on demand.
+    Every column equals the one the Arrow path decodes (``tests/model/test_item_rows.py``)."""
+
+    columns_from_metadata = True
+    set_column = None
+    timestamp_unit = "us"
+    units_per_second = 1e6
+    _extra = _NO_EXTRA
+
+    def __init__(self, items: list[ContextItem], tokens: list[int]):  # noqa: D107 - see the class
+        n = len(items)
+        self._items = items
+        self._rows = items
+        self.n = n
+        self.set_keys = [None]
+        self._cache = {}
+        self._set_index = None
+        self.tokens = np.array(tokens, dtype=np.int64)
+        self.pinned = np.array([it.pinned for it in items], dtype=np.bool_)
+        self.content_id = _ids([it.content for it in items])[0]
+        raw, raw_index = _ids([it.kind for it in items])
+        fold: dict[str, int] = {}
+        lut = np.array([fold.setdefault(ascii_fold(k), len(fold)) for k in raw_index], dtype=np.int64)
+        self.kind_id = lut[raw] if n else raw
+        self.kind_vocab = list(fold)
+        self._kind_index = fold
+
+    @classmethod
+    def from_items(cls, items, set_column: str | None = None) -> ItemTable:
+        """An ``ItemRows`` for a list or tuple of ContextItems (one set) whose token counts sum
+        far below the limit; ``ItemTable.from_items`` (the Arrow path and its checks) for
+        anything else."""
+        if set_column is None and isinstance(items, (list, tuple)):
+            kept = list(items)
+            if all(map(isinstance, kept, repeat(ContextItem))):
+                tokens = [it.tokens for it in kept]
+                if sum(map(abs, tokens)) < TOKEN_LIMIT / 2:  # else the loader's check runs and says so
+                    return cls(kept, tokens)
+        return ItemTable.from_items(items, set_column)
+
+    @cached_property
+    def offsets(self) -> np.ndarray:  # type: ignore[override]
+        """``[0, n]``: one set."""
+        off = _ONE_SET.copy()
+        off[1] = self.n
+        return off
+
+    @cached_property
+    def input_row(self) -> np.ndarray:  # type: ignore[override]
+        """Row ``i`` is input row ``i``."""
+        return np.arange(self.n, dtype=np.int64)
+
+    # -- what the Arrow path would hold, built the long way on first use -----------------
+    @cached_property
+    def _arrow(self) -> ItemTable:
+        return ItemTable.from_items(self._rows)
+
+    @cached_property
+    def table(self) -> pa.Table:
+        """The Arrow table of the items (built on first use)."""
+        return self._arrow.table
+
+    @cached_property
+    def content(self) -> pa.Array:
+        """The content strings as an Arrow array (built on first use)."""
+        return self._arrow.content
+
+    # -- columns from the items' attributes ------------------------------------------------
+    @cached_property
+    def _timestamps(self) -> tuple[np.ndarray, np.ndarray]:
+        ts = [it.timestamp for it in self._rows]
+        valid = np.array([t is not None for t in ts], dtype=np.bool_)
+        # exact integer microseconds since the epoch (the items hold UTC datetimes)
+        us = np.array([0 if t is None else (t - _EPOCH) // _US for t in ts], dtype=np.int64)
+        return us, valid
+
+    @cached_property
+    def _priority(self):
+        return _optional([it.priority for it in self._rows], np.int64)
+
+    @cached_property
+    def _original_tokens(self):
+        return _optional([it.original_tokens for it in self._rows], np.int64)
+
+    @cached_property
+    def _hint(self):
+        return _optional([it.future_relevance_hint for it in self._rows], np.float64)
+
+    @cached_property
+    def tag_offsets(self) -> np.ndarray:
+        off = np.zeros(self.n + 1, dtype=np.int64)
+        np.cumsum([len(it.tags) for it in self._rows], out=off[1:])
+        return off
+
+    @cached_property
+    def _flat_tags(self) -> list[str]:
+        return [t for it in self._rows for t in it.tags]
+
+    @cached_property
+    def _raw_tags(self):
+        ids, index = _ids(self._flat_tags)
+        return ids, pa.array(list(index), type=pa.string())
+
+    @cached_property
+    def tag_vocab(self) -> list[str]:
+        return self._raw_tags[1].to_pylist()
+
+    @cached_property
+    def _fold_tags(self):
+        ids, index = _ids([ascii_fold(t) for t in self._flat_tags])
+        return ids, len(index)
