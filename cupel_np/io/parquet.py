@@ -42,6 +42,7 @@ from cupel_np.io.outdir import (
 )
 from cupel_np.model._readers import read_items_table
 from cupel_np.model.budget import ContextBudget
+from cupel_np.model.chunks import whole_set_chunks
 from cupel_np.model.columns import SET_COLUMN, Problems, check_items
 from cupel_np.model.datasets import (
     RowSource,
@@ -56,7 +57,6 @@ from cupel_np.model.datasets import (
     parquet_file,
     set_runs,
     uncompressed_bytes,
-    whole_set_chunks,
 )
 from cupel_np.model.grid import as_variants
 from cupel_np.model.hints import PathOrPaths, StrPath, Variants

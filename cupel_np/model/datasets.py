@@ -3,9 +3,10 @@ pattern or a list of files, read through ``pyarrow.dataset`` in one fixed order 
 directory's files sorted by path; row groups in file order). That order defines every row's
 input row number, in process and on Dask alike.
 
-Also the streaming corpus sweep behind ``io.sweep_parquet``: whole item sets per chunk when
-each set's rows are contiguous; otherwise the table is grouped in memory when it fits, and the
-error points to ``cupel_np.dask.sweep`` when it does not.
+Also what the streaming corpus sweep behind ``io.sweep_parquet`` decides before it reads: the
+memory estimate, the chunk size and the set layout (whole item sets per chunk when each set's
+rows are contiguous, ``chunks.whole_set_chunks``; otherwise the table is grouped in memory when
+it fits, and the error points to ``cupel_np.dask.sweep`` when it does not).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pyarrow.parquet as pq
 
 from cupel_np._fs import RemotePath, arrow_files, arrow_location, as_path, glob_files, is_remote, translate
 from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError
+from cupel_np.model.chunks import whole_set_chunks as whole_set_chunks  # read here by cli/check.py
 
 #: The in-memory peak is estimated per input row as ``IN_MEMORY_FACTOR`` x the row's share of the
 #: uncompressed Parquet bytes (the Arrow table, the encoded ItemTable, shared scoring columns, the
@@ -653,37 +655,3 @@ def needs_streaming(
     if not set_column:
         check_fits(d, None, limit, where, n_variants=n_variants)  # raises: over the limit
     return d
-
-
-# ----------------------------------------------------------------------------- streaming sweep
-def _row_groups(d: ds.FileSystemDataset):
-    """Every row group of the dataset in input order, as tables in the dataset schema."""
-    for frag in d.get_fragments():
-        for rg in frag.split_by_row_group():
-            yield rg.to_table(schema=d.schema)
-
-
-def whole_set_chunks(d, set_column: str, chunk_rows: int, n_groups: int):
-    """Whole row groups, at least ``chunk_rows`` rows; the trailing set of a chunk (which may
-    continue in the next row group) is carried into the next chunk."""
-    if n_groups == 0:  # an empty dataset still gets (empty) outputs
-        yield d.to_table(), 0
-        return
-    carry = None
-    for g, t in enumerate(_row_groups(d)):
-        buf = t if carry is None else pa.concat_tables([carry, t])
-        carry = None
-        if g == n_groups - 1:
-            yield buf, g + 1
-            return
-        if buf.num_rows < chunk_rows:
-            carry = buf
-            continue
-        keys = buf.column(set_column)
-        other = np.flatnonzero(pc.not_equal(keys, keys[-1]).to_numpy(zero_copy_only=False))
-        if other.size == 0:  # one set so far: keep reading
-            carry = buf
-            continue
-        cut = int(other[-1]) + 1
-        yield buf.slice(0, cut), g + 1
-        carry = buf.slice(cut)
