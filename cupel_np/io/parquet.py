@@ -42,7 +42,7 @@ from cupel_np.io.outdir import (
 )
 from cupel_np.model._readers import read_items_table
 from cupel_np.model.budget import ContextBudget
-from cupel_np.model.chunks import whole_set_chunks
+from cupel_np.model.chunks import dataset_batches, whole_set_chunks
 from cupel_np.model.columns import SET_COLUMN, Problems, check_items
 from cupel_np.model.datasets import (
     RowSource,
@@ -324,10 +324,10 @@ def sweep_parquet(
     label_column: str | None = None,
 ) -> dict:
     """Sweep a corpus too large for memory: read ``path`` (a file, a directory or a list of
-    files) a few row groups at a time, whole item sets per chunk, sweep each chunk, and stream
-    ``items`` / ``diffs`` / ``variants`` Parquet into ``out_dir``. Chunks hold at least
-    ``chunk_rows`` rows (default: what fits in ``memory_limit`` by the estimate for this many
-    variants, at most a quarter million). Before anything large is allocated, a set whose estimated in-memory peak is over
+    files) in batches (within row groups too), whole item sets per chunk, sweep each chunk, and
+    stream ``items`` / ``diffs`` / ``variants`` Parquet into ``out_dir``. Chunks hold at most
+    ``chunk_rows`` rows, or one set longer than that (default: what fits in ``memory_limit`` by
+    the estimate for this many variants, at most a quarter million; ``chunks.whole_set_chunks``). Before anything large is allocated, a set whose estimated in-memory peak is over
     ``memory_limit`` (default half the available memory) raises ``MemoryLimitError``. When a
     set's rows are not contiguous the whole input is grouped in memory if it fits in the
     limit; otherwise the error says to use the Dask path. Returns totals (rows, sets,
@@ -456,8 +456,8 @@ def _batches(path, d, chunk_rows: int):
         yield from pf.iter_batches(batch_size=chunk_rows)
         return
     empty = True
-    for b in d.to_batches(batch_size=chunk_rows):
+    for t, _ in dataset_batches(d, chunk_rows):  # within row groups too (Dataset.to_batches decodes them whole)
         empty = False
-        yield b
+        yield from t.to_batches()
     if empty:
         yield pa.RecordBatch.from_pylist([], schema=d.schema)

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from cupel_np._fs import RemotePath, arrow_files, arrow_location, as_path, glob_files, is_remote, translate
 from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError
+from cupel_np.model.chunks import READ_BATCH_ROWS, dataset_batches
 from cupel_np.model.chunks import whole_set_chunks as whole_set_chunks  # read here by cli/check.py
 
 #: The in-memory peak is estimated per input row as ``IN_MEMORY_FACTOR`` x the row's share of the
@@ -555,48 +556,42 @@ def estimate_in_memory_peak(
 def chunk_rows_for(
     d: ds.FileSystemDataset, limit: int, cap: int = 250_000, *, n_variants: int = DEFAULT_VARIANTS
 ) -> int:
-    """Rows per streamed chunk of a sweep of ``n_variants`` variants: at most ``cap`` (past a
-    quarter million rows a chunk buys no throughput, only memory: measured 11.9 s and 1.0 GB peak
-    at 250k vs 13.5 s and 1.6 GB at 1M rows a chunk, 5M rows x 4 presets), else what fits in
-    ``limit`` less ``CHUNK_FIXED_BYTES`` by the estimate, less a row group but one (a chunk is
-    whole row groups of at least this many rows, so it ends up to a row group over); at least 1
-    (then a chunk is one row group and the trailing set)."""
-    per_row = max(estimate_in_memory_peak(d, 1_000_000, n_variants=n_variants) / 1_000_000, 1.0)
+    """The most rows of a streamed chunk of a sweep of ``n_variants`` variants
+    (``chunks.whole_set_chunks``: whole sets, at most this many rows unless one set is longer):
+    at most ``cap`` (past a quarter million rows a chunk buys no throughput, only memory:
+    measured 11.9 s and 1.0 GB peak at 250k vs 13.5 s and 1.6 GB at 1M rows a chunk, 5M rows x 4
+    presets), else what fits in ``limit`` less ``CHUNK_FIXED_BYTES`` by the estimate, with the
+    batch read past the chunk (at most as many rows, at their uncompressed bytes) counted too;
+    at least 1 (then a chunk is one set). Row groups do not matter: they are read in batches."""
+    total_rows = sum(f.metadata.num_rows for f in d.get_fragments())
+    raw = uncompressed_bytes(d) / max(total_rows, 1)
+    per_row = max(estimate_in_memory_peak(d, 1_000_000, n_variants=n_variants) / 1_000_000 + raw, 1.0)
     fit = int((limit - CHUNK_FIXED_BYTES) // per_row)
-    if fit >= cap:
-        return cap
-    largest = max(
-        (f.metadata.row_group(g).num_rows for f in d.get_fragments() for g in range(f.metadata.num_row_groups)),
-        default=1,
-    )
-    return int(max(1, fit - largest + 1))
+    return int(min(cap, max(1, fit)))
 
 
 def set_runs(d: ds.FileSystemDataset, set_column: str) -> tuple[pa.Array, np.ndarray]:
-    """The runs of equal set keys in input order, read one row group at a time (memory in
-    proportion to the number of runs, not rows): (key of each run, length of each run)."""
+    """The runs of equal set keys in input order, read a batch at a time (memory in proportion
+    to the number of runs, not rows): (key of each run, length of each run)."""
     keys, lengths = [], []
     last = None
-    for frag in d.get_fragments():
-        for rg in frag.split_by_row_group():
-            col = rg.to_table(columns=[set_column], schema=d.schema).column(set_column).combine_chunks()
-            if len(col) == 0:
-                continue
-            if pa.types.is_dictionary(col.type):
-                col = col.dictionary_decode()
-            neq = pc.fill_null(pc.not_equal(col.slice(1), col.slice(0, len(col) - 1)), True).to_numpy(
-                zero_copy_only=False
-            )
-            starts = np.concatenate(([0], np.flatnonzero(neq) + 1))
-            lens = np.diff(np.append(starts, len(col)))
-            run_keys = col.take(pa.array(starts))
-            if last is not None and run_keys[0].equals(last):
-                lengths[-1][-1] += int(lens[0])
-                run_keys, lens = run_keys.slice(1), lens[1:]
-            if len(run_keys):
-                keys.append(run_keys)
-                lengths.append(lens.astype(np.int64))
-                last = run_keys[len(run_keys) - 1]
+    for t, _ in dataset_batches(d, READ_BATCH_ROWS, columns=[set_column]):
+        col = t.column(set_column).combine_chunks()
+        if len(col) == 0:
+            continue
+        if pa.types.is_dictionary(col.type):
+            col = col.dictionary_decode()
+        neq = pc.fill_null(pc.not_equal(col.slice(1), col.slice(0, len(col) - 1)), True).to_numpy(zero_copy_only=False)
+        starts = np.concatenate(([0], np.flatnonzero(neq) + 1))
+        lens = np.diff(np.append(starts, len(col)))
+        run_keys = col.take(pa.array(starts))
+        if last is not None and run_keys[0].equals(last):
+            lengths[-1][-1] += int(lens[0])
+            run_keys, lens = run_keys.slice(1), lens[1:]
+        if len(run_keys):
+            keys.append(run_keys)
+            lengths.append(lens.astype(np.int64))
+            last = run_keys[len(run_keys) - 1]
     if not keys:
         return pa.array([], d.schema.field(set_column).type), np.zeros(0, dtype=np.int64)
     return pa.concat_arrays(keys), np.concatenate(lengths)
