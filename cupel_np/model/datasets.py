@@ -632,6 +632,39 @@ def check_fits(
         )
 
 
+#: estimated peak bytes of the report page per variant (its per-variant charts and tables) and
+#: per pair of variants (the variant-by-variant agreement, similarity and swing tables): a
+#: two-point fit of ``cupel-np sweep`` on 200 rows with 4 presets x 125 / 250 budgets, peak RSS
+#: (``ru_maxrss``) 2.38 GiB at 500 variants and 4.52 GiB at 1,000 (0.37 GiB idle), one run each;
+#: 10,000 variants ran out of memory at 22 GiB. Bounded pages past a threshold are not built
+#: yet: until then a run whose page is estimated over the limit stops before any work.
+PAGE_BYTES_PER_VARIANT = 4.0 * 2**20
+#: see ``PAGE_BYTES_PER_VARIANT``
+PAGE_BYTES_PER_PAIR = 330.0
+
+#: the page estimate is checked only past this many variants (below it the page is small next
+#: to the rows' estimate, and the tests' tiny limits that force streaming stay usable)
+PAGE_CHECK_VARIANTS = 100
+
+
+def check_page_fits(n_variants: int, limit: int) -> None:
+    """Raise MemoryLimitError before any work when the report page of more than
+    ``PAGE_CHECK_VARIANTS`` variants (``n_variants``) is estimated (``PAGE_BYTES_PER_VARIANT``, ``PAGE_BYTES_PER_PAIR``) to need more than
+    ``limit`` bytes, whatever the rows (a chunk of fewer rows cannot help)."""
+    from cupel_np.errors import MemoryLimitError
+
+    if n_variants <= PAGE_CHECK_VARIANTS:
+        return
+    need = int(n_variants * PAGE_BYTES_PER_VARIANT + n_variants * n_variants * PAGE_BYTES_PER_PAIR)
+    if need > limit:
+        raise MemoryLimitError(
+            f"{n_variants:,} variants: the report page (per-variant charts, variant-by-variant tables) is "
+            f"estimated to need {format_size(need)} in memory, over the memory limit of {format_size(limit)}, "
+            "whatever the number of rows; options: sweep fewer variants at once (split the grid or the "
+            "policies file), or raise --memory-limit"
+        )
+
+
 def needs_streaming(
     source, limit: int, *, set_column: str | None, n_variants: int, where: str
 ) -> ds.FileSystemDataset | None:
