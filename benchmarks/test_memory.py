@@ -38,8 +38,9 @@ PRESETS = ["chat", "rag", "document_qa", "long_running"]
 pytestmark = pytest.mark.skipif(not BIG, reason="set CUPEL_BENCH_BIG=1 (50M rows, GBs of disk, many minutes)")
 
 
-def write_corpus(path: Path, rows: int, seed: int = 5) -> None:
-    """``rows`` items in sets of 50, written a row group at a time (bounded memory)."""
+def write_corpus(path: Path, rows: int, seed: int = 5, group: int = GROUP) -> None:
+    """``rows`` items in sets of 50, written a row group (``group`` rows) at a time (bounded
+    memory)."""
     rng = np.random.default_rng(seed)
     kinds = pa.array(["Message", "ToolOutput", "Document", "Memory", "message"])
     schema = None
@@ -58,8 +59,8 @@ def write_corpus(path: Path, rows: int, seed: int = 5) -> None:
         ),
         compression="zstd",
     ) as w:
-        for lo in range(0, rows, GROUP):
-            n = min(GROUP, rows - lo)
+        for lo in range(0, rows, group):
+            n = min(group, rows - lo)
             r = np.arange(lo, lo + n)
             s, p = r // SET_SIZE, r % SET_SIZE
             content = pc.binary_join_element_wise(
@@ -87,7 +88,7 @@ def write_corpus(path: Path, rows: int, seed: int = 5) -> None:
                 }
             )
             schema = schema or w.schema
-            w.write_table(t.cast(schema))
+            w.write_table(t.cast(schema), row_group_size=group)
 
 
 WRAP = """

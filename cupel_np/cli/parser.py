@@ -133,7 +133,8 @@ def _memory_opts(p) -> None:
         "--chunk-rows",
         type=int,
         metavar="N",
-        help="stream in chunks of at least N rows (whole row groups and item sets), whatever the input size",
+        help="stream in chunks of at most N rows (whole item sets; a longer set is a chunk of its own), "
+        "whatever the input size",
     )
 
 
@@ -325,7 +326,7 @@ def add_check_parser(sub, common) -> None:
     p.add_argument("--junit", metavar="OUT.xml", help="also write JUnit XML for CI")
     p.add_argument("--max-rows", type=int, default=10, help="failing rows shown per check (default 10)")
     p.add_argument("--memory-limit", metavar="SIZE", help="memory budget, e.g. 2G; a larger input is checked in chunks")
-    p.add_argument("--chunk-rows", type=int, metavar="N", help="check in chunks of at least N rows, whatever the size")
+    p.add_argument("--chunk-rows", type=int, metavar="N", help="check in chunks of at most N rows, whatever the size")
     p.add_argument(
         "--dask",
         metavar="SPEC",

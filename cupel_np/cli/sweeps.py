@@ -31,7 +31,7 @@ from cupel_np.io.dask import connect, outcome_summary_of_parts
 from cupel_np.io.dask import sweep as dask_sweep
 from cupel_np.io.outdir import read_manifest
 from cupel_np.io.parquet import sweep_parquet, write_sweep
-from cupel_np.model.datasets import needs_streaming
+from cupel_np.model.datasets import check_page_fits, needs_streaming
 from cupel_np.report.from_dir import write_dir_report
 from cupel_np.report.from_result import write_html_report
 from cupel_np.report.sweep_dir import load_sweep_dir
@@ -41,6 +41,7 @@ def _run_dask(args, budget, variants, set_column, title: str) -> int:
     """A sensitivity/sweep command on Dask: parts written by the workers, report from them."""
     if not set_column:
         raise UsageError("--dask needs --set-column (the unit of work is a partition of whole item sets)")
+    check_page_fits(len(variants.variants()) if hasattr(variants, "variants") else len(variants), _memory_limit(args))
     with connect(args.dask) as client:
         summary = dask_sweep(
             _source(args.items),
@@ -86,7 +87,9 @@ def _streams(args, set_column, n_variants: int) -> bool:
     """Whether a sensitivity/sweep run of ``n_variants`` variants streams: asked for
     (``--chunk-rows``), or the input's estimated in-memory peak for that many variants is over
     the memory limit (``datasets.needs_streaming``, which also refuses an input over the limit
-    without a set column: one item set cannot be cut)."""
+    without a set column: one item set cannot be cut). A run whose report page alone is estimated
+    over the limit (many variants) is refused first (``datasets.check_page_fits``)."""
+    check_page_fits(n_variants, _memory_limit(args))
     if args.chunk_rows is not None:
         if args.chunk_rows < 1:
             raise UsageError(f"--chunk-rows must be at least 1, got {args.chunk_rows}")

@@ -42,6 +42,7 @@ from cupel_np.io.outdir import (
 )
 from cupel_np.model._readers import read_items_table
 from cupel_np.model.budget import ContextBudget
+from cupel_np.model.chunks import dataset_batches, whole_set_chunks
 from cupel_np.model.columns import SET_COLUMN, Problems, check_items
 from cupel_np.model.datasets import (
     RowSource,
@@ -56,7 +57,6 @@ from cupel_np.model.datasets import (
     parquet_file,
     set_runs,
     uncompressed_bytes,
-    whole_set_chunks,
 )
 from cupel_np.model.grid import as_variants
 from cupel_np.model.hints import PathOrPaths, StrPath, Variants
@@ -85,7 +85,13 @@ def _variants_metadata(variants) -> dict[bytes, bytes]:
 class _AtomicWriter:
     """A ParquetWriter on a temp file beside the target, renamed into place on close; an
     interrupted run leaves no file that looks complete. On an object store (a URL target) the
-    temp is a key beside the target, copied into place on close (``_fs.commit_remote``)."""
+    temp is a key beside the target, copied into place on close (``_fs.commit_remote``).
+
+    ``finish`` completes the temp file and ``commit`` puts it in place, so that several outputs
+    can all be finished before any is committed. A write or finish that fails (a full disk)
+    removes the temp file and raises an ``OSError`` naming the target, never the temp file;
+    ``abort`` never raises (so every writer of a run is aborted, whichever fails first) and
+    leaves pyarrow nothing to close again at garbage collection."""
 
     def __init__(self, path, schema: pa.Schema, metadata: dict[bytes, bytes]):
         self.path = as_path(path)
@@ -99,42 +105,89 @@ class _AtomicWriter:
                 raise translate(e, str(self.path)) from None
         else:
             self.tmp = temp_beside(self.path)
-            self.writer = pq.ParquetWriter(self.tmp, self.schema, compression="zstd")
+            try:
+                self.writer = pq.ParquetWriter(self.tmp, self.schema, compression="zstd")
+            except OSError as e:
+                _remove_quietly(self.tmp)
+                raise self._named(e) from None
+
+    def _named(self, e: OSError) -> Exception:
+        """``e`` as an error naming the target (an object store's as a ``StorageError``)."""
+        if isinstance(self.path, RemotePath):
+            return translate(e, str(self.path))
+        if e.errno:
+            return OSError(e.errno, os.strerror(e.errno), str(self.path))
+        return OSError(f"cannot write {self.path}: {e}")
 
     def write(self, table: pa.Table) -> None:
         try:
             self.writer.write_table(table.cast(self.schema))
         except OSError as e:
-            if isinstance(self.path, RemotePath):
-                raise translate(e, str(self.path)) from None
-            raise
+            self.abort()
+            raise self._named(e) from None
 
-    def close(self) -> None:
-        if isinstance(self.path, RemotePath):
-            try:
-                self.writer.close()
-            except OSError as e:
-                self.tmp.unlink(missing_ok=True)
-                raise translate(e, str(self.path)) from None
-            commit_remote(self.tmp, self.path)
-            return
-        self.writer.close()
-        os.replace(self.tmp, self.path)
-
-    def abort(self) -> None:
+    def finish(self) -> None:
+        """Complete the temp file (its footer); on failure remove it and raise naming the target."""
         try:
             self.writer.close()
-        except OSError:
-            if not isinstance(self.path, RemotePath):
-                raise
-        finally:
-            if isinstance(self.path, RemotePath):
-                try:
-                    self.tmp.unlink(missing_ok=True)
-                except Exception:  # the first error is the one to report
-                    pass
-            elif os.path.exists(self.tmp):
-                os.unlink(self.tmp)
+        except OSError as e:
+            self.abort()
+            raise self._named(e) from None
+
+    def commit(self) -> None:
+        """Put the finished temp file in place."""
+        if isinstance(self.path, RemotePath):
+            commit_remote(self.tmp, self.path)
+        else:
+            os.replace(self.tmp, self.path)
+
+    def close(self) -> None:
+        self.finish()
+        self.commit()
+
+    def abort(self) -> None:
+        """Close quietly and remove the temp file; never raises (the first error is the one to
+        report)."""
+        try:
+            self.writer.close()
+        except Exception:
+            # pyarrow's writer stays "open" after a failed close and its __del__ would try again
+            # (printing "Exception ignored in ParquetWriter.__del__"): mark it closed and close
+            # the file under it ourselves
+            self.writer.is_open = False
+            try:
+                if self.writer.file_handle is not None:
+                    self.writer.file_handle.close()
+            except Exception:
+                pass
+        if isinstance(self.path, RemotePath):
+            try:
+                self.tmp.unlink(missing_ok=True)
+            except Exception:
+                pass
+        else:
+            _remove_quietly(self.tmp)
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _finish_all(writers: list[_AtomicWriter]) -> None:
+    """Finish every writer, then commit them all; if one fails to finish, abort every one (no
+    temp file stays, no output is put in place beside a missing one) and raise its error."""
+    try:
+        for w in writers:
+            w.finish()
+    except BaseException:
+        for w in writers:
+            w.abort()
+        raise
+    for w in writers:
+        w.commit()
 
 
 def write_sweep(
@@ -155,7 +208,17 @@ def write_sweep(
         tables["items"] = result.items_table()
     if labels is not None:
         tables["outcomes"] = result.outcomes_table(labels)
-    paths = {name: write_parquet_atomic(table, out / f"{name}.parquet", meta) for name, table in tables.items()}
+    writers: dict[str, _AtomicWriter] = {}
+    try:
+        for name, table in tables.items():
+            writers[name] = _AtomicWriter(out / f"{name}.parquet", table.schema, meta)
+            writers[name].write(table)
+    except BaseException:
+        for w in writers.values():
+            w.abort()
+        raise
+    _finish_all(list(writers.values()))  # all in place, or none
+    paths = {name: w.path for name, w in writers.items()}
     _sweep_manifest(out, KIND_SWEEP, run_id(result), result.variants, result.table.set_column, list(paths))
     return paths
 
@@ -185,7 +248,7 @@ def write_parquet_atomic(table: pa.Table, path: StrPath, meta: dict[bytes, bytes
     except BaseException:
         w.abort()
         raise
-    w.close()
+    _finish_all([w])
     return w.path
 
 
@@ -276,8 +339,7 @@ def _sweep_parquet(
         for w in writers.values():
             w.abort()
         raise
-    for w in writers.values():
-        w.close()
+    _finish_all(list(writers.values()))
     out.mkdir(parents=True, exist_ok=True)  # an empty input writes no part, but the run is recorded
     _sweep_manifest(out, KIND_STREAMED, run, vs, set_column, list(writers), summary=totals)
     return totals
@@ -324,10 +386,10 @@ def sweep_parquet(
     label_column: str | None = None,
 ) -> dict:
     """Sweep a corpus too large for memory: read ``path`` (a file, a directory or a list of
-    files) a few row groups at a time, whole item sets per chunk, sweep each chunk, and stream
-    ``items`` / ``diffs`` / ``variants`` Parquet into ``out_dir``. Chunks hold at least
-    ``chunk_rows`` rows (default: what fits in ``memory_limit`` by the estimate for this many
-    variants, at most a quarter million). Before anything large is allocated, a set whose estimated in-memory peak is over
+    files) in batches (within row groups too), whole item sets per chunk, sweep each chunk, and
+    stream ``items`` / ``diffs`` / ``variants`` Parquet into ``out_dir``. Chunks hold at most
+    ``chunk_rows`` rows, or one set longer than that (default: what fits in ``memory_limit`` by
+    the estimate for this many variants, at most a quarter million; ``chunks.whole_set_chunks``). Before anything large is allocated, a set whose estimated in-memory peak is over
     ``memory_limit`` (default half the available memory) raises ``MemoryLimitError``. When a
     set's rows are not contiguous the whole input is grouped in memory if it fits in the
     limit; otherwise the error says to use the Dask path. Returns totals (rows, sets,
@@ -456,8 +518,8 @@ def _batches(path, d, chunk_rows: int):
         yield from pf.iter_batches(batch_size=chunk_rows)
         return
     empty = True
-    for b in d.to_batches(batch_size=chunk_rows):
+    for t, _ in dataset_batches(d, chunk_rows):  # within row groups too (Dataset.to_batches decodes them whole)
         empty = False
-        yield b
+        yield from t.to_batches()
     if empty:
         yield pa.RecordBatch.from_pylist([], schema=d.schema)

@@ -3,9 +3,10 @@ pattern or a list of files, read through ``pyarrow.dataset`` in one fixed order 
 directory's files sorted by path; row groups in file order). That order defines every row's
 input row number, in process and on Dask alike.
 
-Also the streaming corpus sweep behind ``io.sweep_parquet``: whole item sets per chunk when
-each set's rows are contiguous; otherwise the table is grouped in memory when it fits, and the
-error points to ``cupel_np.dask.sweep`` when it does not.
+Also what the streaming corpus sweep behind ``io.sweep_parquet`` decides before it reads: the
+memory estimate, the chunk size and the set layout (whole item sets per chunk when each set's
+rows are contiguous, ``chunks.whole_set_chunks``; otherwise the table is grouped in memory when
+it fits, and the error points to ``cupel_np.dask.sweep`` when it does not).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import pyarrow.parquet as pq
 
 from cupel_np._fs import RemotePath, arrow_files, arrow_location, as_path, glob_files, is_remote, translate
 from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError
+from cupel_np.model.chunks import READ_BATCH_ROWS, dataset_batches
+from cupel_np.model.chunks import whole_set_chunks as whole_set_chunks  # read here by cli/check.py
 
 #: The in-memory peak is estimated per input row as ``IN_MEMORY_FACTOR`` x the row's share of the
 #: uncompressed Parquet bytes (the Arrow table, the encoded ItemTable, shared scoring columns, the
@@ -553,48 +556,42 @@ def estimate_in_memory_peak(
 def chunk_rows_for(
     d: ds.FileSystemDataset, limit: int, cap: int = 250_000, *, n_variants: int = DEFAULT_VARIANTS
 ) -> int:
-    """Rows per streamed chunk of a sweep of ``n_variants`` variants: at most ``cap`` (past a
-    quarter million rows a chunk buys no throughput, only memory: measured 11.9 s and 1.0 GB peak
-    at 250k vs 13.5 s and 1.6 GB at 1M rows a chunk, 5M rows x 4 presets), else what fits in
-    ``limit`` less ``CHUNK_FIXED_BYTES`` by the estimate, less a row group but one (a chunk is
-    whole row groups of at least this many rows, so it ends up to a row group over); at least 1
-    (then a chunk is one row group and the trailing set)."""
-    per_row = max(estimate_in_memory_peak(d, 1_000_000, n_variants=n_variants) / 1_000_000, 1.0)
+    """The most rows of a streamed chunk of a sweep of ``n_variants`` variants
+    (``chunks.whole_set_chunks``: whole sets, at most this many rows unless one set is longer):
+    at most ``cap`` (past a quarter million rows a chunk buys no throughput, only memory:
+    measured 11.9 s and 1.0 GB peak at 250k vs 13.5 s and 1.6 GB at 1M rows a chunk, 5M rows x 4
+    presets), else what fits in ``limit`` less ``CHUNK_FIXED_BYTES`` by the estimate, with the
+    batch read past the chunk (at most as many rows, at their uncompressed bytes) counted too;
+    at least 1 (then a chunk is one set). Row groups do not matter: they are read in batches."""
+    total_rows = sum(f.metadata.num_rows for f in d.get_fragments())
+    raw = uncompressed_bytes(d) / max(total_rows, 1)
+    per_row = max(estimate_in_memory_peak(d, 1_000_000, n_variants=n_variants) / 1_000_000 + raw, 1.0)
     fit = int((limit - CHUNK_FIXED_BYTES) // per_row)
-    if fit >= cap:
-        return cap
-    largest = max(
-        (f.metadata.row_group(g).num_rows for f in d.get_fragments() for g in range(f.metadata.num_row_groups)),
-        default=1,
-    )
-    return int(max(1, fit - largest + 1))
+    return int(min(cap, max(1, fit)))
 
 
 def set_runs(d: ds.FileSystemDataset, set_column: str) -> tuple[pa.Array, np.ndarray]:
-    """The runs of equal set keys in input order, read one row group at a time (memory in
-    proportion to the number of runs, not rows): (key of each run, length of each run)."""
+    """The runs of equal set keys in input order, read a batch at a time (memory in proportion
+    to the number of runs, not rows): (key of each run, length of each run)."""
     keys, lengths = [], []
     last = None
-    for frag in d.get_fragments():
-        for rg in frag.split_by_row_group():
-            col = rg.to_table(columns=[set_column], schema=d.schema).column(set_column).combine_chunks()
-            if len(col) == 0:
-                continue
-            if pa.types.is_dictionary(col.type):
-                col = col.dictionary_decode()
-            neq = pc.fill_null(pc.not_equal(col.slice(1), col.slice(0, len(col) - 1)), True).to_numpy(
-                zero_copy_only=False
-            )
-            starts = np.concatenate(([0], np.flatnonzero(neq) + 1))
-            lens = np.diff(np.append(starts, len(col)))
-            run_keys = col.take(pa.array(starts))
-            if last is not None and run_keys[0].equals(last):
-                lengths[-1][-1] += int(lens[0])
-                run_keys, lens = run_keys.slice(1), lens[1:]
-            if len(run_keys):
-                keys.append(run_keys)
-                lengths.append(lens.astype(np.int64))
-                last = run_keys[len(run_keys) - 1]
+    for t, _ in dataset_batches(d, READ_BATCH_ROWS, columns=[set_column]):
+        col = t.column(set_column).combine_chunks()
+        if len(col) == 0:
+            continue
+        if pa.types.is_dictionary(col.type):
+            col = col.dictionary_decode()
+        neq = pc.fill_null(pc.not_equal(col.slice(1), col.slice(0, len(col) - 1)), True).to_numpy(zero_copy_only=False)
+        starts = np.concatenate(([0], np.flatnonzero(neq) + 1))
+        lens = np.diff(np.append(starts, len(col)))
+        run_keys = col.take(pa.array(starts))
+        if last is not None and run_keys[0].equals(last):
+            lengths[-1][-1] += int(lens[0])
+            run_keys, lens = run_keys.slice(1), lens[1:]
+        if len(run_keys):
+            keys.append(run_keys)
+            lengths.append(lens.astype(np.int64))
+            last = run_keys[len(run_keys) - 1]
     if not keys:
         return pa.array([], d.schema.field(set_column).type), np.zeros(0, dtype=np.int64)
     return pa.concat_arrays(keys), np.concatenate(lengths)
@@ -635,6 +632,39 @@ def check_fits(
         )
 
 
+#: estimated peak bytes of the report page per variant (its per-variant charts and tables) and
+#: per pair of variants (the variant-by-variant agreement, similarity and swing tables): a
+#: two-point fit of ``cupel-np sweep`` on 200 rows with 4 presets x 125 / 250 budgets, peak RSS
+#: (``ru_maxrss``) 2.38 GiB at 500 variants and 4.52 GiB at 1,000 (0.37 GiB idle), one run each;
+#: 10,000 variants ran out of memory at 22 GiB. Bounded pages past a threshold are not built
+#: yet: until then a run whose page is estimated over the limit stops before any work.
+PAGE_BYTES_PER_VARIANT = 4.0 * 2**20
+#: see ``PAGE_BYTES_PER_VARIANT``
+PAGE_BYTES_PER_PAIR = 330.0
+
+#: the page estimate is checked only past this many variants (below it the page is small next
+#: to the rows' estimate, and the tests' tiny limits that force streaming stay usable)
+PAGE_CHECK_VARIANTS = 100
+
+
+def check_page_fits(n_variants: int, limit: int) -> None:
+    """Raise MemoryLimitError before any work when the report page of more than
+    ``PAGE_CHECK_VARIANTS`` variants (``n_variants``) is estimated (``PAGE_BYTES_PER_VARIANT``, ``PAGE_BYTES_PER_PAIR``) to need more than
+    ``limit`` bytes, whatever the rows (a chunk of fewer rows cannot help)."""
+    from cupel_np.errors import MemoryLimitError
+
+    if n_variants <= PAGE_CHECK_VARIANTS:
+        return
+    need = int(n_variants * PAGE_BYTES_PER_VARIANT + n_variants * n_variants * PAGE_BYTES_PER_PAIR)
+    if need > limit:
+        raise MemoryLimitError(
+            f"{n_variants:,} variants: the report page (per-variant charts, variant-by-variant tables) is "
+            f"estimated to need {format_size(need)} in memory, over the memory limit of {format_size(limit)}, "
+            "whatever the number of rows; options: sweep fewer variants at once (split the grid or the "
+            "policies file), or raise --memory-limit"
+        )
+
+
 def needs_streaming(
     source, limit: int, *, set_column: str | None, n_variants: int, where: str
 ) -> ds.FileSystemDataset | None:
@@ -653,37 +683,3 @@ def needs_streaming(
     if not set_column:
         check_fits(d, None, limit, where, n_variants=n_variants)  # raises: over the limit
     return d
-
-
-# ----------------------------------------------------------------------------- streaming sweep
-def _row_groups(d: ds.FileSystemDataset):
-    """Every row group of the dataset in input order, as tables in the dataset schema."""
-    for frag in d.get_fragments():
-        for rg in frag.split_by_row_group():
-            yield rg.to_table(schema=d.schema)
-
-
-def whole_set_chunks(d, set_column: str, chunk_rows: int, n_groups: int):
-    """Whole row groups, at least ``chunk_rows`` rows; the trailing set of a chunk (which may
-    continue in the next row group) is carried into the next chunk."""
-    if n_groups == 0:  # an empty dataset still gets (empty) outputs
-        yield d.to_table(), 0
-        return
-    carry = None
-    for g, t in enumerate(_row_groups(d)):
-        buf = t if carry is None else pa.concat_tables([carry, t])
-        carry = None
-        if g == n_groups - 1:
-            yield buf, g + 1
-            return
-        if buf.num_rows < chunk_rows:
-            carry = buf
-            continue
-        keys = buf.column(set_column)
-        other = np.flatnonzero(pc.not_equal(keys, keys[-1]).to_numpy(zero_copy_only=False))
-        if other.size == 0:  # one set so far: keep reading
-            carry = buf
-            continue
-        cut = int(other[-1]) + 1
-        yield buf.slice(0, cut), g + 1
-        carry = buf.slice(cut)
