@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import math
 from pathlib import Path
@@ -212,18 +213,60 @@ def _checks_html(result) -> str:
     )
 
 
-def _report_html(result, path: Path, title: str) -> Path:
-    cmp = result.comparison
-    cols = [c for c in cmp.column_names]
-    head = "".join(f"<th>{escape_html(c)}</th>" for c in cols)
+#: the comparison table's column prefixes, shown as a header row above their columns
+_PARTS = (("search_", "search sets"), ("heldout_", "held-out sets"))
+
+
+def _comparison_columns(cols: list[str]) -> list[tuple[str, str, list[str]]]:
+    """(group, header, columns) per shown column: the search and held-out metrics under one
+    header each, without their prefix, and a metric's ``_lo``/``_hi`` pair as one "95%
+    interval" column, so the table fits a laptop window instead of scrolling sideways."""
+    out: list[tuple[str, str, list[str]]] = []
+    for c in cols:
+        if c.endswith("_hi") and c[:-3] + "_lo" in cols:
+            continue
+        group, name = "", c
+        for prefix, part in _PARTS:
+            if c.startswith(prefix):
+                group, name = part, c[len(prefix) :]
+        if c.endswith("_lo") and c[:-3] + "_hi" in cols:
+            out.append((group, "95% interval", [c, c[:-3] + "_hi"]))
+        else:
+            out.append((group, name.replace("_", " "), [c]))
+    return out
+
+
+def _comparison_html(cmp) -> str:
+    shown = _comparison_columns(list(cmp.column_names))
+    top, sub = [], []
+    for i, (group, header, _c) in enumerate(shown):
+        if not group:
+            top.append(f'<th rowspan="2">{escape_html(header)}</th>')
+        elif i == 0 or shown[i - 1][0] != group:
+            span = sum(1 for _ in itertools.takewhile(lambda x, g=group: x[0] == g, shown[i:]))
+            top.append(f'<th colspan="{span}">{escape_html(group)}</th>')
+        if group:
+            sub.append(f"<th>{escape_html(header)}</th>")
+
+    def cell(r: dict, c: list[str]) -> str:
+        if len(c) == 2:
+            return f'<td class="nowrap">{_fmt(r[c[0]])} to {_fmt(r[c[1]])}</td>'
+        v = r[c[0]]
+        return f'<td class="text">{_fmt(v)}</td>' if isinstance(v, str) else f"<td>{_fmt(v)}</td>"
+
     body = "".join(
         "<tr"
         + (' class="best"' if r["kind"] == "best" else "")
         + ">"
-        + "".join(f"<td>{_fmt(r[c])}</td>" for c in cols)
+        + "".join(cell(r, c) for _g, _h, c in shown)
         + "</tr>"
         for r in cmp.to_pylist()
     )
+    return f'<table id="comparison"><tr>{"".join(top)}</tr><tr>{"".join(sub)}</tr>{body}</table>'
+
+
+def _report_html(result, path: Path, title: str) -> Path:
+    table = _comparison_html(result.comparison)
     p, s = result.paired, result.swing
     verdict = (
         "a real improvement at this level"
@@ -238,6 +281,7 @@ def _report_html(result, path: Path, title: str) -> Path:
 <style>body{{font-family:system-ui,sans-serif;max-width:1100px;margin:1em auto;padding:0 1em}}
 table{{border-collapse:collapse;font-size:13px;display:block;overflow-x:auto}}
 td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}} tr.best{{background:#eef6ff}}
+th{{text-align:center}} td.text{{text-align:left;overflow-wrap:anywhere;min-width:7em;max-width:16em}} td.nowrap{{white-space:nowrap}}
 pre{{background:#f6f6f6;padding:8px;overflow-x:auto}}</style></head><body>
 <h1>{escape_html(title)}</h1>
 <p><b>Start here.</b> {result.trials} trials ({result.policies_swept} distinct policies) maximising <code>{escape_html(result.objective)}</code> (seed {result.seed})
@@ -246,7 +290,7 @@ policy <b>{escape_html(p["a"])}</b> against the best preset <b>{escape_html(p["b
 difference {p["mean_diff"]:+.3f} (95% interval {p["lo"]:+.3f} to {p["hi"]:+.3f}) over {p["sets"]} sets,
 {p["wins"]} wins / {p["ties"]} ties / {p["losses"]} losses: {verdict}.</p>
 {checks}
-<h2>Best policies and presets</h2><table><tr>{head}</tr>{body}</table>
+<h2>Best policies and presets</h2>{table}
 <p>Token precision counts pinned items (kept by every policy) among the tokens kept.
 Tokens: {escape_html(result.token_counter)}.</p>
 <h2>Swing against {escape_html(s["b"])}</h2>
