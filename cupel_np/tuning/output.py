@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import io
-import itertools
 import json
 import math
 from pathlib import Path
@@ -243,7 +242,7 @@ def _comparison_html(cmp) -> str:
         if not group:
             top.append(f'<th rowspan="2">{escape_html(header)}</th>')
         elif i == 0 or shown[i - 1][0] != group:
-            span = sum(1 for _ in itertools.takewhile(lambda x, g=group: x[0] == g, shown[i:]))
+            span = next((j for j, x in enumerate(shown[i:]) if x[0] != group), len(shown) - i)
             top.append(f'<th colspan="{span}">{escape_html(group)}</th>')
         if group:
             sub.append(f"<th>{escape_html(header)}</th>")
