@@ -158,7 +158,10 @@ def labels_from(items, label_column: str) -> Labels:
         except Exception as e:  # pyarrow raises several types here
             raise InvalidInputTypeError(f"cannot read items as an Arrow table: {e}") from None
     if label_column not in items.column_names:
-        raise InvalidConfigError(f"label column {label_column!r} not found (columns: {', '.join(items.column_names)})")
+        raise InvalidConfigError(
+            f"label column {label_column!r} not found{suggestion(label_column, items.column_names)} "
+            f"(columns: {', '.join(items.column_names)})"
+        )
     return check_labels(items.column(label_column), label_column)
 
 

@@ -221,7 +221,8 @@ def _sweep_parquet(
         )
     if label_column is not None and label_column not in d.schema.names:
         raise InvalidConfigError(
-            f"label column {label_column!r} not found in {where} (columns: {', '.join(d.schema.names)})"
+            f"label column {label_column!r} not found in {where}{suggestion(label_column, d.schema.names)} "
+            f"(columns: {', '.join(d.schema.names)})"
         )
     check_schema_columns(d.schema, (v.policy.scorer for v in vs), where)  # before reading any row
     meta = _variants_metadata(vs)

@@ -28,9 +28,21 @@ BUDGET = ["--max-tokens", "2000", "--target-tokens", "1500"]
             ["--preset", "chat", "--preset", "rag", "--set-column", "session_id", "--label-column", "relevnt"],
             "(did you mean 'relevant'?)",
         ),
+        (
+            ["--preset", "chat", "--preset", "rag", "--set-column", "session_id", "--label-column", "relevnt"]
+            + ["--chunk-rows", "500"],
+            "(did you mean 'relevant'?)",
+        ),
     ],
 )
 def test_typos_get_a_suggestion(tmp_path, capsys, argv, want):
     code = cli.main(["sensitivity", str(SAMPLE), *argv, *BUDGET, "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 2 and want in err and "labels_from" not in err, err
+
+
+def test_tune_label_column_typo(tmp_path, capsys):
+    space = Path(__file__).resolve().parents[2] / "data" / "examples" / "tune_space.toml"
+    argv = ["tune", str(SAMPLE), "--space", str(space), "--label-column", "relevnt", "--set-column", "session_id"]
+    assert cli.main([*argv, "--out", str(tmp_path / "t")]) == 2
+    assert "(did you mean 'relevant'?)" in capsys.readouterr().err
