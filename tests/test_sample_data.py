@@ -96,3 +96,12 @@ def test_relevant_label_follows_the_documented_rule():
     keys: dict = {}
     for s, c, r in zip(t["session_id"].to_pylist(), t["content"].to_pylist(), rel):
         assert keys.setdefault((s, c), r) == r  # exact duplicates share their label
+
+
+def test_shipped_examples_point_only_at_what_a_pip_user_has():
+    """Issue 26.17: a pip install has no EXTENSIONS.md (it is beside the conformance vectors,
+    not in the package); the shipped example files must not send a user there."""
+    files = sorted((PKG_DATA / "examples").glob("*.toml"))
+    assert files
+    for p in files:
+        assert "EXTENSIONS.md" not in p.read_text(encoding="utf-8"), p.name

@@ -41,6 +41,7 @@ from cupel_np._jit import as_input, jit
 from cupel_np.engine.parallel import resolve_threads, run_tasks
 from cupel_np.engine.sweep_run import segment_sums
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
+from cupel_np.model.fields import suggestion
 from cupel_np.model.items import ItemTable
 
 __all__ = [
@@ -137,10 +138,10 @@ def labels_from(items, label_column: str) -> Labels:
         elif label_column in items.extra_columns:  # kept beside the item fields, in table order
             column = items.extra_column(label_column)
         else:
+            known = [*names, *items.extra_columns]
             raise InvalidConfigError(
-                f"label column {label_column!r} is not in this ItemTable (columns: "
-                f"{', '.join([*names, *items.extra_columns])}); pass the labels from the source "
-                "table: labels_from(arrow_table, column)"
+                f"label column {label_column!r} is not in this ItemTable{suggestion(label_column, known)} "
+                f"(columns: {', '.join(known)})"
             )
         rows = items.input_row  # errors name the input row, not the grouped one
         stored = check_labels(column, label_column, locate=lambda r: (None, int(rows[r])))
@@ -157,7 +158,10 @@ def labels_from(items, label_column: str) -> Labels:
         except Exception as e:  # pyarrow raises several types here
             raise InvalidInputTypeError(f"cannot read items as an Arrow table: {e}") from None
     if label_column not in items.column_names:
-        raise InvalidConfigError(f"label column {label_column!r} not found (columns: {', '.join(items.column_names)})")
+        raise InvalidConfigError(
+            f"label column {label_column!r} not found{suggestion(label_column, items.column_names)} "
+            f"(columns: {', '.join(items.column_names)})"
+        )
     return check_labels(items.column(label_column), label_column)
 
 

@@ -21,9 +21,25 @@ from cupel_np.cli.shared import (
     plural,
     top_reasons,
 )
+from cupel_np.errors import InvalidConfigError
 from cupel_np.model.policy import Policy
 from cupel_np.model.presets import preset
 from cupel_np.report.budget import parse_ladder, print_outcomes, print_summary, summarize, write_budget_outputs
+
+
+def _ladder(args, lo: int, hi: int, steps: int) -> list:
+    """The ladder, its errors in the command's words (the flag and the value given)."""
+    try:
+        return budget_ladder(lo, hi, steps, spacing=args.spacing, output_reserve=args.output_reserve)
+    except InvalidConfigError as e:
+        msg = str(e).removeprefix("budget_ladder: ")
+        if "output_reserve" in msg:
+            raise InvalidConfigError(
+                f"--output-reserve {args.output_reserve:,} must be in [0, LO] of --ladder {args.ladder} "
+                f"(every budget of the ladder keeps it for the answer)"
+            ) from None
+        hint = "; start at LO >= 1 or pass --spacing linear" if "geometric" in msg else ""
+        raise InvalidConfigError(f"--ladder {args.ladder}: {msg}{hint}") from None
 
 
 def cmd_budget(args) -> int:
@@ -32,7 +48,7 @@ def cmd_budget(args) -> int:
     variants = [(as_path(f).stem, Policy.from_file(f)) for f in args.policy or []]
     variants += [(name, preset(name)) for name in args.preset or []]
     lo, hi, steps = parse_ladder(args.ladder)
-    ladder = budget_ladder(lo, hi, steps, spacing=args.spacing, output_reserve=args.output_reserve)
+    ladder = _ladder(args, lo, hi, steps)
     _claim_out(args)
     t0 = time.perf_counter()
     table = _load_table(args.items, args.set_column)

@@ -23,6 +23,7 @@ from cupel_np.cli.shared import UsageError, _progress_enabled, _source
 from cupel_np.errors import InvalidConfigError, MemoryLimitError
 from cupel_np.io.dask import check, connect
 from cupel_np.model import datasets  # read at call time: tests replace whole_set_chunks
+from cupel_np.model.fields import suggestion
 from cupel_np.model.items import ItemTable
 from cupel_np.testing.checks import ChecksFile, load_checks
 from cupel_np.testing.runner import (
@@ -59,7 +60,9 @@ def _tables(args, set_column: str | None, n_variants: int) -> Iterator[ItemTable
         raise InvalidConfigError("streaming a check needs a set column (chunks hold whole item sets)")
     d = d if d is not None else datasets.open_dataset(src)
     if set_column not in d.schema.names:
-        raise InvalidConfigError(f"set column {set_column!r} not found (columns: {', '.join(d.schema.names)})")
+        raise InvalidConfigError(
+            f"set column {set_column!r} not found{suggestion(set_column, d.schema.names)} (columns: {', '.join(d.schema.names)})"
+        )
     keys, lengths = datasets.set_runs(d, set_column)
     if len(pc.unique(keys)) != len(keys):
         raise MemoryLimitError(

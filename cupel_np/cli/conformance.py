@@ -31,7 +31,7 @@ from cupel_np.engine.slicers import codes as sk
 from cupel_np.engine.slicers import slicer_args
 from cupel_np.errors import CupelError
 from cupel_np.model.budget import ContextBudget
-from cupel_np.model.fields import unknown_keys_ignored
+from cupel_np.model.fields import suggestion, unknown_keys_ignored
 from cupel_np.model.items import ContextItem, ItemTable
 from cupel_np.model.policy import Policy
 from cupel_np.model.scorers import scorer_from_dict
@@ -455,7 +455,9 @@ def run_vector(path: Path) -> str | None:
     stage = (vec.get("test") or {}).get("stage")
     runner = RUNNERS.get(stage)
     if runner is None:
-        return f"unknown stage {stage!r}"
+        if stage is None:
+            return "not a conformance vector: no [test] table with a 'stage' key"
+        return f"unknown stage {stage!r}{suggestion(str(stage), RUNNERS)}; stages: {', '.join(RUNNERS)}"
     want_err = _expect_error(vec)
     try:
         # EXTENSIONS.md: unknown keys in a vector are ignored, never rejected

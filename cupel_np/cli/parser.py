@@ -380,10 +380,21 @@ def add_tune_parser(sub, common) -> None:
     p.set_defaults(func=cmd_tune)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose "expected one argument" also says how to give a value that
+    starts with '-' (``--ladder -5:2000:3`` reads ``-5:2000:3`` as an option)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        if message.endswith("expected one argument"):
+            flag = message.removeprefix("argument ").split(":")[0].split("/")[-1].strip()
+            message += f" (a value that starts with '-' is given as {flag}=VALUE)"
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``cupel-np`` argument parser (one sub-command per task)."""
     common, compute = _common_parents()
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="cupel-np",
         description="Cupel context selection at corpus scale: which items do your policies swap in or out?",
     )

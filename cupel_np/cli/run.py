@@ -54,14 +54,18 @@ def cmd_run(args) -> int:
         f"({pinned:,} pinned + {used - pinned:,} selected; target {budget.target_tokens:,}, "
         f"{report.effective_target_tokens:,} of it left for selection after pinned items and reserves)"
     )
+    # one layout for both parts: the reason column as wide as the longest reason shown, so the
+    # tokens and content columns line up whatever the reasons are
+    w = max([8, *(len(inc.reason.value) for inc in report.included), *(len(e.reason.reason) for e in report.excluded)])
     for i, inc in enumerate(report.included):
         print(
-            f"  {i:>3}  IN   {inc.score:8.4f}  {inc.reason.value:<10} {inc.item.tokens:>7}  {_one_line(inc.item.content)}"
+            f"  {i:>3}  IN   {inc.score:8.4f}  {inc.reason.value:<{w}} {inc.item.tokens:>7}  {_one_line(inc.item.content)}"
         )
     for exc in report.excluded:
         detail = ", ".join(f"{k}={v}" for k, v in exc.reason.to_dict().items() if k != "reason")
         print(
-            f"       OUT  {exc.score:8.4f}  {exc.reason.reason:<16} {exc.item.tokens:>7}  {_one_line(exc.item.content)}  ({detail})"
+            f"  {'':>3}  OUT  {exc.score:8.4f}  {exc.reason.reason:<{w}} {exc.item.tokens:>7}  "
+            f"{_one_line(exc.item.content)}  ({detail})"
         )
     for s in report.count_requirement_shortfalls:
         print(f"  shortfall: kind {s.kind!r} required {s.required_count}, got {s.satisfied_count}")

@@ -67,6 +67,7 @@ def _run_dask(args, budget, variants, set_column, title: str) -> int:
                 {**summary, "outputs": {"dir": str(as_path(args.out)), "report": str(report)}, **extra}, indent=2
             )
         )
+        all_cells_failed(sum(summary["failed"].values()), summary["sets"] * len(variants), args.items, set_column)
         return EXIT_OK
     failed = sum(summary["failed"].values())
     print(
@@ -75,11 +76,14 @@ def _run_dask(args, budget, variants, set_column, title: str) -> int:
         f"{plural(summary['swing'], 'swinging item')}; {plural(failed, 'failed (variant, set) cell')}; "
         f"{summary['seconds']:.1f}s"
     )
+    s = load_sweep_dir(args.out)
+    _print_table(s.labels, s.included, s.tokens, s.target, s.swing_included, s.failed, s.orphans)
     if outcomes is not None:
         _print_outcomes(outcomes, args.label_column)
     _print_failures(_written_failures(args.out))
     dirs = "items/, diffs/, variants/, outcomes/" if outcomes is not None else "items/, diffs/, variants/"
     print(f"wrote {dirs}, manifest.json and {report.name} to {as_path(args.out).resolve()}")
+    all_cells_failed(failed, summary["sets"] * len(s.labels), args.items, set_column)
     return EXIT_OK
 
 
@@ -156,15 +160,7 @@ def _run_streaming(args, budget, variants, set_column, title: str, t0: float) ->
         f"{plural(tot['swing'], 'swinging item')}; {elapsed:.1f}s (streamed in {plural(tot['chunks'], 'chunk')} "
         "of whole sets)"
     )
-    w = max([8, *(len(l) for l in s.labels)])
-    print(
-        f"{'variant':<{w}}  {'included':>9} {'tokens used':>12} {'target util':>11} {'swing incl.':>11} {'failed sets':>11}"
-    )
-    for v, lab in enumerate(s.labels):
-        util = s.tokens[v] / s.target[v] if s.target[v] else 0.0
-        print(
-            f"{lab:<{w}}  {s.included[v]:>9,} {s.tokens[v]:>12,} {util:>11.1%} {s.swing_included[v]:>11,} {s.failed[v]:>11,}"
-        )
+    _print_table(s.labels, s.included, s.tokens, s.target, s.swing_included, s.failed, s.orphans)
     if summary is not None:
         _print_outcomes(summary, args.label_column)
     _print_failures(_written_failures(out))
@@ -214,24 +210,29 @@ def _print_summary(result, out=None) -> None:
         lab: {k: agg[f"{k}_sum"][i] for k in ("included", "tokens", "target", "swing_in", "failed")}
         for i, lab in enumerate(agg["variant"])
     }
-    w = max([8, *(len(l) for l in stats)])
     orphans = result.orphan_totals()  # None: the items carry no tool call/result link
+    labels = [lab for lab in result.labels if lab in stats]  # one line per variant, in variant order
+    cols = [[stats[lab][k] for lab in labels] for k in ("included", "tokens", "target", "swing_in", "failed")]
+    _print_table(labels, *cols, orphans, out=out)
+
+
+def _print_table(labels, included, tokens, target, swing_in, failed, orphans, out=None) -> None:
+    """The per-variant table every sensitivity/sweep run prints (in memory, streamed or on
+    Dask): one line per variant, with the orphan columns when the items carry tool pairs."""
+    w = max([8, *(len(l) for l in labels)])
     pairs_head = f" {'orphan calls':>12} {'orphan results':>14}" if orphans is not None else ""
     print(
         f"{'variant':<{w}}  {'included':>9} {'tokens used':>12} {'target util':>11} {'swing incl.':>11} {'failed sets':>11}"
         + pairs_head,
-        file=out,
+        file=out or sys.stdout,
     )
-    for lab in result.labels:  # one line per variant, in variant order
-        if lab not in stats:
-            continue
-        s = stats.pop(lab)
-        util = s["tokens"] / s["target"] if s["target"] else 0.0
+    for v, lab in enumerate(labels):
+        util = tokens[v] / target[v] if target[v] else 0.0
         pairs = f" {orphans[lab][0]:>12,} {orphans[lab][1]:>14,}" if orphans is not None else ""
         print(
-            f"{lab:<{w}}  {s['included']:>9,} {s['tokens']:>12,} {util:>11.1%} {s['swing_in']:>11,} {s['failed']:>11,}"
-            + pairs,
-            file=out,
+            f"{lab:<{w}}  {int(included[v]):>9,} {int(tokens[v]):>12,} {util:>11.1%} {int(swing_in[v]):>11,} "
+            f"{int(failed[v]):>11,}" + pairs,
+            file=out or sys.stdout,
         )
 
 

@@ -12,7 +12,7 @@ from cupel_np.io.dask import connect
 from cupel_np.io.outdir import check_out_path, claim_out_dir
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.datasets import dataset_source
-from cupel_np.tuning.output import summary_dict, write_tune
+from cupel_np.tuning.output import paired_text, summary_dict, tune_warnings, write_tune
 from cupel_np.tuning.search import tune
 
 
@@ -50,13 +50,10 @@ def cmd_tune(args) -> int:
         lo, hi = r["heldout_token_recall_lo"], r["heldout_token_recall_hi"]
         iv = f"{lo:.3f}-{hi:.3f}" if lo is not None and hi is not None else ""
         print(
-            f"{r['label']:<16} {r['kind']:<7} {r['search_token_recall'] or 0:>13.3f} "
-            f"{r['heldout_token_recall'] or 0:>15.3f} {iv:>17}"
+            f"{r['label']:<16} {r['kind']:<7} {_num(r['search_token_recall']):>13} "
+            f"{_num(r['heldout_token_recall']):>15} {iv:>17}"
         )
-    print(
-        f"{p['a']} vs {p['b']} on the {p['part']} sets: {p['mean_diff']:+.3f} {p['metric']} "
-        f"({p['lo']:+.3f} to {p['hi']:+.3f}), {p['wins']} wins / {p['ties']} ties / {p['losses']} losses"
-    )
+    print(paired_text(p, result.heldout_sets if p["part"] == "heldout" else result.search_sets))
     for i, (label, pol, _b) in enumerate(result.best, start=1):
         same = result.equivalents.get(label) or []
         also = f" (selects as {len(same)} other candidate{'s' if len(same) != 1 else ''})" if same else ""
@@ -65,10 +62,15 @@ def cmd_tune(args) -> int:
         n = result.constant_checked
         shown = ", ".join(f"{k} on {v:,}/{n:,}" for k, v in result.constant_scorers.items())
         print(f"constant scorers on the search sets: {shown}")
-    for w in result.warnings:
+    for w in tune_warnings(result):
         print(f"warning: {w}", file=sys.stderr)
     print(f"wrote {', '.join(as_path(v).name for v in paths.values())} to {as_path(args.out).resolve()}")
     return 0
+
+
+def _num(v) -> str:
+    """A recall in the printed table: n/a where the sets had no relevant item (not 0.000)."""
+    return "n/a" if v is None or v != v else f"{v:.3f}"
 
 
 def _tune(tune, args, src, budget, client):

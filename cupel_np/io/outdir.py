@@ -229,7 +229,10 @@ def claim_out_dir(out, *, overwrite: bool = False, run: str | None = None, creat
                 )
             remove_outputs(p)
     if create:
-        p.mkdir(parents=True, exist_ok=True)
+        try:
+            p.mkdir(parents=True, exist_ok=True)
+        except OSError as e:  # a path that cannot be a directory here (read-only, /proc, a file above it)
+            raise InvalidConfigError(f"cannot create the output directory {p}: {e.strerror or e}") from None
     return p
 
 

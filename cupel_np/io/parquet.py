@@ -58,6 +58,7 @@ from cupel_np.model.datasets import (
     set_runs,
     uncompressed_bytes,
 )
+from cupel_np.model.fields import suggestion
 from cupel_np.model.grid import as_variants
 from cupel_np.model.hints import PathOrPaths, StrPath, Variants
 from cupel_np.model.items import ItemTable
@@ -278,11 +279,13 @@ def _sweep_parquet(
     source = RowSource(path)
     if set_column not in d.schema.names:
         raise InvalidConfigError(
-            f"set column {set_column!r} not found in {where} (columns: {', '.join(d.schema.names)})"
+            f"set column {set_column!r} not found in {where}{suggestion(set_column, d.schema.names)} "
+            f"(columns: {', '.join(d.schema.names)})"
         )
     if label_column is not None and label_column not in d.schema.names:
         raise InvalidConfigError(
-            f"label column {label_column!r} not found in {where} (columns: {', '.join(d.schema.names)})"
+            f"label column {label_column!r} not found in {where}{suggestion(label_column, d.schema.names)} "
+            f"(columns: {', '.join(d.schema.names)})"
         )
     check_schema_columns(d.schema, (v.policy.scorer for v in vs), where)  # before reading any row
     meta = _variants_metadata(vs)

@@ -23,7 +23,7 @@ from cupel_np.model._arrays import (
 )
 from cupel_np.model._readers import one_line
 from cupel_np.model.datasets import RowSource
-from cupel_np.model.fields import TOKEN_LIMIT
+from cupel_np.model.fields import TOKEN_LIMIT, suggestion
 from cupel_np.text import WHITE_SPACE_CLASS
 
 ITEM_FIELDS = (
@@ -549,7 +549,10 @@ def _check_names(names: list[str], set_column: str | None, problems: Problems) -
         if req not in names:
             problems.table(f"items table has no {req!r} column (columns: {', '.join(names)})", check="missing column")
     if set_column is not None and set_column not in names:
-        problems.table(f"set column {set_column!r} not found (columns: {', '.join(names)})", check="missing set column")
+        problems.table(
+            f"set column {set_column!r} not found{suggestion(set_column, names)} (columns: {', '.join(names)})",
+            check="missing set column",
+        )
     return repeated
 
 

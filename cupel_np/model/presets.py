@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.dotnet import policy_to_dotnet
+from cupel_np.model.fields import suggestion
 from cupel_np.model.policy import Policy, policy_from_dotnet
 
 __all__ = ["PRESETS", "preset", "policy_from_dotnet", "policy_to_dotnet"]
@@ -80,4 +81,4 @@ def preset(name: str) -> Policy:
     for k, p in PRESETS.items():
         if k.replace("_", "") == key:
             return p
-    raise InvalidConfigError(f"unknown preset {name!r}; presets: {', '.join(PRESETS)}")
+    raise InvalidConfigError(f"unknown preset {name!r}{suggestion(name, PRESETS)}; presets: {', '.join(PRESETS)}")

@@ -290,9 +290,8 @@ class ColumnScorer(Scorer):
     policy may name any integer, floating or decimal column (or a numeric item field such as
     ``priority``); for tables built from
     ``ContextItem`` objects (which have no extra columns) the value is ``metadata[column]``
-    parsed with Rust's f64 grammar. A null value or a missing metadata key scores
-    ``default``; NaN and +/-inf are passed through unchanged (the spec's NaN ordering and
-    IEEE arithmetic apply downstream). An absent or non-numeric column is an error naming the
+    parsed with Rust's f64 grammar. A null, a NaN or a missing metadata key scores
+    ``default`` on every input path; +/-inf are passed through (IEEE arithmetic downstream). An absent or non-numeric column is an error naming the
     column, raised before any variant runs."""
 
     column: str = ""
@@ -327,7 +326,7 @@ class FunctionScorer(Scorer):
     by item set (see :class:`cupel_np.engine.scorers.ScorerInput`); ``offsets`` (int64, read
     only) delimits the sets, so relative per-set scorers can be written. The result must be a
     1-D array (or sequence) of one real number per row (integer or floating dtype; it is cast
-    to float64); NaN and +/-inf are passed through like a column scorer's values. ``fn`` is
+    to float64); NaN and +/-inf are passed through. ``fn`` is
     called once per distinct scorer per run, whatever the thread count and however many
     variants use it. Two FunctionScorers are the same scorer when ``fn`` and ``name`` are."""
 

@@ -22,6 +22,7 @@ from cupel_np.io.outdir import (
     KIND_PARTS,
     KIND_STREAMED,
     KIND_SWEEP,
+    KIND_TUNE,
     MANIFEST,
     PARTS_DIRS,
     SWEEP_FILES,
@@ -139,8 +140,15 @@ def check_sweep_dir(out: AnyPath) -> None:
         raise InvalidConfigError(
             f"{out} holds a budget simulation, not a sweep; its page is written by cupel-np budget"
         )
+    if m.get("kind") == KIND_TUNE:
+        raise InvalidConfigError(
+            f"{out} holds a policy search (cupel-np tune), not a sweep; its page is {out / 'report.html'}, "
+            "written by cupel-np tune (rerun the search with --overwrite to rebuild it)"
+        )
     files = [n for n in SWEEP_FILES if (out / n).is_file()]
     parts = [n for n in PARTS_DIRS if (out / n).is_dir()]
+    if not files and not parts:  # nothing to build a page from: say so before any --overwrite advice
+        _output(out, "variants")
     kind = m.get("kind")
     mixed = (files and parts) or (kind == KIND_PARTS and files) or (kind in (KIND_SWEEP, KIND_STREAMED) and parts)
     if mixed:

@@ -306,6 +306,19 @@ def _check(entry, where: str, labels: list[str]) -> Check:
     return Check(name, pattern, tuple(args), variant)
 
 
+def _check_budgets(check: Check, variants: list, where: str) -> None:
+    """A utilization check needs max_tokens > 0 in every variant it runs on: refused here,
+    naming the file, the check and the variant, not halfway through the run."""
+    if check.pattern != "have_budget_utilization_above":
+        return
+    for label, _p, budget in variants:
+        if (check.variants is None or label in check.variants) and budget.max_tokens <= 0:
+            raise InvalidConfigError(
+                f"{where}: have_budget_utilization_above divides by max_tokens, which is "
+                f"{budget.max_tokens} for variant {label!r}; give that variant a budget with max_tokens > 0"
+            )
+
+
 def parse_checks(data, path: str = "<checks>", base: AnyPath | None = None) -> ChecksFile:
     """Validate a checks document (the parsed TOML / JSON object)."""
     if not isinstance(data, dict):
@@ -318,6 +331,8 @@ def parse_checks(data, path: str = "<checks>", base: AnyPath | None = None) -> C
     if not isinstance(raw, list) or not raw:
         raise InvalidConfigError(f"{path}: no checks (add [[check]] tables)")
     checks = [_check(e, f"{path}: check[{i}]", labels) for i, e in enumerate(raw)]
+    for i, ch in enumerate(checks):
+        _check_budgets(ch, variants, f"{path}: check[{i}] ({ch.name!r})")
     set_column = data.get("set_column")
     if set_column is not None and (not isinstance(set_column, str) or not set_column):
         raise InvalidConfigError(f"{path}: 'set_column' must be a column name")

@@ -119,6 +119,40 @@ def write_tune(result, out, *, overwrite: bool = False, title: str = "cupel_np t
     return paths
 
 
+def compared(paired: dict) -> bool:
+    """Whether the paired comparison of the best policy and the best preset compared any set
+    (none has a relevant item when every label of that part is false or null)."""
+    d = paired.get("mean_diff")
+    return bool(paired.get("sets")) and d is not None and math.isfinite(d)
+
+
+def paired_text(paired: dict, sets: int) -> str:
+    """The paired comparison in words, or why there is none (out of ``sets`` sets of the part)."""
+    p = paired
+    head = f"{p['a']} vs {p['b']} on the {p['part']} sets"
+    if not compared(p):
+        return f"{head}: not compared, none of the {sets:,} {p['part']} sets has a relevant item"
+    return (
+        f"{head}: {p['mean_diff']:+.3f} {p['metric']} ({p['lo']:+.3f} to {p['hi']:+.3f}), "
+        f"{p['wins']} wins / {p['ties']} ties / {p['losses']} losses"
+    )
+
+
+def tune_warnings(result) -> list[str]:
+    """The search's warnings, and one when the best policy could not be compared with the
+    presets (no relevant item in the sets it is compared on)."""
+    p = result.paired
+    if compared(p):
+        return list(result.warnings)
+    sets = result.heldout_sets if p["part"] == "heldout" else result.search_sets
+    return [
+        *result.warnings,
+        f"none of the {sets:,} {p['part']} sets has a relevant item in the label column: the best policies are "
+        f"not compared with the presets there (label items in more sets"
+        + (", or hold out more sets with --holdout)" if p["part"] == "heldout" else ")"),
+    ]
+
+
 def summary_dict(result, paths: dict | None = None) -> dict:
     """The run in a few numbers (what ``--json`` prints)."""
     cmp = result.comparison.to_pylist()
@@ -139,7 +173,7 @@ def summary_dict(result, paths: dict | None = None) -> dict:
         "best_scorers": [policy_scorer_names(p) for _l, p, _b in result.best],
         "equivalents": result.equivalents,
         "constant_scorers": {"sets": result.constant_checked, "constant": result.constant_scorers},
-        "warnings": result.warnings,
+        "warnings": tune_warnings(result),
         "token_counter": result.token_counter,
         "seconds": round(result.elapsed, 3),
         "outputs": paths or {},
@@ -180,8 +214,8 @@ def _pareto_png(result, path: Path) -> Path:
 
 
 def _fmt(v) -> str:
-    if v is None:
-        return ""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
     if isinstance(v, float):
         return f"{v:,.3f}" if abs(v) < 100 else f"{v:,.0f}"
     return escape_html(str(v))
@@ -201,7 +235,7 @@ def _checks_html(result) -> str:
         if result.constant_scorers
         else "none"
     )
-    warn = "".join(f"<li>{escape_html(w)}</li>" for w in result.warnings)
+    warn = "".join(f"<li>{escape_html(w)}</li>" for w in tune_warnings(result))
     return (
         "<h2>Best behaviours</h2><p>Candidates that select exactly the same items on the search sets are one "
         "entry; the others are listed as its equivalents.</p><table><tr><th>rank</th><th>policy</th>"
@@ -212,25 +246,78 @@ def _checks_html(result) -> str:
     )
 
 
-def _report_html(result, path: Path, title: str) -> Path:
-    cmp = result.comparison
-    cols = [c for c in cmp.column_names]
-    head = "".join(f"<th>{escape_html(c)}</th>" for c in cols)
+#: the comparison table's column prefixes, shown as a header row above their columns
+_PARTS = (("search_", "search sets"), ("heldout_", "held-out sets"))
+
+
+def _comparison_columns(cols: list[str]) -> list[tuple[str, str, list[str]]]:
+    """(group, header, columns) per shown column: the search and held-out metrics under one
+    header each, without their prefix, and a metric's ``_lo``/``_hi`` pair as one "95%
+    interval" column, so the table fits a laptop window instead of scrolling sideways."""
+    out: list[tuple[str, str, list[str]]] = []
+    for c in cols:
+        if c.endswith("_hi") and c[:-3] + "_lo" in cols:
+            continue
+        group, name = "", c
+        for prefix, part in _PARTS:
+            if c.startswith(prefix):
+                group, name = part, c[len(prefix) :]
+        if c.endswith("_lo") and c[:-3] + "_hi" in cols:
+            out.append((group, "95% interval", [c, c[:-3] + "_hi"]))
+        else:
+            out.append((group, name.replace("_", " "), [c]))
+    return out
+
+
+def _comparison_html(cmp) -> str:
+    shown = _comparison_columns(list(cmp.column_names))
+    top, sub = [], []
+    for i, (group, header, _c) in enumerate(shown):
+        if not group:
+            top.append(f'<th rowspan="2">{escape_html(header)}</th>')
+        elif i == 0 or shown[i - 1][0] != group:
+            span = next((j for j, x in enumerate(shown[i:]) if x[0] != group), len(shown) - i)
+            top.append(f'<th colspan="{span}">{escape_html(group)}</th>')
+        if group:
+            sub.append(f"<th>{escape_html(header)}</th>")
+
+    def cell(r: dict, c: list[str]) -> str:
+        if len(c) == 2:
+            lo, hi = r[c[0]], r[c[1]]
+            return "<td>n/a</td>" if lo is None or hi is None else f'<td class="nowrap">{_fmt(lo)} to {_fmt(hi)}</td>'
+        v = r[c[0]]
+        return f'<td class="text">{_fmt(v)}</td>' if isinstance(v, str) else f"<td>{_fmt(v)}</td>"
+
     body = "".join(
         "<tr"
         + (' class="best"' if r["kind"] == "best" else "")
         + ">"
-        + "".join(f"<td>{_fmt(r[c])}</td>" for c in cols)
+        + "".join(cell(r, c) for _g, _h, c in shown)
         + "</tr>"
         for r in cmp.to_pylist()
     )
+    return f'<table id="comparison"><tr>{"".join(top)}</tr><tr>{"".join(sub)}</tr>{body}</table>'
+
+
+def _report_html(result, path: Path, title: str) -> Path:
+    table = _comparison_html(result.comparison)
     p, s = result.paired, result.swing
     verdict = (
-        "a real improvement at this level"
+        ""
+        if not compared(p)
+        else "a real improvement at this level"
         if p["lo"] > 0
         else "a loss"
         if p["hi"] < 0
         else "not distinguishable from noise"
+    )
+    part_sets = result.heldout_sets if p["part"] == "heldout" else result.search_sets
+    against = (
+        f"""mean {escape_html(p["metric"])}
+difference {p["mean_diff"]:+.3f} (95% interval {p["lo"]:+.3f} to {p["hi"]:+.3f}) over {p["sets"]} sets,
+{p["wins"]} wins / {p["ties"]} ties / {p["losses"]} losses: {verdict}."""
+        if compared(p)
+        else f"not compared: none of the {part_sets:,} {escape_html(p['part'])} sets has a relevant item (see Checks)."
     )
     best_toml = policy_toml(result.best[0][1], result.best[0][2]) if result.best else ""
     checks = _checks_html(result)
@@ -238,15 +325,14 @@ def _report_html(result, path: Path, title: str) -> Path:
 <style>body{{font-family:system-ui,sans-serif;max-width:1100px;margin:1em auto;padding:0 1em}}
 table{{border-collapse:collapse;font-size:13px;display:block;overflow-x:auto}}
 td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}} tr.best{{background:#eef6ff}}
+th{{text-align:center}} td.text{{text-align:left;overflow-wrap:anywhere;min-width:7em;max-width:16em}} td.nowrap{{white-space:nowrap}}
 pre{{background:#f6f6f6;padding:8px;overflow-x:auto}}</style></head><body>
 <h1>{escape_html(title)}</h1>
 <p><b>Start here.</b> {result.trials} trials ({result.policies_swept} distinct policies) maximising <code>{escape_html(result.objective)}</code> (seed {result.seed})
 on {result.search_sets} search sets; {result.heldout_sets} sets held out. On the {escape_html(p["part"])} sets, the best
-policy <b>{escape_html(p["a"])}</b> against the best preset <b>{escape_html(p["b"])}</b>: mean {escape_html(p["metric"])}
-difference {p["mean_diff"]:+.3f} (95% interval {p["lo"]:+.3f} to {p["hi"]:+.3f}) over {p["sets"]} sets,
-{p["wins"]} wins / {p["ties"]} ties / {p["losses"]} losses: {verdict}.</p>
+policy <b>{escape_html(p["a"])}</b> against the best preset <b>{escape_html(p["b"])}</b>: {against}</p>
 {checks}
-<h2>Best policies and presets</h2><table><tr>{head}</tr>{body}</table>
+<h2>Best policies and presets</h2>{table}
 <p>Token precision counts pinned items (kept by every policy) among the tokens kept.
 Tokens: {escape_html(result.token_counter)}.</p>
 <h2>Swing against {escape_html(s["b"])}</h2>

@@ -3,8 +3,9 @@
 
 Column values: a column of the table (an extra column kept from the input, or a numeric item
 field such as ``priority``); for tables built from ContextItems (which have no extra columns)
-``metadata[column]`` parsed with Rust's f64 grammar. Null values and missing metadata keys score
-the scorer's ``default``; NaN and +/-inf pass through. ``check_scorer_columns`` raises for an
+``metadata[column]`` parsed with Rust's f64 grammar. Null values, NaN and missing metadata keys
+score the scorer's ``default`` (one rule on every input path: pandas stores a missing float as
+NaN and Arrow, polars and Parquet keep NaN apart from null); +/-inf pass through. ``check_scorer_columns`` raises for an
 absent or non-numeric column before any variant runs.
 """
 
@@ -51,7 +52,8 @@ def _source_column(table, column: str) -> pa.Array | None:
 
 
 def column_values(table, column: str) -> tuple[np.ndarray, np.ndarray]:
-    """Per row (grouped order): (value as float64, has a value). Raises naming the column when
+    """Per row (grouped order): (value as float64, has a value: neither null nor NaN). Raises
+    naming the column when
     the table has no such column (nor metadata key) or its values are not numbers."""
     cache = table._cache
     ck = ("column_scorer", column)
@@ -69,9 +71,10 @@ def column_values(table, column: str) -> tuple[np.ndarray, np.ndarray]:
                 f"column scorer: column {column!r} is not numeric (Arrow type {col.type}); "
                 "it must hold integers, floats or decimals"
             )
-        out = _as_float(col)
+        vals, ok = _as_float(col)
     else:
-        out = _metadata_values(table, column)
+        vals, ok = _metadata_values(table, column)
+    out = vals, ok & ~np.isnan(vals)  # NaN is a missing value, as null is: it scores the default
     cache[ck] = out
     return out
 
