@@ -116,17 +116,24 @@ def test_a_full_disk_writing_an_in_memory_result_puts_no_output_in_place(tmp_pat
     assert unraisable == []
 
 
+def _skip_or_fail(why: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{why}; CI runs as root and must run the real full-disk test")
+    pytest.skip(why)
+
+
 @pytest.fixture
 def small_tmpfs(tmp_path):
-    """A 256 KiB tmpfs mounted at a fresh directory (unmounted afterwards), or a skip."""
+    """A 256 KiB tmpfs mounted at a fresh directory (unmounted afterwards), or a skip (a
+    failure under CI, which runs as root and must run every test)."""
     where = tmp_path / f"full-{uuid.uuid4().hex[:6]}"
     where.mkdir()
     mount, umount = shutil.which("mount"), shutil.which("umount")
     if os.geteuid() != 0 or not mount or not umount:
-        pytest.skip("mounting a small tmpfs needs root (the injected ENOSPC tests cover the same code)")
+        _skip_or_fail("mounting a small tmpfs needs root (the injected ENOSPC tests cover the same code)")
     r = subprocess.run([mount, "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(where)], capture_output=True, text=True)
     if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip()}); the injected ENOSPC tests cover the same code")
+        _skip_or_fail(f"cannot mount a tmpfs here ({r.stderr.strip()}); the injected ENOSPC tests cover the same code")
     try:
         yield where
     finally:
