@@ -266,7 +266,6 @@ LONG_MODULES_ALLOWED = {
     # groups); each splits by concept next (issue 25 stays open until they do)
     "io/dask.py",  # 718: the driver and the partition planning apart
     "model/scorers.py",  # 751: the custom scorers (column, function, registry) apart
-    "tuning/search.py",  # 938: the trial loop, the memo and the best-behaviour grouping apart
 }
 #: the most parameters a kernel wrapper (a plain function that calls a jitted kernel) may take
 MAX_WRAPPER_PARAMS = 12
