@@ -265,7 +265,6 @@ LONG_MODULES_ALLOWED = {
     # over after this round's merges (object storage, Dask warm-ups, several signals, tool
     # groups); each splits by concept next (issue 25 stays open until they do)
     "io/dask.py",  # 718: the driver and the partition planning apart
-    "model/scorers.py",  # 751: the custom scorers (column, function, registry) apart
 }
 #: the most parameters a kernel wrapper (a plain function that calls a jitted kernel) may take
 MAX_WRAPPER_PARAMS = 12

@@ -23,7 +23,8 @@ from hypothesis import HealthCheck, given, settings
 import cupel_np as c
 from cupel_np import cli
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
-from cupel_np.model.scorers import load_plugins, registered_scorers, unregister_scorer
+from cupel_np.model.plugins import load_plugins, unregister_scorer
+from cupel_np.model.scorers import registered_scorers
 
 PROPS = settings(
     max_examples=S.examples(60, 600),
@@ -559,7 +560,7 @@ def test_an_inner_entry_may_carry_a_weight_which_is_ignored():
         assert got.inner == c.ColumnScorer("x")
         assert scorer_from_dict({"type": "scaled", "inner": {"type": "inner_test_signal"}}).inner == c.ColumnScorer("x")
     finally:
-        from cupel_np.model.scorers import unregister_scorer
+        from cupel_np.model.plugins import unregister_scorer
 
         unregister_scorer("inner_test_signal")
 
@@ -567,7 +568,8 @@ def test_an_inner_entry_may_carry_a_weight_which_is_ignored():
 def test_one_registry_holds_every_scorer_type_and_unregister_forgets_only_registered_names():
     """Built-in types, ``column``, ``function`` and registered names live in one registry
     (model/scorers.py); ``unregister_scorer`` removes a registered name and nothing else."""
-    from cupel_np.model.scorers import known_scorer_types, registered_scorers, scorer_from_dict, unregister_scorer
+    from cupel_np.model.plugins import unregister_scorer
+    from cupel_np.model.scorers import known_scorer_types, registered_scorers, scorer_from_dict
 
     c.register_scorer("one_registry_signal", lambda: c.ColumnScorer("x"))
     try:
