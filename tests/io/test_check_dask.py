@@ -15,6 +15,7 @@ import pytest
 from cupel_np import cli
 from cupel_np.errors import InvalidConfigError
 from cupel_np.io import dask as cdask
+from cupel_np.io import dask_plan
 from cupel_np.model.items import ItemTable
 from cupel_np.testing.checks import load_checks
 from cupel_np.testing.runner import run_checks
@@ -97,13 +98,13 @@ def _assert_same(got, expected):
 def spans(monkeypatch):
     """Records whether each run shuffled (the driver's decision)."""
     seen = []
-    real = cdask._spans
+    real = dask_plan._spans
 
     def spy(keys):
         seen.append(real(keys))
         return seen[-1]
 
-    monkeypatch.setattr(cdask, "_spans", spy)
+    monkeypatch.setattr(dask_plan, "_spans", spy)
     return seen
 
 
