@@ -6,7 +6,8 @@ Sets are split into a search part and a held-out part by a stable hash of the se
 (``blake2b`` of the key's text, so the split is the same in every process and on every
 machine); the optimizer only ever sees search-part metrics. The best policies and every preset
 are then measured on the held-out part side by side, with bootstrap intervals and a paired
-comparison against the best preset.
+comparison against the best preset (``tuning/best.py``). What a search is given is checked
+before any work in ``tuning/inputs.py``.
 """
 
 from __future__ import annotations
