@@ -429,3 +429,44 @@ def test_the_mirror_rule_catches_a_misplaced_file():
         "tests/model/test_items.py: the basename of tests/io/test_items.py (basenames are unique)",
         "tests/test_items_again.py: not in a wing folder (tests/<wing>/) nor in TOP_LEVEL_TESTS",
     ]
+
+
+# ----------------------------------------------------------------------------- one face style
+#: wing faces that load names on first use (a module ``__getattr__`` and its name table), each
+#: with the reason
+LAZY_FACES = {
+    "tuning": "output.py writes through io/, which a plain `import cupel_np` does not load",
+}
+
+
+def face_code(source: str, lazy: bool = False) -> list[str]:
+    """What a face's source holds besides its docstring, imports and ``__all__`` (and, for a
+    lazy face, its ``__getattr__`` and the table it reads)."""
+    out = []
+    for i, node in enumerate(ast.parse(source).body):
+        if i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            continue
+        targets = [ast.unparse(t) for t in node.targets] if isinstance(node, ast.Assign) else []
+        if targets == ["__all__"] or (lazy and targets == ["_HOME"]):
+            continue
+        if lazy and isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
+            continue
+        out.append(f"{node.lineno}: {ast.unparse(node).splitlines()[0]}")
+    return out
+
+
+def test_every_wing_face_only_re_exports():
+    bad = []
+    for wing in WINGS:
+        face = PACKAGE / wing / "__init__.py"
+        if face.is_file():
+            bad += [f"{wing}/__init__.py:{c}" for c in face_code(face.read_text(), lazy=wing in LAZY_FACES)]
+    assert not bad, "a face holds code (move it to a module of its wing):\n" + "\n".join(bad)
+
+
+def test_the_face_rule_sees_code():
+    face = '"""Doc."""\nfrom x import a\n__all__ = ["a"]\n_HOME = {}\n\ndef __getattr__(n):\n    pass\n\nclass C:\n    pass\n'
+    assert face_code(face, lazy=True) == ["9: class C:"]
+    assert face_code(face) == ["4: _HOME = {}", "6: def __getattr__(n):", "9: class C:"]
