@@ -14,7 +14,6 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))  # test_properties, the shared checks
 
 import naive  # noqa: E402
 import strategies as S  # noqa: E402
