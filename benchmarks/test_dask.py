@@ -124,6 +124,7 @@ def test_dask_local2_vs_in_process(tmp_path):
     from distributed import Client, LocalCluster
 
     from cupel_np.io import dask as cdask
+    from cupel_np.io.dask_plan import _read_piece_frame
     from cupel_np.model.datasets import partition_base, pieces
 
     data = tmp_path / "corpus"
@@ -160,7 +161,7 @@ def test_dask_local2_vs_in_process(tmp_path):
             .to_pandas(types_mapper=__import__("pandas").ArrowDtype)
         )
         ddf = dd.from_map(
-            cdask._read_piece_frame,
+            _read_piece_frame,
             ps,
             schema=schema,
             base=partition_base(data),

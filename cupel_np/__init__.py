@@ -68,6 +68,7 @@ from cupel_np.model.budget import ContextBudget
 from cupel_np.model.curves import ExponentialCurve, StepCurve, WindowCurve
 from cupel_np.model.grid import Sweep, VariantGrid
 from cupel_np.model.items import ContextItem, ItemTable
+from cupel_np.model.plugins import register_scorer
 from cupel_np.model.policy import Policy
 from cupel_np.model.presets import PRESETS, policy_from_dotnet, policy_to_dotnet, preset
 from cupel_np.model.scorers import (
@@ -84,7 +85,6 @@ from cupel_np.model.scorers import (
     ReflexiveScorer,
     ScaledScorer,
     TagScorer,
-    register_scorer,
 )
 from cupel_np.model.slicers import (
     CountConstrainedKnapsackSlice,

@@ -1,5 +1,6 @@
 import logging
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,14 @@ from s3_server import KEYS as S3_KEYS
 from cupel_np import _fs
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
+
+# Every folder of tests/ on the path (after everything else), as pytest puts tests/ itself for
+# this file: a test module may import another's helpers by basename from any folder
+# (`from test_properties import assert_same_outcome`); basenames are unique across the tree
+# (tests/test_layout.py), so a name means one file whichever test runs first or alone.
+for _folder in sorted({p.parent for p in Path(__file__).resolve().parent.rglob("test_*.py")}):
+    if str(_folder) not in sys.path:
+        sys.path.append(str(_folder))
 
 
 def missing_conformance(where: Path = CONFORMANCE) -> None:

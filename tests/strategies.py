@@ -1,4 +1,4 @@
-"""Hypothesis strategies for the property tests (tests/test_properties.py).
+"""Hypothesis strategies for the property tests (tests/engine/test_properties.py).
 
 Everything here produces plain data in the shapes tests/naive.py takes:
 

@@ -104,6 +104,13 @@ def missing_docstrings(module) -> list[str]:
     return out
 
 
+def test_every_wing_face_is_checked():
+    """A wing added later is checked too: every subpackage directly under cupel_np/ but the
+    ground's data/ is in FACES."""
+    wings = {f"cupel_np.{p.parent.name}" for p in PACKAGE.glob("*/__init__.py") if p.parent.name != "data"}
+    assert len(wings) >= 8 and wings <= set(FACES), f"wing faces missing from FACES: {sorted(wings - set(FACES))}"
+
+
 def _face(name: str):
     if name == "cupel_np.tuning":
         pytest.importorskip("optuna")

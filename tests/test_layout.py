@@ -8,7 +8,10 @@
   from another wing;
 * no plain-Python (non-jitted) function is longer than 100 lines;
 * no module is longer than 700 lines (an allowed exception is listed with its reason);
-* no kernel wrapper (a plain function calling a jitted kernel) takes more than 12 parameters.
+* no kernel wrapper (a plain function calling a jitted kernel) takes more than 12 parameters;
+* ``tests/`` mirrors the wings: every test file is in ``tests/<wing>/`` (deeper folders mirror a
+  subpackage: ``tests/io/importers/`` for ``cupel_np/io/importers/``), or at the top of
+  ``tests/`` when it is listed in ``TOP_LEVEL_TESTS`` with its reason; basenames are unique.
 """
 
 from __future__ import annotations
@@ -258,13 +261,8 @@ def test_no_module_reads_its_callers_frames():
 #: the longest a module of the package may be
 MAX_MODULE_LINES = 700
 #: modules over the limit, each with the reason (an entry must still be over: see below)
-LONG_MODULES_ALLOWED = {
-    # over after this round's merges (object storage, Dask warm-ups, several signals, tool
-    # groups); each splits by concept next (issue 25 stays open until they do)
-    "io/dask.py",  # 718: the driver and the partition planning apart
-    "model/scorers.py",  # 751: the custom scorers (column, function, registry) apart
-    "tuning/search.py",  # 938: the trial loop, the memo and the best-behaviour grouping apart
-}
+#: (none: tuning/search.py, model/scorers.py and io/dask.py were split by concept in issue 25)
+LONG_MODULES_ALLOWED: set[str] = set()
 #: the most parameters a kernel wrapper (a plain function that calls a jitted kernel) may take
 MAX_WRAPPER_PARAMS = 12
 
@@ -339,3 +337,136 @@ def test_the_wrapper_rule_sees_wide_wrappers_of_kernels_only():
         f"def wide_but_plain({params}):\n    return len({params})\n"
     )
     assert wide_wrappers({"m.py": source}) == [f"m.py:5 wide: {MAX_WRAPPER_PARAMS + 1} parameters"]
+
+
+# ----------------------------------------------------------------------------- tests/ mirrors the wings
+TESTS = Path(__file__).resolve().parent
+#: the folders of tests/: one per wing with code of its own (the ground and the faces have none)
+TEST_WINGS = ("model", "engine", "analysis", "testing", "io", "tuning", "report", "cli")
+#: the test files that stay at the top of tests/, each with its reason: cross-cutting (about
+#: every wing, the docs or the oracle) or about a module at the top of cupel_np/ (the ground
+#: and the faces, which have no wing folder)
+TOP_LEVEL_TESTS = {
+    "test_conformance.py": "the conformance vectors through the runner (the face cupel_np/conformance.py)",
+    "test_doc_paths.py": "every path CONTRIBUTING.md, README.md and docs/ name",
+    "test_docstrings.py": "a docstring on every public name of every wing",
+    "test_layout.py": "these rules, over the whole package and tests/",
+    "test_readme.py": "the code blocks of README.md, CONTRIBUTING.md and docs/",
+    "test_typing.py": "the annotations of everything the faces export",
+    "test_version.py": "cupel_np/_version.py (ground) and --version",
+    "test_naive_oracle.py": "the oracle tests/naive.py itself, against the conformance vectors",
+    "test_jit.py": "cupel_np/_jit.py (ground)",
+    "test_storage.py": "cupel_np/_fs.py (ground): every reader and writer of every wing on object storage",
+    "test_sample_data.py": "cupel_np/data/ (ground): the sample corpus",
+}
+
+
+def _test_files() -> list[str]:
+    """Every test file pytest collects under tests/, relative to it (``test_*.py`` and ``*_test.py``)."""
+    found = set(TESTS.rglob("test_*.py")) | set(TESTS.rglob("*_test.py"))
+    return sorted(p.relative_to(TESTS).as_posix() for p in found)
+
+
+def _subpackages() -> set[str]:
+    """Every subpackage of cupel_np as a path relative to it (``engine``, ``engine/scorers``)."""
+    return {p.parent.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("__init__.py") if p.parent != PACKAGE}
+
+
+def misplaced_tests(files: list[str], subpackages: set[str]) -> list[str]:
+    """What breaks the mirror, for test ``files`` given relative to tests/: a file at the top
+    not in ``TOP_LEVEL_TESTS``, a folder that is no wing folder (or below one, no subpackage of
+    that wing), a basename used twice (pytest imports test files by basename)."""
+    out = []
+    first: dict[str, str] = {}
+    for rel in files:
+        *folders, name = rel.split("/")
+        if name in first:
+            out.append(f"tests/{rel}: the basename of tests/{first[name]} (basenames are unique)")
+        first.setdefault(name, rel)
+        folder = "/".join(folders)
+        if not folder:
+            if name not in TOP_LEVEL_TESTS:
+                out.append(f"tests/{rel}: not in a wing folder (tests/<wing>/) nor in TOP_LEVEL_TESTS")
+        elif folders[0] not in TEST_WINGS or folder not in subpackages:
+            out.append(
+                f"tests/{rel}: tests/{folder}/ mirrors no subpackage of cupel_np (wings: {', '.join(TEST_WINGS)})"
+            )
+    return out
+
+
+def test_tests_mirror_the_wings():
+    bad = misplaced_tests(_test_files(), _subpackages())
+    assert not bad, "move each into tests/<wing>/ for the subpackage it is about:\n" + "\n".join(bad)
+
+
+def test_every_top_level_test_is_still_there():
+    missing = set(TOP_LEVEL_TESTS) - set(_test_files())
+    assert not missing, f"listed in TOP_LEVEL_TESTS but not at the top of tests/: {sorted(missing)}"
+
+
+def test_every_test_wing_is_a_wing_of_the_package():
+    assert set(TEST_WINGS) == set(WINGS) - {"ground", "faces"}
+    assert all((PACKAGE / w / "__init__.py").is_file() for w in TEST_WINGS)
+
+
+def test_the_mirror_rule_catches_a_misplaced_file():
+    subpackages = {"model", "engine", "engine/scorers", "io", "io/importers", "data"}
+    good = ["test_layout.py", "model/test_items.py", "engine/scorers/test_kernels.py", "io/importers/test_x.py"]
+    assert misplaced_tests(good, subpackages) == []
+    bad = [
+        "test_items_again.py",  # at the top, not listed
+        "data/test_sample.py",  # a ground subpackage: no wing folder
+        "gui/test_window.py",  # no such wing
+        "engine/slicers/test_greedy.py",  # no such subpackage of the engine
+        "io/test_items.py",  # a basename used twice
+        "model/test_items.py",
+    ]
+    assert misplaced_tests(sorted(bad), subpackages) == [
+        f"tests/data/test_sample.py: tests/data/ mirrors no subpackage of cupel_np (wings: {', '.join(TEST_WINGS)})",
+        "tests/engine/slicers/test_greedy.py: tests/engine/slicers/ mirrors no subpackage of cupel_np"
+        f" (wings: {', '.join(TEST_WINGS)})",
+        "tests/gui/test_window.py: tests/gui/ mirrors no subpackage of cupel_np (wings: " + ", ".join(TEST_WINGS) + ")",
+        "tests/model/test_items.py: the basename of tests/io/test_items.py (basenames are unique)",
+        "tests/test_items_again.py: not in a wing folder (tests/<wing>/) nor in TOP_LEVEL_TESTS",
+    ]
+
+
+# ----------------------------------------------------------------------------- one face style
+#: wing faces that load names on first use (a module ``__getattr__`` and its name table), each
+#: with the reason
+LAZY_FACES = {
+    "tuning": "output.py writes through io/, which a plain `import cupel_np` does not load",
+}
+
+
+def face_code(source: str, lazy: bool = False) -> list[str]:
+    """What a face's source holds besides its docstring, imports and ``__all__`` (and, for a
+    lazy face, its ``__getattr__`` and the table it reads)."""
+    out = []
+    for i, node in enumerate(ast.parse(source).body):
+        if i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            continue
+        targets = [ast.unparse(t) for t in node.targets] if isinstance(node, ast.Assign) else []
+        if targets == ["__all__"] or (lazy and targets == ["_HOME"]):
+            continue
+        if lazy and isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
+            continue
+        out.append(f"{node.lineno}: {ast.unparse(node).splitlines()[0]}")
+    return out
+
+
+def test_every_wing_face_only_re_exports():
+    bad = []
+    for wing in WINGS:
+        face = PACKAGE / wing / "__init__.py"
+        if face.is_file():
+            bad += [f"{wing}/__init__.py:{c}" for c in face_code(face.read_text(), lazy=wing in LAZY_FACES)]
+    assert not bad, "a face holds code (move it to a module of its wing):\n" + "\n".join(bad)
+
+
+def test_the_face_rule_sees_code():
+    face = '"""Doc."""\nfrom x import a\n__all__ = ["a"]\n_HOME = {}\n\ndef __getattr__(n):\n    pass\n\nclass C:\n    pass\n'
+    assert face_code(face, lazy=True) == ["9: class C:"]
+    assert face_code(face) == ["4: _HOME = {}", "6: def __getattr__(n):", "9: class C:"]

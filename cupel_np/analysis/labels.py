@@ -35,7 +35,7 @@ Columns (one row per input row; null for rows that are not tool outputs):
 
 What it misses: use without quotation (a test run that passed, a search that found nothing,
 paraphrase) and use in a later conversation. Measured on generated sessions in
-``tests/test_labels.py`` (see docs/outcomes.md); never ground truth.
+``tests/analysis/test_labels.py`` (see docs/outcomes.md); never ground truth.
 """
 
 from __future__ import annotations

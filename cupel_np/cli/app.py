@@ -20,7 +20,7 @@ from cupel_np.cli.staging import run_swapped
 from cupel_np.cli.sweep import cmd_sweep
 from cupel_np.cli.tune import cmd_tune
 from cupel_np.errors import CupelError
-from cupel_np.model.scorers import load_plugins
+from cupel_np.model.plugins import load_plugins
 from cupel_np.text import SafeTerminalText
 
 

@@ -663,5 +663,5 @@ def place_segments(
 
 
 #: the u-shaped order key (``desc_bits``) of a pinned item's score 1.0: the bits of -1.0
-#: (0xBFF0...), negative, so inverted (tests/test_fast_paths.py checks it against desc_bits)
+#: (0xBFF0...), negative, so inverted (tests/engine/test_fast_paths.py checks it against desc_bits)
 _ONE_KEY = np.uint64(0xBFF0000000000000 ^ 0xFFFFFFFFFFFFFFFF)

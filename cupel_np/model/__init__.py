@@ -1,6 +1,6 @@
 """What the user hands in, as validated data: items (``items.py``) and their column checks
 (``columns.py``), budgets, scorer specs (``scorers.py``, with the one registry of scorer type
-names), slicer specs (``slicers.py``), ``Policy`` and its dict shape (``policy.py``), the .NET
+names; ``plugins.py`` enters the user's own names in it), slicer specs (``slicers.py``), ``Policy`` and its dict shape (``policy.py``), the .NET
 policy shape (``dotnet.py``), presets and grids of variants (``grid.py``)."""
 
 from cupel_np.model.budget import ContextBudget
@@ -8,6 +8,7 @@ from cupel_np.model.curves import ExponentialCurve, StepCurve, WindowCurve
 from cupel_np.model.dotnet import policy_to_dotnet
 from cupel_np.model.grid import Sweep, VariantGrid
 from cupel_np.model.items import ContextItem, ItemTable
+from cupel_np.model.plugins import register_scorer, unregister_scorer
 from cupel_np.model.policy import Policy, policy_from_dotnet
 from cupel_np.model.presets import PRESETS, preset
 from cupel_np.model.scorers import (
@@ -24,8 +25,6 @@ from cupel_np.model.scorers import (
     ReflexiveScorer,
     ScaledScorer,
     TagScorer,
-    register_scorer,
-    unregister_scorer,
 )
 from cupel_np.model.slicers import (
     CountConstrainedKnapsackSlice,
@@ -73,6 +72,7 @@ __all__ = [
     "ReflexiveScorer",
     "ScaledScorer",
     "TagScorer",
+    # plugins.py
     "register_scorer",
     "unregister_scorer",
     # slicers.py

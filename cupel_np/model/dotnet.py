@@ -202,7 +202,7 @@ def policy_to_dotnet(policy: PolicyFields) -> dict[str, Any]:
             return {"type": "scaled", "weight": w, "innerScorer": entry(s.inner, 1.0)}
         if type(s) in (RecencyScorer, PriorityScorer, FrequencyScorer, ReflexiveScorer):
             return {"type": s.type_name, "weight": w}
-        if hasattr(s, "dotnet_entry"):  # column and registered scorers (model/scorers.py)
+        if hasattr(s, "dotnet_entry"):  # column (model/scorers.py) and registered scorers (model/plugins.py)
             return s.dotnet_entry(w)
         raise InvalidConfigError(f"scorer type {s.type_name!r} cannot be written in the .NET policy shape")
 

@@ -2,7 +2,9 @@
 sweep), the search space file, and the written outputs (leaderboard, Pareto front, best
 policy files, report page). Needs the optional ``tune`` extra (``optuna``).
 
-Names are imported on first use, so importing the package does not import Optuna.
+Names are imported on first use: ``output.py`` writes through the I/O wing, which a plain
+``import cupel_np`` (whose ``tune`` is ``search.py``'s) does not load. Optuna itself is
+imported only when a search runs.
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ def _outcomes(part: dict, variants, max_cells: int, swing: bool) -> dict | None:
 
 
 def _swing_counts(res, m: OutcomeMatrices) -> dict:
-    """``[V, S]`` counts of ``search._swing`` for a = variant 0 and b = every variant."""
+    """``[V, S]`` counts of ``best._swing`` for a = variant 0 and b = every variant."""
     st = res.status  # [G, V]
     gs, n_sets = res.group_set, m.failed.shape[1]
     ok = ~m.failed[:, gs].T  # [G, V]

@@ -420,7 +420,7 @@ def _column_entry(where: str, column: str, v) -> ScorerDim:
 
 def _scorer(where: str, type_name: str, v: Mapping, name: str = "") -> ScorerDim:
     # the built-in types, a column scorer ([scorers.column] column = "similarity") and every
-    # name registered with register_scorer (model/scorers.py)
+    # name registered with register_scorer (model/plugins.py)
     known = [t for t in known_scorer_types() if t != "composite"]
     if type_name not in known:
         raise InvalidConfigError(

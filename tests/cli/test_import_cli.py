@@ -1,0 +1,85 @@
+"""`cupel-np import` on the command line: formats by name or detected, the tokens line and
+--calibrate, --allow-empty."""
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from cupel_np.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+TR = ROOT / "data" / "transcripts"
+
+
+def test_import_auto_prints_counter_and_api_comparison(tmp_path, capsys):
+    out = tmp_path / "s.parquet"
+    assert main(["import", "auto", str(TR / "stream_json.jsonl"), "--out", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("5 items in 2 conversation(s) from 6 line(s)")
+    assert lines[1].startswith("tokens: estimate; estimate vs API: the estimate grew")
+    assert lines[2].startswith("  q1: 2 request(s); at the last, API 920 tokens")
+    t = pq.read_table(out)
+    assert {"tool_call_id", "tool_role", "tool_group", "segment"} <= set(t.column_names)
+
+
+def test_import_calibrate_json(tmp_path, capsys):
+    out = tmp_path / "c.parquet"
+    args = ["import", "claude-code", str(TR / "claude_code_resumed"), "--out", str(out), "--calibrate", "--json"]
+    assert main(args) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["format"] == "claude-code" and summary["counter"] == "estimate"
+    (chk,) = [c for c in summary["tokens_vs_api"] if c["set"] == "sess-1"]
+    assert chk["calibrated"] is True and chk["requests"] == 2
+    plain = tmp_path / "p.parquet"
+    assert main(["import", "claude-code", str(TR / "claude_code_resumed"), "--out", str(plain)]) == 0
+    capsys.readouterr()
+    cal = pq.read_table(out).to_pylist()
+    raw = pq.read_table(plain).to_pylist()
+    got = [r["tokens"] for r in cal if r["conversation_id"] == "sess-1"]
+    assert got == [max(1, int(r["tokens"] * chk["slope"] + 0.5)) for r in raw if r["conversation_id"] == "sess-1"]
+    assert got != [r["tokens"] for r in raw if r["conversation_id"] == "sess-1"]
+
+
+def test_import_of_nothing_exits_2_unless_allowed(tmp_path, capsys):
+    p = tmp_path / "titles.jsonl"
+    p.write_text(json.dumps({"type": "summary", "summary": "x", "leafUuid": "u"}) + "\n")
+    out = tmp_path / "x.parquet"
+    assert main(["import", "claude-code", str(p), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "0 items from 1 line(s)" in err and "claude-code record 'summary'" in err and "--allow-empty" in err
+    assert not out.exists()
+    assert main(["import", "claude-code", str(p), "--out", str(out), "--allow-empty"]) == 0
+    assert pq.read_table(out).num_rows == 0
+
+
+def test_cli_formats_are_the_importers():
+    from cupel_np.cli import parser
+    from cupel_np.io.importers import FORMATS
+
+    assert parser.IMPORT_FORMATS == list(FORMATS)
+
+
+def test_item_readers_refuse_an_empty_table(tmp_path, capsys):
+    p = tmp_path / "titles.jsonl"
+    p.write_text(json.dumps({"type": "summary", "summary": "x", "leafUuid": "u"}) + "\n")
+    empty = tmp_path / "empty.parquet"
+    assert main(["import", "claude-code", str(p), "--out", str(empty), "--allow-empty"]) == 0
+    capsys.readouterr()
+    runs = {
+        "sensitivity": ["--preset", "chat", "--preset", "rag", "--max-tokens", "100", "--target-tokens", "80"],
+        "run": ["--preset", "chat", "--max-tokens", "100", "--target-tokens", "80"],
+        "validate": [],
+    }
+    for cmd, extra in runs.items():
+        out = ["--out", str(tmp_path / f"o-{cmd}")] if cmd == "sensitivity" else []
+        assert main([cmd, str(empty), *extra, *out]) == 2, cmd
+        err = capsys.readouterr().err
+        assert "empty.parquet: no items (0 rows)" in err and "--allow-empty" in err, cmd
+    out = ["--out", str(tmp_path / "o-allowed")]
+    assert main(["sensitivity", str(empty), *runs["sensitivity"], *out, "--allow-empty", "--quiet", "--json"]) == 0
+    capsys.readouterr()
+    good = tmp_path / "good.parquet"
+    assert main(["import", "auto", str(TR / "stream_json.jsonl"), "--out", str(good)]) == 0
+    capsys.readouterr()
+    assert main(["validate", str(good)]) == 0  # a table with rows is not refused

@@ -1,0 +1,90 @@
+"""``cupel-np warmup`` and the demo's compile-ahead (cupel_np/cli/warmup.py). That the
+workloads reach every kernel, and what a cold start costs with them, is measured by
+benchmarks/test_cold_start.py (it compiles everything into an empty cache: minutes)."""
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from cupel_np.cli import warmup
+from cupel_np.cli.app import main
+
+PACKAGE = Path(__file__).resolve().parents[2] / "cupel_np"
+
+
+def _modules_with_kernels() -> set[str]:
+    out = set()
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and any(
+                ast.unparse(d) in ("jit", "_jit.jit") for d in node.decorator_list
+            ):
+                rel = path.relative_to(PACKAGE.parent).with_suffix("")
+                out.add(".".join(rel.parts))
+    return out
+
+
+def test_every_module_with_a_kernel_is_listed():
+    """A kernel in a module warmup does not import would never be reported as missed."""
+    assert _modules_with_kernels() == set(warmup.KERNEL_MODULES)
+
+
+def test_all_kernels_names_every_kernel():
+    kernels = warmup.all_kernels()
+    assert len(kernels) == len(set(kernels))
+    assert "cupel_np.engine.stages._place_segments" in kernels
+    assert "cupel_np.engine.scorers.kernels.frequency_scores" in kernels
+
+
+def test_jobs_split_the_workloads():
+    names = list(warmup.WORKLOADS)
+    for jobs in (1, 2, 3, 10):
+        parts = warmup._split(names, jobs)
+        assert len(parts) == min(jobs, len(names))
+        assert sorted(n for p in parts for n in p) == sorted(names)
+
+
+def test_warmup_without_jit_is_a_usage_error(monkeypatch, capsys):
+    monkeypatch.setenv("NUMBA_DISABLE_JIT", "1")
+    assert main(["warmup"]) == 2
+    assert "NUMBA_DISABLE_JIT" in capsys.readouterr().err
+
+
+def test_jobs_must_be_positive(capsys):
+    try:
+        main(["warmup", "--jobs", "0"])
+    except SystemExit as e:
+        assert e.code == 2
+    assert "--jobs must be a positive integer" in capsys.readouterr().err
+
+
+def test_compile_sharing_stays_off_when_told_or_cached(monkeypatch):
+    from cupel_np.cli import coldstart
+
+    monkeypatch.setenv("CUPEL_NP_COMPILE_AHEAD", "0")
+    assert coldstart.share_compile("demo") is None
+    monkeypatch.setenv("CUPEL_NP_COMPILE_AHEAD", "1")
+    monkeypatch.setattr(coldstart.shared, "kernels_cached", lambda: True)
+    assert coldstart.share_compile("demo") is None
+    monkeypatch.setattr(coldstart.shared, "kernels_cached", lambda: False)
+    assert coldstart.share_compile("no such command") is None
+    coldstart.end_sharing(None)
+
+
+def test_a_child_runs_its_workload_and_names_its_kernels():
+    """The child entry point runs in a fresh interpreter and prints JSON of what it reached
+    (the analysis workload: a small one)."""
+    env = dict(os.environ)
+    proc = subprocess.run(
+        [sys.executable, "-c", warmup._CHILD, "analysis"], capture_output=True, text=True, env=env, timeout=900
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    import json
+
+    reached = json.loads(proc.stdout.strip().splitlines()[-1])
+    if env.get("NUMBA_DISABLE_JIT") != "1":
+        assert "cupel_np.analysis.budget_sim._ladder_kernel" in reached
+        assert "cupel_np.testing._kernels._top_n_fail_kernel" in reached
