@@ -35,6 +35,7 @@ from cupel_np.data import sample_path
 from cupel_np.engine.batch import KNAPSACK_MAX_CELLS
 from cupel_np.engine.slicers import slicer_args
 from cupel_np.errors import CupelError, InvalidConfigError
+from cupel_np.io.importers.tokens import estimate_tokens_many
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.curves import ExponentialCurve, StepCurve, WindowCurve
 from cupel_np.model.grid import Sweep
@@ -89,7 +90,7 @@ KERNEL_MODULES = (
 )
 
 
-def _table(n: int, n_sets: int, seed: int):
+def _arrow_table(n: int, n_sets: int, seed: int) -> pa.Table:
     """A generated table: tags, metadata, timestamps, priorities, hints, six kinds, pinned
     and duplicated rows, zero-token rows; one set or ``n_sets`` (column ``sid``)."""
 
@@ -126,7 +127,13 @@ def _table(n: int, n_sets: int, seed: int):
     }
     if n_sets > 1:
         cols["sid"] = np.repeat(np.arange(n_sets), -(-n // n_sets))[:n]
-    return ItemTable.from_arrow(pa.table(cols), set_column="sid" if n_sets > 1 else None)
+    return pa.table(cols)
+
+
+def _table(n: int, n_sets: int, seed: int):
+    """:func:`_arrow_table` as an item table (set column ``sid`` when ``n_sets > 1``)."""
+
+    return ItemTable.from_arrow(_arrow_table(n, n_sets, seed), set_column="sid" if n_sets > 1 else None)
 
 
 def _policies():
@@ -234,6 +241,31 @@ def _analysis() -> None:
     top_n_fail_counts(key, np.array([0, 50, 100], dtype=np.int64), np.arange(100, dtype=np.int64) % 50, 3)
 
 
+def _pairs() -> None:
+    """Tool pairs and atomic groups (orphan counts, unit selection) and the importers' token
+    estimate: the kernels only transcripts with tool calls reach."""
+
+    t = _arrow_table(1200, 30, 7)
+    n = t.num_rows
+    rng = np.random.default_rng(7)
+    call = np.arange(n) // 3  # a call and its two results, in input order
+    role = np.where(np.arange(n) % 3 == 0, "call", "result")
+    linked = rng.random(n) < 0.6
+    ids = pa.array([f"c{c}" for c in call], mask=~linked)
+    t = t.append_column("tool_call_id", ids).append_column("tool_role", pa.array(role, mask=~linked))
+    t = t.append_column("tool_group", ids)
+    table = ItemTable.from_arrow(t, set_column="sid")
+    base = preset("chat")
+    pols = [
+        Policy(base.scorer, slicer=sl, placer=pl, groups="tool_group")
+        for sl in (GreedySlice(), KnapsackSlice(50))
+        for pl in ("chronological", "u_shaped")
+    ]
+    variants = [("chat", base), *((f"g{i}", p) for i, p in enumerate(pols))]
+    sweep(table, ContextBudget(8000, 6000), variants, on_error="collect", threads=1).variants_table()
+    estimate_tokens_many(["plain words", "naïve — text\twith   spaces", ""])
+
+
 class _tempdir:
     def __enter__(self) -> str:
 
@@ -250,6 +282,7 @@ WORKLOADS: dict[str, Callable[[], None]] = {
     "engine": _engine_small,
     "large": _engine_large,
     "analysis": _analysis,
+    "pairs": _pairs,
 }
 
 
