@@ -260,3 +260,50 @@ def test_a_partial_listing_exits_2_and_writes_no_page(capsys, s3_server, up):
     code, _o, err = run(capsys, "report", f"s3://{bucket}/p", "--overwrite")
     assert code == 2 and f"s3://{bucket}/p/variants lists 1 part file, the manifest records 2" in err
     assert "report.html" not in _objects(s3_server, bucket, "p")
+
+
+def _sens_s3(url: str, out: str, *extra) -> list[str]:
+    return ["sensitivity", url, *PRESETS, *BUDGET, "--set-column", "session_id", "--quiet", "--out", out, *extra]
+
+
+@pytest.fixture
+def s3_run(capsys, s3_server, up):
+    """A finished sweep at s3://BUCKET/ow: (bucket, items URL, its objects)."""
+    bucket, url = up
+    assert run(capsys, *_sens_s3(f"{url}/a.parquet", f"s3://{bucket}/ow"))[0] == 0
+    before = _objects(s3_server, bucket, "ow")
+    assert "manifest.json" in before and json.loads(before["manifest.json"])["complete"] is True
+    return bucket, url, before
+
+
+def test_overwrite_on_s3_is_a_swap_a_failed_run_keeps_the_old_results(capsys, s3_server, s3_run):
+    bucket, url, before = s3_run
+    # a bad input (exit 2): the old code removed the previous objects before reading anything
+    code, _o, err = run(capsys, *_sens_s3(f"{url}/missing.parquet", f"s3://{bucket}/ow", "--overwrite"))
+    assert code == 2 and "were kept" in err, err
+    assert _objects(s3_server, bucket, "ow") == before
+    # a good run replaces them, manifest included, and leaves no staging or temp object
+    code, out, err = run(capsys, *_sens_s3(f"{url}/b.parquet", f"s3://{bucket}/ow", "--overwrite", "--quiet"))
+    assert code == 0, err
+    after = _objects(s3_server, bucket, "ow")
+    assert sorted(after) == sorted(before), after.keys()
+    assert not [k for k in s3_server.keys(bucket) if ".cupel-staging-" in k or k.endswith(".tmp")]
+    assert ".cupel-staging" not in out
+    m, old = json.loads(after["manifest.json"]), json.loads(before["manifest.json"])
+    assert m["complete"] is True and m["run_id"] != old["run_id"]
+    assert after["items.parquet"] != before["items.parquet"]  # b.parquet's sessions, not a.parquet's
+    assert run(capsys, "report", f"s3://{bucket}/ow", "--overwrite", "--quiet")[0] == 0
+
+
+def test_overwrite_on_s3_interrupted_keeps_the_old_results(capsys, s3_server, s3_run, monkeypatch):
+    import cupel_np.cli.sweeps as sweeps
+
+    def ctrl_c(*a, **k):  # Ctrl-C after the Parquet files, before the page
+        raise KeyboardInterrupt
+
+    bucket, url, before = s3_run
+    monkeypatch.setattr(sweeps, "write_html_report", ctrl_c)
+    code, _o, err = run(capsys, *_sens_s3(f"{url}/b.parquet", f"s3://{bucket}/ow", "--overwrite"))
+    assert code == 130, err
+    assert _objects(s3_server, bucket, "ow") == before
+    assert not [k for k in s3_server.keys(bucket) if ".cupel-staging-" in k]
