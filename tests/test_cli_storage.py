@@ -307,3 +307,51 @@ def test_overwrite_on_s3_interrupted_keeps_the_old_results(capsys, s3_server, s3
     assert code == 130, err
     assert _objects(s3_server, bucket, "ow") == before
     assert not [k for k in s3_server.keys(bucket) if ".cupel-staging-" in k]
+
+
+_HANG_BEFORE_THE_PAGE = """
+import sys, time
+from pathlib import Path
+import cupel_np.cli.sweeps as sweeps
+from cupel_np.cli import main
+
+def hang(*a, **k):  # the Parquet outputs are written: say so and wait for the kill
+    Path(sys.argv[1]).touch()
+    time.sleep(600)
+
+sweeps.write_html_report = hang
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_overwrite_on_s3_killed_keeps_the_old_results(capsys, s3_server, s3_run, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    bucket, url, before = s3_run
+    ready = tmp_path / "ready"
+    argv = _sens_s3(f"{url}/b.parquet", f"s3://{bucket}/ow", "--overwrite")
+    p = subprocess.Popen(
+        [sys.executable, "-c", _HANG_BEFORE_THE_PAGE, str(ready), *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not ready.exists() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.exists(), f"the run ended ({p.returncode}) or timed out before its Parquet outputs"
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    keys = s3_server.keys(bucket, "ow/")
+    staged = [k for k in keys if k.startswith("ow/.cupel-staging-")]
+    assert any(k.endswith("/items.parquet") for k in staged), keys  # killed mid-way, after writing
+    kept = {k: v for k, v in _objects(s3_server, bucket, "ow").items() if not k.startswith(".cupel-staging-")}
+    assert kept == before
+    # the next --overwrite removes the killed run's staging prefix
+    assert run(capsys, *_sens_s3(f"{url}/b.parquet", f"s3://{bucket}/ow", "--overwrite"))[0] == 0
+    assert not [k for k in s3_server.keys(bucket) if ".cupel-staging-" in k]
+    assert json.loads(s3_server.get(bucket, "ow/manifest.json"))["complete"] is True
