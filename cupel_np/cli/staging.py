@@ -1,5 +1,6 @@
 """``--overwrite`` is a swap: the new run writes into a staging directory inside ``--out``
-(same file system) and its outputs replace the old ones only once the command has finished.
+(same file system, or a staging prefix under an object-store URL) and its outputs replace the
+old ones only once the command has finished.
 A failed run (exit 2) removes its staging directory and keeps the old results, saying so; a
 killed run leaves the old results untouched (and a hidden ``.cupel-staging-*`` directory that
 the next ``--overwrite`` run removes).
@@ -16,7 +17,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from cupel_np._fs import RemotePath, as_path
+from cupel_np._fs import RemotePath, as_path, commit_remote, rmtree
 from cupel_np.cli.shared import AllCellsFailedError
 from cupel_np.io.outdir import (
     MANIFEST,
@@ -47,6 +48,28 @@ def swap_in(stage: Path, out: Path) -> None:
     stage.rmdir()
 
 
+def swap_in_remote(stage: RemotePath, out: RemotePath) -> None:
+    """``swap_in`` on an object store, which has no rename: the old outputs are deleted
+    (manifest first), then each staged object is moved into place (a server-side copy: each
+    appears whole), the manifest last, and the staging prefix removed."""
+    old = [f for f in existing_outputs(out) if f != stage]
+    for f in sorted(old, key=lambda f: f.name != MANIFEST):  # the manifest first
+        rmtree(f) if f.is_dir() else f.unlink(missing_ok=True)
+    new = sorted(stage.walk_files(), key=lambda f: (f.name == MANIFEST and f.parent == stage, f.path))
+    for f in new:  # the manifest last
+        commit_remote(f, out / f.path[len(stage.path) + 1 :])
+    _discard_stage(stage)
+
+
+def _discard_stage(stage: Path | RemotePath) -> None:
+    if isinstance(stage, RemotePath):
+        with contextlib.suppress(Exception):  # the run's own error is the one to report
+            if stage.exists():
+                stage.rmtree()
+    else:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
 def _finished(args, func) -> int:
     """``func(args)`` with its manifests marked incomplete until it returns 0 (or stops because
     every cell failed: the run finished, its outputs are whole)."""
@@ -63,9 +86,7 @@ def _finished(args, func) -> int:
 
 def run_swapped(args, func) -> int:
     """Run ``func(args)``; with ``--overwrite`` over existing outputs, as a swap (see above)."""
-    if isinstance(as_path(args.out), RemotePath):  # an object store has no rename: no swap there
-        return _finished(args, func)
-    out = Path(args.out)
+    out = as_path(args.out)
     if not getattr(args, "overwrite", False) or not existing_outputs(check_out_path(out)):
         return _finished(args, func)
     stage = out / f"{STAGING_PREFIX}{uuid.uuid4().hex[:12]}"
@@ -77,7 +98,7 @@ def run_swapped(args, func) -> int:
             rc = _finished(args, func)
         ok = rc == 0 and stage.is_dir()
         if ok:
-            swap_in(stage, out)
+            swap_in_remote(stage, out) if isinstance(stage, RemotePath) else swap_in(stage, out)
         return rc
     finally:
         text = buf.getvalue()
@@ -85,6 +106,6 @@ def run_swapped(args, func) -> int:
             text = text.replace(s, o)
         sys.stdout.write(text)
         if not ok:
-            shutil.rmtree(stage, ignore_errors=True)
+            _discard_stage(stage)
             print(f"cupel-np: the new run did not finish; the previous results in {out} were kept", file=sys.stderr)
         args.out = str(out)

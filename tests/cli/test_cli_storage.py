@@ -260,3 +260,98 @@ def test_a_partial_listing_exits_2_and_writes_no_page(capsys, s3_server, up):
     code, _o, err = run(capsys, "report", f"s3://{bucket}/p", "--overwrite")
     assert code == 2 and f"s3://{bucket}/p/variants lists 1 part file, the manifest records 2" in err
     assert "report.html" not in _objects(s3_server, bucket, "p")
+
+
+def _sens_s3(url: str, out: str, *extra) -> list[str]:
+    return ["sensitivity", url, *PRESETS, *BUDGET, "--set-column", "session_id", "--quiet", "--out", out, *extra]
+
+
+@pytest.fixture
+def s3_run(capsys, s3_server, up):
+    """A finished sweep at s3://BUCKET/ow: (bucket, items URL, its objects)."""
+    bucket, url = up
+    assert run(capsys, *_sens_s3(f"{url}/a.parquet", f"s3://{bucket}/ow"))[0] == 0
+    before = _objects(s3_server, bucket, "ow")
+    assert "manifest.json" in before and json.loads(before["manifest.json"])["complete"] is True
+    return bucket, url, before
+
+
+def test_overwrite_on_s3_is_a_swap_a_failed_run_keeps_the_old_results(capsys, s3_server, s3_run):
+    bucket, url, before = s3_run
+    # a bad input (exit 2): the old code removed the previous objects before reading anything
+    code, _o, err = run(capsys, *_sens_s3(f"{url}/missing.parquet", f"s3://{bucket}/ow", "--overwrite"))
+    assert code == 2 and "were kept" in err, err
+    assert _objects(s3_server, bucket, "ow") == before
+    # a good run replaces them, manifest included, and leaves no staging or temp object
+    code, out, err = run(capsys, *_sens_s3(f"{url}/b.parquet", f"s3://{bucket}/ow", "--overwrite", "--quiet"))
+    assert code == 0, err
+    after = _objects(s3_server, bucket, "ow")
+    assert sorted(after) == sorted(before), after.keys()
+    assert not [k for k in s3_server.keys(bucket) if ".cupel-staging-" in k or k.endswith(".tmp")]
+    assert ".cupel-staging" not in out
+    m, old = json.loads(after["manifest.json"]), json.loads(before["manifest.json"])
+    assert m["complete"] is True and m["run_id"] != old["run_id"]
+    assert after["items.parquet"] != before["items.parquet"]  # b.parquet's sessions, not a.parquet's
+    assert run(capsys, "report", f"s3://{bucket}/ow", "--overwrite", "--quiet")[0] == 0
+
+
+def test_overwrite_on_s3_interrupted_keeps_the_old_results(capsys, s3_server, s3_run, monkeypatch):
+    import cupel_np.cli.sweeps as sweeps
+
+    def ctrl_c(*a, **k):  # Ctrl-C after the Parquet files, before the page
+        raise KeyboardInterrupt
+
+    bucket, url, before = s3_run
+    monkeypatch.setattr(sweeps, "write_html_report", ctrl_c)
+    code, _o, err = run(capsys, *_sens_s3(f"{url}/b.parquet", f"s3://{bucket}/ow", "--overwrite"))
+    assert code == 130, err
+    assert _objects(s3_server, bucket, "ow") == before
+    assert not [k for k in s3_server.keys(bucket) if ".cupel-staging-" in k]
+
+
+_HANG_BEFORE_THE_PAGE = """
+import sys, time
+from pathlib import Path
+import cupel_np.cli.sweeps as sweeps
+from cupel_np.cli import main
+
+def hang(*a, **k):  # the Parquet outputs are written: say so and wait for the kill
+    Path(sys.argv[1]).touch()
+    time.sleep(600)
+
+sweeps.write_html_report = hang
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_overwrite_on_s3_killed_keeps_the_old_results(capsys, s3_server, s3_run, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    bucket, url, before = s3_run
+    ready = tmp_path / "ready"
+    argv = _sens_s3(f"{url}/b.parquet", f"s3://{bucket}/ow", "--overwrite")
+    p = subprocess.Popen(
+        [sys.executable, "-c", _HANG_BEFORE_THE_PAGE, str(ready), *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not ready.exists() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.exists(), f"the run ended ({p.returncode}) or timed out before its Parquet outputs"
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    keys = s3_server.keys(bucket, "ow/")
+    staged = [k for k in keys if k.startswith("ow/.cupel-staging-")]
+    assert any(k.endswith("/items.parquet") for k in staged), keys  # killed mid-way, after writing
+    kept = {k: v for k, v in _objects(s3_server, bucket, "ow").items() if not k.startswith(".cupel-staging-")}
+    assert kept == before
+    # the next --overwrite removes the killed run's staging prefix
+    assert run(capsys, *_sens_s3(f"{url}/b.parquet", f"s3://{bucket}/ow", "--overwrite"))[0] == 0
+    assert not [k for k in s3_server.keys(bucket) if ".cupel-staging-" in k]
+    assert json.loads(s3_server.get(bucket, "ow/manifest.json"))["complete"] is True
