@@ -12,10 +12,9 @@ the subset of ``pathlib.Path`` that cupel_np's readers and writers use (``/``, `
   ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_PROFILE``, ``AWS_REGION`` /
   ``AWS_DEFAULT_REGION``, ``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_S3``) and from storage
   options (``--storage-option KEY=VALUE``; :func:`configure`).
-* ``gs://bucket/key`` - pyarrow's built-in GCS file system.
-* ``az://container/key`` and ``abfs://container/key`` - pyarrow's Azure file system where this
-  pyarrow has one (``account_name`` from ``AZURE_STORAGE_ACCOUNT_NAME`` or a storage option),
-  else fsspec's ``adlfs`` (the ``azure`` extra).
+* ``gs://bucket/key`` - pyarrow's built-in GCS file system (``STORAGE_EMULATOR_HOST`` for an
+  emulator), and ``az://container/key`` / ``abfs://container/key`` - pyarrow's Azure file system
+  (account, key and endpoints from ``AZURE_STORAGE_*`` or a connection string): see ``_cloud``.
 * ``memory://key`` and any other fsspec protocol - through fsspec (the ``fsspec`` extra), the
   memory file system being one process's own.
 
@@ -33,6 +32,12 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from cupel_np._cloud import EXTRAS as _EXTRAS
+from cupel_np._cloud import azure as _azure_fs
+from cupel_np._cloud import check_keys as _check_keys
+from cupel_np._cloud import gcs as _gcs_fs
+from cupel_np._cloud import split_endpoint as _endpoint
+from cupel_np._cloud import typed as _typed
 from cupel_np.errors import StorageError
 
 if TYPE_CHECKING:
@@ -61,10 +66,6 @@ S3_OPTIONS = (
     "request_timeout",
     "allow_bucket_creation",
 )
-GCS_OPTIONS = ("anonymous", "access_token", "endpoint_override", "scheme", "project_id", "default_bucket_location")
-AZURE_OPTIONS = ("account_name", "account_key", "blob_storage_authority", "dfs_storage_authority", "sas_token")
-_BOOL = ("anonymous", "force_virtual_addressing", "allow_bucket_creation")
-_FLOAT = ("connect_timeout", "request_timeout")
 
 
 def is_url(x: object) -> bool:
@@ -124,36 +125,6 @@ def parse_options(pairs: list[str] | None) -> dict[str, str]:
 
 
 # ----------------------------------------------------------------------------- file systems
-def _typed(key: str, value: str) -> Any:
-    if key in _BOOL:
-        v = value.strip().lower()
-        if v not in ("1", "0", "true", "false", "yes", "no"):
-            raise StorageError(f"storage option {key} takes true or false, got {value!r}")
-        return v in ("1", "true", "yes")
-    if key in _FLOAT:
-        try:
-            return float(value)
-        except ValueError:
-            raise StorageError(f"storage option {key} takes a number of seconds, got {value!r}") from None
-    return value
-
-
-def _check_keys(scheme: str, options: dict[str, str], allowed: tuple[str, ...]) -> None:
-    bad = sorted(set(options) - set(allowed))
-    if bad:
-        raise StorageError(
-            f"storage option(s) {', '.join(map(repr, bad))} are not known for {scheme}:// URLs; known: {', '.join(allowed)}"
-        )
-
-
-def _endpoint(url: str) -> tuple[str, str]:
-    """``http://host:port`` -> (``host:port``, ``http``)."""
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url, "https"
-    return rest.rstrip("/"), scheme.lower()
-
-
 def _env_has_aws_credentials() -> bool:
     env = os.environ
     if env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"):
@@ -198,41 +169,6 @@ def _s3(options: dict[str, str]) -> pafs.FileSystem:
         raise StorageError(f"bad storage options for s3:// URLs: {e}") from None
 
 
-def _gcs(options: dict[str, str]) -> pafs.FileSystem:
-    import pyarrow.fs as pafs
-
-    _check_keys("gs", options, GCS_OPTIONS)
-    try:
-        return pafs.GcsFileSystem(**{k: _typed(k, v) for k, v in options.items()})
-    except (TypeError, ValueError) as e:
-        raise StorageError(f"bad storage options for gs:// URLs: {e}") from None
-
-
-def _azure(scheme: str, options: dict[str, str]) -> pafs.FileSystem:
-    import pyarrow.fs as pafs
-
-    cls = getattr(pafs, "AzureFileSystem", None)
-    if cls is None:
-        return _fsspec(scheme, options, extra="azure")
-    _check_keys(scheme, options, AZURE_OPTIONS)
-    kw: dict[str, Any] = dict(options)
-    kw.setdefault("account_name", os.environ.get("AZURE_STORAGE_ACCOUNT_NAME", ""))
-    if not kw["account_name"]:
-        raise StorageError(
-            f"{scheme}:// URLs need an account name: set AZURE_STORAGE_ACCOUNT_NAME or --storage-option account_name=..."
-        )
-    if "account_key" not in kw and os.environ.get("AZURE_STORAGE_ACCOUNT_KEY"):
-        kw["account_key"] = os.environ["AZURE_STORAGE_ACCOUNT_KEY"]
-    try:
-        return cls(**kw)
-    except (TypeError, ValueError) as e:
-        raise StorageError(f"bad storage options for {scheme}:// URLs: {e}") from None
-
-
-#: the extra that brings each fsspec protocol's package
-_EXTRAS = {"memory": "fsspec", "az": "azure", "abfs": "azure", "abfss": "azure", "adl": "azure"}
-
-
 def _fsspec(scheme: str, options: dict[str, str], *, extra: str | None = None) -> pafs.FileSystem:
     import pyarrow.fs as pafs
 
@@ -262,9 +198,9 @@ def _filesystem(scheme: str) -> pafs.FileSystem:
     if scheme == "s3":
         return _s3(options)
     if scheme in ("gs", "gcs"):
-        return _gcs(options)
+        return _gcs_fs(options, _fsspec)
     if scheme in ("az", "abfs", "abfss"):
-        return _azure(scheme, options)
+        return _azure_fs(scheme, options, _fsspec)
     return _fsspec(scheme, options)
 
 
@@ -410,7 +346,7 @@ class RemotePath:
     def missing_bucket(self) -> StorageError | None:
         """The error to raise when this path's bucket does not exist (None when it does, or
         the store has no buckets)."""
-        if self.scheme not in ("s3", "gs", "gcs") or not self.path:
+        if self.scheme not in ("s3", "gs", "gcs", "az", "abfs", "abfss") or not self.path:
             return None
         import pyarrow.fs as pafs
 
@@ -419,7 +355,8 @@ class RemotePath:
             found = self.fs.get_file_info(bucket).type != pafs.FileType.NotFound
         except OSError as e:
             raise translate(e, str(self)) from None
-        return None if found else StorageError(f"{self}: no such bucket {bucket!r}")
+        word = "container" if self.scheme.startswith(("az", "abfs")) else "bucket"
+        return None if found else StorageError(f"{self}: no such {word} {bucket!r}")
 
     def not_found(self, what: str = "file") -> Exception:
         """The error for a path that does not exist: no such bucket, or no such file."""
@@ -651,7 +588,11 @@ def commit_remote(tmp: RemotePath, target: RemotePath) -> None:
     """Move a finished temp key into place (a server-side copy on object stores: the target
     appears whole or not at all), or remove it and raise a StorageError naming ``target``."""
     try:
-        tmp.fs.move(tmp.path, target.path)
+        try:
+            tmp.fs.move(tmp.path, target.path)
+        except NotImplementedError:  # Azure without a hierarchical namespace: copy, then delete
+            tmp.fs.copy_file(tmp.path, target.path)
+            tmp.fs.delete_file(tmp.path)
     except OSError as e:
         tmp.unlink(missing_ok=True)
         raise translate(e, str(target)) from None
