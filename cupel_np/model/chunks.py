@@ -46,10 +46,10 @@ def dataset_batches(
                 batches = (pa.table({"_": pa.nulls(min(batch_rows, n - lo))}) for lo in range(0, n, batch_rows))
             for t in batches:
                 read += t.num_rows
-                yield _conform(t, schema, keys), read
+                yield conform(t, schema, keys), read
 
 
-def _conform(t: pa.Table, schema: pa.Schema, keys: dict) -> pa.Table:
+def conform(t: pa.Table, schema: pa.Schema, keys: dict) -> pa.Table:
     """``t`` (columns of one file) in ``schema``: cast, partition values filled, nulls elsewhere."""
     cols = []
     names = set(t.column_names)

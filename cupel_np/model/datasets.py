@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from cupel_np._fs import RemotePath, arrow_files, arrow_location, as_path, glob_files, is_remote, translate
 from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError
-from cupel_np.model.chunks import READ_BATCH_ROWS, dataset_batches
+from cupel_np.model.chunks import READ_BATCH_ROWS, conform, dataset_batches
 from cupel_np.model.chunks import whole_set_chunks as whole_set_chunks  # read here by cli/check.py
 
 #: The in-memory peak is estimated per input row as ``IN_MEMORY_FACTOR`` x the row's share of the
@@ -422,15 +422,7 @@ def read_piece(piece: Piece, schema: pa.Schema, partition_base: str | None = Non
         hive = _hive_strings([path], base)
         d = ds.dataset([path], format="parquet", partitioning=hive, partition_base_dir=base, filesystem=fs)
         keys = ds.get_partition_keys(next(iter(d.get_fragments())).partition_expression)
-    cols = []
-    for f in schema:
-        if f.name in present:
-            cols.append(t.column(f.name).cast(f.type))
-        elif f.name in keys:
-            cols.append(pa.array([keys[f.name]] * t.num_rows).cast(f.type))
-        else:
-            cols.append(pa.nulls(t.num_rows, f.type))
-    return pa.Table.from_arrays(cols, schema=schema)
+    return conform(t, schema, keys)
 
 
 def partition_base(source) -> str | None:
