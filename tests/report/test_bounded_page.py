@@ -70,3 +70,20 @@ def test_a_few_variants_keep_the_full_page(tmp_path):
     body = re.search(r'<table id="swing-table">.*?</table>', html, re.S).group(0)
     assert body.count('<tr data-set="') == len(d.rows)  # every row kept
     assert page.row_cap(d, 200) == 200
+
+
+def _png_width(data: bytes) -> int:
+    return int.from_bytes(data[16:20], "big")  # the IHDR chunk's width
+
+
+def test_charts_of_many_variants_have_a_bounded_width():
+    from cupel_np.report import charts
+
+    labels = [f"v{i}" for i in range(1000)]
+    z = np.zeros(1000)
+    heat = charts.heatmap_png(np.zeros((3, 1000)), ["a", "b", "c"], labels)
+    toks = charts.tokens_png(labels, z + 5, z + 10, z + 8)
+    # 0.9 inch per variant at 110 dpi was about 77,000 px (2.5 GiB to draw 600 variants' charts)
+    assert max(_png_width(heat), _png_width(toks)) < 8000
+    few = charts.tokens_png(labels[:5], z[:5] + 5, z[:5] + 10, z[:5] + 8)
+    assert _png_width(few) < 1200  # a few variants: as before
