@@ -274,7 +274,8 @@ def cut_notice(d: PageData) -> str:
         "this page small, the variant-by-variant matrices are replaced by each variant's "
         f"{NEIGHBOURS} nearest and {NEIGHBOURS} farthest variants, and the item tables show "
         f"{row_cap(d, max(1, len(d.rows)))} of {len(d.rows)} rows (a set's items proportionally fewer). "
-        "The numbers over all variants (reason totals, swinging contents, pairs) are unchanged; "
+        f"The charts are at most {charts.MAX_WIDE} variants wide, labelling every few variants. The numbers over all "
+        "variants (reason totals, swinging contents, pairs) are unchanged; "
         "the written outputs hold every row (docs/report.md).</p>"
     )
 
