@@ -187,14 +187,26 @@ def _orphan_phrase(d: PageData) -> str:
     )
 
 
+def _families_text(d: PageData, fam: list[list[str]]) -> str:
+    """The families in words; past ``BOUNDED_VARIANTS`` variants at most 5 families of at most
+    ``NEIGHBOURS`` names each, the rest counted."""
+    if len(d.labels) <= BOUNDED_VARIANTS:
+        return "; ".join(_and_list([f"<b>{_e(x)}</b>" for x in f]) for f in fam)
+    parts = [
+        ", ".join(f"<b>{_e(_short(x, 40))}</b>" for x in f[:NEIGHBOURS])
+        + (f" and {len(f) - NEIGHBOURS:,} more" if len(f) > NEIGHBOURS else "")
+        for f in fam[:5]
+    ]
+    more = f"; and {len(fam) - 5:,} more families" if len(fam) > 5 else ""
+    return f"{len(fam):,} families: " + "; ".join(parts) + more
+
+
 def section_start(d: PageData) -> str:
     """1. Start here: what the page found, in words."""
     v = len(d.labels)
     fam = _families(d)
     fam_txt = (
-        "Variants that behave almost alike (≥ 98% same status): "
-        + "; ".join(_and_list([f"<b>{_e(x)}</b>" for x in f]) for f in fam)
-        + "."
+        "Variants that behave almost alike (≥ 98% same status): " + _families_text(d, fam) + "."
         if fam
         else "No two variants agree on 98% or more of the contents: every variant makes its own choices."
     )

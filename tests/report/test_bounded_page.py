@@ -42,6 +42,8 @@ def test_300_variants_make_a_bounded_page_that_says_what_was_cut(many):
     assert 'id="agree-matrix"' not in html and 'id="jaccard-matrix"' not in html
     rows = re.findall(r'<tr data-variant="([^"]*)"><th>[^<]*</th><td><span class="nb"', html)
     assert sorted(rows) == sorted(res.labels)  # every variant has its neighbours row
+    start = re.search(r'<div id="start".*?</div>', html, re.S).group(0)
+    assert len(start) < 3000, len(start)  # the families are summarised, not every variant named
     n_rows = html.count('<tr data-set="')  # item rows in the swing table and the sets
     assert 0 < n_rows < 200 + 5 * 25
 
