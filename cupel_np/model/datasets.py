@@ -624,15 +624,17 @@ def check_fits(
         )
 
 
-#: estimated peak bytes of the report page per variant (its per-variant charts and tables) and
-#: per pair of variants (the variant-by-variant agreement, similarity and swing tables): a
-#: two-point fit of ``cupel-np sweep`` on 200 rows with 4 presets x 125 / 250 budgets, peak RSS
-#: (``ru_maxrss``) 2.38 GiB at 500 variants and 4.52 GiB at 1,000 (0.37 GiB idle), one run each;
-#: 10,000 variants ran out of memory at 22 GiB. Bounded pages past a threshold are not built
-#: yet: until then a run whose page is estimated over the limit stops before any work.
-PAGE_BYTES_PER_VARIANT = 4.0 * 2**20
+#: estimated peak bytes of the report page per variant (its per-variant tables; charts are at
+#: most ``report.charts.MAX_WIDE`` variants wide) and per pair of variants (the variant-by-variant
+#: agreement and swing-by-category arrays; the page shows them bounded past
+#: ``report.page.BOUNDED_VARIANTS``): fit to the in-memory page of 200 rows with 4 presets x 75 /
+#: 250 / 500 budgets, peak RSS (``ru_maxrss``, a child process each) 585 MiB at 300 variants,
+#: 700 MiB at 1,000 and 1,433 MiB at 2,000 (about 0.3 GiB of it the sweep), load average 2.4;
+#: the pair term dominates, so the per-variant term is a small safety margin. Before the page was
+#: bounded, 1,000 variants peaked at 4.52 GiB (its charts 0.9 inch a variant wide).
+PAGE_BYTES_PER_VARIANT = 256.0 * 2**10
 #: see ``PAGE_BYTES_PER_VARIANT``
-PAGE_BYTES_PER_PAIR = 330.0
+PAGE_BYTES_PER_PAIR = 360.0
 
 #: the page estimate is checked only past this many variants (below it the page is small next
 #: to the rows' estimate, and the tests' tiny limits that force streaming stay usable)
@@ -650,7 +652,7 @@ def check_page_fits(n_variants: int, limit: int) -> None:
     need = int(n_variants * PAGE_BYTES_PER_VARIANT + n_variants * n_variants * PAGE_BYTES_PER_PAIR)
     if need > limit:
         raise MemoryLimitError(
-            f"{n_variants:,} variants: the report page (per-variant charts, variant-by-variant tables) is "
+            f"{n_variants:,} variants: the report page (its variant-by-variant arrays) is "
             f"estimated to need {format_size(need)} in memory, over the memory limit of {format_size(limit)}, "
             "whatever the number of rows; options: sweep fewer variants at once (split the grid or the "
             "policies file), or raise --memory-limit"

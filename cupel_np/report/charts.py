@@ -92,8 +92,21 @@ def _human_axis(axis) -> None:
     axis.set_major_formatter(plt().FuncFormatter(lambda v, _: human(v)))
 
 
+#: charts are as wide as this many variants at most (0.9 inch each); past it, every k-th variant
+#: is labelled and the per-bar percentages are left out, so a chart's pixels (and the memory to
+#: draw it: 2.5 GiB for 600 variants before the cap) stay bounded however many variants
+MAX_WIDE = 60
+
+
+def _width(v: int, extra: float) -> float:
+    """A chart's width in inches for ``v`` variants (capped at ``MAX_WIDE`` of them)."""
+    return max(6, 0.9 * min(v, MAX_WIDE) + extra)
+
+
 def _variant_axis(ax, labels: list[str]) -> None:
-    ax.set_xticks(range(len(labels)), [mpl_text(l) for l in labels], rotation=45, ha="right", fontsize=8)
+    step = -(-len(labels) // MAX_WIDE)
+    at = range(0, len(labels), step)
+    ax.set_xticks(list(at), [mpl_text(labels[i]) for i in at], rotation=45, ha="right", fontsize=8)
 
 
 def heatmap_png(status: np.ndarray, row_labels: list[str], labels: list[str]) -> bytes:
@@ -101,7 +114,7 @@ def heatmap_png(status: np.ndarray, row_labels: list[str], labels: list[str]) ->
     from matplotlib.colors import ListedColormap
 
     v = len(labels)
-    fig, ax = plt().subplots(figsize=(max(6, 0.9 * v + 5), max(2.5, 0.28 * len(row_labels) + 1.5)))
+    fig, ax = plt().subplots(figsize=(_width(v, 5), max(2.5, 0.28 * len(row_labels) + 1.5)))
     if len(row_labels):
         cmap = ListedColormap([OUT, IN]).with_extremes(bad=FAILED)
         ax.imshow(np.ma.masked_invalid(status), aspect="auto", cmap=cmap, vmin=0, vmax=1, interpolation="nearest")
@@ -117,14 +130,14 @@ def heatmap_png(status: np.ndarray, row_labels: list[str], labels: list[str]) ->
 def tokens_png(labels: list[str], used: np.ndarray, target: np.ndarray, could: np.ndarray | None = None) -> bytes:
     """Per variant: tokens used against the target, and (``could``) against what the sets
     could use at most (their tokens, capped at the target, summed)."""
-    fig, ax = plt().subplots(figsize=(max(6, 0.9 * len(labels) + 3), 3.6))
+    fig, ax = plt().subplots(figsize=(_width(len(labels), 3), 3.6))
     x = np.arange(len(labels))
     w = 0.27 if could is not None else 0.4
     ax.bar(x - w, target, width=w, label="target tokens (sets that ran)", color="#cccccc")
     if could is not None:
         ax.bar(x, could, width=w, label="usable: min(set tokens, target)", color="#9ecae1")
     ax.bar(x + (w if could is not None else 0), used, width=w, label="tokens used", color="#337ab7")
-    for i in range(len(labels)):
+    for i in range(len(labels) if len(labels) <= MAX_WIDE else 0):
         base = could[i] if could is not None and could[i] else target[i]
         if base:
             ax.text(
@@ -146,7 +159,7 @@ def tokens_png(labels: list[str], used: np.ndarray, target: np.ndarray, could: n
 def kinds_png(labels: list[str], kinds: list[str], mix: np.ndarray) -> bytes:
     """Stacked bars: ``mix`` [V, K] selected tokens per variant and kind (colours per kind
     name, the same in every report)."""
-    fig, ax = plt().subplots(figsize=(max(6, 0.9 * len(labels) + 3), 3.6))
+    fig, ax = plt().subplots(figsize=(_width(len(labels), 3), 3.6))
     bottom = np.zeros(len(labels))
     x = np.arange(len(labels))
     for j in np.argsort(-mix.sum(axis=0), kind="stable") if len(kinds) else []:

@@ -28,6 +28,12 @@ from cupel_np.text import shorten as _short
 PAGE_FROM_RESULT, PAGE_FROM_OUTPUTS = "cupel_np report from-result", "cupel_np report from-outputs"
 #: the sections every sweep page has, in order (``data-sections`` on the body)
 SECTIONS = ("start", "variants", "agreement", "by-kind", "by-source", "why", "sets", "charts")
+#: past this many variants the page is bounded: the V x V matrices become each variant's
+#: ``NEIGHBOURS`` nearest and farthest variants, and the item tables (one column per variant)
+#: show fewer rows (``row_cap``), so the page grows about linearly in V; the page says so
+BOUNDED_VARIANTS = 50
+#: nearest and farthest variants listed per variant past ``BOUNDED_VARIANTS``
+NEIGHBOURS = 3
 
 
 @dataclass
@@ -181,14 +187,26 @@ def _orphan_phrase(d: PageData) -> str:
     )
 
 
+def _families_text(d: PageData, fam: list[list[str]]) -> str:
+    """The families in words; past ``BOUNDED_VARIANTS`` variants at most 5 families of at most
+    ``NEIGHBOURS`` names each, the rest counted."""
+    if len(d.labels) <= BOUNDED_VARIANTS:
+        return "; ".join(_and_list([f"<b>{_e(x)}</b>" for x in f]) for f in fam)
+    parts = [
+        ", ".join(f"<b>{_e(_short(x, 40))}</b>" for x in f[:NEIGHBOURS])
+        + (f" and {len(f) - NEIGHBOURS:,} more" if len(f) > NEIGHBOURS else "")
+        for f in fam[:5]
+    ]
+    more = f"; and {len(fam) - 5:,} more families" if len(fam) > 5 else ""
+    return f"{len(fam):,} families: " + "; ".join(parts) + more
+
+
 def section_start(d: PageData) -> str:
     """1. Start here: what the page found, in words."""
     v = len(d.labels)
     fam = _families(d)
     fam_txt = (
-        "Variants that behave almost alike (≥ 98% same status): "
-        + "; ".join(_and_list([f"<b>{_e(x)}</b>" for x in f]) for f in fam)
-        + "."
+        "Variants that behave almost alike (≥ 98% same status): " + _families_text(d, fam) + "."
         if fam
         else "No two variants agree on 98% or more of the contents: every variant makes its own choices."
     )
@@ -251,8 +269,68 @@ def _matrix_html(d: PageData, key: str, title: str) -> str:
     )
 
 
+def row_cap(d: PageData, n: int) -> int:
+    """How many of ``n`` item rows a table with one column per variant shows: all up to
+    ``BOUNDED_VARIANTS`` variants, past it about ``n * BOUNDED_VARIANTS / V`` (at least 3), so
+    rows x variants stays about constant."""
+    v = len(d.labels)
+    return n if v <= BOUNDED_VARIANTS else min(n, max(3, n * BOUNDED_VARIANTS // v))
+
+
+def cut_notice(d: PageData) -> str:
+    """The sentence a bounded page (more than ``BOUNDED_VARIANTS`` variants) shows at the top."""
+    if len(d.labels) <= BOUNDED_VARIANTS:
+        return ""
+    return (
+        f'<p class="warn cut" id="cut-notice">{len(d.labels):,} variants, more than {BOUNDED_VARIANTS}: to keep '
+        "this page small, the variant-by-variant matrices are replaced by each variant's "
+        f"{NEIGHBOURS} nearest and {NEIGHBOURS} farthest variants, and the item tables show "
+        f"{row_cap(d, max(1, len(d.rows)))} of {len(d.rows)} rows (a set's items proportionally fewer). "
+        f"The charts are at most {charts.MAX_WIDE} variants wide, labelling every few variants. The numbers over all "
+        "variants (reason totals, swinging contents, pairs) are unchanged; "
+        "the written outputs hold every row (docs/report.md).</p>"
+    )
+
+
+def _neighbours_html(d: PageData) -> str:
+    """Per variant, its nearest and farthest variants by share of the same status (Jaccard in
+    the tooltip): the bounded form of the two matrices."""
+    labs, agree, jac = d.labels, d.ag["agree"], d.ag["jaccard"]
+    v = len(labs)
+
+    def cell(i: int, j: int) -> str:
+        return (
+            f'<span class="nb" data-b="{_e(labs[j])}" data-v="{float(agree[i, j])!r}" '
+            f'title="Jaccard {float(jac[i, j]):.3f}">{_e(_short(labs[j], 32))} ({float(agree[i, j]):.3f})</span>'
+        )
+
+    rows = []
+    for i in d.ag["order"]:
+        a = np.where(np.arange(v) == i, np.nan, agree[i])
+        ok = np.flatnonzero(a == a)
+        by = ok[np.lexsort((ok, -a[ok]))]
+        near, far = by[:NEIGHBOURS], by[::-1][:NEIGHBOURS]
+        rows.append(
+            f'<tr data-variant="{_e(labs[i])}"><th>{_e(labs[i])}</th><td>{", ".join(cell(i, int(j)) for j in near)}'
+            f"</td><td>{', '.join(cell(i, int(j)) for j in far)}</td></tr>"
+        )
+    return (
+        f'<div class="scroll"><table id="neighbours"><tr><th>variant</th><th>nearest {NEIGHBOURS} (same status)</th>'
+        f"<th>farthest {NEIGHBOURS}</th></tr>{''.join(rows)}</table></div>"
+    )
+
+
 def section_agreement(d: PageData) -> str:
-    """3. How alike the variants are: agreement and Jaccard matrices in similarity order."""
+    """3. How alike the variants are: agreement and Jaccard matrices in similarity order (past
+    ``BOUNDED_VARIANTS`` variants, each variant's nearest and farthest variants instead)."""
+    if len(d.labels) > BOUNDED_VARIANTS:
+        return (
+            '<h2 id="agreement">How alike are the variants?</h2><p class="meta">Over every content of every set '
+            f"where both variants ran. With {len(d.labels):,} variants (more than {BOUNDED_VARIANTS}) the two "
+            f"V × V matrices are cut: each variant's {NEIGHBOURS} nearest and {NEIGHBOURS} farthest variants by share "
+            "of contents with the same status (Jaccard of the included contents in the tooltip), in similarity "
+            "order.</p>" + _neighbours_html(d)
+        )
     return (
         '<h2 id="agreement">How alike are the variants?</h2><p class="meta">Over every content of every set where '
         "both variants ran. Rows and columns are ordered so that similar variants sit together (a chain from the "
@@ -377,8 +455,9 @@ def section_why(d: PageData) -> str:
         + "</tr>"
         for vi, l in enumerate(d.labels)
     )
-    kinds = "".join(f'<option value="{_e(k)}">{_e(k)}</option>' for k in sorted({r["kind"] for r in d.rows}))
-    n = len(d.rows)
+    shown = d.rows[: row_cap(d, len(d.rows))]
+    kinds = "".join(f'<option value="{_e(k)}">{_e(k)}</option>' for k in sorted({r["kind"] for r in shown}))
+    n = len(shown)
     return (
         f'<h2 id="why">Why each variant left swinging items out</h2><p class="meta">All {d.n_swing:,} swinging '
         "contents: how many each variant includes, and the reason of each exclusion.</p>"
@@ -392,7 +471,7 @@ def section_why(d: PageData) -> str:
         f'<option value="">(all)</option>{kinds}</select> <span class="meta"><span id="shown">{n}</span> of {n} rows '
         f"shown; {d.n_swing:,} swinging contents in all</span></div>"
         f'<div class="scroll"><table id="swing-table"><thead><tr>{_head_html(d)}</tr></thead>'
-        f"<tbody>{_rows_html(d, d.rows)}</tbody></table></div>"
+        f"<tbody>{_rows_html(d, shown)}</tbody></table></div>"
     )
 
 
@@ -410,10 +489,9 @@ def _set_html(d: PageData, j: int, s: dict) -> str:
         )
         vrows.append(f'<tr data-variant="{_e(l)}"><th>{_e(l)}</th>{cells}</tr>')
     key = "(all items)" if not d.has_sets else str(s["key"])
+    shown = s["rows"][: row_cap(d, len(s["rows"]))]
     more = (
-        f'<p class="meta">{len(s["rows"])} of {s["swing"]} swinging contents shown.</p>'
-        if s["swing"] > len(s["rows"])
-        else ""
+        f'<p class="meta">{len(shown)} of {s["swing"]} swinging contents shown.</p>' if s["swing"] > len(shown) else ""
     )
     return (
         f'<details class="set" data-set="{_e(key)}" data-swing="{s["swing"]}"{" open" if j == 0 else ""}>'
@@ -422,7 +500,7 @@ def _set_html(d: PageData, j: int, s: dict) -> str:
         '<th title="min(the set\'s tokens, target): what the variant could use at most">usable</th>'
         f"<th>swinging included</th></tr>{''.join(vrows)}</table>"
         f'<div class="scroll"><table class="set-items"><thead><tr>{_head_html(d)}</tr></thead>'
-        f"<tbody>{_rows_html(d, s['rows'])}</tbody></table></div>{more}</details>"
+        f"<tbody>{_rows_html(d, shown)}</tbody></table></div>{more}</details>"
     )
 
 
@@ -473,7 +551,7 @@ def render_page(d: PageData, pngs: dict[str, bytes]) -> str:
 <p class="meta" id="summary" data-items="{d.n_items}" data-sets="{d.n_sets}" data-variants="{len(d.labels)}" data-swing="{d.n_swing}">
 {d.n_items:,} items in {d.n_sets:,} item set(s); {len(d.labels)} variants; {d.n_swing:,} swinging contents
 (a content swings when at least two variants that ran on its set disagree on it).</p>
-{section_start(d)}{section_variants(d)}{section_checks(d.checks)}{section_outcomes(d.outcomes)}{section_agreement(d)}{section_pairs(d, "kind")}{section_pairs(d, "source")}
+{cut_notice(d)}{section_start(d)}{section_variants(d)}{section_checks(d.checks)}{section_outcomes(d.outcomes)}{section_agreement(d)}{section_pairs(d, "kind")}{section_pairs(d, "source")}
 {section_why(d)}{section_sets(d)}{section_charts(pngs)}
 <script>{JS}</script>
 </body></html>
