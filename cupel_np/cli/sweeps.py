@@ -35,6 +35,7 @@ from cupel_np.model.datasets import check_page_fits, needs_streaming
 from cupel_np.report.from_dir import write_dir_report
 from cupel_np.report.from_result import write_html_report
 from cupel_np.report.sweep_dir import load_sweep_dir
+from cupel_np.text import display_text
 
 
 def _run_dask(args, budget, variants, set_column, title: str) -> int:
@@ -216,10 +217,17 @@ def _print_summary(result, out=None) -> None:
     _print_table(labels, *cols, orphans, out=out)
 
 
+#: the longest variant label the per-variant table prints whole (a longer one is cut, with the
+#: number of characters left out; the Parquet outputs and the page keep the whole label)
+TABLE_LABEL_LIMIT = 120
+
+
 def _print_table(labels, included, tokens, target, swing_in, failed, orphans, out=None) -> None:
     """The per-variant table every sensitivity/sweep run prints (in memory, streamed or on
-    Dask): one line per variant, with the orphan columns when the items carry tool pairs."""
-    w = max([8, *(len(l) for l in labels)])
+    Dask): one line per variant, with the orphan columns when the items carry tool pairs. A
+    label longer than ``TABLE_LABEL_LIMIT`` characters is cut for display (the outputs keep it)."""
+    shown = [display_text(lab, TABLE_LABEL_LIMIT) for lab in labels]
+    w = max([8, *(len(l) for l in shown)])
     pairs_head = f" {'orphan calls':>12} {'orphan results':>14}" if orphans is not None else ""
     print(
         f"{'variant':<{w}}  {'included':>9} {'tokens used':>12} {'target util':>11} {'swing incl.':>11} {'failed sets':>11}"
@@ -230,7 +238,7 @@ def _print_table(labels, included, tokens, target, swing_in, failed, orphans, ou
         util = tokens[v] / target[v] if target[v] else 0.0
         pairs = f" {orphans[lab][0]:>12,} {orphans[lab][1]:>14,}" if orphans is not None else ""
         print(
-            f"{lab:<{w}}  {int(included[v]):>9,} {int(tokens[v]):>12,} {util:>11.1%} {int(swing_in[v]):>11,} "
+            f"{shown[v]:<{w}}  {int(included[v]):>9,} {int(tokens[v]):>12,} {util:>11.1%} {int(swing_in[v]):>11,} "
             f"{int(failed[v]):>11,}" + pairs,
             file=out or sys.stdout,
         )
