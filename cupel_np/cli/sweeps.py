@@ -286,6 +286,13 @@ def _print_outcomes(summary, column: str) -> None:
         return
     first = summary.slice(0, 1).to_pylist()[0]
     scored = first["sets_labelled"] - first["sets_without_relevant"]
+    if scored == 0:  # the policies were compared, but the outcome lines measure nothing
+        print(
+            f"warning: no set has an item labelled relevant in {column!r} "
+            f"({first['sets_labelled']:,} labelled, {first['sets_unlabelled']:,} unlabelled): token recall is "
+            "n/a for every variant; check the column's values (true marks a relevant item)",
+            file=sys.stderr,
+        )
     print(
         f"token recall by {column!r}: mean over the {plural(scored, 'set')} with a relevant item, 95% bootstrap "
         f"interval ({first['sets_labelled']:,} labelled, {first['sets_unlabelled']:,} unlabelled left out):"

@@ -196,3 +196,17 @@ def test_a_bad_label_of_a_grouped_table_names_the_input_row():
     assert table.input_row.tolist() != [0, 1, 2, 3]  # grouped: row 1 is not at position 1
     with pytest.raises(InvalidConfigError, match=r"column 'rel', row 1: negative label \(value -3.0\)"):
         labels_from(table, "rel")
+
+
+@pytest.mark.parametrize("stream", [[], ["--chunk-rows", "100"]], ids=["in-memory", "streamed"])
+def test_labels_with_no_relevant_item_warn_that_recall_measures_nothing(tmp_path, capsys, items, stream):
+    t = pq.read_table(items)
+    t = t.set_column(t.schema.get_field_index("relevant"), "relevant", pa.array([False] * t.num_rows))
+    path = tmp_path / "none.parquet"
+    pq.write_table(t, path)
+    labels = ["--set-column", "session_id", "--label-column", "relevant", *stream]
+    code, out, err = run(capsys, "sensitivity", path, *PRESETS, *BUDGET, *labels, "--out", tmp_path / "o")
+    assert code == 0  # the policies were compared: the outputs are real
+    assert "n/a" in out and "warning: no set has an item labelled relevant in 'relevant'" in err
+    code, out, err = run(capsys, "sensitivity", items, *PRESETS, *BUDGET, *labels, "--out", tmp_path / "o2")
+    assert code == 0 and "warning: no set" not in err  # real labels: no warning
