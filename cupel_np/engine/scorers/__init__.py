@@ -42,6 +42,11 @@ __all__ = ["ScoreContext", "check_scorer_columns"]
 
 
 class ScoreContext:
+    """What the scorers of one sweep read: the item table, the rows to score (``rows``) with
+    their per-set ``offsets`` (CSR, int64), and the score columns already computed. Each scorer's column (float64, one score per scoreable row, read-only) is
+    computed once however many variants or composites use it, by one thread, so scorer
+    evaluation on the pool is thread-safe; ``len()`` is the number of scoreable rows."""
+
     def __init__(self, table, rows: np.ndarray, offsets: np.ndarray):
         self.table = table
         self.rows = rows
@@ -70,6 +75,7 @@ class ScoreContext:
         return val
 
     def score(self, scorer: Scorer) -> np.ndarray:
+        """The read-only float64 scores of ``scorer`` per scoreable row (computed once)."""
         return self._once(self._cache, scorer, lambda: _read_only(_evaluate(scorer, self)))
 
     def tags(self, which: str) -> tuple[np.ndarray, np.ndarray]:
