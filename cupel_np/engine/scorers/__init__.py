@@ -43,9 +43,10 @@ __all__ = ["ScoreContext", "check_scorer_columns"]
 
 class ScoreContext:
     """What the scorers of one sweep read: the item table, the rows to score (``rows``) with
-    their per-set ``offsets`` (CSR, int64), and the score columns already computed. Each scorer's column (float64, one score per scoreable row, read-only) is
-    computed once however many variants or composites use it, by one thread, so scorer
-    evaluation on the pool is thread-safe; ``len()`` is the number of scoreable rows."""
+    their per-set ``offsets`` (CSR, int64), and the score columns already computed. Each
+    scorer's column (float64, one score per row to score, read-only) is computed once however
+    many variants or composites use it, by one thread, so scorer evaluation on the pool is
+    thread-safe; ``len()`` is the number of rows to score."""
 
     def __init__(self, table, rows: np.ndarray, offsets: np.ndarray):
         self.table = table
