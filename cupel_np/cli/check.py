@@ -22,7 +22,7 @@ from cupel_np.cli.coldstart import end_sharing, share_compile
 from cupel_np.cli.shared import UsageError, _progress_enabled, _source
 from cupel_np.errors import InvalidConfigError, MemoryLimitError
 from cupel_np.io.dask import check, connect
-from cupel_np.model import datasets  # read at call time: tests replace whole_set_chunks
+from cupel_np.model import chunks, datasets  # read at call time: a test replaces chunks.whole_set_chunks
 from cupel_np.model.fields import suggestion
 from cupel_np.model.items import ItemTable
 from cupel_np.testing.checks import ChecksFile, load_checks
@@ -74,7 +74,7 @@ def _tables(args, set_column: str | None, n_variants: int) -> Iterator[ItemTable
     )
     rows = args.chunk_rows or datasets.chunk_rows_for(d, limit, n_variants=n_variants)
     n_groups = sum(f.metadata.num_row_groups for f in d.get_fragments())
-    for chunk, _done in datasets.whole_set_chunks(d, set_column, rows, n_groups):
+    for chunk, _done in chunks.whole_set_chunks(d, set_column, rows, n_groups):
         yield ItemTable.from_arrow(chunk, set_column=set_column)
 
 

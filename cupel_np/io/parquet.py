@@ -142,10 +142,6 @@ class _AtomicWriter:
         else:
             os.replace(self.tmp, self.path)
 
-    def close(self) -> None:
-        self.finish()
-        self.commit()
-
     def abort(self) -> None:
         """Close quietly and remove the temp file; never raises (the first error is the one to
         report)."""

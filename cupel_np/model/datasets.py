@@ -24,7 +24,6 @@ import pyarrow.parquet as pq
 from cupel_np._fs import RemotePath, arrow_files, arrow_location, as_path, glob_files, is_remote, translate
 from cupel_np.errors import CupelError, InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.chunks import READ_BATCH_ROWS, conform, dataset_batches
-from cupel_np.model.chunks import whole_set_chunks as whole_set_chunks  # read here by cli/check.py
 
 #: The in-memory peak is estimated per input row as ``IN_MEMORY_FACTOR`` x the row's share of the
 #: uncompressed Parquet bytes (the Arrow table, the encoded ItemTable, shared scoring columns, the

@@ -239,20 +239,20 @@ def test_json_output_lists_every_check_with_its_failures(capsys, tmp_path, small
 
 
 def test_a_check_of_many_variants_streams_where_few_run_in_memory(capsys, tmp_path, small_items, monkeypatch):
-    from cupel_np.model import datasets
+    from cupel_np.model import chunks, datasets
 
     d = datasets.open_dataset(small_items)
     few, many = (datasets.estimate_in_memory_peak(d, n_variants=n) for n in (2, 48))
     assert many > 1.5 * few
     limit = (few + many) // 2
     streamed = []
-    real = datasets.whole_set_chunks
+    real = chunks.whole_set_chunks
 
     def recording(d, set_column, chunk_rows, n_groups):
         streamed.append(chunk_rows)
         return real(d, set_column, chunk_rows, n_groups)
 
-    monkeypatch.setattr(datasets, "whole_set_chunks", recording)
+    monkeypatch.setattr(chunks, "whole_set_chunks", recording)
     head = 'set_column = "session_id"\n[budget]\nmax_tokens = 8000\ntarget_tokens = 6000\n'
     check = '[[check]]\nassert = "include_item_with_kind"\nkind = "SystemPrompt"\n'
     for n in (2, 48):
