@@ -10,6 +10,7 @@ knapsack settings that keep nothing).
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pyarrow as pa
@@ -121,6 +122,13 @@ def _finish(board, budgets, ev, *, space, objective, top, presets, baseline, n_b
         equivalents=equiv,
         **checks,
     )
+
+
+def compared(paired: dict) -> bool:
+    """Whether the paired comparison of the best policy and the best preset compared any set
+    (none has a relevant item when every label of that part is false or null)."""
+    d = paired.get("mean_diff")
+    return bool(paired.get("sets")) and d is not None and math.isfinite(d)
 
 
 def _n_candidates(top: int) -> int:

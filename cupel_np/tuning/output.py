@@ -22,6 +22,7 @@ from cupel_np.io.parquet import write_parquet_atomic
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.policy import Policy
 from cupel_np.text import escape_html
+from cupel_np.tuning.best import compared
 
 __all__ = ["policy_toml", "write_tune"]
 
@@ -117,13 +118,6 @@ def write_tune(result, out, *, overwrite: bool = False, title: str = "cupel_np t
     paths["summary"] = str(_write(out / "summary.json", dumps_json(summary, indent=2).encode()))
     write_manifest(out, KIND_TUNE, new_run_id(), [Path(p).name for p in paths.values()], objective=result.objective)
     return paths
-
-
-def compared(paired: dict) -> bool:
-    """Whether the paired comparison of the best policy and the best preset compared any set
-    (none has a relevant item when every label of that part is false or null)."""
-    d = paired.get("mean_diff")
-    return bool(paired.get("sets")) and d is not None and math.isfinite(d)
 
 
 def paired_text(paired: dict, sets: int) -> str:
