@@ -133,18 +133,9 @@ def paired_text(paired: dict, sets: int) -> str:
 
 
 def tune_warnings(result) -> list[str]:
-    """The search's warnings, and one when the best policy could not be compared with the
-    presets (no relevant item in the sets it is compared on)."""
-    p = result.paired
-    if compared(p):
-        return list(result.warnings)
-    sets = result.heldout_sets if p["part"] == "heldout" else result.search_sets
-    return [
-        *result.warnings,
-        f"none of the {sets:,} {p['part']} sets has a relevant item in the label column: the best policies are "
-        f"not compared with the presets there (label items in more sets"
-        + (", or hold out more sets with --holdout)" if p["part"] == "heldout" else ")"),
-    ]
+    """The search's warnings (``TuneResult.warnings``: the artefacts, and that the best policy
+    could not be compared with the presets when no set of that part has a relevant item)."""
+    return list(result.warnings)
 
 
 def summary_dict(result, paths: dict | None = None) -> dict:

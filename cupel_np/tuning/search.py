@@ -67,7 +67,9 @@ class TuneResult:
     candidates that made the very same selections on the search sets (one behaviour, listed
     once); ``constant_scorers``: scorer name -> search sets on which it gave one value to
     every scoreable item (of ``constant_checked`` sets with two or more); ``warnings``: what
-    makes a top policy's rank an artefact (a constant scorer, a knapsack that keeps nothing)."""
+    makes a top policy's rank an artefact (a constant scorer, a knapsack that keeps nothing),
+    and that ``paired`` compared nothing when no set of its part has a relevant item (the
+    lines the command prints as ``warning:`` and ``summary.json`` lists)."""
 
     objective: str
     seed: int
