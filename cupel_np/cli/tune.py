@@ -8,9 +8,9 @@ import time
 from cupel_np._files import dumps_json
 from cupel_np._fs import as_path
 from cupel_np.analysis.signals import policy_scorer_names
+from cupel_np.cli.shared import flag_budget
 from cupel_np.io.dask import connect
 from cupel_np.io.outdir import check_out_path, claim_out_dir
-from cupel_np.model.budget import ContextBudget
 from cupel_np.model.datasets import dataset_source
 from cupel_np.tuning.output import paired_text, summary_dict, tune_warnings, write_tune
 from cupel_np.tuning.search import tune
@@ -26,7 +26,7 @@ def cmd_tune(args) -> int:
     budget = None
     if args.max_tokens is not None:
         target = args.target_tokens if args.target_tokens is not None else args.max_tokens - args.output_reserve
-        budget = ContextBudget(max_tokens=args.max_tokens, target_tokens=target, output_reserve=args.output_reserve)
+        budget = flag_budget(args.max_tokens, target, args.output_reserve)
 
     src = dataset_source(args.items)
     t0 = time.perf_counter()
