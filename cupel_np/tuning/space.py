@@ -73,7 +73,7 @@ from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.fields import suggestion
 from cupel_np.model.policy import Policy
-from cupel_np.model.scorers import known_scorer_types
+from cupel_np.model.scorers import known_scorer_types, scorer_type
 from cupel_np.model.slicers import SLICER_TYPES
 from cupel_np.text import ascii_fold
 
@@ -458,6 +458,9 @@ def _scorer(where: str, type_name: str, v: Mapping, name: str = "") -> ScorerDim
             f"scorers: unknown scorer type {where.rsplit('.', 1)[-1]!r}{suggestion(type_name, known)}; "
             f"expected one of: {', '.join(known)} (or [scorers.column.<column>] tables, or a table with a 'type')"
         )
+    st = scorer_type(type_name)
+    if st is not None and st.keys is not None:  # a registered scorer's options go to its factory
+        _no_unknown(where, v, set(st.keys) | {"weight", "optional"})
     optional = v.get("optional", True)
     if not isinstance(optional, bool):
         raise InvalidConfigError(f"{where}.optional must be true or false, got {optional!r}")

@@ -105,3 +105,22 @@ def test_kind_and_tag_weight_lists(tmp_path, type_name, key, entries):
     bad = {"budget": BUDGET, "scorers": {type_name: {key: [dict(entries[0], wieght=1.0)]}}}
     with pytest.raises(InvalidConfigError, match="wieght"):
         SearchSpace.from_dict(bad)
+
+
+@pytest.mark.parametrize(
+    ("table", "where"),
+    [
+        ({"recency": {"wieght": [0.1, 1.0]}}, "scorers.recency"),
+        ({"fresh": {"type": "recency", "optinal": False}}, "scorers.fresh"),
+        (
+            {"decay": {"curve": {"type": "window", "max_age_secs": 60.0}, "refrence_time": "2025-01-01T00:00:00Z"}},
+            "scorers.decay",
+        ),
+    ],
+)
+def test_a_misspelt_scorer_option_is_named_where_the_space_has_it(table, where):
+    """A typo in a scorer table was reported against the sampled policy (``search space gives
+    an invalid policy: scorers[0]: unknown key 'wieght'``), not the space table holding it."""
+    bad = sorted(set(next(iter(table.values()))) - {"type", "curve"})[0]
+    with pytest.raises(InvalidConfigError, match=rf"^{where}: unknown key '{bad}' \(did you mean"):
+        SearchSpace.from_dict({"budget": BUDGET, "scorers": table})
