@@ -20,7 +20,7 @@ from cupel_np.analysis.outcomes import OutcomeMatrices, bootstrap_means, paired_
 from cupel_np.analysis.signals import policy_scorer_names, policy_terms, scorer_name
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
-from cupel_np.model.policy import Policy
+from cupel_np.model.policy import Policy, json_default
 from cupel_np.model.presets import PRESETS
 from cupel_np.tuning.space import SearchSpace
 
@@ -28,7 +28,7 @@ from cupel_np.tuning.space import SearchSpace
 def _policy_key(policy: dict, budget: ContextBudget) -> str:
     """What a sweep's outcome depends on: the policy without its name, and the budget."""
     d = {k: v for k, v in policy.items() if k != "name"}
-    return json.dumps(d, sort_keys=True) + "|" + repr(budget)
+    return json.dumps(d, sort_keys=True, default=json_default) + "|" + repr(budget)
 
 
 def _num(x) -> float | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import math
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,8 @@ def _toml_value(v: Any) -> str:
         return repr(v)
     if isinstance(v, str):
         return json.dumps(v, ensure_ascii=False)  # a JSON string is a TOML basic string
+    if isinstance(v, datetime):  # a decay scorer's reference_time: a TOML offset date-time
+        return v.isoformat()
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     if isinstance(v, dict):

@@ -7,6 +7,8 @@ as choices) before."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from cupel_np.errors import InvalidConfigError
@@ -124,3 +126,26 @@ def test_a_misspelt_scorer_option_is_named_where_the_space_has_it(table, where):
     bad = sorted(set(next(iter(table.values()))) - {"type", "curve"})[0]
     with pytest.raises(InvalidConfigError, match=rf"^{where}: unknown key '{bad}' \(did you mean"):
         SearchSpace.from_dict({"budget": BUDGET, "scorers": table})
+
+
+def test_a_search_over_a_decay_scorer_with_a_reference_time(tmp_path):
+    """A space's decay scorer carries a date-time (``reference_time``): the search keyed and
+    stored its policies as JSON, which a date-time broke (``TypeError: Object of type datetime
+    is not JSON serializable``); the best policy files read back to the same policy."""
+    from cupel_np import tune
+    from cupel_np.tuning import write_tune
+    from cupel_np.tuning.synthetic import trust_corpus
+
+    decay = {
+        "weight": [0.1, 1.0],
+        "optional": False,
+        "reference_time": datetime(2025, 1, 1, 12, 0, tzinfo=UTC),
+        "curve": {"type": "step", "windows": [{"max_age_secs": 3600.0, "score": 0.9}]},
+    }
+    space = {"budget": {"max_tokens": 1500}, "scorers": {"decay": decay, "priority": {}}}
+    items = trust_corpus(n_sets=12, items_per_set=8, seed=2)
+    found = tune(items, space, label_column="relevant", set_column="session_id", trials=4, batch_size=4, n_boot=20)
+    label, pol, _b = found.best[0]
+    assert "decay" in [s.type_name for s, _w in pol.scorer.entries]
+    paths = write_tune(found, tmp_path / "out")
+    assert Policy.from_file(paths["best-1"]) == pol
