@@ -101,3 +101,24 @@ def test_a_missing_column_names_the_file_and_the_closest_column(tmp_path, items,
     line = _one_line_error(capsys, [subst.get(a, a) for a in argv] + ["--out", tmp_path / "o"])
     assert message in line and "(columns: session_id, content, tokens, kind, relevant)" in line, line
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--trials", "0"], "--trials must be an integer >= 1, got 0"),
+        (["--batch-size", "-2"], "--batch-size must be an integer >= 1, got -2"),
+        (["--top", "0"], "--top must be an integer >= 1, got 0"),
+        (["--holdout", "2"], "--holdout must be in [0, 1), got 2.0"),
+    ],
+)
+def test_tune_search_flags_are_named_as_flags(tmp_path, items, capsys, flags, message, monkeypatch):
+    """``tune``'s own options were named by the Python parameter (``trials must be ...``), and
+    ``--holdout`` was checked only after the items were read."""
+    from cupel_np.cli import tune as tune_cmd
+
+    monkeypatch.setattr(tune_cmd, "dataset_source", lambda *_a: pytest.fail("the items were read"))
+    (tmp_path / "space.toml").write_text("[budget]\nmax_tokens = 100\n[scorers.priority]\n", encoding="utf-8")
+    argv = ["tune", items, "--space", tmp_path / "space.toml", "--label-column", "relevant", "--out", tmp_path / "o"]
+    line = _one_line_error(capsys, [*argv, *flags])
+    assert line == f"cupel-np: error: {message}", line
