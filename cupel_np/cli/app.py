@@ -15,10 +15,19 @@ from cupel_np.cli.demo import cmd_demo
 from cupel_np.cli.parser import build_parser
 from cupel_np.cli.run import cmd_run
 from cupel_np.cli.sensitivity import cmd_sensitivity
-from cupel_np.cli.shared import EXIT_INTERNAL, EXIT_USAGE, UsageError, _err, _say_if_compiling, refuse_empty
+from cupel_np.cli.shared import (
+    EXIT_INTERNAL,
+    EXIT_USAGE,
+    UsageError,
+    _err,
+    _say_if_compiling,
+    refuse_empty,
+    refuse_missing_columns,
+)
 from cupel_np.cli.staging import run_swapped
 from cupel_np.cli.sweep import cmd_sweep
 from cupel_np.cli.tune import cmd_tune
+from cupel_np.cli.validate import cmd_validate
 from cupel_np.errors import CupelError
 from cupel_np.model.plugins import load_plugins
 from cupel_np.text import SafeTerminalText
@@ -46,6 +55,8 @@ def _main(argv: list[str] | None) -> int:
         load_plugins(args.plugin)
         _fs.configure(_fs.parse_options(getattr(args, "storage_option", None)))
         refuse_empty(args)
+        if args.func is not cmd_validate:  # validate lists a missing set column among its problems
+            refuse_missing_columns(args)
         if args.func in (cmd_demo, cmd_sensitivity, cmd_sweep, cmd_budget, cmd_run):
             _say_if_compiling(args)
         if args.func in (cmd_demo, cmd_sensitivity, cmd_sweep, cmd_budget, cmd_tune):

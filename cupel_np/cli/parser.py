@@ -148,6 +148,7 @@ def _add_sweeps(sub, compute) -> None:
     p = sub.add_parser("demo", parents=[compute], help="presets x budgets on the sample corpus; Parquet + HTML report")
     p.add_argument("--items", help="items Parquet (default: the sample corpus shipped in the package)")
     p.add_argument("--set-column", default="session_id", help="column holding the item-set key (default session_id)")
+    _allow_empty_opt(p)
     _out_opts(p, "cupel-np-demo")
     p.set_defaults(func=cmd_demo)
 

@@ -15,11 +15,12 @@ import pyarrow.dataset as pds
 
 from cupel_np._fs import arrow_location, as_path
 from cupel_np.engine import batch_kernels
-from cupel_np.errors import CupelError
+from cupel_np.errors import CupelError, InvalidConfigError
 from cupel_np.io.outdir import check_set_column, claim_out_dir
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.columns import ITEM_FIELDS
 from cupel_np.model.datasets import dataset_source, default_memory_limit, open_dataset, parse_size
+from cupel_np.model.fields import suggestion
 from cupel_np.model.items import ItemTable
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
@@ -171,6 +172,26 @@ def refuse_empty(args) -> None:
         )
 
 
+def refuse_missing_columns(args) -> None:
+    """The ``--set-column`` and ``--label-column`` a command is given are columns of its items
+    (the schema only, before any work); the error names the file, the closest column and the
+    columns there are. ``validate`` reports a missing set column among its problems."""
+    items = getattr(args, "items", None)
+    asked = [(w, getattr(args, f"{w}_column", None)) for w in ("set", "label")]
+    asked = [(w, c) for w, c in asked if isinstance(c, str)]
+    if not items or not asked:
+        return
+    try:
+        names = open_dataset(_source(items)).schema.names
+    except (CupelError, OSError, ValueError):
+        return  # the command itself names what is wrong with the input
+    for what, col in asked:
+        if col not in names:
+            raise UsageError(
+                f"{_name(items)}: {what} column {col!r} not found{suggestion(col, names)} (columns: {', '.join(names)})"
+            )
+
+
 def _load_table(path, set_column):
     return ItemTable.from_parquet(_source(path), set_column=set_column)
 
@@ -192,7 +213,19 @@ def _memory_limit(args) -> int:
 def _budget(args):
     if args.max_tokens is None or args.target_tokens is None:
         raise UsageError("--max-tokens and --target-tokens are required")
-    return ContextBudget(args.max_tokens, args.target_tokens, args.output_reserve or 0)
+    return flag_budget(args.max_tokens, args.target_tokens, args.output_reserve or 0)
+
+
+_BUDGET_FIELD = re.compile(r"(?:ContextBudget\.)?\b(max_tokens|target_tokens|output_reserve)\b")
+
+
+def flag_budget(max_tokens: int, target_tokens: int, output_reserve: int = 0) -> ContextBudget:
+    """The budget of ``--max-tokens`` / ``--target-tokens`` / ``--output-reserve``; a bad value
+    is named by its flag (``--target-tokens (200) must be <= --max-tokens (100)``)."""
+    try:
+        return ContextBudget(max_tokens, target_tokens, output_reserve)
+    except InvalidConfigError as e:
+        raise UsageError(_BUDGET_FIELD.sub(lambda m: "--" + m.group(1).replace("_", "-"), str(e))) from None
 
 
 def _one_line(s: str, n: int = 70) -> str:

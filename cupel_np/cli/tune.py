@@ -8,9 +8,9 @@ import time
 from cupel_np._files import dumps_json
 from cupel_np._fs import as_path
 from cupel_np.analysis.signals import policy_scorer_names
+from cupel_np.cli.shared import UsageError, flag_budget
 from cupel_np.io.dask import connect
 from cupel_np.io.outdir import check_out_path, claim_out_dir
-from cupel_np.model.budget import ContextBudget
 from cupel_np.model.datasets import dataset_source
 from cupel_np.tuning.output import paired_text, summary_dict, tune_warnings, write_tune
 from cupel_np.tuning.search import tune
@@ -18,6 +18,11 @@ from cupel_np.tuning.search import tune
 
 def cmd_tune(args) -> int:
     """Run the search and write its outputs (exit 0), printing the best against the presets."""
+    for flag, v in (("--trials", args.trials), ("--batch-size", args.batch_size), ("--top", args.top)):
+        if v < 1:
+            raise UsageError(f"{flag} must be an integer >= 1, got {v}")
+    if not 0 <= args.holdout < 1:  # checked before the items are read
+        raise UsageError(f"--holdout must be in [0, 1), got {args.holdout}")
     # --out is checked before any work (a search can take minutes): not a file, and (unless
     # --overwrite) not holding another run's outputs; it is created only when written
     check_out_path(args.out, "--out")
@@ -26,7 +31,7 @@ def cmd_tune(args) -> int:
     budget = None
     if args.max_tokens is not None:
         target = args.target_tokens if args.target_tokens is not None else args.max_tokens - args.output_reserve
-        budget = ContextBudget(max_tokens=args.max_tokens, target_tokens=target, output_reserve=args.output_reserve)
+        budget = flag_budget(args.max_tokens, target, args.output_reserve)
 
     src = dataset_source(args.items)
     t0 = time.perf_counter()

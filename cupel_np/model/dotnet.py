@@ -9,7 +9,6 @@ from typing import Any, Protocol
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.fields import require_keys, require_mapping, require_tables, require_weight, suggestion
 from cupel_np.model.scorers import (
-    SCORER_TYPES,
     CompositeScorer,
     FrequencyScorer,
     KindScorer,
@@ -60,6 +59,7 @@ DOTNET_POLICY_KEYS = frozenset(
 )
 DOTNET_SCORER_KEYS = frozenset({"type", "weight", "kindWeights", "tagWeights", "innerScorer"})
 DOTNET_QUOTA_KEYS = frozenset({"kind", "minPercent", "maxPercent"})
+_ENTRY_KEYS = frozenset({"type", "weight"})
 _DOTNET_SCORERS = {
     "recency": RecencyScorer,
     "priority": PriorityScorer,
@@ -104,8 +104,21 @@ def _dotnet_scorer(where: str, e: Any) -> Scorer:
     require_mapping(where, e, "an object")
     extra = e.get("type")
     name = ascii_fold(extra).replace("-", "_") if isinstance(extra, str) else None
-    if name is not None and name not in SCORER_TYPES and scorer_type(name) is not None:
-        # a type defined outside this module (column, a registered name): read as in the dict form
+    known = scorer_type(name) if name is not None else None
+    if known is not None and name not in _DOTNET_SCORERS:
+        # a type the .NET shape has not (decay, metadata_trust, metadata_key, composite, column,
+        # a registered name): its EXTENSIONS.md scorer entry, read as in the dict form
+        return scorer_from_dict(e, where)
+    extra = set(e) - DOTNET_SCORER_KEYS
+    if (
+        known is not None
+        and known.keys is not None
+        and extra
+        and extra <= known.keys
+        and set(e) <= _ENTRY_KEYS | known.keys
+    ):
+        # a .NET type with its EXTENSIONS.md options (kind's weights / use_default_weights, tag's
+        # tag_weights, scaled's inner / inner_scorer) and none of .NET's: the dict form's entry
         return scorer_from_dict(e, where)
     require_keys(where, e, DOTNET_SCORER_KEYS)
     t = _dotnet_enum(f"{where}.type", e.get("type", 0), _DOTNET_SCORER_ORDER)

@@ -46,7 +46,7 @@ from cupel_np._fs import AnyPath, as_path
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.fields import suggestion
-from cupel_np.model.policy import Policy
+from cupel_np.model.policy import Policy, is_dotnet_shape
 from cupel_np.model.presets import preset
 from cupel_np.testing.chain import EXCLUSION_REASONS
 from cupel_np.testing.conditions import Condition, col
@@ -74,7 +74,6 @@ PATTERN_ARGS: dict[str, tuple[str, ...]] = {
 _CHECK_KEYS = {"name", "variant", "assert"}
 _TOP_KEYS = {"set_column", "allow_empty", "budget", "variants", "presets", "policies", "check"}
 _VARIANT_KEYS = {"label", "preset", "config", "budget"}
-_DOTNET_KEYS = {"slicerType", "placerType", "deduplicationEnabled"}
 _BUDGET_KEYS = {"max_tokens", "target_tokens", "output_reserve", "reserved_slots", "estimation_safety_margin_percent"}
 _OPS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "contains", "startswith", "matches", "is_null")
 
@@ -138,8 +137,9 @@ def _budget(obj, where: str) -> ContextBudget:
 
 def _policy(entry: dict, where: str) -> Policy:
     try:
-        if _DOTNET_KEYS & set(entry):
-            return Policy.from_dotnet_json({k: v for k, v in entry.items() if k not in ("label", "budget")})
+        rest = {k: v for k, v in entry.items() if k not in ("label", "budget")}
+        if is_dotnet_shape(rest):  # any key only the .NET shape has, as policies files tell it
+            return Policy.from_dotnet_json(rest)
         _unknown(where, entry, _VARIANT_KEYS)
         if ("preset" in entry) == ("config" in entry):
             raise InvalidConfigError("give exactly one of 'preset' or 'config'")

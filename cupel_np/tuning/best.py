@@ -10,6 +10,7 @@ knapsack settings that keep nothing).
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pyarrow as pa
@@ -19,7 +20,7 @@ from cupel_np.analysis.outcomes import OutcomeMatrices, bootstrap_means, paired_
 from cupel_np.analysis.signals import policy_scorer_names, policy_terms, scorer_name
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
-from cupel_np.model.policy import Policy
+from cupel_np.model.policy import Policy, json_default
 from cupel_np.model.presets import PRESETS
 from cupel_np.tuning.space import SearchSpace
 
@@ -27,7 +28,7 @@ from cupel_np.tuning.space import SearchSpace
 def _policy_key(policy: dict, budget: ContextBudget) -> str:
     """What a sweep's outcome depends on: the policy without its name, and the budget."""
     d = {k: v for k, v in policy.items() if k != "name"}
-    return json.dumps(d, sort_keys=True) + "|" + repr(budget)
+    return json.dumps(d, sort_keys=True, default=json_default) + "|" + repr(budget)
 
 
 def _num(x) -> float | None:
@@ -63,7 +64,8 @@ def _finish(board, budgets, ev, *, space, objective, top, presets, baseline, n_b
     ``budgets``: each trial's budget (the one it was searched with: output reserve, reserved
     slots and safety margin included), which the best policies and the presets beside them
     are measured with. The best policies are distinct behaviours (``_behaviours``); the
-    constant scorers and the knapsack flags become ``warnings``."""
+    constant scorers, the knapsack flags and a paired comparison that compared nothing become
+    ``warnings``."""
     ok, (order, front) = _ranked(board, objective)
     if ok.num_rows == 0:
         raise InvalidConfigError("no trial produced a valid policy: check the search space")
@@ -108,6 +110,8 @@ def _finish(board, budgets, ev, *, space, objective, top, presets, baseline, n_b
     pareto = ok.take(pa.array(front, pa.int64()))
     equiv = {best[j][0]: equivalents.get(int(i), []) for j, i in enumerate(picks)}
     checks = _artefacts(ev, space, variants, len(best), search, objective)
+    if not compared(paired):
+        checks["warnings"].append(not_compared_line(paired, int(held.sum() if held.any() else (~held).sum())))
     comparison = comparison.append_column(
         "equivalents", pa.array([", ".join(equiv.get(v[0], [])) for v in variants], pa.string())
     )
@@ -120,6 +124,23 @@ def _finish(board, budgets, ev, *, space, objective, top, presets, baseline, n_b
         swing=swing,
         equivalents=equiv,
         **checks,
+    )
+
+
+def compared(paired: dict) -> bool:
+    """Whether the paired comparison of the best policy and the best preset compared any set
+    (none has a relevant item when every label of that part is false or null)."""
+    d = paired.get("mean_diff")
+    return bool(paired.get("sets")) and d is not None and math.isfinite(d)
+
+
+def not_compared_line(paired: dict, sets: int) -> str:
+    """The warning of a paired comparison that compared nothing: none of the ``sets`` sets of
+    its part has a relevant item."""
+    return (
+        f"none of the {sets:,} {paired['part']} sets has a relevant item in the label column: the best policies "
+        "are not compared with the presets there (label items in more sets"
+        + (", or hold out more sets: --holdout, holdout=)" if paired["part"] == "heldout" else ")")
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import math
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from cupel_np.io.parquet import write_parquet_atomic
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.policy import Policy
 from cupel_np.text import escape_html
+from cupel_np.tuning.best import compared
 
 __all__ = ["policy_toml", "write_tune"]
 
@@ -40,6 +42,8 @@ def _toml_value(v: Any) -> str:
         return repr(v)
     if isinstance(v, str):
         return json.dumps(v, ensure_ascii=False)  # a JSON string is a TOML basic string
+    if isinstance(v, datetime):  # a decay scorer's reference_time: a TOML offset date-time
+        return v.isoformat()
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     if isinstance(v, dict):
@@ -119,13 +123,6 @@ def write_tune(result, out, *, overwrite: bool = False, title: str = "cupel_np t
     return paths
 
 
-def compared(paired: dict) -> bool:
-    """Whether the paired comparison of the best policy and the best preset compared any set
-    (none has a relevant item when every label of that part is false or null)."""
-    d = paired.get("mean_diff")
-    return bool(paired.get("sets")) and d is not None and math.isfinite(d)
-
-
 def paired_text(paired: dict, sets: int) -> str:
     """The paired comparison in words, or why there is none (out of ``sets`` sets of the part)."""
     p = paired
@@ -139,18 +136,9 @@ def paired_text(paired: dict, sets: int) -> str:
 
 
 def tune_warnings(result) -> list[str]:
-    """The search's warnings, and one when the best policy could not be compared with the
-    presets (no relevant item in the sets it is compared on)."""
-    p = result.paired
-    if compared(p):
-        return list(result.warnings)
-    sets = result.heldout_sets if p["part"] == "heldout" else result.search_sets
-    return [
-        *result.warnings,
-        f"none of the {sets:,} {p['part']} sets has a relevant item in the label column: the best policies are "
-        f"not compared with the presets there (label items in more sets"
-        + (", or hold out more sets with --holdout)" if p["part"] == "heldout" else ")"),
-    ]
+    """The search's warnings (``TuneResult.warnings``: the artefacts, and that the best policy
+    could not be compared with the presets when no set of that part has a relevant item)."""
+    return list(result.warnings)
 
 
 def summary_dict(result, paths: dict | None = None) -> dict:

@@ -32,7 +32,7 @@ from cupel_np.analysis.signals import Constancy, knapsack_checks, policy_scorer_
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.items import ItemTable
-from cupel_np.model.policy import Policy
+from cupel_np.model.policy import Policy, json_default
 from cupel_np.tuning.best import CONSTANT_WARN_SHARE as CONSTANT_WARN_SHARE
 from cupel_np.tuning.best import _finish, _num, _policy_key, _swing
 from cupel_np.tuning.best import pareto_front as pareto_front
@@ -67,7 +67,9 @@ class TuneResult:
     candidates that made the very same selections on the search sets (one behaviour, listed
     once); ``constant_scorers``: scorer name -> search sets on which it gave one value to
     every scoreable item (of ``constant_checked`` sets with two or more); ``warnings``: what
-    makes a top policy's rank an artefact (a constant scorer, a knapsack that keeps nothing)."""
+    makes a top policy's rank an artefact (a constant scorer, a knapsack that keeps nothing),
+    and that ``paired`` compared nothing when no set of its part has a relevant item (the
+    lines the command prints as ``warning:`` and ``summary.json`` lists)."""
 
     objective: str
     seed: int
@@ -372,7 +374,7 @@ def _run_trials(
             row["target_tokens"] = b.target_tokens
             row["scorers"] = policy_scorer_names(pol)
             row.update(mets)
-            row["policy"] = json.dumps(dicts[i], sort_keys=True)
+            row["policy"] = json.dumps(dicts[i], sort_keys=True, default=json_default)  # a decay reference_time
             rows.append(row)
         if progress is not None:
             key = "search_token_recall" if objective == "recall_vs_tokens" else f"search_{objective}"

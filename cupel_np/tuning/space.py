@@ -9,6 +9,8 @@ other list or a table ``{choices = [..]}``; anything else is a fixed value::
     [budget]                      # optional when tune() is given a budget; one of: max_tokens = 8000 | [4000, 8000, 16000] (choices)
     max_tokens = 8000             #         | {low = 2000, high = 32000, log = true} (range)
     output_reserve = 0            # fixed (target_tokens = max_tokens - output_reserve)
+    reserved_slots = { Memory = 50 }          # fixed, optional: as in a budget table
+    estimation_safety_margin_percent = 10.0   # fixed, optional
 
     [scorers]
     min = 1                       # at least / at most this many scorers in a policy
@@ -32,7 +34,10 @@ other list or a table ``{choices = [..]}``; anything else is a fixed value::
     groups = [false, "tool_group"]   # atomic groups (tool pairs) off / on: a dimension too
 
 ``kind`` ``weights`` and ``tag`` ``tag_weights`` are tables of per-kind / per-tag values
-(each a range, choices or fixed). Scorer types and options are the policy file's (see the
+(each a range, choices or fixed); the policy file's lists (``weights = [{kind = "Message",
+weight = 0.5}]``) are read as fixed values. A quota slicer's ``quotas`` and a count quota's
+``entries`` written as the policy file's list of tables are that one list (fixed; ``{choices =
+[[..], [..]]}`` searches several). Scorer types and options are the policy file's (see the
 policy format); a sampled policy is checked like any other policy.
 
 Several signals: a space may hold any number of column scorers, one table per column, each
@@ -68,14 +73,14 @@ from cupel_np.errors import InvalidConfigError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.fields import suggestion
 from cupel_np.model.policy import Policy
-from cupel_np.model.scorers import known_scorer_types
+from cupel_np.model.scorers import known_scorer_types, scorer_type
 from cupel_np.model.slicers import SLICER_TYPES
 from cupel_np.text import ascii_fold
 
 __all__ = ["SearchSpace", "load_space"]
 
 _TOP_KEYS = {"budget", "scorers", "slicers", "placer", "deduplication", "overflow_strategy", "groups"}
-_BUDGET_KEYS = {"max_tokens", "output_reserve"}
+_BUDGET_KEYS = {"max_tokens", "output_reserve", "reserved_slots", "estimation_safety_margin_percent"}
 #: per-key maps of a scorer: option name -> the key naming each entry
 _MAP_OPTIONS = {("kind", "weights"): "kind", ("tag", "tag_weights"): "tag"}
 #: the keys of a single [scorers.column] table (any other key names a column table)
@@ -175,6 +180,9 @@ class SearchSpace:
     output_reserve: int
     #: ``Policy.groups``: a column name, None for none, or choices of them (on/off a dimension)
     groups: Dim = Dim("fixed", value=None)
+    #: the budget's fixed ``reserved_slots`` (kind -> tokens) and safety margin (EXTENSIONS.md)
+    reserved_slots: tuple[tuple[str, int], ...] = ()
+    estimation_safety_margin_percent: float = 0.0
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SearchSpace:
@@ -187,6 +195,9 @@ class SearchSpace:
         reserve = b.get("output_reserve", 0)
         if not isinstance(reserve, int) or isinstance(reserve, bool) or reserve < 0:
             raise InvalidConfigError(f"budget.output_reserve must be a non-negative integer, got {reserve!r}")
+        slots = b.get("reserved_slots", {})
+        if not isinstance(slots, Mapping):
+            raise InvalidConfigError(f"budget.reserved_slots must be a table of kind -> tokens, got {slots!r}")
         sc = d.get("scorers")
         if not isinstance(sc, Mapping) or not any(isinstance(v, Mapping) for v in sc.values()):
             raise InvalidConfigError("search space: [scorers.<type>] tables are required (at least one scorer)")
@@ -213,7 +224,7 @@ class SearchSpace:
                 raise InvalidConfigError(f"slicers: {given!r} names slicer {name!r} a second time")
             if not isinstance(opts, Mapping):
                 raise InvalidConfigError(f"slicers.{given}: expected a table of options")
-            slicers.append((name, {k: dim(f"slicers.{given}.{k}", v) for k, v in opts.items()}))
+            slicers.append((name, {k: _slicer_option(f"slicers.{given}.{k}", k, v) for k, v in opts.items()}))
         space = cls(
             scorers=scorers,
             min_scorers=lo,
@@ -225,6 +236,8 @@ class SearchSpace:
             max_tokens=dim("budget.max_tokens", b["max_tokens"]) if b else None,
             output_reserve=reserve,
             groups=_groups_dim(d.get("groups")),
+            reserved_slots=tuple(slots.items()),
+            estimation_safety_margin_percent=b.get("estimation_safety_margin_percent", 0.0),
         )
         space._check_corners()
         return space
@@ -247,7 +260,12 @@ class SearchSpace:
         if self.max_tokens is None:
             return None
         mt = self.max_tokens.suggest(trial, "budget.max_tokens")
-        return ContextBudget(max_tokens=int(mt), target_tokens=int(mt) - self.output_reserve)
+        return ContextBudget(
+            max_tokens=int(mt),
+            target_tokens=int(mt) - self.output_reserve,
+            reserved_slots=dict(self.reserved_slots) or None,
+            estimation_safety_margin_percent=self.estimation_safety_margin_percent,
+        )
 
     def config(self, trial) -> dict[str, Any]:
         """The trial's policy as a policy dict (the policy file's structure)."""
@@ -340,6 +358,19 @@ class SearchSpace:
             raise InvalidConfigError(f"search space gives an invalid policy: {e}") from None
 
 
+def _tables(v) -> bool:
+    return isinstance(v, list) and bool(v) and all(isinstance(x, Mapping) for x in v)
+
+
+def _slicer_option(where: str, key: str, v) -> Dim:
+    """A slicer option: ``quotas`` / ``entries`` written as the policy file's list of tables is
+    that one list (fixed; ``{choices = [[..], [..]]}`` searches several); any other value as
+    ``dim`` reads it."""
+    if key in ("quotas", "entries") and _tables(v):
+        return Dim("fixed", value=v)
+    return dim(where, v)
+
+
 def _groups_dim(v) -> Dim:
     """``groups``: a column name, ``false`` / ``""`` for none, or a list (choices) of them, e.g.
     ``[false, "tool_group"]``: keeping tool pairs whole as a dimension of the search."""
@@ -427,6 +458,9 @@ def _scorer(where: str, type_name: str, v: Mapping, name: str = "") -> ScorerDim
             f"scorers: unknown scorer type {where.rsplit('.', 1)[-1]!r}{suggestion(type_name, known)}; "
             f"expected one of: {', '.join(known)} (or [scorers.column.<column>] tables, or a table with a 'type')"
         )
+    st = scorer_type(type_name)
+    if st is not None and st.keys is not None:  # a registered scorer's options go to its factory
+        _no_unknown(where, v, set(st.keys) | {"weight", "optional"})
     optional = v.get("optional", True)
     if not isinstance(optional, bool):
         raise InvalidConfigError(f"{where}.optional must be true or false, got {optional!r}")
@@ -435,6 +469,8 @@ def _scorer(where: str, type_name: str, v: Mapping, name: str = "") -> ScorerDim
         if k in ("weight", "optional"):
             continue
         if (type_name, k) in _MAP_OPTIONS:
+            if _tables(x):
+                x = _weight_table(f"{where}.{k}", _MAP_OPTIONS[type_name, k], x)
             if not isinstance(x, Mapping) or not x:
                 raise InvalidConfigError(f"{where}.{k}: expected a table of per-{_MAP_OPTIONS[type_name, k]} values")
             options[k] = {key: dim(f"{where}.{k}.{key}", val) for key, val in x.items()}
@@ -448,6 +484,21 @@ def _scorer(where: str, type_name: str, v: Mapping, name: str = "") -> ScorerDim
             "'optional = true' lets the search leave a scorer out"
         )
     return ScorerDim(type_name, w, optional, options, name or type_name)
+
+
+def _weight_table(where: str, name_key: str, entries: list) -> dict[str, Any]:
+    """A policy file's ``[[weights]]`` / ``[[tag_weights]]`` list (``{kind = .., weight = ..}``
+    tables) as the space's per-kind / per-tag table of fixed weights."""
+    out: dict[str, Any] = {}
+    for i, e in enumerate(entries):
+        _no_unknown(f"{where}[{i}]", e, {name_key, "weight"})
+        name = e.get(name_key)
+        if not isinstance(name, str) or not name or "weight" not in e:
+            raise InvalidConfigError(f"{where}[{i}] needs a {name_key!r} (a string) and a 'weight'")
+        if name in out:
+            raise InvalidConfigError(f"{where}[{i}]: {name_key} {name!r} is given twice")
+        out[name] = e["weight"]
+    return out
 
 
 def _scorer_entry(s: ScorerDim, trial) -> dict[str, Any]:

@@ -250,7 +250,7 @@ def test_conformance_subcommand(capsys):
         (["run", "SAMPLE", "--preset", "nope", *BUDGET], "unknown preset 'nope'"),
         (
             ["run", "SAMPLE", "--preset", "chat", "--max-tokens", "10", "--target-tokens", "20"],
-            "target_tokens (20) must be <= max_tokens (10)",
+            "--target-tokens (20) must be <= --max-tokens (10)",
         ),
         (["run", "SAMPLE", "--preset", "chat", *BUDGET, "--set-column", "session_id"], "choose one with --set KEY"),
         (["sensitivity", "SAMPLE", "--preset", "chat", *BUDGET, "--out", "x"], "at least 2 variants"),

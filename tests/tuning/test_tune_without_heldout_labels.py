@@ -68,3 +68,22 @@ def test_no_relevant_item_in_the_heldout_sets_is_said_not_shown_as_nan(tmp_path,
     on_disk = json.loads((tmp_path / "b" / "summary.json").read_text(encoding="utf-8"))
     _no_nan(on_disk)
     assert on_disk["warnings"] == summary["warnings"]
+
+
+def test_the_python_result_carries_the_not_compared_warning():
+    """``tune``'s result says what the command and the page say: its ``warnings`` name the
+    held-out sets without a relevant item (it had only the artefact warnings before)."""
+    from cupel_np import tune
+
+    t = trust_corpus(n_sets=30, items_per_set=12, seed=3)
+    keys = t.column("session_id").to_pylist()
+    held = dict(zip(sorted(set(keys)), heldout_sets(sorted(set(keys)), 0.2), strict=True))
+    rel = [bool(r) and not held[k] for r, k in zip(t.column("relevant").to_pylist(), keys, strict=True)]
+    t = t.set_column(t.schema.get_field_index("relevant"), "relevant", pa.array(rel))
+    space = {"scorers": {"max": 2, "recency": {"weight": [0.1, 3.0]}}, "slicers": {"greedy": {}}}
+    found = tune(t, space, 1500, label_column="relevant", set_column="session_id", trials=4, batch_size=4, seed=1)
+    n_held = sum(held.values())
+    hits = [w for w in found.warnings if f"none of the {n_held:,} heldout sets has a relevant item" in w]
+    assert len(hits) == 1, found.warnings
+    assert "not compared with the presets" in hits[0] and "holdout=" in hits[0]
+    assert found.paired["sets"] == 0 and math.isnan(found.paired["mean_diff"])  # as docs/outcomes.md says
