@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cupel_np.analysis._toolpair_kernels import build_links, orphan_counts, role_codes
+from cupel_np.engine.groups import group_values
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.fields import suggestion
 
@@ -52,6 +53,7 @@ __all__ = [
     "ToolLinks",
     "group_key_columns",
     "orphan_columns",
+    "shown_group_keys",
     "tool_links",
 ]
 
@@ -213,3 +215,20 @@ def group_key_columns(run, taken) -> dict[str, pa.Array]:
         key = plan.key
         out[plan.column] = key.cast(pa.string()) if not pa.types.is_string(key.type) else key
     return out
+
+
+def shown_group_keys(run) -> dict[str, pa.Array]:
+    """The group columns a report shows beside each item of a ``SweepRun``, as strings per row
+    in grouped row order: the columns its variants select units by (``group_key_columns``),
+    or, when none does, the importers' ``tool_group`` if the items carry it (as a column, or
+    as a metadata key of items built from ContextItems); empty otherwise."""
+    used = group_key_columns(run, ())
+    if used:
+        return used
+    table = run.table
+    if GROUP_COLUMN not in getattr(table, "extra_columns", ()) and not getattr(table, "columns_from_metadata", False):
+        return {}
+    col = group_values(table, GROUP_COLUMN)
+    if col.null_count == len(col):
+        return {}
+    return {GROUP_COLUMN: col.cast(pa.string()) if not pa.types.is_string(col.type) else col}
