@@ -1,6 +1,8 @@
-"""The one kernel of the orphan analytics: per (variant, set), the tool calls kept without all
-their results and the results kept without their call, in one pass over the linked rows of
-every variant (see ``cupel_np.analysis.toolpairs``)."""
+"""The kernels of the orphan analytics: the call-result links of a table (one hash pass per
+set over the linked rows, then one placing pass) and, per (variant, set), the tool calls kept
+without all their results and the results kept without their call (one gather and prefix sum
+per variant over the linked rows, then one pass over the links; see
+``cupel_np.analysis.toolpairs``)."""
 
 from __future__ import annotations
 
@@ -9,35 +11,45 @@ import pyarrow as pa
 
 from cupel_np._jit import as_input, jit
 from cupel_np.engine.parallel import resolve_threads, run_tasks
-from cupel_np.engine.sortkeys import stable_argsort
 
 
 @jit
-def _orphan_kernel(included, rows, n_calls, link_off, link_set, out_calls, out_results):
-    """``rows[link_off[l]:link_off[l + 1]]`` are link ``l``'s rows, its ``n_calls[l]`` calls
-    first, then its results, all of set ``link_set[l]``. For every variant ``v`` (a row of
-    ``included``) adds, to ``out_calls[v, set]``, the kept calls of each link with a result
-    left out, and to ``out_results[v, set]`` the kept results of each link with no kept call.
-    The per-row work is a branch-free sum (inclusion is data, a branch on it mispredicts)."""
-    n_var = included.shape[0]
-    n_link = link_off.shape[0] - 1
-    for v in range(n_var):
-        inc = included[v]
-        for link in range(n_link):
-            a = link_off[link]
-            m = a + n_calls[link]
-            b = link_off[link + 1]
-            kept_calls = 0
-            for j in range(a, m):
-                kept_calls += inc[rows[j]]
-            kept_results = 0
-            for j in range(m, b):
-                kept_results += inc[rows[j]]
-            s = link_set[link]
-            if kept_results < b - m:
-                out_calls[v, s] += kept_calls
-            if kept_calls == 0:
-                out_results[v, s] += kept_results
+def _orphan_kernel(inc, rows, call_end, link_off, link_set, kept, out_calls, out_results):
+    """``rows[link_off[l]:link_off[l + 1]]`` are link ``l``'s rows, its calls first (up to
+    ``call_end[l]``), then its results, all of set ``link_set[l]`` (ascending). For one
+    variant (``inc``: inclusion per row) adds, to ``out_calls[set]``, the kept calls of each
+    link with a result left out, and to ``out_results[set]`` the kept results of each link
+    with no kept call. ``kept`` (scratch, ``len(rows) + 1``) gets the running count of kept
+    linked rows, so a link's kept calls and results are two differences: no loop per link,
+    and the per-link work is branch-free (inclusion is data, a branch on it mispredicts)."""
+    n = rows.shape[0]
+    acc = 0
+    kept[0] = 0
+    for j in range(n):
+        acc += inc[rows[j]]
+        kept[j + 1] = acc
+    n_link = link_set.shape[0]
+    if n_link == 0:
+        return
+    s = link_set[0]
+    calls = 0
+    results = 0
+    for link in range(n_link):
+        e = call_end[link]
+        b = link_off[link + 1]
+        kept_calls = kept[e] - kept[link_off[link]]
+        kept_results = kept[b] - kept[e]
+        t = link_set[link]
+        if t != s:  # links come by set: one write per set
+            out_calls[s] += calls
+            out_results[s] += results
+            calls = 0
+            results = 0
+            s = t
+        calls += kept_calls * (kept_results < b - e)
+        results += kept_results * (kept_calls == 0)
+    out_calls[s] += calls
+    out_results[s] += results
 
 
 def orphan_counts(
@@ -58,17 +70,18 @@ def orphan_counts(
     if not (rows.shape[0] and n_var):
         return calls, results
     inc = as_input(included, np.bool_)
+    starts = as_input(link_off, np.int64)
     args = (
         as_input(rows, np.int32 if rows.dtype == np.int32 else np.int64),
-        as_input(n_calls, np.int64),
-        as_input(link_off, np.int64),
+        as_input(starts[:-1] + as_input(n_calls, np.int64), np.int64),
+        starts,
         as_input(link_set, np.int64),
     )
 
-    def task(v: int, _state: None) -> None:
-        _orphan_kernel(inc[v : v + 1], *args, calls[v : v + 1], results[v : v + 1])
+    def task(v: int, kept: np.ndarray) -> None:
+        _orphan_kernel(inc[v], *args, kept, calls[v], results[v])
 
-    run_tasks(n_var, resolve_threads(threads), lambda: None, task)
+    run_tasks(n_var, resolve_threads(threads), lambda: np.empty(rows.shape[0] + 1, dtype=np.int64), task)
     return calls, results
 
 
@@ -102,91 +115,19 @@ def _role_kernel(off, data, rows, call, result, out):
             out[k] = -2
 
 
-@jit
-def _link_keys(off, data, rows, set_off, role, shift, seg, out):
-    """Per linked row ``rows[k]`` (ascending): its set (written to ``seg[k]``, found by walking
-    ``set_off``) in the top ``64 - shift`` bits, a 64-bit FNV-1a hash of its id's bytes cut to
-    ``shift - 1`` bits, then its role bit ``role[k]`` (calls first)."""
-    prime = np.uint64(1099511628211)
-    cut = np.uint64(65 - shift)
-    s = 0
-    for k in range(rows.shape[0]):
-        i = rows[k]
-        while set_off[s + 1] <= i:
-            s += 1
-        seg[k] = s
-        h = np.uint64(14695981039346656037)
-        for j in range(off[i], off[i + 1]):
-            h = (h ^ np.uint64(data[j])) * prime
-        out[k] = (np.uint64(s) << np.uint64(shift)) | ((h >> cut) << np.uint64(1)) | np.uint64(role[k])
-
-
-@jit
-def _runs_hold_one_id(off, data, rows, key):
-    """Within each run of equal ``key >> 1`` (sorted keys), every row's id equals the run's
-    first row's id: False on a hash collision."""
-    n = rows.shape[0]
-    i = 0
-    while i < n:
-        g = key[i] >> np.uint64(1)
-        r0 = rows[i]
-        a0 = off[r0]
-        n0 = off[r0 + 1] - a0
-        j = i + 1
-        while j < n and (key[j] >> np.uint64(1)) == g:
-            r = rows[j]
-            a = off[r]
-            if off[r + 1] - a != n0:
-                return False
-            for u in range(n0):
-                if data[a + u] != data[a0 + u]:
-                    return False
-            j += 1
-        i = j
-    return True
-
-
-@jit
-def _sort_within_sets(keys, seg):
-    """The order of ``keys`` ascending, given that the rows come in runs of one set (``seg``
-    nondecreasing) and every key starts with its set's bits: each run is sorted on its own
-    (by insertion when short)."""
-    n = keys.shape[0]
-    order = np.arange(n)
-    a = 0
-    while a < n:
-        b = a + 1
-        while b < n and seg[b] == seg[a]:
-            b += 1
-        if b - a <= 32:
-            for u in range(a + 1, b):
-                x = order[u]
-                kx = keys[x]
-                w = u - 1
-                while w >= a and keys[order[w]] > kx:
-                    order[w + 1] = order[w]
-                    w -= 1
-                order[w + 1] = x
-        else:
-            part = np.empty(b - a, dtype=np.uint64)
-            for u in range(b - a):
-                part[u] = keys[a + u]
-            o = stable_argsort(part)
-            for u in range(b - a):
-                order[a + u] = a + o[u]
-        a = b
-    return order
-
-
 def _buffers(arr) -> tuple[np.ndarray, np.ndarray]:
-    """(int64 offsets [n + 1], uint8 data) of a string or large_string Arrow array (the data
-    buffer zero-copy)."""
+    """(offsets [n + 1], uint8 data) of a string or large_string Arrow array, zero-copy: int32
+    offsets (a large_string array is cast to string first unless its data passes 2 GiB, the
+    one case whose int64 offsets compile the kernels a second time)."""
+    if pa.types.is_large_string(arr.type):
+        data = arr.buffers()[2]
+        if data is None or data.size < 2**31:
+            arr = arr.cast(pa.string())
     bufs = arr.buffers()
     wide = pa.types.is_large_string(arr.type)
     off = np.frombuffer(bufs[1], dtype=np.int64 if wide else np.int32)[arr.offset : arr.offset + len(arr) + 1]
-    off = off.astype(np.int64, copy=False)
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    return off, data
+    return as_input(off, off.dtype), as_input(data, np.uint8)
 
 
 _CALL = np.frombuffer(b"call", dtype=np.uint8).copy()
@@ -197,98 +138,169 @@ def role_codes(arr, rows: np.ndarray) -> np.ndarray:
     """int8 per row of ``rows`` (non-null strings of ``arr``; see ``_role_kernel``)."""
     off, data = _buffers(arr)
     out = np.empty(rows.shape[0], dtype=np.int8)
-    _role_kernel(as_input(off, np.int64), as_input(data, np.uint8), as_input(rows, np.int64), _CALL, _RESULT, out)
+    _role_kernel(off, data, as_input(rows, np.int64), _CALL, _RESULT, out)
     return out
 
 
-def link_keys(
-    arr, rows: np.ndarray, set_off: np.ndarray, role: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """``(order, keys, seg)``: the linked rows' (ascending ``rows``, their roles ``role``) order
-    by (set, id hash, role), those uint64 keys sorted, and each row's set (in ``rows`` order); None when two
-    different ids of one set share a hash, or the sets leave too few hash bits (the caller
-    then encodes the ids exactly)."""
-    off, data = _buffers(arr)
-    n_sets = set_off.shape[0] - 1
-    shift = 64 - max(1, int(n_sets - 1).bit_length())
-    if shift < 33:
-        return None
-    keys = np.empty(rows.shape[0], dtype=np.uint64)
-    seg = np.empty(rows.shape[0], dtype=np.int64)
-    off_in, data_in = as_input(off, np.int64), as_input(data, np.uint8)
-    _link_keys(
-        off_in,
-        data_in,
-        as_input(rows, np.int64),
-        as_input(set_off, np.int64),
-        as_input(role, np.int8),
-        shift,
-        seg,
-        keys,
-    )
-    order = _sort_within_sets(keys, seg)  # rows come grouped by set: many small sorts
-    keys = keys[order]
-    if not _runs_hold_one_id(off_in, data_in, as_input(rows[order], np.int64), keys):
-        return None
-    return order, keys, seg
+@jit
+def _id_hash(off, data, i):
+    """A 64-bit hash of row ``i``'s id bytes (eight bytes per multiply)."""
+    a = off[i]
+    b = off[i + 1]
+    h = np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(b - a)
+    j = a
+    while j + 8 <= b:
+        w = np.uint64(0)
+        for u in range(8):
+            w |= np.uint64(data[j + u]) << np.uint64(8 * u)
+        h = (h ^ w) * np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(31)
+        j += 8
+    w = np.uint64(0)
+    u = 0
+    while j < b:
+        w |= np.uint64(data[j]) << np.uint64(8 * u)
+        j += 1
+        u += 1
+    h = (h ^ w) * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(29))
 
 
 @jit
-def _build_links(rows, seg, is_call, key, n_sets, out_rows, out_call, n_calls, link_off, link_set, unmatched):
-    """From the linked rows sorted by link (runs of equal ``key``, calls first): keep the links
-    with a call and a result (their rows in ``out_rows``/``out_call``, their call counts,
-    offsets and sets); count the others' rows per set in ``unmatched`` ([S, 2]: calls without
-    a result, results without a call). Returns (links kept, rows kept)."""
+def _same_id(off, data, i, r):
+    """Rows ``i`` and ``r`` hold the same id bytes."""
+    a = off[i]
+    n = off[i + 1] - a
+    b = off[r]
+    if off[r + 1] - b != n:
+        return False
+    for u in range(n):
+        if data[a + u] != data[b + u]:
+            return False
+    return True
+
+
+@jit
+def _link_rows(id_off, id_data, role_off, role_data, rows, set_off, call, result, role, link_of, links):
+    """Per linked row ``rows[k]`` (ascending, a non-null id and role): its role (``role[k]``:
+    0 call, 1 result; see ``_role_kernel``) and its link (``link_of[k]``), one hash table per
+    set (sized for that set's linked rows, so it stays in cache; ids compared byte for byte,
+    never by hash alone). Links are numbered in order of first row, hence by set; ``links``
+    ``[4, R]`` gets each link's set, first row, calls and results. Returns the number of links,
+    or ``-1 - k`` for the first row ``k`` whose role is neither."""
     n = rows.shape[0]
+    slots = np.empty(0, dtype=np.int64)
+    stamp = np.empty(0, dtype=np.int64)
     n_link = 0
+    s = 0
+    k0 = 0
+    while k0 < n:
+        while set_off[s + 1] <= rows[k0]:
+            s += 1
+        k1 = k0 + 1
+        while k1 < n and rows[k1] < set_off[s + 1]:
+            k1 += 1
+        bits = 1
+        while (1 << bits) < 2 * (k1 - k0):
+            bits += 1
+        if (1 << bits) > slots.shape[0]:
+            slots = np.empty(1 << bits, dtype=np.int64)
+            stamp = np.zeros(1 << bits, dtype=np.int64)
+        mask = (1 << bits) - 1
+        for k in range(k0, k1):
+            i = rows[k]
+            a = role_off[i]
+            m = role_off[i + 1] - a
+            if _fold_equals(role_data, a, m, call):
+                role[k] = 0
+            elif _fold_equals(role_data, a, m, result):
+                role[k] = 1
+            else:
+                return -1 - k
+            p = np.int64((_id_hash(id_off, id_data, i) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
+            while True:
+                if stamp[p] != s + 1:  # a free slot (of this set's table): a new link
+                    link = n_link
+                    n_link += 1
+                    stamp[p] = s + 1
+                    slots[p] = link
+                    links[0, link] = s
+                    links[1, link] = i
+                    links[2, link] = 0
+                    links[3, link] = 0
+                    break
+                link = slots[p]
+                if _same_id(id_off, id_data, i, links[1, link]):
+                    break
+                p = (p + 1) & mask
+            link_of[k] = link
+            links[2 + role[k], link] += 1
+        k0 = k1
+    return n_link
+
+
+@jit
+def _place_links(rows, role, link_of, links, n_link, out_rows, out_call, n_calls, link_off, link_set, unmatched):
+    """Keep the links with a call and a result: their rows (calls first, each side in row
+    order) in ``out_rows``/``out_call``, their call counts, offsets and sets; count the others'
+    rows per set in ``unmatched`` ([S, 2]: calls without a result, results without a call).
+    ``links[1]`` is reused as each link's cursors. Returns (links kept, rows kept)."""
+    kept = 0
     n_out = 0
     link_off[0] = 0
-    i = 0
-    while i < n:
-        j = i
-        c = 0
-        while j < n and key[j] == key[i]:
-            c += is_call[j]
-            j += 1
-        s = seg[i]
+    for link in range(n_link):
+        s = links[0, link]
+        c = links[2, link]
+        r = links[3, link]
         if c == 0:
-            unmatched[s, 1] += j - i
-        elif c == j - i:
+            unmatched[s, 1] += r
+            links[2, link] = -1
+        elif r == 0:
             unmatched[s, 0] += c
+            links[2, link] = -1
         else:
-            for u in range(i, j):
-                out_rows[n_out] = rows[u]
-                out_call[n_out] = is_call[u]
-                n_out += 1
-            n_calls[n_link] = c
-            link_set[n_link] = s
-            n_link += 1
-            link_off[n_link] = n_out
-        i = j
-    return n_link, n_out
+            links[2, link] = n_out  # the next call's place
+            links[3, link] = n_out + c  # the next result's place
+            n_calls[kept] = c
+            link_set[kept] = s
+            n_out += c + r
+            kept += 1
+            link_off[kept] = n_out
+    for k in range(rows.shape[0]):
+        link = link_of[k]
+        if links[2, link] < 0:
+            continue
+        side = 2 + role[k]
+        p = links[side, link]
+        out_rows[p] = rows[k]
+        out_call[p] = role[k] == 0
+        links[side, link] = p + 1
+    return kept, n_out
 
 
-def build_links(rows: np.ndarray, seg: np.ndarray, is_call: np.ndarray, key: np.ndarray, n_sets: int):
-    """``_build_links`` with its outputs allocated and trimmed: (rows int32, is_call, n_calls,
-    link_off, link_set, unmatched [S, 2])."""
+def build_links(ids, roles, rows: np.ndarray, set_off: np.ndarray):
+    """The links of the linked rows ``rows`` (ascending; non-null ``ids`` and ``roles``, string
+    arrays) within the sets ``set_off``: (rows int32, is_call, n_calls, link_off, link_set,
+    unmatched [S, 2]) as ``ToolLinks`` holds them, or None when a row has a role that is
+    neither a call nor a result (the caller names it)."""
     n = rows.shape[0]
-    out_rows = np.empty(n, dtype=np.int32 if n == 0 or int(rows.max()) < 2**31 else np.int64)
-    out_call = np.empty(n, dtype=np.bool_)
-    n_calls = np.empty(n, dtype=np.int64)
-    link_off = np.empty(n + 1, dtype=np.int64)
-    link_set = np.empty(n, dtype=np.int64)
-    unmatched = np.zeros((n_sets, 2), dtype=np.int64)
-    n_link, n_out = _build_links(
-        as_input(rows, np.int64),
-        as_input(seg, np.int64),
-        as_input(is_call, np.bool_),
-        np.ascontiguousarray(key),
-        n_sets,
-        out_rows,
-        out_call,
-        n_calls,
-        link_off,
-        link_set,
-        unmatched,
+    n_sets = set_off.shape[0] - 1
+    rows_in = as_input(rows, np.int64)
+    role = np.empty(n, dtype=np.int8)
+    link_of = np.empty(n, dtype=np.int64)
+    links = np.empty((4, n), dtype=np.int64)
+    n_link = _link_rows(
+        *_buffers(ids), *_buffers(roles), rows_in, as_input(set_off, np.int64), _CALL, _RESULT, role, link_of, links
     )
-    return out_rows[:n_out], out_call[:n_out], n_calls[:n_link], link_off[: n_link + 1], link_set[:n_link], unmatched
+    if n_link < 0:
+        return None
+    out_rows = np.empty(n, dtype=np.int32 if n == 0 or int(rows[-1]) < 2**31 else np.int64)
+    out_call = np.empty(n, dtype=np.bool_)
+    n_calls = np.empty(n_link, dtype=np.int64)
+    link_off = np.empty(n_link + 1, dtype=np.int64)
+    link_set = np.empty(n_link, dtype=np.int64)
+    unmatched = np.zeros((n_sets, 2), dtype=np.int64)
+    kept, n_out = _place_links(
+        rows_in, role, link_of, links, n_link, out_rows, out_call, n_calls, link_off, link_set, unmatched
+    )
+    return out_rows[:n_out], out_call[:n_out], n_calls[:kept], link_off[: kept + 1], link_set[:kept], unmatched

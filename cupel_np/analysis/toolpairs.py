@@ -20,9 +20,10 @@ recorded) and a result whose call is absent from its set (compacted away) are *u
 no selection can pair them, so they are never orphans (``ToolLinks.unmatched_calls`` /
 ``unmatched_results`` count them per set).
 
-The links are found once per table (``tool_links``: one dictionary encoding and one sort of
-the linked rows); the counts of every (variant, set) come from the ``[V, N]`` inclusion
-matrix in one kernel pass over the linked rows (``orphan_columns``).
+The links are found once per table (``tool_links``: one pass over the linked rows with a
+small hash table per set, ids compared byte for byte, then one pass placing the rows by link;
+no sort); the counts of every (variant, set) come from the ``[V, N]`` inclusion matrix in one
+kernel pass per variant over the linked rows and the links (``orphan_columns``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cupel_np.analysis._toolpair_kernels import build_links, link_keys, orphan_counts, role_codes
+from cupel_np.analysis._toolpair_kernels import build_links, orphan_counts, role_codes
+from cupel_np.engine.groups import group_values
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
 from cupel_np.model.fields import suggestion
 
@@ -51,6 +53,7 @@ __all__ = [
     "ToolLinks",
     "group_key_columns",
     "orphan_columns",
+    "shown_group_keys",
     "tool_links",
 ]
 
@@ -65,7 +68,8 @@ class ToolLinks:
     result are kept (``n_calls[l]`` calls first); ``unmatched_calls[s]`` / ``unmatched_results[s]`` count set ``s``'s
     linked rows whose other side is absent from the set."""
 
-    rows: np.ndarray  # int32 (int64 past 2**31 rows), linked rows grouped by link, calls first
+    rows: np.ndarray  # int32 (int64 past 2**31 rows), linked rows grouped by link, calls first,
+    # each side in row order
     is_call: np.ndarray  # bool per entry of rows
     n_calls: np.ndarray  # int64 [L]: the calls of each link
     link_off: np.ndarray  # int64 [L + 1]
@@ -106,7 +110,7 @@ def _string_values(col: pa.Array, name: str) -> pa.Array:
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return col  # read from its buffers, no copy
     if pa.types.is_string_view(t) or pa.types.is_integer(t) or pa.types.is_null(t):
-        return col.cast(pa.large_string())
+        return col.cast(pa.string())
     raise InvalidInputTypeError(f"column {name!r}: expected strings (tool call ids and roles), got Arrow type {t}")
 
 
@@ -136,31 +140,17 @@ def _link_columns(table) -> tuple[pa.Array, pa.Array] | None:
     return None
 
 
-def _role_codes(table, roles: pa.Array, rows: np.ndarray) -> np.ndarray:
-    """Per row of ``rows`` (a non-null role): 0 for a call, 1 for a result (ASCII
-    case-insensitive, read from the Arrow buffers in one kernel pass); any other value is an
-    error naming its row."""
-    code = role_codes(roles, rows)
-    bad = np.flatnonzero(code == -2)
-    if bad.size:
-        row = int(rows[bad[0]])
-        value = roles[row].as_py()
-        raise InvalidConfigError(
-            f"column {ROLE_COLUMN!r}: input row {int(table.input_row[row])} has {value!r}; expected "
-            f"'call', 'result' or null{suggestion(value, [ROLE_CALL, ROLE_RESULT])}"
-            + (f" ({bad.size} rows in all)" if bad.size > 1 else "")
-        )
-    return code
-
-
-def _exact_order(ids: pa.Array, rows: np.ndarray, seg: np.ndarray, role: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The linked rows' (roles ``role``) order by (set, id, role) and a key per sorted row that differs exactly
-    between links, from a dictionary encoding of the ids (the fallback of ``link_keys``)."""
-    enc = pc.dictionary_encode(ids.take(pa.array(rows)))
-    code = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    link_key = seg * max(len(enc.dictionary), 1) + code
-    order = np.argsort(link_key * 2 + role)
-    return order, link_key[order]
+def _role_error(table, roles: pa.Array, rows: np.ndarray) -> InvalidConfigError:
+    """The error naming the first row of ``rows`` (non-null roles) whose role is neither a
+    call nor a result (ASCII case-insensitive), with how many such rows there are."""
+    bad = np.flatnonzero(role_codes(roles, rows) == -2)
+    row = int(rows[bad[0]])
+    value = roles[row].as_py()
+    return InvalidConfigError(
+        f"column {ROLE_COLUMN!r}: input row {int(table.input_row[row])} has {value!r}; expected "
+        f"'call', 'result' or null{suggestion(value, [ROLE_CALL, ROLE_RESULT])}"
+        + (f" ({bad.size} rows in all)" if bad.size > 1 else "")
+    )
 
 
 def tool_links(table) -> ToolLinks | None:
@@ -177,20 +167,11 @@ def tool_links(table) -> ToolLinks | None:
     ids, roles = cols
     # the rows with an id and a role (a role of a row without an id links nothing)
     rows = np.flatnonzero(pc.and_(pc.is_valid(ids), pc.is_valid(roles)).to_numpy(zero_copy_only=False))
-    role = _role_codes(table, roles, rows)
     n_sets = table.n_sets
-    # by link (set and id), each link's calls first; any order among a link's calls or among
-    # its results (the counts do not depend on it). Ids are hashed in one kernel pass; the
-    # exact dictionary encoding runs only if two ids of one set share a hash.
-    hashed = link_keys(ids, rows, np.asarray(table.offsets, dtype=np.int64), role)
-    if hashed is not None:
-        order, sorted_keys, seg = hashed
-        link_key = sorted_keys >> np.uint64(1)
-    else:
-        seg = np.searchsorted(table.offsets, rows, side="right") - 1
-        order, link_key = _exact_order(ids, rows, seg, role)
-    rows, seg, is_call = rows[order], seg[order], role[order] == 0
-    rows, is_call, n_calls, link_off, link_set, unmatched = build_links(rows, seg, is_call, link_key, n_sets)
+    built = build_links(ids, roles, rows, np.asarray(table.offsets, dtype=np.int64))
+    if built is None:  # a role that is neither 'call' nor 'result'
+        raise _role_error(table, roles, rows)
+    rows, is_call, n_calls, link_off, link_set, unmatched = built
     out = ToolLinks(
         rows,
         is_call,
@@ -234,3 +215,20 @@ def group_key_columns(run, taken) -> dict[str, pa.Array]:
         key = plan.key
         out[plan.column] = key.cast(pa.string()) if not pa.types.is_string(key.type) else key
     return out
+
+
+def shown_group_keys(run) -> dict[str, pa.Array]:
+    """The group columns a report shows beside each item of a ``SweepRun``, as strings per row
+    in grouped row order: the columns its variants select units by (``group_key_columns``),
+    or, when none does, the importers' ``tool_group`` if the items carry it (as a column, or
+    as a metadata key of items built from ContextItems); empty otherwise."""
+    used = group_key_columns(run, ())
+    if used:
+        return used
+    table = run.table
+    if GROUP_COLUMN not in getattr(table, "extra_columns", ()) and not getattr(table, "columns_from_metadata", False):
+        return {}
+    col = group_values(table, GROUP_COLUMN)
+    if col.null_count == len(col):
+        return {}
+    return {GROUP_COLUMN: col.cast(pa.string()) if not pa.types.is_string(col.type) else col}

@@ -20,6 +20,7 @@ from cupel_np.cli.shared import (
     _set_column_hint,
     plural,
     top_reasons,
+    with_groups,
 )
 from cupel_np.errors import InvalidConfigError
 from cupel_np.model.policy import Policy
@@ -47,6 +48,8 @@ def cmd_budget(args) -> int:
         raise UsageError("give one or more --policy FILE and/or --preset NAME")
     variants = [(as_path(f).stem, Policy.from_file(f)) for f in args.policy or []]
     variants += [(name, preset(name)) for name in args.preset or []]
+    if getattr(args, "groups", None):
+        variants = with_groups(variants, args.groups)
     lo, hi, steps = parse_ladder(args.ladder)
     ladder = _ladder(args, lo, hi, steps)
     _claim_out(args)

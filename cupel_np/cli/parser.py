@@ -201,6 +201,7 @@ def _add_single(sub, common, compute) -> None:
         "variant keeps 90/95/99%% of the relevant tokens)",
     )
     _out_opts(p)
+    p.add_argument("--groups", metavar="COLUMN", help=_GROUPS_HELP)
     p.set_defaults(func=cmd_budget)
 
     p = sub.add_parser(

@@ -328,7 +328,7 @@ def sweep(
     futures = []
     root = otel.start_root("cupel.sweep.dask", {"cupel.sweep.variants": len(vs)})
     try:
-        warm_ups = _warm_ups(client, budget, vs, warm)
+        warm_ups: list = []  # submitted once the driver checked the columns, before the planning tasks
         parts, shuffled, rows_from = whole_set_partitions(
             source,
             set_column,
@@ -336,6 +336,7 @@ def sweep(
             npartitions=npartitions,
             variants=vs,
             columns=[label_column] if label_column else [],
+            before_tasks=lambda: warm_ups.extend(_warm_ups(client, budget, vs, warm)),
         )
         warmed = client.gather(warm_ups)
         t_plan = time.perf_counter() - t0
@@ -471,9 +472,14 @@ def check(
     client, own_cluster = _client_or_own(client)
     futures = []
     try:
-        warm_ups = _warm_ups(client, None, vs, warm)
+        warm_ups: list = []  # submitted once the driver checked the columns, before the planning tasks
         parts, _shuffled, rows_from = whole_set_partitions(
-            source, set_column, client, npartitions=npartitions, variants=vs
+            source,
+            set_column,
+            client,
+            npartitions=npartitions,
+            variants=vs,
+            before_tasks=lambda: warm_ups.extend(_warm_ups(client, None, vs, warm)),
         )
         client.gather(warm_ups)
         run = _delayed(_check_partition)

@@ -7,6 +7,7 @@ task's frame is put back in input order and becomes its ``ItemTable`` (``partiti
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -98,18 +99,22 @@ def _spans(key_arrays: list) -> bool:
     return len(pc.unique(allk)) < len(allk)
 
 
-def _frame_of(source, set_column: str, npartitions: int | None, client):
-    """(dask DataFrame with ROW, per-partition key arrays) for a path source or a dask DataFrame."""
+def _frame_of(source, set_column: str, npartitions: int | None, client, check=None):
+    """(dask DataFrame with ROW, per-partition key arrays) for a path source or a dask DataFrame.
+    ``check(schema or None, names, where)`` runs on the driver once the columns are known, before
+    any task (a DataFrame's Arrow schema is not known exactly: None)."""
     import dask.dataframe as dd
     import pandas as pd
 
-    from cupel_np.model.datasets import partition_base, pieces
+    from cupel_np.model.datasets import describe_source, partition_base, pieces
 
     if isinstance(source, dd.DataFrame):
         if set_column not in source.columns:
             raise InvalidConfigError(
                 f"set column {set_column!r} not found (columns: {', '.join(map(str, source.columns))})"
             )
+        if check is not None:
+            check(None, [str(c) for c in source.columns], "the dask DataFrame")
         if npartitions is not None and npartitions != source.npartitions:
             source = source.repartition(npartitions=npartitions)
         parts = source.to_delayed()
@@ -127,6 +132,8 @@ def _frame_of(source, set_column: str, npartitions: int | None, client):
             raise InvalidConfigError(
                 f"set column {set_column!r} not found in {source} (columns: {', '.join(schema.names)})"
             )
+        if check is not None:
+            check(schema, list(schema.names), describe_source(source))
         base = partition_base(source)
         meta = schema.empty_table().append_column(ROW, pa.array([], pa.int64())).to_pandas(types_mapper=pd.ArrowDtype)
         ddf = dd.from_map(
@@ -145,22 +152,73 @@ def _frame_of(source, set_column: str, npartitions: int | None, client):
     )
 
 
-def whole_set_partitions(source, set_column: str, client, *, npartitions: int | None = None, variants=(), columns=()):
+def _group_type_ok(t: pa.DataType) -> bool:
+    """A type ``groups`` reads (``engine.groups.group_values``): strings, integers or null,
+    possibly dictionary-encoded."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t) or pa.types.is_null(t)
+
+
+def _check_columns(vs: list, columns) -> Callable[[pa.Schema | None, list[str], str], None]:
+    """The driver's check of the columns the run reads by name (see ``_frame_of``): every
+    ``columns`` entry (e.g. a label column) and every variant's ``groups`` column must exist;
+    a group column must hold strings or integers. The error names the column, the variant and
+    the source, before any task runs."""
+
+    def check(schema: pa.Schema | None, names: list[str], where: str) -> None:
+        have = [n for n in names if n != ROW]
+        for c in columns:
+            if c not in have:
+                raise InvalidConfigError(f"column {c!r} not found in the items (columns: {', '.join(have)})")
+        for v in vs:
+            col = v.policy.groups
+            if col is None:
+                continue
+            if col not in have:
+                raise InvalidConfigError(
+                    f"groups: variant {v.label!r} groups by column {col!r}, which {where} does not have "
+                    f"(columns: {', '.join(have)}); the importers write 'tool_group'"
+                )
+            if schema is not None and not _group_type_ok(schema.field(col).type):
+                raise InvalidInputTypeError(
+                    f"groups: column {col!r} of {where} must hold strings or integers, got Arrow type "
+                    f"{schema.field(col).type}"
+                )
+
+    return check
+
+
+def whole_set_partitions(
+    source,
+    set_column: str,
+    client,
+    *,
+    npartitions: int | None = None,
+    variants=(),
+    columns=(),
+    before_tasks=None,
+):
     """``(delayed partitions, shuffled, rows_from)``: ``source``'s partitions, each holding
     whole item sets and its rows' input row numbers (shuffled on the set key only when some set
-    lies in more than one), and the Parquet source's ``RowSource`` (None for a DataFrame). A
-    column scorer's column of the variants ``vs`` must exist and be numeric: checked here, on
-    the schema, before any task, as are the ``columns`` (e.g. a label column)."""
+    lies in more than one), and the Parquet source's ``RowSource`` (None for a DataFrame). On
+    the driver, before any task: the ``columns`` (e.g. a label column) and each variant's
+    ``groups`` column must exist (``_check_columns``), then ``before_tasks()`` runs (the
+    caller's first tasks, e.g. the warm-ups); a column scorer's column of the variants must
+    exist and be numeric (checked on the schema before the run's tasks)."""
     require_dask()
     vs = list(variants)
     from cupel_np.io._workers import share_storage_options
 
+    checks = _check_columns(vs, columns)
+
+    def check(schema, names, where):
+        checks(schema, names, where)
+        if before_tasks is not None:
+            before_tasks()
+
     share_storage_options(client)  # before the first task reads a URL
-    ddf, keys = _frame_of(source, set_column, npartitions, client)
-    have = [str(c) for c in ddf.columns if c != ROW]
-    for c in columns:
-        if c not in have:
-            raise InvalidConfigError(f"column {c!r} not found in the items (columns: {', '.join(have)})")
+    ddf, keys = _frame_of(source, set_column, npartitions, client, check)
     wanted = column_scorers(v.policy.scorer for v in vs)
     if wanted:
         check_schema_columns(pa.Schema.from_pandas(ddf._meta, preserve_index=False), wanted, "the items")

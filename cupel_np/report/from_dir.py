@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 from cupel_np._fs import AnyPath, as_path
 from cupel_np.analysis.compare import agreement_add, agreement_finish, agreement_start, swing_by_category_from_counts
 from cupel_np.analysis.losses import check_lines_of_variants, outcome_page_data_of_table
+from cupel_np.analysis.toolpairs import GROUP_COLUMN
 from cupel_np.errors import InvalidConfigError
 from cupel_np.io.outdir import KIND_PAGE, read_manifest, write_manifest
 from cupel_np.model import datasets  # read at call time: tests replace default_memory_limit
@@ -64,7 +65,20 @@ _KEY = "__set__"
 _BLOCK = 8192
 
 
-def _items_columns(ipath: AnyPath, labels: list[str], set_col) -> list[str]:
+def _group_columns(ipath: AnyPath, variants: list[dict]) -> list[str]:
+    """The group columns the page shows (as ``report.from_result`` does): those the variants'
+    policies select units by (the items output carries each), else ``tool_group`` if the
+    items output has it."""
+    names = _schema(_files(ipath)[0]).names
+    used = []
+    for v in variants:
+        col = (v.get("policy") or {}).get("groups")
+        if isinstance(col, str) and col in names and col not in used:
+            used.append(col)
+    return used or ([GROUP_COLUMN] if GROUP_COLUMN in names else [])
+
+
+def _items_columns(ipath: AnyPath, labels: list[str], set_col, groups: list[str]) -> list[str]:
     names = _schema(_files(ipath)[0]).names
     missing = [c for c in ("kind", "source", "tokens") if c not in names]
     if missing:
@@ -78,6 +92,7 @@ def _items_columns(ipath: AnyPath, labels: list[str], set_col) -> list[str]:
         "kind",
         "source",
         "tokens",
+        *groups,
         *(f"{l}.included" for l in labels),
         *(f"{l}.reason" for l in labels),
     ]
@@ -159,8 +174,9 @@ class _PageAcc:
     held a C++ string per group and variant outside Arrow's memory pool, so the page's peak
     grew with the variants and, through the fragmented heap, with the pieces."""
 
-    def __init__(self, labels, set_col, targets, max_rows: int, candidates: set, per_set_rows: int = 25):
+    def __init__(self, labels, set_col, targets, max_rows: int, candidates: set, per_set_rows: int = 25, groups=()):
         self.labels, self.set_col, self.v = labels, set_col, len(labels)
+        self.group_cols = list(groups)  # shown beside each row: its key at the group's first row
         self.targets = np.asarray(targets, dtype=np.float64)
         self.ag = agreement_start(self.v)
         self.cat: dict[str, dict] = {"kind": {}, "source": {}}  # name -> [swinging, groups, VxV counts]
@@ -252,6 +268,7 @@ class _PageAcc:
                 "content": t.column("content").take(at),
                 "input_row_min": pa.array(irow),
                 **{f"{c}_first": _take_first(t.column(c), gid, n) for c in ("kind", "source", "tokens")},
+                **{f"g{j}_at": t.column(c).take(at).cast(pa.string()) for j, c in enumerate(self.group_cols)},
             }
         )
         if self.set_info:
@@ -343,6 +360,7 @@ class _PageAcc:
             "contest": pa.array(np.minimum(n_in, n_ok - n_in)[idx].astype(np.int64)),
             "n_in": pa.array(n_in[idx].astype(np.int64)),
             "n_valid": pa.array(n_ok[idx].astype(np.int64)),
+            **{f"g{j}": g[f"g{j}_at"].take(at) for j in range(len(self.group_cols))},
         }
         for v, reason in enumerate(reasons):
             status = np.full(idx.size, None, dtype=object)
@@ -462,7 +480,7 @@ def _ranks(ipath: AnyPath, labels: list[str], set_col, rows: list[dict]) -> None
             r["rank"][v] = int(1 + len(s) - np.searchsorted(s, mine, side="right"))
 
 
-def _row_dicts(t: pa.Table | None, v: int) -> list[dict]:
+def _row_dicts(t: pa.Table | None, v: int, n_groups: int = 0) -> list[dict]:
     if t is None:
         return []
     out = []
@@ -474,6 +492,7 @@ def _row_dicts(t: pa.Table | None, v: int) -> list[dict]:
                 "kind": r["kind"],
                 "source": r["source"],
                 "tokens": int(r["tokens"]),
+                "group_keys": [r[f"g{j}"] for j in range(n_groups)],
                 "n_in": int(r["n_in"]),
                 "n_valid": int(r["n_valid"]),
                 "first": int(r["first"]),
@@ -491,7 +510,7 @@ def _drill(acc: _PageAcc, counts: dict, vpath, labels, set_col, ipath, max_sets:
     per_variant = _per_variant(vpath, labels, set_col, keys) if keys else {}
     out = []
     for k in keys:
-        rows = _row_dicts(acc.set_top[k], len(labels))
+        rows = _row_dicts(acc.set_top[k], len(labels), len(acc.group_cols))
         _ranks(ipath, labels, set_col, rows)
         groups, items, _, set_tokens = acc.set_info[k]
         out.append(
@@ -515,15 +534,16 @@ def dir_page_data(out_dir, *, title: str | None = None, max_rows: int = 200, max
     s = load_sweep_dir(out)
     vpath, ipath = _output(out, "variants"), _output(out, "items")
     labels, set_col = s.labels, s.set_column
-    cols = _items_columns(ipath, labels, set_col)
+    groups = _group_columns(ipath, s.variants)
+    cols = _items_columns(ipath, labels, set_col, groups)
     counts, candidates = _set_stats(vpath, ipath, labels, set_col, max_sets)
     targets = [int((v.get("budget") or {}).get("target_tokens", 0)) for v in s.variants]
-    acc = _PageAcc(labels, set_col, targets, max(max_rows, top_k), candidates)
+    acc = _PageAcc(labels, set_col, targets, max(max_rows, top_k), candidates, groups=groups)
     for f in _files(ipath):
         for piece in _pieces(f, cols, set_col):
             acc.add(piece)
             del piece  # before the next piece is read
-    rows = _row_dicts(acc.top, len(labels))
+    rows = _row_dicts(acc.top, len(labels), len(groups))
     _ranks(ipath, labels, set_col, rows)
     keys = ["Included"] + sorted(k for k in acc.reasons if k not in ("Included", "failed")) + ["failed"]
     zero = np.zeros(len(labels), np.int64)
@@ -554,6 +574,7 @@ def dir_page_data(out_dir, *, title: str | None = None, max_rows: int = 200, max
         kind_mix=np.stack([acc.kind_mix[k] for k in kinds], axis=1) if kinds else np.zeros((len(labels), 0)),
         heat_rows=top_k,
         orphans=s.orphans,
+        group_columns=groups,
     )
     _signals(d, out, vpath, labels)
     return d

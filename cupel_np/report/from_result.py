@@ -8,6 +8,7 @@ whatever the sweep's size.
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
 from cupel_np._fs import AnyPath
 from cupel_np.analysis.compare import (
@@ -23,14 +24,16 @@ from cupel_np.analysis.compare import (
 )
 from cupel_np.analysis.losses import check_lines, outcome_page_data
 from cupel_np.analysis.signals import token_counter_of
+from cupel_np.analysis.toolpairs import shown_group_keys
 from cupel_np.io.outdir import KIND_PAGE, claim_out_dir, run_id, write_manifest
 from cupel_np.report.page import PAGE_FROM_RESULT, PageData, write_page
 
 TOP_K = 40  # rows of the heatmap PNG
 
 
-def _rows(result, groups: np.ndarray) -> list[dict]:
-    """The page's row dicts for content groups (``report.page.PageData.rows``)."""
+def _rows(result, groups: np.ndarray, keys: dict[str, pa.Array]) -> list[dict]:
+    """The page's row dicts for content groups (``report.page.PageData.rows``); ``keys``: the
+    group columns shown (``shown_group_keys``), each row's key taken at its first row."""
     if len(groups) == 0:
         return []
     t = result.table
@@ -47,6 +50,7 @@ def _rows(result, groups: np.ndarray) -> list[dict]:
                 "kind": t.kind[r].as_py(),
                 "source": t.source[r].as_py(),
                 "tokens": int(t.tokens[r]),
+                "group_keys": [col[r].as_py() for col in keys.values()],
                 "n_in": int((result.status[g] & ~result.failed[:, s]).sum()),
                 "n_valid": int(valid[i].sum()),
                 "status": [str(x) for x in cells["status"][i]],
@@ -57,7 +61,7 @@ def _rows(result, groups: np.ndarray) -> list[dict]:
     return out
 
 
-def _drill_sets(result, max_sets: int) -> list[dict]:
+def _drill_sets(result, max_sets: int, keys: dict[str, pa.Array]) -> list[dict]:
     """The sets with the most swinging contents (ties: the set's first input row)."""
     t = result.table
     per_set = np.diff(result.swing_offsets)
@@ -86,7 +90,7 @@ def _drill_sets(result, max_sets: int) -> list[dict]:
                 "items": int(t.offsets[s + 1] - t.offsets[s]),
                 "set_tokens": int(np.maximum(t.tokens[int(t.offsets[s]) : int(t.offsets[s + 1])], 0).sum()),
                 "per_variant": per_variant,
-                "rows": _rows(result, top_swings(result, 25, sg)),
+                "rows": _rows(result, top_swings(result, 25, sg), keys),
             }
         )
     return out
@@ -98,6 +102,7 @@ def result_page_data(result, *, title: str, max_rows: int = 200, max_sets: int =
     keys, totals = reason_totals(result)
     errors = result.errors
     used, target, could = token_totals(result)
+    group_keys = shown_group_keys(result.run)
     return PageData(
         title=title,
         generator=PAGE_FROM_RESULT,
@@ -117,8 +122,8 @@ def result_page_data(result, *, title: str, max_rows: int = 200, max_sets: int =
         by_source=swing_by_category(result, "source"),
         reason_keys=keys,
         reason_totals=totals,
-        rows=_rows(result, top_swings(result, max(max_rows, top_k))),
-        sets=_drill_sets(result, max_sets),
+        rows=_rows(result, top_swings(result, max(max_rows, top_k)), group_keys),
+        sets=_drill_sets(result, max_sets, group_keys),
         used=used,
         target=target,
         could=could,
@@ -126,6 +131,7 @@ def result_page_data(result, *, title: str, max_rows: int = 200, max_sets: int =
         kind_mix=kind_mix(result),
         heat_rows=top_k,
         orphans=result.orphan_totals(),
+        group_columns=list(group_keys),
     )
 
 

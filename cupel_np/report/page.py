@@ -39,7 +39,8 @@ NEIGHBOURS = 3
 @dataclass
 class PageData:
     """Everything the sweep page shows. Rows (``rows`` and each set's ``rows``) are dicts:
-    set, content, kind, source, tokens, n_in, n_valid, and per variant status ('Included', an
+    set, content, kind, source, tokens, n_in, n_valid, group_keys (the row's key in each of
+    ``group_columns``, None for none; absent: no key), and per variant status ('Included', an
     exclusion reason or 'failed'), reason (the row's reason name) and rank (score rank in the
     set, None where failed)."""
 
@@ -74,6 +75,9 @@ class PageData:
     #: per variant (orphan calls, orphan results) over the sets it ran on; None when the items
     #: carry no tool call/result link (docs/tool-pairs.md)
     orphans: dict[str, tuple[int, int]] | None = None
+    #: the group columns whose key the item tables show beside each row (docs/tool-pairs.md):
+    #: those the variants select units by, else the importers' ``tool_group`` if the items carry it
+    group_columns: list[str] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------- sections
@@ -432,16 +436,36 @@ def _rows_html(d: PageData, rows: list[dict]) -> str:
             f'<tr data-set="{_e(key)}" data-content="{_e(content)}"><td>{_e(key)}</td>'
             f'<td title="{_e(content)}">{_e(_short(content, 56))}</td><td>{_e(row["kind"])}</td>'
             f'<td>{_e(row["source"])}</td><td class="num" data-s="{int(row["tokens"])}">{int(row["tokens"]):,}</td>'
+            f"{_group_cells_html(d, row)}"
             f'<td class="num" data-s="{row["n_in"]}">{row["n_in"]}/{row["n_valid"]}</td>{_cells_html(row)}</tr>'
         )
     return "".join(out)
 
 
+def _group_cells_html(d: PageData, row: dict) -> str:
+    """The row's key in each group column (empty: no unit)."""
+    keys = row.get("group_keys") or [None] * len(d.group_columns)
+    return "".join(
+        f'<td class="grp" data-group="{_e(c)}">{"" if k is None else _e(str(k))}</td>'
+        for c, k in zip(d.group_columns, keys, strict=True)
+    )
+
+
 def _head_html(d: PageData) -> str:
-    cols = [d.set_name, "content", "kind", "source", "tokens", "included by"]
+    cols = [d.set_name, "content", "kind", "source", "tokens", *d.group_columns, "included by"]
     head = [f'<th data-col="{k}">{_e(c)}</th>' for k, c in enumerate(cols)]
     head += [f'<th class="rot" data-col="{len(cols) + k}"><span>{_e(c)}</span></th>' for k, c in enumerate(d.labels)]
     return "".join(head)
+
+
+def _group_phrase(d: PageData) -> str:
+    if not d.group_columns:
+        return ""
+    cols = ", ".join(f"<code>{_e(c)}</code>" for c in d.group_columns)
+    return (
+        f" {cols}: the item's group key (items of a set sharing a key are one unit under "
+        "<code>groups</code>, kept or left out together; empty: no group)."
+    )
 
 
 def section_why(d: PageData) -> str:
@@ -466,7 +490,7 @@ def section_why(d: PageData) -> str:
         "<h3>Top swinging items: the most contested, with each variant's reason and score rank</h3>"
         "<p class=\"meta\">Each cell: that variant's status or exclusion reason, and the item's score rank within "
         "its set under that variant (#1 = highest score; hover a cell for the full reason). Click a header to "
-        f"sort. Short names: {_e(', '.join(f'{v} = {k}' for k, v in SHORT.items()))}.</p>"
+        f"sort.{_group_phrase(d)} Short names: {_e(', '.join(f'{v} = {k}' for k, v in SHORT.items()))}.</p>"
         f'<div class="controls">filter <input id="q" placeholder="text in any cell"> kind <select id="kind">'
         f'<option value="">(all)</option>{kinds}</select> <span class="meta"><span id="shown">{n}</span> of {n} rows '
         f"shown; {d.n_swing:,} swinging contents in all</span></div>"

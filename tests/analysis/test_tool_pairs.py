@@ -319,36 +319,77 @@ def test_orphans_of_one_set_equal_the_corpus_cells():
         assert np.array_equal(one.orphans["orphan_results"][:, 0], res.orphans["orphan_results"][:, s])
 
 
-def test_exact_encoding_fallback_gives_the_same_links(monkeypatch):
-    from cupel_np.analysis import toolpairs
-
-    rows = transcript_rows(8)
-    hashed = tool_links(table_of(rows))
-    monkeypatch.setattr(toolpairs, "link_keys", lambda *a: None)  # as on a hash collision
-    exact = tool_links(table_of(rows))
-    assert hashed.n_links == exact.n_links > 0
-    assert np.array_equal(hashed.link_set, exact.link_set)
-    assert np.array_equal(hashed.unmatched_calls, exact.unmatched_calls)
-    assert np.array_equal(hashed.unmatched_results, exact.unmatched_results)
-
-    def links_of(t):
-        out = set()
-        for l in range(t.n_links):
-            a, b = t.link_off[l], t.link_off[l + 1]
-            calls = t.rows[a : a + t.n_calls[l]]
-            assert t.is_call[a : a + t.n_calls[l]].all() and not t.is_call[a + t.n_calls[l] : b].any()
-            out.add((frozenset(calls.tolist()), frozenset(t.rows[a + t.n_calls[l] : b].tolist())))
-        return out
-
-    assert links_of(hashed) == links_of(exact)
+def naive_links(ids, roles, sets):
+    """{(set, id): (calls, results)} row sets of the links with a call and a result, and the
+    unmatched calls / results per set, by the definition (docs/tool-pairs.md)."""
+    by: dict = {}
+    for i, (cid, role, s) in enumerate(zip(ids, roles, sets, strict=True)):
+        if cid is None or role is None:
+            continue
+        by.setdefault((s, cid), ([], []))[0 if role.lower() == "call" else 1].append(i)
+    links = {k: (frozenset(calls), frozenset(res)) for k, (calls, res) in by.items() if calls and res}
+    lone_calls: dict = {}
+    lone_results: dict = {}
+    for (s, _), (calls, res) in by.items():
+        if not res:
+            lone_calls[s] = lone_calls.get(s, 0) + len(calls)
+        if not calls:
+            lone_results[s] = lone_results.get(s, 0) + len(res)
+    return links, lone_calls, lone_results
 
 
-def test_a_hash_collision_is_detected():
-    from cupel_np.analysis._toolpair_kernels import _runs_hold_one_id
+def _links_of(t):
+    out = set()
+    for l in range(t.n_links):
+        a, b = t.link_off[l], t.link_off[l + 1]
+        calls, results = t.rows[a : a + t.n_calls[l]], t.rows[a + t.n_calls[l] : b]
+        assert t.is_call[a : a + t.n_calls[l]].all() and not t.is_call[a + t.n_calls[l] : b].any()
+        assert (np.diff(calls) > 0).all() and (np.diff(results) > 0).all()  # each side in row order
+        out.add((int(t.link_set[l]), frozenset(calls.tolist()), frozenset(results.tolist())))
+    return out
 
-    data = np.frombuffer(b"aaab", dtype=np.uint8)
-    off = np.array([0, 2, 4], dtype=np.int64)  # ids "aa" and "ab"
-    rows = np.array([0, 1], dtype=np.int64)
-    same_key = np.array([4, 5], dtype=np.uint64)  # equal once the role bit is dropped
-    assert not _runs_hold_one_id(off, data, rows, same_key)
-    assert _runs_hold_one_id(off, data, rows, np.array([4, 7], dtype=np.uint64))
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("large", [False, True])
+def test_links_equal_a_direct_build(seed, large):
+    """Many ids per set (the per-set hash tables probe past taken slots), ids that are
+    prefixes of one another, the empty id, long ids, one id in several sets (a link per set),
+    ids differing in one byte, mixed-case roles: the links are exactly the definition's."""
+    rng = random.Random(seed)
+    pool = ["", "a", "aa", "aaa", "ab", "ba", "toolu_01" + "x" * 40, "toolu_01" + "x" * 39 + "y"]
+    pool += [f"call_{k}" for k in range(300)]
+    n_sets = 7
+    sizes = [rng.choice([0, 1, 5, 40, 900]) for _ in range(n_sets)]
+    rows = []
+    for s, size in enumerate(sizes):
+        for _ in range(size):
+            cid = rng.choice(pool) if rng.random() < 0.9 else None
+            role = rng.choice(["call", "result", "Result", "CALL", None])
+            rows.append(
+                {"conv": f"c{s}", "content": f"{len(rows)}", "tokens": 1, "tool_call_id": cid, "tool_role": role}
+            )
+    arrow = pa.Table.from_pylist(rows)
+    if large:
+        arrow = arrow.set_column(3, "tool_call_id", arrow.column("tool_call_id").cast(pa.large_string()))
+    t = ItemTable.from_arrow(arrow, set_column="conv")
+    links = tool_links(t)
+    ids = t.extra_column("tool_call_id").to_pylist()
+    roles = t.extra_column("tool_role").to_pylist()
+    sets = np.searchsorted(t.offsets, np.arange(t.n), side="right") - 1
+    want, lone_calls, lone_results = naive_links(ids, roles, sets.tolist())
+    assert _links_of(links) == {(s, calls, res) for (s, _), (calls, res) in want.items()}
+    assert links.n_links == len(want) > 0
+    assert (np.diff(links.link_set) >= 0).all()
+    assert links.unmatched_calls.tolist() == [lone_calls.get(s, 0) for s in range(t.n_sets)]
+    assert links.unmatched_results.tolist() == [lone_results.get(s, 0) for s in range(t.n_sets)]
+
+
+def test_integer_ids_link_as_their_strings():
+    rows = [
+        {"content": "call", "tokens": 5, "tool_call_id": 7, "tool_role": "call"},
+        {"content": "result", "tokens": 5, "tool_call_id": 7, "tool_role": "result"},
+        {"content": "other", "tokens": 5, "tool_call_id": 70, "tool_role": "result"},
+    ]
+    links = tool_links(ItemTable.from_arrow(pa.Table.from_pylist(rows)))
+    assert _links_of(links) == {(0, frozenset([0]), frozenset([1]))}
+    assert links.unmatched_results.tolist() == [1]
