@@ -15,6 +15,16 @@ Every line that cannot be read raises ``BadTranscriptError`` naming file and lin
 ``skip_bad=True`` it is recorded in ``ImportResult.bad`` instead (never dropped unseen). An
 import that yields nothing, or skips more than it keeps, raises ``EmptyImportError`` unless
 ``allow_empty=True``.
+
+Constants:
+
+* ``FORMATS``: the format names ``import_transcripts`` (and ``cupel-np import --format``)
+  accepts, ``auto`` first.
+* ``MAP_TARGETS``: the item fields a ``messages`` column mapping may name (``content``,
+  ``kind``, ``set``, ``timestamp``, ``source``, ``tokens``, ``pinned``, ``id``); ``role`` is
+  accepted as another name for ``kind``.
+* ``SURROGATES``: the ``ImportResult.skipped`` reason that counts strings holding a lone
+  surrogate (not valid Unicode), kept with U+FFFD in its place (nothing is dropped).
 """
 
 from __future__ import annotations

@@ -54,6 +54,9 @@ class Bad(Exception):
 
 @dataclass(frozen=True)
 class BadRecord:
+    """A line (or row) that could not be read: its file (as named in metadata), its line
+    (``unit == "line"``, 1-based) or row (``unit == "row"``, 0-based), and why."""
+
     file: str
     line: int  # 1-based line (JSONL, CSV) or 0-based row (Parquet, with ``unit == "row"``)
     message: str
@@ -326,10 +329,12 @@ class ImportResult:
 
     @property
     def items(self) -> int:
+        """The number of items imported (rows of the table)."""
         return self.table.num_rows
 
     @property
     def conversations(self) -> int:
+        """The number of distinct sets (values of the set column)."""
         return len(self.table.column(self.set_column).unique())
 
     @property
@@ -355,6 +360,9 @@ class ImportResult:
         return ratios[m] if len(ratios) % 2 else (ratios[m - 1] + ratios[m]) / 2
 
     def summary(self) -> dict:
+        """The counts as a dict (what ``cupel-np import --json`` prints): format, lines, items,
+        conversations, bad lines, skipped reasons, the token counter and the estimate against
+        the API's counts."""
         return {
             "format": self.format,
             "lines": self.lines,
