@@ -39,7 +39,6 @@ from cupel_np._fs import as_path
 from cupel_np.errors import InvalidConfigError
 from cupel_np.io.importers import claude_code, detect, messages, openai, otel, sharegpt, trajectories
 from cupel_np.io.importers.core import (
-    CHUNK_CHARS,
     ITEM_COLUMNS,
     BadRecord,
     BadTranscriptError,
@@ -60,6 +59,11 @@ from cupel_np.text import is_blank
 
 #: the count of strings repaired for Arrow (in ``ImportResult.skipped``; nothing is dropped)
 SURROGATES = "text with a lone surrogate (not valid Unicode), kept with U+FFFD in its place"
+
+#: characters of content per chunk a streamed import converts and writes at once (smaller than
+#: ``core.CHUNK_CHARS``: the chunk's strings, scattered among the freed records of the second
+#: pass, set the peak; 1 Mi characters costs no measurable time, docs/importing.md "Memory")
+STREAM_CHUNK_CHARS = 1 << 20
 
 FORMATS = (
     "auto",
@@ -230,7 +234,7 @@ def import_to_parquet(
     calibrate: bool = False,
     allow_empty: bool = False,
     keep_rewound: bool = False,
-    chunk_chars: int = CHUNK_CHARS,
+    chunk_chars: int = STREAM_CHUNK_CHARS,
 ) -> ImportResult:
     """:func:`import_transcripts` written to the Parquet file ``out`` (a path or a URL) as it
     goes: conversations are converted in chunks of about ``chunk_chars`` characters of
