@@ -16,6 +16,10 @@ Every line that cannot be read raises ``BadTranscriptError`` naming file and lin
 import that yields nothing, or skips more than it keeps, raises ``EmptyImportError`` unless
 ``allow_empty=True``.
 
+``import_transcripts`` returns the whole table; ``import_to_parquet`` (what ``cupel-np
+import`` runs) writes the same file in chunks as it goes, holding one chunk plus what the
+format's reader needs (docs/importing.md, "Memory", says which formats that bounds).
+
 Constants:
 
 * ``FORMATS``: the format names ``import_transcripts`` (and ``cupel-np import --format``)
