@@ -74,10 +74,17 @@ def test_any_chunk_size_writes_the_same_file(tmp_path, monkeypatch, chunk_chars)
     """Claude Code in both reading modes (one pass, and the record index + second pass)."""
     a = tmp_path / "whole.parquet"
     whole = _whole("claude-code", CLAUDE_DIRS, a)
+    reads = []
+    real = claude_code.json_line_at
+    monkeypatch.setattr(claude_code, "json_line_at", lambda f, offset: reads.append(offset) or real(f, offset))
     for two_pass in (False, True):
-        monkeypatch.setattr(claude_code, "TWO_PASS_BYTES", 0 if two_pass else 1 << 40)
+        # the streamed import has its own (lower) threshold; the whole-table one's is not used
+        monkeypatch.setattr(claude_code, "STREAM_TWO_PASS_BYTES", 0 if two_pass else 1 << 40)
+        monkeypatch.setattr(claude_code, "TWO_PASS_BYTES", 1 << 40 if two_pass else 0)
         b = tmp_path / f"s{two_pass}.parquet"
+        reads.clear()
         _same(whole, import_to_parquet("claude-code", CLAUDE_DIRS, b, chunk_chars=chunk_chars), a, b)
+        assert (len(reads) > 0) == two_pass  # the second pass re-reads records at their offsets
 
 
 def test_bad_lines_surrogates_and_extra_columns_stream_alike(tmp_path):

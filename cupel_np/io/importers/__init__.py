@@ -120,7 +120,12 @@ def _read(fmt: str, files, reader: Reader, opts: dict) -> tuple[Iterable[Convers
     skip_bad, kind = opts["skip_bad"], opts["tool_call_kind"]
     if fmt in ("claude-code", "stream-json"):
         return claude_code.read(
-            files, reader, skip_bad=skip_bad, tool_call_kind=kind, keep_rewound=opts["keep_rewound"]
+            files,
+            reader,
+            skip_bad=skip_bad,
+            tool_call_kind=kind,
+            keep_rewound=opts["keep_rewound"],
+            streamed=opts["streamed"],
         ), []
     if fmt == "openai":
         return openai.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind), []
@@ -133,7 +138,9 @@ def _read(fmt: str, files, reader: Reader, opts: dict) -> tuple[Iterable[Convers
     return messages.read(files, reader, skip_bad=skip_bad, mapping=opts["mapping"], set_column=opts["set_column"])
 
 
-def _start(fmt: str, paths, *, mapping, tokenizer, skip_bad, set_column, tool_call_kind, keep_rewound) -> tuple:
+def _start(
+    fmt: str, paths, *, mapping, tokenizer, skip_bad, set_column, tool_call_kind, keep_rewound, streamed=False
+) -> tuple:
     """Check the options and start the format's reader: (format, conversations, extra
     columns, reader state, the counter and its name). Streaming readers yield conversations
     as the files are read; the others have read everything when this returns."""
@@ -157,6 +164,7 @@ def _start(fmt: str, paths, *, mapping, tokenizer, skip_bad, set_column, tool_ca
         "mapping": parsed_mapping,
         "set_column": set_column,
         "keep_rewound": keep_rewound,
+        "streamed": streamed,
     }
     convs, extra = _read(fmt, files, reader, opts)
     return fmt, convs, extra, reader, count, counter_name
@@ -264,6 +272,7 @@ def import_to_parquet(
             set_column=set_column,
             tool_call_kind=tool_call_kind,
             keep_rewound=keep_rewound,
+            streamed=True,
         )
         chunks = iter_chunks(
             convs,
