@@ -17,6 +17,10 @@ from the one-conversation file to the large one is asserted to be far below the 
   .write_parquet``) runs on the same file (``CUPEL_BENCH_IMPORT_MEM_WHOLE=0`` skips it).
 * OpenAI chat JSONL (one conversation a line): read one line at a time, so the growth is a
   chunk and the writer's buffers: at most a tenth of the file.
+* OpenTelemetry GenAI spans (OTLP JSON lines, each request repeating its thread's messages):
+  over ``otel.TWO_PASS_BYTES`` the reader keeps each request's threading fields (8 bytes an
+  input message) and reads the last request of each thread again: at most a fifth of the file
+  (the whole-table import grows by more than the file).
 
 The files live in pytest's temporary directory; the run takes a few minutes on a loaded
 machine (generation ~5 s a file, each import of a large file ~10-30 s of CPU).
@@ -100,6 +104,36 @@ def openai_files(big: Path, small: Path, mb: float, seed: int = 3) -> tuple[int,
     return total, n, len(largest.encode())
 
 
+def otel_files(big: Path, small: Path, mb: float, seed: int = 5) -> tuple[int, int, int]:
+    """Copies of 12 generated threads of 6-12 growing GenAI requests (one export request a
+    line per request), each copy its own conversation id."""
+    rng = random.Random(seed)
+
+    def kv(k, v):
+        return {"key": k, "value": {"intValue": str(v)} if isinstance(v, int) else {"stringValue": v}}
+
+    bases = []
+    for _ in range(12):
+        history, out = [{"role": "user", "parts": [{"type": "text", "content": cs.text(rng, 1500)}]}], []
+        for step in range(rng.randint(6, 12)):
+            answer = {"role": "assistant", "parts": [{"type": "text", "content": cs.text(rng, 800)}]}
+            attrs = {
+                "gen_ai.conversation.id": "@ID@",
+                "gen_ai.input.messages": json.dumps(history),
+                "gen_ai.output.messages": json.dumps([answer]),
+                "gen_ai.usage.input_tokens": 100 * (step + 1),
+            }
+            span = {"traceId": "t", "spanId": f"s{step}", "startTimeUnixNano": str(1_700_000_000 + step) + "0" * 9}
+            span["attributes"] = [kv(k, v) for k, v in attrs.items()]
+            out.append(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}) + "\n")
+            history = [*history, answer, {"role": "user", "parts": [{"type": "text", "content": cs.text(rng, 1500)}]}]
+        bases.append("".join(out))
+    total, n = _copies(big, bases, mb, lambda t, i, c: t.replace("@ID@", f"c{c}-{i}"))
+    largest = max(bases, key=len)
+    small.write_text(largest.replace("@ID@", "one"), encoding="utf-8")
+    return total, n, len(largest.encode())
+
+
 def _run(mode: str, fmt: str, src: Path, out: Path) -> dict:
     env = {**os.environ, "NUMBA_NUM_THREADS": "1"}
     t = time.perf_counter()
@@ -154,3 +188,9 @@ def test_openai_jsonl_import_peak_does_not_grow_with_the_file(tmp_path):
     total, _, base, streamed = _measure(tmp_path, "openai", openai_files, False)
     growth = streamed["rss"] - base["rss"]
     assert growth < 0.1 * total, f"peak grew {growth / 1e6:.0f} MB on a {total / 1e6:.0f} MB file"
+
+
+def test_otel_import_peak_grows_by_its_index_not_the_file(tmp_path):
+    total, _, base, streamed = _measure(tmp_path, "otel", otel_files, WHOLE)
+    growth = streamed["rss"] - base["rss"]
+    assert growth < 0.2 * total, f"peak grew {growth / 1e6:.0f} MB on a {total / 1e6:.0f} MB file"

@@ -158,3 +158,78 @@ def test_cli_import_writes_the_whole_table_file(tmp_path, capsys):
     assert printed["items"] == whole.items and printed["out"] == str(b)
     assert main(["import", "claude-code", "data/transcripts/claude_code", "--out", str(tmp_path)]) == 2
     assert "is a directory" in capsys.readouterr().err
+
+
+def _kv(key, v):
+    return {"key": key, "value": {"intValue": str(v)} if isinstance(v, int) else {"stringValue": v}}
+
+
+def _otel_span(sid, start, attrs):
+    return {
+        "traceId": "t",
+        "spanId": sid,
+        "startTimeUnixNano": str(start),
+        "attributes": [_kv(k, v) for k, v in attrs.items()],
+    }
+
+
+def _otel_file(path):
+    """Threads of growing GenAI requests over several lines, spans of different threads in one
+    line, out of time order; a fork (an input that does not extend its thread's), OpenInference
+    spans, a span without messages, a bad line."""
+
+    def msg(role, text):
+        return {"role": role, "parts": [{"type": "text", "content": text}]}
+
+    def genai(conv, inputs, output, tokens):
+        return {
+            "gen_ai.conversation.id": conv,
+            "gen_ai.input.messages": json.dumps(inputs),
+            "gen_ai.output.messages": json.dumps([output]),
+            "gen_ai.tool.definitions": json.dumps([{"type": "function", "name": "look", "parameters": {}}]),
+            "gen_ai.usage.input_tokens": tokens,
+        }
+
+    lines, t0 = [], 1_700_000_000_000_000_000
+    history = {c: [msg("user", f"question for {c}")] for c in ("a", "b", "c")}
+    for step in range(4):
+        spans = []
+        for c in ("c", "a", "b"):
+            out = msg("assistant", f"answer {step} in {c} " + "words " * step)
+            spans.append(_otel_span(f"{c}{step}", t0 + step * 10**9, genai(c, history[c], out, 40 + 30 * step)))
+            history[c] = [*history[c], out, msg("user", f"follow-up {step}")]
+        if step == 2:
+            fork = [msg("user", "question for a, edited")]
+            spans.append(_otel_span("fork", t0 + 5, genai("a", fork, msg("assistant", "other"), 12)))
+            spans.append(_otel_span("http", t0, {"http.method": "GET"}))
+        lines.append({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]})
+    oi = {
+        "session.id": "oi",
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": "Count the users.",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.content": "42.",
+        "llm.token_count.prompt": 9,
+    }
+    lines.insert(1, {"resourceSpans": [{"scopeSpans": [{"spans": [_otel_span("oi", t0, oi)]}]}]})
+    path.write_text("\n".join(json.dumps(x) for x in reversed(lines)) + "\n{not json\n")
+
+
+def test_otel_two_passes_stream_the_same_file(tmp_path, monkeypatch):
+    from cupel_np.io.importers import otel
+
+    src = tmp_path / "spans.jsonl"
+    _otel_file(src)
+    a = tmp_path / "whole.parquet"
+    whole = _whole("otel", src, a, skip_bad=True)
+    assert whole.conversations == 5 and len(whole.bad) == 1 and whole.skipped["otel span without messages"] == 1
+    assert {k for k in pq.read_table(a).column("conversation_id").to_pylist()} == {"a", "a#1", "b", "c", "oi"}
+    reads = []
+    real = otel.json_line_at
+    monkeypatch.setattr(otel, "json_line_at", lambda f, offset: reads.append(offset) or real(f, offset))
+    for two_pass in (False, True):
+        monkeypatch.setattr(otel, "TWO_PASS_BYTES", 0 if two_pass else 1 << 40)
+        b = tmp_path / f"s{two_pass}.parquet"
+        reads.clear()
+        _same(whole, import_to_parquet("otel", src, b, skip_bad=True, chunk_chars=1), a, b)
+        assert (len(reads) > 0) == two_pass
