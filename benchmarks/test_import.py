@@ -10,7 +10,11 @@ the uuid dedup runs) and compactions.
 
 Throughput is CPU time of this process (``time.process_time``: the machine is shared), median
 of interleaved rounds, against a bare ``json.loads`` of every line in the same rounds; the load
-average is printed. ``CUPEL_BENCH_IMPORT_MIN_MBS`` (default 40) is asserted.
+average is printed. Three paths are timed: ``import_transcripts`` (the whole table), the
+streamed ``import_to_parquet`` that ``cupel-np import`` runs (chunks written to a Parquet file
+as they are made), and the same streamed import in two passes
+(``claude_code.STREAM_TWO_PASS_BYTES`` forced to 0: what its inputs over 32 MiB get).
+``CUPEL_BENCH_IMPORT_MIN_MBS`` (default 40) is asserted for all three.
 
 Memory: tracemalloc's peak over a many-conversation input at two sizes, one pass (every part
 held until the table is built) against two passes (``claude_code.TWO_PASS_BYTES``: a record
@@ -32,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import claude_sessions as cs  # noqa: E402
 
-from cupel_np.io.importers import claude_code, import_transcripts  # noqa: E402
+from cupel_np.io.importers import claude_code, import_to_parquet, import_transcripts  # noqa: E402
 
 MB = float(os.environ.get("CUPEL_BENCH_IMPORT_MB", 20))
 
@@ -71,7 +75,7 @@ def _cpu(fn) -> float:
     return time.process_time() - t
 
 
-def test_import_throughput(corpus):
+def test_import_throughput(corpus, tmp_path):
     d, total, largest = corpus
     files = sorted(d.glob("*.jsonl"))
     import_transcripts("claude-code", files[:1])  # warm: compile or load the estimate kernel
@@ -87,22 +91,39 @@ def test_import_throughput(corpus):
     def run():
         res["res"] = import_transcripts("claude-code", d)
 
-    t_json, t_imp = [], []
-    for _ in range(5):  # interleaved, so a change in the machine's load hits both alike
+    def streamed():
+        res["streamed"] = import_to_parquet("claude-code", d, tmp_path / "items.parquet")
+
+    def two_passes():
+        saved, claude_code.STREAM_TWO_PASS_BYTES = claude_code.STREAM_TWO_PASS_BYTES, 0
+        try:
+            import_to_parquet("claude-code", d, tmp_path / "items2.parquet")
+        finally:
+            claude_code.STREAM_TWO_PASS_BYTES = saved
+
+    t_json, t_imp, t_stream, t_two = [], [], [], []
+    for _ in range(5):  # interleaved, so a change in the machine's load hits all alike
         t_json.append(_cpu(bare))
         t_imp.append(_cpu(run))
+        t_stream.append(_cpu(streamed))
+        t_two.append(_cpu(two_passes))
     load = os.getloadavg()
     r = res["res"]
     mbs, mbs_json = total / statistics.median(t_imp) / 1e6, total / statistics.median(t_json) / 1e6
+    mbs_stream, mbs_two = total / statistics.median(t_stream) / 1e6, total / statistics.median(t_two) / 1e6
     ratio = statistics.median(a / b for a, b in zip(t_json, t_imp))
     print(
         f"\nimport: {total / 1e6:.1f} MB, {len(files)} files, {r.items:,} items in {r.conversations} sets, "
         f"{r.lines:,} lines; CPU time, median of 5 interleaved rounds, load average {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}: "
-        f"import {mbs:.1f} MB/s, bare json.loads {mbs_json:.0f} MB/s (the import at {ratio:.0%} of it)"
+        f"import {mbs:.1f} MB/s, bare json.loads {mbs_json:.0f} MB/s (the import at {ratio:.0%} of it); "
+        f"streamed to Parquet {mbs_stream:.1f} MB/s, in two passes {mbs_two:.1f} MB/s"
     )
     assert r.items > 0 and r.skipped["claude-code duplicate record (same uuid, first copy kept)"] > 0
+    assert res["streamed"].items == r.items
     target = float(os.environ.get("CUPEL_BENCH_IMPORT_MIN_MBS", 40))
     assert mbs >= target, f"{mbs:.1f} MB/s < {target} MB/s"
+    assert mbs_stream >= target, f"streamed: {mbs_stream:.1f} MB/s < {target} MB/s"
+    assert mbs_two >= target, f"streamed in two passes: {mbs_two:.1f} MB/s < {target} MB/s"
 
 
 def _peak(path, two_pass: bool) -> tuple[int, int, int]:

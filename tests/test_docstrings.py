@@ -1,7 +1,14 @@
 """Every public name has a docstring: each name in ``cupel_np.__all__`` and in every wing's
 ``__all__``, and the public methods and properties of the classes among them (as stumpy's
-``docstring.py`` walks its ``__all__``). A constant has no ``__doc__`` of its own: it needs a
-``#:`` comment on the line above its assignment (the form Sphinx reads).
+``docstring.py`` walks its ``__all__``). The subpackage faces below the wings that define
+``__all__`` (``cupel_np.io.importers``, ``cupel_np.engine.scorers``, ...: found in the source,
+so a new one is checked too) are held to the same rule.
+
+A constant has no ``__doc__`` of its own. A subpackage face documents each constant it exports
+in a ``Constants:`` section of its module docstring, one ``* ``NAME``: what it is`` entry each
+(visible at runtime, in ``help()``; the section names no constant the face does not export). A
+wing face may instead give it a ``#:`` comment on the line above its assignment (the form
+Sphinx reads).
 
 Also: every error and warning class lives in ``cupel_np/errors.py`` and is exported from
 ``cupel_np``.
@@ -68,6 +75,38 @@ def _data_documented(name: str) -> bool:
     return False
 
 
+#: a ``Constants:`` section entry: ``* ``NAME``: text``
+_CONSTANT_ENTRY = re.compile(r"^\s*\*\s+``([A-Za-z_][A-Za-z0-9_]*)``\s*:\s*(\S.*)$")
+
+
+def documented_constants(doc: str | None) -> dict[str, str]:
+    """NAME -> its text, for each entry of the ``Constants:`` section of a module docstring
+    (the section runs from a line ``Constants:`` to the first line that is neither blank, an
+    entry, nor an entry's indented continuation)."""
+    out: dict[str, str] = {}
+    inside = False
+    for line in (doc or "").splitlines():
+        if line.strip() == "Constants:":
+            inside = True
+            continue
+        if not inside:
+            continue
+        m = _CONSTANT_ENTRY.match(line)
+        if m:
+            out[m.group(1)] = m.group(2)
+        elif line.strip() and not line.startswith((" ", "\t")):
+            break
+    return out
+
+
+def _is_constant(name: str, obj) -> bool:
+    return not (
+        isinstance(obj, type | types.FunctionType | types.BuiltinFunctionType | types.ModuleType)
+        or callable(obj)
+        or name.startswith("__")
+    )
+
+
 def _members(cls: type):
     """``(name, member)`` of the public methods and properties ``cls`` defines or inherits
     from classes of this package."""
@@ -85,10 +124,16 @@ def _members(cls: type):
                 yield name, getattr(cls, name) if not isinstance(member, property) else member
 
 
-def missing_docstrings(module) -> list[str]:
+def missing_docstrings(module, *, comments: bool = True) -> list[str]:
     """Every public name of ``module.__all__`` (and public member of its classes) with no
-    docstring, as ``module.name`` / ``module.Class.member``."""
+    docstring, as ``module.name`` / ``module.Class.member``. A constant is documented by an
+    entry of the module docstring's ``Constants:`` section, or (``comments``) by a ``#:``
+    comment above its assignment; an entry naming no exported constant is reported too."""
     out = []
+    entries = documented_constants(module.__doc__)
+    constants = {n for n in module.__all__ if _is_constant(n, getattr(module, n))}
+    for name in sorted(set(entries) - constants):
+        out.append(f"{module.__name__}: the Constants section names {name!r}, which is not an exported constant")
     for name in module.__all__:
         obj = getattr(module, name)
         where = f"{module.__name__}.{name}"
@@ -99,8 +144,11 @@ def missing_docstrings(module) -> list[str]:
                 for member_name, member in _members(obj):
                     if not _own_doc(member):
                         out.append(f"{where}.{member_name}")
-        elif not isinstance(obj, types.ModuleType) and not name.startswith("__") and not _data_documented(name):
-            out.append(f"{where} (a constant: give it a '#:' comment above its assignment)")
+        elif name in constants and name not in entries and not (comments and _data_documented(name)):
+            how = "an entry in the module docstring's Constants section" + (
+                " or a '#:' comment above its assignment" if comments else ""
+            )
+            out.append(f"{where} (a constant: give it {how})")
     return out
 
 
@@ -125,6 +173,31 @@ def test_every_public_name_has_a_docstring(face):
     assert mod.__doc__, f"{face} has no module docstring"
     assert hasattr(mod, "__all__"), f"{face} has no __all__"
     bare = missing_docstrings(mod)
+    assert not bare, "public names without a docstring:\n" + "\n".join(bare)
+
+
+def subpackage_faces() -> list[str]:
+    """Every package below a wing (``cupel_np/<wing>/<sub>/``, any depth) whose ``__init__.py``
+    assigns ``__all__``, read from the source (nothing imported to find them)."""
+    out = []
+    for p in sorted(PACKAGE.rglob("__init__.py")):
+        rel = p.parent.relative_to(PACKAGE)
+        if len(rel.parts) >= 2 and re.search(r"^__all__\s*(:[^=]*)?=", p.read_text(), re.M):
+            out.append("cupel_np." + ".".join(rel.parts))
+    return out
+
+
+def test_the_subpackage_faces_are_found():
+    found = subpackage_faces()
+    assert {"cupel_np.io.importers", "cupel_np.engine.scorers"} <= set(found)
+    assert not set(found) & set(FACES)
+
+
+@pytest.mark.parametrize("face", subpackage_faces())
+def test_every_name_a_subpackage_face_exports_has_a_docstring(face):
+    mod = _face(face)
+    assert mod.__doc__, f"{face} has no module docstring"
+    bare = missing_docstrings(mod, comments=False)  # constants: in the module docstring, seen at runtime
     assert not bare, "public names without a docstring:\n" + "\n".join(bare)
 
 
@@ -158,8 +231,28 @@ def test_the_docstring_check_finds_bare_names():
         "fake.bare",
         "fake.Thing.method",
         "fake.Thing.prop",
-        "fake.UNDOCUMENTED_CONSTANT_XYZ (a constant: give it a '#:' comment above its assignment)",
+        "fake.UNDOCUMENTED_CONSTANT_XYZ (a constant: give it an entry in the module docstring's Constants "
+        "section or a '#:' comment above its assignment)",
     ]
+
+
+def test_the_constants_section_documents_constants_at_runtime():
+    mod = types.ModuleType("fake", "A fake face.\n\nConstants:\n\n* ``KNOWN_XYZ``: a documented one,\n  on two lines\n")
+    mod.KNOWN_XYZ, mod.BARE_XYZ = 1, 2
+    mod.__all__ = ["KNOWN_XYZ", "BARE_XYZ"]
+    assert missing_docstrings(mod, comments=False) == [
+        "fake.BARE_XYZ (a constant: give it an entry in the module docstring's Constants section)"
+    ]
+    mod.__doc__ += "* ``GONE_XYZ``: a constant no longer exported\n"
+    mod.__all__ = ["KNOWN_XYZ"]
+    assert missing_docstrings(mod, comments=False) == [
+        "fake: the Constants section names 'GONE_XYZ', which is not an exported constant"
+    ]
+    # an entry outside the section, or with no text, documents nothing
+    mod2 = types.ModuleType("fake2", "* ``KNOWN_XYZ``: not in a section\n\nConstants:\n\n* ``OTHER_XYZ``:\n")
+    mod2.KNOWN_XYZ = mod2.OTHER_XYZ = 1
+    mod2.__all__ = ["KNOWN_XYZ", "OTHER_XYZ"]
+    assert len(missing_docstrings(mod2, comments=False)) == 2
 
 
 def test_a_dataclass_generated_signature_is_not_a_docstring():

@@ -1,5 +1,6 @@
 """``cupel-np import``: chat / agent transcripts to an items Parquet file (``import`` is a keyword,
-hence the underscore)."""
+hence the underscore). Streamed: conversations are converted and written in chunks
+(``import_to_parquet``), so memory does not hold the table (docs/importing.md, "Memory")."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ import json
 import sys
 
 from cupel_np.cli.shared import EXIT_OK
-from cupel_np.io.importers import import_transcripts
+from cupel_np.io.importers import import_to_parquet
 
 
 def cmd_import(args) -> int:
-    res = import_transcripts(
+    res = import_to_parquet(
         args.format,
         args.inputs,
+        args.out,
         mapping=args.map,
         tokenizer=args.tokenizer,
         skip_bad=args.skip_bad,
@@ -23,7 +25,7 @@ def cmd_import(args) -> int:
         allow_empty=args.allow_empty,
         keep_rewound=args.keep_rewound,
     )
-    out = res.write_parquet(args.out)
+    out = res.out
     for b in res.bad:  # listed, never silently dropped
         print(f"cupel-np: skipped bad {'line' if b.unit == 'line' else 'row'}: {b}", file=sys.stderr)
     if args.json:

@@ -97,7 +97,8 @@ class _AtomicWriter:
     def __init__(self, path, schema: pa.Schema, metadata: dict[bytes, bytes]):
         self.path = as_path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.schema = schema.with_metadata({**(schema.metadata or {}), **metadata})
+        # no metadata to add: the schema as given (``with_metadata`` would turn None into {})
+        self.schema = schema.with_metadata({**(schema.metadata or {}), **metadata}) if metadata else schema
         if isinstance(self.path, RemotePath):
             self.tmp: Any = remote_temp(self.path)
             try:

@@ -15,15 +15,31 @@ Every line that cannot be read raises ``BadTranscriptError`` naming file and lin
 ``skip_bad=True`` it is recorded in ``ImportResult.bad`` instead (never dropped unseen). An
 import that yields nothing, or skips more than it keeps, raises ``EmptyImportError`` unless
 ``allow_empty=True``.
+
+``import_transcripts`` returns the whole table; ``import_to_parquet`` (what ``cupel-np
+import`` runs) writes the same file in chunks as it goes, holding one chunk plus what the
+format's reader needs (docs/importing.md, "Memory", says which formats that bounds).
+
+Constants:
+
+* ``FORMATS``: the format names ``import_transcripts`` (and ``cupel-np import --format``)
+  accepts, ``auto`` first.
+* ``MAP_TARGETS``: the item fields a ``messages`` column mapping may name (``content``,
+  ``kind``, ``set``, ``timestamp``, ``source``, ``tokens``, ``pinned``, ``id``); ``role`` is
+  accepted as another name for ``kind``.
+* ``SURROGATES``: the ``ImportResult.skipped`` reason that counts strings holding a lone
+  surrogate (not valid Unicode), kept with U+FFFD in its place (nothing is dropped).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from cupel_np._fs import as_path
 from cupel_np.errors import InvalidConfigError
 from cupel_np.io.importers import claude_code, detect, messages, openai, otel, sharegpt, trajectories
 from cupel_np.io.importers.core import (
@@ -35,15 +51,23 @@ from cupel_np.io.importers.core import (
     ImportResult,
     Reader,
     build_table,
+    items_schema,
+    iter_chunks,
     transcript_files,
 )
 from cupel_np.io.importers.labels import distinctive_strings, reuse_labels
 from cupel_np.io.importers.messages import MAP_TARGETS, parse_mapping
 from cupel_np.io.importers.tokens import count_all, estimate_tokens, estimate_tokens_many, make_token_counter
+from cupel_np.io.parquet import _AtomicWriter, _finish_all
 from cupel_np.text import is_blank
 
 #: the count of strings repaired for Arrow (in ``ImportResult.skipped``; nothing is dropped)
 SURROGATES = "text with a lone surrogate (not valid Unicode), kept with U+FFFD in its place"
+
+#: characters of content per chunk a streamed import converts and writes at once (smaller than
+#: ``core.CHUNK_CHARS``: the chunk's strings, scattered among the freed records of the second
+#: pass, set the peak; 1 Mi characters costs no measurable time, docs/importing.md "Memory")
+STREAM_CHUNK_CHARS = 1 << 20
 
 FORMATS = (
     "auto",
@@ -69,6 +93,7 @@ __all__ = [
     "distinctive_strings",
     "estimate_tokens",
     "estimate_tokens_many",
+    "import_to_parquet",
     "import_transcripts",
     "make_token_counter",
     "parse_mapping",
@@ -95,7 +120,12 @@ def _read(fmt: str, files, reader: Reader, opts: dict) -> tuple[Iterable[Convers
     skip_bad, kind = opts["skip_bad"], opts["tool_call_kind"]
     if fmt in ("claude-code", "stream-json"):
         return claude_code.read(
-            files, reader, skip_bad=skip_bad, tool_call_kind=kind, keep_rewound=opts["keep_rewound"]
+            files,
+            reader,
+            skip_bad=skip_bad,
+            tool_call_kind=kind,
+            keep_rewound=opts["keep_rewound"],
+            streamed=opts["streamed"],
         ), []
     if fmt == "openai":
         return openai.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind), []
@@ -104,8 +134,56 @@ def _read(fmt: str, files, reader: Reader, opts: dict) -> tuple[Iterable[Convers
     if fmt in ("swe-agent", "mini-swe-agent"):
         return trajectories.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind, fmt=fmt), []
     if fmt == "otel":
-        return otel.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind), []
+        return otel.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind, streamed=opts["streamed"]), []
     return messages.read(files, reader, skip_bad=skip_bad, mapping=opts["mapping"], set_column=opts["set_column"])
+
+
+def _start(
+    fmt: str, paths, *, mapping, tokenizer, skip_bad, set_column, tool_call_kind, keep_rewound, streamed=False
+) -> tuple:
+    """Check the options and start the format's reader: (format, conversations, extra
+    columns, reader state, the counter and its name). Streaming readers yield conversations
+    as the files are read; the others have read everything when this returns."""
+    if fmt not in FORMATS:
+        raise InvalidConfigError(f"unknown transcript format {fmt!r}; known: {', '.join(FORMATS)}")
+    files = transcript_files(paths)
+    if not isinstance(tool_call_kind, str) or is_blank(tool_call_kind):
+        raise InvalidConfigError(f"tool_call_kind must be a non-blank string, got {tool_call_kind!r}")
+    if not isinstance(set_column, str) or not set_column or set_column in ITEM_COLUMNS:
+        raise InvalidConfigError(f"set_column {set_column!r} clashes with an items column")
+    parsed_mapping = parse_mapping(mapping)
+    if fmt == "auto":
+        fmt = detect.detect_all(files, mapped=bool(parsed_mapping))
+    if parsed_mapping and fmt != "messages":
+        raise InvalidConfigError(f"a column mapping applies to the 'messages' format, not {fmt!r}")
+    count, counter_name = make_token_counter(tokenizer)
+    reader = Reader()
+    opts = {
+        "skip_bad": skip_bad,
+        "tool_call_kind": tool_call_kind,
+        "mapping": parsed_mapping,
+        "set_column": set_column,
+        "keep_rewound": keep_rewound,
+        "streamed": streamed,
+    }
+    convs, extra = _read(fmt, files, reader, opts)
+    return fmt, convs, extra, reader, count, counter_name
+
+
+def _result(table, set_column: str, fmt: str, reader: Reader, checks, counter_name: str, repaired: int) -> ImportResult:
+    if repaired:
+        reader.skip(SURROGATES, repaired, metadata=True)
+    return ImportResult(
+        table,
+        set_column,
+        reader.bad,
+        reader.skipped,
+        reader.lines,
+        checks,
+        counter_name,
+        fmt,
+        reader.metadata_reasons,
+    )
 
 
 def import_transcripts(
@@ -127,31 +205,20 @@ def import_transcripts(
     in docs/importing.md); ``allow_empty`` permits a result with no items, or with more
     skipped than kept; ``keep_rewound`` keeps the Claude Code records of rewound branches
     (marked ``metadata.rewound = "true"``) instead of only the live context. See the module
-    docstring."""
-    if fmt not in FORMATS:
-        raise InvalidConfigError(f"unknown transcript format {fmt!r}; known: {', '.join(FORMATS)}")
-    files = transcript_files(paths)
-    if not isinstance(tool_call_kind, str) or is_blank(tool_call_kind):
-        raise InvalidConfigError(f"tool_call_kind must be a non-blank string, got {tool_call_kind!r}")
-    if not isinstance(set_column, str) or not set_column or set_column in ITEM_COLUMNS:
-        raise InvalidConfigError(f"set_column {set_column!r} clashes with an items column")
-    parsed_mapping = parse_mapping(mapping)
-    if fmt == "auto":
-        fmt = detect.detect_all(files, mapped=bool(parsed_mapping))
-    if parsed_mapping and fmt != "messages":
-        raise InvalidConfigError(f"a column mapping applies to the 'messages' format, not {fmt!r}")
-    count, counter_name = make_token_counter(tokenizer)
-    reader = Reader()
-    opts = {
-        "skip_bad": skip_bad,
-        "tool_call_kind": tool_call_kind,
-        "mapping": parsed_mapping,
-        "set_column": set_column,
-        "keep_rewound": keep_rewound,
-    }
+    docstring. The result holds the whole table: :func:`import_to_parquet` writes the same
+    items to a file without holding them all."""
     repaired = [0]
     with _no_cyclic_gc():
-        convs, extra = _read(fmt, files, reader, opts)
+        fmt, convs, extra, reader, count, counter_name = _start(
+            fmt,
+            paths,
+            mapping=mapping,
+            tokenizer=tokenizer,
+            skip_bad=skip_bad,
+            set_column=set_column,
+            tool_call_kind=tool_call_kind,
+            keep_rewound=keep_rewound,
+        )
         table, checks = build_table(
             convs,
             set_column,
@@ -160,19 +227,79 @@ def import_transcripts(
             extra_columns=extra,
             repaired=repaired,
         )
-    if repaired[0]:
-        reader.skip(SURROGATES, repaired[0], metadata=True)
-    res = ImportResult(
-        table,
-        set_column,
-        reader.bad,
-        reader.skipped,
-        reader.lines,
-        checks,
-        counter_name,
-        fmt,
-        reader.metadata_reasons,
-    )
+    res = _result(table, set_column, fmt, reader, checks, counter_name, repaired[0])
     if not allow_empty:
         res.check_not_empty()
+    return res
+
+
+def import_to_parquet(
+    fmt: str,
+    paths: str | Path | Sequence[str | Path],
+    out: str | Path,
+    *,
+    mapping: str | dict[str, str] | None = None,
+    tokenizer: str | Callable[[str], int] | None = None,
+    skip_bad: bool = False,
+    set_column: str = "conversation_id",
+    tool_call_kind: str = "ToolCall",
+    calibrate: bool = False,
+    allow_empty: bool = False,
+    keep_rewound: bool = False,
+    chunk_chars: int = STREAM_CHUNK_CHARS,
+) -> ImportResult:
+    """:func:`import_transcripts` written to the Parquet file ``out`` (a path or a URL) as it
+    goes: conversations are converted in chunks of about ``chunk_chars`` characters of
+    content, each chunk written as row groups, so memory holds one chunk (or the largest
+    conversation) plus what the format's reader needs, not the table (which formats are
+    bounded, and by what, is in docs/importing.md). The file is written to a temp file beside
+    ``out`` and renamed into place only when the import succeeds (an error, including
+    :class:`EmptyImportError`, leaves no file). It holds the same rows, in the same order,
+    with the same schema, as ``import_transcripts(...).write_parquet(out)``. The result has
+    ``table=None``; its counts, ``out`` and ``written`` describe the file."""
+    if not isinstance(chunk_chars, int) or isinstance(chunk_chars, bool) or chunk_chars < 1:
+        raise InvalidConfigError(f"chunk_chars must be a positive integer, got {chunk_chars!r}")
+    target = as_path(out)
+    if target.is_dir():  # before any work, and never a temp file left beside a directory
+        raise IsADirectoryError(errno.EISDIR, "is a directory; give a file path", str(target))
+    repaired = [0]
+    checks: list[dict] = []
+    with _no_cyclic_gc():
+        fmt, convs, extra, reader, count, counter_name = _start(
+            fmt,
+            paths,
+            mapping=mapping,
+            tokenizer=tokenizer,
+            skip_bad=skip_bad,
+            set_column=set_column,
+            tool_call_kind=tool_call_kind,
+            keep_rewound=keep_rewound,
+            streamed=True,
+        )
+        chunks = iter_chunks(
+            convs,
+            set_column,
+            lambda texts: count_all(texts, count),
+            calibrate=calibrate,
+            extra_columns=extra,
+            repaired=repaired,
+            checks=checks,
+            chunk_chars=chunk_chars,
+        )
+        writer = _AtomicWriter(target, items_schema(set_column, extra), {})
+        try:
+            n_items, keys = 0, set()
+            for chunk in chunks:
+                writer.write(chunk)
+                n_items += chunk.num_rows
+                keys.update(chunk.column(set_column).unique().to_pylist())
+                del chunk
+            res = _result(None, set_column, fmt, reader, checks, counter_name, repaired[0])
+            res.out, res.written = writer.path, (n_items, len(keys))
+            if not allow_empty:
+                res.check_not_empty()
+        except BaseException:
+            writer.abort()
+            raise
+        _finish_all([writer])
     return res

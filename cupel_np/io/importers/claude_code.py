@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -58,22 +58,59 @@ def strip_ansi(s: str) -> str:
     return _ANSI.sub("", s) if "\x1b" in s else s
 
 
+#: a record's time as an order key: microseconds since the epoch; a record without a time
+#: sorts after every timed one (as ``(ts is None, ts)`` would)
+_NO_TIME = 1 << 62
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+
+
+def _time_key(ts: datetime | None) -> int:
+    return _NO_TIME if ts is None else (ts - _EPOCH) // _US
+
+
 @dataclass(slots=True)
 class _Node:
+    """One record of the index: in two-pass mode (``fi >= 0``) it holds no parts, only what
+    places it (chain, session, time) and where to read it again, so it is kept small: no
+    per-record containers, strings shared where records repeat them."""
+
     uuid: str
     parent: str | None
     session: str
     side: str | None  # sub-agent key, None on the main chain
-    ts: datetime | None
+    tkey: int  # ``_time_key`` of its timestamp
     boundary: bool
-    parts: list[Part]
+    parts: list[Part] | tuple[()]
     msg_id: str | None = None
     api: int | None = None  # input + cache tokens of the request this assistant message answered
     sig: int = 0
-    order: tuple = ()
-    children: list[str] = field(default_factory=list)
+    children: str | list[str] | None = None  # one child's uuid, or a list of them
     n_parts: int = 0
-    loc: tuple[int, int, int] | None = None  # (file index, byte offset, line) when parts are re-read
+    fi: int = -1  # two passes: file index, byte offset and line to read the record again
+    offset: int = 0
+    line: int = 0
+    rewound: bool = False  # on a branch the user rewound (not in the live context)
+
+
+def _order(nd: _Node) -> tuple[int, str]:
+    """A record's place among others: its time, then its uuid."""
+    return nd.tkey, nd.uuid
+
+
+def _kids(nd: _Node) -> tuple[str, ...] | list[str]:
+    c = nd.children
+    return () if c is None else (c,) if isinstance(c, str) else c
+
+
+def _add_child(nd: _Node, uid: str) -> None:
+    c = nd.children
+    if c is None:
+        nd.children = uid
+    elif isinstance(c, str):
+        nd.children = [c, uid]
+    else:
+        c.append(uid)
 
 
 def _usage_tokens(usage) -> int | None:
@@ -212,6 +249,8 @@ class _State:
         #: them hangs, through it, off the message before it
         self.via: dict[str, str | None] = {}
         self.nodes: dict[str, _Node] = {}
+        self.sessions: dict[str, str] = {}  # one string per session id, shared by its records
+        self.last_msg: str | None = None  # the message id of the record before (records of one message share it)
         self.seen = 0
         self.duplicates = 0
         self.conflicts = 0
@@ -263,9 +302,15 @@ def _record(st: _State, obj, name: str, n: int, last: dict, reader: Reader, skip
         return False
     if rtype == "system":
         reader.skip("claude-code record 'system'", metadata=True)
-    nd = _Node(uid, parent, sid, side, ts, boundary, parts, msg_id, api, sig, (ts is None, ts, uid), n_parts=len(parts))
+    if isinstance(parent, str) and parent in st.nodes:
+        parent = st.nodes[parent].uuid  # the string the index holds already
+    sid = st.sessions.setdefault(sid, sid)
+    if msg_id is not None and msg_id == st.last_msg:
+        msg_id = st.last_msg
+    st.last_msg = msg_id
+    nd = _Node(uid, parent, sid, side, _time_key(ts), boundary, parts, msg_id, api, sig, n_parts=len(parts))
     if loc is not None:  # two passes: the parts are read again when their conversation is built
-        nd.parts, nd.loc = [], loc
+        nd.parts, (nd.fi, nd.offset, nd.line) = (), loc
     st.nodes[uid] = nd
     return True
 
@@ -339,10 +384,10 @@ def _live(st: _State, root: dict[str, str]) -> set[str]:
     nodes = st.nodes
     newest: dict[str, _Node] = {}  # root -> its newest leaf
     for uid, nd in nodes.items():
-        if not nd.children:
+        if nd.children is None:
             r = root[uid]
             best = newest.get(r)
-            if best is None or nd.order > best.order:
+            if best is None or _order(nd) > _order(best):
                 newest[r] = nd
     live: set[str] = set()
     for r, leaf in newest.items():
@@ -353,15 +398,15 @@ def _live(st: _State, root: dict[str, str]) -> set[str]:
     return live
 
 
-def _conversations(st: _State) -> list[tuple[Conversation, list[tuple[_Node, int, bool]]]]:
-    """Each conversation (without its parts yet) and its nodes in context order, each with its
-    segment and whether it is on a rewound branch (those are left out unless
-    ``st.keep_rewound``); the API counts are placed by the nodes' part counts."""
+def _conversations(st: _State) -> list[tuple[Conversation, list[_Node], int]]:
+    """Each conversation (without its parts yet), its nodes in context order (each marked
+    ``rewound`` when on a rewound branch: those are left out unless ``st.keep_rewound``) and
+    its segment; the API counts are placed by the nodes' part counts."""
     nodes = st.nodes
     root = _roots(st)
     for uid, nd in nodes.items():
         if root[uid] != uid:
-            nodes[nd.parent].children.append(uid)  # type: ignore[index]
+            _add_child(nodes[nd.parent], uid)  # type: ignore[index]
     live = _live(st, root)
     st.rewound = sum(1 for uid, nd in nodes.items() if nd.n_parts and uid not in live)  # with content
     by_key: dict[str, list[_Node]] = {}
@@ -369,10 +414,10 @@ def _conversations(st: _State) -> list[tuple[Conversation, list[tuple[_Node, int
         if root[uid] == uid:
             key = nd.session if nd.side is None else f"{nd.session}@{nd.side}"
             by_key.setdefault(key, []).append(nd)
-    convs: list[tuple[Conversation, list[tuple[_Node, int, bool]], list[int]]] = []
+    convs: list[tuple[Conversation, list[_Node], list[int], int]] = []
     for key, roots in by_key.items():
-        roots.sort(key=lambda x: x.order)
-        segs: dict[int, tuple[Conversation, list[tuple[_Node, int, bool]], list[int]]] = {}
+        roots.sort(key=_order)
+        segs: dict[int, tuple[Conversation, list[_Node], list[int], int]] = {}
         seen_msgs: set[str] = set()
         next_seg = 0
         for r in roots:
@@ -385,27 +430,30 @@ def _conversations(st: _State) -> list[tuple[Conversation, list[tuple[_Node, int
                 next_seg = max(next_seg, seg)
                 entry = segs.get(seg)
                 if entry is None:
-                    conv = Conversation(key if seg == 0 else f"{key}#{seg}", order=(nd.order, key, seg))
-                    entry = segs[seg] = (conv, [], [0])
-                conv, members, size = entry
+                    conv = Conversation(key if seg == 0 else f"{key}#{seg}", order=(_order(nd), key, seg))
+                    entry = segs[seg] = (conv, [], [0], seg)
+                conv, members, size, _ = entry
                 if nd.api is not None and nd.msg_id not in seen_msgs:
                     conv.api.append(ApiCount(size[0], nd.api))
                 if nd.msg_id:
                     seen_msgs.add(nd.msg_id)
-                members.append((nd, seg, nd.uuid not in live))
+                nd.rewound = nd.uuid not in live
+                members.append(nd)
                 size[0] += nd.n_parts
-                kids = sorted(
-                    (nodes[c] for c in nd.children if st.keep_rewound or c in live), key=lambda x: x.order, reverse=True
-                )
+                kids = sorted((nodes[c] for c in _kids(nd) if st.keep_rewound or c in live), key=_order, reverse=True)
                 stack.extend((k, seg) for k in kids)
         convs.extend(e for e in segs.values() if e[2][0] or e[0].api)
     convs.sort(key=lambda e: e[0].order)
-    return [(c, m) for c, m, _ in convs]
+    return [(c, m, seg) for c, m, _, seg in convs]
 
 
 #: inputs larger than this (local files, in bytes) are read in two passes, so that memory holds
 #: the record index and one conversation's parts rather than every part (docs/importing.md)
 TWO_PASS_BYTES = 256 << 20
+#: the same for a streamed import (``import_to_parquet``, ``cupel-np import``), which holds no
+#: table: over this, the record index and a chunk instead of every part (the second pass costs
+#: about 1.3-1.8x the CPU time of one)
+STREAM_TWO_PASS_BYTES = 32 << 20
 #: open files kept during the second pass
 _OPEN_FILES = 64
 
@@ -415,11 +463,11 @@ def _filled(st: _State, convs, files) -> Iterator[Conversation]:
     their location; a node's parts are released once handed on."""
     handles: dict[int, Any] = {}
     try:
-        for conv, members in convs:
-            for nd, seg, rewound in members:
+        for conv, members, seg in convs:
+            for nd in members:
                 parts = nd.parts
-                if nd.loc is not None:
-                    fi, offset, n = nd.loc
+                if nd.fi >= 0:
+                    fi, offset, n = nd.fi, nd.offset, nd.line
                     f = handles.get(fi)
                     if f is None:
                         if len(handles) >= _OPEN_FILES:
@@ -429,11 +477,12 @@ def _filled(st: _State, convs, files) -> Iterator[Conversation]:
                         f = handles[fi] = files[fi][0].open("rb")
                     obj = json_line_at(f, offset)
                     rtype = obj["type"]
-                    parts, _, _ = _message_parts(st, obj, rtype, nd.ts, nd.uuid, files[fi][1], n, {})
-                nd.parts = []
+                    ts = parse_ts(obj.get("timestamp"), "timestamp")  # as the first pass read it
+                    parts, _, _ = _message_parts(st, obj, rtype, ts, nd.uuid, files[fi][1], n, {})
+                nd.parts = ()
                 for pt in parts:
                     pt.segment = seg
-                    if rewound:
+                    if nd.rewound:
                         pt.extra = {**(pt.extra or {}), "rewound": "true"}
                 conv.parts.extend(parts)
             yield conv
@@ -443,13 +492,20 @@ def _filled(st: _State, convs, files) -> Iterator[Conversation]:
 
 
 def read(
-    files: list[tuple[Path, str]], reader: Reader, *, skip_bad: bool, tool_call_kind: str, keep_rewound: bool = False
+    files: list[tuple[Path, str]],
+    reader: Reader,
+    *,
+    skip_bad: bool,
+    tool_call_kind: str,
+    keep_rewound: bool = False,
+    streamed: bool = False,
 ) -> Iterator[Conversation]:
     """The conversations of ``files``, each with its parts once it is reached. Inputs over
-    ``TWO_PASS_BYTES`` (local files) are read twice: the first pass keeps each record's
-    chain fields, part count and location, the second reads each conversation's records
-    again as it is built. Both give the same items."""
-    two_pass = all(isinstance(p, Path) for p, _ in files) and sum(p.stat().st_size for p, _ in files) > TWO_PASS_BYTES
+    ``TWO_PASS_BYTES`` (local files; ``STREAM_TWO_PASS_BYTES`` when ``streamed``) are read
+    twice: the first pass keeps each record's chain fields, part count and location, the
+    second reads each conversation's records again as it is built. Both give the same items."""
+    limit = STREAM_TWO_PASS_BYTES if streamed else TWO_PASS_BYTES
+    two_pass = all(isinstance(p, Path) for p, _ in files) and sum(p.stat().st_size for p, _ in files) > limit
     st = _State(tool_call_kind, low_memory=two_pass, keep_rewound=keep_rewound)
     for fi, (path, name) in enumerate(files):
         file_records, since = 0, len(reader.bad)

@@ -54,6 +54,9 @@ class Bad(Exception):
 
 @dataclass(frozen=True)
 class BadRecord:
+    """A line (or row) that could not be read: its file (as named in metadata), its line
+    (``unit == "line"``, 1-based) or row (``unit == "row"``, 0-based), and why."""
+
     file: str
     line: int  # 1-based line (JSONL, CSV) or 0-based row (Parquet, with ``unit == "row"``)
     message: str
@@ -314,7 +317,7 @@ class ImportResult:
     ``tokens``: the estimate against the API's own counts, per conversation (see
     ``docs/importing.md``); ``counter``: the token counter's name."""
 
-    table: pa.Table
+    table: pa.Table | None
     set_column: str
     bad: list[BadRecord] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
@@ -323,13 +326,23 @@ class ImportResult:
     counter: str = "estimate"
     format: str = ""
     metadata_reasons: set[str] = field(default_factory=set)
+    #: a streamed import (``import_to_parquet``; ``table`` is None): the file written and its
+    #: (items, conversations)
+    out: Any = None
+    written: tuple[int, int] | None = None
 
     @property
     def items(self) -> int:
+        """The number of items imported (rows of the table, or of the file a streamed import wrote)."""
+        if self.table is None:
+            return self.written[0] if self.written else 0
         return self.table.num_rows
 
     @property
     def conversations(self) -> int:
+        """The number of distinct sets (values of the set column)."""
+        if self.table is None:
+            return self.written[1] if self.written else 0
         return len(self.table.column(self.set_column).unique())
 
     @property
@@ -341,6 +354,8 @@ class ImportResult:
         """Write the items atomically (temp file + rename)."""
         import pyarrow.parquet as pq
 
+        if self.table is None:
+            raise InvalidConfigError(f"this import was streamed to {self.out}; it holds no table to write again")
         buf = pa.BufferOutputStream()
         pq.write_table(self.table, buf, compression="zstd")
         atomic_write_bytes(path, buf.getvalue().to_pybytes())
@@ -355,6 +370,9 @@ class ImportResult:
         return ratios[m] if len(ratios) % 2 else (ratios[m - 1] + ratios[m]) / 2
 
     def summary(self) -> dict:
+        """The counts as a dict (what ``cupel-np import --json`` prints): format, lines, items,
+        conversations, bad lines, skipped reasons, the token counter and the estimate against
+        the API's counts."""
         return {
             "format": self.format,
             "lines": self.lines,
@@ -529,6 +547,45 @@ def calibrated(tokens: list[int], slope: float) -> list[int]:
 CHUNK_CHARS = 4 << 20
 
 
+def iter_chunks(
+    convs: Iterable[Conversation],
+    set_column: str,
+    count_all: Callable[[list[str]], list[int]],
+    *,
+    calibrate: bool = False,
+    extra_columns: list[tuple[str, pa.DataType]] | None = None,
+    repaired: list[int] | None = None,
+    checks: list[dict] | None = None,
+    chunk_chars: int = CHUNK_CHARS,
+) -> Iterator[pa.Table]:
+    """The items of ``convs`` (in order) as Arrow tables of whole conversations, one per chunk
+    of about ``chunk_chars`` characters of content (a conversation larger than that is one
+    chunk), each conversation's ``parts`` emptied once it is in Arrow. ``convs`` may be a
+    generator that reads each conversation's parts only when it is reached (a streaming
+    reader, or the Claude Code reader's second pass): then no more than one chunk of parts is
+    held at a time. Each conversation's token check is appended to ``checks``;
+    ``repaired[0]`` is increased by the number of strings whose lone surrogates (JSON
+    ``\\ud800`` escapes: not valid Unicode, which Arrow cannot hold) were replaced by U+FFFD.
+    Every chunk has the schema ``items_schema(set_column, extra_columns)``; the chunking does
+    not change any value."""
+    if not isinstance(chunk_chars, int) or isinstance(chunk_chars, bool) or chunk_chars < 1:
+        raise InvalidConfigError(f"chunk_chars must be a positive integer, got {chunk_chars!r}")
+    extra = extra_columns or []
+    fixes = repaired if repaired is not None else [0]
+    out_checks = checks if checks is not None else []
+    schema = items_schema(set_column, extra)
+    pending: list[Conversation] = []
+    size = 0
+    for conv in convs:
+        pending.append(conv)
+        size += sum(len(pt.content) for pt in conv.parts)
+        if size >= chunk_chars:
+            yield _chunk(pending, set_column, count_all, calibrate, extra, schema, out_checks, fixes)
+            pending, size = [], 0
+    if pending:
+        yield _chunk(pending, set_column, count_all, calibrate, extra, schema, out_checks, fixes)
+
+
 def build_table(
     convs: Iterable[Conversation],
     set_column: str,
@@ -538,30 +595,22 @@ def build_table(
     extra_columns: list[tuple[str, pa.DataType]] | None = None,
     repaired: list[int] | None = None,
 ) -> tuple[pa.Table, list[dict]]:
-    """The items table of ``convs`` (in order) and the per-conversation token checks. Works
-    through whole conversations in chunks of about ``CHUNK_CHARS`` characters, emptying each
-    conversation's ``parts`` once it is in Arrow, so the Python strings and the table are not
-    both held whole. ``convs`` may be a generator that reads each conversation's parts only
-    when it is reached (the Claude Code reader's two-pass mode): then no more than one chunk
-    of parts is held at a time. ``repaired[0]`` is increased by the number of strings whose
-    lone surrogates (JSON ``\\ud800`` escapes: not valid Unicode, which Arrow cannot hold) were
-    replaced by U+FFFD."""
-    extra = extra_columns or []
-    fixes = repaired if repaired is not None else [0]
-    schema = items_schema(set_column, extra)
+    """The items table of ``convs`` (in order) and the per-conversation token checks: the
+    chunks of :func:`iter_chunks` (so the Python strings and the table are not both held
+    whole), concatenated."""
     checks: list[dict] = []
-    batches: list[pa.Table] = []
-    pending: list[Conversation] = []
-    size = 0
-    for conv in convs:
-        pending.append(conv)
-        size += sum(len(pt.content) for pt in conv.parts)
-        if size >= CHUNK_CHARS:
-            batches.append(_chunk(pending, set_column, count_all, calibrate, extra, schema, checks, fixes))
-            pending, size = [], 0
-    if pending:
-        batches.append(_chunk(pending, set_column, count_all, calibrate, extra, schema, checks, fixes))
-    table = pa.concat_tables(batches) if batches else schema.empty_table()
+    batches = list(
+        iter_chunks(
+            convs,
+            set_column,
+            count_all,
+            calibrate=calibrate,
+            extra_columns=extra_columns,
+            repaired=repaired,
+            checks=checks,
+        )
+    )
+    table = pa.concat_tables(batches) if batches else items_schema(set_column, extra_columns or []).empty_table()
     return table, checks  # one chunk per batch: combining would copy the whole table
 
 

@@ -11,6 +11,7 @@ message's ``tool_call_id`` or ``tool_call_ids`` list (SWE-agent) and ``name``.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -179,8 +180,10 @@ def conversation(obj, skipped: dict, tool_call_kind: str, msgs_key: str = "messa
 
 def read(
     files: list[tuple[Path, str]], reader: Reader, *, skip_bad: bool, tool_call_kind: str, fmt: str = "openai"
-) -> list[Conversation]:
-    convs: list[Conversation] = []
+) -> Iterator[Conversation]:
+    """Each line's (or a ``.json`` array's each element's) conversation as it is read: one
+    line at a time for JSONL (memory bounded by the longest line), the whole document for
+    ``.json``."""
     for path, name in files:
         file_records, since = 0, len(reader.bad)
         records = json_document(path) if path.suffix.lower() == ".json" else json_lines(path)
@@ -203,10 +206,9 @@ def read(
                 for pt in parts:
                     pt.file, pt.line, pt.unit = name, line, "line" if len(items) == 1 else "row"
                 key = str(cid) if cid is not None else f"{path.stem}:{line}"
-                convs.append(Conversation(key, parts, api))
+                yield Conversation(key, parts, api)
         check_not_all_bad(fmt, name, file_records, reader.bad[since:])
         raise_first_bad(reader.bad, since, skip_bad)
-    return convs
 
 
 def looks_like(first: Any) -> bool:

@@ -17,13 +17,16 @@ Spans group into conversations by ``gen_ai.conversation.id`` / ``session.id``, e
 trace. Within one, requests in time order whose inputs extend the previous request's input
 form one thread: its set is the last request's context (input and output); each request's
 input token count is an API count at the point its input ends. A request whose input does not
-extend the thread's starts another set, ``KEY#N``.
+extend the thread's starts another set, ``KEY#N``. Whether an input extends another is decided
+on a running 64-bit hash of each message's role and content (the same in either reading mode).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from array import array
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -38,6 +41,7 @@ from cupel_np.io.importers.core import (
     check_not_all_bad,
     count,
     json_document,
+    json_line_at,
     json_lines,
     raise_first_bad,
 )
@@ -216,74 +220,147 @@ def _parts(req: dict, msgs: list, skipped: dict, kind: str) -> list[Part]:
     return parts
 
 
-def _threads(reqs: list[dict], skipped: dict, kind: str) -> list[Conversation]:
-    threads: list[tuple[str, list[dict], list[tuple]]] = []  # (key, requests, input signature)
+def _prefix_hashes(msgs: list[dict]) -> array:
+    """``h[i]``: a hash of the first ``i`` input messages' (role, content), so that whether one
+    request's input extends another's is one comparison (``h[len(other)] == other's last``);
+    8 bytes a message."""
+    h = array("q", [0])
+    for m in msgs:
+        c = m.get("content")
+        key = c if isinstance(c, str) else json.dumps(c, sort_keys=True, default=str)
+        h.append(hash((h[-1], str(m.get("role")), key)))
+    return h
+
+
+def _light(r: dict, kind: str, keep: bool) -> dict:
+    """What threading a request needs: its prefix hashes and part counts (the part count of
+    its input, and of input and output as two calls count them); without ``keep``, its
+    messages are dropped (read again for the last request of each thread)."""
+    r["hashes"] = _prefix_hashes(r["input"])
+    r["n_in"] = len(_parts(r, r["input"], {}, kind))
+    r["n_all"] = r["n_in"] + len(_parts(r, r["output"], {}, kind))
+    if not keep:
+        del r["input"], r["output"], r["tools"]
+    return r
+
+
+def _threads(reqs: list[dict], skipped: dict, kind: str, full) -> Iterator[Conversation]:
+    """The conversations of the requests (each with ``_light`` fields); ``full(r)`` gives a
+    request with its messages."""
+    threads: list[tuple[str, list[dict], int, int]] = []  # (key, requests, input length, its hash)
     for r in sorted(reqs, key=lambda r: (r["key"], r["start"], r["span"])):
-        sig = [(m.get("role"), m.get("content")) for m in r["input"]]
-        for t in threads:
-            if t[0] == r["key"] and sig[: len(t[2])] == t[2]:
+        h = r["hashes"]
+        for i, t in enumerate(threads):
+            if t[0] == r["key"] and t[2] < len(h) and h[t[2]] == t[3]:
                 t[1].append(r)
-                threads[threads.index(t)] = (t[0], t[1], sig)
+                threads[i] = (t[0], t[1], len(h) - 1, h[-1])
                 break
         else:
-            threads.append((r["key"], [r], sig))
-    convs = []
+            threads.append((r["key"], [r], len(h) - 1, h[-1]))
+        del r["hashes"]
     n_of: dict[str, int] = {}
-    for key, rs, _ in threads:
+    for key, rs, _, _ in threads:
         k = n_of.get(key, 0)
         n_of[key] = k + 1
-        last = rs[-1]
+        last = full(rs[-1])
         parts = _parts(last, last["input"] + last["output"], skipped, kind)
         for pt in parts:
             pt.file, pt.line = last["file"], last["line"]
         conv = Conversation(key if k == 0 else f"{key}#{k}", parts)
         seen = 0
         for r in rs:  # each message's time: the first request that had it
-            n_in = len(_parts(r, r["input"], {}, kind))
-            n_all = n_in + len(_parts(r, r["output"], {}, kind))
             ts = datetime.fromtimestamp(r["start"] / 1e9, tz=UTC) if r["start"] else None
-            for pt in parts[seen:n_all]:
+            for pt in parts[seen : r["n_all"]]:
                 pt.timestamp = ts
-            seen = max(seen, n_all)
+            seen = max(seen, r["n_all"])
             if r["tokens"] is not None:
-                conv.api.append(ApiCount(n_in, r["tokens"]))
-            if r is not last:
+                conv.api.append(ApiCount(r["n_in"], r["tokens"]))
+            if r is not rs[-1]:
                 count(skipped, "otel request repeated in a later request's input", 1)
-        convs.append(conv)
-    return convs
+        yield conv
 
 
-def read(files: list[tuple[Path, str]], reader: Reader, *, skip_bad: bool, tool_call_kind: str) -> list[Conversation]:
+def _line_requests(doc, kind: str, skipped: dict, no_messages=lambda: None) -> list[dict]:
+    """The model requests of one line (an export request), in span order; ``no_messages()``
+    for each span that is not one."""
+    found = []
+    for span in _spans(doc):
+        r = _span_request(span, skipped)
+        if r is None:
+            no_messages()
+        else:
+            _parts(r, r["input"] + r["output"], {}, kind)  # a bad message is this line's
+            found.append(r)
+    return found
+
+
+class _Reread:
+    """The second pass: a request's messages read again from its line (the last line read is
+    kept, since the threads ending in one export request come one after another)."""
+
+    def __init__(self, files, kind: str):
+        self.files, self.kind = files, kind
+        self.cached: tuple[tuple[int, int], list[dict]] | None = None
+
+    def __call__(self, r: dict) -> dict:
+        fi, offset, idx = r["at"]
+        if self.cached is None or self.cached[0] != (fi, offset):
+            with self.files[fi][0].open("rb") as f:
+                doc = json_line_at(f, offset)
+            self.cached = ((fi, offset), _line_requests(doc, self.kind, {}))
+        again = self.cached[1][idx]
+        return {**r, "input": again["input"], "output": again["output"], "tools": again["tools"]}
+
+
+#: local JSONL inputs larger than this are read in two passes by a streamed import: the first
+#: keeps each request's threading fields (a hash per input message), the second reads the last
+#: request of each thread again (docs/importing.md, "Memory")
+TWO_PASS_BYTES = 32 << 20
+
+
+def read(
+    files: list[tuple[Path, str]], reader: Reader, *, skip_bad: bool, tool_call_kind: str, streamed: bool = False
+) -> Iterator[Conversation]:
+    """The conversations of ``files``. A streamed import of local JSONL files over
+    ``TWO_PASS_BYTES`` keeps only each request's threading fields and reads the last request
+    of each thread again; otherwise every request is held until all are read."""
+    two_pass = (
+        streamed
+        and all(isinstance(p, Path) and p.suffix.lower() != ".json" for p, _ in files)
+        and sum(p.stat().st_size for p, _ in files) > TWO_PASS_BYTES
+    )
     reqs: list[dict] = []
-    for path, name in files:
+
+    def no_messages() -> None:
+        reader.skip("otel span without messages", metadata=True)
+
+    for fi, (path, name) in enumerate(files):
         file_records, since = 0, len(reader.bad)
-        records = json_document(path) if path.suffix.lower() == ".json" else json_lines(path)
-        for n, doc in records:
+        json_doc = path.suffix.lower() == ".json"
+        records = ((n, doc, 0) for n, doc in json_document(path)) if json_doc else json_lines(path, offsets=True)
+        for n, doc, offset in records:
             reader.lines += 1
             file_records += 1
             local: dict[str, int] = {}
             try:
                 if isinstance(doc, Bad):
                     raise doc
-                found = []
-                for span in _spans(doc):
-                    r = _span_request(span, local)
-                    if r is None:
-                        reader.skip("otel span without messages", metadata=True)
-                    else:
-                        _parts(r, r["input"] + r["output"], {}, tool_call_kind)  # a bad message is this line's
-                        r["file"], r["line"] = name, n
-                        found.append(r)
+                found = _line_requests(doc, tool_call_kind, local, no_messages)
             except Bad as e:
                 reader.bad.append(BadRecord(name, n, str(e)))
                 continue
             for r_, c in local.items():
                 reader.skip(r_, c)
-            reqs.extend(found)
+            for idx, r in enumerate(found):
+                r["file"], r["line"], r["at"] = name, n, (fi, offset, idx)
+                reqs.append(_light(r, tool_call_kind, keep=not two_pass))
         check_not_all_bad("otel", name, file_records, reader.bad[since:])
         raise_first_bad(reader.bad, since, skip_bad)
+    return _counted(reqs, reader, tool_call_kind, _Reread(files, tool_call_kind) if two_pass else (lambda r: r))
+
+
+def _counted(reqs: list[dict], reader: Reader, kind: str, full) -> Iterator[Conversation]:
     skipped: dict[str, int] = {}
-    convs = _threads(reqs, skipped, tool_call_kind)
+    yield from _threads(reqs, skipped, kind, full)
     for reason, c in skipped.items():
         reader.skip(reason, c, metadata="repeated" in reason)
-    return convs

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -194,8 +195,11 @@ def conversation(obj, skipped: dict, tool_call_kind: str) -> tuple[Any, list[Par
     return cid, parts
 
 
-def read(files: list[tuple[Path, str]], reader: Reader, *, skip_bad: bool, tool_call_kind: str) -> list[Conversation]:
-    convs: list[Conversation] = []
+def read(
+    files: list[tuple[Path, str]], reader: Reader, *, skip_bad: bool, tool_call_kind: str
+) -> Iterator[Conversation]:
+    """Each conversation as it is read: one line at a time for JSONL (memory bounded by the
+    longest line), the whole document for a ``.json`` array."""
     for path, name in files:
         file_records, since = 0, len(reader.bad)
         records = json_document(path) if path.suffix.lower() == ".json" else json_lines(path)
@@ -217,7 +221,6 @@ def read(files: list[tuple[Path, str]], reader: Reader, *, skip_bad: bool, tool_
                     reader.skip(r, c, metadata="reasoning" in r)
                 for pt in parts:
                     pt.file, pt.line, pt.unit = name, line, unit
-                convs.append(Conversation(str(cid) if cid is not None else f"{path.stem}:{line}", parts))
+                yield Conversation(str(cid) if cid is not None else f"{path.stem}:{line}", parts)
         check_not_all_bad("sharegpt", name, file_records, reader.bad[since:])
         raise_first_bad(reader.bad, since, skip_bad)
-    return convs

@@ -15,6 +15,7 @@ assistant message, which becomes the call (``tool_role`` call, id ``#<message in
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from cupel_np.io.importers.core import (
@@ -112,8 +113,8 @@ def _tokens_sent(doc, msgs: list, parts: list[Part]) -> tuple[int, list[int]] | 
 
 def read(
     files: list[tuple[Path, str]], reader: Reader, *, skip_bad: bool, tool_call_kind: str, fmt: str
-) -> list[Conversation]:
-    convs: list[Conversation] = []
+) -> Iterator[Conversation]:
+    """Each file's conversation as it is read (memory bounded by the largest file)."""
     for path, name in files:
         since, file_records = len(reader.bad), 0
         for n, doc in json_document(path):
@@ -137,7 +138,6 @@ def read(
             conv = Conversation(key, parts, api)
             if not api:
                 conv.api_sum = _tokens_sent(doc, msgs, parts)
-            convs.append(conv)
+            yield conv
         check_not_all_bad(fmt, name, file_records, reader.bad[since:])
         raise_first_bad(reader.bad, since, skip_bad)
-    return convs

@@ -1,0 +1,196 @@
+"""Peak memory of ``cupel-np import`` against the size of its input (a child process each, its
+peak RSS):
+
+    .venv/bin/python -m pytest benchmarks/test_import_memory.py -s
+
+For each of two formats, one large JSONL file of ``CUPEL_BENCH_IMPORT_MEM_MB`` MB (default
+320) holding many conversations, each a copy (under its own ids) of one of a few generated ones,
+and a file holding only the largest of them. ``cupel-np import`` runs on each in a fresh
+interpreter; its peak RSS (``ru_maxrss``) is reported with the load average, and the growth
+from the one-conversation file to the large one is asserted to be far below the file's size:
+
+* Claude Code session logs (``claude_sessions.py``): 320 MB is over
+  ``claude_code.TWO_PASS_BYTES``, so the reader keeps a record index (a few hundred bytes a
+  record) and reads each conversation's records again as it is written; the growth is that
+  index plus a chunk: at most ``CUPEL_BENCH_IMPORT_MEM_SHARE`` (default 0.35) of the file and
+  under 1 KB a line. For comparison the whole-table import (``import_transcripts(...)
+  .write_parquet``) runs on the same file (``CUPEL_BENCH_IMPORT_MEM_WHOLE=0`` skips it).
+* OpenAI chat JSONL (one conversation a line): read one line at a time, so the growth is a
+  chunk and the writer's buffers: at most a tenth of the file.
+* OpenTelemetry GenAI spans (OTLP JSON lines, each request repeating its thread's messages):
+  over ``otel.TWO_PASS_BYTES`` the reader keeps each request's threading fields (8 bytes an
+  input message) and reads the last request of each thread again: at most a fifth of the file
+  (the whole-table import grows by more than the file).
+
+The files live in pytest's temporary directory; the run takes a few minutes on a loaded
+machine (generation ~5 s a file, each import of a large file ~10-30 s of CPU).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import claude_sessions as cs  # noqa: E402
+
+MB = float(os.environ.get("CUPEL_BENCH_IMPORT_MEM_MB", 320))
+SHARE = float(os.environ.get("CUPEL_BENCH_IMPORT_MEM_SHARE", 0.35))
+WHOLE = os.environ.get("CUPEL_BENCH_IMPORT_MEM_WHOLE", "1") != "0"
+
+_CHILD = """
+import json, resource, sys, time
+t = time.process_time()
+mode, fmt, src, out = sys.argv[1:5]
+if mode == "stream":
+    from cupel_np.cli import main
+    status = main(["import", fmt, src, "--out", out, "--json"])
+    assert status == 0, status
+else:
+    from cupel_np.io.importers import import_transcripts
+    import_transcripts(fmt, src).write_parquet(out)
+print(json.dumps({"rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                  "cpu": time.process_time() - t}), file=sys.stderr)
+"""
+
+
+def _copies(path: Path, bases: list[str], mb: float, rename) -> tuple[int, int]:
+    """``path``: ``bases`` over and over, each copy renamed by ``rename(text, base, copy)``,
+    up to ``mb`` MB; (bytes, conversations)."""
+    total = n = copy = 0
+    with path.open("w", encoding="utf-8") as f:
+        while total < mb * 1e6:
+            for i, text in enumerate(bases):
+                one = rename(text, i, copy)
+                f.write(one)
+                total += len(one.encode())
+                n += 1
+            copy += 1
+    return total, n
+
+
+def claude_files(big: Path, small: Path, mb: float, seed: int = 11) -> tuple[int, int, int]:
+    """Copies of 24 generated sessions (each copy its own session id, uuids and message ids) in
+    ``big``, the largest session alone in ``small``: (bytes, sessions, largest's bytes)."""
+    rng = random.Random(seed)
+    bases = [cs.lines(cs.session(rng, f"Q{i:03d}Z", rng.randint(10, 40))) for i in range(24)]
+    total, n = _copies(big, bases, mb, lambda t, i, c: t.replace(f"Q{i:03d}Z", f"C{c:05d}Q{i:03d}"))
+    largest = max(bases, key=len)
+    small.write_text(largest, encoding="utf-8")
+    return total, n, len(largest.encode())
+
+
+def openai_files(big: Path, small: Path, mb: float, seed: int = 3) -> tuple[int, int, int]:
+    """Copies of 40 generated chat conversations with tool calls, one a line."""
+    rng = random.Random(seed)
+    bases = []
+    for _ in range(40):
+        msgs = [{"role": "system", "content": cs.text(rng, 500)}]
+        for t in range(rng.randint(5, 30)):
+            call = {"id": f"c{t}", "type": "function", "function": {"name": "read", "arguments": '{"p": "x"}'}}
+            msgs.append({"role": "user", "content": cs.text(rng, rng.choice([200, 2000, 8000]))})
+            msgs.append({"role": "assistant", "content": cs.text(rng, 500), "tool_calls": [call]})
+            msgs.append({"role": "tool", "tool_call_id": f"c{t}", "content": cs.text(rng, rng.choice([500, 5000]))})
+        bases.append(json.dumps({"id": "@ID@", "messages": msgs}) + "\n")
+    total, n = _copies(big, bases, mb, lambda t, i, c: t.replace("@ID@", f"c{c}-{i}", 1))
+    largest = max(bases, key=len)
+    small.write_text(largest.replace("@ID@", "one", 1), encoding="utf-8")
+    return total, n, len(largest.encode())
+
+
+def otel_files(big: Path, small: Path, mb: float, seed: int = 5) -> tuple[int, int, int]:
+    """Copies of 12 generated threads of 6-12 growing GenAI requests (one export request a
+    line per request), each copy its own conversation id."""
+    rng = random.Random(seed)
+
+    def kv(k, v):
+        return {"key": k, "value": {"intValue": str(v)} if isinstance(v, int) else {"stringValue": v}}
+
+    bases = []
+    for _ in range(12):
+        history, out = [{"role": "user", "parts": [{"type": "text", "content": cs.text(rng, 1500)}]}], []
+        for step in range(rng.randint(6, 12)):
+            answer = {"role": "assistant", "parts": [{"type": "text", "content": cs.text(rng, 800)}]}
+            attrs = {
+                "gen_ai.conversation.id": "@ID@",
+                "gen_ai.input.messages": json.dumps(history),
+                "gen_ai.output.messages": json.dumps([answer]),
+                "gen_ai.usage.input_tokens": 100 * (step + 1),
+            }
+            span = {"traceId": "t", "spanId": f"s{step}", "startTimeUnixNano": str(1_700_000_000 + step) + "0" * 9}
+            span["attributes"] = [kv(k, v) for k, v in attrs.items()]
+            out.append(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}) + "\n")
+            history = [*history, answer, {"role": "user", "parts": [{"type": "text", "content": cs.text(rng, 1500)}]}]
+        bases.append("".join(out))
+    total, n = _copies(big, bases, mb, lambda t, i, c: t.replace("@ID@", f"c{c}-{i}"))
+    largest = max(bases, key=len)
+    small.write_text(largest.replace("@ID@", "one"), encoding="utf-8")
+    return total, n, len(largest.encode())
+
+
+def _run(mode: str, fmt: str, src: Path, out: Path) -> dict:
+    env = {**os.environ, "NUMBA_NUM_THREADS": "1"}
+    t = time.perf_counter()
+    cmd = [sys.executable, "-c", _CHILD, mode, fmt, str(src), str(out)]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr[-2000:]
+    got = json.loads(p.stderr.strip().splitlines()[-1])
+    if mode == "stream":
+        got["summary"] = json.loads(p.stdout)
+    got["wall"] = time.perf_counter() - t
+    return got
+
+
+def _measure(tmp_path: Path, fmt: str, make, whole: bool) -> tuple[int, int, dict, dict | None]:
+    big, small = tmp_path / "many.jsonl", tmp_path / "one.jsonl"
+    t = time.perf_counter()
+    total, n, largest = make(big, small, MB)
+    gen = time.perf_counter() - t
+    _run("stream", fmt, small, tmp_path / "warm.parquet")  # compile or load the estimate kernel once
+    base = _run("stream", fmt, small, tmp_path / "one.parquet")
+    streamed = _run("stream", fmt, big, tmp_path / "many.parquet")
+    full = _run("whole", fmt, big, tmp_path / "whole.parquet") if whole else None
+    load = os.getloadavg()
+    growth = streamed["rss"] - base["rss"]
+    lines = streamed["summary"]["lines"]
+    print(
+        f"\n{fmt} import memory, load average {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} (generation {gen:.0f} s):"
+        f"\n  one conversation ({largest / 1e6:.2f} MB): peak RSS {base['rss'] / 1e6:.0f} MB, CPU {base['cpu']:.1f} s"
+        f"\n  {n:,} conversations in one file ({total / 1e6:.0f} MB, {lines:,} lines): streamed `cupel-np import` "
+        f"peak RSS {streamed['rss'] / 1e6:.0f} MB (+{growth / 1e6:.0f} MB, {growth / total:.1%} of the file, "
+        f"{growth / lines:.0f} B a line), CPU {streamed['cpu']:.1f} s, wall {streamed['wall']:.1f} s"
+        + (
+            f"\n  the whole-table import of the same file: peak RSS {full['rss'] / 1e6:.0f} MB "
+            f"(+{(full['rss'] - base['rss']) / 1e6:.0f} MB), CPU {full['cpu']:.1f} s"
+            if full
+            else ""
+        )
+    )
+    if full:
+        assert streamed["rss"] < full["rss"]
+    return total, lines, base, streamed
+
+
+def test_claude_code_import_peak_grows_by_its_index_not_the_file(tmp_path):
+    total, lines, base, streamed = _measure(tmp_path, "claude-code", claude_files, WHOLE)
+    growth = streamed["rss"] - base["rss"]
+    assert growth < SHARE * total, f"peak grew {growth / 1e6:.0f} MB on a {total / 1e6:.0f} MB file"
+    assert growth < 1000 * lines, f"peak grew {growth / lines:.0f} B a line"
+
+
+def test_openai_jsonl_import_peak_does_not_grow_with_the_file(tmp_path):
+    total, _, base, streamed = _measure(tmp_path, "openai", openai_files, False)
+    growth = streamed["rss"] - base["rss"]
+    assert growth < 0.1 * total, f"peak grew {growth / 1e6:.0f} MB on a {total / 1e6:.0f} MB file"
+
+
+def test_otel_import_peak_grows_by_its_index_not_the_file(tmp_path):
+    total, _, base, streamed = _measure(tmp_path, "otel", otel_files, WHOLE)
+    growth = streamed["rss"] - base["rss"]
+    assert growth < 0.2 * total, f"peak grew {growth / 1e6:.0f} MB on a {total / 1e6:.0f} MB file"
