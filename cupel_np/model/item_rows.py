@@ -15,6 +15,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from itertools import repeat
+from operator import attrgetter
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +28,8 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 _NO_EXTRA = pa.table({})
 _ONE_SET = np.zeros(2, dtype=np.int64)
+_PINNED, _CONTENT, _KIND = attrgetter("pinned"), attrgetter("content"), attrgetter("kind")
+_TIMESTAMP, _PRIORITY = attrgetter("timestamp"), attrgetter("priority")
 
 
 def _ids(values: list) -> tuple[np.ndarray, dict]:
@@ -35,14 +38,25 @@ def _ids(values: list) -> tuple[np.ndarray, dict]:
     index = {v: i for i, v in enumerate(dict.fromkeys(values))}
     if len(index) == len(values):  # all distinct: ids in row order
         return np.arange(len(values), dtype=np.int64), index
-    return np.array(list(map(index.__getitem__, values)), dtype=np.int64), index
+    return np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values)), index
 
 
-def _optional(values, dtype) -> tuple[np.ndarray, np.ndarray]:
+def _distinct_ids(values: list) -> np.ndarray:
+    """``_ids(values)[0]`` without the map (a set is the cheaper check that all differ)."""
+    if len(set(values)) == len(values):
+        return np.arange(len(values), dtype=np.int64)
+    return _ids(values)[0]
+
+
+def _all_valid(n: int) -> np.ndarray:
+    return np.ones(n, dtype=np.bool_)
+
+
+def _optional(values: list, dtype) -> tuple[np.ndarray, np.ndarray]:
     """(values with None as 0, valid flags) as the Arrow path decodes a nullable column."""
+    if None not in values:
+        return np.array(values, dtype=dtype), _all_valid(len(values))
     valid = np.array([v is not None for v in values], dtype=np.bool_)
-    if valid.all():
-        return np.array(values, dtype=dtype), valid
     return np.array([0 if v is None else v for v in values], dtype=dtype), valid
 
 
@@ -66,9 +80,9 @@ class ItemRows(ItemTable):
         self._cache = {}
         self._set_index = None
         self.tokens = np.array(tokens, dtype=np.int64)
-        self.pinned = np.array([it.pinned for it in items], dtype=np.bool_)
-        self.content_id = _ids([it.content for it in items])[0]
-        raw, raw_index = _ids([it.kind for it in items])
+        self.pinned = np.fromiter(map(_PINNED, items), dtype=np.bool_, count=n)
+        self.content_id = _distinct_ids(list(map(_CONTENT, items)))
+        raw, raw_index = _ids(list(map(_KIND, items)))
         fold: dict[str, int] = {}
         lut = np.array([fold.setdefault(ascii_fold(k), len(fold)) for k in raw_index], dtype=np.int64)
         self.kind_id = lut[raw] if n else raw
@@ -118,15 +132,17 @@ class ItemRows(ItemTable):
     # -- columns from the items' attributes ------------------------------------------------
     @cached_property
     def _timestamps(self) -> tuple[np.ndarray, np.ndarray]:
-        ts = [it.timestamp for it in self._rows]
-        valid = np.array([t is not None for t in ts], dtype=np.bool_)
+        ts = list(map(_TIMESTAMP, self._rows))
         # exact integer microseconds since the epoch (the items hold UTC datetimes)
+        if None not in ts:
+            return np.fromiter([(t - _EPOCH) // _US for t in ts], dtype=np.int64, count=len(ts)), _all_valid(len(ts))
+        valid = np.array([t is not None for t in ts], dtype=np.bool_)
         us = np.array([0 if t is None else (t - _EPOCH) // _US for t in ts], dtype=np.int64)
         return us, valid
 
     @cached_property
     def _priority(self):
-        return _optional([it.priority for it in self._rows], np.int64)
+        return _optional(list(map(_PRIORITY, self._rows)), np.int64)
 
     @cached_property
     def _original_tokens(self):
