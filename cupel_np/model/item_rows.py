@@ -30,6 +30,7 @@ _NO_EXTRA = pa.table({})
 _ONE_SET = np.zeros(2, dtype=np.int64)
 _PINNED, _CONTENT, _KIND = attrgetter("pinned"), attrgetter("content"), attrgetter("kind")
 _TIMESTAMP, _PRIORITY = attrgetter("timestamp"), attrgetter("priority")
+_TOKENS, _HINT = attrgetter("tokens"), attrgetter("future_relevance_hint")
 
 
 def _ids(values: list) -> tuple[np.ndarray, dict]:
@@ -97,7 +98,7 @@ class ItemRows(ItemTable):
         if set_column is None and isinstance(items, (list, tuple)):
             kept = list(items)
             if all(map(isinstance, kept, repeat(ContextItem))):
-                tokens = [it.tokens for it in kept]
+                tokens = list(map(_TOKENS, kept))
                 if sum(map(abs, tokens)) < TOKEN_LIMIT / 2:  # else the loader's check runs and says so
                     return cls(kept, tokens)
         return ItemTable.from_items(items, set_column)
@@ -150,7 +151,7 @@ class ItemRows(ItemTable):
 
     @cached_property
     def _hint(self):
-        return _optional([it.future_relevance_hint for it in self._rows], np.float64)
+        return _optional(list(map(_HINT, self._rows)), np.float64)
 
     @cached_property
     def tag_offsets(self) -> np.ndarray:
