@@ -16,7 +16,7 @@ from cupel_np.analysis.sensitivity import PolicySensitivityReport, policy_sensit
 from cupel_np.analysis.trace import NULL_COLLECTOR, DiagnosticTraceCollector, OverflowEvent, TraceCollector
 from cupel_np.engine.parallel import threads_for
 from cupel_np.engine.runner import PolicyRun, as_table, check_budget, run_policy
-from cupel_np.engine.small import PolicyPlan, run_one
+from cupel_np.engine.small import SMALL_SET, PolicyPlan, run_one
 from cupel_np.engine.sweep_run import classify
 from cupel_np.errors import CupelError, InvalidInputTypeError
 from cupel_np.model.budget import ContextBudget
@@ -62,7 +62,7 @@ class Pipeline(PolicySource):
                 f"this table holds {table.n_sets} item sets; Pipeline runs one set at a time "
                 "(select one, or use cupel_np.sweep for many sets)"
             )
-        if threads_for(threads, table.n) == 1:  # one set on this thread: the small-set driver
+        if table.n <= SMALL_SET or threads_for(threads, table.n) == 1:  # the small-set driver
             run = run_one(table, budget, self._plan(policy))
         else:
             run = run_policy(table, budget, policy, threads=threads)
