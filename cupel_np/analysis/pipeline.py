@@ -75,7 +75,7 @@ class Pipeline(PolicySource):
             # no one to tell: the included rows in placed order, with no report
             run = self._run_single(items, budget, self.policy)
             sweep = run.sweep
-            rows = np.flatnonzero(sweep.included[0])
+            rows = sweep.included[0].nonzero()[0]
             return run.table.rows(rows[np.argsort(sweep.placed_pos[0], kind="stable")])
         report = self._report(items, budget, self.policy, None, trace or NULL_COLLECTOR)
         # the items of ``report.included``, without their scores and reasons

@@ -115,6 +115,14 @@ class ItemRows(ItemTable):
         """Row ``i`` is input row ``i``."""
         return np.arange(self.n, dtype=np.int64)
 
+    def rows(self, rows: np.ndarray) -> list[ContextItem]:
+        """``[self.row(r) for r in rows]``: the items themselves (row ``i`` is item ``i``)."""
+        idx = np.asarray(rows)
+        if idx.dtype == np.bool_:
+            return super().rows(idx)
+        items = self._rows
+        return [items[i] for i in idx.tolist()]
+
     # -- what the Arrow path would hold, built the long way on first use -----------------
     @cached_property
     def _arrow(self) -> ItemTable:

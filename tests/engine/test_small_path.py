@@ -208,3 +208,14 @@ def test_the_small_driver_reaches_no_kernel_specialization_of_its_own():
     out = subprocess.run([sys.executable, "-c", _SPECIALIZATIONS], capture_output=True, text=True, check=True)
     before, after = json.loads(out.stdout)
     assert before and after == before
+
+
+def test_item_rows_hand_back_the_items_like_the_arrow_table():
+    """``Pipeline.run``'s items: ``ItemRows.rows`` (the items by index) against the Arrow path."""
+    items = [c.ContextItem(f"c{i}", i) for i in range(6)]
+    rows, arrow = ItemRows.from_items(items), c.ItemTable.from_items(items)
+    mask = np.array([True, False, True, True, False, False])
+    for idx in (np.array([4, 0, 2]), np.zeros(0, np.int64), np.array([-1, 1]), [3, 1], mask):
+        got = rows.rows(idx)
+        assert [i.content for i in got] == [i.content for i in arrow.rows(idx)]
+        assert all(any(g is it for it in items) for g in got)
