@@ -5,13 +5,18 @@ budget-independent runner over one item set. The runner itself is ``cupel_np.eng
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import cached_property
+
+import numpy as np
 
 from cupel_np.analysis import budget_sim
 from cupel_np.analysis import trace as trace_mod
 from cupel_np.analysis.selection import SelectionReport
 from cupel_np.analysis.sensitivity import PolicySensitivityReport, policy_sensitivity
 from cupel_np.analysis.trace import NULL_COLLECTOR, DiagnosticTraceCollector, OverflowEvent, TraceCollector
+from cupel_np.engine.parallel import threads_for
 from cupel_np.engine.runner import PolicyRun, as_table, check_budget, run_policy
+from cupel_np.engine.small import SMALL_SET, PolicyPlan, run_one
 from cupel_np.engine.sweep_run import classify
 from cupel_np.errors import CupelError, InvalidInputTypeError
 from cupel_np.model.budget import ContextBudget
@@ -33,11 +38,21 @@ class Pipeline(PolicySource):
         if on_overflow is not None and not callable(on_overflow):
             raise InvalidInputTypeError(f"on_overflow must be callable, got {type(on_overflow).__name__}")
         self.policy = policy
+        self._plan_of: PolicyPlan | None = None
         #: called with the OverflowEvent of every run that overflows under the proceed strategy
         self.on_overflow = on_overflow
 
     def __repr__(self) -> str:
         return f"Pipeline({self.policy!r})"
+
+    def _plan(self, policy: Policy) -> PolicyPlan:
+        """The policy's plan, built once per policy object (``self.policy`` may be replaced)."""
+        plan = self._plan_of
+        if plan is None or plan.policy is not policy:
+            plan = PolicyPlan.of(policy)
+            if policy is self.policy:
+                self._plan_of = plan
+        return plan
 
     def _run_single(self, items, budget, policy, threads=None) -> PolicyRun:
         table = as_table(items)
@@ -47,12 +62,21 @@ class Pipeline(PolicySource):
                 f"this table holds {table.n_sets} item sets; Pipeline runs one set at a time "
                 "(select one, or use cupel_np.sweep for many sets)"
             )
-        run = run_policy(table, budget, policy, threads=threads)
+        if table.n <= SMALL_SET or threads_for(threads, table.n) == 1:  # the small-set driver
+            run = run_one(table, budget, self._plan(policy))
+        else:
+            run = run_policy(table, budget, policy, threads=threads)
         run.raise_first_error()
         return run
 
     def run(self, items: Items, budget: ContextBudget, *, trace: TraceCollector | None = None) -> list[ContextItem]:
         """The selected items in placed order (``trace`` as in ``dry_run``; none by default)."""
+        if (trace is None or trace is NULL_COLLECTOR) and self.on_overflow is None:
+            # no one to tell: the included rows in placed order, with no report
+            run = self._run_single(items, budget, self.policy)
+            sweep = run.sweep
+            rows = sweep.included[0].nonzero()[0]
+            return run.table.rows(rows[np.argsort(sweep.placed_pos[0], kind="stable")])
         report = self._report(items, budget, self.policy, None, trace or NULL_COLLECTOR)
         # the items of ``report.included``, without their scores and reasons
         return report._run.table.rows(report.included_rows)
@@ -77,7 +101,11 @@ class Pipeline(PolicySource):
         return self._report(items, budget, policy, None, trace)
 
     def _report(self, items, budget, policy, threads, trace) -> SelectionReport:
-        collector = DiagnosticTraceCollector() if trace is None else trace
+        if trace is None:  # the default stage-level collector: its five events built when read
+            return self._quiet_report(items, budget, policy, threads, _StageEventsReport)
+        if trace is NULL_COLLECTOR:
+            return self._quiet_report(items, budget, policy, threads, SelectionReport)
+        collector = trace
         if not isinstance(collector, TraceCollector):
             raise InvalidInputTypeError(
                 f"trace must be a TraceCollector (is_enabled, record_stage_event, record_item_event), "
@@ -102,6 +130,17 @@ class Pipeline(PolicySource):
             guarded.call("on_pipeline_completed", report, run.budget, snaps)
         return report
 
+    def _quiet_report(self, items, budget, policy, threads, kind: type[SelectionReport]) -> SelectionReport:
+        """A run whose collector no one else sees (none, or the default one): only
+        ``on_overflow`` is called; the default collector's events are the report's to build."""
+        run = self._run_single(items, budget, policy, threads)
+        report = kind(run, 0)
+        if self.on_overflow is not None:
+            overflow = report.overflow
+            if overflow is not None:
+                self.on_overflow(overflow)
+        return report
+
     def policy_sensitivity(
         self,
         items: Items,
@@ -123,6 +162,19 @@ class Pipeline(PolicySource):
         """The smallest budget in ``[target_item.tokens, search_ceiling]`` the spec's binary
         search finds that includes ``target_item`` (None when it finds none)."""
         return budget_sim.find_min_budget_for(self.policy, items, target_item, search_ceiling)
+
+
+class _StageEventsReport(SelectionReport):
+    """The report of a ``dry_run`` with the default collector (a stage-level
+    DiagnosticTraceCollector that no one else sees): its five stage events are recorded the
+    first time ``events`` is read, from the timings and reasons the run kept."""
+
+    @cached_property
+    def _events(self) -> list:  # type: ignore[override]
+        run = self._run
+        collector = DiagnosticTraceCollector()
+        trace_mod.record_run(self, run.policy, run.budget, collector, trace_mod.snapshots(run.sweep, 0, 0))
+        return collector.events
 
 
 def policy_sensitivity_from_pipelines(

@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from cupel_np import _jit
 from cupel_np.analysis import budget_sim, outcomes
+from cupel_np.analysis.pipeline import Pipeline
 from cupel_np.analysis.sensitivity import sweep
 from cupel_np.cli import shared
 from cupel_np.cli.sweeps import _write_outputs
@@ -204,6 +205,10 @@ def _engine_small() -> None:
             np.array([5000], dtype=np.int64),
             KNAPSACK_MAX_CELLS,
         )
+    # one selection as a service runs it: Pipeline on ContextItems (the small-set driver)
+    items = t.rows(np.arange(t.n))
+    for p in PRESETS.values():
+        Pipeline(p).run(items, ContextBudget(5000, 2000))
 
 
 def _engine_large() -> None:

@@ -12,9 +12,11 @@ table (metadata, extra columns, a report's strings) is built on first use, the l
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from itertools import repeat
+from operator import attrgetter
 
 import numpy as np
 import pyarrow as pa
@@ -27,22 +29,36 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 _NO_EXTRA = pa.table({})
 _ONE_SET = np.zeros(2, dtype=np.int64)
+#: the attributes the engine reads, fetched in one pass over the items (one visit to each
+#: item's attribute dict: on thousands of items, one pass per column cost cache misses)
+_FIELDS = attrgetter("tokens", "pinned", "content", "kind", "timestamp", "priority", "future_relevance_hint")
 
 
-def _ids(values: list) -> tuple[np.ndarray, dict]:
+def _ids(values: Sequence) -> tuple[np.ndarray, dict]:
     """Dictionary ids in order of first occurrence (what ``pyarrow.compute.dictionary_encode``
     gives) and the value -> id map."""
     index = {v: i for i, v in enumerate(dict.fromkeys(values))}
     if len(index) == len(values):  # all distinct: ids in row order
         return np.arange(len(values), dtype=np.int64), index
-    return np.array(list(map(index.__getitem__, values)), dtype=np.int64), index
+    return np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values)), index
 
 
-def _optional(values, dtype) -> tuple[np.ndarray, np.ndarray]:
+def _distinct_ids(values: Sequence) -> np.ndarray:
+    """``_ids(values)[0]`` without the map (a set is the cheaper check that all differ)."""
+    if len(set(values)) == len(values):
+        return np.arange(len(values), dtype=np.int64)
+    return _ids(values)[0]
+
+
+def _all_valid(n: int) -> np.ndarray:
+    return np.ones(n, dtype=np.bool_)
+
+
+def _optional(values: Sequence, dtype) -> tuple[np.ndarray, np.ndarray]:
     """(values with None as 0, valid flags) as the Arrow path decodes a nullable column."""
+    if None not in values:
+        return np.array(values, dtype=dtype), _all_valid(len(values))
     valid = np.array([v is not None for v in values], dtype=np.bool_)
-    if valid.all():
-        return np.array(values, dtype=dtype), valid
     return np.array([0 if v is None else v for v in values], dtype=dtype), valid
 
 
@@ -57,7 +73,7 @@ class ItemRows(ItemTable):
     units_per_second = 1e6
     _extra = _NO_EXTRA
 
-    def __init__(self, items: list[ContextItem], tokens: list[int]):  # noqa: D107 - see the class
+    def __init__(self, items: list[ContextItem], fields: list[tuple]):  # noqa: D107 - see the class
         n = len(items)
         self._items = items
         self._rows = items
@@ -65,10 +81,11 @@ class ItemRows(ItemTable):
         self.set_keys = [None]
         self._cache = {}
         self._set_index = None
+        tokens, pinned, content, kind, self._ts, self._prio, self._hints = fields
         self.tokens = np.array(tokens, dtype=np.int64)
-        self.pinned = np.array([it.pinned for it in items], dtype=np.bool_)
-        self.content_id = _ids([it.content for it in items])[0]
-        raw, raw_index = _ids([it.kind for it in items])
+        self.pinned = np.array(pinned, dtype=np.bool_)
+        self.content_id = _distinct_ids(content)
+        raw, raw_index = _ids(kind)
         fold: dict[str, int] = {}
         lut = np.array([fold.setdefault(ascii_fold(k), len(fold)) for k in raw_index], dtype=np.int64)
         self.kind_id = lut[raw] if n else raw
@@ -83,9 +100,9 @@ class ItemRows(ItemTable):
         if set_column is None and isinstance(items, (list, tuple)):
             kept = list(items)
             if all(map(isinstance, kept, repeat(ContextItem))):
-                tokens = [it.tokens for it in kept]
-                if sum(map(abs, tokens)) < TOKEN_LIMIT / 2:  # else the loader's check runs and says so
-                    return cls(kept, tokens)
+                fields = list(zip(*map(_FIELDS, kept))) if kept else [()] * 7
+                if sum(map(abs, fields[0])) < TOKEN_LIMIT / 2:  # else the loader's check runs and says so
+                    return cls(kept, fields)
         return ItemTable.from_items(items, set_column)
 
     @cached_property
@@ -99,6 +116,14 @@ class ItemRows(ItemTable):
     def input_row(self) -> np.ndarray:  # type: ignore[override]
         """Row ``i`` is input row ``i``."""
         return np.arange(self.n, dtype=np.int64)
+
+    def rows(self, rows: np.ndarray) -> list[ContextItem]:
+        """``[self.row(r) for r in rows]``: the items themselves (row ``i`` is item ``i``)."""
+        idx = np.asarray(rows)
+        if idx.dtype == np.bool_:
+            return super().rows(idx)
+        items = self._rows
+        return [items[i] for i in idx.tolist()]
 
     # -- what the Arrow path would hold, built the long way on first use -----------------
     @cached_property
@@ -118,15 +143,17 @@ class ItemRows(ItemTable):
     # -- columns from the items' attributes ------------------------------------------------
     @cached_property
     def _timestamps(self) -> tuple[np.ndarray, np.ndarray]:
-        ts = [it.timestamp for it in self._rows]
-        valid = np.array([t is not None for t in ts], dtype=np.bool_)
+        ts = self._ts
         # exact integer microseconds since the epoch (the items hold UTC datetimes)
+        if None not in ts:
+            return np.fromiter([(t - _EPOCH) // _US for t in ts], dtype=np.int64, count=len(ts)), _all_valid(len(ts))
+        valid = np.array([t is not None for t in ts], dtype=np.bool_)
         us = np.array([0 if t is None else (t - _EPOCH) // _US for t in ts], dtype=np.int64)
         return us, valid
 
     @cached_property
     def _priority(self):
-        return _optional([it.priority for it in self._rows], np.int64)
+        return _optional(self._prio, np.int64)
 
     @cached_property
     def _original_tokens(self):
@@ -134,7 +161,7 @@ class ItemRows(ItemTable):
 
     @cached_property
     def _hint(self):
-        return _optional([it.future_relevance_hint for it in self._rows], np.float64)
+        return _optional(self._hints, np.float64)
 
     @cached_property
     def tag_offsets(self) -> np.ndarray:

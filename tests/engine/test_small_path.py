@@ -1,0 +1,221 @@
+"""The small-set driver (``engine.small.run_one``, what ``Pipeline.run`` / ``dry_run`` use on
+one item set) against the batch engine (``runner.run_policy``, a one-variant sweep): the same
+``SweepRun``, array for array, on random item sets for every slicer (nested count quotas
+included), placer, scorer type, overflow strategy, with and without groups, pinned and
+zero-token items, duplicate contents and tied scores (``strategies.pipeline_cases``). Pipeline
+against the naive oracle is ``test_properties.py``'s job (it runs on this driver too)."""
+
+import dataclasses
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import pipeline_cases
+
+import cupel_np as c
+from cupel_np.analysis.trace import DiagnosticTraceCollector
+from cupel_np.engine.runner import run_policy
+from cupel_np.engine.small import PolicyPlan, classify_one, run_one
+from cupel_np.engine.sweep_run import classify
+from cupel_np.model.item_rows import ItemRows
+
+PROPS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _as_items(dicts):
+    return [c.ContextItem(**{k: v for k, v in d.items() if v is not None or k in ("content", "tokens")}) for d in dicts]
+
+
+def _with_groups(dicts, groups):
+    """Items with metadata ``g`` set from ``groups`` (None: no group)."""
+    out = []
+    for d, g in zip(dicts, groups):
+        d = dict(d)
+        if g is not None:
+            d["metadata"] = {**(d.get("metadata") or {}), "g": g}
+        out.append(d)
+    return out
+
+
+def _same_errors(a, b):
+    assert list(a) == list(b)
+    for s in a:
+        assert type(a[s]) is type(b[s]) and str(a[s]) == str(b[s])
+
+
+def assert_same_run(got, want):
+    """Every result array and per-set detail of the two one-variant sweeps is identical."""
+    g, w = got.sweep, want.sweep
+    for name in ("negative", "pinned", "sc_rows", "sc_offsets", "pin_rows", "pin_offsets", "pinned_tokens"):
+        a, b = getattr(g.classified, name), getattr(w.classified, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+    for name in ("included", "reason", "effective_target", "avail_slice", "avail_place", "cap_dropped"):
+        a, b = getattr(g, name), getattr(w, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+    assert np.array_equal(g.placed_pos[0], w.placed_pos[0])
+    for name in ("dedup_winner", "trunc_order", "count_cap"):
+        for a, b in zip(getattr(g, name)[0], getattr(w, name)[0], strict=True):
+            assert np.array_equal(a, b), name
+    # scores bit for bit (NaN where both are NaN)
+    assert np.array_equal(g.scores_for(0), w.scores_for(0), equal_nan=True)
+    _same_errors(g.errors[0], w.errors[0])
+    assert dict(g.shortfalls[0]) == dict(w.shortfalls[0])
+    assert (g.group_plan[0] is None) == (w.group_plan[0] is None)
+
+
+def _policy_budget(config, budget):
+    return c.Policy.from_dict(config), c.ContextBudget(**budget)
+
+
+@PROPS
+@given(pipeline_cases(extreme_timestamps=True), st.data())
+def test_small_driver_equals_the_batch_engine(case, data):
+    dicts, budget, config = case
+    if dicts and data.draw(st.booleans()):  # atomic groups over a few keys (ties across units too)
+        keys = data.draw(st.lists(st.sampled_from([None, "g1", "g2", "g3"]), min_size=len(dicts), max_size=len(dicts)))
+        dicts = _with_groups(dicts, keys)
+        config = dict(config, groups="g")
+    policy, bud = _policy_budget(config, budget)
+    items = _as_items(dicts)
+    want = run_policy(ItemRows.from_items(items), bud, policy)
+    got = run_one(ItemRows.from_items(items), bud, PolicyPlan.of(policy))
+    assert_same_run(got, want)
+    # and on the Arrow path's table
+    arrow = c.ItemTable.from_items(items)
+    assert_same_run(run_one(arrow, bud, PolicyPlan.of(policy)), run_policy(arrow, bud, policy))
+
+
+@PROPS
+@given(pipeline_cases(extreme_timestamps=False))
+def test_pipeline_run_and_dry_run_equal_the_batch_report(case):
+    dicts, budget, config = case
+    policy, bud = _policy_budget(config, budget)
+    items = _as_items(dicts)
+    pipe = c.Pipeline(policy)
+    want = run_policy(ItemRows.from_items(items), bud, policy)
+    errs = want.sweep.errors[0]
+    if errs:
+        with pytest.raises(type(errs[0]), match="."):
+            pipe.run(items, bud)
+        with pytest.raises(type(errs[0]), match="."):
+            pipe.dry_run(items, bud)
+        return
+    report = c.SelectionReport(want, 0)
+    got = pipe.dry_run(items, bud)
+    assert np.array_equal(got.included_rows, report.included_rows)
+    assert np.array_equal(got.excluded_rows, report.excluded_rows)
+    assert [(i.score, i.reason) for i in got.included] == [(i.score, i.reason) for i in report.included]
+    assert [(e.score, e.reason) for e in got.excluded] == [(e.score, e.reason) for e in report.excluded]
+    assert [i.item for i in got.included] == pipe.run(items, bud)
+    # the default collector's events, built when read, are those a collector records
+    collector = DiagnosticTraceCollector()
+    traced = pipe.dry_run(items, bud, trace=collector)
+    assert [(e.stage, e.item_count) for e in got.events] == [(e.stage, e.item_count) for e in collector.events]
+    assert len(got.events) == 5 and [e.stage for e in traced.events] == [e.stage for e in got.events]
+
+
+def test_classify_one_equals_classify():
+    items = [
+        c.ContextItem("a", 3),
+        c.ContextItem("b", -1, pinned=True),
+        c.ContextItem("c", 0, pinned=True),
+        c.ContextItem("d", -2),
+        c.ContextItem("e", 7, pinned=True),
+        c.ContextItem("f", 0),
+    ]
+    for some in (items, items[:1], items[1:2], []):
+        t = ItemRows.from_items(some)
+        a, b = classify_one(t), classify(t)
+        for f in dataclasses.fields(a):
+            x, y = getattr(a, f.name), getattr(b, f.name)
+            assert x.dtype == y.dtype and np.array_equal(x, y), (len(some), f.name)
+
+
+def test_column_scorer_is_checked_and_scored_like_the_batch_engine():
+    table = c.ItemTable.from_arrow(
+        pa.table({"content": ["a", "b", "c"], "tokens": [5, 5, 5], "s": [0.5, 2.0, 1.0], "word": ["x", "y", "z"]})
+    )
+    bud = c.ContextBudget(100, 10)
+    policy = c.Policy(c.CompositeScorer(((c.ColumnScorer("s"), 1.0), (c.ReflexiveScorer(), 1.0))))
+    assert_same_run(run_one(table, bud, PolicyPlan.of(policy)), run_policy(table, bud, policy))
+    for col, err in (("nope", c.InvalidConfigError), ("word", c.InvalidInputTypeError)):
+        bad = c.Policy(c.ColumnScorer(col))
+        with pytest.raises(err) as small:
+            run_one(table, bud, PolicyPlan.of(bad))
+        with pytest.raises(err) as batch:
+            run_policy(table, bud, bad)
+        assert str(small.value) == str(batch.value)
+
+
+def test_the_plan_follows_a_replaced_policy():
+    """``Pipeline`` keeps its policy's plan; a policy assigned later gets its own."""
+    items = [c.ContextItem("a", 5, priority=1, future_relevance_hint=0.9), c.ContextItem("b", 5, priority=2)]
+    pipe = c.Pipeline(c.Policy(c.PriorityScorer()))
+    bud = c.ContextBudget(100, 5)
+    assert [i.content for i in pipe.run(items, bud)] == ["b"]
+    pipe.policy = c.Policy(c.ReflexiveScorer())
+    assert [i.content for i in pipe.run(items, bud)] == ["a"]
+    assert [i.item.content for i in pipe.dry_run_with_policy(items, bud, c.Policy(c.PriorityScorer())).included] == [
+        "b"
+    ]
+    assert [i.content for i in pipe.run(items, bud)] == ["a"]
+
+
+_SPECIALIZATIONS = """
+import json
+import cupel_np as c
+from cupel_np import _jit
+from cupel_np.engine.runner import run_policy
+from cupel_np.engine.small import PolicyPlan, run_one
+from cupel_np.model.item_rows import ItemRows
+from datetime import UTC, datetime, timedelta
+
+t0 = datetime(2024, 1, 1, tzinfo=UTC)
+items = [
+    c.ContextItem(f"c{i % 17}", (i * 7) % 40, kind=("Message", "Tool", "Doc")[i % 3], priority=i % 5 or None,
+                  tags=("a", "b")[: i % 3], timestamp=t0 + timedelta(seconds=i) if i % 4 else None,
+                  future_relevance_hint=(i % 10) / 10, pinned=i % 13 == 0, metadata={"g": f"g{i % 6}"})
+    for i in range(60)
+]
+quotas = c.QuotaSlice((c.QuotaEntry("Tool", require=10, cap=50),))
+count = c.CountQuotaSlice((c.CountQuotaEntry("Tool", 1, 3),))
+policies = [c.Policy(c.CompositeScorer(((p.scorer, 1.0), (c.TagScorer({"a": 1.0}), 0.5))), slicer=sl, placer=pl,
+                     overflow_strategy=ov, groups=g)
+            for p in c.PRESETS.values()
+            for sl, pl, ov, g in [(c.GreedySlice(), "chronological", "throw", None),
+                                  (c.KnapsackSlice(10), "u_shaped", "truncate", None),
+                                  (quotas, "chronological", "proceed", "g"), (count, "u_shaped", "truncate", None)]]
+budget = c.ContextBudget(1000, 300)
+for p in policies:
+    run_policy(ItemRows.from_items(items), budget, p)
+before = _jit.specializations()
+for p in policies:
+    run_one(ItemRows.from_items(items), budget, PolicyPlan.of(p))
+    c.Pipeline(p).run(items, budget)
+print(json.dumps([before, _jit.specializations()]))
+"""
+
+
+def test_the_small_driver_reaches_no_kernel_specialization_of_its_own():
+    """No new compile (cold start) and nothing ``cupel-np warmup`` would miss: every kernel
+    signature the small driver calls is one the batch engine calls on the same sets."""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _SPECIALIZATIONS], capture_output=True, text=True, check=True)
+    before, after = json.loads(out.stdout)
+    assert before and after == before
+
+
+def test_item_rows_hand_back_the_items_like_the_arrow_table():
+    """``Pipeline.run``'s items: ``ItemRows.rows`` (the items by index) against the Arrow path."""
+    items = [c.ContextItem(f"c{i}", i) for i in range(6)]
+    rows, arrow = ItemRows.from_items(items), c.ItemTable.from_items(items)
+    mask = np.array([True, False, True, True, False, False])
+    for idx in (np.array([4, 0, 2]), np.zeros(0, np.int64), np.array([-1, 1]), [3, 1], mask):
+        got = rows.rows(idx)
+        assert [i.content for i in got] == [i.content for i in arrow.rows(idx)]
+        assert all(any(g is it for it in items) for g in got)
