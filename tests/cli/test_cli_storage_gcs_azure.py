@@ -1,6 +1,7 @@
 """The S3 round trips (``test_cli_storage.py``) on ``gs://`` and ``az://`` URLs, against local
-emulators on loopback ports (``tests/object_stores.py``: gcp-storage-emulator, Azurite):
-``import``, ``validate``, ``sensitivity`` in process and streamed, and ``report`` read from and
+emulators on loopback ports (``tests/object_stores.py``: fake-gcs-server, Azurite):
+``import``, ``validate``, ``sensitivity`` in process, streamed and on Dask (two worker
+processes), ``check`` (with ``--junit``), ``tune``, ``report`` and ``--overwrite`` read from and
 write to the store, and their files are byte-identical to the same commands on local paths. The
 emulators are found through the variables Google's and Azure's own tools read
 (``STORAGE_EMULATOR_HOST``, ``AZURE_STORAGE_CONNECTION_STRING``), or ``--storage-option``."""
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -53,8 +55,7 @@ def _same(store, bucket: str, prefix: str, local: Path, compare=(".parquet",)) -
     return names
 
 
-def test_import_and_validate(capsys, any_store, tmp_path):
-    store = any_store
+def test_import_and_validate(capsys, store, tmp_path):
     bucket = store.new_bucket()
     store.upload_dir(ROOT / "data" / "transcripts", bucket, "tr")
     src = store.url(bucket, "tr/openai_chat.jsonl")
@@ -139,3 +140,88 @@ def test_storage_options_instead_of_the_environment(capsys, store, items, monkey
     assert code == 0, err
     assert json.loads(out)["rows"] > 0
     assert "Eby8vdM02x" not in out + err
+
+
+def test_check_with_junit(capsys, store, items, tmp_path):
+    bucket = store.new_bucket()
+    store.upload_dir(items, bucket, "in")
+    checks = ROOT / "data" / "examples" / "checks.toml"
+    store.put(bucket, "conf/checks.toml", checks.read_bytes())
+    a = run(
+        capsys,
+        "check",
+        store.url(bucket, "in/items.parquet"),
+        "--checks",
+        store.url(bucket, "conf/checks.toml"),
+        "--junit",
+        store.url(bucket, "junit.xml"),
+        "--json",
+    )
+    b = run(capsys, "check", items / "items.parquet", "--checks", checks, "--junit", tmp_path / "junit.xml", "--json")
+    assert a[0] == b[0] and json.loads(a[1]) == json.loads(b[1]), a[2]
+    strip = lambda x: re.sub(r'time="[^"]*"|timestamp="[^"]*"', "", x)  # noqa: E731
+    assert strip(store.get(bucket, "junit.xml").decode()) == strip((tmp_path / "junit.xml").read_text())
+
+
+def test_tune_reads_and_writes(capsys, store, tmp_path):
+    from cupel_np.tuning.synthetic import trust_corpus
+
+    bucket = store.new_bucket()
+    local = tmp_path / "items.parquet"
+    pq.write_table(trust_corpus(n_sets=40, items_per_set=20, seed=3), local)
+    space = ROOT / "data" / "examples" / "tune_space.toml"
+    store.put(bucket, "items.parquet", local.read_bytes())
+    store.put(bucket, "space.toml", space.read_bytes())
+    args = ["--label-column", "relevant", "--set-column", "session_id", "--trials", "8", "--batch-size", "4", "--quiet"]
+    src, sp = store.url(bucket, "items.parquet"), store.url(bucket, "space.toml")
+    code, _o, err = run(capsys, "tune", src, "--space", sp, *args, "--out", store.url(bucket, "tune"))
+    assert code == 0, err
+    assert run(capsys, "tune", local, "--space", space, *args, "--out", tmp_path / "tune")[0] == 0
+    names = _same(store, bucket, "tune", tmp_path / "tune", compare=(".parquet", ".toml"))
+    assert "leaderboard.parquet" in names and "best-1.toml" in names
+
+
+def test_overwrite_is_a_swap(capsys, store, items, tmp_path):
+    """``--overwrite``: a failed run keeps the old objects; a good one replaces them, leaving no
+    staging or temp object, byte-identical to the same two runs on a local directory."""
+    bucket = store.new_bucket()
+    half = pq.read_table(items / "items.parquet")
+    pq.write_table(half.slice(0, half.num_rows // 2), tmp_path / "a.parquet")
+    pq.write_table(half.slice(half.num_rows // 2), tmp_path / "b.parquet")
+    store.upload_dir(tmp_path, bucket, "in")
+    args = [*PRESETS, *BUDGET, "--set-column", "session_id", "--quiet"]
+    out = store.url(bucket, "ow")
+    assert run(capsys, "sensitivity", store.url(bucket, "in/a.parquet"), *args, "--out", out)[0] == 0
+    before = {k: store.get(bucket, k) for k in store.keys(bucket, "ow")}
+    code, _o, err = run(
+        capsys, "sensitivity", store.url(bucket, "in/missing.parquet"), *args, "--out", out, "--overwrite"
+    )
+    assert code == 2 and "were kept" in err, err
+    assert {k: store.get(bucket, k) for k in store.keys(bucket, "ow")} == before
+    code, _o, err = run(capsys, "sensitivity", store.url(bucket, "in/b.parquet"), *args, "--out", out, "--overwrite")
+    assert code == 0, err
+    local = tmp_path / "ow"
+    assert run(capsys, "sensitivity", tmp_path / "a.parquet", *args, "--out", local)[0] == 0
+    assert run(capsys, "sensitivity", tmp_path / "b.parquet", *args, "--out", local, "--overwrite")[0] == 0
+    _same(store, bucket, "ow", local)
+    assert not [k for k in store.keys(bucket) if ".cupel-staging-" in k or k.endswith(".tmp")]
+    assert json.loads(store.get(bucket, "ow/manifest.json"))["complete"] is True
+
+
+def test_sensitivity_on_dask_two_workers_one_bucket(capsys, store, items, tmp_path):
+    """``--dask local:2``: two worker processes (they inherit the emulator's variables) read
+    the items from the store and write their parts to it, equal to the same run on local paths."""
+    pytest.importorskip("distributed")
+    bucket = store.new_bucket()
+    t = pq.read_table(items / "items.parquet")
+    pq.write_table(t.slice(0, t.num_rows // 2), tmp_path / "a.parquet")
+    pq.write_table(t.slice(t.num_rows // 2), tmp_path / "b.parquet")
+    store.upload_dir(tmp_path, bucket, "in")
+    args = [*PRESETS, *BUDGET, "--set-column", "session_id", "--quiet", "--dask", "local:2"]
+    files = [store.url(bucket, "in/a.parquet"), store.url(bucket, "in/b.parquet")]
+    code, _o, err = run(capsys, "sensitivity", *files, *args, "--out", store.url(bucket, "dk"))
+    assert code == 0, err
+    local = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    assert run(capsys, "sensitivity", *local, *args, "--out", tmp_path / "dk")[0] == 0
+    names = _same(store, bucket, "dk", tmp_path / "dk")
+    assert {"items/part-00000.parquet", "items/part-00001.parquet", "manifest.json", "report.html"} <= set(names)
