@@ -34,8 +34,8 @@ from cupel_np.engine.batch_kernels import duplicate_groups, duplicate_winners
 from cupel_np.engine.parallel import run_tasks, threads_for
 from cupel_np.engine.reasons import R_COUNT_CAP_EXCEEDED, R_DEDUPLICATED, R_NEGATIVE_TOKENS
 from cupel_np.engine.scorers import ScoreContext, check_scorer_columns
-from cupel_np.engine.slicers import SlicerArgs, nested, slicer_args
-from cupel_np.engine.slicers.codes import ERR_SCARCITY, MODE_QUOTA
+from cupel_np.engine.slicers import SlicerArgs, greedy_inside, nested, row_order, slicer_args
+from cupel_np.engine.slicers.codes import ERR_SCARCITY
 from cupel_np.engine.slicers.greedy import greedy_segments
 from cupel_np.engine.slicers.knapsack import KNAPSACK_ROW_CELLS
 from cupel_np.engine.sweep_run import (
@@ -62,7 +62,6 @@ from cupel_np.model.slicers import (
     CountConstrainedKnapsackSlice,
     CountQuotaSlice,
     GreedySlice,
-    QuotaSlice,
 )
 
 #: Most memory one knapsack DP may allocate, in keep-table cells (bits): 2^32 cells = 512 MiB.
@@ -152,12 +151,6 @@ def _timestamps(
     return ts, compared
 
 
-def _greedy_inside(slicer) -> bool:
-    """The slicer is greedy or a quota over greedy: it can leave its fitting prefix unordered
-    apart from what chronological placement compares (``placers.chrono_compared``)."""
-    return isinstance(slicer, GreedySlice) or (isinstance(slicer, QuotaSlice) and isinstance(slicer.inner, GreedySlice))
-
-
 def _score_column(ctx: ScoreContext, scorer: Scorer, base: np.ndarray, j: int) -> None:
     base[:, j] = ctx.score(scorer)
 
@@ -208,7 +201,7 @@ def prepare_sweep(
     chrono = [var for var in variants if var.policy.placer == "chronological"]
     tasks: list[Callable[[], Any]] = []
     if chrono:  # first: the longest task
-        tasks.append(partial(_timestamps, table, sc_rows, any(_greedy_inside(v.policy.slicer) for v in chrono)))
+        tasks.append(partial(_timestamps, table, sc_rows, any(greedy_inside(v.policy.slicer) for v in chrono)))
     tasks += [partial(_score_column, ctx, child, base, j) for j, child in enumerate(children)]
     group_cols = list(dict.fromkeys(v.policy.groups for v in variants if v.policy.groups is not None))
     tasks += [partial(grp.group_plan, table, col, sc_rows, sc_off) for col in group_cols]
@@ -377,12 +370,12 @@ def _slice_sorted(
     targets: np.ndarray,
     label: str,
 ) -> stages.Candidates:
-    """Every other slicer: sort the survivors by score (a quota slicer with an inner greedy
-    needs no sort either, see slicers/quota.py), slice, and record the variant's count-cap
-    drops, shortfalls and per-set slicer errors."""
+    """Every other slicer: sort the survivors by score (a quota or count quota slicer with an
+    inner greedy needs no sort either, ``slicers.row_order``), slice, and record the
+    variant's count-cap drops, shortfalls and per-set slicer errors."""
     sc_rows = sh.classified.sc_rows
     slicer = out.variants[v].policy.slicer
-    unsorted = args.mode == MODE_QUOTA and not args.use_knapsack
+    unsorted = row_order(slicer)
     order = None if unsorted else stages.sort_segments(sc[surv], surv_off)
     cand = surv if order is None else surv[order]
     identity = unsorted and cand.shape[0] == sc_rows.shape[0]  # the scoreable rows, in order

@@ -10,12 +10,19 @@ from typing import NamedTuple
 import numpy as np
 
 from cupel_np.engine.slicers.codes import ERR_NEEDS_SPLIT, MODE_COUNT, MODE_GREEDY, MODE_KNAPSACK, MODE_QUOTA
-from cupel_np.engine.slicers.count import _slice_count
+from cupel_np.engine.slicers.count import _slice_count, count_greedy_slice
 from cupel_np.engine.slicers.greedy import _slice_greedy
 from cupel_np.engine.slicers.knapsack import _slice_knapsack, _slice_knapsack_split
 from cupel_np.engine.slicers.quota import _slice_quota, quota_greedy_slice
 from cupel_np.model.items import ItemTable
-from cupel_np.model.slicers import CountConstrainedKnapsackSlice, GreedySlice, KnapsackSlice, QuotaSlice, Slicer
+from cupel_np.model.slicers import (
+    CountConstrainedKnapsackSlice,
+    CountQuotaSlice,
+    GreedySlice,
+    KnapsackSlice,
+    QuotaSlice,
+    Slicer,
+)
 
 
 def slice_segments(args: SlicerArgs, tok, score, kind, offsets, targets, max_cells):
@@ -127,11 +134,14 @@ class SlicerArgs(NamedTuple):
         compared: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Slice every segment of the candidates: ``slice_segments`` over score-sorted
-        candidates, or with ``unsorted`` (a quota slicer with an inner greedy)
-        ``quota_greedy_slice`` over candidates in row order (``compared``: only those
-        candidates' ranks need exact order, see ``quota.quota_greedy_segments``). Returns
-        ``(rank, err, err_a, err_b, satisfied, cap_dropped)`` (see :func:`slice_segments`)."""
+        candidates, or with ``unsorted`` (a quota or count quota slicer with an inner greedy,
+        :func:`row_order`) ``quota_greedy_slice`` / ``count.count_greedy_slice`` over
+        candidates in row order (``compared``: only those candidates' ranks need exact order,
+        see ``quota.quota_greedy_segments``). Returns ``(rank, err, err_a, err_b, satisfied,
+        cap_dropped)`` (see :func:`slice_segments`)."""
         if unsorted:
+            if self.mode == MODE_COUNT:
+                return count_greedy_slice(self, tok, score, kind, offsets, targets, max_cells, compared)
             return quota_greedy_slice(self, tok, score, kind, offsets, targets, max_cells, compared)
         return slice_segments(self, tok, score, kind, offsets, targets, max_cells)
 
@@ -140,6 +150,19 @@ class SlicerArgs(NamedTuple):
         """``(kind_rank, q_has, q_req, q_cap, q_req_all)``: the QuotaSlice arrays, in the order
         the quota kernels take them."""
         return self.kind_rank, self.q_has, self.q_req, self.q_cap, self.q_req_all
+
+
+def row_order(slicer: Slicer) -> bool:
+    """A quota or count quota slicer with an inner greedy: :meth:`SlicerArgs.run` takes its
+    candidates in row order (``unsorted``), no score sort needed."""
+    return isinstance(slicer, (QuotaSlice, CountQuotaSlice)) and isinstance(slicer.inner, GreedySlice)
+
+
+def greedy_inside(slicer: Slicer) -> bool:
+    """The slicer is greedy, or a quota or count quota over greedy: it can leave its fitting
+    prefix unordered apart from what chronological placement compares
+    (``placers.chrono_compared``)."""
+    return isinstance(slicer, GreedySlice) or row_order(slicer)
 
 
 def slicer_args(slicer: Slicer, table: ItemTable) -> SlicerArgs:

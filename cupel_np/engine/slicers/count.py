@@ -1,15 +1,29 @@
 """CountQuotaSlice and CountConstrainedKnapsackSlice around an inner greedy or knapsack, over
 every segment of the score-sorted candidates in one kernel (other inner slicers:
-slicers/nested.py)."""
+slicers/nested.py); and CountQuotaSlice around a greedy without the score sort
+(:func:`count_greedy_slice`, the sweep's path).
+
+Without the score sort, the three phases over candidates in row order: phase 1 commits each
+entry's top ``require_count`` candidates of its kind by (score descending, NaN lowest; row) -
+a selection, not a sort (:func:`_count_commit`); phase 2 is the greedy over the residual
+candidates (``greedy.greedy_segments``, which never needs the score order: its own order is
+(density, score, row)); phase 3 appends the greedy's picks in its output order, dropping those
+over their kind's count cap (:func:`_count_finish`).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from cupel_np._jit import jit
-from cupel_np.engine.slicers.codes import ERR_SCARCITY, ERR_TABLE_TOO_LARGE
+from cupel_np.engine.slicers.codes import ERR_SCARCITY, ERR_TABLE_TOO_LARGE, MODE_COUNT
+from cupel_np.engine.slicers.greedy import RADIX_PICK, greedy_segments
 from cupel_np.engine.slicers.quota import _inner_pick
-from cupel_np.engine.sortkeys import desc_bits, stable_argsort
+from cupel_np.engine.sortkeys import desc_bits, radix_argsort, score_cmp, stable_argsort
+
+#: an entry's top ``require_count`` of its kind are kept in a sorted buffer up to this many
+#: (one pass, a comparison per candidate of the kind); more are found by sorting the kind
+TOP_BUFFER = 64
 
 
 @jit
@@ -139,3 +153,237 @@ def _slice_count(
                 count[kk] += 1
         for j in range(n_out):
             rank[out[j]] = j
+
+
+@jit
+def _top_of_kind(score, kind, lo, hi, kk, need):
+    """The first ``need`` candidates of kind ``kk`` in ``lo..hi`` (row order) in the score
+    order (score descending, NaN lowest, then position), in that order (fewer when the kind
+    has fewer)."""
+    if need <= TOP_BUFFER:
+        buf = np.empty(need, dtype=np.int64)
+        nb = 0
+        for p in range(lo, hi):
+            if kind[p] != kk:
+                continue
+            x = score[p]
+            if nb == need:
+                if score_cmp(x, score[buf[nb - 1]]) >= 0:  # not before the last kept (ties: row)
+                    continue
+                w = nb - 1
+            else:
+                w = nb
+                nb += 1
+            while w > 0 and score_cmp(x, score[buf[w - 1]]) < 0:
+                buf[w] = buf[w - 1]
+                w -= 1
+            buf[w] = p
+        return buf[:nb]
+    m = 0
+    for p in range(lo, hi):
+        if kind[p] == kk:
+            m += 1
+    pos = np.empty(m, dtype=np.int64)
+    c = 0
+    for p in range(lo, hi):
+        if kind[p] == kk:
+            pos[c] = p
+            c += 1
+    key = desc_bits(score[pos])
+    o = radix_argsort(key) if m >= RADIX_PICK else stable_argsort(key)
+    k = need if need < m else m
+    top = np.empty(k, dtype=np.int64)
+    for j in range(k):
+        top[j] = pos[o[j]]
+    return top
+
+
+@jit
+def _count_commit(
+    tok,
+    score,
+    kind,
+    offsets,
+    targets,
+    e_kind,
+    e_require,
+    throw_on_scarcity,
+    marks,
+    cap_of_kind,
+    rank,
+    taken,
+    err,
+    err_a,
+    err_b,
+    satisfied,
+):
+    """Phase 1 (count-satisfy) over candidates in row order, per segment: each entry's top
+    ``require_count`` candidates of its kind (:func:`_top_of_kind`) get ranks 0, 1, ... (entry
+    order, score order within an entry), ``taken[s, e]`` of them. A shortfall is recorded in
+    ``satisfied`` or, with ``throw_on_scarcity``, as the segment's ``ERR_SCARCITY`` (entry,
+    count found); a failed segment keeps no rank.
+
+    Returns phase 2's input, the residual (every candidate not committed, in order):
+    ``(res_pos, rtok, rscore, rmark, res_off, res_targets)``; ``rmark`` (when ``marks`` is not
+    empty) is ``marks`` or a count cap on the candidate's kind."""
+    n = tok.shape[0]
+    n_seg = offsets.shape[0] - 1
+    committed = np.zeros(n, dtype=np.bool_)
+    res_targets = np.zeros(n_seg, dtype=np.int64)
+    for s in range(n_seg):
+        lo = offsets[s]
+        hi = offsets[s + 1]
+        if hi - lo == 0 or targets[s] <= 0:
+            continue
+        n_out = 0
+        prealloc = 0
+        for e in range(e_kind.shape[0]):
+            need = e_require[e]
+            if need <= 0:
+                continue
+            kk = e_kind[e]
+            got = 0
+            if kk >= 0:
+                top = _top_of_kind(score, kind, lo, hi, kk, need)
+                got = top.shape[0]
+                for j in range(got):
+                    p = top[j]
+                    committed[p] = True
+                    rank[p] = n_out
+                    n_out += 1
+                    prealloc += tok[p]
+            taken[s, e] = got
+            if got < need:
+                if throw_on_scarcity:
+                    err[s] = ERR_SCARCITY
+                    err_a[s] = e
+                    err_b[s] = got
+                    for p in range(lo, hi):
+                        rank[p] = -1
+                    break
+                satisfied[s, e] = got
+        if err[s] == 0 and targets[s] > prealloc:
+            res_targets[s] = targets[s] - prealloc
+    has = marks.shape[0] > 0
+    res_pos = np.empty(n, dtype=np.int64)
+    rtok = np.empty(n, dtype=np.int64)
+    rscore = np.empty(n, dtype=np.float64)
+    rmark = np.empty(n if has else 0, dtype=np.bool_)
+    res_off = np.empty(n_seg + 1, dtype=np.int64)
+    c = 0
+    for s in range(n_seg):
+        res_off[s] = c
+        for p in range(offsets[s], offsets[s + 1]):
+            if not committed[p]:
+                res_pos[c] = p
+                rtok[c] = tok[p]
+                rscore[c] = score[p]
+                if has:
+                    rmark[c] = marks[p] or cap_of_kind[kind[p]] >= 0
+                c += 1
+    res_off[n_seg] = c
+    return res_pos[:c], rtok[:c], rscore[:c], rmark[: c if has else 0], res_off, res_targets
+
+
+@jit
+def _count_finish(kind, offsets, res_pos, res_off, inner_rank, e_kind, taken, cap_of_kind, rank, cap_dropped):
+    """Phase 3 (cap enforcement) per segment: the inner greedy's picks (``inner_rank`` per
+    residual candidate) follow the committed ones in the inner output order, unless their
+    kind's count (committed ones included) reached its cap; every residual candidate's
+    ``rank`` is written (-1 when not selected or dropped)."""
+    count = np.zeros(cap_of_kind.shape[0], dtype=np.int64)
+    for s in range(offsets.shape[0] - 1):
+        rlo = res_off[s]
+        rhi = res_off[s + 1]
+        n_c = offsets[s + 1] - offsets[s] - (rhi - rlo)  # the committed candidates
+        by_rank = np.empty(rhi - rlo, dtype=np.int64)  # a pick's kind when capped (else -1), by rank
+        k = 0
+        capped = False
+        for q in range(rlo, rhi):
+            r = inner_rank[q]
+            if r >= 0:
+                k += 1
+                kk = kind[res_pos[q]]
+                if cap_of_kind[kk] >= 0:
+                    by_rank[r] = kk
+                    capped = True
+                else:
+                    by_rank[r] = -1
+        if not capped:  # nothing to drop: the picks follow the committed ones
+            for q in range(rlo, rhi):
+                r = inner_rank[q]
+                rank[res_pos[q]] = n_c + r if r >= 0 else -1
+            continue
+        for e in range(e_kind.shape[0]):
+            if e_kind[e] >= 0:
+                count[e_kind[e]] = taken[s, e]
+        drops = 0
+        for r in range(k):  # in output order: the new rank, or -1 when over its kind's cap
+            kk = by_rank[r]
+            if kk >= 0:
+                if count[kk] >= cap_of_kind[kk]:
+                    by_rank[r] = -1
+                    drops += 1
+                    continue
+                count[kk] += 1
+            by_rank[r] = r - drops
+        cap_dropped[s] = drops
+        for q in range(rlo, rhi):
+            r = inner_rank[q]
+            nr = by_rank[r] if r >= 0 else -1
+            rank[res_pos[q]] = n_c + nr if nr >= 0 else -1
+        for e in range(e_kind.shape[0]):
+            if e_kind[e] >= 0:
+                count[e_kind[e]] = 0
+
+
+def count_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, compared=None):
+    """CountQuotaSlice with an inner greedy over every segment, candidates in row order inside
+    each segment; the arguments (``args``: a ``SlicerArgs``) and results of
+    ``slicers.slice_segments`` (see the module docstring for the phases).
+
+    ``compared`` (bool per candidate, ``placers.chrono_compared``): only the marked
+    candidates' ranks need to be in exact order relative to each other (chronological
+    placement without truncation); the greedy then leaves its fitting prefix unordered apart
+    from them and from the candidates of a kind with a count cap (phase 3 walks those in
+    exact order). The selection is the same."""
+    assert args.mode == MODE_COUNT and not args.use_knapsack  # the caller's dispatch (SlicerArgs.run)
+    e_kind, cap_of_kind = args.e_kind, args.cap_of_kind
+    n, n_seg, n_e = tok.shape[0], offsets.shape[0] - 1, e_kind.shape[0]
+    rank = np.empty(n, dtype=np.int64)  # every position written: phase 1 or phase 3
+    err = np.zeros(n_seg, dtype=np.int8)
+    err_a = np.zeros(n_seg, dtype=np.int64)
+    err_b = np.zeros(n_seg, dtype=np.int64)
+    satisfied = np.full((n_seg, n_e), -1, dtype=np.int64)
+    taken = np.zeros((n_seg, n_e), dtype=np.int64)
+    marks = _NO_MARKS if compared is None else compared
+    res_pos, rtok, rscore, rmark, res_off, res_targets = _count_commit(
+        tok,
+        score,
+        kind,
+        offsets,
+        targets,
+        e_kind,
+        args.e_require,
+        bool(args.throw_on_scarcity),
+        marks,
+        cap_of_kind,
+        rank,
+        taken,
+        err,
+        err_a,
+        err_b,
+        satisfied,
+    )
+    inner_rank = np.full(res_pos.shape[0], -1, dtype=np.int64)
+    if compared is None:
+        greedy_segments(rtok, rscore, res_off, res_targets, inner_rank)
+    else:
+        prefix = np.zeros(n_seg, dtype=np.int64)
+        greedy_segments(rtok, rscore, res_off, res_targets, inner_rank, prefix=prefix, compared=rmark)
+    cap_dropped = np.zeros(n_seg, dtype=np.int64)
+    _count_finish(kind, offsets, res_pos, res_off, inner_rank, e_kind, taken, cap_of_kind, rank, cap_dropped)
+    return rank, err, err_a, err_b, satisfied, cap_dropped
+
+
+_NO_MARKS = np.zeros(0, dtype=np.bool_)

@@ -212,30 +212,38 @@ def density_bits(tok, score):
 
 
 @jit
-def _frontier(kb, tok, target):
-    """The budget frontier of the density order, found without sorting (a radix selection on
-    16-bit digits, weighted by tokens): the smallest key ``v`` such that the candidates with
-    key <= v hold more than ``target`` tokens. Returns ``(v, tokens of the keys < v)``, or
-    ``(0, -1)`` when every candidate fits."""
-    n = kb.shape[0]
+def _frontier(tok, score, target):
+    """:func:`density_bits` of every candidate and the budget frontier of the density order,
+    found without sorting (a radix selection on 16-bit digits, weighted by tokens; the first
+    digit's histogram is built in the same pass as the keys): the smallest key ``v`` such that
+    the candidates with key <= v hold more than ``target`` tokens. Returns ``(keys, v, tokens
+    of the keys < v)``, or ``(keys, 0, -1)`` when every candidate fits."""
+    n = tok.shape[0]
     nb = 65536
     mask = np.uint64(nb - 1)
     w = np.zeros(nb, dtype=np.int64)
+    cnt = np.zeros(nb, dtype=np.int64)
     sh = np.uint64(48)
+    y = np.empty(n, dtype=np.float64)
     for i in range(n):
-        w[kb[i] >> sh] += tok[i]
+        y[i] = density_key(tok[i], score[i])
+    kb = y.view(np.uint64)
+    for i in range(n):  # float bit patterns to order-preserving keys (as density_bits)
+        b = kb[i]
+        b = ~b if b & _SIGN else b | _SIGN
+        kb[i] = b
+        d = b >> sh
+        w[d] += tok[i]
+        cnt[d] += 1
     acc = 0
     b = 0
     while b < nb and acc + w[b] <= target:
         acc += w[b]
         b += 1
     if b == nb:
-        return np.uint64(0), -1
+        return kb, np.uint64(0), -1
     prefix = np.uint64(b)
-    m = 0
-    for i in range(n):
-        if kb[i] >> sh == prefix:
-            m += 1
+    m = cnt[b]
     sub = np.empty(m, dtype=np.int64)
     c = 0
     for i in range(n):
@@ -261,7 +269,7 @@ def _frontier(kb, tok, target):
                 sub[c] = i
                 c += 1
         m = c
-    return prefix, acc
+    return kb, prefix, acc
 
 
 def _walk_chunks(kb, tok, score, cand, remaining, rank, n_out, chunk):
@@ -295,32 +303,32 @@ def _greedy_big(tok, score, target, rank, min_chunk, marked=None):
     ``marked``, the unmarked ones first in index order and then the marked ones in exact order.
     Returns that prefix's length (0: every rank is exact); ``complete_ranks`` orders it when a
     consumer needs it."""
-    kb = density_bits(tok, score)
-    thr, used = _frontier(kb, tok, target)
+    kb, thr, used = _frontier(tok, score, target)
     every = used < 0  # everything fits
     thr = np.uint64(thr)
-    pos, n_pre = _prefix_ranks(kb, thr, every, rank, _NO_MARKS if marked is None else marked)
+    remaining = 0 if every else target - used
+    pos, n_pre, cand = _prefix_ranks(kb, tok, thr, every, remaining, rank, _NO_MARKS if marked is None else marked)
     if pos.shape[0]:
         rank[order_positions(tok, score, pos, kb)] = np.arange(n_pre, n_pre + pos.shape[0])
         n_pre += pos.shape[0]
-    if every:
-        return n_pre
-    remaining = target - used
-    cand = np.flatnonzero((kb >= thr) & (tok <= remaining))
-    _walk_chunks(kb, tok, score, cand, remaining, rank, n_pre, min_chunk)
+    if not every:
+        _walk_chunks(kb, tok, score, cand, remaining, rank, n_pre, min_chunk)
     return n_pre
 
 
 @jit
-def _prefix_ranks(kb, thr, every, rank, marked):
+def _prefix_ranks(kb, tok, thr, every, remaining, rank, marked):
     """The prefix candidates (key < ``thr``; all when ``every``): the unmarked ones get ranks
     0, 1, ... in index order; returns the positions of the marked ones (``marked`` empty:
-    none) and that count."""
+    none), that count, and the candidates beyond the prefix that still fit ``remaining``
+    tokens (key >= ``thr``, ascending; none when ``every``)."""
     n = kb.shape[0]
     has = marked.shape[0] > 0
     pos = np.empty(n if has else 0, dtype=np.int64)
+    cand = np.empty(0 if every else n, dtype=np.int64)
     k = 0
     c = 0
+    m = 0
     for i in range(n):
         if every or kb[i] < thr:
             if has and marked[i]:
@@ -329,7 +337,10 @@ def _prefix_ranks(kb, thr, every, rank, marked):
             else:
                 rank[i] = c
                 c += 1
-    return pos[:k], c
+        elif tok[i] <= remaining:
+            cand[m] = i
+            m += 1
+    return pos[:k], c, cand[:m]
 
 
 _NO_MARKS = np.zeros(0, dtype=np.bool_)

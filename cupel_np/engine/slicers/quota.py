@@ -33,12 +33,13 @@ from cupel_np.engine.sortkeys import int_keys, stable_argsort
 
 
 @jit
-def _quota_plan(tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap, q_req_all):
+def _quota_plan(tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap, q_req_all, marks):
     """Sub-segments of the quota partitions that get a positive budget.
 
-    Returns ``(perm, ptok, pscore, sub_off, sub_target, sub_seg)``: candidate positions
-    grouped by sub-segment (ascending inside each) with their tokens and scores, the
-    sub-segment offsets into ``perm``, each sub-segment's kind budget and its segment."""
+    Returns ``(perm, ptok, pscore, pmark, sub_off, sub_target, sub_seg)``: candidate positions
+    grouped by sub-segment (ascending inside each) with their tokens, scores and ``marks``
+    (bool per candidate; empty: none, and ``pmark`` empty), the sub-segment offsets into
+    ``perm``, each sub-segment's kind budget and its segment."""
     n = tok.shape[0]
     n_seg = offsets.shape[0] - 1
     n_kinds = kind_rank.shape[0]
@@ -50,6 +51,8 @@ def _quota_plan(tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_c
     perm = np.empty(n, dtype=np.int64)
     ptok = np.empty(n, dtype=np.int64)
     pscore = np.empty(n, dtype=np.float64)
+    has = marks.shape[0] > 0
+    pmark = np.empty(n if has else 0, dtype=np.bool_)
     # a sub-segment holds at least one candidate: at most n of them
     sub_off = np.empty(n + 1, dtype=np.int64)
     sub_target = np.empty(n, dtype=np.int64)
@@ -82,13 +85,16 @@ def _quota_plan(tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_c
                 perm[q] = p
                 ptok[q] = tok[p]
                 pscore[q] = score[p]
+                if has:
+                    pmark[q] = marks[p]
                 start[k] = q + 1
         for j in range(present):
             kk = found[j]
             mass[kk] = 0
             cnt[kk] = 0
             start[kk] = -1
-    return perm[:c], ptok[:c], pscore[:c], sub_off[: n_sub + 1], sub_target[:n_sub], sub_seg[:n_sub]
+    pmark = pmark[: c if has else 0]
+    return perm[:c], ptok[:c], pscore[:c], pmark, sub_off[: n_sub + 1], sub_target[:n_sub], sub_seg[:n_sub]
 
 
 @jit
@@ -123,8 +129,9 @@ def quota_greedy_segments(tok, score, kind, offsets, targets, quotas, rank, *, b
     no others); each kind's fitting prefix is then left unordered apart from them, as the plain
     greedy does (``greedy_segments(prefix=, compared=)``). The selection is the same."""
     kind_rank, q_has, q_req, q_cap, q_req_all = quotas
-    perm, ptok, pscore, sub_off, sub_target, sub_seg = _quota_plan(
-        tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap, q_req_all
+    marks = _NO_MARKS if compared is None else compared
+    perm, ptok, pscore, pmark, sub_off, sub_target, sub_seg = _quota_plan(
+        tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap, q_req_all, marks
     )
     if perm.shape[0] == 0:
         return
@@ -144,9 +151,12 @@ def quota_greedy_segments(tok, score, kind, offsets, targets, quotas, rank, *, b
             big=big,
             min_chunk=min_chunk,
             prefix=prefix,
-            compared=compared[perm],
+            compared=pmark,
         )
     _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank)
+
+
+_NO_MARKS = np.zeros(0, dtype=np.bool_)
 
 
 def quota_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, compared=None):

@@ -1,0 +1,136 @@
+"""CountQuotaSlice with an inner greedy without the score sort (``count.count_greedy_slice``,
+the sweep's path) against the score-sorted kernel (``slice_segments``, the path the
+conformance runner takes and the naive-oracle tests pin down): the same selection, order,
+shortfalls, scarcity errors and cap drops, on arrays with many ties, -0.0, NaN and
+infinities over several sets, with greedy's big-set path forced on and off, and with the
+fitting prefix left unordered apart from the compared candidates."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import naive  # noqa: E402
+from test_fast_paths import SETTINGS, TIE_VALUES, fast_paths_everywhere  # noqa: E402
+
+import cupel_np.engine.slicers as sk  # noqa: E402
+from cupel_np.engine.slicers import count  # noqa: E402
+
+N_KINDS = 5  # kind ids 0..3 used by candidates, 4 the table's spare slot
+
+
+def _args(entries, throw):
+    """``entries``: [(kind id or -1, require_count, cap_count or None)]."""
+    cap_of_kind = np.full(N_KINDS, -1, np.int64)
+    for k, _, cap in entries:
+        if k >= 0 and cap is not None:
+            cap_of_kind[k] = cap
+    return sk.SlicerArgs(
+        sk.MODE_COUNT,
+        False,
+        100,
+        np.arange(N_KINDS, dtype=np.int64),
+        np.zeros(N_KINDS, np.bool_),
+        np.zeros(N_KINDS),
+        np.full(N_KINDS, 100.0),
+        np.zeros(0),
+        np.array([k for k, _, _ in entries], dtype=np.int64),
+        np.array([r for _, r, _ in entries], dtype=np.int64),
+        cap_of_kind,
+        throw,
+        False,
+    )
+
+
+def _sorted_path(args, tok, score, kind, offsets, targets):
+    """``slice_segments`` over each set's score-sorted candidates; ranks mapped back to rows."""
+    order = np.concatenate(
+        [
+            np.array(sorted(range(lo, hi), key=lambda i: naive._score_desc_key(score[i]) + (i,)), dtype=np.int64)
+            for lo, hi in zip(offsets[:-1], offsets[1:])
+        ]
+        + [np.zeros(0, np.int64)]
+    )
+    rank, *rest = args.run(tok[order], score[order], kind[order], offsets, targets, 1 << 30)
+    by_row = np.full(tok.shape[0], -1, dtype=np.int64)
+    by_row[order] = rank
+    return (by_row, *rest)
+
+
+def _check(args, tok, score, kind, offsets, targets, compared):
+    want = _sorted_path(args, tok, score, kind, offsets, targets)
+    got = args.run(tok, score, kind, offsets, targets, 1 << 30, unsorted=True)
+    for g, w in zip(got, want, strict=True):
+        assert (g == w).all()
+    part = args.run(tok, score, kind, offsets, targets, 1 << 30, unsorted=True, compared=compared)
+    for g, w in zip(part[1:], want[1:], strict=True):
+        assert (g == w).all()
+    rank, exact = part[0], want[0]
+    assert ((rank >= 0) == (exact >= 0)).all()
+    for lo, hi in zip(offsets[:-1], offsets[1:]):
+        sel = np.arange(lo, hi)[rank[lo:hi] >= 0]
+        assert sorted(rank[sel]) == list(range(sel.size))  # ranks 0.. per set, no gaps
+        marked = sel[compared[sel]]  # the compared candidates keep their exact relative order
+        assert list(marked[np.argsort(rank[marked])]) == list(marked[np.argsort(exact[marked])])
+
+
+entry_lists = st.lists(
+    st.tuples(st.integers(-1, 3), st.integers(0, 6), st.one_of(st.none(), st.integers(0, 8))),
+    max_size=3,
+    unique_by=lambda e: e[0],
+).map(lambda es: [(k, r, None if c is None else max(c, r)) for k, r, c in es])
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.lists(st.tuples(st.integers(0, 40), st.sampled_from(TIE_VALUES), st.integers(0, 3)), max_size=60),
+        min_size=1,
+        max_size=4,
+    ),
+    st.lists(st.integers(-5, 600), min_size=4, max_size=4),
+    entry_lists,
+    st.booleans(),
+    st.sampled_from([None, 1, 3]),
+)
+def test_count_greedy_row_order_equals_sorted_kernel(sets, targets, entries, throw, min_chunk):
+    tok = np.array([t for rows in sets for t, _, _ in rows], dtype=np.int64)
+    score = np.array([x for rows in sets for _, x, _ in rows], dtype=np.float64)
+    kind = np.array([k for rows in sets for _, _, k in rows], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum([len(rows) for rows in sets])]).astype(np.int64)
+    targets = np.array(targets[: len(sets)], dtype=np.int64)
+    compared = np.array([(i * 7 + int(t)) % 3 == 0 for i, t in enumerate(tok)], dtype=np.bool_)
+    args = _args(entries, throw)
+    if min_chunk is None:  # default thresholds: every set takes greedy's small path
+        _check(args, tok, score, kind, offsets, targets, compared)
+    else:
+        with fast_paths_everywhere(min_chunk):
+            _check(args, tok, score, kind, offsets, targets, compared)
+
+
+@pytest.mark.parametrize("need", [3, count.TOP_BUFFER, count.TOP_BUFFER + 1, 400])
+@pytest.mark.parametrize("big", [False, True])
+def test_top_of_kind_buffer_and_sort(need, big):
+    """An entry's top candidates by the insertion buffer (``need <= TOP_BUFFER``) and by
+    sorting the kind (more), with long runs of equal scores, NaN and -0.0; a binding cap."""
+    rng = np.random.default_rng(need)
+    n = 3000
+    tok = rng.integers(0, 30, n).astype(np.int64)
+    score = np.round(rng.random(n), 1)
+    score[rng.random(n) < 0.05] = np.nan
+    score[rng.random(n) < 0.05] = -0.0
+    kind = rng.integers(0, 4, n).astype(np.int64)
+    offsets = np.array([0, 1000, n], dtype=np.int64)
+    targets = np.array([int(tok[:1000].sum() // 3), int(tok[1000:].sum() // 2)], dtype=np.int64)
+    args = _args([(1, need, need + 150), (2, 5, None)], False)
+    compared = rng.random(n) < 0.3
+    if big:
+        with fast_paths_everywhere(7):
+            _check(args, tok, score, kind, offsets, targets, compared)
+    else:
+        _check(args, tok, score, kind, offsets, targets, compared)
