@@ -30,7 +30,6 @@ from cupel_np.engine.batch import (
     KNAPSACK_MAX_CELLS,
     SweepShared,
     _duplicates,
-    _greedy_inside,
     _score_terms,
     _scoreable,
     _Scratch,
@@ -39,6 +38,7 @@ from cupel_np.engine.batch import (
 )
 from cupel_np.engine.runner import PolicyRun
 from cupel_np.engine.scorers import ScoreContext, _evaluate, check_scorer_columns
+from cupel_np.engine.slicers import greedy_inside
 from cupel_np.engine.sweep_run import Classified, ScorePlan, SweepRun
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.grid import Variant
@@ -84,7 +84,7 @@ class PolicyPlan:
             term_w,
             any(isinstance(s, ColumnScorer) for s in iter_scorers(policy.scorer)),
             chrono,
-            chrono and _greedy_inside(policy.slicer),
+            chrono and greedy_inside(policy.slicer),
         )
 
 
