@@ -80,7 +80,12 @@ def claude_files(big: Path, small: Path, mb: float, seed: int = 11) -> tuple[int
     ``big``, the largest session alone in ``small``: (bytes, sessions, largest's bytes)."""
     rng = random.Random(seed)
     bases = [cs.lines(cs.session(rng, f"Q{i:03d}Z", rng.randint(10, 40))) for i in range(24)]
-    total, n = _copies(big, bases, mb, lambda t, i, c: t.replace(f"Q{i:03d}Z", f"C{c:05d}Q{i:03d}"))
+
+    def rename(t: str, i: int, c: int) -> str:  # the session id, and the uuids made from it
+        old, new = f"Q{i:03d}Z", f"C{c:05d}Q{i:03d}"
+        return t.replace(old, new).replace(cs.uid_prefix(old), cs.uid_prefix(new))
+
+    total, n = _copies(big, bases, mb, rename)
     largest = max(bases, key=len)
     small.write_text(largest, encoding="utf-8")
     return total, n, len(largest.encode())
