@@ -54,16 +54,16 @@ class Keys:
         if isinstance(key, str):
             return self.odd.get(key, -1)
         r = self.pending.get(key)
-        if r is not None:
-            return r
-        hi, shi = key >> 64, self.shi
-        i, n = int(shi.searchsorted(np.uint64(hi))), len(shi)
-        lo = key & _M64
-        while i < n and int(shi[i]) == hi:
-            if int(self.slo[i]) == lo:
-                return int(self.srow[i])
-            i += 1
-        return -1
+        if r is not None or not len(self.shi):
+            return -1 if r is None else r
+        shi, hi = self.shi, np.uint64(key >> 64)
+        i = int(shi.searchsorted(hi))
+        if i == len(shi) or shi[i] != hi:  # most lookups: a new record
+            return -1
+        j = int(shi.searchsorted(hi, "right"))
+        lo = np.uint64(key & _M64)
+        k = i + int(self.slo[i:j].searchsorted(lo))
+        return int(self.srow[k]) if k < j and self.slo[k] == lo else -1
 
     def add(self, key: Key, row: int) -> None:
         """Add ``key`` (absent, as ``get`` says) at ``row``."""
@@ -75,8 +75,7 @@ class Keys:
             self.merge()
 
     def merge(self) -> None:
-        """Move the pending rows into the sorted arrays (sorted by high half; rows sharing one
-        are scanned in turn)."""
+        """Move the pending rows into the sorted arrays (sorted by high half, then low half)."""
         if not self.pending:
             return
         ks = list(self.pending)
@@ -84,9 +83,9 @@ class Keys:
         lo = np.array([k & _M64 for k in ks], np.uint64)
         rows = np.fromiter(self.pending.values(), np.int64, len(ks))
         self.pending = {}
-        o = np.argsort(hi, kind="stable")
+        o = np.lexsort((lo, hi))
         hi, lo, rows = hi[o], lo[o], rows[o]
-        at = np.searchsorted(self.shi, hi)
+        at = _lower(self.shi, self.slo, hi, lo)
         self.shi = np.insert(self.shi, at, hi)
         self.slo = np.insert(self.slo, at, lo)
         self.srow = np.insert(self.srow, at, rows)
@@ -95,18 +94,27 @@ class Keys:
     def find(self, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
         """The rows of canonical keys given as halves (-1 where absent)."""
         self.merge()
-        shi, slo, srow = self.shi, self.slo, self.srow
-        i, j = np.searchsorted(shi, hi, "left"), np.searchsorted(shi, hi, "right")
-        out = np.full(len(hi), -1, np.int64)
-        one = np.flatnonzero(j - i == 1)
-        hit = one[slo[i[one]] == lo[one]]
-        out[hit] = srow[i[hit]]
-        for q in np.flatnonzero(j - i > 1).tolist():  # a shared high half: rare
-            for x in range(int(i[q]), int(j[q])):
-                if slo[x] == lo[q]:
-                    out[q] = srow[x]
-                    break
-        return out
+        n = len(self.shi)
+        if not n:
+            return np.full(len(hi), -1, np.int64)
+        at = _lower(self.shi, self.slo, hi, lo)
+        c = np.minimum(at, n - 1)
+        return np.where((at < n) & (self.shi[c] == hi) & (self.slo[c] == lo), self.srow[c], -1)
+
+
+def _lower(shi: np.ndarray, slo: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """Where each key (``hi``, ``lo``) goes in the keys (``shi``, ``slo``) sorted by high half,
+    then low half: the first place not less than it (a binary search on the low halves within
+    each run of equal high halves, all keys at once)."""
+    a, b = np.searchsorted(shi, hi, "left"), np.searchsorted(shi, hi, "right")
+    while True:
+        act = a < b
+        if not act.any():
+            return a
+        mid = (a + b) // 2
+        go = slo[np.minimum(mid, len(slo) - 1)] < lo
+        a = np.where(act & go, mid + 1, a)
+        b = np.where(act & ~go, mid, b)
 
 
 class Columns:
