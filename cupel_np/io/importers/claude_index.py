@@ -48,17 +48,21 @@ class Keys:
         self.pending: dict[int, int] = {}
         self.odd: dict[str, int] = {}
         self.limit = _PENDING
+        self.bits, self.mask = bytearray(1), 7
 
     def get(self, key: Key) -> int:
         """The row of ``key``, -1 when absent."""
         if isinstance(key, str):
             return self.odd.get(key, -1)
         r = self.pending.get(key)
-        if r is not None or not len(self.shi):
-            return -1 if r is None else r
+        if r is not None:
+            return r
+        h = (key ^ (key >> 64)) & self.mask
+        if not self.bits[h >> 3] & (1 << (h & 7)):  # surely absent (most lookups: a new record)
+            return -1
         shi, hi = self.shi, np.uint64(key >> 64)
         i = int(shi.searchsorted(hi))
-        if i == len(shi) or shi[i] != hi:  # most lookups: a new record
+        if i == len(shi) or shi[i] != hi:
             return -1
         j = int(shi.searchsorted(hi, "right"))
         lo = np.uint64(key & _M64)
@@ -90,6 +94,18 @@ class Keys:
         self.slo = np.insert(self.slo, at, lo)
         self.srow = np.insert(self.srow, at, rows)
         self.limit = max(_PENDING, len(self.shi) >> 4)
+        self._filter()
+
+    def _filter(self) -> None:
+        """A one-hash Bloom filter of the sorted keys, 8-16 bits a key: ``get`` searches the
+        arrays only for the few absent keys whose bit is set."""
+        m = 1 << max(10, (len(self.shi) * 8).bit_length())
+        h = (self.shi ^ self.slo) & np.uint64(m - 1)  # the two halves mixed, as in ``get``
+        bits = np.zeros(m >> 3, np.uint8)
+        np.bitwise_or.at(
+            bits, (h >> np.uint64(3)).astype(np.int64), (np.uint8(1) << (h & np.uint64(7)).astype(np.uint8))
+        )
+        self.bits, self.mask = bytearray(bits.tobytes()), m - 1
 
     def find(self, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
         """The rows of canonical keys given as halves (-1 where absent)."""
@@ -252,7 +268,9 @@ class Index:
         flags, phi, plo = c.np("flags"), c.np("phi"), c.np("plo")
         par = np.full(self.n, -1, np.int32)
         canon = np.flatnonzero(flags & PCANON)
-        par[canon] = self.keys.find(phi[canon], plo[canon])
+        for a in range(0, len(canon), 1 << 16):  # in slices: the search's temporaries stay small
+            rows = canon[a : a + (1 << 16)]
+            par[rows] = self.keys.find(phi[rows], plo[rows])
         for row, s in self.odd_parent.items():
             par[row] = self.keys.get(s)
         nv = len(self.vflag)
