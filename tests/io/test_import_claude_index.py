@@ -47,6 +47,11 @@ def test_keys_sharing_a_high_half_across_merges(monkeypatch):
     keys.add("Not-A-UUID", len(ids))
     assert [keys.get(claude_index.key_of(u)) for u in ids] == list(range(len(ids)))
     assert keys.get("Not-A-UUID") == len(ids) and keys.get(claude_index.key_of("x")) == -1
+    keys.merge()
+    keys.bits = bytearray(b"\xff" * len(keys.bits))  # every absent key passes the filter: searched
+    absent = [claude_index.key_of(f"0000000{i}-0000-4000-8000-{j:012x}") for i in (0, 1, 2) for j in (9, 99)]
+    assert [keys.get(k) for k in absent] == [-1] * 6
+    assert [keys.get(claude_index.key_of(u)) for u in ids] == list(range(len(ids)))
     ks = [claude_index.key_of(u) for u in ids] + [(1 << 64) | 5, 7]
     hi = np.array([k >> 64 for k in ks], np.uint64)
     lo = np.array([k & ((1 << 64) - 1) for k in ks], np.uint64)
