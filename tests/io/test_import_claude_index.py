@@ -107,3 +107,17 @@ def test_a_cycle_and_a_chain_through_progress_records(tmp_path, monkeypatch, two
     by = {r["content"]: r["conversation_id"] for r in t}
     assert by["first"] == by["second"]
     assert [r["content"] for r in t] == ["first", "second", "cycle b", "cycle a"]
+
+
+@pytest.mark.parametrize("two_pass", [False, True])
+def test_tiny_batches_and_merges_give_the_same_items(monkeypatch, two_pass):
+    """Rows moved into the columns and keys merged after every record: duplicates and their
+    content checks then look rows up in the columns and the sorted keys, not the buffers."""
+    monkeypatch.setattr(claude_code, "TWO_PASS_BYTES", 0 if two_pass else 1 << 40)
+    path = DATA / "claude_code_resumed"
+    one = import_transcripts("claude-code", path)
+    monkeypatch.setattr(claude_index, "_BATCH", 1)
+    monkeypatch.setattr(claude_index, "_PENDING", 1)
+    two = import_transcripts("claude-code", path)
+    assert any("duplicate" in k for k in one.skipped)
+    _same(one, two)

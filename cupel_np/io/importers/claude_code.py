@@ -254,7 +254,7 @@ def _record(st: _State, obj, name: str, n: int, last: dict, reader: Reader, skip
     old = st.ix.keys.get(key)
     if old >= 0:
         st.duplicates += 1
-        if st.ix.cols.sig[old] != sig:
+        if st.ix.sig(old) != sig:
             st.conflicts += 1
         return False
     if rtype == "system":
@@ -291,6 +291,7 @@ class _Graph:
     -1 for a root), root, rank (time, then id), children and the live context."""
 
     def __init__(self, ix: Index):
+        ix.flush()
         c = ix.cols
         self.flags, self.api, self.msg, self.n_parts = c.np("flags"), c.np("api"), c.np("msg"), c.np("n_parts")
         self.sess, self.side = c.np("sess"), c.np("side")

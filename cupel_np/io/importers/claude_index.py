@@ -19,6 +19,8 @@ _CANON = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 _M64 = (1 << 64) - 1
 #: rows gathered in the dict before they are merged into the sorted arrays
 _PENDING = 1 << 12
+#: rows gathered as tuples before they are moved into the columns
+_BATCH = 4096
 
 #: a key: a canonical UUID as its 128-bit value, any other id as its string
 Key = int | str
@@ -154,6 +156,25 @@ class Columns:
         return np.frombuffer(a, dtype=np.dtype(a.typecode)) if len(a) else np.empty(0, np.dtype(a.typecode))
 
 
+#: the columns in the order ``Index.add`` gathers them
+_ORDER = (
+    "hi",
+    "lo",
+    "phi",
+    "plo",
+    "flags",
+    "sess",
+    "side",
+    "tkey",
+    "api",
+    "sig",
+    "msg",
+    "n_parts",
+    "fi",
+    "line",
+    "offset",
+)
+
 #: flag bits
 BOUNDARY, REWOUND, PCANON, PODD, ODD = 1, 2, 4, 8, 16
 
@@ -192,6 +213,7 @@ class Index:
         self.names: list[str] = []
         self.parts: list | None = [] if keep_parts else None
         self.n = 0
+        self.buf: list[tuple] = []
 
     def code(self, s: str) -> int:
         """``s``'s code in ``names``."""
@@ -212,35 +234,65 @@ class Index:
 
     def add(self, key: Key, parent: str | None, fields: tuple, parts: list, loc) -> None:
         """A new record's row: ``fields`` = (session, side, time key, boundary, message id,
-        API tokens, signature); ``loc`` = (file index, offset, line) or None."""
-        c, row = self.cols, self.n
+        API tokens, signature); ``loc`` = (file index, offset, line) or None. Rows are gathered
+        as tuples and moved into the columns in batches (``flush``)."""
+        row = self.n
         self.n += 1
         self.keys.add(key, row)
         sess, side, tkey, boundary, msg_id, api, sig = fields
         if isinstance(key, str):
             self.odd_uid[row] = key
-            c.hi.append(0)
-            c.lo.append(0)
+            hi = lo = 0
             flags = ODD
         else:
-            c.hi.append(key >> 64)
-            c.lo.append(key & _M64)
-            flags = 0
-        flags |= _put_parent(parent, c.phi, c.plo, self.odd_parent, row)
-        c.flags.append(flags | BOUNDARY if boundary else flags)
-        c.sess.append(self.code(sess))
-        c.side.append(-1 if side is None else self.code(side))
-        c.tkey.append(tkey)
-        c.api.append(-1 if api is None else api)
-        c.sig.append(sig)
-        c.msg.append((hash(msg_id) or 1) if msg_id else 0)  # equal ids, equal hashes
-        c.n_parts.append(len(parts))
+            hi, lo, flags = key >> 64, key & _M64, 0
+        if parent is None:
+            phi = plo = 0
+        else:
+            pk = key_of(parent)
+            if isinstance(pk, str):
+                self.odd_parent[row] = pk
+                phi = plo = 0
+                flags |= PODD
+            else:
+                phi, plo = pk >> 64, pk & _M64
+                flags |= PCANON
         fi, offset, line = loc if loc is not None else (-1, 0, 0)
-        c.fi.append(fi)
-        c.offset.append(offset)
-        c.line.append(line)
+        self.buf.append(
+            (
+                hi,
+                lo,
+                phi,
+                plo,
+                flags | BOUNDARY if boundary else flags,
+                self.code(sess),
+                -1 if side is None else self.code(side),
+                tkey,
+                -1 if api is None else api,
+                sig,
+                (hash(msg_id) or 1) if msg_id else 0,  # equal ids, equal hashes
+                len(parts),
+                fi,
+                line,
+                offset,
+            )
+        )
+        if len(self.buf) >= _BATCH:
+            self.flush()
         if self.parts is not None:
             self.parts.append(parts)
+
+    def flush(self) -> None:
+        """Move the gathered rows into the columns."""
+        if self.buf:
+            for name, col in zip(_ORDER, zip(*self.buf, strict=True), strict=True):
+                getattr(self.cols, name).extend(col)
+            self.buf = []
+
+    def sig(self, row: int) -> int:
+        """The content signature of ``row`` (gathered or in the columns)."""
+        done = len(self.cols.sig)
+        return self.cols.sig[row] if row < done else self.buf[row - done][9]
 
     def release(self, *names: str) -> None:
         """Drop columns no longer needed (their memory goes with the last view of them)."""
@@ -264,6 +316,7 @@ class Index:
         """Each row's parent row (-1: none in the log), through the chain records that are not
         messages: a parent that is one of them is replaced by the first ancestor that is a
         message record (a cycle among them ends the walk)."""
+        self.flush()
         c = self.cols
         flags, phi, plo = c.np("flags"), c.np("phi"), c.np("plo")
         par = np.full(self.n, -1, np.int32)
