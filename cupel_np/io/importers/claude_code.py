@@ -260,7 +260,7 @@ def _record(st: _State, obj, name: str, n: int, last: dict, reader: Reader, skip
     if rtype == "system":
         reader.skip("claude-code record 'system'", metadata=True)
     fields = (sid, side, _time_key(ts), boundary, msg_id, api, sig)
-    st.ix.add(key, parent if isinstance(parent, str) else None, fields, parts, loc)
+    st.ix.add(uid, key, parent if isinstance(parent, str) else None, fields, parts, loc)
     return True
 
 
@@ -386,11 +386,11 @@ def _filled(st: _State, g: _Graph, convs, files) -> Iterator[Conversation]:
     their location; a row's parts are released once handed on."""
     handles: dict[int, Any] = {}
     ix = st.ix
-    fis, offsets, lines = ix.cols.np("fi"), ix.cols.np("offset"), ix.cols.np("line")
+    fis, offsets, lines = ix.cols.fi, ix.cols.offset, ix.cols.line  # ``array``\ s: items as Python ints
     try:
         for conv, members, seg in convs:
             for row in members.tolist():
-                fi = int(fis[row])
+                fi = fis[row]
                 if fi >= 0:
                     f = handles.get(fi)
                     if f is None:
@@ -399,10 +399,10 @@ def _filled(st: _State, g: _Graph, convs, files) -> Iterator[Conversation]:
                                 h.close()
                             handles.clear()
                         f = handles[fi] = files[fi][0].open("rb")
-                    obj = json_line_at(f, int(offsets[row]))
+                    obj = json_line_at(f, offsets[row])
                     rtype = obj["type"]
                     ts = parse_ts(obj.get("timestamp"), "timestamp")  # as the first pass read it
-                    parts, _, _ = _message_parts(st, obj, rtype, ts, ix.uid(row), files[fi][1], int(lines[row]), {})
+                    parts, _, _ = _message_parts(st, obj, rtype, ts, ix.uid(row), files[fi][1], lines[row], {})
                 else:
                     parts = ix.parts[row]  # type: ignore[index]
                     ix.parts[row] = None  # type: ignore[index]

@@ -214,6 +214,7 @@ class Index:
         self.parts: list | None = [] if keep_parts else None
         self.n = 0
         self.buf: list[tuple] = []
+        self.last: tuple[str, Key] = ("", "")  # the last record's id and key
 
     def code(self, s: str) -> int:
         """``s``'s code in ``names``."""
@@ -232,8 +233,8 @@ class Index:
         self.vkeys.add(k, row)
         self.vflag.append(_put_parent(parent, self.vphi, self.vplo, self.vodd, row))
 
-    def add(self, key: Key, parent: str | None, fields: tuple, parts: list, loc) -> None:
-        """A new record's row: ``fields`` = (session, side, time key, boundary, message id,
+    def add(self, uid: str, key: Key, parent: str | None, fields: tuple, parts: list, loc) -> None:
+        """A new record's row (``key`` = ``key_of(uid)``): ``fields`` = (session, side, time key, boundary, message id,
         API tokens, signature); ``loc`` = (file index, offset, line) or None. Rows are gathered
         as tuples and moved into the columns in batches (``flush``)."""
         row = self.n
@@ -249,7 +250,7 @@ class Index:
         if parent is None:
             phi = plo = 0
         else:
-            pk = key_of(parent)
+            pk = self.last[1] if parent == self.last[0] else key_of(parent)  # mostly the record before
             if isinstance(pk, str):
                 self.odd_parent[row] = pk
                 phi = plo = 0
@@ -277,6 +278,7 @@ class Index:
                 offset,
             )
         )
+        self.last = (uid, key)
         if len(self.buf) >= _BATCH:
             self.flush()
         if self.parts is not None:
