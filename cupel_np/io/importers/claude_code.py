@@ -204,7 +204,7 @@ class _State:
         self.keep_rewound = keep_rewound
         self.rewound = 0  # records on rewound branches
         #: the records (first copies), in compact columns; the chain records that are not
-        #: messages (``progress`` hook records, ``attachment``\ s, ...) in ``ix.via``: a message
+        #: messages (``progress`` hook records, ``attachment``\ s, ...) too (``Index.add_via``): a message
         #: whose parent is one of them hangs, through it, off the message before it
         self.ix = Index(keep_parts=not low_memory)
         self.seen = 0
