@@ -13,6 +13,7 @@ a compaction in some sessions.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 
@@ -38,9 +39,17 @@ def numbered(body: str) -> str:
     return "\n".join(f"{i:>6}\t{line}" for i, line in enumerate(body.split("\n"), start=1))
 
 
+def uid_prefix(sid: str) -> str:
+    """The first two groups of the uuids of session ``sid``'s records: canonical lowercase
+    UUIDs as Claude Code writes them, unique to the session."""
+    d = hashlib.md5(sid.encode()).hexdigest()
+    return f"{d[:8]}-{d[8:12]}"
+
+
 def session(rng: random.Random, sid: str, n_turns: int, *, compact: bool = True) -> list[dict]:
     """One session's records, in file order."""
     recs: list[dict] = []
+    prefix = uid_prefix(sid)
     parent: list = [None]
     k = [0]
     base = {
@@ -53,7 +62,7 @@ def session(rng: random.Random, sid: str, n_turns: int, *, compact: bool = True)
     }
 
     def add(rtype: str, message: dict | None, **extra) -> dict:
-        uid = f"{sid}-{k[0]:05d}-4000-8000-000000000000"
+        uid = f"{prefix}-4000-8000-{k[0]:012x}"
         r = {"parentUuid": parent[0], **base, "type": rtype}
         if message is not None:
             r["message"] = message

@@ -23,12 +23,15 @@ The model (see docs/importing.md, "Claude Code"):
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from cupel_np.io.importers.claude_index import BOUNDARY, Index, children, key_of, live, roots
 from cupel_np.io.importers.core import (
     ApiCount,
     Bad,
@@ -67,50 +70,6 @@ _US = timedelta(microseconds=1)
 
 def _time_key(ts: datetime | None) -> int:
     return _NO_TIME if ts is None else (ts - _EPOCH) // _US
-
-
-@dataclass(slots=True)
-class _Node:
-    """One record of the index: in two-pass mode (``fi >= 0``) it holds no parts, only what
-    places it (chain, session, time) and where to read it again, so it is kept small: no
-    per-record containers, strings shared where records repeat them."""
-
-    uuid: str
-    parent: str | None
-    session: str
-    side: str | None  # sub-agent key, None on the main chain
-    tkey: int  # ``_time_key`` of its timestamp
-    boundary: bool
-    parts: list[Part] | tuple[()]
-    msg_id: str | None = None
-    api: int | None = None  # input + cache tokens of the request this assistant message answered
-    sig: int = 0
-    children: str | list[str] | None = None  # one child's uuid, or a list of them
-    n_parts: int = 0
-    fi: int = -1  # two passes: file index, byte offset and line to read the record again
-    offset: int = 0
-    line: int = 0
-    rewound: bool = False  # on a branch the user rewound (not in the live context)
-
-
-def _order(nd: _Node) -> tuple[int, str]:
-    """A record's place among others: its time, then its uuid."""
-    return nd.tkey, nd.uuid
-
-
-def _kids(nd: _Node) -> tuple[str, ...] | list[str]:
-    c = nd.children
-    return () if c is None else (c,) if isinstance(c, str) else c
-
-
-def _add_child(nd: _Node, uid: str) -> None:
-    c = nd.children
-    if c is None:
-        nd.children = uid
-    elif isinstance(c, str):
-        nd.children = [c, uid]
-    else:
-        c.append(uid)
 
 
 def _usage_tokens(usage) -> int | None:
@@ -244,13 +203,10 @@ class _State:
         self.low_memory = low_memory
         self.keep_rewound = keep_rewound
         self.rewound = 0  # records on rewound branches
-        #: uuid -> parentUuid of records that are not messages but sit in the chain
-        #: (``progress`` hook records, ``attachment``\ s, ...): a message whose parent is one of
-        #: them hangs, through it, off the message before it
-        self.via: dict[str, str | None] = {}
-        self.nodes: dict[str, _Node] = {}
-        self.sessions: dict[str, str] = {}  # one string per session id, shared by its records
-        self.last_msg: str | None = None  # the message id of the record before (records of one message share it)
+        #: the records (first copies), in compact columns; the chain records that are not
+        #: messages (``progress`` hook records, ``attachment``\ s, ...) too (``Index.add_via``): a message
+        #: whose parent is one of them hangs, through it, off the message before it
+        self.ix = Index(keep_parts=not low_memory)
         self.seen = 0
         self.duplicates = 0
         self.conflicts = 0
@@ -273,7 +229,7 @@ def _record(st: _State, obj, name: str, n: int, last: dict, reader: Reader, skip
         link = obj.get("uuid")
         if isinstance(link, str) and link and "parentUuid" in obj:
             parent_of = obj.get("parentUuid")
-            st.via.setdefault(link, parent_of if isinstance(parent_of, str) else None)
+            st.ix.add_via(link, parent_of if isinstance(parent_of, str) else None)
         return True
     sid = obj.get("sessionId", obj.get("session_id"))
     if not isinstance(sid, str) or not sid:
@@ -294,24 +250,17 @@ def _record(st: _State, obj, name: str, n: int, last: dict, reader: Reader, skip
     parts, msg_id, api = _message_parts(st, obj, rtype, ts, uid, name, n, skipped)
     sig = hash(tuple((p.kind, p.content) for p in parts))
     st.seen += 1
-    old = st.nodes.get(uid)
-    if old is not None:
+    key = key_of(uid)
+    old = st.ix.keys.get(key)
+    if old >= 0:
         st.duplicates += 1
-        if old.sig != sig:
+        if st.ix.sig(old) != sig:
             st.conflicts += 1
         return False
     if rtype == "system":
         reader.skip("claude-code record 'system'", metadata=True)
-    if isinstance(parent, str) and parent in st.nodes:
-        parent = st.nodes[parent].uuid  # the string the index holds already
-    sid = st.sessions.setdefault(sid, sid)
-    if msg_id is not None and msg_id == st.last_msg:
-        msg_id = st.last_msg
-    st.last_msg = msg_id
-    nd = _Node(uid, parent, sid, side, _time_key(ts), boundary, parts, msg_id, api, sig, n_parts=len(parts))
-    if loc is not None:  # two passes: the parts are read again when their conversation is built
-        nd.parts, (nd.fi, nd.offset, nd.line) = (), loc
-    st.nodes[uid] = nd
+    fields = (sid, side, _time_key(ts), boundary, msg_id, api, sig)
+    st.ix.add(uid, key, parent if isinstance(parent, str) else None, fields, parts, loc)
     return True
 
 
@@ -337,114 +286,88 @@ def _message_parts(st: _State, obj: dict, rtype: str, ts, uid: str, name: str, n
     return parts, msg_id, api
 
 
-def _link_through(st: _State) -> None:
-    """Parents that are chain records but not messages (``st.via``) replaced by the first
-    ancestor that is a message record (or None)."""
-    nodes, via = st.nodes, st.via
-    if not via:
-        return
-    for nd in nodes.values():
-        p, hops = nd.parent, 0
-        while p is not None and p not in nodes and p in via and hops <= len(via):
-            p, hops = via[p], hops + 1  # hops: a cycle among them ends the walk
-        nd.parent = p
+class _Graph:
+    """The conversation structure of the index's rows: parent within a conversation (``ep``,
+    -1 for a root), root, rank (time, then id), children and the live context."""
+
+    def __init__(self, ix: Index):
+        ix.flush()
+        c = ix.cols
+        self.flags, self.api, self.msg, self.n_parts = c.np("flags"), c.np("api"), c.np("msg"), c.np("n_parts")
+        self.sess, self.side = c.np("sess"), c.np("side")
+        par = ix.parents()
+        ix.release("phi", "plo", "sig")  # the pass's lookups are done: only what placing needs
+        self.ep, root = roots(par, self.side)
+        order, self.rank = ix.ranks()
+        ix.release("tkey")
+        self.starts, self.kids = children(self.ep, self.rank)
+        self.live = live(self.ep, root, order, self.rank, self.starts[1:] == self.starts[:-1])
+
+    def done(self, ix: Index) -> None:
+        """Release all but the live flags (and the columns that read records again)."""
+        self.flags = self.api = self.msg = self.n_parts = self.sess = self.side = None  # type: ignore[assignment]
+        self.ep = self.rank = self.starts = self.kids = None  # type: ignore[assignment]
+        ix.release("flags", "api", "msg", "n_parts", "sess", "side")
 
 
-def _roots(st: _State) -> dict[str, str]:
-    """Each node's root (following parents that are in the log), iteratively."""
-    _link_through(st)
-    root: dict[str, str] = {}
-    nodes = st.nodes
-    for uid in nodes:
-        path: list[str] = []
-        on_path: set[str] = set()
-        cur = uid
-        while cur not in root:
-            path.append(cur)
-            on_path.add(cur)
-            p = nodes[cur].parent
-            if p is None or p not in nodes or p in on_path:  # a cycle ends at the record closing it
-                root[cur] = cur
-                break
-            if nodes[p].side != nodes[cur].side and nodes[cur].side is not None:
-                root[cur] = cur  # a sub-agent's first record hangs off the main chain
-                break
-            cur = p
-        r = root[cur]
-        for x in path:
-            root[x] = r
-    return root
+def _walk(st: _State, g: _Graph, key: str, rs: list[int]) -> list[tuple[Conversation, np.ndarray, list[int], int]]:
+    """The segments of one key's conversation (its roots ``rs`` in rank order): the records
+    in context order from each root, a compaction boundary opening the next segment."""
+    segs: dict[int, tuple[Conversation, list[int], list[int], int]] = {}
+    seen_msgs: set[int] = set()
+    next_seg = 0
+    c = st.ix.cols  # ``array``\ s: their items read as Python ints, faster than NumPy's
+    flags, api, msg, n_parts = c.flags, c.api, c.msg, c.n_parts
+    starts, kids, lv, keep = (
+        array("i", g.starts.tobytes()),
+        array("i", g.kids.tobytes()),
+        g.live.tobytes(),
+        st.keep_rewound,
+    )
+    for r in rs:
+        start = next_seg + 1 if (flags[r] & BOUNDARY and segs) else next_seg
+        stack = [(r, start)]
+        while stack:
+            nd, seg = stack.pop()
+            if flags[nd] & BOUNDARY and nd != r:
+                seg = max(seg, next_seg) + 1
+            next_seg = max(next_seg, seg)
+            entry = segs.get(seg)
+            if entry is None:
+                conv = Conversation(key if seg == 0 else f"{key}#{seg}", order=(int(g.rank[nd]), key, seg))
+                entry = segs[seg] = (conv, [], [0], seg)
+            conv, members, size, _ = entry
+            a, m = api[nd], msg[nd]
+            if a >= 0 and m not in seen_msgs:
+                conv.api.append(ApiCount(size[0], a))
+            if m:
+                seen_msgs.add(m)
+            members.append(nd)
+            size[0] += n_parts[nd]
+            b, e = starts[nd], starts[nd + 1]
+            if e > b:
+                stack.extend((k, seg) for k in reversed(kids[b:e]) if keep or lv[k])
+    return [(c, np.array(m, np.int32), size, seg) for c, m, size, seg in segs.values()]
 
 
-def _live(st: _State, root: dict[str, str]) -> set[str]:
-    """The records of the live context: in each tree (a root and the records that reach it),
-    the chain from the root to its newest leaf (latest timestamp, then uuid). A record with
-    two or more children is where the user rewound (or edited a message, or resumed from an
-    earlier point): the branches that do not lead to the newest leaf are abandoned."""
-    nodes = st.nodes
-    newest: dict[str, _Node] = {}  # root -> its newest leaf
-    for uid, nd in nodes.items():
-        if nd.children is None:
-            r = root[uid]
-            best = newest.get(r)
-            if best is None or _order(nd) > _order(best):
-                newest[r] = nd
-    live: set[str] = set()
-    for r, leaf in newest.items():
-        cur: str | None = leaf.uuid
-        while cur is not None and cur not in live:
-            live.add(cur)
-            cur = None if cur == r else nodes[cur].parent
-    return live
-
-
-def _conversations(st: _State) -> list[tuple[Conversation, list[_Node], int]]:
-    """Each conversation (without its parts yet), its nodes in context order (each marked
-    ``rewound`` when on a rewound branch: those are left out unless ``st.keep_rewound``) and
-    its segment; the API counts are placed by the nodes' part counts."""
-    nodes = st.nodes
-    root = _roots(st)
-    for uid, nd in nodes.items():
-        if root[uid] != uid:
-            _add_child(nodes[nd.parent], uid)  # type: ignore[index]
-    live = _live(st, root)
-    st.rewound = sum(1 for uid, nd in nodes.items() if nd.n_parts and uid not in live)  # with content
-    by_key: dict[str, list[_Node]] = {}
-    for uid, nd in nodes.items():
-        if root[uid] == uid:
-            key = nd.session if nd.side is None else f"{nd.session}@{nd.side}"
-            by_key.setdefault(key, []).append(nd)
-    convs: list[tuple[Conversation, list[_Node], list[int], int]] = []
-    for key, roots in by_key.items():
-        roots.sort(key=_order)
-        segs: dict[int, tuple[Conversation, list[_Node], list[int], int]] = {}
-        seen_msgs: set[str] = set()
-        next_seg = 0
-        for r in roots:
-            start = next_seg + 1 if (r.boundary and segs) else next_seg
-            stack = [(r, start)]
-            while stack:
-                nd, seg = stack.pop()
-                if nd.boundary and nd is not r:
-                    seg = max(seg, next_seg) + 1
-                next_seg = max(next_seg, seg)
-                entry = segs.get(seg)
-                if entry is None:
-                    conv = Conversation(key if seg == 0 else f"{key}#{seg}", order=(_order(nd), key, seg))
-                    entry = segs[seg] = (conv, [], [0], seg)
-                conv, members, size, _ = entry
-                if nd.api is not None and nd.msg_id not in seen_msgs:
-                    conv.api.append(ApiCount(size[0], nd.api))
-                if nd.msg_id:
-                    seen_msgs.add(nd.msg_id)
-                nd.rewound = nd.uuid not in live
-                members.append(nd)
-                size[0] += nd.n_parts
-                kids = sorted((nodes[c] for c in _kids(nd) if st.keep_rewound or c in live), key=_order, reverse=True)
-                stack.extend((k, seg) for k in kids)
-        convs.extend(e for e in segs.values() if e[2][0] or e[0].api)
+def _conversations(st: _State) -> tuple[_Graph, list[tuple[Conversation, np.ndarray, int]]]:
+    """Each conversation (without its parts yet), its rows in context order (a row off the live
+    context is on a rewound branch: left out unless ``st.keep_rewound``) and its segment; the
+    API counts are placed by the rows' part counts."""
+    ix = st.ix
+    g = _Graph(ix)
+    st.rewound = int(np.count_nonzero((g.n_parts > 0) & ~g.live))  # with content
+    by_key: dict[tuple[int, int], list[int]] = {}
+    for r in np.flatnonzero(g.ep < 0).tolist():
+        by_key.setdefault((int(g.sess[r]), int(g.side[r])), []).append(r)
+    convs: list = []
+    for (sess, side), rs in by_key.items():
+        key = ix.names[sess] if side < 0 else f"{ix.names[sess]}@{ix.names[side]}"
+        rs.sort(key=lambda r: g.rank[r])
+        convs.extend(e for e in _walk(st, g, key, rs) if e[2][0] or e[0].api)
     convs.sort(key=lambda e: e[0].order)
-    return [(c, m, seg) for c, m, _, seg in convs]
+    g.done(ix)
+    return g, [(c, m, seg) for c, m, _, seg in convs]
 
 
 #: inputs larger than this (local files, in bytes) are read in two passes, so that memory holds
@@ -458,16 +381,17 @@ STREAM_TWO_PASS_BYTES = 32 << 20
 _OPEN_FILES = 64
 
 
-def _filled(st: _State, convs, files) -> Iterator[Conversation]:
-    """Each conversation with its parts, read again from the files for nodes that kept only
-    their location; a node's parts are released once handed on."""
+def _filled(st: _State, g: _Graph, convs, files) -> Iterator[Conversation]:
+    """Each conversation with its parts, read again from the files for rows that kept only
+    their location; a row's parts are released once handed on."""
     handles: dict[int, Any] = {}
+    ix = st.ix
+    fis, offsets, lines = ix.cols.fi, ix.cols.offset, ix.cols.line  # ``array``\ s: items as Python ints
     try:
         for conv, members, seg in convs:
-            for nd in members:
-                parts = nd.parts
-                if nd.fi >= 0:
-                    fi, offset, n = nd.fi, nd.offset, nd.line
+            for row in members.tolist():
+                fi = fis[row]
+                if fi >= 0:
                     f = handles.get(fi)
                     if f is None:
                         if len(handles) >= _OPEN_FILES:
@@ -475,14 +399,17 @@ def _filled(st: _State, convs, files) -> Iterator[Conversation]:
                                 h.close()
                             handles.clear()
                         f = handles[fi] = files[fi][0].open("rb")
-                    obj = json_line_at(f, offset)
+                    obj = json_line_at(f, offsets[row])
                     rtype = obj["type"]
                     ts = parse_ts(obj.get("timestamp"), "timestamp")  # as the first pass read it
-                    parts, _, _ = _message_parts(st, obj, rtype, ts, nd.uuid, files[fi][1], n, {})
-                nd.parts = ()
+                    parts, _, _ = _message_parts(st, obj, rtype, ts, ix.uid(row), files[fi][1], lines[row], {})
+                else:
+                    parts = ix.parts[row]  # type: ignore[index]
+                    ix.parts[row] = None  # type: ignore[index]
+                rewound = not g.live[row]
                 for pt in parts:
                     pt.segment = seg
-                    if nd.rewound:
+                    if rewound:
                         pt.extra = {**(pt.extra or {}), "rewound": "true"}
                 conv.parts.extend(parts)
             yield conv
@@ -533,11 +460,11 @@ def read(
         )
     if st.conflicts:
         reader.skip("claude-code duplicate record whose content differs (first copy kept)", st.conflicts, metadata=True)
-    convs = _conversations(st)
+    g, convs = _conversations(st)
     if st.rewound and not keep_rewound:
         reader.skip("claude-code record on a rewound branch (not in the live context)", st.rewound, metadata=True)
     reader.skipped = {k: v for k, v in reader.skipped.items() if v}
-    return _filled(st, convs, files)
+    return _filled(st, g, convs, files)
 
 
 def looks_like(first: Any) -> bool:
