@@ -51,7 +51,8 @@ def _write_corpus(d: Path, mb: float, seed: int, turns=(20, 80), resumed=True) -
         size = len(text.encode())
         if i == 1 and resumed:  # a resumed session: a second file copies the first's history, then goes on
             more = cs.session(rng, "s0001b", 5, compact=False)
-            more[0]["parentUuid"] = recs[-1]["uuid"]
+            # a session may end on a record without a uuid: hang the resumed part off the last one with it
+            more[0]["parentUuid"] = next(r["uuid"] for r in reversed(recs) if "uuid" in r)
             extra = text + cs.lines(more)
             (d / "s0001-resumed.jsonl").write_text(extra)
             size = len(extra.encode())
