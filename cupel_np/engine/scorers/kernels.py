@@ -24,7 +24,9 @@ def rank_scores(values, valid, offsets):
     sign bit flipped, as ``sortkeys.int_keys``) so ``sort_pairs`` compiles once, for the
     uint64 keys every other caller uses."""
     n = values.shape[0]
-    out = np.zeros(n, dtype=np.float64)
+    out = np.empty(n, dtype=np.float64)  # np.empty and a loop, not np.zeros (see cupel_np._jit)
+    for i in range(n):
+        out[i] = 0.0
     n_seg = offsets.shape[0] - 1
     max_m = 0
     for s in range(n_seg):
@@ -63,7 +65,9 @@ def tag_scores(tag_offsets, tag_ids, weight_of_tag, total_weight):
     """TagScorer: sum of the configured weights of each tag occurrence (item tag order),
     divided by the total configured weight, capped at 1.0."""
     n = tag_offsets.shape[0] - 1
-    out = np.zeros(n, dtype=np.float64)
+    out = np.empty(n, dtype=np.float64)  # np.empty and a loop, not np.zeros (see cupel_np._jit)
+    for i in range(n):
+        out[i] = 0.0
     if total_weight == 0.0:
         return out
     for i in range(n):
@@ -107,7 +111,9 @@ def frequency_scores(tag_offsets, tag_ids, n_tags, offsets):
     them remembers each union's size: 200k items carrying 2 of 64 common tags cost 0.02 s
     instead of 0.15 s)."""
     n = tag_offsets.shape[0] - 1
-    out = np.zeros(n, dtype=np.float64)
+    out = np.empty(n, dtype=np.float64)  # np.empty and a loop, not np.zeros (see cupel_np._jit)
+    for i in range(n):
+        out[i] = 0.0
     n_seg = offsets.shape[0] - 1
     max_m = 0
     max_occ = 0
@@ -120,21 +126,29 @@ def frequency_scores(tag_offsets, tag_ids, n_tags, offsets):
             max_occ = occ
     if max_m <= 1 or max_occ == 0:
         return out
-    local = np.full(n_tags, -1, dtype=np.int64)  # global tag -> local id (reset per segment)
+    local = np.empty(n_tags, dtype=np.int64)  # global tag -> local id (reset per segment)
+    for i in range(n_tags):
+        local[i] = -1
     touched = np.empty(max_occ, dtype=np.int64)  # local id -> global tag
     start = np.empty(max_occ + 1, dtype=np.int64)  # CSR of posting lists by local id
     fill = np.empty(max_occ, dtype=np.int64)
-    last_seen = np.full(max_occ, -1, dtype=np.int64)  # global item index: never stale
+    last_seen = np.empty(max_occ, dtype=np.int64)  # global item index: never stale
+    for i in range(max_occ):
+        last_seen[i] = -1
     post = np.empty(max_occ, dtype=np.int64)  # segment-relative items
     dense_slot = np.empty(max_occ, dtype=np.int64)
     uoff = np.empty(max_m + 1, dtype=np.int64)  # each item's distinct local tags, CSR
     utag = np.empty(max_occ, dtype=np.int64)
-    stamp = np.full(max_m, -1, dtype=np.int64)
+    stamp = np.empty(max_m, dtype=np.int64)
+    for i in range(max_m):
+        stamp[i] = -1
     # memo of bitset unions by the item's tag set: open addressing, reset per segment
     cap_max = 1
     while cap_max < 2 * max_m:
         cap_max *= 2
-    memo_item = np.full(cap_max, -1, dtype=np.int64)
+    memo_item = np.empty(cap_max, dtype=np.int64)
+    for i in range(cap_max):
+        memo_item[i] = -1
     memo_total = np.empty(cap_max, dtype=np.int64)
     memo_used = np.empty(max_m, dtype=np.int64)
     for s in range(n_seg):
@@ -189,14 +203,16 @@ def frequency_scores(tag_offsets, tag_ids, n_tags, offsets):
                 n_dense += 1
             else:
                 dense_slot[t] = -1
-        bits = np.zeros((n_dense, words), dtype=np.uint64)
+        bits = np.empty(n_dense * words, dtype=np.uint64)  # list d's word w at d * words + w
+        for w in range(n_dense * words):
+            bits[w] = 0
         if n_dense > 0:
             for t in range(n_local):
                 d = dense_slot[t]
                 if d >= 0:
                     for p in range(start[t], start[t + 1]):
                         q = post[p]
-                        bits[d, q >> 6] |= np.uint64(1) << np.uint64(q & 63)
+                        bits[d * words + (q >> 6)] |= np.uint64(1) << np.uint64(q & 63)
         work = np.empty(words if n_dense > 0 else 0, dtype=np.uint64)
         cap = 1
         while cap < 2 * m:
@@ -249,7 +265,7 @@ def frequency_scores(tag_offsets, tag_ids, n_tags, offsets):
                         out[r + lo] = np.float64(memo_total[hit] - 1) / denom
                         continue
                     for w in range(words):
-                        work[w] = bits[db, w]
+                        work[w] = bits[db * words + w]
                     for p in range(a, b):
                         t = utag[p]
                         if t == best:
@@ -257,7 +273,7 @@ def frequency_scores(tag_offsets, tag_ids, n_tags, offsets):
                         d = dense_slot[t]
                         if d >= 0:
                             for w in range(words):
-                                work[w] |= bits[d, w]
+                                work[w] |= bits[d * words + w]
                         else:
                             for e in range(start[t], start[t + 1]):
                                 q = post[e]
@@ -293,7 +309,7 @@ def frequency_scores(tag_offsets, tag_ids, n_tags, offsets):
                                 continue
                             stamp[q] = r + lo
                             if db >= 0:
-                                has_best = (bits[db, q >> 6] >> np.uint64(q & 63)) & np.uint64(1)
+                                has_best = (bits[db * words + (q >> 6)] >> np.uint64(q & 63)) & np.uint64(1)
                                 if has_best == 0:
                                     total += 1
                             else:

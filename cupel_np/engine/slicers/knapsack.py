@@ -65,10 +65,11 @@ def _dp_int64(dw, dv, capacity, keep, row_words):
     cells at or above ``reach + w_i`` become ``total + v_i`` with their keep bit set, exactly
     what the DP computes there, and only the cells below are computed."""
     pw = row_words * 64
-    old = np.zeros(PAD + pw, dtype=np.int64)
-    new = np.zeros(PAD + pw, dtype=np.int64)
-    old[:PAD] = I64_MIN
-    new[:PAD] = I64_MIN
+    old = np.empty(PAD + pw, dtype=np.int64)  # np.empty and loops: see cupel_np._jit
+    new = np.empty(PAD + pw, dtype=np.int64)
+    for q in range(PAD + pw):
+        old[q] = I64_MIN if q < PAD else 0
+        new[q] = old[q]
     reach = 0
     total = 0
     for i in range(dw.shape[0]):
@@ -76,10 +77,12 @@ def _dp_int64(dw, dv, capacity, keep, row_words):
         vi = dv[i]
         if wi > capacity or vi == 0:
             continue  # nothing can be strictly better with this item: its keep row stays 0
-        reach = min(reach + wi, pw)
+        reach = reach + wi if reach + wi < pw else pw  # not min()/max(): implementations of their own
         total += vi
         k0 = wi >> 6
-        k2 = max(k0 + 1, (reach + 63) >> 6)
+        k2 = (reach + 63) >> 6
+        if k2 < k0 + 1:
+            k2 = k0 + 1
         base = i * row_words
         for q in range(PAD, PAD + k0 * 64):  # whole words below w_i (a loop: see _jit)
             new[q] = old[q]
@@ -95,7 +98,7 @@ def _dp_int64(dw, dv, capacity, keep, row_words):
                 x = kk * 64 + j
                 c = o_sh[x] + vi
                 o = oo[x]
-                nn[x] = max(c, o)
+                nn[x] = c if c > o else o
                 bits |= np.uint64(c > o) << np.uint64(j)
             kp[kk] = bits
         # whole words at or above reach: every item so far fits
@@ -259,7 +262,9 @@ def _knapsack_pick_int64(tok, score, cand, target, bucket, max_cells, out, n_out
     if not fits_int64:
         return n_out, n_c, NEEDS_SPLIT
     row_words = cap // 64 + 1
-    keep = np.zeros(items.shape[0] * row_words, dtype=np.uint64)
+    keep = np.empty(items.shape[0] * row_words, dtype=np.uint64)
+    for q in range(keep.shape[0]):
+        keep[q] = 0
     _dp_int64(dw, dv, cap, keep, row_words)
     return _knapsack_take(keep, items, dw, cap, row_words, out, n_out), n_c, cap
 
