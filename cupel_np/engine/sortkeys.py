@@ -80,7 +80,7 @@ def radix_argsort(key):
     for i in range(n):
         k = key[i]
         for d in range(4):
-            cnt[d * nb + np.int64((k >> np.uint64(16 * d)) & mask)] += 1
+            cnt[np.uint64(d * nb) + ((k >> np.uint64(16 * d)) & mask)] += 1  # uint64: no wraparound test
     idx = np.empty(n, dtype=np.int64)
     for i in range(n):
         idx[i] = i
@@ -89,17 +89,17 @@ def radix_argsort(key):
     k2 = np.empty(n, dtype=np.uint64)
     for d in range(4):
         sh = np.uint64(16 * d)
-        base = d * nb
-        if cnt[base + np.int64((k1[0] >> sh) & mask)] == n:
+        base = np.uint64(d * nb)
+        if cnt[base + ((k1[0] >> sh) & mask)] == n:
             continue
         total = 0
-        for b in range(base, base + nb):
+        for b in range(d * nb, (d + 1) * nb):
             c = cnt[b]
             cnt[b] = total
             total += c
         for i in range(n):
             k = k1[i]
-            b = base + np.int64((k >> sh) & mask)
+            b = base + ((k >> sh) & mask)
             j = cnt[b]
             cnt[b] = j + 1
             k2[j] = k
@@ -132,7 +132,7 @@ def sort_pairs(key, row, key2, row2, count):
     implementation per dtype and kind (seconds when cold)."""
     run = INSERTION_RUN
     for start in range(0, count, run):
-        end = start + run if start + run < count else count  # not min(): an implementation of its own
+        end = min(start + run, count)
         for i in range(start + 1, end):
             k = key[i]
             r = row[i]
@@ -151,8 +151,8 @@ def sort_pairs(key, row, key2, row2, count):
         else:
             sk, sr, dk, dr = key, row, key2, row2
         for left in range(0, count, 2 * width):
-            mid = left + width if left + width < count else count
-            right = left + 2 * width if left + 2 * width < count else count
+            mid = min(left + width, count)
+            right = min(left + 2 * width, count)
             i = left
             j = mid
             k = left

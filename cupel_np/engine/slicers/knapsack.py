@@ -77,12 +77,10 @@ def _dp_int64(dw, dv, capacity, keep, row_words):
         vi = dv[i]
         if wi > capacity or vi == 0:
             continue  # nothing can be strictly better with this item: its keep row stays 0
-        reach = reach + wi if reach + wi < pw else pw  # not min()/max(): implementations of their own
+        reach = min(reach + wi, pw)
         total += vi
         k0 = wi >> 6
-        k2 = (reach + 63) >> 6
-        if k2 < k0 + 1:
-            k2 = k0 + 1
+        k2 = max(k0 + 1, (reach + 63) >> 6)
         base = i * row_words
         for q in range(PAD, PAD + k0 * 64):  # whole words below w_i (a loop: see _jit)
             new[q] = old[q]
@@ -98,7 +96,7 @@ def _dp_int64(dw, dv, capacity, keep, row_words):
                 x = kk * 64 + j
                 c = o_sh[x] + vi
                 o = oo[x]
-                nn[x] = c if c > o else o
+                nn[x] = max(c, o)
                 bits |= np.uint64(c > o) << np.uint64(j)
             kp[kk] = bits
         # whole words at or above reach: every item so far fits
