@@ -7,7 +7,7 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("cupel_np.engine.scorers.kernels.rank_scores", "int64[1Cr] bool[1Cr] int64[1Cr]", 0),
         ("cupel_np.engine.placers._mark_tied", "int64[1C] int64[1C] int64 int64 bool[1C]", 0),
         ("cupel_np.engine.sortkeys.sort_pairs", "uint64[1C] int64[1C] uint64[1C] int64[1C] int64", 1),
-        ("cupel_np.engine.scorers.kernels.frequency_scores", "int64[1Cr] int64[1Cr] int64 int64[1Cr]", 0),
+        ("cupel_np.engine.scorers.kernels.frequency_scores_small", "int64[1Cr] int64[1Cr] int64 int64[1Cr]", 0),
         ("cupel_np.engine.batch_kernels.variant_scores", "float64[2C] int64[1C] int64[1C] float64[1C] float64[2C]", 0),
         ("cupel_np.engine.batch_kernels.duplicate_winners", "int64[1C] int64[1C] float64[1C]", 0),
         (
@@ -25,7 +25,7 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("cupel_np.engine.sortkeys.score_cmp", "float64 float64", 1),
         (
             "cupel_np.engine.stages._place_segments",
-            "int64 int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool int64[1C] bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] int64[1C] bool int64[1C] int64[1C] int64[1C] int32[1C] int64 int64 int64[1C] uint64[1C] int64[1C] uint64",
+            "int64 int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool int64[1C] bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] bool int64[1C] int64[1C] int64[1C] int32[1C] int64 int64 int64[1C] uint64[1C] int64[1C] uint64",
             0,
         ),
         (
@@ -41,12 +41,8 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
             "int64[1C] int64 int64 int64[1C] int64 int64 int64[1C] int64 int64[1C] uint64[1C] int64 int64 uint64 int32[1C]",
             1,
         ),
-        (
-            "cupel_np.engine.placers._chronological_filter",
-            "int64[1C] int64[1C] int64 int64 int64[1C] int64 int64 int64[1C] bool[1C] int64[1C] int64[1C] int64 int64 int32[1C] int64[1C] int32[1C]",
-            1,
-        ),
-        ("cupel_np.engine.sortkeys.radix_argsort", "uint64[1C]", 1),
+        ("cupel_np.engine.placers._place_order", "int64[1C] float64[1C] int64[1C] int64[1C] bool[1C] int64 int64", 1),
+        ("cupel_np.engine.sortkeys.radix_argsort", "uint64[1C]", 2),
         ("cupel_np.engine.stages._sort_small_segments", "float64[1C] int64[1C] int64[1C]", 0),
         (
             "cupel_np.engine.slicers.knapsack._slice_knapsack",
@@ -54,22 +50,17 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
             0,
         ),
         (
-            "cupel_np.engine.slicers.knapsack._knapsack_pick_int64",
+            "cupel_np.engine.slicers.knapsack._knapsack_items",
             "int64[1C] float64[1C] int64[1C] int64 int64 int64 int64[1C] int64",
             1,
         ),
-        (
-            "cupel_np.engine.slicers.knapsack._knapsack_items",
-            "int64[1C] float64[1C] int64[1C] int64 int64 int64 int64[1C] int64",
-            2,
-        ),
-        ("cupel_np.engine.slicers.knapsack.knapsack_fits", "int64 int64 int64", 3),
-        ("cupel_np.engine.slicers.knapsack.knapsack_value", "float64", 3),
-        ("cupel_np.engine.slicers.knapsack._dp_int64", "int64[1C] int64[1C] int64 uint64[1C] int64", 2),
+        ("cupel_np.engine.slicers.knapsack.knapsack_fits", "int64 int64 int64", 2),
+        ("cupel_np.engine.slicers.knapsack.knapsack_value", "float64", 2),
+        ("cupel_np.engine.slicers.knapsack._dp_int64", "int64[1C] int64[1C] int64 uint64[1C] int64", 1),
         (
             "cupel_np.engine.slicers.knapsack._knapsack_take",
             "uint64[1C] int64[1C] int64[1C] int64 int64 int64[1C] int64",
-            2,
+            1,
         ),
     ),
     "check": (
@@ -93,7 +84,7 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("cupel_np.engine.sortkeys.score_cmp", "float64 float64", 1),
         (
             "cupel_np.engine.stages._place_segments",
-            "int64 int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool int64[1C] bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] int64[1C] bool int64[1C] int64[1C] int64[1C] int32[1C] int64 int64 int64[1C] uint64[1C] int64[1C] uint64",
+            "int64 int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool int64[1C] bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] bool int64[1C] int64[1C] int64[1C] int32[1C] int64 int64 int64[1C] uint64[1C] int64[1C] uint64",
             0,
         ),
         (
@@ -109,12 +100,8 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
             "int64[1C] int64 int64 int64[1C] int64 int64 int64[1C] int64 int64[1C] uint64[1C] int64 int64 uint64 int32[1C]",
             1,
         ),
-        (
-            "cupel_np.engine.placers._chronological_filter",
-            "int64[1C] int64[1C] int64 int64 int64[1C] int64 int64 int64[1C] bool[1C] int64[1C] int64[1C] int64 int64 int32[1C] int64[1C] int32[1C]",
-            1,
-        ),
-        ("cupel_np.engine.sortkeys.radix_argsort", "uint64[1C]", 1),
+        ("cupel_np.engine.placers._place_order", "int64[1C] float64[1C] int64[1C] int64[1C] bool[1C] int64 int64", 1),
+        ("cupel_np.engine.sortkeys.radix_argsort", "uint64[1C]", 2),
         ("cupel_np.testing._kernels._top_n_fail_kernel", "float64[1Cr] int64[1Cr] int64[1Cr] int64 int64[1C]", 0),
     ),
 }

@@ -8,8 +8,12 @@ from __future__ import annotations
 import numpy as np
 
 from cupel_np._jit import jit
+from cupel_np.engine.reasons import R_BUDGET_EXCEEDED, R_PINNED, R_SCORED, R_ZERO_TOKEN
 from cupel_np.engine.slicers.greedy import density_key
-from cupel_np.engine.sortkeys import desc_bits, int_keys, ordered_bits, stable_argsort
+from cupel_np.engine.sortkeys import desc_bits, int_keys, ordered_bits, radix_argsort, stable_argsort
+
+PLACER_CHRONOLOGICAL = 0
+PLACER_U_SHAPED = 1
 
 #: kept lists at least this long are ordered by the radix sort in u-shaped placement
 RADIX_MIN = 4096
@@ -107,7 +111,7 @@ def _ts_scan(ts_order, ts_sorted, a, b, lstpos, out_row, out_key):
     """Kept rows (``lstpos >= 0``) of the shared timestamp order; runs of equal timestamps
     ordered by input position. Returns the count written to ``out_row``/``out_key``."""
     c = 0
-    out_t = np.empty(out_row.shape[0], dtype=ts_sorted.dtype)
+    out_t = np.empty(out_row.shape[0], dtype=np.int64)  # timestamps are int64
     for i in range(a, b):
         row = ts_order[i]
         p = lstpos[row]
@@ -363,3 +367,192 @@ def timestamp_order(ts, ts_valid, offsets):
         order = rows[np.argsort(key)]
     order = order.astype(np.int64)
     return order, ts[order], off
+
+
+@jit
+def _place_order(mrow, mscore, lst, ts, ts_valid, placer, radix_min):
+    """The placer's order of the kept merged items ``lst`` (merged indices, in placer input
+    order; ``mrow``/``mscore`` their rows and scores) when no shared order serves it.
+    Chronological: the timestamped items by timestamp (a stable sort: ties keep input order),
+    then the others in input order. U-shaped: by score descending (stable, NaN lowest), dealt
+    alternately to the front and the back. Returns ``placed``: merged index per position."""
+    n_keep = lst.shape[0]
+    placed = np.empty(n_keep, dtype=np.int64)
+    if placer == PLACER_CHRONOLOGICAL:
+        n_ts = 0
+        for j in range(n_keep):
+            if ts_valid[mrow[lst[j]]]:
+                n_ts += 1
+        with_ts = np.empty(n_ts, dtype=np.int64)
+        keys = np.empty(n_ts, dtype=np.int64)  # timestamps are int64
+        c = 0
+        for j in range(n_keep):
+            if ts_valid[mrow[lst[j]]]:
+                with_ts[c] = j
+                keys[c] = ts[mrow[lst[j]]]
+                c += 1
+        ordr = stable_argsort(int_keys(keys))
+        for j in range(n_ts):
+            placed[j] = lst[with_ts[ordr[j]]]
+        c = n_ts
+        for j in range(n_keep):
+            if not ts_valid[mrow[lst[j]]]:
+                placed[c] = lst[j]
+                c += 1
+        return placed
+    sc = np.empty(n_keep, dtype=np.float64)
+    for j in range(n_keep):
+        sc[j] = mscore[lst[j]]
+    if n_keep >= radix_min:
+        ordr = radix_argsort(desc_bits(sc))
+    else:
+        ordr = stable_argsort(desc_bits(sc))
+    left = 0
+    right = n_keep - 1
+    for j in range(n_keep):
+        if j % 2 == 0:
+            placed[left] = lst[ordr[j]]
+            left += 1
+        else:
+            placed[right] = lst[ordr[j]]
+            right -= 1
+    return placed
+
+
+@jit
+def _place_truncated(
+    segs,
+    n_rows,
+    tokens,
+    ts,
+    ts_valid,
+    pin_rows,
+    pin_offsets,
+    cand_rows,
+    cand_score,
+    cand_offsets,
+    rank,
+    budget_targets,
+    placer,
+    included,
+    reason,
+    position,
+    seq,
+    use_ts_order,
+    ts_order,
+    ts_sorted,
+    ts_offsets,
+    lstpos,
+    chrono_min,
+    radix_min,
+    kept_out,
+):
+    """The sets ``segs`` (ascending) that ``stages._place_segments`` left to truncation (the
+    strategy is truncate and the merged tokens exceed the target): keep the pinned items, then
+    the sliced items by score descending while they fit; write the dropped rows' reasons and
+    ``seq`` (``3 * n_rows`` + drop order), place the kept items and write their reasons, and
+    ``kept_out[s]``. A kernel of its own, called only when a set truncates, so a run that never
+    truncates does not compile it (nor ``_chronological_filter``). The arguments are
+    ``_place_segments``'s, see there."""
+    drop_seq = 3 * n_rows
+    for u in range(segs.shape[0]):
+        s = segs[u]
+        plo = pin_offsets[s]
+        clo = cand_offsets[s]
+        chi = cand_offsets[s + 1]
+        n_pin = pin_offsets[s + 1] - plo
+        n_sel = 0
+        for p in range(clo, chi):
+            if rank[p] >= 0:
+                n_sel += 1
+        m = n_pin + n_sel
+        target = budget_targets[s]
+        # merged list: pinned (input order, score 1.0) then the slicer output in its order
+        mrow = np.empty(m, dtype=np.int64)
+        mscore = np.empty(m, dtype=np.float64)
+        keep = np.empty(m, dtype=np.bool_)
+        order = np.empty(m, dtype=np.int64)
+        for q in range(m):
+            keep[q] = True
+            order[q] = q
+        for q in range(n_pin):
+            mrow[q] = pin_rows[plo + q]
+            mscore[q] = 1.0
+        for p in range(clo, chi):
+            r = rank[p]
+            if r >= 0:
+                mrow[n_pin + r] = cand_rows[p]
+                mscore[n_pin + r] = cand_score[p]
+        # pinned first (they already are), then the sliced items by score descending
+        if n_sel > 1:
+            tail = stable_argsort(desc_bits(mscore[n_pin:]))
+            for j in range(m - n_pin):
+                order[n_pin + j] = tail[j] + n_pin
+        current = 0
+        for j in range(m):
+            q = order[j]
+            t = tokens[mrow[q]]
+            if q < n_pin or current + t <= target:
+                current += t
+            else:
+                keep[q] = False
+        kept_out[s] = current
+        n_keep = 0
+        for j in range(m):
+            q = order[j]
+            if keep[q]:
+                n_keep += 1
+            else:
+                row = mrow[q]
+                included[row] = False
+                reason[row] = R_BUDGET_EXCEEDED
+                seq[row] = drop_seq
+                drop_seq += 1
+        # the placer sees the kept items in `order` sequence
+        lst = np.empty(n_keep, dtype=np.int64)
+        c = 0
+        for j in range(m):
+            if keep[order[j]]:
+                lst[c] = order[j]
+                c += 1
+        if (
+            placer == PLACER_CHRONOLOGICAL
+            and use_ts_order
+            and n_keep * 32 >= ts_offsets[s + 1] - ts_offsets[s]
+            and n_keep > chrono_min
+        ):
+            mark = np.empty(m, dtype=np.int64)
+            _chronological_filter(
+                mrow,
+                lst,
+                n_keep,
+                n_pin,
+                cand_rows,
+                clo,
+                chi,
+                rank,
+                ts_valid,
+                ts_order,
+                ts_sorted,
+                ts_offsets[s],
+                ts_offsets[s + 1],
+                lstpos,
+                mark,
+                position,
+            )
+        else:
+            placed = _place_order(mrow, mscore, lst, ts, ts_valid, placer, radix_min)
+            for j in range(n_keep):
+                position[mrow[placed[j]]] = j
+        # row-ordered writes for the kept items (sequential in rows)
+        for q in range(n_pin):
+            if keep[q]:
+                row = mrow[q]
+                included[row] = True
+                reason[row] = R_PINNED
+        for p in range(clo, chi):
+            r = rank[p]
+            if r >= 0 and keep[n_pin + r]:
+                row = cand_rows[p]
+                included[row] = True
+                reason[row] = R_ZERO_TOKEN if tokens[row] == 0 else R_SCORED

@@ -74,29 +74,34 @@ def radix_argsort(key):
         return np.empty(0, dtype=np.int64)
     nb = 65536
     mask = np.uint64(nb - 1)
-    cnt = np.zeros((4, nb), dtype=np.int64)
+    cnt = np.empty(4 * nb, dtype=np.int64)  # digit d's counts at d * nb (1-d: no 2-d np.empty)
+    for b in range(4 * nb):
+        cnt[b] = 0
     for i in range(n):
         k = key[i]
         for d in range(4):
-            cnt[d, (k >> np.uint64(16 * d)) & mask] += 1
-    idx = np.arange(n)
+            cnt[np.uint64(d * nb) + ((k >> np.uint64(16 * d)) & mask)] += 1  # uint64: no wraparound test
+    idx = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        idx[i] = i
     tmp = np.empty(n, dtype=np.int64)
     k1 = key.copy()
     k2 = np.empty(n, dtype=np.uint64)
     for d in range(4):
         sh = np.uint64(16 * d)
-        if cnt[d, (k1[0] >> sh) & mask] == n:
+        base = np.uint64(d * nb)
+        if cnt[base + ((k1[0] >> sh) & mask)] == n:
             continue
         total = 0
-        for b in range(nb):
-            c = cnt[d, b]
-            cnt[d, b] = total
+        for b in range(d * nb, (d + 1) * nb):
+            c = cnt[b]
+            cnt[b] = total
             total += c
         for i in range(n):
             k = k1[i]
-            b = (k >> sh) & mask
-            j = cnt[d, b]
-            cnt[d, b] = j + 1
+            b = base + ((k >> sh) & mask)
+            j = cnt[b]
+            cnt[b] = j + 1
             k2[j] = k
             tmp[j] = idx[i]
         k1, k2 = k2, k1
@@ -184,7 +189,9 @@ def stable_argsort(key):
     """Stable argsort of uint64 keys (``desc_bits``, ``ordered_bits``, ``int_keys``) by
     :func:`sort_pairs`; large inputs go to :func:`radix_argsort` at the caller's threshold."""
     n = key.shape[0]
-    idx = np.arange(n)
+    idx = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        idx[i] = i
     k = key.copy()
     m = n if n > INSERTION_RUN else 0  # the merge scratch is needed past one run only
     sort_pairs(k, idx, np.empty(m, dtype=np.uint64), np.empty(m, dtype=np.int64), n)

@@ -14,10 +14,13 @@ import numpy as np
 from cupel_np._jit import jit
 from cupel_np.engine.placers import (
     CHRONO_FILTER_MIN,
+    PLACER_CHRONOLOGICAL,
+    PLACER_U_SHAPED,
     RADIX_MIN,
     U_SORT_MIN,
     _chronological_all,
-    _chronological_filter,
+    _place_order,
+    _place_truncated,
     _sliced_score_order,
     _u_shaped_all,
 )
@@ -47,9 +50,6 @@ def truncation_reasons(rows: np.ndarray, offsets: np.ndarray, pin_offsets: np.nd
     seg = np.searchsorted(offsets, rows, side="right") - 1
     return np.where(has_pin[seg], R_TRUNCATED_PINNED, R_TRUNCATED).astype(np.int8)
 
-
-PLACER_CHRONOLOGICAL = 0
-PLACER_U_SHAPED = 1
 
 OVERFLOW_THROW = 0
 OVERFLOW_TRUNCATE = 1
@@ -174,7 +174,6 @@ def _place_segments(
     detail_a,
     detail_b,
     position,
-    seq,
     use_ts_order,
     ts_order,
     ts_sorted,
@@ -239,23 +238,33 @@ def _place_segments(
         detail_a, detail_b : the cap and the count of a CountCapExceeded row (with
             ``count_caps``; may be empty otherwise); other reasons' fields are rebuilt on demand
         position : the placed position of an included row
-        seq : written only for the rows truncation drops (``3 * n_rows`` + drop order); the
-            caller reads it only then, after setting it to -1 (it may pass an empty array when
-            the overflow strategy is not truncate)
 
     Returns
-        per segment ``(err, err_a, sliced_tokens, kept_tokens)``: ``ERR_OVERFLOW`` with the
-        merged token count when the strategy is throw; the tokens the slicer selected; the
-        tokens of the included rows.
+        per segment ``(err, err_a, sliced_tokens, kept_tokens, trunc)``: ``ERR_OVERFLOW`` with
+        the merged token count when the strategy is throw; the tokens the slicer selected; the
+        tokens of the included rows; whether the set truncates. A truncating set is left to
+        ``placers._place_truncated`` after its slice-stage exclusions (its kept rows, their
+        reasons and positions, its kept tokens and ``seq``): a kernel of its own, so a run that
+        never truncates never compiles the truncation.
     """
     n_seg = pin_offsets.shape[0] - 1
-    err = np.zeros(n_seg, dtype=np.int8)
-    err_a = np.zeros(n_seg, dtype=np.int64)
-    sliced_out = np.zeros(n_seg, dtype=np.int64)  # per segment: tokens the slicer selected
-    kept_out = np.zeros(n_seg, dtype=np.int64)  # per segment: tokens of the included rows
+    # np.empty and element loops, never np.zeros/np.ones/np.arange: each of those compiles
+    # implementations of its own per dtype (see cupel_np._jit)
+    err = np.empty(n_seg, dtype=np.int8)
+    err_a = np.empty(n_seg, dtype=np.int64)
+    sliced_out = np.empty(n_seg, dtype=np.int64)  # per segment: tokens the slicer selected
+    kept_out = np.empty(n_seg, dtype=np.int64)  # per segment: tokens of the included rows
+    trunc = np.empty(n_seg, dtype=np.bool_)  # the sets _place_truncated places
+    for s in range(n_seg):
+        err[s] = 0
+        err_a[s] = 0
+        sliced_out[s] = 0
+        kept_out[s] = 0
+        trunc[s] = False
     n_kinds = cap_of_kind.shape[0] if count_caps else 1
-    kind_count = np.zeros(n_kinds, dtype=np.int64)  # scratch, reset per segment
-    drop_seq = 3 * n_rows
+    kind_count = np.empty(n_kinds, dtype=np.int64)  # scratch, reset per segment
+    for k in range(n_kinds):
+        kind_count[k] = 0
     for s in range(n_seg):
         plo = pin_offsets[s]
         phi = pin_offsets[s + 1]
@@ -308,7 +317,9 @@ def _place_segments(
             continue
         # _finish_ranks makes this same decision before the kernel (a truncating segment gets
         # exact ranks): the two conditions must stay identical
-        truncating = merged_tokens > target and overflow == OVERFLOW_TRUNCATE
+        if merged_tokens > target and overflow == OVERFLOW_TRUNCATE:
+            trunc[s] = True  # placed by _place_truncated (compiled only when a set truncates)
+            continue
         fast_chrono = (
             placer == PLACER_CHRONOLOGICAL
             and use_ts_order
@@ -316,190 +327,74 @@ def _place_segments(
             and m * 32 >= ts_offsets[s + 1] - ts_offsets[s]
         )
         fast_u = placer == PLACER_U_SHAPED and u_off[s + 1] > u_off[s]
-        if not truncating and (fast_chrono or fast_u):
+        if fast_chrono:
             # every merged item is kept, in merged order: no merged arrays needed
-            if fast_chrono:
-                _chronological_all(
-                    pin_rows,
-                    plo,
-                    n_pin,
-                    cand_rows,
-                    clo,
-                    chi,
-                    rank,
-                    m,
-                    ts_valid,
-                    ts_order,
-                    ts_sorted,
-                    ts_offsets[s],
-                    ts_offsets[s + 1],
-                    lstpos,
-                    position,
-                )
-            else:
-                _u_shaped_all(
-                    pin_rows,
-                    plo,
-                    n_pin,
-                    cand_rows,
-                    clo,
-                    chi,
-                    rank,
-                    m,
-                    u_rank,
-                    u_key,
-                    u_off[s],
-                    u_off[s + 1],
-                    one_key,
-                    position,
-                )
-            for q in range(plo, phi):
-                row = pin_rows[q]
-                included[row] = True
-                reason[row] = R_PINNED
-                if fast_chrono:
-                    lstpos[row] = -1  # _chronological_all's scratch, back to -1
-            for p in range(clo, chi):
-                if rank[p] >= 0:
-                    row = cand_rows[p]
-                    included[row] = True
-                    reason[row] = R_ZERO_TOKEN if tokens[row] == 0 else R_SCORED
-                    if fast_chrono:
-                        lstpos[row] = -1
-            continue
-        # merged list: pinned (input order, score 1.0) then the slicer output in its order
-        mrow = np.empty(m, dtype=np.int64)
-        mscore = np.empty(m, dtype=np.float64)
-        mpin = np.zeros(m, dtype=np.bool_)
-        for q in range(n_pin):
-            mrow[q] = pin_rows[plo + q]
-            mscore[q] = 1.0
-            mpin[q] = True
-        for p in range(clo, chi):
-            r = rank[p]
-            if r >= 0:
-                mrow[n_pin + r] = cand_rows[p]
-                mscore[n_pin + r] = cand_score[p]
-        keep = np.ones(m, dtype=np.bool_)
-        keep_idx = np.empty(m, dtype=np.int64)
-        order = np.arange(m)
-        if merged_tokens > target:
-            if overflow == OVERFLOW_TRUNCATE:
-                # pinned first (they already are), then the sliced items by score descending
-                if n_sel > 1:
-                    tail = stable_argsort(desc_bits(mscore[n_pin:]))
-                    for u in range(m - n_pin):
-                        order[n_pin + u] = tail[u] + n_pin
-                current = 0
-                for j in range(m):
-                    q = order[j]
-                    t = tokens[mrow[q]]
-                    if mpin[q] or current + t <= target:
-                        current += t
-                    else:
-                        keep[q] = False
-                kept_tokens = current
-                kept_out[s] = kept_tokens
-                for j in range(m):
-                    q = order[j]
-                    if not keep[q]:
-                        row = mrow[q]
-                        included[row] = False
-                        reason[row] = R_BUDGET_EXCEEDED
-                        seq[row] = drop_seq
-                        drop_seq += 1
-        # the placer sees the kept items in `order` sequence
-        n_keep = 0
-        for j in range(m):
-            if keep[order[j]]:
-                n_keep += 1
-        lst = np.empty(n_keep, dtype=np.int64)
-        c = 0
-        for j in range(m):
-            if keep[order[j]]:
-                lst[c] = order[j]
-                c += 1
-        placed = np.empty(n_keep, dtype=np.int64)
-        placed_done = False
-        if (
-            placer == PLACER_CHRONOLOGICAL
-            and use_ts_order
-            and n_keep * 32 >= ts_offsets[s + 1] - ts_offsets[s]
-            and n_keep > chrono_min
-        ):
-            _chronological_filter(
-                mrow,
-                lst,
-                n_keep,
+            _chronological_all(
+                pin_rows,
+                plo,
                 n_pin,
                 cand_rows,
                 clo,
                 chi,
                 rank,
+                m,
                 ts_valid,
                 ts_order,
                 ts_sorted,
                 ts_offsets[s],
                 ts_offsets[s + 1],
                 lstpos,
-                keep_idx[:m],
                 position,
             )
-            placed_done = True
-        elif placer == PLACER_CHRONOLOGICAL:
-            n_ts = 0
-            for j in range(n_keep):
-                if ts_valid[mrow[lst[j]]]:
-                    n_ts += 1
-            with_ts = np.empty(n_ts, dtype=np.int64)
-            keys = np.empty(n_ts, dtype=ts.dtype)
-            c = 0
-            for j in range(n_keep):
-                if ts_valid[mrow[lst[j]]]:
-                    with_ts[c] = j
-                    keys[c] = ts[mrow[lst[j]]]
-                    c += 1
-            ordr = stable_argsort(int_keys(keys))
-            for j in range(n_ts):
-                placed[j] = lst[with_ts[ordr[j]]]
-            c = n_ts
-            for j in range(n_keep):
-                if not ts_valid[mrow[lst[j]]]:
-                    placed[c] = lst[j]
-                    c += 1
+        elif fast_u:
+            _u_shaped_all(
+                pin_rows,
+                plo,
+                n_pin,
+                cand_rows,
+                clo,
+                chi,
+                rank,
+                m,
+                u_rank,
+                u_key,
+                u_off[s],
+                u_off[s + 1],
+                one_key,
+                position,
+            )
         else:
-            sc = np.empty(n_keep, dtype=np.float64)
-            for j in range(n_keep):
-                sc[j] = mscore[lst[j]]
-            if n_keep >= radix_min:
-                ordr = radix_argsort(desc_bits(sc))
-            else:
-                ordr = stable_argsort(desc_bits(sc))
-            left = 0
-            right = n_keep - 1
-            for j in range(n_keep):
-                if j % 2 == 0:
-                    placed[left] = lst[ordr[j]]
-                    left += 1
-                else:
-                    placed[right] = lst[ordr[j]]
-                    right -= 1
-        # row-ordered writes for the kept items (sequential in rows), then positions
-        for q in range(n_pin):
-            if keep[q]:
-                row = mrow[q]
-                included[row] = True
-                reason[row] = R_PINNED
+            # merged list: pinned (input order, score 1.0) then the slicer output in its order
+            mrow = np.empty(m, dtype=np.int64)
+            mscore = np.empty(m, dtype=np.float64)
+            for q in range(n_pin):
+                mrow[q] = pin_rows[plo + q]
+                mscore[q] = 1.0
+            for p in range(clo, chi):
+                r = rank[p]
+                if r >= 0:
+                    mrow[n_pin + r] = cand_rows[p]
+                    mscore[n_pin + r] = cand_score[p]
+            lst = np.empty(m, dtype=np.int64)
+            for j in range(m):
+                lst[j] = j
+            placed = _place_order(mrow, mscore, lst, ts, ts_valid, placer, radix_min)
+            for j in range(m):
+                position[mrow[placed[j]]] = j
+        for q in range(plo, phi):
+            row = pin_rows[q]
+            included[row] = True
+            reason[row] = R_PINNED
+            if fast_chrono:
+                lstpos[row] = -1  # _chronological_all's scratch, back to -1
         for p in range(clo, chi):
-            r = rank[p]
-            if r >= 0 and keep[n_pin + r]:
+            if rank[p] >= 0:
                 row = cand_rows[p]
                 included[row] = True
                 reason[row] = R_ZERO_TOKEN if tokens[row] == 0 else R_SCORED
-        if not placed_done:
-            for j in range(n_keep):
-                position[mrow[placed[j]]] = j
-    return err, err_a, sliced_out, kept_out
+                if fast_chrono:
+                    lstpos[row] = -1
+    return err, err_a, sliced_out, kept_out, trunc
 
 
 class PlaceRows(NamedTuple):
@@ -623,7 +518,7 @@ def place_segments(
     if lstpos is None:
         lstpos = np.full(n_rows, -1, dtype=np.int64)
     u_rank, u_key, u_off = _order_for_placer(rows.tokens, pin_rows, pin_offsets, cand, segments.budget_targets, policy)
-    return _place_segments(
+    err, err_a, sliced, kept, trunc = _place_segments(
         n_rows,
         rows.tokens,
         rows.kind,
@@ -647,7 +542,6 @@ def place_segments(
         out.detail_a,
         out.detail_b,
         out.position,
-        out.seq,
         use_ts_order,
         ts_rows,
         ts_sorted,
@@ -660,6 +554,35 @@ def place_segments(
         u_off,
         _ONE_KEY,
     )
+    if trunc.any():  # a kernel of its own: a run that never truncates never compiles it
+        _place_truncated(
+            np.flatnonzero(trunc),
+            n_rows,
+            rows.tokens,
+            rows.ts,
+            rows.ts_valid,
+            pin_rows,
+            pin_offsets,
+            cand.cand_rows,
+            cand.cand_score,
+            cand.cand_offsets,
+            cand.rank,
+            segments.budget_targets,
+            policy.placer,
+            out.included,
+            out.reason,
+            out.position,
+            out.seq,
+            use_ts_order,
+            ts_rows,
+            ts_sorted,
+            ts_offsets,
+            lstpos,
+            CHRONO_FILTER_MIN,
+            RADIX_MIN,
+            kept,
+        )
+    return err, err_a, sliced, kept
 
 
 #: the u-shaped order key (``desc_bits``) of a pinned item's score 1.0: the bits of -1.0

@@ -65,14 +65,16 @@ def _items(tag_lists):
     return [{"content": f"x{i}", "tokens": 1, "tags": list(tags)} for i, tags in enumerate(tag_lists)]
 
 
-def _kernel(tag_lists, seg_sizes):
-    """Call the kernel directly with folded ids over a vocabulary of len(VOCAB) + extra ids."""
+def _kernel(tag_lists, seg_sizes, kernel=None):
+    """Call the kernel (the general one unless given) directly with folded ids over a
+    vocabulary of len(VOCAB) + extra ids."""
     ids = {}
     flat = [ids.setdefault(naive.ascii_fold(t), len(ids)) for tags in tag_lists for t in tags]
     offs = np.concatenate([[0], np.cumsum([len(t) for t in tag_lists])]).astype(np.int64)
     seg = np.concatenate([[0], np.cumsum(seg_sizes)]).astype(np.int64)
     # n_tags well above the ids in use: the global vocabulary must not matter
-    return sck.frequency_scores(offs, np.array(flat, dtype=np.int64), len(ids) + 10_000, seg)
+    kernel = kernel or sck.frequency_scores
+    return kernel(offs, np.array(flat, dtype=np.int64), len(ids) + 10_000, seg)
 
 
 tags_st = st.lists(st.sampled_from(VOCAB), max_size=5)
@@ -169,6 +171,39 @@ def test_several_big_and_small_segments_match_naive():
     assert got.tolist() == want
 
 
+def test_small_set_kernel_matches_naive_and_the_general_kernel():
+    # sets of up to SMALL_SET items built like the big sets (dense lists, repeats, no tags):
+    # the one-word kernel counts what the general kernel counts, so the scores are equal
+    rng = np.random.default_rng(11)
+    sizes = [sck.SMALL_SET, 1, 2, 0, 50, sck.SMALL_SET - 1, 3, 40]
+    tag_lists = []
+    for m in sizes:
+        tag_lists.extend(_big_set(rng, m) if m > 3 else [[f"z{int(rng.integers(0, 3))}"] for _ in range(m)])
+    small = _kernel(tag_lists, sizes, sck.frequency_scores_small)
+    assert small.tolist() == _kernel(tag_lists, sizes).tolist()
+    want, k = [], 0
+    for m in sizes:
+        want.extend(naive.score_items(_items(tag_lists[k : k + m]), {"type": "frequency"}))
+        k += m
+    assert small.tolist() == want
+
+
+@PROPS
+@given(st.lists(st.lists(tags_st.map(tuple), min_size=0, max_size=64), min_size=1, max_size=4))
+def test_small_set_kernel_matches_the_general_kernel(sets):
+    tag_lists = [list(t) for s in sets for t in s]
+    sizes = [len(s) for s in sets]
+    assert _kernel(tag_lists, sizes, sck.frequency_scores_small).tolist() == _kernel(tag_lists, sizes).tolist()
+
+
+@pytest.mark.parametrize("m", [sck.SMALL_SET, sck.SMALL_SET + 1])
+def test_engine_scores_sets_either_side_of_the_small_kernel_limit(m):
+    # the engine takes the small kernel when no set is longer than SMALL_SET, else the general one
+    tag_lists = _big_set(np.random.default_rng(m), m)
+    sets = [_items(tag_lists), _items(tag_lists[:5])]
+    assert _engine_sets(sets) == _naive_sets(sets)
+
+
 def test_rare_tag_only_items_in_big_set():
     # every list short (no bitsets): the union is walked with peer-tag scans
     rng = np.random.default_rng(9)
@@ -234,6 +269,11 @@ for pinned in ([False, False, False], [True, False, False]):  # rows = every row
     cls = classify(t)
     for s in SCORERS:
         ScoreContext(t, cls.sc_rows, cls.sc_offsets).score(s)
+# a set longer than SMALL_SET: FrequencyScorer takes the general kernel
+t = c.ItemTable.from_arrow(pa.table({"content": [f"c{i}" for i in range(70)], "tokens": [1] * 70,
+                                     "tags": [["a", "b"][: i % 3] for i in range(70)]}))
+cls = classify(t)
+ScoreContext(t, cls.sc_rows, cls.sc_offsets).score(c.FrequencyScorer())
 print(json.dumps({k: v for k, v in specializations().items() if ".scorers." in k}))
 """
 
@@ -255,6 +295,7 @@ def test_scorer_kernels_compile_one_specialization():
         "rank_scores",
         "tag_scores",
         "frequency_scores",
+        "frequency_scores_small",
         "scaled_scores",
         "weighted_sum",
         "decay_scores",

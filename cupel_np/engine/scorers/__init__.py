@@ -141,7 +141,11 @@ def _evaluate(scorer: Scorer, ctx: ScoreContext) -> np.ndarray:
         return kernels.tag_scores(offs, ids, as_input(lut, F64), float(total))
     if isinstance(scorer, FrequencyScorer):
         offs, ids = ctx.tags("fold")
-        return kernels.frequency_scores(offs, ids, int(t.n_fold_tags), as_input(ctx.offsets, I64))
+        seg = as_input(ctx.offsets, I64)
+        # sets of at most SMALL_SET items (a corpus): the small kernel, the same scores
+        small = seg.shape[0] < 2 or int(np.diff(seg).max()) <= kernels.SMALL_SET
+        kernel = kernels.frequency_scores_small if small else kernels.frequency_scores
+        return kernel(offs, ids, int(t.n_fold_tags), seg)
     if isinstance(scorer, CompositeScorer):
         cols = np.empty((len(rows), len(scorer.entries)), dtype=np.float64)
         for j, (child, _) in enumerate(scorer.entries):

@@ -24,7 +24,9 @@ def rank_scores(values, valid, offsets):
     sign bit flipped, as ``sortkeys.int_keys``) so ``sort_pairs`` compiles once, for the
     uint64 keys every other caller uses."""
     n = values.shape[0]
-    out = np.zeros(n, dtype=np.float64)
+    out = np.empty(n, dtype=np.float64)  # np.empty and a loop, not np.zeros (see cupel_np._jit)
+    for i in range(n):
+        out[i] = 0.0
     n_seg = offsets.shape[0] - 1
     max_m = 0
     for s in range(n_seg):
@@ -63,7 +65,9 @@ def tag_scores(tag_offsets, tag_ids, weight_of_tag, total_weight):
     """TagScorer: sum of the configured weights of each tag occurrence (item tag order),
     divided by the total configured weight, capped at 1.0."""
     n = tag_offsets.shape[0] - 1
-    out = np.zeros(n, dtype=np.float64)
+    out = np.empty(n, dtype=np.float64)  # np.empty and a loop, not np.zeros (see cupel_np._jit)
+    for i in range(n):
+        out[i] = 0.0
     if total_weight == 0.0:
         return out
     for i in range(n):
@@ -107,7 +111,9 @@ def frequency_scores(tag_offsets, tag_ids, n_tags, offsets):
     them remembers each union's size: 200k items carrying 2 of 64 common tags cost 0.02 s
     instead of 0.15 s)."""
     n = tag_offsets.shape[0] - 1
-    out = np.zeros(n, dtype=np.float64)
+    out = np.empty(n, dtype=np.float64)  # np.empty and a loop, not np.zeros (see cupel_np._jit)
+    for i in range(n):
+        out[i] = 0.0
     n_seg = offsets.shape[0] - 1
     max_m = 0
     max_occ = 0
@@ -120,21 +126,29 @@ def frequency_scores(tag_offsets, tag_ids, n_tags, offsets):
             max_occ = occ
     if max_m <= 1 or max_occ == 0:
         return out
-    local = np.full(n_tags, -1, dtype=np.int64)  # global tag -> local id (reset per segment)
+    local = np.empty(n_tags, dtype=np.int64)  # global tag -> local id (reset per segment)
+    for i in range(n_tags):
+        local[i] = -1
     touched = np.empty(max_occ, dtype=np.int64)  # local id -> global tag
     start = np.empty(max_occ + 1, dtype=np.int64)  # CSR of posting lists by local id
     fill = np.empty(max_occ, dtype=np.int64)
-    last_seen = np.full(max_occ, -1, dtype=np.int64)  # global item index: never stale
+    last_seen = np.empty(max_occ, dtype=np.int64)  # global item index: never stale
+    for i in range(max_occ):
+        last_seen[i] = -1
     post = np.empty(max_occ, dtype=np.int64)  # segment-relative items
     dense_slot = np.empty(max_occ, dtype=np.int64)
     uoff = np.empty(max_m + 1, dtype=np.int64)  # each item's distinct local tags, CSR
     utag = np.empty(max_occ, dtype=np.int64)
-    stamp = np.full(max_m, -1, dtype=np.int64)
+    stamp = np.empty(max_m, dtype=np.int64)
+    for i in range(max_m):
+        stamp[i] = -1
     # memo of bitset unions by the item's tag set: open addressing, reset per segment
     cap_max = 1
     while cap_max < 2 * max_m:
         cap_max *= 2
-    memo_item = np.full(cap_max, -1, dtype=np.int64)
+    memo_item = np.empty(cap_max, dtype=np.int64)
+    for i in range(cap_max):
+        memo_item[i] = -1
     memo_total = np.empty(cap_max, dtype=np.int64)
     memo_used = np.empty(max_m, dtype=np.int64)
     for s in range(n_seg):
@@ -189,14 +203,16 @@ def frequency_scores(tag_offsets, tag_ids, n_tags, offsets):
                 n_dense += 1
             else:
                 dense_slot[t] = -1
-        bits = np.zeros((n_dense, words), dtype=np.uint64)
+        bits = np.empty(n_dense * words, dtype=np.uint64)  # list d's word w at d * words + w
+        for w in range(n_dense * words):
+            bits[w] = 0
         if n_dense > 0:
             for t in range(n_local):
                 d = dense_slot[t]
                 if d >= 0:
                     for p in range(start[t], start[t + 1]):
                         q = post[p]
-                        bits[d, q >> 6] |= np.uint64(1) << np.uint64(q & 63)
+                        bits[d * words + (q >> 6)] |= np.uint64(1) << np.uint64(q & 63)
         work = np.empty(words if n_dense > 0 else 0, dtype=np.uint64)
         cap = 1
         while cap < 2 * m:
@@ -249,7 +265,7 @@ def frequency_scores(tag_offsets, tag_ids, n_tags, offsets):
                         out[r + lo] = np.float64(memo_total[hit] - 1) / denom
                         continue
                     for w in range(words):
-                        work[w] = bits[db, w]
+                        work[w] = bits[db * words + w]
                     for p in range(a, b):
                         t = utag[p]
                         if t == best:
@@ -257,7 +273,7 @@ def frequency_scores(tag_offsets, tag_ids, n_tags, offsets):
                         d = dense_slot[t]
                         if d >= 0:
                             for w in range(words):
-                                work[w] |= bits[d, w]
+                                work[w] |= bits[d * words + w]
                         else:
                             for e in range(start[t], start[t + 1]):
                                 q = post[e]
@@ -293,7 +309,7 @@ def frequency_scores(tag_offsets, tag_ids, n_tags, offsets):
                                 continue
                             stamp[q] = r + lo
                             if db >= 0:
-                                has_best = (bits[db, q >> 6] >> np.uint64(q & 63)) & np.uint64(1)
+                                has_best = (bits[db * words + (q >> 6)] >> np.uint64(q & 63)) & np.uint64(1)
                                 if has_best == 0:
                                     total += 1
                             else:
@@ -307,6 +323,75 @@ def frequency_scores(tag_offsets, tag_ids, n_tags, offsets):
             out[r + lo] = np.float64(total - 1) / denom
         for x in range(n_used):
             memo_item[memo_used[x]] = -1
+    return out
+
+
+#: a table whose sets all have at most this many items is scored by
+#: :func:`frequency_scores_small` (an item set fits one 64-bit word)
+SMALL_SET = 64
+
+
+@jit
+def frequency_scores_small(tag_offsets, tag_ids, n_tags, offsets):
+    """FrequencyScorer when no set has more than ``SMALL_SET`` items (a corpus of sessions):
+    the same counts as :func:`frequency_scores`, so the same scores, from a kernel a tenth of
+    its size (a cold first run compiles only this one). Each (case-folded) tag the set touches
+    gets one 64-bit word with a bit per item carrying it; an item's peers sharing a tag are the
+    bits of the OR of its tags' words, the item itself included, so matches = popcount - 1."""
+    n = tag_offsets.shape[0] - 1
+    out = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        out[i] = 0.0
+    n_seg = offsets.shape[0] - 1
+    max_occ = 0
+    for s in range(n_seg):
+        occ = tag_offsets[offsets[s + 1]] - tag_offsets[offsets[s]]
+        if occ > max_occ:
+            max_occ = occ
+    local = np.empty(n_tags, dtype=np.int64)  # global tag -> local id (reset per segment)
+    for g in range(n_tags):
+        local[g] = -1
+    touched = np.empty(max_occ, dtype=np.int64)  # local id -> global tag
+    word = np.empty(max_occ, dtype=np.uint64)  # local id -> its items' bits
+    for s in range(n_seg):
+        lo = offsets[s]
+        hi = offsets[s + 1]
+        m = hi - lo
+        if m <= 1 or tag_offsets[hi] == tag_offsets[lo]:
+            continue
+        n_local = 0
+        for i in range(lo, hi):
+            bit = np.uint64(1) << np.uint64(i - lo)
+            for j in range(tag_offsets[i], tag_offsets[i + 1]):
+                g = tag_ids[j]
+                t = local[g]
+                if t < 0:
+                    t = n_local
+                    local[g] = t
+                    touched[t] = g
+                    word[t] = np.uint64(0)
+                    n_local += 1
+                word[t] |= bit
+        denom = np.float64(m - 1)
+        for i in range(lo, hi):
+            a = tag_offsets[i]
+            b = tag_offsets[i + 1]
+            if a == b:
+                continue
+            bw = np.uint64(0)
+            for j in range(a, b):
+                bw |= word[local[tag_ids[j]]]
+            # popcount, written out as in frequency_scores
+            bw = bw - ((bw >> np.uint64(1)) & np.uint64(0x5555555555555555))
+            bw = (bw & np.uint64(0x3333333333333333)) + ((bw >> np.uint64(2)) & np.uint64(0x3333333333333333))
+            bw = (bw + (bw >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+            bw = bw + (bw >> np.uint64(8))
+            bw = bw + (bw >> np.uint64(16))
+            bw = bw + (bw >> np.uint64(32))
+            total = np.int64(bw & np.uint64(0x7F))
+            out[i] = np.float64(total - 1) / denom
+        for t in range(n_local):
+            local[touched[t]] = -1
     return out
 
 

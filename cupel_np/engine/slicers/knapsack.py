@@ -65,10 +65,11 @@ def _dp_int64(dw, dv, capacity, keep, row_words):
     cells at or above ``reach + w_i`` become ``total + v_i`` with their keep bit set, exactly
     what the DP computes there, and only the cells below are computed."""
     pw = row_words * 64
-    old = np.zeros(PAD + pw, dtype=np.int64)
-    new = np.zeros(PAD + pw, dtype=np.int64)
-    old[:PAD] = I64_MIN
-    new[:PAD] = I64_MIN
+    old = np.empty(PAD + pw, dtype=np.int64)  # np.empty and loops: see cupel_np._jit
+    new = np.empty(PAD + pw, dtype=np.int64)
+    for q in range(PAD + pw):
+        old[q] = I64_MIN if q < PAD else 0
+        new[q] = old[q]
     reach = 0
     total = 0
     for i in range(dw.shape[0]):
@@ -242,33 +243,12 @@ def knapsack_pick(tok, score, cand, target, bucket, max_cells, out, n_out):
     return _knapsack_take(keep, items, dw, cap, row_words, out, n_out), n_c, cap
 
 
-#: :func:`_knapsack_pick_int64`'s capacity result when the values need the split-row DP
-NEEDS_SPLIT = I64_MIN
-
-
-@jit
-def _knapsack_pick_int64(tok, score, cand, target, bucket, max_cells, out, n_out):
-    """:func:`knapsack_pick` without the split-row DP (so a policy whose values never sum
-    past an int64 never compiles it): returns capacity ``NEEDS_SPLIT`` instead of running
-    it (``out`` may then hold zero-token items: the caller runs the segment again)."""
-    n_out, n_c, cap, items, dw, dv, fits_int64 = _knapsack_items(
-        tok, score, cand, target, bucket, max_cells, out, n_out
-    )
-    if cap <= 0:
-        return n_out, n_c, cap
-    if not fits_int64:
-        return n_out, n_c, NEEDS_SPLIT
-    row_words = cap // 64 + 1
-    keep = np.zeros(items.shape[0] * row_words, dtype=np.uint64)
-    _dp_int64(dw, dv, cap, keep, row_words)
-    return _knapsack_take(keep, items, dw, cap, row_words, out, n_out), n_c, cap
-
-
 @jit
 def _slice_knapsack(tok, score, offsets, targets, bucket, max_cells, rank, err, err_a, err_b):
-    """KnapsackSlice over every segment of the score-sorted candidates, with the int64 DP;
-    a segment whose values need the split-row DP gets ``err = ERR_NEEDS_SPLIT`` and no ranks
-    (see :func:`_slice_knapsack_split`)."""
+    """KnapsackSlice over every segment of the score-sorted candidates, with the int64 DP
+    (:func:`knapsack_pick` without the split-row DP, written out here: one kernel less to
+    compile and link); a segment whose values need the split-row DP gets
+    ``err = ERR_NEEDS_SPLIT`` and no ranks (see :func:`_slice_knapsack_split`)."""
     for s in range(offsets.shape[0] - 1):
         lo = offsets[s]
         hi = offsets[s + 1]
@@ -278,15 +258,24 @@ def _slice_knapsack(tok, score, offsets, targets, bucket, max_cells, rank, err, 
         for j in range(hi - lo):  # lo..hi-1 (see _slice_greedy)
             cand[j] = lo + j
         out = np.empty(hi - lo, dtype=np.int64)
-        n_out, n_c, cap = _knapsack_pick_int64(tok, score, cand, targets[s], bucket, max_cells, out, 0)
-        if cap == NEEDS_SPLIT:
-            err[s] = ERR_NEEDS_SPLIT
-            continue
+        n_out, n_c, cap, items, dw, dv, fits_int64 = _knapsack_items(
+            tok, score, cand, targets[s], bucket, max_cells, out, 0
+        )
         if cap < 0:
             err[s] = ERR_TABLE_TOO_LARGE
             err_a[s] = n_c
             err_b[s] = -cap
             continue
+        if cap > 0:  # else no DP: the zero-token items are the answer
+            if not fits_int64:
+                err[s] = ERR_NEEDS_SPLIT  # out may hold zero-token items: the split kernel redoes s
+                continue
+            row_words = cap // 64 + 1
+            keep = np.empty(items.shape[0] * row_words, dtype=np.uint64)
+            for q in range(keep.shape[0]):
+                keep[q] = 0
+            _dp_int64(dw, dv, cap, keep, row_words)
+            n_out = _knapsack_take(keep, items, dw, cap, row_words, out, n_out)
         for j in range(n_out):
             rank[out[j]] = j
 
