@@ -21,7 +21,7 @@ StrPath: TypeAlias = "str | os.PathLike[str] | RemotePath"
 PathOrPaths: TypeAlias = "StrPath | list[StrPath] | tuple[StrPath, ...]"
 
 
-def _file_mode() -> int:
+def file_mode() -> int:
     """The mode a newly created file gets (0o666 minus the process umask). Read from
     /proc/self/status where available: setting the umask to read it would race other threads."""
     try:
@@ -41,7 +41,7 @@ def temp_beside(p: Path) -> str:
     permissions a plainly created file would get: mkstemp makes it 0600."""
     fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
     try:
-        os.fchmod(fd, _file_mode())
+        os.fchmod(fd, file_mode())
     finally:
         os.close(fd)
     return tmp

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from cupel_np._files import atomic_write_bytes, temp_beside
+from cupel_np._files import atomic_write_bytes, file_mode, temp_beside
 from cupel_np._fs import AnyPath, RemotePath, as_path, commit_remote, remote_temp, translate
 from cupel_np._version import __version__
 from cupel_np.analysis import otel
@@ -106,11 +106,14 @@ class _AtomicWriter:
             except OSError as e:
                 raise translate(e, str(self.path)) from None
         else:
-            self.tmp = temp_beside(self.path)
+            # Linux: an unnamed file in the target's directory (O_TMPFILE), linked in at commit,
+            # so even a SIGKILL mid-write leaves nothing behind; elsewhere a named temp file
+            self.fd = _unnamed_beside(self.path)
+            self.tmp = temp_beside(self.path) if self.fd is None else f"/proc/self/fd/{self.fd}"
             try:
                 self.writer = pq.ParquetWriter(self.tmp, self.schema, compression="zstd")
             except OSError as e:
-                _remove_quietly(self.tmp)
+                self._drop_local()
                 raise self._named(e) from None
 
     def _named(self, e: OSError) -> Exception:
@@ -140,8 +143,25 @@ class _AtomicWriter:
         """Put the finished temp file in place."""
         if isinstance(self.path, RemotePath):
             commit_remote(self.tmp, self.path)
-        else:
+        elif self.fd is None:
             os.replace(self.tmp, self.path)
+        else:
+            named = temp_beside(self.path)  # linked under a temp name, then renamed over the target
+            try:
+                os.unlink(named)
+                # a directory fd makes os.link call linkat with AT_SYMLINK_FOLLOW (plain link()
+                # would try to link the /proc magic link itself)
+                dfd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
+                try:
+                    os.link(self.tmp, os.path.basename(named), dst_dir_fd=dfd, follow_symlinks=True)
+                finally:
+                    os.close(dfd)
+                os.replace(named, self.path)
+            except OSError as e:
+                _remove_quietly(named)
+                raise self._named(e) from None
+            finally:
+                self._drop_local()
 
     def abort(self) -> None:
         """Close quietly and remove the temp file; never raises (the first error is the one to
@@ -164,7 +184,29 @@ class _AtomicWriter:
             except Exception:
                 pass
         else:
+            self._drop_local()
+
+    def _drop_local(self) -> None:
+        if self.fd is None:
             _remove_quietly(self.tmp)
+            return
+        fd, self.fd = self.fd, None
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _unnamed_beside(p) -> int | None:
+    """A file descriptor of an unnamed file in ``p``'s directory (Linux ``O_TMPFILE``), or None
+    where the system or the file system has none (then a named temp file is used)."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag:
+        return None
+    try:
+        return os.open(p.parent, flag | os.O_WRONLY, file_mode())
+    except OSError:
+        return None
 
 
 def _remove_quietly(path: str) -> None:

@@ -25,6 +25,30 @@ from cupel_np.io import write_sweep
 ARGS = ["--preset", "chat", "--preset", "rag", "--max-tokens", "8000", "--target-tokens", "6000"]
 ARGS += ["--set-column", "session_id", "--quiet"]
 REAL = pq.ParquetWriter
+#: the output file an unnamed temp file (``/proc/self/fd/N``, Linux O_TMPFILE) is written for
+FD_NAMES: dict[str, str] = {}
+
+
+@pytest.fixture(params=["unnamed", "named"])
+def temp_kind(request, monkeypatch):
+    """The injected faults on both kinds of temp file: the unnamed one Linux gives (linked in
+    at commit) and the named one used elsewhere. Faults are chosen by output name, so the
+    unnamed file's output is recorded when it is made."""
+    from cupel_np.io import parquet as pqmod
+
+    real = pqmod._unnamed_beside
+    if request.param == "named":
+        monkeypatch.setattr(pqmod, "_unnamed_beside", lambda p: None)
+    else:
+
+        def recording(p):
+            fd = real(p)
+            assert fd is not None, "this file system has no O_TMPFILE: the unnamed case cannot run here"
+            FD_NAMES[f"/proc/self/fd/{fd}"] = p.name
+            return fd
+
+        monkeypatch.setattr(pqmod, "_unnamed_beside", recording)
+    return request.param
 
 
 def faulty_writer(fail_write: dict[str, int], fail_close: set[str]):
@@ -36,7 +60,7 @@ def faulty_writer(fail_write: dict[str, int], fail_close: set[str]):
     class Faulty(REAL):
         def __init__(self, where, *a, **kw):
             super().__init__(where, *a, **kw)
-            self.name = os.path.basename(str(where))
+            self.name = os.path.basename(FD_NAMES.get(str(where), str(where)))
             self.calls = 0
 
         def write_table(self, table, *a, **kw):
@@ -77,7 +101,7 @@ def unraisable(monkeypatch):
     ids=["write", "first-close", "last-close"],
 )
 def test_a_full_disk_during_a_streamed_run_leaves_nothing(
-    tmp_path, capsys, monkeypatch, unraisable, fail_write, fail_close, named
+    tmp_path, capsys, monkeypatch, unraisable, temp_kind, fail_write, fail_close, named
 ):
     monkeypatch.setattr(pq, "ParquetWriter", faulty_writer(fail_write, fail_close))
     out = tmp_path / "out"
@@ -91,7 +115,7 @@ def test_a_full_disk_during_a_streamed_run_leaves_nothing(
     assert unraisable == []
 
 
-def test_a_full_disk_under_overwrite_keeps_the_previous_results(tmp_path, capsys, monkeypatch, unraisable):
+def test_a_full_disk_under_overwrite_keeps_the_previous_results(tmp_path, capsys, monkeypatch, unraisable, temp_kind):
     out = tmp_path / "out"
     assert cli.main(["sensitivity", str(sample_path()), *ARGS, "--out", str(out), "--chunk-rows", "300"]) == 0
     before = {p.name: p.read_bytes() for p in out.iterdir()}
@@ -105,7 +129,7 @@ def test_a_full_disk_under_overwrite_keeps_the_previous_results(tmp_path, capsys
     assert unraisable == []
 
 
-def test_a_full_disk_writing_an_in_memory_result_puts_no_output_in_place(tmp_path, monkeypatch, unraisable):
+def test_a_full_disk_writing_an_in_memory_result_puts_no_output_in_place(tmp_path, monkeypatch, unraisable, temp_kind):
     t = pq.read_table(sample_path()).slice(0, 600)
     res = sweep(ItemTable.from_arrow(t, set_column="session_id"), ContextBudget(8000, 6000), ["chat", "rag"])
     monkeypatch.setattr(pq, "ParquetWriter", faulty_writer({}, {"items"}))
