@@ -48,7 +48,13 @@ def test_import_of_nothing_exits_2_unless_allowed(tmp_path, capsys):
     assert main(["import", "claude-code", str(p), "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "0 items from 1 line(s)" in err and "claude-code record 'summary'" in err and "--allow-empty" in err
+    assert f"the import of {p} yielded" in err  # names the input
     assert not out.exists()
+    empty, blank = tmp_path / "empty.jsonl", tmp_path / "blank.jsonl"
+    empty.write_text("")
+    blank.write_text("\n\n")
+    assert main(["import", "sharegpt", str(empty), str(blank), "--out", str(out)]) == 2
+    assert f"the import of {empty} and 1 more yielded 0 items" in capsys.readouterr().err
     assert main(["import", "claude-code", str(p), "--out", str(out), "--allow-empty"]) == 0
     assert pq.read_table(out).num_rows == 0
 

@@ -186,6 +186,14 @@ def _result(table, set_column: str, fmt: str, reader: Reader, checks, counter_na
     )
 
 
+def _named(paths) -> str:
+    """The input of an import as the user gave it: one path, or the first and how many more."""
+    if isinstance(paths, (str, Path)):
+        return str(paths)
+    items = [str(p) for p in paths]
+    return items[0] if len(items) == 1 else f"{items[0]} and {len(items) - 1} more" if items else ""
+
+
 def import_transcripts(
     fmt: str,
     paths: str | Path | Sequence[str | Path],
@@ -229,7 +237,7 @@ def import_transcripts(
         )
     res = _result(table, set_column, fmt, reader, checks, counter_name, repaired[0])
     if not allow_empty:
-        res.check_not_empty()
+        res.check_not_empty(_named(paths))
     return res
 
 
@@ -297,7 +305,7 @@ def import_to_parquet(
             res = _result(None, set_column, fmt, reader, checks, counter_name, repaired[0])
             res.out, res.written = writer.path, (n_items, len(keys))
             if not allow_empty:
-                res.check_not_empty()
+                res.check_not_empty(_named(paths))
         except BaseException:
             writer.abort()
             raise

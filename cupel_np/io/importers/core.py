@@ -426,20 +426,22 @@ class ImportResult:
             lines.append(f"  ... {len(self.tokens) - limit} more (--json lists them all)")
         return lines
 
-    def check_not_empty(self) -> None:
-        """Raise :class:`EmptyImportError` for 0 items, or more lost than kept."""
+    def check_not_empty(self, source: str = "") -> None:
+        """Raise :class:`EmptyImportError` for 0 items, or more lost than kept; ``source`` (the
+        input, as the user named it) is named in the message."""
+        src = f" of {source}" if source else ""
         why = "; ".join(f"{n} {r}" for r, n in sorted(self.skipped.items()) if r not in self.metadata_reasons)
         meta = "; ".join(f"{n} {r}" for r, n in sorted(self.skipped.items()) if r in self.metadata_reasons)
         bad = f"{len(self.bad)} bad line(s)" + (f" (first: {self.bad[0]})" if self.bad else "")
         detail = f"skipped: {bad}" + (f"; {why}" if why else "") + (f"; not context: {meta}" if meta else "")
         if self.items == 0:
             raise EmptyImportError(
-                f"the import yielded 0 items from {self.lines} line(s) ({detail}); "
+                f"the import{src} yielded 0 items from {self.lines} line(s) ({detail}); "
                 "is this the right format? (allow_empty=True / --allow-empty permits an empty result)"
             )
         if self.lost > self.items:
             raise EmptyImportError(
-                f"the import skipped more than it kept: {self.items} item(s) kept, {self.lost} skipped ({detail}); "
+                f"the import{src} skipped more than it kept: {self.items} item(s) kept, {self.lost} skipped ({detail}); "
                 "is this the right format? (allow_empty=True / --allow-empty permits it)"
             )
 
