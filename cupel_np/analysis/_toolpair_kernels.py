@@ -289,9 +289,12 @@ def build_links(ids, roles, rows: np.ndarray, set_off: np.ndarray):
     role = np.empty(n, dtype=np.int8)
     link_of = np.empty(n, dtype=np.int64)
     links = np.empty((4, n), dtype=np.int64)
-    n_link = _link_rows(
-        *_buffers(ids), *_buffers(roles), rows_in, as_input(set_off, np.int64), _CALL, _RESULT, role, link_of, links
-    )
+    # the id hash multiplies modulo 2**64 on purpose: compiled, that is silent; with
+    # NUMBA_DISABLE_JIT it runs on NumPy scalars, which would warn of an overflow
+    with np.errstate(over="ignore"):
+        n_link = _link_rows(
+            *_buffers(ids), *_buffers(roles), rows_in, as_input(set_off, np.int64), _CALL, _RESULT, role, link_of, links
+        )
     if n_link < 0:
         return None
     out_rows = np.empty(n, dtype=np.int32 if n == 0 or int(rows[-1]) < 2**31 else np.int64)
