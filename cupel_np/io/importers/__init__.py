@@ -51,6 +51,7 @@ from cupel_np.io.importers.core import (
     ImportResult,
     Reader,
     build_table,
+    check_chunk_chars,
     items_schema,
     iter_chunks,
     transcript_files,
@@ -265,8 +266,7 @@ def import_to_parquet(
     :class:`EmptyImportError`, leaves no file). It holds the same rows, in the same order,
     with the same schema, as ``import_transcripts(...).write_parquet(out)``. The result has
     ``table=None``; its counts, ``out`` and ``written`` describe the file."""
-    if not isinstance(chunk_chars, int) or isinstance(chunk_chars, bool) or chunk_chars < 1:
-        raise InvalidConfigError(f"chunk_chars must be a positive integer, got {chunk_chars!r}")
+    check_chunk_chars(chunk_chars)
     target = as_path(out)
     if target.is_dir():  # before any work, and never a temp file left beside a directory
         raise IsADirectoryError(errno.EISDIR, "is a directory; give a file path", str(target))

@@ -549,6 +549,12 @@ def calibrated(tokens: list[int], slope: float) -> list[int]:
 CHUNK_CHARS = 4 << 20
 
 
+def check_chunk_chars(chunk_chars) -> None:
+    """``chunk_chars`` must be a positive integer (call it before reading: ``iter_chunks``, a generator, checks late)."""
+    if not isinstance(chunk_chars, int) or isinstance(chunk_chars, bool) or chunk_chars < 1:
+        raise InvalidConfigError(f"chunk_chars must be a positive integer, got {chunk_chars!r}")
+
+
 def iter_chunks(
     convs: Iterable[Conversation],
     set_column: str,
@@ -568,10 +574,8 @@ def iter_chunks(
     held at a time. Each conversation's token check is appended to ``checks``;
     ``repaired[0]`` is increased by the number of strings whose lone surrogates (JSON
     ``\\ud800`` escapes: not valid Unicode, which Arrow cannot hold) were replaced by U+FFFD.
-    Every chunk has the schema ``items_schema(set_column, extra_columns)``; the chunking does
-    not change any value."""
-    if not isinstance(chunk_chars, int) or isinstance(chunk_chars, bool) or chunk_chars < 1:
-        raise InvalidConfigError(f"chunk_chars must be a positive integer, got {chunk_chars!r}")
+    Every chunk has the schema ``items_schema(set_column, extra_columns)``; chunks change no value."""
+    check_chunk_chars(chunk_chars)
     extra = extra_columns or []
     fixes = repaired if repaired is not None else [0]
     out_checks = checks if checks is not None else []
