@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from cupel_np.io.importers.claude_index import BOUNDARY, Index, children, key_of, live, roots
+from cupel_np.io.importers.claude_index import BOUNDARY, Index, children, key_of, live, parallel, roots
 from cupel_np.io.importers.core import (
     ApiCount,
     Bad,
@@ -259,9 +259,20 @@ def _record(st: _State, obj, name: str, n: int, last: dict, reader: Reader, skip
         return False
     if rtype == "system":
         reader.skip("claude-code record 'system'", metadata=True)
-    fields = (sid, side, _time_key(ts), boundary, msg_id, api, sig)
+    fields = (sid, side, _time_key(ts), boundary, msg_id, api, sig, rtype == "user" and _results_only(obj))
     st.ix.add(uid, key, parent if isinstance(parent, str) else None, fields, parts, loc)
     return True
+
+
+def _results_only(obj: dict) -> bool:
+    """Whether a user record's content is only ``tool_result`` blocks (a parallel call's result
+    can hang off the chain: see ``claude_index.parallel``)."""
+    content = obj["message"].get("content")
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    )
 
 
 def _message_parts(st: _State, obj: dict, rtype: str, ts, uid: str, name: str, n: int, skipped: dict):
@@ -302,11 +313,12 @@ class _Graph:
         ix.release("tkey")
         self.starts, self.kids = children(self.ep, self.rank)
         self.live = live(self.ep, root, order, self.rank, self.starts[1:] == self.starts[:-1])
+        self.side_call = parallel(self.live, self.ep, self.flags, self.msg, self.n_parts)
 
     def done(self, ix: Index) -> None:
         """Release all but the live flags (and the columns that read records again)."""
         self.flags = self.api = self.msg = self.n_parts = self.sess = self.side = None  # type: ignore[assignment]
-        self.ep = self.rank = self.starts = self.kids = None  # type: ignore[assignment]
+        self.ep = self.rank = self.starts = self.kids = self.side_call = None  # type: ignore[assignment]
         ix.release("flags", "api", "msg", "n_parts", "sess", "side")
 
 
@@ -324,10 +336,18 @@ def _walk(st: _State, g: _Graph, key: str, rs: list[int]) -> list[tuple[Conversa
         g.live.tobytes(),
         st.keep_rewound,
     )
+    side_call = g.side_call.tobytes()
     for r in rs:
         start = next_seg + 1 if (flags[r] & BOUNDARY and segs) else next_seg
         stack = [(r, start)]
-        while stack:
+        #: the branches of a parallel call (``claude_index.parallel``), held back until the walk
+        #: leaves the assistant message they fork from, so that the results follow all the calls
+        pending: list[tuple[int, int]] = []
+        pending_msg = 0
+        while stack or pending:
+            if not stack or (pending and (msg[stack[-1][0]] == 0 or msg[stack[-1][0]] != pending_msg)):
+                stack.extend(reversed(pending))
+                pending = []
             nd, seg = stack.pop()
             if flags[nd] & BOUNDARY and nd != r:
                 seg = max(seg, next_seg) + 1
@@ -346,7 +366,14 @@ def _walk(st: _State, g: _Graph, key: str, rs: list[int]) -> list[tuple[Conversa
             size[0] += n_parts[nd]
             b, e = starts[nd], starts[nd + 1]
             if e > b:
-                stack.extend((k, seg) for k in reversed(kids[b:e]) if keep or lv[k])
+                ks = [k for k in kids[b:e] if keep or lv[k]]
+                later = [k for k in ks if side_call[k]] if len(ks) > 1 else []
+                if later:
+                    if not pending:
+                        pending_msg = m
+                    pending.extend((k, seg) for k in later)
+                    ks = [k for k in ks if not side_call[k]]
+                stack.extend((k, seg) for k in reversed(ks))
     return [(c, np.array(m, np.int32), size, seg) for c, m, size, seg in segs.values()]
 
 

@@ -175,8 +175,8 @@ _ORDER = (
     "offset",
 )
 
-#: flag bits
-BOUNDARY, REWOUND, PCANON, PODD, ODD = 1, 2, 4, 8, 16
+#: flag bits (``TRESULT``: a user record whose content is only ``tool_result`` blocks)
+BOUNDARY, REWOUND, PCANON, PODD, ODD, TRESULT = 1, 2, 4, 8, 16, 32
 
 
 def _put_parent(parent: str | None, phi: array, plo: array, odd: dict[int, str], row: int) -> int:
@@ -235,18 +235,20 @@ class Index:
 
     def add(self, uid: str, key: Key, parent: str | None, fields: tuple, parts: list, loc) -> None:
         """A new record's row (``key`` = ``key_of(uid)``): ``fields`` = (session, side, time key, boundary, message id,
-        API tokens, signature); ``loc`` = (file index, offset, line) or None. Rows are gathered
+        API tokens, signature, tool results only); ``loc`` = (file index, offset, line) or None. Rows are gathered
         as tuples and moved into the columns in batches (``flush``)."""
         row = self.n
         self.n += 1
         self.keys.add(key, row)
-        sess, side, tkey, boundary, msg_id, api, sig = fields
+        sess, side, tkey, boundary, msg_id, api, sig, tresult = fields
         if isinstance(key, str):
             self.odd_uid[row] = key
             hi = lo = 0
             flags = ODD
         else:
             hi, lo, flags = key >> 64, key & _M64, 0
+        if tresult:
+            flags |= TRESULT
         if parent is None:
             phi = plo = 0
         else:
@@ -422,3 +424,35 @@ def live(ep: np.ndarray, root: np.ndarray, order: np.ndarray, rank: np.ndarray, 
         cur = np.unique(ep[cur])
         cur = cur[cur >= 0]
     return out
+
+
+def parallel(out: np.ndarray, ep: np.ndarray, flags: np.ndarray, msg: np.ndarray, n_parts: np.ndarray) -> np.ndarray:
+    """The rows off the live chain that are the rest of a live parallel tool call, marked live in
+    ``out`` (in place); returned as a mask. Claude Code writes each ``tool_use`` block of one API
+    response as its own record, each chained to the one before, and each ``tool_result`` record
+    as a child of the record holding its call: with two or more calls the chain forks, and only
+    one branch goes on. The other branches are not a rewind: their records were sent with the
+    next request (the API refuses a ``tool_use`` without its ``tool_result``). Such a branch hangs
+    off a live row and holds only user records of tool results and assistant records of the same
+    API message as their parent (records without content aside); a branch holding anything
+    else (a prompt, a later reply) went on, so it stays a rewound branch."""
+    rev = np.zeros(len(ep), bool)
+    if not len(ep):
+        return rev
+    has = ep >= 0
+    pe = np.where(has, ep, 0)
+    kind = ((flags & TRESULT) != 0) | ((msg != 0) & (msg == msg[pe]))
+    ok = kind | ((n_parts == 0) & ((flags & BOUNDARY) == 0))
+    taint = ~out & ~ok  # a branch holding one of these went on: it is not a call's rest
+    cur = np.flatnonzero(taint)
+    while cur.size:
+        cur = ep[cur]
+        cur = np.unique(cur[cur >= 0])
+        cur = cur[~out[cur] & ~taint[cur]]
+        taint[cur] = True
+    while True:
+        cand = np.flatnonzero(~out & has & kind & ~taint & out[pe])
+        if not cand.size:
+            return rev
+        out[cand] = True
+        rev[cand] = True

@@ -1,0 +1,122 @@
+"""Shapes seen in real public recordings (Claude Code session logs, stream-json, OTLP files)
+that the earlier fixtures did not have. Each fixture here is written for this repository and
+reproduces one shape; the recordings themselves are not committed."""
+
+import json
+
+import pytest
+
+from cupel_np.io.importers import claude_code, import_transcripts
+
+SESSION = "5f0c2a9e-8d41-4b7a-9c3e-1a2b3c4d5e6f"
+REWOUND = "claude-code record on a rewound branch (not in the live context)"
+
+
+def _uid(n: int) -> str:
+    return f"00000000-0000-4000-8000-{n:012d}"
+
+
+def _rec(n, parent, rtype, sec, content, **extra):
+    r = {
+        "parentUuid": None if parent is None else _uid(parent),
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": "/work/app",
+        "sessionId": SESSION,
+        "version": "2.1.14",
+        "type": rtype,
+        "uuid": _uid(n),
+        "timestamp": f"2026-01-21T06:19:{sec:06.3f}Z",
+    }
+    if rtype == "assistant":
+        msg_id, usage = extra.pop("msg"), extra.pop("usage", {"input_tokens": 3, "cache_read_input_tokens": 15000})
+        r["message"] = {
+            "id": msg_id,
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-opus-4-5",
+            "content": content,
+        }
+        r["message"]["usage"] = usage
+    else:
+        r["message"] = {"role": "user", "content": content}
+    r.update(extra)
+    return r
+
+
+def _use(tid, name, **inp):
+    return [{"type": "tool_use", "id": tid, "name": name, "input": inp}]
+
+
+def _result(tid, text, **kw):
+    return [{"tool_use_id": tid, "type": "tool_result", "content": text, **kw}]
+
+
+def _write(path, recs):
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return path
+
+
+def _parallel_reads(results_in_call_order=True):
+    """One API response with two ``Read`` calls (two records, the second chained to the first),
+    each result a child of the record holding its call, as Claude Code 2.0-2.1 writes them;
+    the chain goes on from the result written last."""
+    recs = [
+        {
+            "type": "queue-operation",
+            "operation": "dequeue",
+            "timestamp": "2026-01-21T06:19:38.048Z",
+            "sessionId": SESSION,
+        },
+        _rec(1, None, "user", 38, "Add multiply_numbers and a test."),
+        _rec(2, 1, "assistant", 40, [{"type": "text", "text": "Let me read both files."}], msg="msg_A"),
+        _rec(3, 2, "assistant", 41, _use("toolu_r1", "Read", file_path="src/m.py"), msg="msg_A"),
+        _rec(4, 3, "assistant", 42, _use("toolu_r2", "Read", file_path="tests/t.py"), msg="msg_A"),
+    ]
+    r1 = _rec(5, 3, "user", 43, _result("toolu_r1", "def add(a, b): ..."), sourceToolAssistantUUID=_uid(3))
+    r2 = _rec(6, 4, "user", 43, _result("toolu_r2", "def test_add(): ..."), sourceToolAssistantUUID=_uid(4))
+    last = 6 if results_in_call_order else 5
+    recs += [r1, r2] if results_in_call_order else [r2, r1]
+    recs += [
+        _rec(7, last, "assistant", 45, [{"type": "text", "text": "Adding the function."}], msg="msg_B"),
+        _rec(8, 7, "user", 50, "Thanks."),
+    ]
+    return recs
+
+
+@pytest.mark.parametrize("in_order", [True, False])
+def test_parallel_tool_results_are_context_not_a_rewind(tmp_path, monkeypatch, in_order):
+    """The branch a parallel call's result hangs on was sent with the next request: it is kept
+    (the earlier reader took it for a rewound branch and dropped the first result), and the
+    results follow all the calls of their response."""
+    path = _write(tmp_path / f"{SESSION}.jsonl", _parallel_reads(in_order))
+    res = import_transcripts("claude-code", path)
+    t = res.table.to_pylist()
+    assert REWOUND not in res.skipped
+    assert [(r["kind"], r["tool_call_id"]) for r in t] == [
+        ("Message", None),
+        ("Message", None),
+        ("ToolCall", "toolu_r1"),
+        ("ToolCall", "toolu_r2"),
+        ("ToolOutput", "toolu_r1" if in_order else "toolu_r2"),
+        ("ToolOutput", "toolu_r2" if in_order else "toolu_r1"),
+        ("Message", None),
+        ("Message", None),
+    ]
+    outs = {r["tool_call_id"]: dict(r["metadata"]) for r in t if r["kind"] == "ToolOutput"}
+    assert {k: v["tool_name"] for k, v in outs.items()} == {"toolu_r1": "Read", "toolu_r2": "Read"}
+    assert {r["tool_group"] for r in t if r["tool_role"]} == {f"{SESSION}:toolu_r1"}
+    # the two-pass reader places them alike
+    monkeypatch.setattr(claude_code, "TWO_PASS_BYTES", 0)
+    assert import_transcripts("claude-code", path).table.equals(res.table)
+
+
+def test_a_branch_that_went_on_from_a_tool_result_is_still_a_rewind(tmp_path):
+    """A fork whose other branch holds more than the call's results (here a later reply) is a
+    rewind as before: only the branch with the newest leaf is the live context."""
+    recs = _parallel_reads()[1:]
+    recs.insert(5, _rec(9, 5, "assistant", 44, [{"type": "text", "text": "Abandoned reply."}], msg="msg_X"))
+    res = import_transcripts("claude-code", _write(tmp_path / "s.jsonl", recs))
+    texts = [r["content"] for r in res.table.to_pylist()]
+    assert "Abandoned reply." not in texts and "def add(a, b): ..." not in texts
+    assert res.skipped[REWOUND] == 2
