@@ -120,3 +120,83 @@ def test_a_branch_that_went_on_from_a_tool_result_is_still_a_rewind(tmp_path):
     texts = [r["content"] for r in res.table.to_pylist()]
     assert "Abandoned reply." not in texts and "def add(a, b): ..." not in texts
     assert res.skipped[REWOUND] == 2
+
+
+def _span(trace, span, start, attrs):
+    def val(v):
+        return {"intValue": str(v)} if isinstance(v, int) else {"stringValue": v}
+
+    return {
+        "traceId": trace,
+        "spanId": span,
+        "name": "chat gpt-4o",
+        "kind": 3,
+        "startTimeUnixNano": str(start),
+        "attributes": [{"key": k, "value": val(v)} for k, v in attrs.items()],
+    }
+
+
+def _otlp(path, spans):
+    doc = {
+        "resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {"name": "x"}, "spans": spans}]}]
+    }
+    path.write_text(json.dumps(doc) + "\n")
+    return path
+
+
+_T = "0af7651916cd43dd8448eb211c80319c"
+
+
+def test_otel_openai_shaped_messages_in_genai_attributes(tmp_path):
+    """Some instrumentations (Laminar, OpenLLMetry's JSON form) put OpenAI-shaped messages
+    (``content``, ``tool_calls``, ``tool_call_id``) in ``gen_ai.input.messages``; the earlier
+    reader looked only for ``parts`` and dropped them without a count."""
+    first = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Weather in Paris?"}]
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+    second = first + [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": [{"type": "text", "text": "18C, cloudy"}]},
+    ]
+    spans = [
+        _span(_T, "a" * 16, 1, {"gen_ai.input.messages": json.dumps(first), "gen_ai.usage.input_tokens": 40}),
+        _span(_T, "b" * 16, 2, {"gen_ai.input.messages": json.dumps(second), "gen_ai.usage.input_tokens": 75}),
+    ]
+    res = import_transcripts("otel", _otlp(tmp_path / "laminar.json", spans))
+    t = res.table.to_pylist()
+    assert [(r["kind"], r["content"]) for r in t] == [
+        ("SystemPrompt", "You are terse."),
+        ("Message", "Weather in Paris?"),
+        ("ToolCall", 'get_weather({"city": "Paris"})'),
+        ("ToolOutput", "18C, cloudy"),
+    ]
+    assert t[2]["tool_call_id"] == t[3]["tool_call_id"] == "call_1"
+    assert dict(t[3]["metadata"])["tool_name"] == "get_weather"
+    (chk,) = res.tokens
+    assert chk["requests"] == 2 and chk["api"] == 75
+
+
+def test_otel_openllmetry_indexed_attributes(tmp_path):
+    """OpenLLMetry (Traceloop) writes ``gen_ai.prompt.N.role`` / ``.content`` and
+    ``gen_ai.completion.N...`` with ``gen_ai.usage.prompt_tokens``; the earlier reader found no
+    messages in such spans (every span skipped, the import empty)."""
+    a1 = {
+        "gen_ai.system": "openai",
+        "gen_ai.prompt.0.role": "system",
+        "gen_ai.prompt.0.content": "Extract fields",
+        "gen_ai.prompt.1.role": "user",
+        "gen_ai.prompt.1.content": "from invoice INV-1234",
+        "gen_ai.completion.0.role": "assistant",
+        "gen_ai.completion.0.tool_calls.0.id": "call_9",
+        "gen_ai.completion.0.tool_calls.0.name": "lookup",
+        "gen_ai.completion.0.tool_calls.0.arguments": '{"id": "INV-1234"}',
+        "gen_ai.usage.prompt_tokens": 1200,
+    }
+    res = import_transcripts("otel", _otlp(tmp_path / "traceloop.json", [_span(_T, "c" * 16, 5, a1)]))
+    t = res.table.to_pylist()
+    assert [(r["kind"], r["content"]) for r in t] == [
+        ("SystemPrompt", "Extract fields"),
+        ("Message", "from invoice INV-1234"),
+        ("ToolCall", 'lookup({"id": "INV-1234"})'),
+    ]
+    assert t[2]["tool_call_id"] == "call_9"
+    assert res.tokens[0]["api"] == 1200

@@ -91,6 +91,9 @@ def _genai_messages(msgs, skipped: dict) -> list[dict]:
     for m in msgs or []:
         if not isinstance(m, dict):
             continue
+        if "parts" not in m and ("content" in m or "tool_calls" in m):
+            out.append(_openai_message(m, skipped))  # OpenAI-shaped (Laminar, OpenLLMetry)
+            continue
         texts, calls, responses = [], [], []
         for p in m.get("parts") or []:
             t = p.get("type") if isinstance(p, dict) else None
@@ -112,6 +115,73 @@ def _genai_messages(msgs, skipped: dict) -> list[dict]:
                 msg["tool_calls"] = calls
             out.append(msg)
         out.extend(responses)
+    return out
+
+
+def _openai_message(m: dict, skipped: dict) -> dict:
+    """An OpenAI-shaped message found where GenAI messages (``parts``) were expected: its
+    ``content`` (a string or text parts) as text, its ``tool_calls``, ``tool_call_id``, ``name``."""
+    c = m.get("content")
+    if isinstance(c, list):
+        texts = []
+        for p in c:
+            if isinstance(p, str):
+                texts.append(p)
+            elif isinstance(p, dict) and isinstance(p.get("text"), str):
+                texts.append(p["text"])
+            else:
+                count(skipped, f"otel part '{p.get('type') if isinstance(p, dict) else type(p).__name__}'")
+        c = "\n".join(texts)
+    elif c is not None and not isinstance(c, str):
+        c = json.dumps(c, ensure_ascii=False)
+    msg: dict[str, Any] = {"role": m.get("role"), "content": c or ""}
+    calls = [
+        {
+            "id": tc.get("id"),
+            "function": tc.get("function") or {"name": tc.get("name"), "arguments": tc.get("arguments")},
+        }
+        for tc in m.get("tool_calls") or []
+        if isinstance(tc, dict)
+    ]
+    if calls:
+        msg["tool_calls"] = calls
+    for k in ("tool_call_id", "name"):
+        if isinstance(m.get(k), str):
+            msg[k] = m[k]
+    return msg
+
+
+_TL = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
+
+
+def _indexed_messages(a: dict, which: str) -> list[dict]:
+    """OpenLLMetry's (Traceloop's) indexed attributes: ``gen_ai.prompt.N.role`` / ``.content`` /
+    ``.tool_calls.J.{id,name,arguments}`` / ``.tool_call_id``, and ``gen_ai.completion.N...``."""
+    msgs: dict[int, dict[str, Any]] = {}
+    for k, v in a.items():
+        m = _TL.match(k)
+        if m and m.group(1) == which:
+            msgs.setdefault(int(m.group(2)), {})[m.group(3)] = v
+    out = []
+    for i in sorted(msgs):
+        d = msgs[i]
+        msg: dict[str, Any] = {"role": d.get("role") or ("user" if which == "prompt" else "assistant")}
+        c = d.get("content")
+        msg["content"] = c if isinstance(c, str) else ("" if c is None else json.dumps(c, ensure_ascii=False))
+        calls: dict[int, dict] = {}
+        for k, v in d.items():
+            cm = re.match(r"^tool_calls\.(\d+)\.(id|name|arguments)$", k)
+            if cm:
+                c2 = calls.setdefault(int(cm.group(1)), {"function": {}})
+                if cm.group(2) == "id":
+                    c2["id"] = v
+                else:
+                    c2["function"][cm.group(2)] = v
+        if calls:
+            msg["tool_calls"] = [calls[j] for j in sorted(calls)]
+        if isinstance(d.get("tool_call_id"), str):
+            msg["tool_call_id"] = d["tool_call_id"]
+        out.append(msg)
     return out
 
 
@@ -190,6 +260,17 @@ def _span_request(span: dict, skipped: dict) -> dict | None:
         inp, out = _openinference_messages(a, "input"), _openinference_messages(a, "output")
         tools = _tools(a, None)
         tokens = a.get("llm.token_count.prompt")
+    elif any(_TL.match(k) for k in a):
+        inp, out = _indexed_messages(a, "prompt"), _indexed_messages(a, "completion")
+        tools = []
+        tokens = next(
+            (
+                a[k]
+                for k in ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.usage.prompt_tokens")
+                if k in a
+            ),
+            None,
+        )
     else:
         return None
     key = a.get("gen_ai.conversation.id") or a.get("session.id") or span.get("traceId") or "trace"
