@@ -200,3 +200,52 @@ def test_otel_openllmetry_indexed_attributes(tmp_path):
     ]
     assert t[2]["tool_call_id"] == "call_9"
     assert res.tokens[0]["api"] == 1200
+
+
+def test_a_boundary_whose_logical_parent_follows_it_still_opens_a_segment(tmp_path):
+    """A compaction that keeps a preserved segment can name, as the boundary's
+    ``logicalParentUuid``, a record written after the summary under its old id (a shape
+    claude-code-log keeps a fixture of): the chain is then a cycle. It is cut at the boundary,
+    so the summary and what follows it are still their own set."""
+
+    def rec(u, p, t, minute, text, **kw):
+        r = {"type": t, "uuid": u, "parentUuid": p, "sessionId": "s2", "timestamp": f"2025-07-01T10:{minute:02d}:00Z"}
+        if t == "user":
+            r["message"] = {"role": "user", "content": text}
+        else:
+            r["message"] = {"role": t, "id": f"msg_{u}", "content": [{"type": "text", "text": text}]}
+        r.update(kw)
+        return r
+
+    boundary = {
+        "type": "system",
+        "subtype": "compact_boundary",
+        "uuid": "cb",
+        "parentUuid": None,
+        "logicalParentUuid": "kept",
+        "sessionId": "s2",
+        "timestamp": "2025-07-01T10:30:00Z",
+        "compactMetadata": {
+            "trigger": "auto",
+            "preservedSegment": {"headUuid": "kept", "anchorUuid": "cs", "tailUuid": "kept"},
+        },
+    }
+    recs = [
+        rec("u1", None, "user", 0, "Start"),
+        rec("a1", "u1", "assistant", 1, "Ready"),
+        rec("u2", "a1", "user", 20, "Keep going"),
+        boundary,
+        rec("cs", "cb", "user", 30, "This session is being continued. Summary: a plan.", isCompactSummary=True),
+        rec("kept", "cs", "assistant", 21, "Kept going"),  # preserved: its old time
+        rec("u3", "kept", "user", 40, "After compaction"),
+    ]
+    res = import_transcripts("claude-code", _write(tmp_path / "s2.jsonl", recs))
+    got = [(r["conversation_id"], r["segment"], r["content"][:12]) for r in res.table.to_pylist()]
+    assert got == [
+        ("s2", 0, "Start"),
+        ("s2", 0, "Ready"),
+        ("s2", 0, "Keep going"),
+        ("s2#1", 1, "This session"),
+        ("s2#1", 1, "Kept going"),
+        ("s2#1", 1, "After compac"),
+    ]

@@ -308,7 +308,7 @@ class _Graph:
         self.sess, self.side = c.np("sess"), c.np("side")
         par = ix.parents()
         ix.release("phi", "plo", "sig")  # the pass's lookups are done: only what placing needs
-        self.ep, root = roots(par, self.side)
+        self.ep, root = roots(par, self.side, (self.flags & BOUNDARY) != 0)
         order, self.rank = ix.ranks()
         ix.release("tkey")
         self.starts, self.kids = children(self.ep, self.rank)

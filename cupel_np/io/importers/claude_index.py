@@ -369,10 +369,12 @@ class Index:
         return order, rank
 
 
-def roots(par: np.ndarray, side: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def roots(par: np.ndarray, side: np.ndarray, boundary: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(parent, root) of each row: the parent row within its conversation (-1 for a root: no
     parent in the log, a sub-agent's first record hanging off another chain, or the record
-    closing a cycle) and the root it reaches."""
+    closing a cycle) and the root it reaches. A cycle is cut at a compaction boundary in it
+    when there is one (``boundary``, a mask): a boundary whose ``logicalParentUuid`` names a
+    record after it (a preserved segment written under its old ids) still opens a segment."""
     n = len(par)
     ep = par  # changed in place
     sub = np.flatnonzero((ep >= 0) & (side >= 0))
@@ -390,9 +392,13 @@ def roots(par: np.ndarray, side: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             path.append(cur)
             on_path.add(cur)
             p = int(ep[cur])
-            if p < 0 or p in on_path:  # a cycle ends at the record closing it
-                memo[cur] = cur
-                ep[cur] = -1
+            if p < 0 or p in on_path:  # a cycle ends at the record closing it, or at a boundary in it
+                cut = cur
+                if p >= 0 and boundary is not None:
+                    cyc = path[path.index(p) :]
+                    cut = next((x for x in cyc if boundary[x]), cur)
+                memo[cur] = cut
+                ep[cut] = -1
                 break
             cur = p
         for x in path:
