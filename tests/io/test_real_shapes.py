@@ -249,3 +249,109 @@ def test_a_boundary_whose_logical_parent_follows_it_still_opens_a_segment(tmp_pa
         ("s2#1", 1, "Kept going"),
         ("s2#1", 1, "After compac"),
     ]
+
+
+def _att(n, parent, sec, payload):
+    return {
+        "parentUuid": None if parent is None else _uid(parent),
+        "isSidechain": False,
+        "attachment": payload,
+        "type": "attachment",
+        "uuid": _uid(n),
+        "timestamp": f"2026-05-03T10:57:{sec:06.3f}Z",
+        "sessionId": SESSION,
+        "version": "2.1.126",
+    }
+
+
+def _attachments_session():
+    """Claude Code 2.1.10x-2.1.12x writes what it adds to the model's context beside the user's
+    prompt (skills, MCP instructions, deferred tool names, hook context, files re-read after a
+    compaction, queued prompts) as ``attachment`` records in the chain; some carry nothing the
+    model sees."""
+    u = _rec(1, None, "user", 29, "Build the vault program.")
+    u["timestamp"] = "2026-05-03T10:57:29.100Z"
+    a1 = _rec(9, 8, "assistant", 33, [{"type": "text", "text": "Reading the IDL first."}], msg="msg_1")
+    a1["timestamp"] = "2026-05-03T10:57:33.000Z"
+    a1["message"]["usage"] = {"input_tokens": 4, "cache_creation_input_tokens": 900, "cache_read_input_tokens": 0}
+    a2 = _rec(12, 11, "assistant", 40, [{"type": "text", "text": "Done."}], msg="msg_2")
+    a2["timestamp"] = "2026-05-03T10:57:40.000Z"
+    a2["message"]["usage"] = {"input_tokens": 4, "cache_creation_input_tokens": 60, "cache_read_input_tokens": 904}
+    return [
+        _att(
+            0,
+            None,
+            17,
+            {
+                "type": "hook_success",
+                "hookEvent": "SessionStart",
+                "hookName": "SessionStart:startup",
+                "content": "TERSE MODE ACTIVE",
+            },
+        ),
+        u | {"parentUuid": _uid(0)},
+        _att(2, 1, 29.2, {"type": "deferred_tools_delta", "addedNames": ["WebFetch", "TaskCreate"]}),
+        _att(3, 2, 29.3, {"type": "skill_listing", "content": "- update-config: configure the harness"}),
+        _att(4, 3, 29.4, {"type": "command_permissions", "allowedTools": []}),
+        _att(
+            5,
+            4,
+            29.5,
+            {
+                "type": "mcp_instructions_delta",
+                "addedNames": ["pencil"],
+                "addedBlocks": ["## pencil\nUse the pencil tools."],
+            },
+        ),
+        _att(6, 5, 29.6, {"type": "hook_system_message", "content": "\x1b[1m[recent context]\x1b[0m"}),
+        _att(7, 6, 29.7, {"type": "hook_success", "hookEvent": "PostToolUse", "content": "formatted 1 file"}),
+        _att(8, 7, 29.8, {"type": "task_reminder", "content": [], "itemCount": 0}),
+        a1,
+        _att(
+            10,
+            9,
+            35,
+            {
+                "type": "file",
+                "filename": "/w/idl.json",
+                "content": {"type": "text", "file": {"filePath": "/w/idl.json", "content": '{"name": "vault"}'}},
+            },
+        ),
+        _att(11, 10, 36, {"type": "queued_command", "prompt": "also add a test", "commandMode": "prompt"}),
+        a2,
+    ]
+
+
+def test_attachments_the_model_saw_are_items(tmp_path, monkeypatch):
+    """The earlier reader counted every ``attachment`` record as metadata, so what they added to
+    the context was missing from the items and from the estimate set against the API's counts."""
+    path = _write(tmp_path / f"{SESSION}.jsonl", _attachments_session())
+    res = import_transcripts("claude-code", path)
+    t = res.table.to_pylist()
+    got = [(r["kind"], dict(r["metadata"]).get("attachment"), r["content"]) for r in t]
+    assert got == [
+        ("Attachment", "hook_success", "TERSE MODE ACTIVE"),
+        ("Message", None, "Build the vault program."),
+        ("Attachment", "deferred_tools_delta", "WebFetch\nTaskCreate"),
+        ("Attachment", "skill_listing", "- update-config: configure the harness"),
+        ("Attachment", "mcp_instructions_delta", "## pencil\nUse the pencil tools."),
+        ("Message", None, "Reading the IDL first."),
+        ("Attachment", "file", '{"name": "vault"}'),
+        ("Message", "queued_command", "also add a test"),
+        ("Message", None, "Done."),
+    ]
+    assert all(r["tags"] == ["user"] for r in t if dict(r["metadata"]).get("attachment"))
+    assert {k: v for k, v in res.skipped.items() if "attachment" in k} == {
+        "claude-code attachment 'command_permissions' (not context)": 1,
+        "claude-code attachment 'hook_system_message' (not context)": 1,
+        "claude-code attachment 'hook_success' (not context)": 1,
+        "claude-code attachment 'task_reminder' (not context)": 1,
+    }
+    assert all(k in res.metadata_reasons for k in res.skipped if "attachment" in k)
+    # the first request saw the five items before it, the second eight
+    (chk,) = res.tokens
+    assert chk["requests"] == 2 and chk["api"] == 968
+    before = [sum(r["tokens"] for r in t[:5]), sum(r["tokens"] for r in t[:8])]
+    assert chk["estimate"] == before[1] and before[0] < before[1]
+    monkeypatch.setattr(claude_code, "TWO_PASS_BYTES", 0)
+    assert import_transcripts("claude-code", path).table.equals(res.table)

@@ -22,6 +22,7 @@ The model (see docs/importing.md, "Claude Code"):
 
 from __future__ import annotations
 
+import json
 import re
 from array import array
 from collections.abc import Iterator
@@ -158,6 +159,64 @@ def _user_parts(obj: dict, content, ts, uid, skipped: dict) -> list[Part]:
     return parts
 
 
+#: ``attachment`` records Claude Code sends to the model (as a ``<system-reminder>`` user message,
+#: a queued prompt as a user message) and the field holding their text; any other attachment
+#: with a string ``content`` is read too. Those without text (``command_permissions``,
+#: ``compact_file_reference``, an empty reminder) or shown only to the user
+#: (``hook_system_message``, the output of hooks other than SessionStart / UserPromptSubmit)
+#: are counted, as metadata.
+_ATTACHMENT_TEXT = {
+    "queued_command": "prompt",
+    "skill_listing": "content",
+    "hook_additional_context": "content",
+    "hook_success": "content",
+    "selected_lines_in_ide": "content",
+    "mcp_instructions_delta": "addedBlocks",
+    "deferred_tools_delta": "addedNames",
+    "task_reminder": "content",
+    "todo_reminder": "content",
+    "nested_memory": "content",
+}
+_NOT_SENT = {"hook_system_message", "command_permissions"}
+
+
+def _attachment_text(a: dict, skipped: dict) -> str:
+    """The text of an ``attachment`` record's payload that the model saw ("" for none)."""
+    t = a.get("type")
+    if t in _NOT_SENT or (t == "hook_success" and a.get("hookEvent") not in ("SessionStart", "UserPromptSubmit")):
+        return ""
+    if t == "file":
+        c = a.get("content")
+        f = c.get("file") if isinstance(c, dict) else None
+        if isinstance(f, dict) and isinstance(f.get("content"), str):
+            return f["content"]
+        return ""
+    v = a.get(_ATTACHMENT_TEXT.get(t, "content")) if isinstance(t, str) else None
+    if isinstance(v, str):
+        return v
+    if isinstance(v, list) and v:
+        if all(isinstance(x, str) for x in v):
+            return "\n".join(v)
+        if t in _ATTACHMENT_TEXT:
+            return text_of(v, "attachment", skipped) if t == "queued_command" else json.dumps(v, ensure_ascii=False)
+    return ""
+
+
+def _attachment_parts(obj: dict, ts, uid, skipped: dict) -> list[Part]:
+    a = obj.get("attachment")
+    t = a.get("type") if isinstance(a, dict) else None
+    text = _attachment_text(a, skipped) if isinstance(a, dict) else ""
+    if blank(text):
+        key = f"claude-code attachment '{t}' (not context)"
+        skipped[key] = skipped.get(key, 0) + 1
+        return []
+    extra = {"attachment": str(t)}
+    if t == "queued_command":
+        return [Part(text, "Message", "Chat", False, "user", ts, uid, extra=extra)]
+    extra["is_meta"] = "true"
+    return [Part(text, "Attachment", "Chat", False, "user", ts, uid, extra=extra)]
+
+
 def _assistant_parts(content, ts, uid, turn, tool_call_kind: str, skipped: dict) -> list[Part]:
     parts: list[Part] = []
     for i, b in enumerate(_blocks(content)):
@@ -224,7 +283,10 @@ def _record(st: _State, obj, name: str, n: int, last: dict, reader: Reader, skip
     if not isinstance(rtype, str):
         raise Bad("record has no 'type'")
     boundary = rtype == "system" and obj.get("subtype") == "compact_boundary"
-    if rtype not in ("user", "assistant", "system") or (rtype == "system" and not boundary and "uuid" not in obj):
+    attachment = rtype == "attachment" and isinstance(obj.get("uuid"), str) and isinstance(obj.get("sessionId"), str)
+    if (rtype not in ("user", "assistant", "system") and not attachment) or (
+        rtype == "system" and not boundary and "uuid" not in obj
+    ):
         reader.skip(f"claude-code record '{rtype}'", metadata=True)
         link = obj.get("uuid")
         if isinstance(link, str) and link and "parentUuid" in obj:
@@ -280,7 +342,9 @@ def _message_parts(st: _State, obj: dict, rtype: str, ts, uid: str, name: str, n
     parts: list[Part] = []
     msg_id = None
     api = None
-    if rtype != "system":
+    if rtype == "attachment":
+        parts = _attachment_parts(obj, ts, uid, skipped)
+    elif rtype != "system":
         msg = obj.get("message")
         if not isinstance(msg, dict):
             raise Bad(f"{rtype} record has no 'message' object")
@@ -478,7 +542,8 @@ def read(
             if not new:
                 continue  # a copy: its skipped parts were counted with the first
             for r, c in local.items():
-                reader.skip(r, c, metadata="thinking" in r)  # thinking is never resent as context
+                # thinking is never resent as context; an attachment counted here was not context
+                reader.skip(r, c, metadata="thinking" in r or r.startswith("claude-code attachment"))
         check_not_all_bad("claude-code", name, file_records, reader.bad[since:])
         raise_first_bad(reader.bad, since, skip_bad)
     if st.duplicates:
