@@ -318,7 +318,8 @@ def _attachments_session():
             },
         ),
         _att(11, 10, 36, {"type": "queued_command", "prompt": "also add a test", "commandMode": "prompt"}),
-        a2,
+        _att(13, 11, 37, {"type": "edited_text_file", "filename": "/w/lib.rs", "snippet": "12\tpub fn vault() {}"}),
+        a2 | {"parentUuid": _uid(13)},
     ]
 
 
@@ -338,6 +339,7 @@ def test_attachments_the_model_saw_are_items(tmp_path, monkeypatch):
         ("Message", None, "Reading the IDL first."),
         ("Attachment", "file", '{"name": "vault"}'),
         ("Message", "queued_command", "also add a test"),
+        ("Attachment", "edited_text_file", "12\tpub fn vault() {}"),
         ("Message", None, "Done."),
     ]
     assert all(r["tags"] == ["user"] for r in t if dict(r["metadata"]).get("attachment"))
@@ -348,10 +350,30 @@ def test_attachments_the_model_saw_are_items(tmp_path, monkeypatch):
         "claude-code attachment 'task_reminder' (not context)": 1,
     }
     assert all(k in res.metadata_reasons for k in res.skipped if "attachment" in k)
-    # the first request saw the five items before it, the second eight
+    # the first request saw the five items before it, the second nine
     (chk,) = res.tokens
     assert chk["requests"] == 2 and chk["api"] == 968
-    before = [sum(r["tokens"] for r in t[:5]), sum(r["tokens"] for r in t[:8])]
+    before = [sum(r["tokens"] for r in t[:5]), sum(r["tokens"] for r in t[:9])]
     assert chk["estimate"] == before[1] and before[0] < before[1]
     monkeypatch.setattr(claude_code, "TWO_PASS_BYTES", 0)
     assert import_transcripts("claude-code", path).table.equals(res.table)
+
+
+def test_api_error_messages_are_not_context(tmp_path):
+    """When a request fails Claude Code writes the error as an assistant record of model
+    ``<synthetic>`` with ``isApiErrorMessage`` ("Not logged in", "Credit balance is too low",
+    "API Error: 400 ..."): the model never wrote it. It is counted, not an item, and the chain
+    goes on through it."""
+    err = _rec(2, 1, "assistant", 41, [{"type": "text", "text": "Credit balance is too low"}], msg="e1")
+    err["message"]["model"] = "<synthetic>"
+    err.update(isApiErrorMessage=True, error="billing_error")
+    recs = [
+        _rec(1, None, "user", 40, "Deploy it."),
+        err,
+        _rec(3, 2, "user", 50, "Try again."),
+        _rec(4, 3, "assistant", 51, [{"type": "text", "text": "Deploying."}], msg="m2"),
+    ]
+    res = import_transcripts("claude-code", _write(tmp_path / "s.jsonl", recs))
+    assert [r["content"] for r in res.table.to_pylist()] == ["Deploy it.", "Try again.", "Deploying."]
+    key = "claude-code API error message (written by Claude Code, not sent to the model)"
+    assert res.skipped[key] == 1 and key in res.metadata_reasons

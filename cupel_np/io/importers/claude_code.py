@@ -176,6 +176,7 @@ _ATTACHMENT_TEXT = {
     "task_reminder": "content",
     "todo_reminder": "content",
     "nested_memory": "content",
+    "edited_text_file": "snippet",
 }
 _NOT_SENT = {"hook_system_message", "command_permissions"}
 
@@ -351,6 +352,9 @@ def _message_parts(st: _State, obj: dict, rtype: str, ts, uid: str, name: str, n
         content = msg.get("content")
         if rtype == "user":
             parts = _user_parts(obj, content, ts, uid, skipped)
+        elif obj.get("isApiErrorMessage") is True:  # written by Claude Code, never by the model
+            key = "claude-code API error message (written by Claude Code, not sent to the model)"
+            skipped[key] = skipped.get(key, 0) + 1
         else:
             msg_id = msg.get("id") if isinstance(msg.get("id"), str) else None
             parts = _assistant_parts(content, ts, uid, msg_id or uid, st.tool_call_kind, skipped)
@@ -543,7 +547,9 @@ def read(
                 continue  # a copy: its skipped parts were counted with the first
             for r, c in local.items():
                 # thinking is never resent as context; an attachment counted here was not context
-                reader.skip(r, c, metadata="thinking" in r or r.startswith("claude-code attachment"))
+                reader.skip(
+                    r, c, metadata="thinking" in r or r.startswith(("claude-code attachment", "claude-code API"))
+                )
         check_not_all_bad("claude-code", name, file_records, reader.bad[since:])
         raise_first_bad(reader.bad, since, skip_bad)
     if st.duplicates:
