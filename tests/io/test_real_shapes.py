@@ -377,3 +377,24 @@ def test_api_error_messages_are_not_context(tmp_path):
     assert [r["content"] for r in res.table.to_pylist()] == ["Deploy it.", "Try again.", "Deploying."]
     key = "claude-code API error message (written by Claude Code, not sent to the model)"
     assert res.skipped[key] == 1 and key in res.metadata_reasons
+
+
+def test_tool_search_references_are_the_call_output(tmp_path):
+    """Claude Code 2.1's ToolSearch answers with ``tool_reference`` blocks (the API puts each
+    named tool's definition in the context). The earlier reader counted them as non-text parts
+    and dropped the result, leaving its call without an output."""
+    result = [
+        {"type": "tool_reference", "tool_name": "TaskCreate"},
+        {"type": "tool_reference", "tool_name": "TaskList"},
+    ]
+    recs = [
+        _rec(1, None, "user", 1, "Track the work."),
+        _rec(2, 1, "assistant", 2, _use("toolu_s", "ToolSearch", query="select:TaskCreate,TaskList"), msg="m1"),
+        _rec(3, 2, "user", 3, _result("toolu_s", result)),
+    ]
+    res = import_transcripts("claude-code", _write(tmp_path / "s.jsonl", recs))
+    out = [r for r in res.table.to_pylist() if r["kind"] == "ToolOutput"]
+    assert [(r["tool_call_id"], r["content"], dict(r["metadata"])["tool_name"]) for r in out] == [
+        ("toolu_s", "TaskCreate\nTaskList", "ToolSearch")
+    ]
+    assert not any("tool_reference" in k for k in res.skipped)

@@ -110,6 +110,21 @@ def _blocks(content) -> list:
     raise Bad(f"message.content must be a string or a list of blocks, got {type(content).__name__}")
 
 
+def _references(content):
+    """A tool result's content with each ``tool_reference`` block (ToolSearch's answer: the API
+    puts the named tool's definition in the context) as a text line holding the tool's name."""
+    if not isinstance(content, list) or not any(
+        isinstance(p, dict) and p.get("type") == "tool_reference" for p in content
+    ):
+        return content
+    return [
+        {"type": "text", "text": str(p.get("tool_name"))}
+        if isinstance(p, dict) and p.get("type") == "tool_reference"
+        else p
+        for p in content
+    ]
+
+
 def _user_parts(obj: dict, content, ts, uid, skipped: dict) -> list[Part]:
     if isinstance(content, str):
         shell = _shell_parts(content, "user", ts, uid)
@@ -133,7 +148,7 @@ def _user_parts(obj: dict, content, ts, uid, skipped: dict) -> list[Part]:
                 continue
             parts.append(Part(b["text"], "Message", "Chat", False, "user", ts, uid, extra=dict(extra) or None))
         elif bt == "tool_result":
-            text = text_of(b.get("content"), f"message.content[{i}].content", skipped)
+            text = text_of(_references(b.get("content")), f"message.content[{i}].content", skipped)
             tcid = b.get("tool_use_id") if isinstance(b.get("tool_use_id"), str) else None
             if blank(text):
                 skipped["empty content"] = skipped.get("empty content", 0) + 1
