@@ -398,3 +398,19 @@ def test_tool_search_references_are_the_call_output(tmp_path):
         ("toolu_s", "TaskCreate\nTaskList", "ToolSearch")
     ]
     assert not any("tool_reference" in k for k in res.skipped)
+
+
+@pytest.mark.parametrize(
+    "payload", [{"type": {"nested": 1}}, {"type": None, "content": "x"}, None, "text", {"type": "file", "content": 3}]
+)
+def test_a_malformed_attachment_is_counted_not_a_crash(tmp_path, payload):
+    """A fuzzed copy of a real log (an attachment whose ``type`` is an object) raised a
+    TypeError; any attachment payload must import or be counted."""
+    recs = [
+        _rec(1, None, "user", 1, "Hi."),
+        _att(2, 1, 2, payload),
+        _rec(3, 2, "assistant", 3, [{"type": "text", "text": "Hello."}], msg="m"),
+    ]
+    res = import_transcripts("claude-code", _write(tmp_path / "s.jsonl", recs))
+    assert [r["content"] for r in res.table.to_pylist()] == ["Hi.", "Hello."]
+    assert sum(v for k, v in res.skipped.items() if k.startswith("claude-code attachment")) == 1

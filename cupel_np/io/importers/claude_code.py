@@ -198,7 +198,7 @@ _NOT_SENT = {"hook_system_message", "command_permissions"}
 
 def _attachment_text(a: dict, skipped: dict) -> str:
     """The text of an ``attachment`` record's payload that the model saw ("" for none)."""
-    t = a.get("type")
+    t = a.get("type") if isinstance(a.get("type"), str) else None
     if t in _NOT_SENT or (t == "hook_success" and a.get("hookEvent") not in ("SessionStart", "UserPromptSubmit")):
         return ""
     if t == "file":
@@ -207,7 +207,7 @@ def _attachment_text(a: dict, skipped: dict) -> str:
         if isinstance(f, dict) and isinstance(f.get("content"), str):
             return f["content"]
         return ""
-    v = a.get(_ATTACHMENT_TEXT.get(t, "content")) if isinstance(t, str) else None
+    v = a.get(_ATTACHMENT_TEXT.get(t, "content")) if t is not None else None
     if isinstance(v, str):
         return v
     if isinstance(v, list) and v:
@@ -220,7 +220,7 @@ def _attachment_text(a: dict, skipped: dict) -> str:
 
 def _attachment_parts(obj: dict, ts, uid, skipped: dict) -> list[Part]:
     a = obj.get("attachment")
-    t = a.get("type") if isinstance(a, dict) else None
+    t = a.get("type") if isinstance(a, dict) and isinstance(a.get("type"), str) else None
     text = _attachment_text(a, skipped) if isinstance(a, dict) else ""
     if blank(text):
         key = f"claude-code attachment '{t}' (not context)"
