@@ -414,3 +414,63 @@ def test_a_malformed_attachment_is_counted_not_a_crash(tmp_path, payload):
     res = import_transcripts("claude-code", _write(tmp_path / "s.jsonl", recs))
     assert [r["content"] for r in res.table.to_pylist()] == ["Hi.", "Hello."]
     assert sum(v for k, v in res.skipped.items() if k.startswith("claude-code attachment")) == 1
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"resourceSpans": [3]},
+        {"resourceSpans": [{"scopeSpans": "x"}]},
+        {"resourceSpans": [{"scopeSpans": [{"spans": 7}]}]},
+        {"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": [{"key": "k", "value": {"intValue": "a"}}]}]}]}]},
+        {"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": [{"key": "k", "value": {"arrayValue": ["x"]}}]}]}]}]},
+        {
+            "resourceSpans": [
+                {
+                    "scopeSpans": [
+                        {
+                            "spans": [
+                                {
+                                    "attributes": [
+                                        {
+                                            "key": "gen_ai.input.messages",
+                                            "value": {"stringValue": '[{"role": "user", "parts": 5}]'},
+                                        }
+                                    ]
+                                }
+                            ]
+                        }
+                    ]
+                }
+            ]
+        },
+    ],
+)
+def test_a_malformed_otlp_line_is_a_bad_line_not_a_crash(tmp_path, doc):
+    """Mutated OTLP lines raised AttributeError / ValueError from deep in the reader; each is now
+    a bad line naming what is wrong (skipped and listed with ``skip_bad``)."""
+    good = {
+        "resourceSpans": [
+            {
+                "scopeSpans": [
+                    {
+                        "spans": [
+                            _span(
+                                _T,
+                                "a" * 16,
+                                1,
+                                {
+                                    "gen_ai.input.messages": '[{"role": "user", "parts": [{"type": "text", "content": "Hi"}]}]'
+                                },
+                            )
+                        ]
+                    }
+                ]
+            }
+        ]
+    }
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps(doc) + "\n")
+    res = import_transcripts("otel", path, skip_bad=True)
+    assert [r["content"] for r in res.table.to_pylist()] == ["Hi"]
+    assert [b.line for b in res.bad] == [2]

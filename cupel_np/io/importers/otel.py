@@ -49,22 +49,41 @@ from cupel_np.io.importers.openai import conversation as openai_conversation
 
 
 def _value(v) -> Any:
-    """An OTLP JSON ``AnyValue`` as Python."""
+    """An OTLP JSON ``AnyValue`` as Python (``Bad`` for one that is not)."""
     if not isinstance(v, dict):
         return v
-    if "stringValue" in v:
-        return v["stringValue"]
-    if "intValue" in v:
-        return int(v["intValue"])
-    if "doubleValue" in v:
-        return float(v["doubleValue"])
-    if "boolValue" in v:
-        return bool(v["boolValue"])
-    if "arrayValue" in v:
-        return [_value(x) for x in (v["arrayValue"] or {}).get("values", [])]
-    if "kvlistValue" in v:
-        return {kv.get("key"): _value(kv.get("value")) for kv in (v["kvlistValue"] or {}).get("values", [])}
+    try:
+        if "stringValue" in v:
+            return v["stringValue"]
+        if "intValue" in v:
+            return int(v["intValue"])
+        if "doubleValue" in v:
+            return float(v["doubleValue"])
+        if "boolValue" in v:
+            return bool(v["boolValue"])
+        if "arrayValue" in v:
+            return [_value(x) for x in _list((v["arrayValue"] or {}).get("values"), "arrayValue.values")]
+        if "kvlistValue" in v:
+            kvs = _list((v["kvlistValue"] or {}).get("values"), "kvlistValue.values")
+            return {kv.get("key"): _value(kv.get("value")) for kv in kvs if isinstance(kv, dict)}
+    except (TypeError, ValueError, AttributeError) as e:
+        raise Bad(f"an attribute value is not an OTLP AnyValue: {v!r:.60} ({e})") from None
     return None
+
+
+def _list(v, where: str) -> list:
+    """``v`` when it is a list, [] for a missing one; ``Bad`` otherwise."""
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise Bad(f"{where}: expected a list, got {type(v).__name__}")
+    return v
+
+
+def _obj(v, where: str) -> dict:
+    if not isinstance(v, dict):
+        raise Bad(f"{where}: expected an object, got {type(v).__name__}")
+    return v
 
 
 def _attrs(span: dict) -> dict[str, Any]:
@@ -95,7 +114,7 @@ def _genai_messages(msgs, skipped: dict) -> list[dict]:
             out.append(_openai_message(m, skipped))  # OpenAI-shaped (Laminar, OpenLLMetry)
             continue
         texts, calls, responses = [], [], []
-        for p in m.get("parts") or []:
+        for p in _list(m.get("parts"), "a message's parts"):
             t = p.get("type") if isinstance(p, dict) else None
             if t == "text" and isinstance(p.get("content"), str):
                 texts.append(p["content"])
@@ -140,7 +159,7 @@ def _openai_message(m: dict, skipped: dict) -> dict:
             "id": tc.get("id"),
             "function": tc.get("function") or {"name": tc.get("name"), "arguments": tc.get("arguments")},
         }
-        for tc in m.get("tool_calls") or []
+        for tc in _list(m.get("tool_calls"), "a message's tool_calls")
         if isinstance(tc, dict)
     ]
     if calls:
@@ -290,9 +309,12 @@ def _spans(doc) -> list[dict]:
     if not isinstance(doc, dict) or not isinstance(doc.get("resourceSpans"), list):
         raise Bad("expected an OTLP JSON export request with 'resourceSpans'")
     out: list[dict] = []
-    for rs in doc["resourceSpans"]:
-        for ss in (rs or {}).get("scopeSpans") or (rs or {}).get("instrumentationLibrarySpans") or []:
-            out.extend(s for s in (ss or {}).get("spans") or [] if isinstance(s, dict))
+    for i, rs in enumerate(doc["resourceSpans"]):
+        rs = _obj(rs, f"resourceSpans[{i}]")
+        scopes = rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans")
+        for j, ss in enumerate(_list(scopes, f"resourceSpans[{i}].scopeSpans")):
+            spans = _obj(ss, f"resourceSpans[{i}].scopeSpans[{j}]").get("spans")
+            out.extend(sp for sp in _list(spans, f"resourceSpans[{i}].scopeSpans[{j}].spans") if isinstance(sp, dict))
     return out
 
 
