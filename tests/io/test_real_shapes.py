@@ -423,7 +423,11 @@ def test_a_malformed_attachment_is_counted_not_a_crash(tmp_path, payload):
         {"resourceSpans": [{"scopeSpans": "x"}]},
         {"resourceSpans": [{"scopeSpans": [{"spans": 7}]}]},
         {"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": [{"key": "k", "value": {"intValue": "a"}}]}]}]}]},
-        {"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": [{"key": "k", "value": {"arrayValue": ["x"]}}]}]}]}]},
+        {
+            "resourceSpans": [
+                {"scopeSpans": [{"spans": [{"attributes": [{"key": "k", "value": {"arrayValue": ["x"]}}]}]}]}
+            ]
+        },
         {
             "resourceSpans": [
                 {
