@@ -478,3 +478,75 @@ def test_a_malformed_otlp_line_is_a_bad_line_not_a_crash(tmp_path, doc):
     res = import_transcripts("otel", path, skip_bad=True)
     assert [r["content"] for r in res.table.to_pylist()] == ["Hi"]
     assert [b.line for b in res.bad] == [2]
+
+
+def _stream_messages():
+    sid = "40e7b02d-c0f9-4876-9010-f514d4eb0603"
+    return [
+        {
+            "type": "system",
+            "subtype": "init",
+            "cwd": "/w",
+            "session_id": sid,
+            "tools": ["Bash"],
+            "uuid": "53e9d0b7-d864-43b8-a2cb-83c601deb075",
+        },
+        {
+            "type": "assistant",
+            "message": {
+                "id": "msg_01",
+                "role": "assistant",
+                "model": "claude-opus-4-5-20251101",
+                "content": [{"type": "tool_use", "id": "toolu_ls", "name": "Bash", "input": {"command": "ls -la"}}],
+                "usage": {"input_tokens": 10, "cache_creation_input_tokens": 3556, "cache_read_input_tokens": 17254},
+            },
+            "parent_tool_use_id": None,
+            "session_id": sid,
+            "uuid": "2f21a2b4-8398-44a5-9a44-b01dd2ba10d3",
+        },
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [
+                    {
+                        "tool_use_id": "toolu_ls",
+                        "type": "tool_result",
+                        "content": "total 8\nREADME.md",
+                        "is_error": False,
+                    }
+                ],
+            },
+            "parent_tool_use_id": None,
+            "session_id": sid,
+            "uuid": "aea826c9-a926-494b-b395-d06ebcbd9703",
+            "tool_use_result": {"stdout": "total 8\nREADME.md", "stderr": "", "interrupted": False, "isImage": False},
+        },
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": False,
+            "result": "Listed.",
+            "session_id": sid,
+            "uuid": "894a597c-b4ec-4baf-8a0e-6809b77f00b0",
+        },
+    ]
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_verbose_json_output_is_the_stream_as_one_array(tmp_path, monkeypatch, indent):
+    """``claude -p --output-format json --verbose`` prints the stream's messages as one JSON
+    array (compact or, saved by tools, indented); ``auto`` took it for stream-json but the reader
+    refused every line ("expected a JSON object, got list")."""
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(_stream_messages(), indent=indent))
+    res = import_transcripts("auto", path)
+    t = res.table.to_pylist()
+    assert res.format == "stream-json"
+    assert [(r["kind"], r["tool_call_id"], dict(r["metadata"])["row"]) for r in t] == [
+        ("ToolCall", "toolu_ls", "1"),
+        ("ToolOutput", "toolu_ls", "2"),
+    ]
+    assert res.skipped == {"claude-code record 'system'": 1, "claude-code record 'result'": 1}
+    monkeypatch.setattr(claude_code, "TWO_PASS_BYTES", 0)  # an array is read in one pass
+    assert import_transcripts("stream-json", path).table.equals(res.table)

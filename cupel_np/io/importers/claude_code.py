@@ -290,7 +290,9 @@ class _State:
 _NOT_CONTEXT = {"summary", "file-history-snapshot", "queue-operation", "custom-title", "result", "stream_event"}
 
 
-def _record(st: _State, obj, name: str, n: int, last: dict, reader: Reader, skipped: dict, loc=None) -> bool:
+def _record(
+    st: _State, obj, name: str, n: int, last: dict, reader: Reader, skipped: dict, loc=None, unit: str = "line"
+) -> bool:
     """Read one record into a node (or count it); False for a copy of a record already read.
     With ``loc`` (file index, offset, line) the node keeps only its part count and location."""
     if not isinstance(obj, dict):
@@ -326,6 +328,9 @@ def _record(st: _State, obj, name: str, n: int, last: dict, reader: Reader, skip
         parent = last.get((sid, side))
     last[(sid, side)] = uid
     parts, msg_id, api = _message_parts(st, obj, rtype, ts, uid, name, n, skipped)
+    if unit != "line":
+        for pt in parts:
+            pt.unit = unit
     sig = hash(tuple((p.kind, p.content) for p in parts))
     st.seen += 1
     key = key_of(uid)
@@ -528,6 +533,30 @@ def _filled(st: _State, g: _Graph, convs, files) -> Iterator[Conversation]:
             h.close()
 
 
+def _array_file(path: Path) -> bool:
+    """Whether the file is one JSON array (``claude -p --output-format json --verbose`` prints
+    the stream's messages as one), not JSON lines."""
+    with path.open("rb") as f:
+        head = f.read(256)
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"["
+
+
+def _array_records(path: Path) -> Iterator[tuple[int, Any, int]]:
+    """(row, record, 0) of each element of a JSON-array file (rows from 0); the file whole as
+    one bad row when it is not one JSON array."""
+    raw = path.read_bytes()
+    try:
+        doc = json.loads(raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        yield 0, Bad(f"not valid JSON: {e}"), 0
+        return
+    if not isinstance(doc, list):
+        yield 0, Bad(f"expected a JSON array of records, got {type(doc).__name__}"), 0
+        return
+    for i, rec in enumerate(doc):
+        yield i, rec, 0
+
+
 def read(
     files: list[tuple[Path, str]],
     reader: Reader,
@@ -542,21 +571,27 @@ def read(
     twice: the first pass keeps each record's chain fields, part count and location, the
     second reads each conversation's records again as it is built. Both give the same items."""
     limit = STREAM_TWO_PASS_BYTES if streamed else TWO_PASS_BYTES
-    two_pass = all(isinstance(p, Path) for p, _ in files) and sum(p.stat().st_size for p, _ in files) > limit
+    arrays = [_array_file(p) for p, _ in files]
+    two_pass = (
+        all(isinstance(p, Path) for p, _ in files)
+        and not any(arrays)
+        and sum(p.stat().st_size for p, _ in files) > limit
+    )
     st = _State(tool_call_kind, low_memory=two_pass, keep_rewound=keep_rewound)
     for fi, (path, name) in enumerate(files):
         file_records, since = 0, len(reader.bad)
         last: dict = {}
-        for n, rec, offset in json_lines(path, offsets=True):
+        unit = "row" if arrays[fi] else "line"
+        for n, rec, offset in _array_records(path) if arrays[fi] else json_lines(path, offsets=True):
             reader.lines += 1
             file_records += 1
             local: dict[str, int] = {}
             try:
                 if isinstance(rec, Bad):
                     raise rec
-                new = _record(st, rec, name, n, last, reader, local, (fi, offset, n) if two_pass else None)
+                new = _record(st, rec, name, n, last, reader, local, (fi, offset, n) if two_pass else None, unit)
             except Bad as e:
-                reader.bad.append(BadRecord(name, n, str(e)))
+                reader.bad.append(BadRecord(name, n, str(e), unit))
                 continue
             if not new:
                 continue  # a copy: its skipped parts were counted with the first
