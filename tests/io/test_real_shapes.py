@@ -550,3 +550,33 @@ def test_verbose_json_output_is_the_stream_as_one_array(tmp_path, monkeypatch, i
     assert res.skipped == {"claude-code record 'system'": 1, "claude-code record 'result'": 1}
     monkeypatch.setattr(claude_code, "TWO_PASS_BYTES", 0)  # an array is read in one pass
     assert import_transcripts("stream-json", path).table.equals(res.table)
+
+
+def test_eight_parallel_reads_keep_the_api_order(tmp_path):
+    """A response of eight ``Read`` calls (seen in a real 2.1.79 session): the chain of call
+    records forks at each one; the import gives the eight calls, then the eight results."""
+    k = 8
+    recs = [
+        _rec(1, None, "user", 1, "Read the sources."),
+        _rec(2, 1, "assistant", 2, [{"type": "text", "text": "Reading."}], msg="m"),
+    ]
+    for i in range(k):
+        recs.append(
+            _rec(
+                10 + i,
+                2 if i == 0 else 10 + i - 1,
+                "assistant",
+                3 + i * 0.1,
+                _use(f"toolu_{i}", "Read", file_path=f"f{i}"),
+                msg="m",
+            )
+        )
+    for i in range(k):
+        recs.append(_rec(30 + i, 10 + i, "user", 5 + i * 0.01, _result(f"toolu_{i}", f"source {i}")))
+    recs.append(_rec(50, 30 + k - 1, "assistant", 7, [{"type": "text", "text": "Read them all."}], msg="m2"))
+    res = import_transcripts("claude-code", _write(tmp_path / "s.jsonl", recs))
+    got = [(r["kind"], r["tool_call_id"]) for r in res.table.to_pylist()]
+    calls = [("ToolCall", f"toolu_{i}") for i in range(k)]
+    outs = [("ToolOutput", f"toolu_{i}") for i in range(k)]
+    assert got == [("Message", None), ("Message", None), *calls, *outs, ("Message", None)]
+    assert REWOUND not in res.skipped
