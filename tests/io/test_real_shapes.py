@@ -2,11 +2,14 @@
 that the earlier fixtures did not have. Each fixture here is written for this repository and
 reproduces one shape; the recordings themselves are not committed."""
 
+import base64
 import json
+import struct
 
 import pytest
 
-from cupel_np.io.importers import claude_code, import_transcripts
+from cupel_np.io.importers import claude_code, estimate_tokens, import_transcripts
+from cupel_np.io.importers.claude_code import image_tokens
 
 SESSION = "5f0c2a9e-8d41-4b7a-9c3e-1a2b3c4d5e6f"
 REWOUND = "claude-code record on a rewound branch (not in the live context)"
@@ -580,3 +583,52 @@ def test_eight_parallel_reads_keep_the_api_order(tmp_path):
     outs = [("ToolOutput", f"toolu_{i}") for i in range(k)]
     assert got == [("Message", None), ("Message", None), *calls, *outs, ("Message", None)]
     assert REWOUND not in res.skipped
+
+
+def _png(w, h):
+    import zlib
+
+    ihdr = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
+    raw = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr))
+    return base64.b64encode(raw + b"\x00" * 16).decode()
+
+
+def _jpeg(w, h):
+    app0 = b"\xff\xe0" + struct.pack(">H", 16) + b"JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00"
+    sof = b"\xff\xc0" + struct.pack(">HBHH", 17, 8, h, w) + b"\x03\x01\x22\x00\x02\x11\x01\x03\x11\x01"
+    return base64.b64encode(b"\xff\xd8" + app0 + sof + b"\xff\xd9").decode()
+
+
+def _img(media, data):
+    return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
+
+
+def test_images_are_items_with_the_apis_count_for_their_size(tmp_path):
+    """A pasted screenshot and an image a tool read were counted as skipped blocks: their
+    tokens (about 1600 each for a screenshot) were missing, and a short session of screenshots
+    was refused for skipping more than it kept. Each is now an ``Image`` item whose tokens are
+    the API's published count for its size (read from the PNG / JPEG / GIF / WebP header)."""
+    recs = [
+        _rec(1, None, "user", 1, [_img("image/png", _png(1920, 1080)), {"type": "text", "text": "Why is this red?"}]),
+        _rec(2, 1, "assistant", 2, _use("toolu_r", "Read", file_path="/w/logo.jpg"), msg="m1"),
+        _rec(3, 2, "user", 3, _result("toolu_r", [_img("image/jpeg", _jpeg(800, 600))])),
+        _rec(4, 3, "assistant", 4, _use("toolu_s", "Screenshot"), msg="m2"),
+        _rec(
+            5, 4, "user", 5, _result("toolu_s", [{"type": "text", "text": "saved"}, _img("image/png", _png(100, 50))])
+        ),
+        _rec(6, 5, "user", 6, [{"type": "image", "source": {"type": "url", "url": "https://x/y.png"}}]),
+    ]
+    res = import_transcripts("claude-code", _write(tmp_path / "s.jsonl", recs))
+    got = [
+        (r["kind"], r["content"], r["tokens"], r["tool_call_id"])
+        for r in res.table.to_pylist()
+        if r["kind"] in ("Image", "ToolOutput")
+    ]
+    assert got == [
+        ("Image", "[image image/png 1920x1080]", 1600, None),  # 1568x882 after scaling: 1844, at most 1600
+        ("Image", "[image image/jpeg 800x600]", 640, "toolu_r"),
+        ("ToolOutput", "saved", estimate_tokens("saved"), "toolu_s"),
+        ("Image", "[image image/png 100x50]", 7, "toolu_s"),
+    ]
+    assert res.skipped.get("claude-code block 'image'") == 1  # the URL image: no size to count
+    assert image_tokens(1092, 1092) == 1590 and image_tokens(200, 200) == 54

@@ -22,8 +22,12 @@ The model (see docs/importing.md, "Claude Code"):
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import math
 import re
+import struct
 from array import array
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -125,6 +129,78 @@ def _references(content):
     ]
 
 
+def _image_dims(b: bytes) -> tuple[int, int] | None:
+    """(width, height) from the first bytes of a PNG, GIF, JPEG or WebP image."""
+    try:
+        if b[:8] == b"\x89PNG\r\n\x1a\n":
+            return struct.unpack(">II", b[16:24])
+        if b[:4] == b"GIF8":
+            return struct.unpack("<HH", b[6:10])
+        if b[:4] == b"RIFF" and b[8:12] == b"WEBP":
+            kind = b[12:16]
+            if kind == b"VP8 ":
+                w, h = struct.unpack("<HH", b[26:30])
+                return w & 0x3FFF, h & 0x3FFF
+            if kind == b"VP8L":
+                v = int.from_bytes(b[21:25], "little")
+                return (v & 0x3FFF) + 1, ((v >> 14) & 0x3FFF) + 1
+            if kind == b"VP8X":
+                return int.from_bytes(b[24:27], "little") + 1, int.from_bytes(b[27:30], "little") + 1
+            return None
+        if b[:2] == b"\xff\xd8":
+            i = 2
+            while i + 9 <= len(b) and b[i] == 0xFF:
+                m = b[i + 1]
+                if m in (0xD8, 0x01) or 0xD0 <= m <= 0xD7:
+                    i += 2
+                    continue
+                if 0xC0 <= m <= 0xCF and m not in (0xC4, 0xC8, 0xCC):
+                    h, w = struct.unpack(">HH", b[i + 5 : i + 9])
+                    return w, h
+                i += 2 + struct.unpack(">H", b[i + 2 : i + 4])[0]
+    except struct.error:
+        return None
+    return None
+
+
+def image_tokens(width: int, height: int) -> int:
+    """The API's published count for an image: scaled down (aspect kept) to a long edge of at
+    most 1568 px, then width x height / 750 tokens, at most about 1600."""
+    s = min(1.0, 1568 / max(width, height, 1))
+    return max(1, min(1600, math.ceil(width * s * height * s / 750)))
+
+
+def _image_part(b: dict, role: str, ts, uid, tcid: str | None = None) -> Part | None:
+    """An ``image`` block (base64 data, as Claude Code logs a pasted or read image) as an item
+    of kind ``Image`` whose tokens are the API's count for its size; None when its size cannot
+    be read (a URL or file source, or data that is not a known image format)."""
+    src = b.get("source")
+    if not isinstance(src, dict) or src.get("type") != "base64" or not isinstance(src.get("data"), str):
+        return None
+    data = src["data"][: 1 << 16]
+    try:
+        dims = _image_dims(base64.b64decode(data[: len(data) // 4 * 4]))
+    except (binascii.Error, ValueError):
+        return None
+    if not dims or min(dims) <= 0:
+        return None
+    w, h = dims
+    mt = str(src["media_type"]) if isinstance(src.get("media_type"), str) else "image"
+    return Part(
+        f"[image {mt} {w}x{h}]",
+        "Image",
+        "Tool" if tcid else "Chat",
+        False,
+        role,
+        ts,
+        uid,
+        tool_call_id=tcid,
+        tool_role="result" if tcid else None,
+        tokens=image_tokens(w, h),
+        extra={"image": f"{w}x{h}", "media_type": mt},
+    )
+
+
 def _user_parts(obj: dict, content, ts, uid, skipped: dict) -> list[Part]:
     if isinstance(content, str):
         shell = _shell_parts(content, "user", ts, uid)
@@ -147,13 +223,38 @@ def _user_parts(obj: dict, content, ts, uid, skipped: dict) -> list[Part]:
                 skipped["empty content"] = skipped.get("empty content", 0) + 1
                 continue
             parts.append(Part(b["text"], "Message", "Chat", False, "user", ts, uid, extra=dict(extra) or None))
+        elif bt == "image":
+            img = _image_part(b, "user", ts, uid)
+            if img is None:
+                skipped["claude-code block 'image'"] = skipped.get("claude-code block 'image'", 0) + 1
+            else:
+                parts.append(img)
         elif bt == "tool_result":
-            text = text_of(_references(b.get("content")), f"message.content[{i}].content", skipped)
             tcid = b.get("tool_use_id") if isinstance(b.get("tool_use_id"), str) else None
-            if blank(text):
-                skipped["empty content"] = skipped.get("empty content", 0) + 1
-                continue
+            rc = _references(b.get("content"))
+            images: list[Part] = []
+            if isinstance(rc, list) and any(isinstance(p, dict) and p.get("type") == "image" for p in rc):
+                kept = []
+                for p in rc:
+                    img = (
+                        _image_part(p, "tool", ts, uid, tcid)
+                        if isinstance(p, dict) and p.get("type") == "image"
+                        else None
+                    )
+                    if img is None:
+                        kept.append(p)
+                    else:
+                        images.append(img)
+                rc = kept
+            text = text_of(rc, f"message.content[{i}].content", skipped)
             err = b.get("is_error")
+            for img in images:
+                img.is_error = bool(err) if err is not None else False
+            if blank(text):
+                if not images:
+                    skipped["empty content"] = skipped.get("empty content", 0) + 1
+                parts.extend(images)
+                continue
             parts.append(
                 Part(
                     strip_ansi(text),
@@ -168,6 +269,7 @@ def _user_parts(obj: dict, content, ts, uid, skipped: dict) -> list[Part]:
                     is_error=bool(err) if err is not None else False,
                 )
             )
+            parts.extend(images)
         else:
             key = f"claude-code block '{bt}'"
             skipped[key] = skipped.get(key, 0) + 1
