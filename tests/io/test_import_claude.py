@@ -317,6 +317,16 @@ def test_stream_json_auto_detected(tmp_path):
     assert import_transcripts("stream-json", p).table.equals(res.table)
 
 
+@pytest.mark.parametrize("fmt", ["stream-json", "claude-code"])
+def test_a_file_of_unreadable_records_names_the_format_asked_for(tmp_path, fmt):
+    """Both formats share one reader; the error names the one the user chose."""
+    from cupel_np.errors import BadTranscriptError
+
+    p = write(tmp_path / "run.jsonl", [{"type": "user", "message": {"role": "user", "content": "hi"}}] * 2)
+    with pytest.raises(BadTranscriptError, match=rf"none of its 2 line\(s\) could be read as '{fmt}'"):
+        import_transcripts(fmt, p, skip_bad=True)
+
+
 def test_nothing_to_import_is_an_error(tmp_path):
     p = write(tmp_path / "meta.jsonl", [{"type": "summary", "summary": "x", "leafUuid": "u"}])
     with pytest.raises(EmptyImportError, match=r"0 items from 1 line"):

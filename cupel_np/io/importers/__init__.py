@@ -127,6 +127,7 @@ def _read(fmt: str, files, reader: Reader, opts: dict) -> tuple[Iterable[Convers
             tool_call_kind=kind,
             keep_rewound=opts["keep_rewound"],
             streamed=opts["streamed"],
+            fmt=fmt,
         ), []
     if fmt == "openai":
         return openai.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind), []

@@ -358,8 +358,10 @@ def read(
     tool_call_kind: str,
     keep_rewound: bool = False,
     streamed: bool = False,
+    fmt: str = "claude-code",
 ) -> Iterator[Conversation]:
-    """The conversations of ``files``, each with its parts once it is reached. Inputs over
+    """The conversations of ``files``, each with its parts once it is reached (``fmt``, the
+    format the user named or detection chose, is the one errors name). Inputs over
     ``TWO_PASS_BYTES`` (local files; ``STREAM_TWO_PASS_BYTES`` when ``streamed``) are read
     twice: the first pass keeps each record's chain fields, part count and location, the
     second reads each conversation's records again as it is built. Both give the same items."""
@@ -393,7 +395,7 @@ def read(
                 reader.skip(
                     r, c, metadata="thinking" in r or r.startswith(("claude-code attachment", "claude-code API"))
                 )
-        check_not_all_bad("claude-code", name, file_records, reader.bad[since:])
+        check_not_all_bad(fmt, name, file_records, reader.bad[since:])
         raise_first_bad(reader.bad, since, skip_bad)
     if st.duplicates:
         reader.skip(
