@@ -54,6 +54,7 @@ from cupel_np.io.importers.core import (
     check_chunk_chars,
     items_schema,
     iter_chunks,
+    spool_remote,
     transcript_files,
 )
 from cupel_np.io.importers.labels import distinctive_strings, reuse_labels
@@ -157,6 +158,10 @@ def _start(
         fmt = detect.detect_all(files, mapped=bool(parsed_mapping))
     if parsed_mapping and fmt != "messages":
         raise InvalidConfigError(f"a column mapping applies to the 'messages' format, not {fmt!r}")
+    if fmt in ("claude-code", "stream-json"):  # two passes need a local file: copy a large remote one
+        files = spool_remote(files, claude_code.STREAM_TWO_PASS_BYTES if streamed else claude_code.TWO_PASS_BYTES)
+    elif fmt == "otel" and streamed and not any(p.suffix.lower() == ".json" for p, _ in files):
+        files = spool_remote(files, otel.TWO_PASS_BYTES)
     count, counter_name = make_token_counter(tokenizer)
     reader = Reader()
     opts = {
