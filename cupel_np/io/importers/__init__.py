@@ -137,7 +137,14 @@ def _read(fmt: str, files, reader: Reader, opts: dict) -> tuple[Iterable[Convers
         return trajectories.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind, fmt=fmt), []
     if fmt == "otel":
         return otel.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind, streamed=opts["streamed"]), []
-    return messages.read(files, reader, skip_bad=skip_bad, mapping=opts["mapping"], set_column=opts["set_column"])
+    return messages.read(
+        files,
+        reader,
+        skip_bad=skip_bad,
+        mapping=opts["mapping"],
+        set_column=opts["set_column"],
+        streamed=opts["streamed"],
+    )
 
 
 def _start(

@@ -391,6 +391,8 @@ _NUMBER_TAIL = re.compile(r"[0-9.eE+-]*")
 
 def file_size(path) -> int:
     """The file's size in bytes (0 when it cannot be told)."""
+    if isinstance(path, RemotePath):
+        return _remote_size(path) or 0
     try:
         return int(path.stat().st_size)
     except (OSError, AttributeError):
