@@ -1,5 +1,5 @@
-"""A ``.json`` document over ``core.JSON_STREAM_BYTES`` is read one top-level array element at a
-time (``core.streamed_array``). The threshold is forced to 0 here (and the read size to a few
+"""A ``.json`` document over ``jsonread.JSON_STREAM_BYTES`` is read one top-level array element at a
+time (``jsonread.streamed_array``). The threshold is forced to 0 here (and the read size to a few
 bytes, so elements, numbers, escapes and multi-byte characters straddle reads): the items, counts,
 bad rows and detected format are those of the whole-document parse, and a truncated or
 malformed document fails naming the file, the element and the position, writing nothing."""
@@ -9,7 +9,7 @@ import json
 import pytest
 
 from cupel_np.errors import BadTranscriptError
-from cupel_np.io.importers import core, import_to_parquet, import_transcripts
+from cupel_np.io.importers import import_to_parquet, import_transcripts, jsonread
 
 
 @pytest.fixture
@@ -17,8 +17,8 @@ def stream(monkeypatch):
     """Switch streaming on for every size, with reads of ``n`` bytes."""
 
     def on(n=5):
-        monkeypatch.setattr(core, "JSON_STREAM_BYTES", 0)
-        monkeypatch.setattr(core, "JSON_READ_BYTES", n)
+        monkeypatch.setattr(jsonread, "JSON_STREAM_BYTES", 0)
+        monkeypatch.setattr(jsonread, "JSON_READ_BYTES", n)
 
     return on
 
@@ -93,9 +93,9 @@ def test_streamed_array_imports_what_the_whole_document_does(tmp_path, stream, k
     p = tmp_path / f"{key}.json"
     _write(p, doc, style)
     whole = import_transcripts(fmt, p, skip_bad=True, allow_empty=True)
-    assert core.streamed_array(p) is None  # under the threshold: parsed whole
+    assert jsonread.streamed_array(p) is None  # under the threshold: parsed whole
     stream(3)
-    assert core.streamed_array(p) is not None
+    assert jsonread.streamed_array(p) is not None
     _same(whole, import_transcripts(fmt, p, skip_bad=True, allow_empty=True))
     if doc and not key.endswith("bad-rows"):
         assert whole.items > 0
@@ -136,9 +136,9 @@ def test_elements_are_the_values_json_loads_gives(tmp_path, monkeypatch, read):
     text = "[ " + " ,\n".join(items) + "\n]\n"
     p = tmp_path / "v.json"
     p.write_text(text, encoding="utf-8")
-    monkeypatch.setattr(core, "JSON_STREAM_BYTES", 0)
-    monkeypatch.setattr(core, "JSON_READ_BYTES", read)
-    got = list(core.streamed_array(p))
+    monkeypatch.setattr(jsonread, "JSON_STREAM_BYTES", 0)
+    monkeypatch.setattr(jsonread, "JSON_READ_BYTES", read)
+    got = list(jsonread.streamed_array(p))
     assert json.dumps(got) == json.dumps(json.loads(text))
 
 
@@ -165,7 +165,7 @@ def test_a_malformed_document_fails_naming_where_and_writes_nothing(tmp_path, st
     stream(9)
     out = tmp_path / "out.parquet"
     for skip_bad in (False, True):  # a broken document is the file's problem, whatever --skip-bad says
-        with pytest.raises(core.JsonStreamError) as e:
+        with pytest.raises(BadTranscriptError) as e:
             import_to_parquet("openai", p, out, skip_bad=skip_bad)
         assert str(e.value).startswith(f"{p}: not valid JSON: ")
         assert msg in str(e.value) and "nothing was imported" in str(e.value)
@@ -190,7 +190,7 @@ def test_not_utf8_fails_naming_the_byte(tmp_path, stream):
     p = tmp_path / "b.json"
     p.write_bytes(raw[:150] + b"\xff" + raw[150:])
     stream(16)
-    with pytest.raises(core.JsonStreamError, match="not UTF-8: invalid start byte \\(byte 0xff at byte 150 of"):
+    with pytest.raises(BadTranscriptError, match="not UTF-8: invalid start byte \\(byte 0xff at byte 150 of"):
         import_transcripts("sharegpt", p)
 
 
@@ -201,6 +201,6 @@ def test_json_lines_named_json_are_read_line_by_line(tmp_path, stream, monkeypat
     whole = import_transcripts("openai", p)
     stream()
     monkeypatch.setattr(p.__class__, "read_bytes", lambda self: pytest.fail("read whole"))
-    assert core.streamed_array(p) is None
+    assert jsonread.streamed_array(p) is None
     _same(whole, import_transcripts("openai", p))
     assert whole.lines == 4

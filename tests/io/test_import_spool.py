@@ -1,5 +1,5 @@
 """Claude Code and OTel inputs on an object store are copied to a local unnamed temp file when
-they are large enough for two passes (``core.spool_remote``), so they take the local files' two
+they are large enough for two passes (``spool.spool_remote``), so they take the local files' two
 passes (records read again at their byte offsets) instead of holding every record; the items are
 those of the local import. ``memory://`` (fsspec) stands in for an object store."""
 

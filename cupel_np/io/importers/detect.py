@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from cupel_np.errors import BadTranscriptError, InvalidConfigError
-from cupel_np.io.importers import core
+from cupel_np.io.importers import jsonread
 
 
 def _first_record(path: Path) -> Any:
@@ -17,7 +17,7 @@ def _first_record(path: Path) -> Any:
         head = f.read(1 << 16)
     stripped = head.removeprefix(b"\xef\xbb\xbf").lstrip()  # a UTF-8 byte-order mark, as json.loads allows
     if stripped[:1] in (b"[", b"{") and path.suffix.lower() in (".json", ".traj"):
-        elements = core.streamed_array(path) if path.suffix.lower() == ".json" else None
+        elements = jsonread.streamed_array(path) if path.suffix.lower() == ".json" else None
         if elements is not None:  # a large array: its first object, without reading the rest
             try:
                 return [next((x for x in elements if isinstance(x, dict)), None)]
@@ -25,7 +25,7 @@ def _first_record(path: Path) -> Any:
                 pass  # not one document: as below, its first line
             finally:
                 elements.close()  # type: ignore[attr-defined]
-        elif not (core.file_size(path) > core.JSON_STREAM_BYTES and core.first_line_is_record(path)):
+        elif not (jsonread.file_size(path) > jsonread.JSON_STREAM_BYTES and jsonread.first_line_is_record(path)):
             try:
                 return json.loads(path.read_bytes())
             except (json.JSONDecodeError, UnicodeDecodeError):

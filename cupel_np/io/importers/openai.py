@@ -210,7 +210,7 @@ def read(
 ) -> Iterator[Conversation]:
     """Each line's (or a ``.json`` array's each element's) conversation as it is read: one
     line at a time for JSONL (memory bounded by the longest line); a ``.json`` document whole
-    up to ``core.JSON_STREAM_BYTES``, an array one element at a time over it."""
+    up to ``jsonread.JSON_STREAM_BYTES``, an array one element at a time over it."""
     for path, name in files:
         file_records, since = 0, len(reader.bad)
         for line, unit, obj in _records(path, name):

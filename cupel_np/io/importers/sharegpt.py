@@ -217,7 +217,7 @@ def read(
     files: list[tuple[Path, str]], reader: Reader, *, skip_bad: bool, tool_call_kind: str
 ) -> Iterator[Conversation]:
     """Each conversation as it is read: one line at a time for JSONL (memory bounded by the
-    longest line); a ``.json`` array whole up to ``core.JSON_STREAM_BYTES``, one element at a
+    longest line); a ``.json`` array whole up to ``jsonread.JSON_STREAM_BYTES``, one element at a
     time over it."""
     for path, name in files:
         file_records, since = 0, len(reader.bad)
