@@ -19,10 +19,18 @@ from the one-conversation file to the large one is asserted to be far below the 
   .write_parquet``) runs on the same file (``CUPEL_BENCH_IMPORT_MEM_WHOLE=0`` skips it).
 * OpenAI chat JSONL (one conversation a line): read one line at a time, so the growth is a
   chunk and the writer's buffers: at most a tenth of the file.
+* ShareGPT as one ``.json`` document (a JSON array of conversations, indented): over
+  ``jsonread.JSON_STREAM_BYTES`` it is read one element at a time: at most a tenth of the file.
+* ``messages`` CSV whose conversations' rows are scattered through the file (2,000 open at a
+  time): over ``messages.SPILL_BYTES`` the rows go to sorted runs in an unnamed temp file and
+  are merged back by set: at most a fifth of the file.
 * OpenTelemetry GenAI spans (OTLP JSON lines, each request repeating its thread's messages):
   over ``otel.TWO_PASS_BYTES`` the reader keeps each request's threading fields (8 bytes an
   input message) and reads the last request of each thread again: at most a fifth of the file
   (the whole-table import grows by more than the file).
+
+``CUPEL_BENCH_IMPORT_MEM_BASE=/path/to/other/tree`` (e.g. ``git worktree add /tmp/base main``)
+also runs that tree's import on the same files, right after this one's, and prints both.
 
 The files live in pytest's temporary directory; the run takes a few minutes on a loaded
 machine (generation ~5 s a file, each import of a large file ~10-30 s of CPU).
@@ -50,9 +58,10 @@ _CHILD = """
 import json, resource, sys, time
 t = time.process_time()
 mode, fmt, src, out = sys.argv[1:5]
+more = sys.argv[5:]
 if mode == "stream":
     from cupel_np.cli import main
-    status = main(["import", fmt, src, "--out", out, "--json"])
+    status = main(["import", fmt, src, "--out", out, "--json", *more])
     assert status == 0, status
 else:
     from cupel_np.io.importers import import_transcripts
@@ -141,11 +150,85 @@ def otel_files(big: Path, small: Path, mb: float, seed: int = 5) -> tuple[int, i
     return total, n, len(largest.encode())
 
 
-def _run(mode: str, fmt: str, src: Path, out: Path) -> dict:
+def sharegpt_files(big: Path, small: Path, mb: float, seed: int = 9) -> tuple[int, int, int]:
+    """One ShareGPT ``.json`` document (a JSON array, as ShareGPT files are published) of copies
+    of 40 generated conversations with function calls; the largest alone in a one-element array."""
+    rng = random.Random(seed)
+    bases = []
+    for _ in range(40):
+        turns = [{"from": "system", "value": cs.text(rng, 500)}]
+        for _t in range(rng.randint(5, 30)):
+            turns.append({"from": "human", "value": cs.text(rng, rng.choice([200, 2000, 8000]))})
+            turns.append({"from": "function_call", "value": json.dumps({"name": "read", "arguments": {"p": "x"}})})
+            turns.append({"from": "observation", "value": cs.text(rng, rng.choice([500, 5000]))})
+            turns.append({"from": "gpt", "value": cs.text(rng, 500)})
+        bases.append(json.dumps({"id": "@ID@", "conversations": turns}, indent=1))
+    total = n = copy = 0
+    with big.open("w", encoding="utf-8") as f:
+        f.write("[\n")
+        while total < mb * 1e6:
+            for i, text in enumerate(bases):
+                one = ("" if n == 0 else ",\n") + text.replace("@ID@", f"c{copy}-{i}", 1)
+                f.write(one)
+                total += len(one.encode())
+                n += 1
+            copy += 1
+        f.write("\n]\n")
+    largest = max(bases, key=len)
+    small.write_text("[\n" + largest.replace("@ID@", "one", 1) + "\n]\n", encoding="utf-8")
+    return total, n, len(largest.encode())
+
+
+MESSAGES_MAP = ["--map", "content=text,kind=role,set=conv"]
+
+
+def messages_files(big: Path, small: Path, mb: float, seed: int = 13) -> tuple[int, int, int]:
+    """A messages CSV whose sets' rows are scattered: 2,000 conversations open at a time, each
+    row going to one of them at random (a set's rows span much of the file), with a label and a
+    score column; the rows of one conversation of the same length alone in ``small``."""
+    rng = random.Random(seed)
+    texts = [cs.text(rng, k) for k in (100, 400, 1500, 4000) for _ in range(8)]
+    header = "conv,role,text,label,score\n"
+
+    def row(conv: str, k: int) -> str:
+        text = texts[rng.randrange(len(texts))].replace('"', "'")
+        return f'{conv},{"user" if k % 2 == 0 else "assistant"},"{text}",{rng.choice("abc")},{rng.random():.6f}\n'
+
+    total, n, opened, counts = len(header), 0, [], {}
+    with big.open("w", encoding="utf-8") as f:
+        f.write(header)
+        while total < mb * 1e6:
+            if len(opened) < 2000:
+                opened.append(f"c{n}")
+                n += 1
+            j = rng.randrange(len(opened))
+            conv = opened[j]
+            k = counts.get(conv, 0)
+            one = row(conv, k)
+            f.write(one)
+            total += len(one.encode())
+            counts[conv] = k + 1
+            if k + 1 >= 40:  # a conversation of 40 rows is done: another opens in its place
+                opened[j] = f"c{n}"
+                n += 1
+    one_conv = header + "".join(row("one", k) for k in range(40))
+    small.write_text(one_conv, encoding="utf-8")
+    return total, n, len(one_conv.encode())
+
+
+#: a second source tree (e.g. ``git worktree add /tmp/base main``) whose import runs beside this
+#: one's on the same files, interleaved (its peak RSS and CPU are printed next to these)
+BASE = os.environ.get("CUPEL_BENCH_IMPORT_MEM_BASE")
+
+
+def _run(mode: str, fmt: str, src: Path, out: Path, more: list[str] = (), tree: str | None = None) -> dict:  # type: ignore[assignment]
     env = {**os.environ, "NUMBA_NUM_THREADS": "1"}
+    if tree:
+        env["PYTHONPATH"] = tree
     t = time.perf_counter()
-    cmd = [sys.executable, "-c", _CHILD, mode, fmt, str(src), str(out)]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    cmd = [sys.executable, "-c", _CHILD, mode, fmt, str(src), str(out), *more]
+    # in the files' directory: with `-c` the current directory comes first on sys.path (before PYTHONPATH)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=src.parent)
     assert p.returncode == 0, p.stderr[-2000:]
     got = json.loads(p.stderr.strip().splitlines()[-1])
     if mode == "stream":
@@ -154,14 +237,31 @@ def _run(mode: str, fmt: str, src: Path, out: Path) -> dict:
     return got
 
 
-def _measure(tmp_path: Path, fmt: str, make, whole: bool) -> tuple[int, int, dict, dict | None]:
-    big, small = tmp_path / "many.jsonl", tmp_path / "one.jsonl"
+def _measure(
+    tmp_path: Path,
+    fmt: str,
+    make,
+    whole: bool,
+    suffix: str = ".jsonl",
+    more: list[str] = (),  # type: ignore[assignment]
+) -> tuple[int, int, dict, dict | None]:
+    big, small = tmp_path / f"many{suffix}", tmp_path / f"one{suffix}"
     t = time.perf_counter()
     total, n, largest = make(big, small, MB)
     gen = time.perf_counter() - t
-    _run("stream", fmt, small, tmp_path / "warm.parquet")  # compile or load the estimate kernel once
-    base = _run("stream", fmt, small, tmp_path / "one.parquet")
-    streamed = _run("stream", fmt, big, tmp_path / "many.parquet")
+    _run("stream", fmt, small, tmp_path / "warm.parquet", more)  # compile or load the estimate kernel once
+    base = _run("stream", fmt, small, tmp_path / "one.parquet", more)
+    streamed = _run("stream", fmt, big, tmp_path / "many.parquet", more)
+    if BASE:  # the other tree on the same files, right after
+        other = _run("stream", fmt, big, tmp_path / "base.parquet", more, tree=BASE)
+        other_one = _run("stream", fmt, small, tmp_path / "base-one.parquet", more, tree=BASE)
+        print(
+            f"\n{fmt}: {BASE}: one conversation peak RSS {other_one['rss'] / 1e6:.0f} MB; the file "
+            f"{other['rss'] / 1e6:.0f} MB (+{(other['rss'] - other_one['rss']) / 1e6:.0f} MB), CPU {other['cpu']:.1f} s"
+            f"\n{fmt}: this tree: one conversation peak RSS {base['rss'] / 1e6:.0f} MB; the file "
+            f"{streamed['rss'] / 1e6:.0f} MB (+{(streamed['rss'] - base['rss']) / 1e6:.0f} MB), CPU {streamed['cpu']:.1f} s"
+        )
+        assert other["summary"]["items"] == streamed["summary"]["items"]
     full = _run("whole", fmt, big, tmp_path / "whole.parquet") if whole else None
     load = os.getloadavg()
     growth = streamed["rss"] - base["rss"]
@@ -199,5 +299,20 @@ def test_openai_jsonl_import_peak_does_not_grow_with_the_file(tmp_path):
 
 def test_otel_import_peak_grows_by_its_index_not_the_file(tmp_path):
     total, _, base, streamed = _measure(tmp_path, "otel", otel_files, WHOLE)
+    growth = streamed["rss"] - base["rss"]
+    assert growth < 0.2 * total, f"peak grew {growth / 1e6:.0f} MB on a {total / 1e6:.0f} MB file"
+
+
+def test_sharegpt_json_array_import_peak_does_not_grow_with_the_file(tmp_path):
+    """A ``.json`` array over ``jsonread.JSON_STREAM_BYTES`` is read one element at a time."""
+    total, _, base, streamed = _measure(tmp_path, "sharegpt", sharegpt_files, WHOLE, suffix=".json")
+    growth = streamed["rss"] - base["rss"]
+    assert growth < 0.1 * total, f"peak grew {growth / 1e6:.0f} MB on a {total / 1e6:.0f} MB file"
+
+
+def test_scattered_messages_import_peak_is_a_run_not_the_file(tmp_path):
+    """A messages file over ``messages.SPILL_BYTES`` whose sets' rows are scattered: rows go to
+    sorted runs in a temp file, merged back by set."""
+    total, _, base, streamed = _measure(tmp_path, "messages", messages_files, False, suffix=".csv", more=MESSAGES_MAP)
     growth = streamed["rss"] - base["rss"]
     assert growth < 0.2 * total, f"peak grew {growth / 1e6:.0f} MB on a {total / 1e6:.0f} MB file"
