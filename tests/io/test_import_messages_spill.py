@@ -1,7 +1,9 @@
-"""A streamed ``messages`` import over ``messages.SPILL_BYTES`` keeps its rows in a local temp
-file (sorted runs, merged back by set): the file it writes is the whole-table import's file,
-row for row and type for type, whether the sets' rows are contiguous or scattered. The
-thresholds are forced tiny here so every input is several runs of several pieces."""
+"""A streamed ``messages`` import over ``messages.SPILL_BYTES`` does not hold its rows: CSV / TSV /
+Parquet inputs are first read as contiguous sets, handed on one at a time (restarted if a set
+comes back after another began); other inputs, and those restarted, keep their rows in a local
+temp file (sorted runs, merged back by set). Either way the file it writes is the whole-table
+import's file, row for row and type for type. The thresholds are forced tiny here so every
+spilled input is several runs of several pieces."""
 
 import csv
 import json
@@ -13,6 +15,27 @@ import pytest
 
 from cupel_np.errors import BadTranscriptError
 from cupel_np.io.importers import import_to_parquet, import_transcripts, messages
+
+
+@pytest.fixture
+def restarts(monkeypatch):
+    seen = []
+    real = messages._contiguous
+
+    def counted(*a, **kw):
+        convs, columns = real(*a, **kw)
+
+        def watched():
+            try:
+                yield from convs
+            except messages.NotContiguous:
+                seen.append(1)
+                raise
+
+        return watched(), columns
+
+    monkeypatch.setattr(messages, "_contiguous", counted)
+    return seen
 
 
 @pytest.fixture
@@ -114,7 +137,7 @@ def test_bad_rows_are_the_same(tmp_path, spill):
     assert not (tmp_path / "x.parquet").exists()
 
 
-def test_the_sample_file_spills_the_same(tmp_path, spill):
+def test_the_sample_file_streams_the_same(tmp_path, spill, restarts):
     _same(
         tmp_path,
         "messages",
@@ -122,4 +145,46 @@ def test_the_sample_file_spills_the_same(tmp_path, spill):
         mapping="content=text,kind=speaker,set=thread,timestamp=sent_at,source=channel",
         set_column="thread_id",
     )
-    assert spill
+    assert spill == [] and restarts == []  # its threads are contiguous
+
+
+def _csv(path, rows, delimiter=","):
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, list(rows[0]), delimiter=delimiter)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _flat(rows):
+    return [{k: v for k, v in r.items() if k in ("conv", "role", "text", "label", "score")} for r in rows]
+
+
+def test_contiguous_csv_is_handed_on_as_read_without_a_spill(tmp_path, spill, restarts):
+    p = tmp_path / "c.csv"
+    _csv(p, _flat(_rows(4, n=70, contiguous=True)))
+    _same(tmp_path, "messages", p, mapping="content=text,set=conv,kind=role")
+    assert spill == [] and restarts == []  # neither a run written nor a restart
+
+
+def test_scattered_csv_restarts_and_spills(tmp_path, spill, restarts):
+    p = tmp_path / "s.tsv"
+    _csv(p, _flat(_rows(5, n=70)), delimiter="\t")
+    _same(tmp_path, "messages", p, mapping="content=text,set=conv,kind=role")
+    assert restarts == [1] and len(spill) >= 3
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["s.tsv", "spilled.parquet", "whole.parquet"]
+
+
+def test_a_set_coming_back_in_a_later_file_restarts(tmp_path, spill, restarts):
+    rows = [{k: v for k, v in r.items() if k != "score"} for r in _flat(_rows(6, n=40, sets=4, contiguous=True))]
+    _csv(tmp_path / "a.csv", rows)
+    pq.write_table(pa.Table.from_pylist(rows[:5]), tmp_path / "b.parquet")  # set-0 again
+    _same(tmp_path, "messages", [tmp_path / "a.csv", tmp_path / "b.parquet"], mapping="content=text,set=conv")
+    assert restarts == [1]
+
+
+def test_columns_the_rows_never_show_restart(tmp_path, spill, restarts):
+    """A header-only file's columns are no extra columns of the held path (it sees rows only)."""
+    _csv(tmp_path / "a.csv", _flat(_rows(7, n=20, contiguous=True)))
+    (tmp_path / "b.csv").write_text("conv,role,text,only_here\n")
+    _same(tmp_path, "messages", [tmp_path / "a.csv", tmp_path / "b.csv"], mapping="content=text,set=conv")
+    assert restarts == [1]

@@ -144,11 +144,22 @@ def _read(fmt: str, files, reader: Reader, opts: dict) -> tuple[Iterable[Convers
         mapping=opts["mapping"],
         set_column=opts["set_column"],
         streamed=opts["streamed"],
+        contiguous=opts["contiguous"],
     )
 
 
 def _start(
-    fmt: str, paths, *, mapping, tokenizer, skip_bad, set_column, tool_call_kind, keep_rewound, streamed=False
+    fmt: str,
+    paths,
+    *,
+    mapping,
+    tokenizer,
+    skip_bad,
+    set_column,
+    tool_call_kind,
+    keep_rewound,
+    streamed=False,
+    contiguous=False,
 ) -> tuple:
     """Check the options and start the format's reader: (format, conversations, extra
     columns, reader state, the counter and its name). Streaming readers yield conversations
@@ -178,6 +189,7 @@ def _start(
         "set_column": set_column,
         "keep_rewound": keep_rewound,
         "streamed": streamed,
+        "contiguous": contiguous,
     }
     convs, extra = _read(fmt, files, reader, opts)
     return fmt, convs, extra, reader, count, counter_name
@@ -282,23 +294,36 @@ def import_to_parquet(
     target = as_path(out)
     if target.is_dir():  # before any work, and never a temp file left beside a directory
         raise IsADirectoryError(errno.EISDIR, "is a directory; give a file path", str(target))
+    for contiguous in (True, False):  # messages: sets taken as contiguous, else spilled (restarted)
+        try:
+            return _import_to_parquet(
+                fmt,
+                paths,
+                target,
+                mapping=mapping,
+                tokenizer=tokenizer,
+                skip_bad=skip_bad,
+                set_column=set_column,
+                tool_call_kind=tool_call_kind,
+                calibrate=calibrate,
+                allow_empty=allow_empty,
+                keep_rewound=keep_rewound,
+                chunk_chars=chunk_chars,
+                contiguous=contiguous,
+            )
+        except messages.NotContiguous:
+            continue  # a set came back after another began: start again, spilling the rows
+    raise AssertionError("unreachable: the spilled messages import does not restart")
+
+
+def _import_to_parquet(fmt, paths, target, *, calibrate, allow_empty, chunk_chars, **opts) -> ImportResult:
     repaired = [0]
     checks: list[dict] = []
     with _no_cyclic_gc():
-        fmt, convs, extra, reader, count, counter_name = _start(
-            fmt,
-            paths,
-            mapping=mapping,
-            tokenizer=tokenizer,
-            skip_bad=skip_bad,
-            set_column=set_column,
-            tool_call_kind=tool_call_kind,
-            keep_rewound=keep_rewound,
-            streamed=True,
-        )
+        fmt, convs, extra, reader, count, counter_name = _start(fmt, paths, streamed=True, **opts)
         chunks = iter_chunks(
             convs,
-            set_column,
+            opts["set_column"],
             lambda texts: count_all(texts, count),
             calibrate=calibrate,
             extra_columns=extra,
@@ -306,15 +331,15 @@ def import_to_parquet(
             checks=checks,
             chunk_chars=chunk_chars,
         )
-        writer = _AtomicWriter(target, items_schema(set_column, extra), {})
+        writer = _AtomicWriter(target, items_schema(opts["set_column"], extra), {})
         try:
             n_items, keys = 0, set()
             for chunk in chunks:
                 writer.write(chunk)
                 n_items += chunk.num_rows
-                keys.update(chunk.column(set_column).unique().to_pylist())
+                keys.update(chunk.column(opts["set_column"]).unique().to_pylist())
                 del chunk
-            res = _result(None, set_column, fmt, reader, checks, counter_name, repaired[0])
+            res = _result(None, opts["set_column"], fmt, reader, checks, counter_name, repaired[0])
             res.out, res.written = writer.path, (n_items, len(keys))
             if not allow_empty:
                 res.check_not_empty(_named(paths))

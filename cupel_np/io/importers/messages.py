@@ -215,6 +215,12 @@ _INT64 = (-(1 << 63), (1 << 63) - 1)
 _SIMPLE = {str: pa.string(), bool: pa.bool_(), int: pa.int64(), float: pa.float64()}
 
 
+class NotContiguous(Exception):  # noqa: N818 - a signal to the driver, never seen by a caller
+    """Raised by :func:`read`'s contiguous reading when a set's rows turn out not to be
+    together (or the extra columns not as the headers said): ``import_to_parquet`` drops what it
+    wrote and reads again, spilling the rows."""
+
+
 def read(
     files: list[tuple[Path, str]],
     reader: Reader,
@@ -223,13 +229,20 @@ def read(
     mapping: dict,
     set_column: str,
     streamed: bool = False,
+    contiguous: bool = False,
 ) -> tuple[Iterable[Conversation], list[tuple[str, pa.DataType]]]:
     """The conversations (in the order of their first row; each set's rows in the order read),
     and the extra columns (name, type) every part's ``row`` holds. A streamed import of inputs
-    over ``SPILL_BYTES`` writes the rows to a local temp file as they are read and hands the
-    conversations out of it one at a time (the same conversations, in the same order);
-    otherwise every row is held."""
-    spill = _Spill() if streamed and sum(file_size(p) for p, _ in files) > SPILL_BYTES else None
+    over ``SPILL_BYTES`` does not hold the rows: with ``contiguous`` and CSV / TSV / Parquet
+    files (whose extra columns' types the headers tell: strings, the Parquet types), the sets
+    are handed on one at a time as read, and :class:`NotContiguous` is raised if a set comes
+    back after another began; otherwise the rows go to a local temp file as they are read and
+    the conversations are handed out of it one at a time (:class:`_Spill`). Both give the
+    conversations, in the order, of the held path; otherwise every row is held."""
+    large = streamed and sum(file_size(p) for p, _ in files) > SPILL_BYTES
+    if large and contiguous and all(p.suffix.lower() in (".csv", ".tsv", ".parquet") for p, _ in files):
+        return _contiguous(files, reader, skip_bad=skip_bad, mapping=mapping, set_column=set_column)
+    spill = _Spill() if large else None
     convs: dict[str, Conversation] = {}
     extras: dict[str, None] = {}
     parquet_types: dict[str, pa.DataType] = {}
@@ -284,6 +297,82 @@ def read(
                 pt.row[k] = v
         columns.append((k, typ))
     return list(convs.values()), columns
+
+
+def _header_columns(files, mapping: dict, set_column: str) -> tuple[list[tuple[str, pa.DataType]], dict]:
+    """The extra columns the held path would find, from the files' headers / schemas (in the
+    order first seen), with their types (CSV / TSV: strings; Parquet: its types)."""
+    import pyarrow.parquet as pq
+
+    extras: dict[str, None] = {}
+    parquet_types: dict[str, pa.DataType] = {}
+    reserved = set(ITEM_COLUMNS) | {set_column}
+    for path, _ in files:
+        if path.suffix.lower() == ".parquet":
+            fs, where = arrow_location(path)
+            schema = pq.read_schema(where, filesystem=fs)
+            names = schema.names
+            for f in schema:
+                parquet_types.setdefault(f.name, f.type)
+        else:
+            names = _column_names(path) or []
+        used = set(_columns(mapping, dict.fromkeys(names)).values())
+        for k in names:
+            if k not in used and k not in reserved:
+                extras.setdefault(k)
+    return [(k, parquet_types.get(k, pa.string())) for k in extras], parquet_types
+
+
+def _contiguous(
+    files, reader: Reader, *, skip_bad: bool, mapping: dict, set_column: str
+) -> tuple[Iterator[Conversation], list[tuple[str, pa.DataType]]]:
+    """Sets handed on as read, for CSV / TSV / Parquet files whose sets are contiguous (see
+    :func:`read`); the extra columns come from the headers, and the ones the rows show are
+    checked against them at the end (a mismatch raises :class:`NotContiguous` too)."""
+    columns, _ = _header_columns(files, mapping, set_column)
+    reserved = {set_column, *ITEM_COLUMNS}
+
+    def conversations() -> Iterator[Conversation]:
+        done: set[str] = set()
+        extras: dict[str, None] = {}
+        current: Conversation | None = None
+        for path, name in files:
+            _check_mapped_columns(path, mapping)
+            file_records, since = 0, len(reader.bad)
+            for n, unit, rec in _rows(path):
+                reader.lines += 1
+                file_records += 1
+                local: dict[str, int] = {}
+                try:
+                    if isinstance(rec, Bad):
+                        raise rec
+                    sid, parts, used = message_row(rec, mapping, path.stem, local)
+                except Bad as e:
+                    reader.bad.append(BadRecord(name, n, str(e), unit))
+                    continue
+                for r, c in local.items():
+                    reader.skip(r, c)
+                row = {k: v for k, v in rec.items() if k not in used and k not in reserved}
+                for k in row:
+                    extras.setdefault(k)
+                for pt in parts:
+                    pt.file, pt.line, pt.unit, pt.row = name, n, unit, row
+                    if current is None or current.key != sid:
+                        if sid in done:
+                            raise NotContiguous(sid)
+                        if current is not None:
+                            done.add(current.key)
+                            yield current
+                        current = Conversation(sid)
+                    current.parts.append(pt)
+            check_not_all_bad("messages", name, file_records, reader.bad[since:])
+            raise_first_bad(reader.bad, since, skip_bad)
+        if list(extras) != [k for k, _ in columns]:
+            raise NotContiguous("the rows' columns are not the headers'")
+        if current is not None:
+            yield current
+
+    return conversations(), columns
 
 
 def _as_string(v):
