@@ -182,10 +182,11 @@ def sharegpt_files(big: Path, small: Path, mb: float, seed: int = 9) -> tuple[in
 MESSAGES_MAP = ["--map", "content=text,kind=role,set=conv"]
 
 
-def messages_files(big: Path, small: Path, mb: float, seed: int = 13) -> tuple[int, int, int]:
+def messages_files(big: Path, small: Path, mb: float, seed: int = 13, contiguous: bool = False) -> tuple[int, int, int]:
     """A messages CSV whose sets' rows are scattered: 2,000 conversations open at a time, each
     row going to one of them at random (a set's rows span much of the file), with a label and a
-    score column; the rows of one conversation of the same length alone in ``small``."""
+    score column; the rows of one conversation of the same length alone in ``small``. With
+    ``contiguous``, one conversation open at a time (each set's 40 rows together)."""
     rng = random.Random(seed)
     texts = [cs.text(rng, k) for k in (100, 400, 1500, 4000) for _ in range(8)]
     header = "conv,role,text,label,score\n"
@@ -198,7 +199,7 @@ def messages_files(big: Path, small: Path, mb: float, seed: int = 13) -> tuple[i
     with big.open("w", encoding="utf-8") as f:
         f.write(header)
         while total < mb * 1e6:
-            if len(opened) < 2000:
+            if len(opened) < (1 if contiguous else 2000):
                 opened.append(f"c{n}")
                 n += 1
             j = rng.randrange(len(opened))
@@ -314,5 +315,15 @@ def test_scattered_messages_import_peak_is_a_run_not_the_file(tmp_path):
     """A messages file over ``messages.SPILL_BYTES`` whose sets' rows are scattered: rows go to
     sorted runs in a temp file, merged back by set."""
     total, _, base, streamed = _measure(tmp_path, "messages", messages_files, False, suffix=".csv", more=MESSAGES_MAP)
+    growth = streamed["rss"] - base["rss"]
+    assert growth < 0.2 * total, f"peak grew {growth / 1e6:.0f} MB on a {total / 1e6:.0f} MB file"
+
+
+def test_contiguous_messages_import_peak_is_a_conversation(tmp_path):
+    """A messages CSV over ``messages.SPILL_BYTES`` whose sets' rows are together: handed on
+    one conversation at a time as read (no spill)."""
+    total, _, base, streamed = _measure(
+        tmp_path, "messages", lambda b, s, mb: messages_files(b, s, mb, contiguous=True), False, ".csv", MESSAGES_MAP
+    )
     growth = streamed["rss"] - base["rss"]
     assert growth < 0.2 * total, f"peak grew {growth / 1e6:.0f} MB on a {total / 1e6:.0f} MB file"
