@@ -288,7 +288,9 @@ def import_to_parquet(
     bounded, and by what, is in docs/importing.md). The file is written to a temp file beside
     ``out`` and renamed into place only when the import succeeds (an error, including
     :class:`EmptyImportError`, leaves no file). It holds the same rows, in the same order,
-    with the same schema, as ``import_transcripts(...).write_parquet(out)``. The result has
+    with the same schema, as ``import_transcripts(...).write_parquet(out)`` (a large messages
+    input read as contiguous sets that turn out not to be is read again, spilling its rows:
+    docs/importing.md, "Message tables"). The result has
     ``table=None``; its counts, ``out`` and ``written`` describe the file."""
     check_chunk_chars(chunk_chars)
     target = as_path(out)
