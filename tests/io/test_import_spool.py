@@ -71,3 +71,17 @@ def test_spooled_path_keeps_the_remote_name_and_is_read_locally(tmp_path):
     assert core.spool_remote(same, over=1 << 30) is same  # small enough for one pass: not copied
     local = [(Path("data/transcripts/otel/genai_spans.jsonl"), "x")]
     assert core.spool_remote(local, over=0) is local  # local files are never copied
+
+
+def test_a_large_json_array_on_an_object_store_is_streamed(tmp_path, monkeypatch):
+    """The element-at-a-time ``.json`` reader reads object-store files too (no copy needed)."""
+    from cupel_np.io.importers import import_transcripts, jsonread
+
+    url = _upload(Path("data/transcripts/sharegpt.json"), "memory://spool-test/sg/sharegpt.json")
+    whole = import_transcripts("auto", url)
+    monkeypatch.setattr(jsonread, "JSON_STREAM_BYTES", 0)
+    monkeypatch.setattr(jsonread, "JSON_READ_BYTES", 13)
+    assert jsonread.streamed_array(_fs.as_path(url)) is not None
+    streamed = import_to_parquet("auto", url, tmp_path / "s.parquet")
+    assert pq.read_table(tmp_path / "s.parquet").equals(whole.table)
+    assert streamed.summary() == whole.summary()
