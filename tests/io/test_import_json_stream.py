@@ -5,6 +5,7 @@ bad rows and detected format are those of the whole-document parse, and a trunca
 malformed document fails naming the file, the element and the position, writing nothing."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -204,3 +205,53 @@ def test_json_lines_named_json_are_read_line_by_line(tmp_path, stream, monkeypat
     assert jsonread.streamed_array(p) is None
     _same(whole, import_transcripts("openai", p))
     assert whole.lines == 4
+
+
+TRAJ = [
+    ("swe-agent", "data/transcripts/trajectories/demo__dates-7.traj"),
+    ("mini-swe-agent", "data/transcripts/trajectories/demo-math.traj.json"),
+    ("auto", "data/transcripts/trajectories"),
+]
+
+
+@pytest.mark.parametrize("fmt,path", TRAJ)
+def test_trajectories_read_member_by_member_import_the_same(stream, fmt, path):
+    whole = import_transcripts(fmt, path)
+    stream(6)
+    _same(whole, import_transcripts(fmt, path))
+
+
+def test_trajectory_objects_keep_only_the_members_read(tmp_path, stream):
+    doc = json.loads(Path("data/transcripts/trajectories/demo__dates-7.traj").read_text())
+    text = json.dumps(doc, indent=1)
+    # a repeated member: the last wins, as in json.loads; an escaped key; members never read
+    text = text.replace('{\n "', '{\n "hist\\u006fry": [], "environment": {"x": [1, 2, {"y": "}"}]},\n "', 1)
+    p = tmp_path / "t.traj"
+    p.write_text(text)
+    whole = import_transcripts("swe-agent", p)
+    stream(5)
+    got = jsonread.streamed_object(p, "t", ("history", "info"))
+    assert got == {k: v for k, v in json.loads(text).items() if k in ("history", "info")}
+    _same(whole, import_transcripts("swe-agent", p))
+    bare = tmp_path / "b.traj.json"  # mini-swe-agent's bare message list
+    bare.write_text(json.dumps(doc["history"]))
+    stream(1 << 20)
+    assert jsonread.streamed_object(bare, "b", ()) == doc["history"]
+
+
+@pytest.mark.parametrize(
+    "edit,msg",
+    [
+        (lambda t: t[: len(t) // 2], "not valid JSON: "),
+        (lambda t: t.replace('"history":', '"history"', 1), "Expecting ':' delimiter"),
+        (lambda t: t.replace("{", "{,", 1), "at the start of the top-level object"),
+        (lambda t: t.rstrip() + " {}", "after the top-level object"),
+    ],
+)
+def test_a_broken_trajectory_fails_naming_where(tmp_path, stream, edit, msg):
+    p = tmp_path / "t.traj"
+    p.write_text(edit(Path("data/transcripts/trajectories/demo__dates-7.traj").read_text()))
+    stream(8)
+    with pytest.raises(BadTranscriptError, match=msg):
+        import_to_parquet("swe-agent", p, tmp_path / "o.parquet", skip_bad=True)
+    assert not (tmp_path / "o.parquet").exists()

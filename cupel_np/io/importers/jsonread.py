@@ -147,6 +147,28 @@ def streamed_array(path, name: str | None = None) -> Iterator[Any] | None:
     return _ArrayReader(path, name or str(path)).elements()
 
 
+def streamed_object(path, name: str | None, keep: tuple[str, ...]) -> Any:
+    """A large ``.json`` / ``.traj`` document read without holding its text: over
+    ``JSON_STREAM_BYTES``, UTF-8 and not JSON lines, a top-level object comes back with only
+    its members named in ``keep`` (each member decoded as :func:`streamed_array` decodes an
+    element, the others dropped as read), a top-level array as the list of its elements; None
+    otherwise (read it with :func:`json_document`). Errors as :func:`streamed_array`'s, naming
+    the member."""
+    if file_size(path) <= JSON_STREAM_BYTES:
+        return None
+    with path.open("rb") as f:
+        head = f.read(1 << 12)
+    if head[:3] == b"\xef\xbb\xbf":
+        head = head[3:]
+    elif b"\x00" in head[:4]:
+        return None
+    first = head.lstrip()[:1]
+    if first not in (b"{", b"[") or first_line_is_record(path):
+        return None
+    reader = _ArrayReader(path, name or str(path))
+    return reader.members(keep) if first == b"{" else list(reader.elements())
+
+
 class _ArrayReader:
     """The top-level array of a UTF-8 file, element by element (see :func:`streamed_array`)."""
 
@@ -158,6 +180,7 @@ class _ArrayReader:
         # where buf[0] is in the whole document: character, line (1-based), column (0-based)
         self.char0, self.line0, self.col0 = 0, 1, 0
         self.index = 0  # the element being read
+        self.member: str | None = None  # the member being read (an object's)
 
     def elements(self) -> Iterator[Any]:
         with self.path.open("rb") as f:
@@ -186,6 +209,50 @@ class _ArrayReader:
             self._skip_ws()
             if self.pos < len(self.buf):
                 self._fail("Extra data", self.pos, after=True)
+
+    def members(self, keep: tuple[str, ...]) -> dict:
+        """The top-level object's members named in ``keep`` (each other member is decoded and
+        dropped as soon as read; the last of a repeated name wins, as in ``json.loads``)."""
+        out: dict = {}
+        self.member = ""
+        with self.path.open("rb") as f:
+            self.f = f
+            self._skip_ws()
+            if self._peek() != "{":
+                self._fail("Expecting value", self.pos)
+            self.pos += 1
+            self._skip_ws()
+            if self._peek() == "}":
+                self.pos += 1
+            else:
+                while True:
+                    if self._peek() != '"':
+                        self._fail("Expecting property name enclosed in double quotes", self.pos)
+                    key = self._value()
+                    self._skip_ws()
+                    if self._peek() != ":":
+                        self._fail("Expecting ':' delimiter", self.pos)
+                    self.pos += 1
+                    self._skip_ws()
+                    self.member = key
+                    value = self._value()
+                    if key in keep:
+                        out[key] = value
+                    del value
+                    self._skip_ws()
+                    c = self._peek()
+                    if c == ",":
+                        self.pos += 1
+                        self._skip_ws()
+                        continue
+                    if c == "}":
+                        self.pos += 1
+                        break
+                    self._fail("Expecting ',' delimiter", self.pos)
+            self._skip_ws()
+            if self.pos < len(self.buf):
+                self._fail("Extra data", self.pos, after=True)
+        return out
 
     def _fill(self, want: int = 0) -> bool:
         """Read at least ``want`` (or ``JSON_READ_BYTES``) more bytes, dropping what was read;
@@ -256,7 +323,15 @@ class _ArrayReader:
         nl = self.buf.rfind("\n", 0, pos)
         line = self.line0 + self.buf.count("\n", 0, pos)
         col = pos - nl if nl >= 0 else self.col0 + pos + 1
-        if after:
+        if self.member is not None:  # reading an object's members
+            where = (
+                "after the top-level object"
+                if after
+                else f"at or after member {self.member!r} of the top-level object"
+                if self.member
+                else "at the start of the top-level object"
+            )
+        elif after:
             where = f"after the top-level array (of {self.index} element(s))"
         elif between:
             where = f"after element {self.index - 1} of the top-level array"
