@@ -177,8 +177,7 @@ class _ArrayReader:
         self.buf, self.pos, self.eof = "", 0, False
         self.decoder = codecs.getincrementaldecoder("utf-8-sig")()
         self.bytes_read = 0
-        # where buf[0] is in the whole document: character, line (1-based), column (0-based)
-        self.char0, self.line0, self.col0 = 0, 1, 0
+        self.char0 = 0  # where buf[0] is in the whole document (a character offset)
         self.index = 0  # the element being read
         self.member: str | None = None  # the member being read (an object's)
 
@@ -188,27 +187,31 @@ class _ArrayReader:
             self._skip_ws()
             if self._peek() != "[":  # checked before: only if the file changed meanwhile
                 self._fail("Expecting value", self.pos)
-            self.pos += 1
-            self._skip_ws()
-            if self._peek() == "]":
-                self.pos += 1
-            else:
-                while True:
-                    yield self._value()
-                    self.index += 1
-                    self._skip_ws()
-                    c = self._peek()
-                    if c == ",":
-                        self.pos += 1
-                        self._skip_ws()
-                        continue
-                    if c == "]":
-                        self.pos += 1
-                        break
-                    self._fail("Expecting ',' delimiter", self.pos, between=True)
+            yield from self._items()
             self._skip_ws()
             if self.pos < len(self.buf):
                 self._fail("Extra data", self.pos, after=True)
+
+    def _items(self) -> Iterator[Any]:
+        """The elements of the array whose ``[`` is at ``pos``, one at a time."""
+        self.pos += 1
+        self._skip_ws()
+        if self._peek() == "]":
+            self.pos += 1
+            return
+        while True:
+            yield self._value()
+            self.index += 1
+            self._skip_ws()
+            c = self._peek()
+            if c == ",":
+                self.pos += 1
+                self._skip_ws()
+                continue
+            if c == "]":
+                self.pos += 1
+                return
+            self._fail("Expecting ',' delimiter", self.pos, between=True)
 
     def members(self, keep: tuple[str, ...]) -> dict:
         """The top-level object's members named in ``keep`` (each other member is decoded and
@@ -235,10 +238,17 @@ class _ArrayReader:
                     self.pos += 1
                     self._skip_ws()
                     self.member = key
-                    value = self._value()
-                    if key in keep:
-                        out[key] = value
-                    del value
+                    if self._peek() == "[":  # an array (a message list): element by element
+                        items = self._items()
+                        if key in keep:
+                            out[key] = list(items)
+                        else:
+                            for _ in items:
+                                pass
+                    elif key in keep:
+                        out[key] = self._value()
+                    else:
+                        self._value()
                     self._skip_ws()
                     c = self._peek()
                     if c == ",":
@@ -273,18 +283,27 @@ class _ArrayReader:
             self.eof = True
         cut = self.pos
         if cut:
-            nl = self.buf.rfind("\n", 0, cut)
-            if nl >= 0:
-                self.line0 += self.buf.count("\n", 0, cut)
-                self.col0 = cut - nl - 1
-            else:
-                self.col0 += cut
             self.char0 += cut
             self.buf = self.buf[cut:] + text
             self.pos = 0
         else:
             self.buf += text
         return True
+
+    def _line_col(self, char: int) -> tuple[int, int]:
+        """The line and column (1-based, as ``json.loads`` counts them) of character ``char``
+        of the document: the text before it is read again (only for an error message)."""
+        decoder = codecs.getincrementaldecoder("utf-8-sig")("replace")
+        line, seen, last_nl = 1, 0, -1
+        with self.path.open("rb") as f:
+            while seen < char and (data := f.read(JSON_READ_BYTES)):
+                text = decoder.decode(data)[: char - seen]
+                line += text.count("\n")
+                nl = text.rfind("\n")
+                if nl >= 0:
+                    last_nl = seen + nl
+                seen += len(text)
+        return line, char - last_nl
 
     def _peek(self) -> str:
         while self.pos >= len(self.buf):
@@ -320,9 +339,7 @@ class _ArrayReader:
                 return value
 
     def _fail(self, msg: str, pos: int, *, after: bool = False, between: bool = False) -> NoReturn:
-        nl = self.buf.rfind("\n", 0, pos)
-        line = self.line0 + self.buf.count("\n", 0, pos)
-        col = pos - nl if nl >= 0 else self.col0 + pos + 1
+        line, col = self._line_col(self.char0 + pos)
         if self.member is not None:  # reading an object's members
             where = (
                 "after the top-level object"
