@@ -327,3 +327,36 @@ def test_contiguous_messages_import_peak_is_a_conversation(tmp_path):
     )
     growth = streamed["rss"] - base["rss"]
     assert growth < 0.2 * total, f"peak grew {growth / 1e6:.0f} MB on a {total / 1e6:.0f} MB file"
+
+
+def swe_agent_files(big: Path, small: Path, mb: float, seed: int = 17) -> tuple[int, int, int]:
+    """One SWE-agent trajectory of ``mb`` MB (a file is one conversation): ``history`` of
+    assistant actions and tool observations, ``trajectory`` repeating each step (as SWE-agent
+    writes it), ``info``; a trajectory of a few steps in ``small``."""
+    rng = random.Random(seed)
+
+    def traj(steps: int) -> str:
+        history = [{"role": "system", "content": cs.text(rng, 500)}, {"role": "user", "content": cs.text(rng, 2000)}]
+        trajectory = []
+        for t in range(steps):
+            call = {"id": f"c{t}", "type": "function", "function": {"name": "bash", "arguments": '{"cmd": "ls"}'}}
+            out = cs.text(rng, rng.choice([500, 5000]))
+            history.append({"role": "assistant", "content": cs.text(rng, 300), "tool_calls": [call]})
+            history.append({"role": "tool", "content": out, "tool_call_ids": [f"c{t}"]})
+            trajectory.append({"action": "ls", "observation": out, "response": cs.text(rng, 300), "state": "{}"})
+        doc = {"environment": "swe_main", "trajectory": trajectory, "history": history, "info": {"exit_status": "ok"}}
+        return json.dumps(doc, indent=2)
+
+    text = traj(int(mb * 1e6 / 9000))
+    big.write_text(text, encoding="utf-8")
+    one = traj(20)
+    small.write_text(one, encoding="utf-8")
+    return len(text.encode()), 1, len(one.encode())
+
+
+def test_swe_agent_trajectory_import_peak_is_its_history(tmp_path):
+    """A trajectory over ``jsonread.JSON_STREAM_BYTES`` is read member by member: its text and
+    the ``trajectory`` copy are never held, only ``history`` and ``info`` (the conversation)."""
+    total, _, base, streamed = _measure(tmp_path, "swe-agent", swe_agent_files, False, suffix=".traj")
+    growth = streamed["rss"] - base["rss"]
+    assert growth < 2 * total, f"peak grew {growth / 1e6:.0f} MB on a {total / 1e6:.0f} MB file"
