@@ -6,7 +6,8 @@ peak RSS):
 For each of two formats, one large JSONL file of ``CUPEL_BENCH_IMPORT_MEM_MB`` MB (default
 320) holding many conversations, each a copy (under its own ids) of one of a few generated ones,
 and a file holding only the largest of them. ``cupel-np import`` runs on each in a fresh
-interpreter; its peak RSS (``ru_maxrss``) is reported with the load average, and the growth
+interpreter; its peak RSS (``VmHWM`` of ``/proc/self/status``, else ``ru_maxrss``, which
+also counts the parent's peak at the fork) is reported with the load average, and the growth
 from the one-conversation file to the large one is asserted to be far below the file's size:
 
 * Claude Code session logs (``claude_sessions.py``): 320 MB is over
@@ -69,8 +70,12 @@ if mode == "stream":
 else:
     from cupel_np.io.importers import import_transcripts
     import_transcripts(fmt, src).write_parquet(out)
-print(json.dumps({"rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-                  "cpu": time.process_time() - t}), file=sys.stderr)
+try:  # this process's own peak: VmHWM is its memory map's, new at exec; ru_maxrss also counts
+    # the parent's peak at the fork (Linux keeps the larger of the two)
+    rss = next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+except (OSError, StopIteration):
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"rss": rss, "cpu": time.process_time() - t}), file=sys.stderr)
 """
 
 
@@ -336,8 +341,8 @@ def swe_agent_files(big: Path, small: Path, mb: float, seed: int = 17) -> tuple[
     """One SWE-agent trajectory of about ``mb`` MB (a file is one conversation): ``trajectory``
     (each step's action, observation and response, as SWE-agent writes it), then ``history``
     (the same steps as the messages the model saw), then ``info``; a trajectory of 20 steps in
-    ``small``. Written piece by piece: the child's peak RSS (``ru_maxrss``) counts this process's
-    peak at the fork, so the generator must stay small."""
+    ``small``. Written piece by piece, so this process stays small (a child's ``ru_maxrss``
+    counts it)."""
 
     def steps(n: int):
         rng = random.Random(seed)  # the same steps for both members
