@@ -164,3 +164,60 @@ def test_import_memory_is_bounded_by_the_largest_conversation(tmp_path):
     print(f"  each further line: one pass {one_line:.0f} B, two passes {two_line:.0f} B")
     assert two_line < 400, f"{two_line:.0f} B a line"
     assert two_line < one_line / 3
+
+
+def test_streamed_json_array_and_spilled_messages_throughput(tmp_path):
+    """The bounded readers against the held ones, in interleaved rounds of this process (CPU
+    time, median of 5; ``CUPEL_BENCH_IMPORT_MB`` sets each input's size): a ShareGPT ``.json``
+    array read whole (``jsonread.JSON_STREAM_BYTES`` above its size, what main does) or one element at
+    a time (0), and a messages CSV with scattered sets held (``messages.SPILL_BYTES`` above its
+    size) or spilled to sorted runs and merged (0: its sets are scattered, so the contiguous
+    reading restarts first), and a messages CSV with contiguous sets held or handed on as read
+    (0); the streamed import (``import_to_parquet``) each time. The two of each pair write the
+    same file."""
+    from test_import_memory import MESSAGES_MAP, messages_files, sharegpt_files
+
+    from cupel_np.io.importers import jsonread, messages
+
+    sg, msgs = tmp_path / "sg.json", tmp_path / "m.csv"
+    sg_total, _, _ = sharegpt_files(sg, tmp_path / "sg1.json", MB)
+    m_total, _, _ = messages_files(msgs, tmp_path / "m1.csv", MB)
+    contig = tmp_path / "c.csv"
+    c_total, _, _ = messages_files(contig, tmp_path / "c1.csv", MB, contiguous=True)
+    mapping = MESSAGES_MAP[1]
+    cases = {
+        "sharegpt .json, whole": (lambda: import_to_parquet("sharegpt", sg, tmp_path / "a.parquet"), jsonread, "JSON_STREAM_BYTES", 1 << 50, sg_total),
+        "sharegpt .json, streamed": (lambda: import_to_parquet("sharegpt", sg, tmp_path / "b.parquet"), jsonread, "JSON_STREAM_BYTES", 0, sg_total),
+        "messages csv, held": (lambda: import_to_parquet("messages", msgs, tmp_path / "c.parquet", mapping=mapping), messages, "SPILL_BYTES", 1 << 50, m_total),
+        "messages csv, spilled": (lambda: import_to_parquet("messages", msgs, tmp_path / "d.parquet", mapping=mapping), messages, "SPILL_BYTES", 0, m_total),
+        "contiguous messages csv, held": (lambda: import_to_parquet("messages", contig, tmp_path / "e.parquet", mapping=mapping), messages, "SPILL_BYTES", 1 << 50, c_total),
+        "contiguous messages csv, streamed": (lambda: import_to_parquet("messages", contig, tmp_path / "f.parquet", mapping=mapping), messages, "SPILL_BYTES", 0, c_total),
+    }  # fmt: skip
+    import_transcripts("sharegpt", tmp_path / "sg1.json")  # warm: compile or load the estimate kernel
+    times: dict[str, list[float]] = {k: [] for k in cases}
+    for _ in range(5):
+        for name, (fn, module, attr, value, _) in cases.items():
+            saved = getattr(module, attr)
+            setattr(module, attr, value)
+            try:
+                times[name].append(_cpu(fn))
+            finally:
+                setattr(module, attr, saved)
+    load = os.getloadavg()
+    print(
+        f"\nbounded readers, CPU time, median of 5 interleaved rounds, load average {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}:"
+    )
+    for name, (_, _, _, _, total) in cases.items():
+        print(f"  {name}: {total / 1e6:.1f} MB, {total / statistics.median(times[name]) / 1e6:.1f} MB/s")
+    for held, bounded in (
+        ("sharegpt .json, whole", "sharegpt .json, streamed"),
+        ("messages csv, held", "messages csv, spilled"),
+        ("contiguous messages csv, held", "contiguous messages csv, streamed"),
+    ):
+        ratio = statistics.median(b / a for a, b in zip(times[held], times[bounded]))
+        print(f"  {bounded} / {held}: {ratio:.2f}x the CPU time (median of the paired rounds)")
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(tmp_path / "b.parquet").equals(pq.read_table(tmp_path / "a.parquet"))
+    assert pq.read_table(tmp_path / "d.parquet").equals(pq.read_table(tmp_path / "c.parquet"))
+    assert pq.read_table(tmp_path / "f.parquet").equals(pq.read_table(tmp_path / "e.parquet"))

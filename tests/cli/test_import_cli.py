@@ -89,3 +89,25 @@ def test_item_readers_refuse_an_empty_table(tmp_path, capsys):
     assert main(["import", "auto", str(TR / "stream_json.jsonl"), "--out", str(good)]) == 0
     capsys.readouterr()
     assert main(["validate", str(good)]) == 0  # a table with rows is not refused
+
+
+def test_a_large_broken_json_array_exits_2_naming_where_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    """Over ``jsonread.JSON_STREAM_BYTES`` (forced to 0) a ``.json`` array is streamed; a
+    truncated one fails at the point it breaks, with or without --skip-bad, and leaves no file."""
+    from cupel_np.io.importers import jsonread
+
+    monkeypatch.setattr(jsonread, "JSON_STREAM_BYTES", 0)
+    convs = [{"id": f"c{i}", "conversations": [{"from": "human", "value": f"hi {i}"}]} for i in range(3)]
+    whole = tmp_path / "ok.json"
+    whole.write_text(json.dumps(convs, indent=1))
+    out = tmp_path / "x.parquet"
+    assert main(["import", "auto", str(whole), "--out", str(out)]) == 0
+    assert capsys.readouterr().out.startswith("3 items in 3 conversation(s) from 3 line(s)")
+    out.unlink()
+    cut = tmp_path / "cut.json"
+    cut.write_text(whole.read_text()[:-20])
+    for more in ([], ["--skip-bad"]):
+        assert main(["import", "sharegpt", str(cut), "--out", str(out), *more]) == 2
+        err = capsys.readouterr().err
+        assert f"{cut}: not valid JSON: " in err and "in element 2 of the top-level array" in err
+        assert not out.exists()

@@ -12,7 +12,7 @@ import pytest
 
 from cupel_np.cli import main
 from cupel_np.errors import BadTranscriptError, EmptyImportError, InvalidConfigError
-from cupel_np.io.importers import claude_code, import_to_parquet, import_transcripts
+from cupel_np.io.importers import claude_code, import_to_parquet, import_transcripts, jsonread, messages, otel
 
 CLAUDE_DIRS = [
     "data/transcripts/claude_code",
@@ -67,6 +67,22 @@ def test_streamed_file_is_the_whole_table_file(tmp_path, fmt, path, kw):
     if whole.conversations > 1:  # several chunks were written: one row group each
         assert pq.ParquetFile(b).metadata.num_row_groups >= 2
     assert sorted(os.listdir(tmp_path)) == ["streamed.parquet", "whole.parquet"]  # no temp file left
+
+
+@pytest.mark.parametrize("fmt,path,kw", FIXTURES)
+def test_bounded_readers_write_the_whole_table_file(tmp_path, monkeypatch, fmt, path, kw):
+    """Every size threshold forced to 0: ``.json`` arrays read one element at a time (in reads
+    of 7 bytes), messages spilled to runs of a few rows, Claude Code and OTel JSONL in two
+    passes; the file is still the whole-table import's."""
+    a, b = tmp_path / "whole.parquet", tmp_path / "bounded.parquet"
+    whole = _whole(fmt, path, a, **kw)
+    monkeypatch.setattr(jsonread, "JSON_STREAM_BYTES", 0)
+    monkeypatch.setattr(jsonread, "JSON_READ_BYTES", 7)
+    monkeypatch.setattr(messages, "SPILL_BYTES", 0)
+    monkeypatch.setattr(messages, "SPILL_RUN_CHARS", 200)
+    monkeypatch.setattr(claude_code, "STREAM_TWO_PASS_BYTES", 0)
+    monkeypatch.setattr(otel, "TWO_PASS_BYTES", 0)
+    _same(whole, import_to_parquet(fmt, path, b, chunk_chars=1, **kw), a, b)
 
 
 @pytest.mark.parametrize("chunk_chars", [1, 300, 5000, 1 << 30])

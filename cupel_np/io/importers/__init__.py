@@ -54,6 +54,7 @@ from cupel_np.io.importers.core import (
     check_chunk_chars,
     items_schema,
     iter_chunks,
+    spool_remote,
     transcript_files,
 )
 from cupel_np.io.importers.labels import distinctive_strings, reuse_labels
@@ -137,11 +138,29 @@ def _read(fmt: str, files, reader: Reader, opts: dict) -> tuple[Iterable[Convers
         return trajectories.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind, fmt=fmt), []
     if fmt == "otel":
         return otel.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind, streamed=opts["streamed"]), []
-    return messages.read(files, reader, skip_bad=skip_bad, mapping=opts["mapping"], set_column=opts["set_column"])
+    return messages.read(
+        files,
+        reader,
+        skip_bad=skip_bad,
+        mapping=opts["mapping"],
+        set_column=opts["set_column"],
+        streamed=opts["streamed"],
+        contiguous=opts["contiguous"],
+    )
 
 
 def _start(
-    fmt: str, paths, *, mapping, tokenizer, skip_bad, set_column, tool_call_kind, keep_rewound, streamed=False
+    fmt: str,
+    paths,
+    *,
+    mapping,
+    tokenizer,
+    skip_bad,
+    set_column,
+    tool_call_kind,
+    keep_rewound,
+    streamed=False,
+    contiguous=False,
 ) -> tuple:
     """Check the options and start the format's reader: (format, conversations, extra
     columns, reader state, the counter and its name). Streaming readers yield conversations
@@ -158,6 +177,10 @@ def _start(
         fmt = detect.detect_all(files, mapped=bool(parsed_mapping))
     if parsed_mapping and fmt != "messages":
         raise InvalidConfigError(f"a column mapping applies to the 'messages' format, not {fmt!r}")
+    if fmt in ("claude-code", "stream-json"):  # two passes need a local file: copy a large remote one
+        files = spool_remote(files, claude_code.STREAM_TWO_PASS_BYTES if streamed else claude_code.TWO_PASS_BYTES)
+    elif fmt == "otel" and streamed and not any(p.suffix.lower() == ".json" for p, _ in files):
+        files = spool_remote(files, otel.TWO_PASS_BYTES)
     count, counter_name = make_token_counter(tokenizer)
     reader = Reader()
     opts = {
@@ -167,6 +190,7 @@ def _start(
         "set_column": set_column,
         "keep_rewound": keep_rewound,
         "streamed": streamed,
+        "contiguous": contiguous,
     }
     convs, extra = _read(fmt, files, reader, opts)
     return fmt, convs, extra, reader, count, counter_name
@@ -265,29 +289,44 @@ def import_to_parquet(
     bounded, and by what, is in docs/importing.md). The file is written to a temp file beside
     ``out`` and renamed into place only when the import succeeds (an error, including
     :class:`EmptyImportError`, leaves no file). It holds the same rows, in the same order,
-    with the same schema, as ``import_transcripts(...).write_parquet(out)``. The result has
+    with the same schema, as ``import_transcripts(...).write_parquet(out)`` (a large messages
+    input read as contiguous sets that turn out not to be is read again, spilling its rows:
+    docs/importing.md, "Message tables"). The result has
     ``table=None``; its counts, ``out`` and ``written`` describe the file."""
     check_chunk_chars(chunk_chars)
     target = as_path(out)
     if target.is_dir():  # before any work, and never a temp file left beside a directory
         raise IsADirectoryError(errno.EISDIR, "is a directory; give a file path", str(target))
+    for contiguous in (True, False):  # messages: sets taken as contiguous, else spilled (restarted)
+        try:
+            return _import_to_parquet(
+                fmt,
+                paths,
+                target,
+                mapping=mapping,
+                tokenizer=tokenizer,
+                skip_bad=skip_bad,
+                set_column=set_column,
+                tool_call_kind=tool_call_kind,
+                calibrate=calibrate,
+                allow_empty=allow_empty,
+                keep_rewound=keep_rewound,
+                chunk_chars=chunk_chars,
+                contiguous=contiguous,
+            )
+        except messages.NotContiguous:
+            continue  # a set came back after another began: start again, spilling the rows
+    raise AssertionError("unreachable: the spilled messages import does not restart")
+
+
+def _import_to_parquet(fmt, paths, target, *, calibrate, allow_empty, chunk_chars, **opts) -> ImportResult:
     repaired = [0]
     checks: list[dict] = []
     with _no_cyclic_gc():
-        fmt, convs, extra, reader, count, counter_name = _start(
-            fmt,
-            paths,
-            mapping=mapping,
-            tokenizer=tokenizer,
-            skip_bad=skip_bad,
-            set_column=set_column,
-            tool_call_kind=tool_call_kind,
-            keep_rewound=keep_rewound,
-            streamed=True,
-        )
+        fmt, convs, extra, reader, count, counter_name = _start(fmt, paths, streamed=True, **opts)
         chunks = iter_chunks(
             convs,
-            set_column,
+            opts["set_column"],
             lambda texts: count_all(texts, count),
             calibrate=calibrate,
             extra_columns=extra,
@@ -295,15 +334,15 @@ def import_to_parquet(
             checks=checks,
             chunk_chars=chunk_chars,
         )
-        writer = _AtomicWriter(target, items_schema(set_column, extra), {})
+        writer = _AtomicWriter(target, items_schema(opts["set_column"], extra), {})
         try:
             n_items, keys = 0, set()
             for chunk in chunks:
                 writer.write(chunk)
                 n_items += chunk.num_rows
-                keys.update(chunk.column(set_column).unique().to_pylist())
+                keys.update(chunk.column(opts["set_column"]).unique().to_pylist())
                 del chunk
-            res = _result(None, set_column, fmt, reader, checks, counter_name, repaired[0])
+            res = _result(None, opts["set_column"], fmt, reader, checks, counter_name, repaired[0])
             res.out, res.written = writer.path, (n_items, len(keys))
             if not allow_empty:
                 res.check_not_empty(_named(paths))

@@ -20,6 +20,17 @@ import pyarrow as pa
 from cupel_np._files import atomic_write_bytes
 from cupel_np._fs import RemotePath, as_path
 from cupel_np.errors import BadTranscriptError, EmptyImportError, InvalidConfigError
+from cupel_np.io.importers.jsonread import (  # noqa: F401 - the readers' shared names, kept here
+    JSON_STREAM_BYTES,
+    Bad,
+    file_size,
+    first_line_is_record,
+    json_document,
+    json_line_at,
+    json_lines,
+    streamed_array,
+)
+from cupel_np.io.importers.spool import SpooledPath, spool_remote  # noqa: F401
 from cupel_np.text import is_blank
 
 ROLE_KINDS = {
@@ -46,10 +57,6 @@ ITEM_COLUMNS = (
     "tool_group",
     "segment",
 )
-
-
-class Bad(Exception):
-    """A problem with the current line (caught per line, reported with file and line)."""
 
 
 @dataclass(frozen=True)
@@ -240,56 +247,6 @@ def transcript_files(paths) -> list[tuple[Any, str]]:
             seen.add(key)
             unique.append((f, name))
     return unique
-
-
-_DECODER = json.JSONDecoder()
-
-
-def json_lines(path: Path, *, offsets: bool = False) -> Iterator[tuple[Any, ...]]:
-    """(line number, parsed JSON or a :class:`Bad`) of each non-blank line; with ``offsets``,
-    (line number, value, byte offset of the line) for :func:`json_line_at`."""
-    decode = _DECODER.decode
-    at = 0
-    with path.open("rb") as f:
-        for n, raw in enumerate(f, start=1):
-            start, at = at, at + len(raw)
-            if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]  # a UTF-8 byte-order mark
-            try:
-                value = decode(raw.decode("utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError) as e:
-                if not raw.strip():
-                    continue
-                value = Bad(f"not valid JSON: {e}")
-            except RecursionError:
-                value = Bad("not readable: JSON nested too deeply")
-            yield (n, value, start) if offsets else (n, value)
-
-
-def json_line_at(f, offset: int) -> Any:
-    """The JSON value of the line at byte ``offset`` of the open binary file ``f`` (as
-    :func:`json_lines` read it), for a second pass over lines already read once."""
-    f.seek(offset)
-    raw = f.readline()
-    if offset == 0 and raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
-    return _DECODER.decode(raw.decode("utf-8"))
-
-
-def json_document(path: Path) -> Iterator[tuple[int, Any]]:
-    """A ``.json`` / ``.traj`` file: one JSON document (line 1), or JSON lines when it is not
-    one document (a JSONL file named ``.json``)."""
-    raw = path.read_bytes()
-    try:
-        yield 1, json.loads(raw)
-        return
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        first_error = e
-    lines = list(json_lines(path))
-    if len(lines) > 1 and not all(isinstance(v, Bad) for _, v in lines):
-        yield from lines
-    else:
-        yield 1, Bad(f"not valid JSON: {first_error}")
 
 
 def check_not_all_bad(fmt: str, name: str, n_records: int, bad: list) -> None:

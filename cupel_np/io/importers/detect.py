@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cupel_np.errors import InvalidConfigError
+from cupel_np.errors import BadTranscriptError, InvalidConfigError
+from cupel_np.io.importers import jsonread
 
 
 def _first_record(path: Path) -> Any:
@@ -14,12 +15,21 @@ def _first_record(path: Path) -> Any:
     non-blank line (JSONL); None when neither parses."""
     with path.open("rb") as f:
         head = f.read(1 << 16)
-    stripped = head.lstrip()
+    stripped = head.removeprefix(b"\xef\xbb\xbf").lstrip()  # a UTF-8 byte-order mark, as json.loads allows
     if stripped[:1] in (b"[", b"{") and path.suffix.lower() in (".json", ".traj"):
-        try:
-            return json.loads(path.read_bytes())
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            pass
+        elements = jsonread.streamed_array(path) if path.suffix.lower() == ".json" else None
+        if elements is not None:  # a large array: its first object, without reading the rest
+            try:
+                return [next((x for x in elements if isinstance(x, dict)), None)]
+            except BadTranscriptError:
+                pass  # not one document: as below, its first line
+            finally:
+                elements.close()  # type: ignore[attr-defined]
+        elif not (jsonread.file_size(path) > jsonread.JSON_STREAM_BYTES and jsonread.first_line_is_record(path)):
+            try:
+                return json.loads(path.read_bytes())
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                pass
     with path.open("rb") as f:
         for raw in f:
             if raw.strip():

@@ -31,6 +31,7 @@ from cupel_np.io.importers.core import (
     parse_ts,
     raise_first_bad,
     role_part,
+    streamed_array,
     text_of,
 )
 
@@ -178,35 +179,57 @@ def conversation(obj, skipped: dict, tool_call_kind: str, msgs_key: str = "messa
     return cid, parts, api
 
 
+_END = object()
+
+
+def _records(path: Path, name: str) -> Iterator[tuple[int, str, Any]]:
+    """(line, "line", record) of each JSON line, or of a ``.json`` document that is not an
+    array or is an array of one element; (index, "row", element) of each element of a longer
+    ``.json`` array."""
+    is_json = path.suffix.lower() == ".json"
+    elements = streamed_array(path, name) if is_json else None
+    if elements is not None:  # a large .json array: one element at a time
+        first = next(elements, _END)
+        second = next(elements, _END) if first is not _END else _END
+        if first is not _END and second is _END:
+            yield 1, "line", first
+        elif first is not _END:
+            yield 0, "row", first
+            yield 1, "row", second
+            for k, obj in enumerate(elements, start=2):
+                yield k, "row", obj
+        return
+    for n, rec in json_document(path) if is_json else json_lines(path):
+        items = rec if isinstance(rec, list) and n == 1 and is_json else [rec]
+        for k, obj in enumerate(items):
+            yield (n, "line", obj) if len(items) == 1 else (k, "row", obj)
+
+
 def read(
     files: list[tuple[Path, str]], reader: Reader, *, skip_bad: bool, tool_call_kind: str, fmt: str = "openai"
 ) -> Iterator[Conversation]:
     """Each line's (or a ``.json`` array's each element's) conversation as it is read: one
-    line at a time for JSONL (memory bounded by the longest line), the whole document for
-    ``.json``."""
+    line at a time for JSONL (memory bounded by the longest line); a ``.json`` document whole
+    up to ``jsonread.JSON_STREAM_BYTES``, an array one element at a time over it."""
     for path, name in files:
         file_records, since = 0, len(reader.bad)
-        records = json_document(path) if path.suffix.lower() == ".json" else json_lines(path)
-        for n, rec in records:
-            items = rec if isinstance(rec, list) and n == 1 and path.suffix.lower() == ".json" else [rec]
-            for k, obj in enumerate(items):
-                reader.lines += 1
-                file_records += 1
-                local: dict[str, int] = {}
-                line = n if len(items) == 1 else k
-                try:
-                    if isinstance(obj, Bad):
-                        raise obj
-                    cid, parts, api = conversation(obj, local, tool_call_kind)
-                except Bad as e:
-                    reader.bad.append(BadRecord(name, line, str(e), "line" if len(items) == 1 else "row"))
-                    continue
-                for r, c in local.items():
-                    reader.skip(r, c)
-                for pt in parts:
-                    pt.file, pt.line, pt.unit = name, line, "line" if len(items) == 1 else "row"
-                key = str(cid) if cid is not None else f"{path.stem}:{line}"
-                yield Conversation(key, parts, api)
+        for line, unit, obj in _records(path, name):
+            reader.lines += 1
+            file_records += 1
+            local: dict[str, int] = {}
+            try:
+                if isinstance(obj, Bad):
+                    raise obj
+                cid, parts, api = conversation(obj, local, tool_call_kind)
+            except Bad as e:
+                reader.bad.append(BadRecord(name, line, str(e), unit))
+                continue
+            for r, c in local.items():
+                reader.skip(r, c)
+            for pt in parts:
+                pt.file, pt.line, pt.unit = name, line, unit
+            key = str(cid) if cid is not None else f"{path.stem}:{line}"
+            yield Conversation(key, parts, api)
         check_not_all_bad(fmt, name, file_records, reader.bad[since:])
         raise_first_bad(reader.bad, since, skip_bad)
 

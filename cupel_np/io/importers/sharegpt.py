@@ -33,6 +33,7 @@ from cupel_np.io.importers.core import (
     json_lines,
     raise_first_bad,
     role_part,
+    streamed_array,
 )
 from cupel_np.io.importers.openai import tool_schema_parts
 
@@ -195,32 +196,46 @@ def conversation(obj, skipped: dict, tool_call_kind: str) -> tuple[Any, list[Par
     return cid, parts
 
 
+def _records(path: Path, name: str) -> Iterator[tuple[int, str, Any]]:
+    """(line, "line", record) of each JSON line, or (index, "row", element) of each element of
+    an array (a ``.json`` document, or a line holding an array)."""
+    if path.suffix.lower() == ".json":
+        elements = streamed_array(path, name)
+        if elements is not None:  # a large .json array: one element at a time
+            for k, obj in enumerate(elements):
+                yield k, "row", obj
+            return
+    for n, rec in json_document(path) if path.suffix.lower() == ".json" else json_lines(path):
+        if isinstance(rec, list):
+            for k, obj in enumerate(rec):
+                yield k, "row", obj
+        else:
+            yield n, "line", rec
+
+
 def read(
     files: list[tuple[Path, str]], reader: Reader, *, skip_bad: bool, tool_call_kind: str
 ) -> Iterator[Conversation]:
     """Each conversation as it is read: one line at a time for JSONL (memory bounded by the
-    longest line), the whole document for a ``.json`` array."""
+    longest line); a ``.json`` array whole up to ``jsonread.JSON_STREAM_BYTES``, one element at a
+    time over it."""
     for path, name in files:
         file_records, since = 0, len(reader.bad)
-        records = json_document(path) if path.suffix.lower() == ".json" else json_lines(path)
-        for n, rec in records:
-            array = isinstance(rec, list)
-            for k, obj in enumerate(rec if array else [rec]):
-                reader.lines += 1
-                file_records += 1
-                local: dict[str, int] = {}
-                line, unit = (k, "row") if array else (n, "line")
-                try:
-                    if isinstance(obj, Bad):
-                        raise obj
-                    cid, parts = conversation(obj, local, tool_call_kind)
-                except Bad as e:
-                    reader.bad.append(BadRecord(name, line, str(e), unit))
-                    continue
-                for r, c in local.items():
-                    reader.skip(r, c, metadata="reasoning" in r)
-                for pt in parts:
-                    pt.file, pt.line, pt.unit = name, line, unit
-                yield Conversation(str(cid) if cid is not None else f"{path.stem}:{line}", parts)
+        for line, unit, obj in _records(path, name):
+            reader.lines += 1
+            file_records += 1
+            local: dict[str, int] = {}
+            try:
+                if isinstance(obj, Bad):
+                    raise obj
+                cid, parts = conversation(obj, local, tool_call_kind)
+            except Bad as e:
+                reader.bad.append(BadRecord(name, line, str(e), unit))
+                continue
+            for r, c in local.items():
+                reader.skip(r, c, metadata="reasoning" in r)
+            for pt in parts:
+                pt.file, pt.line, pt.unit = name, line, unit
+            yield Conversation(str(cid) if cid is not None else f"{path.stem}:{line}", parts)
         check_not_all_bad("sharegpt", name, file_records, reader.bad[since:])
         raise_first_bad(reader.bad, since, skip_bad)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from cupel_np.io.importers.core import (
     Bad,
@@ -28,6 +29,7 @@ from cupel_np.io.importers.core import (
     json_document,
     raise_first_bad,
 )
+from cupel_np.io.importers.jsonread import streamed_object
 from cupel_np.io.importers.openai import conversation as openai_conversation
 
 
@@ -111,13 +113,30 @@ def _tokens_sent(doc, msgs: list, parts: list[Part]) -> tuple[int, list[int]] | 
     return sent, befores
 
 
+#: the members of a trajectory object that are read (``trajectory``, ``environment``,
+#: ``replay_config``... are not)
+_MEMBERS = ("history", "messages", "info")
+
+
+def _documents(path: Path, name: str) -> Iterator[tuple[int, Any]]:
+    """(line, document) of a trajectory file: over ``jsonread.JSON_STREAM_BYTES`` only the
+    members read (``_MEMBERS``), one member at a time, without holding the file's text;
+    otherwise the whole document (or its JSON lines)."""
+    doc = streamed_object(path, name, _MEMBERS)
+    if doc is not None:
+        yield 1, doc
+    else:
+        yield from json_document(path)
+
+
 def read(
     files: list[tuple[Path, str]], reader: Reader, *, skip_bad: bool, tool_call_kind: str, fmt: str
 ) -> Iterator[Conversation]:
-    """Each file's conversation as it is read (memory bounded by the largest file)."""
+    """Each file's conversation as it is read (memory bounded by the largest file; over
+    ``jsonread.JSON_STREAM_BYTES``, by the members read)."""
     for path, name in files:
         since, file_records = len(reader.bad), 0
-        for n, doc in json_document(path):
+        for n, doc in _documents(path, name):
             reader.lines += 1
             file_records += 1
             local: dict[str, int] = {}
