@@ -6,13 +6,15 @@ idle. A *compile plan* (:data:`cupel_np.cli.compile_plans.PLANS`, recorded from 
 the command by ``python -m cupel_np.cli.plan_record``) lists every kernel the command
 compiles, with its signature and its depth (0: called from Python; a kernel's callees follow
 it), in the order the compiles start. :func:`share_compile` starts ONE child process that
-compiles the depth-0 entries from the plan's END while the command works from its start.
+compiles the depth-0 entries largest first (:func:`root_order`) while the command works from
+the plan's start. The child imports only Numba and the kernel modules (:data:`_CHILD_IMPORTS`).
 
 Each entry is compiled by exactly one of them: a process takes an entry by creating its claim
 file (``O_EXCL``) and marks it done when the kernel is in the cache. A process that reaches an
 entry the other has taken first compiles the untaken kernels that entry calls, from the last
-(the holder goes from the first), then waits for the done mark and loads the kernel from the
-cache: the same machine code it would have compiled, so results are identical. The call graph
+(the holder goes from the first), then the next untaken entries of its own order, then waits
+for the done mark and loads the kernel from the cache: the same machine code it would have
+compiled, so results are identical. The call graph
 has no cycles and claims are taken under Numba's compiler lock, so the two never wait for each
 other. A child that dies, or a plan the code no longer matches, only costs time: the command
 compiles what it needs itself. The child is stopped when the command ends (each cache file is
