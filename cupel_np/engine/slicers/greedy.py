@@ -423,9 +423,10 @@ def greedy_segments(
     min_chunk = MIN_CHUNK if min_chunk is None else min_chunk
     _greedy_small(tok, score, offsets, targets, rank, big)
     sizes = np.diff(offsets)
-    medium = np.flatnonzero((sizes > MEDIUM_MIN) & (sizes < big) & (targets > 0))
-    if medium.shape[0]:  # a kernel of its own: a run of small sets never compiles its sorts
-        _greedy_medium(tok, score, offsets, targets, rank, medium.astype(np.int64))
+    if sizes.shape[0] and sizes.max() > MEDIUM_MIN:
+        medium = np.flatnonzero((sizes > MEDIUM_MIN) & (sizes < big) & (targets > 0))
+        if medium.shape[0]:  # a kernel of its own: a run of small sets never compiles its sorts
+            _greedy_medium(tok, score, offsets, targets, rank, medium.astype(np.int64))
     for s in np.flatnonzero((sizes >= big) & (targets > 0)):  # a few big sets at most
         lo, hi = int(offsets[s]), int(offsets[s + 1])
         marked = None if compared is None or prefix is None else compared[lo:hi]
