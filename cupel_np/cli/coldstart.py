@@ -43,6 +43,7 @@ from numba.core import types as nbtypes
 from numba.core.compiler_lock import global_compiler_lock
 
 from cupel_np.cli.compile_plans import PLANS
+from cupel_np.engine import batch_kernels
 from cupel_np.engine.parallel import available_cores
 
 #: how long the command waits for a kernel the child is compiling before compiling it itself
@@ -75,14 +76,16 @@ def signature_text(sig) -> str:
     return " ".join(type_text(t) for t in sig)
 
 
-def __getattr__(name: str):
-    """``shared`` (the CLI's helpers, for ``kernels_cached``) on first use: importing it
-    imports pyarrow and the model, which the compile child does without."""
-    if name == "shared":
-        from cupel_np.cli import shared
+def kernels_cached() -> bool:
+    """Whether the compiled kernels every run needs are in Numba's on-disk cache (a cold
+    first run compiles them for ~10-20 s). True when JIT is off or the cache cannot be read."""
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        return True
 
-        return shared
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        return os.path.exists(batch_kernels.variant_scores._cache._cache_file._index_path)
+    except AttributeError:  # another Numba version's internals: say nothing rather than guess
+        return True
 
 
 def _dispatcher(name: str):
@@ -218,10 +221,8 @@ def share_compile(command: str):
     mode = os.environ.get("CUPEL_NP_COMPILE_AHEAD", "")
     if mode == "0" or os.environ.get("NUMBA_DISABLE_JIT") == "1":
         return None
-    from cupel_np.cli import shared  # here: the child imports this module without the CLI's imports
-
     plan = PLANS.get(command)
-    if not plan or available_cores() < 2 or shared.kernels_cached() or not _resolves(plan):
+    if not plan or available_cores() < 2 or kernels_cached() or not _resolves(plan):
         return None
     if mode != "1" and not core_to_spare():
         return None

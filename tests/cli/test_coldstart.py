@@ -39,7 +39,7 @@ def test_plans_name_existing_kernels_in_call_order():
 
 def test_a_stale_plan_shares_nothing(monkeypatch):
     monkeypatch.setenv("CUPEL_NP_COMPILE_AHEAD", "1")
-    monkeypatch.setattr(coldstart.shared, "kernels_cached", lambda: False)
+    monkeypatch.setattr(coldstart, "kernels_cached", lambda: False)
     monkeypatch.setitem(coldstart.PLANS, "stale", (("cupel_np.engine.sortkeys.no_such_kernel", "int64[1C]", 0),))
     assert coldstart.share_compile("stale") is None
 
@@ -55,7 +55,7 @@ SCRIPT = textwrap.dedent(
         ("cupel_np.engine.sortkeys.desc_bits", "float64[1C]", 0),
         ("cupel_np.engine.sortkeys.int_keys", "int64[1C]", 0),
     )
-    coldstart.shared.kernels_cached = lambda: False
+    coldstart.kernels_cached = lambda: False
     sharing = coldstart.share_compile("t")
     if sys.argv[1] == "kill":
         sharing.child.kill()
@@ -103,7 +103,7 @@ def test_no_child_when_no_core_is_idle_unless_told(monkeypatch):
     """Unset, sharing needs a core the load average leaves free; ``=1`` shares anyway."""
     started = []
     monkeypatch.setattr(coldstart, "_Sharing", lambda plan: started.append(plan) or "sharing")
-    monkeypatch.setattr(coldstart.shared, "kernels_cached", lambda: False)
+    monkeypatch.setattr(coldstart, "kernels_cached", lambda: False)
     monkeypatch.setattr(coldstart, "available_cores", lambda: 2)
     monkeypatch.delenv("CUPEL_NP_COMPILE_AHEAD", raising=False)
     monkeypatch.setattr(os, "getloadavg", lambda: (1.9, 1.0, 1.0))
