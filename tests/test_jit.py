@@ -26,3 +26,28 @@ def test_a_kernel_called_with_constants_compiles_once(monkeypatch):
     assert outer(np.arange(3, dtype=np.int64), 2) == (0 + 0) + (1 + 1) + (2 + 2)
     assert len(inner.signatures) == 1
     assert "Literal" not in str(inner.signatures[0])
+
+
+def test_an_inner_kernel_runs_from_kernels_and_refuses_python(monkeypatch):
+    """``jit_inner`` drops Numba's CPython wrapper: kernels call it as usual, and a call from
+    Python raises TypeError (without the guard Numba would jump through the missing wrapper
+    and crash the interpreter)."""
+    import pytest
+
+    monkeypatch.setitem(_jit.JIT_OPTIONS, "cache", False)
+    monkeypatch.setattr(_jit, "KERNELS", [])
+
+    def inner_py(a, k):
+        return a[k] * 2
+
+    inner = _jit.jit_inner(inner_py)
+
+    def outer_py(a):
+        return inner(a, 0) + inner(a, 2)
+
+    outer = _jit.jit(outer_py)
+    assert outer(np.arange(3, dtype=np.int64)) == 0 + 4
+    assert len(inner.signatures) == 1
+    with pytest.raises(TypeError, match="only other kernels may call it"):
+        inner(np.arange(3, dtype=np.int64), 1)
+    assert _jit.KERNELS == [inner, outer]

@@ -6,13 +6,15 @@ idle. A *compile plan* (:data:`cupel_np.cli.compile_plans.PLANS`, recorded from 
 the command by ``python -m cupel_np.cli.plan_record``) lists every kernel the command
 compiles, with its signature and its depth (0: called from Python; a kernel's callees follow
 it), in the order the compiles start. :func:`share_compile` starts ONE child process that
-compiles the depth-0 entries from the plan's END while the command works from its start.
+compiles the depth-0 entries largest first (:func:`root_order`) while the command works from
+the plan's start. The child imports only Numba and the kernel modules (:data:`_CHILD_IMPORTS`).
 
 Each entry is compiled by exactly one of them: a process takes an entry by creating its claim
 file (``O_EXCL``) and marks it done when the kernel is in the cache. A process that reaches an
 entry the other has taken first compiles the untaken kernels that entry calls, from the last
-(the holder goes from the first), then waits for the done mark and loads the kernel from the
-cache: the same machine code it would have compiled, so results are identical. The call graph
+(the holder goes from the first), then the next untaken entries of its own order, then waits
+for the done mark and loads the kernel from the cache: the same machine code it would have
+compiled, so results are identical. The call graph
 has no cycles and claims are taken under Numba's compiler lock, so the two never wait for each
 other. A child that dies, or a plan the code no longer matches, only costs time: the command
 compiles what it needs itself. The child is stopped when the command ends (each cache file is
@@ -40,8 +42,8 @@ import numpy as np
 from numba.core import types as nbtypes
 from numba.core.compiler_lock import global_compiler_lock
 
-from cupel_np.cli import shared
 from cupel_np.cli.compile_plans import PLANS
+from cupel_np.engine import batch_kernels
 from cupel_np.engine.parallel import available_cores
 
 #: how long the command waits for a kernel the child is compiling before compiling it itself
@@ -74,6 +76,18 @@ def signature_text(sig) -> str:
     return " ".join(type_text(t) for t in sig)
 
 
+def kernels_cached() -> bool:
+    """Whether the compiled kernels every run needs are in Numba's on-disk cache (a cold
+    first run compiles them for ~10-20 s). True when JIT is off or the cache cannot be read."""
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        return True
+
+    try:
+        return os.path.exists(batch_kernels.variant_scores._cache._cache_file._index_path)
+    except AttributeError:  # another Numba version's internals: say nothing rather than guess
+        return True
+
+
 def _dispatcher(name: str):
     module, _, fn = name.rpartition(".")
     return getattr(importlib.import_module(module), fn)
@@ -86,8 +100,9 @@ class _Claims:
     from the first) and then waits for its done mark and loads it from the cache.
     ``other_alive`` says whether waiting still makes sense (the other process may have died)."""
 
-    def __init__(self, plan, directory: str, other_alive: Callable[[], bool]):
+    def __init__(self, plan, directory: str, other_alive: Callable[[], bool], from_end: bool = False):
         self.plan = plan
+        self.roots = root_order(plan, from_end)
         self.index = {(n, s): i for i, (n, s, _) in enumerate(plan)}
         self.dir = directory
         self.other_alive = other_alive
@@ -137,7 +152,21 @@ class _Claims:
         done = Path(self.dir, f"done-{i}")
         t_end = time.monotonic() + WAIT_SECONDS
         while not done.exists() and self.other_alive() and time.monotonic() < t_end:
-            time.sleep(0.005)
+            j = self.next_untaken_root()
+            if j is None:
+                time.sleep(0.005)
+            else:  # rather than wait idle: a kernel this process would compile next anyway
+                self.compile_entry(j)
+
+    def next_untaken_root(self):
+        """The first plan entry called from Python that neither process has taken, in this
+        process's order (:func:`root_order`); ``None`` when all are taken. Compiling it while
+        waiting cannot deadlock: a process waits only for an entry the other is compiling,
+        and a cycle of such waits would be a cycle of calls."""
+        for j in self.roots:
+            if self.untaken(j):
+                return j
+        return None
 
     def unhook(self) -> None:
         for d in self.hooked:
@@ -193,7 +222,7 @@ def share_compile(command: str):
     if mode == "0" or os.environ.get("NUMBA_DISABLE_JIT") == "1":
         return None
     plan = PLANS.get(command)
-    if not plan or available_cores() < 2 or shared.kernels_cached() or not _resolves(plan):
+    if not plan or available_cores() < 2 or kernels_cached() or not _resolves(plan):
         return None
     if mode != "1" and not core_to_spare():
         return None
@@ -226,20 +255,53 @@ def end_sharing(sharing) -> None:
         sharing.close()
 
 
+def root_order(plan, from_end: bool) -> list[int]:
+    """The plan entries called from Python (depth 0) in the order a process takes them. The
+    command: plan order (the order it needs them). The child: the largest first (most plan
+    entries first compiled under it: a long chain of nested compiles, which only one process
+    can compile from the top, so what the command would otherwise wait for longest), ties
+    from the plan's end. The small ones the command takes on its way."""
+    roots = [i for i, e in enumerate(plan) if e[2] == 0]
+    if not from_end:
+        return roots
+    ends = roots[1:] + [len(plan)]
+    size = {i: end - i for i, end in zip(roots, ends, strict=True)}
+    return sorted(roots, key=lambda i: (-size[i], -i))
+
+
 def child_main() -> None:
     """The child: compile the plan's kernels that the command calls from Python (depth 0),
-    from the last to the first, skipping those the command has taken; a kernel they call
+    in :func:`root_order` (the largest first), skipping those the command has taken; a kernel they call
     that the command holds is waited for (the call graph has no cycles, so the two never
     wait for each other). Arguments: the claim directory, then ``name|signature|depth``."""
     directory, entries = sys.argv[1], sys.argv[2:]
     parent = os.getppid()
     plan = [(n, s, int(d)) for n, s, d in (e.split("|") for e in entries)]
-    claims = _Claims(plan, directory, lambda: os.getppid() == parent)
-    for i in reversed(range(len(plan))):
-        if plan[i][2] == 0 and claims.untaken(i):
-            claims.compile_entry(i)
+    claims = _Claims(plan, directory, lambda: os.getppid() == parent, from_end=True)
+    while (i := claims.next_untaken_root()) is not None:
+        claims.compile_entry(i)
     claims.unhook()
 
 
-#: what the child runs (``python -c``; the claim directory and the plan follow as arguments)
-_CHILD = "from cupel_np.cli.coldstart import child_main; child_main()"
+#: the child's imports (``python -c``; the claim directory and the plan entries follow as
+#: arguments): the plan's kernel modules and this one, WITHOUT running any package's
+#: ``__init__`` (every package of ``cupel_np`` is entered in ``sys.modules`` unexecuted). ``cupel_np``'s own
+#: ``__init__`` imports the whole library (pyarrow, the model, the analyses: ~0.4 s of CPU);
+#: compiling kernels needs only Numba and the kernel modules, so the child is ready sooner.
+#: A kernel module that needs its package's ``__init__`` fails here (tests/cli/test_coldstart.py).
+_CHILD_IMPORTS = (
+    "import importlib, importlib.util, os, sys\n"
+    "spec = importlib.util.find_spec('cupel_np')\n"
+    "top = spec.submodule_search_locations[0]\n"
+    "for d, dirs, files in os.walk(top):\n"
+    "    dirs[:] = [x for x in dirs if x != '__pycache__' and not x.startswith('.')]\n"
+    "    if '__init__.py' in files:\n"
+    "        rel = os.path.relpath(d, top)\n"
+    "        pkg = 'cupel_np' if rel == os.curdir else 'cupel_np.' + rel.replace(os.sep, '.')\n"
+    "        sys.modules.setdefault(pkg, importlib.util.module_from_spec(importlib.util.find_spec(pkg)))\n"
+    "for name in sorted({e.split('|')[0].rpartition('.')[0] for e in sys.argv[2:]}) + ['cupel_np.cli.coldstart']:\n"
+    "    importlib.import_module(name)\n"
+)
+
+#: what the child runs
+_CHILD = _CHILD_IMPORTS + "sys.modules['cupel_np.cli.coldstart'].child_main()\n"

@@ -5,7 +5,6 @@ summary."""
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import sys
 from pathlib import Path
@@ -14,7 +13,7 @@ import pyarrow as pa
 import pyarrow.dataset as pds
 
 from cupel_np._fs import arrow_location, as_path
-from cupel_np.engine import batch_kernels
+from cupel_np.cli.coldstart import kernels_cached
 from cupel_np.errors import CupelError, InvalidConfigError
 from cupel_np.io.outdir import check_set_column, claim_out_dir
 from cupel_np.model.budget import ContextBudget
@@ -40,18 +39,6 @@ def _err(msg: str) -> None:
 
 def _progress_enabled(args) -> bool:
     return not args.quiet and sys.stderr.isatty()
-
-
-def kernels_cached() -> bool:
-    """Whether the compiled kernels every run needs are in Numba's on-disk cache (a cold
-    first run compiles them for ~10-20 s). True when JIT is off or the cache cannot be read."""
-    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
-        return True
-
-    try:
-        return os.path.exists(batch_kernels.variant_scores._cache._cache_file._index_path)
-    except AttributeError:  # another Numba version's internals: say nothing rather than guess
-        return True
 
 
 def _say_if_compiling(args) -> None:

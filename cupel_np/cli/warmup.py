@@ -30,6 +30,7 @@ from cupel_np import _jit
 from cupel_np.analysis import budget_sim, outcomes
 from cupel_np.analysis.pipeline import Pipeline
 from cupel_np.analysis.sensitivity import sweep
+from cupel_np.analysis.toolpairs import tool_links
 from cupel_np.cli import shared
 from cupel_np.cli.sweeps import _write_outputs
 from cupel_np.data import sample_path
@@ -269,6 +270,12 @@ def _pairs() -> None:
     variants = [("chat", base), *((f"g{i}", p) for i, p in enumerate(pols))]
     sweep(table, ContextBudget(8000, 6000), variants, on_error="collect", threads=1).variants_table()
     estimate_tokens_many(["plain words", "naïve — text\twith   spaces", ""])
+    # a role that is neither 'call' nor 'result': the error names the row (_role_kernel)
+    bogus = t.set_column(t.schema.get_field_index("tool_role"), "tool_role", pa.array(["bogus"] * n))
+    try:
+        tool_links(ItemTable.from_arrow(bogus, set_column="sid"))
+    except InvalidConfigError:
+        pass
 
 
 class _tempdir:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from cupel_np._jit import jit
+from cupel_np._jit import jit, jit_inner
 from cupel_np.engine.reasons import R_BUDGET_EXCEEDED, R_PINNED, R_SCORED, R_ZERO_TOKEN
 from cupel_np.engine.slicers.greedy import density_key
-from cupel_np.engine.sortkeys import desc_bits, int_keys, ordered_bits, radix_argsort, stable_argsort
+from cupel_np.engine.sortkeys import _SIGN, desc_bits, int_keys, ordered_bits, radix_argsort, sort_pairs, stable_argsort
 
 PLACER_CHRONOLOGICAL = 0
 PLACER_U_SHAPED = 1
@@ -26,7 +26,7 @@ U_SORT_MIN = 32768
 CHRONO_FILTER_MIN = 16
 
 
-@jit
+@jit_inner
 def _chronological_all(
     pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, ts_valid, ts_order, ts_sorted, a, b, lstpos, position
 ):
@@ -50,7 +50,19 @@ def _chronological_all(
             lstpos[cand_rows[p]] = n_pin + r
     out_row = np.empty(m, dtype=np.int64)
     out_key = np.empty(m, dtype=np.int64)
-    c = _ts_scan(ts_order, ts_sorted, a, b, lstpos, out_row, out_key)
+    # _ts_scan written out: one level of linked kernels fewer on the place kernel's longest
+    # chain of nested compiles (each level re-optimizes and re-emits the code under it)
+    c = 0
+    out_t = np.empty(m, dtype=np.int64)  # timestamps are int64
+    for i in range(a, b):
+        row = ts_order[i]
+        p = lstpos[row]
+        if p >= 0:
+            out_row[c] = row
+            out_key[c] = p
+            out_t[c] = ts_sorted[i]
+            c += 1
+    _repair_pairs(out_row, out_key, out_t, c)
     other = out_key  # reused: input position -> row of an untimestamped item (-1 otherwise)
     for j in range(c, m):
         other[j] = -1
@@ -73,7 +85,7 @@ def _chronological_all(
     # the caller resets lstpos (to -1) in its pass over the kept rows
 
 
-@jit
+@jit_inner
 def _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, u_rank, u_key, ua, ub, one_key, position):
     """U-shaped placement when every merged item is kept: the sliced items come ordered
     (``u_rank[ua:ub]``, score desc then rank, keys ``u_key``); the pinned items (score 1.0)
@@ -106,10 +118,11 @@ def _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, u_rank, u_
             j += 1
 
 
-@jit
+@jit_inner
 def _ts_scan(ts_order, ts_sorted, a, b, lstpos, out_row, out_key):
     """Kept rows (``lstpos >= 0``) of the shared timestamp order; runs of equal timestamps
-    ordered by input position. Returns the count written to ``out_row``/``out_key``."""
+    ordered by input position. Returns the count written to ``out_row``/``out_key``. For
+    ``_chronological_filter`` (truncation); ``_chronological_all`` has it written out."""
     c = 0
     out_t = np.empty(out_row.shape[0], dtype=np.int64)  # timestamps are int64
     for i in range(a, b):
@@ -124,7 +137,7 @@ def _ts_scan(ts_order, ts_sorted, a, b, lstpos, out_row, out_key):
     return c
 
 
-@jit
+@jit_inner
 def _repair_pairs(rows, key, grp, n):
     """Within each run of equal ``grp`` values, order (rows, key) pairs by ``key`` (distinct
     values). Short runs by insertion, long runs by a sort: never quadratic."""
@@ -145,16 +158,27 @@ def _repair_pairs(rows, key, grp, n):
                 key[w + 1] = x
                 rows[w + 1] = r
         elif j - i > 32:
-            o = stable_argsort(int_keys(key[i:j]))
-            kk = key[i:j][o]
-            rr = rows[i:j][o]
-            for u in range(j - i):
+            # stable_argsort(int_keys(key[i:j])) written out around sort_pairs: two levels of
+            # linked kernels fewer on the place kernel's longest chain of nested compiles
+            m = j - i
+            uk = np.empty(m, dtype=np.uint64)
+            o = np.empty(m, dtype=np.int64)
+            for u in range(m):
+                uk[u] = np.uint64(key[i + u]) ^ _SIGN
+                o[u] = u
+            sort_pairs(uk, o, np.empty(m, dtype=np.uint64), np.empty(m, dtype=np.int64), m)
+            kk = np.empty(m, dtype=np.int64)
+            rr = np.empty(m, dtype=np.int64)
+            for u in range(m):
+                kk[u] = key[i + o[u]]
+                rr[u] = rows[i + o[u]]
+            for u in range(m):
                 key[i + u] = kk[u]
                 rows[i + u] = rr[u]
         i = j
 
 
-@jit
+@jit_inner
 def _chronological_filter(
     mrow, lst, n_keep, n_pin, cand_rows, clo, chi, rank, ts_valid, ts_order, ts_sorted, a, b, lstpos, mark, position
 ):
@@ -369,7 +393,7 @@ def timestamp_order(ts, ts_valid, offsets):
     return order, ts[order], off
 
 
-@jit
+@jit_inner
 def _place_order(mrow, mscore, lst, ts, ts_valid, placer, radix_min):
     """The placer's order of the kept merged items ``lst`` (merged indices, in placer input
     order; ``mrow``/``mscore`` their rows and scores) when no shared order serves it.

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from cupel_np._jit import jit
+from cupel_np._jit import jit, jit_inner
 
 _SIGN = np.uint64(1) << np.uint64(63)
 NAN_LAST = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
-@jit
+@jit_inner
 def score_cmp(a, b):
     """-1 when score ``a`` comes first in 'descending, NaN lowest' order, 1 when ``b`` does,
     0 when they tie (-0.0 ties 0.0; NaN ties NaN)."""
@@ -123,7 +123,7 @@ def int_keys(x):
     return u
 
 
-@jit
+@jit_inner
 def sort_pairs(key, row, key2, row2, count):
     """Sort ``key[:count]`` ascending and stably in place, carrying ``row`` along: insertion
     sort on runs of ``INSERTION_RUN``, then bottom-up merges through ``key2``/``row2`` (scratch

@@ -39,7 +39,7 @@ def test_plans_name_existing_kernels_in_call_order():
 
 def test_a_stale_plan_shares_nothing(monkeypatch):
     monkeypatch.setenv("CUPEL_NP_COMPILE_AHEAD", "1")
-    monkeypatch.setattr(coldstart.shared, "kernels_cached", lambda: False)
+    monkeypatch.setattr(coldstart, "kernels_cached", lambda: False)
     monkeypatch.setitem(coldstart.PLANS, "stale", (("cupel_np.engine.sortkeys.no_such_kernel", "int64[1C]", 0),))
     assert coldstart.share_compile("stale") is None
 
@@ -55,7 +55,7 @@ SCRIPT = textwrap.dedent(
         ("cupel_np.engine.sortkeys.desc_bits", "float64[1C]", 0),
         ("cupel_np.engine.sortkeys.int_keys", "int64[1C]", 0),
     )
-    coldstart.shared.kernels_cached = lambda: False
+    coldstart.kernels_cached = lambda: False
     sharing = coldstart.share_compile("t")
     if sys.argv[1] == "kill":
         sharing.child.kill()
@@ -103,7 +103,7 @@ def test_no_child_when_no_core_is_idle_unless_told(monkeypatch):
     """Unset, sharing needs a core the load average leaves free; ``=1`` shares anyway."""
     started = []
     monkeypatch.setattr(coldstart, "_Sharing", lambda plan: started.append(plan) or "sharing")
-    monkeypatch.setattr(coldstart.shared, "kernels_cached", lambda: False)
+    monkeypatch.setattr(coldstart, "kernels_cached", lambda: False)
     monkeypatch.setattr(coldstart, "available_cores", lambda: 2)
     monkeypatch.delenv("CUPEL_NP_COMPILE_AHEAD", raising=False)
     monkeypatch.setattr(os, "getloadavg", lambda: (1.9, 1.0, 1.0))
@@ -116,3 +116,40 @@ def test_no_child_when_no_core_is_idle_unless_told(monkeypatch):
     monkeypatch.setattr(coldstart, "available_cores", lambda: 1)
     assert coldstart.share_compile("demo") is None
     assert len(started) == 2
+
+
+def test_the_child_imports_the_kernels_without_the_library():
+    """The child imports the plan's kernel modules without their packages' ``__init__`` (no
+    pyarrow, no model): every kernel of every plan resolves that way."""
+    entries = ["|".join(map(str, e)) for plan in PLANS.values() for e in plan]
+    code = coldstart._CHILD_IMPORTS + textwrap.dedent(
+        """
+        import json
+        from cupel_np.cli import coldstart
+        plan = [(n, s, int(d)) for n, s, d in (e.split("|") for e in sys.argv[2:])]
+        print(json.dumps({"resolves": coldstart._resolves(plan),
+                          "heavy": sorted(m for m in ("pyarrow", "pandas", "cupel_np.model.items") if m in sys.modules)}))
+        """
+    )
+    env = dict(os.environ)
+    env.pop("NUMBA_DISABLE_JIT", None)
+    proc = subprocess.run([sys.executable, "-c", code, "unused", *entries], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    import json
+
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out == {"resolves": True, "heavy": []}
+
+
+def test_root_order():
+    """The command takes the kernels it calls from Python in plan order; the child the
+    largest first (ties: from the end); each exactly once."""
+    plan = (("a", "", 0), ("b", "", 0), ("b1", "", 1), ("c", "", 0), ("d", "", 0), ("d1", "", 1), ("d2", "", 2))
+    plan += (("e", "", 0),)
+    assert coldstart.root_order(plan, from_end=False) == [0, 1, 3, 4, 7]
+    assert coldstart.root_order(plan, from_end=True) == [4, 1, 7, 3, 0]
+    for plan in PLANS.values():
+        roots = [i for i, e in enumerate(plan) if e[2] == 0]
+        assert sorted(coldstart.root_order(plan, from_end=True)) == roots
+    demo = PLANS["demo"]
+    assert demo[coldstart.root_order(demo, from_end=True)[0]][0] == "cupel_np.engine.stages._place_segments"

@@ -67,9 +67,9 @@ def test_compile_sharing_stays_off_when_told_or_cached(monkeypatch):
     monkeypatch.setenv("CUPEL_NP_COMPILE_AHEAD", "0")
     assert coldstart.share_compile("demo") is None
     monkeypatch.setenv("CUPEL_NP_COMPILE_AHEAD", "1")
-    monkeypatch.setattr(coldstart.shared, "kernels_cached", lambda: True)
+    monkeypatch.setattr(coldstart, "kernels_cached", lambda: True)
     assert coldstart.share_compile("demo") is None
-    monkeypatch.setattr(coldstart.shared, "kernels_cached", lambda: False)
+    monkeypatch.setattr(coldstart, "kernels_cached", lambda: False)
     assert coldstart.share_compile("no such command") is None
     coldstart.end_sharing(None)
 

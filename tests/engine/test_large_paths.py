@@ -44,7 +44,15 @@ def _naive_greedy(tokens, scores, target):
 
 
 @pytest.mark.parametrize(
-    "seed, n, target", [(0, 20_000, 64_000), (1, 30_000, 5_000), (2, 12_000, 2_000_000), (3, 25_000, 1)]
+    "seed, n, target",
+    [
+        (0, 20_000, 64_000),
+        (1, 30_000, 5_000),
+        (2, 12_000, 2_000_000),
+        (3, 25_000, 1),
+        (4, 300, 30_000),
+        (5, 193, 9_000),
+    ],
 )
 def test_greedy_prefix_selection_matches_spec(seed, n, target):
     rng = np.random.default_rng(seed)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cupel_np._jit import jit
+from cupel_np._jit import jit, jit_inner
 from cupel_np.engine.sortkeys import _SIGN, desc_bits, int_keys, ordered_bits, radix_argsort, score_cmp, stable_argsort
 
 #: greedy partitions at least this long are ordered by the radix sort
@@ -42,9 +42,11 @@ BIG_GREEDY = 32768
 MIN_CHUNK = 16384
 #: small segments up to this size are ordered by insertion sort
 INSERTION_MAX = 48
+#: segments of more candidates than this (and fewer than ``BIG_GREEDY``) go to ``_greedy_medium``
+MEDIUM_MIN = INSERTION_MAX * 4
 
 
-@jit
+@jit_inner
 def density_key(t, s):
     """The one definition of greedy's order key for a candidate of ``t`` tokens and score
     ``s``: ascending for 'density descending, NaN last' (zero tokens: density MAX_FLOAT;
@@ -53,7 +55,7 @@ def density_key(t, s):
     return np.inf if d != d else 0.0 - d
 
 
-@jit
+@jit_inner
 def density_keys(tok, score):
     """:func:`density_key` of every candidate."""
     k = tok.shape[0]
@@ -63,7 +65,7 @@ def density_keys(tok, score):
     return keyd
 
 
-@jit
+@jit_inner
 def _before(keyd, keys, a, b):
     """True when position ``a`` precedes ``b`` in (keyd, keys, index) order."""
     if keyd[a] != keyd[b]:
@@ -73,7 +75,7 @@ def _before(keyd, keys, a, b):
     return a < b
 
 
-@jit
+@jit_inner
 def _lex_order(keyd, keys, idx):
     """Positions of ``idx`` ordered by (keyd, keys, idx) ascending."""
     n = idx.shape[0]
@@ -94,11 +96,15 @@ def _lex_order(keyd, keys, idx):
 
 @jit
 def _greedy_small(tok, score, offsets, targets, rank, big):
+    """Greedy over the segments of at most ``MEDIUM_MIN`` candidates (fewer than ``big``):
+    an insertion sort into reused scratch. Larger ones are left to ``_greedy_medium`` (a
+    kernel of its own: a run without such sets does not compile its sorts) and
+    ``_greedy_big``."""
     # scratch sized by the largest small segment, reused by every segment
     k_max = 0
     for s in range(offsets.shape[0] - 1):
         k = offsets[s + 1] - offsets[s]
-        if k < big and k > k_max:
+        if k < big and k <= MEDIUM_MIN and k > k_max:
             k_max = k
     skey = np.empty(k_max, dtype=np.float64)
     sidx = np.empty(k_max, dtype=np.int64)
@@ -107,36 +113,57 @@ def _greedy_small(tok, score, offsets, targets, rank, big):
         hi = offsets[s + 1]
         k = hi - lo
         target = targets[s]
-        if k == 0 or target <= 0 or k >= big:
+        if k == 0 or target <= 0 or k >= big or k > MEDIUM_MIN:
             continue
-        if k > INSERTION_MAX * 4:
-            keyd = density_keys(tok[lo:hi], score[lo:hi])
-            order = _lex_order(keyd, desc_bits(score[lo:hi]), np.arange(k))
-            for j in range(k):
-                sidx[j] = order[j]
-        else:
-            # insertion sort of (density key, position); equal keys then by (score key, position)
-            for j in range(k):
-                kd = density_key(tok[lo + j], score[lo + j])
-                w = j - 1
-                while w >= 0:
-                    kw = skey[w]
-                    if kw < kd:
+        # insertion sort of (density key, position); equal keys then by (score key, position)
+        for j in range(k):
+            kd = density_key(tok[lo + j], score[lo + j])
+            w = j - 1
+            while w >= 0:
+                kw = skey[w]
+                if kw < kd:
+                    break
+                if kw == kd:
+                    y = sidx[w]
+                    cmp = score_cmp(score[lo + y], score[lo + j])
+                    if cmp < 0 or (cmp == 0 and y < j):
                         break
-                    if kw == kd:
-                        y = sidx[w]
-                        cmp = score_cmp(score[lo + y], score[lo + j])
-                        if cmp < 0 or (cmp == 0 and y < j):
-                            break
-                    skey[w + 1] = kw
-                    sidx[w + 1] = sidx[w]
-                    w -= 1
-                skey[w + 1] = kd
-                sidx[w + 1] = j
+                skey[w + 1] = kw
+                sidx[w + 1] = sidx[w]
+                w -= 1
+            skey[w + 1] = kd
+            sidx[w + 1] = j
         remaining = target
         n_out = 0
         for j in range(k):
             q = sidx[j]
+            t = tok[lo + q]
+            if t == 0:
+                rank[lo + q] = n_out
+                n_out += 1
+            elif t <= remaining:
+                rank[lo + q] = n_out
+                n_out += 1
+                remaining -= t
+
+
+@jit
+def _greedy_medium(tok, score, offsets, targets, rank, segs):
+    """Greedy over the segments ``segs`` (more than ``MEDIUM_MIN`` candidates, fewer than
+    ``BIG_GREEDY``; target above 0): candidates in (density key, score key, position) order
+    by two stable sorts, then the walk. Called only when such a set exists (see
+    ``greedy_segments``), so a run of small sets never compiles the sorts."""
+    for u in range(segs.shape[0]):
+        s = segs[u]
+        lo = offsets[s]
+        hi = offsets[s + 1]
+        k = hi - lo
+        keyd = density_keys(tok[lo:hi], score[lo:hi])
+        order = _lex_order(keyd, desc_bits(score[lo:hi]), np.arange(k))
+        remaining = targets[s]
+        n_out = 0
+        for j in range(k):
+            q = order[j]
             t = tok[lo + q]
             if t == 0:
                 rank[lo + q] = n_out
@@ -396,6 +423,10 @@ def greedy_segments(
     min_chunk = MIN_CHUNK if min_chunk is None else min_chunk
     _greedy_small(tok, score, offsets, targets, rank, big)
     sizes = np.diff(offsets)
+    if sizes.shape[0] and sizes.max() > MEDIUM_MIN:
+        medium = np.flatnonzero((sizes > MEDIUM_MIN) & (sizes < big) & (targets > 0))
+        if medium.shape[0]:  # a kernel of its own: a run of small sets never compiles its sorts
+            _greedy_medium(tok, score, offsets, targets, rank, medium.astype(np.int64))
     for s in np.flatnonzero((sizes >= big) & (targets > 0)):  # a few big sets at most
         lo, hi = int(offsets[s]), int(offsets[s + 1])
         marked = None if compared is None or prefix is None else compared[lo:hi]
@@ -406,7 +437,7 @@ def greedy_segments(
             complete_ranks(tok[lo:hi], score[lo:hi], rank[lo:hi], n_pre)
 
 
-@jit
+@jit_inner
 def greedy_pick(tok, score, cand, target, out, n_out):
     """GreedySlice over the candidate positions ``cand`` (in sorted order). Appends the
     selected positions to ``out[n_out:]`` in density order; returns the new length."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cupel_np._jit import jit
+from cupel_np._jit import jit, jit_inner
 from cupel_np.engine.slicers.codes import ERR_NEEDS_SPLIT, ERR_TABLE_TOO_LARGE
 
 I64_MAX = np.int64(np.iinfo(np.int64).max)
@@ -42,7 +42,7 @@ def knapsack_fits(n, capacity, max_cells):
     return n + KNAPSACK_ROW_CELLS <= (max_cells // 64) // words
 
 
-@jit
+@jit_inner
 def knapsack_value(s):
     """max(0, floor(s * 10000)) as Rust's saturating f64 -> i64 cast: NaN -> 0, anything at
     or above 2^63 -> i64::MAX; exact for every representable value."""
@@ -54,7 +54,7 @@ def knapsack_value(s):
     return np.int64(v)
 
 
-@jit
+@jit_inner
 def _dp_int64(dw, dv, capacity, keep, row_words):
     """The DP on int64 rows (the sum of all values fits an int64, so no cell overflows).
 
@@ -105,7 +105,7 @@ def _dp_int64(dw, dv, capacity, keep, row_words):
         old, new = new, old
 
 
-@jit
+@jit_inner
 def _split_words(sh_h, sh_l, oo_h, oo_l, nn_h, nn_l, kp, vh, vl):
     """Whole keep words of one split-row DP step (kept out of line: inlined into the item
     loop this loop stays scalar, ~10x slower)."""
@@ -125,7 +125,7 @@ def _split_words(sh_h, sh_l, oo_h, oo_l, nn_h, nn_l, kp, vh, vl):
         kp[kk] = bits
 
 
-@jit
+@jit_inner
 def _dp_split(dw, v_hi, v_lo, capacity, keep, row_words):
     """The DP on split rows ``hi * 2^62 + lo``: exact for any sum of values. The pad cells
     hold hi = i64::MIN, lo = 0 (see :func:`_dp_int64`)."""
@@ -156,7 +156,7 @@ def _dp_split(dw, v_hi, v_lo, capacity, keep, row_words):
         old_l, new_l = new_l, old_l
 
 
-@jit
+@jit_inner
 def _knapsack_items(tok, score, cand, target, bucket, max_cells, out, n_out):
     """The part of :func:`knapsack_pick` before the DP: appends the zero-token items and
     builds the DP items. Returns ``(n_out, n_c, cap, items, dw, dv, fits_int64)``; ``cap <= 0``
@@ -204,7 +204,7 @@ def _knapsack_items(tok, score, cand, target, bucket, max_cells, out, n_out):
     return n_out, n, capacity, items, dw, dv, sum_hi <= 1
 
 
-@jit
+@jit_inner
 def _knapsack_take(keep, items, dw, capacity, row_words, out, n_out):
     """The DP's reconstruction: appends the kept items (last item first) to ``out``."""
     rem = capacity
