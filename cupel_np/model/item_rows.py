@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from itertools import chain
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
 import numpy as np
 import pyarrow as pa
@@ -33,8 +33,8 @@ _ONE_SET = np.zeros(2, dtype=np.int64)
 
 #: Where an item keeps its numeric record (below): a ContextItem is immutable, so the record,
 #: made from its fields the first time a selection reads it, stays right for the item's life
-#: (a copy or ``dataclasses.replace`` builds a new item, without one). The name carries the
-#: record's layout: a pickled item from a layout that differs is not read as this one.
+#: (``copy.copy`` carries it along with the same fields; ``dataclasses.replace`` builds a new
+#: item, without one). The name carries the record's layout version.
 ROW_KEY = "_cupel_np_row_v1"
 #: the record: tokens, timestamp (UTC microseconds since the epoch, 0 when None), priority
 #: (0 when None), future_relevance_hint (0.0 when None), then pinned and the three "has a
@@ -42,7 +42,16 @@ ROW_KEY = "_cupel_np_row_v1"
 _PACK = struct.Struct("=qqqd????").pack
 _RECORD = np.dtype(
     {
-        "names": ["tokens", "timestamp", "priority", "hint", "pinned", "timestamp_valid", "priority_valid", "hint_valid"],
+        "names": [
+            "tokens",
+            "timestamp",
+            "priority",
+            "hint",
+            "pinned",
+            "timestamp_valid",
+            "priority_valid",
+            "hint_valid",
+        ],
         "formats": ["i8", "i8", "i8", "f8", "?", "?", "?", "?"],
         "offsets": [0, 8, 16, 24, 32, 33, 34, 35],
         "itemsize": 36,
@@ -111,11 +120,34 @@ def _folded(raw: np.ndarray, index: dict) -> tuple[np.ndarray, dict]:
     return (lut[raw] if raw.shape[0] else raw), fold
 
 
-def _distinct_ids(values: Sequence) -> np.ndarray:
-    """``_ids(values)[0]`` without the map (a set is the cheaper check that all differ)."""
+def _distinct_ids(values: Sequence) -> tuple[np.ndarray, bool]:
+    """``_ids(values)[0]`` without the map (a set is the cheaper check that all differ), and
+    whether all differ."""
     if len(set(values)) == len(values):
-        return np.arange(len(values), dtype=np.int64)
-    return _ids(values)[0]
+        return np.arange(len(values), dtype=np.int64), True
+    return _ids(values)[0], False
+
+
+#: distinct kinds (in order of first occurrence) -> their folded ids and the folded map:
+#: a service's requests mostly carry the same few kinds
+_KIND_FOLDS: dict[tuple[str, ...], tuple[np.ndarray, dict]] = {}
+_KIND_FOLDS_KEPT = 256
+
+
+def _kind_ids(kinds: list[str]) -> tuple[np.ndarray, dict]:
+    """``_folded(*_ids(kinds))``, the folding of each set of distinct kinds done once."""
+    index = {v: i for i, v in enumerate(dict.fromkeys(kinds))}
+    key = tuple(index)
+    hit = _KIND_FOLDS.get(key)
+    if hit is None:
+        if len(_KIND_FOLDS) >= _KIND_FOLDS_KEPT:
+            _KIND_FOLDS.clear()
+        lut, fold = _folded(np.arange(len(key), dtype=np.int64), index)
+        hit = _KIND_FOLDS[key] = (lut, fold)
+    lut, fold = hit
+    if len(key) == 1:
+        return np.zeros(len(kinds), dtype=np.int64), fold
+    return lut[np.fromiter(map(index.__getitem__, kinds), dtype=np.int64, count=len(kinds))], fold
 
 
 def _small_sum(tokens: np.ndarray) -> bool:
@@ -152,8 +184,9 @@ class ItemRows(ItemTable):
         self._rec = rec
         self.tokens = _column(rec, "tokens")
         self.pinned = _column(rec, "pinned")
-        self.content_id = _distinct_ids(list(map(_CONTENT, items)))
-        self.kind_id, fold = _folded(*_ids(list(map(_KIND, items))))
+        #: every content differs (no duplicate groups to look for)
+        self.content_id, self.contents_distinct = _distinct_ids(list(map(_CONTENT, items)))
+        self.kind_id, fold = _kind_ids(list(map(_KIND, items)))
         self.kind_vocab = list(fold)
         self._kind_index = fold
 
@@ -187,8 +220,10 @@ class ItemRows(ItemTable):
         idx = np.asarray(rows)
         if idx.dtype == np.bool_:
             return super().rows(idx)
-        items = self._rows
-        return [items[i] for i in idx.tolist()]
+        take = idx.tolist()
+        if len(take) > 1:  # one C call (an itemgetter of several gives a tuple)
+            return list(itemgetter(*take)(self._rows))
+        return [self._rows[i] for i in take]
 
     # -- what the Arrow path would hold, built the long way on first use -----------------
     @cached_property
