@@ -185,21 +185,20 @@ def _score(child: Scorer, table: ItemTable, ctx: ScoreContext, plan: PolicyPlan,
     """``scorers._evaluate(child, ctx)``; a recency or priority scorer over every row reads
     the table's columns without gathering them, a kind scorer's weight per kind id is the
     plan's (``PolicyPlan.kind_lut``). The same kernels on the same values."""
-    kind = type(child)
-    if kind is KindScorer:
+    if isinstance(child, KindScorer):
         rows = ctx.rows
         if rows.shape[0] == 0:
             return np.zeros(0)
         return plan.kind_lut(child, table)[table.kind_id if every else table.kind_id[rows]]
-    if every and kind is RecencyScorer:
+    if every and isinstance(child, RecencyScorer):
         return kernels.rank_scores(
             as_input(table.timestamp, I64), as_input(table.timestamp_valid, B1), as_input(ctx.offsets, I64)
         )
-    if every and kind is PriorityScorer:
+    if every and isinstance(child, PriorityScorer):
         return kernels.rank_scores(
             as_input(table.priority, I64), as_input(table.priority_valid, B1), as_input(ctx.offsets, I64)
         )
-    if every and kind is FrequencyScorer:  # the table's own tag CSR (``ScoreContext._tag_csr``)
+    if every and isinstance(child, FrequencyScorer):  # the table's own tag CSR (``ScoreContext._tag_csr``)
         seg = as_input(ctx.offsets, I64)
         small = int(seg[1] - seg[0]) <= kernels.SMALL_SET
         kernel = kernels.frequency_scores_small if small else kernels.frequency_scores
