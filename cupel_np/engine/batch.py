@@ -399,8 +399,9 @@ def _slice_sorted(
     entries = nested.count_entries(slicer)  # the slicer's own, then a nested slicer's
     if len(entries):
         out.shortfalls[v].add(np.flatnonzero((satisfied >= 0).any(axis=1)), partial(_shortfalls, satisfied, entries))
-    error = partial(_slice_error, sh.table, err, err_a, err_b, entries, label, slicer.name, sh.max_cells)
-    out.errors[v].add(np.flatnonzero(err), error)
+    if err.any():
+        error = partial(_slice_error, sh.table, err, err_a, err_b, entries, label, slicer.name, sh.max_cells)
+        out.errors[v].add(np.flatnonzero(err), error)
     if order is not None and out.variants[v].policy.placer == "chronological":
         # chronological placement reads each candidate's row: hand the candidates over in row
         # order (the ranks carry the slicer's order), so its reads are sequential, not random
