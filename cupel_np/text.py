@@ -9,8 +9,9 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 
 
 def ascii_fold(s: str) -> str:
-    """Fold 'A'-'Z' to 'a'-'z' and nothing else (``str.lower`` folds far more)."""
-    return s.translate(_ASCII_LOWER)
+    """Fold 'A'-'Z' to 'a'-'z' and nothing else (``str.lower`` folds far more, but on an
+    all-ASCII string exactly that, and several times faster than ``str.translate``)."""
+    return s.lower() if s.isascii() else s.translate(_ASCII_LOWER)
 
 
 # Rust's `str::parse::<f64>()` grammar: optional sign, then inf / infinity / nan (any case), or

@@ -399,8 +399,9 @@ def _slice_sorted(
     entries = nested.count_entries(slicer)  # the slicer's own, then a nested slicer's
     if len(entries):
         out.shortfalls[v].add(np.flatnonzero((satisfied >= 0).any(axis=1)), partial(_shortfalls, satisfied, entries))
-    error = partial(_slice_error, sh.table, err, err_a, err_b, entries, label, slicer.name, sh.max_cells)
-    out.errors[v].add(np.flatnonzero(err), error)
+    if err.any():
+        error = partial(_slice_error, sh.table, err, err_a, err_b, entries, label, slicer.name, sh.max_cells)
+        out.errors[v].add(np.flatnonzero(err), error)
     if order is not None and out.variants[v].policy.placer == "chronological":
         # chronological placement reads each candidate's row: hand the candidates over in row
         # order (the ranks carry the slicer's order), so its reads are sequential, not random
@@ -464,7 +465,8 @@ def _place(
     )
     if plan is not None:
         grp.expand(plan, table.offsets, out.included[v], out.reason[v], w.position, seq, detail_a, detail_b)
-    out.errors[v].add(np.flatnonzero(err), partial(_overflow_error, table, err_a, bud.target_tokens, label))
+    if err.any():
+        out.errors[v].add(np.flatnonzero(err), partial(_overflow_error, table, err_a, bud.target_tokens, label))
     out.avail_slice[v] = eff - sliced_tok
     out.avail_place[v] = bud.target_tokens - kept_tok
     _record(out, v, w.position, seq if truncate else None, (detail_a, detail_b) if count_caps else None)
@@ -510,9 +512,10 @@ def _unit_space(sh: SweepShared, plan: grp.GroupPlan) -> SweepShared:
     )
 
 
-def run_variant(sh: SweepShared, out: SweepRun, v: int, w: _Scratch) -> None:
+def run_variant(sh: SweepShared, out: SweepRun, v: int, w: _Scratch, args: SlicerArgs | None = None) -> None:
     """Variant ``v`` over every set: its scores, the pinned-budget check, then deduplicate,
-    slice and place, each writing only variant ``v``'s rows of ``out``."""
+    slice and place, each writing only variant ``v``'s rows of ``out``. ``args``: the
+    slicer's ``slicer_args`` for this table when the caller keeps them (``small.PolicyPlan``)."""
     stamp = out.stage_ns[v]
     stamp[0] = time.time_ns()
     var = out.variants[v]
@@ -522,8 +525,11 @@ def run_variant(sh: SweepShared, out: SweepRun, v: int, w: _Scratch) -> None:
     stamp[1] = time.time_ns()
     avail = var.budget.max_tokens - var.budget.output_reserve
     pinned_tokens = sh.classified.pinned_tokens
-    errors.add(np.flatnonzero(pinned_tokens > avail), partial(_pinned_error, sh.table, pinned_tokens, avail, label))
-    out.reason[v][sh.neg_rows] = R_NEGATIVE_TOKENS
+    over = pinned_tokens > avail
+    if over.any():
+        errors.add(np.flatnonzero(over), partial(_pinned_error, sh.table, pinned_tokens, avail, label))
+    if sh.neg_rows.shape[0]:
+        out.reason[v][sh.neg_rows] = R_NEGATIVE_TOKENS
     plan = sh.group_plans[var.policy.groups] if var.policy.groups is not None else None
     if plan is not None:  # unit space: deduplicate among units of one, slice one row per unit
         out.group_plan[v] = plan
@@ -536,7 +542,8 @@ def run_variant(sh: SweepShared, out: SweepRun, v: int, w: _Scratch) -> None:
     run_targets = eff.copy()
     if errors:
         run_targets[errors.sets()] = 0
-    args = slicer_args(var.policy.slicer, sh.table)
+    if args is None:
+        args = slicer_args(var.policy.slicer, sh.table)
     if isinstance(var.policy.slicer, GreedySlice):
         cut = _slice_greedy(sh, var.policy.placer, sc, surv, surv_off, run_targets)
     else:

@@ -21,11 +21,13 @@ No kernel of its own: nothing here adds compile time.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from cupel_np._jit import as_input
 from cupel_np.engine import groups as grp
+from cupel_np.engine import stages
 from cupel_np.engine.batch import (
     KNAPSACK_MAX_CELLS,
     SweepShared,
@@ -33,18 +35,26 @@ from cupel_np.engine.batch import (
     _score_terms,
     _scoreable,
     _Scratch,
-    _timestamps,
     run_variant,
 )
+from cupel_np.engine.placers import _mark_tied
 from cupel_np.engine.runner import PolicyRun
-from cupel_np.engine.scorers import ScoreContext, _evaluate, check_scorer_columns
-from cupel_np.engine.slicers import greedy_inside
+from cupel_np.engine.scorers import ScoreContext, _evaluate, check_scorer_columns, kernels
+from cupel_np.engine.slicers import SlicerArgs, greedy_inside, slicer_args
 from cupel_np.engine.sweep_run import Classified, ScorePlan, SweepRun
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.grid import Variant
 from cupel_np.model.items import ItemTable
 from cupel_np.model.policy import Policy
-from cupel_np.model.scorers import ColumnScorer, Scorer, iter_scorers
+from cupel_np.model.scorers import (
+    ColumnScorer,
+    FrequencyScorer,
+    KindScorer,
+    PriorityScorer,
+    RecencyScorer,
+    Scorer,
+    iter_scorers,
+)
 
 __all__ = ["SMALL_SET", "PolicyPlan", "classify_one", "run_one"]
 
@@ -53,6 +63,9 @@ __all__ = ["SMALL_SET", "PolicyPlan", "classify_one", "run_one"]
 #: threads, measured on the loaded 2-core development machine); a bigger set with more than
 #: one thread goes to the batch engine, whose shared phase runs on the pool
 SMALL_SET = 10_000
+#: kind vocabularies a PolicyPlan keeps the slicer arrays of (then it starts again)
+_ARGS_KEPT = 64
+I64, B1 = np.int64, np.bool_
 
 
 @dataclass(frozen=True)
@@ -70,6 +83,33 @@ class PolicyPlan:
     has_columns: bool
     chrono: bool  #: chronological placement (the shared timestamp order is needed)
     greedy_chrono: bool  #: ... by a greedy slicer or a quota over greedy
+    #: the slicer's kernel arrays (``slicers.slicer_args``) per kind vocabulary: they depend on
+    #: the table only through it, and a service's requests mostly share one
+    _args: dict = field(default_factory=dict, compare=False, repr=False)
+    _luts: dict = field(default_factory=dict, compare=False, repr=False)  #: kind scorer weights (``kind_lut``)
+
+    def kind_lut(self, scorer: KindScorer, table: ItemTable) -> np.ndarray:
+        """``scorers._evaluate``'s weight per kind id of ``table`` (plus the 0.0 it appends)
+        for one of the plan's kind scorers, built once per kind vocabulary."""
+        key = (scorer, tuple(table.kind_vocab))
+        lut = self._luts.get(key)
+        if lut is None:
+            if len(self._luts) >= _ARGS_KEPT:
+                self._luts.clear()
+            w = scorer.effective_weights()
+            lut = self._luts[key] = np.array([w.get(k, 0.0) for k in table.kind_vocab] + [0.0], dtype=np.float64)
+        return lut
+
+    def slicer_args(self, table: ItemTable) -> SlicerArgs:
+        """``slicers.slicer_args(policy.slicer, table)``, built once per kind vocabulary (the
+        kernels only read these arrays)."""
+        key = tuple(table.kind_vocab)
+        args = self._args.get(key)
+        if args is None:
+            if len(self._args) >= _ARGS_KEPT:
+                self._args.clear()
+            args = self._args[key] = slicer_args(self.policy.slicer, table)
+        return args
 
     @classmethod
     def of(cls, policy: Policy) -> PolicyPlan:
@@ -98,17 +138,72 @@ def _two(a: int, b: int) -> np.ndarray:
 def classify_one(table: ItemTable) -> Classified:
     """``sweep_run.classify`` for a table of one set (the same arrays, without segment sums)."""
     tokens = table.tokens
+    n = tokens.shape[0]
     neg = tokens < 0
-    pin = table.pinned & ~neg
-    pin_rows = np.flatnonzero(pin)
-    sc_rows = np.flatnonzero(~(neg | pin))
-    n_pin = pin_rows.shape[0]
     first = np.full(1, -1, dtype=np.int64)
+    pinned_tokens = np.zeros(1, dtype=np.int64)
+    if not (table.pinned.any() or neg.any()):  # the usual request: every item scoreable
+        return Classified(
+            neg,
+            np.zeros(n, dtype=np.bool_),
+            np.arange(n),
+            _two(0, n),
+            np.zeros(0, np.int64),
+            _two(0, 0),
+            pinned_tokens,
+            first,
+        )
+    pin = table.pinned & ~neg
+    pin_rows = pin.nonzero()[0]
+    sc_rows = (~(neg | pin)).nonzero()[0]
+    n_pin = pin_rows.shape[0]
     if n_pin:
         first[0] = pin_rows[0]
-    pinned_tokens = np.zeros(1, dtype=np.int64)
     pinned_tokens[0] = tokens[pin_rows].sum(dtype=np.int64)
     return Classified(neg, pin, sc_rows, _two(0, sc_rows.shape[0]), pin_rows, _two(0, n_pin), pinned_tokens, first)
+
+
+def _timestamps(
+    table: ItemTable, sc_rows: np.ndarray, greedy_chrono: bool
+) -> tuple[stages.TimestampOrder, np.ndarray | None]:
+    """``batch._timestamps`` (``placers.timestamp_order`` and ``chrono_compared``) for one
+    set: the same NumPy sort of the same timestamps, the same tie-marking kernel."""
+    ts, valid = table.timestamp, table.timestamp_valid
+    rows = valid.nonzero()[0]
+    order = rows[np.argsort(ts[rows])]
+    ts_sorted = ts[order]
+    compared = None
+    if greedy_chrono:
+        n = valid.shape[0]
+        flag = np.zeros(n, dtype=np.bool_)
+        _mark_tied(order, ts_sorted, 0, order.shape[0], flag)
+        compared = flag | ~valid if sc_rows.shape[0] == n else flag[sc_rows] | ~valid[sc_rows]
+    return stages.TimestampOrder(order, ts_sorted, _two(0, rows.shape[0])), compared
+
+
+def _score(child: Scorer, table: ItemTable, ctx: ScoreContext, plan: PolicyPlan, every: bool) -> np.ndarray:
+    """``scorers._evaluate(child, ctx)``; a recency or priority scorer over every row reads
+    the table's columns without gathering them, a kind scorer's weight per kind id is the
+    plan's (``PolicyPlan.kind_lut``). The same kernels on the same values."""
+    if isinstance(child, KindScorer):
+        rows = ctx.rows
+        if rows.shape[0] == 0:
+            return np.zeros(0)
+        return plan.kind_lut(child, table)[table.kind_id if every else table.kind_id[rows]]
+    if every and isinstance(child, RecencyScorer):
+        return kernels.rank_scores(
+            as_input(table.timestamp, I64), as_input(table.timestamp_valid, B1), as_input(ctx.offsets, I64)
+        )
+    if every and isinstance(child, PriorityScorer):
+        return kernels.rank_scores(
+            as_input(table.priority, I64), as_input(table.priority_valid, B1), as_input(ctx.offsets, I64)
+        )
+    if every and isinstance(child, FrequencyScorer):  # the table's own tag CSR (``ScoreContext._tag_csr``)
+        seg = as_input(ctx.offsets, I64)
+        small = int(seg[1] - seg[0]) <= kernels.SMALL_SET
+        kernel = kernels.frequency_scores_small if small else kernels.frequency_scores
+        return kernel(as_input(table.tag_offsets, I64), as_input(table.tag_fold_id, I64), int(table.n_fold_tags), seg)
+    return _evaluate(child, ctx)
 
 
 def _shared(table: ItemTable, plan: PolicyPlan, cls: Classified, max_cells: int) -> SweepShared:
@@ -118,11 +213,15 @@ def _shared(table: ItemTable, plan: PolicyPlan, cls: Classified, max_cells: int)
     ctx = ScoreContext(table, sc_rows, sc_off)
     ts_order, compared = _timestamps(table, sc_rows, plan.greedy_chrono) if plan.chrono else (None, None)
     base = np.empty((sc_rows.shape[0], len(plan.children)), dtype=np.float64)
+    every = sc_rows.shape[0] == table.n  # the scoreable rows (ascending) are every row
     for j, child in enumerate(plan.children):  # distinct: no need for the context's cache and locks
-        base[:, j] = _evaluate(child, ctx)
+        base[:, j] = _score(child, table, ctx, plan, every)
     col = plan.policy.groups
     group = grp.group_plan(table, col, sc_rows, sc_off) if col is not None else None
-    dup_members, dup_offsets = _duplicates(table, sc_rows, sc_off)
+    if getattr(table, "contents_distinct", False):  # what duplicate_groups finds: no group
+        dup_members, dup_offsets = np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    else:
+        dup_members, dup_offsets = _duplicates(table, sc_rows, sc_off)
     plans: dict[str, grp.GroupPlan] = {}
     if col is not None and group is not None:
         plans[col] = grp.with_duplicates(group, dup_members, dup_offsets)
@@ -133,7 +232,7 @@ def _shared(table: ItemTable, plan: PolicyPlan, cls: Classified, max_cells: int)
         max_cells=max_cells,
         dup_members=dup_members,
         dup_offsets=dup_offsets,
-        neg_rows=np.flatnonzero(cls.negative),
+        neg_rows=cls.negative.nonzero()[0],
         all_sc=np.arange(sc_rows.shape[0]),
         sc_tok=_scoreable(table.tokens, sc_rows),
         sc_kind=_scoreable(table.kind_id, sc_rows),
@@ -158,5 +257,5 @@ def run_one(
     shared = _shared(table, plan, cls, max_cells)
     out = SweepRun(table, [Variant("", plan.policy, budget)], cls, shared.plan)
     out.prep_ns[:] = (t_start, t_cls, time.time_ns())
-    run_variant(shared, out, 0, _Scratch(table.n, cls.sc_rows.shape[0]))
+    run_variant(shared, out, 0, _Scratch(table.n, cls.sc_rows.shape[0]), plan.slicer_args(table))
     return PolicyRun(out, 0)

@@ -12,11 +12,12 @@ table (metadata, extra columns, a report's strings) is built on first use, the l
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
-from itertools import repeat
-from operator import attrgetter
+from itertools import chain
+from operator import attrgetter, itemgetter
 
 import numpy as np
 import pyarrow as pa
@@ -29,9 +30,73 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 _NO_EXTRA = pa.table({})
 _ONE_SET = np.zeros(2, dtype=np.int64)
-#: the attributes the engine reads, fetched in one pass over the items (one visit to each
-#: item's attribute dict: on thousands of items, one pass per column cost cache misses)
-_FIELDS = attrgetter("tokens", "pinned", "content", "kind", "timestamp", "priority", "future_relevance_hint")
+
+#: Where an item keeps its numeric record (below): a ContextItem is immutable, so the record,
+#: made from its fields the first time a selection reads it, stays right for the item's life
+#: (``copy.copy`` carries it along with the same fields; ``dataclasses.replace`` builds a new
+#: item, without one). The name carries the record's layout version.
+ROW_KEY = "_cupel_np_row_v1"
+#: the record: tokens, timestamp (UTC microseconds since the epoch, 0 when None), priority
+#: (0 when None), future_relevance_hint (0.0 when None), then pinned and the three "has a
+#: value" flags; 36 bytes, native byte order, no padding
+_PACK = struct.Struct("=qqqd????").pack
+_RECORD = np.dtype(
+    {
+        "names": [
+            "tokens",
+            "timestamp",
+            "priority",
+            "hint",
+            "pinned",
+            "timestamp_valid",
+            "priority_valid",
+            "hint_valid",
+        ],
+        "formats": ["i8", "i8", "i8", "f8", "?", "?", "?", "?"],
+        "offsets": [0, 8, 16, 24, 32, 33, 34, 35],
+        "itemsize": 36,
+    }
+)
+_GET_ROW = attrgetter(ROW_KEY)
+_CONTENT = attrgetter("content")
+_KIND = attrgetter("kind")
+_TAGS = attrgetter("tags")
+_NUMERIC = attrgetter("tokens", "pinned", "timestamp", "priority", "future_relevance_hint")
+
+
+def _record(item: ContextItem) -> bytes:
+    """The numeric fields the engine reads of ``item``, packed (``_RECORD``)."""
+    tokens, pinned, ts, prio, hint = _NUMERIC(item)
+    return _PACK(
+        tokens,
+        0 if ts is None else (ts - _EPOCH) // _US,  # exact integer microseconds (ts is UTC)
+        0 if prio is None else prio,
+        0.0 if hint is None else hint,
+        pinned,
+        ts is not None,
+        prio is not None,
+        hint is not None,
+    )
+
+
+def records(items: list[ContextItem]) -> np.ndarray:
+    """Every item's numeric record (``_RECORD``), read-only: an item made before, or never
+    run by, a selection gets its record now and keeps it (``ROW_KEY``), so a selection over
+    items it has seen reads one attribute per item and converts nothing."""
+    try:
+        buf = b"".join(map(_GET_ROW, items))
+    except AttributeError:
+        for it in items:
+            d = it.__dict__
+            if ROW_KEY not in d:
+                d[ROW_KEY] = _record(it)  # frozen: __setattr__ refuses; the item's own dict does not
+        buf = b"".join(map(_GET_ROW, items))
+    return np.frombuffer(buf, dtype=_RECORD)
+
+
+def _column(rec: np.ndarray, name: str) -> np.ndarray:
+    """One field of the records as its own (contiguous, writable) array."""
+    return np.ascontiguousarray(rec[name])
 
 
 def _ids(values: Sequence) -> tuple[np.ndarray, dict]:
@@ -43,23 +108,58 @@ def _ids(values: Sequence) -> tuple[np.ndarray, dict]:
     return np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values)), index
 
 
-def _distinct_ids(values: Sequence) -> np.ndarray:
-    """``_ids(values)[0]`` without the map (a set is the cheaper check that all differ)."""
+def _folded(raw: np.ndarray, index: dict) -> tuple[np.ndarray, dict]:
+    """Ids of the ASCII-folded values, in order of first occurrence, from the exact values'
+    ids (``_ids``): each distinct value folded once. The exact values' first occurrences come
+    in row order, so the folded ones do too (``pc.dictionary_encode(pc.ascii_lower(...))``)."""
+    joined = "".join(index)
+    if joined.isascii() and joined.lower() == joined:  # no value has an 'A'-'Z': folding changes none
+        return raw, index
+    fold: dict[str, int] = {}
+    lut = np.array([fold.setdefault(ascii_fold(v), len(fold)) for v in index], dtype=np.int64)
+    return (lut[raw] if raw.shape[0] else raw), fold
+
+
+def _distinct_ids(values: Sequence) -> tuple[np.ndarray, bool]:
+    """``_ids(values)[0]`` without the map (a set is the cheaper check that all differ), and
+    whether all differ."""
     if len(set(values)) == len(values):
-        return np.arange(len(values), dtype=np.int64)
-    return _ids(values)[0]
+        return np.arange(len(values), dtype=np.int64), True
+    return _ids(values)[0], False
 
 
-def _all_valid(n: int) -> np.ndarray:
-    return np.ones(n, dtype=np.bool_)
+#: distinct kinds (in order of first occurrence) -> their folded ids and the folded map:
+#: a service's requests mostly carry the same few kinds
+_KIND_FOLDS: dict[tuple[str, ...], tuple[np.ndarray, dict]] = {}
+_KIND_FOLDS_KEPT = 256
 
 
-def _optional(values: Sequence, dtype) -> tuple[np.ndarray, np.ndarray]:
-    """(values with None as 0, valid flags) as the Arrow path decodes a nullable column."""
-    if None not in values:
-        return np.array(values, dtype=dtype), _all_valid(len(values))
-    valid = np.array([v is not None for v in values], dtype=np.bool_)
-    return np.array([0 if v is None else v for v in values], dtype=dtype), valid
+def _kind_ids(kinds: list[str]) -> tuple[np.ndarray, dict]:
+    """``_folded(*_ids(kinds))``, the folding of each set of distinct kinds done once."""
+    index = {v: i for i, v in enumerate(dict.fromkeys(kinds))}
+    key = tuple(index)
+    hit = _KIND_FOLDS.get(key)
+    if hit is None:
+        if len(_KIND_FOLDS) >= _KIND_FOLDS_KEPT:
+            _KIND_FOLDS.clear()
+        lut, fold = _folded(np.arange(len(key), dtype=np.int64), index)
+        hit = _KIND_FOLDS[key] = (lut, fold)
+    lut, fold = hit
+    if len(key) == 1:
+        return np.zeros(len(kinds), dtype=np.int64), fold
+    return lut[np.fromiter(map(index.__getitem__, kinds), dtype=np.int64, count=len(kinds))], fold
+
+
+def _small_sum(tokens: np.ndarray) -> bool:
+    """Whether the token counts' absolute values add up to less than ``TOKEN_LIMIT / 2``
+    (exactly: each is under 2**62, so a sum in int64 could wrap)."""
+    n = tokens.shape[0]
+    if n == 0:
+        return True
+    top = max(int(tokens.max()), -int(tokens.min()))
+    if top * n < TOKEN_LIMIT // 2:
+        return True
+    return sum(map(abs, tokens.tolist())) < TOKEN_LIMIT / 2
 
 
 class ItemRows(ItemTable):
@@ -73,7 +173,7 @@ class ItemRows(ItemTable):
     units_per_second = 1e6
     _extra = _NO_EXTRA
 
-    def __init__(self, items: list[ContextItem], fields: list[tuple]):  # noqa: D107 - see the class
+    def __init__(self, items: list[ContextItem], rec: np.ndarray):  # noqa: D107 - see the class
         n = len(items)
         self._items = items
         self._rows = items
@@ -81,14 +181,12 @@ class ItemRows(ItemTable):
         self.set_keys = [None]
         self._cache = {}
         self._set_index = None
-        tokens, pinned, content, kind, self._ts, self._prio, self._hints = fields
-        self.tokens = np.array(tokens, dtype=np.int64)
-        self.pinned = np.array(pinned, dtype=np.bool_)
-        self.content_id = _distinct_ids(content)
-        raw, raw_index = _ids(kind)
-        fold: dict[str, int] = {}
-        lut = np.array([fold.setdefault(ascii_fold(k), len(fold)) for k in raw_index], dtype=np.int64)
-        self.kind_id = lut[raw] if n else raw
+        self._rec = rec
+        self.tokens = _column(rec, "tokens")
+        self.pinned = _column(rec, "pinned")
+        #: every content differs (no duplicate groups to look for)
+        self.content_id, self.contents_distinct = _distinct_ids(list(map(_CONTENT, items)))
+        self.kind_id, fold = _kind_ids(list(map(_KIND, items)))
         self.kind_vocab = list(fold)
         self._kind_index = fold
 
@@ -99,10 +197,10 @@ class ItemRows(ItemTable):
         anything else."""
         if set_column is None and isinstance(items, (list, tuple)):
             kept = list(items)
-            if all(map(isinstance, kept, repeat(ContextItem))):
-                fields = list(zip(*map(_FIELDS, kept))) if kept else [()] * 7
-                if sum(map(abs, fields[0])) < TOKEN_LIMIT / 2:  # else the loader's check runs and says so
-                    return cls(kept, fields)
+            if set(map(type, kept)) <= {ContextItem} or all(isinstance(it, ContextItem) for it in kept):
+                rec = records(kept)
+                if _small_sum(rec["tokens"]):  # else the loader's check runs and says so
+                    return cls(kept, rec)
         return ItemTable.from_items(items, set_column)
 
     @cached_property
@@ -122,8 +220,10 @@ class ItemRows(ItemTable):
         idx = np.asarray(rows)
         if idx.dtype == np.bool_:
             return super().rows(idx)
-        items = self._rows
-        return [items[i] for i in idx.tolist()]
+        take = idx.tolist()
+        if len(take) > 1:  # one C call (an itemgetter of several gives a tuple)
+            return list(itemgetter(*take)(self._rows))
+        return [self._rows[i] for i in take]
 
     # -- what the Arrow path would hold, built the long way on first use -----------------
     @cached_property
@@ -143,46 +243,48 @@ class ItemRows(ItemTable):
     # -- columns from the items' attributes ------------------------------------------------
     @cached_property
     def _timestamps(self) -> tuple[np.ndarray, np.ndarray]:
-        ts = self._ts
-        # exact integer microseconds since the epoch (the items hold UTC datetimes)
-        if None not in ts:
-            return np.fromiter([(t - _EPOCH) // _US for t in ts], dtype=np.int64, count=len(ts)), _all_valid(len(ts))
-        valid = np.array([t is not None for t in ts], dtype=np.bool_)
-        us = np.array([0 if t is None else (t - _EPOCH) // _US for t in ts], dtype=np.int64)
-        return us, valid
+        return _column(self._rec, "timestamp"), _column(self._rec, "timestamp_valid")
 
     @cached_property
     def _priority(self):
-        return _optional(self._prio, np.int64)
+        return _column(self._rec, "priority"), _column(self._rec, "priority_valid")
 
     @cached_property
     def _original_tokens(self):
-        return _optional([it.original_tokens for it in self._rows], np.int64)
+        values = [it.original_tokens for it in self._rows]
+        if None not in values:
+            return np.array(values, dtype=np.int64), np.ones(len(values), dtype=np.bool_)
+        valid = np.array([v is not None for v in values], dtype=np.bool_)
+        return np.array([0 if v is None else v for v in values], dtype=np.int64), valid
 
     @cached_property
     def _hint(self):
-        return _optional(self._hints, np.float64)
+        return _column(self._rec, "hint"), _column(self._rec, "hint_valid")
+
+    @cached_property
+    def _item_tags(self) -> list[tuple[str, ...]]:
+        return list(map(_TAGS, self._rows))
 
     @cached_property
     def tag_offsets(self) -> np.ndarray:
         off = np.zeros(self.n + 1, dtype=np.int64)
-        np.cumsum([len(it.tags) for it in self._rows], out=off[1:])
+        np.cumsum(np.fromiter(map(len, self._item_tags), dtype=np.int64, count=self.n), out=off[1:])
         return off
 
     @cached_property
-    def _flat_tags(self) -> list[str]:
-        return [t for it in self._rows for t in it.tags]
+    def _tag_ids(self) -> tuple[np.ndarray, dict]:
+        return _ids(list(chain.from_iterable(self._item_tags)))
 
     @cached_property
     def _raw_tags(self):
-        ids, index = _ids(self._flat_tags)
+        ids, index = self._tag_ids
         return ids, pa.array(list(index), type=pa.string())
 
     @cached_property
     def tag_vocab(self) -> list[str]:
-        return self._raw_tags[1].to_pylist()
+        return list(self._tag_ids[1])
 
     @cached_property
     def _fold_tags(self):
-        ids, index = _ids([ascii_fold(t) for t in self._flat_tags])
-        return ids, len(index)
+        ids, fold = _folded(*self._tag_ids)
+        return ids, len(fold)

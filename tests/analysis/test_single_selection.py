@@ -1,8 +1,10 @@
 """One selection (``Pipeline.run`` / ``dry_run`` on a list of ContextItems) takes shortcuts
 that must not change a result: a table built from ContextItems skips the loader's checks
 (the items were checked one by one) and hands back the very items it was built from, and a
-small sweep runs on the calling thread. Each is compared with the long way here."""
+small sweep runs on the calling thread; items keep their numeric records and a Pipeline its
+policy's plan between calls. Each is compared with the long way here."""
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -102,3 +104,73 @@ def test_run_and_dry_run_match_the_long_way(dicts, target, p):
     ran = pipe.run(items, budget)
     assert [id(i.item) for i in got.included] == [id(i) for i in ran]
     assert all(any(r is it for it in items) for r in ran)  # the caller's own objects
+
+
+# -- what one selection keeps between calls ---------------------------------------------------
+
+
+def _columns(table):
+    names = ("tokens", "pinned", "content_id", "kind_id", "timestamp", "timestamp_valid", "priority")
+    return [getattr(table, n) for n in names] + [table.priority_valid, table.hint, table.hint_valid, table.tag_fold_id]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(item_lists(max_size=12, min_size=1), st.data())
+def test_the_records_items_keep_give_the_columns_they_were_made_from(dicts, data):
+    """An item keeps its numeric record after its first selection: a table built again from
+    the same items (all of them with records, or some: a list mixing seen and new items, or
+    copies, which carry the record along) has the Arrow path's columns."""
+    import copy
+
+    from cupel_np.model.item_rows import ROW_KEY, ItemRows
+
+    items = _as_items(dicts)
+    fresh = [ROW_KEY not in vars(i) for i in items]
+    first = ItemRows.from_items(items)
+    assert all(fresh) and all(ROW_KEY in vars(i) for i in items)
+    extra = _as_items(data.draw(item_lists(max_size=4)))
+    for again in (items, items[::-1] + extra, [copy.copy(i) for i in items]):
+        table, arrow = ItemRows.from_items(again), c.ItemTable.from_items(again)
+        for a, b in zip(_columns(table), _columns(arrow), strict=True):
+            assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+    for a, b in zip(_columns(first), _columns(c.ItemTable.from_items(items)), strict=True):
+        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(item_lists(max_size=10, min_size=1), min_size=2, max_size=4), st.integers(0, 60), st.data())
+def test_one_plan_over_many_requests_equals_the_batch_engine(lists, target, data):
+    """A Pipeline keeps its policy's plan (slicer arrays and kind weights per kind
+    vocabulary) across calls: each call over a new item set, with other kinds, is the batch
+    engine's run of that set."""
+    from test_small_path import assert_same_run
+
+    from cupel_np.engine.runner import run_policy
+    from cupel_np.engine.small import PolicyPlan, run_one
+    from cupel_np.model.item_rows import ItemRows
+
+    policy = POLICIES[data.draw(st.sampled_from(range(len(POLICIES))))]
+    plan = PolicyPlan.of(policy)
+    budget = c.ContextBudget(max_tokens=target + 20, target_tokens=target)
+    for dicts in lists:
+        items = _as_items(dicts)
+        assert_same_run(
+            run_one(ItemRows.from_items(items), budget, plan), run_policy(ItemRows.from_items(items), budget, policy)
+        )
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 700), st.data())
+def test_rows_in_placed_order_equal_the_stable_argsort(k, data):
+    """``run``'s rows in placed order: a permutation of the positions is scattered, anything
+    else sorted; both are the stable argsort's answer."""
+    from cupel_np.analysis.pipeline import _in_placed_order
+
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    rows = np.sort(rng.choice(10 * k + 1, k, replace=False)).astype(np.int64)
+    pos = rng.permutation(k).astype(np.int32)
+    if k and data.draw(st.booleans()):  # not a permutation: a repeated or a missing position
+        pos[rng.integers(k)] = pos[rng.integers(k)] if data.draw(st.booleans()) else k + 3
+    want = rows[np.argsort(pos, kind="stable")]
+    got = _in_placed_order(rows, pos)
+    assert got.dtype == want.dtype and np.array_equal(got, want)
