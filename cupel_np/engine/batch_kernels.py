@@ -6,6 +6,9 @@ import numpy as np
 
 from cupel_np._jit import jit
 
+#: rows per block of :func:`variant_scores` (a block of a few base columns stays in L1/L2)
+SCORE_BLOCK = 512
+
 
 @jit
 def variant_scores(base, term_off, term_col, term_w, out):
@@ -22,11 +25,18 @@ def variant_scores(base, term_off, term_col, term_w, out):
     for v in range(n_var):
         a = term_off[v]
         b = term_off[v + 1]
-        for i in range(m):
-            acc = 0.0
+        # blocks of rows, term by term inside a block: the same additions in the same order
+        # per row, but independent rows in the inner loop (no chain of dependent additions)
+        # and a block of ``base`` that stays in cache while its terms are added
+        for lo in range(0, m, SCORE_BLOCK):
+            hi = min(lo + SCORE_BLOCK, m)
+            for i in range(lo, hi):
+                out[v, i] = 0.0
             for t in range(a, b):
-                acc = acc + base[i, term_col[t]] * term_w[t]
-            out[v, i] = acc
+                col = term_col[t]
+                w = term_w[t]
+                for i in range(lo, hi):
+                    out[v, i] = out[v, i] + base[i, col] * w
     return out
 
 
@@ -75,3 +85,4 @@ def duplicate_winners(members, goff, score):
         for q in range(a, b):
             winner[q] = best
     return winner
+
