@@ -1,4 +1,5 @@
-"""Kernels that serve every variant of a sweep at once."""
+"""Kernels that serve every variant of a sweep at once, and the bit helpers of the place
+kernel and the count quota (a set of positions as one bit each, ranked by popcount)."""
 
 from __future__ import annotations
 
@@ -86,3 +87,25 @@ def duplicate_winners(members, goff, score):
             winner[q] = best
     return winner
 
+
+BIT1 = np.uint64(1)
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_H01 = np.uint64(0x0101010101010101)
+
+
+@jit
+def popcount(x):
+    """The set bits of a uint64 (SWAR)."""
+    x = x - ((x >> BIT1) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return np.int64((x * _H01) >> np.uint64(56))
+
+
+@jit
+def bit_rank(bits, pre, j):
+    """The set bits of ``bits`` before bit ``j`` (``pre``: the set bits before each word)."""
+    w = j >> 6
+    return pre[w] + popcount(bits[w] & ((BIT1 << np.uint64(j & 63)) - BIT1))

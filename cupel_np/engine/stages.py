@@ -12,15 +12,16 @@ from typing import NamedTuple
 import numpy as np
 
 from cupel_np._jit import jit
+from cupel_np.engine.batch_kernels import BIT1, bit_rank, popcount
 from cupel_np.engine.placers import (
     CHRONO_FILTER_MIN,
     PLACER_CHRONOLOGICAL,
     PLACER_U_SHAPED,
     RADIX_MIN,
     U_SORT_MIN,
-    _chronological_all,
     _place_order,
     _place_truncated,
+    _repair_pairs,
     _sliced_score_order,
     _u_shaped_all,
 )
@@ -150,6 +151,183 @@ def _finish_ranks(
 
 
 @jit
+def _chrono_kept(
+    pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, ts_valid, ts_order, ts_sorted, a, b, kbits, lstpos, position
+):
+    """Chronological placement of one segment when every merged item is kept in merged order
+    (input position = pinned index, or ``n_pin + rank`` for a sliced item), without a per-row
+    table of input positions: the kept rows are bits of ``kbits`` (one bit per table row, so
+    the scan of the shared timestamp order tests bits that stay in cache), set without a
+    branch per candidate.
+
+    Writes the timestamped kept rows' positions: the shared order filtered by ``kbits``, runs
+    of equal timestamps put back in input order (``_tie_keys``, only for the rows of such
+    runs). Returns ``(c, ubits, upre)``: the timestamped count, and the untimestamped kept
+    items as bits by input position with the set bits before each word: such an item at input
+    position ``j`` goes to ``c + bit_rank(ubits, upre, j)``. The caller writes those in its
+    pass over the kept rows, and clears their ``kbits`` words there. The same positions as
+    ``placers._chronological_all``."""
+    n_words = (m + 63) >> 6
+    ubits = np.empty(n_words, dtype=np.uint64)
+    for w in range(n_words):
+        ubits[w] = 0
+    for q in range(n_pin):
+        row = pin_rows[plo + q]
+        kbits[row >> 6] |= BIT1 << np.uint64(row & 63)
+        if not ts_valid[row]:
+            ubits[q >> 6] |= BIT1 << np.uint64(q & 63)
+    cw = -1  # the kbits word being filled (candidates usually ascend by row: one store a word)
+    acc = np.uint64(0)
+    asc = True  # the candidates' rows ascend (ties then find their input position by bisection)
+    last_row = -1
+    for p in range(clo, chi):
+        r = rank[p]
+        row = cand_rows[p]
+        sel = r >= 0
+        asc &= row > last_row
+        last_row = row
+        w = row >> 6
+        if w != cw:
+            if cw >= 0:
+                kbits[cw] |= acc
+            cw = w
+            acc = np.uint64(0)
+        acc |= np.uint64(sel) << np.uint64(row & 63)
+        j = n_pin + r if sel else 0  # a no-op store when not an untimestamped kept item
+        u = sel & (not ts_valid[row])
+        ubits[j >> 6] |= np.uint64(u) << np.uint64(j & 63)
+    if cw >= 0:
+        kbits[cw] |= acc
+    upre = np.empty(n_words, dtype=np.int64)
+    t = 0
+    for w in range(n_words):
+        upre[w] = t
+        t += popcount(ubits[w])
+    c = 0
+    first = -1  # the timestamp-order span of the runs of equal timestamps (kept rows)
+    last = -1
+    prev_i = -1  # the previous kept row's index in the shared order, and its timestamp
+    prev_t = 0
+    for i in range(a, b):
+        row = ts_order[i]
+        if (kbits[row >> 6] >> np.uint64(row & 63)) & BIT1:
+            tt = ts_sorted[i]
+            if prev_i >= 0 and tt == prev_t:
+                if first < 0:
+                    first = prev_i
+                last = i
+            position[row] = c
+            prev_i = i
+            prev_t = tt
+            c += 1
+    if first >= 0:
+        _repair_ties(
+            pin_rows,
+            plo,
+            n_pin,
+            cand_rows,
+            clo,
+            chi,
+            rank,
+            ts_order,
+            ts_sorted,
+            first,
+            last + 1,
+            asc,
+            kbits,
+            lstpos,
+            position,
+        )
+    return c, ubits, upre
+
+
+@jit
+def _repair_ties(
+    pin_rows, plo, n_pin, cand_rows, clo, chi, rank, ts_order, ts_sorted, a, b, asc, kbits, lstpos, position
+):
+    """``_chrono_kept``'s runs of equal timestamps among the kept rows of ``ts_order[a:b]``
+    (the span that holds them; its first row is kept) back to input order: a run keeps its
+    positions, its rows are ordered by input position (``_tie_keys``)."""
+    trow = np.empty(b - a, dtype=np.int64)  # the kept rows of every run, in timestamp order
+    tts = np.empty(b - a, dtype=np.int64)  # their timestamps
+    tpos = np.empty(b - a, dtype=np.int64)  # their positions (ascending inside a run)
+    n_t = 0
+    c = position[ts_order[a]]
+    prev = -1  # the previous kept row, its timestamp, whether it is in trow
+    prev_t = 0
+    prev_in = False
+    for i in range(a, b):
+        row = ts_order[i]
+        if not (kbits[row >> 6] >> np.uint64(row & 63)) & BIT1:
+            continue
+        tt = ts_sorted[i]
+        if prev >= 0 and tt == prev_t:
+            if not prev_in:
+                trow[n_t] = prev
+                tts[n_t] = prev_t
+                tpos[n_t] = c - 1
+                n_t += 1
+            trow[n_t] = row
+            tts[n_t] = tt
+            tpos[n_t] = c
+            n_t += 1
+            prev_in = True
+        else:
+            prev_in = False
+        prev = row
+        prev_t = tt
+        c += 1
+    tkey = _tie_keys(trow, n_t, pin_rows, plo, n_pin, cand_rows, clo, chi, rank, asc, lstpos)
+    _repair_pairs(trow, tkey, tts, n_t)  # each run by input position; its positions stay
+    for u in range(n_t):
+        position[trow[u]] = tpos[u]
+
+
+#: at most this many pinned items in a segment are searched one by one for a tied row
+TIE_PIN_SEARCH = 64
+
+
+@jit
+def _tie_keys(trow, n_t, pin_rows, plo, n_pin, cand_rows, clo, chi, rank, asc, lstpos):
+    """The input position (pinned index, or ``n_pin + rank``) of each kept row ``trow[:n_t]``:
+    by bisection of the candidates when their rows ascend (and a search of the few pinned
+    ones), else through ``lstpos`` (set for the segment's kept rows, back to -1 on return)."""
+    key = np.empty(n_t, dtype=np.int64)
+    if asc and n_pin <= TIE_PIN_SEARCH:
+        for u in range(n_t):
+            row = trow[u]
+            lo = clo
+            hi = chi
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if cand_rows[mid] < row:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo < chi and cand_rows[lo] == row:
+                key[u] = n_pin + rank[lo]
+            else:  # a pinned row
+                for q in range(n_pin):
+                    if pin_rows[plo + q] == row:
+                        key[u] = q
+                        break
+        return key
+    for q in range(n_pin):
+        lstpos[pin_rows[plo + q]] = q
+    for p in range(clo, chi):
+        if rank[p] >= 0:
+            lstpos[cand_rows[p]] = n_pin + rank[p]
+    for u in range(n_t):
+        key[u] = lstpos[trow[u]]
+    for q in range(n_pin):
+        lstpos[pin_rows[plo + q]] = -1
+    for p in range(clo, chi):
+        if rank[p] >= 0:
+            lstpos[cand_rows[p]] = -1
+    return key
+
+
+@jit
 def _place_segments(
     n_rows,
     tokens,
@@ -261,8 +439,16 @@ def _place_segments(
         sliced_out[s] = 0
         kept_out[s] = 0
         trunc[s] = False
+    # _chrono_kept's scratch: one bit per row, 0 between segments
+    kbits = np.empty((n_rows + 63) >> 6 if placer == PLACER_CHRONOLOGICAL and use_ts_order else 0, dtype=np.uint64)
+    for w in range(kbits.shape[0]):
+        kbits[w] = 0
+    c_ts = 0
+    ubits = kbits[:0]
+    upre = np.empty(0, dtype=np.int64)
     n_kinds = cap_of_kind.shape[0] if count_caps else 1
     kind_count = np.empty(n_kinds, dtype=np.int64)  # scratch, reset per segment
+    defer = np.empty(cand_rows.shape[0] if count_caps else 0, dtype=np.int64)  # scratch: rows
     for k in range(n_kinds):
         kind_count[k] = 0
     for s in range(n_seg):
@@ -278,28 +464,37 @@ def _place_segments(
         sliced_tokens = 0
         eff_target = eff_targets[s]
         override_max = budget_targets[s] - budget_reserves[s]
-        if count_caps:  # the exclusions need every kind's final count: two passes
-            for p in range(clo, chi):
-                kind_count[kind[cand_rows[p]]] = 0
-            for p in range(clo, chi):
-                if rank[p] >= 0:
-                    n_sel += 1
-                    sliced_tokens += tokens[cand_rows[p]]
-                    kind_count[kind[cand_rows[p]]] += 1
-        # slice-stage exclusions (counted and summed in the same pass without count caps)
+        if count_caps:  # this segment's kinds from 0 (all kinds when fewer than its candidates)
+            if n_kinds <= chi - clo:
+                for k in range(n_kinds):
+                    kind_count[k] = 0
+            else:
+                for p in range(clo, chi):
+                    kind_count[kind[cand_rows[p]]] = 0
+        # slice-stage exclusions, counted and summed in the same pass; a CountCapExceeded
+        # candidate needs its kind's final count: decided after the pass (``defer``)
+        n_def = 0
         for p in range(clo, chi):
             row = cand_rows[p]
             t = tokens[row]
             if rank[p] >= 0:
-                if not count_caps:
-                    n_sel += 1
-                    sliced_tokens += t
+                n_sel += 1
+                sliced_tokens += t
+                if count_caps:
+                    kind_count[kind[row]] += 1
                 continue
             included[row] = False
-            k = kind[row]
             if pinned_tokens > 0 and t > eff_target and t <= override_max:
                 reason[row] = R_PINNED_OVERRIDE
-            elif count_caps and cap_of_kind[k] >= 0 and kind_count[k] >= cap_of_kind[k] and t <= eff_target:
+            elif count_caps and cap_of_kind[kind[row]] >= 0 and t <= eff_target:
+                defer[n_def] = row
+                n_def += 1
+            else:
+                reason[row] = R_BUDGET_EXCEEDED
+        for u in range(n_def):
+            row = defer[u]
+            k = kind[row]
+            if kind_count[k] >= cap_of_kind[k]:
                 reason[row] = R_COUNT_CAP_EXCEEDED
                 detail_a[row] = cap_of_kind[k]
                 detail_b[row] = kind_count[k]
@@ -329,7 +524,7 @@ def _place_segments(
         fast_u = placer == PLACER_U_SHAPED and u_off[s + 1] > u_off[s]
         if fast_chrono:
             # every merged item is kept, in merged order: no merged arrays needed
-            _chronological_all(
+            c_ts, ubits, upre = _chrono_kept(
                 pin_rows,
                 plo,
                 n_pin,
@@ -343,6 +538,7 @@ def _place_segments(
                 ts_sorted,
                 ts_offsets[s],
                 ts_offsets[s + 1],
+                kbits,
                 lstpos,
                 position,
             )
@@ -385,15 +581,20 @@ def _place_segments(
             row = pin_rows[q]
             included[row] = True
             reason[row] = R_PINNED
-            if fast_chrono:
-                lstpos[row] = -1  # _chronological_all's scratch, back to -1
+            if fast_chrono:  # _chrono_kept's bits back to 0, its untimestamped items placed
+                kbits[row >> 6] = 0
+                if not ts_valid[row]:
+                    position[row] = c_ts + bit_rank(ubits, upre, q - plo)
         for p in range(clo, chi):
-            if rank[p] >= 0:
+            r = rank[p]
+            if r >= 0:
                 row = cand_rows[p]
                 included[row] = True
                 reason[row] = R_ZERO_TOKEN if tokens[row] == 0 else R_SCORED
                 if fast_chrono:
-                    lstpos[row] = -1
+                    kbits[row >> 6] = 0
+                    if not ts_valid[row]:
+                        position[row] = c_ts + bit_rank(ubits, upre, n_pin + r)
     return err, err_a, sliced_out, kept_out, trunc
 
 
