@@ -178,14 +178,10 @@ def _chrono_kept(
             ubits[q >> 6] |= BIT1 << np.uint64(q & 63)
     cw = -1  # the kbits word being filled (candidates usually ascend by row: one store a word)
     acc = np.uint64(0)
-    asc = True  # the candidates' rows ascend (ties then find their input position by bisection)
-    last_row = -1
     for p in range(clo, chi):
         r = rank[p]
         row = cand_rows[p]
         sel = r >= 0
-        asc &= row > last_row
-        last_row = row
         w = row >> 6
         if w != cw:
             if cw >= 0:
@@ -220,8 +216,41 @@ def _chrono_kept(
             prev_i = i
             prev_t = tt
             c += 1
-    if first >= 0:
-        _repair_ties(
+    return c, ubits, upre, first, last + 1
+
+
+@jit
+def _repair_ties(
+    segs,
+    tie_a,
+    tie_b,
+    pin_rows,
+    pin_offsets,
+    cand_rows,
+    cand_offsets,
+    rank,
+    ts_order,
+    ts_sorted,
+    included,
+    lstpos,
+    position,
+):
+    """After ``_place_segments``: the runs of equal timestamps among the kept (``included``)
+    rows of each segment ``segs`` placed by ``_chrono_kept`` back to input order, in the
+    span ``ts_order[tie_a[s]:tie_b[s]]`` that holds them: a run keeps its positions, its rows
+    are ordered by input position (``_tie_keys``). A kernel of its own: a run without equal
+    timestamps never compiles it."""
+    for s in segs:
+        plo = pin_offsets[s]
+        n_pin = pin_offsets[s + 1] - plo
+        clo = cand_offsets[s]
+        chi = cand_offsets[s + 1]
+        asc = True  # the candidates' rows ascend: bisection finds a row's input position
+        for p in range(clo + 1, chi):
+            if cand_rows[p] <= cand_rows[p - 1]:
+                asc = False
+                break
+        _repair_span(
             pin_rows,
             plo,
             n_pin,
@@ -231,23 +260,20 @@ def _chrono_kept(
             rank,
             ts_order,
             ts_sorted,
-            first,
-            last + 1,
+            tie_a[s],
+            tie_b[s],
             asc,
-            kbits,
+            included,
             lstpos,
             position,
         )
-    return c, ubits, upre
 
 
 @jit
-def _repair_ties(
-    pin_rows, plo, n_pin, cand_rows, clo, chi, rank, ts_order, ts_sorted, a, b, asc, kbits, lstpos, position
+def _repair_span(
+    pin_rows, plo, n_pin, cand_rows, clo, chi, rank, ts_order, ts_sorted, a, b, asc, included, lstpos, position
 ):
-    """``_chrono_kept``'s runs of equal timestamps among the kept rows of ``ts_order[a:b]``
-    (the span that holds them; its first row is kept) back to input order: a run keeps its
-    positions, its rows are ordered by input position (``_tie_keys``)."""
+    """:func:`_repair_ties` for one segment."""
     trow = np.empty(b - a, dtype=np.int64)  # the kept rows of every run, in timestamp order
     tts = np.empty(b - a, dtype=np.int64)  # their timestamps
     tpos = np.empty(b - a, dtype=np.int64)  # their positions (ascending inside a run)
@@ -258,7 +284,7 @@ def _repair_ties(
     prev_in = False
     for i in range(a, b):
         row = ts_order[i]
-        if not (kbits[row >> 6] >> np.uint64(row & 63)) & BIT1:
+        if not included[row]:
             continue
         tt = ts_sorted[i]
         if prev >= 0 and tt == prev_t:
@@ -418,12 +444,14 @@ def _place_segments(
         position : the placed position of an included row
 
     Returns
-        per segment ``(err, err_a, sliced_tokens, kept_tokens, trunc)``: ``ERR_OVERFLOW`` with
-        the merged token count when the strategy is throw; the tokens the slicer selected; the
-        tokens of the included rows; whether the set truncates. A truncating set is left to
+        per segment ``(err, err_a, sliced_tokens, kept_tokens, trunc, tie_a, tie_b)``:
+        ``ERR_OVERFLOW`` with the merged token count when the strategy is throw; the tokens the
+        slicer selected; the tokens of the included rows; whether the set truncates; the span
+        of the shared timestamp order whose runs of equal timestamps ``_repair_ties`` still
+        puts in input order (-1: none). A truncating set is left to
         ``placers._place_truncated`` after its slice-stage exclusions (its kept rows, their
         reasons and positions, its kept tokens and ``seq``): a kernel of its own, so a run that
-        never truncates never compiles the truncation.
+        never truncates never compiles the truncation; so is ``_repair_ties``.
     """
     n_seg = pin_offsets.shape[0] - 1
     # np.empty and element loops, never np.zeros/np.ones/np.arange: each of those compiles
@@ -433,7 +461,11 @@ def _place_segments(
     sliced_out = np.empty(n_seg, dtype=np.int64)  # per segment: tokens the slicer selected
     kept_out = np.empty(n_seg, dtype=np.int64)  # per segment: tokens of the included rows
     trunc = np.empty(n_seg, dtype=np.bool_)  # the sets _place_truncated places
+    tie_a = np.empty(n_seg, dtype=np.int64)  # per set: the span _repair_ties repairs (-1: none)
+    tie_b = np.empty(n_seg, dtype=np.int64)
     for s in range(n_seg):
+        tie_a[s] = -1
+        tie_b[s] = -1
         err[s] = 0
         err_a[s] = 0
         sliced_out[s] = 0
@@ -524,7 +556,7 @@ def _place_segments(
         fast_u = placer == PLACER_U_SHAPED and u_off[s + 1] > u_off[s]
         if fast_chrono:
             # every merged item is kept, in merged order: no merged arrays needed
-            c_ts, ubits, upre = _chrono_kept(
+            c_ts, ubits, upre, tie_a[s], tie_b[s] = _chrono_kept(
                 pin_rows,
                 plo,
                 n_pin,
@@ -595,7 +627,7 @@ def _place_segments(
                     kbits[row >> 6] = 0
                     if not ts_valid[row]:
                         position[row] = c_ts + bit_rank(ubits, upre, n_pin + r)
-    return err, err_a, sliced_out, kept_out, trunc
+    return err, err_a, sliced_out, kept_out, trunc, tie_a, tie_b
 
 
 class PlaceRows(NamedTuple):
@@ -719,7 +751,7 @@ def place_segments(
     if lstpos is None:
         lstpos = np.full(n_rows, -1, dtype=np.int64)
     u_rank, u_key, u_off = _order_for_placer(rows.tokens, pin_rows, pin_offsets, cand, segments.budget_targets, policy)
-    err, err_a, sliced, kept, trunc = _place_segments(
+    err, err_a, sliced, kept, trunc, tie_a, tie_b = _place_segments(
         n_rows,
         rows.tokens,
         rows.kind,
@@ -755,6 +787,22 @@ def place_segments(
         u_off,
         _ONE_KEY,
     )
+    if (tie_a >= 0).any():  # a kernel of its own: a run without equal timestamps never compiles it
+        _repair_ties(
+            np.flatnonzero(tie_a >= 0),
+            tie_a,
+            tie_b,
+            pin_rows,
+            pin_offsets,
+            cand.cand_rows,
+            cand.cand_offsets,
+            cand.rank,
+            ts_rows,
+            ts_sorted,
+            out.included,
+            lstpos,
+            out.position,
+        )
     if trunc.any():  # a kernel of its own: a run that never truncates never compiles it
         _place_truncated(
             np.flatnonzero(trunc),
