@@ -13,6 +13,8 @@ over their kind's count cap (:func:`_count_finish`).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from cupel_np._jit import jit
@@ -390,9 +392,18 @@ def _drop_compact(res_pos, rlo, rhi, inner_rank, drop, n_c, rank):
         rank[res_pos[q]] = nr
 
 
-def _capped_prefix(
-    s, kind, offsets, res_pos, res_off, rtok, rscore, inner_rank, n_pre, e_kind, taken, cap_of_kind, rank, cap_dropped
-):
+class Residual(NamedTuple):
+    """Phase 2's candidates (every candidate not committed, segment by segment) and the inner
+    greedy's ranks over them."""
+
+    res_pos: np.ndarray  #: the candidate's position
+    res_off: np.ndarray  #: int64 [n_seg + 1] offsets
+    rtok: np.ndarray  #: tokens
+    rscore: np.ndarray  #: scores
+    inner_rank: np.ndarray  #: the inner greedy's rank (-1: not picked)
+
+
+def _capped_prefix(s, kind, offsets, res: Residual, n_pre, e_kind, taken, cap_of_kind, rank, cap_dropped):
     """Phase 3 for a segment whose inner greedy left a fitting prefix of ``n_pre`` picks
     unordered (ranks ``0..n_pre-1``, see ``greedy_segments(prefix=)``): each capped kind keeps
     its first ``cap - committed`` picks in the exact output order - found by selection on the
@@ -400,6 +411,7 @@ def _capped_prefix(
     exact order), then its picks after the prefix by rank - and the kept picks' ranks are
     compacted in their order. Returns False (nothing written) when no pick has a capped
     kind."""
+    res_pos, res_off, rtok, rscore, inner_rank = res
     rlo, rhi = int(res_off[s]), int(res_off[s + 1])
     pre_all, pre_k, post_all, post_k = _capped_picks(kind, res_pos, rlo, rhi, inner_rank, n_pre, cap_of_kind)
     if pre_all.size + post_all.size == 0:
@@ -490,11 +502,7 @@ def count_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, comp
                     s,
                     kind,
                     offsets,
-                    res_pos,
-                    res_off,
-                    rtok,
-                    rscore,
-                    inner_rank,
+                    Residual(res_pos, res_off, rtok, rscore, inner_rank),
                     int(prefix[s]),
                     e_kind,
                     taken,
