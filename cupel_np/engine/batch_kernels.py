@@ -1,10 +1,14 @@
-"""Kernels that serve every variant of a sweep at once."""
+"""Kernels that serve every variant of a sweep at once, and the bit helpers of the place
+kernel and the count quota (a set of positions as one bit each, ranked by popcount)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from cupel_np._jit import jit
+
+#: rows per block of :func:`variant_scores` (a block of a few base columns stays in L1/L2)
+SCORE_BLOCK = 512
 
 
 @jit
@@ -22,11 +26,18 @@ def variant_scores(base, term_off, term_col, term_w, out):
     for v in range(n_var):
         a = term_off[v]
         b = term_off[v + 1]
-        for i in range(m):
-            acc = 0.0
+        # blocks of rows, term by term inside a block: the same additions in the same order
+        # per row, but independent rows in the inner loop (no chain of dependent additions)
+        # and a block of ``base`` that stays in cache while its terms are added
+        for lo in range(0, m, SCORE_BLOCK):
+            hi = min(lo + SCORE_BLOCK, m)
+            for i in range(lo, hi):
+                out[v, i] = 0.0
             for t in range(a, b):
-                acc = acc + base[i, term_col[t]] * term_w[t]
-            out[v, i] = acc
+                col = term_col[t]
+                w = term_w[t]
+                for i in range(lo, hi):
+                    out[v, i] = out[v, i] + base[i, col] * w
     return out
 
 
@@ -75,3 +86,26 @@ def duplicate_winners(members, goff, score):
         for q in range(a, b):
             winner[q] = best
     return winner
+
+
+BIT1 = np.uint64(1)
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_H01 = np.uint64(0x0101010101010101)
+
+
+@jit
+def popcount(x):
+    """The set bits of a uint64 (SWAR)."""
+    x = x - ((x >> BIT1) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return np.int64((x * _H01) >> np.uint64(56))
+
+
+@jit
+def bit_rank(bits, pre, j):
+    """The set bits of ``bits`` before bit ``j`` (``pre``: the set bits before each word)."""
+    w = j >> 6
+    return pre[w] + popcount(bits[w] & ((BIT1 << np.uint64(j & 63)) - BIT1))

@@ -12,13 +12,14 @@ from typing import NamedTuple
 import numpy as np
 
 from cupel_np._jit import jit
+from cupel_np.engine.batch_kernels import bit_rank
+from cupel_np.engine.chrono_bits import _chrono_kept, _repair_ties
 from cupel_np.engine.placers import (
     CHRONO_FILTER_MIN,
     PLACER_CHRONOLOGICAL,
     PLACER_U_SHAPED,
     RADIX_MIN,
     U_SORT_MIN,
-    _chronological_all,
     _place_order,
     _place_truncated,
     _sliced_score_order,
@@ -240,12 +241,14 @@ def _place_segments(
         position : the placed position of an included row
 
     Returns
-        per segment ``(err, err_a, sliced_tokens, kept_tokens, trunc)``: ``ERR_OVERFLOW`` with
-        the merged token count when the strategy is throw; the tokens the slicer selected; the
-        tokens of the included rows; whether the set truncates. A truncating set is left to
+        per segment ``(err, err_a, sliced_tokens, kept_tokens, trunc, tie_a, tie_b)``:
+        ``ERR_OVERFLOW`` with the merged token count when the strategy is throw; the tokens the
+        slicer selected; the tokens of the included rows; whether the set truncates; the span
+        of the shared timestamp order whose runs of equal timestamps ``_repair_ties`` still
+        puts in input order (-1: none). A truncating set is left to
         ``placers._place_truncated`` after its slice-stage exclusions (its kept rows, their
         reasons and positions, its kept tokens and ``seq``): a kernel of its own, so a run that
-        never truncates never compiles the truncation.
+        never truncates never compiles the truncation; so is ``_repair_ties``.
     """
     n_seg = pin_offsets.shape[0] - 1
     # np.empty and element loops, never np.zeros/np.ones/np.arange: each of those compiles
@@ -255,14 +258,26 @@ def _place_segments(
     sliced_out = np.empty(n_seg, dtype=np.int64)  # per segment: tokens the slicer selected
     kept_out = np.empty(n_seg, dtype=np.int64)  # per segment: tokens of the included rows
     trunc = np.empty(n_seg, dtype=np.bool_)  # the sets _place_truncated places
+    tie_a = np.empty(n_seg, dtype=np.int64)  # per set: the span _repair_ties repairs (-1: none)
+    tie_b = np.empty(n_seg, dtype=np.int64)
     for s in range(n_seg):
+        tie_a[s] = -1
+        tie_b[s] = -1
         err[s] = 0
         err_a[s] = 0
         sliced_out[s] = 0
         kept_out[s] = 0
         trunc[s] = False
+    # _chrono_kept's scratch: one bit per row, 0 between segments
+    kbits = np.empty((n_rows + 63) >> 6 if placer == PLACER_CHRONOLOGICAL and use_ts_order else 0, dtype=np.uint64)
+    for w in range(kbits.shape[0]):
+        kbits[w] = 0
+    c_ts = 0
+    ubits = kbits[:0]
+    upre = np.empty(0, dtype=np.int64)
     n_kinds = cap_of_kind.shape[0] if count_caps else 1
     kind_count = np.empty(n_kinds, dtype=np.int64)  # scratch, reset per segment
+    defer = np.empty(cand_rows.shape[0] if count_caps else 0, dtype=np.int64)  # scratch: rows
     for k in range(n_kinds):
         kind_count[k] = 0
     for s in range(n_seg):
@@ -278,28 +293,37 @@ def _place_segments(
         sliced_tokens = 0
         eff_target = eff_targets[s]
         override_max = budget_targets[s] - budget_reserves[s]
-        if count_caps:  # the exclusions need every kind's final count: two passes
-            for p in range(clo, chi):
-                kind_count[kind[cand_rows[p]]] = 0
-            for p in range(clo, chi):
-                if rank[p] >= 0:
-                    n_sel += 1
-                    sliced_tokens += tokens[cand_rows[p]]
-                    kind_count[kind[cand_rows[p]]] += 1
-        # slice-stage exclusions (counted and summed in the same pass without count caps)
+        if count_caps:  # this segment's kinds from 0 (all kinds when fewer than its candidates)
+            if n_kinds <= chi - clo:
+                for k in range(n_kinds):
+                    kind_count[k] = 0
+            else:
+                for p in range(clo, chi):
+                    kind_count[kind[cand_rows[p]]] = 0
+        # slice-stage exclusions, counted and summed in the same pass; a CountCapExceeded
+        # candidate needs its kind's final count: decided after the pass (``defer``)
+        n_def = 0
         for p in range(clo, chi):
             row = cand_rows[p]
             t = tokens[row]
             if rank[p] >= 0:
-                if not count_caps:
-                    n_sel += 1
-                    sliced_tokens += t
+                n_sel += 1
+                sliced_tokens += t
+                if count_caps:
+                    kind_count[kind[row]] += 1
                 continue
             included[row] = False
-            k = kind[row]
             if pinned_tokens > 0 and t > eff_target and t <= override_max:
                 reason[row] = R_PINNED_OVERRIDE
-            elif count_caps and cap_of_kind[k] >= 0 and kind_count[k] >= cap_of_kind[k] and t <= eff_target:
+            elif count_caps and cap_of_kind[kind[row]] >= 0 and t <= eff_target:
+                defer[n_def] = row
+                n_def += 1
+            else:
+                reason[row] = R_BUDGET_EXCEEDED
+        for u in range(n_def):
+            row = defer[u]
+            k = kind[row]
+            if kind_count[k] >= cap_of_kind[k]:
                 reason[row] = R_COUNT_CAP_EXCEEDED
                 detail_a[row] = cap_of_kind[k]
                 detail_b[row] = kind_count[k]
@@ -329,7 +353,7 @@ def _place_segments(
         fast_u = placer == PLACER_U_SHAPED and u_off[s + 1] > u_off[s]
         if fast_chrono:
             # every merged item is kept, in merged order: no merged arrays needed
-            _chronological_all(
+            c_ts, ubits, upre, tie_a[s], tie_b[s] = _chrono_kept(
                 pin_rows,
                 plo,
                 n_pin,
@@ -343,6 +367,7 @@ def _place_segments(
                 ts_sorted,
                 ts_offsets[s],
                 ts_offsets[s + 1],
+                kbits,
                 lstpos,
                 position,
             )
@@ -385,16 +410,21 @@ def _place_segments(
             row = pin_rows[q]
             included[row] = True
             reason[row] = R_PINNED
-            if fast_chrono:
-                lstpos[row] = -1  # _chronological_all's scratch, back to -1
+            if fast_chrono:  # _chrono_kept's bits back to 0, its untimestamped items placed
+                kbits[row >> 6] = 0
+                if not ts_valid[row]:
+                    position[row] = c_ts + bit_rank(ubits, upre, q - plo)
         for p in range(clo, chi):
-            if rank[p] >= 0:
+            r = rank[p]
+            if r >= 0:
                 row = cand_rows[p]
                 included[row] = True
                 reason[row] = R_ZERO_TOKEN if tokens[row] == 0 else R_SCORED
                 if fast_chrono:
-                    lstpos[row] = -1
-    return err, err_a, sliced_out, kept_out, trunc
+                    kbits[row >> 6] = 0
+                    if not ts_valid[row]:
+                        position[row] = c_ts + bit_rank(ubits, upre, n_pin + r)
+    return err, err_a, sliced_out, kept_out, trunc, tie_a, tie_b
 
 
 class PlaceRows(NamedTuple):
@@ -492,6 +522,18 @@ def _order_for_placer(tokens, pin_rows, pin_offsets, cand: Candidates, budget_ta
     return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(pin_offsets.shape[0], np.int64)
 
 
+def _repair_tie_spans(
+    tie_a, tie_b, pin_rows, pin_offsets, cand: Candidates, ts_rows, ts_sorted, out: PlaceOutputs, lstpos
+):
+    """The place kernel's runs of equal timestamps (``tie_a``/``tie_b``: per segment, the span
+    of the shared order that holds them, -1 when none) back to input order: a kernel of its own
+    (``chrono_bits._repair_ties``), so a run without equal timestamps never compiles it."""
+    if (tie_a >= 0).any():
+        segs = np.flatnonzero(tie_a >= 0)
+        args = (pin_rows, pin_offsets, cand.cand_rows, cand.cand_offsets, cand.rank, ts_rows, ts_sorted)
+        _repair_ties(segs, tie_a, tie_b, *args, out.included, lstpos, out.position)
+
+
 def place_segments(
     rows: PlaceRows,
     segments: PlaceSegments,
@@ -518,7 +560,7 @@ def place_segments(
     if lstpos is None:
         lstpos = np.full(n_rows, -1, dtype=np.int64)
     u_rank, u_key, u_off = _order_for_placer(rows.tokens, pin_rows, pin_offsets, cand, segments.budget_targets, policy)
-    err, err_a, sliced, kept, trunc = _place_segments(
+    err, err_a, sliced, kept, trunc, tie_a, tie_b = _place_segments(
         n_rows,
         rows.tokens,
         rows.kind,
@@ -554,6 +596,7 @@ def place_segments(
         u_off,
         _ONE_KEY,
     )
+    _repair_tie_spans(tie_a, tie_b, pin_rows, pin_offsets, cand, ts_rows, ts_sorted, out, lstpos)
     if trunc.any():  # a kernel of its own: a run that never truncates never compiles it
         _place_truncated(
             np.flatnonzero(trunc),

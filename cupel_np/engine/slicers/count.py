@@ -13,11 +13,14 @@ over their kind's count cap (:func:`_count_finish`).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from cupel_np._jit import jit
+from cupel_np.engine.batch_kernels import BIT1, bit_rank, popcount
 from cupel_np.engine.slicers.codes import ERR_SCARCITY, ERR_TABLE_TOO_LARGE, MODE_COUNT
-from cupel_np.engine.slicers.greedy import RADIX_PICK, greedy_segments
+from cupel_np.engine.slicers.greedy import RADIX_PICK, density_bits, greedy_segments, order_positions
 from cupel_np.engine.slicers.quota import _inner_pick
 from cupel_np.engine.sortkeys import desc_bits, radix_argsort, score_cmp, stable_argsort
 
@@ -225,7 +228,7 @@ def _count_commit(
 
     Returns phase 2's input, the residual (every candidate not committed, in order):
     ``(res_pos, rtok, rscore, rmark, res_off, res_targets)``; ``rmark`` (when ``marks`` is not
-    empty) is ``marks`` or a count cap on the candidate's kind."""
+    empty) is ``marks`` gathered."""
     n = tok.shape[0]
     n_seg = offsets.shape[0] - 1
     committed = np.zeros(n, dtype=np.bool_)
@@ -279,20 +282,23 @@ def _count_commit(
                 rtok[c] = tok[p]
                 rscore[c] = score[p]
                 if has:
-                    rmark[c] = marks[p] or cap_of_kind[kind[p]] >= 0
+                    rmark[c] = marks[p]
                 c += 1
     res_off[n_seg] = c
     return res_pos[:c], rtok[:c], rscore[:c], rmark[: c if has else 0], res_off, res_targets
 
 
 @jit
-def _count_finish(kind, offsets, res_pos, res_off, inner_rank, e_kind, taken, cap_of_kind, rank, cap_dropped):
+def _count_finish(kind, offsets, res_pos, res_off, inner_rank, e_kind, taken, cap_of_kind, rank, cap_dropped, done):
     """Phase 3 (cap enforcement) per segment: the inner greedy's picks (``inner_rank`` per
     residual candidate) follow the committed ones in the inner output order, unless their
     kind's count (committed ones included) reached its cap; every residual candidate's
-    ``rank`` is written (-1 when not selected or dropped)."""
+    ``rank`` is written (-1 when not selected or dropped). Segments with ``done[s]`` were
+    finished by :func:`_capped_prefix` and are left alone."""
     count = np.zeros(cap_of_kind.shape[0], dtype=np.int64)
     for s in range(offsets.shape[0] - 1):
+        if done[s]:
+            continue
         rlo = res_off[s]
         rhi = res_off[s + 1]
         n_c = offsets[s + 1] - offsets[s] - (rhi - rlo)  # the committed candidates
@@ -337,6 +343,113 @@ def _count_finish(kind, offsets, res_pos, res_off, inner_rank, e_kind, taken, ca
                 count[e_kind[e]] = 0
 
 
+@jit
+def _capped_picks(kind, res_pos, rlo, rhi, inner_rank, n_pre, cap_of_kind):
+    """The picks of a capped kind among the residual candidates ``rlo..rhi``: local positions
+    and kinds of those in the unordered prefix (rank below ``n_pre``), then of the others."""
+    pre = np.empty(rhi - rlo, dtype=np.int64)
+    pre_k = np.empty(rhi - rlo, dtype=np.int64)
+    post = np.empty(rhi - rlo, dtype=np.int64)
+    post_k = np.empty(rhi - rlo, dtype=np.int64)
+    n_a = 0
+    n_b = 0
+    for q in range(rlo, rhi):
+        r = inner_rank[q]
+        if r >= 0:
+            k = kind[res_pos[q]]
+            if cap_of_kind[k] >= 0:
+                if r < n_pre:
+                    pre[n_a] = q - rlo
+                    pre_k[n_a] = k
+                    n_a += 1
+                else:
+                    post[n_b] = q - rlo
+                    post_k[n_b] = k
+                    n_b += 1
+    return pre[:n_a], pre_k[:n_a], post[:n_b], post_k[:n_b]
+
+
+@jit
+def _drop_compact(res_pos, rlo, rhi, inner_rank, drop, n_c, rank):
+    """Ranks of the residual candidates ``rlo..rhi`` without the picks ``drop`` (local
+    positions): the kept picks' ranks compacted in their order (less the dropped ranks below
+    them, counted on a bitmap by rank), after the ``n_c`` committed ones; -1 for the rest."""
+    n_words = (rhi - rlo + 63) >> 6
+    bits = np.zeros(n_words, dtype=np.uint64)
+    for j in range(drop.shape[0]):
+        r = inner_rank[rlo + drop[j]]
+        bits[r >> 6] |= BIT1 << np.uint64(r & 63)
+    pre = np.empty(n_words, dtype=np.int64)
+    t = 0
+    for w in range(n_words):
+        pre[w] = t
+        t += popcount(bits[w])
+    for q in range(rlo, rhi):
+        r = inner_rank[q]
+        nr = -1
+        if r >= 0 and not (bits[r >> 6] >> np.uint64(r & 63)) & BIT1:
+            nr = n_c + r - bit_rank(bits, pre, r)
+        rank[res_pos[q]] = nr
+
+
+class Residual(NamedTuple):
+    """Phase 2's candidates (every candidate not committed, segment by segment) and the inner
+    greedy's ranks over them."""
+
+    res_pos: np.ndarray  #: the candidate's position
+    res_off: np.ndarray  #: int64 [n_seg + 1] offsets
+    rtok: np.ndarray  #: tokens
+    rscore: np.ndarray  #: scores
+    inner_rank: np.ndarray  #: the inner greedy's rank (-1: not picked)
+
+
+def _capped_prefix(s, kind, offsets, res: Residual, n_pre, e_kind, taken, cap_of_kind, rank, cap_dropped):
+    """Phase 3 for a segment whose inner greedy left a fitting prefix of ``n_pre`` picks
+    unordered (ranks ``0..n_pre-1``, see ``greedy_segments(prefix=)``): each capped kind keeps
+    its first ``cap - committed`` picks in the exact output order - found by selection on the
+    density key among its prefix picks (``np.partition``; the picks on the boundary key in
+    exact order), then its picks after the prefix by rank - and the kept picks' ranks are
+    compacted in their order. Returns False (nothing written) when no pick has a capped
+    kind."""
+    res_pos, res_off, rtok, rscore, inner_rank = res
+    rlo, rhi = int(res_off[s]), int(res_off[s + 1])
+    pre_all, pre_k, post_all, post_k = _capped_picks(kind, res_pos, rlo, rhi, inner_rank, n_pre, cap_of_kind)
+    if pre_all.size + post_all.size == 0:
+        return False
+    count = {}
+    for e in range(e_kind.shape[0]):
+        if e_kind[e] >= 0:
+            count[int(e_kind[e])] = int(taken[s, e])
+    drops = []
+    for kk in np.unique(np.concatenate((pre_k[:1], post_k[:1], np.flatnonzero(cap_of_kind >= 0)))).tolist():
+        if cap_of_kind[kk] < 0:
+            continue
+        left = max(0, int(cap_of_kind[kk]) - count.get(kk, 0))
+        pre = pre_all[pre_k == kk]
+        post = post_all[post_k == kk]
+        if pre.size > left:
+            keep = np.zeros(pre.size, dtype=np.bool_)
+            if left > 0:
+                kb = density_bits(rtok[rlo + pre], rscore[rlo + pre])
+                thr = np.partition(kb, left - 1)[left - 1]
+                below = kb < thr
+                keep[below] = True
+                ties = np.flatnonzero(kb == thr)
+                need = left - int(below.sum())
+                first = order_positions(rtok, rscore, rlo + pre[ties])[:need] - rlo
+                keep[np.searchsorted(pre, first)] = True
+            drops += [pre[~keep], post]
+        else:
+            rest = left - pre.size
+            if post.size > rest:
+                drops.append(post[np.argsort(inner_rank[rlo + post])[rest:]])
+    drop = np.concatenate(drops) if drops else np.zeros(0, dtype=np.int64)
+    n_c = int(offsets[s + 1] - offsets[s]) - (rhi - rlo)
+    _drop_compact(res_pos, rlo, rhi, inner_rank, drop.astype(np.int64), n_c, rank)
+    cap_dropped[s] = drop.size
+    return True
+
+
 def count_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, compared=None):
     """CountQuotaSlice with an inner greedy over every segment, candidates in row order inside
     each segment; the arguments (``args``: a ``SlicerArgs``) and results of
@@ -345,8 +458,8 @@ def count_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, comp
     ``compared`` (bool per candidate, ``placers.chrono_compared``): only the marked
     candidates' ranks need to be in exact order relative to each other (chronological
     placement without truncation); the greedy then leaves its fitting prefix unordered apart
-    from them and from the candidates of a kind with a count cap (phase 3 walks those in
-    exact order). The selection is the same."""
+    from them, and phase 3 finds each capped kind's kept picks in that prefix by selection
+    (:func:`_capped_prefix`). The selection is the same."""
     assert args.mode == MODE_COUNT and not args.use_knapsack  # the caller's dispatch (SlicerArgs.run)
     e_kind, cap_of_kind = args.e_kind, args.cap_of_kind
     n, n_seg, n_e = tok.shape[0], offsets.shape[0] - 1, e_kind.shape[0]
@@ -376,13 +489,28 @@ def count_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, comp
         satisfied,
     )
     inner_rank = np.full(res_pos.shape[0], -1, dtype=np.int64)
+    cap_dropped = np.zeros(n_seg, dtype=np.int64)
+    done = np.zeros(n_seg, dtype=np.bool_)
     if compared is None:
         greedy_segments(rtok, rscore, res_off, res_targets, inner_rank)
     else:
         prefix = np.zeros(n_seg, dtype=np.int64)
         greedy_segments(rtok, rscore, res_off, res_targets, inner_rank, prefix=prefix, compared=rmark)
-    cap_dropped = np.zeros(n_seg, dtype=np.int64)
-    _count_finish(kind, offsets, res_pos, res_off, inner_rank, e_kind, taken, cap_of_kind, rank, cap_dropped)
+        if (cap_of_kind >= 0).any():
+            for s in np.flatnonzero(prefix > 1).tolist():
+                done[s] = _capped_prefix(
+                    s,
+                    kind,
+                    offsets,
+                    Residual(res_pos, res_off, rtok, rscore, inner_rank),
+                    int(prefix[s]),
+                    e_kind,
+                    taken,
+                    cap_of_kind,
+                    rank,
+                    cap_dropped,
+                )
+    _count_finish(kind, offsets, res_pos, res_off, inner_rank, e_kind, taken, cap_of_kind, rank, cap_dropped, done)
     return rank, err, err_a, err_b, satisfied, cap_dropped
 
 
