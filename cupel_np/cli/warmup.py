@@ -75,6 +75,7 @@ KERNEL_MODULES = (
     "cupel_np.engine.sortkeys",
     "cupel_np.engine.batch_kernels",
     "cupel_np.engine.stages",
+    "cupel_np.engine.chrono_bits",
     "cupel_np.engine.placers",
     "cupel_np.engine.scorers.kernels",
     "cupel_np.engine.slicers.greedy",
