@@ -3,7 +3,7 @@ bitmaps: :func:`_chrono_kept` (called by ``stages._place_segments``) places the 
 filtering the shared timestamp order through one bit per row, and :func:`_repair_ties` (a
 kernel of its own, called after the place kernel only when a segment has runs of equal
 timestamps) puts those runs in input order. The same positions as
-``placers._chronological_all``."""
+``placers._chronological_filter`` gives when nothing is truncated."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def _chrono_kept(
     items as bits by input position with the set bits before each word: such an item at input
     position ``j`` goes to ``c + bit_rank(ubits, upre, j)``. The caller writes those in its
     pass over the kept rows, and clears their ``kbits`` words there. The same positions as
-    ``placers._chronological_all``."""
+    ``placers._chronological_filter`` gives when nothing is truncated."""
     n_words = (m + 63) >> 6
     ubits = np.empty(n_words, dtype=np.uint64)
     for w in range(n_words):

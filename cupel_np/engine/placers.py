@@ -27,65 +27,6 @@ CHRONO_FILTER_MIN = 16
 
 
 @jit_inner
-def _chronological_all(
-    pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, ts_valid, ts_order, ts_sorted, a, b, lstpos, position
-):
-    """``_chronological_filter`` when every merged item is kept in merged order (no
-    truncation): input position = pinned index, or ``n_pin + rank`` for a sliced item.
-    Leaves ``lstpos`` set for the kept rows: the caller resets it.
-
-    Arguments (one segment of ``_place_segments``'s arrays, see there)
-        pinned : ``pin_rows[plo:plo + n_pin]``
-        candidates : ``cand_rows[clo:chi]`` with their ``rank`` (-1: not selected); ``m``
-            merged items in all
-        per row : ``ts_valid``
-        shared order : ``ts_order[a:b]`` / ``ts_sorted[a:b]``, the segment's timestamped rows
-        scratch : ``lstpos`` (per row)
-        output : ``position`` (per row)"""
-    for q in range(n_pin):
-        lstpos[pin_rows[plo + q]] = q
-    for p in range(clo, chi):
-        r = rank[p]
-        if r >= 0:
-            lstpos[cand_rows[p]] = n_pin + r
-    out_row = np.empty(m, dtype=np.int64)
-    out_key = np.empty(m, dtype=np.int64)
-    # _ts_scan written out: one level of linked kernels fewer on the place kernel's longest
-    # chain of nested compiles (each level re-optimizes and re-emits the code under it)
-    c = 0
-    out_t = np.empty(m, dtype=np.int64)  # timestamps are int64
-    for i in range(a, b):
-        row = ts_order[i]
-        p = lstpos[row]
-        if p >= 0:
-            out_row[c] = row
-            out_key[c] = p
-            out_t[c] = ts_sorted[i]
-            c += 1
-    _repair_pairs(out_row, out_key, out_t, c)
-    other = out_key  # reused: input position -> row of an untimestamped item (-1 otherwise)
-    for j in range(c, m):
-        other[j] = -1
-    for j in range(c):
-        other[j] = -1
-    for q in range(n_pin):
-        row = pin_rows[plo + q]
-        if not ts_valid[row]:
-            other[q] = row
-    for p in range(clo, chi):
-        r = rank[p]
-        if r >= 0 and not ts_valid[cand_rows[p]]:
-            other[n_pin + r] = cand_rows[p]
-    for j in range(m):
-        if other[j] >= 0:
-            out_row[c] = other[j]
-            c += 1
-    for j in range(m):
-        position[out_row[j]] = j
-    # the caller resets lstpos (to -1) in its pass over the kept rows
-
-
-@jit_inner
 def _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, u_rank, u_key, ua, ub, one_key, position):
     """U-shaped placement when every merged item is kept: the sliced items come ordered
     (``u_rank[ua:ub]``, score desc then rank, keys ``u_key``); the pinned items (score 1.0)
@@ -122,7 +63,7 @@ def _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, u_rank, u_
 def _ts_scan(ts_order, ts_sorted, a, b, lstpos, out_row, out_key):
     """Kept rows (``lstpos >= 0``) of the shared timestamp order; runs of equal timestamps
     ordered by input position. Returns the count written to ``out_row``/``out_key``. For
-    ``_chronological_filter`` (truncation); ``_chronological_all`` has it written out."""
+    ``_chronological_filter`` (truncation)."""
     c = 0
     out_t = np.empty(out_row.shape[0], dtype=np.int64)  # timestamps are int64
     for i in range(a, b):
