@@ -202,7 +202,9 @@ def _score(child: Scorer, table: ItemTable, ctx: ScoreContext, plan: PolicyPlan,
         seg = as_input(ctx.offsets, I64)
         small = int(seg[1] - seg[0]) <= kernels.SMALL_SET
         kernel = kernels.frequency_scores_small if small else kernels.frequency_scores
-        return kernel(as_input(table.tag_offsets, I64), as_input(table.tag_fold_id, I64), int(table.n_fold_tags), seg)
+        tags = getattr(table, "frequency_tags", None)  # ItemRows: ids kept on the items (same scores)
+        off, ids, n_ids = tags if tags is not None else (table.tag_offsets, table.tag_fold_id, table.n_fold_tags)
+        return kernel(as_input(off, I64), as_input(ids, I64), int(n_ids), seg)
     return _evaluate(child, ctx)
 
 

@@ -13,6 +13,8 @@ table (metadata, extra columns, a report's strings) is built on first use, the l
 from __future__ import annotations
 
 import struct
+import threading
+from array import array
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
@@ -92,6 +94,66 @@ def records(items: list[ContextItem]) -> np.ndarray:
                 d[ROW_KEY] = _record(it)  # frozen: __setattr__ refuses; the item's own dict does not
         buf = b"".join(map(_GET_ROW, items))
     return np.frombuffer(buf, dtype=_RECORD)
+
+
+#: The frequency scorer's tag ids for the small path (``ItemRows.frequency_tags``): each
+#: ASCII-folded tag gets a process-wide id the first time any item carries it, and an item
+#: keeps its tags' ids packed (int64, native order) in its ``__dict__`` under ``_tag_key[0]``.
+#: The scorer only compares ids (equal folded tags, equal ids), so any numbering gives the same
+#: scores. After ``_GID_KEPT`` distinct exact tags the maps start again under a new key (the
+#: ids an item kept under the old key are never read again).
+_RAW_GID: dict[str, int] = {}  #: exact tag -> the id of its folding
+_FOLD_GID: dict[str, int] = {}  #: folded tag -> id
+_GID_KEPT = 1 << 20
+_tag_key = ["_cupel_np_tags_0"]
+_generation = [0]
+_TAG_LOCK = threading.Lock()  #: held while ids are assigned (and the maps started again)
+
+
+def _tag_gids(tags: tuple[str, ...]) -> bytes:
+    """The process-wide ids of ``tags`` (each folded), packed; call with ``_TAG_LOCK`` held."""
+    out = []
+    for t in tags:
+        g = _RAW_GID.get(t)
+        if g is None:
+            g = _RAW_GID[t] = _FOLD_GID.setdefault(ascii_fold(t), len(_FOLD_GID))
+        out.append(g)
+    return array("q", out).tobytes()
+
+
+def tag_ids(items: list[ContextItem]) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(tag_offsets, ids, n_ids)``: CSR of the items' folded tags as ids below ``n_ids``,
+    equal exactly where the folded tags are equal (the frequency scorer's input; not the
+    table's ``tag_fold_id`` numbering, which is by first occurrence). An item seen before
+    reads one attribute; nothing is folded or looked up per call."""
+    key = _tag_key[0]
+    try:
+        bufs = list(map(attrgetter(key), items))
+    except AttributeError:
+        with _TAG_LOCK:
+            if len(_RAW_GID) >= _GID_KEPT:
+                _RAW_GID.clear()
+                _FOLD_GID.clear()
+                _generation[0] += 1
+                _tag_key[0] = f"_cupel_np_tags_{_generation[0]}"
+            key = _tag_key[0]
+            for it in items:
+                d = it.__dict__
+                if key not in d:
+                    d[key] = _tag_gids(it.tags)
+            bufs = list(map(attrgetter(key), items))
+    n = len(bufs)
+    off = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, bufs), dtype=np.int64, count=n), out=off[1:])
+    off >>= 3  # bytes -> ids
+    ids = np.frombuffer(b"".join(bufs), dtype=np.int64)
+    if ids.shape[0] == 0:
+        return off, ids, 0
+    top = int(ids.max()) + 1
+    if top <= 8 * ids.shape[0] + 1024:  # the kernel's scratch is n_ids long: small enough
+        return off, ids, top
+    uniq, local = np.unique(ids, return_inverse=True)
+    return off, local.astype(np.int64, copy=False), int(uniq.shape[0])
 
 
 def _column(rec: np.ndarray, name: str) -> np.ndarray:
@@ -288,3 +350,9 @@ class ItemRows(ItemTable):
     def _fold_tags(self):
         ids, fold = _folded(*self._tag_ids)
         return ids, len(fold)
+
+    @cached_property
+    def frequency_tags(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """The frequency scorer's input (``tag_ids``): the items' folded tags as ids kept on
+        the items, so a selection over items it has seen folds and looks up nothing."""
+        return tag_ids(self._rows)
