@@ -52,6 +52,7 @@ from cupel_np.model.scorers import (
     KindScorer,
     PriorityScorer,
     RecencyScorer,
+    ReflexiveScorer,
     Scorer,
     iter_scorers,
 )
@@ -198,6 +199,12 @@ def _score(child: Scorer, table: ItemTable, ctx: ScoreContext, plan: PolicyPlan,
         return kernels.rank_scores(
             as_input(table.priority, I64), as_input(table.priority_valid, B1), as_input(ctx.offsets, I64)
         )
+    if every and isinstance(child, ReflexiveScorer):  # ``_evaluate``'s clip and mask, without the gathers
+        hint = table.hint
+        ok = table.hint_valid & np.isfinite(hint)  # before clipping, which makes an infinity finite
+        h = np.clip(hint, 0.0, 1.0)  # a new array: the table's column stays as it is
+        h[~ok] = 0.0
+        return h
     if every and isinstance(child, FrequencyScorer):  # the table's own tag CSR (``ScoreContext._tag_csr``)
         seg = as_input(ctx.offsets, I64)
         small = int(seg[1] - seg[0]) <= kernels.SMALL_SET
