@@ -37,11 +37,11 @@ _ONE_SET = np.zeros(2, dtype=np.int64)
 #: made from its fields the first time a selection reads it, stays right for the item's life
 #: (``copy.copy`` carries it along with the same fields; ``dataclasses.replace`` builds a new
 #: item, without one). The name carries the record's layout version.
-ROW_KEY = "_cupel_np_row_v1"
+ROW_KEY = "_cupel_np_row_v2"
 #: the record: tokens, timestamp (UTC microseconds since the epoch, 0 when None), priority
-#: (0 when None), future_relevance_hint (0.0 when None), then pinned and the three "has a
-#: value" flags; 36 bytes, native byte order, no padding
-_PACK = struct.Struct("=qqqd????").pack
+#: (0 when None), future_relevance_hint (0.0 when None), the number of tags, then pinned and
+#: the three "has a value" flags; 44 bytes, native byte order, no padding
+_PACK = struct.Struct("=qqqdq????").pack
 _RECORD = np.dtype(
     {
         "names": [
@@ -49,31 +49,33 @@ _RECORD = np.dtype(
             "timestamp",
             "priority",
             "hint",
+            "n_tags",
             "pinned",
             "timestamp_valid",
             "priority_valid",
             "hint_valid",
         ],
-        "formats": ["i8", "i8", "i8", "f8", "?", "?", "?", "?"],
-        "offsets": [0, 8, 16, 24, 32, 33, 34, 35],
-        "itemsize": 36,
+        "formats": ["i8", "i8", "i8", "f8", "i8", "?", "?", "?", "?"],
+        "offsets": [0, 8, 16, 24, 32, 40, 41, 42, 43],
+        "itemsize": 44,
     }
 )
 _GET_ROW = attrgetter(ROW_KEY)
 _CONTENT = attrgetter("content")
 _KIND = attrgetter("kind")
 _TAGS = attrgetter("tags")
-_NUMERIC = attrgetter("tokens", "pinned", "timestamp", "priority", "future_relevance_hint")
+_NUMERIC = attrgetter("tokens", "pinned", "timestamp", "priority", "future_relevance_hint", "tags")
 
 
 def _record(item: ContextItem) -> bytes:
     """The numeric fields the engine reads of ``item``, packed (``_RECORD``)."""
-    tokens, pinned, ts, prio, hint = _NUMERIC(item)
+    tokens, pinned, ts, prio, hint, tags = _NUMERIC(item)
     return _PACK(
         tokens,
         0 if ts is None else (ts - _EPOCH) // _US,  # exact integer microseconds (ts is UTC)
         0 if prio is None else prio,
         0.0 if hint is None else hint,
+        len(tags),
         pinned,
         ts is not None,
         prio is not None,
@@ -121,8 +123,8 @@ def _tag_gids(tags: tuple[str, ...]) -> bytes:
     return array("q", out).tobytes()
 
 
-def tag_ids(items: list[ContextItem]) -> tuple[np.ndarray, np.ndarray, int]:
-    """``(tag_offsets, ids, n_ids)``: CSR of the items' folded tags as ids below ``n_ids``,
+def tag_ids(items: list[ContextItem], off: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(off, ids, n_ids)``: CSR (``off``, the tag offsets) of the items' folded tags as ids below ``n_ids``,
     equal exactly where the folded tags are equal (the frequency scorer's input; not the
     table's ``tag_fold_id`` numbering, which is by first occurrence). An item seen before
     reads one attribute; nothing is folded or looked up per call."""
@@ -142,10 +144,6 @@ def tag_ids(items: list[ContextItem]) -> tuple[np.ndarray, np.ndarray, int]:
                 if key not in d:
                     d[key] = _tag_gids(it.tags)
             bufs = list(map(attrgetter(key), items))
-    n = len(bufs)
-    off = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, bufs), dtype=np.int64, count=n), out=off[1:])
-    off >>= 3  # bytes -> ids
     ids = np.frombuffer(b"".join(bufs), dtype=np.int64)
     if ids.shape[0] == 0:
         return off, ids, 0
@@ -330,7 +328,7 @@ class ItemRows(ItemTable):
     @cached_property
     def tag_offsets(self) -> np.ndarray:
         off = np.zeros(self.n + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, self._item_tags), dtype=np.int64, count=self.n), out=off[1:])
+        np.cumsum(self._rec["n_tags"], out=off[1:])
         return off
 
     @cached_property
@@ -355,4 +353,4 @@ class ItemRows(ItemTable):
     def frequency_tags(self) -> tuple[np.ndarray, np.ndarray, int]:
         """The frequency scorer's input (``tag_ids``): the items' folded tags as ids kept on
         the items, so a selection over items it has seen folds and looks up nothing."""
-        return tag_ids(self._rows)
+        return tag_ids(self._rows, self.tag_offsets)
