@@ -87,15 +87,22 @@ def records(items: list[ContextItem]) -> np.ndarray:
     """Every item's numeric record (``_RECORD``), read-only: an item made before, or never
     run by, a selection gets its record now and keeps it (``ROW_KEY``), so a selection over
     items it has seen reads one attribute per item and converts nothing."""
+    return _records(items)[0]
+
+
+def _records(items: list[ContextItem]) -> tuple[np.ndarray, bool]:
+    """``records(items)`` and whether every item had its record already (seen before)."""
     try:
         buf = b"".join(map(_GET_ROW, items))
+        seen = True
     except AttributeError:
         for it in items:
             d = it.__dict__
             if ROW_KEY not in d:
                 d[ROW_KEY] = _record(it)  # frozen: __setattr__ refuses; the item's own dict does not
         buf = b"".join(map(_GET_ROW, items))
-    return np.frombuffer(buf, dtype=_RECORD)
+        seen = False
+    return np.frombuffer(buf, dtype=_RECORD), seen
 
 
 #: The frequency scorer's tag ids for the small path (``ItemRows.frequency_tags``): each
@@ -112,15 +119,28 @@ _generation = [0]
 _TAG_LOCK = threading.Lock()  #: held while ids are assigned (and the maps started again)
 
 
-def _tag_gids(tags: tuple[str, ...]) -> bytes:
-    """The process-wide ids of ``tags`` (each folded), packed; call with ``_TAG_LOCK`` held."""
-    out = []
-    for t in tags:
-        g = _RAW_GID.get(t)
-        if g is None:
-            g = _RAW_GID[t] = _FOLD_GID.setdefault(ascii_fold(t), len(_FOLD_GID))
-        out.append(g)
-    return array("q", out).tobytes()
+def _keep_tag_ids(items: list[ContextItem], key: str) -> None:
+    """Give each of ``items`` without one its tags' process-wide ids (each tag folded), packed,
+    under ``key``: one dict look-up per tag occurrence, one slice per item. Call with
+    ``_TAG_LOCK`` held."""
+    new = [it for it in items if key not in it.__dict__]
+    tags = list(map(_TAGS, new))
+    gids = list(map(_RAW_GID.get, chain.from_iterable(tags)))
+    if None in gids:  # a tag never seen: its folding's id (a new one for a new folding)
+        flat = list(chain.from_iterable(tags))
+        for j, g in enumerate(gids):
+            if g is None:
+                t = flat[j]
+                g = _RAW_GID.get(t)
+                if g is None:
+                    g = _RAW_GID[t] = _FOLD_GID.setdefault(ascii_fold(t), len(_FOLD_GID))
+                gids[j] = g
+    packed = array("q", gids).tobytes()
+    pos = 0
+    for it, t in zip(new, tags):
+        end = pos + 8 * len(t)
+        it.__dict__[key] = packed[pos:end]
+        pos = end
 
 
 def tag_ids(items: list[ContextItem], off: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
@@ -139,10 +159,7 @@ def tag_ids(items: list[ContextItem], off: np.ndarray) -> tuple[np.ndarray, np.n
                 _generation[0] += 1
                 _tag_key[0] = f"_cupel_np_tags_{_generation[0]}"
             key = _tag_key[0]
-            for it in items:
-                d = it.__dict__
-                if key not in d:
-                    d[key] = _tag_gids(it.tags)
+            _keep_tag_ids(items, key)
             bufs = list(map(attrgetter(key), items))
     ids = np.frombuffer(b"".join(bufs), dtype=np.int64)
     if ids.shape[0] == 0:
@@ -233,7 +250,7 @@ class ItemRows(ItemTable):
     units_per_second = 1e6
     _extra = _NO_EXTRA
 
-    def __init__(self, items: list[ContextItem], rec: np.ndarray):  # noqa: D107 - see the class
+    def __init__(self, items: list[ContextItem], rec: np.ndarray, seen: bool = True):  # noqa: D107 - see the class
         n = len(items)
         self._items = items
         self._rows = items
@@ -242,6 +259,7 @@ class ItemRows(ItemTable):
         self._cache = {}
         self._set_index = None
         self._rec = rec
+        self._seen = seen  #: every item had its record: selections have seen these items before
         self.tokens = _column(rec, "tokens")
         self.pinned = _column(rec, "pinned")
         #: every content differs (no duplicate groups to look for)
@@ -258,9 +276,9 @@ class ItemRows(ItemTable):
         if set_column is None and isinstance(items, (list, tuple)):
             kept = list(items)
             if set(map(type, kept)) <= {ContextItem} or all(isinstance(it, ContextItem) for it in kept):
-                rec = records(kept)
+                rec, seen = _records(kept)
                 if _small_sum(rec["tokens"]):  # else the loader's check runs and says so
-                    return cls(kept, rec)
+                    return cls(kept, rec, seen)
         return ItemTable.from_items(items, set_column)
 
     @cached_property
@@ -351,6 +369,10 @@ class ItemRows(ItemTable):
 
     @cached_property
     def frequency_tags(self) -> tuple[np.ndarray, np.ndarray, int]:
-        """The frequency scorer's input (``tag_ids``): the items' folded tags as ids kept on
-        the items, so a selection over items it has seen folds and looks up nothing."""
-        return tag_ids(self._rows, self.tag_offsets)
+        """The frequency scorer's input: on items a selection has seen before (each had its
+        record), ``tag_ids``, ids kept on the items, so nothing is folded or looked up; on a
+        list with a new item, the table's own per-call ids (``tag_fold_id``), as keeping ids
+        costs more than working them out once (a request whose items are all new)."""
+        if self._seen:
+            return tag_ids(self._rows, self.tag_offsets)
+        return self.tag_offsets, self.tag_fold_id, self.n_fold_tags
