@@ -125,7 +125,7 @@ def _keep_tag_ids(items: list[ContextItem], key: str) -> None:
     ``_TAG_LOCK`` held."""
     new = [it for it in items if key not in it.__dict__]
     tags = list(map(_TAGS, new))
-    gids = list(map(_RAW_GID.get, chain.from_iterable(tags)))
+    gids: list = list(map(_RAW_GID.get, chain.from_iterable(tags)))  # ints once the Nones are filled
     if None in gids:  # a tag never seen: its folding's id (a new one for a new folding)
         flat = list(chain.from_iterable(tags))
         for j, g in enumerate(gids):
