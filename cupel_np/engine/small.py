@@ -52,6 +52,7 @@ from cupel_np.model.scorers import (
     KindScorer,
     PriorityScorer,
     RecencyScorer,
+    ReflexiveScorer,
     Scorer,
     iter_scorers,
 )
@@ -198,11 +199,19 @@ def _score(child: Scorer, table: ItemTable, ctx: ScoreContext, plan: PolicyPlan,
         return kernels.rank_scores(
             as_input(table.priority, I64), as_input(table.priority_valid, B1), as_input(ctx.offsets, I64)
         )
+    if every and isinstance(child, ReflexiveScorer):  # ``_evaluate``'s clip and mask, without the gathers
+        hint = table.hint
+        ok = table.hint_valid & np.isfinite(hint)  # before clipping, which makes an infinity finite
+        h = np.clip(hint, 0.0, 1.0)  # a new array: the table's column stays as it is
+        h[~ok] = 0.0
+        return h
     if every and isinstance(child, FrequencyScorer):  # the table's own tag CSR (``ScoreContext._tag_csr``)
         seg = as_input(ctx.offsets, I64)
         small = int(seg[1] - seg[0]) <= kernels.SMALL_SET
         kernel = kernels.frequency_scores_small if small else kernels.frequency_scores
-        return kernel(as_input(table.tag_offsets, I64), as_input(table.tag_fold_id, I64), int(table.n_fold_tags), seg)
+        tags = getattr(table, "frequency_tags", None)  # ItemRows: ids kept on the items (same scores)
+        off, ids, n_ids = tags if tags is not None else (table.tag_offsets, table.tag_fold_id, table.n_fold_tags)
+        return kernel(as_input(off, I64), as_input(ids, I64), int(n_ids), seg)
     return _evaluate(child, ctx)
 
 

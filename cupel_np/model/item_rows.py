@@ -13,6 +13,8 @@ table (metadata, extra columns, a report's strings) is built on first use, the l
 from __future__ import annotations
 
 import struct
+import threading
+from array import array
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
@@ -35,11 +37,11 @@ _ONE_SET = np.zeros(2, dtype=np.int64)
 #: made from its fields the first time a selection reads it, stays right for the item's life
 #: (``copy.copy`` carries it along with the same fields; ``dataclasses.replace`` builds a new
 #: item, without one). The name carries the record's layout version.
-ROW_KEY = "_cupel_np_row_v1"
+ROW_KEY = "_cupel_np_row_v2"
 #: the record: tokens, timestamp (UTC microseconds since the epoch, 0 when None), priority
-#: (0 when None), future_relevance_hint (0.0 when None), then pinned and the three "has a
-#: value" flags; 36 bytes, native byte order, no padding
-_PACK = struct.Struct("=qqqd????").pack
+#: (0 when None), future_relevance_hint (0.0 when None), the number of tags, then pinned and
+#: the three "has a value" flags; 44 bytes, native byte order, no padding
+_PACK = struct.Struct("=qqqdq????").pack
 _RECORD = np.dtype(
     {
         "names": [
@@ -47,31 +49,33 @@ _RECORD = np.dtype(
             "timestamp",
             "priority",
             "hint",
+            "n_tags",
             "pinned",
             "timestamp_valid",
             "priority_valid",
             "hint_valid",
         ],
-        "formats": ["i8", "i8", "i8", "f8", "?", "?", "?", "?"],
-        "offsets": [0, 8, 16, 24, 32, 33, 34, 35],
-        "itemsize": 36,
+        "formats": ["i8", "i8", "i8", "f8", "i8", "?", "?", "?", "?"],
+        "offsets": [0, 8, 16, 24, 32, 40, 41, 42, 43],
+        "itemsize": 44,
     }
 )
 _GET_ROW = attrgetter(ROW_KEY)
 _CONTENT = attrgetter("content")
 _KIND = attrgetter("kind")
 _TAGS = attrgetter("tags")
-_NUMERIC = attrgetter("tokens", "pinned", "timestamp", "priority", "future_relevance_hint")
+_NUMERIC = attrgetter("tokens", "pinned", "timestamp", "priority", "future_relevance_hint", "tags")
 
 
 def _record(item: ContextItem) -> bytes:
     """The numeric fields the engine reads of ``item``, packed (``_RECORD``)."""
-    tokens, pinned, ts, prio, hint = _NUMERIC(item)
+    tokens, pinned, ts, prio, hint, tags = _NUMERIC(item)
     return _PACK(
         tokens,
         0 if ts is None else (ts - _EPOCH) // _US,  # exact integer microseconds (ts is UTC)
         0 if prio is None else prio,
         0.0 if hint is None else hint,
+        len(tags),
         pinned,
         ts is not None,
         prio is not None,
@@ -83,15 +87,88 @@ def records(items: list[ContextItem]) -> np.ndarray:
     """Every item's numeric record (``_RECORD``), read-only: an item made before, or never
     run by, a selection gets its record now and keeps it (``ROW_KEY``), so a selection over
     items it has seen reads one attribute per item and converts nothing."""
+    return _records(items)[0]
+
+
+def _records(items: list[ContextItem]) -> tuple[np.ndarray, bool]:
+    """``records(items)`` and whether every item had its record already (seen before)."""
     try:
         buf = b"".join(map(_GET_ROW, items))
+        seen = True
     except AttributeError:
         for it in items:
             d = it.__dict__
             if ROW_KEY not in d:
                 d[ROW_KEY] = _record(it)  # frozen: __setattr__ refuses; the item's own dict does not
         buf = b"".join(map(_GET_ROW, items))
-    return np.frombuffer(buf, dtype=_RECORD)
+        seen = False
+    return np.frombuffer(buf, dtype=_RECORD), seen
+
+
+#: The frequency scorer's tag ids for the small path (``ItemRows.frequency_tags``): each
+#: ASCII-folded tag gets a process-wide id the first time any item carries it, and an item
+#: keeps its tags' ids packed (int64, native order) in its ``__dict__`` under ``_tag_key[0]``.
+#: The scorer only compares ids (equal folded tags, equal ids), so any numbering gives the same
+#: scores. After ``_GID_KEPT`` distinct exact tags the maps start again under a new key (the
+#: ids an item kept under the old key are never read again).
+_RAW_GID: dict[str, int] = {}  #: exact tag -> the id of its folding
+_FOLD_GID: dict[str, int] = {}  #: folded tag -> id
+_GID_KEPT = 1 << 20
+_tag_key = ["_cupel_np_tags_0"]
+_generation = [0]
+_TAG_LOCK = threading.Lock()  #: held while ids are assigned (and the maps started again)
+
+
+def _keep_tag_ids(items: list[ContextItem], key: str) -> None:
+    """Give each of ``items`` without one its tags' process-wide ids (each tag folded), packed,
+    under ``key``: one dict look-up per tag occurrence, one slice per item. Call with
+    ``_TAG_LOCK`` held."""
+    new = [it for it in items if key not in it.__dict__]
+    tags = list(map(_TAGS, new))
+    gids: list = list(map(_RAW_GID.get, chain.from_iterable(tags)))  # ints once the Nones are filled
+    if None in gids:  # a tag never seen: its folding's id (a new one for a new folding)
+        flat = list(chain.from_iterable(tags))
+        for j, g in enumerate(gids):
+            if g is None:
+                t = flat[j]
+                g = _RAW_GID.get(t)
+                if g is None:
+                    g = _RAW_GID[t] = _FOLD_GID.setdefault(ascii_fold(t), len(_FOLD_GID))
+                gids[j] = g
+    packed = array("q", gids).tobytes()
+    pos = 0
+    for it, t in zip(new, tags):
+        end = pos + 8 * len(t)
+        it.__dict__[key] = packed[pos:end]
+        pos = end
+
+
+def tag_ids(items: list[ContextItem], off: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(off, ids, n_ids)``: CSR (``off``, the tag offsets) of the items' folded tags as ids below ``n_ids``,
+    equal exactly where the folded tags are equal (the frequency scorer's input; not the
+    table's ``tag_fold_id`` numbering, which is by first occurrence). An item seen before
+    reads one attribute; nothing is folded or looked up per call."""
+    key = _tag_key[0]
+    try:
+        bufs = list(map(attrgetter(key), items))
+    except AttributeError:
+        with _TAG_LOCK:
+            if len(_RAW_GID) >= _GID_KEPT:
+                _RAW_GID.clear()
+                _FOLD_GID.clear()
+                _generation[0] += 1
+                _tag_key[0] = f"_cupel_np_tags_{_generation[0]}"
+            key = _tag_key[0]
+            _keep_tag_ids(items, key)
+            bufs = list(map(attrgetter(key), items))
+    ids = np.frombuffer(b"".join(bufs), dtype=np.int64)
+    if ids.shape[0] == 0:
+        return off, ids, 0
+    top = int(ids.max()) + 1
+    if top <= 8 * ids.shape[0] + 1024:  # the kernel's scratch is n_ids long: small enough
+        return off, ids, top
+    uniq, local = np.unique(ids, return_inverse=True)
+    return off, local.astype(np.int64, copy=False), int(uniq.shape[0])
 
 
 def _column(rec: np.ndarray, name: str) -> np.ndarray:
@@ -173,7 +250,7 @@ class ItemRows(ItemTable):
     units_per_second = 1e6
     _extra = _NO_EXTRA
 
-    def __init__(self, items: list[ContextItem], rec: np.ndarray):  # noqa: D107 - see the class
+    def __init__(self, items: list[ContextItem], rec: np.ndarray, seen: bool = True):  # noqa: D107 - see the class
         n = len(items)
         self._items = items
         self._rows = items
@@ -182,6 +259,7 @@ class ItemRows(ItemTable):
         self._cache = {}
         self._set_index = None
         self._rec = rec
+        self._seen = seen  #: every item had its record: selections have seen these items before
         self.tokens = _column(rec, "tokens")
         self.pinned = _column(rec, "pinned")
         #: every content differs (no duplicate groups to look for)
@@ -198,9 +276,9 @@ class ItemRows(ItemTable):
         if set_column is None and isinstance(items, (list, tuple)):
             kept = list(items)
             if set(map(type, kept)) <= {ContextItem} or all(isinstance(it, ContextItem) for it in kept):
-                rec = records(kept)
+                rec, seen = _records(kept)
                 if _small_sum(rec["tokens"]):  # else the loader's check runs and says so
-                    return cls(kept, rec)
+                    return cls(kept, rec, seen)
         return ItemTable.from_items(items, set_column)
 
     @cached_property
@@ -268,7 +346,7 @@ class ItemRows(ItemTable):
     @cached_property
     def tag_offsets(self) -> np.ndarray:
         off = np.zeros(self.n + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, self._item_tags), dtype=np.int64, count=self.n), out=off[1:])
+        np.cumsum(self._rec["n_tags"], out=off[1:])
         return off
 
     @cached_property
@@ -288,3 +366,13 @@ class ItemRows(ItemTable):
     def _fold_tags(self):
         ids, fold = _folded(*self._tag_ids)
         return ids, len(fold)
+
+    @cached_property
+    def frequency_tags(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """The frequency scorer's input: on items a selection has seen before (each had its
+        record), ``tag_ids``, ids kept on the items, so nothing is folded or looked up; on a
+        list with a new item, the table's own per-call ids (``tag_fold_id``), as keeping ids
+        costs more than working them out once (a request whose items are all new)."""
+        if self._seen:
+            return tag_ids(self._rows, self.tag_offsets)
+        return self.tag_offsets, self.tag_fold_id, self.n_fold_tags

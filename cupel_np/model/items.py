@@ -121,6 +121,34 @@ class ContextItem:
             set_(self, "future_relevance_hint", require_number("ContextItem.future_relevance_hint", h, optional=True))
         set_(self, "pinned", require_bool("ContextItem.pinned", self.pinned))
 
+    def __reduce__(self):
+        """Pickle (and ``copy.deepcopy``) as the constructor call with the item's fields:
+        ``metadata`` as a plain dict (a mappingproxy cannot be pickled), validated again on
+        load. What a selection kept on the item (``model.item_rows``: its packed record and tag
+        ids, which are this process's) is left behind; the loaded item makes its own."""
+        return (
+            type(self),
+            (
+                self.content,
+                self.tokens,
+                self.kind,
+                self.source,
+                self.priority,
+                self.tags,
+                dict(self.metadata),
+                self.timestamp,
+                self.future_relevance_hint,
+                self.pinned,
+                self.original_tokens,
+            ),
+        )
+
+    def __copy__(self) -> ContextItem:
+        """The same fields (and whatever a selection kept on the item), not validated again."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        return new
+
     def _key(self):
         return (
             self.content,

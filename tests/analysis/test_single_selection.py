@@ -169,8 +169,8 @@ def test_rows_in_placed_order_equal_the_stable_argsort(k, data):
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     rows = np.sort(rng.choice(10 * k + 1, k, replace=False)).astype(np.int64)
     pos = rng.permutation(k).astype(np.int32)
-    if k and data.draw(st.booleans()):  # not a permutation: a repeated or a missing position
-        pos[rng.integers(k)] = pos[rng.integers(k)] if data.draw(st.booleans()) else k + 3
+    if k and data.draw(st.booleans()):  # not a permutation: a repeated, a too large or a negative position
+        pos[rng.integers(k)] = data.draw(st.sampled_from([int(pos[rng.integers(k)]), k + 3, -1, -k]))
     want = rows[np.argsort(pos, kind="stable")]
     got = _in_placed_order(rows, pos)
     assert got.dtype == want.dtype and np.array_equal(got, want)

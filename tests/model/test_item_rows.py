@@ -111,3 +111,56 @@ def test_a_selection_equals_the_arrow_paths(dicts, target, scorer, slicer, place
     assert got == want
     if isinstance(got[0], list):
         assert [id(i) for i in pipe.run(items, budget)] == [i for i, _, _ in got[0]]
+
+
+def _same_partition(off_a, ids_a, off_b, ids_b) -> bool:
+    """Two CSR id lists name the same tags: equal offsets, and ids equal exactly where the
+    other's are (a bijection between the numberings)."""
+    if not np.array_equal(off_a, off_b) or ids_a.shape != ids_b.shape:
+        return False
+    pairs = set(zip(ids_a.tolist(), ids_b.tolist()))
+    return len(pairs) == len({a for a, _ in pairs}) == len({b for _, b in pairs})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(item_lists(max_size=14))
+def test_the_frequency_tags_kept_on_the_items_name_the_folded_tags(dicts):
+    items = _as_items(dicts)
+    arrow = c.ItemTable.from_items(items)
+    for _ in range(3):  # first seen (per-call ids), then kept on the items, then read back
+        off, ids, n_ids = ItemRows.from_items(items).frequency_tags
+        assert ids.dtype == np.int64 and (ids.shape[0] == 0 or 0 <= ids.min() <= ids.max() < n_ids)
+        assert _same_partition(off, ids, arrow.tag_offsets, arrow.tag_fold_id)
+
+
+def test_the_frequency_tags_start_again_when_the_maps_are_full(monkeypatch):
+    from cupel_np.model import item_rows
+
+    def make(tag_lists):
+        return [c.ContextItem(f"c{i}", 1, tags=t) for i, t in enumerate(tag_lists)]
+
+    old = make([("Alpha", "b"), ("ALPHA",), ("c",)])
+    ItemRows.from_items(old)  # first seen: records kept, tag ids from the second selection on
+    assert ItemRows.from_items(old).frequency_tags[2] >= 3  # alpha, b, c (and the ids before them)
+    key = item_rows._tag_key[0]
+    monkeypatch.setattr(item_rows, "_GID_KEPT", 1)  # full: the next new item starts the maps again
+    fresh = make([("alpha",), ("B", "d")])
+    ItemRows.from_items(fresh)
+    assert ItemRows.from_items(fresh).frequency_tags[2] == 3  # alpha, b, d: numbered again
+    assert item_rows._tag_key[0] != key and all(key in vars(it) for it in old)
+    mixed = old + fresh  # the old items' ids are worked out again under the new key
+    off, ids, _ = ItemRows.from_items(mixed).frequency_tags
+    arrow = c.ItemTable.from_items(mixed)
+    assert _same_partition(off, ids, arrow.tag_offsets, arrow.tag_fold_id)
+    assert ids.tolist()[0] == ids.tolist()[2] == ids.tolist()[4]  # Alpha, ALPHA, alpha
+
+
+def test_far_apart_ids_are_renumbered_for_the_kernels_scratch(monkeypatch):
+    from cupel_np.model import item_rows
+
+    items = [c.ContextItem("x", 1, tags=("far-tag-one",)), c.ContextItem("y", 1, tags=("Far-Tag-One", "q"))]
+    monkeypatch.setitem(item_rows._RAW_GID, "far-tag-one", 10**7)  # as after many distinct tags
+    monkeypatch.setitem(item_rows._RAW_GID, "Far-Tag-One", 10**7)
+    ItemRows.from_items(items)  # first seen
+    off, ids, n_ids = ItemRows.from_items(items).frequency_tags
+    assert n_ids == 2 and ids.tolist()[0] == ids.tolist()[1] != ids.tolist()[2] and off.tolist() == [0, 1, 3]
