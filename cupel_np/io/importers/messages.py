@@ -249,37 +249,11 @@ def read(
     reserved = {set_column, *ITEM_COLUMNS}
     try:
         for path, name in files:
-            _check_mapped_columns(path, mapping)
-            if path.suffix.lower() == ".parquet":
-                import pyarrow.parquet as pq
-
-                for f in pq.read_schema(path):
-                    parquet_types.setdefault(f.name, f.type)
-            file_records, since = 0, len(reader.bad)
-            for n, unit, rec in _rows(path):
-                reader.lines += 1
-                file_records += 1
-                local: dict[str, int] = {}
-                try:
-                    if isinstance(rec, Bad):
-                        raise rec
-                    sid, parts, used = message_row(rec, mapping, path.stem, local)
-                except Bad as e:
-                    reader.bad.append(BadRecord(name, n, str(e), unit))
-                    continue
-                for r, c in local.items():
-                    reader.skip(r, c)
-                row = {k: v for k, v in rec.items() if k not in used and k not in reserved}
-                for k in row:
-                    extras.setdefault(k)
-                for pt in parts:
-                    pt.file, pt.line, pt.unit, pt.row = name, n, unit, row
-                    if spill is not None:
-                        spill.add(sid, pt)
-                    else:
-                        convs.setdefault(sid, Conversation(sid)).parts.append(pt)
-            check_not_all_bad("messages", name, file_records, reader.bad[since:])
-            raise_first_bad(reader.bad, since, skip_bad)
+            for sid, pt in _file_parts(path, name, reader, mapping, reserved, extras, skip_bad, parquet_types):
+                if spill is not None:
+                    spill.add(sid, pt)
+                else:
+                    convs.setdefault(sid, Conversation(sid)).parts.append(pt)
         if spill is not None:
             spill.finish()
             columns = [(k, spill.column_type(k, parquet_types)) for k in extras]
@@ -297,6 +271,44 @@ def read(
                 pt.row[k] = v
         columns.append((k, typ))
     return list(convs.values()), columns
+
+
+def _file_parts(
+    path, name: str, reader: Reader, mapping: dict, reserved: set, extras: dict, skip_bad: bool, parquet_types=None
+) -> Iterator[tuple[str, Part]]:
+    """One file's parts with their set keys, in row order, for both reading paths: each part
+    carries its row's extra columns (their names added to ``extras`` in the order first
+    seen), a bad row is recorded in ``reader``; once the file is read, a file none of whose
+    rows could be read, or (without ``skip_bad``) any bad row, raises. ``parquet_types``, when
+    given, gets a Parquet file's column types (read after the mapped columns are checked)."""
+    _check_mapped_columns(path, mapping)
+    if parquet_types is not None and path.suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq
+
+        for f in pq.read_schema(path):
+            parquet_types.setdefault(f.name, f.type)
+    file_records, since = 0, len(reader.bad)
+    for n, unit, rec in _rows(path):
+        reader.lines += 1
+        file_records += 1
+        local: dict[str, int] = {}
+        try:
+            if isinstance(rec, Bad):
+                raise rec
+            sid, parts, used = message_row(rec, mapping, path.stem, local)
+        except Bad as e:
+            reader.bad.append(BadRecord(name, n, str(e), unit))
+            continue
+        for r, c in local.items():
+            reader.skip(r, c)
+        row = {k: v for k, v in rec.items() if k not in used and k not in reserved}
+        for k in row:
+            extras.setdefault(k)
+        for pt in parts:
+            pt.file, pt.line, pt.unit, pt.row = name, n, unit, row
+            yield sid, pt
+    check_not_all_bad("messages", name, file_records, reader.bad[since:])
+    raise_first_bad(reader.bad, since, skip_bad)
 
 
 def _header_columns(files, mapping: dict, set_column: str) -> tuple[list[tuple[str, pa.DataType]], dict]:
@@ -337,36 +349,15 @@ def _contiguous(
         extras: dict[str, None] = {}
         current: Conversation | None = None
         for path, name in files:
-            _check_mapped_columns(path, mapping)
-            file_records, since = 0, len(reader.bad)
-            for n, unit, rec in _rows(path):
-                reader.lines += 1
-                file_records += 1
-                local: dict[str, int] = {}
-                try:
-                    if isinstance(rec, Bad):
-                        raise rec
-                    sid, parts, used = message_row(rec, mapping, path.stem, local)
-                except Bad as e:
-                    reader.bad.append(BadRecord(name, n, str(e), unit))
-                    continue
-                for r, c in local.items():
-                    reader.skip(r, c)
-                row = {k: v for k, v in rec.items() if k not in used and k not in reserved}
-                for k in row:
-                    extras.setdefault(k)
-                for pt in parts:
-                    pt.file, pt.line, pt.unit, pt.row = name, n, unit, row
-                    if current is None or current.key != sid:
-                        if sid in done:
-                            raise NotContiguous(sid)
-                        if current is not None:
-                            done.add(current.key)
-                            yield current
-                        current = Conversation(sid)
-                    current.parts.append(pt)
-            check_not_all_bad("messages", name, file_records, reader.bad[since:])
-            raise_first_bad(reader.bad, since, skip_bad)
+            for sid, pt in _file_parts(path, name, reader, mapping, reserved, extras, skip_bad):
+                if current is None or current.key != sid:
+                    if sid in done:
+                        raise NotContiguous(sid)
+                    if current is not None:
+                        done.add(current.key)
+                        yield current
+                    current = Conversation(sid)
+                current.parts.append(pt)
         if list(extras) != [k for k, _ in columns]:
             raise NotContiguous("the rows' columns are not the headers'")
         if current is not None:
