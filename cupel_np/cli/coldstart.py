@@ -106,6 +106,10 @@ class _Claims:
         self.index = {(n, s): i for i, (n, s, _) in enumerate(plan)}
         self.dir = directory
         self.other_alive = other_alive
+        #: > 0 while this process compiles a root it picked up while waiting: such a compile
+        #: never waits (a kernel the other process holds is compiled here too), or two
+        #: processes each waiting inside a picked-up compile could wait for each other
+        self.picking = 0
         self.hooked: list = []
         for name in sorted({e[0] for e in plan}):
             d = _dispatcher(name)
@@ -124,6 +128,8 @@ class _Claims:
                     finally:
                         if i is not None:
                             Path(self.dir, f"done-{i}").touch()
+                if self.picking:
+                    return orig(sig)  # the same code as the other process's (or its cache file)
                 self.help_and_wait(i)
                 return orig(sig)  # loads the other process's kernel from the cache (or compiles it)
 
@@ -136,6 +142,7 @@ class _Claims:
         try:
             _dispatcher(name).compile(tuple(text_type(t) for t in sig.split()))
         except Exception:  # a stale entry (say, a type renamed): compiled on use
+            _claim(self.dir, i)  # taken, or both processes would pick it up again forever
             Path(self.dir, f"done-{i}").touch()
 
     def untaken(self, i: int) -> bool:
@@ -156,13 +163,18 @@ class _Claims:
             if j is None:
                 time.sleep(0.005)
             else:  # rather than wait idle: a kernel this process would compile next anyway
-                self.compile_entry(j)
+                self.picking += 1
+                try:
+                    self.compile_entry(j)
+                finally:
+                    self.picking -= 1
 
     def next_untaken_root(self):
         """The first plan entry called from Python that neither process has taken, in this
         process's order (:func:`root_order`); ``None`` when all are taken. Compiling it while
-        waiting cannot deadlock: a process waits only for an entry the other is compiling,
-        and a cycle of such waits would be a cycle of calls."""
+        waiting cannot deadlock: that compile never waits (``picking``), so a process waits
+        only for an entry the other is compiling on its chain of calls, and a cycle of such
+        waits would be a cycle of calls."""
         for j in self.roots:
             if self.untaken(j):
                 return j

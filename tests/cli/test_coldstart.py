@@ -153,3 +153,38 @@ def test_root_order():
         assert sorted(coldstart.root_order(plan, from_end=True)) == roots
     demo = PLANS["demo"]
     assert demo[coldstart.root_order(demo, from_end=True)[0]][0] == "cupel_np.engine.stages._place_segments"
+
+
+def test_a_picked_up_compile_never_waits(tmp_path, monkeypatch):
+    """A root compiled while waiting for the other process compiles a kernel that process
+    holds itself instead of waiting (two such waits could wait for each other)."""
+    plan = (("cupel_np.engine.sortkeys.int_keys", "int64[1C]", 0),)
+    claims = coldstart._Claims(plan, str(tmp_path), lambda: True)
+    try:
+        assert coldstart._claim(str(tmp_path), 0)  # the other process holds it
+
+        def no_wait(i):
+            raise AssertionError("a picked-up compile waited")
+
+        monkeypatch.setattr(claims, "help_and_wait", no_wait)
+        compile_ = coldstart._dispatcher(plan[0][0]).compile
+        sig = (coldstart.text_type("int64[1C]"),)
+        with pytest.raises(AssertionError, match="waited"):
+            compile_(sig)  # outside a picked-up compile it would wait
+        claims.picking = 1
+        compile_(sig)
+        assert any(s == sig for s in coldstart._dispatcher(plan[0][0]).signatures)
+    finally:
+        claims.unhook()
+
+
+def test_a_stale_entry_is_taken_once(tmp_path):
+    """An entry whose types no longer parse is marked taken: neither process picks it again."""
+    plan = (("cupel_np.engine.sortkeys.int_keys", "no_such_type[1C]", 0),)
+    claims = coldstart._Claims(plan, str(tmp_path), lambda: True)
+    try:
+        assert claims.next_untaken_root() == 0
+        claims.compile_entry(0)
+        assert claims.next_untaken_root() is None
+    finally:
+        claims.unhook()
