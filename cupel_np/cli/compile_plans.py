@@ -4,8 +4,8 @@ compiles (name, signature, depth: 0 when called from Python), in the order the c
 
 PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
     "demo": (
-        ("cupel_np.engine.placers._mark_tied", "int64[1C] int64[1C] int64 int64 bool[1C]", 0),
         ("cupel_np.engine.scorers.kernels.rank_scores", "int64[1Cr] bool[1Cr] int64[1Cr]", 0),
+        ("cupel_np.engine.placers._mark_tied", "int64[1C] int64[1C] int64 int64 bool[1C]", 0),
         ("cupel_np.engine.sortkeys.sort_pairs", "uint64[1C] int64[1C] uint64[1C] int64[1C] int64", 1),
         ("cupel_np.engine.scorers.kernels.frequency_scores_small", "int64[1Cr] int64[1Cr] int64 int64[1Cr]", 0),
         ("cupel_np.engine.batch_kernels.variant_scores", "float64[2C] int64[1C] int64[1C] float64[1C] float64[2C]", 0),
@@ -19,12 +19,12 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("cupel_np.engine.sortkeys.score_cmp", "float64 float64", 1),
         (
             "cupel_np.engine.stages._place_segments",
-            "int64 int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool int64[1C] bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] bool int64[1C] int64[1C] int64[1C] int32[1C] int64 int64 int64[1C] uint64[1C] int64[1C] uint64",
+            "int64 int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool int64[1C] bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] bool int64[1C] int64[1C] int64[1C] int64 int64 int64[1C] uint64[1C] int64[1C] uint64",
             0,
         ),
         (
             "cupel_np.engine.chrono_bits._chrono_kept",
-            "int64[1C] int64 int64 int64[1C] int64 int64 int64[1C] int64 bool[1C] int64[1C] int64[1C] int64 int64 uint64[1C] int32[1C] int32[1C]",
+            "int64[1C] int64 int64 int64[1C] int64 int64 int64[1C] int64 bool[1C] int64[1C] int64[1C] int64 int64 uint64[1C] int32[1C]",
             1,
         ),
         ("cupel_np.engine.batch_kernels.popcount", "uint64", 2),
@@ -60,8 +60,8 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ),
     ),
     "check": (
-        ("cupel_np.engine.placers._mark_tied", "int64[1C] int64[1C] int64 int64 bool[1C]", 0),
         ("cupel_np.engine.scorers.kernels.rank_scores", "int64[1Cr] bool[1Cr] int64[1Cr]", 0),
+        ("cupel_np.engine.placers._mark_tied", "int64[1C] int64[1C] int64 int64 bool[1C]", 0),
         ("cupel_np.engine.sortkeys.sort_pairs", "uint64[1C] int64[1C] uint64[1C] int64[1C] int64", 1),
         ("cupel_np.engine.batch_kernels.variant_scores", "float64[2C] int64[1C] int64[1C] float64[1C] float64[2C]", 0),
         ("cupel_np.engine.batch_kernels.duplicate_winners", "int64[1C] int64[1C] float64[1C]", 0),
@@ -74,12 +74,12 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("cupel_np.engine.sortkeys.score_cmp", "float64 float64", 1),
         (
             "cupel_np.engine.stages._place_segments",
-            "int64 int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool int64[1C] bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] bool int64[1C] int64[1C] int64[1C] int32[1C] int64 int64 int64[1C] uint64[1C] int64[1C] uint64",
+            "int64 int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool int64[1C] bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] bool int64[1C] int64[1C] int64[1C] int64 int64 int64[1C] uint64[1C] int64[1C] uint64",
             0,
         ),
         (
             "cupel_np.engine.chrono_bits._chrono_kept",
-            "int64[1C] int64 int64 int64[1C] int64 int64 int64[1C] int64 bool[1C] int64[1C] int64[1C] int64 int64 uint64[1C] int32[1C] int32[1C]",
+            "int64[1C] int64 int64 int64[1C] int64 int64 int64[1C] int64 bool[1C] int64[1C] int64[1C] int64 int64 uint64[1C] int32[1C]",
             1,
         ),
         ("cupel_np.engine.batch_kernels.popcount", "uint64", 2),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cupel_np._jit import jit
+from cupel_np._jit import jit, jit_inner
 
 #: rows per block of :func:`variant_scores` (a block of a few base columns stays in L1/L2)
 SCORE_BLOCK = 512
@@ -95,7 +95,7 @@ _M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
 _H01 = np.uint64(0x0101010101010101)
 
 
-@jit
+@jit_inner
 def popcount(x):
     """The set bits of a uint64 (SWAR)."""
     x = x - ((x >> BIT1) & _M1)
@@ -104,7 +104,7 @@ def popcount(x):
     return np.int64((x * _H01) >> np.uint64(56))
 
 
-@jit
+@jit_inner
 def bit_rank(bits, pre, j):
     """The set bits of ``bits`` before bit ``j`` (``pre``: the set bits before each word)."""
     w = j >> 6

@@ -9,26 +9,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from cupel_np._jit import jit
+from cupel_np._jit import jit, jit_inner
 from cupel_np.engine.batch_kernels import BIT1, popcount
 from cupel_np.engine.placers import _repair_pairs
 
 
-@jit
+@jit_inner
 def _chrono_kept(
-    pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, ts_valid, ts_order, ts_sorted, a, b, kbits, lstpos, position
+    pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, ts_valid, ts_order, ts_sorted, a, b, kbits, position
 ):
     """Chronological placement of one segment when every merged item is kept in merged order
     (input position = pinned index, or ``n_pin + rank`` for a sliced item), without a per-row
     table of input positions: the kept rows are bits of ``kbits`` (one bit per table row, so
-    the scan of the shared timestamp order tests bits that stay in cache), set without a
-    branch per candidate.
+    the scan of the shared timestamp order tests bits that stay in cache).
 
-    Writes the timestamped kept rows' positions: the shared order filtered by ``kbits``, runs
-    of equal timestamps put back in input order (``_tie_keys``, only for the rows of such
-    runs). Returns ``(c, ubits, upre)``: the timestamped count, and the untimestamped kept
-    items as bits by input position with the set bits before each word: such an item at input
-    position ``j`` goes to ``c + bit_rank(ubits, upre, j)``. The caller writes those in its
+    Writes the timestamped kept rows' positions in the shared order filtered by ``kbits``;
+    runs of equal timestamps are left for :func:`_repair_ties` (called after the place kernel),
+    which this kernel tells where they are. Returns ``(c, ubits, upre, first, end)``: the
+    timestamped count; the untimestamped kept items as bits by input position with the set
+    bits before each word (such an item at input position ``j`` goes to
+    ``c + bit_rank(ubits, upre, j)``); and the span ``ts_order[first:end]`` holding the runs of
+    equal timestamps (empty when there are none). The caller writes those in its
     pass over the kept rows, and clears their ``kbits`` words there. The same positions as
     ``placers._chronological_filter`` gives when nothing is truncated."""
     n_words = (m + 63) >> 6
@@ -133,7 +134,7 @@ def _repair_ties(
         )
 
 
-@jit
+@jit_inner
 def _repair_span(
     pin_rows, plo, n_pin, cand_rows, clo, chi, rank, ts_order, ts_sorted, a, b, asc, included, lstpos, position
 ):
@@ -177,7 +178,7 @@ def _repair_span(
 TIE_PIN_SEARCH = 64
 
 
-@jit
+@jit_inner
 def _tie_keys(trow, n_t, pin_rows, plo, n_pin, cand_rows, clo, chi, rank, asc, lstpos):
     """The input position (pinned index, or ``n_pin + rank``) of each kept row ``trow[:n_t]``:
     by bisection of the candidates when their rows ascend (and a search of the few pinned

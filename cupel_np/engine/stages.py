@@ -179,7 +179,6 @@ def _place_segments(
     ts_order,
     ts_sorted,
     ts_offsets,
-    lstpos,
     chrono_min,
     radix_min,
     u_rank,
@@ -231,8 +230,6 @@ def _place_segments(
         chrono_min : ``CHRONO_FILTER_MIN``
         radix_min : ``RADIX_MIN``
         one_key : ``_ONE_KEY``, the u-shaped order key of a pinned item's score 1.0
-    Scratch
-        lstpos : per row, -1 on entry and on exit
     Outputs (per row; only the rows of the merged segments are written)
         included : bool, the row is in the context
         reason : int8 reason code (``engine.reasons``)
@@ -368,7 +365,6 @@ def _place_segments(
                 ts_offsets[s],
                 ts_offsets[s + 1],
                 kbits,
-                lstpos,
                 position,
             )
         elif fast_u:
@@ -588,7 +584,6 @@ def place_segments(
         ts_rows,
         ts_sorted,
         ts_offsets,
-        lstpos,
         CHRONO_FILTER_MIN,
         RADIX_MIN,
         u_rank,

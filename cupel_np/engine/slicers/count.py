@@ -212,7 +212,6 @@ def _count_commit(
     e_require,
     throw_on_scarcity,
     marks,
-    cap_of_kind,
     rank,
     taken,
     err,
@@ -421,9 +420,7 @@ def _capped_prefix(s, kind, offsets, res: Residual, n_pre, e_kind, taken, cap_of
         if e_kind[e] >= 0:
             count[int(e_kind[e])] = int(taken[s, e])
     drops = []
-    for kk in np.unique(np.concatenate((pre_k[:1], post_k[:1], np.flatnonzero(cap_of_kind >= 0)))).tolist():
-        if cap_of_kind[kk] < 0:
-            continue
+    for kk in np.flatnonzero(cap_of_kind >= 0).tolist():  # pre_k / post_k hold capped kinds only
         left = max(0, int(cap_of_kind[kk]) - count.get(kk, 0))
         pre = pre_all[pre_k == kk]
         post = post_all[post_k == kk]
@@ -480,7 +477,6 @@ def count_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, comp
         args.e_require,
         bool(args.throw_on_scarcity),
         marks,
-        cap_of_kind,
         rank,
         taken,
         err,
