@@ -169,6 +169,8 @@ def _in_placed_order(rows: np.ndarray, pos: np.ndarray) -> np.ndarray:
     positions, which is that argsort's answer, in linear time and four NumPy calls (a slot
     left at -1, a position out of range or a negative one falls back to the argsort)."""
     k = pos.shape[0]
+    if k < 256:  # below this NumPy's argsort of a few positions costs less than the checks
+        return rows[np.argsort(pos, kind="stable")]
     out = np.full(k, -1, dtype=rows.dtype)
     try:
         out[pos] = rows

@@ -83,15 +83,11 @@ def _record(item: ContextItem) -> bytes:
     )
 
 
-def records(items: list[ContextItem]) -> np.ndarray:
-    """Every item's numeric record (``_RECORD``), read-only: an item made before, or never
-    run by, a selection gets its record now and keeps it (``ROW_KEY``), so a selection over
-    items it has seen reads one attribute per item and converts nothing."""
-    return _records(items)[0]
-
-
 def _records(items: list[ContextItem]) -> tuple[np.ndarray, bool]:
-    """``records(items)`` and whether every item had its record already (seen before)."""
+    """Every item's numeric record (``_RECORD``), read-only, and whether every item had its
+    record already: an item made before, or never run by, a selection gets its record now and
+    keeps it (``ROW_KEY``), so a selection over items it has seen reads one attribute per item
+    and converts nothing."""
     try:
         buf = b"".join(map(_GET_ROW, items))
         seen = True

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from functools import cached_property
 from types import MappingProxyType
@@ -46,6 +46,12 @@ def _encodable(field_name: str, s: str) -> None:
             f"ContextItem.{field_name} is not valid Unicode text: lone surrogate "
             f"{s[e.start]!r} at character {e.start} (value {s[:40]!r})"
         ) from None
+
+
+def _restore(cls, kwargs: dict):
+    """An unpickled item (``ContextItem.__reduce__``): the constructor called with the fields,
+    a subclass's own fields included."""
+    return cls(**kwargs)
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,22 +132,9 @@ class ContextItem:
         ``metadata`` as a plain dict (a mappingproxy cannot be pickled), validated again on
         load. What a selection kept on the item (``model.item_rows``: its packed record and tag
         ids, which are this process's) is left behind; the loaded item makes its own."""
-        return (
-            type(self),
-            (
-                self.content,
-                self.tokens,
-                self.kind,
-                self.source,
-                self.priority,
-                self.tags,
-                dict(self.metadata),
-                self.timestamp,
-                self.future_relevance_hint,
-                self.pinned,
-                self.original_tokens,
-            ),
-        )
+        kwargs = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
+        kwargs["metadata"] = dict(kwargs["metadata"])
+        return (_restore, (type(self), kwargs))
 
     def __copy__(self) -> ContextItem:
         """The same fields (and whatever a selection kept on the item), not validated again."""

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import cupel_np as c
 from cupel_np.model import items as items_mod
+from tests.engine.test_small_path import assert_same_run
 from tests.strategies import item_lists
 
 
@@ -143,8 +144,6 @@ def test_one_plan_over_many_requests_equals_the_batch_engine(lists, target, data
     """A Pipeline keeps its policy's plan (slicer arrays and kind weights per kind
     vocabulary) across calls: each call over a new item set, with other kinds, is the batch
     engine's run of that set."""
-    from test_small_path import assert_same_run
-
     from cupel_np.engine.runner import run_policy
     from cupel_np.engine.small import PolicyPlan, run_one
     from cupel_np.model.item_rows import ItemRows

@@ -4,7 +4,7 @@ the original (``model.item_rows``: the packed record and the tag ids are this pr
 
 import copy
 import pickle
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta, timezone
 from types import MappingProxyType
 
@@ -69,3 +69,16 @@ def test_loaded_items_select_as_the_originals(dicts):
     got = pipe.run(back, budget)
     where = {id(x): k for seq in (items, back) for k, x in enumerate(seq)}
     assert [where[id(i)] for i in got] == [where[id(i)] for i in want]
+
+
+@dataclass(frozen=True, eq=False)
+class _Scored(c.ContextItem):
+    label: float = 0.0
+
+
+def test_a_subclass_with_its_own_field_pickles_whole():
+    """A subclass's own fields travel too (the reduction reads the dataclass fields)."""
+    item = _Scored("hello", 3, metadata={"k": "v"}, label=0.75)
+    for back in (pickle.loads(pickle.dumps(item)), copy.deepcopy(item)):
+        assert type(back) is _Scored and back.label == 0.75 and back.content == "hello"
+        assert dict(back.metadata) == {"k": "v"} and isinstance(back.metadata, MappingProxyType)
