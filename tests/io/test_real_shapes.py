@@ -8,6 +8,7 @@ import struct
 
 import pytest
 
+from cupel_np.errors import BadTranscriptError
 from cupel_np.io.importers import claude_code, estimate_tokens, import_transcripts
 from cupel_np.io.importers.claude_code import image_tokens
 
@@ -632,3 +633,16 @@ def test_images_are_items_with_the_apis_count_for_their_size(tmp_path):
     ]
     assert res.skipped.get("claude-code block 'image'") == 1  # the URL image: no size to count
     assert image_tokens(1092, 1092) == 1590 and image_tokens(200, 200) == 54
+
+
+def test_a_malformed_otlp_attribute_is_named(tmp_path):
+    """The bad line says which attribute's value is not an OTLP AnyValue."""
+    doc = {
+        "resourceSpans": [
+            {"scopeSpans": [{"spans": [{"attributes": [{"key": "llm.weird", "value": {"arrayValue": ["x"]}}]}]}]}
+        ]
+    }
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(doc) + "\n")
+    with pytest.raises(BadTranscriptError, match=r"attribute 'llm\.weird': an attribute value is not an OTLP AnyValue"):
+        import_transcripts("otel", path)

@@ -48,6 +48,7 @@ from cupel_np.io.importers.core import (
     Part,
     Reader,
     check_not_all_bad,
+    count,
     json_line_at,
     json_lines,
     parse_ts,
@@ -167,7 +168,7 @@ def _message_parts(st: _State, obj: dict, rtype: str, ts, uid: str, name: str, n
             parts = user_parts(obj, content, ts, uid, skipped)
         elif obj.get("isApiErrorMessage") is True:  # written by Claude Code, never by the model
             key = "claude-code API error message (written by Claude Code, not sent to the model)"
-            skipped[key] = skipped.get(key, 0) + 1
+            count(skipped, key)
         else:
             msg_id = msg.get("id") if isinstance(msg.get("id"), str) else None
             parts = assistant_parts(content, ts, uid, msg_id or uid, st.tool_call_kind, skipped)

@@ -11,7 +11,7 @@ import math
 import re
 import struct
 
-from cupel_np.io.importers.core import Bad, Part, blank, call_text, text_of
+from cupel_np.io.importers.core import Bad, Part, blank, call_text, count, text_of
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _BASH_IN = re.compile(r"<bash-input>(.*?)</bash-input>", re.S)
@@ -171,13 +171,13 @@ def user_parts(obj: dict, content, ts, uid, skipped: dict) -> list[Part]:
             if not isinstance(b.get("text"), str):
                 raise Bad(f"message.content[{i}]: text block without a string 'text'")
             if blank(b["text"]):
-                skipped["empty content"] = skipped.get("empty content", 0) + 1
+                count(skipped, "empty content")
                 continue
             parts.append(Part(b["text"], "Message", "Chat", False, "user", ts, uid, extra=dict(extra) or None))
         elif bt == "image":
             img = _image_part(b, "user", ts, uid)
             if img is None:
-                skipped["claude-code block 'image'"] = skipped.get("claude-code block 'image'", 0) + 1
+                count(skipped, "claude-code block 'image'")
             else:
                 parts.append(img)
         elif bt == "tool_result":
@@ -203,7 +203,7 @@ def user_parts(obj: dict, content, ts, uid, skipped: dict) -> list[Part]:
                 img.is_error = bool(err) if err is not None else False
             if blank(text):
                 if not images:
-                    skipped["empty content"] = skipped.get("empty content", 0) + 1
+                    count(skipped, "empty content")
                 parts.extend(images)
                 continue
             parts.append(
@@ -223,7 +223,7 @@ def user_parts(obj: dict, content, ts, uid, skipped: dict) -> list[Part]:
             parts.extend(images)
         else:
             key = f"claude-code block '{bt}'"
-            skipped[key] = skipped.get(key, 0) + 1
+            count(skipped, key)
     return parts
 
 
@@ -278,7 +278,7 @@ def attachment_parts(obj: dict, ts, uid, skipped: dict) -> list[Part]:
     text = _attachment_text(a, skipped) if isinstance(a, dict) else ""
     if blank(text):
         key = f"claude-code attachment '{t}' (not context)"
-        skipped[key] = skipped.get(key, 0) + 1
+        count(skipped, key)
         return []
     extra = {"attachment": str(t)}
     if t == "queued_command":
@@ -299,7 +299,7 @@ def assistant_parts(content, ts, uid, turn, tool_call_kind: str, skipped: dict) 
             if not isinstance(b.get("text"), str):
                 raise Bad(f"message.content[{i}]: text block without a string 'text'")
             if blank(b["text"]):
-                skipped["empty content"] = skipped.get("empty content", 0) + 1
+                count(skipped, "empty content")
                 continue
             parts.append(Part(b["text"], "Message", "Chat", False, "assistant", ts, uid, turn=turn))
         elif bt in ("tool_use", "server_tool_use"):
@@ -324,5 +324,5 @@ def assistant_parts(content, ts, uid, turn, tool_call_kind: str, skipped: dict) 
             )
         else:  # thinking, redacted_thinking, image ...: not resent as plain context
             key = f"claude-code block '{bt}'"
-            skipped[key] = skipped.get(key, 0) + 1
+            count(skipped, key)
     return parts

@@ -21,16 +21,14 @@ from cupel_np._files import atomic_write_bytes
 from cupel_np._fs import RemotePath, as_path
 from cupel_np.errors import BadTranscriptError, EmptyImportError, InvalidConfigError
 from cupel_np.io.importers.jsonread import (  # noqa: F401 - the readers' shared names, kept here
-    JSON_STREAM_BYTES,
     Bad,
     file_size,
-    first_line_is_record,
     json_document,
     json_line_at,
     json_lines,
     streamed_array,
 )
-from cupel_np.io.importers.spool import SpooledPath, spool_remote  # noqa: F401
+from cupel_np.io.importers.spool import spool_remote  # noqa: F401
 from cupel_np.text import is_blank
 
 ROLE_KINDS = {

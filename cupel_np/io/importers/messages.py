@@ -196,8 +196,7 @@ def _extra_type(name: str, values: list, parquet_types: dict) -> tuple[pa.DataTy
     try:
         arr = pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # mixed types; an int beyond 64 bits
-        vals = [v if v is None or isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in values]
-        return pa.string(), vals
+        return pa.string(), [_as_string(v) for v in values]
     return (pa.string() if pa.types.is_null(arr.type) else arr.type), values
 
 

@@ -90,7 +90,10 @@ def _attrs(span: dict) -> dict[str, Any]:
     out = {}
     for kv in span.get("attributes") or []:
         if isinstance(kv, dict) and isinstance(kv.get("key"), str):
-            out[kv["key"]] = _value(kv.get("value"))
+            try:
+                out[kv["key"]] = _value(kv.get("value"))
+            except Bad as e:
+                raise Bad(f"attribute {kv['key']!r}: {e}") from None
     return out
 
 
