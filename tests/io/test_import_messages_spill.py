@@ -188,3 +188,17 @@ def test_columns_the_rows_never_show_restart(tmp_path, spill, restarts):
     (tmp_path / "b.csv").write_text("conv,role,text,only_here\n")
     _same(tmp_path, "messages", [tmp_path / "a.csv", tmp_path / "b.csv"], mapping="content=text,set=conv")
     assert restarts == [1]
+
+
+def test_a_restart_reads_a_one_shot_iterator_of_paths_again(tmp_path, spill, restarts):
+    """The restart of a scattered input reads the inputs a second time: a generator of paths,
+    exhausted by the first reading, gives the same file as the list."""
+    _csv(tmp_path / "a.csv", _flat(_rows(8, n=30)))
+    _csv(tmp_path / "b.csv", _flat(_rows(9, n=30)))
+    paths = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    import_to_parquet("messages", paths, tmp_path / "list.parquet", mapping="content=text,set=conv,kind=role")
+    import_to_parquet(
+        "messages", (p for p in paths), tmp_path / "gen.parquet", mapping="content=text,set=conv,kind=role"
+    )
+    assert restarts == [1, 1]
+    assert pq.read_table(tmp_path / "gen.parquet").equals(pq.read_table(tmp_path / "list.parquet"))

@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import gc
+import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -269,7 +270,7 @@ def import_transcripts(
 
 def import_to_parquet(
     fmt: str,
-    paths: str | Path | Sequence[str | Path],
+    paths: str | Path | Iterable[str | Path],
     out: str | Path,
     *,
     mapping: str | dict[str, str] | None = None,
@@ -297,6 +298,8 @@ def import_to_parquet(
     target = as_path(out)
     if target.is_dir():  # before any work, and never a temp file left beside a directory
         raise IsADirectoryError(errno.EISDIR, "is a directory; give a file path", str(target))
+    if not isinstance(paths, (str, os.PathLike)):
+        paths = list(paths)  # a restart reads the inputs again: a one-shot iterator must be held
     for contiguous in (True, False):  # messages: sets taken as contiguous, else spilled (restarted)
         try:
             return _import_to_parquet(
