@@ -202,3 +202,20 @@ def test_a_restart_reads_a_one_shot_iterator_of_paths_again(tmp_path, spill, res
     )
     assert restarts == [1, 1]
     assert pq.read_table(tmp_path / "gen.parquet").equals(pq.read_table(tmp_path / "list.parquet"))
+
+
+def test_the_mixed_columns_types_take_one_pass_over_the_spill(tmp_path, spill, monkeypatch):
+    """``mixed``, ``nested`` and ``big`` need their values for a type: one merge of the spilled
+    runs collects all three, and one more hands out the conversations."""
+    merges = []
+    real = messages._Spill._merged
+
+    def counted(self):
+        merges.append(1)
+        return real(self)
+
+    monkeypatch.setattr(messages._Spill, "_merged", counted)
+    p = tmp_path / "m.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in _rows(10)))
+    t = import_to_parquet("messages", p, tmp_path / "o.parquet", mapping="content=text,set=conv")
+    assert t.items > 0 and len(merges) == 2

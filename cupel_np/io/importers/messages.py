@@ -255,7 +255,7 @@ def read(
                     convs.setdefault(sid, Conversation(sid)).parts.append(pt)
         if spill is not None:
             spill.finish()
-            columns = [(k, spill.column_type(k, parquet_types)) for k in extras]
+            columns = spill.column_types(list(extras), parquet_types)
             return spill.conversations(), columns
     except BaseException:
         if spill is not None:
@@ -464,18 +464,33 @@ class _Spill:
         if rows:
             yield current, rows
 
-    def column_type(self, k: str, parquet_types: dict) -> pa.DataType:
-        if k in parquet_types:
-            return parquet_types[k]
-        seen = self.types.get(k, set())
-        if not seen:
-            return pa.string()  # every value None: a null column, written as strings
-        if len(seen) == 1 and next(iter(seen)) in _SIMPLE:
-            return _SIMPLE[next(iter(seen))]
-        values = [r[12].get(k) for _, rows in self._merged() for r in rows]
-        typ, vals = _extra_type(k, values, parquet_types)
-        self.convert[k] = vals is not values
-        return typ
+    def column_types(self, names, parquet_types: dict) -> list[tuple[str, pa.DataType]]:
+        """Each extra column's type, as the held path's ``_extra_type`` gives it: from the types
+        seen while reading where they decide it, else from the column's values, which one pass
+        over the spilled rows collects for every such column together."""
+        out: dict[str, pa.DataType] = {}
+        mixed = []
+        for k in names:
+            seen = self.types.get(k, set())
+            if k in parquet_types:
+                out[k] = parquet_types[k]
+            elif not seen:
+                out[k] = pa.string()  # every value None: a null column, written as strings
+            elif len(seen) == 1 and next(iter(seen)) in _SIMPLE:
+                out[k] = _SIMPLE[next(iter(seen))]
+            else:
+                mixed.append(k)
+        if mixed:
+            values: dict[str, list] = {k: [] for k in mixed}
+            for _, rows in self._merged():
+                for r in rows:
+                    for k in mixed:
+                        values[k].append(r[12].get(k))
+            for k in mixed:
+                typ, vals = _extra_type(k, values[k], parquet_types)
+                self.convert[k] = vals is not values[k]
+                out[k] = typ
+        return [(k, out[k]) for k in names]
 
     def conversations(self) -> Iterator[Conversation]:
         convert = [k for k, yes in self.convert.items() if yes]
