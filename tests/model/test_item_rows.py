@@ -28,8 +28,17 @@ def _as_items(dicts):
 @given(item_lists(max_size=14))
 def test_every_column_equals_the_arrow_paths(dicts):
     items = _as_items(dicts)
-    rows, arrow = ItemRows.from_items(items), c.ItemTable.from_items(items)
-    assert type(rows) is ItemRows and type(arrow) is c.ItemTable
+    arrow = c.ItemTable.from_items(items)
+    # first seen (columns from the attributes), seen once (records made), then records read
+    for sighting, (has_records, seen) in enumerate([(False, False), (True, False), (True, True)]):
+        rows = ItemRows.from_items(items)
+        assert type(rows) is ItemRows and type(arrow) is c.ItemTable
+        if items:  # (an empty list has every record it needs)
+            assert ((rows._rec is not None), rows._seen) == (has_records, seen), sighting
+        _same_columns(rows, arrow, items)
+
+
+def _same_columns(rows, arrow, items):
     for name in COLUMNS:
         a, b = getattr(rows, name), getattr(arrow, name)
         nan = a.dtype.kind == "f"
@@ -127,7 +136,7 @@ def _same_partition(off_a, ids_a, off_b, ids_b) -> bool:
 def test_the_frequency_tags_kept_on_the_items_name_the_folded_tags(dicts):
     items = _as_items(dicts)
     arrow = c.ItemTable.from_items(items)
-    for _ in range(3):  # first seen (per-call ids), then kept on the items, then read back
+    for _ in range(4):  # first seen and seen once (per-call ids), then kept on the items, then read back
         off, ids, n_ids = ItemRows.from_items(items).frequency_tags
         assert ids.dtype == np.int64 and (ids.shape[0] == 0 or 0 <= ids.min() <= ids.max() < n_ids)
         assert _same_partition(off, ids, arrow.tag_offsets, arrow.tag_fold_id)
@@ -140,11 +149,13 @@ def test_the_frequency_tags_start_again_when_the_maps_are_full(monkeypatch):
         return [c.ContextItem(f"c{i}", 1, tags=t) for i, t in enumerate(tag_lists)]
 
     old = make([("Alpha", "b"), ("ALPHA",), ("c",)])
-    ItemRows.from_items(old)  # first seen: records kept, tag ids from the second selection on
+    ItemRows.from_items(old)  # first seen: marked
+    ItemRows.from_items(old)  # records kept, tag ids from the third selection on
     assert ItemRows.from_items(old).frequency_tags[2] >= 3  # alpha, b, c (and the ids before them)
     key = item_rows._tag_key[0]
     monkeypatch.setattr(item_rows, "_GID_KEPT", 1)  # full: the next new item starts the maps again
     fresh = make([("alpha",), ("B", "d")])
+    ItemRows.from_items(fresh)
     ItemRows.from_items(fresh)
     assert ItemRows.from_items(fresh).frequency_tags[2] == 3  # alpha, b, d: numbered again
     assert item_rows._tag_key[0] != key and all(key in vars(it) for it in old)
@@ -162,5 +173,21 @@ def test_far_apart_ids_are_renumbered_for_the_kernels_scratch(monkeypatch):
     monkeypatch.setitem(item_rows._RAW_GID, "far-tag-one", 10**7)  # as after many distinct tags
     monkeypatch.setitem(item_rows._RAW_GID, "Far-Tag-One", 10**7)
     ItemRows.from_items(items)  # first seen
+    ItemRows.from_items(items)  # seen once: records kept
     off, ids, n_ids = ItemRows.from_items(items).frequency_tags
     assert n_ids == 2 and ids.tolist()[0] == ids.tolist()[1] != ids.tolist()[2] and off.tolist() == [0, 1, 3]
+
+
+def test_finer_than_microsecond_timestamps_read_as_the_arrow_path_reads_them():
+    """A pandas Timestamp keeps nanoseconds (its difference from the epoch is a pandas
+    Timedelta, not a timedelta): on every sighting the timestamp column is the Arrow path's,
+    after 1970 and before it."""
+    pd = pytest.importorskip("pandas")
+    stamps = [pd.Timestamp("2024-01-01 00:00:00.0000015Z"), None, pd.Timestamp("1969-12-31 23:59:59.9999995Z")]
+    items = [c.ContextItem(f"c{i}", 1, timestamp=t) for i, t in enumerate(stamps)]
+    arrow = c.ItemTable.from_items(items)
+    assert arrow.timestamp.tolist() == [1704067200000001, 0, -1]
+    for _ in range(3):
+        rows = ItemRows.from_items(items)
+        assert np.array_equal(rows.timestamp, arrow.timestamp)
+        assert np.array_equal(rows.timestamp_valid, arrow.timestamp_valid)
