@@ -237,7 +237,7 @@ def looked_up_tag_ids(tags: list[tuple[str, ...]], off: np.ndarray) -> tuple[np.
     (one dict look-up per tag occurrence, nothing kept on the items)."""
     flat = list(chain.from_iterable(tags))
     generation = _generation[0]
-    gids = list(map(_RAW_GID.get, flat))
+    gids: list = list(map(_RAW_GID.get, flat))
     # a tag never seen is assigned under the lock; so are all when the maps started again
     # meanwhile (ids of two generations may be equal for different tags)
     if None in gids or _generation[0] != generation:
