@@ -73,24 +73,11 @@ _DICT = attrgetter("__dict__")
 _NUMERIC = attrgetter("tokens", "pinned", "timestamp", "priority", "future_relevance_hint", "tags")
 
 
-def _record(item: ContextItem) -> bytes:
-    """The numeric fields the engine reads of ``item``, packed (``_RECORD``)."""
-    tokens, pinned, ts, prio, hint, tags = _NUMERIC(item)
-    return _PACK(
-        tokens,
-        0 if ts is None else (ts - _EPOCH) // _US,  # exact integer microseconds (ts is UTC)
-        0 if prio is None else prio,
-        0.0 if hint is None else hint,
-        len(tags),
-        pinned,
-        ts is not None,
-        prio is not None,
-        hint is not None,
-    )
-
-
 #: what an item a selection has seen once holds under ``ROW_KEY`` (no record yet: falsy)
 _SEEN_ONCE = b""
+#: the fewest new items read column by column from their attributes: below, Arrow's and
+#: NumPy's per-call costs exceed what the records cost, and the items get theirs at once
+COLD_MIN = 256
 
 
 def _records(items: list[ContextItem]) -> tuple[np.ndarray | None, bool]:
@@ -101,22 +88,35 @@ def _records(items: list[ContextItem]) -> tuple[np.ndarray | None, bool]:
     A record costs more to make (a packed struct per item, its timestamp converted on its
     own) than the columns a selection reads, so it is made the second time a selection sees
     the item: a request whose items were all built for it makes none, and a selection over
-    items it has seen twice reads one attribute per item and converts nothing."""
+    items it has seen twice reads one attribute per item and converts nothing. Fewer than
+    ``COLD_MIN`` new items get their records at once."""
     try:
         buf = b"".join(map(_GET_ROW, items))
     except AttributeError:  # an item no selection has seen
-        dicts = list(map(_DICT, items))
         # mark each (frozen: __setattr__ refuses; the item's own dict does not), reading what
         # it held: a list of new (or seen once) items only needs no record
-        if not any(map(dict.setdefault, dicts, repeat(ROW_KEY), repeat(_SEEN_ONCE))):
+        if len(items) >= COLD_MIN and not any(
+            map(dict.setdefault, map(_DICT, items), repeat(ROW_KEY), repeat(_SEEN_ONCE))
+        ):
             return None, False
     else:
         if len(buf) == _RECORD.itemsize * len(items):
             return np.frombuffer(buf, dtype=_RECORD), True
-    for it in items:  # seen before (or alongside items with records): records for those without
+    for it in items:  # seen before (or alongside items with records, or few): records for those without
         d = it.__dict__
         if not d.get(ROW_KEY):
-            d[ROW_KEY] = _record(it)
+            tokens, pinned, ts, prio, hint, tags = _NUMERIC(it)  # (inline: a call per item costs 10%)
+            d[ROW_KEY] = _PACK(
+                tokens,
+                0 if ts is None else (ts - _EPOCH) // _US,
+                0 if prio is None else prio,
+                0.0 if hint is None else hint,
+                len(tags),
+                pinned,
+                ts is not None,
+                prio is not None,
+                hint is not None,
+            )
     return np.frombuffer(b"".join(map(_GET_ROW, items)), dtype=_RECORD), False
 
 
@@ -134,7 +134,7 @@ def _arrow_values(arr: pa.Array, dtype) -> tuple[np.ndarray, np.ndarray]:
 
 def _timestamps_of(items: list[ContextItem]) -> tuple[np.ndarray, np.ndarray]:
     """The items' timestamps in UTC microseconds since the epoch (0 when None) and whether
-    each has one: the record's values (``_record``) for a whole list at once. The differences
+    each has one: the records' values (``_records``) for a whole list at once. The differences
     from the epoch are exact timedeltas, which Arrow converts to integer microseconds in one
     call (a Python floor division per item costs ~4x more)."""
     deltas = [None if t is None else t - _EPOCH for t in map(_TIMESTAMP, items)]
