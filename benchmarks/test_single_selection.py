@@ -8,8 +8,10 @@ Each figure is the median over interleaved calls (run, dry_run, dry_run, run, ..
 process's CPU time (``time.process_time``, every thread): on the shared machine wall time mostly measures the
 other processes. The items are the benchmark matrix's generator (``matrix_data.py``) as
 ContextItems; the target is a quarter of the set's tokens. An item keeps its numeric fields
-packed after its first selection (``model.item_rows``), so the timed calls read records; the
-table also shows ``run`` on items seen for the first time (not asserted). Targets, for every policy: at 50
+packed once selections have seen it (``model.item_rows``: a list of fewer than ``COLD_MIN`` new
+items at once, a longer one the second time), so the timed calls read records; the table also
+shows ``run`` on items seen for the first time (not asserted), which reads the columns the
+policy needs from the items' attributes. Targets, for every policy: at 50
 items <= 150 us, at 500 <= 400 us, and ``run`` never slower than ``dry_run`` (5% allowed for
 noise). ``Pipeline`` reads the columns straight from the items (``model.item_rows.ItemRows``):
 no Arrow table is built; it runs the one set with the small-set driver (``engine.small``).

@@ -16,8 +16,8 @@ from cupel_np.analysis.sensitivity import PolicySensitivityReport, policy_sensit
 from cupel_np.analysis.trace import NULL_COLLECTOR, DiagnosticTraceCollector, OverflowEvent, TraceCollector
 from cupel_np.engine.parallel import threads_for
 from cupel_np.engine.runner import PolicyRun, as_table, check_budget, run_policy
-from cupel_np.engine.small import SMALL_SET, PolicyPlan, run_one
-from cupel_np.engine.sweep_run import classify
+from cupel_np.engine.small import SMALL_SET, PolicyPlan, run_sweep_one
+from cupel_np.engine.sweep_run import SweepRun, classify
 from cupel_np.errors import CupelError, InvalidInputTypeError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.grid import PolicySource
@@ -55,6 +55,13 @@ class Pipeline(PolicySource):
         return plan
 
     def _run_single(self, items, budget, policy, threads=None) -> PolicyRun:
+        run = PolicyRun(self._sweep_single(items, budget, policy, threads), 0)
+        run.raise_first_error()
+        return run
+
+    def _sweep_single(self, items, budget, policy, threads=None, clock: bool = True) -> SweepRun:
+        """The SweepRun of ``policy`` over ``items`` (one set), its errors not raised.
+        ``clock``: stamp the stage times a report's events read (``small.run_sweep_one``)."""
         table = as_table(items)
         budget = check_budget(budget)
         if table.n_sets != 1:
@@ -63,19 +70,19 @@ class Pipeline(PolicySource):
                 "(select one, or use cupel_np.sweep for many sets)"
             )
         if table.n <= SMALL_SET or threads_for(threads, table.n) == 1:  # the small-set driver
-            run = run_one(table, budget, self._plan(policy))
-        else:
-            run = run_policy(table, budget, policy, threads=threads)
-        run.raise_first_error()
-        return run
+            return run_sweep_one(table, budget, self._plan(policy), clock=clock)
+        return run_policy(table, budget, policy, threads=threads).sweep
 
     def run(self, items: Items, budget: ContextBudget, *, trace: TraceCollector | None = None) -> list[ContextItem]:
         """The selected items in placed order (``trace`` as in ``dry_run``; none by default)."""
         if (trace is None or trace is NULL_COLLECTOR) and self.on_overflow is None:
-            # no one to tell: the included rows in placed order, with no report
-            run = self._run_single(items, budget, self.policy)
-            sweep = run.sweep
-            return run.table.rows(_in_placed_order(sweep.included[0].nonzero()[0], sweep.placed_pos[0]))
+            # no one to tell: the included rows in placed order, and nothing a report reads
+            # (no PolicyRun, no stage clock)
+            sweep = self._sweep_single(items, budget, self.policy, clock=False)
+            errors = sweep.errors[0]
+            if errors:
+                raise errors[min(errors)]
+            return sweep.table.rows(_in_placed_order(sweep.included[0].nonzero()[0], sweep.placed_pos[0]))
         report = self._report(items, budget, self.policy, None, trace or NULL_COLLECTOR)
         # the items of ``report.included``, without their scores and reasons
         return report._run.table.rows(report.included_rows)

@@ -57,7 +57,7 @@ from cupel_np.model.scorers import (
     iter_scorers,
 )
 
-__all__ = ["SMALL_SET", "PolicyPlan", "classify_one", "run_one"]
+__all__ = ["SMALL_SET", "PolicyPlan", "classify_one", "run_one", "run_sweep_one"]
 
 #: ``Pipeline`` runs a set of up to this many items with :func:`run_one` whatever the thread
 #: count (on 5,000 items it took less CPU and less wall time than the batch engine on two
@@ -251,20 +251,34 @@ def _shared(table: ItemTable, plan: PolicyPlan, cls: Classified, max_cells: int)
     )
 
 
+def run_sweep_one(
+    table: ItemTable,
+    budget: ContextBudget,
+    plan: PolicyPlan,
+    *,
+    max_cells: int = KNAPSACK_MAX_CELLS,
+    clock: bool = True,
+) -> SweepRun:
+    """``run_one``'s SweepRun. ``clock``: stamp the shared phase's times (``prep_ns``, read
+    only by a report's stage events and spans; without it they stay 0)."""
+    if table.n_sets != 1:
+        raise ValueError(f"run_one runs one item set, the table holds {table.n_sets}")
+    if plan.has_columns:
+        check_scorer_columns(table, (plan.policy.scorer,))
+    t_start = time.time_ns() if clock else 0
+    cls = classify_one(table)
+    t_cls = time.time_ns() if clock else 0
+    shared = _shared(table, plan, cls, max_cells)
+    out = SweepRun(table, [Variant("", plan.policy, budget)], cls, shared.plan)
+    if clock:
+        out.prep_ns[:] = (t_start, t_cls, time.time_ns())
+    run_variant(shared, out, 0, _Scratch(table.n, cls.sc_rows.shape[0]), plan.slicer_args(table))
+    return out
+
+
 def run_one(
     table: ItemTable, budget: ContextBudget, plan: PolicyPlan, *, max_cells: int = KNAPSACK_MAX_CELLS
 ) -> PolicyRun:
     """``runner.run_policy(table, budget, plan.policy)`` for a table of one item set, on the
     calling thread: the same result (per-set failures recorded, not raised)."""
-    if table.n_sets != 1:
-        raise ValueError(f"run_one runs one item set, the table holds {table.n_sets}")
-    if plan.has_columns:
-        check_scorer_columns(table, (plan.policy.scorer,))
-    t_start = time.time_ns()
-    cls = classify_one(table)
-    t_cls = time.time_ns()
-    shared = _shared(table, plan, cls, max_cells)
-    out = SweepRun(table, [Variant("", plan.policy, budget)], cls, shared.plan)
-    out.prep_ns[:] = (t_start, t_cls, time.time_ns())
-    run_variant(shared, out, 0, _Scratch(table.n, cls.sc_rows.shape[0]), plan.slicer_args(table))
-    return PolicyRun(out, 0)
+    return PolicyRun(run_sweep_one(table, budget, plan, max_cells=max_cells), 0)

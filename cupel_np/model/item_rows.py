@@ -18,7 +18,7 @@ from array import array
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
-from itertools import chain
+from itertools import chain, repeat
 from operator import attrgetter, itemgetter
 
 import numpy as np
@@ -64,41 +64,89 @@ _GET_ROW = attrgetter(ROW_KEY)
 _CONTENT = attrgetter("content")
 _KIND = attrgetter("kind")
 _TAGS = attrgetter("tags")
+_TOKENS = attrgetter("tokens")
+_PINNED = attrgetter("pinned")
+_TIMESTAMP = attrgetter("timestamp")
+_PRIORITY = attrgetter("priority")
+_HINT = attrgetter("future_relevance_hint")
+_DICT = attrgetter("__dict__")
 _NUMERIC = attrgetter("tokens", "pinned", "timestamp", "priority", "future_relevance_hint", "tags")
 
 
-def _record(item: ContextItem) -> bytes:
-    """The numeric fields the engine reads of ``item``, packed (``_RECORD``)."""
-    tokens, pinned, ts, prio, hint, tags = _NUMERIC(item)
-    return _PACK(
-        tokens,
-        0 if ts is None else (ts - _EPOCH) // _US,  # exact integer microseconds (ts is UTC)
-        0 if prio is None else prio,
-        0.0 if hint is None else hint,
-        len(tags),
-        pinned,
-        ts is not None,
-        prio is not None,
-        hint is not None,
-    )
+#: what an item a selection has seen once holds under ``ROW_KEY`` (no record yet: falsy)
+_SEEN_ONCE = b""
+#: the fewest new items read column by column from their attributes: below, Arrow's and
+#: NumPy's per-call costs exceed what the records cost, and the items get theirs at once
+COLD_MIN = 256
 
 
-def _records(items: list[ContextItem]) -> tuple[np.ndarray, bool]:
+def _records(items: list[ContextItem]) -> tuple[np.ndarray | None, bool]:
     """Every item's numeric record (``_RECORD``), read-only, and whether every item had its
-    record already: an item made before, or never run by, a selection gets its record now and
-    keeps it (``ROW_KEY``), so a selection over items it has seen reads one attribute per item
-    and converts nothing."""
+    record already; ``(None, False)`` for a list of items no selection has read before (each
+    is marked as seen once, and the table reads the columns it needs from the attributes).
+
+    A record costs more to make (a packed struct per item, its timestamp converted on its
+    own) than the columns a selection reads, so it is made the second time a selection sees
+    the item: a request whose items were all built for it makes none, and a selection over
+    items it has seen twice reads one attribute per item and converts nothing. Fewer than
+    ``COLD_MIN`` new items get their records at once."""
     try:
         buf = b"".join(map(_GET_ROW, items))
-        seen = True
-    except AttributeError:
-        for it in items:
-            d = it.__dict__
-            if ROW_KEY not in d:
-                d[ROW_KEY] = _record(it)  # frozen: __setattr__ refuses; the item's own dict does not
-        buf = b"".join(map(_GET_ROW, items))
-        seen = False
-    return np.frombuffer(buf, dtype=_RECORD), seen
+    except AttributeError:  # an item no selection has seen
+        # mark each (frozen: __setattr__ refuses; the item's own dict does not), reading what
+        # it held: a list of new (or seen once) items only needs no record
+        if len(items) >= COLD_MIN and not any(
+            map(dict.setdefault, map(_DICT, items), repeat(ROW_KEY), repeat(_SEEN_ONCE))
+        ):
+            return None, False
+    else:
+        if len(buf) == _RECORD.itemsize * len(items):
+            return np.frombuffer(buf, dtype=_RECORD), True
+    for it in items:  # seen before (or alongside items with records, or few): records for those without
+        d = it.__dict__
+        if not d.get(ROW_KEY):
+            tokens, pinned, ts, prio, hint, tags = _NUMERIC(it)  # (inline: a call per item costs 10%)
+            d[ROW_KEY] = _PACK(
+                tokens,
+                0 if ts is None else (ts - _EPOCH) // _US,
+                0 if prio is None else prio,
+                0.0 if hint is None else hint,
+                len(tags),
+                pinned,
+                ts is not None,
+                prio is not None,
+                hint is not None,
+            )
+    return np.frombuffer(b"".join(map(_GET_ROW, items)), dtype=_RECORD), False
+
+
+def _arrow_values(arr: pa.Array, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """An Arrow array of 8-byte values (built here, so at offset 0) as NumPy: the values, 0
+    where null (a writable copy), and whether each is valid."""
+    n = len(arr)
+    bits, data = arr.buffers()
+    values = np.frombuffer(data, dtype=dtype, count=n)
+    if bits is None:  # no null
+        return values.copy(), np.ones(n, dtype=np.bool_)
+    valid = np.unpackbits(np.frombuffer(bits, dtype=np.uint8), count=n, bitorder="little").view(np.bool_)
+    return np.where(valid, values, 0), valid
+
+
+def _timestamps_of(items: list[ContextItem]) -> tuple[np.ndarray, np.ndarray]:
+    """The items' timestamps in UTC microseconds since the epoch (0 when None) and whether
+    each has one: the records' values (``_records``) for a whole list at once. The differences
+    from the epoch are exact timedeltas, which Arrow converts to integer microseconds in one
+    call (a Python floor division per item costs ~4x more)."""
+    deltas = [None if t is None else t - _EPOCH for t in map(_TIMESTAMP, items)]
+    if not deltas:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.bool_)
+    if set(map(type, deltas)) <= _PLAIN_DELTAS:  # not a subclass's finer timedeltas
+        return _arrow_values(pa.array(deltas, type=pa.duration("us")), np.int64)
+    valid = np.array([d is not None for d in deltas], dtype=np.bool_)
+    return np.array([0 if d is None else d // _US for d in deltas], dtype=np.int64), valid
+
+
+_PLAIN_DELTAS = {timedelta, type(None)}
 
 
 #: The frequency scorer's tag ids for the small path (``ItemRows.frequency_tags``): each
@@ -115,15 +163,22 @@ _generation = [0]
 _TAG_LOCK = threading.Lock()  #: held while ids are assigned (and the maps started again)
 
 
-def _keep_tag_ids(items: list[ContextItem], key: str) -> None:
-    """Give each of ``items`` without one its tags' process-wide ids (each tag folded), packed,
-    under ``key``: one dict look-up per tag occurrence, one slice per item. Call with
+def _restart_if_full() -> None:
+    """Start the maps again (under a new key) once they hold ``_GID_KEPT`` tags. Call with
     ``_TAG_LOCK`` held."""
-    new = [it for it in items if key not in it.__dict__]
-    tags = list(map(_TAGS, new))
-    gids: list = list(map(_RAW_GID.get, chain.from_iterable(tags)))  # ints once the Nones are filled
-    if None in gids:  # a tag never seen: its folding's id (a new one for a new folding)
-        flat = list(chain.from_iterable(tags))
+    if len(_RAW_GID) >= _GID_KEPT:
+        _RAW_GID.clear()
+        _FOLD_GID.clear()
+        _generation[0] += 1
+        _tag_key[0] = f"_cupel_np_tags_{_generation[0]}"
+
+
+def _gids(flat: list[str]) -> list[int]:
+    """The process-wide id of each of the tags ``flat``: one dict look-up per tag, a tag never
+    seen gets its folding's id (a new one for a new folding). Call with ``_TAG_LOCK`` held
+    when the list holds a tag not in ``_RAW_GID``."""
+    gids: list = list(map(_RAW_GID.get, flat))  # ints once the Nones are filled
+    if None in gids:
         for j, g in enumerate(gids):
             if g is None:
                 t = flat[j]
@@ -131,12 +186,33 @@ def _keep_tag_ids(items: list[ContextItem], key: str) -> None:
                 if g is None:
                     g = _RAW_GID[t] = _FOLD_GID.setdefault(ascii_fold(t), len(_FOLD_GID))
                 gids[j] = g
-    packed = array("q", gids).tobytes()
+    return gids
+
+
+def _keep_tag_ids(items: list[ContextItem], key: str) -> None:
+    """Give each of ``items`` without one its tags' process-wide ids (each tag folded), packed,
+    under ``key``: one dict look-up per tag occurrence, one slice per item. Call with
+    ``_TAG_LOCK`` held."""
+    new = [it for it in items if key not in it.__dict__]
+    tags = list(map(_TAGS, new))
+    packed = array("q", _gids(list(chain.from_iterable(tags)))).tobytes()
     pos = 0
     for it, t in zip(new, tags):
         end = pos + 8 * len(t)
         it.__dict__[key] = packed[pos:end]
         pos = end
+
+
+def _compact(off: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(off, ids, n_ids)`` with every id below ``n_ids``, renumbered when the process-wide
+    ids are too far apart for the kernel's scratch (``n_ids`` long)."""
+    if ids.shape[0] == 0:
+        return off, ids, 0
+    top = int(ids.max()) + 1
+    if top <= 8 * ids.shape[0] + 1024:  # the kernel's scratch is n_ids long: small enough
+        return off, ids, top
+    uniq, local = np.unique(ids, return_inverse=True)
+    return off, local.astype(np.int64, copy=False), int(uniq.shape[0])
 
 
 def tag_ids(items: list[ContextItem], off: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
@@ -149,22 +225,26 @@ def tag_ids(items: list[ContextItem], off: np.ndarray) -> tuple[np.ndarray, np.n
         bufs = list(map(attrgetter(key), items))
     except AttributeError:
         with _TAG_LOCK:
-            if len(_RAW_GID) >= _GID_KEPT:
-                _RAW_GID.clear()
-                _FOLD_GID.clear()
-                _generation[0] += 1
-                _tag_key[0] = f"_cupel_np_tags_{_generation[0]}"
+            _restart_if_full()
             key = _tag_key[0]
             _keep_tag_ids(items, key)
             bufs = list(map(attrgetter(key), items))
-    ids = np.frombuffer(b"".join(bufs), dtype=np.int64)
-    if ids.shape[0] == 0:
-        return off, ids, 0
-    top = int(ids.max()) + 1
-    if top <= 8 * ids.shape[0] + 1024:  # the kernel's scratch is n_ids long: small enough
-        return off, ids, top
-    uniq, local = np.unique(ids, return_inverse=True)
-    return off, local.astype(np.int64, copy=False), int(uniq.shape[0])
+    return _compact(off, np.frombuffer(b"".join(bufs), dtype=np.int64))
+
+
+def looked_up_tag_ids(tags: list[tuple[str, ...]], off: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """``tag_ids`` of items that keep none: the same process-wide ids, looked up per tag
+    (one dict look-up per tag occurrence, nothing kept on the items)."""
+    flat = list(chain.from_iterable(tags))
+    generation = _generation[0]
+    gids: list = list(map(_RAW_GID.get, flat))
+    # a tag never seen is assigned under the lock; so are all when the maps started again
+    # meanwhile (ids of two generations may be equal for different tags)
+    if None in gids or _generation[0] != generation:
+        with _TAG_LOCK:
+            _restart_if_full()
+            gids = _gids(flat)
+    return _compact(off, np.array(gids, dtype=np.int64))
 
 
 def _column(rec: np.ndarray, name: str) -> np.ndarray:
@@ -246,7 +326,9 @@ class ItemRows(ItemTable):
     units_per_second = 1e6
     _extra = _NO_EXTRA
 
-    def __init__(self, items: list[ContextItem], rec: np.ndarray, seen: bool = True):  # noqa: D107 - see the class
+    def __init__(
+        self, items: list[ContextItem], rec: np.ndarray | None, seen: bool = True, tokens: np.ndarray | None = None
+    ):  # noqa: D107 - see the class
         n = len(items)
         self._items = items
         self._rows = items
@@ -254,10 +336,15 @@ class ItemRows(ItemTable):
         self.set_keys = [None]
         self._cache = {}
         self._set_index = None
+        #: the items' records (``_records``), or None: then each column is read from the items
         self._rec = rec
         self._seen = seen  #: every item had its record: selections have seen these items before
-        self.tokens = _column(rec, "tokens")
-        self.pinned = _column(rec, "pinned")
+        if rec is None:
+            self.tokens = np.fromiter(map(_TOKENS, items), dtype=np.int64, count=n) if tokens is None else tokens
+            self.pinned = np.fromiter(map(_PINNED, items), dtype=np.bool_, count=n)
+        else:
+            self.tokens = _column(rec, "tokens")
+            self.pinned = _column(rec, "pinned")
         #: every content differs (no duplicate groups to look for)
         self.content_id, self.contents_distinct = _distinct_ids(list(map(_CONTENT, items)))
         self.kind_id, fold = _kind_ids(list(map(_KIND, items)))
@@ -273,7 +360,11 @@ class ItemRows(ItemTable):
             kept = list(items)
             if set(map(type, kept)) <= {ContextItem} or all(isinstance(it, ContextItem) for it in kept):
                 rec, seen = _records(kept)
-                if _small_sum(rec["tokens"]):  # else the loader's check runs and says so
+                if rec is None:  # items new to selections: columns from their attributes
+                    tokens = np.fromiter(map(_TOKENS, kept), dtype=np.int64, count=len(kept))
+                    if _small_sum(tokens):
+                        return cls(kept, None, False, tokens)
+                elif _small_sum(rec["tokens"]):  # else the loader's check runs and says so
                     return cls(kept, rec, seen)
         return ItemTable.from_items(items, set_column)
 
@@ -317,10 +408,14 @@ class ItemRows(ItemTable):
     # -- columns from the items' attributes ------------------------------------------------
     @cached_property
     def _timestamps(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._rec is None:
+            return _timestamps_of(self._rows)
         return _column(self._rec, "timestamp"), _column(self._rec, "timestamp_valid")
 
     @cached_property
     def _priority(self):
+        if self._rec is None:
+            return _arrow_values(pa.array(list(map(_PRIORITY, self._rows)), type=pa.int64()), np.int64)
         return _column(self._rec, "priority"), _column(self._rec, "priority_valid")
 
     @cached_property
@@ -333,6 +428,8 @@ class ItemRows(ItemTable):
 
     @cached_property
     def _hint(self):
+        if self._rec is None:
+            return _arrow_values(pa.array(list(map(_HINT, self._rows)), type=pa.float64()), np.float64)
         return _column(self._rec, "hint"), _column(self._rec, "hint_valid")
 
     @cached_property
@@ -342,7 +439,10 @@ class ItemRows(ItemTable):
     @cached_property
     def tag_offsets(self) -> np.ndarray:
         off = np.zeros(self.n + 1, dtype=np.int64)
-        np.cumsum(self._rec["n_tags"], out=off[1:])
+        if self._rec is None:
+            np.cumsum(np.fromiter(map(len, self._item_tags), dtype=np.int64, count=self.n), out=off[1:])
+        else:
+            np.cumsum(self._rec["n_tags"], out=off[1:])
         return off
 
     @cached_property
@@ -367,8 +467,9 @@ class ItemRows(ItemTable):
     def frequency_tags(self) -> tuple[np.ndarray, np.ndarray, int]:
         """The frequency scorer's input: on items a selection has seen before (each had its
         record), ``tag_ids``, ids kept on the items, so nothing is folded or looked up; on a
-        list with a new item, the table's own per-call ids (``tag_fold_id``), as keeping ids
-        costs more than working them out once (a request whose items are all new)."""
+        list with a new item, the same process-wide ids looked up per tag and not kept
+        (``looked_up_tag_ids``), as keeping ids costs more than looking them up once (a
+        request whose items are all new)."""
         if self._seen:
             return tag_ids(self._rows, self.tag_offsets)
-        return self.tag_offsets, self.tag_fold_id, self.n_fold_tags
+        return looked_up_tag_ids(self._item_tags, self.tag_offsets)

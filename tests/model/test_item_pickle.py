@@ -41,7 +41,7 @@ def test_every_field_survives_a_round_trip():
         pinned=True,
         original_tokens=9,
     )
-    for _ in range(2):  # the tag ids are kept from an item's second selection on
+    for _ in range(3):  # a list of new items: marked (few: records) first, then records, then tag ids
         assert item_rows.ItemRows.from_items([item]).frequency_tags[1].shape == (2,)  # what the small path reads
     assert _kept(item) == {item_rows.ROW_KEY, item_rows._tag_key[0]}
     for back in (pickle.loads(pickle.dumps(item, protocol=p)) for p in range(2, pickle.HIGHEST_PROTOCOL + 1)):

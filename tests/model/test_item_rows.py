@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from strategies import item_lists
 
 import cupel_np as c
+from cupel_np.model import item_rows
 from cupel_np.model.item_rows import ItemRows
 
 COLUMNS = (
@@ -27,9 +28,26 @@ def _as_items(dicts):
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(item_lists(max_size=14))
 def test_every_column_equals_the_arrow_paths(dicts):
-    items = _as_items(dicts)
-    rows, arrow = ItemRows.from_items(items), c.ItemTable.from_items(items)
-    assert type(rows) is ItemRows and type(arrow) is c.ItemTable
+    arrow = c.ItemTable.from_items(_as_items(dicts))
+    # new items read column by column (as a list of at least COLD_MIN items is), or few
+    # enough to get their records at once
+    for cold_min, sightings in (
+        (0, [(False, False), (True, False), (True, True)]),
+        (10**9, [(True, False), (True, True)]),
+    ):
+        items = _as_items(dicts)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(item_rows, "COLD_MIN", cold_min)
+            # first seen, seen once, then records read
+            for sighting, (has_records, seen) in enumerate(sightings):
+                rows = ItemRows.from_items(items)
+                assert type(rows) is ItemRows and type(arrow) is c.ItemTable
+                if items:  # (an empty list has every record it needs)
+                    assert ((rows._rec is not None), rows._seen) == (has_records, seen), (cold_min, sighting)
+                _same_columns(rows, arrow, items)
+
+
+def _same_columns(rows, arrow, items):
     for name in COLUMNS:
         a, b = getattr(rows, name), getattr(arrow, name)
         nan = a.dtype.kind == "f"
@@ -100,13 +118,16 @@ def _outcome(pipe, items, budget):
     st.sampled_from(["chronological", "u_shaped"]),
     st.sampled_from(["throw", "truncate", "proceed"]),
     st.booleans(),
+    st.booleans(),
 )
-def test_a_selection_equals_the_arrow_paths(dicts, target, scorer, slicer, placer, overflow, dedup):
+def test_a_selection_equals_the_arrow_paths(dicts, target, scorer, slicer, placer, overflow, dedup, cold):
     items = _as_items(dicts)
     policy = c.Policy(scorer, slicer=slicer, placer=placer, overflow_strategy=overflow, deduplication=dedup)
     budget = c.ContextBudget(max_tokens=target + 20, target_tokens=target)
     pipe = c.Pipeline(policy)
-    got = _outcome(pipe, items, budget)
+    with pytest.MonkeyPatch.context() as mp:  # ``cold``: new items read column by column, as many are
+        mp.setattr(item_rows, "COLD_MIN", 0 if cold else item_rows.COLD_MIN)
+        got = _outcome(pipe, items, budget)
     want = _outcome(pipe, c.ItemTable.from_items(items), budget)
     assert got == want
     if isinstance(got[0], list):
@@ -125,26 +146,30 @@ def _same_partition(off_a, ids_a, off_b, ids_b) -> bool:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(item_lists(max_size=14))
 def test_the_frequency_tags_kept_on_the_items_name_the_folded_tags(dicts):
-    items = _as_items(dicts)
-    arrow = c.ItemTable.from_items(items)
-    for _ in range(3):  # first seen (per-call ids), then kept on the items, then read back
-        off, ids, n_ids = ItemRows.from_items(items).frequency_tags
-        assert ids.dtype == np.int64 and (ids.shape[0] == 0 or 0 <= ids.min() <= ids.max() < n_ids)
-        assert _same_partition(off, ids, arrow.tag_offsets, arrow.tag_fold_id)
+    arrow = c.ItemTable.from_items(_as_items(dicts))
+    for cold_min in (0, 10**9):  # read column by column when new, or records at once
+        items = _as_items(dicts)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(item_rows, "COLD_MIN", cold_min)
+            for _ in range(4):  # looked up while new (or seen once), then kept on the items, then read back
+                off, ids, n_ids = ItemRows.from_items(items).frequency_tags
+                assert ids.dtype == np.int64 and (ids.shape[0] == 0 or 0 <= ids.min() <= ids.max() < n_ids)
+                assert _same_partition(off, ids, arrow.tag_offsets, arrow.tag_fold_id)
 
 
 def test_the_frequency_tags_start_again_when_the_maps_are_full(monkeypatch):
-    from cupel_np.model import item_rows
-
     def make(tag_lists):
         return [c.ContextItem(f"c{i}", 1, tags=t) for i, t in enumerate(tag_lists)]
 
     old = make([("Alpha", "b"), ("ALPHA",), ("c",)])
-    ItemRows.from_items(old)  # first seen: records kept, tag ids from the second selection on
+    monkeypatch.setattr(item_rows, "COLD_MIN", 0)  # new items: marked, records the second time, tag ids the third
+    ItemRows.from_items(old)
+    ItemRows.from_items(old)
     assert ItemRows.from_items(old).frequency_tags[2] >= 3  # alpha, b, c (and the ids before them)
     key = item_rows._tag_key[0]
     monkeypatch.setattr(item_rows, "_GID_KEPT", 1)  # full: the next new item starts the maps again
     fresh = make([("alpha",), ("B", "d")])
+    ItemRows.from_items(fresh)
     ItemRows.from_items(fresh)
     assert ItemRows.from_items(fresh).frequency_tags[2] == 3  # alpha, b, d: numbered again
     assert item_rows._tag_key[0] != key and all(key in vars(it) for it in old)
@@ -156,11 +181,29 @@ def test_the_frequency_tags_start_again_when_the_maps_are_full(monkeypatch):
 
 
 def test_far_apart_ids_are_renumbered_for_the_kernels_scratch(monkeypatch):
-    from cupel_np.model import item_rows
-
     items = [c.ContextItem("x", 1, tags=("far-tag-one",)), c.ContextItem("y", 1, tags=("Far-Tag-One", "q"))]
     monkeypatch.setitem(item_rows._RAW_GID, "far-tag-one", 10**7)  # as after many distinct tags
     monkeypatch.setitem(item_rows._RAW_GID, "Far-Tag-One", 10**7)
-    ItemRows.from_items(items)  # first seen
+    monkeypatch.setattr(item_rows, "COLD_MIN", 0)  # new items: marked, records the second time, tag ids the third
+    ItemRows.from_items(items)
+    ItemRows.from_items(items)
     off, ids, n_ids = ItemRows.from_items(items).frequency_tags
     assert n_ids == 2 and ids.tolist()[0] == ids.tolist()[1] != ids.tolist()[2] and off.tolist() == [0, 1, 3]
+
+
+def test_finer_than_microsecond_timestamps_read_as_the_arrow_path_reads_them():
+    """A pandas Timestamp keeps nanoseconds (its difference from the epoch is a pandas
+    Timedelta, not a timedelta): on every sighting the timestamp column is the Arrow path's,
+    after 1970 and before it."""
+    pd = pytest.importorskip("pandas")
+    stamps = [pd.Timestamp("2024-01-01 00:00:00.0000015Z"), None, pd.Timestamp("1969-12-31 23:59:59.9999995Z")]
+    arrow = c.ItemTable.from_items([c.ContextItem(f"c{i}", 1, timestamp=t) for i, t in enumerate(stamps)])
+    assert arrow.timestamp.tolist() == [1704067200000001, 0, -1]
+    for cold_min in (0, 10**9):  # column by column when new, or records at once
+        items = [c.ContextItem(f"c{i}", 1, timestamp=t) for i, t in enumerate(stamps)]
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(item_rows, "COLD_MIN", cold_min)
+            for _ in range(3):
+                rows = ItemRows.from_items(items)
+                assert np.array_equal(rows.timestamp, arrow.timestamp)
+                assert np.array_equal(rows.timestamp_valid, arrow.timestamp_valid)
