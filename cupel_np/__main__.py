@@ -1,5 +1,5 @@
 import sys
 
-from cupel_np.cli.app import main
+from cupel_np.cli import main
 
 sys.exit(main())

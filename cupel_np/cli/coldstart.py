@@ -7,7 +7,8 @@ the command by ``python -m cupel_np.cli.plan_record``) lists every kernel the co
 compiles, with its signature and its depth (0: called from Python; a kernel's callees follow
 it), in the order the compiles start. :func:`share_compile` starts ONE child process that
 compiles the depth-0 entries largest first (:func:`root_order`) while the command works from
-the plan's start. The child imports only Numba and the kernel modules (:data:`_CHILD_IMPORTS`).
+the plan's start. The child imports only Numba and the kernel modules (``early.CHILD_IMPORTS``);
+``cupel-np demo`` and ``check`` start it before they import the library (``cupel_np.cli.early``).
 
 Each entry is compiled by exactly one of them: a process takes an entry by creating its claim
 file (``O_EXCL``) and marks it done when the kernel is in the cache. A process that reaches an
@@ -21,7 +22,7 @@ compiles what it needs itself. The child is stopped when the command ends (each 
 written whole under a temporary name, so a stopped write leaves nothing).
 
 Two processes on two cores: never more (``available_cores() < 2`` shares nothing), and only
-when the load average leaves a core free (:func:`core_to_spare`). ``CUPEL_NP_COMPILE_AHEAD=0``
+when the load average leaves a core free (``early.core_to_spare``). ``CUPEL_NP_COMPILE_AHEAD=0``
 turns sharing off, ``=1`` shares whatever the load (the benchmark does).
 """
 
@@ -30,9 +31,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -42,9 +41,9 @@ import numpy as np
 from numba.core import types as nbtypes
 from numba.core.compiler_lock import global_compiler_lock
 
+from cupel_np.cli import early
 from cupel_np.cli.compile_plans import PLANS
 from cupel_np.engine import batch_kernels
-from cupel_np.engine.parallel import available_cores
 
 #: how long the command waits for a kernel the child is compiling before compiling it itself
 WAIT_SECONDS = 600.0
@@ -186,26 +185,17 @@ class _Claims:
 
 
 class _Sharing:
-    """The command's side: its claims and the child."""
+    """The command's side: its claims and the child (``early.Started``)."""
 
-    def __init__(self, plan: tuple[tuple[str, str, int], ...]):
-        self.dir = tempfile.mkdtemp(prefix="cupel-np-compile-")
-        self.child = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, self.dir, *["|".join(map(str, e)) for e in plan]],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+    def __init__(self, plan: tuple[tuple[str, str, int], ...], started: early.Started):
+        self.started = started
+        self.dir = started.dir
+        self.child = started.child
         self.claims = _Claims(plan, self.dir, lambda: self.child.poll() is None)
 
     def close(self) -> None:
         self.claims.unhook()
-        if self.child.poll() is None:
-            self.child.kill()
-        self.child.wait()
-        for p in Path(self.dir).iterdir():
-            p.unlink()
-        os.rmdir(self.dir)
+        self.started.stop()
 
 
 def plannable(sig) -> bool:
@@ -226,31 +216,20 @@ def _claim(directory: str, i: int) -> bool:
 
 
 def share_compile(command: str):
-    """On a cold kernel cache, start sharing ``command``'s compile plan with one child
-    process (see the module docstring); ``None`` when the kernels are cached, JIT is off,
-    only one core is usable or none is idle, ``CUPEL_NP_COMPILE_AHEAD=0`` or there is no
+    """On a cold kernel cache, share ``command``'s compile plan with one child process (see
+    the module docstring): the one ``cupel_np.cli.main`` started before it imported the
+    library (``early``), else one started now. ``None`` when the kernels are cached, JIT is
+    off, only one core is usable or none is idle, ``CUPEL_NP_COMPILE_AHEAD=0`` or there is no
     (current) plan. End it with :func:`end_sharing`."""
-    mode = os.environ.get("CUPEL_NP_COMPILE_AHEAD", "")
-    if mode == "0" or os.environ.get("NUMBA_DISABLE_JIT") == "1":
+    started = early.take(command)
+    if started is None and not early.wanted(command):
         return None
-    plan = PLANS.get(command)
-    if not plan or available_cores() < 2 or kernels_cached() or not _resolves(plan):
+    plan = PLANS[command]
+    if kernels_cached() or not _resolves(plan):  # the early guess was wrong, or a stale plan
+        if started is not None:
+            started.stop()
         return None
-    if mode != "1" and not core_to_spare():
-        return None
-    return _Sharing(plan)
-
-
-def core_to_spare() -> bool:
-    """Whether a core is free for the child: the 1-minute load average leaves at least about
-    one of the usable cores idle. On a busy machine a second process only competes for the
-    same cores (the sum of CPU time grows by 10-20%: each process sets Numba up, and NumPy's
-    implementations are compiled in both), so the wall time grows too."""
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):  # no load average here: assume the cores are free
-        return True
-    return load <= available_cores() - 1 + 0.5
+    return _Sharing(plan, started if started is not None else early.spawn(command))
 
 
 def _resolves(plan) -> bool:
@@ -293,27 +272,3 @@ def child_main() -> None:
     while (i := claims.next_untaken_root()) is not None:
         claims.compile_entry(i)
     claims.unhook()
-
-
-#: the child's imports (``python -c``; the claim directory and the plan entries follow as
-#: arguments): the plan's kernel modules and this one, WITHOUT running any package's
-#: ``__init__`` (every package of ``cupel_np`` is entered in ``sys.modules`` unexecuted). ``cupel_np``'s own
-#: ``__init__`` imports the whole library (pyarrow, the model, the analyses: ~0.4 s of CPU);
-#: compiling kernels needs only Numba and the kernel modules, so the child is ready sooner.
-#: A kernel module that needs its package's ``__init__`` fails here (tests/cli/test_coldstart.py).
-_CHILD_IMPORTS = (
-    "import importlib, importlib.util, os, sys\n"
-    "spec = importlib.util.find_spec('cupel_np')\n"
-    "top = spec.submodule_search_locations[0]\n"
-    "for d, dirs, files in os.walk(top):\n"
-    "    dirs[:] = [x for x in dirs if x != '__pycache__' and not x.startswith('.')]\n"
-    "    if '__init__.py' in files:\n"
-    "        rel = os.path.relpath(d, top)\n"
-    "        pkg = 'cupel_np' if rel == os.curdir else 'cupel_np.' + rel.replace(os.sep, '.')\n"
-    "        sys.modules.setdefault(pkg, importlib.util.module_from_spec(importlib.util.find_spec(pkg)))\n"
-    "for name in sorted({e.split('|')[0].rpartition('.')[0] for e in sys.argv[2:]}) + ['cupel_np.cli.coldstart']:\n"
-    "    importlib.import_module(name)\n"
-)
-
-#: what the child runs
-_CHILD = _CHILD_IMPORTS + "sys.modules['cupel_np.cli.coldstart'].child_main()\n"
