@@ -7,7 +7,7 @@ import time
 
 from cupel_np._fs import as_path
 from cupel_np.analysis.sensitivity import sweep
-from cupel_np.cli.coldstart import end_sharing, share_compile
+from cupel_np.cli.coldstart import compile_ahead, end_sharing, share_compile
 from cupel_np.cli.shared import (
     EXIT_OK,
     _claim_out,
@@ -35,9 +35,11 @@ def cmd_demo(args) -> int:
     args.overwrite = args.overwrite or (read_manifest(args.out) or {}).get("written_by") == "demo"
     _claim_out(args)
     t0 = time.perf_counter()
-    # a cold kernel cache: a second process compiles the kernels the sweep reaches last
+    # a cold kernel cache: a second process shares the compile, and the kernels are compiled
+    # ahead of the sweep in the order that keeps both busy
     sharing = share_compile("demo")
     try:
+        compile_ahead(sharing)
         return _run_demo(args, items, t0)
     finally:
         end_sharing(sharing)

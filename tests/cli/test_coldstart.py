@@ -61,6 +61,9 @@ SCRIPT = textwrap.dedent(
     if sys.argv[1] == "kill":
         sharing.child.kill()
         sharing.child.wait()
+    elif sys.argv[1] == "ahead":  # desc_bits compiled here before any use; int_keys by whoever took it
+        coldstart.compile_ahead(sharing)
+        assert sortkeys.desc_bits.signatures and os.path.exists(os.path.join(sharing.dir, "done-0"))
     else:  # the child takes the plan from its end: int_keys first
         t_end = time.monotonic() + 300
         while not os.path.exists(os.path.join(sharing.dir, "done-1")) and time.monotonic() < t_end:
@@ -91,6 +94,11 @@ def test_the_command_loads_what_the_child_compiled(tmp_path):
     assert out["keys"] == expected
     assert out["hits"] == 1
     assert not out["left"]  # the claim directory is removed
+
+
+def test_compiling_ahead_takes_what_the_child_has_not(tmp_path):
+    out = _run("ahead", tmp_path)
+    assert out["keys"][1] == (2**63) - 1 and not out["left"]
 
 
 def test_a_dead_child_costs_only_time(tmp_path):
@@ -325,3 +333,43 @@ def test_the_entry_point_starts_the_child_before_the_library(tmp_path):
 
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out == {"rc": 2, "loaded": [], "stopped": True}
+
+
+def test_a_waiting_process_picks_up_only_smaller_roots(tmp_path):
+    """Waiting for a short entry the other process holds, a process does not start a longer
+    root (it would hold its own chain back by all of it); waiting for a long one, it does."""
+    plan = (
+        ("cupel_np.engine.sortkeys.int_keys", "a", 0),
+        ("cupel_np.engine.sortkeys.int_keys", "a1", 1),
+        ("cupel_np.engine.sortkeys.int_keys", "a2", 1),
+        ("cupel_np.engine.sortkeys.desc_bits", "b", 0),
+        ("cupel_np.engine.sortkeys.desc_bits", "b1", 1),
+        ("cupel_np.engine.sortkeys.stable_argsort", "c", 0),
+    )
+    assert coldstart.subtree_sizes(plan) == [3, 1, 1, 2, 1, 1]
+    claims = coldstart._Claims(plan, str(tmp_path), lambda: True, from_end=True)
+    try:
+        assert claims.roots == [0, 3, 5]
+        assert claims.next_untaken_root() == 0
+        assert claims.next_untaken_root(smaller_than=1) is None  # waiting for a2: nothing is smaller
+        assert claims.next_untaken_root(smaller_than=2) == 5
+        assert claims.next_untaken_root(smaller_than=3) == 3
+        assert coldstart._claim(str(tmp_path), 3)
+        assert claims.next_untaken_root(smaller_than=3) == 5
+    finally:
+        claims.unhook()
+
+
+def test_the_command_compiles_ahead_the_childs_chain_from_its_end_then_the_largest_roots(tmp_path):
+    plan = (("a", "", 0), ("b", "", 0), ("b1", "", 1), ("c", "", 0), ("d", "", 0), ("d1", "", 1), ("d2", "", 2))
+    plan += (("d3", "", 1), ("e", "", 0), ("e1", "", 1))
+    claims = coldstart._Claims.__new__(coldstart._Claims)  # the order only: no kernels to hook
+    claims.plan, claims.size = plan, coldstart.subtree_sizes(plan)
+    assert coldstart.root_order(plan, from_end=True)[0] == 4  # the child starts with d
+    assert claims.ahead_order() == [7, 6, 5, 1, 8, 0, 3, 4]
+    for command, plan in PLANS.items():  # every entry once
+        claims.plan, claims.size = plan, coldstart.subtree_sizes(plan)
+        order = claims.ahead_order()
+        first = coldstart.root_order(plan, from_end=True)[0]
+        roots = {i for i, e in enumerate(plan) if e[2] == 0}
+        assert sorted(order) == sorted(roots | set(range(first + 1, first + claims.size[first]))), command
