@@ -40,15 +40,17 @@ SAMPLE = ROOT / "data" / "sample_sessions.parquet"
 CHECKS = ROOT / "data" / "examples" / "checks.toml"
 
 
-#: runs ``cupel_np.cli.main`` and prints its process's CPU seconds and its children's (the
-#: compile child) on the last line of stderr
+#: runs the ``cupel-np`` process (``cupel_np.cli.entry.run``, the console script: it exits
+#: without the interpreter's teardown) and prints, from an exit handler, its CPU seconds and
+#: its children's (the compile child) on the last line of stderr
 WRAP = (
-    "import json, resource, sys\n"
-    "from cupel_np.cli import main\n"
-    "rc = main(sys.argv[1:])\n"
-    "s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-    "print(json.dumps([s.ru_utime + s.ru_stime, c.ru_utime + c.ru_stime]), file=sys.stderr)\n"
-    "sys.exit(rc)\n"
+    "import atexit, json, resource, sys\n"
+    "def report():\n"
+    "    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "    print(json.dumps([s.ru_utime + s.ru_stime, c.ru_utime + c.ru_stime]), file=sys.stderr)\n"
+    "atexit.register(report)\n"
+    "from cupel_np.cli.entry import run\n"
+    "run()\n"
 )
 
 

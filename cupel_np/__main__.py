@@ -1,5 +1,3 @@
-import sys
+from cupel_np.cli.entry import run
 
-from cupel_np.cli.app import main
-
-sys.exit(main())
+run()

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from cupel_np._files import atomic_write_bytes, dumps_json
 from cupel_np._fs import as_path
-from cupel_np.cli.coldstart import end_sharing, share_compile
+from cupel_np.cli.coldstart import compile_ahead, end_sharing, share_compile
 from cupel_np.cli.shared import UsageError, _progress_enabled, _source
 from cupel_np.errors import InvalidConfigError, MemoryLimitError
 from cupel_np.io.dask import check, connect
@@ -89,6 +89,7 @@ def cmd_check(args) -> int:
     else:
         sharing = share_compile("check")  # a cold kernel cache: two processes compile
         try:
+            compile_ahead(sharing)
             outcomes = run_checks(cf, _tables(args, set_column, len(cf.variants)), threads=args.threads)
         finally:
             end_sharing(sharing)

@@ -6,14 +6,17 @@ idle. A *compile plan* (:data:`cupel_np.cli.compile_plans.PLANS`, recorded from 
 the command by ``python -m cupel_np.cli.plan_record``) lists every kernel the command
 compiles, with its signature and its depth (0: called from Python; a kernel's callees follow
 it), in the order the compiles start. :func:`share_compile` starts ONE child process that
-compiles the depth-0 entries largest first (:func:`root_order`) while the command works from
-the plan's start. The child imports only Numba and the kernel modules (:data:`_CHILD_IMPORTS`).
+compiles the depth-0 entries largest first (:func:`root_order`), while the command, before its
+work (:func:`compile_ahead`), compiles the kernels the child's first root calls from the last,
+then the other roots largest first. The child imports only Numba and the kernel modules (``early.CHILD_IMPORTS``);
+``cupel-np demo`` and ``check`` start it before they import the library (``cupel_np.cli.early``).
 
 Each entry is compiled by exactly one of them: a process takes an entry by creating its claim
 file (``O_EXCL``) and marks it done when the kernel is in the cache. A process that reaches an
 entry the other has taken first compiles the untaken kernels that entry calls, from the last
-(the holder goes from the first), then the next untaken entries of its own order, then waits
-for the done mark and loads the kernel from the cache: the same machine code it would have
+(the holder goes from the first), then, while it waits for the done mark, the next untaken
+entries of its own order that are smaller than the awaited one, and then loads the kernel from
+the cache: the same machine code it would have
 compiled, so results are identical. The call graph
 has no cycles and claims are taken under Numba's compiler lock, so the two never wait for each
 other. A child that dies, or a plan the code no longer matches, only costs time: the command
@@ -21,7 +24,7 @@ compiles what it needs itself. The child is stopped when the command ends (each 
 written whole under a temporary name, so a stopped write leaves nothing).
 
 Two processes on two cores: never more (``available_cores() < 2`` shares nothing), and only
-when the load average leaves a core free (:func:`core_to_spare`). ``CUPEL_NP_COMPILE_AHEAD=0``
+when the load average leaves a core free (``early.core_to_spare``). ``CUPEL_NP_COMPILE_AHEAD=0``
 turns sharing off, ``=1`` shares whatever the load (the benchmark does).
 """
 
@@ -30,9 +33,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -42,9 +43,9 @@ import numpy as np
 from numba.core import types as nbtypes
 from numba.core.compiler_lock import global_compiler_lock
 
+from cupel_np.cli import early
 from cupel_np.cli.compile_plans import PLANS
 from cupel_np.engine import batch_kernels
-from cupel_np.engine.parallel import available_cores
 
 #: how long the command waits for a kernel the child is compiling before compiling it itself
 WAIT_SECONDS = 600.0
@@ -103,6 +104,7 @@ class _Claims:
     def __init__(self, plan, directory: str, other_alive: Callable[[], bool], from_end: bool = False):
         self.plan = plan
         self.roots = root_order(plan, from_end)
+        self.size = subtree_sizes(plan)
         self.index = {(n, s): i for i, (n, s, _) in enumerate(plan)}
         self.dir = directory
         self.other_alive = other_alive
@@ -149,17 +151,14 @@ class _Claims:
         return not os.path.exists(os.path.join(self.dir, f"claim-{i}"))
 
     def help_and_wait(self, i: int) -> None:
-        depth = self.plan[i][2]
-        end = i + 1
-        while end < len(self.plan) and self.plan[end][2] > depth:
-            end += 1
+        end = i + self.size[i]
         for j in reversed(range(i + 1, end)):  # the kernels entry i calls, first compiled under it
             if self.untaken(j) and not Path(self.dir, f"done-{i}").exists():
                 self.compile_entry(j)
         done = Path(self.dir, f"done-{i}")
         t_end = time.monotonic() + WAIT_SECONDS
         while not done.exists() and self.other_alive() and time.monotonic() < t_end:
-            j = self.next_untaken_root()
+            j = self.next_untaken_root(smaller_than=self.size[i])
             if j is None:
                 time.sleep(0.005)
             else:  # rather than wait idle: a kernel this process would compile next anyway
@@ -169,16 +168,40 @@ class _Claims:
                 finally:
                     self.picking -= 1
 
-    def next_untaken_root(self):
+    def next_untaken_root(self, smaller_than: int | None = None):
         """The first plan entry called from Python that neither process has taken, in this
-        process's order (:func:`root_order`); ``None`` when all are taken. Compiling it while
-        waiting cannot deadlock: that compile never waits (``picking``), so a process waits
-        only for an entry the other is compiling on its chain of calls, and a cycle of such
-        waits would be a cycle of calls."""
+        process's order (:func:`root_order`); ``None`` when all are taken.
+
+        While waiting for entry ``i`` (``smaller_than``: its size, :func:`subtree_sizes`) only
+        a smaller root is picked up: a process waiting inside a long compile of its own (the
+        child's place kernel, which the command needs last) for a short entry the other is
+        helping with would otherwise start a long root and hold its own chain back by all of
+        it, while the other, done with everything else, sits idle (seen: 1.4 s of the knapsack
+        picked up for a 0.03 s wait). Compiling a root while waiting cannot deadlock: that
+        compile never waits (``picking``), so a process waits only for an entry the other is
+        compiling on its chain of calls, and a cycle of such waits would be a cycle of calls."""
         for j in self.roots:
-            if self.untaken(j):
+            if self.untaken(j) and (smaller_than is None or self.size[j] < smaller_than):
                 return j
         return None
+
+    def ahead_order(self) -> list[int]:
+        """The command's order when it compiles ahead (:func:`compile_ahead`): first the
+        kernels the child's first root calls, from the last (the child compiles that root's
+        chain from its first kernel, and the chain's own code last: the longest path of the
+        whole compile, shortened by what the command takes off it), then the other roots
+        largest first (as the child takes them when its chain is done: what is left at the
+        end is small, so neither process waits long for the other's last kernel)."""
+        first = root_order(self.plan, from_end=True)[0]
+        helped = list(reversed(range(first + 1, first + self.size[first])))
+        roots = sorted((i for i in root_order(self.plan, from_end=False) if i != first), key=lambda i: -self.size[i])
+        return helped + roots + [first]
+
+    def compile_ahead(self) -> None:
+        """Compile every plan entry of :meth:`ahead_order` that neither process has taken."""
+        for j in self.ahead_order():
+            if self.untaken(j):
+                self.compile_entry(j)
 
     def unhook(self) -> None:
         for d in self.hooked:
@@ -186,26 +209,17 @@ class _Claims:
 
 
 class _Sharing:
-    """The command's side: its claims and the child."""
+    """The command's side: its claims and the child (``early.Started``)."""
 
-    def __init__(self, plan: tuple[tuple[str, str, int], ...]):
-        self.dir = tempfile.mkdtemp(prefix="cupel-np-compile-")
-        self.child = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, self.dir, *["|".join(map(str, e)) for e in plan]],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+    def __init__(self, plan: tuple[tuple[str, str, int], ...], started: early.Started):
+        self.started = started
+        self.dir = started.dir
+        self.child = started.child
         self.claims = _Claims(plan, self.dir, lambda: self.child.poll() is None)
 
     def close(self) -> None:
         self.claims.unhook()
-        if self.child.poll() is None:
-            self.child.kill()
-        self.child.wait()
-        for p in Path(self.dir).iterdir():
-            p.unlink()
-        os.rmdir(self.dir)
+        self.started.stop()
 
 
 def plannable(sig) -> bool:
@@ -226,31 +240,20 @@ def _claim(directory: str, i: int) -> bool:
 
 
 def share_compile(command: str):
-    """On a cold kernel cache, start sharing ``command``'s compile plan with one child
-    process (see the module docstring); ``None`` when the kernels are cached, JIT is off,
-    only one core is usable or none is idle, ``CUPEL_NP_COMPILE_AHEAD=0`` or there is no
+    """On a cold kernel cache, share ``command``'s compile plan with one child process (see
+    the module docstring): the one ``cupel_np.cli.main`` started before it imported the
+    library (``early``), else one started now. ``None`` when the kernels are cached, JIT is
+    off, only one core is usable or none is idle, ``CUPEL_NP_COMPILE_AHEAD=0`` or there is no
     (current) plan. End it with :func:`end_sharing`."""
-    mode = os.environ.get("CUPEL_NP_COMPILE_AHEAD", "")
-    if mode == "0" or os.environ.get("NUMBA_DISABLE_JIT") == "1":
+    started = early.take(command)
+    if started is None and not early.wanted(command):
         return None
-    plan = PLANS.get(command)
-    if not plan or available_cores() < 2 or kernels_cached() or not _resolves(plan):
+    plan = PLANS[command]
+    if kernels_cached() or not _resolves(plan):  # the early guess was wrong, or a stale plan
+        if started is not None:
+            started.stop()
         return None
-    if mode != "1" and not core_to_spare():
-        return None
-    return _Sharing(plan)
-
-
-def core_to_spare() -> bool:
-    """Whether a core is free for the child: the 1-minute load average leaves at least about
-    one of the usable cores idle. On a busy machine a second process only competes for the
-    same cores (the sum of CPU time grows by 10-20%: each process sets Numba up, and NumPy's
-    implementations are compiled in both), so the wall time grows too."""
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):  # no load average here: assume the cores are free
-        return True
-    return load <= available_cores() - 1 + 0.5
+    return _Sharing(plan, started if started is not None else early.spawn(command))
 
 
 def _resolves(plan) -> bool:
@@ -261,10 +264,32 @@ def _resolves(plan) -> bool:
         return False
 
 
+def compile_ahead(sharing) -> None:
+    """The command's side of a shared compile (``sharing`` from :func:`share_compile`, or
+    ``None``: nothing to do), before its work: compile the plan ahead in the order that keeps
+    both processes busy to the end (:meth:`_Claims.ahead_order`) rather than as the work
+    reaches each kernel; the work then loads what it calls (what the child still holds it
+    waits for). A kernel the plan does not list is compiled on use, as ever."""
+    if sharing is not None:
+        sharing.claims.compile_ahead()
+
+
 def end_sharing(sharing) -> None:
     """Remove the hooks and stop the child (``sharing`` may be ``None``)."""
     if sharing is not None:
         sharing.close()
+
+
+def subtree_sizes(plan) -> list[int]:
+    """Per plan entry, its size: 1 + the entries that follow it deeper (first compiled under
+    it), a stand-in for how long its compile takes with all it calls."""
+    sizes = []
+    for i, (_, _, depth) in enumerate(plan):
+        end = i + 1
+        while end < len(plan) and plan[end][2] > depth:
+            end += 1
+        sizes.append(end - i)
+    return sizes
 
 
 def root_order(plan, from_end: bool) -> list[int]:
@@ -276,8 +301,7 @@ def root_order(plan, from_end: bool) -> list[int]:
     roots = [i for i, e in enumerate(plan) if e[2] == 0]
     if not from_end:
         return roots
-    ends = roots[1:] + [len(plan)]
-    size = {i: end - i for i, end in zip(roots, ends, strict=True)}
+    size = subtree_sizes(plan)
     return sorted(roots, key=lambda i: (-size[i], -i))
 
 
@@ -293,27 +317,3 @@ def child_main() -> None:
     while (i := claims.next_untaken_root()) is not None:
         claims.compile_entry(i)
     claims.unhook()
-
-
-#: the child's imports (``python -c``; the claim directory and the plan entries follow as
-#: arguments): the plan's kernel modules and this one, WITHOUT running any package's
-#: ``__init__`` (every package of ``cupel_np`` is entered in ``sys.modules`` unexecuted). ``cupel_np``'s own
-#: ``__init__`` imports the whole library (pyarrow, the model, the analyses: ~0.4 s of CPU);
-#: compiling kernels needs only Numba and the kernel modules, so the child is ready sooner.
-#: A kernel module that needs its package's ``__init__`` fails here (tests/cli/test_coldstart.py).
-_CHILD_IMPORTS = (
-    "import importlib, importlib.util, os, sys\n"
-    "spec = importlib.util.find_spec('cupel_np')\n"
-    "top = spec.submodule_search_locations[0]\n"
-    "for d, dirs, files in os.walk(top):\n"
-    "    dirs[:] = [x for x in dirs if x != '__pycache__' and not x.startswith('.')]\n"
-    "    if '__init__.py' in files:\n"
-    "        rel = os.path.relpath(d, top)\n"
-    "        pkg = 'cupel_np' if rel == os.curdir else 'cupel_np.' + rel.replace(os.sep, '.')\n"
-    "        sys.modules.setdefault(pkg, importlib.util.module_from_spec(importlib.util.find_spec(pkg)))\n"
-    "for name in sorted({e.split('|')[0].rpartition('.')[0] for e in sys.argv[2:]}) + ['cupel_np.cli.coldstart']:\n"
-    "    importlib.import_module(name)\n"
-)
-
-#: what the child runs
-_CHILD = _CHILD_IMPORTS + "sys.modules['cupel_np.cli.coldstart'].child_main()\n"
