@@ -5,9 +5,10 @@ compiles (name, signature, depth: 0 when called from Python), in the order the c
 PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
     "demo": (
         ("cupel_np.engine.scorers.kernels.rank_scores", "int64[1Cr] bool[1Cr] int64[1Cr]", 0),
-        ("cupel_np.engine.placers._mark_tied", "int64[1C] int64[1C] int64 int64 bool[1C]", 0),
+        ("cupel_np.engine.placers.timestamp_ranks", "int64[1C] int64[1C] int64[1C] int64", 0),
         ("cupel_np.engine.sortkeys.sort_pairs", "uint64[1C] int64[1C] uint64[1C] int64[1C] int64", 1),
         ("cupel_np.engine.scorers.kernels.frequency_scores_small", "int64[1Cr] int64[1Cr] int64 int64[1Cr]", 0),
+        ("cupel_np.engine.placers._mark_tied", "int64[1C] int64[1C] int64 int64 bool[1C]", 0),
         ("cupel_np.engine.batch_kernels.variant_scores", "float64[2C] int64[1C] int64[1C] float64[1C] float64[2C]", 0),
         ("cupel_np.engine.batch_kernels.duplicate_winners", "int64[1C] int64[1C] float64[1C]", 0),
         (
@@ -19,15 +20,17 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("cupel_np.engine.sortkeys.score_cmp", "float64 float64", 1),
         (
             "cupel_np.engine.stages._place_segments",
-            "int64 int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool int64[1C] bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] bool int64[1C] int64[1C] int64[1C] int64 int64 int64[1C] uint64[1C] int64[1C] uint64",
+            "int64 int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool int64[1C] bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] bool int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 int64[1C] uint64[1C] int64[1C] uint64",
             0,
         ),
+        ("cupel_np.engine.chrono_bits._chrono_mark_pinned", "int64[1C] int64 int64 int64[1C] uint64[1C] uint64[1C]", 1),
         (
-            "cupel_np.engine.chrono_bits._chrono_kept",
-            "int64[1C] int64 int64 int64[1C] int64 int64 int64[1C] int64 bool[1C] int64[1C] int64[1C] int64 int64 uint64[1C] int32[1C]",
+            "cupel_np.engine.chrono_bits._chrono_prefix",
+            "uint64[1C] int64[1C] int64 int64 uint64[1C] int64[1C] int64",
             1,
         ),
         ("cupel_np.engine.batch_kernels.popcount", "uint64", 2),
+        ("cupel_np.engine.chrono_bits._chrono_clear", "uint64[1C] int64 int64 uint64[1C] int64", 1),
         (
             "cupel_np.engine.placers._u_shaped_all",
             "int64[1C] int64 int64 int64[1C] int64 int64 int64[1C] int64 int64[1C] uint64[1C] int64 int64 uint64 int32[1C]",
@@ -38,7 +41,13 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("cupel_np.engine.sortkeys.stable_argsort", "uint64[1C]", 2),
         ("cupel_np.engine.sortkeys.desc_bits", "float64[1C]", 2),
         ("cupel_np.engine.sortkeys.radix_argsort", "uint64[1C]", 2),
-        ("cupel_np.engine.batch_kernels.bit_rank", "uint64[1C] int64[1C] int64", 1),
+        (
+            "cupel_np.engine.chrono_bits._chrono_place",
+            "int64 int64 int64[1C] uint64[1C] int64[1C] int64 uint64[1C] int64[1C] int64[1C] int32[1C]",
+            1,
+        ),
+        ("cupel_np.engine.batch_kernels.bit_rank", "uint64[1C] int64[1C] int64", 2),
+        ("cupel_np.engine.chrono_bits._chrono_tied", "uint64[1C] int64[1C] int64 int64", 1),
         ("cupel_np.engine.stages._sort_small_segments", "float64[1C] int64[1C] int64[1C]", 0),
         (
             "cupel_np.engine.slicers.knapsack._slice_knapsack",
@@ -60,6 +69,7 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ),
     ),
     "check": (
+        ("cupel_np.engine.placers.timestamp_ranks", "int64[1C] int64[1C] int64[1C] int64", 0),
         ("cupel_np.engine.scorers.kernels.rank_scores", "int64[1Cr] bool[1Cr] int64[1Cr]", 0),
         ("cupel_np.engine.placers._mark_tied", "int64[1C] int64[1C] int64 int64 bool[1C]", 0),
         ("cupel_np.engine.sortkeys.sort_pairs", "uint64[1C] int64[1C] uint64[1C] int64[1C] int64", 1),
@@ -74,15 +84,17 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("cupel_np.engine.sortkeys.score_cmp", "float64 float64", 1),
         (
             "cupel_np.engine.stages._place_segments",
-            "int64 int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool int64[1C] bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] bool int64[1C] int64[1C] int64[1C] int64 int64 int64[1C] uint64[1C] int64[1C] uint64",
+            "int64 int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool int64[1C] bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] bool int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 int64[1C] uint64[1C] int64[1C] uint64",
             0,
         ),
+        ("cupel_np.engine.chrono_bits._chrono_mark_pinned", "int64[1C] int64 int64 int64[1C] uint64[1C] uint64[1C]", 1),
         (
-            "cupel_np.engine.chrono_bits._chrono_kept",
-            "int64[1C] int64 int64 int64[1C] int64 int64 int64[1C] int64 bool[1C] int64[1C] int64[1C] int64 int64 uint64[1C] int32[1C]",
+            "cupel_np.engine.chrono_bits._chrono_prefix",
+            "uint64[1C] int64[1C] int64 int64 uint64[1C] int64[1C] int64",
             1,
         ),
         ("cupel_np.engine.batch_kernels.popcount", "uint64", 2),
+        ("cupel_np.engine.chrono_bits._chrono_clear", "uint64[1C] int64 int64 uint64[1C] int64", 1),
         (
             "cupel_np.engine.placers._u_shaped_all",
             "int64[1C] int64 int64 int64[1C] int64 int64 int64[1C] int64 int64[1C] uint64[1C] int64 int64 uint64 int32[1C]",
@@ -93,7 +105,13 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("cupel_np.engine.sortkeys.stable_argsort", "uint64[1C]", 2),
         ("cupel_np.engine.sortkeys.desc_bits", "float64[1C]", 2),
         ("cupel_np.engine.sortkeys.radix_argsort", "uint64[1C]", 2),
-        ("cupel_np.engine.batch_kernels.bit_rank", "uint64[1C] int64[1C] int64", 1),
+        (
+            "cupel_np.engine.chrono_bits._chrono_place",
+            "int64 int64 int64[1C] uint64[1C] int64[1C] int64 uint64[1C] int64[1C] int64[1C] int32[1C]",
+            1,
+        ),
+        ("cupel_np.engine.batch_kernels.bit_rank", "uint64[1C] int64[1C] int64", 2),
+        ("cupel_np.engine.chrono_bits._chrono_tied", "uint64[1C] int64[1C] int64 int64", 1),
         ("cupel_np.testing._kernels._top_n_fail_kernel", "float64[1Cr] int64[1Cr] int64[1Cr] int64 int64[1C]", 0),
     ),
 }

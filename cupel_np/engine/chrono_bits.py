@@ -1,8 +1,11 @@
 """Chronological placement of a segment that keeps every merged item (no truncation), on
-bitmaps: :func:`_chrono_kept` (called by ``stages._place_segments``) places the kept rows by
-filtering the shared timestamp order through one bit per row, and :func:`_repair_ties` (a
-kernel of its own, called after the place kernel only when a segment has runs of equal
-timestamps) puts those runs in input order. The same positions as
+bitmaps in timestamp-order space. ``stages._place_segments`` marks each kept timestamped row
+at its index in the shared timestamp order (``placers.timestamp_ranks`` gives every row's
+index once per sweep; :func:`_chrono_mark_pinned` for the pinned ones) and each kept
+untimestamped one at its input position; :func:`_chrono_prefix` counts the marks before each
+word, so a kept row's place is the count of marks before its own, written in row order
+(:func:`_chrono_place`). :func:`_chrono_ties` puts the segment's runs of equal timestamps
+(listed once per sweep) in input order. The same positions as
 ``placers._chronological_filter`` gives when nothing is truncated."""
 
 from __future__ import annotations
@@ -10,209 +13,120 @@ from __future__ import annotations
 import numpy as np
 
 from cupel_np._jit import jit, jit_inner
-from cupel_np.engine.batch_kernels import BIT1, popcount
+from cupel_np.engine.batch_kernels import BIT1, bit_rank, popcount
 from cupel_np.engine.placers import _repair_pairs
 
 
 @jit_inner
-def _chrono_kept(
-    pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, ts_valid, ts_order, ts_sorted, a, b, kbits, position
-):
-    """Chronological placement of one segment when every merged item is kept in merged order
-    (input position = pinned index, or ``n_pin + rank`` for a sliced item), without a per-row
-    table of input positions: the kept rows are bits of ``kbits`` (one bit per table row, so
-    the scan of the shared timestamp order tests bits that stay in cache).
-
-    Writes the timestamped kept rows' positions in the shared order filtered by ``kbits``;
-    runs of equal timestamps are left for :func:`_repair_ties` (called after the place kernel),
-    which this kernel tells where they are. Returns ``(c, ubits, upre, first, end)``: the
-    timestamped count; the untimestamped kept items as bits by input position with the set
-    bits before each word (such an item at input position ``j`` goes to
-    ``c + bit_rank(ubits, upre, j)``); and the span ``ts_order[first:end]`` holding the runs of
-    equal timestamps (empty when there are none). The caller writes those in its
-    pass over the kept rows, and clears their ``kbits`` words there. The same positions as
-    ``placers._chronological_filter`` gives when nothing is truncated."""
-    n_words = (m + 63) >> 6
-    ubits = np.empty(n_words, dtype=np.uint64)
-    for w in range(n_words):
-        ubits[w] = 0
+def _chrono_mark_pinned(pin_rows, plo, n_pin, ts_code, tbits, ubits):
+    """Marks a segment's pinned rows ``pin_rows[plo:plo + n_pin]`` (input positions
+    ``0..n_pin``) as ``_place_segments`` marks its kept sliced rows: a timestamped row at its
+    index ``i`` in the shared order (``ts_code[row] >> 1``, see ``placers.timestamp_ranks``) in
+    ``tbits``, an untimestamped one at its input position in ``ubits``."""
     for q in range(n_pin):
-        row = pin_rows[plo + q]
-        kbits[row >> 6] |= BIT1 << np.uint64(row & 63)
-        if not ts_valid[row]:
+        code = ts_code[pin_rows[plo + q]]
+        if code >= 0:
+            i = code >> 1
+            tbits[i >> 6] |= BIT1 << np.uint64(i & 63)
+        else:
             ubits[q >> 6] |= BIT1 << np.uint64(q & 63)
-    cw = -1  # the kbits word being filled (candidates usually ascend by row: one store a word)
-    acc = np.uint64(0)
-    for p in range(clo, chi):
-        r = rank[p]
-        row = cand_rows[p]
-        sel = r >= 0
-        w = row >> 6
-        if w != cw:
-            if cw >= 0:
-                kbits[cw] |= acc
-            cw = w
-            acc = np.uint64(0)
-        acc |= np.uint64(sel) << np.uint64(row & 63)
-        j = n_pin + r if sel else 0  # a no-op store when not an untimestamped kept item
-        u = sel & (not ts_valid[row])
-        ubits[j >> 6] |= np.uint64(u) << np.uint64(j & 63)
-    if cw >= 0:
-        kbits[cw] |= acc
-    upre = np.empty(n_words, dtype=np.int64)
+
+
+@jit_inner
+def _chrono_prefix(tbits, tpre, a, b, ubits, upre, m):
+    """Chronological placement of one segment whose merged items are all kept in merged
+    order (input position = pinned index, or ``n_pin + rank`` for a sliced item), marked by
+    ``_place_segments``: each timestamped row at its index ``i`` in the shared order
+    (``a <= i < b``) in ``tbits``, each untimestamped one at its input position ``j < m`` in
+    ``ubits``. Writes the set bits before each of the segment's words (``tpre``, ``upre``) and
+    returns ``c``, the timestamped count: a timestamped row goes to ``bit_rank(tbits, tpre, i)``
+    (the shared order filtered by the kept rows), an untimestamped one to
+    ``c + bit_rank(ubits, upre, j)`` (after them, in input order); :func:`_chrono_place`. Runs
+    of equal timestamps are left to :func:`_chrono_ties`."""
     t = 0
-    for w in range(n_words):
+    for w in range((m + 63) >> 6):
         upre[w] = t
         t += popcount(ubits[w])
     c = 0
-    first = -1  # the timestamp-order span of the runs of equal timestamps (kept rows)
-    last = -1
-    prev_i = -1  # the previous kept row's index in the shared order, and its timestamp
-    prev_t = 0
-    for i in range(a, b):
-        row = ts_order[i]
-        if (kbits[row >> 6] >> np.uint64(row & 63)) & BIT1:
-            tt = ts_sorted[i]
-            if prev_i >= 0 and tt == prev_t:
-                if first < 0:
-                    first = prev_i
-                last = i
-            position[row] = c
-            prev_i = i
-            prev_t = tt
-            c += 1
-    return c, ubits, upre, first, last + 1
+    if b > a:
+        for w in range(a >> 6, ((b - 1) >> 6) + 1):
+            tpre[w] = c
+            c += popcount(tbits[w])
+    return c
+
+
+@jit_inner
+def _chrono_clear(tbits, a, b, ubits, m):
+    """A segment's marks (see :func:`_chrono_prefix`) back to 0."""
+    if b > a:
+        for w in range(a >> 6, ((b - 1) >> 6) + 1):
+            tbits[w] = 0
+    for w in range((m + 63) >> 6):
+        ubits[w] = 0
+
+
+@jit_inner
+def _chrono_tied(tbits, runs, r0, r1):
+    """Whether a run of equal timestamps ``r0 <= r < r1`` (spans of the shared order, see
+    ``placers.timestamp_ranks``) has two or more rows marked in ``tbits``: the segment needs
+    :func:`_chrono_ties`."""
+    for r in range(r0, r1):
+        k = 0
+        for i in range(runs[2 * r], runs[2 * r + 1]):
+            k += np.int64((tbits[i >> 6] >> np.uint64(i & 63)) & BIT1)
+            if k > 1:
+                return True
+    return False
 
 
 @jit
-def _repair_ties(
-    segs,
-    tie_a,
-    tie_b,
-    pin_rows,
-    pin_offsets,
-    cand_rows,
-    cand_offsets,
-    rank,
-    ts_order,
-    ts_sorted,
-    included,
-    lstpos,
-    position,
-):
-    """After ``_place_segments``: the runs of equal timestamps among the kept (``included``)
-    rows of each segment ``segs`` placed by ``_chrono_kept`` back to input order, in the
-    span ``ts_order[tie_a[s]:tie_b[s]]`` that holds them: a run keeps its positions, its rows
-    are ordered by input position (``_tie_keys``). A kernel of its own: a run without equal
-    timestamps never compiles it."""
+def _chrono_ties(segs, ts_order, runs, run_offsets, included, key_at, position):
+    """After ``_place_segments``: the runs of equal timestamps of each segment ``segs`` it
+    placed on bitmaps back to input order (a kernel of its own, so a run without equal
+    timestamps never compiles it). Run ``r`` is the span ``runs[2 * r]:runs[2 * r + 1]`` of
+    the shared order ``ts_order`` (segment ``s``'s runs ``run_offsets[s]:run_offsets[s + 1]``,
+    see ``placers.timestamp_ranks``). A run's kept (``included``) rows hold consecutive
+    positions; with two or more of them, those positions go to the rows by input position
+    (``key_at[i]``, written by ``_place_segments`` for every kept tied row at its index ``i``)."""
     for s in segs:
-        plo = pin_offsets[s]
-        n_pin = pin_offsets[s + 1] - plo
-        clo = cand_offsets[s]
-        chi = cand_offsets[s + 1]
-        asc = True  # the candidates' rows ascend: bisection finds a row's input position
-        for p in range(clo + 1, chi):
-            if cand_rows[p] <= cand_rows[p - 1]:
-                asc = False
-                break
-        _repair_span(
-            pin_rows,
-            plo,
-            n_pin,
-            cand_rows,
-            clo,
-            chi,
-            rank,
-            ts_order,
-            ts_sorted,
-            tie_a[s],
-            tie_b[s],
-            asc,
-            included,
-            lstpos,
-            position,
-        )
+        r0 = run_offsets[s]
+        r1 = run_offsets[s + 1]
+        n = 0
+        for r in range(r0, r1):
+            n += runs[2 * r + 1] - runs[2 * r]
+        trow = np.empty(n, dtype=np.int64)  # the kept rows of the runs, in timestamp order
+        tkey = np.empty(n, dtype=np.int64)  # their input positions
+        tgrp = np.empty(n, dtype=np.int64)  # their run
+        tpos = np.empty(n, dtype=np.int64)  # their positions (ascending inside a run)
+        k = 0
+        for r in range(r0, r1):
+            k0 = k
+            for i in range(runs[2 * r], runs[2 * r + 1]):
+                row = ts_order[i]
+                if included[row]:
+                    trow[k] = row
+                    tkey[k] = key_at[i]
+                    tgrp[k] = r
+                    tpos[k] = position[row]
+                    k += 1
+            if k - k0 < 2:  # fewer than two kept: nothing to order
+                k = k0
+        _repair_pairs(trow, tkey, tgrp, k)  # each run by input position; its positions stay
+        for u in range(k):
+            position[trow[u]] = tpos[u]
 
 
 @jit_inner
-def _repair_span(
-    pin_rows, plo, n_pin, cand_rows, clo, chi, rank, ts_order, ts_sorted, a, b, asc, included, lstpos, position
-):
-    """:func:`_repair_ties` for one segment."""
-    trow = np.empty(b - a, dtype=np.int64)  # the kept rows of every run, in timestamp order
-    tts = np.empty(b - a, dtype=np.int64)  # their timestamps
-    tpos = np.empty(b - a, dtype=np.int64)  # their positions (ascending inside a run)
-    n_t = 0
-    c = position[ts_order[a]]
-    prev = -1  # the previous kept row, its timestamp, whether it is in trow
-    prev_t = 0
-    prev_in = False
-    for i in range(a, b):
-        row = ts_order[i]
-        if not included[row]:
-            continue
-        tt = ts_sorted[i]
-        if prev >= 0 and tt == prev_t:
-            if not prev_in:
-                trow[n_t] = prev
-                tts[n_t] = prev_t
-                tpos[n_t] = c - 1
-                n_t += 1
-            trow[n_t] = row
-            tts[n_t] = tt
-            tpos[n_t] = c
-            n_t += 1
-            prev_in = True
-        else:
-            prev_in = False
-        prev = row
-        prev_t = tt
-        c += 1
-    tkey = _tie_keys(trow, n_t, pin_rows, plo, n_pin, cand_rows, clo, chi, rank, asc, lstpos)
-    _repair_pairs(trow, tkey, tts, n_t)  # each run by input position; its positions stay
-    for u in range(n_t):
-        position[trow[u]] = tpos[u]
-
-
-#: at most this many pinned items in a segment are searched one by one for a tied row
-TIE_PIN_SEARCH = 64
-
-
-@jit_inner
-def _tie_keys(trow, n_t, pin_rows, plo, n_pin, cand_rows, clo, chi, rank, asc, lstpos):
-    """The input position (pinned index, or ``n_pin + rank``) of each kept row ``trow[:n_t]``:
-    by bisection of the candidates when their rows ascend (and a search of the few pinned
-    ones), else through ``lstpos`` (set for the segment's kept rows, back to -1 on return)."""
-    key = np.empty(n_t, dtype=np.int64)
-    if asc and n_pin <= TIE_PIN_SEARCH:
-        for u in range(n_t):
-            row = trow[u]
-            lo = clo
-            hi = chi
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if cand_rows[mid] < row:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            if lo < chi and cand_rows[lo] == row:
-                key[u] = n_pin + rank[lo]
-            else:  # a pinned row
-                for q in range(n_pin):
-                    if pin_rows[plo + q] == row:
-                        key[u] = q
-                        break
-        return key
-    for q in range(n_pin):
-        lstpos[pin_rows[plo + q]] = q
-    for p in range(clo, chi):
-        if rank[p] >= 0:
-            lstpos[cand_rows[p]] = n_pin + rank[p]
-    for u in range(n_t):
-        key[u] = lstpos[trow[u]]
-    for q in range(n_pin):
-        lstpos[pin_rows[plo + q]] = -1
-    for p in range(clo, chi):
-        if rank[p] >= 0:
-            lstpos[cand_rows[p]] = -1
-    return key
+def _chrono_place(row, j, ts_code, tbits, tpre, c, ubits, upre, key_at, position):
+    """The position of kept ``row`` (input position ``j``) of a segment :func:`_chrono_kept`
+    marked, which returned ``(c, ubits, upre)``: the kept timestamped rows before it in the
+    shared order, or after every timestamped one the untimestamped ones before it in input
+    order. A tied row's input position goes to ``key_at`` for :func:`_chrono_ties`."""
+    code = ts_code[row]
+    if code >= 0:
+        i = code >> 1
+        position[row] = bit_rank(tbits, tpre, i)
+        if code & 1:
+            key_at[i] = j
+    else:
+        position[row] = c + bit_rank(ubits, upre, j)

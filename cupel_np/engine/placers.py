@@ -294,6 +294,49 @@ def _mark_tied(ts_order, ts_sorted, a, b, flag):
             flag[ts_order[i + 1]] = True
 
 
+@jit
+def timestamp_ranks(ts_order, ts_sorted, ts_offsets, n_rows):
+    """What chronological placement reads of the shared timestamp order (``timestamp_order``)
+    per row and per segment, computed once for every variant: ``(code, runs, run_offsets)``.
+
+    ``code[row]``: ``2 * i + tied`` for the row at index ``i`` of the shared order (``tied``:
+    another row of its segment has its timestamp), -1 for an untimestamped row. ``runs``: the
+    segments' runs of equal timestamps as spans of the shared order (run ``r`` is
+    ``runs[2 * r]:runs[2 * r + 1]``, segment by segment, at least two rows each), segment
+    ``s``'s runs ``run_offsets[s]:run_offsets[s + 1]``."""
+    n_seg = ts_offsets.shape[0] - 1
+    code = np.empty(n_rows, dtype=np.int64)
+    for row in range(n_rows):
+        code[row] = -1
+    n_runs = 0
+    for s in range(n_seg):
+        for i in range(ts_offsets[s] + 1, ts_offsets[s + 1]):
+            if ts_sorted[i] == ts_sorted[i - 1] and (i - 1 == ts_offsets[s] or ts_sorted[i - 2] != ts_sorted[i - 1]):
+                n_runs += 1
+    runs = np.empty(2 * n_runs, dtype=np.int64)
+    run_offsets = np.empty(n_seg + 1, dtype=np.int64)
+    r = 0
+    for s in range(n_seg):
+        run_offsets[s] = r
+        a = ts_offsets[s]
+        b = ts_offsets[s + 1]
+        i = a
+        while i < b:
+            j = i + 1
+            while j < b and ts_sorted[j] == ts_sorted[i]:
+                j += 1
+            tied = 1 if j - i > 1 else 0
+            for u in range(i, j):
+                code[ts_order[u]] = 2 * u + tied
+            if tied:
+                runs[2 * r] = i
+                runs[2 * r + 1] = j
+                r += 1
+            i = j
+    run_offsets[n_seg] = r
+    return code, runs, run_offsets
+
+
 def chrono_compared(ts_valid, ts_order, ts_sorted, rows):
     """Per row of ``rows``: whether chronological placement may compare it with another item
     by input order - untimestamped, or sharing its timestamp with another row (of the whole
@@ -306,8 +349,10 @@ def chrono_compared(ts_valid, ts_order, ts_sorted, rows):
 
 def timestamp_order(ts, ts_valid, offsets):
     """Every segment's timestamped rows sorted by timestamp (shared by all variants), their
-    timestamps in that order, and the segment offsets. Equal timestamps of a segment come in
-    no particular order (placement repairs them to its input order).
+    timestamps in that order, and the segment offsets; then what placement reads of that
+    order (``timestamp_ranks``: each row's index in it, the runs of equal timestamps). Equal
+    timestamps of a segment come in no particular order (placement repairs them to its input
+    order).
 
     One NumPy quicksort (SIMD, releases the GIL) of a (segment, timestamp) key packed in a
     uint64; when the two do not fit in 64 bits the timestamps are replaced by their ranks."""
@@ -331,7 +376,8 @@ def timestamp_order(ts, ts_valid, offsets):
         key |= low
         order = rows[np.argsort(key)]
     order = order.astype(np.int64)
-    return order, ts[order], off
+    ts_sorted = ts[order]
+    return (order, ts_sorted, off, *timestamp_ranks(order, ts_sorted, off, ts.shape[0]))
 
 
 @jit_inner

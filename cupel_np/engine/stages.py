@@ -12,8 +12,15 @@ from typing import NamedTuple
 import numpy as np
 
 from cupel_np._jit import jit
-from cupel_np.engine.batch_kernels import bit_rank
-from cupel_np.engine.chrono_bits import _chrono_kept, _repair_ties
+from cupel_np.engine.batch_kernels import BIT1, popcount
+from cupel_np.engine.chrono_bits import (
+    _chrono_clear,
+    _chrono_mark_pinned,
+    _chrono_place,
+    _chrono_prefix,
+    _chrono_tied,
+    _chrono_ties,
+)
 from cupel_np.engine.placers import (
     CHRONO_FILTER_MIN,
     PLACER_CHRONOLOGICAL,
@@ -24,6 +31,7 @@ from cupel_np.engine.placers import (
     _place_truncated,
     _sliced_score_order,
     _u_shaped_all,
+    timestamp_ranks,
 )
 
 # reason codes (stored in the int8 reason matrix): one home, cupel_np.engine.reasons
@@ -179,6 +187,9 @@ def _place_segments(
     ts_order,
     ts_sorted,
     ts_offsets,
+    ts_code,
+    ts_runs,
+    ts_run_offsets,
     chrono_min,
     radix_min,
     u_rank,
@@ -221,6 +232,9 @@ def _place_segments(
             timestamps in that order. Chronological placement of a segment that keeps many of
             its rows filters that order instead of sorting, then repairs runs of equal
             timestamps to the placer's input order.
+        ts_code, ts_runs, ts_run_offsets : ``placers.timestamp_ranks`` of that order: each
+            row's index in it (``2 * i + tied``, -1 untimestamped) and each segment's runs of
+            equal timestamps
     Per variant, prepared by the wrapper (``_sliced_score_order``; u-shaped only, else empty)
         u_rank, u_key, u_off : ``u_rank[u_off[s]:u_off[s+1]]`` (when not empty) holds the ranks
             of segment ``s``'s selected items in u-shaped order (score desc, rank), their score
@@ -240,12 +254,12 @@ def _place_segments(
     Returns
         per segment ``(err, err_a, sliced_tokens, kept_tokens, trunc, tie_a, tie_b)``:
         ``ERR_OVERFLOW`` with the merged token count when the strategy is throw; the tokens the
-        slicer selected; the tokens of the included rows; whether the set truncates; the span
-        of the shared timestamp order whose runs of equal timestamps ``_repair_ties`` still
-        puts in input order (-1: none). A truncating set is left to
+        slicer selected; the tokens of the included rows; whether the set truncates; whether
+        ``chrono_bits._chrono_ties`` puts its runs of equal timestamps in input order, and
+        the input positions it reads (``key_at``). A truncating set is left to
         ``placers._place_truncated`` after its slice-stage exclusions (its kept rows, their
         reasons and positions, its kept tokens and ``seq``): a kernel of its own, so a run that
-        never truncates never compiles the truncation; so is ``_repair_ties``.
+        never truncates never compiles the truncation; so is ``_chrono_ties``.
     """
     n_seg = pin_offsets.shape[0] - 1
     # np.empty and element loops, never np.zeros/np.ones/np.arange: each of those compiles
@@ -255,23 +269,36 @@ def _place_segments(
     sliced_out = np.empty(n_seg, dtype=np.int64)  # per segment: tokens the slicer selected
     kept_out = np.empty(n_seg, dtype=np.int64)  # per segment: tokens of the included rows
     trunc = np.empty(n_seg, dtype=np.bool_)  # the sets _place_truncated places
-    tie_a = np.empty(n_seg, dtype=np.int64)  # per set: the span _repair_ties repairs (-1: none)
-    tie_b = np.empty(n_seg, dtype=np.int64)
+    ties = np.empty(n_seg, dtype=np.bool_)  # the sets _chrono_ties repairs
     for s in range(n_seg):
-        tie_a[s] = -1
-        tie_b[s] = -1
+        ties[s] = False
         err[s] = 0
         err_a[s] = 0
         sliced_out[s] = 0
         kept_out[s] = 0
         trunc[s] = False
-    # _chrono_kept's scratch: one bit per row, 0 between segments
-    kbits = np.empty((n_rows + 63) >> 6 if placer == PLACER_CHRONOLOGICAL and use_ts_order else 0, dtype=np.uint64)
-    for w in range(kbits.shape[0]):
-        kbits[w] = 0
+    # chronological placement on bitmaps (chrono_bits): each segment's kept rows are marked
+    # while the slice-stage pass reads them, the timestamped ones by their index in the shared
+    # timestamp order (``tbits``, one spare word at the end for no-op stores), the others by
+    # input position (``ubits``); both 0 between segments. Their set bits before each word
+    # (``tpre``, ``upre``), and the input position of a kept tied row by its index in the
+    # shared order (``key_at``, written then read for the kept tied rows only).
+    chrono = placer == PLACER_CHRONOLOGICAL and use_ts_order
+    n_ts = ts_order.shape[0]
+    max_m = 0
+    for s in range(n_seg if chrono else 0):
+        max_m = max(max_m, pin_offsets[s + 1] - pin_offsets[s] + cand_offsets[s + 1] - cand_offsets[s])
+    tbits = np.empty(((n_ts + 63) >> 6) + 1 if chrono else 0, dtype=np.uint64)
+    ubits = np.empty((max_m + 63) >> 6, dtype=np.uint64)
+    for w in range(tbits.shape[0]):
+        tbits[w] = 0
+    for w in range(ubits.shape[0]):
+        ubits[w] = 0
+    tpre = np.empty(tbits.shape[0], dtype=np.int64)
+    upre = np.empty(ubits.shape[0], dtype=np.int64)
+    key_at = np.empty(n_ts if chrono and ts_runs.shape[0] > 0 else 0, dtype=np.int64)
+    spare = tbits.shape[0] - 1
     c_ts = 0
-    ubits = kbits[:0]
-    upre = np.empty(0, dtype=np.int64)
     n_kinds = cap_of_kind.shape[0] if count_caps else 1
     kind_count = np.empty(n_kinds, dtype=np.int64)  # scratch, reset per segment
     defer = np.empty(cand_rows.shape[0] if count_caps else 0, dtype=np.int64)  # scratch: rows
@@ -287,6 +314,8 @@ def _place_segments(
         pinned_tokens = 0
         for q in range(plo, phi):
             pinned_tokens += tokens[pin_rows[q]]
+        if chrono:
+            _chrono_mark_pinned(pin_rows, plo, n_pin, ts_code, tbits, ubits)
         sliced_tokens = 0
         eff_target = eff_targets[s]
         override_max = budget_targets[s] - budget_reserves[s]
@@ -303,11 +332,19 @@ def _place_segments(
         for p in range(clo, chi):
             row = cand_rows[p]
             t = tokens[row]
-            if rank[p] >= 0:
+            r = rank[p]
+            if r >= 0:
                 n_sel += 1
                 sliced_tokens += t
                 if count_caps:
                     kind_count[kind[row]] += 1
+                if chrono:  # marked for chrono_bits (selects, not branches: unpredictable)
+                    code = ts_code[row]
+                    stamped = code >= 0
+                    i = code >> 1
+                    tbits[i >> 6 if stamped else spare] |= BIT1 << np.uint64(i & 63)
+                    j = n_pin + r
+                    ubits[j >> 6] |= np.uint64(not stamped) << np.uint64(j & 63)
                 continue
             included[row] = False
             if pinned_tokens > 0 and t > eff_target and t <= override_max:
@@ -331,6 +368,16 @@ def _place_segments(
         target = budget_targets[s]
         sliced_out[s] = sliced_tokens
         kept_out[s] = merged_tokens
+        fast_chrono = (
+            chrono
+            and not (merged_tokens > target and overflow != OVERFLOW_PROCEED)
+            and m > chrono_min
+            and m * 32 >= ts_offsets[s + 1] - ts_offsets[s]
+        )
+        if fast_chrono:  # every merged item is kept, in merged order: no merged arrays needed
+            c_ts = _chrono_prefix(tbits, tpre, ts_offsets[s], ts_offsets[s + 1], ubits, upre, m)
+        elif chrono:  # placed otherwise: the marks back to 0
+            _chrono_clear(tbits, ts_offsets[s], ts_offsets[s + 1], ubits, m)
         if merged_tokens > target and overflow == OVERFLOW_THROW:
             err[s] = ERR_OVERFLOW
             err_a[s] = merged_tokens
@@ -341,33 +388,8 @@ def _place_segments(
         if merged_tokens > target and overflow == OVERFLOW_TRUNCATE:
             trunc[s] = True  # placed by _place_truncated (compiled only when a set truncates)
             continue
-        fast_chrono = (
-            placer == PLACER_CHRONOLOGICAL
-            and use_ts_order
-            and m > chrono_min
-            and m * 32 >= ts_offsets[s + 1] - ts_offsets[s]
-        )
         fast_u = placer == PLACER_U_SHAPED and u_off[s + 1] > u_off[s]
-        if fast_chrono:
-            # every merged item is kept, in merged order: no merged arrays needed
-            c_ts, ubits, upre, tie_a[s], tie_b[s] = _chrono_kept(
-                pin_rows,
-                plo,
-                n_pin,
-                cand_rows,
-                clo,
-                chi,
-                rank,
-                m,
-                ts_valid,
-                ts_order,
-                ts_sorted,
-                ts_offsets[s],
-                ts_offsets[s + 1],
-                kbits,
-                position,
-            )
-        elif fast_u:
+        if fast_u:
             _u_shaped_all(
                 pin_rows,
                 plo,
@@ -384,7 +406,7 @@ def _place_segments(
                 one_key,
                 position,
             )
-        else:
+        elif not fast_chrono:  # (fast_chrono: placed in the pass below)
             # merged list: pinned (input order, score 1.0) then the slicer output in its order
             mrow = np.empty(m, dtype=np.int64)
             mscore = np.empty(m, dtype=np.float64)
@@ -406,21 +428,30 @@ def _place_segments(
             row = pin_rows[q]
             included[row] = True
             reason[row] = R_PINNED
-            if fast_chrono:  # _chrono_kept's bits back to 0, its untimestamped items placed
-                kbits[row >> 6] = 0
-                if not ts_valid[row]:
-                    position[row] = c_ts + bit_rank(ubits, upre, q - plo)
+            if fast_chrono:  # the places of the marked rows, in row order
+                _chrono_place(row, q - plo, ts_code, tbits, tpre, c_ts, ubits, upre, key_at, position)
         for p in range(clo, chi):
             r = rank[p]
             if r >= 0:
                 row = cand_rows[p]
                 included[row] = True
                 reason[row] = R_ZERO_TOKEN if tokens[row] == 0 else R_SCORED
-                if fast_chrono:
-                    kbits[row >> 6] = 0
-                    if not ts_valid[row]:
-                        position[row] = c_ts + bit_rank(ubits, upre, n_pin + r)
-    return err, err_a, sliced_out, kept_out, trunc, tie_a, tie_b
+                if fast_chrono:  # _chrono_place written out: a call here costs more than its work
+                    code = ts_code[row]
+                    if code >= 0:  # the kept timestamped rows before it in the shared order
+                        i = code >> 1
+                        w = i >> 6
+                        position[row] = tpre[w] + popcount(tbits[w] & ((BIT1 << np.uint64(i & 63)) - BIT1))
+                        if code & 1:
+                            key_at[i] = n_pin + r
+                    else:  # after them, the untimestamped ones before it in input order
+                        j = n_pin + r
+                        w = j >> 6
+                        position[row] = c_ts + upre[w] + popcount(ubits[w] & ((BIT1 << np.uint64(j & 63)) - BIT1))
+        if fast_chrono:
+            ties[s] = _chrono_tied(tbits, ts_runs, ts_run_offsets[s], ts_run_offsets[s + 1])
+            _chrono_clear(tbits, ts_offsets[s], ts_offsets[s + 1], ubits, m)
+    return err, err_a, sliced_out, kept_out, trunc, ties, key_at
 
 
 class PlaceRows(NamedTuple):
@@ -470,11 +501,15 @@ class PlacePolicy(NamedTuple):
 
 class TimestampOrder(NamedTuple):
     """Every segment's timestamped rows sorted by timestamp, shared by every variant
-    (``placers.timestamp_order``)."""
+    (``placers.timestamp_order``), and what placement reads of it (``placers.timestamp_ranks``;
+    ``place_segments`` computes them when None)."""
 
     order: np.ndarray  #: the rows, segment by segment (``order[offsets[s]:offsets[s+1]]``)
     sorted: np.ndarray  #: their timestamps in that order
     offsets: np.ndarray  #: int64 [n_seg + 1] into ``order``
+    code: np.ndarray | None = None  #: per row ``2 * (index in order) + tied``, -1 untimestamped
+    runs: np.ndarray | None = None  #: the runs of equal timestamps, spans of ``order``
+    run_offsets: np.ndarray | None = None  #: int64 [n_seg + 1] into the runs
 
 
 class PlaceOutputs(NamedTuple):
@@ -518,18 +553,6 @@ def _order_for_placer(tokens, pin_rows, pin_offsets, cand: Candidates, budget_ta
     return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(pin_offsets.shape[0], np.int64)
 
 
-def _repair_tie_spans(
-    tie_a, tie_b, pin_rows, pin_offsets, cand: Candidates, ts_rows, ts_sorted, out: PlaceOutputs, lstpos
-):
-    """The place kernel's runs of equal timestamps (``tie_a``/``tie_b``: per segment, the span
-    of the shared order that holds them, -1 when none) back to input order: a kernel of its own
-    (``chrono_bits._repair_ties``), so a run without equal timestamps never compiles it."""
-    if (tie_a >= 0).any():
-        segs = np.flatnonzero(tie_a >= 0)
-        args = (pin_rows, pin_offsets, cand.cand_rows, cand.cand_offsets, cand.rank, ts_rows, ts_sorted)
-        _repair_ties(segs, tie_a, tie_b, *args, out.included, lstpos, out.position)
-
-
 def place_segments(
     rows: PlaceRows,
     segments: PlaceSegments,
@@ -549,14 +572,17 @@ def place_segments(
     pin_rows, pin_offsets = segments.pin_rows, segments.pin_offsets
     use_ts_order = ts_order is not None
     if ts_order is not None:
-        ts_rows, ts_sorted, ts_offsets = ts_order
+        ts_rows, ts_sorted, ts_offsets, ts_code, ts_runs, ts_run_off = ts_order
+        if ts_code is None or ts_runs is None or ts_run_off is None:
+            ts_code, ts_runs, ts_run_off = timestamp_ranks(ts_rows, ts_sorted, ts_offsets, n_rows)
     else:  # every segment sorts its own kept items
         ts_rows, ts_offsets = np.zeros(0, np.int64), np.zeros(pin_offsets.shape[0], np.int64)
         ts_sorted = np.zeros(0, dtype=rows.ts.dtype)
+        ts_code, ts_runs, ts_run_off = ts_rows, ts_rows, ts_offsets
     if lstpos is None:
         lstpos = np.full(n_rows, -1, dtype=np.int64)
     u_rank, u_key, u_off = _order_for_placer(rows.tokens, pin_rows, pin_offsets, cand, segments.budget_targets, policy)
-    err, err_a, sliced, kept, trunc, tie_a, tie_b = _place_segments(
+    err, err_a, sliced, kept, trunc, ties, key_at = _place_segments(
         n_rows,
         rows.tokens,
         rows.kind,
@@ -584,6 +610,9 @@ def place_segments(
         ts_rows,
         ts_sorted,
         ts_offsets,
+        ts_code,
+        ts_runs,
+        ts_run_off,
         CHRONO_FILTER_MIN,
         RADIX_MIN,
         u_rank,
@@ -591,7 +620,8 @@ def place_segments(
         u_off,
         _ONE_KEY,
     )
-    _repair_tie_spans(tie_a, tie_b, pin_rows, pin_offsets, cand, ts_rows, ts_sorted, out, lstpos)
+    if ties.any():  # a kernel of its own: a run without equal timestamps never compiles it
+        _chrono_ties(np.flatnonzero(ties), ts_rows, ts_runs, ts_run_off, out.included, key_at, out.position)
     if trunc.any():  # a kernel of its own: a run that never truncates never compiles it
         _place_truncated(
             np.flatnonzero(trunc),

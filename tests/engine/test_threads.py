@@ -266,7 +266,7 @@ def test_timestamp_order_sorts_every_segment(span):
             )
         ts = ts.astype(np.int64)
         valid = rng.random(n) < 0.7
-        order, ts_sorted, off = timestamp_order(ts, valid, offsets)
+        order, ts_sorted, off, *_ = timestamp_order(ts, valid, offsets)
         assert order.dtype == np.int64 and off.dtype == np.int64
         assert np.array_equal(ts_sorted, ts[order])
         for s in range(n_seg):

@@ -1,0 +1,125 @@
+"""Chronological placement on bitmaps (``engine/chrono_bits.py``, the fast path of
+``stages._place_segments``) against an order computed here: timestamped kept items by
+(timestamp, input position), then the untimestamped ones by input position. Many segments
+of one table, coarse timestamps (long runs of equal ones), pinned rows, candidates in row
+order or not; the shared timestamp order's per-row codes given, or computed by the stage."""
+
+import numpy as np
+import pytest
+
+from cupel_np.engine import stages
+from cupel_np.engine.placers import timestamp_order, timestamp_ranks
+
+
+def _case(seed, coarse, shuffled):
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(0, 120, int(rng.integers(1, 30)))
+    sizes[rng.integers(0, sizes.shape[0])] = 700  # one segment with runs longer than 32
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n = int(offsets[-1])
+    ts = rng.integers(0, 6 if coarse else 10**12, n).astype(np.int64)
+    valid = rng.random(n) < 0.7
+    pinned = rng.random(n) < 0.05
+    pin_rows, pin_off, cand_rows, cand_off, rank = [], [0], [], [0], []
+    for s in range(sizes.shape[0]):
+        rows = np.arange(offsets[s], offsets[s + 1])
+        pins = rng.permutation(rows[pinned[rows]])  # pinned input order: any
+        cands = rows[~pinned[rows]]
+        if shuffled:
+            cands = rng.permutation(cands)
+        sel = rng.random(cands.shape[0]) < rng.uniform(0.2, 1.0)
+        rk = np.full(cands.shape[0], -1, dtype=np.int64)
+        rk[sel] = rng.permutation(int(sel.sum()))
+        pin_rows.append(pins)
+        pin_off.append(pin_off[-1] + pins.shape[0])
+        cand_rows.append(cands)
+        cand_off.append(cand_off[-1] + cands.shape[0])
+        rank.append(rk)
+    cat = lambda xs: np.concatenate(xs).astype(np.int64)  # noqa: E731
+    return (
+        n,
+        offsets,
+        ts,
+        valid,
+        (cat(pin_rows), np.array(pin_off, dtype=np.int64)),
+        (cat(cand_rows), np.array(cand_off, dtype=np.int64), cat(rank)),
+    )
+
+
+def _expected(n, offsets, ts, valid, pins, cands):
+    """Per row, its place: per segment, the kept items by (timestamped first, timestamp,
+    input position), input position = pinned index, or the pinned count + rank."""
+    (pin_rows, pin_off), (cand_rows, cand_off, rank) = pins, cands
+    want = np.full(n, -1, dtype=np.int64)
+    for s in range(offsets.shape[0] - 1):
+        pr = pin_rows[pin_off[s] : pin_off[s + 1]]
+        cr, rk = cand_rows[cand_off[s] : cand_off[s + 1]], rank[cand_off[s] : cand_off[s + 1]]
+        rows = np.concatenate([pr, cr[rk >= 0]])
+        inpos = np.concatenate([np.arange(pr.shape[0]), pr.shape[0] + rk[rk >= 0]])
+        order = np.lexsort((inpos, np.where(valid[rows], ts[rows], 0), ~valid[rows]))
+        want[rows[order]] = np.arange(rows.shape[0])
+    return want
+
+
+def _place(n, offsets, ts, valid, pins, cands, ts_order):
+    (pin_rows, pin_off), (cand_rows, cand_off, rank) = pins, cands
+    n_seg = offsets.shape[0] - 1
+    big = np.full(n_seg, 2**60, dtype=np.int64)
+    out = stages.PlaceOutputs(
+        np.zeros(n, np.bool_), np.zeros(n, np.int8), np.zeros(0, np.int64), np.zeros(0, np.int64),
+        np.full(n, -1, np.int64), np.zeros(0, np.int64),
+    )  # fmt: skip
+    stages.place_segments(
+        stages.PlaceRows(np.ones(n, np.int64), np.zeros(n, np.int64), ts, valid),
+        stages.PlaceSegments(pin_rows, pin_off, big, big, np.zeros(n_seg, np.int64)),
+        stages.Candidates(cand_rows, np.ones(cand_rows.shape[0]), cand_off, rank),
+        stages.PlacePolicy(stages.OVERFLOW_PROCEED, stages.PLACER_CHRONOLOGICAL, False, np.full(1, -1, np.int64)),
+        out,
+        ts_order,
+    )
+    return np.where(out.included, out.position, -1)
+
+
+@pytest.mark.parametrize("coarse", [True, False])
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_bitmap_placement_matches_the_order(monkeypatch, coarse, shuffled):
+    monkeypatch.setattr(stages, "CHRONO_FILTER_MIN", 0)  # the bitmap path wherever it may go
+    for seed in range(12):
+        n, offsets, ts, valid, pins, cands = _case(seed, coarse, shuffled)
+        want = _expected(n, offsets, ts, valid, pins, cands)
+        shared = timestamp_order(ts, valid, offsets)
+        assert len(shared) == 6
+        got = _place(n, offsets, ts, valid, pins, cands, stages.TimestampOrder(*shared))
+        assert np.array_equal(got, want), seed
+        # without the per-row codes the stage computes them; without the order every segment
+        # sorts its own kept items
+        lazy = _place(n, offsets, ts, valid, pins, cands, stages.TimestampOrder(*shared[:3]))
+        assert np.array_equal(lazy, want), seed
+        assert np.array_equal(_place(n, offsets, ts, valid, pins, cands, None), want), seed
+
+
+def test_timestamp_ranks_codes_and_runs():
+    rng = np.random.default_rng(4)
+    for _ in range(40):
+        n = int(rng.integers(0, 300))
+        offsets = np.concatenate([[0], np.sort(rng.integers(0, n + 1, int(rng.integers(0, 8)))), [n]])
+        offsets = offsets.astype(np.int64)
+        ts = rng.integers(0, 5, n).astype(np.int64)
+        valid = rng.random(n) < 0.7
+        order, ts_sorted, off, code, runs, run_off = timestamp_order(ts, valid, offsets)
+        assert np.array_equal(code[~valid], np.full(int((~valid).sum()), -1))
+        assert np.array_equal(code[order] >> 1, np.arange(order.shape[0]))
+        spans = runs.reshape(-1, 2)
+        tied = np.zeros(order.shape[0], dtype=np.bool_)
+        for s in range(offsets.shape[0] - 1):
+            a, b = off[s], off[s + 1]
+            seg_ts = ts_sorted[a:b]
+            starts = np.flatnonzero(np.concatenate([[True], seg_ts[1:] != seg_ts[:-1]])) + a
+            ends = np.concatenate([starts[1:], [b]])
+            long = ends - starts > 1
+            want = np.stack([starts[long], ends[long]], axis=1) if b > a else np.zeros((0, 2), np.int64)
+            assert np.array_equal(spans[run_off[s] : run_off[s + 1]], want)
+            for lo, hi in want:
+                tied[lo:hi] = True
+        assert np.array_equal(code[order] & 1, tied.astype(np.int64))
+        assert np.array_equal(timestamp_ranks(order, ts_sorted, off, n)[0], code)
