@@ -107,6 +107,41 @@ def test_rank_scores_quicksort_matches_strict_rank_formula():
     assert np.array_equal(got, want)
 
 
+def _strict_ranks(vals, valid, off):
+    out = np.zeros(vals.shape[0])
+    for lo, hi in zip(off[:-1], off[1:], strict=True):
+        v, ok = vals[lo:hi], valid[lo:hi]
+        if ok.sum() == 1:
+            out[lo:hi][ok] = 1.0
+        elif ok.sum() > 1:
+            rank = np.searchsorted(np.sort(v[ok]), v, side="left")
+            out[lo:hi] = np.where(ok, rank / np.float64(ok.sum() - 1), 0.0)
+    return out
+
+
+@pytest.mark.parametrize(
+    "span",
+    [
+        "counting",  # a span of at most twice the values: ranks by counting
+        "radix",  # timestamp-like: the radix sort of the keys minus the smallest
+        "full",  # int64 extremes: every digit of the radix sort
+    ],
+)
+def test_rank_scores_linear_paths_match_strict_rank_formula(span):
+    rng = np.random.default_rng(5)
+    n = 3 * sck.RANK_RADIX_MIN
+    vals = {
+        "counting": rng.integers(-50, 2 * n - 50, n),
+        "radix": 1_700_000_000_000_000 + rng.integers(0, 10**12, n),
+        "full": rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, n, endpoint=True),
+    }[span]
+    vals[::97] = vals[5]  # runs of equal values
+    valid = rng.random(n) < 0.8
+    off = np.array([0, 7, n // 2, n])  # a small segment (merge sort) between two linear ones
+    got = sck.rank_scores(vals, valid, off)
+    assert np.array_equal(got, _strict_ranks(vals, valid, off))
+
+
 def test_frequency_bitset_path_matches_naive():
     rng = np.random.default_rng(6)
     n = 1500  # 24 words per bitset: tags with more than 24 items take the bitset path
