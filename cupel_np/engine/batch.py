@@ -30,13 +30,13 @@ import numpy as np
 
 from cupel_np.engine import groups as grp
 from cupel_np.engine import placers, stages
-from cupel_np.engine.batch_kernels import duplicate_groups, duplicate_winners
+from cupel_np.engine.batch_kernels import duplicate_groups, duplicate_winners, included_positions
 from cupel_np.engine.parallel import run_tasks, threads_for
 from cupel_np.engine.reasons import R_COUNT_CAP_EXCEEDED, R_DEDUPLICATED, R_NEGATIVE_TOKENS
 from cupel_np.engine.scorers import ScoreContext, check_scorer_columns
 from cupel_np.engine.slicers import SlicerArgs, greedy_inside, nested, row_order, slicer_args
 from cupel_np.engine.slicers.codes import ERR_SCARCITY
-from cupel_np.engine.slicers.greedy import greedy_segments
+from cupel_np.engine.slicers.greedy import fresh_ranks, greedy_segments
 from cupel_np.engine.slicers.knapsack import KNAPSACK_ROW_CELLS
 from cupel_np.engine.sweep_run import (
     Classified,
@@ -349,7 +349,7 @@ def _slice_greedy(
     every = surv.shape[0] == sc_rows.shape[0]  # no deduplication loser: the scoreable rows, in order
     cand_score = sc if every else sc[surv]
     cand_tok = sh.sc_tok if every else sh.sc_tok[surv]
-    rank = np.full(len(surv), -1, dtype=np.int64)
+    rank = fresh_ranks(surv_off, targets)
     rank_prefix = np.zeros(sh.table.n_sets, dtype=np.int64)
     compared = None
     if placer == "chronological" and sh.chrono_compared is not None:
@@ -494,7 +494,7 @@ def _record(
         out.count_cap[v] = (cc, details[0][cc].copy(), details[1][cc].copy())
     else:
         out.count_cap[v] = (np.zeros(0, np.int64),) * 3
-    out.placed_pos[v] = position[out.included[v]]
+    out.placed_pos[v] = included_positions(position, out.included[v])
 
 
 def _unit_space(sh: SweepShared, plan: grp.GroupPlan) -> SweepShared:

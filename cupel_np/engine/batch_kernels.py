@@ -41,6 +41,22 @@ def variant_scores(base, term_off, term_col, term_w, out):
     return out
 
 
+@jit
+def included_positions(position, included):
+    """``position[included]`` (int32 placed positions of the included rows, in row order) by a
+    branch-free compaction: a row is written always and kept when included."""
+    n = included.shape[0]
+    k = 0
+    for i in range(n):
+        k += 1 if included[i] else 0
+    out = np.empty(k + 1, dtype=np.int32)  # one spare slot: the last row is written either way
+    k = 0
+    for i in range(n):
+        out[k] = position[i]
+        k += 1 if included[i] else 0
+    return out[:k]
+
+
 def duplicate_groups(content_id: np.ndarray, offsets: np.ndarray):
     """Groups of equal content inside each segment (only groups of 2 or more). Returns
     ``(members, group_offsets)``: members of a group are positions in ascending order.
