@@ -436,3 +436,24 @@ def test_big_segment_score_sort_with_ties():
     for lo, hi in ((0, 100), (100, n)):
         want = sorted(range(lo, hi), key=lambda i: naive._score_desc_key(float(score[i])) + (i,))
         assert list(got[lo:hi]) == want
+
+
+@pytest.mark.parametrize("n_terms", [0, 1, 2, 3, 4, 5, 8, 9])
+def test_variant_scores_sum_terms_left_to_right(n_terms):
+    """Every variant's score is ``((0.0 + x0*w0) + x1*w1) + ...`` in its own term order, to the
+    bit (-0.0 columns and negative weights included), over more rows than one block."""
+    from cupel_np.engine.batch_kernels import SCORE_BLOCK, variant_scores
+
+    rng = np.random.default_rng(n_terms)
+    m, k = 2 * SCORE_BLOCK + 37, 5
+    base = rng.random((m, k))
+    base[rng.random((m, k)) < 0.1] = -0.0
+    term_off = np.array([0, n_terms, 2 * n_terms], dtype=np.int64)
+    term_col = rng.integers(0, k, 2 * n_terms).astype(np.int64)
+    term_w = rng.uniform(-1.0, 1.0, 2 * n_terms)
+    got = variant_scores(base, term_off, term_col, term_w, np.full((2, m), np.nan))
+    for v in range(2):
+        want = np.zeros(m)
+        for t in range(term_off[v], term_off[v + 1]):
+            want = want + base[:, term_col[t]] * term_w[t]
+        assert np.array_equal(got[v].view(np.uint64), want.view(np.uint64))
