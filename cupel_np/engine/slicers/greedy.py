@@ -180,13 +180,17 @@ def repair_runs(order, ks, score):
     keys in any order; reorder every run of equal keys by (score descending with NaN last,
     position ascending). In place."""
     n = order.shape[0]
-    i = 0
-    while i < n:
-        j = i + 1
+    j = 1
+    while j < n:
+        if ks[j] != ks[j - 1]:  # the common case, a key of its own: a tight loop to skip it
+            j += 1
+            continue
+        i = j - 1  # a run of equal keys starts at i
         kv = ks[i]
+        j += 1
         while j < n and ks[j] == kv:
             j += 1
-        if 1 < j - i <= INSERTION_MAX:
+        if j - i <= INSERTION_MAX:
             for u in range(i + 1, j):  # insertion sort by (score key, position)
                 x = order[u]
                 w = u - 1
@@ -198,14 +202,14 @@ def repair_runs(order, ks, score):
                     order[w + 1] = y
                     w -= 1
                 order[w + 1] = x
-        elif j - i > 1:
+        else:
             run = order[i:j]
             run = run[stable_argsort(int_keys(run))]
             sk = desc_bits(score[run])
             o = stable_argsort(sk)
             for q in range(j - i):
                 order[i + q] = run[o[q]]
-        i = j
+        j += 1  # ks[j] differs from the run's key
 
 
 @jit
