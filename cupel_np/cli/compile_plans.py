@@ -6,6 +6,8 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
     "demo": (
         ("cupel_np.engine.scorers.kernels.rank_scores", "int64[1Cr] bool[1Cr] int64[1Cr]", 0),
         ("cupel_np.engine.placers._mark_tied", "int64[1C] int64[1C] int64 int64 bool[1C]", 0),
+        ("cupel_np.engine.scorers.kernels._rank_counting", "uint64[1C] int64[1C] int64 int64 float64[1C]", 1),
+        ("cupel_np.engine.scorers.kernels._radix_pairs", "uint64[1C] int64[1C] uint64[1C] int64[1C] int64 uint64", 1),
         ("cupel_np.engine.sortkeys.sort_pairs", "uint64[1C] int64[1C] uint64[1C] int64[1C] int64", 1),
         ("cupel_np.engine.scorers.kernels.frequency_scores_small", "int64[1Cr] int64[1Cr] int64 int64[1Cr]", 0),
         ("cupel_np.engine.batch_kernels.variant_scores", "float64[2C] int64[1C] int64[1C] float64[1C] float64[2C]", 0),
@@ -39,6 +41,7 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("cupel_np.engine.sortkeys.desc_bits", "float64[1C]", 2),
         ("cupel_np.engine.sortkeys.radix_argsort", "uint64[1C]", 2),
         ("cupel_np.engine.batch_kernels.bit_rank", "uint64[1C] int64[1C] int64", 1),
+        ("cupel_np.engine.batch_kernels.included_positions", "int32[1C] bool[1C]", 0),
         ("cupel_np.engine.stages._sort_small_segments", "float64[1C] int64[1C] int64[1C]", 0),
         (
             "cupel_np.engine.slicers.knapsack._slice_knapsack",
@@ -62,6 +65,8 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
     "check": (
         ("cupel_np.engine.scorers.kernels.rank_scores", "int64[1Cr] bool[1Cr] int64[1Cr]", 0),
         ("cupel_np.engine.placers._mark_tied", "int64[1C] int64[1C] int64 int64 bool[1C]", 0),
+        ("cupel_np.engine.scorers.kernels._rank_counting", "uint64[1C] int64[1C] int64 int64 float64[1C]", 1),
+        ("cupel_np.engine.scorers.kernels._radix_pairs", "uint64[1C] int64[1C] uint64[1C] int64[1C] int64 uint64", 1),
         ("cupel_np.engine.sortkeys.sort_pairs", "uint64[1C] int64[1C] uint64[1C] int64[1C] int64", 1),
         ("cupel_np.engine.batch_kernels.variant_scores", "float64[2C] int64[1C] int64[1C] float64[1C] float64[2C]", 0),
         ("cupel_np.engine.batch_kernels.duplicate_winners", "int64[1C] int64[1C] float64[1C]", 0),
@@ -94,6 +99,7 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("cupel_np.engine.sortkeys.desc_bits", "float64[1C]", 2),
         ("cupel_np.engine.sortkeys.radix_argsort", "uint64[1C]", 2),
         ("cupel_np.engine.batch_kernels.bit_rank", "uint64[1C] int64[1C] int64", 1),
+        ("cupel_np.engine.batch_kernels.included_positions", "int32[1C] bool[1C]", 0),
         ("cupel_np.testing._kernels._top_n_fail_kernel", "float64[1Cr] int64[1Cr] int64[1Cr] int64 int64[1C]", 0),
     ),
 }
