@@ -34,6 +34,7 @@ from cupel_np.engine.batch_kernels import duplicate_groups, duplicate_winners, i
 from cupel_np.engine.parallel import run_tasks, threads_for
 from cupel_np.engine.reasons import R_COUNT_CAP_EXCEEDED, R_DEDUPLICATED, R_NEGATIVE_TOKENS
 from cupel_np.engine.scorers import ScoreContext, check_scorer_columns
+from cupel_np.engine.scorers.kernels import rank_scores_from_order
 from cupel_np.engine.slicers import SlicerArgs, greedy_inside, nested, row_order, slicer_args
 from cupel_np.engine.slicers.codes import ERR_SCARCITY
 from cupel_np.engine.slicers.greedy import fresh_ranks, greedy_segments
@@ -57,7 +58,7 @@ from cupel_np.errors import (
 )
 from cupel_np.model.grid import Variant
 from cupel_np.model.items import ItemTable
-from cupel_np.model.scorers import CompositeScorer, Scorer
+from cupel_np.model.scorers import CompositeScorer, RecencyScorer, Scorer
 from cupel_np.model.slicers import (
     CountConstrainedKnapsackSlice,
     CountQuotaSlice,
@@ -151,6 +152,25 @@ def _timestamps(
     return ts, compared
 
 
+def _timestamps_and_recency(
+    table: ItemTable, sc_rows: np.ndarray, greedy_chrono: bool, base: np.ndarray, j: int
+) -> tuple[stages.TimestampOrder, np.ndarray | None]:
+    """:func:`_timestamps`, and when ``j >= 0`` the RecencyScorer column ``base[:, j]`` from
+    the timestamp order it builds (the ranks by one walk of it instead of a sort of their own)."""
+    ts, compared = _timestamps(table, sc_rows, greedy_chrono)
+    if j >= 0:
+        identity = sc_rows.shape[0] == table.n  # the scoreable rows (ascending) are every row
+        sc_pos = _NO_POS
+        if not identity:
+            sc_pos = np.full(table.n, -1, dtype=np.int64)
+            sc_pos[sc_rows] = np.arange(sc_rows.shape[0])
+        base[:, j] = rank_scores_from_order(ts.order, ts.sorted, ts.offsets, sc_pos, identity, sc_rows.shape[0])
+    return ts, compared
+
+
+_NO_POS = np.zeros(0, dtype=np.int64)
+
+
 def _score_column(ctx: ScoreContext, scorer: Scorer, base: np.ndarray, j: int) -> None:
     base[:, j] = ctx.score(scorer)
 
@@ -200,9 +220,12 @@ def prepare_sweep(
     base = np.empty((sc_rows.shape[0], len(children)), dtype=np.float64)
     chrono = [var for var in variants if var.policy.placer == "chronological"]
     tasks: list[Callable[[], Any]] = []
+    # with a timestamp order to build anyway, a RecencyScorer column is read from it
+    recency = next((j for j, ch in enumerate(children) if type(ch) is RecencyScorer), -1) if chrono else -1
     if chrono:  # first: the longest task
-        tasks.append(partial(_timestamps, table, sc_rows, any(greedy_inside(v.policy.slicer) for v in chrono)))
-    tasks += [partial(_score_column, ctx, child, base, j) for j, child in enumerate(children)]
+        greedy_chrono = any(greedy_inside(v.policy.slicer) for v in chrono)
+        tasks.append(partial(_timestamps_and_recency, table, sc_rows, greedy_chrono, base, recency))
+    tasks += [partial(_score_column, ctx, child, base, j) for j, child in enumerate(children) if j != recency]
     group_cols = list(dict.fromkeys(v.policy.groups for v in variants if v.policy.groups is not None))
     tasks += [partial(grp.group_plan, table, col, sc_rows, sc_off) for col in group_cols]
     tasks.append(partial(_duplicates, table, sc_rows, sc_off))

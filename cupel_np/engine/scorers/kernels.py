@@ -148,6 +148,45 @@ def rank_scores(values, valid, offsets):
 
 
 @jit
+def rank_scores_from_order(order, ts_sorted, ts_offsets, sc_pos, identity, m):
+    """:func:`rank_scores` of the timestamps from an existing per-segment timestamp order
+    (``placers.timestamp_order``: each segment's timestamped rows sorted by timestamp, ties in
+    any order, ``ts_sorted`` their timestamps): one walk instead of a sort. Scores for the
+    ``m`` scoreable positions: row ``r`` is position ``sc_pos[r]`` (-1: not scoreable, not
+    counted), or ``r`` itself when ``identity`` (every row scoreable, ``sc_pos`` unread). The
+    segments are the table's sets, so a row's valid peers are the same as ``rank_scores``'."""
+    out = np.empty(m, dtype=np.float64)  # np.empty and a loop, not np.zeros (see cupel_np._jit)
+    for i in range(m):
+        out[i] = 0.0
+    for s in range(ts_offsets.shape[0] - 1):
+        lo = ts_offsets[s]
+        hi = ts_offsets[s + 1]
+        count = 0
+        last = -1
+        for j in range(lo, hi):
+            p = order[j] if identity else sc_pos[order[j]]
+            if p >= 0:
+                count += 1
+                last = p
+        if count == 0:
+            continue
+        if count == 1:
+            out[last] = 1.0
+            continue
+        denom = np.float64(count - 1)
+        seen = 0
+        rank = 0
+        for j in range(lo, hi):
+            if j == lo or ts_sorted[j] != ts_sorted[j - 1]:
+                rank = seen  # a new value: every scoreable row before it is smaller
+            p = order[j] if identity else sc_pos[order[j]]
+            if p >= 0:
+                out[p] = np.float64(rank) / denom
+                seen += 1
+    return out
+
+
+@jit
 def tag_scores(tag_offsets, tag_ids, weight_of_tag, total_weight):
     """TagScorer: sum of the configured weights of each tag occurrence (item tag order),
     divided by the total configured weight, capped at 1.0."""

@@ -257,7 +257,6 @@ def _frontier(tok, score, target):
     nb = 65536
     mask = np.uint64(nb - 1)
     w = np.zeros(nb, dtype=np.int64)
-    cnt = np.zeros(nb, dtype=np.int64)
     sh = np.uint64(48)
     kb = np.empty(n, dtype=np.uint64)
     # the keys a block at a time through a small scratch (its bit patterns read as uint64):
@@ -272,9 +271,7 @@ def _frontier(tok, score, target):
             b = yb[i - lo]
             b = ~b if b & _SIGN else b | _SIGN
             kb[i] = b
-            d = b >> sh
-            w[d] += tok[i]
-            cnt[d] += 1
+            w[b >> sh] += tok[i]
     acc = 0
     b = 0
     while b < nb and acc + w[b] <= target:
@@ -283,20 +280,23 @@ def _frontier(tok, score, target):
     if b == nb:
         return kb, np.uint64(0), -1
     prefix = np.uint64(b)
-    m = cnt[b]
-    sub = np.empty(m, dtype=np.int64)
-    c = 0
+    # the crossing bucket's candidates' keys and tokens gathered (a few: the branch is
+    # predictable; ``np.empty`` pages never written cost nothing), then narrowed digit by digit
+    skb = np.empty(n, dtype=np.uint64)
+    stok = np.empty(n, dtype=np.int64)
+    m = 0
     for i in range(n):
-        if kb[i] >> sh == prefix:
-            sub[c] = i
-            c += 1
+        k = kb[i]
+        if k >> sh == prefix:
+            skb[m] = k
+            stok[m] = tok[i]
+            m += 1
     for level in range(3):
         sh = np.uint64(32 - 16 * level)
         for j in range(nb):
             w[j] = 0
         for j in range(m):
-            i = sub[j]
-            w[(kb[i] >> sh) & mask] += tok[i]
+            w[(skb[j] >> sh) & mask] += stok[j]
         b = 0
         while acc + w[b] <= target:  # the bucket that crosses exists (the parent crossed)
             acc += w[b]
@@ -304,10 +304,10 @@ def _frontier(tok, score, target):
         prefix = (prefix << np.uint64(16)) | np.uint64(b)
         c = 0
         for j in range(m):
-            i = sub[j]
-            if kb[i] >> sh == prefix:
-                sub[c] = i
-                c += 1
+            k = skb[j]
+            skb[c] = k
+            stok[c] = stok[j]
+            c += 1 if k >> sh == prefix else 0
         m = c
     return kb, prefix, acc
 
