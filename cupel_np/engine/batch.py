@@ -210,8 +210,9 @@ def prepare_sweep(
     max_cells: int,
 ) -> SweepShared:
     """Everything that does not depend on the variant, as independent tasks on the pool: the
-    shared timestamp order, each distinct base score column (one column of ``base``), the
-    duplicate-content groups and the gathers every variant reads. Each task writes only its
+    shared timestamp order (with a RecencyScorer column read from it, when there is one), each
+    other distinct base score column (one column of ``base``), the duplicate-content groups
+    and the gathers every variant reads. Each task writes only its
     own output, so the result does not depend on the thread count. The score context lives
     only as long as this call: ``base`` holds every column the variants need."""
     sc_rows, sc_off = cls.sc_rows, cls.sc_offsets
