@@ -496,6 +496,10 @@ def _place(
     _record(out, v, w.position, seq if truncate else None, (detail_a, detail_b) if count_caps else None)
 
 
+#: rows from which ``_record`` compacts the placed positions with ``included_positions``
+_COMPACT_MIN = 4096
+
+
 def _record(
     out: SweepRun,
     v: int,
@@ -518,7 +522,10 @@ def _record(
         out.count_cap[v] = (cc, details[0][cc].copy(), details[1][cc].copy())
     else:
         out.count_cap[v] = (np.zeros(0, np.int64),) * 3
-    out.placed_pos[v] = included_positions(position, out.included[v])
+    inc = out.included[v]
+    # the kernel for big tables (NumPy's masked gather is slow there), NumPy's below (a kernel
+    # call costs more than a few thousand rows)
+    out.placed_pos[v] = included_positions(position, inc) if n >= _COMPACT_MIN else position[inc]
 
 
 def _unit_space(sh: SweepShared, plan: grp.GroupPlan) -> SweepShared:

@@ -443,9 +443,10 @@ def fresh_ranks(offsets: np.ndarray, targets: np.ndarray) -> np.ndarray:
     not write every entry; left unwritten (``np.empty``) when every segment takes the big path,
     which writes each of its ranks (-1 included): a 1M-row set saves a full pass."""
     n = int(offsets[-1])
-    sizes = np.diff(offsets)
-    if sizes.shape[0] and bool(((sizes >= BIG_GREEDY) & (targets > 0)).all()):
-        return np.empty(n, dtype=np.int64)
+    if n >= BIG_GREEDY:  # (a small table: no NumPy calls at all, a single selection's µs count)
+        sizes = np.diff(offsets)
+        if sizes.shape[0] and bool(((sizes >= BIG_GREEDY) & (targets > 0)).all()):
+            return np.empty(n, dtype=np.int64)
     return np.full(n, -1, dtype=np.int64)
 
 
