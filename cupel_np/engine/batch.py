@@ -30,13 +30,14 @@ import numpy as np
 
 from cupel_np.engine import groups as grp
 from cupel_np.engine import placers, stages
-from cupel_np.engine.batch_kernels import duplicate_groups, duplicate_winners
+from cupel_np.engine.batch_kernels import duplicate_groups, duplicate_winners, included_positions
 from cupel_np.engine.parallel import run_tasks, threads_for
 from cupel_np.engine.reasons import R_COUNT_CAP_EXCEEDED, R_DEDUPLICATED, R_NEGATIVE_TOKENS
 from cupel_np.engine.scorers import ScoreContext, check_scorer_columns
+from cupel_np.engine.scorers.kernels import rank_scores_from_order
 from cupel_np.engine.slicers import SlicerArgs, greedy_inside, nested, row_order, slicer_args
 from cupel_np.engine.slicers.codes import ERR_SCARCITY
-from cupel_np.engine.slicers.greedy import greedy_segments
+from cupel_np.engine.slicers.greedy import fresh_ranks, greedy_segments
 from cupel_np.engine.slicers.knapsack import KNAPSACK_ROW_CELLS
 from cupel_np.engine.sweep_run import (
     Classified,
@@ -57,7 +58,7 @@ from cupel_np.errors import (
 )
 from cupel_np.model.grid import Variant
 from cupel_np.model.items import ItemTable
-from cupel_np.model.scorers import CompositeScorer, Scorer
+from cupel_np.model.scorers import CompositeScorer, RecencyScorer, Scorer
 from cupel_np.model.slicers import (
     CountConstrainedKnapsackSlice,
     CountQuotaSlice,
@@ -151,6 +152,25 @@ def _timestamps(
     return ts, compared
 
 
+def _timestamps_and_recency(
+    table: ItemTable, sc_rows: np.ndarray, greedy_chrono: bool, base: np.ndarray, j: int
+) -> tuple[stages.TimestampOrder, np.ndarray | None]:
+    """:func:`_timestamps`, and when ``j >= 0`` the RecencyScorer column ``base[:, j]`` from
+    the timestamp order it builds (the ranks by one walk of it instead of a sort of their own)."""
+    ts, compared = _timestamps(table, sc_rows, greedy_chrono)
+    if j >= 0:
+        identity = sc_rows.shape[0] == table.n  # the scoreable rows (ascending) are every row
+        sc_pos = _NO_POS
+        if not identity:
+            sc_pos = np.full(table.n, -1, dtype=np.int64)
+            sc_pos[sc_rows] = np.arange(sc_rows.shape[0])
+        base[:, j] = rank_scores_from_order(ts.order, ts.sorted, ts.offsets, sc_pos, identity, sc_rows.shape[0])
+    return ts, compared
+
+
+_NO_POS = np.zeros(0, dtype=np.int64)
+
+
 def _score_column(ctx: ScoreContext, scorer: Scorer, base: np.ndarray, j: int) -> None:
     base[:, j] = ctx.score(scorer)
 
@@ -190,8 +210,9 @@ def prepare_sweep(
     max_cells: int,
 ) -> SweepShared:
     """Everything that does not depend on the variant, as independent tasks on the pool: the
-    shared timestamp order, each distinct base score column (one column of ``base``), the
-    duplicate-content groups and the gathers every variant reads. Each task writes only its
+    shared timestamp order (with a RecencyScorer column read from it, when there is one), each
+    other distinct base score column (one column of ``base``), the duplicate-content groups
+    and the gathers every variant reads. Each task writes only its
     own output, so the result does not depend on the thread count. The score context lives
     only as long as this call: ``base`` holds every column the variants need."""
     sc_rows, sc_off = cls.sc_rows, cls.sc_offsets
@@ -200,9 +221,12 @@ def prepare_sweep(
     base = np.empty((sc_rows.shape[0], len(children)), dtype=np.float64)
     chrono = [var for var in variants if var.policy.placer == "chronological"]
     tasks: list[Callable[[], Any]] = []
+    # with a timestamp order to build anyway, a RecencyScorer column is read from it
+    recency = next((j for j, ch in enumerate(children) if type(ch) is RecencyScorer), -1) if chrono else -1
     if chrono:  # first: the longest task
-        tasks.append(partial(_timestamps, table, sc_rows, any(greedy_inside(v.policy.slicer) for v in chrono)))
-    tasks += [partial(_score_column, ctx, child, base, j) for j, child in enumerate(children)]
+        greedy_chrono = any(greedy_inside(v.policy.slicer) for v in chrono)
+        tasks.append(partial(_timestamps_and_recency, table, sc_rows, greedy_chrono, base, recency))
+    tasks += [partial(_score_column, ctx, child, base, j) for j, child in enumerate(children) if j != recency]
     group_cols = list(dict.fromkeys(v.policy.groups for v in variants if v.policy.groups is not None))
     tasks += [partial(grp.group_plan, table, col, sc_rows, sc_off) for col in group_cols]
     tasks.append(partial(_duplicates, table, sc_rows, sc_off))
@@ -349,7 +373,7 @@ def _slice_greedy(
     every = surv.shape[0] == sc_rows.shape[0]  # no deduplication loser: the scoreable rows, in order
     cand_score = sc if every else sc[surv]
     cand_tok = sh.sc_tok if every else sh.sc_tok[surv]
-    rank = np.full(len(surv), -1, dtype=np.int64)
+    rank = fresh_ranks(surv_off, targets)
     rank_prefix = np.zeros(sh.table.n_sets, dtype=np.int64)
     compared = None
     if placer == "chronological" and sh.chrono_compared is not None:
@@ -472,6 +496,10 @@ def _place(
     _record(out, v, w.position, seq if truncate else None, (detail_a, detail_b) if count_caps else None)
 
 
+#: rows from which ``_record`` compacts the placed positions with ``included_positions``
+_COMPACT_MIN = 4096
+
+
 def _record(
     out: SweepRun,
     v: int,
@@ -494,7 +522,10 @@ def _record(
         out.count_cap[v] = (cc, details[0][cc].copy(), details[1][cc].copy())
     else:
         out.count_cap[v] = (np.zeros(0, np.int64),) * 3
-    out.placed_pos[v] = position[out.included[v]]
+    inc = out.included[v]
+    # the kernel for big tables (NumPy's masked gather is slow there), NumPy's below (a kernel
+    # call costs more than a few thousand rows)
+    out.placed_pos[v] = included_positions(position, inc) if n >= _COMPACT_MIN else position[inc]
 
 
 def _unit_space(sh: SweepShared, plan: grp.GroupPlan) -> SweepShared:

@@ -19,26 +19,69 @@ def variant_scores(base, term_off, term_col, term_w, out):
 
     Variant ``v`` is the terms ``term_off[v]:term_off[v+1]`` (column, normalised weight) in the
     variant's own order; each row is summed left to right exactly as the spec's
-    CompositeScorer does (``acc = acc + score * weight``), never as a BLAS product, so equal
-    inputs give bit-equal scores and ties survive."""
+    CompositeScorer does (``acc = acc + score * weight``, from ``acc = 0.0``), never as a BLAS
+    product, so equal inputs give bit-equal scores and ties survive."""
     m = base.shape[0]
     n_var = term_off.shape[0] - 1
     for v in range(n_var):
         a = term_off[v]
         b = term_off[v + 1]
-        # blocks of rows, term by term inside a block: the same additions in the same order
-        # per row, but independent rows in the inner loop (no chain of dependent additions)
-        # and a block of ``base`` that stays in cache while its terms are added
+        if a == b:
+            for i in range(m):
+                out[v, i] = 0.0
+            continue
+        # up to four terms per pass over a block of rows, their columns and weights held in
+        # locals and the additions written out: independent rows, no loop over terms inside
+        # (twice as fast as a term at a time); a block of ``base`` stays in cache while the
+        # passes of a variant with more terms go over it
         for lo in range(0, m, SCORE_BLOCK):
             hi = min(lo + SCORE_BLOCK, m)
-            for i in range(lo, hi):
-                out[v, i] = 0.0
-            for t in range(a, b):
-                col = term_col[t]
-                w = term_w[t]
-                for i in range(lo, hi):
-                    out[v, i] = out[v, i] + base[i, col] * w
+            for t in range(a, b, 4):
+                k = min(4, b - t)
+                c0 = term_col[t]
+                w0 = term_w[t]
+                c1 = term_col[t + 1] if k > 1 else c0
+                w1 = term_w[t + 1] if k > 1 else w0
+                c2 = term_col[t + 2] if k > 2 else c0
+                w2 = term_w[t + 2] if k > 2 else w0
+                c3 = term_col[t + 3] if k > 3 else c0
+                w3 = term_w[t + 3] if k > 3 else w0
+                first = t == a
+                if k == 4:
+                    for i in range(lo, hi):
+                        acc = 0.0 if first else out[v, i]
+                        out[v, i] = (((acc + base[i, c0] * w0) + base[i, c1] * w1) + base[i, c2] * w2) + base[
+                            i, c3
+                        ] * w3
+                elif k == 3:
+                    for i in range(lo, hi):
+                        acc = 0.0 if first else out[v, i]
+                        out[v, i] = ((acc + base[i, c0] * w0) + base[i, c1] * w1) + base[i, c2] * w2
+                elif k == 2:
+                    for i in range(lo, hi):
+                        acc = 0.0 if first else out[v, i]
+                        out[v, i] = (acc + base[i, c0] * w0) + base[i, c1] * w1
+                else:
+                    for i in range(lo, hi):
+                        acc = 0.0 if first else out[v, i]
+                        out[v, i] = acc + base[i, c0] * w0
     return out
+
+
+@jit
+def included_positions(position, included):
+    """``position[included]`` (int32 placed positions of the included rows, in row order) by a
+    branch-free compaction: a row is written always and kept when included."""
+    n = included.shape[0]
+    k = 0
+    for i in range(n):
+        k += 1 if included[i] else 0
+    out = np.empty(k + 1, dtype=np.int32)  # one spare slot: the last row is written either way
+    k = 0
+    for i in range(n):
+        out[k] = position[i]
+        k += 1 if included[i] else 0
+    return out[:k]
 
 
 def duplicate_groups(content_id: np.ndarray, offsets: np.ndarray):

@@ -130,6 +130,20 @@ def test_unordered_prefix_then_complete_ranks(pairs, target, min_chunk):
         tok, score, np.array([0, n]), np.array([target]), part, big=1, min_chunk=min_chunk, prefix=pre2, compared=marked
     )
     assert pre2[0] == n_pre and ((part >= 0) == (exact >= 0)).all()
+    # the big path writes every rank of its segment (``fresh_ranks`` leaves it unwritten)
+    dirty = np.full(n, 12345, dtype=np.int64)
+    greedy.greedy_segments(
+        tok,
+        score,
+        np.array([0, n]),
+        np.array([target]),
+        dirty,
+        big=1,
+        min_chunk=min_chunk,
+        prefix=pre2,
+        compared=marked,
+    )
+    assert (dirty == part).all()
     unmarked_pre = [p for p in in_pre if not marked[p]]
     marked_pre = sorted((p for p in in_pre if marked[p]), key=lambda p: exact[p])
     assert list(part[unmarked_pre]) == list(range(len(unmarked_pre)))
@@ -196,6 +210,25 @@ def test_greedy_big_set_default_thresholds(seed, target):
     scores[rng.random(n) < 0.01] = np.nan
     scores[rng.random(n) < 0.02] = -0.0
     assert engine_greedy(tokens, scores, target) == naive_greedy(tokens, scores, target)
+
+
+def test_fresh_ranks_unwritten_only_where_the_big_path_writes_all():
+    big = greedy.BIG_GREEDY
+    assert greedy.fresh_ranks(np.array([0, big]), np.array([5])).shape == (big,)
+    for off, targets in (([0, big], [0]), ([0, 10, 10 + big], [5, 5]), ([0, 10], [5])):
+        rank = greedy.fresh_ranks(np.array(off), np.array(targets))
+        assert rank.shape == (off[-1],) and (rank == -1).all()
+
+
+def test_included_positions_is_the_masked_gather():
+    from cupel_np.engine.batch_kernels import included_positions
+
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 7, 1000):
+        pos = rng.integers(-1, n + 1, n).astype(np.int32)
+        inc = rng.random(n) < 0.6
+        got = included_positions(pos, inc)
+        assert got.dtype == np.int32 and np.array_equal(got, pos[inc])
 
 
 @SETTINGS
@@ -403,3 +436,24 @@ def test_big_segment_score_sort_with_ties():
     for lo, hi in ((0, 100), (100, n)):
         want = sorted(range(lo, hi), key=lambda i: naive._score_desc_key(float(score[i])) + (i,))
         assert list(got[lo:hi]) == want
+
+
+@pytest.mark.parametrize("n_terms", [0, 1, 2, 3, 4, 5, 8, 9])
+def test_variant_scores_sum_terms_left_to_right(n_terms):
+    """Every variant's score is ``((0.0 + x0*w0) + x1*w1) + ...`` in its own term order, to the
+    bit (-0.0 columns and negative weights included), over more rows than one block."""
+    from cupel_np.engine.batch_kernels import SCORE_BLOCK, variant_scores
+
+    rng = np.random.default_rng(n_terms)
+    m, k = 2 * SCORE_BLOCK + 37, 5
+    base = rng.random((m, k))
+    base[rng.random((m, k)) < 0.1] = -0.0
+    term_off = np.array([0, n_terms, 2 * n_terms], dtype=np.int64)
+    term_col = rng.integers(0, k, 2 * n_terms).astype(np.int64)
+    term_w = rng.uniform(-1.0, 1.0, 2 * n_terms)
+    got = variant_scores(base, term_off, term_col, term_w, np.full((2, m), np.nan))
+    for v in range(2):
+        want = np.zeros(m)
+        for t in range(term_off[v], term_off[v + 1]):
+            want = want + base[:, term_col[t]] * term_w[t]
+        assert np.array_equal(got[v].view(np.uint64), want.view(np.uint64))

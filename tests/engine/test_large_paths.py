@@ -107,6 +107,41 @@ def test_rank_scores_quicksort_matches_strict_rank_formula():
     assert np.array_equal(got, want)
 
 
+def _strict_ranks(vals, valid, off):
+    out = np.zeros(vals.shape[0])
+    for lo, hi in zip(off[:-1], off[1:], strict=True):
+        v, ok = vals[lo:hi], valid[lo:hi]
+        if ok.sum() == 1:
+            out[lo:hi][ok] = 1.0
+        elif ok.sum() > 1:
+            rank = np.searchsorted(np.sort(v[ok]), v, side="left")
+            out[lo:hi] = np.where(ok, rank / np.float64(ok.sum() - 1), 0.0)
+    return out
+
+
+@pytest.mark.parametrize(
+    "span",
+    [
+        "counting",  # a span of at most twice the values: ranks by counting
+        "radix",  # timestamp-like: the radix sort of the keys minus the smallest
+        "full",  # int64 extremes: every digit of the radix sort
+    ],
+)
+def test_rank_scores_linear_paths_match_strict_rank_formula(span):
+    rng = np.random.default_rng(5)
+    n = 3 * sck.RANK_RADIX_MIN
+    vals = {
+        "counting": rng.integers(-50, 2 * n - 50, n),
+        "radix": 1_700_000_000_000_000 + rng.integers(0, 10**12, n),
+        "full": rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, n, endpoint=True),
+    }[span]
+    vals[::97] = vals[5]  # runs of equal values
+    valid = rng.random(n) < 0.8
+    off = np.array([0, 7, n // 2, n])  # a small segment (merge sort) between two linear ones
+    got = sck.rank_scores(vals, valid, off)
+    assert np.array_equal(got, _strict_ranks(vals, valid, off))
+
+
 def test_frequency_bitset_path_matches_naive():
     rng = np.random.default_rng(6)
     n = 1500  # 24 words per bitset: tags with more than 24 items take the bitset path
@@ -273,3 +308,28 @@ def test_boundscheck_turns_out_of_range_reads_into_errors(tmp_path):
     env.pop("NUMBA_DISABLE_JIT", None)
     r = subprocess.run([sys.executable, "-c", _OUT_OF_RANGE], capture_output=True, text=True, env=env, timeout=600)
     assert (r.returncode, r.stdout) == (0, "IndexError\n"), r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("every", [True, False])
+def test_recency_from_the_timestamp_order_equals_rank_scores(every):
+    """The sweep reads a RecencyScorer column from the shared timestamp order: the same scores
+    as ``rank_scores`` over the scoreable rows (coarse timestamps: many ties; several sets,
+    one with a lone timestamp, one with none)."""
+    from cupel_np.engine import placers
+
+    rng = np.random.default_rng(8)
+    n = 3000
+    offsets = np.array([0, 1, 4, 900, 2000, 2001, n], dtype=np.int64)
+    ts = rng.integers(-(10**6), 10**6, n) // 10**5 * 10**5
+    valid = rng.random(n) < 0.7
+    valid[0:1] = True
+    valid[1:4] = [False, True, False]
+    valid[2000] = False
+    rows = np.arange(n) if every else np.flatnonzero(rng.random(n) < 0.8)
+    sc_off = np.searchsorted(rows, offsets).astype(np.int64)
+    order, ts_sorted, ts_off = placers.timestamp_order(ts, valid, offsets)
+    sc_pos = np.full(n, -1, dtype=np.int64)
+    sc_pos[rows] = np.arange(rows.shape[0])
+    got = sck.rank_scores_from_order(order, ts_sorted, ts_off, sc_pos, every, rows.shape[0])
+    want = sck.rank_scores(np.ascontiguousarray(ts[rows]), np.ascontiguousarray(valid[rows]), sc_off)
+    assert np.array_equal(got, want)

@@ -180,13 +180,17 @@ def repair_runs(order, ks, score):
     keys in any order; reorder every run of equal keys by (score descending with NaN last,
     position ascending). In place."""
     n = order.shape[0]
-    i = 0
-    while i < n:
-        j = i + 1
+    j = 1
+    while j < n:
+        if ks[j] != ks[j - 1]:  # the common case, a key of its own: a tight loop to skip it
+            j += 1
+            continue
+        i = j - 1  # a run of equal keys starts at i
         kv = ks[i]
+        j += 1
         while j < n and ks[j] == kv:
             j += 1
-        if 1 < j - i <= INSERTION_MAX:
+        if j - i <= INSERTION_MAX:
             for u in range(i + 1, j):  # insertion sort by (score key, position)
                 x = order[u]
                 w = u - 1
@@ -198,14 +202,14 @@ def repair_runs(order, ks, score):
                     order[w + 1] = y
                     w -= 1
                 order[w + 1] = x
-        elif j - i > 1:
+        else:
             run = order[i:j]
             run = run[stable_argsort(int_keys(run))]
             sk = desc_bits(score[run])
             o = stable_argsort(sk)
             for q in range(j - i):
                 order[i + q] = run[o[q]]
-        i = j
+        j += 1  # ks[j] differs from the run's key
 
 
 @jit
@@ -238,6 +242,10 @@ def density_bits(tok, score):
     return u
 
 
+#: candidates per block of :func:`_frontier`'s key pass
+FRONTIER_BLOCK = 512
+
+
 @jit
 def _frontier(tok, score, target):
     """:func:`density_bits` of every candidate and the budget frontier of the density order,
@@ -249,19 +257,21 @@ def _frontier(tok, score, target):
     nb = 65536
     mask = np.uint64(nb - 1)
     w = np.zeros(nb, dtype=np.int64)
-    cnt = np.zeros(nb, dtype=np.int64)
     sh = np.uint64(48)
-    y = np.empty(n, dtype=np.float64)
-    for i in range(n):
-        y[i] = density_key(tok[i], score[i])
-    kb = y.view(np.uint64)
-    for i in range(n):  # float bit patterns to order-preserving keys (as density_bits)
-        b = kb[i]
-        b = ~b if b & _SIGN else b | _SIGN
-        kb[i] = b
-        d = b >> sh
-        w[d] += tok[i]
-        cnt[d] += 1
+    kb = np.empty(n, dtype=np.uint64)
+    # the keys a block at a time through a small scratch (its bit patterns read as uint64):
+    # one pass over the candidates' memory, the block stays in L1
+    y = np.empty(FRONTIER_BLOCK, dtype=np.float64)
+    yb = y.view(np.uint64)
+    for lo in range(0, n, FRONTIER_BLOCK):
+        hi = min(lo + FRONTIER_BLOCK, n)
+        for i in range(lo, hi):
+            y[i - lo] = density_key(tok[i], score[i])
+        for i in range(lo, hi):  # float bit patterns to order-preserving keys (as density_bits)
+            b = yb[i - lo]
+            b = ~b if b & _SIGN else b | _SIGN
+            kb[i] = b
+            w[b >> sh] += tok[i]
     acc = 0
     b = 0
     while b < nb and acc + w[b] <= target:
@@ -270,20 +280,23 @@ def _frontier(tok, score, target):
     if b == nb:
         return kb, np.uint64(0), -1
     prefix = np.uint64(b)
-    m = cnt[b]
-    sub = np.empty(m, dtype=np.int64)
-    c = 0
+    # the crossing bucket's candidates' keys and tokens gathered (a few: the branch is
+    # predictable; ``np.empty`` pages never written cost nothing), then narrowed digit by digit
+    skb = np.empty(n, dtype=np.uint64)
+    stok = np.empty(n, dtype=np.int64)
+    m = 0
     for i in range(n):
-        if kb[i] >> sh == prefix:
-            sub[c] = i
-            c += 1
+        k = kb[i]
+        if k >> sh == prefix:
+            skb[m] = k
+            stok[m] = tok[i]
+            m += 1
     for level in range(3):
         sh = np.uint64(32 - 16 * level)
         for j in range(nb):
             w[j] = 0
         for j in range(m):
-            i = sub[j]
-            w[(kb[i] >> sh) & mask] += tok[i]
+            w[(skb[j] >> sh) & mask] += stok[j]
         b = 0
         while acc + w[b] <= target:  # the bucket that crosses exists (the parent crossed)
             acc += w[b]
@@ -291,10 +304,10 @@ def _frontier(tok, score, target):
         prefix = (prefix << np.uint64(16)) | np.uint64(b)
         c = 0
         for j in range(m):
-            i = sub[j]
-            if kb[i] >> sh == prefix:
-                sub[c] = i
-                c += 1
+            k = skb[j]
+            skb[c] = k
+            stok[c] = stok[j]
+            c += 1 if k >> sh == prefix else 0
         m = c
     return kb, prefix, acc
 
@@ -334,9 +347,9 @@ def _greedy_big(tok, score, target, rank, min_chunk, marked=None):
     every = used < 0  # everything fits
     thr = np.uint64(thr)
     remaining = 0 if every else target - used
-    pos, n_pre, cand = _prefix_ranks(kb, tok, thr, every, remaining, rank, _NO_MARKS if marked is None else marked)
+    pos, kp, n_pre, cand = _prefix_ranks(kb, tok, thr, every, remaining, rank, _NO_MARKS if marked is None else marked)
     if pos.shape[0]:
-        rank[order_positions(tok, score, pos, kb)] = np.arange(n_pre, n_pre + pos.shape[0])
+        _rank_ordered(pos, kp, np.argsort(kp), score, rank, n_pre)  # NumPy's SIMD quicksort
         n_pre += pos.shape[0]
     if not every:
         _walk_chunks(kb, tok, score, cand, remaining, rank, n_pre, min_chunk)
@@ -346,28 +359,61 @@ def _greedy_big(tok, score, target, rank, min_chunk, marked=None):
 @jit
 def _prefix_ranks(kb, tok, thr, every, remaining, rank, marked):
     """The prefix candidates (key < ``thr``; all when ``every``): the unmarked ones get ranks
-    0, 1, ... in index order; returns the positions of the marked ones (``marked`` empty:
-    none), that count, and the candidates beyond the prefix that still fit ``remaining``
-    tokens (key >= ``thr``, ascending; none when ``every``)."""
+    0, 1, ... in index order, every other candidate -1; returns the positions of the marked
+    ones (``marked`` empty: none) and their keys, the count of unmarked ones, and the
+    candidates beyond the prefix that still fit ``remaining`` tokens (key >= ``thr``,
+    ascending; none when ``every``). Branch-free: which of the three a candidate is cannot be
+    predicted."""
     n = kb.shape[0]
     has = marked.shape[0] > 0
     pos = np.empty(n if has else 0, dtype=np.int64)
+    kp = np.empty(n if has else 0, dtype=np.uint64)
     cand = np.empty(0 if every else n, dtype=np.int64)
     k = 0
     c = 0
     m = 0
-    for i in range(n):
-        if every or kb[i] < thr:
-            if has and marked[i]:
-                pos[k] = i
-                k += 1
-            else:
-                rank[i] = c
-                c += 1
-        elif tok[i] <= remaining:
+    if every and not has:
+        for i in range(n):
+            rank[i] = i
+        return pos, kp, n, cand
+    for i in range(n):  # flags as 0/1 integers: selects and adds, no branches
+        key = kb[i]
+        inside = 1 if every or key < thr else 0
+        mk = inside & (1 if has and marked[i] else 0)
+        un = inside - mk
+        rank[i] = (c + 1) * un - 1  # c when unmarked in the prefix, else -1
+        c += un
+        if has:
+            pos[k] = i
+            kp[k] = key
+            k += mk
+        if not every:
             cand[m] = i
-            m += 1
-    return pos[:k], c, cand[:m]
+            m += (1 - inside) & (1 if tok[i] <= remaining else 0)
+    return pos[:k], kp[:k], c, cand[:m]
+
+
+@jit
+def _rank_ordered(pos, kp, o, score, rank, n_pre):
+    """Ranks ``n_pre, n_pre + 1, ...`` for the positions ``pos`` (ascending) in exact density
+    order: ``o`` orders their keys ``kp`` with equal keys in any order (NumPy's quicksort);
+    runs of equal keys are repaired to (score descending, position ascending) as in
+    :func:`repair_runs` (``o`` is in place of the positions: ``pos`` ascends). Only arrays of
+    the ordered candidates are read or written at random; the segment's ``score`` and
+    ``rank`` are read and written in ascending position order."""
+    k = pos.shape[0]
+    ks = np.empty(k, dtype=np.uint64)
+    for j in range(k):
+        ks[j] = kp[o[j]]
+    sp = np.empty(k, dtype=np.float64)
+    for q in range(k):
+        sp[q] = score[pos[q]]
+    repair_runs(o, ks, sp)
+    r = ks.view(np.int64)  # reused: the rank of each ordered candidate, by its index in pos
+    for j in range(k):
+        r[o[j]] = n_pre + j
+    for q in range(k):
+        rank[pos[q]] = r[q]
 
 
 _NO_MARKS = np.zeros(0, dtype=np.bool_)
@@ -392,6 +438,18 @@ def complete_ranks(tok, score, rank, n_pre):
         rank[order] = np.arange(order.shape[0])
 
 
+def fresh_ranks(offsets: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """A ``rank`` array for :func:`greedy_segments` (default thresholds): -1 wherever it will
+    not write every entry; left unwritten (``np.empty``) when every segment takes the big path,
+    which writes each of its ranks (-1 included): a 1M-row set saves a full pass."""
+    n = int(offsets[-1])
+    if n >= BIG_GREEDY:  # (a small table: no NumPy calls at all, a single selection's µs count)
+        sizes = np.diff(offsets)
+        if sizes.shape[0] and bool(((sizes >= BIG_GREEDY) & (targets > 0)).all()):
+            return np.empty(n, dtype=np.int64)
+    return np.full(n, -1, dtype=np.int64)
+
+
 def greedy_segments(
     tok,
     score,
@@ -406,7 +464,7 @@ def greedy_segments(
 ):
     """GreedySlice per segment over candidates in input (row) order. Writes ``rank[p]`` =
     position in the slicer output (density order), -1 when not selected (``rank`` must be -1
-    on entry). ``big`` and ``min_chunk`` (default: the module's ``BIG_GREEDY`` and
+    on entry, except over the segments that take the big path: see :func:`fresh_ranks`). ``big`` and ``min_chunk`` (default: the module's ``BIG_GREEDY`` and
     ``MIN_CHUNK``) choose the path only, never the answer. Precondition (what
     ``items.check_items`` guarantees for every table): a segment's tokens sum to less than
     2**62, so the big path's int64 token sums cannot overflow.
