@@ -134,3 +134,42 @@ def test_top_of_kind_buffer_and_sort(need, big):
             _check(args, tok, score, kind, offsets, targets, compared)
     else:
         _check(args, tok, score, kind, offsets, targets, compared)
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_stand_ins_near_the_token_limit(big):
+    """Phase 2 runs over every candidate with the committed ones' tokens replaced by more than
+    the remaining budget; where those stand-ins would take a set's tokens past
+    ``count.TOKEN_LIMIT`` (a target near 2**62) the set's phase 2 runs over a residual copy
+    instead (``count._solo_greedy``). Both kinds of set in one call, with a binding cap."""
+    rng = np.random.default_rng(5)
+    n = 900
+    tok = rng.integers(0, 30, n).astype(np.int64)
+    score = np.round(rng.random(n), 2)
+    kind = rng.integers(0, 4, n).astype(np.int64)
+    offsets = np.array([0, 300, 600, n], dtype=np.int64)
+    targets = np.array([count.TOKEN_LIMIT - 10, int(tok[300:600].sum() // 3), count.TOKEN_LIMIT // 3], dtype=np.int64)
+    args = _args([(1, 4, 20), (2, 3, None)], False)
+    compared = rng.random(n) < 0.3
+    _, _, _, _, solo = count._count_commit(
+        tok,
+        score,
+        kind,
+        offsets,
+        targets,
+        args.e_kind,
+        args.e_require,
+        N_KINDS,
+        False,
+        np.zeros((3, 2), np.int64),
+        np.zeros(3, np.int8),
+        np.zeros(3, np.int64),
+        np.zeros(3, np.int64),
+        np.full((3, 2), -1, np.int64),
+    )
+    assert solo.tolist() == [True, False, True]
+    if big:
+        with fast_paths_everywhere(7):
+            _check(args, tok, score, kind, offsets, targets, compared)
+    else:
+        _check(args, tok, score, kind, offsets, targets, compared)

@@ -5,28 +5,37 @@ slicers/nested.py); and CountQuotaSlice around a greedy without the score sort
 
 Without the score sort, the three phases over candidates in row order: phase 1 commits each
 entry's top ``require_count`` candidates of its kind by (score descending, NaN lowest; row) -
-a selection, not a sort (:func:`_count_commit`); phase 2 is the greedy over the residual
-candidates (``greedy.greedy_segments``, which never needs the score order: its own order is
-(density, score, row)); phase 3 appends the greedy's picks in its output order, dropping those
-over their kind's count cap (:func:`_count_finish`).
+a selection, not a sort (:func:`_count_commit`); phase 2 is the greedy over every candidate
+with the committed ones' tokens replaced by more than the remaining budget, so it never
+selects them and needs no residual copy (``greedy.greedy_segments``, which never needs the
+score order: its own order is (density, score, row)); phase 3 drops the greedy's picks over
+their kind's count cap, in its output order, and numbers the rest after the committed ones
+(:func:`_count_finish`).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
-from cupel_np._jit import jit
-from cupel_np.engine.batch_kernels import BIT1, bit_rank, popcount
+from cupel_np._jit import jit, jit_inner
+from cupel_np.engine.batch_kernels import BIT1, popcount
 from cupel_np.engine.slicers.codes import ERR_SCARCITY, ERR_TABLE_TOO_LARGE, MODE_COUNT
-from cupel_np.engine.slicers.greedy import RADIX_PICK, density_bits, greedy_segments, order_positions
+from cupel_np.engine.slicers.greedy import RADIX_PICK, density_bits, greedy_segments
 from cupel_np.engine.slicers.quota import _inner_pick
-from cupel_np.engine.sortkeys import desc_bits, radix_argsort, score_cmp, stable_argsort
+from cupel_np.engine.sortkeys import _SIGN, NAN_LAST, desc_bits, radix_argsort, score_cmp, stable_argsort
 
 #: an entry's top ``require_count`` of its kind are kept in a sorted buffer up to this many
 #: (one pass, a comparison per candidate of the kind); more are found by sorting the kind
 TOP_BUFFER = 64
+
+#: a segment's tokens stay below this (the bound ``greedy_segments`` assumes), the stand-ins
+#: for the committed candidates in phase 2 included (:func:`_count_commit`)
+TOKEN_LIMIT = 1 << 62
+
+#: phase 3 gathers the picks of capped kinds this many candidates at a time
+CHUNK = 4096
+
+ZERO64 = np.uint64(0)
 
 
 @jit
@@ -210,9 +219,8 @@ def _count_commit(
     targets,
     e_kind,
     e_require,
+    n_kinds,
     throw_on_scarcity,
-    marks,
-    rank,
     taken,
     err,
     err_a,
@@ -220,231 +228,374 @@ def _count_commit(
     satisfied,
 ):
     """Phase 1 (count-satisfy) over candidates in row order, per segment: each entry's top
-    ``require_count`` candidates of its kind (:func:`_top_of_kind`) get ranks 0, 1, ... (entry
-    order, score order within an entry), ``taken[s, e]`` of them. A shortfall is recorded in
-    ``satisfied`` or, with ``throw_on_scarcity``, as the segment's ``ERR_SCARCITY`` (entry,
-    count found); a failed segment keeps no rank.
+    ``require_count`` candidates of its kind - by one pass over the segment that keeps every
+    entry's top in a sorted buffer (``need <= TOP_BUFFER``; more: :func:`_top_of_kind`) -
+    ``taken[s, e]`` of them. A shortfall is recorded in ``satisfied`` or, with
+    ``throw_on_scarcity``, as the segment's ``ERR_SCARCITY`` (entry, count found), and the
+    segment commits nothing. ``n_kinds``: kind ids are below it.
 
-    Returns phase 2's input, the residual (every candidate not committed, in order):
-    ``(res_pos, rtok, rscore, rmark, res_off, res_targets)``; ``rmark`` (when ``marks`` is not
-    empty) is ``marks`` gathered."""
+    Returns ``(ftok, com, com_off, res_targets, solo)``:
+
+    ftok : phase 2's tokens - ``tok`` with each committed candidate's replaced by its segment's
+        residual target + 1: the inner greedy over every candidate never selects it (it never
+        fits, and the big path's frontier, the first key whose running total passes the
+        target, is at or before its key), so phase 2 needs no residual copy
+    com, com_off : the committed positions, segment ``s``'s at ``com[com_off[s]:com_off[s+1]]``
+        in their rank order (entry order, score order within an entry)
+    res_targets : per segment phase 2's target (0: no phase 2)
+    solo : per segment, the stand-ins would take its tokens to ``TOKEN_LIMIT`` (the bound the
+        greedy's sums assume): ``ftok`` holds the real tokens there and phase 2 runs over a
+        residual copy (:func:`_solo_greedy`)
+    """
     n = tok.shape[0]
     n_seg = offsets.shape[0] - 1
-    committed = np.zeros(n, dtype=np.bool_)
-    res_targets = np.zeros(n_seg, dtype=np.int64)
+    n_e = e_kind.shape[0]
+    ftok = np.empty(n, dtype=np.int64)
+    res_targets = np.empty(n_seg, dtype=np.int64)
+    solo = np.empty(n_seg, dtype=np.bool_)
+    entry_of = np.empty(n_kinds, dtype=np.int64)  # the entry whose top the buffer pass keeps
+    for k in range(n_kinds):
+        entry_of[k] = -1
+    total_need = 0
+    for e in range(n_e):
+        if e_require[e] > 0:
+            total_need += e_require[e]
+            if e_kind[e] >= 0 and e_require[e] <= TOP_BUFFER:
+                entry_of[e_kind[e]] = e
+    size = 0
+    for s in range(n_seg):
+        m = offsets[s + 1] - offsets[s]
+        size += m if m < total_need else total_need
+    com = np.empty(size, dtype=np.int64)
+    com_off = np.empty(n_seg + 1, dtype=np.int64)
+    buf = np.empty(n_e * TOP_BUFFER, dtype=np.int64)  # entry e's top at e * TOP_BUFFER, sorted
+    bkey = np.empty(n_e * TOP_BUFFER, dtype=np.uint64)  # their score keys
+    nb = np.empty(n_e, dtype=np.int64)
+    # per kind: a candidate enters its entry's buffer when its score key is below ``bound``
+    # (the last kept one's: ties keep the earlier row) or the buffer is not full (``open_``);
+    # kinds without a buffered entry: never (bound 0, not open). One test per candidate that
+    # is almost always false, so the pass does not branch on the kind
+    bound = np.empty(n_kinds, dtype=np.uint64)
+    open_ = np.empty(n_kinds, dtype=np.bool_)
+    sc = np.empty(1, dtype=np.float64)  # a score's bits through memory (a scalar bitcast)
+    su = sc.view(np.uint64)
+    c = 0
     for s in range(n_seg):
         lo = offsets[s]
         hi = offsets[s + 1]
+        com_off[s] = c
+        res_targets[s] = 0
+        solo[s] = False
         if hi - lo == 0 or targets[s] <= 0:
+            for p in range(lo, hi):
+                ftok[p] = tok[p]
             continue
-        n_out = 0
+        for k in range(n_kinds):
+            bound[k] = 0
+            open_[k] = entry_of[k] >= 0
+        for e in range(n_e):
+            nb[e] = 0
+        total = 0
+        for p in range(lo, hi):
+            t = tok[p]
+            ftok[p] = t
+            total += t
+            k = kind[p]
+            x = score[p]
+            sc[0] = 0.0 - x  # as sortkeys.desc_bits: -0.0 and 0.0 share a key, NaN last
+            b = su[0]
+            key = NAN_LAST if x != x else (~b if b & _SIGN else b | _SIGN)
+            if (key < bound[k]) | open_[k]:
+                e = entry_of[k]
+                base = e * TOP_BUFFER
+                need = e_require[e]
+                w = nb[e]
+                if w == need:
+                    w -= 1
+                else:
+                    nb[e] = w + 1
+                while w > 0 and key < bkey[base + w - 1]:
+                    buf[base + w] = buf[base + w - 1]
+                    bkey[base + w] = bkey[base + w - 1]
+                    w -= 1
+                buf[base + w] = p
+                bkey[base + w] = key
+                if nb[e] == need:
+                    open_[k] = False
+                    bound[k] = bkey[base + need - 1]
         prealloc = 0
-        for e in range(e_kind.shape[0]):
+        failed = False
+        for e in range(n_e):
             need = e_require[e]
             if need <= 0:
                 continue
             kk = e_kind[e]
             got = 0
             if kk >= 0:
-                top = _top_of_kind(score, kind, lo, hi, kk, need)
-                got = top.shape[0]
-                for j in range(got):
-                    p = top[j]
-                    committed[p] = True
-                    rank[p] = n_out
-                    n_out += 1
-                    prealloc += tok[p]
+                if need <= TOP_BUFFER:
+                    got = nb[e]
+                    for j in range(got):
+                        p = buf[e * TOP_BUFFER + j]
+                        com[c] = p
+                        c += 1
+                        prealloc += tok[p]
+                else:
+                    top = _top_of_kind(score, kind, lo, hi, kk, need)
+                    got = top.shape[0]
+                    for j in range(got):
+                        p = top[j]
+                        com[c] = p
+                        c += 1
+                        prealloc += tok[p]
             taken[s, e] = got
             if got < need:
                 if throw_on_scarcity:
                     err[s] = ERR_SCARCITY
                     err_a[s] = e
                     err_b[s] = got
-                    for p in range(lo, hi):
-                        rank[p] = -1
+                    failed = True
                     break
                 satisfied[s, e] = got
-        if err[s] == 0 and targets[s] > prealloc:
-            res_targets[s] = targets[s] - prealloc
-    has = marks.shape[0] > 0
-    res_pos = np.empty(n, dtype=np.int64)
-    rtok = np.empty(n, dtype=np.int64)
-    rscore = np.empty(n, dtype=np.float64)
-    rmark = np.empty(n if has else 0, dtype=np.bool_)
-    res_off = np.empty(n_seg + 1, dtype=np.int64)
-    c = 0
-    for s in range(n_seg):
-        res_off[s] = c
-        for p in range(offsets[s], offsets[s + 1]):
-            if not committed[p]:
-                res_pos[c] = p
-                rtok[c] = tok[p]
-                rscore[c] = score[p]
-                if has:
-                    rmark[c] = marks[p]
+        if failed:
+            c = com_off[s]
+            continue
+        if targets[s] > prealloc:
+            rt = targets[s] - prealloc
+            res_targets[s] = rt
+            n_c = c - com_off[s]
+            # the stand-ins' n_c * (rt + 1) tokens on top of the residual's must stay below the limit
+            if n_c > 0 and rt >= (TOKEN_LIMIT - 1 - (total - prealloc)) // n_c:
+                solo[s] = True
+            else:
+                for j in range(com_off[s], c):
+                    ftok[com[j]] = rt + 1
+    com_off[n_seg] = c
+    return ftok, com[:c], com_off, res_targets, solo
+
+
+@jit_inner
+def _kth_key(keys, k):
+    """The ``k``-th smallest (from 0) of the uint64 ``keys``: a radix selection on 16-bit
+    digits (linear time)."""
+    nb = 65536
+    mask = np.uint64(nb - 1)
+    cnt = np.empty(nb, dtype=np.int64)
+    idx = np.empty(keys.shape[0], dtype=np.int64)
+    for i in range(keys.shape[0]):
+        idx[i] = i
+    m = keys.shape[0]
+    prefix = np.uint64(0)
+    for level in range(4):
+        sh = np.uint64(48 - 16 * level)
+        for b in range(nb):
+            cnt[b] = 0
+        for j in range(m):
+            cnt[(keys[idx[j]] >> sh) & mask] += 1
+        b = 0
+        while k >= cnt[b]:
+            k -= cnt[b]
+            b += 1
+        prefix = (prefix << np.uint64(16)) | np.uint64(b)
+        c = 0
+        for j in range(m):
+            i = idx[j]
+            if keys[i] >> sh == prefix:
+                idx[c] = i
                 c += 1
-    res_off[n_seg] = c
-    return res_pos[:c], rtok[:c], rscore[:c], rmark[: c if has else 0], res_off, res_targets
+        m = c
+    return prefix
+
+
+@jit_inner
+def _drop_prefix(tok, score, kind, rank, pre, n_p, kk, cnt, left, drop):
+    """Of the ``cnt`` picks of kind ``kk`` in a greedy's unordered prefix (among ``pre[:n_p]``,
+    positions in row order), keep the first ``left < cnt`` in the slicer's output order
+    (density key, then score, then row): those below the ``left``-th key by selection, then
+    of the candidates on that key the first by (score, row). The others' ranks are set in
+    the ``drop`` bitmap; returns how many."""
+    pk = np.empty(cnt, dtype=np.int64)
+    c = 0
+    for j in range(n_p):
+        p = pre[j]
+        if kind[p] == kk:
+            pk[c] = p
+            c += 1
+    keep = np.empty(cnt, dtype=np.bool_)
+    for j in range(cnt):
+        keep[j] = False
+    if left > 0:
+        kb = density_bits(tok[pk], score[pk])
+        thr = _kth_key(kb, left - 1)
+        n_below = 0
+        n_tie = 0
+        for j in range(cnt):
+            if kb[j] < thr:
+                keep[j] = True
+                n_below += 1
+            elif kb[j] == thr:
+                n_tie += 1
+        ties = np.empty(n_tie, dtype=np.int64)  # indexes into pk, in row order
+        c = 0
+        for j in range(cnt):
+            if kb[j] == thr:
+                ties[c] = j
+                c += 1
+        o = stable_argsort(desc_bits(score[pk[ties]]))  # (score, row): ties are in row order
+        for q in range(left - n_below):
+            keep[ties[o[q]]] = True
+    for j in range(cnt):
+        if not keep[j]:
+            r = rank[pk[j]]
+            drop[r >> 6] |= BIT1 << np.uint64(r & 63)
+    return cnt - left
 
 
 @jit
-def _count_finish(kind, offsets, res_pos, res_off, inner_rank, e_kind, taken, cap_of_kind, rank, cap_dropped, done):
-    """Phase 3 (cap enforcement) per segment: the inner greedy's picks (``inner_rank`` per
-    residual candidate) follow the committed ones in the inner output order, unless their
-    kind's count (committed ones included) reached its cap; every residual candidate's
-    ``rank`` is written (-1 when not selected or dropped). Segments with ``done[s]`` were
-    finished by :func:`_capped_prefix` and are left alone."""
-    count = np.zeros(cap_of_kind.shape[0], dtype=np.int64)
-    for s in range(offsets.shape[0] - 1):
-        if done[s]:
+def _count_finish(
+    tok, score, kind, offsets, targets, err, prefix, com, com_off, e_kind, taken, cap_of_kind, rank, cap_dropped
+):
+    """Phase 3 (cap enforcement) per segment, on the inner greedy's ranks over every candidate
+    (``rank``; the committed ones are -1 there): each capped kind keeps its first ``cap -
+    committed`` picks in output order and the rest are dropped; the kept picks' ranks follow
+    the committed ones (``com``, ranks 0, 1, ...) compacted in their order.
+
+    Per capped kind, its picks' ranks beyond the segment's unordered prefix (``prefix[s]``
+    ranks, see ``greedy_segments(prefix=)``; 0: every rank exact) are bits of a bitmap, so
+    the first ones in rank order are found a word at a time; when the prefix holds more than
+    the kind may keep, the kept ones there are found by selection (:func:`_drop_prefix`) and
+    every pick beyond it is dropped."""
+    n_seg = offsets.shape[0] - 1
+    n_e = e_kind.shape[0]
+    slot = np.empty(cap_of_kind.shape[0], dtype=np.int64)  # per kind: its capped slot (-1: none)
+    for k in range(cap_of_kind.shape[0]):
+        slot[k] = -1
+    s_entry = np.empty(n_e, dtype=np.int64)  # per capped slot: its entry
+    n_cap = 0
+    for e in range(n_e):
+        kk = e_kind[e]
+        if kk >= 0 and cap_of_kind[kk] >= 0:
+            slot[kk] = n_cap
+            s_entry[n_cap] = e
+            n_cap += 1
+    m_max = 0
+    for s in range(n_seg):
+        m = offsets[s + 1] - offsets[s]
+        if m > m_max:
+            m_max = m
+    nw_max = (m_max + 63) >> 6 if n_cap > 0 else 0
+    post = np.empty(n_cap * nw_max, dtype=np.uint64)  # slot ci's bitmap at ci * nw_max; 0 between segments
+    for w in range(post.shape[0]):
+        post[w] = 0
+    drop = np.empty(nw_max, dtype=np.uint64)  # 0 between segments
+    for w in range(nw_max):
+        drop[w] = 0
+    below = np.empty(nw_max, dtype=np.int64)  # the dropped ranks before each word
+    pre_n = np.empty(n_cap, dtype=np.int64)
+    pre_max = 0
+    for s in range(n_seg):
+        if prefix[s] > pre_max:
+            pre_max = prefix[s]
+    pre = np.empty(pre_max + 1 if n_cap > 0 else 0, dtype=np.int64)  # a segment's capped picks in its prefix
+    blk = np.empty(CHUNK if n_cap > 0 else 0, dtype=np.int64)
+    for s in range(n_seg):
+        lo = offsets[s]
+        hi = offsets[s + 1]
+        if hi == lo or targets[s] <= 0 or err[s] != 0:
             continue
-        rlo = res_off[s]
-        rhi = res_off[s + 1]
-        n_c = offsets[s + 1] - offsets[s] - (rhi - rlo)  # the committed candidates
-        by_rank = np.empty(rhi - rlo, dtype=np.int64)  # a pick's kind when capped (else -1), by rank
-        k = 0
-        capped = False
-        for q in range(rlo, rhi):
-            r = inner_rank[q]
-            if r >= 0:
-                k += 1
-                kk = kind[res_pos[q]]
-                if cap_of_kind[kk] >= 0:
-                    by_rank[r] = kk
-                    capped = True
+        n_c = com_off[s + 1] - com_off[s]
+        n_drop = 0
+        nw = (hi - lo + 63) >> 6
+        if n_cap > 0:
+            n_pre = prefix[s]
+            n_p = 0
+            for ci in range(n_cap):
+                pre_n[ci] = 0
+            # the picks of capped kinds, a chunk at a time gathered without branching on them
+            # (most candidates are not such picks, in no predictable pattern)
+            for b0 in range(lo, hi, CHUNK):
+                b1 = b0 + CHUNK if b0 + CHUNK < hi else hi
+                c = 0
+                for p in range(b0, b1):
+                    blk[c] = p
+                    c += (rank[p] >= 0) & (slot[kind[p]] >= 0)
+                for j in range(c):
+                    p = blk[j]
+                    r = rank[p]
+                    ci = slot[kind[p]]
+                    in_pre = r < n_pre
+                    pre[n_p] = p  # kept when in the prefix (``pre`` has room for one more)
+                    n_p += in_pre
+                    pre_n[ci] += in_pre
+                    bit = BIT1 << np.uint64(r & 63)
+                    post[ci * nw_max + (r >> 6)] |= ZERO64 if in_pre else bit
+            for ci in range(n_cap):
+                e = s_entry[ci]
+                kk = e_kind[e]
+                keep = cap_of_kind[kk] - taken[s, e]
+                if keep < 0:
+                    keep = 0
+                if pre_n[ci] > keep:
+                    n_drop += _drop_prefix(tok, score, kind, rank, pre, n_p, kk, pre_n[ci], keep, drop)
+                    keep = 0
                 else:
-                    by_rank[r] = -1
-        if not capped:  # nothing to drop: the picks follow the committed ones
-            for q in range(rlo, rhi):
-                r = inner_rank[q]
-                rank[res_pos[q]] = n_c + r if r >= 0 else -1
-            continue
-        for e in range(e_kind.shape[0]):
-            if e_kind[e] >= 0:
-                count[e_kind[e]] = taken[s, e]
-        drops = 0
-        for r in range(k):  # in output order: the new rank, or -1 when over its kind's cap
-            kk = by_rank[r]
-            if kk >= 0:
-                if count[kk] >= cap_of_kind[kk]:
-                    by_rank[r] = -1
-                    drops += 1
-                    continue
-                count[kk] += 1
-            by_rank[r] = r - drops
-        cap_dropped[s] = drops
-        for q in range(rlo, rhi):
-            r = inner_rank[q]
-            nr = by_rank[r] if r >= 0 else -1
-            rank[res_pos[q]] = n_c + nr if nr >= 0 else -1
-        for e in range(e_kind.shape[0]):
-            if e_kind[e] >= 0:
-                count[e_kind[e]] = 0
-
-
-@jit
-def _capped_picks(kind, res_pos, rlo, rhi, inner_rank, n_pre, cap_of_kind):
-    """The picks of a capped kind among the residual candidates ``rlo..rhi``: local positions
-    and kinds of those in the unordered prefix (rank below ``n_pre``), then of the others."""
-    pre = np.empty(rhi - rlo, dtype=np.int64)
-    pre_k = np.empty(rhi - rlo, dtype=np.int64)
-    post = np.empty(rhi - rlo, dtype=np.int64)
-    post_k = np.empty(rhi - rlo, dtype=np.int64)
-    n_a = 0
-    n_b = 0
-    for q in range(rlo, rhi):
-        r = inner_rank[q]
-        if r >= 0:
-            k = kind[res_pos[q]]
-            if cap_of_kind[k] >= 0:
-                if r < n_pre:
-                    pre[n_a] = q - rlo
-                    pre_k[n_a] = k
-                    n_a += 1
-                else:
-                    post[n_b] = q - rlo
-                    post_k[n_b] = k
-                    n_b += 1
-    return pre[:n_a], pre_k[:n_a], post[:n_b], post_k[:n_b]
-
-
-@jit
-def _drop_compact(res_pos, rlo, rhi, inner_rank, drop, n_c, rank):
-    """Ranks of the residual candidates ``rlo..rhi`` without the picks ``drop`` (local
-    positions): the kept picks' ranks compacted in their order (less the dropped ranks below
-    them, counted on a bitmap by rank), after the ``n_c`` committed ones; -1 for the rest."""
-    n_words = (rhi - rlo + 63) >> 6
-    bits = np.zeros(n_words, dtype=np.uint64)
-    for j in range(drop.shape[0]):
-        r = inner_rank[rlo + drop[j]]
-        bits[r >> 6] |= BIT1 << np.uint64(r & 63)
-    pre = np.empty(n_words, dtype=np.int64)
-    t = 0
-    for w in range(n_words):
-        pre[w] = t
-        t += popcount(bits[w])
-    for q in range(rlo, rhi):
-        r = inner_rank[q]
-        nr = -1
-        if r >= 0 and not (bits[r >> 6] >> np.uint64(r & 63)) & BIT1:
-            nr = n_c + r - bit_rank(bits, pre, r)
-        rank[res_pos[q]] = nr
-
-
-class Residual(NamedTuple):
-    """Phase 2's candidates (every candidate not committed, segment by segment) and the inner
-    greedy's ranks over them."""
-
-    res_pos: np.ndarray  #: the candidate's position
-    res_off: np.ndarray  #: int64 [n_seg + 1] offsets
-    rtok: np.ndarray  #: tokens
-    rscore: np.ndarray  #: scores
-    inner_rank: np.ndarray  #: the inner greedy's rank (-1: not picked)
-
-
-def _capped_prefix(s, kind, offsets, res: Residual, n_pre, e_kind, taken, cap_of_kind, rank, cap_dropped):
-    """Phase 3 for a segment whose inner greedy left a fitting prefix of ``n_pre`` picks
-    unordered (ranks ``0..n_pre-1``, see ``greedy_segments(prefix=)``): each capped kind keeps
-    its first ``cap - committed`` picks in the exact output order - found by selection on the
-    density key among its prefix picks (``np.partition``; the picks on the boundary key in
-    exact order), then its picks after the prefix by rank - and the kept picks' ranks are
-    compacted in their order. Returns False (nothing written) when no pick has a capped
-    kind."""
-    res_pos, res_off, rtok, rscore, inner_rank = res
-    rlo, rhi = int(res_off[s]), int(res_off[s + 1])
-    pre_all, pre_k, post_all, post_k = _capped_picks(kind, res_pos, rlo, rhi, inner_rank, n_pre, cap_of_kind)
-    if pre_all.size + post_all.size == 0:
-        return False
-    count = {}
-    for e in range(e_kind.shape[0]):
-        if e_kind[e] >= 0:
-            count[int(e_kind[e])] = int(taken[s, e])
-    drops = []
-    for kk in np.flatnonzero(cap_of_kind >= 0).tolist():  # pre_k / post_k hold capped kinds only
-        left = max(0, int(cap_of_kind[kk]) - count.get(kk, 0))
-        pre = pre_all[pre_k == kk]
-        post = post_all[post_k == kk]
-        if pre.size > left:
-            keep = np.zeros(pre.size, dtype=np.bool_)
-            if left > 0:
-                kb = density_bits(rtok[rlo + pre], rscore[rlo + pre])
-                thr = np.partition(kb, left - 1)[left - 1]
-                below = kb < thr
-                keep[below] = True
-                ties = np.flatnonzero(kb == thr)
-                need = left - int(below.sum())
-                first = order_positions(rtok, rscore, rlo + pre[ties])[:need] - rlo
-                keep[np.searchsorted(pre, first)] = True
-            drops += [pre[~keep], post]
+                    keep -= pre_n[ci]
+                base = ci * nw_max
+                for w in range(nw):  # beyond the prefix: the first `keep` in rank order stay
+                    x = post[base + w]
+                    if x == 0:
+                        continue
+                    post[base + w] = 0
+                    if keep > 0:
+                        pc = popcount(x)
+                        if pc <= keep:
+                            keep -= pc
+                            continue
+                        while keep > 0:
+                            x &= x - BIT1  # the lowest rank stays
+                            keep -= 1
+                    drop[w] |= x
+                    n_drop += popcount(x)
+        if n_drop == 0:
+            if n_c > 0:
+                for p in range(lo, hi):
+                    r = rank[p]
+                    rank[p] = r + n_c if r >= 0 else r
         else:
-            rest = left - pre.size
-            if post.size > rest:
-                drops.append(post[np.argsort(inner_rank[rlo + post])[rest:]])
-    drop = np.concatenate(drops) if drops else np.zeros(0, dtype=np.int64)
-    n_c = int(offsets[s + 1] - offsets[s]) - (rhi - rlo)
-    _drop_compact(res_pos, rlo, rhi, inner_rank, drop.astype(np.int64), n_c, rank)
-    cap_dropped[s] = drop.size
-    return True
+            t = 0
+            for w in range(nw):
+                below[w] = t
+                t += popcount(drop[w])
+            for p in range(lo, hi):  # without branches: about half the candidates are picks
+                r = rank[p]
+                q = r if r >= 0 else 0
+                word = drop[q >> 6]
+                bit = BIT1 << np.uint64(q & 63)
+                nr = n_c + q - below[q >> 6] - popcount(word & (bit - BIT1))
+                rank[p] = nr if (r >= 0) & ((word & bit) == ZERO64) else -1
+            for w in range(nw):
+                drop[w] = 0
+        for j in range(com_off[s], com_off[s + 1]):
+            rank[com[j]] = j - com_off[s]
+        cap_dropped[s] = n_drop
+
+
+def _solo_greedy(tok, score, offsets, com, com_off, res_targets, solo, rank, prefix, compared):
+    """Phase 2 for the ``solo`` segments (see :func:`_count_commit`): the greedy over the
+    segment's candidates less the committed ones, its ranks scattered back (rare: tokens
+    near ``TOKEN_LIMIT``)."""
+    for s in np.flatnonzero(solo).tolist():
+        lo, hi = int(offsets[s]), int(offsets[s + 1])
+        keep = np.ones(hi - lo, dtype=np.bool_)
+        keep[com[com_off[s] : com_off[s + 1]] - lo] = False
+        idx = np.flatnonzero(keep) + lo
+        r = np.full(idx.shape[0], -1, dtype=np.int64)
+        off = np.array([0, idx.shape[0]], dtype=np.int64)
+        pf = None if prefix is None else np.zeros(1, dtype=np.int64)
+        marks = None if compared is None else compared[idx]
+        greedy_segments(tok[idx], score[idx], off, res_targets[s : s + 1], r, prefix=pf, compared=marks)
+        rank[idx] = r
+        if prefix is not None:
+            prefix[s] = pf[0]
 
 
 def count_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, compared=None):
@@ -455,19 +606,18 @@ def count_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, comp
     ``compared`` (bool per candidate, ``placers.chrono_compared``): only the marked
     candidates' ranks need to be in exact order relative to each other (chronological
     placement without truncation); the greedy then leaves its fitting prefix unordered apart
-    from them, and phase 3 finds each capped kind's kept picks in that prefix by selection
-    (:func:`_capped_prefix`). The selection is the same."""
+    from them, and phase 3 finds each capped kind's kept picks in that prefix by selection.
+    The selection is the same."""
     assert args.mode == MODE_COUNT and not args.use_knapsack  # the caller's dispatch (SlicerArgs.run)
     e_kind, cap_of_kind = args.e_kind, args.cap_of_kind
     n, n_seg, n_e = tok.shape[0], offsets.shape[0] - 1, e_kind.shape[0]
-    rank = np.empty(n, dtype=np.int64)  # every position written: phase 1 or phase 3
+    rank = np.full(n, -1, dtype=np.int64)
     err = np.zeros(n_seg, dtype=np.int8)
     err_a = np.zeros(n_seg, dtype=np.int64)
     err_b = np.zeros(n_seg, dtype=np.int64)
     satisfied = np.full((n_seg, n_e), -1, dtype=np.int64)
     taken = np.zeros((n_seg, n_e), dtype=np.int64)
-    marks = _NO_MARKS if compared is None else compared
-    res_pos, rtok, rscore, rmark, res_off, res_targets = _count_commit(
+    ftok, com, com_off, res_targets, solo = _count_commit(
         tok,
         score,
         kind,
@@ -475,39 +625,23 @@ def count_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, comp
         targets,
         e_kind,
         args.e_require,
+        cap_of_kind.shape[0],
         bool(args.throw_on_scarcity),
-        marks,
-        rank,
         taken,
         err,
         err_a,
         err_b,
         satisfied,
     )
-    inner_rank = np.full(res_pos.shape[0], -1, dtype=np.int64)
+    prefix = np.zeros(n_seg, dtype=np.int64)
+    pf = None if compared is None else prefix
+    g_targets = res_targets
+    if solo.any():
+        _solo_greedy(tok, score, offsets, com, com_off, res_targets, solo, rank, pf, compared)
+        g_targets = np.where(solo, 0, res_targets)
+    greedy_segments(ftok, score, offsets, g_targets, rank, prefix=pf, compared=compared)
     cap_dropped = np.zeros(n_seg, dtype=np.int64)
-    done = np.zeros(n_seg, dtype=np.bool_)
-    if compared is None:
-        greedy_segments(rtok, rscore, res_off, res_targets, inner_rank)
-    else:
-        prefix = np.zeros(n_seg, dtype=np.int64)
-        greedy_segments(rtok, rscore, res_off, res_targets, inner_rank, prefix=prefix, compared=rmark)
-        if (cap_of_kind >= 0).any():
-            for s in np.flatnonzero(prefix > 1).tolist():
-                done[s] = _capped_prefix(
-                    s,
-                    kind,
-                    offsets,
-                    Residual(res_pos, res_off, rtok, rscore, inner_rank),
-                    int(prefix[s]),
-                    e_kind,
-                    taken,
-                    cap_of_kind,
-                    rank,
-                    cap_dropped,
-                )
-    _count_finish(kind, offsets, res_pos, res_off, inner_rank, e_kind, taken, cap_of_kind, rank, cap_dropped, done)
+    _count_finish(
+        tok, score, kind, offsets, targets, err, prefix, com, com_off, e_kind, taken, cap_of_kind, rank, cap_dropped
+    )
     return rank, err, err_a, err_b, satisfied, cap_dropped
-
-
-_NO_MARKS = np.zeros(0, dtype=np.bool_)
