@@ -19,7 +19,7 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("cupel_np.engine.sortkeys.score_cmp", "float64 float64", 1),
         (
             "cupel_np.engine.stages._place_segments",
-            "int64 int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool int64[1C] bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] bool int64[1C] int64[1C] int64[1C] int64 int64 int64[1C] uint64[1C] int64[1C] uint64",
+            "int64 int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool int64[1C] bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] bool int64[1C] int64[1C] int64[1C] int64 int64 int64[1C] int64[1C]",
             0,
         ),
         (
@@ -30,7 +30,7 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("cupel_np.engine.batch_kernels.popcount", "uint64", 2),
         (
             "cupel_np.engine.placers._u_shaped_all",
-            "int64[1C] int64 int64 int64[1C] int64 int64 int64[1C] int64 int64[1C] uint64[1C] int64 int64 uint64 int32[1C]",
+            "int64[1C] int64 int64 int64[1C] int64 int64 int64[1C] int64[1C] int64 int64 int32[1C]",
             1,
         ),
         ("cupel_np.engine.placers._place_order", "int64[1C] float64[1C] int64[1C] int64[1C] bool[1C] int64 int64", 1),
@@ -60,8 +60,8 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ),
     ),
     "check": (
-        ("cupel_np.engine.scorers.kernels.rank_scores", "int64[1Cr] bool[1Cr] int64[1Cr]", 0),
         ("cupel_np.engine.placers._mark_tied", "int64[1C] int64[1C] int64 int64 bool[1C]", 0),
+        ("cupel_np.engine.scorers.kernels.rank_scores", "int64[1Cr] bool[1Cr] int64[1Cr]", 0),
         ("cupel_np.engine.sortkeys.sort_pairs", "uint64[1C] int64[1C] uint64[1C] int64[1C] int64", 1),
         ("cupel_np.engine.batch_kernels.variant_scores", "float64[2C] int64[1C] int64[1C] float64[1C] float64[2C]", 0),
         ("cupel_np.engine.batch_kernels.duplicate_winners", "int64[1C] int64[1C] float64[1C]", 0),
@@ -74,7 +74,7 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("cupel_np.engine.sortkeys.score_cmp", "float64 float64", 1),
         (
             "cupel_np.engine.stages._place_segments",
-            "int64 int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool int64[1C] bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] bool int64[1C] int64[1C] int64[1C] int64 int64 int64[1C] uint64[1C] int64[1C] uint64",
+            "int64 int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool int64[1C] bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] bool int64[1C] int64[1C] int64[1C] int64 int64 int64[1C] int64[1C]",
             0,
         ),
         (
@@ -85,7 +85,7 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("cupel_np.engine.batch_kernels.popcount", "uint64", 2),
         (
             "cupel_np.engine.placers._u_shaped_all",
-            "int64[1C] int64 int64 int64[1C] int64 int64 int64[1C] int64 int64[1C] uint64[1C] int64 int64 uint64 int32[1C]",
+            "int64[1C] int64 int64 int64[1C] int64 int64 int64[1C] int64[1C] int64 int64 int32[1C]",
             1,
         ),
         ("cupel_np.engine.placers._place_order", "int64[1C] float64[1C] int64[1C] int64[1C] bool[1C] int64 int64", 1),

@@ -181,10 +181,8 @@ def _place_segments(
     ts_offsets,
     chrono_min,
     radix_min,
-    u_rank,
-    u_key,
-    u_off,
-    one_key,
+    u_at,
+    u_pin,
 ):
     """Merge pinned and sliced items per segment (item set), apply the overflow strategy, run
     the placer and write every row's inclusion/exclusion reason.
@@ -222,14 +220,13 @@ def _place_segments(
             its rows filters that order instead of sorting, then repairs runs of equal
             timestamps to the placer's input order.
     Per variant, prepared by the wrapper (``_sliced_score_order``; u-shaped only, else empty)
-        u_rank, u_key, u_off : ``u_rank[u_off[s]:u_off[s+1]]`` (when not empty) holds the ranks
-            of segment ``s``'s selected items in u-shaped order (score desc, rank), their score
-            keys in ``u_key``. It serves the segment when nothing is truncated; a truncating
-            segment sorts its kept items itself.
+        u_at, u_pin : segment ``s``'s u-shaped placement when ``u_pin[s] >= 0``: each selected
+            candidate's position (``u_at``, per candidate), the pinned items' first place in
+            u-shaped order (``u_pin[s]``). It serves the segment when nothing is truncated; a
+            truncating segment sorts its kept items itself.
     Tuning constants (choose the path, never the answer)
         chrono_min : ``CHRONO_FILTER_MIN``
         radix_min : ``RADIX_MIN``
-        one_key : ``_ONE_KEY``, the u-shaped order key of a pinned item's score 1.0
     Outputs (per row; only the rows of the merged segments are written)
         included : bool, the row is in the context
         reason : int8 reason code (``engine.reasons``)
@@ -347,7 +344,7 @@ def _place_segments(
             and m > chrono_min
             and m * 32 >= ts_offsets[s + 1] - ts_offsets[s]
         )
-        fast_u = placer == PLACER_U_SHAPED and u_off[s + 1] > u_off[s]
+        fast_u = placer == PLACER_U_SHAPED and u_pin[s] >= 0
         if fast_chrono:
             # every merged item is kept, in merged order: no merged arrays needed
             c_ts, ubits, upre, tie_a[s], tie_b[s] = _chrono_kept(
@@ -368,22 +365,7 @@ def _place_segments(
                 position,
             )
         elif fast_u:
-            _u_shaped_all(
-                pin_rows,
-                plo,
-                n_pin,
-                cand_rows,
-                clo,
-                chi,
-                rank,
-                m,
-                u_rank,
-                u_key,
-                u_off[s],
-                u_off[s + 1],
-                one_key,
-                position,
-            )
+            _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, u_at, u_pin[s], m, position)
         else:
             # merged list: pinned (input order, score 1.0) then the slicer output in its order
             mrow = np.empty(m, dtype=np.int64)
@@ -493,9 +475,9 @@ class PlaceOutputs(NamedTuple):
 def _order_for_placer(tokens, pin_rows, pin_offsets, cand: Candidates, budget_targets, policy: PlacePolicy):
     """Order what the placer compares of each unordered greedy prefix (``_finish_ranks``) and,
     for u-shaped placement, the selected items' score order (``_sliced_score_order``):
-    ``(u_rank, u_key, u_off)``, empty for chronological placement."""
+    ``(u_at, u_pin)``, empty for chronological placement."""
     cand_tok, rank_prefix, placer = cand.cand_tok, cand.rank_prefix, policy.placer
-    if cand_tok is None and (placer == PLACER_U_SHAPED or rank_prefix is not None):
+    if cand_tok is None and rank_prefix is not None:
         cand_tok = tokens[cand.cand_rows]
     left = None
     if rank_prefix is not None and (rank_prefix > 1).any():
@@ -514,8 +496,10 @@ def _order_for_placer(tokens, pin_rows, pin_offsets, cand: Candidates, budget_ta
             cand.prefix_compared,
         )
     if placer == PLACER_U_SHAPED:
-        return _sliced_score_order(cand.rank, cand.cand_score, cand_tok, cand.cand_offsets, U_SORT_MIN, left)
-    return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(pin_offsets.shape[0], np.int64)
+        return _sliced_score_order(
+            cand.rank, cand.cand_score, cand_tok, cand.cand_offsets, pin_offsets, U_SORT_MIN, left
+        )
+    return np.zeros(0, np.int64), np.full(pin_offsets.shape[0] - 1, -1, np.int64)
 
 
 def _repair_tie_spans(
@@ -555,7 +539,7 @@ def place_segments(
         ts_sorted = np.zeros(0, dtype=rows.ts.dtype)
     if lstpos is None:
         lstpos = np.full(n_rows, -1, dtype=np.int64)
-    u_rank, u_key, u_off = _order_for_placer(rows.tokens, pin_rows, pin_offsets, cand, segments.budget_targets, policy)
+    u_at, u_pin = _order_for_placer(rows.tokens, pin_rows, pin_offsets, cand, segments.budget_targets, policy)
     err, err_a, sliced, kept, trunc, tie_a, tie_b = _place_segments(
         n_rows,
         rows.tokens,
@@ -586,10 +570,8 @@ def place_segments(
         ts_offsets,
         CHRONO_FILTER_MIN,
         RADIX_MIN,
-        u_rank,
-        u_key,
-        u_off,
-        _ONE_KEY,
+        u_at,
+        u_pin,
     )
     _repair_tie_spans(tie_a, tie_b, pin_rows, pin_offsets, cand, ts_rows, ts_sorted, out, lstpos)
     if trunc.any():  # a kernel of its own: a run that never truncates never compiles it
@@ -621,8 +603,3 @@ def place_segments(
             kept,
         )
     return err, err_a, sliced, kept
-
-
-#: the u-shaped order key (``desc_bits``) of a pinned item's score 1.0: the bits of -1.0
-#: (0xBFF0...), negative, so inverted (tests/engine/test_fast_paths.py checks it against desc_bits)
-_ONE_KEY = np.uint64(0xBFF0000000000000 ^ 0xFFFFFFFFFFFFFFFF)
