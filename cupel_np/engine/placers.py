@@ -18,8 +18,9 @@ PLACER_U_SHAPED = 1
 #: kept lists at least this long are ordered by the radix sort in u-shaped placement
 RADIX_MIN = 4096
 #: u-shaped placement of a segment whose slicer selected at least this many items orders them
-#: outside the kernel: NumPy's SIMD quicksort of the score keys, then every run of equal scores
-#: repaired to slicer-output order (``_sliced_score_order``)
+#: outside the kernel: NumPy's SIMD quicksort of keys that pack each score key's high bits with
+#: the candidate's index, then every run that shares the high bits repaired to (score,
+#: slicer-output) order (``_sliced_score_order``)
 U_SORT_MIN = 32768
 #: chronological placement filters the shared timestamp order when a segment keeps more than
 #: this many items (and at least 1/32 of its timestamped rows); smaller ones sort their own
