@@ -10,7 +10,7 @@ import numpy as np
 from cupel_np._jit import jit, jit_inner
 from cupel_np.engine.reasons import R_BUDGET_EXCEEDED, R_PINNED, R_SCORED, R_ZERO_TOKEN
 from cupel_np.engine.slicers.greedy import density_key
-from cupel_np.engine.sortkeys import _SIGN, desc_bits, int_keys, ordered_bits, radix_argsort, sort_pairs, stable_argsort
+from cupel_np.engine.sortkeys import _SIGN, NAN_LAST, desc_bits, int_keys, radix_argsort, sort_pairs, stable_argsort
 
 PLACER_CHRONOLOGICAL = 0
 PLACER_U_SHAPED = 1
@@ -18,8 +18,9 @@ PLACER_U_SHAPED = 1
 #: kept lists at least this long are ordered by the radix sort in u-shaped placement
 RADIX_MIN = 4096
 #: u-shaped placement of a segment whose slicer selected at least this many items orders them
-#: outside the kernel: NumPy's SIMD quicksort of the score keys, then every run of equal scores
-#: repaired to slicer-output order (``_sliced_score_order``)
+#: outside the kernel: NumPy's SIMD quicksort of keys that pack each score key's high bits with
+#: the candidate's index, then every run that shares the high bits repaired to (score,
+#: slicer-output) order (``_sliced_score_order``)
 U_SORT_MIN = 32768
 #: chronological placement filters the shared timestamp order when a segment keeps more than
 #: this many items (and at least 1/32 of its timestamped rows); smaller ones sort their own
@@ -27,36 +28,23 @@ CHRONO_FILTER_MIN = 16
 
 
 @jit_inner
-def _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, m, u_rank, u_key, ua, ub, one_key, position):
-    """U-shaped placement when every merged item is kept: the sliced items come ordered
-    (``u_rank[ua:ub]``, score desc then rank, keys ``u_key``); the pinned items (score 1.0)
-    go before the first sliced item whose score is not above 1.0. Item ``j`` of that order
-    is placed at ``j // 2`` (even ``j``) or ``m - 1 - j // 2`` (odd ``j``).
+def _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, u_at, n_before, m, position):
+    """U-shaped placement when every merged item is kept: ``u_at`` holds every selected
+    candidate's position (``_sliced_score_order``), the pinned items take places
+    ``n_before, n_before + 1, ...`` of the u-shaped order (place ``j`` is position ``j // 2``
+    for even ``j``, ``m - 1 - j // 2`` for odd ``j``).
 
     Arguments (one segment of ``_place_segments``'s arrays, see there)
         pinned : ``pin_rows[plo:plo + n_pin]``
-        candidates : ``cand_rows[clo:chi]`` with their ``rank``; ``m`` merged items in all
-        u-shaped order : ``u_rank[ua:ub]`` and ``u_key[ua:ub]``; ``one_key``
+        candidates : ``cand_rows[clo:chi]`` with their ``rank`` and ``u_at``; ``m`` merged
+            items in all
         output : ``position`` (per row)"""
-    row_of = np.empty(ub - ua, dtype=np.int64)  # sliced row by rank
+    for q in range(n_pin):
+        j = n_before + q
+        position[pin_rows[plo + q]] = j // 2 if j % 2 == 0 else m - 1 - j // 2
     for p in range(clo, chi):
-        r = rank[p]
-        if r >= 0:
-            row_of[r] = cand_rows[p]
-    j = 0
-    pin_done = n_pin == 0
-    for u in range(ua, ub):
-        if not pin_done and u_key[u] >= one_key:
-            for q in range(n_pin):
-                position[pin_rows[plo + q]] = j // 2 if j % 2 == 0 else m - 1 - j // 2
-                j += 1
-            pin_done = True
-        position[row_of[u_rank[u]]] = j // 2 if j % 2 == 0 else m - 1 - j // 2
-        j += 1
-    if not pin_done:
-        for q in range(n_pin):
-            position[pin_rows[plo + q]] = j // 2 if j % 2 == 0 else m - 1 - j // 2
-            j += 1
+        if rank[p] >= 0:
+            position[cand_rows[p]] = u_at[p]
 
 
 @jit_inner
@@ -178,110 +166,201 @@ def _chronological_filter(
             lstpos[cand_rows[p]] = -1
 
 
+#: the u-shaped order key (``desc_bits``) of a pinned item's score 1.0: the bits of -1.0
+#: (0xBFF0...), negative, so inverted (tests/engine/test_fast_paths.py checks it against desc_bits)
+_ONE_KEY = np.uint64(0xBFF0000000000000 ^ 0xFFFFFFFFFFFFFFFF)
+#: a tie key after every prefix item's density key (ordered bits of +inf are lower)
+_AFTER_PREFIX = np.uint64(0xFFFFFFFFFFFFFFFF)
+_MAGNITUDE = np.uint64(0x7FFFFFFFFFFFFFFF)
+_INF_BITS = np.uint64(0x7FF0000000000000)
+_NO_TOKENS = np.zeros(0, dtype=np.int64)
+
+
+@jit_inner
+def _bits_key(b):
+    """``desc_bits`` of the score whose float64 bit pattern is ``b``: NaN ``NAN_LAST``, either
+    zero ``_SIGN``, a negative score its own bits, a positive one its bits inverted below
+    ``_SIGN``."""
+    a = b & _MAGNITUDE
+    if a > _INF_BITS:
+        return NAN_LAST
+    if a == 0:
+        return _SIGN
+    return b if b & _SIGN else ~b ^ _SIGN
+
+
 @jit
-def _keys_by_rank(rank, cand_score, cand_tok, lo, hi):
-    """Score keys (``desc_bits``: descending, NaN lowest) of the items the slicer selected in
-    ``[lo, hi)``, indexed by their rank; with their scores and tokens, also by rank."""
+def _u_pack(rank, score_bits, lo, hi, shift):
+    """The items the slicer selected in ``[lo, hi)`` (``score_bits``: the candidates' scores
+    as uint64 bit patterns) as distinct uint64 keys, in candidate order: the high
+    ``64 - shift`` bits of the score key (``desc_bits``), then the candidate's index
+    ``p - lo`` (below ``2**shift``). Ascending keys are the score order up to runs that share
+    the high bits (``_u_finish`` orders those)."""
     n = 0
     for p in range(lo, hi):
-        if rank[p] >= 0:
-            n += 1
-    sc = np.empty(n, dtype=np.float64)
-    tk = np.empty(n, dtype=np.int64)
+        n += rank[p] >= 0
+    out = np.empty(n + 1, dtype=np.uint64)  # one spare: the write below is branch-free
+    high = ~((np.uint64(1) << np.uint64(shift)) - np.uint64(1))
+    c = 0
     for p in range(lo, hi):
-        r = rank[p]
-        if r >= 0:
-            sc[r] = cand_score[p]
-            tk[r] = cand_tok[p]
-    return desc_bits(sc), sc, tk
+        out[c] = (_bits_key(score_bits[p]) & high) | np.uint64(p - lo)
+        c += rank[p] >= 0
+    return out[:n]
+
+
+@jit_inner
+def _tie_before(fk, tk, rk, a, b):
+    """Entry ``a`` of a run precedes entry ``b``: by score key, tie key, then rank."""
+    if fk[a] != fk[b]:
+        return fk[a] < fk[b]
+    if tk[a] != tk[b]:
+        return tk[a] < tk[b]
+    return rk[a] < rk[b]
+
+
+@jit_inner
+def _tie_order(fk, tk, rk):
+    """The run's entries ordered by (``fk``, ``tk``, ``rk``) (distinct: ``rk`` are ranks):
+    insertion sort on runs of 16, then bottom-up merges."""
+    n = fk.shape[0]
+    o = np.arange(n)
+    for a in range(0, n, 16):
+        b = min(a + 16, n)
+        for i in range(a + 1, b):
+            x = o[i]
+            w = i - 1
+            while w >= a and _tie_before(fk, tk, rk, x, o[w]):
+                o[w + 1] = o[w]
+                w -= 1
+            o[w + 1] = x
+    src = o
+    dst = np.empty(n, dtype=np.int64)
+    width = 16
+    while width < n:
+        for a in range(0, n, 2 * width):
+            m = min(a + width, n)
+            b = min(a + 2 * width, n)
+            i = a
+            j = m
+            k = a
+            while i < m and j < b:
+                if _tie_before(fk, tk, rk, src[j], src[i]):
+                    dst[k] = src[j]
+                    j += 1
+                else:
+                    dst[k] = src[i]
+                    i += 1
+                k += 1
+            while i < m:
+                dst[k] = src[i]
+                i += 1
+                k += 1
+            while j < b:
+                dst[k] = src[j]
+                j += 1
+                k += 1
+        src, dst = dst, src
+        width *= 2
+    return src
 
 
 @jit
-def _rank_order_runs(o, key, sc, tk, n_pre):
-    """``o`` (ranks) orders ``key`` with ties in any order: put every run of equal keys in
-    slicer-output order, in place, and return the keys in ``o`` order. Ranks below ``n_pre``
-    (the unordered greedy prefix, ranked in index order) precede the others and are ordered by
-    density descending (NaN last: key ``0.0 - density``, NaN as +inf), then rank; the others by
-    rank."""
-    n = o.shape[0]
-    ks = np.empty(n, dtype=np.uint64)
-    for i in range(n):
-        ks[i] = key[o[i]]
-    top = np.uint64(0xFFFFFFFFFFFFFFFF)  # after every prefix key (ordered bits of +inf are lower)
+def _u_finish(packed, shift, lo, rank, score_bits, cand_score, cand_tok, n_pre, one_key, n_pin, u_at):
+    """Place a segment's sliced items from ``packed`` (``_u_pack``'s keys, sorted ascending):
+    every run of keys that share their high bits is ordered by score key, then slicer output
+    order - ranks below ``n_pre`` (the unordered greedy prefix, ranked in index order) before
+    the others and by density descending (NaN last: ``density_key``), then rank; the others by
+    rank (``packed`` is scratch). The ``n_pin`` pinned items (score 1.0, key ``one_key``) come
+    after the sliced items scored above 1.0 and before the others; item ``j`` of that order
+    (``m`` in all) is placed at ``j // 2`` (even ``j``) or ``m - 1 - j // 2`` (odd ``j``): written
+    to ``u_at[p]`` for candidate ``p``. Returns the pinned items' first ``j``."""
+    n = packed.shape[0]
+    m = n + n_pin
+    sh = np.uint64(shift)
+    low = (np.uint64(1) << sh) - np.uint64(1)
+    one_high = one_key >> sh
+    fb = np.empty(1, dtype=np.float64)
+    ub = fb.view(np.uint64)
+    j = 0  # the next item's place in u-shaped order, pinned items included
+    n_before = -1  # the pinned items' first place, once known
     i = 0
     while i < n:
-        j = i + 1
-        while j < n and ks[j] == ks[i]:
+        h = packed[i] >> sh
+        e = i + 1
+        while e < n and packed[e] >> sh == h:
+            e += 1
+        if n_before < 0 and h >= one_high:
+            if h > one_high or e - i == 1:
+                if h > one_high or _bits_key(score_bits[lo + np.int64(packed[i] & low)]) >= one_key:
+                    n_before = j
+                    j += n_pin
+        if e - i > 1:
+            r_n = e - i
+            fk = np.empty(r_n, dtype=np.uint64)
+            tk = np.empty(r_n, dtype=np.uint64)
+            rk = np.empty(r_n, dtype=np.int64)
+            ix = np.empty(r_n, dtype=np.int64)
+            for u in range(r_n):
+                p = lo + np.int64(packed[i + u] & low)
+                ix[u] = p
+                fk[u] = _bits_key(score_bits[p])
+                r = rank[p]
+                rk[u] = r
+                tk[u] = _AFTER_PREFIX
+                if r < n_pre:
+                    fb[0] = density_key(cand_tok[p], cand_score[p]) + 0.0  # -0.0 + 0.0 == +0.0
+                    b = ub[0]
+                    tk[u] = ~b if b & _SIGN else b | _SIGN
+            o = _tie_order(fk, tk, rk)
+            for u in range(r_n):
+                q = o[u]
+                if n_before < 0 and fk[q] >= one_key:
+                    n_before = j
+                    j += n_pin
+                u_at[ix[q]] = j // 2 + (m - 1 - 2 * (j // 2)) * (j & 1)
+                j += 1
+        else:
+            u_at[lo + np.int64(packed[i] & low)] = j // 2 + (m - 1 - 2 * (j // 2)) * (j & 1)
             j += 1
-        if 1 < j - i <= 32:  # insertion sort by (class, density key, rank), in place
-            for u in range(i + 1, j):
-                x = o[u]
-                dx = 0.0
-                if x < n_pre:
-                    dx = density_key(tk[x], sc[x])
-                w = u - 1
-                while w >= i:
-                    z = o[w]
-                    if (z < n_pre) != (x < n_pre):
-                        if z < n_pre:  # the prefix first
-                            break
-                    elif x < n_pre:
-                        dz = density_key(tk[z], sc[z])
-                        if dz < dx or (dz == dx and z < x):
-                            break
-                    elif z < x:
-                        break
-                    o[w + 1] = z
-                    w -= 1
-                o[w + 1] = x
-        elif j - i > 32:
-            run = o[i:j].copy()
-            run = run[stable_argsort(int_keys(run))]
-            if run[0] < n_pre:  # prefix ranks in the run: then by density (stable)
-                y = np.empty(j - i, dtype=np.float64)
-                for u in range(j - i):
-                    r = run[u]
-                    y[u] = np.inf if r >= n_pre else density_key(tk[r], sc[r])
-                kk = ordered_bits(y)
-                for u in range(j - i):
-                    if run[u] >= n_pre:
-                        kk[u] = top
-                run = run[stable_argsort(kk)]
-            for u in range(j - i):
-                o[i + u] = run[u]
-        i = j
-    return ks
+        i = e
+    if n_before < 0:
+        n_before = j
+    return n_before
 
 
-def _sliced_score_order(rank, cand_score, cand_tok, cand_offsets, min_sel, prefix):
+def _sliced_score_order(rank, cand_score, cand_tok, cand_offsets, pin_offsets, min_sel, prefix):
     """Per segment with at least ``min_sel`` selected items, or an unordered greedy prefix
-    (``prefix[s] > 0``): the ranks of its selected items in (score descending with NaN lowest,
-    slicer output) order - u-shaped placement's order of the sliced items - sorted by NumPy's
-    SIMD quicksort plus a repair of equal-score runs. Returns ``(u_rank, u_key, u_off)``:
-    segment ``s`` owns ``u_rank[u_off[s]:u_off[s+1]]`` (empty: the kernel sorts the segment
-    itself) and ``u_key`` holds the matching sorted keys."""
+    (``prefix[s] > 0``): u-shaped placement of its selected and pinned items, every one kept -
+    the selected items in (score descending with NaN lowest, slicer output) order, the pinned
+    ones (score 1.0) inserted before the first one not scored above 1.0. One NumPy SIMD sort of
+    distinct uint64 keys (score key high bits, candidate index low bits: ``_u_pack``), then
+    ``_u_finish`` orders the runs that share the high bits. Returns ``(u_at, u_pin)``: per
+    candidate of a placed segment, its position (``u_at``, not written for the others); per
+    segment, the pinned items' first place in u-shaped order, -1 when the segment is left to
+    the place kernel. ``cand_tok`` (tokens per candidate) is read only with a prefix."""
     n_seg = cand_offsets.shape[0] - 1
-    u_off = np.zeros(n_seg + 1, dtype=np.int64)
-    parts_rank, parts_key = [], []
+    u_pin = np.full(n_seg, -1, dtype=np.int64)
+    u_at = None
     sizes = np.diff(cand_offsets)
     big = sizes >= max(min_sel, 1)
     if prefix is not None:
         big |= prefix > 0
+        assert cand_tok is not None
+    tok = _NO_TOKENS if cand_tok is None else cand_tok
+    score_bits = cand_score.view(np.uint64)
     for s in np.flatnonzero(big):  # a few big sets at most
         n_pre = 0 if prefix is None else int(prefix[s])
-        key, sc, tk = _keys_by_rank(rank, cand_score, cand_tok, int(cand_offsets[s]), int(cand_offsets[s + 1]))
-        if (key.shape[0] < min_sel and n_pre == 0) or key.shape[0] == 0:
+        lo, hi = int(cand_offsets[s]), int(cand_offsets[s + 1])
+        shift = (hi - lo - 1).bit_length()
+        packed = _u_pack(rank, score_bits, lo, hi, shift)
+        if (packed.shape[0] < min_sel and n_pre == 0) or packed.shape[0] == 0:
             continue
-        o = np.argsort(key)  # unstable SIMD quicksort; ties repaired below
-        parts_key.append(_rank_order_runs(o, key, sc, tk, n_pre))
-        parts_rank.append(o)
-        u_off[s + 1] = o.shape[0]
-    np.cumsum(u_off, out=u_off)
-    if not parts_rank:
-        return np.zeros(0, np.int64), np.zeros(0, np.uint64), u_off
-    if len(parts_rank) == 1:
-        return parts_rank[0], parts_key[0], u_off
-    return np.concatenate(parts_rank), np.concatenate(parts_key), u_off
+        packed.sort()  # NumPy's SIMD quicksort; the keys are distinct, so any sort agrees
+        if u_at is None:
+            u_at = np.empty(rank.shape[0], dtype=np.int64)
+        n_pin = int(pin_offsets[s + 1] - pin_offsets[s])
+        u_pin[s] = _u_finish(packed, shift, lo, rank, score_bits, cand_score, tok, n_pre, _ONE_KEY, n_pin, u_at)
+    return (_NO_TOKENS if u_at is None else u_at), u_pin
 
 
 @jit

@@ -192,10 +192,8 @@ def _place_segments(
     ts_run_offsets,
     chrono_min,
     radix_min,
-    u_rank,
-    u_key,
-    u_off,
-    one_key,
+    u_at,
+    u_pin,
 ):
     """Merge pinned and sliced items per segment (item set), apply the overflow strategy, run
     the placer and write every row's inclusion/exclusion reason.
@@ -236,14 +234,13 @@ def _place_segments(
             row's index in it (``2 * i + tied``, -1 untimestamped) and each segment's runs of
             equal timestamps
     Per variant, prepared by the wrapper (``_sliced_score_order``; u-shaped only, else empty)
-        u_rank, u_key, u_off : ``u_rank[u_off[s]:u_off[s+1]]`` (when not empty) holds the ranks
-            of segment ``s``'s selected items in u-shaped order (score desc, rank), their score
-            keys in ``u_key``. It serves the segment when nothing is truncated; a truncating
-            segment sorts its kept items itself.
+        u_at, u_pin : segment ``s``'s u-shaped placement when ``u_pin[s] >= 0``: each selected
+            candidate's position (``u_at``, per candidate), the pinned items' first place in
+            u-shaped order (``u_pin[s]``). It serves the segment when nothing is truncated; a
+            truncating segment sorts its kept items itself.
     Tuning constants (choose the path, never the answer)
         chrono_min : ``CHRONO_FILTER_MIN``
         radix_min : ``RADIX_MIN``
-        one_key : ``_ONE_KEY``, the u-shaped order key of a pinned item's score 1.0
     Outputs (per row; only the rows of the merged segments are written)
         included : bool, the row is in the context
         reason : int8 reason code (``engine.reasons``)
@@ -252,7 +249,7 @@ def _place_segments(
         position : the placed position of an included row
 
     Returns
-        per segment ``(err, err_a, sliced_tokens, kept_tokens, trunc, tie_a, tie_b)``:
+        per segment ``(err, err_a, sliced_tokens, kept_tokens, trunc, ties, key_at)``:
         ``ERR_OVERFLOW`` with the merged token count when the strategy is throw; the tokens the
         slicer selected; the tokens of the included rows; whether the set truncates; whether
         ``chrono_bits._chrono_ties`` puts its runs of equal timestamps in input order, and
@@ -388,24 +385,9 @@ def _place_segments(
         if merged_tokens > target and overflow == OVERFLOW_TRUNCATE:
             trunc[s] = True  # placed by _place_truncated (compiled only when a set truncates)
             continue
-        fast_u = placer == PLACER_U_SHAPED and u_off[s + 1] > u_off[s]
+        fast_u = placer == PLACER_U_SHAPED and u_pin[s] >= 0
         if fast_u:
-            _u_shaped_all(
-                pin_rows,
-                plo,
-                n_pin,
-                cand_rows,
-                clo,
-                chi,
-                rank,
-                m,
-                u_rank,
-                u_key,
-                u_off[s],
-                u_off[s + 1],
-                one_key,
-                position,
-            )
+            _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, u_at, u_pin[s], m, position)
         elif not fast_chrono:  # (fast_chrono: placed in the pass below)
             # merged list: pinned (input order, score 1.0) then the slicer output in its order
             mrow = np.empty(m, dtype=np.int64)
@@ -528,9 +510,9 @@ class PlaceOutputs(NamedTuple):
 def _order_for_placer(tokens, pin_rows, pin_offsets, cand: Candidates, budget_targets, policy: PlacePolicy):
     """Order what the placer compares of each unordered greedy prefix (``_finish_ranks``) and,
     for u-shaped placement, the selected items' score order (``_sliced_score_order``):
-    ``(u_rank, u_key, u_off)``, empty for chronological placement."""
+    ``(u_at, u_pin)``, empty for chronological placement."""
     cand_tok, rank_prefix, placer = cand.cand_tok, cand.rank_prefix, policy.placer
-    if cand_tok is None and (placer == PLACER_U_SHAPED or rank_prefix is not None):
+    if cand_tok is None and rank_prefix is not None:
         cand_tok = tokens[cand.cand_rows]
     left = None
     if rank_prefix is not None and (rank_prefix > 1).any():
@@ -549,8 +531,10 @@ def _order_for_placer(tokens, pin_rows, pin_offsets, cand: Candidates, budget_ta
             cand.prefix_compared,
         )
     if placer == PLACER_U_SHAPED:
-        return _sliced_score_order(cand.rank, cand.cand_score, cand_tok, cand.cand_offsets, U_SORT_MIN, left)
-    return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(pin_offsets.shape[0], np.int64)
+        return _sliced_score_order(
+            cand.rank, cand.cand_score, cand_tok, cand.cand_offsets, pin_offsets, U_SORT_MIN, left
+        )
+    return np.zeros(0, np.int64), np.full(pin_offsets.shape[0] - 1, -1, np.int64)
 
 
 def place_segments(
@@ -581,7 +565,7 @@ def place_segments(
         ts_code, ts_runs, ts_run_off = ts_rows, ts_rows, ts_offsets
     if lstpos is None:
         lstpos = np.full(n_rows, -1, dtype=np.int64)
-    u_rank, u_key, u_off = _order_for_placer(rows.tokens, pin_rows, pin_offsets, cand, segments.budget_targets, policy)
+    u_at, u_pin = _order_for_placer(rows.tokens, pin_rows, pin_offsets, cand, segments.budget_targets, policy)
     err, err_a, sliced, kept, trunc, ties, key_at = _place_segments(
         n_rows,
         rows.tokens,
@@ -615,10 +599,8 @@ def place_segments(
         ts_run_off,
         CHRONO_FILTER_MIN,
         RADIX_MIN,
-        u_rank,
-        u_key,
-        u_off,
-        _ONE_KEY,
+        u_at,
+        u_pin,
     )
     if ties.any():  # a kernel of its own: a run without equal timestamps never compiles it
         _chrono_ties(np.flatnonzero(ties), ts_rows, ts_runs, ts_run_off, out.included, key_at, out.position)
@@ -651,8 +633,3 @@ def place_segments(
             kept,
         )
     return err, err_a, sliced, kept
-
-
-#: the u-shaped order key (``desc_bits``) of a pinned item's score 1.0: the bits of -1.0
-#: (0xBFF0...), negative, so inverted (tests/engine/test_fast_paths.py checks it against desc_bits)
-_ONE_KEY = np.uint64(0xBFF0000000000000 ^ 0xFFFFFFFFFFFFFFFF)

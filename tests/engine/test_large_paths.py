@@ -327,7 +327,7 @@ def test_recency_from_the_timestamp_order_equals_rank_scores(every):
     valid[2000] = False
     rows = np.arange(n) if every else np.flatnonzero(rng.random(n) < 0.8)
     sc_off = np.searchsorted(rows, offsets).astype(np.int64)
-    order, ts_sorted, ts_off = placers.timestamp_order(ts, valid, offsets)
+    order, ts_sorted, ts_off, *_ = placers.timestamp_order(ts, valid, offsets)
     sc_pos = np.full(n, -1, dtype=np.int64)
     sc_pos[rows] = np.arange(rows.shape[0])
     got = sck.rank_scores_from_order(order, ts_sorted, ts_off, sc_pos, every, rows.shape[0])

@@ -1,0 +1,100 @@
+"""U-shaped placement of a big set (``placers._sliced_score_order``, then ``_u_shaped_all``)
+against a plain sort of the selected items by (score key, slicer output order).
+
+The kernel sorts keys that hold only the high bits of each score key (the candidate's index
+fills the low bits), then orders every run of keys that share those high bits: these cases
+draw scores a few units in the last place apart (one run, different scores), around the
+pinned items' 1.0 (the run where the pinned items go in), with NaN, -0.0, infinities and an
+unordered greedy prefix (ties by density, then rank)."""
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cupel_np.engine import placers
+from cupel_np.engine.sortkeys import desc_bits
+
+SETTINGS = settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+
+ULP_APART = [np.nextafter(1.0, 2.0), 1.0, np.nextafter(1.0, 0.0), 1.0 + 2**-50, 0.5, 0.5 + 2**-52, 0.5 + 2**-51]
+SCORES = ULP_APART + [0.0, -0.0, np.nan, np.inf, -np.inf, -1.0, 2.0, 1e-310]
+
+
+def density_desc(t, s):
+    """Greedy's order of densities, ascending: descending density, NaN last, zero tokens
+    first (density MAX_FLOAT); -0.0 is 0.0."""
+    d = np.finfo(np.float64).max if t == 0 else s / t
+    return np.inf if d != d else -d + 0.0
+
+
+def reference(rank, score, tok, n_pre, n_pin):
+    """Each selected candidate's position and the pinned items' first place, from a sort."""
+    key = desc_bits(score)
+    sel = [p for p in range(rank.shape[0]) if rank[p] >= 0]
+
+    def order_key(p):
+        r = int(rank[p])
+        if r < n_pre:  # the unordered prefix first, by density, then rank
+            return (int(key[p]), 0, density_desc(int(tok[p]), float(score[p])), r)
+        return (int(key[p]), 1, 0.0, r)
+
+    order = sorted(sel, key=order_key)
+    first_pin = next((i for i, p in enumerate(order) if key[p] >= placers._ONE_KEY), len(order))
+    m = len(order) + n_pin
+    at = {}
+    for i, p in enumerate(order):
+        j = i if i < first_pin else i + n_pin
+        at[p] = j // 2 if j % 2 == 0 else m - 1 - j // 2
+    return at, first_pin
+
+
+@st.composite
+def segments(draw):
+    n = draw(st.integers(1, 300))
+    score = np.array(draw(st.lists(st.sampled_from(SCORES), min_size=n, max_size=n)), dtype=np.float64)
+    tok = np.array(draw(st.lists(st.sampled_from([0, 1, 2, 3, 7]), min_size=n, max_size=n)), dtype=np.int64)
+    selected = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    sel = np.flatnonzero(selected)
+    n_pre = draw(st.integers(0, sel.shape[0]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    # the prefix: some selected candidates ranked 0..n_pre-1 in index order; the rest after
+    pre = np.sort(rng.choice(sel, n_pre, replace=False)) if n_pre else np.zeros(0, np.int64)
+    rest = np.setdiff1d(sel, pre)
+    rank = np.full(n, -1, dtype=np.int64)
+    rank[pre] = np.arange(n_pre)
+    rank[rng.permutation(rest)] = np.arange(n_pre, sel.shape[0])
+    return score, tok, rank, n_pre, draw(st.integers(0, 3))
+
+
+@SETTINGS
+@given(segments())
+def test_u_shaped_order_is_the_sorted_order(case):
+    score, tok, rank, n_pre, n_pin = case
+    n = score.shape[0]
+    u_at, u_pin = placers._sliced_score_order(
+        rank, score, tok, np.array([0, n]), np.array([0, n_pin]), 0, np.array([n_pre]) if n_pre else None
+    )
+    at, first_pin = reference(rank, score, tok, n_pre, n_pin)
+    if not at:
+        assert u_pin[0] == -1  # nothing selected: left to the place kernel
+        return
+    assert u_pin[0] == first_pin
+    assert {p: int(u_at[p]) for p in at} == at
+
+
+def test_small_segments_are_left_to_the_place_kernel():
+    """Only segments with at least ``min_sel`` selected items (or a prefix) are placed."""
+    rng = np.random.default_rng(3)
+    n = 900
+    score = np.round(rng.random(n), 1)  # long runs of equal scores
+    tok = rng.integers(0, 5, n)
+    rank = np.full(n, -1, dtype=np.int64)
+    offsets = np.array([0, 100, 900])
+    for lo, hi in zip(offsets[:-1], offsets[1:]):
+        rank[lo:hi] = rng.permutation(hi - lo)
+    pins = np.array([0, 2, 3])
+    u_at, u_pin = placers._sliced_score_order(rank, score, tok, offsets, pins, 500, None)
+    assert u_pin[0] == -1
+    at, first_pin = reference(rank[100:], score[100:], tok[100:], 0, 1)
+    assert u_pin[1] == first_pin
+    assert {p - 100: int(u_at[p]) for p in range(100, 900)} == at
