@@ -6,9 +6,16 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
     "demo": (
         ("cupel_np.engine.scorers.kernels.rank_scores", "int64[1Cr] bool[1Cr] int64[1Cr]", 0),
         ("cupel_np.engine.placers.timestamp_ranks", "int64[1C] int64[1C] int64[1C] int64", 0),
+        ("cupel_np.engine.scorers.kernels._rank_counting", "uint64[1C] int64[1C] int64 int64 float64[1C]", 1),
+        ("cupel_np.engine.scorers.kernels._radix_pairs", "uint64[1C] int64[1C] uint64[1C] int64[1C] int64 uint64", 1),
         ("cupel_np.engine.sortkeys.sort_pairs", "uint64[1C] int64[1C] uint64[1C] int64[1C] int64", 1),
         ("cupel_np.engine.scorers.kernels.frequency_scores_small", "int64[1Cr] int64[1Cr] int64 int64[1Cr]", 0),
         ("cupel_np.engine.placers._mark_tied", "int64[1C] int64[1C] int64 int64 bool[1C]", 0),
+        (
+            "cupel_np.engine.scorers.kernels.rank_scores_from_order",
+            "int64[1C] int64[1C] int64[1C] int64[1C] bool int64",
+            0,
+        ),
         ("cupel_np.engine.batch_kernels.variant_scores", "float64[2C] int64[1C] int64[1C] float64[1C] float64[2C]", 0),
         ("cupel_np.engine.batch_kernels.duplicate_winners", "int64[1C] int64[1C] float64[1C]", 0),
         (
@@ -20,7 +27,7 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("cupel_np.engine.sortkeys.score_cmp", "float64 float64", 1),
         (
             "cupel_np.engine.stages._place_segments",
-            "int64 int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool int64[1C] bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] bool int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 int64[1C] uint64[1C] int64[1C] uint64",
+            "int64 int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool int64[1C] bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] bool int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 int64[1C] int64[1C]",
             0,
         ),
         ("cupel_np.engine.chrono_bits._chrono_mark_pinned", "int64[1C] int64 int64 int64[1C] uint64[1C] uint64[1C]", 1),
@@ -33,7 +40,7 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("cupel_np.engine.chrono_bits._chrono_clear", "uint64[1C] int64 int64 uint64[1C] int64", 1),
         (
             "cupel_np.engine.placers._u_shaped_all",
-            "int64[1C] int64 int64 int64[1C] int64 int64 int64[1C] int64 int64[1C] uint64[1C] int64 int64 uint64 int32[1C]",
+            "int64[1C] int64 int64 int64[1C] int64 int64 int64[1C] int64[1C] int64 int64 int32[1C]",
             1,
         ),
         ("cupel_np.engine.placers._place_order", "int64[1C] float64[1C] int64[1C] int64[1C] bool[1C] int64 int64", 1),
@@ -48,6 +55,7 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ),
         ("cupel_np.engine.batch_kernels.bit_rank", "uint64[1C] int64[1C] int64", 2),
         ("cupel_np.engine.chrono_bits._chrono_tied", "uint64[1C] int64[1C] int64 int64", 1),
+        ("cupel_np.engine.batch_kernels.included_positions", "int32[1C] bool[1C]", 0),
         ("cupel_np.engine.stages._sort_small_segments", "float64[1C] int64[1C] int64[1C]", 0),
         (
             "cupel_np.engine.slicers.knapsack._slice_knapsack",
@@ -69,10 +77,17 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ),
     ),
     "check": (
-        ("cupel_np.engine.placers.timestamp_ranks", "int64[1C] int64[1C] int64[1C] int64", 0),
         ("cupel_np.engine.scorers.kernels.rank_scores", "int64[1Cr] bool[1Cr] int64[1Cr]", 0),
-        ("cupel_np.engine.placers._mark_tied", "int64[1C] int64[1C] int64 int64 bool[1C]", 0),
+        ("cupel_np.engine.placers.timestamp_ranks", "int64[1C] int64[1C] int64[1C] int64", 0),
+        ("cupel_np.engine.scorers.kernels._rank_counting", "uint64[1C] int64[1C] int64 int64 float64[1C]", 1),
+        ("cupel_np.engine.scorers.kernels._radix_pairs", "uint64[1C] int64[1C] uint64[1C] int64[1C] int64 uint64", 1),
         ("cupel_np.engine.sortkeys.sort_pairs", "uint64[1C] int64[1C] uint64[1C] int64[1C] int64", 1),
+        ("cupel_np.engine.placers._mark_tied", "int64[1C] int64[1C] int64 int64 bool[1C]", 0),
+        (
+            "cupel_np.engine.scorers.kernels.rank_scores_from_order",
+            "int64[1C] int64[1C] int64[1C] int64[1C] bool int64",
+            0,
+        ),
         ("cupel_np.engine.batch_kernels.variant_scores", "float64[2C] int64[1C] int64[1C] float64[1C] float64[2C]", 0),
         ("cupel_np.engine.batch_kernels.duplicate_winners", "int64[1C] int64[1C] float64[1C]", 0),
         (
@@ -84,7 +99,7 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("cupel_np.engine.sortkeys.score_cmp", "float64 float64", 1),
         (
             "cupel_np.engine.stages._place_segments",
-            "int64 int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool int64[1C] bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] bool int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 int64[1C] uint64[1C] int64[1C] uint64",
+            "int64 int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool int64[1C] bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] bool int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 int64[1C] int64[1C]",
             0,
         ),
         ("cupel_np.engine.chrono_bits._chrono_mark_pinned", "int64[1C] int64 int64 int64[1C] uint64[1C] uint64[1C]", 1),
@@ -97,7 +112,7 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("cupel_np.engine.chrono_bits._chrono_clear", "uint64[1C] int64 int64 uint64[1C] int64", 1),
         (
             "cupel_np.engine.placers._u_shaped_all",
-            "int64[1C] int64 int64 int64[1C] int64 int64 int64[1C] int64 int64[1C] uint64[1C] int64 int64 uint64 int32[1C]",
+            "int64[1C] int64 int64 int64[1C] int64 int64 int64[1C] int64[1C] int64 int64 int32[1C]",
             1,
         ),
         ("cupel_np.engine.placers._place_order", "int64[1C] float64[1C] int64[1C] int64[1C] bool[1C] int64 int64", 1),
@@ -112,6 +127,7 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ),
         ("cupel_np.engine.batch_kernels.bit_rank", "uint64[1C] int64[1C] int64", 2),
         ("cupel_np.engine.chrono_bits._chrono_tied", "uint64[1C] int64[1C] int64 int64", 1),
+        ("cupel_np.engine.batch_kernels.included_positions", "int32[1C] bool[1C]", 0),
         ("cupel_np.testing._kernels._top_n_fail_kernel", "float64[1Cr] int64[1Cr] int64[1Cr] int64 int64[1C]", 0),
     ),
 }
