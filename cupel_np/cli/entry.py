@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+import threading
 from typing import NoReturn
 
 from cupel_np.cli import early
@@ -32,7 +33,8 @@ def run() -> NoReturn:
     """The ``cupel-np`` process: :func:`main` on ``sys.argv[1:]``, then exit with its status
     without the interpreter's teardown (freeing Numba's, pyarrow's and matplotlib's objects
     one by one: ~0.3 s of CPU at the end of every run, which the process's exit does at once).
-    The exit handlers still run and the standard streams are flushed; every output file is
+    Threads that are not daemons are joined and the exit handlers run, as at a normal exit,
+    and the standard streams are flushed; every output file is
     closed by then (each is written whole, under a temporary name). In-process callers use
     :func:`main`, which returns."""
     try:
@@ -41,6 +43,11 @@ def run() -> NoReturn:
         if e.code is not None and not isinstance(e.code, int):
             raise
         code = e.code or 0
+    # what the interpreter's exit does first: join the threads that are not daemons and run
+    # threading's exit callbacks (a ThreadPoolExecutor's pending work), then the exit handlers
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None:
+        shutdown()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -42,3 +42,28 @@ def test_the_console_script_is_run():
     text = (ROOT / "pyproject.toml").read_text()
     assert 'cupel-np = "cupel_np.cli.entry:run"' in text
     assert (ROOT / "cupel_np" / "__main__.py").read_text().strip().endswith("run()")
+
+
+def test_threads_that_are_not_daemons_finish_before_the_exit(tmp_path):
+    """A plugin's worker thread (not a daemon) and a thread pool's pending task finish before the
+    process ends, as at the interpreter's own exit."""
+    plugin = tmp_path / "plugin.py"
+    done, pooled = tmp_path / "done", tmp_path / "pooled"
+    plugin.write_text(
+        textwrap.dedent(
+            f"""
+            import pathlib, threading, time
+            from concurrent.futures import ThreadPoolExecutor
+
+            def late(path):
+                time.sleep(0.5)
+                pathlib.Path(path).write_text("done")
+
+            threading.Thread(target=late, args=({str(done)!r},)).start()
+            ThreadPoolExecutor(1).submit(late, {str(pooled)!r})
+            """
+        )
+    )
+    proc = _cupel_np("presets", "--plugin", str(plugin), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert done.read_text() == "done" and pooled.read_text() == "done"
