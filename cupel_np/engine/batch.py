@@ -34,7 +34,7 @@ from cupel_np.engine.batch_kernels import duplicate_groups, duplicate_winners, i
 from cupel_np.engine.parallel import run_tasks, threads_for
 from cupel_np.engine.reasons import R_COUNT_CAP_EXCEEDED, R_DEDUPLICATED, R_NEGATIVE_TOKENS
 from cupel_np.engine.scorers import ScoreContext, check_scorer_columns
-from cupel_np.engine.scorers.kernels import rank_scores_from_order
+from cupel_np.engine.scorers.kernels import RANK_RADIX_MIN, rank_scores_from_order
 from cupel_np.engine.slicers import SlicerArgs, greedy_inside, nested, row_order, slicer_args
 from cupel_np.engine.slicers.codes import ERR_SCARCITY
 from cupel_np.engine.slicers.greedy import fresh_ranks, greedy_segments
@@ -221,8 +221,10 @@ def prepare_sweep(
     base = np.empty((sc_rows.shape[0], len(children)), dtype=np.float64)
     chrono = [var for var in variants if var.policy.placer == "chronological"]
     tasks: list[Callable[[], Any]] = []
-    # with a timestamp order to build anyway, a RecencyScorer column is read from it
-    recency = next((j for j, ch in enumerate(children) if type(ch) is RecencyScorer), -1) if chrono else -1
+    # with a timestamp order to build anyway, a RecencyScorer column is read from it where a set
+    # is big enough for its own ranking to cost (a run of small sets never compiles that walk)
+    big = sc_off.shape[0] > 1 and int(np.max(np.diff(sc_off))) >= RANK_RADIX_MIN
+    recency = next((j for j, ch in enumerate(children) if type(ch) is RecencyScorer), -1) if chrono and big else -1
     if chrono:  # first: the longest task
         greedy_chrono = any(greedy_inside(v.policy.slicer) for v in chrono)
         tasks.append(partial(_timestamps_and_recency, table, sc_rows, greedy_chrono, base, recency))

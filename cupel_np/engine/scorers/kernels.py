@@ -80,21 +80,51 @@ def _radix_pairs(key, row, key2, row2, count, span):
             row[i] = row2[i]
 
 
-@jit
 def rank_scores(values, valid, offsets):
     """RecencyScorer / PriorityScorer: rank = number of valid peers with a strictly smaller
     value, score = rank / (count - 1); a lone valid item scores 1.0, a null one 0.0.
 
-    O(n log n) per segment instead of the spec's O(n^2) double loop: the segment's valid
-    (value, row) pairs are sorted by value in scratch buffers allocated once per call, and
-    walking the sorted run gives each row the index of its run of equal values. The sort is
-    written out here rather than taken from ``np.argsort``: NumPy's sorts cost seconds to
-    compile cold. ``values`` are int64; they are sorted as order-preserving uint64 keys (the
-    sign bit flipped, as ``sortkeys.int_keys``) so ``sort_pairs`` compiles once, for the
-    uint64 keys every other caller uses. A segment of at least ``RANK_RADIX_MIN`` valid
-    values is ranked in linear time instead: by counting when its values span at most twice
-    their number (priorities), else by a radix sort of the keys minus the smallest (only the
-    digits the span has: five 8-bit passes for timestamps spread over 2**40 us)."""
+    O(n log n) per segment instead of the spec's O(n^2) double loop (:func:`_rank_sorted`); a
+    segment of at least ``RANK_RADIX_MIN`` valid values in linear time (:func:`_rank_linear`,
+    a kernel of its own: a run of small sets, such as the demo, never compiles it)."""
+    big = offsets.shape[0] > 1 and int(np.max(offsets[1:] - offsets[:-1])) >= RANK_RADIX_MIN
+    out = _rank_sorted(values, valid, offsets, big)
+    if big:
+        _rank_linear(values, valid, offsets, out)
+    return out
+
+
+@jit_inner
+def _valid_keys(values, valid, lo, hi, key, row):
+    """The valid values of rows ``lo:hi`` as order-preserving uint64 keys (the sign bit
+    flipped, as ``sortkeys.int_keys``) in ``key``, their rows in ``row``; returns their count."""
+    count = 0
+    for i in range(lo, hi):  # branch-free: every row written, valid ones kept
+        key[count] = np.uint64(values[i]) ^ _SIGN
+        row[count] = i
+        count += 1 if valid[i] else 0
+    return count
+
+
+@jit_inner
+def _ranks_of_sorted(key, row, count, out):
+    """Scores of ``count`` keys sorted ascending (rows ``row``): each row gets the index of
+    its run of equal keys over ``count - 1``."""
+    denom = np.float64(count - 1)
+    rank = 0
+    for j in range(count):
+        if j > 0 and key[j] != key[j - 1]:
+            rank = j
+        out[row[j]] = np.float64(rank) / denom
+
+
+@jit
+def _rank_sorted(values, valid, offsets, skip_big):
+    """:func:`rank_scores` by sorting each segment's valid (value, row) pairs in scratch
+    buffers allocated once per call (written out rather than ``np.argsort``: NumPy's sorts
+    cost seconds to compile cold; the keys are uint64 so ``sort_pairs`` compiles once, for the
+    keys every other caller uses). With ``skip_big``, a segment of at least
+    ``RANK_RADIX_MIN`` valid values is left for :func:`_rank_linear`."""
     n = values.shape[0]
     out = np.empty(n, dtype=np.float64)  # np.empty and a loop, not np.zeros (see cupel_np._jit)
     for i in range(n):
@@ -109,42 +139,51 @@ def rank_scores(values, valid, offsets):
     key2 = np.empty(max_m, dtype=np.uint64)
     row2 = np.empty(max_m, dtype=np.int64)
     for s in range(n_seg):
-        lo = offsets[s]
-        hi = offsets[s + 1]
-        count = 0
-        for i in range(lo, hi):  # branch-free: every row written, valid ones kept
-            key[count] = np.uint64(values[i]) ^ _SIGN
-            row[count] = i
-            count += 1 if valid[i] else 0
-        if count == 0:
+        count = _valid_keys(values, valid, offsets[s], offsets[s + 1], key, row)
+        if count == 0 or (skip_big and count >= RANK_RADIX_MIN):
             continue
         if count == 1:
             out[row[0]] = 1.0
             continue
-        if count >= RANK_RADIX_MIN:
-            kmin = key[0]
-            kmax = key[0]
-            for j in range(count):
-                if key[j] < kmin:
-                    kmin = key[j]
-                if key[j] > kmax:
-                    kmax = key[j]
-            span = kmax - kmin
-            for j in range(count):
-                key[j] -= kmin
-            if span <= np.uint64(2 * count):
-                _rank_counting(key, row, count, np.int64(span), out)
-                continue
-            _radix_pairs(key, row, key2, row2, count, span)
-        else:
-            sort_pairs(key, row, key2, row2, count)
-        denom = np.float64(count - 1)
-        rank = 0
-        for j in range(count):
-            if j > 0 and key[j] != key[j - 1]:
-                rank = j
-            out[row[j]] = np.float64(rank) / denom
+        sort_pairs(key, row, key2, row2, count)
+        _ranks_of_sorted(key, row, count, out)
     return out
+
+
+@jit
+def _rank_linear(values, valid, offsets, out):
+    """:func:`rank_scores` of the segments of at least ``RANK_RADIX_MIN`` valid values, in
+    linear time, into ``out``: by counting when the values span at most twice their number
+    (priorities), else by a radix sort of the keys minus the smallest (only the digits the
+    span has: five 8-bit passes for timestamps spread over 2**40 us)."""
+    n_seg = offsets.shape[0] - 1
+    max_m = 0
+    for s in range(n_seg):
+        if offsets[s + 1] - offsets[s] > max_m:
+            max_m = offsets[s + 1] - offsets[s]
+    key = np.empty(max_m, dtype=np.uint64)
+    row = np.empty(max_m, dtype=np.int64)
+    key2 = np.empty(max_m, dtype=np.uint64)
+    row2 = np.empty(max_m, dtype=np.int64)
+    for s in range(n_seg):
+        count = _valid_keys(values, valid, offsets[s], offsets[s + 1], key, row)
+        if count < RANK_RADIX_MIN:
+            continue
+        kmin = key[0]
+        kmax = key[0]
+        for j in range(count):
+            if key[j] < kmin:
+                kmin = key[j]
+            if key[j] > kmax:
+                kmax = key[j]
+        span = kmax - kmin
+        for j in range(count):
+            key[j] -= kmin
+        if span <= np.uint64(2 * count):
+            _rank_counting(key, row, count, np.int64(span), out)
+            continue
+        _radix_pairs(key, row, key2, row2, count, span)
+        _ranks_of_sorted(key, row, count, out)
 
 
 @jit
