@@ -118,6 +118,21 @@ def _ranks_of_sorted(key, row, count, out):
         out[row[j]] = np.float64(rank) / denom
 
 
+@jit_inner
+def _pair_scratch(offsets):
+    """Key and row buffers (and their sort's second pair) for the largest segment."""
+    max_m = 0
+    for s in range(offsets.shape[0] - 1):
+        if offsets[s + 1] - offsets[s] > max_m:
+            max_m = offsets[s + 1] - offsets[s]
+    return (
+        np.empty(max_m, dtype=np.uint64),
+        np.empty(max_m, dtype=np.int64),
+        np.empty(max_m, dtype=np.uint64),
+        np.empty(max_m, dtype=np.int64),
+    )
+
+
 @jit
 def _rank_sorted(values, valid, offsets, skip_big):
     """:func:`rank_scores` by sorting each segment's valid (value, row) pairs in scratch
@@ -130,14 +145,7 @@ def _rank_sorted(values, valid, offsets, skip_big):
     for i in range(n):
         out[i] = 0.0
     n_seg = offsets.shape[0] - 1
-    max_m = 0
-    for s in range(n_seg):
-        if offsets[s + 1] - offsets[s] > max_m:
-            max_m = offsets[s + 1] - offsets[s]
-    key = np.empty(max_m, dtype=np.uint64)
-    row = np.empty(max_m, dtype=np.int64)
-    key2 = np.empty(max_m, dtype=np.uint64)
-    row2 = np.empty(max_m, dtype=np.int64)
+    key, row, key2, row2 = _pair_scratch(offsets)
     for s in range(n_seg):
         count = _valid_keys(values, valid, offsets[s], offsets[s + 1], key, row)
         if count == 0 or (skip_big and count >= RANK_RADIX_MIN):
@@ -157,14 +165,7 @@ def _rank_linear(values, valid, offsets, out):
     (priorities), else by a radix sort of the keys minus the smallest (only the digits the
     span has: five 8-bit passes for timestamps spread over 2**40 us)."""
     n_seg = offsets.shape[0] - 1
-    max_m = 0
-    for s in range(n_seg):
-        if offsets[s + 1] - offsets[s] > max_m:
-            max_m = offsets[s + 1] - offsets[s]
-    key = np.empty(max_m, dtype=np.uint64)
-    row = np.empty(max_m, dtype=np.int64)
-    key2 = np.empty(max_m, dtype=np.uint64)
-    row2 = np.empty(max_m, dtype=np.int64)
+    key, row, key2, row2 = _pair_scratch(offsets)
     for s in range(n_seg):
         count = _valid_keys(values, valid, offsets[s], offsets[s + 1], key, row)
         if count < RANK_RADIX_MIN:
