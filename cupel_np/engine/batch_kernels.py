@@ -135,16 +135,20 @@ BIT1 = np.uint64(1)
 _M1 = np.uint64(0x5555555555555555)
 _M2 = np.uint64(0x3333333333333333)
 _M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
-_H01 = np.uint64(0x0101010101010101)
 
 
 @jit_inner
 def popcount(x):
-    """The set bits of a uint64 (SWAR)."""
+    """The set bits of a uint64 (SWAR). The bytes' counts are summed by shifts and adds, not
+    by a multiply that wraps: with the JIT off (plain NumPy scalars) a wrapping multiply
+    warns of an overflow."""
     x = x - ((x >> BIT1) & _M1)
     x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
     x = (x + (x >> np.uint64(4))) & _M4
-    return np.int64((x * _H01) >> np.uint64(56))
+    x = x + (x >> np.uint64(8))
+    x = x + (x >> np.uint64(16))
+    x = x + (x >> np.uint64(32))
+    return np.int64(x & np.uint64(0x7F))
 
 
 @jit_inner
