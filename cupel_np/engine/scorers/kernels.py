@@ -87,7 +87,11 @@ def rank_scores(values, valid, offsets):
     O(n log n) per segment instead of the spec's O(n^2) double loop (:func:`_rank_sorted`); a
     segment of at least ``RANK_RADIX_MIN`` valid values in linear time (:func:`_rank_linear`,
     a kernel of its own: a run of small sets, such as the demo, never compiles it)."""
-    big = offsets.shape[0] > 1 and int(np.max(offsets[1:] - offsets[:-1])) >= RANK_RADIX_MIN
+    n_seg = offsets.shape[0] - 1
+    if n_seg == 1:  # one set (a single selection): no NumPy call
+        big = offsets[1] - offsets[0] >= RANK_RADIX_MIN
+    else:
+        big = n_seg > 1 and int(np.max(offsets[1:] - offsets[:-1])) >= RANK_RADIX_MIN
     out = _rank_sorted(values, valid, offsets, big)
     if big:
         _rank_linear(values, valid, offsets, out)
