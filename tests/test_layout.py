@@ -24,7 +24,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "cupel_np"
 
 #: bottom to top; a module belongs to the wing of its first path component under cupel_np/
 WINGS = ["ground", "model", "engine", "analysis", "testing", "io", "tuning", "report", "cli", "faces"]
-GROUND = {"errors", "text", "_jit", "_files", "_fs", "_cloud", "_version", "data"}
+GROUND = {"errors", "text", "_jit", "_files", "_fs", "_cloud", "_version", "_cores", "data"}
 FACES = {"__init__", "__main__", "dask", "conformance"}  # the package face and the moved-path shims
 
 MAX_LINES = 100

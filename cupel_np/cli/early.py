@@ -26,6 +26,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from cupel_np._cores import available_cores
 from cupel_np.cli.compile_plans import PLANS
 
 #: the child's imports (``python -c``; the claim directory and the plan entries follow as
@@ -74,15 +75,6 @@ class Started:
 
 
 _pending: Started | None = None
-
-
-def available_cores() -> int:
-    """The cores this process may use (as ``cupel_np.engine.parallel.available_cores``, whose
-    package this module must not import)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def core_to_spare() -> bool:

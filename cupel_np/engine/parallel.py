@@ -21,6 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from cupel_np._cores import available_cores
 from cupel_np.errors import InvalidConfigError
 
 #: a worker's own state (scratch buffers), made once per worker
@@ -32,13 +33,6 @@ _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
 _inside = threading.local()
-
-
-def available_cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def resolve_threads(threads: int | None = None) -> int:
