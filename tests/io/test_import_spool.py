@@ -85,3 +85,47 @@ def test_a_large_json_array_on_an_object_store_is_streamed(tmp_path, monkeypatch
     streamed = import_to_parquet("auto", url, tmp_path / "s.parquet")
     assert pq.read_table(tmp_path / "s.parquet").equals(whole.table)
     assert streamed.summary() == whole.summary()
+
+
+@pytest.mark.parametrize("proc", [True, False], ids=["proc", "no-proc"])
+def test_a_spooled_input_is_downloaded_once(tmp_path, monkeypatch, proc):
+    """Without ``/proc/self/fd`` (macOS, some containers; simulated here) the copy was made
+    twice: the object was downloaded into an unnamed temp file, then again into a named one.
+    The bytes read from the store are counted: one download, with or without ``/proc``."""
+    import gc
+
+    from cupel_np.io.importers import spool
+
+    src = Path("data/transcripts/claude_code_resumed/sess-1.jsonl")
+    url = _upload(src, f"memory://spool-test/once-{proc}/sess-1.jsonl")
+    fetched: list[int] = []
+    real_read = _fs._RawStream.readinto
+
+    def counted(self, b):
+        n = real_read(self, b)
+        fetched.append(n)
+        return n
+
+    monkeypatch.setattr(_fs._RawStream, "readinto", counted)
+    if not proc:
+        real_exists = os.path.exists
+        monkeypatch.setattr(
+            spool.os.path, "exists", lambda x: not str(x).startswith("/proc/self/fd") and real_exists(x)
+        )
+    ((p, name),) = core.spool_remote([(_fs.as_path(url), url)], over=0)
+    assert sum(fetched) == src.stat().st_size  # downloaded once
+    assert name == url and p.read_bytes() == src.read_bytes()
+    assert str(p).startswith("/proc/self/fd/") == proc
+    copy_dir = Path(str(p)).parent
+    del p
+    gc.collect()
+    assert proc or not copy_dir.exists()  # the named copy goes with its path
+
+    monkeypatch.setattr(claude_code, "STREAM_TWO_PASS_BYTES", 0)  # the import spools it too: once
+    fetched.clear()
+    remote = import_to_parquet("claude-code", url, tmp_path / "remote.parquet")
+    assert sum(fetched) == src.stat().st_size
+    local = import_to_parquet("claude-code", src, tmp_path / "local.parquet")
+    assert remote.summary() == local.summary()
+    here, there = (pq.read_table(tmp_path / f"{x}.parquet").drop(["metadata"]) for x in ("local", "remote"))
+    assert there.equals(here)

@@ -52,29 +52,33 @@ def spool_remote(files: list[tuple[Any, str]], over: int) -> list[tuple[Any, str
 
 
 def _spool(p) -> SpooledPath:
+    """One download of ``p`` into a local file: an unnamed temp file reopened through
+    ``/proc/self/fd`` where that exists (told before the download, so the file is fetched once
+    on every system), else a named copy in a private directory."""
+    import contextlib
     import shutil
     import tempfile
     import weakref
 
     f = tempfile.TemporaryFile(prefix="cupel-spool-")
-    try:
-        with p.open("rb") as src:
-            shutil.copyfileobj(src, f, 1 << 20)
-        f.flush()
-    except BaseException:
-        f.close()
-        raise
     here = f"/proc/self/fd/{f.fileno()}"
     if os.path.exists(here):
         out = SpooledPath(here)
         out._keep = weakref.finalize(out, f.close)  # the file lives as long as the path
-    else:  # no /proc: a named copy in a private directory, removed with the path
+        dst: Any = contextlib.nullcontext(f)
+    else:  # no /proc (macOS, some containers): a named copy in a private directory, removed with the path
         f.close()
         tmp = tempfile.mkdtemp(prefix="cupel-spool-")
         local = os.path.join(tmp, "input" + p.suffix)
-        with p.open("rb") as src, open(local, "wb") as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
         out = SpooledPath(local)
         out._keep = weakref.finalize(out, shutil.rmtree, tmp, True)
+        dst = open(local, "wb")  # closed by the with below
+    try:
+        with dst as w, p.open("rb") as src:  # the copy is closed however the download ends
+            shutil.copyfileobj(src, w, 1 << 20)
+            w.flush()
+    except BaseException:
+        out._keep()  # the partial copy goes now
+        raise
     out._shown = p
     return out
