@@ -207,6 +207,76 @@ def test_json_lines_named_json_are_read_line_by_line(tmp_path, stream, monkeypat
     assert whole.lines == 4
 
 
+@pytest.mark.parametrize("first", ["object", "after-blank"])
+def test_json_lines_with_a_first_line_longer_than_looked_at_are_not_held(tmp_path, stream, monkeypatch, first):
+    """A JSON-lines file named ``.json`` over the threshold whose first line is longer than
+    ``_FIRST_LINE_BYTES`` (1 MiB; 256 bytes here) was taken for one document: read whole
+    (then its lines all held) by the reader and by ``auto``. It is read line by line now, one
+    read past its first line at a time: the file is never read whole, and the peak memory of
+    reading it is a few lines', not the file's."""
+    import tracemalloc
+
+    from cupel_np.io.importers import detect
+
+    lines = [json.dumps(_conv(i, pad="p" * 20_000)) for i in range(60)]
+    p = tmp_path / "lines.json"
+    p.write_text(lines[0] + ("\n \n" if first == "after-blank" else "\n") + "\n".join(lines[1:]) + "\n")
+    want = import_transcripts("openai", p)  # under the threshold: the whole parse, falling back to lines
+    assert want.lines == 60
+    stream(4096)
+    monkeypatch.setattr(jsonread, "_FIRST_LINE_BYTES", 256)
+    assert len(lines[0]) > 256 and not jsonread.first_line_is_record(p)  # too long to be looked at
+    monkeypatch.setattr(p.__class__, "read_bytes", lambda self: pytest.fail("read whole"))
+    assert jsonread.document_bytes(p) is None
+    size = p.stat().st_size
+    for read in (lambda: sum(1 for _ in jsonread.json_document(p)), lambda: detect.detect(p)):
+        tracemalloc.start()
+        try:
+            got = read()
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert got in (60, "openai")
+        assert peak < size // 4, (peak, size)  # a few lines held (each ~20 KB), not the 1.2 MB file
+    assert list(jsonread.json_document(p)) == list(jsonread.json_lines(p))
+    _same(want, import_transcripts("openai", p))
+    _same(want, import_transcripts("auto", p))
+
+
+def test_a_large_document_is_read_once_and_parsed_whole(tmp_path, stream, monkeypatch):
+    """Over the threshold, a document that is not JSON lines (one long line; a long first line
+    whose value goes on; a first line that is a value with only blank text after it) is still
+    parsed whole, from one read of the file; the same values and errors as ``json.loads``."""
+    doc = [_conv(i) for i in range(30)]
+    cases = {
+        "one-line": json.dumps(doc),
+        "one-line-nl": json.dumps(doc) + "\n\n  \n",
+        "indented": json.dumps(doc, indent=2),
+        "long-first-line": json.dumps(doc[:20]).rstrip("]") + ",\n" + json.dumps(doc[20:]).lstrip("["),
+        "two-documents-on-one-line": json.dumps(doc) + " " + json.dumps(doc) + "\n",
+        "object": json.dumps({"a": doc}) + "\n",
+    }
+    stream(1000)
+    opened = []
+    real_open = Path.open
+    monkeypatch.setattr(Path, "open", lambda self, *a, **k: opened.append(1) or real_open(self, *a, **k))
+    for name, text in cases.items():
+        p = tmp_path / f"{name}.json"
+        p.write_text(text)
+        opened.clear()
+        raw = jsonread.document_bytes(p)
+        assert raw == text.encode() and len(opened) == 1, name
+        try:
+            want = [(1, json.loads(text))]
+        except json.JSONDecodeError:
+            want = None
+        got = list(jsonread.json_document(p))
+        if want is not None:
+            assert got == want, name
+        else:
+            assert len(got) == 1 and isinstance(got[0][1], jsonread.Bad), name
+
+
 TRAJ = [
     ("swe-agent", "data/transcripts/trajectories/demo__dates-7.traj"),
     ("mini-swe-agent", "data/transcripts/trajectories/demo-math.traj.json"),

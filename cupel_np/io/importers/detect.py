@@ -25,11 +25,13 @@ def _first_record(path: Path) -> Any:
                 pass  # not one document: as below, its first line
             finally:
                 elements.close()  # type: ignore[attr-defined]
-        elif not (jsonread.file_size(path) > jsonread.JSON_STREAM_BYTES and jsonread.first_line_is_record(path)):
+        elif (whole := jsonread.document_bytes(path)) is not None:  # None: JSON lines (a large file)
             try:
-                return json.loads(path.read_bytes())
+                return json.loads(whole)
             except (json.JSONDecodeError, UnicodeDecodeError):
                 pass
+            finally:
+                del whole
     with path.open("rb") as f:
         for raw in f:
             if raw.strip():

@@ -57,21 +57,69 @@ def json_document(path: Path) -> Iterator[tuple[int, Any]]:
     """A ``.json`` / ``.traj`` file: one JSON document (line 1), or JSON lines when it is not
     one document (a JSONL file named ``.json``). Over ``JSON_STREAM_BYTES``, a file whose first
     line is a whole JSON value with more after it is read line by line without being read whole
-    first (the same lines the whole-document attempt would fall back to)."""
-    if file_size(path) > JSON_STREAM_BYTES and first_line_is_record(path):
+    first, however long its first line (:func:`document_bytes`: the same lines the
+    whole-document attempt would fall back to)."""
+    raw = document_bytes(path)
+    if raw is None:
         yield from json_lines(path)
         return
-    raw = path.read_bytes()
     try:
-        yield 1, json.loads(raw)
-        return
+        doc = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         first_error = e
+    else:
+        del raw
+        yield 1, doc
+        return
+    del raw  # the lines are read again from the file
     lines = list(json_lines(path))
     if len(lines) > 1 and not all(isinstance(v, Bad) for _, v in lines):
         yield from lines
     else:
         yield 1, Bad(f"not valid JSON: {first_error}")
+
+
+def document_bytes(path) -> bytes | bytearray | None:
+    """The file's bytes, to parse as one document; None when the file is over
+    ``JSON_STREAM_BYTES`` and is JSON lines (its first line a whole JSON value, non-blank text
+    after it: the whole parse would fail with "Extra data" and fall back to its lines): read it
+    with :func:`json_lines`. A large file is read once, in ``JSON_READ_BYTES`` reads, and
+    until its first line ends only that line and one read are held, so a JSON-lines file
+    costs its first line's length whatever its size, and a document is not read twice."""
+    if file_size(path) <= JSON_STREAM_BYTES:
+        return path.read_bytes()
+    buf = bytearray()
+    with path.open("rb") as f:
+        nl = -1
+        while nl < 0:
+            block = f.read(JSON_READ_BYTES)
+            if not block:
+                return buf  # one line: a document
+            nl = block.find(b"\n")
+            if nl >= 0:
+                nl += len(buf)
+            buf += block
+        if _is_one_value(buf[: nl + 1]):
+            if buf[nl + 1 :].strip():
+                return None
+            while block := f.read(JSON_READ_BYTES):
+                buf += block
+                if block.strip():
+                    return None
+        while block := f.read(max(JSON_READ_BYTES, 8 << 20)):
+            buf += block
+    return buf
+
+
+def _is_one_value(line: bytes | bytearray) -> bool:
+    """Whether a line (its ends' whitespace and a UTF-8 byte-order mark aside) is one whole
+    JSON value."""
+    try:
+        text = line.decode("utf-8-sig").strip()
+        _, end = _DECODER.raw_decode(text)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        return False
+    return end == len(text)
 
 
 #: ``.json`` files larger than this (bytes) are read without holding the document: a top-level
@@ -109,14 +157,7 @@ def first_line_is_record(path) -> bool:
     whole-document parse would find, failing with "Extra data" and falling back to lines)."""
     with path.open("rb") as f:
         line = f.readline(_FIRST_LINE_BYTES)
-        if not line.endswith(b"\n"):
-            return False
-        try:
-            text = line.decode("utf-8-sig").strip()
-            _, end = _DECODER.raw_decode(text)
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-            return False
-        if end != len(text):
+        if not line.endswith(b"\n") or not _is_one_value(line):
             return False
         while block := f.read(1 << 16):
             if block.strip():
