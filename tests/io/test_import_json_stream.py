@@ -277,6 +277,84 @@ def test_a_large_document_is_read_once_and_parsed_whole(tmp_path, stream, monkey
             assert len(got) == 1 and isinstance(got[0][1], jsonread.Bad), name
 
 
+def _claude_records(n, pad):
+    """One Claude Code session (a summary, then user / assistant turns, one with a tool call
+    and its result) with ``pad`` characters of text a record, and one element that is no record."""
+    recs: list = [{"type": "summary", "summary": "long", "leafUuid": f"r{n - 1}"}]
+    parent = None
+    for i in range(n):
+        kind = "user" if i % 2 == 0 else "assistant"
+        if i == 3:
+            content: list | str = [{"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "a"}}]
+        elif i == 4:
+            content = [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "caf\u00e9 " + "r" * pad}]
+        else:
+            content = f"turn {i} \U0001f600 " + "x" * pad if kind == "user" else [{"type": "text", "text": "y" * pad}]
+        r = {
+            "type": kind,
+            "uuid": f"r{i}",
+            "parentUuid": parent,
+            "sessionId": "sess-a",
+            "isSidechain": False,
+            "timestamp": f"2026-11-20T10:{i // 60:02d}:{i % 60:02d}Z",
+            "message": {"role": kind, "content": content},
+        }
+        if kind == "assistant":
+            r["message"] |= {"id": f"msg_{i}", "usage": {"input_tokens": 10 * i + 3, "output_tokens": 5}}
+        recs.append(r)
+        parent = f"r{i}"
+    recs.insert(5, 7)  # a bad row
+    return recs
+
+
+@pytest.mark.parametrize("style", ["compact", "indent", "bom-crlf"])
+def test_a_claude_code_array_is_streamed_with_the_same_items(tmp_path, stream, monkeypatch, style):
+    """A Claude Code JSON array (``claude -p --output-format json --verbose``, or records saved
+    as one array) was read whole (``path.read_bytes`` then ``json.loads``) whatever its size.
+    Over the threshold it is read one element at a time (``jsonread.streamed_array``): the same
+    items as the whole parse and as the line-delimited file of the same records (rows for lines),
+    the file never read whole, and the peak memory of reading it a few records', not the file's."""
+    import tracemalloc
+
+    from cupel_np.io.importers import claude_code
+
+    recs = _claude_records(200, 6000)
+    p = tmp_path / "session.json"
+    _write(p, recs, style)
+    lines = tmp_path / "session.jsonl"
+    lines.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    whole = import_transcripts("claude-code", p, skip_bad=True)
+    by_line = import_transcripts("claude-code", lines, skip_bad=True)
+    assert jsonread.streamed_array(p) is None  # under the threshold: parsed whole
+    stream(4096)
+    monkeypatch.setattr(jsonread, "_FIRST_LINE_BYTES", 1024)  # the JSON-lines sniff's look (1 MiB) kept small too
+    monkeypatch.setattr(p.__class__, "read_bytes", lambda self: pytest.fail("read whole"))
+    tracemalloc.start()
+    try:
+        n = sum(1 for _ in claude_code._array_records(p, "session.json"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    size = p.stat().st_size
+    assert n == len(recs) and peak < size // 4, (peak, size)  # a few records (~6 KB each), not the ~1.3 MB file
+    streamed = import_transcripts("claude-code", p, skip_bad=True)
+    _same(whole, streamed)
+    assert [(b.line, b.unit) for b in streamed.bad] == [(5, "row")]
+    rows = by_line.table.num_rows
+    assert rows == 200 and streamed.skipped == by_line.skipped
+    assert streamed.table.drop(["metadata"]).equals(by_line.table.drop(["metadata"]))
+    meta = [dict(m) for m in streamed.table.column("metadata").to_pylist()]
+    line_meta = [dict(m) for m in by_line.table.column("metadata").to_pylist()]
+    assert [m.pop("row") for m in meta] == [str(int(m.pop("line")) - 1) for m in line_meta]  # row k is line k + 1
+    assert [m.pop("file") for m in meta] == [str(p)] * rows and [m.pop("file") for m in line_meta] == [
+        str(lines)
+    ] * rows
+    assert meta == line_meta
+    p.write_text(json.dumps(recs)[:-1])  # truncated: stops the import naming where, nothing imported
+    with pytest.raises(BadTranscriptError, match="session.json: not valid JSON: .*top-level array"):
+        import_transcripts("claude-code", p, skip_bad=True)
+
+
 TRAJ = [
     ("swe-agent", "data/transcripts/trajectories/demo__dates-7.traj"),
     ("mini-swe-agent", "data/transcripts/trajectories/demo-math.traj.json"),

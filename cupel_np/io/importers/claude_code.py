@@ -53,6 +53,7 @@ from cupel_np.io.importers.core import (
     json_lines,
     parse_ts,
     raise_first_bad,
+    streamed_array,
 )
 
 #: a record's time as an order key: microseconds since the epoch; a record without a time
@@ -335,9 +336,16 @@ def _array_file(path: Path) -> bool:
     return head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"["
 
 
-def _array_records(path: Path) -> Iterator[tuple[int, Any, int]]:
+def _array_records(path: Path, name: str) -> Iterator[tuple[int, Any, int]]:
     """(row, record, 0) of each element of a JSON-array file (rows from 0); the file whole as
-    one bad row when it is not one JSON array."""
+    one bad row when it is not one JSON array. Over ``jsonread.JSON_STREAM_BYTES`` the array
+    is read one element at a time (``jsonread.streamed_array``: the same records, the file's
+    text never held; a malformed document stops the import naming where, as for every
+    streamed ``.json``)."""
+    elements = streamed_array(path, name)
+    if elements is not None:
+        yield from ((i, rec, 0) for i, rec in enumerate(elements))
+        return
     raw = path.read_bytes()
     try:
         doc = json.loads(raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw)
@@ -378,7 +386,7 @@ def read(
         file_records, since = 0, len(reader.bad)
         last: dict = {}
         unit = "row" if arrays[fi] else "line"
-        for n, rec, offset in _array_records(path) if arrays[fi] else json_lines(path, offsets=True):
+        for n, rec, offset in _array_records(path, name) if arrays[fi] else json_lines(path, offsets=True):
             reader.lines += 1
             file_records += 1
             local: dict[str, int] = {}
