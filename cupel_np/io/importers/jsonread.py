@@ -86,7 +86,8 @@ def document_bytes(path) -> bytes | bytearray | None:
     with :func:`json_lines`. A large file is read once, in ``JSON_READ_BYTES`` reads, and
     until its first line ends only that line and one read are held, so a JSON-lines file
     costs its first line's length whatever its size, and a document is not read twice."""
-    if file_size(path) <= JSON_STREAM_BYTES:
+    size = file_size(path)
+    if size <= JSON_STREAM_BYTES:
         return path.read_bytes()
     buf = bytearray()
     with path.open("rb") as f:
@@ -106,9 +107,25 @@ def document_bytes(path) -> bytes | bytearray | None:
                 buf += block
                 if block.strip():
                     return None
-        while block := f.read(max(JSON_READ_BYTES, 8 << 20)):
-            buf += block
+        return _read_rest(f, buf, size)
     return buf
+
+
+def _read_rest(f, head: bytearray, size: int) -> bytearray:
+    """``head`` (what was read of ``f``) and the rest of ``f``, read into one buffer of the
+    file's ``size`` (more if the file grew)."""
+    out = bytearray(max(size, len(head)))
+    n = len(head)
+    out[:n] = head
+    del head[:]
+    view = memoryview(out)
+    while n < len(out) and (k := f.readinto(view[n:])):
+        n += k
+    view.release()
+    del out[n:]
+    while block := f.read(JSON_READ_BYTES):
+        out += block
+    return out
 
 
 def _is_one_value(line: bytes | bytearray) -> bool:
