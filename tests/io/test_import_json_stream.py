@@ -275,6 +275,12 @@ def test_a_large_document_is_read_once_and_parsed_whole(tmp_path, stream, monkey
             assert got == want, name
         else:
             assert len(got) == 1 and isinstance(got[0][1], jsonread.Bad), name
+    import io
+
+    for told in (0, 5, 9, 10, 11, 40):  # the size told by a stat before the file shrank or grew
+        f = io.BufferedReader(io.BytesIO(b"0123456789"))
+        f.read(3)
+        assert jsonread._read_rest(f, bytearray(b"012"), told) == b"0123456789", told
 
 
 def _claude_records(n, pad):
