@@ -38,8 +38,9 @@ MAX_FLOAT = np.finfo(np.float64).max
 #: segments with at least this many candidates take the big-set path (the budget frontier by a
 #: weighted radix selection, then the exact chunked walk of what still fits beyond it)
 BIG_GREEDY = 32768
-#: first chunk of the exact walk beyond the frontier (the chunks then grow 4x)
-MIN_CHUNK = 16384
+#: first chunk of the exact walk beyond the frontier (the chunks then grow 4x); a last chunk
+#: is ordered by one packed SIMD sort, cheaper than a partition for a few thousand candidates
+MIN_CHUNK = 65536
 #: small segments up to this size are ordered by insertion sort
 INSERTION_MAX = 48
 #: segments of more candidates than this (and fewer than ``BIG_GREEDY``) go to ``_greedy_medium``
@@ -314,24 +315,23 @@ def _walk_chunks(kb, tok, score, cand, remaining, rank, n_out, chunk):
     """Walk the candidates ``cand`` (positions, ascending) in exact density order, chunk by
     chunk, from ``n_out`` with ``remaining`` tokens."""
     while cand.size:
+        n_c = cand.shape[0]
+        if chunk >= n_c:  # the last chunk: one packed sort, then ordered and walked in one kernel
+            bits = pack_bits(n_c)
+            pk, kc, sc, tc = _pack_keys(kb, cand, score, tok, bits)
+            pk.sort()  # NumPy's SIMD sort of distinct uint64 keys, in place
+            _walk_packed(pk, cand, kc, sc, tc, bits, remaining, rank, n_out)
+            return
         kc = kb[cand]
-        n_c = kc.shape[0]
-        if chunk >= n_c:
-            order = cand[np.argsort(kc)]
-            rest = None
-        else:
-            thr = kc[np.argpartition(kc, chunk - 1)[chunk - 1]]
-            inside = kc <= thr
-            part = cand[inside]
-            order = part[np.argsort(kb[part])]
-            rest = cand[~inside]
+        thr = kc[np.argpartition(kc, chunk - 1)[chunk - 1]]
+        inside = kc <= thr
+        part = cand[inside]
+        order = part[np.argsort(kb[part])]
+        rest = cand[~inside]
         repair_runs(order, kb[order], score)
         remaining, n_out = _walk(order, tok, remaining, rank, n_out)
-        if rest is None or rest.size == 0:
-            break
         cand = rest[tok[rest] <= remaining]
         chunk *= 4
-    return n_out
 
 
 def _greedy_big(tok, score, target, rank, min_chunk, marked, scratch):
@@ -448,6 +448,62 @@ def _prefix_ranks_marked(kb, tok, thr, every, remaining, rank, marked, bits, pk,
             cand[m] = i
             m += (1 - inside) & (1 if tok[i] <= remaining else 0)
     return k, c, m
+
+
+@jit
+def _pack_keys(kb, cand, score, tok, bits):
+    """Packed sort keys of the candidates ``cand`` (as :func:`_prefix_ranks_marked`'s: the
+    high bits of the density key ``kb``, the index into ``cand`` in the low ``bits`` bits),
+    and their keys, scores and tokens (gathered in position order: the walk then reads
+    them at random from compact arrays)."""
+    k = cand.shape[0]
+    hi_mask = ~((np.uint64(1) << np.uint64(bits)) - np.uint64(1))
+    pk = np.empty(k, dtype=np.uint64)
+    kc = np.empty(k, dtype=np.uint64)
+    sc = np.empty(k, dtype=np.float64)
+    tc = np.empty(k, dtype=np.int64)
+    for q in range(k):
+        p = cand[q]
+        key = kb[p]
+        kc[q] = key
+        pk[q] = (key & hi_mask) | np.uint64(q)
+        sc[q] = score[p]
+        tc[q] = tok[p]
+    return pk, kc, sc, tc
+
+
+@jit
+def _walk_packed(pk, cand, kc, sc, tc, bits, remaining, rank, n_out):
+    """The greedy walk over the candidates ``cand`` (ascending positions; ``kc`` their density
+    keys, ``sc`` their scores, ``tc`` their tokens) in exact order, from ``n_out`` with ``remaining`` tokens:
+    ``pk`` is their packed keys (:func:`_pack_keys`) sorted, runs of shared high bits
+    reordered as in :func:`_rank_packed`."""
+    k = pk.shape[0]
+    sh = np.uint64(bits)
+    low = (np.uint64(1) << sh) - np.uint64(1)
+    qs = np.empty(k, dtype=np.int64)
+    j = 0
+    while j < k:
+        h = pk[j] >> sh
+        e = j + 1
+        while e < k and pk[e] >> sh == h:
+            e += 1
+        for u in range(e - j):
+            qs[u] = np.int64(pk[j + u] & low)
+        if e - j > 1:
+            _order_run(qs[: e - j], kc, sc)
+        for u in range(e - j):
+            q = qs[u]
+            t = tc[q]
+            if t == 0:
+                rank[cand[q]] = n_out
+                n_out += 1
+            elif t <= remaining:
+                rank[cand[q]] = n_out
+                n_out += 1
+                remaining -= t
+        j = e
+    return remaining, n_out
 
 
 @jit
