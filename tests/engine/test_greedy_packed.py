@@ -6,7 +6,7 @@ up to every candidate in one run) and whatever a reused ``GreedyScratch`` held b
 import numpy as np
 import pytest
 
-from cupel_np.engine.slicers import greedy
+from cupel_np.engine.slicers import greedy, packed
 
 # many exact ties: equal densities with equal and unequal scores, zeros of both signs, NaN,
 # infinities, negative scores
@@ -30,14 +30,14 @@ def _exact(tok, score, target):
 
 @pytest.fixture
 def pack_bits_min():
-    saved = greedy.PACK_BITS_MIN
+    saved = packed.PACK_BITS_MIN
     yield
-    greedy.PACK_BITS_MIN = saved
+    packed.PACK_BITS_MIN = saved
 
 
 @pytest.mark.parametrize("bits_min", [1, 12, 40, 63])
 def test_marked_prefix_ranks_match_exact_order(pack_bits_min, bits_min):
-    greedy.PACK_BITS_MIN = bits_min
+    packed.PACK_BITS_MIN = bits_min
     scratch = greedy.GreedyScratch()
     for seed, n in ((1, 3000), (2, 700), (3, 3000), (4, 50)):  # reused buffers, larger and smaller
         tok, score, marked = _case(seed, n)
@@ -82,5 +82,5 @@ def test_scratch_hands_out_reused_buffers():
 
 
 def test_pack_bits_hold_every_position(pack_bits_min):
-    greedy.PACK_BITS_MIN = 1
-    assert [greedy.pack_bits(n) for n in (1, 2, 3, 4, 5, 1 << 20, (1 << 20) + 1)] == [1, 1, 2, 2, 3, 20, 21]
+    packed.PACK_BITS_MIN = 1
+    assert [packed.pack_bits(n) for n in (1, 2, 3, 4, 5, 1 << 20, (1 << 20) + 1)] == [1, 1, 2, 2, 3, 20, 21]

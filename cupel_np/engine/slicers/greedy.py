@@ -14,13 +14,18 @@ Small segments (a corpus of many sets) are handled inside one kernel. Big segmen
 * beyond it, only candidates with ``tokens <= remaining budget`` can still be selected (the
   remaining budget never grows); they are walked in exact order, chunk by chunk: a chunk is
   every remaining candidate whose key is at most a threshold (a linear-time partition, so runs
-  of equal keys are never split), ordered by NumPy's unstable (SIMD) quicksort of the keys
-  with runs of equal keys repaired to (score desc, index asc) - the spec's total order.
+  of equal keys are never split), ordered by a *packed* sort: one NumPy SIMD sort of
+  distinct uint64 keys, each the density key's high bits with the candidate's index in the
+  low bits, then a repair of the runs that share the high bits to (density, score desc,
+  index asc) - the spec's total order (``packed._walk_packed``).
 
-The prefix's ranks are written in index order. ``greedy_segments`` orders them (by the same
-quicksort and repair) unless the caller takes them unordered (``prefix=``): the placers compare
-only a few of them by rank (``stages._finish_ranks``). The answer does not depend on the
-chunking or the path (tests force tiny chunks and the big path on small sets).
+The prefix's ranks are written in index order. ``greedy_segments`` orders them (NumPy's
+quicksort of the keys and a repair of runs of equal keys) unless the caller takes them unordered (``prefix=``): the placers compare
+only a few of them by rank (``stages._finish_ranks``); the ones the caller marks (``compared=``)
+are ordered by a packed sort (``packed._rank_packed``). The answer does not depend on the chunking,
+the packing or the path (tests force tiny chunks, more index bits and the big path on small
+sets). A caller that slices many variants of one big set passes a :class:`GreedyScratch`:
+the big path's segment-sized buffers are then reused instead of page-faulted in again.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from cupel_np._jit import jit, jit_inner
+from cupel_np.engine.slicers.packed import _pack_keys, _rank_packed, _walk_packed, pack_bits
 from cupel_np.engine.sortkeys import _SIGN, desc_bits, int_keys, ordered_bits, radix_argsort, score_cmp, stable_argsort
 
 #: greedy partitions at least this long are ordered by the radix sort
@@ -38,8 +44,8 @@ MAX_FLOAT = np.finfo(np.float64).max
 #: segments with at least this many candidates take the big-set path (the budget frontier by a
 #: weighted radix selection, then the exact chunked walk of what still fits beyond it)
 BIG_GREEDY = 32768
-#: first chunk of the exact walk beyond the frontier (the chunks then grow 4x); a last chunk
-#: is ordered by one packed SIMD sort, cheaper than a partition for a few thousand candidates
+#: first chunk of the exact walk beyond the frontier (the chunks then grow 4x): the few
+#: thousand candidates of a usual walk are taken whole, by one packed sort and no partition
 MIN_CHUNK = 65536
 #: small segments up to this size are ordered by insertion sort
 INSERTION_MAX = 48
@@ -214,21 +220,6 @@ def repair_runs(order, ks, score):
 
 
 @jit
-def _walk(order, tok, remaining, rank, n_out):
-    for j in range(order.shape[0]):
-        q = order[j]
-        t = tok[q]
-        if t == 0:
-            rank[q] = n_out
-            n_out += 1
-        elif t <= remaining:
-            rank[q] = n_out
-            n_out += 1
-            remaining -= t
-    return remaining, n_out
-
-
-@jit
 def density_bits(tok, score):
     """``ordered_bits(density_keys(tok, score))`` in one pass: ascending uint64 keys for
     'density descending, NaN last'; -0.0 and 0.0 share one key, as comparisons do."""
@@ -313,23 +304,20 @@ def _frontier(tok, score, target, kb, skb, stok):
 
 def _walk_chunks(kb, tok, score, cand, remaining, rank, n_out, chunk):
     """Walk the candidates ``cand`` (positions, ascending) in exact density order, chunk by
-    chunk, from ``n_out`` with ``remaining`` tokens."""
+    chunk, from ``n_out`` with ``remaining`` tokens: each chunk ordered by a packed sort and
+    walked in one kernel (``packed._walk_packed``)."""
     while cand.size:
-        n_c = cand.shape[0]
-        if chunk >= n_c:  # the last chunk: one packed sort, then ordered and walked in one kernel
-            bits = pack_bits(n_c)
-            pk, kc, sc, tc = _pack_keys(kb, cand, score, tok, bits)
-            pk.sort()  # NumPy's SIMD sort of distinct uint64 keys, in place
-            _walk_packed(pk, cand, kc, sc, tc, bits, remaining, rank, n_out)
+        rest = None
+        if chunk < cand.shape[0]:  # the chunk: every candidate with a key up to the chunk-th's
+            kc = kb[cand]
+            inside = kc <= kc[np.argpartition(kc, chunk - 1)[chunk - 1]]
+            cand, rest = cand[inside], cand[~inside]
+        bits = pack_bits(cand.shape[0])
+        pk, kp, sc, tc = _pack_keys(kb, cand, score, tok, bits)
+        pk.sort()  # NumPy's SIMD sort of distinct uint64 keys, in place
+        remaining, n_out = _walk_packed(pk, cand, kp, sc, tc, bits, remaining, rank, n_out)
+        if rest is None:
             return
-        kc = kb[cand]
-        thr = kc[np.argpartition(kc, chunk - 1)[chunk - 1]]
-        inside = kc <= thr
-        part = cand[inside]
-        order = part[np.argsort(kb[part])]
-        rest = cand[~inside]
-        repair_runs(order, kb[order], score)
-        remaining, n_out = _walk(order, tok, remaining, rank, n_out)
         cand = rest[tok[rest] <= remaining]
         chunk *= 4
 
@@ -385,16 +373,6 @@ class GreedyScratch:
         return b[:n]
 
 
-#: the fewest low bits :func:`pack_bits` gives a candidate's position (tests raise it: more
-#: candidates then share their high key bits, and the repair of such runs is exercised)
-PACK_BITS_MIN = 1
-
-
-def pack_bits(n):
-    """Low bits that hold a position below ``n`` in a packed (density key, position) sort key."""
-    return max(PACK_BITS_MIN, int(n - 1).bit_length())
-
-
 @jit
 def _prefix_ranks(kb, tok, thr, every, remaining, rank, cand):
     """The prefix candidates (key < ``thr``; all when ``every``) get ranks 0, 1, ... in index
@@ -424,7 +402,7 @@ def _prefix_ranks_marked(kb, tok, thr, every, remaining, rank, marked, bits, pk,
     0, 1, ... in index order (the marked ones -1). The ``k`` marked prefix candidates go to
     ``pos[:k]`` (positions, ascending), ``kp[:k]`` (their density keys) and ``pk[:k]`` (packed keys: the density key with its
     low ``bits`` bits replaced by the index into ``pos``, which sorts them by key and, among
-    keys that share their high bits, by position; see :func:`_rank_packed`). ``pk``, ``pos``
+    keys that share their high bits, by position; see ``packed._rank_packed``). ``pk``, ``pos``
     and ``kp`` are scratch of the segment's length. Returns ``k``, the count of unmarked prefix
     candidates, and the count ``m`` of the candidates beyond the prefix that still fit
     ``remaining`` tokens, written to ``cand[:m]`` (as in :func:`_prefix_ranks`). Branch-free."""
@@ -448,144 +426,6 @@ def _prefix_ranks_marked(kb, tok, thr, every, remaining, rank, marked, bits, pk,
             cand[m] = i
             m += (1 - inside) & (1 if tok[i] <= remaining else 0)
     return k, c, m
-
-
-@jit
-def _pack_keys(kb, cand, score, tok, bits):
-    """Packed sort keys of the candidates ``cand`` (as :func:`_prefix_ranks_marked`'s: the
-    high bits of the density key ``kb``, the index into ``cand`` in the low ``bits`` bits),
-    and their keys, scores and tokens (gathered in position order: the walk then reads
-    them at random from compact arrays)."""
-    k = cand.shape[0]
-    hi_mask = ~((np.uint64(1) << np.uint64(bits)) - np.uint64(1))
-    pk = np.empty(k, dtype=np.uint64)
-    kc = np.empty(k, dtype=np.uint64)
-    sc = np.empty(k, dtype=np.float64)
-    tc = np.empty(k, dtype=np.int64)
-    for q in range(k):
-        p = cand[q]
-        key = kb[p]
-        kc[q] = key
-        pk[q] = (key & hi_mask) | np.uint64(q)
-        sc[q] = score[p]
-        tc[q] = tok[p]
-    return pk, kc, sc, tc
-
-
-@jit
-def _walk_packed(pk, cand, kc, sc, tc, bits, remaining, rank, n_out):
-    """The greedy walk over the candidates ``cand`` (ascending positions; ``kc`` their density
-    keys, ``sc`` their scores, ``tc`` their tokens) in exact order, from ``n_out`` with ``remaining`` tokens:
-    ``pk`` is their packed keys (:func:`_pack_keys`) sorted, runs of shared high bits
-    reordered as in :func:`_rank_packed`."""
-    k = pk.shape[0]
-    sh = np.uint64(bits)
-    low = (np.uint64(1) << sh) - np.uint64(1)
-    qs = np.empty(k, dtype=np.int64)
-    j = 0
-    while j < k:
-        h = pk[j] >> sh
-        e = j + 1
-        while e < k and pk[e] >> sh == h:
-            e += 1
-        for u in range(e - j):
-            qs[u] = np.int64(pk[j + u] & low)
-        if e - j > 1:
-            _order_run(qs[: e - j], kc, sc)
-        for u in range(e - j):
-            q = qs[u]
-            t = tc[q]
-            if t == 0:
-                rank[cand[q]] = n_out
-                n_out += 1
-            elif t <= remaining:
-                rank[cand[q]] = n_out
-                n_out += 1
-                remaining -= t
-        j = e
-    return remaining, n_out
-
-
-@jit
-def _rank_packed(pk, pos, kp, bits, score, rank, r0, r, sp):
-    """Ranks ``r0, r0 + 1, ...`` in exact density order for the candidates ``pos`` (positions,
-    ascending; ``kp`` their density keys) of the packed keys ``pk``
-    (:func:`_prefix_ranks_marked`; sorted ascending: by their density keys' high bits, then
-    position). A run of keys that share the high bits is reordered by (full density key,
-    score descending with NaN last, position): the spec's total order. The ranks are
-    scattered into the compact scratch ``r`` (as long as ``pk``: it stays in cache) first,
-    then written to ``rank`` in position order; ``sp`` (scratch, as long) gets the candidates'
-    scores in one sequential pass, so a run reads no segment-sized array at random."""
-    k = pk.shape[0]
-    sh = np.uint64(bits)
-    low = (np.uint64(1) << sh) - np.uint64(1)
-    for q in range(k):
-        sp[q] = score[pos[q]]
-    qs = np.empty(k, dtype=np.int64)  # run scratch: pages never written cost nothing
-    j = 0
-    while j < k:
-        h = pk[j] >> sh
-        if j + 1 == k or pk[j + 1] >> sh != h:  # the common case: high bits of its own
-            r[np.int64(pk[j] & low)] = r0 + j
-            j += 1
-            continue
-        e = j + 2
-        while e < k and pk[e] >> sh == h:
-            e += 1
-        n_run = e - j
-        for u in range(n_run):
-            qs[u] = np.int64(pk[j + u] & low)
-        if n_run == 2:  # the common run: two candidates
-            if not _q_before(kp, sp, qs[0], qs[1]):
-                qs[0], qs[1] = qs[1], qs[0]
-        else:
-            _order_run(qs[:n_run], kp, sp)
-        for u in range(n_run):
-            r[qs[u]] = r0 + j + u
-        j = e
-    for q in range(k):
-        rank[pos[q]] = r[q]
-
-
-@jit_inner
-def _q_before(kp, sp, a, b):
-    """Candidate ``a`` precedes ``b`` (indices into ``kp``/``sp``, in position order): full
-    density key, then score (descending, NaN last), then position."""
-    if kp[a] != kp[b]:
-        return kp[a] < kp[b]
-    cmp = score_cmp(sp[a], sp[b])
-    if cmp != 0:
-        return cmp < 0
-    return a < b
-
-
-@jit
-def _order_run(qs, kp, sp):
-    """Order the run ``qs`` (indices into ``kp``/``sp``, ascending: position order) by (full
-    density key, score descending with NaN last, position), in place."""
-    n_run = qs.shape[0]
-    ordered = True
-    for u in range(1, n_run):
-        if not _q_before(kp, sp, qs[u - 1], qs[u]):
-            ordered = False
-            break
-    if ordered:  # e.g. equal densities and scores: already in position order
-        return
-    if n_run <= INSERTION_MAX:
-        for u in range(1, n_run):
-            x = qs[u]
-            w = u - 1
-            while w >= 0 and not _q_before(kp, sp, qs[w], x):
-                qs[w + 1] = qs[w]
-                w -= 1
-            qs[w + 1] = x
-        return
-    # two stable sorts of the position-ordered run: by score, then by full key
-    o = stable_argsort(desc_bits(sp[qs]))
-    o2 = stable_argsort(kp[qs[o]])
-    tmp = qs[o[o2]]
-    for u in range(n_run):
-        qs[u] = tmp[u]
 
 
 def order_positions(tok, score, pos, kb=None):
