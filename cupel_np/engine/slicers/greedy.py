@@ -14,13 +14,18 @@ Small segments (a corpus of many sets) are handled inside one kernel. Big segmen
 * beyond it, only candidates with ``tokens <= remaining budget`` can still be selected (the
   remaining budget never grows); they are walked in exact order, chunk by chunk: a chunk is
   every remaining candidate whose key is at most a threshold (a linear-time partition, so runs
-  of equal keys are never split), ordered by NumPy's unstable (SIMD) quicksort of the keys
-  with runs of equal keys repaired to (score desc, index asc) - the spec's total order.
+  of equal keys are never split), ordered by a *packed* sort: one NumPy SIMD sort of
+  distinct uint64 keys, each the density key's high bits with the candidate's index in the
+  low bits, then a repair of the runs that share the high bits to (density, score desc,
+  index asc) - the spec's total order (``packed._walk_packed``).
 
-The prefix's ranks are written in index order. ``greedy_segments`` orders them (by the same
-quicksort and repair) unless the caller takes them unordered (``prefix=``): the placers compare
-only a few of them by rank (``stages._finish_ranks``). The answer does not depend on the
-chunking or the path (tests force tiny chunks and the big path on small sets).
+The prefix's ranks are written in index order. ``greedy_segments`` orders them (NumPy's
+quicksort of the keys and a repair of runs of equal keys) unless the caller takes them unordered (``prefix=``): the placers compare
+only a few of them by rank (``stages._finish_ranks``); the ones the caller marks (``compared=``)
+are ordered by a packed sort (``packed._rank_packed``). The answer does not depend on the chunking,
+the packing or the path (tests force tiny chunks, more index bits and the big path on small
+sets). A caller that slices many variants of one big set passes a :class:`GreedyScratch`:
+the big path's segment-sized buffers are then reused instead of page-faulted in again.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from cupel_np._jit import jit, jit_inner
+from cupel_np.engine.slicers.packed import _pack_keys, _rank_packed, _walk_packed, pack_bits
 from cupel_np.engine.sortkeys import _SIGN, desc_bits, int_keys, ordered_bits, radix_argsort, score_cmp, stable_argsort
 
 #: greedy partitions at least this long are ordered by the radix sort
@@ -38,8 +44,9 @@ MAX_FLOAT = np.finfo(np.float64).max
 #: segments with at least this many candidates take the big-set path (the budget frontier by a
 #: weighted radix selection, then the exact chunked walk of what still fits beyond it)
 BIG_GREEDY = 32768
-#: first chunk of the exact walk beyond the frontier (the chunks then grow 4x)
-MIN_CHUNK = 16384
+#: first chunk of the exact walk beyond the frontier (the chunks then grow 4x): the few
+#: thousand candidates of a usual walk are taken whole, by one packed sort and no partition
+MIN_CHUNK = 65536
 #: small segments up to this size are ordered by insertion sort
 INSERTION_MAX = 48
 #: segments of more candidates than this (and fewer than ``BIG_GREEDY``) go to ``_greedy_medium``
@@ -213,21 +220,6 @@ def repair_runs(order, ks, score):
 
 
 @jit
-def _walk(order, tok, remaining, rank, n_out):
-    for j in range(order.shape[0]):
-        q = order[j]
-        t = tok[q]
-        if t == 0:
-            rank[q] = n_out
-            n_out += 1
-        elif t <= remaining:
-            rank[q] = n_out
-            n_out += 1
-            remaining -= t
-    return remaining, n_out
-
-
-@jit
 def density_bits(tok, score):
     """``ordered_bits(density_keys(tok, score))`` in one pass: ascending uint64 keys for
     'density descending, NaN last'; -0.0 and 0.0 share one key, as comparisons do."""
@@ -247,18 +239,18 @@ FRONTIER_BLOCK = 512
 
 
 @jit
-def _frontier(tok, score, target):
-    """:func:`density_bits` of every candidate and the budget frontier of the density order,
+def _frontier(tok, score, target, kb, skb, stok):
+    """:func:`density_bits` of every candidate (into ``kb``) and the budget frontier of the density order,
     found without sorting (a radix selection on 16-bit digits, weighted by tokens; the first
     digit's histogram is built in the same pass as the keys): the smallest key ``v`` such that
     the candidates with key <= v hold more than ``target`` tokens. Returns ``(keys, v, tokens
-    of the keys < v)``, or ``(keys, 0, -1)`` when every candidate fits."""
+    of the keys < v)``, or ``(keys, 0, -1)`` when every candidate fits. ``kb``, ``skb`` and
+    ``stok``: buffers of the segment's length (scratch: ``skb``, ``stok``)."""
     n = tok.shape[0]
     nb = 65536
     mask = np.uint64(nb - 1)
     w = np.zeros(nb, dtype=np.int64)
     sh = np.uint64(48)
-    kb = np.empty(n, dtype=np.uint64)
     # the keys a block at a time through a small scratch (its bit patterns read as uint64):
     # one pass over the candidates' memory, the block stays in L1
     y = np.empty(FRONTIER_BLOCK, dtype=np.float64)
@@ -282,8 +274,6 @@ def _frontier(tok, score, target):
     prefix = np.uint64(b)
     # the crossing bucket's candidates' keys and tokens gathered (a few: the branch is
     # predictable; ``np.empty`` pages never written cost nothing), then narrowed digit by digit
-    skb = np.empty(n, dtype=np.uint64)
-    stok = np.empty(n, dtype=np.int64)
     m = 0
     for i in range(n):
         k = kb[i]
@@ -314,109 +304,128 @@ def _frontier(tok, score, target):
 
 def _walk_chunks(kb, tok, score, cand, remaining, rank, n_out, chunk):
     """Walk the candidates ``cand`` (positions, ascending) in exact density order, chunk by
-    chunk, from ``n_out`` with ``remaining`` tokens."""
+    chunk, from ``n_out`` with ``remaining`` tokens: each chunk ordered by a packed sort and
+    walked in one kernel (``packed._walk_packed``)."""
     while cand.size:
-        kc = kb[cand]
-        n_c = kc.shape[0]
-        if chunk >= n_c:
-            order = cand[np.argsort(kc)]
-            rest = None
-        else:
-            thr = kc[np.argpartition(kc, chunk - 1)[chunk - 1]]
-            inside = kc <= thr
-            part = cand[inside]
-            order = part[np.argsort(kb[part])]
-            rest = cand[~inside]
-        repair_runs(order, kb[order], score)
-        remaining, n_out = _walk(order, tok, remaining, rank, n_out)
-        if rest is None or rest.size == 0:
-            break
+        rest = None
+        if chunk < cand.shape[0]:  # the chunk: every candidate with a key up to the chunk-th's
+            kc = kb[cand]
+            inside = kc <= kc[np.argpartition(kc, chunk - 1)[chunk - 1]]
+            cand, rest = cand[inside], cand[~inside]
+        bits = pack_bits(cand.shape[0])
+        pk, kp, sc, tc = _pack_keys(kb, cand, score, tok, bits)
+        pk.sort()  # NumPy's SIMD sort of distinct uint64 keys, in place
+        remaining, n_out = _walk_packed(pk, cand, kp, sc, tc, bits, remaining, rank, n_out)
+        if rest is None:
+            return
         cand = rest[tok[rest] <= remaining]
         chunk *= 4
-    return n_out
 
 
-def _greedy_big(tok, score, target, rank, min_chunk, marked=None):
+def _greedy_big(tok, score, target, rank, min_chunk, marked, scratch):
     """One big segment (``tok``, ``score``, ``rank``, ``marked`` are the segment's slices). The
     prefix of the density order that fits the budget whole (every candidate before the
     frontier) is selected without ordering it: its ranks are written in index order, or, with
     ``marked``, the unmarked ones first in index order and then the marked ones in exact order.
     Returns that prefix's length (0: every rank is exact); ``complete_ranks`` orders it when a
     consumer needs it."""
-    kb, thr, used = _frontier(tok, score, target)
+    n = tok.shape[0]
+    kb = scratch.get("kb", n, np.uint64)
+    pk = scratch.get("pk", n, np.uint64)
+    pos = scratch.get("pos", n, np.int64)
+    kb, thr, used = _frontier(tok, score, target, kb, pk, pos)
     every = used < 0  # everything fits
     thr = np.uint64(thr)
     remaining = 0 if every else target - used
-    pos, kp, n_pre, cand = _prefix_ranks(kb, tok, thr, every, remaining, rank, _NO_MARKS if marked is None else marked)
-    if pos.shape[0]:
-        _rank_ordered(pos, kp, np.argsort(kp), score, rank, n_pre)  # NumPy's SIMD quicksort
-        n_pre += pos.shape[0]
+    cand = scratch.get("cand", 0 if every else n, np.int64)
+    if marked is None:
+        n_pre, m = _prefix_ranks(kb, tok, thr, every, remaining, rank, cand)
+    else:
+        bits = pack_bits(n)
+        kp = scratch.get("kp", n, np.uint64)
+        k, n_pre, m = _prefix_ranks_marked(kb, tok, thr, every, remaining, rank, marked, bits, pk, pos, kp, cand)
+        if k:
+            pk = pk[:k]
+            pk.sort()  # NumPy's SIMD sort of distinct uint64 keys, in place
+            r, sp = scratch.get("r", k, np.int64), scratch.get("sp", k, np.float64)
+            _rank_packed(pk, pos[:k], kp[:k], bits, score, rank, n_pre, r, sp)
+            n_pre += k
+    cand = cand[:m]
     if not every:
         _walk_chunks(kb, tok, score, cand, remaining, rank, n_pre, min_chunk)
     return n_pre
 
 
+class GreedyScratch:
+    """Buffers the big path reuses from one segment, and one call of :func:`greedy_segments`,
+    to the next (one worker's: a sweep's variants on one thread share one). A fresh array of
+    a big segment's length costs page faults on first write, more than the pass that fills
+    it."""
+
+    def __init__(self) -> None:
+        self._bufs: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, n: int, dtype) -> np.ndarray:
+        """The buffer ``name``, ``n`` entries of ``dtype`` (contents undefined)."""
+        b = self._bufs.get(name)
+        if b is None or b.shape[0] < n or b.dtype != dtype:
+            b = self._bufs[name] = np.empty(n, dtype=dtype)
+        return b[:n]
+
+
 @jit
-def _prefix_ranks(kb, tok, thr, every, remaining, rank, marked):
-    """The prefix candidates (key < ``thr``; all when ``every``): the unmarked ones get ranks
-    0, 1, ... in index order, every other candidate -1; returns the positions of the marked
-    ones (``marked`` empty: none) and their keys, the count of unmarked ones, and the
-    candidates beyond the prefix that still fit ``remaining`` tokens (key >= ``thr``,
-    ascending; none when ``every``). Branch-free: which of the three a candidate is cannot be
-    predicted."""
+def _prefix_ranks(kb, tok, thr, every, remaining, rank, cand):
+    """The prefix candidates (key < ``thr``; all when ``every``) get ranks 0, 1, ... in index
+    order, every other candidate -1; returns their count and the count ``m`` of the candidates
+    beyond the prefix that still fit ``remaining`` tokens (key >= ``thr``), written to
+    ``cand[:m]`` (ascending; ``cand`` as long as the segment unless ``every``: none then).
+    Branch-free: whether a candidate is inside cannot be predicted."""
     n = kb.shape[0]
-    has = marked.shape[0] > 0
-    pos = np.empty(n if has else 0, dtype=np.int64)
-    kp = np.empty(n if has else 0, dtype=np.uint64)
-    cand = np.empty(0 if every else n, dtype=np.int64)
+    if every:
+        for i in range(n):
+            rank[i] = i
+        return n, 0
+    c = 0
+    m = 0
+    for i in range(n):  # flags as 0/1 integers: selects and adds, no branches
+        inside = 1 if kb[i] < thr else 0
+        rank[i] = (c + 1) * inside - 1  # c when in the prefix, else -1
+        c += inside
+        cand[m] = i
+        m += (1 - inside) & (1 if tok[i] <= remaining else 0)
+    return c, m
+
+
+@jit
+def _prefix_ranks_marked(kb, tok, thr, every, remaining, rank, marked, bits, pk, pos, kp, cand):
+    """:func:`_prefix_ranks` with ``marked``: only the unmarked prefix candidates get ranks
+    0, 1, ... in index order (the marked ones -1). The ``k`` marked prefix candidates go to
+    ``pos[:k]`` (positions, ascending), ``kp[:k]`` (their density keys) and ``pk[:k]`` (packed keys: the density key with its
+    low ``bits`` bits replaced by the index into ``pos``, which sorts them by key and, among
+    keys that share their high bits, by position; see ``packed._rank_packed``). ``pk``, ``pos``
+    and ``kp`` are scratch of the segment's length. Returns ``k``, the count of unmarked prefix
+    candidates, and the count ``m`` of the candidates beyond the prefix that still fit
+    ``remaining`` tokens, written to ``cand[:m]`` (as in :func:`_prefix_ranks`). Branch-free."""
+    n = kb.shape[0]
+    hi_mask = ~((np.uint64(1) << np.uint64(bits)) - np.uint64(1))
     k = 0
     c = 0
     m = 0
-    if every and not has:
-        for i in range(n):
-            rank[i] = i
-        return pos, kp, n, cand
     for i in range(n):  # flags as 0/1 integers: selects and adds, no branches
         key = kb[i]
         inside = 1 if every or key < thr else 0
-        mk = inside & (1 if has and marked[i] else 0)
+        mk = inside & (1 if marked[i] else 0)
         un = inside - mk
         rank[i] = (c + 1) * un - 1  # c when unmarked in the prefix, else -1
         c += un
-        if has:
-            pos[k] = i
-            kp[k] = key
-            k += mk
+        pk[k] = (key & hi_mask) | np.uint64(k)
+        pos[k] = i
+        kp[k] = key
+        k += mk
         if not every:
             cand[m] = i
             m += (1 - inside) & (1 if tok[i] <= remaining else 0)
-    return pos[:k], kp[:k], c, cand[:m]
-
-
-@jit
-def _rank_ordered(pos, kp, o, score, rank, n_pre):
-    """Ranks ``n_pre, n_pre + 1, ...`` for the positions ``pos`` (ascending) in exact density
-    order: ``o`` orders their keys ``kp`` with equal keys in any order (NumPy's quicksort);
-    runs of equal keys are repaired to (score descending, position ascending) as in
-    :func:`repair_runs` (``o`` is in place of the positions: ``pos`` ascends). Only arrays of
-    the ordered candidates are read or written at random; the segment's ``score`` and
-    ``rank`` are read and written in ascending position order."""
-    k = pos.shape[0]
-    ks = np.empty(k, dtype=np.uint64)
-    for j in range(k):
-        ks[j] = kp[o[j]]
-    sp = np.empty(k, dtype=np.float64)
-    for q in range(k):
-        sp[q] = score[pos[q]]
-    repair_runs(o, ks, sp)
-    r = ks.view(np.int64)  # reused: the rank of each ordered candidate, by its index in pos
-    for j in range(k):
-        r[o[j]] = n_pre + j
-    for q in range(k):
-        rank[pos[q]] = r[q]
-
-
-_NO_MARKS = np.zeros(0, dtype=np.bool_)
+    return k, c, m
 
 
 def order_positions(tok, score, pos, kb=None):
@@ -461,6 +470,7 @@ def greedy_segments(
     min_chunk: int | None = None,
     prefix: np.ndarray | None = None,
     compared: np.ndarray | None = None,
+    scratch: GreedyScratch | None = None,
 ):
     """GreedySlice per segment over candidates in input (row) order. Writes ``rank[p]`` =
     position in the slicer output (density order), -1 when not selected (``rank`` must be -1
@@ -476,7 +486,8 @@ def greedy_segments(
     with ``prefix``): inside the prefix the unmarked candidates come first (index order) and
     the marked ones after them in exact order - for a consumer that compares by rank only
     marked candidates with each other (chronological placement: the untimestamped and
-    equal-timestamp ones, ``placers.chrono_compared``)."""
+    equal-timestamp ones, ``placers.chrono_compared``). ``scratch``: the caller's reused
+    buffers (:class:`GreedyScratch`), a fresh set otherwise."""
     big = BIG_GREEDY if big is None else big
     min_chunk = MIN_CHUNK if min_chunk is None else min_chunk
     _greedy_small(tok, score, offsets, targets, rank, big)
@@ -488,7 +499,9 @@ def greedy_segments(
     for s in np.flatnonzero((sizes >= big) & (targets > 0)):  # a few big sets at most
         lo, hi = int(offsets[s]), int(offsets[s + 1])
         marked = None if compared is None or prefix is None else compared[lo:hi]
-        n_pre = _greedy_big(tok[lo:hi], score[lo:hi], int(targets[s]), rank[lo:hi], min_chunk, marked)
+        if scratch is None:
+            scratch = GreedyScratch()
+        n_pre = _greedy_big(tok[lo:hi], score[lo:hi], int(targets[s]), rank[lo:hi], min_chunk, marked, scratch)
         if prefix is not None:
             prefix[s] = n_pre
         else:
