@@ -10,7 +10,6 @@ word, so a kept row's place is the count of marks before its own, written in row
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numba.core import types
 from numba.extending import intrinsic
@@ -32,8 +31,9 @@ def _llvm_ctpop(typingctx, x):
     return types.int64(types.uint64), codegen
 
 
-#: ``batch_kernels.popcount``'s count in one instruction (the plain function with the JIT off)
-popcount64 = popcount if numba.config.DISABLE_JIT else intrinsic(_llvm_ctpop)
+#: ``batch_kernels.popcount``'s count in one instruction (the plain function with the JIT off,
+#: where the kernels are plain functions too: ``cupel_np._jit``)
+popcount64 = intrinsic(_llvm_ctpop) if hasattr(popcount, "get_call_template") else popcount
 
 
 @jit_inner

@@ -242,8 +242,8 @@ def _place_segments(
         chrono_min : ``CHRONO_FILTER_MIN``
         radix_min : ``RADIX_MIN``
     Outputs (per row; only the rows of the merged segments are written)
-        included : bool, the row is in the context (False for every candidate of a set that
-            throws)
+        included : bool, the row is in the context: False on entry (only the included rows
+            are written)
         reason : int8 reason code (``engine.reasons``); a selected candidate's is written
             only when it is placed (a set that throws leaves it as it was)
         detail_a, detail_b : the cap and the count of a CountCapExceeded row (with
@@ -281,11 +281,17 @@ def _place_segments(
         kept_out[s] = 0
         trunc[s] = False
     # The candidates are read in two steps: one pass over all of them (the slice stage's
-    # exclusions, counts and sums) that lists the selected ones (``sel_at``), then the passes
-    # of placement over that list only. Every write of the first pass is a select, not a
-    # branch: whether a candidate is selected is unpredictable, and a mispredicted branch per
-    # row cost more than the rest of the pass.
-    sel_at = np.empty(cand_rows.shape[0], dtype=np.int64)
+    # exclusions, counts and sums) that lists the selected ones, then the passes of placement
+    # over that list only. Every write of the first pass is a select, not a branch: whether
+    # a candidate is selected is unpredictable, and a mispredicted branch per row cost more
+    # than the rest of the pass. The list holds what placement reads of each selected
+    # candidate (read again by candidate, a sparse selection's rows would each cost a cache
+    # miss): its index ``sel_at``, row ``sel_row``, ``2 * rank + (tokens == 0)`` in
+    # ``sel_key`` and, for chronological placement, its ``ts_code`` in ``sel_code``.
+    n_cand = cand_rows.shape[0]
+    sel_at = np.empty(n_cand, dtype=np.int64)
+    sel_row = np.empty(n_cand, dtype=np.int64)
+    sel_key = np.empty(n_cand, dtype=np.int64)
     # chronological placement on bitmaps (chrono_bits): each segment's kept rows are marked,
     # the timestamped ones by their index in the shared timestamp order (``tbits``, one spare
     # word at the end), the others by input position (``ubits``); both 0 between segments.
@@ -314,6 +320,7 @@ def _place_segments(
     tmask -= 1
     tied_any = chrono and ts_runs.shape[0] > 0
     key_at = np.empty(n_ts + 1 if tied_any else 0, dtype=np.int64)  # (+1: the others' stores)
+    sel_code = np.empty(n_cand if chrono else 0, dtype=np.int64)
     c_ts = 0
     n_kinds = cap_of_kind.shape[0] if count_caps else 1
     kind_count = np.empty(n_kinds, dtype=np.int64)  # scratch, reset per segment
@@ -354,8 +361,14 @@ def _place_segments(
         for p in range(clo, chi):
             row = cand_rows[p]
             t = tokens[row]
-            sel = rank[p] >= 0
-            sel_at[clo + n_sel] = p
+            r = rank[p]
+            sel = r >= 0
+            at = clo + n_sel
+            sel_at[at] = p
+            sel_row[at] = row
+            sel_key[at] = 2 * r + np.int64(t == 0)
+            if chrono:
+                sel_code[at] = ts_code[row]
             n_sel += np.int64(sel)
             sliced_tokens += t if sel else 0
             over = has_pin & (t > eff_target) & (t <= override_max)
@@ -367,7 +380,6 @@ def _place_segments(
                 n_def += np.int64((not sel) & (cap_of_kind[k] >= 0) & (t <= eff_target))
             old = reason[row]
             reason[row] = old if sel else ex
-            included[row] = False
         for u in range(n_cc, n_def):  # a capped kind's candidate: CountCapExceeded
             row = defer[u]
             k = kind[row]
@@ -395,27 +407,18 @@ def _place_segments(
         if merged_tokens > target and overflow == OVERFLOW_TRUNCATE:
             trunc[s] = True  # placed by _place_truncated (compiled only when a set truncates)
             continue
-        # the passes over the selected candidates: those listed in ``sel_at[clo:clo + n_sel]``
-        # or, when nearly every candidate is selected, all of them, skipping the others (a
-        # branch rarely mispredicted then, and no indirection)
-        dense = n_sel * 8 >= (chi - clo) * 7
-        sel_hi = chi if dense else clo + n_sel
+        sel_hi = clo + n_sel  # the selected candidates: [clo, sel_hi) of the sel_* lists
         fast_chrono = chrono and m > chrono_min and m * 32 >= ts_offsets[s + 1] - ts_offsets[s]
         fast_u = placer == PLACER_U_SHAPED and u_pin[s] >= 0
         if fast_chrono:  # every merged item is kept, in merged order: no merged arrays needed
             _chrono_mark_pinned(pin_rows, plo, n_pin, ts_code, tbits, umark)
             for u in range(clo, sel_hi):  # each word gets its bit or nothing (no branch)
-                p = u if dense else sel_at[u]
-                r = rank[p]
-                if r < 0:
-                    continue
-                code = ts_code[cand_rows[p]]
+                code = sel_code[u]
                 i = code >> 1
-                j = n_pin + r
                 stamped = code >= 0
                 wt = (i >> 6) if stamped else u & tmask  # (an untimestamped row: ORs 0 into any word)
                 tbits[wt] |= np.uint64(stamped) << np.uint64(i & 63)
-                umark[j] = 0 if stamped else 1  # (every input position is written once)
+                umark[n_pin + (sel_key[u] >> 1)] = 0 if stamped else 1  # (each position once)
             c_ts = _chrono_prefix(tbits, tpre, ts_offsets[s], ts_offsets[s + 1], umark, ubits, upre, m)
         elif fast_u:  # the pinned items' places (the candidates' are in ``u_at``)
             n_before = u_pin[s]
@@ -430,12 +433,9 @@ def _place_segments(
                 mrow[q] = pin_rows[plo + q]
                 mscore[q] = 1.0
             for u in range(clo, sel_hi):
-                p = u if dense else sel_at[u]
-                r = rank[p]
-                if r < 0:
-                    continue
-                mrow[n_pin + r] = cand_rows[p]
-                mscore[n_pin + r] = cand_score[p]
+                j = n_pin + (sel_key[u] >> 1)
+                mrow[j] = sel_row[u]
+                mscore[j] = cand_score[sel_at[u]]
             lst = np.empty(m, dtype=np.int64)
             for j in range(m):
                 lst[j] = j
@@ -451,17 +451,14 @@ def _place_segments(
         # the selected candidates: included, their reasons and (fast paths) their places
         if fast_chrono:  # _chrono_place written out as selects: a call here costs more than its work
             for u in range(clo, sel_hi):
-                p = u if dense else sel_at[u]
-                r = rank[p]
-                if r < 0:
-                    continue
-                row = cand_rows[p]
-                code = ts_code[row]
+                row = sel_row[u]
+                key = sel_key[u]
+                code = sel_code[u]
                 stamped = code >= 0
                 # a timestamped row: the kept timestamped rows before it in the shared order;
                 # else after them, the untimestamped ones before it in input order
                 i = code >> 1  # (-1 untimestamped: reads the spare word, never used)
-                j = n_pin + r
+                j = n_pin + (key >> 1)
                 w = i >> 6  # both places, then a select: no branch on ``stamped``
                 at_t = tpre[w] + popcount64(tbits[w] & ((BIT1 << np.uint64(i & 63)) - BIT1))
                 v = j >> 6
@@ -470,24 +467,18 @@ def _place_segments(
                 if tied_any:
                     key_at[i if stamped & ((code & 1) == 1) else n_ts] = j
                 included[row] = True
-                reason[row] = R_ZERO_TOKEN if tokens[row] == 0 else R_SCORED
+                reason[row] = R_ZERO_TOKEN if key & 1 else R_SCORED
         elif fast_u:
             for u in range(clo, sel_hi):
-                p = u if dense else sel_at[u]
-                if rank[p] < 0:
-                    continue
-                row = cand_rows[p]
-                position[row] = u_at[p]
+                row = sel_row[u]
+                position[row] = u_at[sel_at[u]]
                 included[row] = True
-                reason[row] = R_ZERO_TOKEN if tokens[row] == 0 else R_SCORED
+                reason[row] = R_ZERO_TOKEN if sel_key[u] & 1 else R_SCORED
         else:
             for u in range(clo, sel_hi):
-                p = u if dense else sel_at[u]
-                if rank[p] < 0:
-                    continue
-                row = cand_rows[p]
+                row = sel_row[u]
                 included[row] = True
-                reason[row] = R_ZERO_TOKEN if tokens[row] == 0 else R_SCORED
+                reason[row] = R_ZERO_TOKEN if sel_key[u] & 1 else R_SCORED
         if fast_chrono:
             ties[s] = _chrono_tied(tbits, ts_runs, ts_run_offsets[s], ts_run_offsets[s + 1])
             _chrono_clear(tbits, ts_offsets[s], ts_offsets[s + 1])
@@ -555,7 +546,7 @@ class TimestampOrder(NamedTuple):
 class PlaceOutputs(NamedTuple):
     """The arrays the place stage writes, per row (only the rows of the merged segments)."""
 
-    included: np.ndarray  #: bool: the row is in the context
+    included: np.ndarray  #: bool: the row is in the context (False on entry: only True is written)
     reason: np.ndarray  #: int8 reason code (``engine.reasons``)
     detail_a: np.ndarray  #: a CountCapExceeded row's cap (with ``count_caps``; may be empty otherwise)
     detail_b: np.ndarray  #: and its count
