@@ -15,7 +15,7 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from cupel_np._jit import jit, jit_inner
-from cupel_np.engine.batch_kernels import BIT1, popcount
+from cupel_np.engine.batch_kernels import BIT1, bit_rank, popcount
 from cupel_np.engine.placers import _repair_pairs
 
 
@@ -34,13 +34,6 @@ def _llvm_ctpop(typingctx, x):
 #: ``batch_kernels.popcount``'s count in one instruction (the plain function with the JIT off,
 #: where the kernels are plain functions too: ``cupel_np._jit``)
 popcount64 = intrinsic(_llvm_ctpop) if hasattr(popcount, "get_call_template") else popcount
-
-
-@jit_inner
-def bit_rank(bits, pre, j):
-    """The set bits of ``bits`` before bit ``j`` (``pre``: the set bits before each word)."""
-    w = j >> 6
-    return pre[w] + popcount64(bits[w] & ((BIT1 << np.uint64(j & 63)) - BIT1))
 
 
 @jit_inner

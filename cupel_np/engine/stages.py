@@ -31,6 +31,7 @@ from cupel_np.engine.placers import (
     _place_order,
     _place_truncated,
     _sliced_score_order,
+    _u_shaped_all,
     timestamp_ranks,
 )
 
@@ -420,11 +421,8 @@ def _place_segments(
                 tbits[wt] |= np.uint64(stamped) << np.uint64(i & 63)
                 umark[n_pin + (sel_key[u] >> 1)] = 0 if stamped else 1  # (each position once)
             c_ts = _chrono_prefix(tbits, tpre, ts_offsets[s], ts_offsets[s + 1], umark, ubits, upre, m)
-        elif fast_u:  # the pinned items' places (the candidates' are in ``u_at``)
-            n_before = u_pin[s]
-            for q in range(n_pin):
-                j = n_before + q
-                position[pin_rows[plo + q]] = j // 2 if j % 2 == 0 else m - 1 - j // 2
+        elif fast_u:  # the pinned items' places (no candidate range: theirs are in ``u_at``)
+            _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, clo, rank, u_at, u_pin[s], m, position)
         else:
             # merged list: pinned (input order, score 1.0) then the slicer output in its order
             mrow = np.empty(m, dtype=np.int64)
