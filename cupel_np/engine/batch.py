@@ -500,9 +500,12 @@ def _place(
     truncate = pol.overflow_strategy == "truncate"
     seq = w.seq() if truncate else w.empty
     count_caps = isinstance(pol.slicer, (CountQuotaSlice, CountConstrainedKnapsackSlice))
-    detail_a, detail_b = w.details() if count_caps else (w.empty, w.empty)
+    # the kernel returns the CountCapExceeded rows with their caps and counts; groups give
+    # every member its unit's, so they need them per row (then read back by reason)
+    per_row = count_caps and plan is not None
+    detail_a, detail_b = w.details() if per_row else (w.empty, w.empty)
     n_sets = table.n_sets
-    err, err_a, sliced_tok, kept_tok = stages.place_segments(
+    err, err_a, sliced_tok, kept_tok, cc = stages.place_segments(
         stages.PlaceRows(
             table.tokens if plan is None else plan.row_tokens, table.kind_id, table.timestamp, table.timestamp_valid
         ),
@@ -530,7 +533,14 @@ def _place(
         out.errors[v].add(np.flatnonzero(err), partial(_overflow_error, table, err_a, bud.target_tokens, label))
     out.avail_slice[v] = eff - sliced_tok
     out.avail_place[v] = bud.target_tokens - kept_tok
-    _record(out, v, w.position, seq if truncate else None, (detail_a, detail_b) if count_caps else None)
+    _record(
+        out,
+        v,
+        w.position,
+        seq if truncate else None,
+        (detail_a, detail_b) if per_row else None,
+        cc if count_caps and not per_row else None,
+    )
 
 
 #: rows from which ``_record`` compacts the placed positions with ``included_positions``
@@ -543,9 +553,12 @@ def _record(
     position: np.ndarray,
     seq: np.ndarray | None,
     details: tuple[np.ndarray, np.ndarray] | None,
+    cc: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> None:
     """Keep what the worker's scratch holds for variant ``v``: truncated rows in drop order,
-    CountCapExceeded details, the included rows' positions."""
+    CountCapExceeded details (per row in ``details``, read at the rows of that reason; or
+    ``cc``, the place stage's list of those rows, their caps and counts), the included rows'
+    positions."""
     n = out.table.n
     reason = out.reason[v]
     if seq is not None:
@@ -555,8 +568,14 @@ def _record(
     else:
         out.trunc_order[v] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     if details is not None:
-        cc = np.flatnonzero(reason == R_COUNT_CAP_EXCEEDED)
-        out.count_cap[v] = (cc, details[0][cc].copy(), details[1][cc].copy())
+        rows = np.flatnonzero(reason == R_COUNT_CAP_EXCEEDED)
+        out.count_cap[v] = (rows, details[0][rows].copy(), details[1][rows].copy())
+    elif cc is not None:  # in candidate order (row order per set when the candidates are)
+        rows, cap, count = cc
+        if rows.shape[0] > 1 and not (rows[1:] > rows[:-1]).all():
+            o = np.argsort(rows)
+            rows, cap, count = rows[o], cap[o], count[o]
+        out.count_cap[v] = (rows.copy(), cap.copy(), count.copy())  # (views of bigger buffers)
     else:
         out.count_cap[v] = (np.zeros(0, np.int64),) * 3
     inc = out.included[v]

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from cupel_np._jit import jit
-from cupel_np.engine.batch_kernels import BIT1, popcount
+from cupel_np.engine.batch_kernels import BIT1
 from cupel_np.engine.chrono_bits import (
     _chrono_clear,
     _chrono_mark_pinned,
@@ -20,6 +20,7 @@ from cupel_np.engine.chrono_bits import (
     _chrono_prefix,
     _chrono_tied,
     _chrono_ties,
+    popcount64,
 )
 from cupel_np.engine.placers import (
     CHRONO_FILTER_MIN,
@@ -242,18 +243,24 @@ def _place_segments(
         chrono_min : ``CHRONO_FILTER_MIN``
         radix_min : ``RADIX_MIN``
     Outputs (per row; only the rows of the merged segments are written)
-        included : bool, the row is in the context
-        reason : int8 reason code (``engine.reasons``)
+        included : bool, the row is in the context: False on entry (only the included rows
+            are written)
+        reason : int8 reason code (``engine.reasons``); a selected candidate's is written
+            only when it is placed (a set that throws leaves it as it was)
         detail_a, detail_b : the cap and the count of a CountCapExceeded row (with
-            ``count_caps``; may be empty otherwise); other reasons' fields are rebuilt on demand
-        position : the placed position of an included row
+            ``count_caps``, when not empty: the same as the returned ``cc_*``); other reasons'
+            fields are rebuilt on demand
+        position : the placed position of an included row (nothing else is written)
 
     Returns
-        per segment ``(err, err_a, sliced_tokens, kept_tokens, trunc, ties, key_at)``:
+        per segment ``(err, err_a, sliced_tokens, kept_tokens, trunc, ties)``, then
+        ``key_at``, then ``(cc_rows, cc_cap, cc_count)``:
         ``ERR_OVERFLOW`` with the merged token count when the strategy is throw; the tokens the
         slicer selected; the tokens of the included rows; whether the set truncates; whether
         ``chrono_bits._chrono_ties`` puts its runs of equal timestamps in input order, and
-        the input positions it reads (``key_at``). A truncating set is left to
+        the input positions it reads (``key_at``); the CountCapExceeded rows (segment by
+        segment, in candidate order; empty without ``count_caps``) with their caps and counts
+        (views of buffers as long as the candidates). A truncating set is left to
         ``placers._place_truncated`` after its slice-stage exclusions (its kept rows, their
         reasons and positions, its kept tokens and ``seq``): a kernel of its own, so a run that
         never truncates never compiles the truncation; so is ``_chrono_ties``.
@@ -274,31 +281,57 @@ def _place_segments(
         sliced_out[s] = 0
         kept_out[s] = 0
         trunc[s] = False
-    # chronological placement on bitmaps (chrono_bits): each segment's kept rows are marked
-    # while the slice-stage pass reads them, the timestamped ones by their index in the shared
-    # timestamp order (``tbits``, one spare word at the end for no-op stores), the others by
-    # input position (``ubits``); both 0 between segments. Their set bits before each word
-    # (``tpre``, ``upre``), and the input position of a kept tied row by its index in the
-    # shared order (``key_at``, written then read for the kept tied rows only).
+    # The candidates are read in two steps: one pass over all of them (the slice stage's
+    # exclusions, counts and sums) that lists the selected ones, then the passes of placement
+    # over that list only. Every write of the first pass is a select, not a branch: whether
+    # a candidate is selected is unpredictable, and a mispredicted branch per row cost more
+    # than the rest of the pass. The list holds what placement reads of each selected
+    # candidate (read again by candidate, a sparse selection's rows would each cost a cache
+    # miss): its index ``sel_at``, row ``sel_row``, ``2 * rank + (tokens == 0)`` in
+    # ``sel_key`` and, for chronological placement, its ``ts_code`` in ``sel_code``.
+    n_cand = cand_rows.shape[0]
+    sel_at = np.empty(n_cand, dtype=np.int64)
+    sel_row = np.empty(n_cand, dtype=np.int64)
+    sel_key = np.empty(n_cand, dtype=np.int64)
+    # chronological placement on bitmaps (chrono_bits): each segment's kept rows are marked,
+    # the timestamped ones by their index in the shared timestamp order (``tbits``, one spare
+    # word at the end), the others by input position (``ubits``); both 0 between segments.
+    # Their set bits before each word (``tpre``, ``upre``), and the input position of a kept
+    # tied row by its index in the shared order (``key_at``, written then read for the kept
+    # tied rows only).
     chrono = placer == PLACER_CHRONOLOGICAL and use_ts_order
     n_ts = ts_order.shape[0]
     max_m = 0
     for s in range(n_seg if chrono else 0):
         max_m = max(max_m, pin_offsets[s + 1] - pin_offsets[s] + cand_offsets[s + 1] - cand_offsets[s])
     tbits = np.empty(((n_ts + 63) >> 6) + 1 if chrono else 0, dtype=np.uint64)
+    umark = np.empty(max_m, dtype=np.uint8)
     ubits = np.empty((max_m + 63) >> 6, dtype=np.uint64)
     for w in range(tbits.shape[0]):
         tbits[w] = 0
-    for w in range(ubits.shape[0]):
-        ubits[w] = 0
     tpre = np.empty(tbits.shape[0], dtype=np.int64)
     upre = np.empty(ubits.shape[0], dtype=np.int64)
-    key_at = np.empty(n_ts if chrono and ts_runs.shape[0] > 0 else 0, dtype=np.int64)
-    spare = tbits.shape[0] - 1
+    for w in range(tpre.shape[0]):  # (an untimestamped row's place reads the spare word's too)
+        tpre[w] = 0
+    # the words an untimestamped row ORs its 0 into: u & tmask, varied so that the stores do
+    # not form a chain through one word (a power of two minus 1, below tbits' length)
+    tmask = 1
+    while tmask * 2 <= tbits.shape[0]:
+        tmask *= 2
+    tmask -= 1
+    tied_any = chrono and ts_runs.shape[0] > 0
+    key_at = np.empty(n_ts + 1 if tied_any else 0, dtype=np.int64)  # (+1: the others' stores)
+    sel_code = np.empty(n_cand if chrono else 0, dtype=np.int64)
     c_ts = 0
     n_kinds = cap_of_kind.shape[0] if count_caps else 1
     kind_count = np.empty(n_kinds, dtype=np.int64)  # scratch, reset per segment
-    defer = np.empty(cand_rows.shape[0] if count_caps else 0, dtype=np.int64)  # scratch: rows
+    # the CountCapExceeded rows, their caps and counts (returned, in candidate order); first
+    # every candidate that may be one (``defer``, decided after its segment's pass)
+    defer = np.empty(cand_rows.shape[0] if count_caps else 0, dtype=np.int64)
+    cc_cap = np.empty(defer.shape[0], dtype=np.int64)
+    cc_count = np.empty(defer.shape[0], dtype=np.int64)
+    n_cc = 0
+    details = detail_a.shape[0] > 0
     for k in range(n_kinds):
         kind_count[k] = 0
     for s in range(n_seg):
@@ -311,11 +344,10 @@ def _place_segments(
         pinned_tokens = 0
         for q in range(plo, phi):
             pinned_tokens += tokens[pin_rows[q]]
-        if chrono:
-            _chrono_mark_pinned(pin_rows, plo, n_pin, ts_code, tbits, ubits)
         sliced_tokens = 0
         eff_target = eff_targets[s]
         override_max = budget_targets[s] - budget_reserves[s]
+        has_pin = pinned_tokens > 0
         if count_caps:  # this segment's kinds from 0 (all kinds when fewer than its candidates)
             if n_kinds <= chi - clo:
                 for k in range(n_kinds):
@@ -323,58 +355,74 @@ def _place_segments(
             else:
                 for p in range(clo, chi):
                     kind_count[kind[cand_rows[p]]] = 0
-        # slice-stage exclusions, counted and summed in the same pass; a CountCapExceeded
-        # candidate needs its kind's final count: decided after the pass (``defer``)
-        n_def = 0
+        # slice-stage exclusions: an excluded row's reason (a selected row keeps its own until
+        # it is placed), the selected ones listed, counted and summed; a CountCapExceeded
+        # candidate needs its kind's final count: decided after the pass
+        n_def = n_cc
+        # nearly every candidate selected (counted first: a pass that vectorizes, a tenth of
+        # the others): branches rarely mispredict, so the passes branch instead and walk the
+        # candidates themselves, no list
+        n_pre = 0
         for p in range(clo, chi):
+            n_pre += np.int64(rank[p] >= 0)
+        dense = n_pre * 8 >= (chi - clo) * 7
+        for p in range(clo, chi if dense else clo):
+            r = rank[p]
             row = cand_rows[p]
             t = tokens[row]
-            r = rank[p]
             if r >= 0:
                 n_sel += 1
                 sliced_tokens += t
                 if count_caps:
                     kind_count[kind[row]] += 1
-                if chrono:  # marked for chrono_bits (selects, not branches: unpredictable)
-                    code = ts_code[row]
-                    stamped = code >= 0
-                    i = code >> 1
-                    tbits[i >> 6 if stamped else spare] |= BIT1 << np.uint64(i & 63)
-                    j = n_pin + r
-                    ubits[j >> 6] |= np.uint64(not stamped) << np.uint64(j & 63)
                 continue
-            included[row] = False
-            if pinned_tokens > 0 and t > eff_target and t <= override_max:
+            if has_pin and t > eff_target and t <= override_max:
                 reason[row] = R_PINNED_OVERRIDE
             elif count_caps and cap_of_kind[kind[row]] >= 0 and t <= eff_target:
                 defer[n_def] = row
                 n_def += 1
+                reason[row] = R_BUDGET_EXCEEDED
             else:
                 reason[row] = R_BUDGET_EXCEEDED
-        for u in range(n_def):
+        for p in range(clo if dense else clo, clo if dense else chi):
+            row = cand_rows[p]
+            t = tokens[row]
+            r = rank[p]
+            sel = r >= 0
+            at = clo + n_sel
+            sel_at[at] = p
+            sel_row[at] = row
+            sel_key[at] = 2 * r + np.int64(t == 0)
+            if chrono:
+                sel_code[at] = ts_code[row]
+            n_sel += np.int64(sel)
+            sliced_tokens += t if sel else 0
+            over = has_pin & (t > eff_target) & (t <= override_max)
+            ex = R_PINNED_OVERRIDE if over else R_BUDGET_EXCEEDED
+            if count_caps:
+                k = kind[row]
+                kind_count[k] += np.int64(sel)
+                defer[n_def] = row
+                n_def += np.int64((not sel) & (cap_of_kind[k] >= 0) & (t <= eff_target))
+            old = reason[row]
+            reason[row] = old if sel else ex
+        for u in range(n_cc, n_def):  # a capped kind's candidate: CountCapExceeded
             row = defer[u]
             k = kind[row]
             if kind_count[k] >= cap_of_kind[k]:
                 reason[row] = R_COUNT_CAP_EXCEEDED
-                detail_a[row] = cap_of_kind[k]
-                detail_b[row] = kind_count[k]
-            else:
-                reason[row] = R_BUDGET_EXCEEDED
+                defer[n_cc] = row
+                cc_cap[n_cc] = cap_of_kind[k]
+                cc_count[n_cc] = kind_count[k]
+                n_cc += 1
+                if details:
+                    detail_a[row] = cap_of_kind[k]
+                    detail_b[row] = kind_count[k]
         m = n_pin + n_sel
         merged_tokens = pinned_tokens + sliced_tokens
         target = budget_targets[s]
         sliced_out[s] = sliced_tokens
         kept_out[s] = merged_tokens
-        fast_chrono = (
-            chrono
-            and not (merged_tokens > target and overflow != OVERFLOW_PROCEED)
-            and m > chrono_min
-            and m * 32 >= ts_offsets[s + 1] - ts_offsets[s]
-        )
-        if fast_chrono:  # every merged item is kept, in merged order: no merged arrays needed
-            c_ts = _chrono_prefix(tbits, tpre, ts_offsets[s], ts_offsets[s + 1], ubits, upre, m)
-        elif chrono:  # placed otherwise: the marks back to 0
-            _chrono_clear(tbits, ts_offsets[s], ts_offsets[s + 1], ubits, m)
         if merged_tokens > target and overflow == OVERFLOW_THROW:
             err[s] = ERR_OVERFLOW
             err_a[s] = merged_tokens
@@ -385,21 +433,44 @@ def _place_segments(
         if merged_tokens > target and overflow == OVERFLOW_TRUNCATE:
             trunc[s] = True  # placed by _place_truncated (compiled only when a set truncates)
             continue
+        # the selected candidates: [clo, sel_hi) of the sel_* lists, or (dense) of the
+        # candidates, skipping the others
+        sel_hi = chi if dense else clo + n_sel
+        fast_chrono = chrono and m > chrono_min and m * 32 >= ts_offsets[s + 1] - ts_offsets[s]
         fast_u = placer == PLACER_U_SHAPED and u_pin[s] >= 0
-        if fast_u:
-            _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, chi, rank, u_at, u_pin[s], m, position)
-        elif not fast_chrono:  # (fast_chrono: placed in the pass below)
+        if fast_chrono:  # every merged item is kept, in merged order: no merged arrays needed
+            _chrono_mark_pinned(pin_rows, plo, n_pin, ts_code, tbits, umark)
+            for u in range(clo, sel_hi):  # each word gets its bit or nothing (no branch)
+                if dense:
+                    r = rank[u]
+                    if r < 0:
+                        continue
+                    code = ts_code[cand_rows[u]]
+                else:
+                    r = sel_key[u] >> 1
+                    code = sel_code[u]
+                i = code >> 1
+                stamped = code >= 0
+                wt = (i >> 6) if stamped else u & tmask  # (an untimestamped row: ORs 0 into any word)
+                tbits[wt] |= np.uint64(stamped) << np.uint64(i & 63)
+                umark[n_pin + r] = 0 if stamped else 1  # (each position once)
+            c_ts = _chrono_prefix(tbits, tpre, ts_offsets[s], ts_offsets[s + 1], umark, ubits, upre, m)
+        elif fast_u:  # the pinned items' places (no candidate range: theirs are in ``u_at``)
+            _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, clo, rank, u_at, u_pin[s], m, position)
+        else:
             # merged list: pinned (input order, score 1.0) then the slicer output in its order
             mrow = np.empty(m, dtype=np.int64)
             mscore = np.empty(m, dtype=np.float64)
             for q in range(n_pin):
                 mrow[q] = pin_rows[plo + q]
                 mscore[q] = 1.0
-            for p in range(clo, chi):
-                r = rank[p]
-                if r >= 0:
-                    mrow[n_pin + r] = cand_rows[p]
-                    mscore[n_pin + r] = cand_score[p]
+            for u in range(clo, sel_hi):
+                r = rank[u] if dense else sel_key[u] >> 1
+                if r < 0:
+                    continue
+                p = u if dense else sel_at[u]
+                mrow[n_pin + r] = cand_rows[p]
+                mscore[n_pin + r] = cand_score[p]
             lst = np.empty(m, dtype=np.int64)
             for j in range(m):
                 lst[j] = j
@@ -412,28 +483,64 @@ def _place_segments(
             reason[row] = R_PINNED
             if fast_chrono:  # the places of the marked rows, in row order
                 _chrono_place(row, q - plo, ts_code, tbits, tpre, c_ts, ubits, upre, key_at, position)
-        for p in range(clo, chi):
-            r = rank[p]
-            if r >= 0:
-                row = cand_rows[p]
-                included[row] = True
-                reason[row] = R_ZERO_TOKEN if tokens[row] == 0 else R_SCORED
-                if fast_chrono:  # _chrono_place written out: a call here costs more than its work
+        # the selected candidates: included, their reasons and (fast paths) their places
+        if fast_chrono:  # _chrono_place written out as selects: a call here costs more than its work
+            for u in range(clo, sel_hi):
+                if dense:
+                    r = rank[u]
+                    if r < 0:
+                        continue
+                    row = cand_rows[u]
+                    key = 2 * r + np.int64(tokens[row] == 0)
                     code = ts_code[row]
-                    if code >= 0:  # the kept timestamped rows before it in the shared order
-                        i = code >> 1
-                        w = i >> 6
-                        position[row] = tpre[w] + popcount(tbits[w] & ((BIT1 << np.uint64(i & 63)) - BIT1))
-                        if code & 1:
-                            key_at[i] = n_pin + r
-                    else:  # after them, the untimestamped ones before it in input order
-                        j = n_pin + r
-                        w = j >> 6
-                        position[row] = c_ts + upre[w] + popcount(ubits[w] & ((BIT1 << np.uint64(j & 63)) - BIT1))
+                else:
+                    row = sel_row[u]
+                    key = sel_key[u]
+                    code = sel_code[u]
+                stamped = code >= 0
+                # a timestamped row: the kept timestamped rows before it in the shared order;
+                # else after them, the untimestamped ones before it in input order
+                i = code >> 1  # (-1 untimestamped: reads the spare word, never used)
+                j = n_pin + (key >> 1)
+                w = i >> 6  # both places, then a select: no branch on ``stamped``
+                at_t = tpre[w] + popcount64(tbits[w] & ((BIT1 << np.uint64(i & 63)) - BIT1))
+                v = j >> 6
+                at_u = c_ts + upre[v] + popcount64(ubits[v] & ((BIT1 << np.uint64(j & 63)) - BIT1))
+                position[row] = at_t if stamped else at_u
+                if tied_any:
+                    key_at[i if stamped & ((code & 1) == 1) else n_ts] = j
+                included[row] = True
+                reason[row] = R_ZERO_TOKEN if key & 1 else R_SCORED
+        elif fast_u:
+            for u in range(clo, sel_hi):
+                if dense:
+                    if rank[u] < 0:
+                        continue
+                    row = cand_rows[u]
+                    position[row] = u_at[u]
+                    zero = tokens[row] == 0
+                else:
+                    row = sel_row[u]
+                    position[row] = u_at[sel_at[u]]
+                    zero = (sel_key[u] & 1) == 1
+                included[row] = True
+                reason[row] = R_ZERO_TOKEN if zero else R_SCORED
+        else:
+            for u in range(clo, sel_hi):
+                if dense:
+                    if rank[u] < 0:
+                        continue
+                    row = cand_rows[u]
+                    zero = tokens[row] == 0
+                else:
+                    row = sel_row[u]
+                    zero = (sel_key[u] & 1) == 1
+                included[row] = True
+                reason[row] = R_ZERO_TOKEN if zero else R_SCORED
         if fast_chrono:
             ties[s] = _chrono_tied(tbits, ts_runs, ts_run_offsets[s], ts_run_offsets[s + 1])
-            _chrono_clear(tbits, ts_offsets[s], ts_offsets[s + 1], ubits, m)
-    return err, err_a, sliced_out, kept_out, trunc, ties, key_at
+            _chrono_clear(tbits, ts_offsets[s], ts_offsets[s + 1])
+    return err, err_a, sliced_out, kept_out, trunc, ties, key_at, defer[:n_cc], cc_cap[:n_cc], cc_count[:n_cc]
 
 
 class PlaceRows(NamedTuple):
@@ -497,7 +604,7 @@ class TimestampOrder(NamedTuple):
 class PlaceOutputs(NamedTuple):
     """The arrays the place stage writes, per row (only the rows of the merged segments)."""
 
-    included: np.ndarray  #: bool: the row is in the context
+    included: np.ndarray  #: bool: the row is in the context (False on entry: only True is written)
     reason: np.ndarray  #: int8 reason code (``engine.reasons``)
     detail_a: np.ndarray  #: a CountCapExceeded row's cap (with ``count_caps``; may be empty otherwise)
     detail_b: np.ndarray  #: and its count
@@ -551,7 +658,9 @@ def place_segments(
     (from ``placers.timestamp_order``): without it every segment sorts its own kept items.
     ``lstpos``: per-row scratch, -1 on entry and exit (built here when not given).
 
-    Returns per segment ``(err, err_a, sliced_tokens, kept_tokens)``."""
+    Returns per segment ``(err, err_a, sliced_tokens, kept_tokens)``, then the
+    CountCapExceeded rows, their caps and counts ``(cc_rows, cc_cap, cc_count)`` (see
+    ``_place_segments``)."""
     n_rows = rows.tokens.shape[0]
     pin_rows, pin_offsets = segments.pin_rows, segments.pin_offsets
     use_ts_order = ts_order is not None
@@ -566,7 +675,7 @@ def place_segments(
     if lstpos is None:
         lstpos = np.full(n_rows, -1, dtype=np.int64)
     u_at, u_pin = _order_for_placer(rows.tokens, pin_rows, pin_offsets, cand, segments.budget_targets, policy)
-    err, err_a, sliced, kept, trunc, ties, key_at = _place_segments(
+    err, err_a, sliced, kept, trunc, ties, key_at, cc_rows, cc_cap, cc_count = _place_segments(
         n_rows,
         rows.tokens,
         rows.kind,
@@ -632,4 +741,4 @@ def place_segments(
             RADIX_MIN,
             kept,
         )
-    return err, err_a, sliced, kept
+    return err, err_a, sliced, kept, (cc_rows, cc_cap, cc_count)
