@@ -135,15 +135,39 @@ class SlicerArgs(NamedTuple):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Slice every segment of the candidates: ``slice_segments`` over score-sorted
         candidates, or with ``unsorted`` (a quota or count quota slicer with an inner greedy,
-        :func:`row_order`) ``quota_greedy_slice`` / ``count.count_greedy_slice`` over
-        candidates in row order (``compared``: only those candidates' ranks need exact order,
-        see ``quota.quota_greedy_segments``). Returns ``(rank, err, err_a, err_b, satisfied,
-        cap_dropped)`` (see :func:`slice_segments`)."""
+        :func:`row_order`) :meth:`run_rows` over candidates in row order (``compared``: only
+        those candidates' ranks need exact order, see ``quota.quota_greedy_segments``).
+        Returns ``(rank, err, err_a, err_b, satisfied, cap_dropped)`` (see
+        :func:`slice_segments`)."""
         if unsorted:
-            if self.mode == MODE_COUNT:
-                return count_greedy_slice(self, tok, score, kind, offsets, targets, max_cells, compared)
-            return quota_greedy_slice(self, tok, score, kind, offsets, targets, max_cells, compared)
+            return self.run_rows(tok, score, kind, offsets, targets, max_cells, compared=compared)[0]
         return slice_segments(self, tok, score, kind, offsets, targets, max_cells)
+
+    def run_rows(
+        self,
+        tok: np.ndarray,
+        score: np.ndarray,
+        kind: np.ndarray,
+        offsets: np.ndarray,
+        targets: np.ndarray,
+        max_cells: int,
+        *,
+        compared: np.ndarray | None = None,
+        unordered: bool = False,
+    ) -> tuple[
+        tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+    ]:
+        """A quota or count quota slicer with an inner greedy (:func:`row_order`) over
+        candidates in row order: ``quota.quota_greedy_slice`` / ``count.count_greedy_slice``.
+        ``compared``: only those candidates' ranks need exact order; ``unordered`` (without
+        ``compared``): the greedy's fitting prefixes stay unordered, ranked in index order.
+        Returns ``((rank, err, err_a, err_b, satisfied, cap_dropped), ranges)``: those
+        prefixes as ranges of ranks (``stages.Candidates.prefix_ranges``), None without
+        ``unordered``."""
+        if self.mode == MODE_COUNT:
+            return count_greedy_slice(self, tok, score, kind, offsets, targets, max_cells, compared, unordered)
+        return quota_greedy_slice(self, tok, score, kind, offsets, targets, max_cells, compared, unordered)
 
     @property
     def quota_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

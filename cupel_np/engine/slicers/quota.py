@@ -98,15 +98,17 @@ def _quota_plan(tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_c
 
 
 @jit
-def _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank):
+def _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank, sub_base):
     """``rank[perm[j]]`` = the sub-segment rank ``sub_rank[j]`` plus the count selected by the
-    segment's earlier sub-segments, or -1 when not selected."""
+    segment's earlier sub-segments (``sub_base[u]`` for sub-segment ``u``), or -1 when not
+    selected."""
     base = 0
     prev = -1
     for u in range(sub_seg.shape[0]):
         if sub_seg[u] != prev:
             prev = sub_seg[u]
             base = 0
+        sub_base[u] = base
         got = 0
         for j in range(sub_off[u], sub_off[u + 1]):
             # branch-free (which candidates are selected is unpredictable): -1 stays -1
@@ -117,7 +119,19 @@ def _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank):
         base += got
 
 
-def quota_greedy_segments(tok, score, kind, offsets, targets, quotas, rank, *, big=None, min_chunk=None, compared=None):
+def _sub_ranges(n_seg, sub_seg, sub_base, prefix):
+    """The sub-segments' unordered prefixes (``prefix[u]`` ranks from ``sub_base[u]``) longer
+    than 1 as their segments' ranges of ranks ``(r_off, r_lo, r_hi)``
+    (``stages.Candidates.prefix_ranges``): within a segment the sub-segments come in output
+    order, so the ranges ascend."""
+    has = prefix > 1
+    r_off = np.searchsorted(sub_seg[has], np.arange(n_seg + 1), side="left").astype(np.int64)
+    return r_off, sub_base[has], sub_base[has] + prefix[has]
+
+
+def quota_greedy_segments(
+    tok, score, kind, offsets, targets, quotas, rank, *, big=None, min_chunk=None, compared=None, unordered=False
+):
     """QuotaSlice with an inner greedy over every segment; candidates in row order inside each
     segment. ``quotas``: ``(kind_rank, q_has, q_req, q_cap, q_req_all)``, the QuotaSlice arrays
     (``SlicerArgs.quota_arrays``). Writes ``rank[p]`` = position in the segment's slicer
@@ -127,20 +141,28 @@ def quota_greedy_segments(tok, score, kind, offsets, targets, quotas, rank, *, b
     ``compared`` (bool per candidate, ``placers.chrono_compared``): only the marked candidates'
     ranks need to be in exact order relative to each other (chronological placement compares
     no others); each kind's fitting prefix is then left unordered apart from them, as the plain
-    greedy does (``greedy_segments(prefix=, compared=)``). The selection is the same."""
+    greedy does (``greedy_segments(prefix=, compared=)``). The selection is the same.
+
+    ``unordered`` (without ``compared``): each kind's fitting prefix is left unordered, ranked
+    in index order, and returned as the segments' ranges of ranks ``(r_off, r_lo, r_hi)``
+    (``stages.Candidates.prefix_ranges``; u-shaped placement orders only the ties it compares).
+    Returns those ranges, else None."""
     kind_rank, q_has, q_req, q_cap, q_req_all = quotas
     marks = _NO_MARKS if compared is None else compared
     perm, ptok, pscore, pmark, sub_off, sub_target, sub_seg = _quota_plan(
         tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap, q_req_all, marks
     )
+    n_seg = offsets.shape[0] - 1
     if perm.shape[0] == 0:
-        return
+        return (np.zeros(n_seg + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)) if unordered else None
     sub_rank = np.full(perm.shape[0], -1, dtype=np.int64)
-    if compared is None:
+    prefix = None
+    if compared is None and not unordered:
         greedy_segments(ptok, pscore, sub_off, sub_target, sub_rank, big=big, min_chunk=min_chunk)
     else:
-        # each sub-segment's unordered prefix holds ranks 0..prefix-1, the marked ones last
-        # in exact order: concatenated per segment below, the marked ones stay in exact order
+        # each sub-segment's unordered prefix holds ranks 0..prefix-1 (with ``compared``, the
+        # marked ones last in exact order: concatenated per segment below, the marked ones stay
+        # in exact order)
         prefix = np.zeros(sub_target.shape[0], dtype=np.int64)
         greedy_segments(
             ptok,
@@ -151,23 +173,32 @@ def quota_greedy_segments(tok, score, kind, offsets, targets, quotas, rank, *, b
             big=big,
             min_chunk=min_chunk,
             prefix=prefix,
-            compared=pmark,
+            compared=pmark if compared is not None else None,
         )
-    _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank)
+    sub_base = np.empty(sub_seg.shape[0], dtype=np.int64)
+    _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank, sub_base)
+    if compared is None and unordered:
+        assert prefix is not None
+        return _sub_ranges(n_seg, sub_seg, sub_base, prefix)
+    return None
 
 
 _NO_MARKS = np.zeros(0, dtype=np.bool_)
 
 
-def quota_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, compared=None):
+def quota_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, compared=None, unordered=False):
     """:func:`quota_greedy_segments` with the arguments (``args``: a ``SlicerArgs``) and
     results of ``slicers.slice_segments`` (a quota slice with an inner greedy never fails),
-    over candidates in row order (``compared``: see :func:`quota_greedy_segments`)."""
+    over candidates in row order (``compared``, ``unordered``: see
+    :func:`quota_greedy_segments`), and the unordered ranges of ranks (None without
+    ``unordered``)."""
     assert args.mode == MODE_QUOTA and not args.use_knapsack  # the caller's dispatch (batch.run_sweep)
     n = tok.shape[0]
     n_seg = offsets.shape[0] - 1
     rank = np.full(n, -1, dtype=np.int64)
-    quota_greedy_segments(tok, score, kind, offsets, targets, args.quota_arrays, rank, compared=compared)
+    ranges = quota_greedy_segments(
+        tok, score, kind, offsets, targets, args.quota_arrays, rank, compared=compared, unordered=unordered
+    )
     return (
         rank,
         np.zeros(n_seg, dtype=np.int8),
@@ -175,7 +206,7 @@ def quota_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, comp
         np.zeros(n_seg, dtype=np.int64),
         np.full((n_seg, args.e_kind.shape[0]), -1, dtype=np.int64),
         np.zeros(n_seg, dtype=np.int64),
-    )
+    ), ranges
 
 
 @jit
