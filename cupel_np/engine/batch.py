@@ -419,6 +419,8 @@ def _slice_sorted(
         if pol.placer == "chronological" and pol.overflow_strategy != "truncate":
             if sh.chrono_compared is not None:
                 compared = sh.chrono_compared if identity else sh.chrono_compared[cand]
+        # the scoreable rows in order: a quota's kind groups are every variant's (computed once)
+        groups = args.shared_kind_groups(sh, tok, kind, surv_off, compared) if identity else None
         (rank, err, err_a, err_b, satisfied, cap_dropped), ranges = args.run_rows(
             tok,
             cand_score,
@@ -428,6 +430,7 @@ def _slice_sorted(
             sh.max_cells,
             compared=compared,
             unordered=pol.placer == "u_shaped",
+            groups=groups,
         )
     else:
         rank, err, err_a, err_b, satisfied, cap_dropped = args.run(

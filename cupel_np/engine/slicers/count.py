@@ -20,7 +20,7 @@ import numpy as np
 from cupel_np._jit import jit, jit_inner
 from cupel_np.engine.batch_kernels import BIT1, popcount
 from cupel_np.engine.slicers.codes import ERR_SCARCITY, ERR_TABLE_TOO_LARGE, MODE_COUNT
-from cupel_np.engine.slicers.greedy import RADIX_PICK, density_bits, greedy_segments
+from cupel_np.engine.slicers.greedy import RADIX_PICK, density_key, fresh_ranks, greedy_segments
 from cupel_np.engine.slicers.quota import _inner_pick
 from cupel_np.engine.sortkeys import _SIGN, NAN_LAST, desc_bits, radix_argsort, score_cmp, stable_argsort
 
@@ -424,7 +424,15 @@ def _drop_prefix(tok, score, kind, rank, pre, n_p, kk, cnt, left, drop):
     for j in range(cnt):
         keep[j] = False
     if left > 0:
-        kb = density_bits(tok[pk], score[pk])
+        # density_bits(tok[pk], score[pk]) without the gathered copies
+        y = np.empty(cnt, dtype=np.float64)
+        for j in range(cnt):
+            p = pk[j]
+            y[j] = density_key(tok[p], score[p])
+        kb = y.view(np.uint64)
+        for j in range(cnt):  # float bit patterns to order-preserving keys (as density_bits)
+            b = kb[j]
+            kb[j] = ~b if b & _SIGN else b | _SIGN
         thr = _kth_key(kb, left - 1)
         n_below = 0
         n_tie = 0
@@ -634,9 +642,8 @@ def count_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, comp
     u-shaped placement orders only the ties it compares)."""
     assert args.mode == MODE_COUNT and not args.use_knapsack  # the caller's dispatch (SlicerArgs.run)
     e_kind, cap_of_kind = args.e_kind, args.cap_of_kind
-    n, n_seg, n_e = tok.shape[0], offsets.shape[0] - 1, e_kind.shape[0]
+    n_seg, n_e = offsets.shape[0] - 1, e_kind.shape[0]
     unordered = unordered and compared is None
-    rank = np.full(n, -1, dtype=np.int64)
     err = np.zeros(n_seg, dtype=np.int8)
     err_a = np.zeros(n_seg, dtype=np.int64)
     err_b = np.zeros(n_seg, dtype=np.int64)
@@ -660,10 +667,10 @@ def count_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, comp
     )
     prefix = np.zeros(n_seg, dtype=np.int64)
     pf = None if compared is None and not unordered else prefix
-    g_targets = res_targets
+    g_targets = np.where(solo, 0, res_targets) if solo.any() else res_targets
+    rank = fresh_ranks(offsets, g_targets)  # unwritten where greedy's big path writes every rank
     if solo.any():
         _solo_greedy(tok, score, offsets, com, com_off, res_targets, solo, rank, pf, compared)
-        g_targets = np.where(solo, 0, res_targets)
     greedy_segments(ftok, score, offsets, g_targets, rank, prefix=pf, compared=compared)
     cap_dropped = np.zeros(n_seg, dtype=np.int64)
     pre_kept = np.zeros(n_seg, dtype=np.int64)
