@@ -444,17 +444,32 @@ def _slice_sorted(
     tok = sh.sc_tok if identity else sh.sc_tok[cand]
     kind = sh.sc_kind if identity else sh.sc_kind[cand]
     compared = None  # chronological placement without truncation compares only these ranks
+    ranges = None  # u-shaped placement: the greedy prefixes left unordered
     if nested.is_nested(slicer):  # a count quota around a slicer other than greedy
         rank, err, err_a, err_b, satisfied, cap_dropped = nested.slice_nested(
             slicer, sh.table, slicer_args, tok, cand_score, kind, surv_off, targets, sh.max_cells
         )
-    else:
+    elif unsorted:
         pol = out.variants[v].policy
-        if unsorted and pol.placer == "chronological" and pol.overflow_strategy != "truncate":
+        if pol.placer == "chronological" and pol.overflow_strategy != "truncate":
             if sh.chrono_compared is not None:
                 compared = sh.chrono_compared if identity else sh.chrono_compared[cand]
+        # the scoreable rows in order: a quota's kind groups are every variant's (computed once)
+        groups = args.shared_kind_groups(sh, tok, kind, surv_off, compared) if identity else None
+        (rank, err, err_a, err_b, satisfied, cap_dropped), ranges = args.run_rows(
+            tok,
+            cand_score,
+            kind,
+            surv_off,
+            targets,
+            sh.max_cells,
+            compared=compared,
+            unordered=pol.placer == "u_shaped",
+            groups=groups,
+        )
+    else:
         rank, err, err_a, err_b, satisfied, cap_dropped = args.run(
-            tok, cand_score, kind, surv_off, targets, sh.max_cells, unsorted=unsorted, compared=compared
+            tok, cand_score, kind, surv_off, targets, sh.max_cells
         )
     out.cap_dropped[v] = cap_dropped
     entries = nested.count_entries(slicer)  # the slicer's own, then a nested slicer's
@@ -473,7 +488,14 @@ def _slice_sorted(
             sc_rows if every else sc_rows[surv], sc if every else sc[surv], surv_off, rank_in_rows, None, None, False
         )
     return stages.Candidates(
-        sc_rows if identity else sc_rows[cand], cand_score, surv_off, rank, None, None, compared is not None
+        sc_rows if identity else sc_rows[cand],
+        cand_score,
+        surv_off,
+        rank,
+        None,
+        None if ranges is None else tok,
+        compared is not None,
+        ranges,
     )
 
 

@@ -169,8 +169,6 @@ def _chronological_filter(
 #: the u-shaped order key (``desc_bits``) of a pinned item's score 1.0: the bits of -1.0
 #: (0xBFF0...), negative, so inverted (tests/engine/test_fast_paths.py checks it against desc_bits)
 _ONE_KEY = np.uint64(0xBFF0000000000000 ^ 0xFFFFFFFFFFFFFFFF)
-#: a tie key after every prefix item's density key (ordered bits of +inf are lower)
-_AFTER_PREFIX = np.uint64(0xFFFFFFFFFFFFFFFF)
 _MAGNITUDE = np.uint64(0x7FFFFFFFFFFFFFFF)
 _INF_BITS = np.uint64(0x7FF0000000000000)
 _NO_TOKENS = np.zeros(0, dtype=np.int64)
@@ -209,19 +207,21 @@ def _u_pack(rank, score_bits, lo, hi, shift):
 
 
 @jit_inner
-def _tie_before(fk, tk, rk, a, b):
-    """Entry ``a`` of a run precedes entry ``b``: by score key, tie key, then rank."""
+def _tie_before(fk, bk, tk, rk, a, b):
+    """Entry ``a`` of a run precedes entry ``b``: by score key, block, tie key, then rank."""
     if fk[a] != fk[b]:
         return fk[a] < fk[b]
+    if bk[a] != bk[b]:
+        return bk[a] < bk[b]
     if tk[a] != tk[b]:
         return tk[a] < tk[b]
     return rk[a] < rk[b]
 
 
 @jit_inner
-def _tie_order(fk, tk, rk):
-    """The run's entries ordered by (``fk``, ``tk``, ``rk``) (distinct: ``rk`` are ranks):
-    insertion sort on runs of 16, then bottom-up merges."""
+def _tie_order(fk, bk, tk, rk):
+    """The run's entries ordered by (``fk``, ``bk``, ``tk``, ``rk``) (distinct: ``rk`` are
+    ranks): insertion sort on runs of 16, then bottom-up merges."""
     n = fk.shape[0]
     o = np.arange(n)
     for a in range(0, n, 16):
@@ -229,7 +229,7 @@ def _tie_order(fk, tk, rk):
         for i in range(a + 1, b):
             x = o[i]
             w = i - 1
-            while w >= a and _tie_before(fk, tk, rk, x, o[w]):
+            while w >= a and _tie_before(fk, bk, tk, rk, x, o[w]):
                 o[w + 1] = o[w]
                 w -= 1
             o[w + 1] = x
@@ -244,7 +244,7 @@ def _tie_order(fk, tk, rk):
             j = m
             k = a
             while i < m and j < b:
-                if _tie_before(fk, tk, rk, src[j], src[i]):
+                if _tie_before(fk, bk, tk, rk, src[j], src[i]):
                     dst[k] = src[j]
                     j += 1
                 else:
@@ -264,13 +264,30 @@ def _tie_order(fk, tk, rk):
     return src
 
 
+@jit_inner
+def _range_of(r_lo, r_hi, r):
+    """The index of the range ``[r_lo[i], r_hi[i])`` (ascending, disjoint) that holds rank
+    ``r``, or -1 (a binary search)."""
+    a = 0
+    b = r_lo.shape[0]
+    while a < b:  # the first range starting after r is at a
+        mid = (a + b) >> 1
+        if r_lo[mid] <= r:
+            a = mid + 1
+        else:
+            b = mid
+    return a - 1 if a > 0 and r < r_hi[a - 1] else -1
+
+
 @jit
-def _u_finish(packed, shift, lo, rank, score_bits, cand_score, cand_tok, n_pre, one_key, n_pin, u_at):
+def _u_finish(packed, shift, lo, rank, score_bits, cand_score, cand_tok, r_lo, r_hi, one_key, n_pin, u_at):
     """Place a segment's sliced items from ``packed`` (``_u_pack``'s keys, sorted ascending):
     every run of keys that share their high bits is ordered by score key, then slicer output
-    order - ranks below ``n_pre`` (the unordered greedy prefix, ranked in index order) before
-    the others and by density descending (NaN last: ``density_key``), then rank; the others by
-    rank (``packed`` is scratch). The ``n_pin`` pinned items (score 1.0, key ``one_key``) come
+    order (``packed`` is scratch). The slicer output order is the ranks' except inside the
+    unordered ranges of ranks ``[r_lo[i], r_hi[i])`` (ascending, disjoint; a greedy's fitting
+    prefix, ranked in index order, see ``stages.Candidates.prefix_ranges``): a range's items
+    come where its ranks do, among themselves by density descending (NaN last:
+    ``density_key``), then rank. The ``n_pin`` pinned items (score 1.0, key ``one_key``) come
     after the sliced items scored above 1.0 and before the others; item ``j`` of that order
     (``m`` in all) is placed at ``j // 2`` (even ``j``) or ``m - 1 - j // 2`` (odd ``j``): written
     to ``u_at[p]`` for candidate ``p``. Returns the pinned items' first ``j``."""
@@ -281,6 +298,7 @@ def _u_finish(packed, shift, lo, rank, score_bits, cand_score, cand_tok, n_pre, 
     one_high = one_key >> sh
     fb = np.empty(1, dtype=np.float64)
     ub = fb.view(np.uint64)
+    n_r = r_lo.shape[0]
     j = 0  # the next item's place in u-shaped order, pinned items included
     n_before = -1  # the pinned items' first place, once known
     i = 0
@@ -297,6 +315,7 @@ def _u_finish(packed, shift, lo, rank, score_bits, cand_score, cand_tok, n_pre, 
         if e - i > 1:
             r_n = e - i
             fk = np.empty(r_n, dtype=np.uint64)
+            bk = np.empty(r_n, dtype=np.int64)
             tk = np.empty(r_n, dtype=np.uint64)
             rk = np.empty(r_n, dtype=np.int64)
             ix = np.empty(r_n, dtype=np.int64)
@@ -306,12 +325,17 @@ def _u_finish(packed, shift, lo, rank, score_bits, cand_score, cand_tok, n_pre, 
                 fk[u] = _bits_key(score_bits[p])
                 r = rank[p]
                 rk[u] = r
-                tk[u] = _AFTER_PREFIX
-                if r < n_pre:
+                # the block: the first rank of its unordered range, else its own rank (ranges
+                # are disjoint, so blocks compare as the ranks of the output order do)
+                bk[u] = r
+                tk[u] = 0
+                g = _range_of(r_lo, r_hi, r) if n_r else -1
+                if g >= 0:
+                    bk[u] = r_lo[g]
                     fb[0] = density_key(cand_tok[p], cand_score[p]) + 0.0  # -0.0 + 0.0 == +0.0
                     b = ub[0]
                     tk[u] = ~b if b & _SIGN else b | _SIGN
-            o = _tie_order(fk, tk, rk)
+            o = _tie_order(fk, bk, tk, rk)
             for u in range(r_n):
                 q = o[u]
                 if n_before < 0 and fk[q] >= one_key:
@@ -328,38 +352,50 @@ def _u_finish(packed, shift, lo, rank, score_bits, cand_score, cand_tok, n_pre, 
     return n_before
 
 
-def _sliced_score_order(rank, cand_score, cand_tok, cand_offsets, pin_offsets, min_sel, prefix):
-    """Per segment with at least ``min_sel`` selected items, or an unordered greedy prefix
-    (``prefix[s] > 0``): u-shaped placement of its selected and pinned items, every one kept -
-    the selected items in (score descending with NaN lowest, slicer output) order, the pinned
-    ones (score 1.0) inserted before the first one not scored above 1.0. One NumPy SIMD sort of
-    distinct uint64 keys (score key high bits, candidate index low bits: ``_u_pack``), then
-    ``_u_finish`` orders the runs that share the high bits. Returns ``(u_at, u_pin)``: per
+def _sliced_score_order(rank, cand_score, cand_tok, cand_offsets, pin_offsets, min_sel, ranges):
+    """Per segment with at least ``min_sel`` selected items, or an unordered range of ranks
+    (``ranges``, see below): u-shaped placement of its selected and pinned items, every one
+    kept - the selected items in (score descending with NaN lowest, slicer output) order, the
+    pinned ones (score 1.0) inserted before the first one not scored above 1.0. One NumPy SIMD
+    sort of distinct uint64 keys (score key high bits, candidate index low bits: ``_u_pack``),
+    then ``_u_finish`` orders the runs that share the high bits. Returns ``(u_at, u_pin)``: per
     candidate of a placed segment, its position (``u_at``, not written for the others); per
     segment, the pinned items' first place in u-shaped order, -1 when the segment is left to
-    the place kernel. ``cand_tok`` (tokens per candidate) is read only with a prefix."""
+    the place kernel.
+
+    ``ranges``: None, or ``(r_off, r_lo, r_hi)`` - segment ``s``'s unordered ranges of ranks
+    are ``[r_lo[i], r_hi[i])`` for ``i`` in ``r_off[s]:r_off[s + 1]`` (ascending, disjoint:
+    greedy fitting prefixes ranked in index order, ``stages.Candidates.prefix_ranges``).
+    ``cand_tok`` (tokens per candidate) is read only with ranges."""
     n_seg = cand_offsets.shape[0] - 1
     u_pin = np.full(n_seg, -1, dtype=np.int64)
     u_at = None
     sizes = np.diff(cand_offsets)
     big = sizes >= max(min_sel, 1)
-    if prefix is not None:
-        big |= prefix > 0
+    if ranges is not None:
+        r_off, r_lo, r_hi = ranges
+        has_range = np.diff(r_off) > 0
+        big |= has_range
         assert cand_tok is not None
+    else:
+        r_off, r_lo, r_hi = np.zeros(n_seg + 1, np.int64), _NO_TOKENS, _NO_TOKENS
+        has_range = np.zeros(n_seg, dtype=np.bool_)
     tok = _NO_TOKENS if cand_tok is None else cand_tok
     score_bits = cand_score.view(np.uint64)
     for s in np.flatnonzero(big):  # a few big sets at most
-        n_pre = 0 if prefix is None else int(prefix[s])
+        a, b = int(r_off[s]), int(r_off[s + 1])
         lo, hi = int(cand_offsets[s]), int(cand_offsets[s + 1])
         shift = (hi - lo - 1).bit_length()
         packed = _u_pack(rank, score_bits, lo, hi, shift)
-        if (packed.shape[0] < min_sel and n_pre == 0) or packed.shape[0] == 0:
+        if (packed.shape[0] < min_sel and not has_range[s]) or packed.shape[0] == 0:
             continue
         packed.sort()  # NumPy's SIMD quicksort; the keys are distinct, so any sort agrees
         if u_at is None:
             u_at = np.empty(rank.shape[0], dtype=np.int64)
         n_pin = int(pin_offsets[s + 1] - pin_offsets[s])
-        u_pin[s] = _u_finish(packed, shift, lo, rank, score_bits, cand_score, tok, n_pre, _ONE_KEY, n_pin, u_at)
+        u_pin[s] = _u_finish(
+            packed, shift, lo, rank, score_bits, cand_score, tok, r_lo[a:b], r_hi[a:b], _ONE_KEY, n_pin, u_at
+        )
     return (_NO_TOKENS if u_at is None else u_at), u_pin
 
 

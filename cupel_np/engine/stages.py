@@ -46,7 +46,7 @@ from cupel_np.engine.reasons import (  # noqa: E402
     R_TRUNCATED_PINNED,
     R_ZERO_TOKEN,
 )
-from cupel_np.engine.slicers.greedy import complete_ranks
+from cupel_np.engine.slicers.greedy import complete_ranks, order_positions
 from cupel_np.engine.sortkeys import desc_bits, int_keys, ordered_bits, radix_argsort, stable_argsort  # noqa: F401 (radix_argsort: re-exported)
 
 ERR_OVERFLOW = 2
@@ -131,32 +131,52 @@ def _finish_ranks(
     cand_tok,
     cand_offsets,
     rank,
-    prefix,
+    ranges,
     budget_targets,
     overflow,
     placer,
     prefix_compared,
 ):
-    """Order what the placer compares of each unordered greedy prefix (``prefix[s]`` ranks in
-    index order, see ``greedy.greedy_segments``): nothing for u-shaped (its score order
+    """Order what the placer compares of each unordered range of ranks (``ranges``: ``(r_off,
+    r_lo, r_hi)``, see ``Candidates.prefix_ranges``): nothing for u-shaped (its score order
     repairs ties itself) nor for chronological when the slicer already ordered the compared
     items (``prefix_compared``), every rank otherwise or when the segment truncates. Returns
-    the prefix lengths u-shaped still needs."""
-    left = np.zeros_like(prefix)
-    for s in np.flatnonzero(prefix > 1):
+    the ranges u-shaped still needs (same form), None when none is left."""
+
+    def complete(tok, score, rank, r_lo, r_hi):
+        # exact ranks inside one segment's ranges (the arrays are the segment's)
+        if r_lo.shape[0] == 1 and r_lo[0] == 0:  # one greedy prefix
+            complete_ranks(tok, score, rank, int(r_hi[0]))
+            return
+        pos = np.flatnonzero(rank >= 0)
+        r = rank[pos]
+        g = np.searchsorted(r_lo, r, side="right") - 1  # the range starting at or before each rank
+        inside = (g >= 0) & (r < r_hi[np.maximum(g, 0)])
+        pos, g = pos[inside], g[inside]
+        for i in range(r_lo.shape[0]):
+            part = pos[g == i]
+            if part.shape[0] > 1:
+                rank[order_positions(tok, score, part)] = r_lo[i] + np.arange(part.shape[0])
+
+    r_off, r_lo, r_hi = ranges
+    left = np.zeros(r_lo.shape[0], dtype=np.bool_)
+    for s in np.flatnonzero(np.diff(r_off) > 0):
         lo, hi = int(cand_offsets[s]), int(cand_offsets[s + 1])
-        n_pre = int(prefix[s])
+        a, b = int(r_off[s]), int(r_off[s + 1])
         tok, sc, rk = cand_tok[lo:hi], cand_score[lo:hi], rank[lo:hi]
         if overflow == OVERFLOW_TRUNCATE:  # the kernel's `truncating`, decided the same way
             pinned = int(tokens[pin_rows[pin_offsets[s] : pin_offsets[s + 1]]].sum())
             if pinned + int(tok[rk >= 0].sum()) > budget_targets[s]:
-                complete_ranks(tok, sc, rk, n_pre)
+                complete(tok, sc, rk, r_lo[a:b], r_hi[a:b])
                 continue
         if placer == PLACER_U_SHAPED:
-            left[s] = n_pre
+            left[a:b] = True
         elif not (placer == PLACER_CHRONOLOGICAL and prefix_compared):
-            complete_ranks(tok, sc, rk, n_pre)
-    return left
+            complete(tok, sc, rk, r_lo[a:b], r_hi[a:b])
+    if not left.any():
+        return None
+    kept = np.concatenate(([0], np.cumsum(left)))
+    return kept[r_off], r_lo[left], r_hi[left]
 
 
 @jit
@@ -577,6 +597,12 @@ class Candidates(NamedTuple):
     #: the slicer already ordered what chronological placement compares
     #: (``greedy_segments(compared=placers.chrono_compared(...))``)
     prefix_compared: bool = False
+    #: in place of ``rank_prefix``, for a slicer whose output holds several greedy prefixes
+    #: (a quota: one per kind; a count quota: after the committed items): ``(r_off, r_lo,
+    #: r_hi)``, set ``s``'s unordered ranges of ranks ``[r_lo[i], r_hi[i])`` for ``i`` in
+    #: ``r_off[s]:r_off[s + 1]`` (ascending, disjoint; each ranked in index order, its true order
+    #: (density, score, index) as greedy's); ordered here as ``rank_prefix`` is
+    prefix_ranges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 class PlacePolicy(NamedTuple):
@@ -618,11 +644,18 @@ def _order_for_placer(tokens, pin_rows, pin_offsets, cand: Candidates, budget_ta
     """Order what the placer compares of each unordered greedy prefix (``_finish_ranks``) and,
     for u-shaped placement, the selected items' score order (``_sliced_score_order``):
     ``(u_at, u_pin)``, empty for chronological placement."""
-    cand_tok, rank_prefix, placer = cand.cand_tok, cand.rank_prefix, policy.placer
-    if cand_tok is None and rank_prefix is not None:
+    cand_tok, placer = cand.cand_tok, policy.placer
+    ranges = cand.prefix_ranges
+    if ranges is None and cand.rank_prefix is not None and (cand.rank_prefix > 1).any():
+        has = cand.rank_prefix > 1  # greedy: its prefix [0, rank_prefix[s]) where longer than 1
+        r_off = np.concatenate(([0], np.cumsum(has))).astype(np.int64)
+        ranges = r_off, np.zeros(int(r_off[-1]), dtype=np.int64), cand.rank_prefix[has].astype(np.int64)
+    if ranges is not None and ranges[1].shape[0] == 0:
+        ranges = None
+    if cand_tok is None and ranges is not None:
         cand_tok = tokens[cand.cand_rows]
     left = None
-    if rank_prefix is not None and (rank_prefix > 1).any():
+    if ranges is not None:
         left = _finish_ranks(
             tokens,
             pin_rows,
@@ -631,7 +664,7 @@ def _order_for_placer(tokens, pin_rows, pin_offsets, cand: Candidates, budget_ta
             cand_tok,
             cand.cand_offsets,
             cand.rank,
-            rank_prefix,
+            ranges,
             budget_targets,
             policy.overflow,
             placer,

@@ -4,8 +4,9 @@ against a plain sort of the selected items by (score key, slicer output order).
 The kernel sorts keys that hold only the high bits of each score key (the candidate's index
 fills the low bits), then orders every run of keys that share those high bits: these cases
 draw scores a few units in the last place apart (one run, different scores), around the
-pinned items' 1.0 (the run where the pinned items go in), with NaN, -0.0, infinities and an
-unordered greedy prefix (ties by density, then rank)."""
+pinned items' 1.0 (the run where the pinned items go in), with NaN, -0.0, infinities and
+unordered ranges of ranks - greedy prefixes, a quota's one per kind, a count quota's after its
+committed items - where ties go by density, then rank."""
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -27,16 +28,18 @@ def density_desc(t, s):
     return np.inf if d != d else -d + 0.0
 
 
-def reference(rank, score, tok, n_pre, n_pin):
-    """Each selected candidate's position and the pinned items' first place, from a sort."""
+def reference(rank, score, tok, ranges, n_pin):
+    """Each selected candidate's position and the pinned items' first place, from a sort.
+    ``ranges``: the unordered ranges of ranks ``[a, b)`` (index order inside)."""
     key = desc_bits(score)
     sel = [p for p in range(rank.shape[0]) if rank[p] >= 0]
 
     def order_key(p):
         r = int(rank[p])
-        if r < n_pre:  # the unordered prefix first, by density, then rank
-            return (int(key[p]), 0, density_desc(int(tok[p]), float(score[p])), r)
-        return (int(key[p]), 1, 0.0, r)
+        for a, b in ranges:
+            if a <= r < b:  # an unordered range where its ranks are, inside by density, then rank
+                return (int(key[p]), a, density_desc(int(tok[p]), float(score[p])), r)
+        return (int(key[p]), r, 0.0, r)
 
     order = sorted(sel, key=order_key)
     first_pin = next((i for i, p in enumerate(order) if key[p] >= placers._ONE_KEY), len(order))
@@ -55,26 +58,35 @@ def segments(draw):
     tok = np.array(draw(st.lists(st.sampled_from([0, 1, 2, 3, 7]), min_size=n, max_size=n)), dtype=np.int64)
     selected = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)))
     sel = np.flatnonzero(selected)
-    n_pre = draw(st.integers(0, sel.shape[0]))
+    n_sel = sel.shape[0]
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    # the prefix: some selected candidates ranked 0..n_pre-1 in index order; the rest after
-    pre = np.sort(rng.choice(sel, n_pre, replace=False)) if n_pre else np.zeros(0, np.int64)
-    rest = np.setdiff1d(sel, pre)
+    # the output cut into blocks of ranks: unordered ranges (their candidates ranked in index
+    # order) between exact stretches (ranked in a random order); a greedy prefix is [0, k)
+    cuts = sorted(set(draw(st.lists(st.integers(0, n_sel), max_size=6))) | {0, n_sel})
+    unordered = draw(st.lists(st.booleans(), min_size=len(cuts), max_size=len(cuts)))
+    perm = rng.permutation(sel)  # which candidates hold each block's ranks
     rank = np.full(n, -1, dtype=np.int64)
-    rank[pre] = np.arange(n_pre)
-    rank[rng.permutation(rest)] = np.arange(n_pre, sel.shape[0])
-    return score, tok, rank, n_pre, draw(st.integers(0, 3))
+    ranges = []
+    for (a, b), u in zip(zip(cuts[:-1], cuts[1:]), unordered):
+        who = perm[a:b]
+        if u and b - a > 1:
+            ranges.append((a, b))
+            rank[np.sort(who)] = np.arange(a, b)
+        else:
+            rank[who] = np.arange(a, b)
+    return score, tok, rank, ranges, draw(st.integers(0, 3))
 
 
 @SETTINGS
 @given(segments())
 def test_u_shaped_order_is_the_sorted_order(case):
-    score, tok, rank, n_pre, n_pin = case
+    score, tok, rank, ranges, n_pin = case
     n = score.shape[0]
-    u_at, u_pin = placers._sliced_score_order(
-        rank, score, tok, np.array([0, n]), np.array([0, n_pin]), 0, np.array([n_pre]) if n_pre else None
-    )
-    at, first_pin = reference(rank, score, tok, n_pre, n_pin)
+    arg = None
+    if ranges:
+        arg = np.array([0, len(ranges)]), np.array([a for a, _ in ranges]), np.array([b for _, b in ranges])
+    u_at, u_pin = placers._sliced_score_order(rank, score, tok, np.array([0, n]), np.array([0, n_pin]), 0, arg)
+    at, first_pin = reference(rank, score, tok, ranges, n_pin)
     if not at:
         assert u_pin[0] == -1  # nothing selected: left to the place kernel
         return
@@ -95,6 +107,6 @@ def test_small_segments_are_left_to_the_place_kernel():
     pins = np.array([0, 2, 3])
     u_at, u_pin = placers._sliced_score_order(rank, score, tok, offsets, pins, 500, None)
     assert u_pin[0] == -1
-    at, first_pin = reference(rank[100:], score[100:], tok[100:], 0, 1)
+    at, first_pin = reference(rank[100:], score[100:], tok[100:], [], 1)
     assert u_pin[1] == first_pin
     assert {p - 100: int(u_at[p]) for p in range(100, 900)} == at

@@ -5,7 +5,11 @@ take) and :func:`slice_segments`, the dispatcher over one driver kernel per slic
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import threading
+import weakref
+from collections.abc import Callable
+from functools import partial
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -13,7 +17,7 @@ from cupel_np.engine.slicers.codes import ERR_NEEDS_SPLIT, MODE_COUNT, MODE_GREE
 from cupel_np.engine.slicers.count import _slice_count, count_greedy_slice
 from cupel_np.engine.slicers.greedy import _slice_greedy
 from cupel_np.engine.slicers.knapsack import _slice_knapsack, _slice_knapsack_split
-from cupel_np.engine.slicers.quota import _slice_quota, quota_greedy_slice
+from cupel_np.engine.slicers.quota import KindGroups, _slice_quota, kind_groups, quota_greedy_slice
 from cupel_np.model.items import ItemTable
 from cupel_np.model.slicers import (
     CountConstrainedKnapsackSlice,
@@ -135,21 +139,89 @@ class SlicerArgs(NamedTuple):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Slice every segment of the candidates: ``slice_segments`` over score-sorted
         candidates, or with ``unsorted`` (a quota or count quota slicer with an inner greedy,
-        :func:`row_order`) ``quota_greedy_slice`` / ``count.count_greedy_slice`` over
-        candidates in row order (``compared``: only those candidates' ranks need exact order,
-        see ``quota.quota_greedy_segments``). Returns ``(rank, err, err_a, err_b, satisfied,
-        cap_dropped)`` (see :func:`slice_segments`)."""
+        :func:`row_order`) :meth:`run_rows` over candidates in row order (``compared``: only
+        those candidates' ranks need exact order, see ``quota.quota_greedy_segments``).
+        Returns ``(rank, err, err_a, err_b, satisfied, cap_dropped)`` (see
+        :func:`slice_segments`)."""
         if unsorted:
-            if self.mode == MODE_COUNT:
-                return count_greedy_slice(self, tok, score, kind, offsets, targets, max_cells, compared)
-            return quota_greedy_slice(self, tok, score, kind, offsets, targets, max_cells, compared)
+            return self.run_rows(tok, score, kind, offsets, targets, max_cells, compared=compared)[0]
         return slice_segments(self, tok, score, kind, offsets, targets, max_cells)
+
+    def run_rows(
+        self,
+        tok: np.ndarray,
+        score: np.ndarray,
+        kind: np.ndarray,
+        offsets: np.ndarray,
+        targets: np.ndarray,
+        max_cells: int,
+        *,
+        compared: np.ndarray | None = None,
+        unordered: bool = False,
+        groups: KindGroups | None = None,
+    ) -> tuple[
+        tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+    ]:
+        """A quota or count quota slicer with an inner greedy (:func:`row_order`) over
+        candidates in row order: ``quota.quota_greedy_slice`` / ``count.count_greedy_slice``.
+        ``compared``: only those candidates' ranks need exact order; ``unordered`` (without
+        ``compared``): the greedy's fitting prefixes stay unordered, ranked in index order.
+        Returns ``((rank, err, err_a, err_b, satisfied, cap_dropped), ranges)``: those
+        prefixes as ranges of ranks (``stages.Candidates.prefix_ranges``), None without
+        ``unordered``. ``groups`` (a quota): ``quota.kind_groups`` of these candidates with
+        ``compared`` as marks, when the caller keeps it (:meth:`kind_groups`)."""
+        if self.mode == MODE_COUNT:
+            return count_greedy_slice(self, tok, score, kind, offsets, targets, max_cells, compared, unordered)
+        return quota_greedy_slice(self, tok, score, kind, offsets, targets, max_cells, compared, unordered, groups)
+
+    def shared_kind_groups(
+        self, owner: object, tok: np.ndarray, kind: np.ndarray, offsets: np.ndarray, compared: np.ndarray | None
+    ) -> KindGroups | None:
+        """For a quota with an inner greedy: ``quota.kind_groups`` of the candidates (what
+        :meth:`run_rows` computes of them that no score or target changes), computed once
+        per ``owner`` (a sweep's shared state, whose arrays ``tok``, ``kind`` and ``compared``
+        are: every variant over the same candidates shares it) and kind order; else None."""
+        if self.mode != MODE_QUOTA or self.use_knapsack:
+            return None
+        key = ("kind_groups", self.kind_rank.tobytes(), offsets.tobytes(), compared is not None)
+        return _memo(owner, key, lambda: kind_groups(tok, kind, offsets, self.kind_rank, compared))
 
     @property
     def quota_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(kind_rank, q_has, q_req, q_cap, q_req_all)``: the QuotaSlice arrays, in the order
         the quota kernels take them."""
         return self.kind_rank, self.q_has, self.q_req, self.q_cap, self.q_req_all
+
+
+#: per live owner (``id``): its weak reference and what was computed for it (``_memo``)
+_MEMOS: dict[int, tuple[weakref.ref, dict]] = {}
+_MEMO_LOCK = threading.Lock()
+
+
+def _memo(owner: object, key: tuple, make: Callable[[], Any]) -> Any:
+    """``make()`` once per ``owner`` and ``key``, kept while ``owner`` lives (concurrent
+    variants may both compute it; the first stored is kept)."""
+    oid = id(owner)
+    with _MEMO_LOCK:
+        entry = _MEMOS.get(oid)
+        if entry is None or entry[0]() is not owner:
+            entry = (weakref.ref(owner, partial(_forget, oid)), {})
+            _MEMOS[oid] = entry
+        memo = entry[1]
+        if key in memo:
+            return memo[key]
+    value = make()
+    with _MEMO_LOCK:
+        return memo.setdefault(key, value)
+
+
+def _forget(oid: int, ref: weakref.ref) -> None:
+    # the owner died (a weakref callback: no lock, the GIL makes the check and pop safe enough
+    # - a newer owner with the same id has a different reference)
+    entry = _MEMOS.get(oid)
+    if entry is not None and entry[0] is ref:
+        _MEMOS.pop(oid, None)
 
 
 def row_order(slicer: Slicer) -> bool:

@@ -20,7 +20,7 @@ import numpy as np
 from cupel_np._jit import jit, jit_inner
 from cupel_np.engine.batch_kernels import BIT1, popcount
 from cupel_np.engine.slicers.codes import ERR_SCARCITY, ERR_TABLE_TOO_LARGE, MODE_COUNT
-from cupel_np.engine.slicers.greedy import RADIX_PICK, density_bits, greedy_segments
+from cupel_np.engine.slicers.greedy import RADIX_PICK, density_key, fresh_ranks, greedy_segments
 from cupel_np.engine.slicers.quota import _inner_pick
 from cupel_np.engine.sortkeys import _SIGN, NAN_LAST, desc_bits, radix_argsort, score_cmp, stable_argsort
 
@@ -424,7 +424,15 @@ def _drop_prefix(tok, score, kind, rank, pre, n_p, kk, cnt, left, drop):
     for j in range(cnt):
         keep[j] = False
     if left > 0:
-        kb = density_bits(tok[pk], score[pk])
+        # density_bits(tok[pk], score[pk]) without the gathered copies
+        y = np.empty(cnt, dtype=np.float64)
+        for j in range(cnt):
+            p = pk[j]
+            y[j] = density_key(tok[p], score[p])
+        kb = y.view(np.uint64)
+        for j in range(cnt):  # float bit patterns to order-preserving keys (as density_bits)
+            b = kb[j]
+            kb[j] = ~b if b & _SIGN else b | _SIGN
         thr = _kth_key(kb, left - 1)
         n_below = 0
         n_tie = 0
@@ -452,7 +460,21 @@ def _drop_prefix(tok, score, kind, rank, pre, n_p, kk, cnt, left, drop):
 
 @jit
 def _count_finish(
-    tok, score, kind, offsets, targets, err, prefix, com, com_off, e_kind, taken, cap_of_kind, rank, cap_dropped
+    tok,
+    score,
+    kind,
+    offsets,
+    targets,
+    err,
+    prefix,
+    com,
+    com_off,
+    e_kind,
+    taken,
+    cap_of_kind,
+    rank,
+    cap_dropped,
+    pre_kept,
 ):
     """Phase 3 (cap enforcement) per segment, on the inner greedy's ranks over every candidate
     (``rank``; the committed ones are -1 there): each capped kind keeps its first ``cap -
@@ -463,7 +485,9 @@ def _count_finish(
     ranks, see ``greedy_segments(prefix=)``; 0: every rank exact) are bits of a bitmap, so
     the first ones in rank order are found a word at a time; when the prefix holds more than
     the kind may keep, the kept ones there are found by selection (:func:`_drop_prefix`) and
-    every pick beyond it is dropped."""
+    every pick beyond it is dropped. ``pre_kept[s]`` (0 on entry): how many of the prefix's
+    picks stay (after the committed ones, ranks ``n_c .. n_c + pre_kept[s] - 1``, still in
+    index order when the prefix was)."""
     n_seg = offsets.shape[0] - 1
     n_e = e_kind.shape[0]
     slot = np.empty(cap_of_kind.shape[0], dtype=np.int64)  # per kind: its capped slot (-1: none)
@@ -504,9 +528,10 @@ def _count_finish(
             continue
         n_c = com_off[s + 1] - com_off[s]
         n_drop = 0
+        n_pre = prefix[s]
+        pre_drop = 0  # the prefix's picks dropped
         nw = (hi - lo + 63) >> 6
         if n_cap > 0:
-            n_pre = prefix[s]
             n_p = 0
             for ci in range(n_cap):
                 pre_n[ci] = 0
@@ -535,7 +560,9 @@ def _count_finish(
                 if keep < 0:
                     keep = 0
                 if pre_n[ci] > keep:
-                    n_drop += _drop_prefix(tok, score, kind, rank, pre, n_p, kk, pre_n[ci], keep, drop)
+                    d = _drop_prefix(tok, score, kind, rank, pre, n_p, kk, pre_n[ci], keep, drop)
+                    n_drop += d
+                    pre_drop += d
                     keep = 0
                 else:
                     keep -= pre_n[ci]
@@ -577,6 +604,7 @@ def _count_finish(
         for j in range(com_off[s], com_off[s + 1]):
             rank[com[j]] = j - com_off[s]
         cap_dropped[s] = n_drop
+        pre_kept[s] = n_pre - pre_drop
 
 
 def _solo_greedy(tok, score, offsets, com, com_off, res_targets, solo, rank, prefix, compared):
@@ -598,20 +626,24 @@ def _solo_greedy(tok, score, offsets, com, com_off, res_targets, solo, rank, pre
             prefix[s] = pf[0]
 
 
-def count_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, compared=None):
+def count_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, compared=None, unordered=False):
     """CountQuotaSlice with an inner greedy over every segment, candidates in row order inside
     each segment; the arguments (``args``: a ``SlicerArgs``) and results of
-    ``slicers.slice_segments`` (see the module docstring for the phases).
+    ``slicers.slice_segments`` (see the module docstring for the phases), and the unordered
+    ranges of ranks (None without ``unordered``).
 
     ``compared`` (bool per candidate, ``placers.chrono_compared``): only the marked
     candidates' ranks need to be in exact order relative to each other (chronological
     placement without truncation); the greedy then leaves its fitting prefix unordered apart
     from them, and phase 3 finds each capped kind's kept picks in that prefix by selection.
-    The selection is the same."""
+    The selection is the same. ``unordered`` (without ``compared``): the prefix's kept picks
+    stay unordered, ranked in index order after the committed ones, and are returned as the
+    segments' ranges of ranks ``(r_off, r_lo, r_hi)`` (``stages.Candidates.prefix_ranges``:
+    u-shaped placement orders only the ties it compares)."""
     assert args.mode == MODE_COUNT and not args.use_knapsack  # the caller's dispatch (SlicerArgs.run)
     e_kind, cap_of_kind = args.e_kind, args.cap_of_kind
-    n, n_seg, n_e = tok.shape[0], offsets.shape[0] - 1, e_kind.shape[0]
-    rank = np.full(n, -1, dtype=np.int64)
+    n_seg, n_e = offsets.shape[0] - 1, e_kind.shape[0]
+    unordered = unordered and compared is None
     err = np.zeros(n_seg, dtype=np.int8)
     err_a = np.zeros(n_seg, dtype=np.int64)
     err_b = np.zeros(n_seg, dtype=np.int64)
@@ -634,14 +666,34 @@ def count_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, comp
         satisfied,
     )
     prefix = np.zeros(n_seg, dtype=np.int64)
-    pf = None if compared is None else prefix
-    g_targets = res_targets
+    pf = None if compared is None and not unordered else prefix
+    g_targets = np.where(solo, 0, res_targets) if solo.any() else res_targets
+    rank = fresh_ranks(offsets, g_targets)  # unwritten where greedy's big path writes every rank
     if solo.any():
         _solo_greedy(tok, score, offsets, com, com_off, res_targets, solo, rank, pf, compared)
-        g_targets = np.where(solo, 0, res_targets)
     greedy_segments(ftok, score, offsets, g_targets, rank, prefix=pf, compared=compared)
     cap_dropped = np.zeros(n_seg, dtype=np.int64)
+    pre_kept = np.zeros(n_seg, dtype=np.int64)
     _count_finish(
-        tok, score, kind, offsets, targets, err, prefix, com, com_off, e_kind, taken, cap_of_kind, rank, cap_dropped
+        tok,
+        score,
+        kind,
+        offsets,
+        targets,
+        err,
+        prefix,
+        com,
+        com_off,
+        e_kind,
+        taken,
+        cap_of_kind,
+        rank,
+        cap_dropped,
+        pre_kept,
     )
-    return rank, err, err_a, err_b, satisfied, cap_dropped
+    ranges = None
+    if unordered:  # one range per set: its prefix's kept picks, after the committed ones
+        has = pre_kept > 1
+        r_lo = np.diff(com_off)[has]
+        ranges = np.concatenate(([0], np.cumsum(has))).astype(np.int64), r_lo, r_lo + pre_kept[has]
+    return (rank, err, err_a, err_b, satisfied, cap_dropped), ranges

@@ -7,9 +7,11 @@ name). The inner greedy orders its partition by (density desc, score desc, posit
 inside one kind the score-sorted position is (score desc, row asc): so, as for the plain
 greedy (slicers/greedy.py), the score order is never needed. Here:
 
-* one kernel (:func:`_quota_plan`) computes every segment's kind budgets with
-  :func:`kind_budgets` (the sorted path's own function) and lays the candidates out as sub-segments, one per
-  (segment, kind with a positive budget), kinds in partition order, rows ascending inside;
+* :func:`kind_groups` lays the candidates out as sub-segments, one per (segment, kind present),
+  kinds in partition order, rows ascending inside, with each one's tokens: nothing there
+  depends on a score or a target, so a sweep's variants share it (``SlicerArgs.run_rows``);
+* :func:`_sub_targets` gives each sub-segment its kind budget (:func:`budget_split`, the
+  sorted path's own split; 0 where the segment's target is not positive);
 * :func:`greedy_segments` runs the greedy over all sub-segments at once (small ones in its
   kernel, big ones by its chunked density walk);
 * :func:`_quota_ranks` turns each sub-segment's output positions into positions in its
@@ -23,90 +25,147 @@ nothing, as in the spec.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from cupel_np._jit import jit
 from cupel_np.engine.slicers.codes import ERR_TABLE_TOO_LARGE, MODE_QUOTA
-from cupel_np.engine.slicers.greedy import greedy_pick, greedy_segments
+from cupel_np.engine.slicers.greedy import fresh_ranks, greedy_pick, greedy_segments
 from cupel_np.engine.slicers.knapsack import knapsack_pick
 from cupel_np.engine.sortkeys import int_keys, stable_argsort
 
 
-@jit
-def _quota_plan(tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap, q_req_all, marks):
-    """Sub-segments of the quota partitions that get a positive budget.
+class KindGroups(NamedTuple):
+    """The candidates grouped by (segment, kind) - a quota's partitions - as sub-segments: what
+    a quota needs of them that no score or target changes (:func:`kind_groups`), so a sweep's
+    variants share it."""
 
-    Returns ``(perm, ptok, pscore, pmark, sub_off, sub_target, sub_seg)``: candidate positions
-    grouped by sub-segment (ascending inside each) with their tokens, scores and ``marks``
-    (bool per candidate; empty: none, and ``pmark`` empty), the sub-segment offsets into
-    ``perm``, each sub-segment's kind budget and its segment."""
+    perm: np.ndarray  #: candidate positions, sub-segment by sub-segment (ascending inside each)
+    ptok: np.ndarray  #: their tokens
+    pmark: np.ndarray  #: their ``marks`` (empty without marks)
+    sub_off: np.ndarray  #: int64 [n_sub + 1] into ``perm``
+    sub_seg: np.ndarray  #: each sub-segment's segment (ascending)
+    sub_kind: np.ndarray  #: its kind; a segment's kinds in partition order
+    sub_mass: np.ndarray  #: its tokens
+
+
+@jit
+def _kind_groups(tok, kind, offsets, kind_rank, marks):
+    """:class:`KindGroups` fields of the candidates (``marks``: bool per candidate, or empty)."""
     n = tok.shape[0]
     n_seg = offsets.shape[0] - 1
     n_kinds = kind_rank.shape[0]
     mass = np.zeros(n_kinds, dtype=np.int64)
     cnt = np.zeros(n_kinds, dtype=np.int64)
-    start = np.full(n_kinds, -1, dtype=np.int64)
+    start = np.empty(n_kinds, dtype=np.int64)
     found = np.empty(n_kinds, dtype=np.int64)
-    kb = np.empty(n_kinds, dtype=np.int64)
     perm = np.empty(n, dtype=np.int64)
     ptok = np.empty(n, dtype=np.int64)
-    pscore = np.empty(n, dtype=np.float64)
     has = marks.shape[0] > 0
     pmark = np.empty(n if has else 0, dtype=np.bool_)
-    # a sub-segment holds at least one candidate: at most n of them
-    sub_off = np.empty(n + 1, dtype=np.int64)
-    sub_target = np.empty(n, dtype=np.int64)
-    sub_seg = np.empty(n, dtype=np.int64)
+    # at most one sub-segment per (segment, kind), and each holds a candidate
+    n_sub_max = min(n, n_seg * n_kinds)
+    sub_off = np.empty(n_sub_max + 1, dtype=np.int64)
+    sub_seg = np.empty(n_sub_max, dtype=np.int64)
+    sub_kind = np.empty(n_sub_max, dtype=np.int64)
+    sub_mass = np.empty(n_sub_max, dtype=np.int64)
     sub_off[0] = 0
     n_sub = 0
     c = 0
     for s in range(n_seg):
         lo = offsets[s]
         hi = offsets[s + 1]
-        target = targets[s]
-        if hi - lo == 0 or target <= 0:
-            continue
-        present = kind_budgets(
-            tok, kind, lo, hi, target, kind_rank, q_has, q_req, q_cap, q_req_all, mass, cnt, found, kb
-        )
+        present = _kinds_present(tok, kind, lo, hi, kind_rank, mass, cnt, found)
         for j in range(present):
             kk = found[j]
-            if kb[kk] > 0:
-                start[kk] = c
-                c += cnt[kk]
-                sub_target[n_sub] = kb[kk]
-                sub_seg[n_sub] = s
-                n_sub += 1
-                sub_off[n_sub] = c
-        for p in range(lo, hi):
-            k = kind[p]
-            q = start[k]
-            if q >= 0:
+            start[kk] = c
+            c += cnt[kk]
+            sub_seg[n_sub] = s
+            sub_kind[n_sub] = kk
+            sub_mass[n_sub] = mass[kk]
+            n_sub += 1
+            sub_off[n_sub] = c
+        if has:  # two loops: the test stays out of the scatter
+            for p in range(lo, hi):
+                k = kind[p]
+                q = start[k]
                 perm[q] = p
                 ptok[q] = tok[p]
-                pscore[q] = score[p]
-                if has:
-                    pmark[q] = marks[p]
+                pmark[q] = marks[p]
+                start[k] = q + 1
+        else:
+            for p in range(lo, hi):
+                k = kind[p]
+                q = start[k]
+                perm[q] = p
+                ptok[q] = tok[p]
                 start[k] = q + 1
         for j in range(present):
             kk = found[j]
             mass[kk] = 0
             cnt[kk] = 0
-            start[kk] = -1
-    pmark = pmark[: c if has else 0]
-    return perm[:c], ptok[:c], pscore[:c], pmark, sub_off[: n_sub + 1], sub_target[:n_sub], sub_seg[:n_sub]
+    return perm, ptok, pmark, sub_off[: n_sub + 1], sub_seg[:n_sub], sub_kind[:n_sub], sub_mass[:n_sub]
+
+
+def kind_groups(tok, kind, offsets, kind_rank, marks=None) -> KindGroups:
+    """The candidates (row order inside each segment) grouped by (segment, kind), kinds in
+    partition order (``kind_rank``), with ``marks`` (bool per candidate) alongside."""
+    return KindGroups(*_kind_groups(tok, kind, offsets, kind_rank, _NO_MARKS if marks is None else marks))
 
 
 @jit
-def _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank):
+def _sub_targets(sub_seg, sub_kind, sub_mass, targets, n_kinds, q_has, q_req, q_cap, q_req_all):
+    """Each sub-segment's kind budget (0 in a segment whose target is not positive): the
+    spec's split (:func:`budget_split`) of its segment's target over the segment's kinds."""
+    n_sub = sub_seg.shape[0]
+    sub_target = np.empty(n_sub, dtype=np.int64)
+    mass = np.zeros(n_kinds, dtype=np.int64)
+    found = np.empty(n_kinds, dtype=np.int64)
+    kb = np.empty(n_kinds, dtype=np.int64)
+    u = 0
+    while u < n_sub:
+        s = sub_seg[u]
+        e = u + 1
+        while e < n_sub and sub_seg[e] == s:
+            e += 1
+        target = targets[s]
+        if target <= 0:
+            for v in range(u, e):
+                sub_target[v] = 0
+        else:
+            for v in range(u, e):
+                found[v - u] = sub_kind[v]
+                mass[sub_kind[v]] = sub_mass[v]
+            budget_split(found, e - u, mass, target, q_has, q_req, q_cap, q_req_all, kb)
+            for v in range(u, e):
+                sub_target[v] = kb[sub_kind[v]]
+                mass[sub_kind[v]] = 0
+        u = e
+    return sub_target
+
+
+@jit
+def _gather(x, idx):
+    """``x[idx]`` (a loop: NumPy's fancy indexing in a kernel compiles its own machinery)."""
+    out = np.empty(idx.shape[0], dtype=x.dtype)
+    for j in range(idx.shape[0]):
+        out[j] = x[idx[j]]
+    return out
+
+
+@jit
+def _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank, sub_base):
     """``rank[perm[j]]`` = the sub-segment rank ``sub_rank[j]`` plus the count selected by the
-    segment's earlier sub-segments, or -1 when not selected."""
+    segment's earlier sub-segments (``sub_base[u]`` for sub-segment ``u``), or -1 when not
+    selected."""
     base = 0
     prev = -1
     for u in range(sub_seg.shape[0]):
         if sub_seg[u] != prev:
             prev = sub_seg[u]
             base = 0
+        sub_base[u] = base
         got = 0
         for j in range(sub_off[u], sub_off[u + 1]):
             # branch-free (which candidates are selected is unpredictable): -1 stays -1
@@ -117,7 +176,31 @@ def _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank):
         base += got
 
 
-def quota_greedy_segments(tok, score, kind, offsets, targets, quotas, rank, *, big=None, min_chunk=None, compared=None):
+def _sub_ranges(n_seg, sub_seg, sub_base, prefix):
+    """The sub-segments' unordered prefixes (``prefix[u]`` ranks from ``sub_base[u]``) longer
+    than 1 as their segments' ranges of ranks ``(r_off, r_lo, r_hi)``
+    (``stages.Candidates.prefix_ranges``): within a segment the sub-segments come in output
+    order, so the ranges ascend."""
+    has = prefix > 1
+    r_off = np.searchsorted(sub_seg[has], np.arange(n_seg + 1), side="left").astype(np.int64)
+    return r_off, sub_base[has], sub_base[has] + prefix[has]
+
+
+def quota_greedy_segments(
+    tok,
+    score,
+    kind,
+    offsets,
+    targets,
+    quotas,
+    rank,
+    *,
+    big=None,
+    min_chunk=None,
+    compared=None,
+    unordered=False,
+    groups=None,
+):
     """QuotaSlice with an inner greedy over every segment; candidates in row order inside each
     segment. ``quotas``: ``(kind_rank, q_has, q_req, q_cap, q_req_all)``, the QuotaSlice arrays
     (``SlicerArgs.quota_arrays``). Writes ``rank[p]`` = position in the segment's slicer
@@ -127,20 +210,34 @@ def quota_greedy_segments(tok, score, kind, offsets, targets, quotas, rank, *, b
     ``compared`` (bool per candidate, ``placers.chrono_compared``): only the marked candidates'
     ranks need to be in exact order relative to each other (chronological placement compares
     no others); each kind's fitting prefix is then left unordered apart from them, as the plain
-    greedy does (``greedy_segments(prefix=, compared=)``). The selection is the same."""
+    greedy does (``greedy_segments(prefix=, compared=)``). The selection is the same.
+
+    ``unordered`` (without ``compared``): each kind's fitting prefix is left unordered, ranked
+    in index order, and returned as the segments' ranges of ranks ``(r_off, r_lo, r_hi)``
+    (``stages.Candidates.prefix_ranges``; u-shaped placement orders only the ties it compares).
+    Returns those ranges, else None. Every candidate's rank is written (``rank`` may be
+    uninitialized on entry).
+
+    ``groups``: :func:`kind_groups` of these candidates (with ``compared`` as its marks), when
+    the caller keeps it (every variant of a sweep over the same candidates shares it)."""
     kind_rank, q_has, q_req, q_cap, q_req_all = quotas
-    marks = _NO_MARKS if compared is None else compared
-    perm, ptok, pscore, pmark, sub_off, sub_target, sub_seg = _quota_plan(
-        tok, score, kind, offsets, targets, kind_rank, q_has, q_req, q_cap, q_req_all, marks
-    )
+    g = kind_groups(tok, kind, offsets, kind_rank, compared) if groups is None else groups
+    perm, ptok, pmark, sub_off, sub_seg = g.perm, g.ptok, g.pmark, g.sub_off, g.sub_seg
+    n_seg = offsets.shape[0] - 1
     if perm.shape[0] == 0:
-        return
-    sub_rank = np.full(perm.shape[0], -1, dtype=np.int64)
-    if compared is None:
+        return (np.zeros(n_seg + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)) if unordered else None
+    sub_target = _sub_targets(
+        sub_seg, g.sub_kind, g.sub_mass, targets, kind_rank.shape[0], q_has, q_req, q_cap, q_req_all
+    )
+    pscore = _gather(score, perm)
+    sub_rank = fresh_ranks(sub_off, sub_target) if big is None else np.full(perm.shape[0], -1, dtype=np.int64)
+    prefix = None
+    if compared is None and not unordered:
         greedy_segments(ptok, pscore, sub_off, sub_target, sub_rank, big=big, min_chunk=min_chunk)
     else:
-        # each sub-segment's unordered prefix holds ranks 0..prefix-1, the marked ones last
-        # in exact order: concatenated per segment below, the marked ones stay in exact order
+        # each sub-segment's unordered prefix holds ranks 0..prefix-1 (with ``compared``, the
+        # marked ones last in exact order: concatenated per segment below, the marked ones stay
+        # in exact order)
         prefix = np.zeros(sub_target.shape[0], dtype=np.int64)
         greedy_segments(
             ptok,
@@ -151,23 +248,44 @@ def quota_greedy_segments(tok, score, kind, offsets, targets, quotas, rank, *, b
             big=big,
             min_chunk=min_chunk,
             prefix=prefix,
-            compared=pmark,
+            compared=pmark if compared is not None else None,
         )
-    _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank)
+    sub_base = np.empty(sub_seg.shape[0], dtype=np.int64)
+    _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank, sub_base)
+    if compared is None and unordered:
+        assert prefix is not None
+        return _sub_ranges(n_seg, sub_seg, sub_base, prefix)
+    return None
 
 
 _NO_MARKS = np.zeros(0, dtype=np.bool_)
 
 
-def quota_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, compared=None):
+def quota_greedy_slice(
+    args, tok, score, kind, offsets, targets, max_cells, compared=None, unordered=False, groups=None
+):
     """:func:`quota_greedy_segments` with the arguments (``args``: a ``SlicerArgs``) and
     results of ``slicers.slice_segments`` (a quota slice with an inner greedy never fails),
-    over candidates in row order (``compared``: see :func:`quota_greedy_segments`)."""
+    over candidates in row order (``compared``, ``unordered``: see
+    :func:`quota_greedy_segments`), and the unordered ranges of ranks (None without
+    ``unordered``)."""
     assert args.mode == MODE_QUOTA and not args.use_knapsack  # the caller's dispatch (batch.run_sweep)
     n = tok.shape[0]
     n_seg = offsets.shape[0] - 1
-    rank = np.full(n, -1, dtype=np.int64)
-    quota_greedy_segments(tok, score, kind, offsets, targets, args.quota_arrays, rank, compared=compared)
+    # every candidate is in a sub-segment, so _quota_ranks writes every rank
+    rank = np.empty(n, dtype=np.int64)
+    ranges = quota_greedy_segments(
+        tok,
+        score,
+        kind,
+        offsets,
+        targets,
+        args.quota_arrays,
+        rank,
+        compared=compared,
+        unordered=unordered,
+        groups=groups,
+    )
     return (
         rank,
         np.zeros(n_seg, dtype=np.int8),
@@ -175,7 +293,7 @@ def quota_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, comp
         np.zeros(n_seg, dtype=np.int64),
         np.full((n_seg, args.e_kind.shape[0]), -1, dtype=np.int64),
         np.zeros(n_seg, dtype=np.int64),
-    )
+    ), ranges
 
 
 @jit
@@ -243,7 +361,17 @@ def kind_budgets(tok, kind, lo, hi, target, kind_rank, q_has, q_req, q_cap, q_re
     ``found[:present]`` with those kinds in partition order (ASCII-lowercased name, as
     ``kind_rank``), ``kb[kind]`` with each one's token budget, ``mass``/``cnt`` (zero on entry)
     with their tokens and counts; returns ``present``. The caller zeroes ``mass``/``cnt`` at the
-    ``found`` kinds afterwards. The one implementation both quota paths use."""
+    ``found`` kinds afterwards."""
+    present = _kinds_present(tok, kind, lo, hi, kind_rank, mass, cnt, found)
+    budget_split(found, present, mass, target, q_has, q_req, q_cap, q_req_all, kb)
+    return present
+
+
+@jit
+def _kinds_present(tok, kind, lo, hi, kind_rank, mass, cnt, found):
+    """The kinds present in candidates ``lo..hi`` in partition order (``found[:present]``)
+    with their tokens and counts added to ``mass``/``cnt`` (per kind, zero on entry); returns
+    ``present``."""
     present = 0
     for p in range(lo, hi):
         k = kind[p]
@@ -252,13 +380,6 @@ def kind_budgets(tok, kind, lo, hi, target, kind_rank, q_has, q_req, q_cap, q_re
             present += 1
         mass[k] += tok[p]
         cnt[k] += 1
-    tgt = np.float64(target)
-    total_required = 0
-    for e in range(q_req_all.shape[0]):
-        total_required += np.int64(np.floor(q_req_all[e] / 100.0 * tgt))
-    unassigned = target - total_required
-    if unassigned < 0:
-        unassigned = 0
     if present <= 32:  # insertion sort by kind_rank (stable: ties in first-seen order)
         for j in range(1, present):
             x = found[j]
@@ -277,6 +398,21 @@ def kind_budgets(tok, kind, lo, hi, target, kind_rank, q_has, q_req, q_cap, q_re
             kinds[j] = found[o[j]]
         for j in range(present):
             found[j] = kinds[j]
+    return present
+
+
+@jit
+def budget_split(found, present, mass, target, q_has, q_req, q_cap, q_req_all, kb):
+    """The spec's split of a segment's ``target`` (> 0) over its kinds ``found[:present]``
+    (partition order; ``mass``: tokens per kind): ``kb[kind]`` = each one's token budget. The
+    one implementation every quota path uses."""
+    tgt = np.float64(target)
+    total_required = 0
+    for e in range(q_req_all.shape[0]):
+        total_required += np.int64(np.floor(q_req_all[e] / 100.0 * tgt))
+    unassigned = target - total_required
+    if unassigned < 0:
+        unassigned = 0
     total_mass = 0
     for j in range(present):
         kk = found[j]
@@ -291,7 +427,6 @@ def kind_budgets(tok, kind, lo, hi, target, kind_rank, q_has, q_req, q_cap, q_re
             proportional = np.int64(np.floor(np.float64(unassigned) * np.float64(mass[kk]) / np.float64(total_mass)))
         b = req + proportional
         kb[kk] = cap if b > cap else b
-    return present
 
 
 @jit

@@ -1,0 +1,194 @@
+"""Quota and count quota slicers that leave greedy's fitting prefixes unordered
+(``unordered=``, ``stages.Candidates.prefix_ranges``): a quota has one unordered range of ranks
+per kind, a count quota one after its committed items. Against the exact ranks: the same
+selection, every rank outside the ranges exact, each range holding exactly the candidates the
+exact ranks put there, in index order. Then whole u-shaped sweeps at the default thresholds
+(every kind's partition on greedy's big-set path, long runs of equal scores) against the same
+sweeps with every rank exact, and the per-sweep memo of a quota's kind groups."""
+
+import gc
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from test_count_paths import _args as count_args  # noqa: E402
+from test_count_paths import entry_lists  # noqa: E402
+from test_fast_paths import SETTINGS, TIE_VALUES, fast_paths_everywhere  # noqa: E402
+from test_quota_paths import KIND_RANK, _quota_arrays, quota_sets  # noqa: E402
+
+import cupel_np as c  # noqa: E402
+import cupel_np.engine.slicers as sk  # noqa: E402
+from cupel_np.engine.slicers.quota import kind_groups, quota_greedy_segments  # noqa: E402
+
+
+def check_ranges(exact, got, ranges, offsets):
+    """``got`` (ranks with unordered ranges ``ranges``) against ``exact`` (every rank exact)."""
+    assert ((got >= 0) == (exact >= 0)).all()
+    r_off, r_lo, r_hi = ranges
+    assert r_off.shape[0] == len(offsets)
+    for s, (lo, hi) in enumerate(zip(offsets[:-1], offsets[1:])):
+        g, e = got[lo:hi], exact[lo:hi]
+        inside = np.zeros(hi - lo, dtype=bool)
+        prev = -1
+        for a, b in zip(r_lo[r_off[s] : r_off[s + 1]], r_hi[r_off[s] : r_off[s + 1]]):
+            assert prev <= a and b - a > 1  # ascending, disjoint, longer than 1
+            prev = b
+            held = np.flatnonzero((e >= a) & (e < b))
+            assert np.array_equal(held, np.flatnonzero((g >= a) & (g < b)))  # the same candidates
+            assert np.array_equal(g[held], np.arange(a, b))  # ranked in index order
+            inside[held] = True
+        assert np.array_equal(g[~inside], e[~inside])  # every other rank exact
+
+
+def _quota_ranks(tok, score, kind, offsets, targets, quotas, **kw):
+    rank = np.full(tok.shape[0], -1, dtype=np.int64)
+    ranges = quota_greedy_segments(tok, score, kind, offsets, targets, (KIND_RANK, *_quota_arrays(quotas)), rank, **kw)
+    return rank, ranges
+
+
+def _arrays(sets, targets):
+    tok = np.array([t for rows in sets for t, _, _ in rows], dtype=np.int64)
+    score = np.array([x for rows in sets for _, x, _ in rows], dtype=np.float64)
+    kind = np.array([k for rows in sets for _, _, k in rows], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum([len(rows) for rows in sets])]).astype(np.int64)
+    return tok, score, kind, offsets, np.array(targets[: len(sets)], dtype=np.int64)
+
+
+rows_sets = st.lists(
+    st.lists(st.tuples(st.integers(0, 40), st.sampled_from(TIE_VALUES), st.integers(0, 3)), max_size=90),
+    min_size=1,
+    max_size=4,
+)
+
+
+@SETTINGS
+@given(rows_sets, st.lists(st.integers(-5, 900), min_size=4, max_size=4), quota_sets, st.sampled_from([1, 2, 16]))
+def test_quota_prefix_ranges(sets, targets, quotas, min_chunk):
+    """Every kind partition on greedy's big-set path (``big=1``): one range per kind with a
+    fitting prefix longer than 1; the kind groups handed in give the same answer."""
+    tok, score, kind, offsets, targets = _arrays(sets, targets)
+    exact, none = _quota_ranks(tok, score, kind, offsets, targets, quotas, big=1, min_chunk=min_chunk)
+    assert none is None
+    got, ranges = _quota_ranks(tok, score, kind, offsets, targets, quotas, big=1, min_chunk=min_chunk, unordered=True)
+    check_ranges(exact, got, ranges, offsets)
+    g = kind_groups(tok, kind, offsets, KIND_RANK)
+    again, ranges2 = _quota_ranks(
+        tok, score, kind, offsets, targets, quotas, big=1, min_chunk=min_chunk, unordered=True, groups=g
+    )
+    assert np.array_equal(again, got) and all(np.array_equal(x, y) for x, y in zip(ranges, ranges2))
+
+
+@SETTINGS
+@given(rows_sets, st.lists(st.integers(-5, 900), min_size=4, max_size=4), entry_lists, st.sampled_from([1, 3]))
+def test_count_prefix_range(sets, targets, entries, min_chunk):
+    """One range per set, after the committed items: what phase 3 keeps of the prefix."""
+    tok, score, kind, offsets, targets = _arrays(sets, targets)
+    args = count_args(entries, False)
+    with fast_paths_everywhere(min_chunk):
+        exact, *rest = args.run(tok, score, kind, offsets, targets, 1 << 30, unsorted=True)
+        (got, *rest2), ranges = args.run_rows(tok, score, kind, offsets, targets, 1 << 30, unordered=True)
+    for x, y in zip(rest, rest2, strict=True):
+        assert np.array_equal(x, y)
+    assert ranges is not None and np.diff(ranges[0]).max(initial=0) <= 1
+    check_ranges(exact, got, ranges, offsets)
+
+
+def _table(n, seed):
+    """One set: 4 kinds of ~n/4 rows (each over greedy's BIG_GREEDY), few distinct scores and
+    tokens (long runs of equal scores and densities inside every kind's prefix), zero-token
+    and negative-score rows, some untimestamped and pinned."""
+    rng = np.random.default_rng(seed)
+    ts = (1_700_000_000 + rng.integers(0, 50, n)) * 1_000_000
+    return c.ItemTable.from_arrow(
+        pa.table(
+            {
+                "content": pa.array([f"i{i}" for i in range(n)]),
+                "tokens": rng.choice(np.array([0, 1, 2, 3, 5, 8]), n),
+                "kind": pa.array(np.array(["Message", "Document", "Note", "Memory"])[rng.integers(0, 4, n)]),
+                "timestamp": pa.array(
+                    ts.astype("datetime64[us]"), pa.timestamp("us", tz="UTC"), mask=rng.random(n) < 0.3
+                ),
+                "signal": rng.choice(np.array([-1.0, -0.0, 0.0, 0.5, 1.0, 2.0]), n),
+                "pinned": pa.array(rng.random(n) < 0.001),
+            }
+        )
+    )
+
+
+@pytest.mark.parametrize("overflow", ["throw", "truncate"])
+def test_u_shaped_sweeps_equal_the_exact_ranks(monkeypatch, overflow):
+    """Whole sweeps at the default thresholds, quota and count quota, u-shaped: the same
+    matrices as with every rank exact (``run_rows`` forced to order every prefix)."""
+    t = _table(4 * 36_000, 3)
+    total = int(t.tokens.sum())
+    slicers = [
+        c.QuotaSlice(
+            (c.QuotaEntry("Message", require=10, cap=60), c.QuotaEntry("Note", require=5, cap=40)), c.GreedySlice()
+        ),
+        c.CountQuotaSlice(
+            (
+                c.CountQuotaEntry("Message", require_count=10, cap_count=9000),
+                c.CountQuotaEntry("Note", require_count=5),
+            ),
+            c.GreedySlice(),
+        ),
+    ]
+    scorers = [c.ColumnScorer("signal"), c.CompositeScorer(((c.ColumnScorer("signal"), 1.0), (c.KindScorer(), 0.5)))]
+    variants = [
+        (f"v{i}{j}", c.Policy(sc, slicer=sl, placer="u_shaped", overflow_strategy=overflow))
+        for i, sl in enumerate(slicers)
+        for j, sc in enumerate(scorers)
+    ]
+
+    def run(frac):
+        r = c.sweep(t, c.ContextBudget(int(total * frac * 1.01) + 10, int(total * frac)), variants, threads=1)
+        return [np.asarray(x).copy() for x in (r.included, r.positions, r.reasons)]
+
+    exact_rows = sk.SlicerArgs.run_rows
+    seen = []
+
+    def spy(self, *a, **kw):
+        out = exact_rows(self, *a, **kw)
+        seen.append(0 if out[1] is None else len(out[1][1]))
+        return out
+
+    monkeypatch.setattr(sk.SlicerArgs, "run_rows", spy)
+    fracs = (0.05, 0.5, 0.95)
+    got = [run(f) for f in fracs]
+    assert min(seen) >= 1 and max(seen) >= 4  # every sweep left prefixes unordered (a quota: per kind)
+
+    def ordered(self, *a, **kw):
+        kw["unordered"] = False
+        return exact_rows(self, *a, **kw)
+
+    monkeypatch.setattr(sk.SlicerArgs, "run_rows", ordered)
+    for g, f in zip(got, fracs):
+        for x, y in zip(g, run(f), strict=True):
+            assert np.array_equal(x, y)
+
+
+def test_kind_groups_memo_lives_with_its_owner():
+    class Owner:
+        pass
+
+    a, b = Owner(), Owner()
+    made = []
+
+    def make():
+        made.append(1)
+        return object()
+
+    x = sk._memo(a, ("k",), make)
+    assert sk._memo(a, ("k",), make) is x and len(made) == 1
+    assert sk._memo(b, ("k",), make) is not x and sk._memo(a, ("j",), make) is not x
+    n = len(sk._MEMOS)
+    del a
+    gc.collect()
+    assert len(sk._MEMOS) == n - 1
