@@ -288,12 +288,12 @@ def _folded(raw: np.ndarray, index: dict) -> tuple[np.ndarray, dict]:
     return (lut[raw] if raw.shape[0] else raw), fold
 
 
-def _distinct_ids(values: Sequence) -> tuple[np.ndarray, bool]:
-    """``_ids(values)[0]`` without the map (a set is the cheaper check that all differ), and
-    whether all differ."""
-    if len(set(values)) == len(values):
-        return np.arange(len(values), dtype=np.int64), True
-    return _ids(values)[0], False
+def _distinct_ids(items: list[ContextItem]) -> tuple[np.ndarray, bool]:
+    """``_ids`` of the items' contents without the map (a set is the cheaper check that all
+    differ, read straight from the items), and whether all differ."""
+    if len(set(map(_CONTENT, items))) == len(items):
+        return np.arange(len(items), dtype=np.int64), True
+    return _ids(list(map(_CONTENT, items)))[0], False
 
 
 #: distinct kinds (in order of first occurrence) -> their folded ids and the folded map:
@@ -418,7 +418,7 @@ class ItemRows(ItemTable):
             self.tokens = _column(rec, "tokens")
             self.pinned = _column(rec, "pinned")
         #: every content differs (no duplicate groups to look for)
-        self.content_id, self.contents_distinct = _distinct_ids(list(map(_CONTENT, items)))
+        self.content_id, self.contents_distinct = _distinct_ids(items)
         kinds = None if rec is None else _kind_ids_of_records(rec["kind"])
         self.kind_id, fold = _kind_ids(list(map(_KIND, items))) if kinds is None else kinds
         self.kind_vocab = list(fold)
