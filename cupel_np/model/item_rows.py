@@ -72,7 +72,7 @@ _TIMESTAMP = attrgetter("timestamp")
 _PRIORITY = attrgetter("priority")
 _HINT = attrgetter("future_relevance_hint")
 _DICT = attrgetter("__dict__")
-_NUMERIC = attrgetter("tokens", "pinned", "timestamp", "priority", "future_relevance_hint", "tags", "kind")
+_NUMERIC = attrgetter("tokens", "pinned", "timestamp", "priority", "future_relevance_hint", "tags")
 
 
 #: what an item a selection has seen once holds under ``ROW_KEY`` (no record yet: falsy)
@@ -113,18 +113,35 @@ def _records(items: list[ContextItem]) -> tuple[np.ndarray | None, bool]:
     else:
         if len(buf) == _RECORD.itemsize * len(items):
             return np.frombuffer(buf, dtype=_RECORD), True
-    for it in items:  # seen before (or alongside items with records, or few): records for those without
+    if len(items) < COLD_MIN:  # few: no kind ids (their string path costs as little there)
+        for it in items:  # records for those without
+            d = it.__dict__
+            if not d.get(ROW_KEY):
+                tokens, pinned, ts, prio, hint, tags = _NUMERIC(it)  # (inline: a call per item costs 10%)
+                d[ROW_KEY] = _PACK(
+                    tokens,
+                    0 if ts is None else (ts - _EPOCH) // _US,
+                    0 if prio is None else prio,
+                    0.0 if hint is None else hint,
+                    len(tags),
+                    -1,
+                    pinned,
+                    ts is not None,
+                    prio is not None,
+                    hint is not None,
+                )
+        return np.frombuffer(b"".join(map(_GET_ROW, items)), dtype=_RECORD), False
+    for it in items:  # seen before (or alongside items with records): records for those without
         d = it.__dict__
         if not d.get(ROW_KEY):
-            tokens, pinned, ts, prio, hint, tags, kind = _NUMERIC(it)  # (inline: a call per item costs 10%)
-            kind_gid = _KIND_GID.get(kind)
+            tokens, pinned, ts, prio, hint, tags = _NUMERIC(it)
             d[ROW_KEY] = _PACK(
                 tokens,
                 0 if ts is None else (ts - _EPOCH) // _US,
                 0 if prio is None else prio,
                 0.0 if hint is None else hint,
                 len(tags),
-                _kind_gid(kind) if kind_gid is None else kind_gid,
+                _KIND_GID[it.kind],  # (given on a miss: ``_KindIds.__missing__``)
                 pinned,
                 ts is not None,
                 prio is not None,
@@ -302,11 +319,21 @@ _KIND_FOLDS: dict[tuple[str, ...], tuple[np.ndarray, dict]] = {}
 _KIND_FOLDS_KEPT = 256
 
 
-#: The kinds' process-wide ids (kept in the records): each ASCII-folded kind gets one the
+#: The kinds' process-wide ids (kept in the records of items seen in lists of at least
+#: ``COLD_MIN``; a record made in a shorter list holds -1): each ASCII-folded kind gets one the
 #: first time a record holds it, equal kinds once folded share it. Ids are never given again
-#: or taken back; after ``_KIND_GIDS_KEPT`` distinct exact kinds a new one's record holds -1,
-#: and a table with such an item reads its kinds from the items.
-_KIND_GID: dict[str, int] = {}  #: exact kind -> the id of its folding
+#: or taken back; after ``_KIND_GIDS_KEPT`` distinct exact kinds a new one's record holds -1.
+#: A table with an item whose record holds -1 reads its kinds from the items.
+
+
+class _KindIds(dict):
+    """exact kind -> the id of its folding; a missing kind is given one (``_kind_gid``)."""
+
+    def __missing__(self, kind: str) -> int:
+        return _kind_gid(kind)
+
+
+_KIND_GID: dict[str, int] = _KindIds()
 _FOLD_KIND_GID: dict[str, int] = {}  #: folded kind -> id
 _GID_KIND: list[str] = []  #: id -> folded kind
 _KIND_GIDS_KEPT = 1 << 16
@@ -336,6 +363,8 @@ def _kind_ids_of_records(gids: np.ndarray) -> tuple[np.ndarray, dict] | None:
     first occurrence, numbered from 0 (NumPy gathers instead of a dict look-up per item);
     None when an item's record holds no id (-1)."""
     n = gids.shape[0]
+    if n == 0 or gids[0] < 0:  # (the usual -1: records made in a short list)
+        return None
     ids = gids.tolist()
     order = list(dict.fromkeys(ids))
     if -1 in order:

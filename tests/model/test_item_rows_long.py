@@ -80,7 +80,7 @@ def test_a_new_sampled_item_keeps_a_seen_list_on_the_columns():
 
 def test_kinds_past_the_kept_ids_are_read_from_the_items(monkeypatch):
     monkeypatch.setattr(item_rows, "_KIND_GIDS_KEPT", len(item_rows._KIND_GID))  # no new id given
-    items = _items(80, 6, kinds=["Message", "brand-new-Kind", "BRAND-NEW-kind"])
+    items = _items(300, 6, kinds=["Message", "brand-new-Kind", "BRAND-NEW-kind"])
     arrow = c.ItemTable.from_items(items)
     for _ in range(3):
         rows = ItemRows.from_items(items)
@@ -93,8 +93,8 @@ def test_far_apart_kind_ids_are_numbered_without_a_long_table(monkeypatch):
     pad = [f"pad{i}" for i in range(20_000)]  # as after many distinct kinds
     monkeypatch.setattr(item_rows, "_GID_KIND", item_rows._GID_KIND + pad)
     monkeypatch.setattr(item_rows, "_FOLD_KIND_GID", dict(item_rows._FOLD_KIND_GID))
-    monkeypatch.setattr(item_rows, "_KIND_GID", dict(item_rows._KIND_GID))
-    items = _items(30, 7, kinds=["Message", "far-Kind", "FAR-kind", "other"])
+    monkeypatch.setattr(item_rows, "_KIND_GID", item_rows._KindIds(item_rows._KIND_GID))
+    items = _items(300, 7, kinds=["Message", "far-Kind", "FAR-kind", "other"])
     arrow = c.ItemTable.from_items(items)
     for _ in range(3):
         rows = ItemRows.from_items(items)
@@ -102,9 +102,14 @@ def test_far_apart_kind_ids_are_numbered_without_a_long_table(monkeypatch):
     assert int(rows._rec["kind"].max()) >= 20_000
 
 
-def test_records_made_one_by_one_hold_the_fields():
-    items = _items(50, 8)
-    rec, seen = item_rows._records(items)
+def test_records_hold_the_fields_and_the_kind_ids_from_a_long_list():
+    items = _items(300, 8)
+    assert item_rows._records(items) == (None, False)  # new: marked
+    rec, seen = item_rows._records(items)  # seen once: records made
     assert not seen and rec.dtype == item_rows._RECORD and rec.dtype.itemsize == 52
     assert rec["tokens"].tolist() == [it.tokens for it in items]
     assert [item_rows._GID_KIND[g] for g in rec["kind"].tolist()] == [it.kind.lower() for it in items]
+    few = _items(50, 9)  # a short list: records at once, no kind ids (its kinds read from the items)
+    rec, seen = item_rows._records(few)
+    assert not seen and (rec["kind"] == -1).all()
+    _same_columns(ItemRows.from_items(few), c.ItemTable.from_items(few))
