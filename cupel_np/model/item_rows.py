@@ -37,11 +37,12 @@ _ONE_SET = np.zeros(2, dtype=np.int64)
 #: made from its fields the first time a selection reads it, stays right for the item's life
 #: (``copy.copy`` carries it along with the same fields; ``dataclasses.replace`` builds a new
 #: item, without one). The name carries the record's layout version.
-ROW_KEY = "_cupel_np_row_v2"
+ROW_KEY = "_cupel_np_row_v3"
 #: the record: tokens, timestamp (UTC microseconds since the epoch, 0 when None), priority
-#: (0 when None), future_relevance_hint (0.0 when None), the number of tags, then pinned and
-#: the three "has a value" flags; 44 bytes, native byte order, no padding
-_PACK = struct.Struct("=qqqdq????").pack
+#: (0 when None), future_relevance_hint (0.0 when None), the number of tags, the process-wide
+#: id of the folded kind (``_kind_gid``; -1 once the kind ids are all given), then pinned and
+#: the three "has a value" flags; 52 bytes, native byte order, no padding
+_PACK = struct.Struct("=qqqdqq????").pack
 _RECORD = np.dtype(
     {
         "names": [
@@ -50,14 +51,15 @@ _RECORD = np.dtype(
             "priority",
             "hint",
             "n_tags",
+            "kind",
             "pinned",
             "timestamp_valid",
             "priority_valid",
             "hint_valid",
         ],
-        "formats": ["i8", "i8", "i8", "f8", "i8", "?", "?", "?", "?"],
-        "offsets": [0, 8, 16, 24, 32, 40, 41, 42, 43],
-        "itemsize": 44,
+        "formats": ["i8", "i8", "i8", "f8", "i8", "i8", "?", "?", "?", "?"],
+        "offsets": [0, 8, 16, 24, 32, 40, 48, 49, 50, 51],
+        "itemsize": 52,
     }
 )
 _GET_ROW = attrgetter(ROW_KEY)
@@ -78,6 +80,9 @@ _SEEN_ONCE = b""
 #: the fewest new items read column by column from their attributes: below, Arrow's and
 #: NumPy's per-call costs exceed what the records cost, and the items get theirs at once
 COLD_MIN = 256
+#: a list of at least ``COLD_MIN`` new items marks every this-many-th item as seen once (not
+#: each: marking is a dict write per item, ~8% of a first selection of 500 items)
+_MARK_STRIDE = 8
 
 
 def _records(items: list[ContextItem]) -> tuple[np.ndarray | None, bool]:
@@ -89,29 +94,54 @@ def _records(items: list[ContextItem]) -> tuple[np.ndarray | None, bool]:
     own) than the columns a selection reads, so it is made the second time a selection sees
     the item: a request whose items were all built for it makes none, and a selection over
     items it has seen twice reads one attribute per item and converts nothing. Fewer than
-    ``COLD_MIN`` new items get their records at once."""
+    ``COLD_MIN`` new items get their records at once. Whether a long list was seen before is
+    read from a sample of its items (``_MARK_STRIDE``): the records are the same either way,
+    only when they are made differs."""
     try:
         buf = b"".join(map(_GET_ROW, items))
     except AttributeError:  # an item no selection has seen
-        # mark each (frozen: __setattr__ refuses; the item's own dict does not), reading what
-        # it held: a list of new (or seen once) items only needs no record
-        if len(items) >= COLD_MIN and not any(
-            map(dict.setdefault, map(_DICT, items), repeat(ROW_KEY), repeat(_SEEN_ONCE))
-        ):
-            return None, False
+        if len(items) >= COLD_MIN:
+            # every ``_MARK_STRIDE``-th item stands for the list: what each held, then each
+            # marked (frozen: __setattr__ refuses; the item's own dict does not). A list whose
+            # sampled items were all seen before gets its records; one with a new sampled
+            # item and none with a record (new, or seen once) needs none
+            sample = list(map(_DICT, items[::_MARK_STRIDE]))
+            held = list(map(dict.get, sample, repeat(ROW_KEY)))
+            if None in held and not any(held):
+                any(map(dict.setdefault, sample, repeat(ROW_KEY), repeat(_SEEN_ONCE)))
+                return None, False
     else:
         if len(buf) == _RECORD.itemsize * len(items):
             return np.frombuffer(buf, dtype=_RECORD), True
-    for it in items:  # seen before (or alongside items with records, or few): records for those without
+    if len(items) < COLD_MIN:  # few: no kind ids (their string path costs as little there)
+        for it in items:  # records for those without
+            d = it.__dict__
+            if not d.get(ROW_KEY):
+                tokens, pinned, ts, prio, hint, tags = _NUMERIC(it)  # (inline: a call per item costs 10%)
+                d[ROW_KEY] = _PACK(
+                    tokens,
+                    0 if ts is None else (ts - _EPOCH) // _US,
+                    0 if prio is None else prio,
+                    0.0 if hint is None else hint,
+                    len(tags),
+                    -1,
+                    pinned,
+                    ts is not None,
+                    prio is not None,
+                    hint is not None,
+                )
+        return np.frombuffer(b"".join(map(_GET_ROW, items)), dtype=_RECORD), False
+    for it in items:  # seen before (or alongside items with records): records for those without
         d = it.__dict__
         if not d.get(ROW_KEY):
-            tokens, pinned, ts, prio, hint, tags = _NUMERIC(it)  # (inline: a call per item costs 10%)
+            tokens, pinned, ts, prio, hint, tags = _NUMERIC(it)
             d[ROW_KEY] = _PACK(
                 tokens,
                 0 if ts is None else (ts - _EPOCH) // _US,
                 0 if prio is None else prio,
                 0.0 if hint is None else hint,
                 len(tags),
+                _KIND_GID[it.kind],  # (given on a miss: ``_KindIds.__missing__``)
                 pinned,
                 ts is not None,
                 prio is not None,
@@ -235,16 +265,18 @@ def tag_ids(items: list[ContextItem], off: np.ndarray) -> tuple[np.ndarray, np.n
 def looked_up_tag_ids(tags: list[tuple[str, ...]], off: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """``tag_ids`` of items that keep none: the same process-wide ids, looked up per tag
     (one dict look-up per tag occurrence, nothing kept on the items)."""
-    flat = list(chain.from_iterable(tags))
     generation = _generation[0]
-    gids: list = list(map(_RAW_GID.get, flat))
+    try:  # every tag seen before: one look-up each, straight into the array
+        ids = np.fromiter(map(_RAW_GID.__getitem__, chain.from_iterable(tags)), dtype=np.int64, count=int(off[-1]))
+    except KeyError:
+        ids = None
     # a tag never seen is assigned under the lock; so are all when the maps started again
     # meanwhile (ids of two generations may be equal for different tags)
-    if None in gids or _generation[0] != generation:
+    if ids is None or _generation[0] != generation:
         with _TAG_LOCK:
             _restart_if_full()
-            gids = _gids(flat)
-    return _compact(off, np.array(gids, dtype=np.int64))
+            ids = np.array(_gids(list(chain.from_iterable(tags))), dtype=np.int64)
+    return _compact(off, ids)
 
 
 def _column(rec: np.ndarray, name: str) -> np.ndarray:
@@ -273,18 +305,80 @@ def _folded(raw: np.ndarray, index: dict) -> tuple[np.ndarray, dict]:
     return (lut[raw] if raw.shape[0] else raw), fold
 
 
-def _distinct_ids(values: Sequence) -> tuple[np.ndarray, bool]:
-    """``_ids(values)[0]`` without the map (a set is the cheaper check that all differ), and
-    whether all differ."""
-    if len(set(values)) == len(values):
-        return np.arange(len(values), dtype=np.int64), True
-    return _ids(values)[0], False
+def _distinct_ids(items: list[ContextItem]) -> tuple[np.ndarray, bool]:
+    """``_ids`` of the items' contents without the map (a set is the cheaper check that all
+    differ, read straight from the items), and whether all differ."""
+    if len(set(map(_CONTENT, items))) == len(items):
+        return np.arange(len(items), dtype=np.int64), True
+    return _ids(list(map(_CONTENT, items)))[0], False
 
 
 #: distinct kinds (in order of first occurrence) -> their folded ids and the folded map:
 #: a service's requests mostly carry the same few kinds
 _KIND_FOLDS: dict[tuple[str, ...], tuple[np.ndarray, dict]] = {}
 _KIND_FOLDS_KEPT = 256
+
+
+#: The kinds' process-wide ids (kept in the records of items seen in lists of at least
+#: ``COLD_MIN``; a record made in a shorter list holds -1): each ASCII-folded kind gets one the
+#: first time a record holds it, equal kinds once folded share it. Ids are never given again
+#: or taken back; after ``_KIND_GIDS_KEPT`` distinct exact kinds a new one's record holds -1.
+#: A table with an item whose record holds -1 reads its kinds from the items.
+
+
+class _KindIds(dict):
+    """exact kind -> the id of its folding; a missing kind is given one (``_kind_gid``)."""
+
+    def __missing__(self, kind: str) -> int:
+        return _kind_gid(kind)
+
+
+_KIND_GID: dict[str, int] = _KindIds()
+_FOLD_KIND_GID: dict[str, int] = {}  #: folded kind -> id
+_GID_KIND: list[str] = []  #: id -> folded kind
+_KIND_GIDS_KEPT = 1 << 16
+_KIND_LOCK = threading.Lock()
+
+
+def _kind_gid(kind: str) -> int:
+    """The process-wide id of ``kind``'s folding (given now if new), or -1 when
+    ``_KIND_GIDS_KEPT`` kinds have theirs."""
+    with _KIND_LOCK:
+        gid = _KIND_GID.get(kind)
+        if gid is None:
+            if len(_KIND_GID) >= _KIND_GIDS_KEPT:
+                return -1
+            folded = ascii_fold(kind)
+            gid = _FOLD_KIND_GID.get(folded)
+            if gid is None:
+                gid = len(_GID_KIND)
+                _GID_KIND.append(folded)  # (before the maps name it: a reader finds it)
+                _FOLD_KIND_GID[folded] = gid
+            _KIND_GID[kind] = gid
+        return gid
+
+
+def _kind_ids_of_records(gids: np.ndarray) -> tuple[np.ndarray, dict] | None:
+    """``_kind_ids`` of items from their records' kind ids: the distinct ids in order of
+    first occurrence, numbered from 0 (NumPy gathers instead of a dict look-up per item);
+    None when an item's record holds no id (-1)."""
+    n = gids.shape[0]
+    if n == 0 or gids[0] < 0:  # (the usual -1: records made in a short list)
+        return None
+    ids = gids.tolist()
+    order = list(dict.fromkeys(ids))
+    if -1 in order:
+        return None
+    vocab = [_GID_KIND[g] for g in order]
+    fold = dict(zip(vocab, range(len(vocab))))
+    if len(order) <= 1:
+        return np.zeros(n, dtype=np.int64), fold
+    top = max(order) + 1
+    if top > 4 * n + 64:  # ids far apart: a dict look-up per item, not a long table
+        return np.fromiter(map(dict(zip(order, range(len(order)))).__getitem__, ids), dtype=np.int64, count=n), fold
+    lut = np.empty(top, dtype=np.int64)
+    lut[order] = np.arange(len(order), dtype=np.int64)
+    return lut[gids], fold
 
 
 def _kind_ids(kinds: list[str]) -> tuple[np.ndarray, dict]:
@@ -315,6 +409,11 @@ def _small_sum(tokens: np.ndarray) -> bool:
     return sum(map(abs, tokens.tolist())) < TOKEN_LIMIT / 2
 
 
+#: the fewest rows ``ItemRows.rows`` takes through an object array of the items (a run's
+#: included items: 3,800 of 5,000 in ~63 us against ~78 by ``tolist`` and an itemgetter)
+_OBJECT_TAKE_MIN = 1024
+
+
 class ItemRows(ItemTable):
     """The single-set ItemTable of a list of valid ContextItems (``ItemRows.from_items``
     builds it; ``Pipeline`` runs on it): columns read from the items when first used, the Arrow table only on demand.
@@ -341,13 +440,16 @@ class ItemRows(ItemTable):
         self._seen = seen  #: every item had its record: selections have seen these items before
         if rec is None:
             self.tokens = np.fromiter(map(_TOKENS, items), dtype=np.int64, count=n) if tokens is None else tokens
-            self.pinned = np.fromiter(map(_PINNED, items), dtype=np.bool_, count=n)
+            # (most requests pin nothing: looking costs less than reading every flag)
+            pinned = any(map(_PINNED, items))
+            self.pinned = np.fromiter(map(_PINNED, items), dtype=np.bool_, count=n) if pinned else np.zeros(n, np.bool_)
         else:
             self.tokens = _column(rec, "tokens")
             self.pinned = _column(rec, "pinned")
         #: every content differs (no duplicate groups to look for)
-        self.content_id, self.contents_distinct = _distinct_ids(list(map(_CONTENT, items)))
-        self.kind_id, fold = _kind_ids(list(map(_KIND, items)))
+        self.content_id, self.contents_distinct = _distinct_ids(items)
+        kinds = None if rec is None else _kind_ids_of_records(rec["kind"])
+        self.kind_id, fold = _kind_ids(list(map(_KIND, items))) if kinds is None else kinds
         self.kind_vocab = list(fold)
         self._kind_index = fold
 
@@ -385,6 +487,8 @@ class ItemRows(ItemTable):
         idx = np.asarray(rows)
         if idx.dtype == np.bool_:
             return super().rows(idx)
+        if idx.shape[0] >= _OBJECT_TAKE_MIN:  # three C calls, no Python int per row taken
+            return np.fromiter(self._rows, dtype=object, count=self.n)[idx].tolist()
         take = idx.tolist()
         if len(take) > 1:  # one C call (an itemgetter of several gives a tuple)
             return list(itemgetter(*take)(self._rows))
