@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import zlib
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -229,3 +231,41 @@ def curve_png(budgets: list[int], curves: dict[str, list], ylabel: str, title: s
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_title(title, fontsize=9)
     return png(fig)
+
+
+#: the functions a chart job may name (``draw_all``): each returns its chart's PNG bytes
+CHART_FUNCTIONS = ("heatmap_png", "tokens_png", "kinds_png", "curve_png")
+
+#: a chart job: the file name, the name of a function of ``CHART_FUNCTIONS``, its arguments
+ChartJob = tuple[str, str, tuple]
+
+_drawer: Callable[[Sequence[ChartJob]], dict[str, bytes]] | None = None
+
+
+def draw(function: str, args: tuple) -> bytes:
+    """The PNG bytes of the chart function named ``function`` (one of ``CHART_FUNCTIONS``) on
+    ``args``."""
+    if function not in CHART_FUNCTIONS:
+        raise ValueError(f"no chart function {function!r}")
+    return globals()[function](*args)
+
+
+def draw_all(jobs: Sequence[ChartJob]) -> dict[str, bytes]:
+    """Every job's chart, by its file name: one after the other here, or by the drawer
+    :func:`drawn_by` installed (a cold ``cupel-np demo`` draws some in its compile child,
+    idle by then: ``cupel_np.cli.coldstart``), which returns the same bytes."""
+    if _drawer is not None:
+        return _drawer(jobs)
+    return {name: draw(function, args) for name, function, args in jobs}
+
+
+@contextmanager
+def drawn_by(drawer: Callable[[Sequence[ChartJob]], dict[str, bytes]] | None) -> Iterator[None]:
+    """Within the block, :func:`draw_all` hands its jobs to ``drawer`` (``None``: draws them
+    here)."""
+    global _drawer
+    before, _drawer = _drawer, drawer
+    try:
+        yield
+    finally:
+        _drawer = before
