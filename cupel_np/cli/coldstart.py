@@ -23,6 +23,11 @@ other. A child that dies, or a plan the code no longer matches, only costs time:
 compiles what it needs itself. The child is stopped when the command ends (each cache file is
 written whole under a temporary name, so a stopped write leaves nothing).
 
+Once its compile is done, the demo's child imports pyplot and draws the report's charts it
+claims first (:func:`serve_charts`, :class:`_ChartShare`): the command draws the others, and
+whichever the child did not deliver. The charts were most of the command's serial tail, after
+the compile, with the child idle.
+
 Two processes on two cores: never more (``available_cores() < 2`` shares nothing), and only
 when the load average leaves a core free (``early.core_to_spare``). ``CUPEL_NP_COMPILE_AHEAD=0``
 turns sharing off, ``=1`` shares whatever the load (the benchmark does).
