@@ -52,6 +52,7 @@ from numba.core.compiler_lock import global_compiler_lock
 from cupel_np.cli import early
 from cupel_np.cli.compile_plans import PLANS
 from cupel_np.engine import batch_kernels
+from cupel_np.report import charts  # light: pyplot is imported when a chart is drawn (``charts.plt``)
 
 #: how long the command waits for a kernel the child is compiling before compiling it itself
 WAIT_SECONDS = 600.0
@@ -229,8 +230,6 @@ class _ChartShare:
         self.posted = 0  # jobs posted so far (a job's number is its file name)
 
     def __call__(self, jobs):
-        from cupel_np.report import charts
-
         first, self.posted = self.posted, self.posted + len(jobs)
         numbered = list(enumerate(jobs, start=first))
         for k, (_, function, args) in numbered:
@@ -260,8 +259,6 @@ def serve_charts(directory: str, other_alive: Callable[[], bool]) -> None:
     """The child's side of :class:`_ChartShare`, once its compile is done: import pyplot, then
     draw the posted chart jobs in order that the command has not claimed, until the command
     ends."""
-    from cupel_np.report import charts
-
     charts.plt()
     k = 0
     while other_alive():
