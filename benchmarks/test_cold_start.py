@@ -91,7 +91,7 @@ def _cold_and_warm(name, args, ok=(0,), out=None):
         n_files = sum(1 for p in Path(cache).rglob("*") if p.suffix in (".nbi", ".nbc"))
         cold_tables = _tables(out)
         warm_wall, warm_own, warm_child = _cli(args, cache, ok)
-        assert cold_tables == _tables(out)  # what the shared compile built computes the same
+        assert cold_tables == _tables(out)  # what the shared compile built computes (and draws) the same
     print(
         f"\ncupel-np {name}, empty kernel cache: wall {cold_wall:.1f} s, CPU {cold_own:.1f} s in the command "
         f"+ {cold_child:.1f} s in its compile child = {cold_own + cold_child:.1f} s (target {COLD_TARGET:g} s "
@@ -106,12 +106,14 @@ def _cold_and_warm(name, args, ok=(0,), out=None):
 
 
 def _tables(out):
-    """The demo's Parquet outputs as Arrow tables (None for a command without outputs)."""
+    """The demo's Parquet outputs as Arrow tables and its charts' PNG bytes (a cold demo's
+    compile child draws some of them) (None for a command without outputs)."""
     if out is None:
         return None
     import pyarrow.parquet as pq
 
-    return {p.name: pq.read_table(p) for p in sorted(Path(out).glob("*.parquet"))}
+    tables = {p.name: pq.read_table(p) for p in sorted(Path(out).glob("*.parquet"))}
+    return tables | {p.name: p.read_bytes() for p in sorted(Path(out).glob("*.png"))}
 
 
 def test_demo_cold_and_warm():

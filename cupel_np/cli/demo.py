@@ -8,7 +8,7 @@ import time
 
 from cupel_np._fs import as_path
 from cupel_np.analysis.sensitivity import sweep
-from cupel_np.cli.coldstart import compile_ahead, end_sharing, share_compile
+from cupel_np.cli.coldstart import chart_drawer, compile_ahead, end_sharing, share_compile
 from cupel_np.cli.shared import (
     EXIT_OK,
     _claim_out,
@@ -43,7 +43,9 @@ def cmd_demo(args) -> int:
     try:
         prefetch = _prefetch(_import_charts)
         compile_ahead(sharing)
-        return _run_demo(args, items, t0, prefetch)
+        # the compile child, idle by the time the report is drawn, draws some of its charts
+        with charts.drawn_by(chart_drawer(sharing)):
+            return _run_demo(args, items, t0, prefetch)
     finally:
         end_sharing(sharing)
 

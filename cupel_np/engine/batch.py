@@ -144,22 +144,34 @@ class SweepShared:
 
 
 def _timestamps(
-    table: ItemTable, sc_rows: np.ndarray, greedy_chrono: bool
-) -> tuple[stages.TimestampOrder, np.ndarray | None]:
+    table: ItemTable, sc_rows: np.ndarray, greedy_chrono: bool, need_order: bool = False
+) -> tuple[stages.TimestampOrder | None, np.ndarray | None]:
     """The shared timestamp order and, when a greedy variant places chronologically, the rows
-    that placement compares (the greedy slicer orders them)."""
+    that placement compares (the greedy slicer orders them), each only where something reads
+    it: the order where a set has more items than ``stages.CHRONO_FILTER_MIN`` (chronological
+    placement filters it only for a set keeping more than that many; else every set sorts its
+    own, as it would) or ``need_order``; the rows where a set has ``BIG_GREEDY`` items or more
+    (only the greedy's big path reads them). ``None`` for what is not built: a sweep of small
+    sets neither builds nor compiles what it would not read."""
+    from cupel_np.engine.slicers import greedy
+
+    largest = int(np.max(np.diff(table.offsets))) if table.offsets.shape[0] > 1 else 0
+    if largest <= stages.CHRONO_FILTER_MIN and not need_order:
+        return None, None
     ts = stages.TimestampOrder(*placers.timestamp_order(table.timestamp, table.timestamp_valid, table.offsets))
-    compared = placers.chrono_compared(table.timestamp_valid, ts.order, ts.sorted, sc_rows) if greedy_chrono else None
+    read = greedy_chrono and largest >= greedy.BIG_GREEDY
+    compared = placers.chrono_compared(table.timestamp_valid, ts.order, ts.sorted, sc_rows) if read else None
     return ts, compared
 
 
 def _timestamps_and_recency(
     table: ItemTable, sc_rows: np.ndarray, greedy_chrono: bool, base: np.ndarray, j: int
-) -> tuple[stages.TimestampOrder, np.ndarray | None]:
+) -> tuple[stages.TimestampOrder | None, np.ndarray | None]:
     """:func:`_timestamps`, and when ``j >= 0`` the RecencyScorer column ``base[:, j]`` from
     the timestamp order it builds (the ranks by one walk of it instead of a sort of their own)."""
-    ts, compared = _timestamps(table, sc_rows, greedy_chrono)
+    ts, compared = _timestamps(table, sc_rows, greedy_chrono, need_order=j >= 0)
     if j >= 0:
+        assert ts is not None
         identity = sc_rows.shape[0] == table.n  # the scoreable rows (ascending) are every row
         sc_pos = _NO_POS
         if not identity:

@@ -166,16 +166,22 @@ def classify_one(table: ItemTable) -> Classified:
 
 def _timestamps(
     table: ItemTable, sc_rows: np.ndarray, greedy_chrono: bool
-) -> tuple[stages.TimestampOrder, np.ndarray | None]:
+) -> tuple[stages.TimestampOrder | None, np.ndarray | None]:
     """``batch._timestamps`` (``placers.timestamp_order`` and ``chrono_compared``) for one
-    set: the same NumPy sort of the same timestamps, the same tie-marking kernel."""
+    set: the same NumPy sort of the same timestamps, the same tie-marking kernel, each only
+    where it is read (the order for a set of more than ``stages.CHRONO_FILTER_MIN`` items,
+    the compared rows for one of ``BIG_GREEDY`` or more)."""
+    from cupel_np.engine.slicers import greedy
+
     ts, valid = table.timestamp, table.timestamp_valid
+    n = valid.shape[0]
+    if n <= stages.CHRONO_FILTER_MIN:
+        return None, None
     rows = valid.nonzero()[0]
     order = rows[np.argsort(ts[rows])]
     ts_sorted = ts[order]
     compared = None
-    if greedy_chrono:
-        n = valid.shape[0]
+    if greedy_chrono and n >= greedy.BIG_GREEDY:
         flag = np.zeros(n, dtype=np.bool_)
         _mark_tied(order, ts_sorted, 0, order.shape[0], flag)
         compared = flag | ~valid if sc_rows.shape[0] == n else flag[sc_rows] | ~valid[sc_rows]

@@ -543,11 +543,13 @@ def chart_pngs(d: PageData) -> dict[str, bytes]:
         [[np.nan if s == "failed" else float(s == "Included") for s in r["status"]] for r in heat], dtype=float
     ).reshape(len(heat), len(d.labels))
     row_labels = [f"{r['set']}: {_short(r['content'], 48)}" if d.has_sets else _short(r["content"], 48) for r in heat]
-    return {
-        "heatmap.png": charts.heatmap_png(status, row_labels, d.labels),
-        "tokens.png": charts.tokens_png(d.labels, d.used, d.target, d.could),
-        "kinds.png": charts.kinds_png(d.labels, d.kind_names, d.kind_mix),
-    }
+    return charts.draw_all(
+        [  # the longest first (``charts.draw_all`` may draw them in two processes)
+            ("heatmap.png", "heatmap_png", (status, row_labels, d.labels)),
+            ("tokens.png", "tokens_png", (d.labels, d.used, d.target, d.could)),
+            ("kinds.png", "kinds_png", (d.labels, d.kind_names, d.kind_mix)),
+        ]
+    )
 
 
 def section_charts(pngs: dict[str, bytes]) -> str:

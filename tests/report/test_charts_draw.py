@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from cupel_np.report import charts
@@ -43,3 +44,16 @@ def test_heatmap_cells_have_their_status_colours():
     # each status covers two of the six cells: about the same area each, and all three drawn
     assert min(count.values()) > 1000
     assert max(count.values()) < 1.2 * min(count.values())
+
+
+def test_draw_all_draws_here_or_hands_the_jobs_to_the_drawer():
+    jobs = [("k.png", "kinds_png", (["v0", "v1"], ["message"], np.array([[3.0], [4.0]])))]
+    here = charts.draw_all(jobs)
+    assert set(here) == {"k.png"} and here["k.png"].startswith(b"\x89PNG")
+    seen = []
+    with charts.drawn_by(lambda js: seen.append(js) or {"k.png": b"elsewhere"}):
+        assert charts.draw_all(jobs) == {"k.png": b"elsewhere"}
+    assert seen == [jobs]
+    assert charts.draw_all(jobs) == here  # the drawer is gone after the block
+    with pytest.raises(ValueError, match="no chart function"):
+        charts.draw("png", ())
