@@ -24,7 +24,7 @@ from cupel_np.analysis.pipeline import Pipeline
 from cupel_np.analysis.sensitivity import policy_sensitivity
 from cupel_np.analysis.trace import DiagnosticTraceCollector, TraceDetailLevel
 from cupel_np.cli.shared import EXIT_INTERNAL, EXIT_OK, UsageError
-from cupel_np.engine import stages
+from cupel_np.engine import place_stage, stages
 from cupel_np.engine.batch import KNAPSACK_MAX_CELLS
 from cupel_np.engine.scorers import ScoreContext
 from cupel_np.engine.slicers import codes as sk
@@ -189,19 +189,19 @@ def run_placing(vec: Mapping) -> None:
     pos = np.full(n, -1, dtype=np.int64)
     seq = np.zeros(n, dtype=np.int64)
     big = np.array([np.iinfo(np.int64).max // 4], dtype=np.int64)
-    stages.place_segments(
-        stages.PlaceRows(table.tokens, table.kind_id, table.timestamp, table.timestamp_valid),
-        stages.PlaceSegments(
+    place_stage.place_segments(
+        place_stage.PlaceRows(table.tokens, table.kind_id, table.timestamp, table.timestamp_valid),
+        place_stage.PlaceSegments(
             np.zeros(0, dtype=np.int64), np.array([0, 0], dtype=np.int64), big, big, np.zeros(1, dtype=np.int64)
         ),
-        stages.Candidates(rows, score, np.array([0, n], dtype=np.int64), rows.copy()),
-        stages.PlacePolicy(
+        place_stage.Candidates(rows, score, np.array([0, n], dtype=np.int64), rows.copy()),
+        place_stage.PlacePolicy(
             stages.OVERFLOW_PROCEED,
             stages.PLACER_CHRONOLOGICAL if placer == "chronological" else stages.PLACER_U_SHAPED,
             False,
             np.full(len(table.kind_vocab) + 1, -1, dtype=np.int64),
         ),
-        stages.PlaceOutputs(out["inc"], reason, a, b, pos, seq),
+        place_stage.PlaceOutputs(out["inc"], reason, a, b, pos, seq),
     )
     got = [items[i].content for i in np.argsort(pos)]
     want = list((vec.get("expected") or {}).get("ordered_contents", []))

@@ -285,7 +285,7 @@ def _u_finish(packed, shift, lo, rank, score_bits, cand_score, cand_tok, r_lo, r
     every run of keys that share their high bits is ordered by score key, then slicer output
     order (``packed`` is scratch). The slicer output order is the ranks' except inside the
     unordered ranges of ranks ``[r_lo[i], r_hi[i])`` (ascending, disjoint; a greedy's fitting
-    prefix, ranked in index order, see ``stages.Candidates.prefix_ranges``): a range's items
+    prefix, ranked in index order, see ``place_stage.Candidates.prefix_ranges``): a range's items
     come where its ranks do, among themselves by density descending (NaN last:
     ``density_key``), then rank. The ``n_pin`` pinned items (score 1.0, key ``one_key``) come
     after the sliced items scored above 1.0 and before the others; item ``j`` of that order
@@ -365,7 +365,7 @@ def _sliced_score_order(rank, cand_score, cand_tok, cand_offsets, pin_offsets, m
 
     ``ranges``: None, or ``(r_off, r_lo, r_hi)`` - segment ``s``'s unordered ranges of ranks
     are ``[r_lo[i], r_hi[i])`` for ``i`` in ``r_off[s]:r_off[s + 1]`` (ascending, disjoint:
-    greedy fitting prefixes ranked in index order, ``stages.Candidates.prefix_ranges``).
+    greedy fitting prefixes ranked in index order, ``place_stage.Candidates.prefix_ranges``).
     ``cand_tok`` (tokens per candidate) is read only with ranges."""
     n_seg = cand_offsets.shape[0] - 1
     u_pin = np.full(n_seg, -1, dtype=np.int64)

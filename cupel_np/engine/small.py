@@ -27,21 +27,14 @@ import numpy as np
 
 from cupel_np._jit import as_input
 from cupel_np.engine import groups as grp
-from cupel_np.engine import stages
-from cupel_np.engine.batch import (
-    KNAPSACK_MAX_CELLS,
-    SweepShared,
-    _duplicates,
-    _score_terms,
-    _scoreable,
-    _Scratch,
-    run_variant,
-)
+from cupel_np.engine import place_stage, placers
+from cupel_np.engine.batch import KNAPSACK_MAX_CELLS, _Scratch, run_variant
 from cupel_np.engine.placers import _mark_tied
 from cupel_np.engine.runner import PolicyRun
 from cupel_np.engine.scorers import ScoreContext, _evaluate, check_scorer_columns, kernels
 from cupel_np.engine.slicers import SlicerArgs, greedy_inside, slicer_args
 from cupel_np.engine.sweep_run import Classified, ScorePlan, SweepRun
+from cupel_np.engine.sweep_shared import SweepShared, _duplicates, _score_terms, _scoreable
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.grid import Variant
 from cupel_np.model.items import ItemTable
@@ -73,7 +66,7 @@ I64, B1 = np.int64, np.bool_
 class PolicyPlan:
     """What one policy's runs share whatever the items: its distinct base scorers (a
     composite's children, or the scorer itself) with the variant's terms over them
-    (``batch._score_terms`` for one variant), and whether a column scorer needs its column
+    (``sweep_shared._score_terms`` for one variant), and whether a column scorer needs its column
     checked on each table."""
 
     policy: Policy
@@ -166,16 +159,16 @@ def classify_one(table: ItemTable) -> Classified:
 
 def _timestamps(
     table: ItemTable, sc_rows: np.ndarray, greedy_chrono: bool
-) -> tuple[stages.TimestampOrder | None, np.ndarray | None]:
-    """``batch._timestamps`` (``placers.timestamp_order`` and ``chrono_compared``) for one
+) -> tuple[place_stage.TimestampOrder | None, np.ndarray | None]:
+    """``sweep_shared._timestamps`` (``placers.timestamp_order`` and ``chrono_compared``) for one
     set: the same NumPy sort of the same timestamps, the same tie-marking kernel, each only
-    where it is read (the order for a set of more than ``stages.CHRONO_FILTER_MIN`` items,
+    where it is read (the order for a set of more than ``placers.CHRONO_FILTER_MIN`` items,
     the compared rows for one of ``BIG_GREEDY`` or more)."""
     from cupel_np.engine.slicers import greedy
 
     ts, valid = table.timestamp, table.timestamp_valid
     n = valid.shape[0]
-    if n <= stages.CHRONO_FILTER_MIN:
+    if n <= placers.CHRONO_FILTER_MIN:
         return None, None
     rows = valid.nonzero()[0]
     order = rows[np.argsort(ts[rows])]
@@ -185,7 +178,7 @@ def _timestamps(
         flag = np.zeros(n, dtype=np.bool_)
         _mark_tied(order, ts_sorted, 0, order.shape[0], flag)
         compared = flag | ~valid if sc_rows.shape[0] == n else flag[sc_rows] | ~valid[sc_rows]
-    return stages.TimestampOrder(order, ts_sorted, _two(0, rows.shape[0])), compared
+    return place_stage.TimestampOrder(order, ts_sorted, _two(0, rows.shape[0])), compared
 
 
 def _score(child: Scorer, table: ItemTable, ctx: ScoreContext, plan: PolicyPlan, every: bool) -> np.ndarray:
@@ -222,7 +215,7 @@ def _score(child: Scorer, table: ItemTable, ctx: ScoreContext, plan: PolicyPlan,
 
 
 def _shared(table: ItemTable, plan: PolicyPlan, cls: Classified, max_cells: int) -> SweepShared:
-    """``batch.prepare_sweep`` for one variant on the calling thread: the same steps, in the
+    """``sweep_shared.prepare_sweep`` for one variant on the calling thread: the same steps, in the
     same order, each writing its own output."""
     sc_rows, sc_off = cls.sc_rows, cls.sc_offsets
     ctx = ScoreContext(table, sc_rows, sc_off)

@@ -7,7 +7,7 @@ order or not; the shared timestamp order's per-row codes given, or computed by t
 import numpy as np
 import pytest
 
-from cupel_np.engine import stages
+from cupel_np.engine import place_stage, placers, stages
 from cupel_np.engine.placers import timestamp_order, timestamp_ranks
 
 
@@ -65,15 +65,15 @@ def _place(n, offsets, ts, valid, pins, cands, ts_order):
     (pin_rows, pin_off), (cand_rows, cand_off, rank) = pins, cands
     n_seg = offsets.shape[0] - 1
     big = np.full(n_seg, 2**60, dtype=np.int64)
-    out = stages.PlaceOutputs(
+    out = place_stage.PlaceOutputs(
         np.zeros(n, np.bool_), np.zeros(n, np.int8), np.zeros(0, np.int64), np.zeros(0, np.int64),
         np.full(n, -1, np.int64), np.zeros(0, np.int64),
     )  # fmt: skip
-    stages.place_segments(
-        stages.PlaceRows(np.ones(n, np.int64), np.zeros(n, np.int64), ts, valid),
-        stages.PlaceSegments(pin_rows, pin_off, big, big, np.zeros(n_seg, np.int64)),
-        stages.Candidates(cand_rows, np.ones(cand_rows.shape[0]), cand_off, rank),
-        stages.PlacePolicy(stages.OVERFLOW_PROCEED, stages.PLACER_CHRONOLOGICAL, False, np.full(1, -1, np.int64)),
+    place_stage.place_segments(
+        place_stage.PlaceRows(np.ones(n, np.int64), np.zeros(n, np.int64), ts, valid),
+        place_stage.PlaceSegments(pin_rows, pin_off, big, big, np.zeros(n_seg, np.int64)),
+        place_stage.Candidates(cand_rows, np.ones(cand_rows.shape[0]), cand_off, rank),
+        place_stage.PlacePolicy(stages.OVERFLOW_PROCEED, stages.PLACER_CHRONOLOGICAL, False, np.full(1, -1, np.int64)),
         out,
         ts_order,
     )
@@ -83,17 +83,17 @@ def _place(n, offsets, ts, valid, pins, cands, ts_order):
 @pytest.mark.parametrize("coarse", [True, False])
 @pytest.mark.parametrize("shuffled", [False, True])
 def test_bitmap_placement_matches_the_order(monkeypatch, coarse, shuffled):
-    monkeypatch.setattr(stages, "CHRONO_FILTER_MIN", 0)  # the bitmap path wherever it may go
+    monkeypatch.setattr(placers, "CHRONO_FILTER_MIN", 0)  # the bitmap path wherever it may go
     for seed in range(12):
         n, offsets, ts, valid, pins, cands = _case(seed, coarse, shuffled)
         want = _expected(n, offsets, ts, valid, pins, cands)
         shared = timestamp_order(ts, valid, offsets)
         assert len(shared) == 6
-        got = _place(n, offsets, ts, valid, pins, cands, stages.TimestampOrder(*shared))
+        got = _place(n, offsets, ts, valid, pins, cands, place_stage.TimestampOrder(*shared))
         assert np.array_equal(got, want), seed
         # without the per-row codes the stage computes them; without the order every segment
         # sorts its own kept items
-        lazy = _place(n, offsets, ts, valid, pins, cands, stages.TimestampOrder(*shared[:3]))
+        lazy = _place(n, offsets, ts, valid, pins, cands, place_stage.TimestampOrder(*shared[:3]))
         assert np.array_equal(lazy, want), seed
         assert np.array_equal(_place(n, offsets, ts, valid, pins, cands, None), want), seed
 

@@ -44,18 +44,18 @@ TIE_VALUES = [0.0, -0.0, 0.5, 0.25, 1.0, 2.0, -1.0, np.nan, np.inf, -np.inf, 1e-
 @contextlib.contextmanager
 def fast_paths_everywhere(min_chunk=1):
     names = ("BIG_GREEDY", "MIN_CHUNK"), ("RADIX_MIN", "CHRONO_FILTER_MIN", "U_SORT_MIN")
-    saved = [getattr(greedy, n) for n in names[0]], [getattr(stages, n) for n in names[1]]
+    saved = [getattr(greedy, n) for n in names[0]], [getattr(placers, n) for n in names[1]]
     for n, v in zip(names[0], (1, min_chunk)):
         setattr(greedy, n, v)
     for n, v in zip(names[1], (0, 0, 0)):
-        setattr(stages, n, v)
+        setattr(placers, n, v)
     try:
         yield
     finally:
         for n, v in zip(names[0], saved[0]):
             setattr(greedy, n, v)
         for n, v in zip(names[1], saved[1]):
-            setattr(stages, n, v)
+            setattr(placers, n, v)
 
 
 def naive_greedy(tokens, scores, target):

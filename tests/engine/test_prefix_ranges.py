@@ -1,5 +1,5 @@
 """Quota and count quota slicers that leave greedy's fitting prefixes unordered
-(``unordered=``, ``stages.Candidates.prefix_ranges``): a quota has one unordered range of ranks
+(``unordered=``, ``place_stage.Candidates.prefix_ranges``): a quota has one unordered range of ranks
 per kind, a count quota one after its committed items. Against the exact ranks: the same
 selection, every rank outside the ranges exact, each range holding exactly the candidates the
 exact ranks put there, in index order. Then whole u-shaped sweeps at the default thresholds

@@ -168,7 +168,7 @@ class SlicerArgs(NamedTuple):
         ``compared``: only those candidates' ranks need exact order; ``unordered`` (without
         ``compared``): the greedy's fitting prefixes stay unordered, ranked in index order.
         Returns ``((rank, err, err_a, err_b, satisfied, cap_dropped), ranges)``: those
-        prefixes as ranges of ranks (``stages.Candidates.prefix_ranges``), None without
+        prefixes as ranges of ranks (``place_stage.Candidates.prefix_ranges``), None without
         ``unordered``. ``groups`` (a quota): ``quota.kind_groups`` of these candidates with
         ``compared`` as marks, when the caller keeps it (:meth:`kind_groups`)."""
         if self.mode == MODE_COUNT:

@@ -638,7 +638,7 @@ def count_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, comp
     from them, and phase 3 finds each capped kind's kept picks in that prefix by selection.
     The selection is the same. ``unordered`` (without ``compared``): the prefix's kept picks
     stay unordered, ranked in index order after the committed ones, and are returned as the
-    segments' ranges of ranks ``(r_off, r_lo, r_hi)`` (``stages.Candidates.prefix_ranges``:
+    segments' ranges of ranks ``(r_off, r_lo, r_hi)`` (``place_stage.Candidates.prefix_ranges``:
     u-shaped placement orders only the ties it compares)."""
     assert args.mode == MODE_COUNT and not args.use_knapsack  # the caller's dispatch (SlicerArgs.run)
     e_kind, cap_of_kind = args.e_kind, args.cap_of_kind

@@ -21,7 +21,7 @@ Small segments (a corpus of many sets) are handled inside one kernel. Big segmen
 
 The prefix's ranks are written in index order. ``greedy_segments`` orders them (NumPy's
 quicksort of the keys and a repair of runs of equal keys) unless the caller takes them unordered (``prefix=``): the placers compare
-only a few of them by rank (``stages._finish_ranks``); the ones the caller marks (``compared=``)
+only a few of them by rank (``place_stage._finish_ranks``); the ones the caller marks (``compared=``)
 are ordered by a packed sort (``packed._rank_packed``). The answer does not depend on the chunking,
 the packing or the path (tests force tiny chunks, more index bits and the big path on small
 sets). A caller that slices many variants of one big set passes a :class:`GreedyScratch`:

@@ -179,7 +179,7 @@ def _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank, sub_base):
 def _sub_ranges(n_seg, sub_seg, sub_base, prefix):
     """The sub-segments' unordered prefixes (``prefix[u]`` ranks from ``sub_base[u]``) longer
     than 1 as their segments' ranges of ranks ``(r_off, r_lo, r_hi)``
-    (``stages.Candidates.prefix_ranges``): within a segment the sub-segments come in output
+    (``place_stage.Candidates.prefix_ranges``): within a segment the sub-segments come in output
     order, so the ranges ascend."""
     has = prefix > 1
     r_off = np.searchsorted(sub_seg[has], np.arange(n_seg + 1), side="left").astype(np.int64)
@@ -214,7 +214,7 @@ def quota_greedy_segments(
 
     ``unordered`` (without ``compared``): each kind's fitting prefix is left unordered, ranked
     in index order, and returned as the segments' ranges of ranks ``(r_off, r_lo, r_hi)``
-    (``stages.Candidates.prefix_ranges``; u-shaped placement orders only the ties it compares).
+    (``place_stage.Candidates.prefix_ranges``; u-shaped placement orders only the ties it compares).
     Returns those ranges, else None. Every candidate's rank is written (``rank`` may be
     uninitialized on entry).
 
