@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-import weakref
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
@@ -94,6 +93,7 @@ class _Scratch:
         self._seq: np.ndarray | None = None
         self._details: tuple[np.ndarray, np.ndarray] | None = None
         self._unit_scores: np.ndarray | None = None
+        self._greedy: GreedyScratch | None = None
 
     def seq(self) -> np.ndarray:
         """Per-row truncation marks (only truncation writes them), all -1."""
@@ -107,6 +107,13 @@ class _Scratch:
         if self._unit_scores is None:
             self._unit_scores = np.empty(self.scores.shape[0], dtype=np.float64)
         return self._unit_scores
+
+    def greedy(self) -> GreedyScratch:
+        """The greedy slicer's buffers for a big set, kept for this worker's next variants
+        (fresh arrays of a 1M-row set cost ~1,400 page faults, 1-3 ms, per variant)."""
+        if self._greedy is None:
+            self._greedy = GreedyScratch()
+        return self._greedy
 
     def details(self) -> tuple[np.ndarray, np.ndarray]:
         """Per-row CountCapExceeded (cap, count) (count slicers only)."""
@@ -188,36 +195,15 @@ def _deduplicate(sh: SweepShared, out: SweepRun, v: int, sc: np.ndarray) -> tupl
 #: candidates from which ``_slice_greedy`` keeps its buffers for the sweep's next variants
 _SCRATCH_MIN = 32768
 
-#: per (sweep, worker thread): the greedy slicer's reused buffers, dropped with the sweep's
-#: shared state (``_greedy_scratch``)
-_GREEDY_SCRATCH: dict[tuple[int, int], GreedyScratch] = {}
-_GREEDY_SCRATCH_LOCK = threading.Lock()
-
-
-def _drop_greedy_scratch(sweep: int) -> None:
-    with _GREEDY_SCRATCH_LOCK:
-        for key in [k for k in _GREEDY_SCRATCH if k[0] == sweep]:
-            del _GREEDY_SCRATCH[key]
-
-
-def _greedy_scratch(sh: SweepShared) -> GreedyScratch:
-    """This thread's greedy buffers for the sweep of ``sh``: a big set's variants reuse them
-    (fresh arrays of a 1M-row set cost ~1,400 page faults, 1-3 ms, per variant). They live as
-    long as ``sh``."""
-    key = (id(sh), threading.get_ident())
-    scratch = _GREEDY_SCRATCH.get(key)
-    if scratch is None:
-        scratch = GreedyScratch()
-        with _GREEDY_SCRATCH_LOCK:
-            first = not any(k[0] == key[0] for k in _GREEDY_SCRATCH)
-            _GREEDY_SCRATCH[key] = scratch
-        if first:
-            weakref.finalize(sh, _drop_greedy_scratch, key[0])
-    return scratch
-
 
 def _slice_greedy(
-    sh: SweepShared, placer: str, sc: np.ndarray, surv: np.ndarray, surv_off: np.ndarray, targets: np.ndarray
+    sh: SweepShared,
+    w: _Scratch,
+    placer: str,
+    sc: np.ndarray,
+    surv: np.ndarray,
+    surv_off: np.ndarray,
+    targets: np.ndarray,
 ) -> place_stage.Candidates:
     """GreedySlice: no score sort (see slicers/greedy.py). A big set's fitting prefix stays
     unordered: the placer orders what it compares (chronological: the slicer orders the rows
@@ -231,7 +217,7 @@ def _slice_greedy(
     compared = None
     if placer == "chronological" and sh.chrono_compared is not None:
         compared = sh.chrono_compared if every else sh.chrono_compared[surv]
-    scratch = _greedy_scratch(sh) if surv.shape[0] >= _SCRATCH_MIN else None
+    scratch = w.greedy() if surv.shape[0] >= _SCRATCH_MIN else None
     greedy_segments(
         cand_tok, cand_score, surv_off, targets, rank, prefix=rank_prefix, compared=compared, scratch=scratch
     )
@@ -274,7 +260,7 @@ def _slice_sorted(
             if sh.chrono_compared is not None:
                 compared = sh.chrono_compared if identity else sh.chrono_compared[cand]
         # the scoreable rows in order: a quota's kind groups are every variant's (computed once)
-        groups = args.shared_kind_groups(sh, tok, kind, surv_off, compared) if identity else None
+        groups = args.shared_kind_groups(sh.memo, tok, kind, surv_off, compared) if identity else None
         (rank, err, err_a, err_b, satisfied, cap_dropped), ranges = args.run_rows(
             tok,
             cand_score,
@@ -437,6 +423,7 @@ def _unit_space(sh: SweepShared, plan: grp.GroupPlan) -> SweepShared:
         sc_tok=plan.u_tok,
         sc_kind=plan.u_kind,
         chrono_compared=None,
+        memo={},  # computed of the rows, not of the units
     )
 
 
@@ -473,7 +460,7 @@ def run_variant(sh: SweepShared, out: SweepRun, v: int, w: _Scratch, args: Slice
     if args is None:
         args = slicer_args(var.policy.slicer, sh.table)
     if isinstance(var.policy.slicer, GreedySlice):
-        cut = _slice_greedy(sh, var.policy.placer, sc, surv, surv_off, run_targets)
+        cut = _slice_greedy(sh, w, var.policy.placer, sc, surv, surv_off, run_targets)
     else:
         cut = _slice_sorted(sh, out, v, args, sc, surv, surv_off, run_targets, label)
     stamp[3] = time.time_ns()

@@ -91,6 +91,9 @@ class SweepShared:
     chrono_compared: np.ndarray | None
     #: the units of every group column a variant names (``groups.group_plan``)
     group_plans: dict[str, grp.GroupPlan] = field(default_factory=dict)
+    #: what one variant computes of the candidates that the sweep's later variants over the same
+    #: candidates reuse (``SlicerArgs.shared_kind_groups``); each key written once
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def _timestamps(

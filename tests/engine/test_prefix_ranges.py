@@ -6,7 +6,6 @@ exact ranks put there, in index order. Then whole u-shaped sweeps at the default
 (every kind's partition on greedy's big-set path, long runs of equal scores) against the same
 sweeps with every rank exact, and the per-sweep memo of a quota's kind groups."""
 
-import gc
 import sys
 from pathlib import Path
 
@@ -100,7 +99,7 @@ def test_count_prefix_range(sets, targets, entries, min_chunk):
     check_ranges(exact, got, ranges, offsets)
 
 
-def _table(n, seed):
+def _table(n, seed, **extra):
     """One set: 4 kinds of ~n/4 rows (each over greedy's BIG_GREEDY), few distinct scores and
     tokens (long runs of equal scores and densities inside every kind's prefix), zero-token
     and negative-score rows, some untimestamped and pinned."""
@@ -117,6 +116,7 @@ def _table(n, seed):
                 ),
                 "signal": rng.choice(np.array([-1.0, -0.0, 0.0, 0.5, 1.0, 2.0]), n),
                 "pinned": pa.array(rng.random(n) < 0.001),
+                **extra,
             }
         )
     )
@@ -174,21 +174,34 @@ def test_u_shaped_sweeps_equal_the_exact_ranks(monkeypatch, overflow):
             assert np.array_equal(x, y)
 
 
-def test_kind_groups_memo_lives_with_its_owner():
-    class Owner:
-        pass
+def test_a_sweep_builds_the_quota_kind_groups_once_and_not_for_its_units(monkeypatch):
+    """Every quota variant of a sweep over the same candidates reads one ``kind_groups`` (kept
+    in ``SweepShared.memo``), with the same matrices as building it per variant; a grouped
+    variant's units are other candidates and never read the rows' groups."""
+    t = _table(6_000, 3, unit=np.arange(6_000) // 2)
+    total = int(t.tokens.sum())
+    quota = c.QuotaSlice(
+        (c.QuotaEntry("Message", require=10, cap=60), c.QuotaEntry("Note", require=5, cap=40)), c.GreedySlice()
+    )
+    scorers = [c.ColumnScorer("signal"), c.CompositeScorer(((c.ColumnScorer("signal"), 1.0), (c.KindScorer(), 0.5)))]
+    variants = [(f"v{j}", c.Policy(sc, slicer=quota)) for j, sc in enumerate(scorers)]
+    variants.append(("units", c.Policy(scorers[0], slicer=quota, groups="unit")))
+    budget = c.ContextBudget(total // 2 + 10, total // 2)
+    built = []
+    exact_groups = sk.kind_groups
 
-    a, b = Owner(), Owner()
-    made = []
+    def counted(*a, **kw):
+        built.append(a[0].shape[0])
+        return exact_groups(*a, **kw)
 
-    def make():
-        made.append(1)
-        return object()
+    monkeypatch.setattr(sk, "kind_groups", counted)
+    got = c.sweep(t, budget, variants, threads=1)
+    free = ~t.pinned  # pinned rows are no candidates
+    units = np.unique((np.arange(t.n) // 2)[free]).shape[0]
+    # the rows' groups once for both ungrouped variants; the grouped one its units' own
+    assert built == [int(free.sum()), units]
 
-    x = sk._memo(a, ("k",), make)
-    assert sk._memo(a, ("k",), make) is x and len(made) == 1
-    assert sk._memo(b, ("k",), make) is not x and sk._memo(a, ("j",), make) is not x
-    n = len(sk._MEMOS)
-    del a
-    gc.collect()
-    assert len(sk._MEMOS) == n - 1
+    monkeypatch.setattr(sk.SlicerArgs, "shared_kind_groups", lambda self, *a, **kw: None)
+    want = c.sweep(t, budget, variants, threads=1)
+    for x, y in ((got.included, want.included), (got.positions, want.positions), (got.reasons, want.reasons)):
+        assert np.array_equal(np.asarray(x), np.asarray(y))

@@ -5,11 +5,7 @@ take) and :func:`slice_segments`, the dispatcher over one driver kernel per slic
 
 from __future__ import annotations
 
-import threading
-import weakref
-from collections.abc import Callable
-from functools import partial
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -176,52 +172,26 @@ class SlicerArgs(NamedTuple):
         return quota_greedy_slice(self, tok, score, kind, offsets, targets, max_cells, compared, unordered, groups)
 
     def shared_kind_groups(
-        self, owner: object, tok: np.ndarray, kind: np.ndarray, offsets: np.ndarray, compared: np.ndarray | None
+        self, memo: dict, tok: np.ndarray, kind: np.ndarray, offsets: np.ndarray, compared: np.ndarray | None
     ) -> KindGroups | None:
         """For a quota with an inner greedy: ``quota.kind_groups`` of the candidates (what
         :meth:`run_rows` computes of them that no score or target changes), computed once
-        per ``owner`` (a sweep's shared state, whose arrays ``tok``, ``kind`` and ``compared``
-        are: every variant over the same candidates shares it) and kind order; else None."""
+        per ``memo`` (a sweep's ``SweepShared.memo``, whose arrays ``tok``, ``kind`` and
+        ``compared`` are: every variant over the same candidates shares it) and kind order;
+        else None. Two workers may both compute it; the first stored is kept."""
         if self.mode != MODE_QUOTA or self.use_knapsack:
             return None
         key = ("kind_groups", self.kind_rank.tobytes(), offsets.tobytes(), compared is not None)
-        return _memo(owner, key, lambda: kind_groups(tok, kind, offsets, self.kind_rank, compared))
+        groups = memo.get(key)
+        if groups is None:
+            groups = memo.setdefault(key, kind_groups(tok, kind, offsets, self.kind_rank, compared))
+        return groups
 
     @property
     def quota_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(kind_rank, q_has, q_req, q_cap, q_req_all)``: the QuotaSlice arrays, in the order
         the quota kernels take them."""
         return self.kind_rank, self.q_has, self.q_req, self.q_cap, self.q_req_all
-
-
-#: per live owner (``id``): its weak reference and what was computed for it (``_memo``)
-_MEMOS: dict[int, tuple[weakref.ref, dict]] = {}
-_MEMO_LOCK = threading.Lock()
-
-
-def _memo(owner: object, key: tuple, make: Callable[[], Any]) -> Any:
-    """``make()`` once per ``owner`` and ``key``, kept while ``owner`` lives (concurrent
-    variants may both compute it; the first stored is kept)."""
-    oid = id(owner)
-    with _MEMO_LOCK:
-        entry = _MEMOS.get(oid)
-        if entry is None or entry[0]() is not owner:
-            entry = (weakref.ref(owner, partial(_forget, oid)), {})
-            _MEMOS[oid] = entry
-        memo = entry[1]
-        if key in memo:
-            return memo[key]
-    value = make()
-    with _MEMO_LOCK:
-        return memo.setdefault(key, value)
-
-
-def _forget(oid: int, ref: weakref.ref) -> None:
-    # the owner died (a weakref callback: no lock, the GIL makes the check and pop safe enough
-    # - a newer owner with the same id has a different reference)
-    entry = _MEMOS.get(oid)
-    if entry is not None and entry[0] is ref:
-        _MEMOS.pop(oid, None)
 
 
 def row_order(slicer: Slicer) -> bool:
