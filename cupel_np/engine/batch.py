@@ -332,10 +332,12 @@ def _place(
     per_row = count_caps and plan is not None
     detail_a, detail_b = w.details() if per_row else (w.empty, w.empty)
     n_sets = table.n_sets
+    chrono = pol.placer == "chronological"
+    # only chronological placement reads the timestamps: u-shaped gets empty stand-ins (an
+    # ItemRows of new items would convert every item's timestamp to build the column)
+    ts, ts_valid = (table.timestamp, table.timestamp_valid) if chrono else (w.empty, np.zeros(0, np.bool_))
     err, err_a, sliced_tok, kept_tok, cc = place_stage.place_segments(
-        place_stage.PlaceRows(
-            table.tokens if plan is None else plan.row_tokens, table.kind_id, table.timestamp, table.timestamp_valid
-        ),
+        place_stage.PlaceRows(table.tokens if plan is None else plan.row_tokens, table.kind_id, ts, ts_valid),
         place_stage.PlaceSegments(
             cls.pin_rows,
             cls.pin_offsets,
@@ -346,7 +348,7 @@ def _place(
         cut,
         place_stage.PlacePolicy(
             _OVERFLOW[pol.overflow_strategy],
-            stages.PLACER_CHRONOLOGICAL if pol.placer == "chronological" else stages.PLACER_U_SHAPED,
+            stages.PLACER_CHRONOLOGICAL if chrono else stages.PLACER_U_SHAPED,
             count_caps,
             args.cap_of_kind,
         ),
