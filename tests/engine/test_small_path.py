@@ -219,3 +219,35 @@ def test_item_rows_hand_back_the_items_like_the_arrow_table():
         got = rows.rows(idx)
         assert [i.content for i in got] == [i.content for i in arrow.rows(idx)]
         assert all(any(g is it for it in items) for g in got)
+
+
+def test_u_shaped_placement_leaves_the_timestamps_unread():
+    """Only chronological placement reads the timestamp columns: a u-shaped selection whose
+    scorers do not read them leaves an ItemRows' timestamp column unbuilt (on items new to the
+    process, the costliest column to read), and selects what the Arrow path selects, on sets
+    above and below the place kernel's chronological filter size."""
+    from datetime import UTC, datetime, timedelta
+
+    from cupel_np.engine.small import run_sweep_one
+
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    for n in (5, 300):
+        items = [
+            c.ContextItem(
+                f"c{i}",
+                5 + i % 7,
+                timestamp=None if i % 4 == 0 else t0 + timedelta(minutes=i % 9),
+                future_relevance_hint=(i % 5) / 5,
+            )
+            for i in range(n)
+        ]
+        budget = c.ContextBudget(max_tokens=4 * n, target_tokens=3 * n)
+        for placer, overflow in (("u_shaped", "throw"), ("u_shaped", "truncate"), ("chronological", "throw")):
+            plan = PolicyPlan.of(c.Policy(c.ReflexiveScorer(), placer=placer, overflow_strategy=overflow))
+            rows = ItemRows.from_items(items)
+            got = run_sweep_one(rows, budget, plan)
+            assert ("_timestamps" in vars(rows)) == (placer == "chronological"), (n, placer)
+            want = run_sweep_one(c.ItemTable.from_items(items), budget, plan)
+            assert got.included[0].any() and np.array_equal(got.included[0], want.included[0])
+            assert np.array_equal(got.placed_pos[0], want.placed_pos[0])
+            assert np.array_equal(got.reason[0], want.reason[0])
