@@ -333,6 +333,10 @@ def _place(
     detail_a, detail_b = w.details() if per_row else (w.empty, w.empty)
     n_sets = table.n_sets
     chrono = pol.placer == "chronological"
+    if n_sets == 1:  # one set (a service's selection): a one-element array costs a third of np.full
+        targets, reserves = np.array((bud.target_tokens,), np.int64), np.array((bud.output_reserve,), np.int64)
+    else:
+        targets, reserves = np.full(n_sets, bud.target_tokens, np.int64), np.full(n_sets, bud.output_reserve, np.int64)
     # only chronological placement reads the timestamps: u-shaped gets empty stand-ins (an
     # ItemRows of new items would convert every item's timestamp to build the column)
     ts, ts_valid = (table.timestamp, table.timestamp_valid) if chrono else (w.empty, np.zeros(0, np.bool_))
@@ -342,8 +346,8 @@ def _place(
             cls.pin_rows,
             cls.pin_offsets,
             eff,
-            np.full(n_sets, bud.target_tokens, dtype=np.int64),
-            np.full(n_sets, bud.output_reserve, dtype=np.int64),
+            targets,
+            reserves,
         ),
         cut,
         place_stage.PlacePolicy(
@@ -358,7 +362,7 @@ def _place(
     )
     if plan is not None:
         grp.expand(plan, table.offsets, out.included[v], out.reason[v], w.position, seq, detail_a, detail_b)
-    if err.any():
+    if np.count_nonzero(err):
         out.errors[v].add(np.flatnonzero(err), partial(_overflow_error, table, err_a, bud.target_tokens, label))
     out.avail_slice[v] = eff - sliced_tok
     out.avail_place[v] = bud.target_tokens - kept_tok

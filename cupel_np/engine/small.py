@@ -134,9 +134,10 @@ def classify_one(table: ItemTable) -> Classified:
     tokens = table.tokens
     n = tokens.shape[0]
     neg = tokens < 0
-    first = np.full(1, -1, dtype=np.int64)
+    first = np.array((-1,), dtype=np.int64)
     pinned_tokens = np.zeros(1, dtype=np.int64)
-    if not (table.pinned.any() or neg.any()):  # the usual request: every item scoreable
+    # (count_nonzero: one C call, where ``.any()`` goes through NumPy's Python wrapper)
+    if not (np.count_nonzero(table.pinned) or np.count_nonzero(neg)):  # the usual request: every item scoreable
         return Classified(
             neg,
             np.zeros(n, dtype=np.bool_),
@@ -171,7 +172,7 @@ def _timestamps(
     if n <= placers.CHRONO_FILTER_MIN:
         return None, None
     rows = valid.nonzero()[0]
-    order = rows[np.argsort(ts[rows])]
+    order = rows[ts[rows].argsort()]
     ts_sorted = ts[order]
     compared = None
     if greedy_chrono and n >= greedy.BIG_GREEDY:

@@ -18,7 +18,7 @@ from array import array
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
-from itertools import chain, repeat
+from itertools import chain, count, repeat
 from operator import attrgetter, itemgetter
 
 import numpy as np
@@ -381,20 +381,26 @@ def _kind_ids_of_records(gids: np.ndarray) -> tuple[np.ndarray, dict] | None:
     return lut[gids], fold
 
 
-def _kind_ids(kinds: list[str]) -> tuple[np.ndarray, dict]:
-    """``_folded(*_ids(kinds))``, the folding of each set of distinct kinds done once."""
-    index = {v: i for i, v in enumerate(dict.fromkeys(kinds))}
-    key = tuple(index)
+def _kind_ids(items: list[ContextItem]) -> tuple[np.ndarray, dict]:
+    """``_folded(*_ids(kinds))`` of the items' kinds, the folding of each set of distinct kinds
+    done once. One pass over the items: each kind's first row (``dict.setdefault``), then the
+    rows' ids by NumPy gathers (no list of kinds, no second look-up per item)."""
+    first_row: dict[str, int] = {}
+    n = len(items)
+    first = np.fromiter(map(first_row.setdefault, map(_KIND, items), count()), dtype=np.int64, count=n)
+    key = tuple(first_row)
     hit = _KIND_FOLDS.get(key)
     if hit is None:
         if len(_KIND_FOLDS) >= _KIND_FOLDS_KEPT:
             _KIND_FOLDS.clear()
-        lut, fold = _folded(np.arange(len(key), dtype=np.int64), index)
+        lut, fold = _folded(np.arange(len(key), dtype=np.int64), dict(zip(key, range(len(key)))))
         hit = _KIND_FOLDS[key] = (lut, fold)
     lut, fold = hit
     if len(key) == 1:
-        return np.zeros(len(kinds), dtype=np.int64), fold
-    return lut[np.fromiter(map(index.__getitem__, kinds), dtype=np.int64, count=len(kinds))], fold
+        return np.zeros(n, dtype=np.int64), fold
+    at_first = np.empty(n, dtype=np.int64)  # per first row, its kind's folded id
+    at_first[list(first_row.values())] = lut
+    return at_first[first], fold
 
 
 def _small_sum(tokens: np.ndarray) -> bool:
@@ -449,7 +455,7 @@ class ItemRows(ItemTable):
         #: every content differs (no duplicate groups to look for)
         self.content_id, self.contents_distinct = _distinct_ids(items)
         kinds = None if rec is None else _kind_ids_of_records(rec["kind"])
-        self.kind_id, fold = _kind_ids(list(map(_KIND, items))) if kinds is None else kinds
+        self.kind_id, fold = _kind_ids(items) if kinds is None else kinds
         self.kind_vocab = list(fold)
         self._kind_index = fold
 
