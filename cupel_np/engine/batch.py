@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from cupel_np.engine import groups as grp
-from cupel_np.engine import place_stage, stages
+from cupel_np.engine import place_stage, placers, stages
 from cupel_np.engine.batch_kernels import duplicate_winners, included_positions
 from cupel_np.engine.parallel import run_tasks, threads_for
 from cupel_np.engine.reasons import R_COUNT_CAP_EXCEEDED, R_DEDUPLICATED, R_NEGATIVE_TOKENS
@@ -340,6 +340,15 @@ def _place(
     # only chronological placement reads the timestamps: u-shaped gets empty stand-ins (an
     # ItemRows of new items would convert every item's timestamp to build the column)
     ts, ts_valid = (table.timestamp, table.timestamp_valid) if chrono else (w.empty, np.zeros(0, np.bool_))
+    ts_order = sh.ts_order
+    later = sh.memo.get("ts_order_later") if chrono and ts_order is None else None  # (``small._shared``)
+    if later is not None:
+        # one set's timestamp order, built only where the place kernels read it: a set keeping
+        # more than CHRONO_FILTER_MIN items and at least 1/32 of its timestamped rows (it
+        # keeps at most its pinned rows and its selected candidates); else each sorts its own
+        kept = cls.pin_rows.shape[0] + np.count_nonzero(cut.rank >= 0)
+        if kept > placers.CHRONO_FILTER_MIN and kept * 32 >= np.count_nonzero(ts_valid):
+            ts_order = later()
     err, err_a, sliced_tok, kept_tok, cc = place_stage.place_segments(
         place_stage.PlaceRows(table.tokens if plan is None else plan.row_tokens, table.kind_id, ts, ts_valid),
         place_stage.PlaceSegments(
@@ -357,7 +366,7 @@ def _place(
             args.cap_of_kind,
         ),
         place_stage.PlaceOutputs(out.included[v], out.reason[v], detail_a, detail_b, w.position, seq),
-        sh.ts_order,
+        ts_order,
         w.lstpos,
     )
     if plan is not None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -33,6 +34,7 @@ from cupel_np.engine.placers import _mark_tied
 from cupel_np.engine.runner import PolicyRun
 from cupel_np.engine.scorers import ScoreContext, _evaluate, check_scorer_columns, kernels
 from cupel_np.engine.slicers import SlicerArgs, greedy_inside, slicer_args
+from cupel_np.engine.slicers.greedy import BIG_GREEDY
 from cupel_np.engine.sweep_run import Classified, ScorePlan, SweepRun
 from cupel_np.engine.sweep_shared import SweepShared, _duplicates, _score_terms, _scoreable
 from cupel_np.model.budget import ContextBudget
@@ -57,6 +59,9 @@ __all__ = ["SMALL_SET", "PolicyPlan", "classify_one", "run_one", "run_sweep_one"
 #: threads, measured on the loaded 2-core development machine); a bigger set with more than
 #: one thread goes to the batch engine, whose shared phase runs on the pool
 SMALL_SET = 10_000
+#: ``SweepShared.memo`` key of the timestamp order ``_shared`` leaves for ``batch._place`` to
+#: build where placement reads it (a function of no argument; the key is spelled out there)
+TS_ORDER_LATER = "ts_order_later"
 #: kind vocabularies a PolicyPlan keeps the slicer arrays of (then it starts again)
 _ARGS_KEPT = 64
 I64, B1 = np.int64, np.bool_
@@ -158,28 +163,36 @@ def classify_one(table: ItemTable) -> Classified:
     return Classified(neg, pin, sc_rows, _two(0, sc_rows.shape[0]), pin_rows, _two(0, n_pin), pinned_tokens, first)
 
 
+def _timestamp_order(table: ItemTable) -> place_stage.TimestampOrder | None:
+    """``placers.timestamp_order`` for one set: its timestamped rows sorted by timestamp (the
+    same NumPy sort of the same timestamps), None for a set of at most
+    ``placers.CHRONO_FILTER_MIN`` items (placement never reads it there)."""
+    ts, valid = table.timestamp, table.timestamp_valid
+    if valid.shape[0] <= placers.CHRONO_FILTER_MIN:
+        return None
+    rows = valid.nonzero()[0]
+    order = rows[ts[rows].argsort()]
+    return place_stage.TimestampOrder(order, ts[order], _two(0, rows.shape[0]))
+
+
 def _timestamps(
     table: ItemTable, sc_rows: np.ndarray, greedy_chrono: bool
 ) -> tuple[place_stage.TimestampOrder | None, np.ndarray | None]:
     """``sweep_shared._timestamps`` (``placers.timestamp_order`` and ``chrono_compared``) for one
-    set: the same NumPy sort of the same timestamps, the same tie-marking kernel, each only
-    where it is read (the order for a set of more than ``placers.CHRONO_FILTER_MIN`` items,
-    the compared rows for one of ``BIG_GREEDY`` or more)."""
+    set: the same sort, the same tie-marking kernel, each only where it is read (the order
+    for a set of more than ``placers.CHRONO_FILTER_MIN`` items, the compared rows for one of
+    ``BIG_GREEDY`` or more)."""
     from cupel_np.engine.slicers import greedy
 
-    ts, valid = table.timestamp, table.timestamp_valid
-    n = valid.shape[0]
-    if n <= placers.CHRONO_FILTER_MIN:
-        return None, None
-    rows = valid.nonzero()[0]
-    order = rows[ts[rows].argsort()]
-    ts_sorted = ts[order]
+    ts_order = _timestamp_order(table)
     compared = None
-    if greedy_chrono and n >= greedy.BIG_GREEDY:
+    n = table.n
+    if ts_order is not None and greedy_chrono and n >= greedy.BIG_GREEDY:
+        valid = table.timestamp_valid
         flag = np.zeros(n, dtype=np.bool_)
-        _mark_tied(order, ts_sorted, 0, order.shape[0], flag)
+        _mark_tied(ts_order.order, ts_order.sorted, 0, ts_order.order.shape[0], flag)
         compared = flag | ~valid if sc_rows.shape[0] == n else flag[sc_rows] | ~valid[sc_rows]
-    return place_stage.TimestampOrder(order, ts_sorted, _two(0, rows.shape[0])), compared
+    return ts_order, compared
 
 
 def _score(child: Scorer, table: ItemTable, ctx: ScoreContext, plan: PolicyPlan, every: bool) -> np.ndarray:
@@ -220,7 +233,14 @@ def _shared(table: ItemTable, plan: PolicyPlan, cls: Classified, max_cells: int)
     same order, each writing its own output."""
     sc_rows, sc_off = cls.sc_rows, cls.sc_offsets
     ctx = ScoreContext(table, sc_rows, sc_off)
-    ts_order, compared = _timestamps(table, sc_rows, plan.greedy_chrono) if plan.chrono else (None, None)
+    ts_order, compared, memo = None, None, {}
+    if plan.chrono and table.n < BIG_GREEDY and plan.policy.groups is None:
+        # no compared rows to build (a set below BIG_GREEDY), and the order is read only when
+        # the set keeps more than CHRONO_FILTER_MIN items: ``batch._place`` builds it then
+        # (a 50-item request keeping 12 builds none)
+        memo[TS_ORDER_LATER] = partial(_timestamp_order, table)
+    elif plan.chrono:
+        ts_order, compared = _timestamps(table, sc_rows, plan.greedy_chrono)
     base = np.empty((sc_rows.shape[0], len(plan.children)), dtype=np.float64)
     every = sc_rows.shape[0] == table.n  # the scoreable rows (ascending) are every row
     for j, child in enumerate(plan.children):  # distinct: no need for the context's cache and locks
@@ -248,6 +268,7 @@ def _shared(table: ItemTable, plan: PolicyPlan, cls: Classified, max_cells: int)
         ts_order=ts_order,
         chrono_compared=compared,
         group_plans=plans,
+        memo=memo,
     )
 
 

@@ -251,3 +251,29 @@ def test_u_shaped_placement_leaves_the_timestamps_unread():
             assert got.included[0].any() and np.array_equal(got.included[0], want.included[0])
             assert np.array_equal(got.placed_pos[0], want.placed_pos[0])
             assert np.array_equal(got.reason[0], want.reason[0])
+
+
+def test_the_timestamp_order_is_built_only_where_placement_reads_it(monkeypatch):
+    """A single set's shared timestamp order is built by the place stage, and only when the
+    set may keep more than ``placers.CHRONO_FILTER_MIN`` items and 1/32 of its timestamped
+    rows (else the place kernel sorts the kept items itself); the selection is the batch
+    engine's either way (tied timestamps, a pinned item, both overflow strategies that place)."""
+    from datetime import UTC, datetime, timedelta
+
+    from cupel_np.engine import placers, small
+
+    built = []
+    order_of = small._timestamp_order
+    monkeypatch.setattr(small, "_timestamp_order", lambda table: built.append(1) or order_of(table))
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    items = [
+        c.ContextItem(f"c{i}", 10, timestamp=None if i % 5 == 0 else t0 + timedelta(hours=i % 6), pinned=i == 3)
+        for i in range(60)
+    ]
+    for keep, overflow in ((5, "throw"), (placers.CHRONO_FILTER_MIN, "truncate"), (40, "throw"), (40, "truncate")):
+        budget = c.ContextBudget(max_tokens=10 * keep + 50, target_tokens=10 * keep)
+        policy = c.Policy(c.RecencyScorer(), placer="chronological", overflow_strategy=overflow)
+        built.clear()
+        got = run_one(ItemRows.from_items(items), budget, PolicyPlan.of(policy))
+        assert bool(built) == (keep > placers.CHRONO_FILTER_MIN), keep
+        assert_same_run(got, run_policy(c.ItemTable.from_items(items), budget, policy))
