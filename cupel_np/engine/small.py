@@ -9,8 +9,10 @@ than the kernels. :func:`run_one` runs the same stages on the calling thread:
   whether it names a column scorer) is built once per policy (:class:`PolicyPlan`, kept by
   ``Pipeline``), not per call;
 * the classify stage is the one-set form (no segment sums);
-* the shared phase (timestamp order, base score columns, group units, duplicate groups,
-  gathers) runs its steps directly, without the pool's task objects;
+* the shared phase (base score columns, group units, duplicate groups, gathers) runs its
+  steps directly, without the pool's task objects; the timestamp order of a set below
+  ``BIG_GREEDY`` rows without groups is left to the place stage (``batch._place``), which
+  builds it only when the set keeps enough items for the place kernels to read it;
 * then ``batch.run_variant`` runs the variant: the same deduplicate, slice and place calls,
   on the same kernels, as a sweep. The result is the same ``SweepRun`` the batch engine
   writes, bit for bit (``tests/engine/test_small_path.py`` compares them).
