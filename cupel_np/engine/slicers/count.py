@@ -626,7 +626,9 @@ def _solo_greedy(tok, score, offsets, com, com_off, res_targets, solo, rank, pre
             prefix[s] = pf[0]
 
 
-def count_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, compared=None, unordered=False):
+def count_greedy_slice(
+    args, tok, score, kind, offsets, targets, max_cells, compared=None, unordered=False, scratch=None
+):
     """CountQuotaSlice with an inner greedy over every segment, candidates in row order inside
     each segment; the arguments (``args``: a ``SlicerArgs``) and results of
     ``slicers.slice_segments`` (see the module docstring for the phases), and the unordered
@@ -639,7 +641,8 @@ def count_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, comp
     The selection is the same. ``unordered`` (without ``compared``): the prefix's kept picks
     stay unordered, ranked in index order after the committed ones, and are returned as the
     segments' ranges of ranks ``(r_off, r_lo, r_hi)`` (``place_stage.Candidates.prefix_ranges``:
-    u-shaped placement orders only the ties it compares)."""
+    u-shaped placement orders only the ties it compares). ``scratch``: the caller's reused
+    buffers for greedy's big path (``greedy.GreedyScratch``)."""
     assert args.mode == MODE_COUNT and not args.use_knapsack  # the caller's dispatch (SlicerArgs.run)
     e_kind, cap_of_kind = args.e_kind, args.cap_of_kind
     n_seg, n_e = offsets.shape[0] - 1, e_kind.shape[0]
@@ -671,7 +674,7 @@ def count_greedy_slice(args, tok, score, kind, offsets, targets, max_cells, comp
     rank = fresh_ranks(offsets, g_targets)  # unwritten where greedy's big path writes every rank
     if solo.any():
         _solo_greedy(tok, score, offsets, com, com_off, res_targets, solo, rank, pf, compared)
-    greedy_segments(ftok, score, offsets, g_targets, rank, prefix=pf, compared=compared)
+    greedy_segments(ftok, score, offsets, g_targets, rank, prefix=pf, compared=compared, scratch=scratch)
     cap_dropped = np.zeros(n_seg, dtype=np.int64)
     pre_kept = np.zeros(n_seg, dtype=np.int64)
     _count_finish(
