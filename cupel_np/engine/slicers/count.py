@@ -11,6 +11,15 @@ selects them and needs no residual copy (``greedy.greedy_segments``, which never
 score order: its own order is (density, score, row)); phase 3 drops the greedy's picks over
 their kind's count cap, in its output order, and numbers the rest after the committed ones
 (:func:`_count_finish`).
+
+A big segment (greedy's big path, ``greedy.BIG_GREEDY`` candidates) folds the phases into
+greedy's own passes (:func:`_count_big`): phase 1's buffers are filled in the pass that builds
+the density keys and the frontier's histogram (:func:`_count_frontier`), the committed
+candidates leave the histogram and get a key no candidate has (:data:`MARK`, so no stand-in
+tokens and no residual copy), phase 3 marks each capped kind's fitting-prefix picks past its
+cap the same way before the prefix pass ranks the rest (:func:`_cap_prefix`), and drops the
+walk's past it afterwards (:func:`_cap_walk`): no pass over the candidates for phase 3 and
+none to renumber the ranks.
 """
 
 from __future__ import annotations
@@ -19,8 +28,19 @@ import numpy as np
 
 from cupel_np._jit import jit, jit_inner
 from cupel_np.engine.batch_kernels import BIT1, popcount
+from cupel_np.engine.slicers import greedy
 from cupel_np.engine.slicers.codes import ERR_SCARCITY, ERR_TABLE_TOO_LARGE, MODE_COUNT
-from cupel_np.engine.slicers.greedy import RADIX_PICK, density_key, fresh_ranks, greedy_segments
+from cupel_np.engine.slicers.greedy import (
+    FRONTIER_BLOCK,
+    RADIX_PICK,
+    GreedyScratch,
+    _walk_chunks,
+    density_key,
+    fresh_ranks,
+    greedy_segments,
+    order_positions,
+)
+from cupel_np.engine.slicers.packed import _rank_packed, pack_bits
 from cupel_np.engine.slicers.quota import _inner_pick
 from cupel_np.engine.sortkeys import _SIGN, NAN_LAST, desc_bits, radix_argsort, score_cmp, stable_argsort
 
@@ -239,7 +259,8 @@ def _count_commit(
     ftok : phase 2's tokens - ``tok`` with each committed candidate's replaced by its segment's
         residual target + 1: the inner greedy over every candidate never selects it (it never
         fits, and the big path's frontier, the first key whose running total passes the
-        target, is at or before its key), so phase 2 needs no residual copy
+        target, is at or before its key), so phase 2 needs no residual copy (unwritten in the
+        segments whose target is not positive)
     com, com_off : the committed positions, segment ``s``'s at ``com[com_off[s]:com_off[s+1]]``
         in their rank order (entry order, score order within an entry)
     res_targets : per segment phase 2's target (0: no phase 2)
@@ -286,9 +307,7 @@ def _count_commit(
         com_off[s] = c
         res_targets[s] = 0
         solo[s] = False
-        if hi - lo == 0 or targets[s] <= 0:
-            for p in range(lo, hi):
-                ftok[p] = tok[p]
+        if hi - lo == 0 or targets[s] <= 0:  # no phase 2 reads its ``ftok``
             continue
         for k in range(n_kinds):
             bound[k] = 0
@@ -607,6 +626,385 @@ def _count_finish(
         pre_kept[s] = n_pre - pre_drop
 
 
+#: a density key no candidate has (``greedy.density_key`` is never NaN; the largest key is
+#: +inf's): the big path's mark for the committed candidates and the dropped prefix picks
+MARK = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+@jit
+def _count_frontier(
+    tok,
+    score,
+    kind,
+    target,
+    e_kind,
+    e_require,
+    entry_of,
+    capped,
+    throw_on_scarcity,
+    taken,
+    satisfied,
+    kb,
+    skb,
+    stok,
+    cpos,
+    com,
+):
+    """Phases 1 and 2's frontier for one big segment (the arrays are the segment's), in one
+    pass over the candidates: their density keys (into ``kb``) with the token histogram of
+    the keys' first 16 bits (as ``greedy._frontier``), each entry's top candidates by score
+    (as :func:`_count_commit`'s buffers) and the candidates of capped kinds (``capped``: 1 per
+    such kind, else 0) into ``cpos``. The committed candidates (``com``, in rank order) then
+    leave the histogram and get the key :data:`MARK`, so the frontier that follows is the
+    residual's: the inner greedy over the uncommitted candidates with the residual target.
+
+    ``taken``/``satisfied``: the segment's rows (per entry). Returns ``(n_c, fail, rt, thr,
+    used, n_cp)``: the committed count, the entry that fell short under
+    ``throw_on_scarcity`` (-1: none; else ``n_c`` is the count it found), the residual target
+    (0: no phase 2), the frontier key (``MARK`` when every uncommitted candidate fits) and the
+    tokens below it, and the count of capped-kind candidates in ``cpos``."""
+    n = tok.shape[0]
+    n_e = e_kind.shape[0]
+    n_kinds = entry_of.shape[0]
+    nb = 65536
+    mask = np.uint64(nb - 1)
+    w = np.zeros(nb, dtype=np.int64)
+    sh = np.uint64(48)
+    buf = np.empty(n_e * TOP_BUFFER, dtype=np.int64)
+    bkey = np.empty(n_e * TOP_BUFFER, dtype=np.uint64)
+    nbuf = np.zeros(n_e, dtype=np.int64)
+    bound = np.zeros(n_kinds, dtype=np.uint64)
+    open_ = np.empty(n_kinds, dtype=np.bool_)
+    for k in range(n_kinds):
+        open_[k] = entry_of[k] >= 0
+    sc = np.empty(1, dtype=np.float64)
+    su = sc.view(np.uint64)
+    y = np.empty(FRONTIER_BLOCK, dtype=np.float64)
+    yb = y.view(np.uint64)
+    n_cp = 0
+    for lo in range(0, n, FRONTIER_BLOCK):
+        hi = min(lo + FRONTIER_BLOCK, n)
+        for i in range(lo, hi):
+            y[i - lo] = density_key(tok[i], score[i])
+        for i in range(lo, hi):  # float bit patterns to order-preserving keys (as density_bits)
+            b = yb[i - lo]
+            b = ~b if b & _SIGN else b | _SIGN
+            kb[i] = b
+            w[b >> sh] += tok[i]
+        for i in range(lo, hi):
+            k = kind[i]
+            cpos[n_cp] = i
+            n_cp += capped[k]
+            x = score[i]
+            sc[0] = 0.0 - x  # as sortkeys.desc_bits: -0.0 and 0.0 share a key, NaN last
+            b = su[0]
+            key = NAN_LAST if x != x else (~b if b & _SIGN else b | _SIGN)
+            if (key < bound[k]) | open_[k]:
+                e = entry_of[k]
+                base = e * TOP_BUFFER
+                need = e_require[e]
+                q = nbuf[e]
+                if q == need:
+                    q -= 1
+                else:
+                    nbuf[e] = q + 1
+                while q > 0 and key < bkey[base + q - 1]:
+                    buf[base + q] = buf[base + q - 1]
+                    bkey[base + q] = bkey[base + q - 1]
+                    q -= 1
+                buf[base + q] = i
+                bkey[base + q] = key
+                if nbuf[e] == need:
+                    open_[k] = False
+                    bound[k] = bkey[base + need - 1]
+    c = 0
+    prealloc = 0
+    for e in range(n_e):
+        need = e_require[e]
+        if need <= 0:
+            continue
+        kk = e_kind[e]
+        got = 0
+        if kk >= 0:
+            if need <= TOP_BUFFER:
+                got = nbuf[e]
+                for j in range(got):
+                    p = buf[e * TOP_BUFFER + j]
+                    com[c] = p
+                    c += 1
+                    prealloc += tok[p]
+            else:
+                top = _top_of_kind(score, kind, 0, n, kk, need)
+                got = top.shape[0]
+                for j in range(got):
+                    p = top[j]
+                    com[c] = p
+                    c += 1
+                    prealloc += tok[p]
+        taken[e] = got
+        if got < need:
+            if throw_on_scarcity:
+                return got, e, 0, MARK, 0, n_cp
+            satisfied[e] = got
+    for j in range(c):  # the committed candidates leave phase 2
+        p = com[j]
+        w[kb[p] >> sh] -= tok[p]
+        kb[p] = MARK
+    if target <= prealloc:
+        return c, -1, 0, MARK, 0, n_cp
+    rt = target - prealloc
+    # the frontier, as greedy._frontier (MARK's first 16 bits hold no tokens: never crossing)
+    acc = 0
+    b = 0
+    while b < nb and acc + w[b] <= rt:
+        acc += w[b]
+        b += 1
+    if b == nb:
+        return c, -1, rt, MARK, -1, n_cp
+    prefix = np.uint64(b)
+    m = 0
+    for i in range(n):
+        k = kb[i]
+        if k >> sh == prefix:
+            skb[m] = k
+            stok[m] = tok[i]
+            m += 1
+    for level in range(3):
+        sh = np.uint64(32 - 16 * level)
+        for j in range(nb):
+            w[j] = 0
+        for j in range(m):
+            w[(skb[j] >> sh) & mask] += stok[j]
+        b = 0
+        while acc + w[b] <= rt:
+            acc += w[b]
+            b += 1
+        prefix = (prefix << np.uint64(16)) | np.uint64(b)
+        q = 0
+        for j in range(m):
+            k = skb[j]
+            skb[q] = k
+            stok[q] = stok[j]
+            q += 1 if k >> sh == prefix else 0
+        m = q
+    return c, -1, rt, prefix, acc, n_cp
+
+
+@jit
+def _cap_prefix(kb, score, kind, thr, cpos, slot, keep):
+    """Phase 3 inside one big segment's fitting prefix (density key below ``thr``), before
+    the prefix is ranked: each capped kind (``slot`` per kind, -1: none) keeps its first
+    ``keep[slot]`` prefix picks in output order (density key, then score, then row: below the
+    ``keep``-th key by selection, then on that key by (score, row)) and the others get the
+    key :data:`MARK`, so the prefix pass neither ranks nor walks them. ``cpos``: the capped
+    kinds' candidates (ascending). ``keep`` becomes what each kind may still keep beyond the
+    prefix; returns the picks dropped."""
+    n_cap = keep.shape[0]
+    cnt = np.zeros(n_cap, dtype=np.int64)
+    for j in range(cpos.shape[0]):
+        p = cpos[j]
+        cnt[slot[kind[p]]] += 1 if kb[p] < thr else 0
+    dropped = 0
+    for ci in range(n_cap):
+        left = keep[ci]
+        if cnt[ci] <= left:
+            keep[ci] = left - cnt[ci]
+            continue
+        keep[ci] = 0
+        pk = np.empty(cnt[ci], dtype=np.int64)  # the kind's prefix picks, ascending
+        c = 0
+        for j in range(cpos.shape[0]):
+            p = cpos[j]
+            if slot[kind[p]] == ci and kb[p] < thr:
+                pk[c] = p
+                c += 1
+        drop = np.ones(c, dtype=np.bool_)
+        if left > 0:
+            kp = np.empty(c, dtype=np.uint64)
+            for j in range(c):
+                kp[j] = kb[pk[j]]
+            t = _kth_key(kp, left - 1)
+            n_below = 0
+            n_tie = 0
+            for j in range(c):
+                if kp[j] < t:
+                    drop[j] = False
+                    n_below += 1
+                elif kp[j] == t:
+                    n_tie += 1
+            ties = np.empty(n_tie, dtype=np.int64)  # indexes into pk, in row order
+            q = 0
+            for j in range(c):
+                if kp[j] == t:
+                    ties[q] = j
+                    q += 1
+            o = stable_argsort(desc_bits(score[pk[ties]]))  # (score, row): ties are in row order
+            for q in range(left - n_below):
+                drop[ties[o[q]]] = False
+        for j in range(c):
+            if drop[j]:
+                kb[pk[j]] = MARK
+                dropped += 1
+    return dropped
+
+
+@jit
+def _count_prefix(kb, tok, thr, remaining, rank, r0, cand):
+    """``greedy._prefix_ranks`` with the keys :data:`MARK` left out: the prefix candidates
+    (key below ``thr``) get ranks ``r0, r0 + 1, ...`` in index order, every other candidate -1;
+    the candidates beyond the prefix that still fit ``remaining`` tokens (not marked) go to
+    ``cand[:m]``. Returns the prefix's count and ``m``. Branch-free."""
+    n = kb.shape[0]
+    c = 0
+    m = 0
+    for i in range(n):
+        key = kb[i]
+        inside = 1 if key < thr else 0
+        rank[i] = (r0 + c + 1) * inside - 1
+        c += inside
+        cand[m] = i
+        m += (1 - inside) & (1 if key != MARK else 0) & (1 if tok[i] <= remaining else 0)
+    return c, m
+
+
+@jit
+def _count_prefix_marked(kb, tok, thr, remaining, rank, r0, marked, bits, pk, pos, kp, cand):
+    """``greedy._prefix_ranks_marked`` with the keys :data:`MARK` left out (as
+    :func:`_count_prefix`; unmarked prefix ranks from ``r0``). Returns ``(k, c, m)``."""
+    n = kb.shape[0]
+    hi_mask = ~((np.uint64(1) << np.uint64(bits)) - np.uint64(1))
+    k = 0
+    c = 0
+    m = 0
+    for i in range(n):
+        key = kb[i]
+        inside = 1 if key < thr else 0
+        mk = inside & (1 if marked[i] else 0)
+        un = inside - mk
+        rank[i] = (r0 + c + 1) * un - 1
+        c += un
+        pk[k] = (key & hi_mask) | np.uint64(k)
+        pos[k] = i
+        kp[k] = key
+        k += mk
+        cand[m] = i
+        m += (1 - inside) & (1 if key != MARK else 0) & (1 if tok[i] <= remaining else 0)
+    return k, c, m
+
+
+@jit
+def _cap_walk(cand, rank, kind, slot, keep, r0, byrank):
+    """Phase 3 beyond one big segment's prefix: the walk's picks (among ``cand``, ranks from
+    ``r0``, exact) in rank order; a capped kind's past its ``keep[slot]`` are dropped and the
+    rest renumbered from ``r0``. ``byrank``: scratch as long as ``cand``. Returns the
+    picks dropped."""
+    n_w = 0
+    for j in range(cand.shape[0]):
+        p = cand[j]
+        r = rank[p]
+        if r >= r0:
+            byrank[r - r0] = p
+            n_w += 1
+    dropped = 0
+    nr = r0
+    for q in range(n_w):
+        p = byrank[q]
+        ci = slot[kind[p]]
+        if ci >= 0:
+            if keep[ci] > 0:
+                keep[ci] -= 1
+            else:
+                rank[p] = -1
+                dropped += 1
+                continue
+        rank[p] = nr
+        nr += 1
+    return dropped
+
+
+def _count_big(args, tok, score, kind, target, marked, order, rank, scratch, taken, satisfied):
+    """CountQuotaSlice over greedy for one big segment (the arrays are the segment's;
+    ``taken``/``satisfied`` its rows), phase 3 folded into phase 2: the frontier of the
+    residual (:func:`_count_frontier`), the capped kinds' prefix picks past their caps marked
+    (:func:`_cap_prefix`), the prefix pass ranking what is left after the committed ranks
+    (with ``marked``: the unmarked ones in index order, then the marked ones in exact order,
+    as ``greedy_segments(compared=)``), the exact walk beyond the frontier with its capped
+    picks dropped (:func:`_cap_walk`). ``order``: the kept prefix in exact order too (no
+    unordered prefix). Writes every rank of the segment. Returns ``(fail, got, n_c, dropped,
+    kept prefix)`` (``fail``: the entry short under scarcity "throw", -1 none)."""
+    n = tok.shape[0]
+    e_kind, cap_of_kind = args.e_kind, args.cap_of_kind
+    n_kinds = cap_of_kind.shape[0]
+    entry_of = np.full(n_kinds, -1, dtype=np.int64)
+    slot = np.full(n_kinds, -1, dtype=np.int64)
+    caps = []
+    for e in range(e_kind.shape[0]):
+        kk = int(e_kind[e])
+        if kk >= 0 and 0 < args.e_require[e] <= TOP_BUFFER:
+            entry_of[kk] = e
+        if kk >= 0 and cap_of_kind[kk] >= 0:
+            slot[kk] = len(caps)
+            caps.append((kk, e))
+    capped = (slot >= 0).astype(np.int64)
+    kb = scratch.get("kb", n, np.uint64)
+    pk = scratch.get("pk", n, np.uint64)
+    pos = scratch.get("pos", n, np.int64)
+    cpos = scratch.get("c_pos", n if caps else 0, np.int64)
+    com = np.empty(int(args.e_require.clip(0).sum()), dtype=np.int64)
+    n_c, fail, rt, thr, used, n_cp = _count_frontier(
+        tok,
+        score,
+        kind,
+        target,
+        e_kind,
+        args.e_require,
+        entry_of,
+        capped,
+        bool(args.throw_on_scarcity),
+        taken,
+        satisfied,
+        kb,
+        pk,
+        pos,
+        cpos,
+        com,
+    )
+    if fail >= 0 or rt <= 0:
+        rank[:] = -1
+        if fail >= 0:
+            return fail, n_c, 0, 0, 0
+        rank[com[:n_c]] = np.arange(n_c)
+        return -1, 0, n_c, 0, 0
+    thr = np.uint64(thr)
+    every = used < 0
+    remaining = 0 if every else rt - used
+    keep = np.array([max(int(cap_of_kind[kk] - taken[e]), 0) for kk, e in caps], dtype=np.int64)
+    dropped = _cap_prefix(kb, score, kind, thr, cpos[:n_cp], slot, keep) if caps else 0
+    cand = scratch.get("cand", n, np.int64)
+    if marked is None:
+        n_pre, m = _count_prefix(kb, tok, thr, remaining, rank, n_c, cand)
+    else:
+        bits = pack_bits(n)
+        kp = scratch.get("kp", n, np.uint64)
+        k, n_pre, m = _count_prefix_marked(kb, tok, thr, remaining, rank, n_c, marked, bits, pk, pos, kp, cand)
+        if k:
+            pk = pk[:k]
+            pk.sort()  # NumPy's SIMD sort of distinct uint64 keys, in place
+            r, sp = scratch.get("r", k, np.int64), scratch.get("sp", k, np.float64)
+            _rank_packed(pk, pos[:k], kp[:k], bits, score, rank, n_c + n_pre, r, sp)
+            n_pre += k
+    cand = cand[:m]
+    if m:
+        _walk_chunks(kb, tok, score, cand, remaining, rank, n_c + n_pre, greedy.MIN_CHUNK)
+        if caps:
+            dropped += _cap_walk(cand, rank, kind, slot, keep, n_c + n_pre, scratch.get("c_walk", m, np.int64))
+    if order and n_pre > 1:
+        p = np.flatnonzero((rank >= n_c) & (rank < n_c + n_pre))
+        rank[order_positions(tok, score, p, kb)] = n_c + np.arange(p.shape[0])
+    rank[com[:n_c]] = np.arange(n_c)
+    return -1, 0, n_c, dropped, n_pre
+
+
 def _solo_greedy(tok, score, offsets, com, com_off, res_targets, solo, rank, prefix, compared):
     """Phase 2 for the ``solo`` segments (see :func:`_count_commit`): the greedy over the
     segment's candidates less the committed ones, its ranks scattered back (rare: tokens
@@ -644,14 +1042,66 @@ def count_greedy_slice(
     u-shaped placement orders only the ties it compares). ``scratch``: the caller's reused
     buffers for greedy's big path (``greedy.GreedyScratch``)."""
     assert args.mode == MODE_COUNT and not args.use_knapsack  # the caller's dispatch (SlicerArgs.run)
-    e_kind, cap_of_kind = args.e_kind, args.cap_of_kind
-    n_seg, n_e = offsets.shape[0] - 1, e_kind.shape[0]
+    n_seg, n_e = offsets.shape[0] - 1, args.e_kind.shape[0]
     unordered = unordered and compared is None
     err = np.zeros(n_seg, dtype=np.int8)
     err_a = np.zeros(n_seg, dtype=np.int64)
     err_b = np.zeros(n_seg, dtype=np.int64)
     satisfied = np.full((n_seg, n_e), -1, dtype=np.int64)
     taken = np.zeros((n_seg, n_e), dtype=np.int64)
+    cap_dropped = np.zeros(n_seg, dtype=np.int64)
+    pre_kept = np.zeros(n_seg, dtype=np.int64)
+    n_com = np.zeros(n_seg, dtype=np.int64)
+    sizes = np.diff(offsets)
+    big = (sizes >= greedy.BIG_GREEDY) & (targets > 0)
+    if n_seg and big.all():  # (the usual sweep: one big set) no other segment to rank
+        rank = np.empty(int(offsets[-1]), dtype=np.int64)
+    else:
+        rank = _count_rows(
+            args,
+            tok,
+            score,
+            kind,
+            offsets,
+            np.where(big, 0, targets) if big.any() else targets,
+            compared,
+            unordered,
+            scratch,
+            (err, err_a, err_b, satisfied, taken, cap_dropped, pre_kept, n_com),
+        )
+    for s in np.flatnonzero(big).tolist():
+        lo, hi = int(offsets[s]), int(offsets[s + 1])
+        fail, got, n_com[s], cap_dropped[s], pre_kept[s] = _count_big(
+            args,
+            tok[lo:hi],
+            score[lo:hi],
+            kind[lo:hi],
+            int(targets[s]),
+            None if compared is None else compared[lo:hi],
+            compared is None and not unordered,
+            rank[lo:hi],
+            GreedyScratch() if scratch is None else scratch,
+            taken[s],
+            satisfied[s],
+        )
+        if fail >= 0:
+            err[s], err_a[s], err_b[s] = ERR_SCARCITY, fail, got
+    ranges = None
+    if unordered:  # one range per set: its prefix's kept picks, after the committed ones
+        has = pre_kept > 1
+        r_lo = n_com[has]
+        ranges = np.concatenate(([0], np.cumsum(has))).astype(np.int64), r_lo, r_lo + pre_kept[has]
+    return (rank, err, err_a, err_b, satisfied, cap_dropped), ranges
+
+
+def _count_rows(args, tok, score, kind, offsets, targets, compared, unordered, scratch, outs):
+    """The three phases over the segments whose ``targets`` are positive (the others' ranks
+    -1): :func:`_count_commit`, ``greedy_segments`` over the stand-in tokens,
+    :func:`_count_finish`. ``outs``: ``(err, err_a, err_b, satisfied, taken, cap_dropped,
+    pre_kept, n_com)``, written at those segments. Returns the ranks."""
+    err, err_a, err_b, satisfied, taken, cap_dropped, pre_kept, n_com = outs
+    e_kind, cap_of_kind = args.e_kind, args.cap_of_kind
+    n_seg = offsets.shape[0] - 1
     ftok, com, com_off, res_targets, solo = _count_commit(
         tok,
         score,
@@ -675,8 +1125,6 @@ def count_greedy_slice(
     if solo.any():
         _solo_greedy(tok, score, offsets, com, com_off, res_targets, solo, rank, pf, compared)
     greedy_segments(ftok, score, offsets, g_targets, rank, prefix=pf, compared=compared, scratch=scratch)
-    cap_dropped = np.zeros(n_seg, dtype=np.int64)
-    pre_kept = np.zeros(n_seg, dtype=np.int64)
     _count_finish(
         tok,
         score,
@@ -694,9 +1142,5 @@ def count_greedy_slice(
         cap_dropped,
         pre_kept,
     )
-    ranges = None
-    if unordered:  # one range per set: its prefix's kept picks, after the committed ones
-        has = pre_kept > 1
-        r_lo = np.diff(com_off)[has]
-        ranges = np.concatenate(([0], np.cumsum(has))).astype(np.int64), r_lo, r_lo + pre_kept[has]
-    return (rank, err, err_a, err_b, satisfied, cap_dropped), ranges
+    n_com[:] = np.diff(com_off)
+    return rank
