@@ -235,12 +235,10 @@ def _slice_sorted(
     surv_off: np.ndarray,
     targets: np.ndarray,
     label: str,
-    w: _Scratch | None = None,
 ) -> place_stage.Candidates:
     """Every other slicer: sort the survivors by score (a quota or count quota slicer with an
     inner greedy needs no sort either, ``slicers.row_order``), slice, and record the
-    variant's count-cap drops, shortfalls and per-set slicer errors. ``w``: the worker's
-    scratch, whose greedy buffers a quota or count quota over greedy reuses on a big set."""
+    variant's count-cap drops, shortfalls and per-set slicer errors."""
     sc_rows = sh.classified.sc_rows
     slicer = out.variants[v].policy.slicer
     unsorted = row_order(slicer)
@@ -273,7 +271,6 @@ def _slice_sorted(
             compared=compared,
             unordered=pol.placer == "u_shaped",
             groups=groups,
-            scratch=w.greedy() if w is not None and cand.shape[0] >= _SCRATCH_MIN else None,
         )
     else:
         rank, err, err_a, err_b, satisfied, cap_dropped = args.run(
@@ -465,7 +462,7 @@ def run_variant(sh: SweepShared, out: SweepRun, v: int, w: _Scratch, args: Slice
     if isinstance(var.policy.slicer, GreedySlice):
         cut = _slice_greedy(sh, w, var.policy.placer, sc, surv, surv_off, run_targets)
     else:
-        cut = _slice_sorted(sh, out, v, args, sc, surv, surv_off, run_targets, label, w)
+        cut = _slice_sorted(sh, out, v, args, sc, surv, surv_off, run_targets, label)
     stamp[3] = time.time_ns()
     _place(sh, out, v, args, cut, eff, w, label, plan)
     stamp[4] = time.time_ns()

@@ -11,7 +11,7 @@ import numpy as np
 
 from cupel_np.engine.slicers.codes import ERR_NEEDS_SPLIT, MODE_COUNT, MODE_GREEDY, MODE_KNAPSACK, MODE_QUOTA
 from cupel_np.engine.slicers.count import _slice_count, count_greedy_slice
-from cupel_np.engine.slicers.greedy import GreedyScratch, _slice_greedy
+from cupel_np.engine.slicers.greedy import _slice_greedy
 from cupel_np.engine.slicers.knapsack import _slice_knapsack, _slice_knapsack_split
 from cupel_np.engine.slicers.quota import KindGroups, _slice_quota, kind_groups, quota_greedy_slice
 from cupel_np.model.items import ItemTable
@@ -155,7 +155,6 @@ class SlicerArgs(NamedTuple):
         compared: np.ndarray | None = None,
         unordered: bool = False,
         groups: KindGroups | None = None,
-        scratch: GreedyScratch | None = None,
     ) -> tuple[
         tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
         tuple[np.ndarray, np.ndarray, np.ndarray] | None,
@@ -167,14 +166,10 @@ class SlicerArgs(NamedTuple):
         Returns ``((rank, err, err_a, err_b, satisfied, cap_dropped), ranges)``: those
         prefixes as ranges of ranks (``place_stage.Candidates.prefix_ranges``), None without
         ``unordered``. ``groups`` (a quota): ``quota.kind_groups`` of these candidates with
-        ``compared`` as marks, when the caller keeps it (:meth:`shared_kind_groups`). ``scratch``:
-        the caller's reused buffers for a big set (``greedy.GreedyScratch``, a sweep worker's:
-        a fresh array of 1M rows costs ~2,000 page faults)."""
+        ``compared`` as marks, when the caller keeps it (:meth:`shared_kind_groups`)."""
         if self.mode == MODE_COUNT:
-            return count_greedy_slice(self, tok, score, kind, offsets, targets, max_cells, compared, unordered, scratch)
-        return quota_greedy_slice(
-            self, tok, score, kind, offsets, targets, max_cells, compared, unordered, groups, scratch
-        )
+            return count_greedy_slice(self, tok, score, kind, offsets, targets, max_cells, compared, unordered)
+        return quota_greedy_slice(self, tok, score, kind, offsets, targets, max_cells, compared, unordered, groups)
 
     def shared_kind_groups(
         self, memo: dict, tok: np.ndarray, kind: np.ndarray, offsets: np.ndarray, compared: np.ndarray | None

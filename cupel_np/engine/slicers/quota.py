@@ -30,7 +30,6 @@ from typing import NamedTuple
 import numpy as np
 
 from cupel_np._jit import jit
-from cupel_np.engine.slicers import greedy
 from cupel_np.engine.slicers.codes import ERR_TABLE_TOO_LARGE, MODE_QUOTA
 from cupel_np.engine.slicers.greedy import fresh_ranks, greedy_pick, greedy_segments
 from cupel_np.engine.slicers.knapsack import knapsack_pick
@@ -147,9 +146,9 @@ def _sub_targets(sub_seg, sub_kind, sub_mass, targets, n_kinds, q_has, q_req, q_
 
 
 @jit
-def _gather(x, idx, out):
-    """``out[:] = x[idx]`` (a loop: NumPy's fancy indexing in a kernel compiles its own
-    machinery); returns ``out``."""
+def _gather(x, idx):
+    """``x[idx]`` (a loop: NumPy's fancy indexing in a kernel compiles its own machinery)."""
+    out = np.empty(idx.shape[0], dtype=x.dtype)
     for j in range(idx.shape[0]):
         out[j] = x[idx[j]]
     return out
@@ -201,7 +200,6 @@ def quota_greedy_segments(
     compared=None,
     unordered=False,
     groups=None,
-    scratch=None,
 ):
     """QuotaSlice with an inner greedy over every segment; candidates in row order inside each
     segment. ``quotas``: ``(kind_rank, q_has, q_req, q_cap, q_req_all)``, the QuotaSlice arrays
@@ -221,10 +219,7 @@ def quota_greedy_segments(
     uninitialized on entry).
 
     ``groups``: :func:`kind_groups` of these candidates (with ``compared`` as its marks), when
-    the caller keeps it (every variant of a sweep over the same candidates shares it).
-    ``scratch``: the caller's reused buffers (``greedy.GreedyScratch``; a sweep worker's), for
-    the gathered scores, the per-kind ranks and the greedy's big path: fresh arrays of a big set
-    cost page faults on first write, more than the passes that fill them."""
+    the caller keeps it (every variant of a sweep over the same candidates shares it)."""
     kind_rank, q_has, q_req, q_cap, q_req_all = quotas
     g = kind_groups(tok, kind, offsets, kind_rank, compared) if groups is None else groups
     perm, ptok, pmark, sub_off, sub_seg = g.perm, g.ptok, g.pmark, g.sub_off, g.sub_seg
@@ -234,18 +229,11 @@ def quota_greedy_segments(
     sub_target = _sub_targets(
         sub_seg, g.sub_kind, g.sub_mass, targets, kind_rank.shape[0], q_has, q_req, q_cap, q_req_all
     )
-    n_p = perm.shape[0]
-    if scratch is None:
-        pscore = _gather(score, perm, np.empty(n_p, dtype=np.float64))
-        sub_rank = fresh_ranks(sub_off, sub_target) if big is None else np.full(n_p, -1, dtype=np.int64)
-    else:
-        pscore = _gather(score, perm, scratch.get("q_score", n_p, np.float64))
-        sub_rank = scratch.get("q_rank", n_p, np.int64)
-        if big is not None or not every_big(sub_off, sub_target):
-            sub_rank[:] = -1
+    pscore = _gather(score, perm)
+    sub_rank = fresh_ranks(sub_off, sub_target) if big is None else np.full(perm.shape[0], -1, dtype=np.int64)
     prefix = None
     if compared is None and not unordered:
-        greedy_segments(ptok, pscore, sub_off, sub_target, sub_rank, big=big, min_chunk=min_chunk, scratch=scratch)
+        greedy_segments(ptok, pscore, sub_off, sub_target, sub_rank, big=big, min_chunk=min_chunk)
     else:
         # each sub-segment's unordered prefix holds ranks 0..prefix-1 (with ``compared``, the
         # marked ones last in exact order: concatenated per segment below, the marked ones stay
@@ -261,7 +249,6 @@ def quota_greedy_segments(
             min_chunk=min_chunk,
             prefix=prefix,
             compared=pmark if compared is not None else None,
-            scratch=scratch,
         )
     sub_base = np.empty(sub_seg.shape[0], dtype=np.int64)
     _quota_ranks(perm, sub_off, sub_seg, sub_rank, rank, sub_base)
@@ -274,20 +261,12 @@ def quota_greedy_segments(
 _NO_MARKS = np.zeros(0, dtype=np.bool_)
 
 
-def every_big(offsets: np.ndarray, targets: np.ndarray) -> bool:
-    """Every segment takes greedy's big path (at the module's ``greedy.BIG_GREEDY``, read at
-    call time), which writes each of its ranks: a reused rank buffer needs no -1 fill (as
-    ``greedy.fresh_ranks`` leaves a fresh one unwritten)."""
-    sizes = np.diff(offsets)
-    return bool(sizes.shape[0]) and bool(((sizes >= greedy.BIG_GREEDY) & (targets > 0)).all())
-
-
 def quota_greedy_slice(
-    args, tok, score, kind, offsets, targets, max_cells, compared=None, unordered=False, groups=None, scratch=None
+    args, tok, score, kind, offsets, targets, max_cells, compared=None, unordered=False, groups=None
 ):
     """:func:`quota_greedy_segments` with the arguments (``args``: a ``SlicerArgs``) and
     results of ``slicers.slice_segments`` (a quota slice with an inner greedy never fails),
-    over candidates in row order (``compared``, ``unordered``, ``scratch``: see
+    over candidates in row order (``compared``, ``unordered``: see
     :func:`quota_greedy_segments`), and the unordered ranges of ranks (None without
     ``unordered``)."""
     assert args.mode == MODE_QUOTA and not args.use_knapsack  # the caller's dispatch (batch.run_sweep)
@@ -306,7 +285,6 @@ def quota_greedy_slice(
         compared=compared,
         unordered=unordered,
         groups=groups,
-        scratch=scratch,
     )
     return (
         rank,
