@@ -13,16 +13,20 @@ their kind's count cap, in its output order, and numbers the rest after the comm
 (:func:`_count_finish`).
 
 A big segment (greedy's big path, ``greedy.BIG_GREEDY`` candidates) folds the phases into
-greedy's own passes (:func:`_count_big`): phase 1's buffers are filled in the pass that builds
-the density keys and the frontier's histogram (:func:`_count_frontier`), the committed
-candidates leave the histogram and get a key no candidate has (:data:`MARK`, so no stand-in
-tokens and no residual copy), phase 3 marks each capped kind's fitting-prefix picks past its
-cap the same way before the prefix pass ranks the rest (:func:`_cap_prefix`), and drops the
-walk's past it afterwards (:func:`_cap_walk`): no pass over the candidates for phase 3 and
-none to renumber the ranks.
+greedy's own passes (:func:`_count_big`): phases 1 and 3 read only the named kinds'
+candidates (:class:`KindPositions`, which a sweep's variants share); after the pass that
+builds the density keys and the frontier's histogram, phase 1 takes each entry's top from
+its kind's candidates and the committed ones leave the histogram with a key no candidate has
+(:data:`MARK`, so no stand-in tokens and no residual copy) (:func:`_count_frontier`); phase 3
+marks each capped kind's fitting-prefix picks past its cap the same way before the prefix
+pass ranks the rest (:func:`_cap_prefix`), and drops the walk's past it afterwards
+(:func:`_cap_walk`): no pass over the candidates for phases 1 and 3, none for stand-in
+tokens and none to renumber the ranks.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -631,57 +635,113 @@ def _count_finish(
 MARK = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
+class KindPositions(NamedTuple):
+    """The candidates of the kinds a count quota names, by kind: what its big-set path reads
+    of the kinds, which no score or target changes (:func:`kind_positions`), so a sweep's
+    variants share it (``SlicerArgs.shared_kind_positions``)."""
+
+    slot: np.ndarray  #: int64 per kind id: its index here, -1 when not listed
+    off: np.ndarray  #: int64 [n_listed + 1] into ``pos``
+    pos: np.ndarray  #: the listed kinds' candidate positions, kind by kind, ascending inside
+
+
+@jit
+def _kind_positions(kind, slot, n_listed):
+    cnt = np.zeros(n_listed + 1, dtype=np.int64)
+    for p in range(kind.shape[0]):
+        cnt[slot[kind[p]] + 1] += 1  # unlisted kinds (slot -1) count in cnt[0], unused
+    off = np.empty(n_listed + 1, dtype=np.int64)
+    off[0] = 0
+    for j in range(n_listed):
+        off[j + 1] = off[j] + cnt[j + 1]
+    pos = np.empty(off[n_listed], dtype=np.int64)
+    fill = off[:n_listed].copy()
+    for p in range(kind.shape[0]):
+        j = slot[kind[p]]
+        if j >= 0:
+            pos[fill[j]] = p
+            fill[j] += 1
+    return off, pos
+
+
+def kind_positions(kind: np.ndarray, e_kind: np.ndarray, n_kinds: int) -> KindPositions:
+    """:class:`KindPositions` of the candidates' ``kind`` (ids below ``n_kinds``) for the
+    kinds ``e_kind`` names (-1: none)."""
+    slot = np.full(n_kinds, -1, dtype=np.int64)
+    listed = np.unique(e_kind[e_kind >= 0])
+    slot[listed] = np.arange(listed.shape[0])
+    return KindPositions(slot, *_kind_positions(kind, slot, listed.shape[0]))
+
+
+@jit
+def _top_of_positions(score, pos, base, need):
+    """The first ``need`` of the candidates ``pos - base`` (ascending) in the score order
+    (score descending, NaN lowest, then position), in that order (fewer when there are
+    fewer): a sorted buffer in one pass up to ``TOP_BUFFER``, else a sort."""
+    m = pos.shape[0]
+    if need <= TOP_BUFFER:
+        buf = np.empty(need, dtype=np.int64)
+        bkey = np.empty(need, dtype=np.uint64)
+        sc = np.empty(1, dtype=np.float64)  # a score's bits through memory (a scalar bitcast)
+        su = sc.view(np.uint64)
+        nb = 0
+        for j in range(m):
+            p = pos[j] - base
+            x = score[p]
+            sc[0] = 0.0 - x  # as sortkeys.desc_bits: -0.0 and 0.0 share a key, NaN last
+            b = su[0]
+            key = NAN_LAST if x != x else (~b if b & _SIGN else b | _SIGN)
+            if nb == need:
+                if key >= bkey[nb - 1]:  # not before the last kept (ties: the earlier stays)
+                    continue
+                w = nb - 1
+            else:
+                w = nb
+                nb += 1
+            while w > 0 and key < bkey[w - 1]:
+                buf[w] = buf[w - 1]
+                bkey[w] = bkey[w - 1]
+                w -= 1
+            buf[w] = p
+            bkey[w] = key
+        return buf[:nb]
+    loc = np.empty(m, dtype=np.int64)
+    for j in range(m):
+        loc[j] = pos[j] - base
+    key = desc_bits(score[loc])
+    o = radix_argsort(key) if m >= RADIX_PICK else stable_argsort(key)
+    k = need if need < m else m
+    top = np.empty(k, dtype=np.int64)
+    for j in range(k):
+        top[j] = loc[o[j]]
+    return top
+
+
 @jit
 def _count_frontier(
-    tok,
-    score,
-    kind,
-    target,
-    e_kind,
-    e_require,
-    entry_of,
-    capped,
-    throw_on_scarcity,
-    taken,
-    satisfied,
-    kb,
-    skb,
-    stok,
-    cpos,
-    com,
+    tok, score, target, e_kind, e_require, kslot, kpos, ka, kz, base, throw_on_scarcity, taken, satisfied, kb, skb, stok
 ):
-    """Phases 1 and 2's frontier for one big segment (the arrays are the segment's), in one
-    pass over the candidates: their density keys (into ``kb``) with the token histogram of
-    the keys' first 16 bits (as ``greedy._frontier``), each entry's top candidates by score
-    (as :func:`_count_commit`'s buffers) and the candidates of capped kinds (``capped``: 1 per
-    such kind, else 0) into ``cpos``. The committed candidates (``com``, in rank order) then
-    leave the histogram and get the key :data:`MARK`, so the frontier that follows is the
-    residual's: the inner greedy over the uncommitted candidates with the residual target.
+    """Phases 1 and 2's frontier for one big segment (the arrays are the segment's): the
+    candidates' density keys (into ``kb``) and the token histogram of their first 16 bits in
+    one pass (as ``greedy._frontier``), then each entry's top candidates by score among its
+    kind's (``kpos[ka[j]:kz[j]] - base`` for the kind's slot ``j = kslot[kind]``,
+    :class:`KindPositions`). The committed candidates then leave the histogram and get the
+    key :data:`MARK`, so the frontier that follows is the residual's: the inner greedy over
+    the uncommitted candidates with the residual target.
 
-    ``taken``/``satisfied``: the segment's rows (per entry). Returns ``(n_c, fail, rt, thr,
-    used, n_cp)``: the committed count, the entry that fell short under
-    ``throw_on_scarcity`` (-1: none; else ``n_c`` is the count it found), the residual target
-    (0: no phase 2), the frontier key (``MARK`` when every uncommitted candidate fits) and the
-    tokens below it, and the count of capped-kind candidates in ``cpos``."""
+    ``taken``/``satisfied``: the segment's rows (per entry). Returns ``(com, fail, rt, thr,
+    used)``: the committed positions in rank order (entry order, score order within an
+    entry), the entry that fell short under ``throw_on_scarcity`` (-1: none; ``taken`` holds
+    the count it found), the residual target (0: no phase 2), the frontier key (``MARK``
+    when every uncommitted candidate fits) and the tokens below it."""
     n = tok.shape[0]
     n_e = e_kind.shape[0]
-    n_kinds = entry_of.shape[0]
     nb = 65536
     mask = np.uint64(nb - 1)
     w = np.zeros(nb, dtype=np.int64)
     sh = np.uint64(48)
-    buf = np.empty(n_e * TOP_BUFFER, dtype=np.int64)
-    bkey = np.empty(n_e * TOP_BUFFER, dtype=np.uint64)
-    nbuf = np.zeros(n_e, dtype=np.int64)
-    bound = np.zeros(n_kinds, dtype=np.uint64)
-    open_ = np.empty(n_kinds, dtype=np.bool_)
-    for k in range(n_kinds):
-        open_[k] = entry_of[k] >= 0
-    sc = np.empty(1, dtype=np.float64)
-    su = sc.view(np.uint64)
     y = np.empty(FRONTIER_BLOCK, dtype=np.float64)
     yb = y.view(np.uint64)
-    n_cp = 0
     for lo in range(0, n, FRONTIER_BLOCK):
         hi = min(lo + FRONTIER_BLOCK, n)
         for i in range(lo, hi):
@@ -691,32 +751,11 @@ def _count_frontier(
             b = ~b if b & _SIGN else b | _SIGN
             kb[i] = b
             w[b >> sh] += tok[i]
-        for i in range(lo, hi):
-            k = kind[i]
-            cpos[n_cp] = i
-            n_cp += capped[k]
-            x = score[i]
-            sc[0] = 0.0 - x  # as sortkeys.desc_bits: -0.0 and 0.0 share a key, NaN last
-            b = su[0]
-            key = NAN_LAST if x != x else (~b if b & _SIGN else b | _SIGN)
-            if (key < bound[k]) | open_[k]:
-                e = entry_of[k]
-                base = e * TOP_BUFFER
-                need = e_require[e]
-                q = nbuf[e]
-                if q == need:
-                    q -= 1
-                else:
-                    nbuf[e] = q + 1
-                while q > 0 and key < bkey[base + q - 1]:
-                    buf[base + q] = buf[base + q - 1]
-                    bkey[base + q] = bkey[base + q - 1]
-                    q -= 1
-                buf[base + q] = i
-                bkey[base + q] = key
-                if nbuf[e] == need:
-                    open_[k] = False
-                    bound[k] = bkey[base + need - 1]
+    total_need = 0
+    for e in range(n_e):
+        if e_require[e] > 0:
+            total_need += e_require[e]
+    com = np.empty(total_need, dtype=np.int64)
     c = 0
     prealloc = 0
     for e in range(n_e):
@@ -726,32 +765,26 @@ def _count_frontier(
         kk = e_kind[e]
         got = 0
         if kk >= 0:
-            if need <= TOP_BUFFER:
-                got = nbuf[e]
-                for j in range(got):
-                    p = buf[e * TOP_BUFFER + j]
-                    com[c] = p
-                    c += 1
-                    prealloc += tok[p]
-            else:
-                top = _top_of_kind(score, kind, 0, n, kk, need)
-                got = top.shape[0]
-                for j in range(got):
-                    p = top[j]
-                    com[c] = p
-                    c += 1
-                    prealloc += tok[p]
+            j = kslot[kk]
+            top = _top_of_positions(score, kpos[ka[j] : kz[j]], base, need)
+            got = top.shape[0]
+            for q in range(got):
+                p = top[q]
+                com[c] = p
+                c += 1
+                prealloc += tok[p]
         taken[e] = got
         if got < need:
             if throw_on_scarcity:
-                return got, e, 0, MARK, 0, n_cp
+                return com[:c], e, 0, MARK, 0
             satisfied[e] = got
-    for j in range(c):  # the committed candidates leave phase 2
-        p = com[j]
+    com = com[:c]
+    for q in range(c):  # the committed candidates leave phase 2
+        p = com[q]
         w[kb[p] >> sh] -= tok[p]
         kb[p] = MARK
     if target <= prealloc:
-        return c, -1, 0, MARK, 0, n_cp
+        return com, -1, 0, MARK, 0
     rt = target - prealloc
     # the frontier, as greedy._frontier (MARK's first 16 bits hold no tokens: never crossing)
     acc = 0
@@ -760,7 +793,7 @@ def _count_frontier(
         acc += w[b]
         b += 1
     if b == nb:
-        return c, -1, rt, MARK, -1, n_cp
+        return com, -1, rt, MARK, -1
     prefix = np.uint64(b)
     m = 0
     for i in range(n):
@@ -787,37 +820,34 @@ def _count_frontier(
             stok[q] = stok[j]
             q += 1 if k >> sh == prefix else 0
         m = q
-    return c, -1, rt, prefix, acc, n_cp
+    return com, -1, rt, prefix, acc
 
 
 @jit
-def _cap_prefix(kb, score, kind, thr, cpos, slot, keep):
+def _cap_prefix(kb, score, thr, kpos, ka, kz, base, keep):
     """Phase 3 inside one big segment's fitting prefix (density key below ``thr``), before
-    the prefix is ranked: each capped kind (``slot`` per kind, -1: none) keeps its first
-    ``keep[slot]`` prefix picks in output order (density key, then score, then row: below the
-    ``keep``-th key by selection, then on that key by (score, row)) and the others get the
-    key :data:`MARK`, so the prefix pass neither ranks nor walks them. ``cpos``: the capped
-    kinds' candidates (ascending). ``keep`` becomes what each kind may still keep beyond the
-    prefix; returns the picks dropped."""
-    n_cap = keep.shape[0]
-    cnt = np.zeros(n_cap, dtype=np.int64)
-    for j in range(cpos.shape[0]):
-        p = cpos[j]
-        cnt[slot[kind[p]]] += 1 if kb[p] < thr else 0
+    the prefix is ranked: each capped kind (its candidates ``kpos[ka[ci]:kz[ci]] - base``,
+    ascending) keeps its first ``keep[ci]`` prefix picks in output order (density key, then
+    score, then row: below the ``keep``-th key by selection, then on that key by (score,
+    row)) and the others get the key :data:`MARK`, so the prefix pass neither ranks nor walks
+    them. ``keep`` becomes what each kind may still keep beyond the prefix; returns the picks
+    dropped."""
     dropped = 0
-    for ci in range(n_cap):
+    for ci in range(keep.shape[0]):
         left = keep[ci]
-        if cnt[ci] <= left:
-            keep[ci] = left - cnt[ci]
+        cnt = 0
+        for j in range(ka[ci], kz[ci]):
+            cnt += 1 if kb[kpos[j] - base] < thr else 0
+        if cnt <= left:
+            keep[ci] = left - cnt
             continue
         keep[ci] = 0
-        pk = np.empty(cnt[ci], dtype=np.int64)  # the kind's prefix picks, ascending
-        c = 0
-        for j in range(cpos.shape[0]):
-            p = cpos[j]
-            if slot[kind[p]] == ci and kb[p] < thr:
-                pk[c] = p
-                c += 1
+        pk = np.empty(cnt + 1, dtype=np.int64)  # the kind's prefix picks, ascending (+1: the
+        c = 0  # branch-free append writes one past the last)
+        for j in range(ka[ci], kz[ci]):
+            p = kpos[j] - base
+            pk[c] = p
+            c += 1 if kb[p] < thr else 0
         drop = np.ones(c, dtype=np.bool_)
         if left > 0:
             kp = np.empty(c, dtype=np.uint64)
@@ -922,64 +952,64 @@ def _cap_walk(cand, rank, kind, slot, keep, r0, byrank):
     return dropped
 
 
-def _count_big(args, tok, score, kind, target, marked, order, rank, scratch, taken, satisfied):
-    """CountQuotaSlice over greedy for one big segment (the arrays are the segment's;
-    ``taken``/``satisfied`` its rows), phase 3 folded into phase 2: the frontier of the
-    residual (:func:`_count_frontier`), the capped kinds' prefix picks past their caps marked
-    (:func:`_cap_prefix`), the prefix pass ranking what is left after the committed ranks
-    (with ``marked``: the unmarked ones in index order, then the marked ones in exact order,
-    as ``greedy_segments(compared=)``), the exact walk beyond the frontier with its capped
-    picks dropped (:func:`_cap_walk`). ``order``: the kept prefix in exact order too (no
-    unordered prefix). Writes every rank of the segment. Returns ``(fail, got, n_c, dropped,
-    kept prefix)`` (``fail``: the entry short under scarcity "throw", -1 none)."""
+def _count_big(args, tok, score, kind, lo, target, marked, order, rank, taken, satisfied, kp_all):
+    """CountQuotaSlice over greedy for one big segment (the arrays are the segment's, which
+    starts at candidate ``lo``; ``taken``/``satisfied`` its rows; ``kp_all``: the
+    :class:`KindPositions` of every candidate), phase 3 folded into phase 2: the frontier of
+    the residual (:func:`_count_frontier`), the capped kinds' prefix picks past their caps
+    marked (:func:`_cap_prefix`), the prefix pass ranking what is left after the committed
+    ranks (with ``marked``: the unmarked ones in index order, then the marked ones in exact
+    order, as ``greedy_segments(compared=)``), the exact walk beyond the frontier with its
+    capped picks dropped (:func:`_cap_walk`). ``order``: the kept prefix in exact order too (no
+    unordered prefix). Writes every rank of the segment. Returns ``(fail, n_c, dropped, kept
+    prefix)`` (``fail``: the entry short under scarcity "throw", -1 none)."""
     n = tok.shape[0]
     e_kind, cap_of_kind = args.e_kind, args.cap_of_kind
-    n_kinds = cap_of_kind.shape[0]
-    entry_of = np.full(n_kinds, -1, dtype=np.int64)
-    slot = np.full(n_kinds, -1, dtype=np.int64)
-    caps = []
-    for e in range(e_kind.shape[0]):
-        kk = int(e_kind[e])
-        if kk >= 0 and 0 < args.e_require[e] <= TOP_BUFFER:
-            entry_of[kk] = e
-        if kk >= 0 and cap_of_kind[kk] >= 0:
-            slot[kk] = len(caps)
-            caps.append((kk, e))
-    capped = (slot >= 0).astype(np.int64)
+    # the segment's range of each listed kind's positions
+    ka = np.empty(kp_all.off.shape[0] - 1, dtype=np.int64)
+    kz = np.empty(kp_all.off.shape[0] - 1, dtype=np.int64)
+    for j in range(ka.shape[0]):
+        part = kp_all.pos[kp_all.off[j] : kp_all.off[j + 1]]
+        ka[j] = kp_all.off[j] + np.searchsorted(part, lo)
+        kz[j] = kp_all.off[j] + np.searchsorted(part, lo + n)
+    caps = [int(kk) for kk in e_kind if kk >= 0 and cap_of_kind[kk] >= 0]  # (entry order)
+    cslot = np.full(cap_of_kind.shape[0], -1, dtype=np.int64)  # per kind: its capped index
+    cslot[caps] = np.arange(len(caps))
+    ci_of = kp_all.slot[caps]
+    scratch = GreedyScratch()  # (names as greedy's big path's)
     kb = scratch.get("kb", n, np.uint64)
     pk = scratch.get("pk", n, np.uint64)
     pos = scratch.get("pos", n, np.int64)
-    cpos = scratch.get("c_pos", n if caps else 0, np.int64)
-    com = np.empty(int(args.e_require.clip(0).sum()), dtype=np.int64)
-    n_c, fail, rt, thr, used, n_cp = _count_frontier(
+    com, fail, rt, thr, used = _count_frontier(
         tok,
         score,
-        kind,
         target,
         e_kind,
         args.e_require,
-        entry_of,
-        capped,
+        kp_all.slot,
+        kp_all.pos,
+        ka,
+        kz,
+        lo,
         bool(args.throw_on_scarcity),
         taken,
         satisfied,
         kb,
         pk,
         pos,
-        cpos,
-        com,
     )
+    n_c = com.shape[0]
     if fail >= 0 or rt <= 0:
         rank[:] = -1
         if fail >= 0:
-            return fail, n_c, 0, 0, 0
-        rank[com[:n_c]] = np.arange(n_c)
-        return -1, 0, n_c, 0, 0
+            return fail, 0, 0, 0
+        rank[com] = np.arange(n_c)
+        return -1, n_c, 0, 0
     thr = np.uint64(thr)
     every = used < 0
     remaining = 0 if every else rt - used
-    keep = np.array([max(int(cap_of_kind[kk] - taken[e]), 0) for kk, e in caps], dtype=np.int64)
-    dropped = _cap_prefix(kb, score, kind, thr, cpos[:n_cp], slot, keep) if caps else 0
+    keep = np.array([max(int(cap_of_kind[kk] - taken[e]), 0) for e, kk in enumerate(e_kind) if kk in caps], np.int64)
+    dropped = _cap_prefix(kb, score, thr, kp_all.pos, ka[ci_of], kz[ci_of], lo, keep) if caps else 0
     cand = scratch.get("cand", n, np.int64)
     if marked is None:
         n_pre, m = _count_prefix(kb, tok, thr, remaining, rank, n_c, cand)
@@ -997,12 +1027,12 @@ def _count_big(args, tok, score, kind, target, marked, order, rank, scratch, tak
     if m:
         _walk_chunks(kb, tok, score, cand, remaining, rank, n_c + n_pre, greedy.MIN_CHUNK)
         if caps:
-            dropped += _cap_walk(cand, rank, kind, slot, keep, n_c + n_pre, scratch.get("c_walk", m, np.int64))
+            dropped += _cap_walk(cand, rank, kind, cslot, keep, n_c + n_pre, scratch.get("c_walk", m, np.int64))
     if order and n_pre > 1:
         p = np.flatnonzero((rank >= n_c) & (rank < n_c + n_pre))
         rank[order_positions(tok, score, p, kb)] = n_c + np.arange(p.shape[0])
-    rank[com[:n_c]] = np.arange(n_c)
-    return -1, 0, n_c, dropped, n_pre
+    rank[com] = np.arange(n_c)
+    return -1, n_c, dropped, n_pre
 
 
 def _solo_greedy(tok, score, offsets, com, com_off, res_targets, solo, rank, prefix, compared):
@@ -1025,7 +1055,7 @@ def _solo_greedy(tok, score, offsets, com, com_off, res_targets, solo, rank, pre
 
 
 def count_greedy_slice(
-    args, tok, score, kind, offsets, targets, max_cells, compared=None, unordered=False, scratch=None
+    args, tok, score, kind, offsets, targets, max_cells, compared=None, unordered=False, positions=None
 ):
     """CountQuotaSlice with an inner greedy over every segment, candidates in row order inside
     each segment; the arguments (``args``: a ``SlicerArgs``) and results of
@@ -1039,8 +1069,9 @@ def count_greedy_slice(
     The selection is the same. ``unordered`` (without ``compared``): the prefix's kept picks
     stay unordered, ranked in index order after the committed ones, and are returned as the
     segments' ranges of ranks ``(r_off, r_lo, r_hi)`` (``place_stage.Candidates.prefix_ranges``:
-    u-shaped placement orders only the ties it compares). ``scratch``: the caller's reused
-    buffers for greedy's big path (``greedy.GreedyScratch``)."""
+    u-shaped placement orders only the ties it compares). ``positions``: the
+    :class:`KindPositions` of these candidates for ``args.e_kind``, when the caller keeps
+    it (every variant of a sweep over the same candidates shares it)."""
     assert args.mode == MODE_COUNT and not args.use_knapsack  # the caller's dispatch (SlicerArgs.run)
     n_seg, n_e = offsets.shape[0] - 1, args.e_kind.shape[0]
     unordered = unordered and compared is None
@@ -1066,26 +1097,28 @@ def count_greedy_slice(
             np.where(big, 0, targets) if big.any() else targets,
             compared,
             unordered,
-            scratch,
             (err, err_a, err_b, satisfied, taken, cap_dropped, pre_kept, n_com),
         )
+    if big.any() and positions is None:
+        positions = kind_positions(kind, args.e_kind, args.cap_of_kind.shape[0])
     for s in np.flatnonzero(big).tolist():
         lo, hi = int(offsets[s]), int(offsets[s + 1])
-        fail, got, n_com[s], cap_dropped[s], pre_kept[s] = _count_big(
+        fail, n_com[s], cap_dropped[s], pre_kept[s] = _count_big(
             args,
             tok[lo:hi],
             score[lo:hi],
             kind[lo:hi],
+            lo,
             int(targets[s]),
             None if compared is None else compared[lo:hi],
             compared is None and not unordered,
             rank[lo:hi],
-            GreedyScratch() if scratch is None else scratch,
             taken[s],
             satisfied[s],
+            positions,
         )
         if fail >= 0:
-            err[s], err_a[s], err_b[s] = ERR_SCARCITY, fail, got
+            err[s], err_a[s], err_b[s] = ERR_SCARCITY, fail, taken[s, fail]
     ranges = None
     if unordered:  # one range per set: its prefix's kept picks, after the committed ones
         has = pre_kept > 1
@@ -1094,7 +1127,7 @@ def count_greedy_slice(
     return (rank, err, err_a, err_b, satisfied, cap_dropped), ranges
 
 
-def _count_rows(args, tok, score, kind, offsets, targets, compared, unordered, scratch, outs):
+def _count_rows(args, tok, score, kind, offsets, targets, compared, unordered, outs):
     """The three phases over the segments whose ``targets`` are positive (the others' ranks
     -1): :func:`_count_commit`, ``greedy_segments`` over the stand-in tokens,
     :func:`_count_finish`. ``outs``: ``(err, err_a, err_b, satisfied, taken, cap_dropped,
@@ -1124,7 +1157,7 @@ def _count_rows(args, tok, score, kind, offsets, targets, compared, unordered, s
     rank = fresh_ranks(offsets, g_targets)  # unwritten where greedy's big path writes every rank
     if solo.any():
         _solo_greedy(tok, score, offsets, com, com_off, res_targets, solo, rank, pf, compared)
-    greedy_segments(ftok, score, offsets, g_targets, rank, prefix=pf, compared=compared, scratch=scratch)
+    greedy_segments(ftok, score, offsets, g_targets, rank, prefix=pf, compared=compared)
     _count_finish(
         tok,
         score,
