@@ -1030,7 +1030,9 @@ def _count_big(args, tok, score, kind, lo, target, marked, order, rank, taken, s
             dropped += _cap_walk(cand, rank, kind, cslot, keep, n_c + n_pre, scratch.get("c_walk", m, np.int64))
     if order and n_pre > 1:
         p = np.flatnonzero((rank >= n_c) & (rank < n_c + n_pre))
-        rank[order_positions(tok, score, p, kb)] = n_c + np.arange(p.shape[0])
+        # (the prefix's keys computed again, as greedy's complete_ranks does: the one path of a
+        # big set that orders a whole prefix outside the place stage, which warmup reaches)
+        rank[order_positions(tok, score, p)] = n_c + np.arange(p.shape[0])
     rank[com] = np.arange(n_c)
     return -1, n_c, dropped, n_pre
 
