@@ -259,8 +259,10 @@ def _slice_sorted(
         if pol.placer == "chronological" and pol.overflow_strategy != "truncate":
             if sh.chrono_compared is not None:
                 compared = sh.chrono_compared if identity else sh.chrono_compared[cand]
-        # the scoreable rows in order: a quota's kind groups are every variant's (computed once)
+        # the scoreable rows in order: a quota's kind groups and a count quota's kind positions
+        # are every variant's (computed once)
         groups = args.shared_kind_groups(sh.memo, tok, kind, surv_off, compared) if identity else None
+        positions = args.shared_kind_positions(sh.memo, kind) if identity else None
         (rank, err, err_a, err_b, satisfied, cap_dropped), ranges = args.run_rows(
             tok,
             cand_score,
@@ -271,6 +273,7 @@ def _slice_sorted(
             compared=compared,
             unordered=pol.placer == "u_shaped",
             groups=groups,
+            positions=positions,
         )
     else:
         rank, err, err_a, err_b, satisfied, cap_dropped = args.run(

@@ -141,7 +141,8 @@ def test_stand_ins_near_the_token_limit(big):
     """Phase 2 runs over every candidate with the committed ones' tokens replaced by more than
     the remaining budget; where those stand-ins would take a set's tokens past
     ``count.TOKEN_LIMIT`` (a target near 2**62) the set's phase 2 runs over a residual copy
-    instead (``count._solo_greedy``). Both kinds of set in one call, with a binding cap."""
+    instead (``count._solo_greedy``). Both kinds of set in one call, with a binding cap; with
+    greedy's big path forced, every set takes ``count._count_big`` (no stand-ins) instead."""
     rng = np.random.default_rng(5)
     n = 900
     tok = rng.integers(0, 30, n).astype(np.int64)
@@ -173,3 +174,63 @@ def test_stand_ins_near_the_token_limit(big):
             _check(args, tok, score, kind, offsets, targets, compared)
     else:
         _check(args, tok, score, kind, offsets, targets, compared)
+
+
+def _check_ranges(args, tok, score, kind, offsets, targets):
+    """``run_rows(unordered=True)``: the exact selection and ranks, except that each set's
+    range of ranks (its fitting prefix's kept picks) holds the same candidates in any order."""
+    want = _sorted_path(args, tok, score, kind, offsets, targets)
+    got, (r_off, r_lo, r_hi) = args.run_rows(tok, score, kind, offsets, targets, 1 << 30, unordered=True)
+    for g, w in zip(got[1:], want[1:], strict=True):
+        assert (g == w).all()
+    rank, exact = got[0], want[0]
+    assert ((rank >= 0) == (exact >= 0)).all()
+    for s, (lo, hi) in enumerate(zip(offsets[:-1], offsets[1:])):
+        r, x = rank[lo:hi], exact[lo:hi]
+        free = np.zeros(hi - lo, dtype=np.bool_)
+        for a, b in zip(r_lo[r_off[s] : r_off[s + 1]], r_hi[r_off[s] : r_off[s + 1]]):
+            inside = (r >= a) & (r < b)
+            assert (inside == ((x >= a) & (x < b))).all()  # the same candidates
+            free |= inside
+        assert (r[~free] == x[~free]).all()
+
+
+@pytest.mark.parametrize("frac", [0.0, 0.01, 0.3, 0.95, 2.0])
+def test_big_set_folds_phase_3_into_the_greedy(frac):
+    """A set on greedy's big path at the default thresholds (``count._count_big``: caps
+    enforced inside greedy's passes) beside small sets, against the score-sorted kernel:
+    a binding cap, a cap every phase-2 pick of its kind is over (require = cap, past
+    ``TOP_BUFFER``), an uncapped entry; targets from below the committed tokens to more than
+    every token; exact ranks, the compared candidates' order, the unordered prefix ranges."""
+    rng = np.random.default_rng(31)
+    n_big = count.greedy.BIG_GREEDY + 7000
+    n = n_big + 300
+    tok = rng.integers(0, 60, n).astype(np.int64)
+    score = np.round(rng.random(n), 2)
+    score[rng.random(n) < 0.02] = np.nan
+    score[rng.random(n) < 0.02] = -0.0
+    kind = rng.integers(0, 4, n).astype(np.int64)
+    offsets = np.array([0, 200, 200 + n_big, n_big + 200, n], dtype=np.int64)
+    sums = [int(tok[lo:hi].sum()) for lo, hi in zip(offsets[:-1], offsets[1:])]
+    targets = np.array([max(1, int(x * frac)) for x in sums], dtype=np.int64)
+    if frac == 0.0:
+        targets[1] = 40  # below the committed candidates' tokens: no phase 2
+    args = _args([(1, 5, 900), (2, count.TOP_BUFFER + 6, count.TOP_BUFFER + 6), (3, 2, None)], False)
+    compared = rng.random(n) < 0.2
+    _check(args, tok, score, kind, offsets, targets, compared)
+    _check_ranges(args, tok, score, kind, offsets, targets)
+
+
+@pytest.mark.parametrize("throw", [False, True])
+def test_big_set_scarcity(throw):
+    """A big set whose entry cannot be met: recorded as a shortfall, or the set's scarcity
+    error (it commits nothing), as the score-sorted kernel does."""
+    rng = np.random.default_rng(32)
+    n = count.greedy.BIG_GREEDY + 100
+    tok = rng.integers(1, 40, n).astype(np.int64)
+    score = np.round(rng.random(n), 3)
+    kind = np.where(rng.random(n) < 0.001, 3, rng.integers(0, 3, n)).astype(np.int64)
+    offsets = np.array([0, n], dtype=np.int64)
+    targets = np.array([int(tok.sum() // 4)], dtype=np.int64)
+    args = _args([(0, 3, 4000), (3, int((kind == 3).sum()) + 1, None)], throw)
+    _check(args, tok, score, kind, offsets, targets, rng.random(n) < 0.2)

@@ -24,6 +24,7 @@ from test_quota_paths import KIND_RANK, _quota_arrays, quota_sets  # noqa: E402
 
 import cupel_np as c  # noqa: E402
 import cupel_np.engine.slicers as sk  # noqa: E402
+from cupel_np.engine.reasons import R_COUNT_CAP_EXCEEDED  # noqa: E402
 from cupel_np.engine.slicers.quota import kind_groups, quota_greedy_segments  # noqa: E402
 
 
@@ -203,5 +204,42 @@ def test_a_sweep_builds_the_quota_kind_groups_once_and_not_for_its_units(monkeyp
 
     monkeypatch.setattr(sk.SlicerArgs, "shared_kind_groups", lambda self, *a, **kw: None)
     want = c.sweep(t, budget, variants, threads=1)
+    for x, y in ((got.included, want.included), (got.positions, want.positions), (got.reasons, want.reasons)):
+        assert np.array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_a_sweep_builds_the_count_kind_positions_once_and_not_for_its_units(monkeypatch):
+    """Every count quota variant of a sweep over the same candidates reads one
+    ``count.kind_positions`` (kept in ``SweepShared.memo``; greedy's big path forced, which
+    reads it), with the same matrices as building it per variant; a grouped variant's units
+    build their own."""
+    t = _table(6_000, 4, unit=np.arange(6_000) // 2)
+    total = int(t.tokens.sum())
+    count_quota = c.CountQuotaSlice(
+        (c.CountQuotaEntry("Message", require_count=10, cap_count=300), c.CountQuotaEntry("Note", require_count=5)),
+        c.GreedySlice(),
+    )
+    scorers = [c.ColumnScorer("signal"), c.CompositeScorer(((c.ColumnScorer("signal"), 1.0), (c.KindScorer(), 0.5)))]
+    variants = [(f"v{j}", c.Policy(sc, slicer=count_quota)) for j, sc in enumerate(scorers)]
+    variants.append(("units", c.Policy(scorers[0], slicer=count_quota, groups="unit")))
+    budget = c.ContextBudget(total // 2 + 10, total // 2)
+    built = []
+    exact_positions = sk.kind_positions
+
+    def counted(*a, **kw):
+        built.append(a[0].shape[0])
+        return exact_positions(*a, **kw)
+
+    monkeypatch.setattr(sk, "kind_positions", counted)
+    with fast_paths_everywhere():
+        got = c.sweep(t, budget, variants, threads=1)
+    free = ~t.pinned  # pinned rows are no candidates
+    units = np.unique((np.arange(t.n) // 2)[free]).shape[0]
+    assert built == [int(free.sum()), units]
+    assert (np.asarray(got.reasons) == R_COUNT_CAP_EXCEEDED).any()  # the cap binds
+
+    monkeypatch.setattr(sk.SlicerArgs, "shared_kind_positions", lambda self, *a, **kw: None)
+    with fast_paths_everywhere():
+        want = c.sweep(t, budget, variants, threads=1)
     for x, y in ((got.included, want.included), (got.positions, want.positions), (got.reasons, want.reasons)):
         assert np.array_equal(np.asarray(x), np.asarray(y))

@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 from cupel_np.engine.slicers.codes import ERR_NEEDS_SPLIT, MODE_COUNT, MODE_GREEDY, MODE_KNAPSACK, MODE_QUOTA
-from cupel_np.engine.slicers.count import _slice_count, count_greedy_slice
+from cupel_np.engine.slicers.count import KindPositions, _slice_count, count_greedy_slice, kind_positions
 from cupel_np.engine.slicers.greedy import _slice_greedy
 from cupel_np.engine.slicers.knapsack import _slice_knapsack, _slice_knapsack_split
 from cupel_np.engine.slicers.quota import KindGroups, _slice_quota, kind_groups, quota_greedy_slice
@@ -155,6 +155,7 @@ class SlicerArgs(NamedTuple):
         compared: np.ndarray | None = None,
         unordered: bool = False,
         groups: KindGroups | None = None,
+        positions: KindPositions | None = None,
     ) -> tuple[
         tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
         tuple[np.ndarray, np.ndarray, np.ndarray] | None,
@@ -166,9 +167,13 @@ class SlicerArgs(NamedTuple):
         Returns ``((rank, err, err_a, err_b, satisfied, cap_dropped), ranges)``: those
         prefixes as ranges of ranks (``place_stage.Candidates.prefix_ranges``), None without
         ``unordered``. ``groups`` (a quota): ``quota.kind_groups`` of these candidates with
-        ``compared`` as marks, when the caller keeps it (:meth:`kind_groups`)."""
+        ``compared`` as marks, when the caller keeps it (:meth:`shared_kind_groups`);
+        ``positions`` (a count quota): ``count.kind_positions`` of these candidates, likewise
+        (:meth:`shared_kind_positions`)."""
         if self.mode == MODE_COUNT:
-            return count_greedy_slice(self, tok, score, kind, offsets, targets, max_cells, compared, unordered)
+            return count_greedy_slice(
+                self, tok, score, kind, offsets, targets, max_cells, compared, unordered, positions
+            )
         return quota_greedy_slice(self, tok, score, kind, offsets, targets, max_cells, compared, unordered, groups)
 
     def shared_kind_groups(
@@ -186,6 +191,19 @@ class SlicerArgs(NamedTuple):
         if groups is None:
             groups = memo.setdefault(key, kind_groups(tok, kind, offsets, self.kind_rank, compared))
         return groups
+
+    def shared_kind_positions(self, memo: dict, kind: np.ndarray) -> KindPositions | None:
+        """For a count quota with an inner greedy: ``count.kind_positions`` of the candidates
+        (the kinds its entries name, which no score or target changes), computed once per
+        ``memo`` (a sweep's ``SweepShared.memo``, whose ``kind`` array it is) and set of
+        kinds; else None. Two workers may both compute it; the first stored is kept."""
+        if self.mode != MODE_COUNT or self.use_knapsack:
+            return None
+        key = ("kind_positions", np.unique(self.e_kind[self.e_kind >= 0]).tobytes(), self.cap_of_kind.shape[0])
+        positions = memo.get(key)
+        if positions is None:
+            positions = memo.setdefault(key, kind_positions(kind, self.e_kind, self.cap_of_kind.shape[0]))
+        return positions
 
     @property
     def quota_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
