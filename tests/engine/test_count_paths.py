@@ -142,7 +142,7 @@ def test_stand_ins_near_the_token_limit(big):
     the remaining budget; where those stand-ins would take a set's tokens past
     ``count.TOKEN_LIMIT`` (a target near 2**62) the set's phase 2 runs over a residual copy
     instead (``count._solo_greedy``). Both kinds of set in one call, with a binding cap; with
-    greedy's big path forced, every set takes ``count._count_big`` (no stand-ins) instead."""
+    greedy's big path forced, every set takes ``count_big._count_big`` (no stand-ins) instead."""
     rng = np.random.default_rng(5)
     n = 900
     tok = rng.integers(0, 30, n).astype(np.int64)
@@ -197,7 +197,7 @@ def _check_ranges(args, tok, score, kind, offsets, targets):
 
 @pytest.mark.parametrize("frac", [0.0, 0.01, 0.3, 0.95, 2.0])
 def test_big_set_folds_phase_3_into_the_greedy(frac):
-    """A set on greedy's big path at the default thresholds (``count._count_big``: caps
+    """A set on greedy's big path at the default thresholds (``count_big._count_big``: caps
     enforced inside greedy's passes) beside small sets, against the score-sorted kernel:
     a binding cap, a cap every phase-2 pick of its kind is over (require = cap, past
     ``TOP_BUFFER``), an uncapped entry; targets from below the committed tokens to more than

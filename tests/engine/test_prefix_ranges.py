@@ -210,7 +210,7 @@ def test_a_sweep_builds_the_quota_kind_groups_once_and_not_for_its_units(monkeyp
 
 def test_a_sweep_builds_the_count_kind_positions_once_and_not_for_its_units(monkeypatch):
     """Every count quota variant of a sweep over the same candidates reads one
-    ``count.kind_positions`` (kept in ``SweepShared.memo``; greedy's big path forced, which
+    ``count_big.kind_positions`` (kept in ``SweepShared.memo``; greedy's big path forced, which
     reads it), with the same matrices as building it per variant; a grouped variant's units
     build their own."""
     t = _table(6_000, 4, unit=np.arange(6_000) // 2)

@@ -10,7 +10,8 @@ from typing import NamedTuple
 import numpy as np
 
 from cupel_np.engine.slicers.codes import ERR_NEEDS_SPLIT, MODE_COUNT, MODE_GREEDY, MODE_KNAPSACK, MODE_QUOTA
-from cupel_np.engine.slicers.count import KindPositions, _slice_count, count_greedy_slice, kind_positions
+from cupel_np.engine.slicers.count import _slice_count, count_greedy_slice
+from cupel_np.engine.slicers.count_big import KindPositions, kind_positions
 from cupel_np.engine.slicers.greedy import _slice_greedy
 from cupel_np.engine.slicers.knapsack import _slice_knapsack, _slice_knapsack_split
 from cupel_np.engine.slicers.quota import KindGroups, _slice_quota, kind_groups, quota_greedy_slice
@@ -168,7 +169,7 @@ class SlicerArgs(NamedTuple):
         prefixes as ranges of ranks (``place_stage.Candidates.prefix_ranges``), None without
         ``unordered``. ``groups`` (a quota): ``quota.kind_groups`` of these candidates with
         ``compared`` as marks, when the caller keeps it (:meth:`shared_kind_groups`);
-        ``positions`` (a count quota): ``count.kind_positions`` of these candidates, likewise
+        ``positions`` (a count quota): ``count_big.kind_positions`` of these candidates, likewise
         (:meth:`shared_kind_positions`)."""
         if self.mode == MODE_COUNT:
             return count_greedy_slice(
@@ -193,7 +194,7 @@ class SlicerArgs(NamedTuple):
         return groups
 
     def shared_kind_positions(self, memo: dict, kind: np.ndarray) -> KindPositions | None:
-        """For a count quota with an inner greedy: ``count.kind_positions`` of the candidates
+        """For a count quota with an inner greedy: ``count_big.kind_positions`` of the candidates
         (the kinds its entries name, which no score or target changes), computed once per
         ``memo`` (a sweep's ``SweepShared.memo``, whose ``kind`` array it is) and set of
         kinds; else None. Two workers may both compute it; the first stored is kept."""
