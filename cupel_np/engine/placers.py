@@ -194,16 +194,15 @@ def _u_pack(rank, score_bits, lo, hi, shift):
     ``64 - shift`` bits of the score key (``desc_bits``), then the candidate's index
     ``p - lo`` (below ``2**shift``). Ascending keys are the score order up to runs that share
     the high bits (``_u_finish`` orders those)."""
-    n = 0
-    for p in range(lo, hi):
-        n += rank[p] >= 0
-    out = np.empty(n + 1, dtype=np.uint64)  # one spare: the write below is branch-free
+    # room for every candidate (one spare: the write below is branch-free), not a counting
+    # pass over ``rank`` first: the pass is bound by memory reads, not by the allocation
+    out = np.empty(hi - lo + 1, dtype=np.uint64)
     high = ~((np.uint64(1) << np.uint64(shift)) - np.uint64(1))
     c = 0
     for p in range(lo, hi):
         out[c] = (_bits_key(score_bits[p]) & high) | np.uint64(p - lo)
         c += rank[p] >= 0
-    return out[:n]
+    return out[:c]
 
 
 @jit_inner
@@ -279,6 +278,175 @@ def _range_of(r_lo, r_hi, r):
     return a - 1 if a > 0 and r < r_hi[a - 1] else -1
 
 
+#: runs (keys sharing their high bits) up to this long use ``_u_finish``'s scratch; a longer
+#: one allocates its own
+RUN_SCRATCH = 16384
+#: runs longer than this are first tried in token order by a radix sort (``_place_run``)
+RUN_RADIX_MIN = 64
+
+
+@jit_inner
+def _radix_by(key, o, tmp, cnt, n):
+    """Reorder ``o[:n]`` (entries of a run) stably by ``key[o[u]]`` ascending: an LSD radix
+    sort on the bytes where the keys differ (``tmp``: scratch of ``n``, ``cnt``: of 256)."""
+    diff = np.uint64(0)
+    for u in range(n):
+        diff |= key[u] ^ key[0]
+    for d in range(8):
+        sh = np.uint64(8 * d)
+        if (diff >> sh) & np.uint64(255) == 0:
+            continue
+        for b in range(256):
+            cnt[b] = 0
+        for u in range(n):
+            cnt[(key[o[u]] >> sh) & np.uint64(255)] += 1
+        total = 0
+        for b in range(256):
+            c = cnt[b]
+            cnt[b] = total
+            total += c
+        for u in range(n):
+            b = (key[o[u]] >> sh) & np.uint64(255)
+            tmp[cnt[b]] = o[u]
+            cnt[b] += 1
+        for u in range(n):
+            o[u] = tmp[u]
+
+
+@jit_inner
+def _in_order(o, fk, bk, tk, rk, n):
+    """``o[:n]`` is the run's order: each entry before the next by ``_tie_before``."""
+    for u in range(1, n):
+        if not _tie_before(fk, bk, tk, rk, o[u - 1], o[u]):
+            return False
+    return True
+
+
+@jit_inner
+def _place_run(
+    packed,
+    i,
+    r_n,
+    low,
+    lo,
+    rank,
+    score_bits,
+    cand_score,
+    cand_tok,
+    r_lo,
+    r_hi,
+    one_key,
+    n_pin,
+    m,
+    j,
+    n_before,
+    u_at,
+    scratch_u,
+    scratch_i,
+):
+    """Place the run ``packed[i:i + r_n]`` of ``_u_finish`` (keys that share their high bits,
+    in candidate order) from place ``j`` on: ordered by score key ``fk``, block ``bk``, tie
+    key ``tk``, then rank ``rk`` (``_tie_before``; see ``_u_finish``), each entry's position
+    written to ``u_at``. Returns ``(j, n_before)`` after the run. ``scratch_u``/``scratch_i``:
+    uint64 / int64 scratch, used when it holds ``4 * r_n`` / ``5 * r_n`` entries.
+
+    The order is found by stable sorts of one key each, least significant first, from
+    candidate order, each skipped when the whole run shares its key, and then checked
+    (``_in_order``, one pass; the entries are distinct by rank):
+
+    * a long run (``RUN_RADIX_MIN``) first by tokens (a radix sort of two bytes, usually),
+      then ``bk``, then ``fk``: among items of one score, the tie key (density descending)
+      is token order when the score is positive, and candidate order is rank order inside
+      an unordered range (ranked in index order);
+    * else, or when that order fails the check (a score of zero or below, densities that
+      round equal), by ``tk``, then ``bk``, then ``fk`` on compact keys (``sort_pairs``);
+    * else by the comparison sort ``_tie_order``.
+
+    Outside the ranges ``bk`` is the rank itself and ``tk`` is 0."""
+    if scratch_u.shape[0] < 4 * r_n:  # longer than the caller's scratch: its own (allocated
+        # here, not in the caller's loop, where a reassigned array is reference counted per item)
+        scratch_u = np.empty(4 * r_n, dtype=np.uint64)
+        scratch_i = np.empty(5 * r_n, dtype=np.int64)
+    fk = scratch_u[:r_n]
+    tk = scratch_u[r_n : 2 * r_n]
+    key = scratch_u[2 * r_n : 3 * r_n]
+    key2 = scratch_u[3 * r_n : 4 * r_n]
+    bk = scratch_i[:r_n]
+    rk = scratch_i[r_n : 2 * r_n]
+    ix = scratch_i[2 * r_n : 3 * r_n]
+    o = scratch_i[3 * r_n : 4 * r_n]
+    row2 = scratch_i[4 * r_n : 5 * r_n]
+    n_r = r_lo.shape[0]
+    fb = np.empty(1, dtype=np.float64)
+    ub = fb.view(np.uint64)
+    same_f = True
+    same_b = True
+    same_t = True
+    for u in range(r_n):
+        p = lo + np.int64(packed[i + u] & low)
+        ix[u] = p
+        f = _bits_key(score_bits[p])
+        fk[u] = f
+        r = rank[p]
+        rk[u] = r
+        # the block: the first rank of its unordered range, else its own rank (ranges are
+        # disjoint, so blocks compare as the ranks of the output order do)
+        b = r
+        t = np.uint64(0)
+        key[u] = 0
+        g = _range_of(r_lo, r_hi, r) if n_r else -1
+        if g >= 0:  # (``cand_tok`` may be empty without ranges)
+            b = r_lo[g]
+            fb[0] = density_key(cand_tok[p], cand_score[p]) + 0.0  # -0.0 + 0.0 == +0.0
+            x = ub[0]
+            t = ~x if x & _SIGN else x | _SIGN
+            key[u] = np.uint64(cand_tok[p])
+        bk[u] = b
+        tk[u] = t
+        same_f &= f == fk[0]
+        same_b &= b == bk[0]
+        same_t &= t == tk[0]
+        o[u] = u
+    done = False
+    if r_n > RUN_RADIX_MIN and not same_t:
+        cnt = np.empty(256, dtype=np.int64)
+        _radix_by(key, o, row2, cnt, r_n)
+        if not same_b:
+            for u in range(r_n):
+                key[u] = np.uint64(bk[u])  # ranks: non-negative
+            _radix_by(key, o, row2, cnt, r_n)
+        if not same_f:
+            _radix_by(fk, o, row2, cnt, r_n)
+        done = _in_order(o, fk, bk, tk, rk, r_n)
+        if not done:
+            for u in range(r_n):
+                o[u] = u
+    if not done:
+        if not same_t:
+            for u in range(r_n):
+                key[u] = tk[o[u]]
+            sort_pairs(key, o, key2, row2, r_n)
+        if not same_b:
+            for u in range(r_n):
+                key[u] = np.uint64(bk[o[u]])
+            sort_pairs(key, o, key2, row2, r_n)
+        if not same_f:
+            for u in range(r_n):
+                key[u] = fk[o[u]]
+            sort_pairs(key, o, key2, row2, r_n)
+    order = o
+    if not done and not _in_order(o, fk, bk, tk, rk, r_n):
+        order = _tie_order(fk, bk, tk, rk)
+    for u in range(r_n):
+        q = order[u]
+        if n_before < 0 and fk[q] >= one_key:
+            n_before = j
+            j += n_pin
+        u_at[ix[q]] = j // 2 + (m - 1 - 2 * (j // 2)) * (j & 1)
+        j += 1
+    return j, n_before
+
+
 @jit
 def _u_finish(packed, shift, lo, rank, score_bits, cand_score, cand_tok, r_lo, r_hi, one_key, n_pin, u_at):
     """Place a segment's sliced items from ``packed`` (``_u_pack``'s keys, sorted ascending):
@@ -296,9 +464,9 @@ def _u_finish(packed, shift, lo, rank, score_bits, cand_score, cand_tok, r_lo, r
     sh = np.uint64(shift)
     low = (np.uint64(1) << sh) - np.uint64(1)
     one_high = one_key >> sh
-    fb = np.empty(1, dtype=np.float64)
-    ub = fb.view(np.uint64)
-    n_r = r_lo.shape[0]
+    cap = min(n, RUN_SCRATCH)
+    scratch_u = np.empty(4 * cap, dtype=np.uint64)
+    scratch_i = np.empty(5 * cap, dtype=np.int64)
     j = 0  # the next item's place in u-shaped order, pinned items included
     n_before = -1  # the pinned items' first place, once known
     i = 0
@@ -314,35 +482,27 @@ def _u_finish(packed, shift, lo, rank, score_bits, cand_score, cand_tok, r_lo, r
                     j += n_pin
         if e - i > 1:
             r_n = e - i
-            fk = np.empty(r_n, dtype=np.uint64)
-            bk = np.empty(r_n, dtype=np.int64)
-            tk = np.empty(r_n, dtype=np.uint64)
-            rk = np.empty(r_n, dtype=np.int64)
-            ix = np.empty(r_n, dtype=np.int64)
-            for u in range(r_n):
-                p = lo + np.int64(packed[i + u] & low)
-                ix[u] = p
-                fk[u] = _bits_key(score_bits[p])
-                r = rank[p]
-                rk[u] = r
-                # the block: the first rank of its unordered range, else its own rank (ranges
-                # are disjoint, so blocks compare as the ranks of the output order do)
-                bk[u] = r
-                tk[u] = 0
-                g = _range_of(r_lo, r_hi, r) if n_r else -1
-                if g >= 0:
-                    bk[u] = r_lo[g]
-                    fb[0] = density_key(cand_tok[p], cand_score[p]) + 0.0  # -0.0 + 0.0 == +0.0
-                    b = ub[0]
-                    tk[u] = ~b if b & _SIGN else b | _SIGN
-            o = _tie_order(fk, bk, tk, rk)
-            for u in range(r_n):
-                q = o[u]
-                if n_before < 0 and fk[q] >= one_key:
-                    n_before = j
-                    j += n_pin
-                u_at[ix[q]] = j // 2 + (m - 1 - 2 * (j // 2)) * (j & 1)
-                j += 1
+            j, n_before = _place_run(
+                packed,
+                i,
+                r_n,
+                low,
+                lo,
+                rank,
+                score_bits,
+                cand_score,
+                cand_tok,
+                r_lo,
+                r_hi,
+                one_key,
+                n_pin,
+                m,
+                j,
+                n_before,
+                u_at,
+                scratch_u,
+                scratch_i,
+            )
         else:
             u_at[lo + np.int64(packed[i] & low)] = j // 2 + (m - 1 - 2 * (j // 2)) * (j & 1)
             j += 1

@@ -67,19 +67,21 @@ def segments(draw):
     perm = rng.permutation(sel)  # which candidates hold each block's ranks
     rank = np.full(n, -1, dtype=np.int64)
     ranges = []
+    # (rarely, a range not ranked in index order: the order is still by rank, which the
+    # kernel's shortcuts assume is candidate order and check)
+    in_index_order = draw(st.integers(0, 9)) > 0
     for (a, b), u in zip(zip(cuts[:-1], cuts[1:]), unordered):
         who = perm[a:b]
         if u and b - a > 1:
             ranges.append((a, b))
-            rank[np.sort(who)] = np.arange(a, b)
+            rank[np.sort(who) if in_index_order else who] = np.arange(a, b)
         else:
             rank[who] = np.arange(a, b)
     return score, tok, rank, ranges, draw(st.integers(0, 3))
 
 
-@SETTINGS
-@given(segments())
-def test_u_shaped_order_is_the_sorted_order(case):
+def check(case):
+    """The kernel's placement of one segment is the reference's."""
     score, tok, rank, ranges, n_pin = case
     n = score.shape[0]
     arg = None
@@ -92,6 +94,12 @@ def test_u_shaped_order_is_the_sorted_order(case):
         return
     assert u_pin[0] == first_pin
     assert {p: int(u_at[p]) for p in at} == at
+
+
+@SETTINGS
+@given(segments())
+def test_u_shaped_order_is_the_sorted_order(case):
+    check(case)
 
 
 def test_small_segments_are_left_to_the_place_kernel():
@@ -110,3 +118,53 @@ def test_small_segments_are_left_to_the_place_kernel():
     at, first_pin = reference(rank[100:], score[100:], tok[100:], [], 1)
     assert u_pin[1] == first_pin
     assert {p - 100: int(u_at[p]) for p in range(100, 900)} == at
+
+
+@st.composite
+def long_runs(draw):
+    """Few distinct scores over many candidates: runs of ties longer than ``RUN_RADIX_MIN``
+    (ordered by tokens first, checked, else by the tie keys), with scores whose token order
+    is not the tie order (zero, negative, NaN, infinite) and token counts whose densities
+    round equal."""
+    n = draw(st.integers(placers.RUN_RADIX_MIN, 1500))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    values = draw(st.lists(st.sampled_from(SCORES + [0.25, 3.0, -0.5]), min_size=1, max_size=4))
+    score = rng.choice(np.array(values, dtype=np.float64), n)
+    tok_pool = draw(st.sampled_from([np.arange(5), np.arange(3000), np.array([0, 2**53, 2**53 + 2, 2**60, 2**60 + 1])]))
+    tok = rng.choice(tok_pool, n).astype(np.int64)
+    sel = np.flatnonzero(rng.random(n) < draw(st.sampled_from([0.5, 1.0])))
+    n_sel = sel.shape[0]
+    rank = np.full(n, -1, dtype=np.int64)
+    perm = rng.permutation(sel)
+    cuts = sorted(set(rng.integers(0, n_sel + 1, draw(st.integers(0, 4))).tolist()) | {0, n_sel})
+    ranges = []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        who = perm[a:b]
+        if b - a > 1 and draw(st.booleans()):
+            ranges.append((a, b))
+            rank[np.sort(who)] = np.arange(a, b)
+        else:
+            rank[who] = np.arange(a, b)
+    return score, tok, rank, ranges, draw(st.integers(0, 3))
+
+
+@settings(max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(long_runs())
+def test_long_runs_of_ties_are_in_the_sorted_order(case):
+    check(case)
+
+
+def test_a_run_longer_than_the_scratch():
+    """One score for more candidates than ``RUN_SCRATCH``: the run gets scratch of its own."""
+    rng = np.random.default_rng(5)
+    n = placers.RUN_SCRATCH + 700
+    score = np.full(n, 0.5)
+    score[rng.random(n) < 0.01] = 0.75
+    tok = rng.integers(0, 4000, n)
+    rank = np.full(n, -1, dtype=np.int64)
+    rank[:] = np.arange(n)  # one greedy prefix: ranks in index order
+    arg = np.array([0, 1]), np.array([0]), np.array([n])
+    u_at, u_pin = placers._sliced_score_order(rank, score, tok, np.array([0, n]), np.array([0, 2]), 0, arg)
+    at, first_pin = reference(rank, score, tok, [(0, n)], 2)
+    assert u_pin[0] == first_pin
+    assert np.array_equal(u_at, np.array([at[p] for p in range(n)]))
