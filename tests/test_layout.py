@@ -177,8 +177,9 @@ def test_no_underscore_name_crosses_a_wing():
 
 
 def _jitted(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Decorated with the project's kernel decorator (``from cupel_np._jit import jit``)."""
-    return any(ast.unparse(d) in ("jit", "_jit.jit") for d in fn.decorator_list)
+    """Decorated with one of the project's kernel decorators (``from cupel_np._jit import jit``,
+    or ``jit_inner`` for a kernel only other kernels call)."""
+    return any(ast.unparse(d) in ("jit", "_jit.jit", "jit_inner", "_jit.jit_inner") for d in fn.decorator_list)
 
 
 def _long_in(source: str) -> list[tuple[str, int, int]]:
@@ -214,6 +215,8 @@ def test_the_length_rule_counts_plain_functions_and_skips_kernels():
     short = "\n".join(f"    x{i} = {i}" for i in range(MAX_LINES - 1))
     source = f"@jit\ndef kernel():\n{body}\n\ndef plain():\n{body}\n\ndef fits():\n{short}\n"
     assert _long_in(source) == [("plain", MAX_LINES + 4, MAX_LINES + 1)]
+    inner = f"@jit_inner\ndef helper():\n{body}\n\n@other\ndef plain():\n{body}\n"
+    assert [name for name, _, _ in _long_in(inner)] == ["plain"]
 
 
 #: the only imports the command line may delay to a function: optional extras (each heavy)

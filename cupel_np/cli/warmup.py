@@ -77,6 +77,7 @@ KERNEL_MODULES = (
     "cupel_np.engine.stages",
     "cupel_np.engine.chrono_bits",
     "cupel_np.engine.placers",
+    "cupel_np.engine.u_order",
     "cupel_np.engine.scorers.kernels",
     "cupel_np.engine.slicers.greedy",
     "cupel_np.engine.slicers.packed",

@@ -17,11 +17,11 @@ from cupel_np.engine.placers import (
     PLACER_CHRONOLOGICAL,
     PLACER_U_SHAPED,
     _place_truncated,
-    _sliced_score_order,
     timestamp_ranks,
 )
 from cupel_np.engine.slicers.greedy import complete_ranks, order_positions
 from cupel_np.engine.stages import OVERFLOW_TRUNCATE, _place_segments
+from cupel_np.engine.u_order import _sliced_score_order
 
 
 def _finish_ranks(

@@ -25,7 +25,7 @@ import naive  # noqa: E402
 import strategies as S  # noqa: E402
 
 import cupel_np as c  # noqa: E402
-from cupel_np.engine import placers, stages  # noqa: E402
+from cupel_np.engine import placers, stages, u_order  # noqa: E402
 from cupel_np.engine.slicers import greedy  # noqa: E402
 from cupel_np.engine.sortkeys import desc_bits, int_keys, ordered_bits, stable_argsort  # noqa: E402
 
@@ -152,7 +152,7 @@ def test_unordered_prefix_then_complete_ranks(pairs, target, min_chunk):
 
 
 def test_one_key_is_the_key_of_a_pinned_score():
-    assert placers._ONE_KEY == desc_bits(np.ones(1))[0]
+    assert u_order._ONE_KEY == desc_bits(np.ones(1))[0]
 
 
 def _prefix_items(n, seed):

@@ -1,4 +1,4 @@
-"""U-shaped placement of a big set (``placers._sliced_score_order``, then ``_u_shaped_all``)
+"""U-shaped placement of a big set (``u_order._sliced_score_order``, then ``_u_shaped_all``)
 against a plain sort of the selected items by (score key, slicer output order).
 
 The kernel sorts keys that hold only the high bits of each score key (the candidate's index
@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cupel_np.engine import placers
+from cupel_np.engine import u_order
 from cupel_np.engine.sortkeys import desc_bits
 
 SETTINGS = settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -42,7 +42,7 @@ def reference(rank, score, tok, ranges, n_pin):
         return (int(key[p]), r, 0.0, r)
 
     order = sorted(sel, key=order_key)
-    first_pin = next((i for i, p in enumerate(order) if key[p] >= placers._ONE_KEY), len(order))
+    first_pin = next((i for i, p in enumerate(order) if key[p] >= u_order._ONE_KEY), len(order))
     m = len(order) + n_pin
     at = {}
     for i, p in enumerate(order):
@@ -87,7 +87,7 @@ def check(case):
     arg = None
     if ranges:
         arg = np.array([0, len(ranges)]), np.array([a for a, _ in ranges]), np.array([b for _, b in ranges])
-    u_at, u_pin = placers._sliced_score_order(rank, score, tok, np.array([0, n]), np.array([0, n_pin]), 0, arg)
+    u_at, u_pin = u_order._sliced_score_order(rank, score, tok, np.array([0, n]), np.array([0, n_pin]), 0, arg)
     at, first_pin = reference(rank, score, tok, ranges, n_pin)
     if not at:
         assert u_pin[0] == -1  # nothing selected: left to the place kernel
@@ -113,7 +113,7 @@ def test_small_segments_are_left_to_the_place_kernel():
     for lo, hi in zip(offsets[:-1], offsets[1:]):
         rank[lo:hi] = rng.permutation(hi - lo)
     pins = np.array([0, 2, 3])
-    u_at, u_pin = placers._sliced_score_order(rank, score, tok, offsets, pins, 500, None)
+    u_at, u_pin = u_order._sliced_score_order(rank, score, tok, offsets, pins, 500, None)
     assert u_pin[0] == -1
     at, first_pin = reference(rank[100:], score[100:], tok[100:], [], 1)
     assert u_pin[1] == first_pin
@@ -126,7 +126,7 @@ def long_runs(draw):
     (ordered by tokens first, checked, else by the tie keys), with scores whose token order
     is not the tie order (zero, negative, NaN, infinite) and token counts whose densities
     round equal."""
-    n = draw(st.integers(placers.RUN_RADIX_MIN, 1500))
+    n = draw(st.integers(u_order.RUN_RADIX_MIN, 1500))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     values = draw(st.lists(st.sampled_from(SCORES + [0.25, 3.0, -0.5]), min_size=1, max_size=4))
     score = rng.choice(np.array(values, dtype=np.float64), n)
@@ -157,14 +157,14 @@ def test_long_runs_of_ties_are_in_the_sorted_order(case):
 def test_a_run_longer_than_the_scratch():
     """One score for more candidates than ``RUN_SCRATCH``: the run gets scratch of its own."""
     rng = np.random.default_rng(5)
-    n = placers.RUN_SCRATCH + 700
+    n = u_order.RUN_SCRATCH + 700
     score = np.full(n, 0.5)
     score[rng.random(n) < 0.01] = 0.75
     tok = rng.integers(0, 4000, n)
     rank = np.full(n, -1, dtype=np.int64)
     rank[:] = np.arange(n)  # one greedy prefix: ranks in index order
     arg = np.array([0, 1]), np.array([0]), np.array([n])
-    u_at, u_pin = placers._sliced_score_order(rank, score, tok, np.array([0, n]), np.array([0, 2]), 0, arg)
+    u_at, u_pin = u_order._sliced_score_order(rank, score, tok, np.array([0, n]), np.array([0, 2]), 0, arg)
     at, first_pin = reference(rank, score, tok, [(0, n)], 2)
     assert u_pin[0] == first_pin
     assert np.array_equal(u_at, np.array([at[p] for p in range(n)]))
