@@ -21,7 +21,7 @@ from cupel_np.engine.placers import (
     timestamp_ranks,
 )
 from cupel_np.engine.slicers.greedy import complete_ranks, order_positions
-from cupel_np.engine.stages import OVERFLOW_TRUNCATE, _place_segments
+from cupel_np.engine.stages import OVERFLOW_TRUNCATE, SMALL_PLACE, _place_segments
 
 
 def _finish_ranks(
@@ -194,6 +194,18 @@ def _order_for_placer(tokens, pin_rows, pin_offsets, cand: Candidates, budget_ta
     return np.zeros(0, np.int64), np.full(pin_offsets.shape[0] - 1, -1, np.int64)
 
 
+_EMPTY = np.zeros(0, np.int64)
+
+
+def _has_long(pin_offsets, cand_offsets) -> bool:
+    """Whether a segment may keep more than ``stages.SMALL_PLACE`` items (pinned and
+    candidates): only then may ``_place_segments`` place one on bitmaps or with
+    ``placers._place_order`` (it decides per segment); else it sorts every kept list itself,
+    and its specialization for None in their arguments compiles neither."""
+    sizes = np.diff(pin_offsets) + np.diff(cand_offsets)
+    return bool(sizes.shape[0] > 0 and int(sizes.max()) > SMALL_PLACE)
+
+
 def place_segments(
     rows: PlaceRows,
     segments: PlaceSegments,
@@ -216,17 +228,20 @@ def place_segments(
     use_ts_order = ts_order is not None
     if ts_order is not None:
         ts_rows, ts_sorted, ts_offsets, ts_code, ts_runs, ts_run_off = ts_order
+    else:  # every segment sorts its own kept items
+        ts_rows, ts_offsets = _EMPTY, np.zeros(pin_offsets.shape[0], np.int64)
+        ts_sorted = np.zeros(0, dtype=rows.ts.dtype)
+        ts_code, ts_runs, ts_run_off = None, _EMPTY, ts_offsets
+    long = _has_long(pin_offsets, cand.cand_offsets)
+    if ts_order is not None and long and policy.placer == PLACER_CHRONOLOGICAL:
         if ts_code is None or ts_runs is None or ts_run_off is None:
             ts_code, ts_runs, ts_run_off = timestamp_ranks(ts_rows, ts_sorted, ts_offsets, n_rows)
-    else:  # every segment sorts its own kept items
-        ts_rows, ts_offsets = np.zeros(0, np.int64), np.zeros(pin_offsets.shape[0], np.int64)
-        ts_sorted = np.zeros(0, dtype=rows.ts.dtype)
-        ts_code, ts_runs, ts_run_off = ts_rows, ts_rows, ts_offsets
+    else:  # the kernel's specialization without the bitmap path (``_place_segments``)
+        ts_code, ts_runs, ts_run_off = None, _EMPTY, ts_offsets
     if lstpos is None:
-        lstpos = np.full(n_rows, -1, dtype=np.int64)
+        lstpos = np.full(n_rows, -1, dtype=np.int32)  # (the sweep's scratch type: one specialization)
     u_at, u_pin = _order_for_placer(rows.tokens, pin_rows, pin_offsets, cand, segments.budget_targets, policy)
     err, err_a, sliced, kept, trunc, ties, key_at, cc_rows, cc_cap, cc_count = _place_segments(
-        n_rows,
         rows.tokens,
         rows.kind,
         rows.ts,
@@ -249,15 +264,15 @@ def place_segments(
         out.detail_a,
         out.detail_b,
         out.position,
-        use_ts_order,
         ts_rows,
         ts_sorted,
         ts_offsets,
         ts_code,
         ts_runs,
         ts_run_off,
+        lstpos,
         placers.CHRONO_FILTER_MIN,
-        placers.RADIX_MIN,
+        placers.RADIX_MIN if long else None,
         u_at,
         u_pin,
     )
