@@ -22,13 +22,8 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("cupel_np.engine.sortkeys.score_cmp", "float64 float64", 1),
         (
             "cupel_np.engine.stages._place_segments",
-            "int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool int64[1C] bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] int64[1C] int64[1C] int64[1C] none int64[1C] int64[1C] int32[1C] int64 none int64[1C] int64[1C]",
+            "int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool none bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] int64[1C] int64[1C] int64[1C] none int64[1C] int64[1C] int32[1C] int64 int64 none none int64[1C]",
             0,
-        ),
-        (
-            "cupel_np.engine.placers._u_shaped_all",
-            "int64[1C] int64 int64 int64[1C] int64 int64 int64[1C] int64[1C] int64 int64 int32[1C]",
-            1,
         ),
         ("cupel_np.engine.batch_kernels.included_positions", "int32[1C] bool[1C]", 0),
         ("cupel_np.engine.stages._sort_small_segments", "float64[1C] int64[1C] int64[1C]", 0),
@@ -71,13 +66,8 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("cupel_np.engine.sortkeys.score_cmp", "float64 float64", 1),
         (
             "cupel_np.engine.stages._place_segments",
-            "int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool int64[1C] bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] int64[1C] int64[1C] int64[1C] none int64[1C] int64[1C] int32[1C] int64 none int64[1C] int64[1C]",
+            "int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool none bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] int64[1C] int64[1C] int64[1C] none int64[1C] int64[1C] int32[1C] int64 int64 none none int64[1C]",
             0,
-        ),
-        (
-            "cupel_np.engine.placers._u_shaped_all",
-            "int64[1C] int64 int64 int64[1C] int64 int64 int64[1C] int64[1C] int64 int64 int32[1C]",
-            1,
         ),
         ("cupel_np.engine.batch_kernels.included_positions", "int32[1C] bool[1C]", 0),
         ("cupel_np.testing._kernels._top_n_fail_kernel", "float64[1Cr] int64[1Cr] int64[1Cr] int64 int64[1C]", 0),

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cupel_np.engine import placers
+from cupel_np.engine import placers, stages
 from cupel_np.engine.chrono_bits import _chrono_ties
 from cupel_np.engine.placers import (
     PLACER_CHRONOLOGICAL,
@@ -21,7 +21,7 @@ from cupel_np.engine.placers import (
     timestamp_ranks,
 )
 from cupel_np.engine.slicers.greedy import complete_ranks, order_positions
-from cupel_np.engine.stages import OVERFLOW_TRUNCATE, SMALL_PLACE, _place_segments
+from cupel_np.engine.stages import OVERFLOW_TRUNCATE, _place_segments
 
 
 def _finish_ranks(
@@ -199,11 +199,12 @@ _EMPTY = np.zeros(0, np.int64)
 
 def _has_long(pin_offsets, cand_offsets) -> bool:
     """Whether a segment may keep more than ``stages.SMALL_PLACE`` items (pinned and
-    candidates): only then may ``_place_segments`` place one on bitmaps or with
+    candidates): only then may ``_place_segments`` place one on bitmaps, from ``u_at`` or with
     ``placers._place_order`` (it decides per segment); else it sorts every kept list itself,
-    and its specialization for None in their arguments compiles neither."""
+    and its specialization for None in their arguments (and in ``cap_of_kind`` without count
+    caps) compiles none of them."""
     sizes = np.diff(pin_offsets) + np.diff(cand_offsets)
-    return bool(sizes.shape[0] > 0 and int(sizes.max()) > SMALL_PLACE)
+    return bool(sizes.shape[0] > 0 and int(sizes.max()) > stages.SMALL_PLACE)
 
 
 def place_segments(
@@ -232,7 +233,9 @@ def place_segments(
         ts_rows, ts_offsets = _EMPTY, np.zeros(pin_offsets.shape[0], np.int64)
         ts_sorted = np.zeros(0, dtype=rows.ts.dtype)
         ts_code, ts_runs, ts_run_off = None, _EMPTY, ts_offsets
-    long = _has_long(pin_offsets, cand.cand_offsets)
+    u_at, u_pin = _order_for_placer(rows.tokens, pin_rows, pin_offsets, cand, segments.budget_targets, policy)
+    # (a segment placed from ``u_at`` is longer, but for U_SORT_MIN set below SMALL_PLACE)
+    long = _has_long(pin_offsets, cand.cand_offsets) or bool((u_pin >= 0).any())
     if ts_order is not None and long and policy.placer == PLACER_CHRONOLOGICAL:
         if ts_code is None or ts_runs is None or ts_run_off is None:
             ts_code, ts_runs, ts_run_off = timestamp_ranks(ts_rows, ts_sorted, ts_offsets, n_rows)
@@ -240,7 +243,6 @@ def place_segments(
         ts_code, ts_runs, ts_run_off = None, _EMPTY, ts_offsets
     if lstpos is None:
         lstpos = np.full(n_rows, -1, dtype=np.int32)  # (the sweep's scratch type: one specialization)
-    u_at, u_pin = _order_for_placer(rows.tokens, pin_rows, pin_offsets, cand, segments.budget_targets, policy)
     err, err_a, sliced, kept, trunc, ties, key_at, cc_rows, cc_cap, cc_count = _place_segments(
         rows.tokens,
         rows.kind,
@@ -258,7 +260,7 @@ def place_segments(
         policy.overflow,
         policy.placer,
         policy.count_caps,
-        policy.cap_of_kind,
+        policy.cap_of_kind if policy.count_caps or long else None,
         out.included,
         out.reason,
         out.detail_a,
@@ -272,8 +274,9 @@ def place_segments(
         ts_run_off,
         lstpos,
         placers.CHRONO_FILTER_MIN,
+        stages.SMALL_PLACE,
         placers.RADIX_MIN if long else None,
-        u_at,
+        u_at if long else None,
         u_pin,
     )
     if ties.any():  # a kernel of its own: a run without equal timestamps never compiles it

@@ -44,7 +44,8 @@ ERR_OVERFLOW = 2
 #: the place kernel sorts a kept list of at most this many items itself (insertion, in
 #: preallocated scratch); a longer one goes to the bitmaps (chronological, with the shared
 #: timestamp order) or to ``placers._place_order``. A run whose segments are all this short
-#: compiles neither (``place_stage.place_segments`` passes None for what they read)
+#: compiles neither (``place_stage.place_segments`` passes None for what they read; it reads
+#: this at each call and hands it to the kernel, so a test may lower it)
 SMALL_PLACE = 64
 
 
@@ -151,6 +152,7 @@ def _place_segments(
     ts_run_offsets,
     lstpos,
     chrono_min,
+    small_place,
     radix_min,
     u_at,
     u_pin,
@@ -180,7 +182,9 @@ def _place_segments(
         overflow : ``OVERFLOW_THROW`` / ``OVERFLOW_TRUNCATE`` / ``OVERFLOW_PROCEED``
         placer : ``PLACER_CHRONOLOGICAL`` / ``PLACER_U_SHAPED``
         count_caps : the slicer has count caps (CountCapExceeded reasons are written)
-        cap_of_kind : int64 per kind id, its count cap (-1 none); read only with ``count_caps``
+        cap_of_kind : int64 per kind id, its count cap (-1 none); read only with ``count_caps``.
+            None without count caps where ``radix_min`` is None: that specialization does not
+            compile the caps' code
     Shared by every variant (``timestamp_order``; read only)
         ts_order, ts_sorted, ts_offsets : every segment's timestamped rows sorted by timestamp
             (``ts_order[ts_offsets[s]:ts_offsets[s+1]]``, ties in any order) and their
@@ -190,7 +194,7 @@ def _place_segments(
             input order.
         ts_code, ts_runs, ts_run_offsets : ``placers.timestamp_ranks`` of that order: each
             row's index in it (``2 * i + tied``, -1 untimestamped) and each segment's runs of
-            equal timestamps: a list of more than ``SMALL_PLACE`` kept items is filtered on
+            equal timestamps: a list of more than ``small_place`` kept items is filtered on
             bitmaps in that order (``chrono_bits``). ``ts_code`` None: no segment is placed
             that way (the runs are not read), and this specialization of the kernel does not
             compile the bitmap path.
@@ -200,14 +204,16 @@ def _place_segments(
         u_at, u_pin : segment ``s``'s u-shaped placement when ``u_pin[s] >= 0``: each selected
             candidate's position (``u_at``, per candidate), the pinned items' first place in
             u-shaped order (``u_pin[s]``). It serves the segment when nothing is truncated; a
-            truncating segment sorts its kept items itself.
+            truncating segment sorts its kept items itself. ``u_at`` is None where
+            ``radix_min`` is (no segment that long): that specialization does not compile it.
     Tuning constants (choose the path, never the answer)
         chrono_min : ``CHRONO_FILTER_MIN``: a short list of more kept items filters the
             shared order (when it keeps at least 1/32 of the segment's timestamped rows)
-        radix_min : ``RADIX_MIN``, for ``placers._place_order``, which places a list of more
-            than ``SMALL_PLACE`` kept items that no fast path serves (shorter ones are sorted
-            in the kernel). None: no segment has more than ``SMALL_PLACE`` items, and this
-            specialization does not compile ``_place_order`` and the sorts it calls.
+        small_place : ``SMALL_PLACE``: a list of at most this many kept items is sorted in
+            the kernel
+        radix_min : ``RADIX_MIN``, for ``placers._place_order``, which places a longer list
+            that no fast path serves. None: no segment has more than ``small_place`` items,
+            and this specialization does not compile ``_place_order`` and the sorts it calls.
     Outputs (per row; only the rows of the merged segments are written)
         included : bool, the row is in the context: False on entry (only the included rows
             are written)
@@ -275,7 +281,7 @@ def _place_segments(
     # scratch of the short lists' insertion sort (every list when ``radix_min`` is None)
     n_short = max_m
     if radix_min is not None:
-        n_short = max_m if max_m < SMALL_PLACE else SMALL_PLACE
+        n_short = max_m if max_m < small_place else small_place
     jrow = np.empty(n_short, dtype=np.int64)  # row per input position
     jscore = np.empty(n_short, dtype=np.float64)  # score per input position
     jat = np.empty(n_short, dtype=np.int64)  # input positions in sorted order
@@ -306,11 +312,17 @@ def _place_segments(
         sel_code = np.empty(n_cand if chrono else 0, dtype=np.int64)
     key_at = np.empty(n_ts + 1 if tied_any else 0, dtype=np.int64)  # (+1: the others' stores)
     c_ts = 0
-    n_kinds = cap_of_kind.shape[0] if count_caps else 1
+    # ``cap_of_kind`` None (no count caps, short lists only): Numba prunes every branch on
+    # ``cap_of_kind is not None``, so that specialization compiles none of the caps' code
+    n_kinds = 1
+    n_defer = 0
+    if cap_of_kind is not None and count_caps:
+        n_kinds = cap_of_kind.shape[0]
+        n_defer = cand_rows.shape[0]
     kind_count = np.empty(n_kinds, dtype=np.int64)  # scratch, reset per segment
     # the CountCapExceeded rows, their caps and counts (returned, in candidate order); first
     # every candidate that may be one (``defer``, decided after its segment's pass)
-    defer = np.empty(cand_rows.shape[0] if count_caps else 0, dtype=np.int64)
+    defer = np.empty(n_defer, dtype=np.int64)
     cc_cap = np.empty(defer.shape[0], dtype=np.int64)
     cc_count = np.empty(defer.shape[0], dtype=np.int64)
     n_cc = 0
@@ -331,7 +343,8 @@ def _place_segments(
         eff_target = eff_targets[s]
         override_max = budget_targets[s] - budget_reserves[s]
         has_pin = pinned_tokens > 0
-        if count_caps:  # this segment's kinds from 0 (all kinds when fewer than its candidates)
+        # this segment's kinds from 0 (all kinds when fewer than its candidates)
+        if cap_of_kind is not None and count_caps:
             if n_kinds <= chi - clo:
                 for k in range(n_kinds):
                     kind_count[k] = 0
@@ -356,12 +369,12 @@ def _place_segments(
             if r >= 0:
                 n_sel += 1
                 sliced_tokens += t
-                if count_caps:
+                if cap_of_kind is not None and count_caps:
                     kind_count[kind[row]] += 1
                 continue
             if has_pin and t > eff_target and t <= override_max:
                 reason[row] = R_PINNED_OVERRIDE
-            elif count_caps and cap_of_kind[kind[row]] >= 0 and t <= eff_target:
+            elif cap_of_kind is not None and count_caps and cap_of_kind[kind[row]] >= 0 and t <= eff_target:
                 defer[n_def] = row
                 n_def += 1
                 reason[row] = R_BUDGET_EXCEEDED
@@ -382,25 +395,26 @@ def _place_segments(
             sliced_tokens += t if sel else 0
             over = has_pin & (t > eff_target) & (t <= override_max)
             ex = R_PINNED_OVERRIDE if over else R_BUDGET_EXCEEDED
-            if count_caps:
+            if cap_of_kind is not None and count_caps:
                 k = kind[row]
                 kind_count[k] += np.int64(sel)
                 defer[n_def] = row
                 n_def += np.int64((not sel) & (cap_of_kind[k] >= 0) & (t <= eff_target))
             old = reason[row]
             reason[row] = old if sel else ex
-        for u in range(n_cc, n_def):  # a capped kind's candidate: CountCapExceeded
-            row = defer[u]
-            k = kind[row]
-            if kind_count[k] >= cap_of_kind[k]:
-                reason[row] = R_COUNT_CAP_EXCEEDED
-                defer[n_cc] = row
-                cc_cap[n_cc] = cap_of_kind[k]
-                cc_count[n_cc] = kind_count[k]
-                n_cc += 1
-                if details:
-                    detail_a[row] = cap_of_kind[k]
-                    detail_b[row] = kind_count[k]
+        if cap_of_kind is not None:
+            for u in range(n_cc, n_def):  # a capped kind's candidate: CountCapExceeded
+                row = defer[u]
+                k = kind[row]
+                if kind_count[k] >= cap_of_kind[k]:
+                    reason[row] = R_COUNT_CAP_EXCEEDED
+                    defer[n_cc] = row
+                    cc_cap[n_cc] = cap_of_kind[k]
+                    cc_count[n_cc] = kind_count[k]
+                    n_cc += 1
+                    if details:
+                        detail_a[row] = cap_of_kind[k]
+                        detail_b[row] = kind_count[k]
         m = n_pin + n_sel
         merged_tokens = pinned_tokens + sliced_tokens
         target = budget_targets[s]
@@ -419,7 +433,7 @@ def _place_segments(
         # the selected candidates: [clo, sel_hi) of the sel_* lists, or (dense) of the
         # candidates, skipping the others
         sel_hi = chi if dense else clo + n_sel
-        fast_chrono = chrono and m > SMALL_PLACE and m * 32 >= ts_offsets[s + 1] - ts_offsets[s]
+        fast_chrono = chrono and m > small_place and m * 32 >= ts_offsets[s + 1] - ts_offsets[s]
         fast_u = placer == PLACER_U_SHAPED and u_pin[s] >= 0
         if ts_code is not None and fast_chrono:  # every merged item kept, in merged order: no merged arrays
             _chrono_mark_pinned(pin_rows, plo, n_pin, ts_code, tbits, umark)
@@ -438,9 +452,9 @@ def _place_segments(
                 tbits[wt] |= np.uint64(stamped) << np.uint64(i & 63)
                 umark[n_pin + r] = 0 if stamped else 1  # (each position once)
             c_ts = _chrono_prefix(tbits, tpre, ts_offsets[s], ts_offsets[s + 1], umark, ubits, upre, m)
-        elif fast_u:  # the pinned items' places (no candidate range: theirs are in ``u_at``)
+        elif u_at is not None and fast_u:  # the pinned items' places (the candidates' are in ``u_at``)
             _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, clo, rank, u_at, u_pin[s], m, position)
-        elif radix_min is None or m <= SMALL_PLACE:
+        elif radix_min is None or m <= small_place:
             # a short list by input position j (pinned in input order, score 1.0, then the
             # slicer output in its order), sorted here by insertion: stable, as _place_order
             for q in range(n_pin):
@@ -580,7 +594,7 @@ def _place_segments(
                     key_at[i if stamped & ((code & 1) == 1) else n_ts] = j
                 included[row] = True
                 reason[row] = R_ZERO_TOKEN if key & 1 else R_SCORED
-        elif fast_u:
+        elif u_at is not None and fast_u:
             for u in range(clo, sel_hi):
                 if dense:
                     if rank[u] < 0:
