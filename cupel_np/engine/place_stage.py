@@ -207,6 +207,22 @@ def _has_long(pin_offsets, cand_offsets) -> bool:
     return bool(sizes.shape[0] > 0 and int(sizes.max()) > stages.SMALL_PLACE)
 
 
+def _timestamp_args(ts_order: TimestampOrder | None, bitmaps: bool, ts_dtype, n_off: int, n_rows: int):
+    """``_place_segments``'s shared-order arguments: ``ts_order``'s arrays (empty ones, every
+    offset 0, without it), with its per-row codes and runs only when a segment may be placed on
+    bitmaps (``bitmaps``; computed here when not given), else None and empty (the kernel's
+    specialization without the bitmap path)."""
+    if ts_order is None:  # every segment sorts its own kept items
+        off = np.zeros(n_off, np.int64)
+        return _EMPTY, np.zeros(0, dtype=ts_dtype), off, None, _EMPTY, off
+    ts_rows, ts_sorted, ts_offsets, ts_code, ts_runs, ts_run_off = ts_order
+    if not bitmaps:
+        return ts_rows, ts_sorted, ts_offsets, None, _EMPTY, ts_offsets
+    if ts_code is None or ts_runs is None or ts_run_off is None:
+        ts_code, ts_runs, ts_run_off = timestamp_ranks(ts_rows, ts_sorted, ts_offsets, n_rows)
+    return ts_rows, ts_sorted, ts_offsets, ts_code, ts_runs, ts_run_off
+
+
 def place_segments(
     rows: PlaceRows,
     segments: PlaceSegments,
@@ -226,21 +242,13 @@ def place_segments(
     ``_place_segments``)."""
     n_rows = rows.tokens.shape[0]
     pin_rows, pin_offsets = segments.pin_rows, segments.pin_offsets
-    use_ts_order = ts_order is not None
-    if ts_order is not None:
-        ts_rows, ts_sorted, ts_offsets, ts_code, ts_runs, ts_run_off = ts_order
-    else:  # every segment sorts its own kept items
-        ts_rows, ts_offsets = _EMPTY, np.zeros(pin_offsets.shape[0], np.int64)
-        ts_sorted = np.zeros(0, dtype=rows.ts.dtype)
-        ts_code, ts_runs, ts_run_off = None, _EMPTY, ts_offsets
     u_at, u_pin = _order_for_placer(rows.tokens, pin_rows, pin_offsets, cand, segments.budget_targets, policy)
     # (a segment placed from ``u_at`` is longer, but for U_SORT_MIN set below SMALL_PLACE)
     long = _has_long(pin_offsets, cand.cand_offsets) or bool((u_pin >= 0).any())
-    if ts_order is not None and long and policy.placer == PLACER_CHRONOLOGICAL:
-        if ts_code is None or ts_runs is None or ts_run_off is None:
-            ts_code, ts_runs, ts_run_off = timestamp_ranks(ts_rows, ts_sorted, ts_offsets, n_rows)
-    else:  # the kernel's specialization without the bitmap path (``_place_segments``)
-        ts_code, ts_runs, ts_run_off = None, _EMPTY, ts_offsets
+    use_ts_order = ts_order is not None
+    ts_rows, ts_sorted, ts_offsets, ts_code, ts_runs, ts_run_off = _timestamp_args(
+        ts_order, long and policy.placer == PLACER_CHRONOLOGICAL, rows.ts.dtype, pin_offsets.shape[0], n_rows
+    )
     if lstpos is None:
         lstpos = np.full(n_rows, -1, dtype=np.int32)  # (the sweep's scratch type: one specialization)
     err, err_a, sliced, kept, trunc, ties, key_at, cc_rows, cc_cap, cc_count = _place_segments(
