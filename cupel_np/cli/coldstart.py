@@ -62,11 +62,14 @@ _ARRAY = re.compile(r"^(\w+)\[(\d+)([CFA])(r?)\]$")
 
 def type_text(t) -> str:
     """A kernel argument type as plan text: ``int64``, or ``float64[1Cr]`` for a 1-d C-order
-    read-only float64 array (no ``r`` when writable); :class:`ValueError` for other types."""
+    read-only float64 array (no ``r`` when writable), ``none`` for None; :class:`ValueError`
+    for other types."""
     if isinstance(t, nbtypes.Array):
         return f"{t.dtype}[{t.ndim}{t.layout}{'r' if not t.mutable else ''}]"
     if isinstance(t, (nbtypes.Integer, nbtypes.Float, nbtypes.Boolean)):
         return str(t)
+    if isinstance(t, nbtypes.NoneType):  # an argument a kernel's specialization prunes on
+        return "none"
     raise ValueError(f"no plan text for the kernel argument type {t}")
 
 
@@ -76,6 +79,8 @@ def text_type(s: str):
     if m:
         dtype = numba.from_dtype(np.dtype(m.group(1)))
         return nbtypes.Array(dtype, int(m.group(2)), m.group(3), readonly=bool(m.group(4)))
+    if s == "none":
+        return nbtypes.none
     return numba.from_dtype(np.dtype(s))
 
 

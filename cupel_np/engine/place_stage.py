@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cupel_np.engine import placers
+from cupel_np.engine import placers, stages
 from cupel_np.engine.chrono_bits import _chrono_ties
 from cupel_np.engine.placers import (
     PLACER_CHRONOLOGICAL,
@@ -194,6 +194,35 @@ def _order_for_placer(tokens, pin_rows, pin_offsets, cand: Candidates, budget_ta
     return np.zeros(0, np.int64), np.full(pin_offsets.shape[0] - 1, -1, np.int64)
 
 
+_EMPTY = np.zeros(0, np.int64)
+
+
+def _has_long(pin_offsets, cand_offsets) -> bool:
+    """Whether a segment may keep more than ``stages.SMALL_PLACE`` items (pinned and
+    candidates): only then may ``_place_segments`` place one on bitmaps, from ``u_at`` or with
+    ``placers._place_order`` (it decides per segment); else it sorts every kept list itself,
+    and its specialization for None in their arguments (and in ``cap_of_kind`` without count
+    caps) compiles none of them."""
+    sizes = np.diff(pin_offsets) + np.diff(cand_offsets)
+    return bool(sizes.shape[0] > 0 and int(sizes.max()) > stages.SMALL_PLACE)
+
+
+def _timestamp_args(ts_order: TimestampOrder | None, bitmaps: bool, ts_dtype, n_off: int, n_rows: int):
+    """``_place_segments``'s shared-order arguments: ``ts_order``'s arrays (empty ones, every
+    offset 0, without it), with its per-row codes and runs only when a segment may be placed on
+    bitmaps (``bitmaps``; computed here when not given), else None and empty (the kernel's
+    specialization without the bitmap path)."""
+    if ts_order is None:  # every segment sorts its own kept items
+        off = np.zeros(n_off, np.int64)
+        return _EMPTY, np.zeros(0, dtype=ts_dtype), off, None, _EMPTY, off
+    ts_rows, ts_sorted, ts_offsets, ts_code, ts_runs, ts_run_off = ts_order
+    if not bitmaps:
+        return ts_rows, ts_sorted, ts_offsets, None, _EMPTY, ts_offsets
+    if ts_code is None or ts_runs is None or ts_run_off is None:
+        ts_code, ts_runs, ts_run_off = timestamp_ranks(ts_rows, ts_sorted, ts_offsets, n_rows)
+    return ts_rows, ts_sorted, ts_offsets, ts_code, ts_runs, ts_run_off
+
+
 def place_segments(
     rows: PlaceRows,
     segments: PlaceSegments,
@@ -213,20 +242,16 @@ def place_segments(
     ``_place_segments``)."""
     n_rows = rows.tokens.shape[0]
     pin_rows, pin_offsets = segments.pin_rows, segments.pin_offsets
-    use_ts_order = ts_order is not None
-    if ts_order is not None:
-        ts_rows, ts_sorted, ts_offsets, ts_code, ts_runs, ts_run_off = ts_order
-        if ts_code is None or ts_runs is None or ts_run_off is None:
-            ts_code, ts_runs, ts_run_off = timestamp_ranks(ts_rows, ts_sorted, ts_offsets, n_rows)
-    else:  # every segment sorts its own kept items
-        ts_rows, ts_offsets = np.zeros(0, np.int64), np.zeros(pin_offsets.shape[0], np.int64)
-        ts_sorted = np.zeros(0, dtype=rows.ts.dtype)
-        ts_code, ts_runs, ts_run_off = ts_rows, ts_rows, ts_offsets
-    if lstpos is None:
-        lstpos = np.full(n_rows, -1, dtype=np.int64)
     u_at, u_pin = _order_for_placer(rows.tokens, pin_rows, pin_offsets, cand, segments.budget_targets, policy)
+    # (a segment placed from ``u_at`` is longer, but for U_SORT_MIN set below SMALL_PLACE)
+    long = _has_long(pin_offsets, cand.cand_offsets) or bool((u_pin >= 0).any())
+    use_ts_order = ts_order is not None
+    ts_rows, ts_sorted, ts_offsets, ts_code, ts_runs, ts_run_off = _timestamp_args(
+        ts_order, long and policy.placer == PLACER_CHRONOLOGICAL, rows.ts.dtype, pin_offsets.shape[0], n_rows
+    )
+    if lstpos is None:
+        lstpos = np.full(n_rows, -1, dtype=np.int32)  # (the sweep's scratch type: one specialization)
     err, err_a, sliced, kept, trunc, ties, key_at, cc_rows, cc_cap, cc_count = _place_segments(
-        n_rows,
         rows.tokens,
         rows.kind,
         rows.ts,
@@ -243,22 +268,23 @@ def place_segments(
         policy.overflow,
         policy.placer,
         policy.count_caps,
-        policy.cap_of_kind,
+        policy.cap_of_kind if policy.count_caps or long else None,
         out.included,
         out.reason,
         out.detail_a,
         out.detail_b,
         out.position,
-        use_ts_order,
         ts_rows,
         ts_sorted,
         ts_offsets,
         ts_code,
         ts_runs,
         ts_run_off,
+        lstpos,
         placers.CHRONO_FILTER_MIN,
-        placers.RADIX_MIN,
-        u_at,
+        stages.SMALL_PLACE,
+        placers.RADIX_MIN if long else None,
+        u_at if long else None,
         u_pin,
     )
     if ties.any():  # a kernel of its own: a run without equal timestamps never compiles it

@@ -41,6 +41,13 @@ from cupel_np.engine.sortkeys import desc_bits, int_keys, ordered_bits, radix_ar
 
 ERR_OVERFLOW = 2
 
+#: the place kernel sorts a kept list of at most this many items itself (insertion, in
+#: preallocated scratch); a longer one goes to the bitmaps (chronological, with the shared
+#: timestamp order) or to ``placers._place_order``. A run whose segments are all this short
+#: compiles neither (``place_stage.place_segments`` passes None for what they read; it reads
+#: this at each call and hands it to the kernel, so a test may lower it)
+SMALL_PLACE = 64
+
 
 def truncation_reasons(rows: np.ndarray, offsets: np.ndarray, pin_offsets: np.ndarray) -> np.ndarray:
     """The reason code of each row truncation dropped (grouped-order ``rows``): PinnedOverride
@@ -115,7 +122,6 @@ def sort_segments(score, offsets):
 
 @jit
 def _place_segments(
-    n_rows,
     tokens,
     kind,
     ts,
@@ -138,14 +144,15 @@ def _place_segments(
     detail_a,
     detail_b,
     position,
-    use_ts_order,
     ts_order,
     ts_sorted,
     ts_offsets,
     ts_code,
     ts_runs,
     ts_run_offsets,
+    lstpos,
     chrono_min,
+    small_place,
     radix_min,
     u_at,
     u_pin,
@@ -157,7 +164,6 @@ def _place_segments(
     item set; candidate: the slicer's input, segment by segment):
 
     Per row of the table (read only)
-        n_rows : the number of rows, N (truncation marks start at ``3 * n_rows``)
         tokens : int64 tokens per row
         kind : int64 kind id per row
         ts, ts_valid : int64 timestamp per row (the table's unit) and whether it has one
@@ -176,26 +182,38 @@ def _place_segments(
         overflow : ``OVERFLOW_THROW`` / ``OVERFLOW_TRUNCATE`` / ``OVERFLOW_PROCEED``
         placer : ``PLACER_CHRONOLOGICAL`` / ``PLACER_U_SHAPED``
         count_caps : the slicer has count caps (CountCapExceeded reasons are written)
-        cap_of_kind : int64 per kind id, its count cap (-1 none); read only with ``count_caps``
+        cap_of_kind : int64 per kind id, its count cap (-1 none); read only with ``count_caps``.
+            None without count caps where ``radix_min`` is None: that specialization does not
+            compile the caps' code
     Shared by every variant (``timestamp_order``; read only)
-        use_ts_order : whether the next three hold the shared order (else empty: every
-            segment sorts its own kept items)
         ts_order, ts_sorted, ts_offsets : every segment's timestamped rows sorted by timestamp
             (``ts_order[ts_offsets[s]:ts_offsets[s+1]]``, ties in any order) and their
-            timestamps in that order. Chronological placement of a segment that keeps many of
-            its rows filters that order instead of sorting, then repairs runs of equal
-            timestamps to the placer's input order.
+            timestamps in that order (empty without the shared order, ``ts_offsets`` all 0).
+            Chronological placement of a segment that keeps many of its rows filters that
+            order instead of sorting, then repairs runs of equal timestamps to the placer's
+            input order.
         ts_code, ts_runs, ts_run_offsets : ``placers.timestamp_ranks`` of that order: each
             row's index in it (``2 * i + tied``, -1 untimestamped) and each segment's runs of
-            equal timestamps
+            equal timestamps: a list of more than ``small_place`` kept items is filtered on
+            bitmaps in that order (``chrono_bits``). ``ts_code`` None: no segment is placed
+            that way (the runs are not read), and this specialization of the kernel does not
+            compile the bitmap path.
+    Scratch
+        lstpos : per row, -1 on entry and exit
     Per variant, prepared by the wrapper (``_sliced_score_order``; u-shaped only, else empty)
         u_at, u_pin : segment ``s``'s u-shaped placement when ``u_pin[s] >= 0``: each selected
             candidate's position (``u_at``, per candidate), the pinned items' first place in
             u-shaped order (``u_pin[s]``). It serves the segment when nothing is truncated; a
-            truncating segment sorts its kept items itself.
+            truncating segment sorts its kept items itself. ``u_at`` is None where
+            ``radix_min`` is (no segment that long): that specialization does not compile it.
     Tuning constants (choose the path, never the answer)
-        chrono_min : ``CHRONO_FILTER_MIN``
-        radix_min : ``RADIX_MIN``
+        chrono_min : ``CHRONO_FILTER_MIN``: a short list of more kept items filters the
+            shared order (when it keeps at least 1/32 of the segment's timestamped rows)
+        small_place : ``SMALL_PLACE``: a list of at most this many kept items is sorted in
+            the kernel
+        radix_min : ``RADIX_MIN``, for ``placers._place_order``, which places a longer list
+            that no fast path serves. None: no segment has more than ``small_place`` items,
+            and this specialization does not compile ``_place_order`` and the sorts it calls.
     Outputs (per row; only the rows of the merged segments are written)
         included : bool, the row is in the context: False on entry (only the included rows
             are written)
@@ -253,35 +271,58 @@ def _place_segments(
     # Their set bits before each word (``tpre``, ``upre``), and the input position of a kept
     # tied row by its index in the shared order (``key_at``, written then read for the kept
     # tied rows only).
-    chrono = placer == PLACER_CHRONOLOGICAL and use_ts_order
+    # ``ts_code`` is None where no segment is placed on bitmaps (``place_segments`` decides):
+    # Numba prunes every branch on ``ts_code is not None`` before typing, so that
+    # specialization never compiles the bitmap path (``chrono_bits``)
+    max_m = 0  # the most merged items a segment may have
+    for s in range(n_seg):
+        ms = pin_offsets[s + 1] - pin_offsets[s] + cand_offsets[s + 1] - cand_offsets[s]
+        max_m = ms if ms > max_m else max_m
+    # scratch of the short lists' insertion sort (every list when ``radix_min`` is None)
+    n_short = max_m
+    if radix_min is not None:
+        n_short = max_m if max_m < small_place else small_place
+    jrow = np.empty(n_short, dtype=np.int64)  # row per input position
+    jscore = np.empty(n_short, dtype=np.float64)  # score per input position
+    jat = np.empty(n_short, dtype=np.int64)  # input positions in sorted order
+    jrest = np.empty(n_short, dtype=np.int64)  # the untimestamped ones, in input order
+    tkey = np.empty(n_short, dtype=np.int64)  # sorted timestamps
+    skey = np.empty(n_short, dtype=np.float64)  # sorted scores
     n_ts = ts_order.shape[0]
-    max_m = 0
-    for s in range(n_seg if chrono else 0):
-        max_m = max(max_m, pin_offsets[s + 1] - pin_offsets[s] + cand_offsets[s + 1] - cand_offsets[s])
-    tbits = np.empty(((n_ts + 63) >> 6) + 1 if chrono else 0, dtype=np.uint64)
-    umark = np.empty(max_m, dtype=np.uint8)
-    ubits = np.empty((max_m + 63) >> 6, dtype=np.uint64)
-    for w in range(tbits.shape[0]):
-        tbits[w] = 0
-    tpre = np.empty(tbits.shape[0], dtype=np.int64)
-    upre = np.empty(ubits.shape[0], dtype=np.int64)
-    for w in range(tpre.shape[0]):  # (an untimestamped row's place reads the spare word's too)
-        tpre[w] = 0
-    # the words an untimestamped row ORs its 0 into: u & tmask, varied so that the stores do
-    # not form a chain through one word (a power of two minus 1, below tbits' length)
-    tmask = 1
-    while tmask * 2 <= tbits.shape[0]:
-        tmask *= 2
-    tmask -= 1
-    tied_any = chrono and ts_runs.shape[0] > 0
+    chrono = False
+    tied_any = False
+    if ts_code is not None:
+        chrono = placer == PLACER_CHRONOLOGICAL
+        tbits = np.empty(((n_ts + 63) >> 6) + 1 if chrono else 0, dtype=np.uint64)
+        umark = np.empty(max_m, dtype=np.uint8)
+        ubits = np.empty((max_m + 63) >> 6, dtype=np.uint64)
+        for w in range(tbits.shape[0]):
+            tbits[w] = 0
+        tpre = np.empty(tbits.shape[0], dtype=np.int64)
+        upre = np.empty(ubits.shape[0], dtype=np.int64)
+        for w in range(tpre.shape[0]):  # (an untimestamped row's place reads the spare word's too)
+            tpre[w] = 0
+        # the words an untimestamped row ORs its 0 into: u & tmask, varied so that the stores
+        # do not form a chain through one word (a power of two minus 1, below tbits' length)
+        tmask = 1
+        while tmask * 2 <= tbits.shape[0]:
+            tmask *= 2
+        tmask -= 1
+        tied_any = chrono and ts_runs.shape[0] > 0
+        sel_code = np.empty(n_cand if chrono else 0, dtype=np.int64)
     key_at = np.empty(n_ts + 1 if tied_any else 0, dtype=np.int64)  # (+1: the others' stores)
-    sel_code = np.empty(n_cand if chrono else 0, dtype=np.int64)
     c_ts = 0
-    n_kinds = cap_of_kind.shape[0] if count_caps else 1
+    # ``cap_of_kind`` None (no count caps, short lists only): Numba prunes every branch on
+    # ``cap_of_kind is not None``, so that specialization compiles none of the caps' code
+    n_kinds = 1
+    n_defer = 0
+    if cap_of_kind is not None and count_caps:
+        n_kinds = cap_of_kind.shape[0]
+        n_defer = cand_rows.shape[0]
     kind_count = np.empty(n_kinds, dtype=np.int64)  # scratch, reset per segment
     # the CountCapExceeded rows, their caps and counts (returned, in candidate order); first
     # every candidate that may be one (``defer``, decided after its segment's pass)
-    defer = np.empty(cand_rows.shape[0] if count_caps else 0, dtype=np.int64)
+    defer = np.empty(n_defer, dtype=np.int64)
     cc_cap = np.empty(defer.shape[0], dtype=np.int64)
     cc_count = np.empty(defer.shape[0], dtype=np.int64)
     n_cc = 0
@@ -302,7 +343,8 @@ def _place_segments(
         eff_target = eff_targets[s]
         override_max = budget_targets[s] - budget_reserves[s]
         has_pin = pinned_tokens > 0
-        if count_caps:  # this segment's kinds from 0 (all kinds when fewer than its candidates)
+        # this segment's kinds from 0 (all kinds when fewer than its candidates)
+        if cap_of_kind is not None and count_caps:
             if n_kinds <= chi - clo:
                 for k in range(n_kinds):
                     kind_count[k] = 0
@@ -327,12 +369,12 @@ def _place_segments(
             if r >= 0:
                 n_sel += 1
                 sliced_tokens += t
-                if count_caps:
+                if cap_of_kind is not None and count_caps:
                     kind_count[kind[row]] += 1
                 continue
             if has_pin and t > eff_target and t <= override_max:
                 reason[row] = R_PINNED_OVERRIDE
-            elif count_caps and cap_of_kind[kind[row]] >= 0 and t <= eff_target:
+            elif cap_of_kind is not None and count_caps and cap_of_kind[kind[row]] >= 0 and t <= eff_target:
                 defer[n_def] = row
                 n_def += 1
                 reason[row] = R_BUDGET_EXCEEDED
@@ -347,31 +389,32 @@ def _place_segments(
             sel_at[at] = p
             sel_row[at] = row
             sel_key[at] = 2 * r + np.int64(t == 0)
-            if chrono:
+            if ts_code is not None and chrono:
                 sel_code[at] = ts_code[row]
             n_sel += np.int64(sel)
             sliced_tokens += t if sel else 0
             over = has_pin & (t > eff_target) & (t <= override_max)
             ex = R_PINNED_OVERRIDE if over else R_BUDGET_EXCEEDED
-            if count_caps:
+            if cap_of_kind is not None and count_caps:
                 k = kind[row]
                 kind_count[k] += np.int64(sel)
                 defer[n_def] = row
                 n_def += np.int64((not sel) & (cap_of_kind[k] >= 0) & (t <= eff_target))
             old = reason[row]
             reason[row] = old if sel else ex
-        for u in range(n_cc, n_def):  # a capped kind's candidate: CountCapExceeded
-            row = defer[u]
-            k = kind[row]
-            if kind_count[k] >= cap_of_kind[k]:
-                reason[row] = R_COUNT_CAP_EXCEEDED
-                defer[n_cc] = row
-                cc_cap[n_cc] = cap_of_kind[k]
-                cc_count[n_cc] = kind_count[k]
-                n_cc += 1
-                if details:
-                    detail_a[row] = cap_of_kind[k]
-                    detail_b[row] = kind_count[k]
+        if cap_of_kind is not None:
+            for u in range(n_cc, n_def):  # a capped kind's candidate: CountCapExceeded
+                row = defer[u]
+                k = kind[row]
+                if kind_count[k] >= cap_of_kind[k]:
+                    reason[row] = R_COUNT_CAP_EXCEEDED
+                    defer[n_cc] = row
+                    cc_cap[n_cc] = cap_of_kind[k]
+                    cc_count[n_cc] = kind_count[k]
+                    n_cc += 1
+                    if details:
+                        detail_a[row] = cap_of_kind[k]
+                        detail_b[row] = kind_count[k]
         m = n_pin + n_sel
         merged_tokens = pinned_tokens + sliced_tokens
         target = budget_targets[s]
@@ -390,9 +433,9 @@ def _place_segments(
         # the selected candidates: [clo, sel_hi) of the sel_* lists, or (dense) of the
         # candidates, skipping the others
         sel_hi = chi if dense else clo + n_sel
-        fast_chrono = chrono and m > chrono_min and m * 32 >= ts_offsets[s + 1] - ts_offsets[s]
+        fast_chrono = chrono and m > small_place and m * 32 >= ts_offsets[s + 1] - ts_offsets[s]
         fast_u = placer == PLACER_U_SHAPED and u_pin[s] >= 0
-        if fast_chrono:  # every merged item is kept, in merged order: no merged arrays needed
+        if ts_code is not None and fast_chrono:  # every merged item kept, in merged order: no merged arrays
             _chrono_mark_pinned(pin_rows, plo, n_pin, ts_code, tbits, umark)
             for u in range(clo, sel_hi):  # each word gets its bit or nothing (no branch)
                 if dense:
@@ -409,8 +452,93 @@ def _place_segments(
                 tbits[wt] |= np.uint64(stamped) << np.uint64(i & 63)
                 umark[n_pin + r] = 0 if stamped else 1  # (each position once)
             c_ts = _chrono_prefix(tbits, tpre, ts_offsets[s], ts_offsets[s + 1], umark, ubits, upre, m)
-        elif fast_u:  # the pinned items' places (no candidate range: theirs are in ``u_at``)
+        elif u_at is not None and fast_u:  # the pinned items' places (the candidates' are in ``u_at``)
             _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, clo, rank, u_at, u_pin[s], m, position)
+        elif radix_min is None or m <= small_place:
+            # a short list by input position j (pinned in input order, score 1.0, then the
+            # slicer output in its order), sorted here by insertion: stable, as _place_order
+            for q in range(n_pin):
+                jrow[q] = pin_rows[plo + q]
+                jscore[q] = 1.0
+            for u in range(clo, sel_hi):
+                r = rank[u] if dense else sel_key[u] >> 1
+                if r < 0:
+                    continue
+                p = u if dense else sel_at[u]
+                jrow[n_pin + r] = cand_rows[p]
+                if placer != PLACER_CHRONOLOGICAL:
+                    jscore[n_pin + r] = cand_score[p]
+            span = ts_offsets[s + 1] - ts_offsets[s]
+            if placer == PLACER_CHRONOLOGICAL and n_ts > 0 and m > chrono_min and m * 32 >= span:
+                # many kept: the shared order's span filtered by the kept rows (``lstpos``:
+                # input position, -1 on entry and exit); equal timestamps then by input
+                # position (an insertion sort on (timestamp, position): inversions only there)
+                for j in range(m):
+                    lstpos[jrow[j]] = j
+                n_t = 0
+                tied = False
+                for i in range(ts_offsets[s], ts_offsets[s + 1]):
+                    row = ts_order[i]
+                    j = lstpos[row]
+                    if j >= 0:
+                        t = ts_sorted[i]
+                        tied |= n_t > 0 and tkey[n_t - 1] == t
+                        tkey[n_t] = t
+                        jat[n_t] = j
+                        position[row] = n_t
+                        n_t += 1
+                if tied:
+                    for k in range(1, n_t):
+                        t = tkey[k]
+                        j = jat[k]
+                        w = k - 1
+                        while w >= 0 and tkey[w] == t and jat[w] > j:
+                            jat[w + 1] = jat[w]
+                            w -= 1
+                        jat[w + 1] = j
+                    for k in range(n_t):
+                        position[jrow[jat[k]]] = k
+                n_u = 0
+                for j in range(m):
+                    row = jrow[j]
+                    lstpos[row] = -1
+                    if not ts_valid[row]:
+                        position[row] = n_t + n_u
+                        n_u += 1
+            elif placer == PLACER_CHRONOLOGICAL:  # by timestamp, then the untimestamped ones
+                n_t = 0
+                n_u = 0
+                for j in range(m):
+                    row = jrow[j]
+                    if ts_valid[row]:
+                        t = ts[row]
+                        w = n_t - 1
+                        while w >= 0 and tkey[w] > t:
+                            tkey[w + 1] = tkey[w]
+                            jat[w + 1] = jat[w]
+                            w -= 1
+                        tkey[w + 1] = t
+                        jat[w + 1] = j
+                        n_t += 1
+                    else:
+                        jrest[n_u] = j
+                        n_u += 1
+                for k in range(n_t):
+                    position[jrow[jat[k]]] = k
+                for k in range(n_u):
+                    position[jrow[jrest[k]]] = n_t + k
+            else:  # by score descending (NaN lowest; -0.0 ties 0.0, as desc_bits), dealt to both ends
+                for j in range(m):
+                    x = jscore[j]
+                    w = j - 1
+                    while w >= 0 and (x > skey[w] or (skey[w] != skey[w] and x == x)):
+                        skey[w + 1] = skey[w]
+                        jat[w + 1] = jat[w]
+                        w -= 1
+                    skey[w + 1] = x
+                    jat[w + 1] = j
+                for k in range(m):
+                    position[jrow[jat[k]]] = k // 2 if k % 2 == 0 else m - 1 - k // 2
         else:
             # merged list: pinned (input order, score 1.0) then the slicer output in its order
             mrow = np.empty(m, dtype=np.int64)
@@ -435,10 +563,11 @@ def _place_segments(
             row = pin_rows[q]
             included[row] = True
             reason[row] = R_PINNED
-            if fast_chrono:  # the places of the marked rows, in row order
+            if ts_code is not None and fast_chrono:  # the places of the marked rows, in row order
                 _chrono_place(row, q - plo, ts_code, tbits, tpre, c_ts, ubits, upre, key_at, position)
-        # the selected candidates: included, their reasons and (fast paths) their places
-        if fast_chrono:  # _chrono_place written out as selects: a call here costs more than its work
+        # the selected candidates: included, their reasons and (fast paths) their places;
+        # on bitmaps, _chrono_place written out as selects (a call here costs more than its work)
+        if ts_code is not None and fast_chrono:
             for u in range(clo, sel_hi):
                 if dense:
                     r = rank[u]
@@ -465,7 +594,7 @@ def _place_segments(
                     key_at[i if stamped & ((code & 1) == 1) else n_ts] = j
                 included[row] = True
                 reason[row] = R_ZERO_TOKEN if key & 1 else R_SCORED
-        elif fast_u:
+        elif u_at is not None and fast_u:
             for u in range(clo, sel_hi):
                 if dense:
                     if rank[u] < 0:
@@ -491,7 +620,7 @@ def _place_segments(
                     zero = (sel_key[u] & 1) == 1
                 included[row] = True
                 reason[row] = R_ZERO_TOKEN if zero else R_SCORED
-        if fast_chrono:
+        if ts_code is not None and fast_chrono:
             ties[s] = _chrono_tied(tbits, ts_runs, ts_run_offsets[s], ts_run_offsets[s + 1])
             _chrono_clear(tbits, ts_offsets[s], ts_offsets[s + 1])
     return err, err_a, sliced_out, kept_out, trunc, ties, key_at, defer[:n_cc], cc_cap[:n_cc], cc_count[:n_cc]

@@ -45,10 +45,12 @@ TIE_VALUES = [0.0, -0.0, 0.5, 0.25, 1.0, 2.0, -1.0, np.nan, np.inf, -np.inf, 1e-
 def fast_paths_everywhere(min_chunk=1):
     names = ("BIG_GREEDY", "MIN_CHUNK"), ("RADIX_MIN", "CHRONO_FILTER_MIN", "U_SORT_MIN")
     saved = [getattr(greedy, n) for n in names[0]], [getattr(placers, n) for n in names[1]]
+    small = stages.SMALL_PLACE
     for n, v in zip(names[0], (1, min_chunk)):
         setattr(greedy, n, v)
     for n, v in zip(names[1], (0, 0, 0)):
         setattr(placers, n, v)
+    stages.SMALL_PLACE = 0  # no list sorted in the place kernel: bitmaps and _place_order
     try:
         yield
     finally:
@@ -56,6 +58,7 @@ def fast_paths_everywhere(min_chunk=1):
             setattr(greedy, n, v)
         for n, v in zip(names[1], saved[1]):
             setattr(placers, n, v)
+        stages.SMALL_PLACE = small
 
 
 def naive_greedy(tokens, scores, target):
