@@ -284,9 +284,9 @@ def _place_segments(
         n_short = max_m if max_m < small_place else small_place
     jrow = np.empty(n_short, dtype=np.int64)  # row per input position
     jscore = np.empty(n_short, dtype=np.float64)  # score per input position
-    jat = np.empty(n_short, dtype=np.int64)  # input positions in sorted order
+    jat = np.empty(n_short + 1, dtype=np.int64)  # input positions in sorted order (+1: a spare slot)
     jrest = np.empty(n_short, dtype=np.int64)  # the untimestamped ones, in input order
-    tkey = np.empty(n_short, dtype=np.int64)  # sorted timestamps
+    tkey = np.empty(n_short + 1, dtype=np.int64)  # sorted timestamps (+1: a spare slot)
     skey = np.empty(n_short, dtype=np.float64)  # sorted scores
     n_ts = ts_order.shape[0]
     chrono = False
@@ -477,16 +477,19 @@ def _place_segments(
                     lstpos[jrow[j]] = j
                 n_t = 0
                 tied = False
+                prev = ts_sorted[ts_offsets[s]] if span > 0 else 0  # no kept row before: no tie
                 for i in range(ts_offsets[s], ts_offsets[s + 1]):
+                    # without branches (kept or not is unpredictable): every row is written at
+                    # n_t, which only a kept row advances (``tkey``/``jat`` have a spare slot)
                     row = ts_order[i]
                     j = lstpos[row]
-                    if j >= 0:
-                        t = ts_sorted[i]
-                        tied |= n_t > 0 and tkey[n_t - 1] == t
-                        tkey[n_t] = t
-                        jat[n_t] = j
-                        position[row] = n_t
-                        n_t += 1
+                    keep = j >= 0
+                    t = ts_sorted[i]
+                    tied |= keep & (n_t > 0) & (prev == t)
+                    prev = t if keep else prev
+                    tkey[n_t] = t
+                    jat[n_t] = j
+                    n_t += np.int64(keep)
                 if tied:
                     for k in range(1, n_t):
                         t = tkey[k]
@@ -496,8 +499,8 @@ def _place_segments(
                             jat[w + 1] = jat[w]
                             w -= 1
                         jat[w + 1] = j
-                    for k in range(n_t):
-                        position[jrow[jat[k]]] = k
+                for k in range(n_t):
+                    position[jrow[jat[k]]] = k
                 n_u = 0
                 for j in range(m):
                     row = jrow[j]
