@@ -387,17 +387,35 @@ def subtree_sizes(plan) -> list[int]:
     return sizes
 
 
+def _code_size(name: str) -> int:
+    """The kernel's Python bytecode length, a stand-in for its compile time (LLVM's work grows
+    with the code, and one long kernel can cost more than a chain of short ones); 1 for a name
+    that does not resolve."""
+    try:
+        return len(_dispatcher(name).py_func.__code__.co_code)
+    except (ImportError, AttributeError, ValueError):
+        return 1
+
+
+def subtree_weights(plan) -> list[int]:
+    """Per plan entry, the :func:`_code_size` of it and of the entries first compiled under it
+    (:func:`subtree_sizes`)."""
+    own = [_code_size(name) for name, _, _ in plan]
+    return [sum(own[i : i + n]) for i, n in enumerate(subtree_sizes(plan))]
+
+
 def root_order(plan, from_end: bool) -> list[int]:
     """The plan entries called from Python (depth 0) in the order a process takes them. The
-    command: plan order (the order it needs them). The child: the largest first (most plan
-    entries first compiled under it: a long chain of nested compiles, which only one process
-    can compile from the top, so what the command would otherwise wait for longest), ties
-    from the plan's end. The small ones the command takes on its way."""
+    command: plan order (the order it needs them). The child: the largest first (the most
+    code compiled under it, :func:`subtree_weights`: a long kernel or a long chain of nested
+    compiles, which only one process can compile from the top, so what the command would
+    otherwise wait for longest), ties from the plan's end. The small ones the command takes on
+    its way."""
     roots = [i for i, e in enumerate(plan) if e[2] == 0]
     if not from_end:
         return roots
-    size = subtree_sizes(plan)
-    return sorted(roots, key=lambda i: (-size[i], -i))
+    weight = subtree_weights(plan)
+    return sorted(roots, key=lambda i: (-weight[i], -i))
 
 
 def child_main() -> None:

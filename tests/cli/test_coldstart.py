@@ -54,19 +54,22 @@ SCRIPT = textwrap.dedent(
     from cupel_np.cli import coldstart, early
     from cupel_np.engine import sortkeys
 
+    # the child takes the root with the most code first (``root_order``): int_keys (224 bytes
+    # of bytecode against score_cmp's 86)
     coldstart.PLANS["t"] = (
-        ("cupel_np.engine.sortkeys.desc_bits", "float64[1C]", 0),
+        ("cupel_np.engine.sortkeys.score_cmp", "float64 float64", 0),
         ("cupel_np.engine.sortkeys.int_keys", "int64[1C]", 0),
     )
+    assert coldstart.root_order(coldstart.PLANS["t"], from_end=True) == [1, 0]
     coldstart.kernels_cached = lambda: False
     sharing = coldstart.share_compile("t")
     if sys.argv[1] == "kill":
         sharing.child.kill()
         sharing.child.wait()
-    elif sys.argv[1] == "ahead":  # desc_bits compiled here before any use; int_keys by whoever took it
+    elif sys.argv[1] == "ahead":  # score_cmp compiled here before any use; int_keys by whoever took it
         coldstart.compile_ahead(sharing)
-        assert sortkeys.desc_bits.signatures and os.path.exists(os.path.join(sharing.dir, "done-0"))
-    else:  # the child takes the plan from its end: int_keys first
+        assert sortkeys.score_cmp.signatures and os.path.exists(os.path.join(sharing.dir, "done-0"))
+    else:  # the child takes its largest root first: int_keys
         t_end = time.monotonic() + 300
         while not os.path.exists(os.path.join(sharing.dir, "done-1")) and time.monotonic() < t_end:
             time.sleep(0.01)
@@ -163,8 +166,12 @@ def test_root_order():
     for plan in PLANS.values():
         roots = [i for i, e in enumerate(plan) if e[2] == 0]
         assert sorted(coldstart.root_order(plan, from_end=True)) == roots
-    demo = PLANS["demo"]  # the knapsack chain (the demo's place kernel compiles none of its placers)
-    assert demo[coldstart.root_order(demo, from_end=True)[0]][0] == "cupel_np.engine.slicers.knapsack._slice_knapsack"
+    # by code: the place kernel alone (no placer under it in the demo) outweighs the knapsack chain
+    demo = PLANS["demo"]
+    assert demo[coldstart.root_order(demo, from_end=True)[0]][0] == "cupel_np.engine.stages._place_segments"
+    weights = coldstart.subtree_weights(demo)
+    chain = [i for i, e in enumerate(demo) if e[0].endswith("._slice_knapsack")][0]
+    assert weights[chain] == sum(coldstart._code_size(e[0]) for e in demo[chain : chain + 6]) > 6
 
 
 def test_a_picked_up_compile_never_waits(tmp_path, monkeypatch):
@@ -341,11 +348,11 @@ def test_a_waiting_process_picks_up_only_smaller_roots(tmp_path):
     """Waiting for a short entry the other process holds, a process does not start a longer
     root (it would hold its own chain back by all of it); waiting for a long one, it does."""
     plan = (
-        ("cupel_np.engine.sortkeys.int_keys", "a", 0),
-        ("cupel_np.engine.sortkeys.int_keys", "a1", 1),
-        ("cupel_np.engine.sortkeys.int_keys", "a2", 1),
-        ("cupel_np.engine.sortkeys.desc_bits", "b", 0),
-        ("cupel_np.engine.sortkeys.desc_bits", "b1", 1),
+        ("cupel_np.engine.sortkeys.desc_bits", "a", 0),
+        ("cupel_np.engine.sortkeys.desc_bits", "a1", 1),
+        ("cupel_np.engine.sortkeys.desc_bits", "a2", 1),
+        ("cupel_np.engine.sortkeys.int_keys", "b", 0),
+        ("cupel_np.engine.sortkeys.int_keys", "b1", 1),
         ("cupel_np.engine.sortkeys.stable_argsort", "c", 0),
     )
     assert coldstart.subtree_sizes(plan) == [3, 1, 1, 2, 1, 1]
