@@ -203,6 +203,8 @@ def _has_long(pin_offsets, cand_offsets) -> bool:
     ``placers._place_order`` (it decides per segment); else it sorts every kept list itself,
     and its specialization for None in their arguments (and in ``cap_of_kind`` without count
     caps) compiles none of them."""
+    if int(pin_offsets[-1]) + int(cand_offsets[-1]) <= stages.SMALL_PLACE:  # every segment together
+        return False  # (a single selection's set: no NumPy calls)
     sizes = np.diff(pin_offsets) + np.diff(cand_offsets)
     return bool(sizes.shape[0] > 0 and int(sizes.max()) > stages.SMALL_PLACE)
 
@@ -244,7 +246,7 @@ def place_segments(
     pin_rows, pin_offsets = segments.pin_rows, segments.pin_offsets
     u_at, u_pin = _order_for_placer(rows.tokens, pin_rows, pin_offsets, cand, segments.budget_targets, policy)
     # (a segment placed from ``u_at`` is longer, but for U_SORT_MIN set below SMALL_PLACE)
-    long = _has_long(pin_offsets, cand.cand_offsets) or bool((u_pin >= 0).any())
+    long = _has_long(pin_offsets, cand.cand_offsets) or (policy.placer == PLACER_U_SHAPED and bool((u_pin >= 0).any()))
     use_ts_order = ts_order is not None
     ts_rows, ts_sorted, ts_offsets, ts_code, ts_runs, ts_run_off = _timestamp_args(
         ts_order, long and policy.placer == PLACER_CHRONOLOGICAL, rows.ts.dtype, pin_offsets.shape[0], n_rows
