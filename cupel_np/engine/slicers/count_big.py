@@ -22,11 +22,10 @@ import numpy as np
 from cupel_np._jit import jit, jit_inner
 from cupel_np.engine.slicers import greedy
 from cupel_np.engine.slicers.greedy import (
-    FRONTIER_BLOCK,
     RADIX_PICK,
     GreedyScratch,
     _walk_chunks,
-    density_key,
+    keys_and_top_digits,
     order_positions,
 )
 from cupel_np.engine.slicers.packed import _rank_packed, pack_bits
@@ -178,19 +177,8 @@ def _count_frontier(
     n_e = e_kind.shape[0]
     nb = 65536
     mask = np.uint64(nb - 1)
-    w = np.zeros(nb, dtype=np.int64)
+    w = keys_and_top_digits(tok, score, kb)
     sh = np.uint64(48)
-    y = np.empty(FRONTIER_BLOCK, dtype=np.float64)
-    yb = y.view(np.uint64)
-    for lo in range(0, n, FRONTIER_BLOCK):
-        hi = min(lo + FRONTIER_BLOCK, n)
-        for i in range(lo, hi):
-            y[i - lo] = density_key(tok[i], score[i])
-        for i in range(lo, hi):  # float bit patterns to order-preserving keys (as density_bits)
-            b = yb[i - lo]
-            b = ~b if b & _SIGN else b | _SIGN
-            kb[i] = b
-            w[b >> sh] += tok[i]
     total_need = 0
     for e in range(n_e):
         if e_require[e] > 0:

@@ -238,21 +238,15 @@ def density_bits(tok, score):
 FRONTIER_BLOCK = 512
 
 
-@jit
-def _frontier(tok, score, target, kb, skb, stok):
-    """:func:`density_bits` of every candidate (into ``kb``) and the budget frontier of the density order,
-    found without sorting (a radix selection on 16-bit digits, weighted by tokens; the first
-    digit's histogram is built in the same pass as the keys): the smallest key ``v`` such that
-    the candidates with key <= v hold more than ``target`` tokens. Returns ``(keys, v, tokens
-    of the keys < v)``, or ``(keys, 0, -1)`` when every candidate fits. ``kb``, ``skb`` and
-    ``stok``: buffers of the segment's length (scratch: ``skb``, ``stok``)."""
+@jit_inner
+def keys_and_top_digits(tok, score, kb):
+    """:func:`density_bits` of every candidate, into ``kb``, and the histogram of their first
+    16-bit digits weighted by tokens (returned, 65,536 entries): the keys a block at a time
+    through a small scratch (its bit patterns read as uint64), one pass over the candidates'
+    memory while the block stays in L1."""
     n = tok.shape[0]
-    nb = 65536
-    mask = np.uint64(nb - 1)
-    w = np.zeros(nb, dtype=np.int64)
+    w = np.zeros(65536, dtype=np.int64)
     sh = np.uint64(48)
-    # the keys a block at a time through a small scratch (its bit patterns read as uint64):
-    # one pass over the candidates' memory, the block stays in L1
     y = np.empty(FRONTIER_BLOCK, dtype=np.float64)
     yb = y.view(np.uint64)
     for lo in range(0, n, FRONTIER_BLOCK):
@@ -264,6 +258,22 @@ def _frontier(tok, score, target, kb, skb, stok):
             b = ~b if b & _SIGN else b | _SIGN
             kb[i] = b
             w[b >> sh] += tok[i]
+    return w
+
+
+@jit
+def _frontier(tok, score, target, kb, skb, stok):
+    """:func:`density_bits` of every candidate (into ``kb``) and the budget frontier of the density order,
+    found without sorting (a radix selection on 16-bit digits, weighted by tokens; the first
+    digit's histogram is built in the same pass as the keys): the smallest key ``v`` such that
+    the candidates with key <= v hold more than ``target`` tokens. Returns ``(keys, v, tokens
+    of the keys < v)``, or ``(keys, 0, -1)`` when every candidate fits. ``kb``, ``skb`` and
+    ``stok``: buffers of the segment's length (scratch: ``skb``, ``stok``)."""
+    n = tok.shape[0]
+    nb = 65536
+    mask = np.uint64(nb - 1)
+    w = keys_and_top_digits(tok, score, kb)
+    sh = np.uint64(48)
     acc = 0
     b = 0
     while b < nb and acc + w[b] <= target:
