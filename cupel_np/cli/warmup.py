@@ -84,6 +84,7 @@ KERNEL_MODULES = (
     "cupel_np.engine.slicers.knapsack",
     "cupel_np.engine.slicers.quota",
     "cupel_np.engine.slicers.count",
+    "cupel_np.engine.slicers.count_big",
     "cupel_np.engine.slicers.nested",
     "cupel_np.analysis.outcomes",
     "cupel_np.analysis.budget_sim",
