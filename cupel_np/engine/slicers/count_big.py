@@ -25,6 +25,7 @@ from cupel_np.engine.slicers.greedy import (
     RADIX_PICK,
     GreedyScratch,
     _walk_chunks,
+    frontier_of,
     keys_and_top_digits,
     order_positions,
 )
@@ -173,10 +174,7 @@ def _count_frontier(
     entry), the entry that fell short under ``throw_on_scarcity`` (-1: none; ``taken`` holds
     the count it found), the residual target (0: no phase 2), the frontier key (``MARK``
     when every uncommitted candidate fits) and the tokens below it."""
-    n = tok.shape[0]
     n_e = e_kind.shape[0]
-    nb = 65536
-    mask = np.uint64(nb - 1)
     w = keys_and_top_digits(tok, score, kb)
     sh = np.uint64(48)
     total_need = 0
@@ -215,40 +213,10 @@ def _count_frontier(
         return com, -1, 0, MARK, 0
     rt = target - prealloc
     # the frontier, as greedy._frontier (MARK's first 16 bits hold no tokens: never crossing)
-    acc = 0
-    b = 0
-    while b < nb and acc + w[b] <= rt:
-        acc += w[b]
-        b += 1
-    if b == nb:
+    v, acc = frontier_of(kb, tok, w, rt, skb, stok)
+    if acc < 0:
         return com, -1, rt, MARK, -1
-    prefix = np.uint64(b)
-    m = 0
-    for i in range(n):
-        k = kb[i]
-        if k >> sh == prefix:
-            skb[m] = k
-            stok[m] = tok[i]
-            m += 1
-    for level in range(3):
-        sh = np.uint64(32 - 16 * level)
-        for j in range(nb):
-            w[j] = 0
-        for j in range(m):
-            w[(skb[j] >> sh) & mask] += stok[j]
-        b = 0
-        while acc + w[b] <= rt:
-            acc += w[b]
-            b += 1
-        prefix = (prefix << np.uint64(16)) | np.uint64(b)
-        q = 0
-        for j in range(m):
-            k = skb[j]
-            skb[q] = k
-            stok[q] = stok[j]
-            q += 1 if k >> sh == prefix else 0
-        m = q
-    return com, -1, rt, prefix, acc
+    return com, -1, rt, v, acc
 
 
 @jit

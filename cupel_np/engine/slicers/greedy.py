@@ -261,18 +261,16 @@ def keys_and_top_digits(tok, score, kb):
     return w
 
 
-@jit
-def _frontier(tok, score, target, kb, skb, stok):
-    """:func:`density_bits` of every candidate (into ``kb``) and the budget frontier of the density order,
-    found without sorting (a radix selection on 16-bit digits, weighted by tokens; the first
-    digit's histogram is built in the same pass as the keys): the smallest key ``v`` such that
-    the candidates with key <= v hold more than ``target`` tokens. Returns ``(keys, v, tokens
-    of the keys < v)``, or ``(keys, 0, -1)`` when every candidate fits. ``kb``, ``skb`` and
-    ``stok``: buffers of the segment's length (scratch: ``skb``, ``stok``)."""
-    n = tok.shape[0]
+@jit_inner
+def frontier_of(kb, tok, w, target, skb, stok):
+    """The budget frontier of the density keys ``kb`` (tokens ``tok``), found without sorting:
+    a radix selection on 16-bit digits weighted by tokens, from ``w``, the first digit's
+    histogram (:func:`keys_and_top_digits`; overwritten): the smallest key ``v`` such that the
+    candidates with key <= v hold more than ``target`` tokens, and the tokens of the keys < v;
+    ``(0, -1)`` when every candidate fits. ``skb``, ``stok``: scratch of ``kb``'s length."""
+    n = kb.shape[0]
     nb = 65536
     mask = np.uint64(nb - 1)
-    w = keys_and_top_digits(tok, score, kb)
     sh = np.uint64(48)
     acc = 0
     b = 0
@@ -280,7 +278,7 @@ def _frontier(tok, score, target, kb, skb, stok):
         acc += w[b]
         b += 1
     if b == nb:
-        return kb, np.uint64(0), -1
+        return np.uint64(0), -1
     prefix = np.uint64(b)
     # the crossing bucket's candidates' keys and tokens gathered (a few: the branch is
     # predictable; ``np.empty`` pages never written cost nothing), then narrowed digit by digit
@@ -309,7 +307,20 @@ def _frontier(tok, score, target, kb, skb, stok):
             stok[c] = stok[j]
             c += 1 if k >> sh == prefix else 0
         m = c
-    return kb, prefix, acc
+    return prefix, acc
+
+
+@jit
+def _frontier(tok, score, target, kb, skb, stok):
+    """:func:`density_bits` of every candidate (into ``kb``) and the budget frontier of the density order,
+    found without sorting (a radix selection on 16-bit digits, weighted by tokens; the first
+    digit's histogram is built in the same pass as the keys): the smallest key ``v`` such that
+    the candidates with key <= v hold more than ``target`` tokens. Returns ``(keys, v, tokens
+    of the keys < v)``, or ``(keys, 0, -1)`` when every candidate fits. ``kb``, ``skb`` and
+    ``stok``: buffers of the segment's length (scratch: ``skb``, ``stok``)."""
+    w = keys_and_top_digits(tok, score, kb)
+    v, acc = frontier_of(kb, tok, w, target, skb, stok)
+    return kb, v, acc
 
 
 def _walk_chunks(kb, tok, score, cand, remaining, rank, n_out, chunk):
