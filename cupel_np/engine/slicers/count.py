@@ -24,14 +24,13 @@ from cupel_np._jit import jit
 from cupel_np.engine.batch_kernels import BIT1, popcount
 from cupel_np.engine.slicers import greedy
 from cupel_np.engine.slicers.codes import ERR_SCARCITY, ERR_TABLE_TOO_LARGE, MODE_COUNT
-from cupel_np.engine.slicers.count_big import TOP_BUFFER, _count_big, kind_positions
+from cupel_np.engine.slicers.count_big import TOP_BUFFER, _count_big, kind_positions, top_by_sort
 from cupel_np.engine.slicers.greedy import (
-    RADIX_PICK,
     fresh_ranks,
     greedy_segments,
 )
 from cupel_np.engine.slicers.quota import _inner_pick
-from cupel_np.engine.sortkeys import _SIGN, NAN_LAST, desc_bits, radix_argsort, score_cmp, stable_argsort
+from cupel_np.engine.sortkeys import _SIGN, NAN_LAST, desc_bits, score_cmp, stable_argsort
 
 #: a segment's tokens stay below this (the bound ``greedy_segments`` assumes), the stand-ins
 #: for the committed candidates in phase 2 included (:func:`_count_commit`)
@@ -206,13 +205,7 @@ def _top_of_kind(score, kind, lo, hi, kk, need):
         if kind[p] == kk:
             pos[c] = p
             c += 1
-    key = desc_bits(score[pos])
-    o = radix_argsort(key) if m >= RADIX_PICK else stable_argsort(key)
-    k = need if need < m else m
-    top = np.empty(k, dtype=np.int64)
-    for j in range(k):
-        top[j] = pos[o[j]]
-    return top
+    return top_by_sort(score, pos, need)
 
 
 @jit

@@ -70,6 +70,21 @@ def _kth_key(keys, k):
     return prefix
 
 
+@jit_inner
+def top_by_sort(score, pos, need):
+    """The first ``need`` of the positions ``pos`` (ascending) in the score order (score
+    descending, NaN lowest, then position), in that order: a stable sort of their keys (the
+    path for more than ``TOP_BUFFER``; fewer when ``pos`` is shorter)."""
+    m = pos.shape[0]
+    key = desc_bits(score[pos])
+    o = radix_argsort(key) if m >= RADIX_PICK else stable_argsort(key)
+    k = need if need < m else m
+    top = np.empty(k, dtype=np.int64)
+    for j in range(k):
+        top[j] = pos[o[j]]
+    return top
+
+
 #: a density key no candidate has (``greedy.density_key`` is never NaN; the largest key is
 #: +inf's): the big path's mark for the committed candidates and the dropped prefix picks
 MARK = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -148,13 +163,7 @@ def _top_of_positions(score, pos, base, need):
     loc = np.empty(m, dtype=np.int64)
     for j in range(m):
         loc[j] = pos[j] - base
-    key = desc_bits(score[loc])
-    o = radix_argsort(key) if m >= RADIX_PICK else stable_argsort(key)
-    k = need if need < m else m
-    top = np.empty(k, dtype=np.int64)
-    for j in range(k):
-        top[j] = loc[o[j]]
-    return top
+    return top_by_sort(score, loc, need)
 
 
 @jit
