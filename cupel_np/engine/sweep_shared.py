@@ -184,7 +184,9 @@ def prepare_sweep(
     sc_rows, sc_off = cls.sc_rows, cls.sc_offsets
     ctx = score_context or ScoreContext(table, sc_rows, sc_off)
     children, term_off, term_col, term_w = _score_terms(variants)
-    base = np.empty((sc_rows.shape[0], len(children)), dtype=np.float64)
+    # column-major: a variant reads each column it weights as one contiguous stream
+    # (``variant_scores``), and each task writes its column contiguously
+    base = np.empty((sc_rows.shape[0], len(children)), dtype=np.float64, order="F")
     chrono = [var for var in variants if var.policy.placer == "chronological"]
     tasks: list[Callable[[], Any]] = []
     # with a timestamp order to build anyway, a RecencyScorer column is read from it where a set
