@@ -236,6 +236,8 @@ def density_bits(tok, score):
 
 #: candidates per block of :func:`_frontier`'s key pass
 FRONTIER_BLOCK = 512
+#: digit bits of :func:`frontier_of`'s levels after the first (16-bit) digit
+LOW_DIGIT_BITS = 12
 
 
 @jit_inner
@@ -264,13 +266,13 @@ def keys_and_top_digits(tok, score, kb):
 @jit_inner
 def frontier_of(kb, tok, w, target, skb, stok):
     """The budget frontier of the density keys ``kb`` (tokens ``tok``), found without sorting:
-    a radix selection on 16-bit digits weighted by tokens, from ``w``, the first digit's
-    histogram (:func:`keys_and_top_digits`; overwritten): the smallest key ``v`` such that the
+    a radix selection weighted by tokens, from ``w``, the histogram of the first 16-bit digit
+    (:func:`keys_and_top_digits`; overwritten), then on ``LOW_DIGIT_BITS``-bit digits of the
+    crossing bucket's keys: the smallest key ``v`` such that the
     candidates with key <= v hold more than ``target`` tokens, and the tokens of the keys < v;
     ``(0, -1)`` when every candidate fits. ``skb``, ``stok``: scratch of ``kb``'s length."""
     n = kb.shape[0]
     nb = 65536
-    mask = np.uint64(nb - 1)
     sh = np.uint64(48)
     acc = 0
     b = 0
@@ -289,17 +291,24 @@ def frontier_of(kb, tok, w, target, skb, stok):
             skb[m] = k
             stok[m] = tok[i]
             m += 1
-    for level in range(3):
-        sh = np.uint64(32 - 16 * level)
-        for j in range(nb):
+    # the 48 bits left in digits of at most 12 bits: the crossing bucket holds few keys, so
+    # clearing and scanning 4,096 counters a level costs less than 65,536 (~0.1 ms a call)
+    left = 48
+    while left > 0:
+        d = min(LOW_DIGIT_BITS, left)
+        left -= d
+        sh = np.uint64(left)
+        nd = 1 << d
+        dmask = np.uint64(nd - 1)
+        for j in range(nd):
             w[j] = 0
         for j in range(m):
-            w[(skb[j] >> sh) & mask] += stok[j]
+            w[(skb[j] >> sh) & dmask] += stok[j]
         b = 0
         while acc + w[b] <= target:  # the bucket that crosses exists (the parent crossed)
             acc += w[b]
             b += 1
-        prefix = (prefix << np.uint64(16)) | np.uint64(b)
+        prefix = (prefix << np.uint64(d)) | np.uint64(b)
         c = 0
         for j in range(m):
             k = skb[j]

@@ -91,13 +91,12 @@ def _rank_packed(pk, pos, kp, bits, score, rank, r0, r, sp):
     position). A run of keys that share the high bits is reordered by (full density key,
     score descending with NaN last, position): the spec's total order. The ranks are
     scattered into the compact scratch ``r`` (as long as ``pk``: it stays in cache) first,
-    then written to ``rank`` in position order; ``sp`` (scratch, as long) gets the candidates'
-    scores in one sequential pass, so a run reads no segment-sized array at random."""
+    then written to ``rank`` in position order; ``sp`` (scratch, as long) gets the scores of
+    the candidates in runs only (the rest never compare scores), read before the run is
+    ordered."""
     k = pk.shape[0]
     sh = np.uint64(bits)
     low = (np.uint64(1) << sh) - np.uint64(1)
-    for q in range(k):
-        sp[q] = score[pos[q]]
     qs = np.empty(k, dtype=np.int64)  # run scratch: pages never written cost nothing
     j = 0
     while j < k:
@@ -111,7 +110,9 @@ def _rank_packed(pk, pos, kp, bits, score, rank, r0, r, sp):
             e += 1
         n_run = e - j
         for u in range(n_run):
-            qs[u] = np.int64(pk[j + u] & low)
+            q = np.int64(pk[j + u] & low)
+            qs[u] = q
+            sp[q] = score[pos[q]]  # only a run compares scores (a few independent loads)
         if n_run == 2:  # the common run: two candidates
             if not _q_before(kp, sp, qs[0], qs[1]):
                 qs[0], qs[1] = qs[1], qs[0]
