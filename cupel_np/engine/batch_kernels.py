@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cupel_np._jit import jit, jit_inner
+from cupel_np._jit import as_input, jit, jit_inner
 
 #: rows per block of :func:`variant_scores` (a block of a few base columns stays in L1/L2)
 SCORE_BLOCK = 512
@@ -84,6 +84,39 @@ def included_positions(position, included):
     return out[:k]
 
 
+#: positions from which :func:`duplicate_groups` finds the ids seen twice by :func:`seen_twice`
+#: (NumPy's bincount and gather below: a kernel call costs more, and a small run compiles none)
+SEEN_TWICE_MIN = 65536
+
+
+@jit
+def seen_twice(content_id, n_ids):
+    """The positions (ascending) whose id (``0 <= id < n_ids``) occurs at least twice: a
+    saturating one-byte count per id (a table of ``n_ids`` bytes, where ``np.bincount``
+    allocates and gathers eight), and no second pass when no id repeats (distinct contents,
+    the usual case)."""
+    n = content_id.shape[0]
+    seen = np.zeros(n_ids, dtype=np.uint8)
+    repeats = 0
+    for i in range(n):
+        c = content_id[i]
+        v = seen[c]
+        repeats |= v
+        seen[c] = 2 if v else 1  # saturating: 2 once seen twice
+    if repeats == 0:
+        return np.zeros(0, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        k += 1 if seen[content_id[i]] >= 2 else 0
+    out = np.empty(k, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        if seen[content_id[i]] >= 2:
+            out[k] = i
+            k += 1
+    return out
+
+
 def duplicate_groups(content_id: np.ndarray, offsets: np.ndarray):
     """Groups of equal content inside each segment (only groups of 2 or more). Returns
     ``(members, group_offsets)``: members of a group are positions in ascending order.
@@ -94,8 +127,11 @@ def duplicate_groups(content_id: np.ndarray, offsets: np.ndarray):
     empty = np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
     if n < 2:
         return empty
-    counts = np.bincount(content_id)
-    cand = np.flatnonzero(counts[content_id] >= 2)
+    if n >= SEEN_TWICE_MIN:
+        cand = seen_twice(as_input(content_id, np.int64), int(content_id.max()) + 1)
+    else:
+        counts = np.bincount(content_id)
+        cand = np.flatnonzero(counts[content_id] >= 2)
     if cand.size == 0:
         return empty
     seg = np.searchsorted(offsets, cand, side="right") - 1

@@ -322,7 +322,7 @@ def frontier_of(kb, tok, w, target, skb, stok):
 @jit
 def _frontier(tok, score, target, kb, skb, stok):
     """:func:`density_bits` of every candidate (into ``kb``) and the budget frontier of the density order,
-    found without sorting (a radix selection on 16-bit digits, weighted by tokens; the first
+    found without sorting (a radix selection weighted by tokens, :func:`frontier_of`; the first
     digit's histogram is built in the same pass as the keys): the smallest key ``v`` such that
     the candidates with key <= v hold more than ``target`` tokens. Returns ``(keys, v, tokens
     of the keys < v)``, or ``(keys, 0, -1)`` when every candidate fits. ``kb``, ``skb`` and
