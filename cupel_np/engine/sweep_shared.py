@@ -66,6 +66,13 @@ def _scoreable(col: np.ndarray, sc_rows: np.ndarray) -> np.ndarray:
     return col[sc_rows]
 
 
+#: scoreable rows from which the shared base scores are column-major (``variant_scores`` then
+#: reads each weighted column contiguously, vectorized: ~1.2 ms less per variant of 1M rows).
+#: Below it they stay row-major, the layout the single-selection driver (``engine.small``)
+#: builds: the sets both drivers run on compile one ``variant_scores`` specialization.
+COLUMN_MAJOR_MIN = 65536
+
+
 def _no_state() -> None:
     return None
 
@@ -184,9 +191,10 @@ def prepare_sweep(
     sc_rows, sc_off = cls.sc_rows, cls.sc_offsets
     ctx = score_context or ScoreContext(table, sc_rows, sc_off)
     children, term_off, term_col, term_w = _score_terms(variants)
-    # column-major: a variant reads each column it weights as one contiguous stream
-    # (``variant_scores``), and each task writes its column contiguously
-    base = np.empty((sc_rows.shape[0], len(children)), dtype=np.float64, order="F")
+    # column-major from COLUMN_MAJOR_MIN rows: a variant reads each column it weights as one
+    # contiguous stream (``variant_scores``), and each task writes its column contiguously
+    order = "F" if sc_rows.shape[0] >= COLUMN_MAJOR_MIN else "C"
+    base = np.empty((sc_rows.shape[0], len(children)), dtype=np.float64, order=order)
     chrono = [var for var in variants if var.policy.placer == "chronological"]
     tasks: list[Callable[[], Any]] = []
     # with a timestamp order to build anyway, a RecencyScorer column is read from it where a set
