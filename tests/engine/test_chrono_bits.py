@@ -124,3 +124,31 @@ def test_timestamp_ranks_codes_and_runs():
                 tied[lo:hi] = True
         assert np.array_equal(code[order] & 1, tied.astype(np.int64))
         assert np.array_equal(timestamp_ranks(order, ts_sorted, off, n)[0], code)
+
+
+@pytest.mark.parametrize("spread", ["small", "wide", "full"])
+def test_timestamp_order_sorts_each_segment(spread):
+    # keys that pack (segment, timestamp, index), (segment, timestamp) only, or neither (the
+    # full int64 range: timestamps replaced by their ranks)
+    rng = np.random.default_rng(7)
+    for _ in range(30):
+        n = int(rng.integers(0, 400))
+        offsets = np.concatenate([[0], np.sort(rng.integers(0, n + 1, int(rng.integers(0, 6)))), [n]])
+        offsets = offsets.astype(np.int64)
+        if spread == "small":
+            ts = rng.integers(-3, 3, n)
+        elif spread == "wide":
+            ts = rng.integers(-(2**61), 2**61, n)
+        else:
+            ts = rng.choice(np.array([-(2**63), -1, 0, 2**63 - 1], dtype=np.int64), n)
+        ts = ts.astype(np.int64)
+        valid = rng.random(n) < 0.8
+        order, ts_sorted, off, *_ = timestamp_order(ts, valid, offsets)
+        assert order.dtype == np.int64 and ts_sorted.dtype == np.int64
+        assert np.array_equal(ts_sorted, ts[order])
+        rows = np.flatnonzero(valid)
+        assert np.array_equal(off, np.searchsorted(rows, offsets))
+        for s in range(offsets.shape[0] - 1):
+            seg = order[off[s] : off[s + 1]]
+            assert np.array_equal(np.sort(seg), rows[(rows >= offsets[s]) & (rows < offsets[s + 1])])
+            assert (ts[seg][1:] >= ts[seg][:-1]).all()
