@@ -38,7 +38,7 @@ popcount64 = intrinsic(_llvm_ctpop) if hasattr(popcount, "get_call_template") el
 
 
 @jit_inner
-def _chrono_words(ts_order, a, b, included, umark, m, bp, u_word):
+def _chrono_words(ts_order, a, b, included, umark, m, bp, u_word, gather):
     """Chronological placement of one segment whose merged items are all kept in merged
     order (input position = pinned index, or ``n_pin + rank`` for a sliced item): the bitmaps
     its places are counted on, per word ``w`` its bits ``bp[2 * w]`` and the set bits before it
@@ -50,13 +50,17 @@ def _chrono_words(ts_order, a, b, included, umark, m, bp, u_word):
     its set bits before it counted after every timestamped kept row. Returns that count
     ``c``: a timestamped row goes to the set bits before its bit ``i``, an untimestamped one
     to ``c`` plus the set bits before ``j`` (after them, in input order), as ``bp``'s counts
-    say (:func:`_chrono_at`). Runs of equal timestamps are left to :func:`_chrono_ties`."""
+    say (:func:`_chrono_at`). Runs of equal timestamps are left to :func:`_chrono_ties`.
+    ``gather`` False: the timestamped bits are set already (a sparse selection's, marked one
+    by one: ``place_fast._chrono_mark_listed``), only counted here."""
     c = 0
     if b > a:
         for w in range(a >> 6, ((b - 1) >> 6) + 1):
-            x = np.uint64(0)
-            for i in range(max(a, w << 6), min(b, (w << 6) + 64)):
-                x |= np.uint64(included[np.uint64(ts_order[i])]) << np.uint64(i & 63)
+            x = bp[2 * w]
+            if gather:
+                x = np.uint64(0)
+                for i in range(max(a, w << 6), min(b, (w << 6) + 64)):
+                    x |= np.uint64(included[np.uint64(ts_order[i])]) << np.uint64(i & 63)
             bp[2 * w] = x
             bp[2 * w + 1] = np.uint64(c)
             c += popcount64(x)

@@ -155,3 +155,46 @@ def _u_pass(rank, cand_rows, tokens, clo, chi, u_at, position, reason):
         old = reason[row]
         placed = R_ZERO_TOKEN if tokens[row] == 0 else R_SCORED
         reason[row] = placed if sel else old
+
+
+@jit_inner
+def _chrono_mark_listed(sel_row, sel_code, sel_key, lo, hi, n_pin, a, b, bp, umark, included):
+    """A segment whose selected candidates are listed (``_place_segments``' ``sel_row``,
+    ``sel_code``, ``sel_key`` in ``lo:hi``: a sparser selection than ``_select_pass`` serves)
+    marked for ``chrono_bits._chrono_words`` (``gather`` False): each ``included``, a
+    timestamped one's bit ``i`` set in ``bp`` (the segment's words, shared order ``a:b``,
+    cleared first: the work follows the kept rows, not the shared order) and per input
+    position ``n_pin + rank`` whether it is untimestamped (``umark``). The caller marks the
+    pinned rows after this."""
+    if b > a:
+        for w in range(a >> 6, ((b - 1) >> 6) + 1):
+            bp[2 * w] = np.uint64(0)
+    for u in range(lo, hi):
+        row = sel_row[u]
+        code = sel_code[u]
+        included[row] = True
+        if code >= 0:
+            i = code >> 1
+            bp[2 * (i >> 6)] |= BIT1 << np.uint64(i & 63)
+        umark[n_pin + (sel_key[u] >> 1)] = 1 if code < 0 else 0
+
+
+@jit_inner
+def _chrono_pass_listed(
+    sel_row, sel_code, sel_key, lo, hi, n_pin, bp, u_base, tied_any, n_ts, key_at, position, reason
+):
+    """:func:`_chrono_pass` over the listed selected candidates (see
+    :func:`_chrono_mark_listed`)."""
+    for u in range(lo, hi):
+        row = sel_row[u]
+        key = sel_key[u]
+        code = sel_code[u]
+        stamped = code >= 0
+        i = code >> 1
+        j = n_pin + (key >> 1)
+        b = i if stamped else u_base + j
+        w = np.uint64(b >> 6) << BIT1
+        position[row] = np.int64(bp[w + BIT1]) + popcount64(bp[w] & ((BIT1 << np.uint64(b & 63)) - BIT1))
+        if tied_any:
+            key_at[i if stamped & ((code & 1) == 1) else n_ts] = j
+        reason[row] = R_ZERO_TOKEN if key & 1 else R_SCORED

@@ -10,8 +10,16 @@ from __future__ import annotations
 import numpy as np
 
 from cupel_np._jit import jit
+from cupel_np.engine.batch_kernels import BIT1
 from cupel_np.engine.chrono_bits import _chrono_place, _chrono_tied, _chrono_words
-from cupel_np.engine.place_fast import _chrono_pass, _select_pass, _u_pass, _unselect
+from cupel_np.engine.place_fast import (
+    _chrono_mark_listed,
+    _chrono_pass,
+    _chrono_pass_listed,
+    _select_pass,
+    _u_pass,
+    _unselect,
+)
 from cupel_np.engine.placers import (
     PLACER_CHRONOLOGICAL,
     PLACER_U_SHAPED,
@@ -260,6 +268,7 @@ def _place_segments(
     sel_at = np.empty(n_cand, dtype=np.int64)
     sel_row = np.empty(n_cand, dtype=np.int64)
     sel_key = np.empty(n_cand, dtype=np.int64)
+    sel_code = np.empty(n_cand if ts_code is not None else 0, dtype=np.int64)  # (bitmaps: ``ts_code``)
     # chronological placement on bitmaps (chrono_bits): each segment's kept rows are marked,
     # the timestamped ones by their index in the shared timestamp order (the words of ``bp``
     # from 0), the others by input position (``umark``, packed in the words from ``u_word``),
@@ -337,18 +346,31 @@ def _place_segments(
         # it is placed), the selected ones listed, counted and summed; a CountCapExceeded
         # candidate needs its kind's final count: decided after the pass
         n_def = n_cc
-        # a long segment placed on bitmaps (chronological: when it may keep more than
-        # ``small_place`` items and 1/32 of its timestamped rows) or from ``u_at`` (u-shaped)
-        # unless it truncates: ``place_fast``'s passes, its rows marked included before the
-        # overflow is known (taken back when it throws or truncates)
+        # a long segment placed on bitmaps (chronological: when it keeps more than
+        # ``small_place`` items and 1/32 of its timestamped rows, ``fast_chrono`` below) or
+        # from ``u_at`` (u-shaped) unless it truncates: ``place_fast``'s passes, its rows marked
+        # included before the overflow is known (taken back when it throws or truncates).
+        # Chronological: taken when the segment may keep that many (``may_chrono``) and a
+        # sample of its candidates says at least 3/4 are selected (a sparser selection is
+        # listed, its later passes over the list only); listed after the pass when it keeps
+        # fewer than the bitmaps pay for
         fast_u = placer == PLACER_U_SHAPED and u_pin[s] >= 0
         n_most = n_pin + chi - clo
-        fast_chrono = chrono and n_most > small_place and n_most * 32 >= ts_offsets[s + 1] - ts_offsets[s]
-        fused = (u_at is not None and fast_u) or (ts_code is not None and fast_chrono)
+        span = ts_offsets[s + 1] - ts_offsets[s]
+        may_chrono = chrono and n_most > small_place and n_most * 32 >= span
+        if may_chrono:  # ~1024 candidates evenly spaced (a tuning choice: both paths agree)
+            step = max(1, (chi - clo) >> 10)
+            n_try = 0
+            n_hit = 0
+            for p in range(clo, chi, step):
+                n_try += 1
+                n_hit += np.int64(rank[p] >= 0)
+            may_chrono = n_hit * 4 >= n_try * 3
+        fused = (u_at is not None and fast_u) or (ts_code is not None and may_chrono)
         if fused:
             for q in range(plo, phi):
                 included[pin_rows[q]] = True
-        if ts_code is not None and fast_chrono:
+        if ts_code is not None and may_chrono:
             for q in range(n_pin):  # input position q: whether its row is untimestamped
                 umark[q] = 0 if ts_valid[pin_rows[plo + q]] else 1
             n_sel, sliced_tokens, n_def = _select_pass(
@@ -366,7 +388,8 @@ def _place_segments(
         n_pre = 0
         for p in range(clo, clo if fused else chi):
             n_pre += np.int64(rank[p] >= 0)
-        dense = not fused and n_pre * 8 >= (chi - clo) * 7
+        # (a segment chronological placement may put on bitmaps is listed: they read the lists)
+        dense = not fused and not chrono and n_pre * 8 >= (chi - clo) * 7
         for p in range(clo, chi if dense else clo):
             r = rank[p]
             row = cand_rows[p]
@@ -394,6 +417,8 @@ def _place_segments(
             sel_at[at] = p
             sel_row[at] = row
             sel_key[at] = 2 * r + np.int64(t == 0)
+            if ts_code is not None and chrono:
+                sel_code[at] = ts_code[row]
             n_sel += np.int64(sel)
             sliced_tokens += t if sel else 0
             over = has_pin & (t > eff_target) & (t <= override_max)
@@ -435,11 +460,35 @@ def _place_segments(
         if merged_tokens > target and overflow == OVERFLOW_TRUNCATE:
             trunc[s] = True  # placed by _place_truncated (compiled only when a set truncates)
             continue
+        fast_chrono = chrono and m > small_place and m * 32 >= span
+        if ts_code is not None and may_chrono and not fast_chrono:  # fewer kept: listed here
+            k = clo
+            for p in range(clo, chi):
+                r = rank[p]
+                if r >= 0:
+                    row = cand_rows[p]
+                    sel_at[k] = p
+                    sel_row[k] = row
+                    sel_key[k] = 2 * r + np.int64(tokens[row] == 0)
+                    sel_code[k] = ts_code[row]
+                    k += 1
         # the selected candidates: [clo, sel_hi) of the sel_* lists, or (dense) of the
         # candidates, skipping the others
         sel_hi = chi if dense else clo + n_sel
+        if ts_code is not None and fast_chrono and not fused:  # (listed: marked here, bit by bit)
+            _chrono_mark_listed(
+                sel_row, sel_code, sel_key, clo, clo + n_sel, n_pin, ts_offsets[s], ts_offsets[s + 1], bp, umark,
+                included,
+            )  # fmt: skip
+            for q in range(plo, phi):
+                row = pin_rows[q]
+                included[row] = True
+                code = ts_code[row]
+                if code >= 0:
+                    bp[2 * (code >> 7)] |= BIT1 << np.uint64((code >> 1) & 63)
+                umark[q - plo] = 1 if code < 0 else 0
         if ts_code is not None and fast_chrono:  # every merged item kept, in merged order: no merged arrays
-            _chrono_words(ts_order, ts_offsets[s], ts_offsets[s + 1], included, umark, m, bp, u_word)
+            _chrono_words(ts_order, ts_offsets[s], ts_offsets[s + 1], included, umark, m, bp, u_word, fused)
         elif u_at is not None and fast_u:  # the pinned items' places (the candidates' are in ``u_at``)
             _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, clo, rank, u_at, u_pin[s], m, position)
         elif radix_min is None or m <= small_place:
@@ -456,7 +505,6 @@ def _place_segments(
                 jrow[n_pin + r] = cand_rows[p]
                 if placer != PLACER_CHRONOLOGICAL:
                     jscore[n_pin + r] = cand_score[p]
-            span = ts_offsets[s + 1] - ts_offsets[s]
             if placer == PLACER_CHRONOLOGICAL and n_ts > 0 and m > chrono_min and m * 32 >= span:
                 # many kept: the shared order's span filtered by the kept rows (``lstpos``:
                 # input position, -1 on entry and exit); equal timestamps then by input
@@ -557,7 +605,12 @@ def _place_segments(
             if ts_code is not None and fast_chrono:  # the places of the marked rows
                 _chrono_place(row, q - plo, ts_code, bp, u_word, key_at, position)
         # the selected candidates: included, their reasons and (fast paths) their places
-        if ts_code is not None and fast_chrono:
+        if ts_code is not None and fast_chrono and not fused:
+            _chrono_pass_listed(
+                sel_row, sel_code, sel_key, clo, clo + n_sel, n_pin, bp, u_word << 6, tied_any, n_ts, key_at,
+                position, reason,
+            )  # fmt: skip
+        elif ts_code is not None and fast_chrono:
             _chrono_pass(
                 rank, cand_rows, tokens, clo, chi, n_pin, ts_code, bp, u_word << 6, tied_any, n_ts, key_at,
                 position, reason,
