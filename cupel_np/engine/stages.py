@@ -351,7 +351,7 @@ def _place_segments(
         # from ``u_at`` (u-shaped) unless it truncates: ``place_fast``'s passes, its rows marked
         # included before the overflow is known (taken back when it throws or truncates).
         # Chronological: taken when the segment may keep that many (``may_chrono``) and a
-        # sample of its candidates says at least 3/4 are selected (a sparser selection is
+        # sample of its candidates says at least half are selected (a sparser selection is
         # listed, its later passes over the list only); listed after the pass when it keeps
         # fewer than the bitmaps pay for
         fast_u = placer == PLACER_U_SHAPED and u_pin[s] >= 0
@@ -365,7 +365,7 @@ def _place_segments(
             for p in range(clo, chi, step):
                 n_try += 1
                 n_hit += np.int64(rank[p] >= 0)
-            may_chrono = n_hit * 4 >= n_try * 3
+            may_chrono = n_hit * 2 >= n_try
         fused = (u_at is not None and fast_u) or (ts_code is not None and may_chrono)
         if fused:
             for q in range(plo, phi):
