@@ -1,12 +1,13 @@
 """Chronological placement of a segment that keeps every merged item (no truncation), on
-bitmaps in timestamp-order space. ``stages._place_segments`` marks each kept timestamped row
-at its index in the shared timestamp order (``placers.timestamp_ranks`` gives every row's
-index once per sweep; :func:`_chrono_mark_pinned` for the pinned ones) and each kept
-untimestamped one at its input position; :func:`_chrono_prefix` counts the marks before each
-word, so a kept row's place is the count of marks before its own, written in row order
-(:func:`_chrono_place`). :func:`_chrono_ties` puts the segment's runs of equal timestamps
-(listed once per sweep) in input order. The same positions as
-``placers._chronological_filter`` gives when nothing is truncated."""
+bitmaps in timestamp-order space. ``stages._place_segments`` marks its kept rows included
+(``place_fast._select_pass``) and each kept untimestamped one at its input position;
+:func:`_chrono_words` gathers the kept timestamped rows' bits in the shared timestamp order
+(``placers.timestamp_ranks`` gives every row's index in it once per sweep) and counts the
+marks before each word, so a kept row's place is the count of marks before its own, written
+in row order (``place_fast._chrono_pass``, :func:`_chrono_place` for the pinned rows).
+:func:`_chrono_ties` puts the segment's runs of equal timestamps (listed once per sweep) in
+input order. The same positions as ``placers._chronological_filter`` gives when nothing is
+truncated."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from cupel_np._jit import jit, jit_inner
-from cupel_np.engine.batch_kernels import BIT1, bit_rank, popcount
+from cupel_np.engine.batch_kernels import BIT1, popcount
 from cupel_np.engine.placers import _repair_pairs
 
 
@@ -37,67 +38,60 @@ popcount64 = intrinsic(_llvm_ctpop) if hasattr(popcount, "get_call_template") el
 
 
 @jit_inner
-def _chrono_mark_pinned(pin_rows, plo, n_pin, ts_code, tbits, umark):
-    """Marks a segment's pinned rows ``pin_rows[plo:plo + n_pin]`` (input positions
-    ``0..n_pin``) as ``_place_segments`` marks its kept sliced rows: a timestamped row at its
-    index ``i`` in the shared order (``ts_code[row] >> 1``, see ``placers.timestamp_ranks``) in
-    ``tbits``; at its input position, ``umark`` is 1 for an untimestamped row, else 0."""
-    for q in range(n_pin):
-        code = ts_code[pin_rows[plo + q]]
-        if code >= 0:
-            i = code >> 1
-            tbits[i >> 6] |= BIT1 << np.uint64(i & 63)
-        umark[q] = 1 if code < 0 else 0
-
-
-@jit_inner
-def _chrono_prefix(tbits, tpre, a, b, umark, ubits, upre, m):
+def _chrono_words(ts_order, a, b, included, umark, m, bp, u_word, gather):
     """Chronological placement of one segment whose merged items are all kept in merged
-    order (input position = pinned index, or ``n_pin + rank`` for a sliced item), marked by
-    ``_place_segments``: each timestamped row at its index ``i`` in the shared order
-    (``a <= i < b``) in ``tbits``, and per input position ``j < m`` whether its row is
-    untimestamped (``umark[j]``, 1 or 0: a byte store each, which unlike setting a bit reads
-    nothing, so ranks in order do not chain the stores through one word). Packs ``umark`` into
-    ``ubits``, writes the set bits before each of the segment's words (``tpre``, ``upre``) and
-    returns ``c``, the timestamped count: a timestamped row goes to ``bit_rank(tbits, tpre, i)``
-    (the shared order filtered by the kept rows), an untimestamped one to
-    ``c + bit_rank(ubits, upre, j)`` (after them, in input order); :func:`_chrono_place`. Runs
-    of equal timestamps are left to :func:`_chrono_ties`."""
-    t = 0
-    for w in range((m + 63) >> 6):
-        x = np.uint64(0)
-        base = w << 6
-        for k in range(min(64, m - base)):
-            x |= np.uint64(umark[base + k]) << np.uint64(k)
-        ubits[w] = x
-        upre[w] = t
-        t += popcount64(x)
+    order (input position = pinned index, or ``n_pin + rank`` for a sliced item): the bitmaps
+    its places are counted on, per word ``w`` its bits ``bp[2 * w]`` and the set bits before it
+    ``bp[2 * w + 1]`` (side by side: a place reads one cache line). Bit ``i`` for ``a <= i <
+    b`` is the timestamped row at index ``i`` of the shared order (``ts_order``), set when that
+    row is ``included`` (the shared order filtered by the kept rows, gathered in order: the
+    segment's other bits stay 0, so its words need no clearing); bit ``u_word * 64 + j`` for
+    ``j < m``, ``umark[j]``: whether the row at input position ``j`` is untimestamped (1 or 0),
+    its set bits before it counted after every timestamped kept row. Returns that count
+    ``c``: a timestamped row goes to the set bits before its bit ``i``, an untimestamped one
+    to ``c`` plus the set bits before ``j`` (after them, in input order), as ``bp``'s counts
+    say (:func:`_chrono_at`). Runs of equal timestamps are left to :func:`_chrono_ties`.
+    ``gather`` False: the timestamped bits are set already (a sparse selection's, marked one
+    by one: ``place_fast._chrono_mark_listed``), only counted here."""
     c = 0
     if b > a:
         for w in range(a >> 6, ((b - 1) >> 6) + 1):
-            tpre[w] = c
-            c += popcount64(tbits[w])
+            x = bp[2 * w]
+            if gather:
+                x = np.uint64(0)
+                for i in range(max(a, w << 6), min(b, (w << 6) + 64)):
+                    x |= np.uint64(included[np.uint64(ts_order[i])]) << np.uint64(i & 63)
+            bp[2 * w] = x
+            bp[2 * w + 1] = np.uint64(c)
+            c += popcount64(x)
+    t = c
+    for v in range((m + 63) >> 6):
+        x = np.uint64(0)
+        base = v << 6
+        for k in range(min(64, m - base)):
+            x |= np.uint64(umark[base + k]) << np.uint64(k)
+        bp[2 * (u_word + v)] = x
+        bp[2 * (u_word + v) + 1] = np.uint64(t)
+        t += popcount64(x)
     return c
 
 
 @jit_inner
-def _chrono_clear(tbits, a, b):
-    """A segment's marks in ``tbits`` (see :func:`_chrono_prefix`) back to 0 (``ubits`` is
-    rewritten whole from the next segment's ``umark``)."""
-    if b > a:
-        for w in range(a >> 6, ((b - 1) >> 6) + 1):
-            tbits[w] = 0
+def _chrono_at(bp, b):
+    """The set bits before bit ``b`` of :func:`_chrono_words`'s bitmaps: a kept row's place."""
+    w = b >> 6
+    return np.int64(bp[2 * w + 1]) + popcount64(bp[2 * w] & ((BIT1 << np.uint64(b & 63)) - BIT1))
 
 
 @jit_inner
-def _chrono_tied(tbits, runs, r0, r1):
-    """Whether a run of equal timestamps ``r0 <= r < r1`` (spans of the shared order, see
-    ``placers.timestamp_ranks``) has two or more rows marked in ``tbits``: the segment needs
-    :func:`_chrono_ties`."""
+def _chrono_tied(ts_order, included, runs, r0, r1):
+    """Whether a run of equal timestamps ``r0 <= r < r1`` (spans of the shared order
+    ``ts_order``, see ``placers.timestamp_ranks``) has two or more ``included`` rows: the
+    segment needs :func:`_chrono_ties`."""
     for r in range(r0, r1):
         k = 0
         for i in range(runs[2 * r], runs[2 * r + 1]):
-            k += np.int64((tbits[i >> 6] >> np.uint64(i & 63)) & BIT1)
+            k += np.int64(included[ts_order[i]])
             if k > 1:
                 return True
     return False
@@ -141,16 +135,16 @@ def _chrono_ties(segs, ts_order, runs, run_offsets, included, key_at, position):
 
 
 @jit_inner
-def _chrono_place(row, j, ts_code, tbits, tpre, c, ubits, upre, key_at, position):
-    """The position of kept ``row`` (input position ``j``) of a segment :func:`_chrono_prefix`
-    counted, which returned ``c``: the kept timestamped rows before it in the shared order, or
-    after every timestamped one the untimestamped ones before it in input order. A tied
+def _chrono_place(row, j, ts_code, bp, u_word, key_at, position):
+    """The position of kept ``row`` (input position ``j``) of a segment on
+    :func:`_chrono_words`'s bitmaps: the kept timestamped rows before it in the shared order,
+    or after every timestamped one the untimestamped ones before it in input order. A tied
     row's input position goes to ``key_at`` for :func:`_chrono_ties`."""
     code = ts_code[row]
     if code >= 0:
         i = code >> 1
-        position[row] = bit_rank(tbits, tpre, i)
+        position[row] = _chrono_at(bp, i)
         if code & 1:
             key_at[i] = j
     else:
-        position[row] = c + bit_rank(ubits, upre, j)
+        position[row] = _chrono_at(bp, (u_word << 6) + j)

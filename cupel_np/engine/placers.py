@@ -238,29 +238,47 @@ def timestamp_order(ts, ts_valid, offsets):
     timestamps of a segment come in no particular order (placement repairs them to its input
     order).
 
-    One NumPy quicksort (SIMD, releases the GIL) of a (segment, timestamp) key packed in a
-    uint64; when the two do not fit in 64 bits the timestamps are replaced by their ranks."""
+    One NumPy SIMD sort (releases the GIL) of a (segment, timestamp) key packed in a uint64;
+    when the two do not fit in 64 bits the timestamps are replaced by their ranks. With the
+    index in the low bits as well (when that fits) the keys are sorted themselves, not
+    argsorted (a third of the time), and the sorted timestamps are read back from them."""
     rows = np.flatnonzero(ts_valid)
+    n = rows.shape[0]
     n_seg = offsets.shape[0] - 1
     off = np.searchsorted(rows, offsets).astype(np.int64)
     tv = ts[rows]
-    if n_seg == 1 or rows.shape[0] < 2:
-        order = rows[np.argsort(tv)]
+    if n < 2:
+        order = rows.astype(np.int64)
+        return (order, ts[order], off, *timestamp_ranks(order, ts[order], off, ts.shape[0]))
+    lo = int(tv.min())
+    t_bits = (int(tv.max()) - lo).bit_length()
+    seg_bits = (n_seg - 1).bit_length()
+    exact = t_bits + seg_bits <= 64
+    if exact:
+        key = tv.view(np.uint64) - np.uint64(lo % 2**64)  # ts - lo, exact modulo 2**64
     else:
-        lo = int(tv.min())
-        t_bits = (int(tv.max()) - lo).bit_length()
-        if t_bits + (n_seg - 1).bit_length() <= 64:
-            low = tv.view(np.uint64) - np.uint64(lo % 2**64)  # ts - lo, exact modulo 2**64
-        else:
-            low = np.empty(rows.shape[0], dtype=np.uint64)
-            low[np.argsort(tv)] = np.arange(rows.shape[0], dtype=np.uint64)
-            t_bits = (rows.shape[0] - 1).bit_length()
+        key = np.empty(n, dtype=np.uint64)
+        key[np.argsort(tv)] = np.arange(n, dtype=np.uint64)
+        t_bits = (n - 1).bit_length()
+    if n_seg > 1:
         seg_key = np.arange(n_seg, dtype=np.uint64) << np.uint64(t_bits)
-        key = np.repeat(seg_key, np.diff(off))
-        key |= low
-        order = rows[np.argsort(key)]
-    order = order.astype(np.int64)
-    ts_sorted = ts[order]
+        key |= np.repeat(seg_key, np.diff(off))
+    i_bits = (n - 1).bit_length()
+    if t_bits + seg_bits + i_bits <= 64:
+        key <<= np.uint64(i_bits)
+        key |= np.arange(n, dtype=np.uint64)
+        key.sort()
+        order = rows[(key & np.uint64((1 << i_bits) - 1)).astype(np.int64)]
+        if exact:  # ts - lo back from the key's timestamp bits, then + lo (modulo 2**64)
+            key >>= np.uint64(i_bits)
+            key &= np.uint64((1 << t_bits) - 1)
+            key += np.uint64(lo % 2**64)
+            ts_sorted = key.view(np.int64)
+        else:
+            ts_sorted = ts[order]
+    else:
+        order = rows[np.argsort(key)].astype(np.int64)
+        ts_sorted = ts[order]
     return (order, ts_sorted, off, *timestamp_ranks(order, ts_sorted, off, ts.shape[0]))
 
 

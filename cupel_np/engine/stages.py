@@ -11,13 +11,14 @@ import numpy as np
 
 from cupel_np._jit import jit
 from cupel_np.engine.batch_kernels import BIT1
-from cupel_np.engine.chrono_bits import (
-    _chrono_clear,
-    _chrono_mark_pinned,
-    _chrono_place,
-    _chrono_prefix,
-    _chrono_tied,
-    popcount64,
+from cupel_np.engine.chrono_bits import _chrono_place, _chrono_tied, _chrono_words
+from cupel_np.engine.place_fast import (
+    _chrono_mark_listed,
+    _chrono_pass,
+    _chrono_pass_listed,
+    _select_pass,
+    _u_pass,
+    _unselect,
 )
 from cupel_np.engine.placers import (
     PLACER_CHRONOLOGICAL,
@@ -194,10 +195,11 @@ def _place_segments(
             input order.
         ts_code, ts_runs, ts_run_offsets : ``placers.timestamp_ranks`` of that order: each
             row's index in it (``2 * i + tied``, -1 untimestamped) and each segment's runs of
-            equal timestamps: a list of more than ``small_place`` kept items is filtered on
-            bitmaps in that order (``chrono_bits``). ``ts_code`` None: no segment is placed
-            that way (the runs are not read), and this specialization of the kernel does not
-            compile the bitmap path.
+            equal timestamps: a segment that may keep more than ``small_place`` items (its
+            pinned rows and candidates) and 1/32 of its timestamped rows is placed on bitmaps
+            in that order (``chrono_bits``). ``ts_code`` None: no segment is placed that way
+            (the runs are not read), and this specialization of the kernel does not compile
+            the bitmap path.
     Scratch
         lstpos : per row, -1 on entry and exit
     Per variant, prepared by the wrapper (``_sliced_score_order``; u-shaped only, else empty)
@@ -259,18 +261,19 @@ def _place_segments(
     # a candidate is selected is unpredictable, and a mispredicted branch per row cost more
     # than the rest of the pass. The list holds what placement reads of each selected
     # candidate (read again by candidate, a sparse selection's rows would each cost a cache
-    # miss): its index ``sel_at``, row ``sel_row``, ``2 * rank + (tokens == 0)`` in
-    # ``sel_key`` and, for chronological placement, its ``ts_code`` in ``sel_code``.
+    # miss): its index ``sel_at``, row ``sel_row`` and ``2 * rank + (tokens == 0)`` in
+    # ``sel_key``. A long segment placed on bitmaps or from ``u_at`` lists nothing: both of
+    # its passes walk every candidate (``place_fast``).
     n_cand = cand_rows.shape[0]
     sel_at = np.empty(n_cand, dtype=np.int64)
     sel_row = np.empty(n_cand, dtype=np.int64)
     sel_key = np.empty(n_cand, dtype=np.int64)
+    sel_code = np.empty(n_cand if ts_code is not None else 0, dtype=np.int64)  # (bitmaps: ``ts_code``)
     # chronological placement on bitmaps (chrono_bits): each segment's kept rows are marked,
-    # the timestamped ones by their index in the shared timestamp order (``tbits``, one spare
-    # word at the end), the others by input position (``ubits``); both 0 between segments.
-    # Their set bits before each word (``tpre``, ``upre``), and the input position of a kept
-    # tied row by its index in the shared order (``key_at``, written then read for the kept
-    # tied rows only).
+    # the timestamped ones by their index in the shared timestamp order (the words of ``bp``
+    # from 0), the others by input position (``umark``, packed in the words from ``u_word``),
+    # each word next to its set bits before it; and the input position of a kept tied row by
+    # its index in the shared order (``key_at``, written then read for the kept tied rows only).
     # ``ts_code`` is None where no segment is placed on bitmaps (``place_segments`` decides):
     # Numba prunes every branch on ``ts_code is not None`` before typing, so that
     # specialization never compiles the bitmap path (``chrono_bits``)
@@ -293,25 +296,13 @@ def _place_segments(
     tied_any = False
     if ts_code is not None:
         chrono = placer == PLACER_CHRONOLOGICAL
-        tbits = np.empty(((n_ts + 63) >> 6) + 1 if chrono else 0, dtype=np.uint64)
-        umark = np.empty(max_m, dtype=np.uint8)
-        ubits = np.empty((max_m + 63) >> 6, dtype=np.uint64)
-        for w in range(tbits.shape[0]):
-            tbits[w] = 0
-        tpre = np.empty(tbits.shape[0], dtype=np.int64)
-        upre = np.empty(ubits.shape[0], dtype=np.int64)
-        for w in range(tpre.shape[0]):  # (an untimestamped row's place reads the spare word's too)
-            tpre[w] = 0
-        # the words an untimestamped row ORs its 0 into: u & tmask, varied so that the stores
-        # do not form a chain through one word (a power of two minus 1, below tbits' length)
-        tmask = 1
-        while tmask * 2 <= tbits.shape[0]:
-            tmask *= 2
-        tmask -= 1
+        u_word = (n_ts + 63) >> 6 if chrono else 0
+        umark = np.empty(max_m + 1 if chrono else 0, dtype=np.uint8)  # (+1: a spare slot)
+        # (+1 word: a candidate not selected reads the word of input position n_pin)
+        bp = np.empty(2 * (u_word + ((max_m + 64) >> 6)) if chrono else 0, dtype=np.uint64)
         tied_any = chrono and ts_runs.shape[0] > 0
-        sel_code = np.empty(n_cand if chrono else 0, dtype=np.int64)
     key_at = np.empty(n_ts + 1 if tied_any else 0, dtype=np.int64)  # (+1: the others' stores)
-    c_ts = 0
+    no_mark = np.empty(0, dtype=np.uint8)
     # ``cap_of_kind`` None (no count caps, short lists only): Numba prunes every branch on
     # ``cap_of_kind is not None``, so that specialization compiles none of the caps' code
     n_kinds = 1
@@ -355,13 +346,50 @@ def _place_segments(
         # it is placed), the selected ones listed, counted and summed; a CountCapExceeded
         # candidate needs its kind's final count: decided after the pass
         n_def = n_cc
+        # a long segment placed on bitmaps (chronological: when it keeps more than
+        # ``small_place`` items and 1/32 of its timestamped rows, ``fast_chrono`` below) or
+        # from ``u_at`` (u-shaped) unless it truncates: ``place_fast``'s passes, its rows marked
+        # included before the overflow is known (taken back when it throws or truncates).
+        # Chronological: taken when the segment may keep that many (``may_chrono``) and a
+        # sample of its candidates says at least half are selected (a sparser selection is
+        # listed, its later passes over the list only); listed after the pass when it keeps
+        # fewer than the bitmaps pay for
+        fast_u = placer == PLACER_U_SHAPED and u_pin[s] >= 0
+        n_most = n_pin + chi - clo
+        span = ts_offsets[s + 1] - ts_offsets[s]
+        may_chrono = chrono and n_most > small_place and n_most * 32 >= span
+        if may_chrono:  # ~1024 candidates evenly spaced (a tuning choice: both paths agree)
+            step = max(1, (chi - clo) >> 10)
+            n_try = 0
+            n_hit = 0
+            for p in range(clo, chi, step):
+                n_try += 1
+                n_hit += np.int64(rank[p] >= 0)
+            may_chrono = n_hit * 2 >= n_try
+        fused = (u_at is not None and fast_u) or (ts_code is not None and may_chrono)
+        if fused:
+            for q in range(plo, phi):
+                included[pin_rows[q]] = True
+        if ts_code is not None and may_chrono:
+            for q in range(n_pin):  # input position q: whether its row is untimestamped
+                umark[q] = 0 if ts_valid[pin_rows[plo + q]] else 1
+            n_sel, sliced_tokens, n_def = _select_pass(
+                rank, cand_rows, tokens, kind, clo, chi, has_pin, eff_target, override_max, cap_of_kind,
+                count_caps, kind_count, defer, n_def, reason, included, ts_valid, umark, n_pin,
+            )  # fmt: skip
+        elif fused:
+            n_sel, sliced_tokens, n_def = _select_pass(
+                rank, cand_rows, tokens, kind, clo, chi, has_pin, eff_target, override_max, cap_of_kind,
+                count_caps, kind_count, defer, n_def, reason, included, ts_valid, no_mark, n_pin,
+            )  # fmt: skip
         # nearly every candidate selected (counted first: a pass that vectorizes, a tenth of
         # the others): branches rarely mispredict, so the passes branch instead and walk the
         # candidates themselves, no list
         n_pre = 0
-        for p in range(clo, chi):
+        for p in range(clo, clo if fused else chi):
             n_pre += np.int64(rank[p] >= 0)
-        dense = n_pre * 8 >= (chi - clo) * 7
+        # (a segment chronological placement may put on bitmaps is listed: they read the lists)
+        dense = not fused and not chrono and n_pre * 8 >= (chi - clo) * 7
         for p in range(clo, chi if dense else clo):
             r = rank[p]
             row = cand_rows[p]
@@ -380,7 +408,7 @@ def _place_segments(
                 reason[row] = R_BUDGET_EXCEEDED
             else:
                 reason[row] = R_BUDGET_EXCEEDED
-        for p in range(clo if dense else clo, clo if dense else chi):
+        for p in range(clo, clo if dense or fused else chi):
             row = cand_rows[p]
             t = tokens[row]
             r = rank[p]
@@ -420,6 +448,8 @@ def _place_segments(
         target = budget_targets[s]
         sliced_out[s] = sliced_tokens
         kept_out[s] = merged_tokens
+        if fused and merged_tokens > target and overflow != OVERFLOW_PROCEED:
+            _unselect(pin_rows, plo, phi, cand_rows, clo, chi, included)
         if merged_tokens > target and overflow == OVERFLOW_THROW:
             err[s] = ERR_OVERFLOW
             err_a[s] = merged_tokens
@@ -430,28 +460,35 @@ def _place_segments(
         if merged_tokens > target and overflow == OVERFLOW_TRUNCATE:
             trunc[s] = True  # placed by _place_truncated (compiled only when a set truncates)
             continue
+        fast_chrono = chrono and m > small_place and m * 32 >= span
+        if ts_code is not None and may_chrono and not fast_chrono:  # fewer kept: listed here
+            k = clo
+            for p in range(clo, chi):
+                r = rank[p]
+                if r >= 0:
+                    row = cand_rows[p]
+                    sel_at[k] = p
+                    sel_row[k] = row
+                    sel_key[k] = 2 * r + np.int64(tokens[row] == 0)
+                    sel_code[k] = ts_code[row]
+                    k += 1
         # the selected candidates: [clo, sel_hi) of the sel_* lists, or (dense) of the
         # candidates, skipping the others
         sel_hi = chi if dense else clo + n_sel
-        fast_chrono = chrono and m > small_place and m * 32 >= ts_offsets[s + 1] - ts_offsets[s]
-        fast_u = placer == PLACER_U_SHAPED and u_pin[s] >= 0
+        if ts_code is not None and fast_chrono and not fused:  # (listed: marked here, bit by bit)
+            _chrono_mark_listed(
+                sel_row, sel_code, sel_key, clo, clo + n_sel, n_pin, ts_offsets[s], ts_offsets[s + 1], bp, umark,
+                included,
+            )  # fmt: skip
+            for q in range(plo, phi):
+                row = pin_rows[q]
+                included[row] = True
+                code = ts_code[row]
+                if code >= 0:
+                    bp[2 * (code >> 7)] |= BIT1 << np.uint64((code >> 1) & 63)
+                umark[q - plo] = 1 if code < 0 else 0
         if ts_code is not None and fast_chrono:  # every merged item kept, in merged order: no merged arrays
-            _chrono_mark_pinned(pin_rows, plo, n_pin, ts_code, tbits, umark)
-            for u in range(clo, sel_hi):  # each word gets its bit or nothing (no branch)
-                if dense:
-                    r = rank[u]
-                    if r < 0:
-                        continue
-                    code = ts_code[cand_rows[u]]
-                else:
-                    r = sel_key[u] >> 1
-                    code = sel_code[u]
-                i = code >> 1
-                stamped = code >= 0
-                wt = (i >> 6) if stamped else u & tmask  # (an untimestamped row: ORs 0 into any word)
-                tbits[wt] |= np.uint64(stamped) << np.uint64(i & 63)
-                umark[n_pin + r] = 0 if stamped else 1  # (each position once)
-            c_ts = _chrono_prefix(tbits, tpre, ts_offsets[s], ts_offsets[s + 1], umark, ubits, upre, m)
+            _chrono_words(ts_order, ts_offsets[s], ts_offsets[s + 1], included, umark, m, bp, u_word, fused)
         elif u_at is not None and fast_u:  # the pinned items' places (the candidates' are in ``u_at``)
             _u_shaped_all(pin_rows, plo, n_pin, cand_rows, clo, clo, rank, u_at, u_pin[s], m, position)
         elif radix_min is None or m <= small_place:
@@ -468,7 +505,6 @@ def _place_segments(
                 jrow[n_pin + r] = cand_rows[p]
                 if placer != PLACER_CHRONOLOGICAL:
                     jscore[n_pin + r] = cand_score[p]
-            span = ts_offsets[s + 1] - ts_offsets[s]
             if placer == PLACER_CHRONOLOGICAL and n_ts > 0 and m > chrono_min and m * 32 >= span:
                 # many kept: the shared order's span filtered by the kept rows (``lstpos``:
                 # input position, -1 on entry and exit); equal timestamps then by input
@@ -566,51 +602,21 @@ def _place_segments(
             row = pin_rows[q]
             included[row] = True
             reason[row] = R_PINNED
-            if ts_code is not None and fast_chrono:  # the places of the marked rows, in row order
-                _chrono_place(row, q - plo, ts_code, tbits, tpre, c_ts, ubits, upre, key_at, position)
-        # the selected candidates: included, their reasons and (fast paths) their places;
-        # on bitmaps, _chrono_place written out as selects (a call here costs more than its work)
-        if ts_code is not None and fast_chrono:
-            for u in range(clo, sel_hi):
-                if dense:
-                    r = rank[u]
-                    if r < 0:
-                        continue
-                    row = cand_rows[u]
-                    key = 2 * r + np.int64(tokens[row] == 0)
-                    code = ts_code[row]
-                else:
-                    row = sel_row[u]
-                    key = sel_key[u]
-                    code = sel_code[u]
-                stamped = code >= 0
-                # a timestamped row: the kept timestamped rows before it in the shared order;
-                # else after them, the untimestamped ones before it in input order
-                i = code >> 1  # (-1 untimestamped: reads the spare word, never used)
-                j = n_pin + (key >> 1)
-                w = i >> 6  # both places, then a select: no branch on ``stamped``
-                at_t = tpre[w] + popcount64(tbits[w] & ((BIT1 << np.uint64(i & 63)) - BIT1))
-                v = j >> 6
-                at_u = c_ts + upre[v] + popcount64(ubits[v] & ((BIT1 << np.uint64(j & 63)) - BIT1))
-                position[row] = at_t if stamped else at_u
-                if tied_any:
-                    key_at[i if stamped & ((code & 1) == 1) else n_ts] = j
-                included[row] = True
-                reason[row] = R_ZERO_TOKEN if key & 1 else R_SCORED
+            if ts_code is not None and fast_chrono:  # the places of the marked rows
+                _chrono_place(row, q - plo, ts_code, bp, u_word, key_at, position)
+        # the selected candidates: included, their reasons and (fast paths) their places
+        if ts_code is not None and fast_chrono and not fused:
+            _chrono_pass_listed(
+                sel_row, sel_code, sel_key, clo, clo + n_sel, n_pin, bp, u_word << 6, tied_any, n_ts, key_at,
+                position, reason,
+            )  # fmt: skip
+        elif ts_code is not None and fast_chrono:
+            _chrono_pass(
+                rank, cand_rows, tokens, clo, chi, n_pin, ts_code, bp, u_word << 6, tied_any, n_ts, key_at,
+                position, reason,
+            )  # fmt: skip
         elif u_at is not None and fast_u:
-            for u in range(clo, sel_hi):
-                if dense:
-                    if rank[u] < 0:
-                        continue
-                    row = cand_rows[u]
-                    position[row] = u_at[u]
-                    zero = tokens[row] == 0
-                else:
-                    row = sel_row[u]
-                    position[row] = u_at[sel_at[u]]
-                    zero = (sel_key[u] & 1) == 1
-                included[row] = True
-                reason[row] = R_ZERO_TOKEN if zero else R_SCORED
+            _u_pass(rank, cand_rows, tokens, clo, chi, u_at, position, reason)
         else:
             for u in range(clo, sel_hi):
                 if dense:
@@ -624,6 +630,5 @@ def _place_segments(
                 included[row] = True
                 reason[row] = R_ZERO_TOKEN if zero else R_SCORED
         if ts_code is not None and fast_chrono:
-            ties[s] = _chrono_tied(tbits, ts_runs, ts_run_offsets[s], ts_run_offsets[s + 1])
-            _chrono_clear(tbits, ts_offsets[s], ts_offsets[s + 1])
+            ties[s] = _chrono_tied(ts_order, included, ts_runs, ts_run_offsets[s], ts_run_offsets[s + 1])
     return err, err_a, sliced_out, kept_out, trunc, ties, key_at, defer[:n_cc], cc_cap[:n_cc], cc_count[:n_cc]

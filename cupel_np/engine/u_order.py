@@ -43,9 +43,11 @@ def _u_pack(rank, score_bits, lo, hi, shift):
     out = np.empty(hi - lo + 1, dtype=np.uint64)
     high = ~((np.uint64(1) << np.uint64(shift)) - np.uint64(1))
     c = 0
-    for p in range(lo, hi):
-        out[c] = (_bits_key(score_bits[p]) & high) | np.uint64(p - lo)
-        c += rank[p] >= 0
+    rk = rank[lo:hi]  # (slices indexed from 0: no wraparound select per read)
+    sb = score_bits[lo:hi]
+    for p in range(hi - lo):
+        out[c] = (_bits_key(sb[p]) & high) | np.uint64(p)
+        c += rk[p] >= 0
     return out[:c]
 
 
@@ -226,25 +228,33 @@ def _place_run(
     same_f = True
     same_b = True
     same_t = True
+    # the run's candidates are scattered over the segment: their reads first, in a loop of
+    # their own whose cache misses overlap (in the loop below each waited for the last)
     for u in range(r_n):
         p = lo + np.int64(packed[i + u] & low)
         ix[u] = p
-        f = _bits_key(score_bits[p])
+        fk[u] = score_bits[p]
+        rk[u] = rank[p]
+        key[u] = np.uint64(cand_tok[p]) if n_r else np.uint64(0)  # (``cand_tok`` may be empty without ranges)
+    for u in range(r_n):
+        bits = fk[u]
+        f = _bits_key(bits)
         fk[u] = f
-        r = rank[p]
-        rk[u] = r
+        r = rk[u]
         # the block: the first rank of its unordered range, else its own rank (ranges are
         # disjoint, so blocks compare as the ranks of the output order do)
         b = r
         t = np.uint64(0)
+        tok = key[u]
         key[u] = 0
         g = _range_of(r_lo, r_hi, r) if n_r else -1
-        if g >= 0:  # (``cand_tok`` may be empty without ranges)
+        if g >= 0:
             b = r_lo[g]
-            fb[0] = density_key(cand_tok[p], cand_score[p]) + 0.0  # -0.0 + 0.0 == +0.0
+            ub[0] = bits  # (the score: ``score_bits`` are ``cand_score``'s bits)
+            fb[0] = density_key(np.int64(tok), fb[0]) + 0.0  # -0.0 + 0.0 == +0.0
             x = ub[0]
             t = ~x if x & _SIGN else x | _SIGN
-            key[u] = np.uint64(cand_tok[p])
+            key[u] = tok
         bk[u] = b
         tk[u] = t
         same_f &= f == fk[0]
@@ -348,7 +358,7 @@ def _u_finish(packed, shift, lo, rank, score_bits, cand_score, cand_tok, r_lo, r
                 scratch_i,
             )
         else:
-            u_at[lo + np.int64(packed[i] & low)] = j // 2 + (m - 1 - 2 * (j // 2)) * (j & 1)
+            u_at[np.uint64(lo) + (packed[i] & low)] = j // 2 + (m - 1 - 2 * (j // 2)) * (j & 1)
             j += 1
         i = e
     if n_before < 0:

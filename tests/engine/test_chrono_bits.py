@@ -124,3 +124,69 @@ def test_timestamp_ranks_codes_and_runs():
                 tied[lo:hi] = True
         assert np.array_equal(code[order] & 1, tied.astype(np.int64))
         assert np.array_equal(timestamp_ranks(order, ts_sorted, off, n)[0], code)
+
+
+@pytest.mark.parametrize("spread", ["small", "wide", "full"])
+def test_timestamp_order_sorts_each_segment(spread):
+    # keys that pack (segment, timestamp, index), (segment, timestamp) only, or neither (the
+    # full int64 range: timestamps replaced by their ranks)
+    rng = np.random.default_rng(7)
+    for _ in range(30):
+        n = int(rng.integers(0, 400))
+        offsets = np.concatenate([[0], np.sort(rng.integers(0, n + 1, int(rng.integers(0, 6)))), [n]])
+        offsets = offsets.astype(np.int64)
+        if spread == "small":
+            ts = rng.integers(-3, 3, n)
+        elif spread == "wide":
+            ts = rng.integers(-(2**61), 2**61, n)
+        else:
+            ts = rng.choice(np.array([-(2**63), -1, 0, 2**63 - 1], dtype=np.int64), n)
+        ts = ts.astype(np.int64)
+        valid = rng.random(n) < 0.8
+        order, ts_sorted, off, *_ = timestamp_order(ts, valid, offsets)
+        assert order.dtype == np.int64 and ts_sorted.dtype == np.int64
+        assert np.array_equal(ts_sorted, ts[order])
+        rows = np.flatnonzero(valid)
+        assert np.array_equal(off, np.searchsorted(rows, offsets))
+        for s in range(offsets.shape[0] - 1):
+            seg = order[off[s] : off[s + 1]]
+            assert np.array_equal(np.sort(seg), rows[(rows >= offsets[s]) & (rows < offsets[s + 1])])
+            assert (ts[seg][1:] >= ts[seg][:-1]).all()
+
+
+@pytest.mark.parametrize("overflow", [stages.OVERFLOW_THROW, stages.OVERFLOW_PROCEED])
+def test_a_set_that_throws_keeps_nothing(monkeypatch, overflow):
+    # long segments go through the bitmap passes, which mark rows included before the
+    # overflow is known: a set that throws must end with none included and its selected
+    # rows' reasons as they were; the others placed as without the throwing sets
+    monkeypatch.setattr(placers, "CHRONO_FILTER_MIN", 0)
+    for seed in range(6):
+        n, offsets, ts, valid, (pin_rows, pin_off), (cand_rows, cand_off, rank) = _case(seed, False, False)
+        n_seg = offsets.shape[0] - 1
+        targets = np.where(np.arange(n_seg) % 2 == 0, 0, 2**60).astype(np.int64)
+        shared = place_stage.TimestampOrder(*timestamp_order(ts, valid, offsets))
+        out = place_stage.PlaceOutputs(
+            np.zeros(n, np.bool_), np.full(n, -1, np.int8), np.zeros(0, np.int64), np.zeros(0, np.int64),
+            np.full(n, -1, np.int64), np.zeros(0, np.int64),
+        )  # fmt: skip
+        err, *_ = place_stage.place_segments(
+            place_stage.PlaceRows(np.ones(n, np.int64), np.zeros(n, np.int64), ts, valid),
+            place_stage.PlaceSegments(pin_rows, pin_off, targets, targets, np.zeros(n_seg, np.int64)),
+            place_stage.Candidates(cand_rows, np.ones(cand_rows.shape[0]), cand_off, rank),
+            place_stage.PlacePolicy(overflow, stages.PLACER_CHRONOLOGICAL, False, np.full(1, -1, np.int64)),
+            out,
+            shared,
+        )
+        want = _expected(n, offsets, ts, valid, (pin_rows, pin_off), (cand_rows, cand_off, rank))
+        seg = np.searchsorted(offsets, np.arange(n), side="right") - 1
+        merged = np.array(
+            [pin_off[s + 1] - pin_off[s] + int((rank[cand_off[s] : cand_off[s + 1]] >= 0).sum()) for s in range(n_seg)]
+        )
+        throws = (targets < merged) & (overflow == stages.OVERFLOW_THROW)
+        assert np.array_equal(err != 0, throws), seed
+        lost = throws[seg]
+        assert not out.included[lost].any(), seed
+        selected = np.zeros(n, np.bool_)
+        selected[cand_rows[rank >= 0]] = True
+        assert (out.reason[lost & selected] == -1).all(), seed
+        assert np.array_equal(np.where(out.included, out.position, -1)[~lost], want[~lost]), seed
