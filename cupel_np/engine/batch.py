@@ -79,6 +79,17 @@ def _set_label(table: ItemTable, s: int) -> str:
 # --- phase 2: one variant -----------------------------------------------------------------------
 
 
+#: the empty rows (and values) of a variant's sparse details when it has none: every variant
+#: shares it, as ``sweep_run._NOT_RUN`` (empty: nothing to write; writable, so a kernel that
+#: reads it needs no read-only specialization)
+_NONE = np.zeros(0, dtype=np.int64)
+
+
+def _no_clock() -> int:
+    """The stage time of a run that keeps none (``run_variant(clock=False)``)."""
+    return 0
+
+
 class _Scratch:
     """One worker's buffers, reused by every variant it runs. The truncation marks and the
     count-cap details are allocated on first use; ``empty`` stands for an output a variant
@@ -174,7 +185,7 @@ def _deduplicate(sh: SweepShared, out: SweepRun, v: int, sc: np.ndarray) -> tupl
     loser's reason and winner."""
     cls = sh.classified
     if not (out.variants[v].policy.deduplication and sh.dup_members.size):
-        out.dedup_winner[v] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        out.dedup_winner[v] = (_NONE, _NONE)
         return sh.all_sc, cls.sc_offsets
     members = sh.dup_members
     winners = duplicate_winners(members, sh.dup_offsets, sc)
@@ -411,7 +422,7 @@ def _record(
         reason[trunc] = stages.truncation_reasons(trunc, out.table.offsets, out.classified.pin_offsets)
         out.trunc_order[v] = (trunc, seq[trunc] - 3 * n)
     else:
-        out.trunc_order[v] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        out.trunc_order[v] = (_NONE, _NONE)
     if details is not None:
         rows = np.flatnonzero(reason == R_COUNT_CAP_EXCEEDED)
         out.count_cap[v] = (rows, details[0][rows].copy(), details[1][rows].copy())
@@ -422,7 +433,7 @@ def _record(
             rows, cap, count = rows[o], cap[o], count[o]
         out.count_cap[v] = (rows.copy(), cap.copy(), count.copy())  # (views of bigger buffers)
     else:
-        out.count_cap[v] = (np.zeros(0, np.int64),) * 3
+        out.count_cap[v] = (_NONE, _NONE, _NONE)
     inc = out.included[v]
     # the kernel for big tables (NumPy's masked gather is slow there), NumPy's below (a kernel
     # call costs more than a few thousand rows)
@@ -445,21 +456,25 @@ def _unit_space(sh: SweepShared, plan: grp.GroupPlan) -> SweepShared:
     )
 
 
-def run_variant(sh: SweepShared, out: SweepRun, v: int, w: _Scratch, args: SlicerArgs | None = None) -> None:
+def run_variant(
+    sh: SweepShared, out: SweepRun, v: int, w: _Scratch, args: SlicerArgs | None = None, clock: bool = True
+) -> None:
     """Variant ``v`` over every set: its scores, the pinned-budget check, then deduplicate,
     slice and place, each writing only variant ``v``'s rows of ``out``. ``args``: the
-    slicer's ``slicer_args`` for this table when the caller keeps them (``small.PolicyPlan``)."""
+    slicer's ``slicer_args`` for this table when the caller keeps them (``small.PolicyPlan``).
+    ``clock``: stamp the stage times (``stage_ns``, read only by reports; else they stay 0)."""
+    now = time.time_ns if clock else _no_clock
     stamp = out.stage_ns[v]
-    stamp[0] = time.time_ns()
+    stamp[0] = now()
     var = out.variants[v]
     label = f"variant {var.label!r}: " if var.label else ""
     errors = out.errors[v]
     sc = _one_variant(*sh.plan, v, out=w.scores)
-    stamp[1] = time.time_ns()
+    stamp[1] = now()
     avail = var.budget.max_tokens - var.budget.output_reserve
     pinned_tokens = sh.classified.pinned_tokens
     over = pinned_tokens > avail
-    if over.any():
+    if np.count_nonzero(over):  # (one C call: ``.any()`` goes through NumPy's Python wrapper)
         errors.add(np.flatnonzero(over), partial(_pinned_error, sh.table, pinned_tokens, avail, label))
     if sh.neg_rows.shape[0]:
         out.reason[v][sh.neg_rows] = R_NEGATIVE_TOKENS
@@ -469,7 +484,7 @@ def run_variant(sh: SweepShared, out: SweepRun, v: int, w: _Scratch, args: Slice
         sc = grp.unit_scores(plan, sc, w.unit_scores())
         sh = _unit_space(sh, plan)
     surv, surv_off = _deduplicate(sh, out, v, sc)
-    stamp[2] = time.time_ns()
+    stamp[2] = now()
     eff = effective_targets(var.budget, pinned_tokens)
     out.effective_target[v] = eff
     run_targets = eff.copy()
@@ -481,9 +496,9 @@ def run_variant(sh: SweepShared, out: SweepRun, v: int, w: _Scratch, args: Slice
         cut = _slice_greedy(sh, w, var.policy.placer, sc, surv, surv_off, run_targets)
     else:
         cut = _slice_sorted(sh, out, v, args, sc, surv, surv_off, run_targets, label)
-    stamp[3] = time.time_ns()
+    stamp[3] = now()
     _place(sh, out, v, args, cut, eff, w, label, plan)
-    stamp[4] = time.time_ns()
+    stamp[4] = now()
 
 
 # --- the sweep ----------------------------------------------------------------------------------

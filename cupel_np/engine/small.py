@@ -282,8 +282,9 @@ def run_sweep_one(
     max_cells: int = KNAPSACK_MAX_CELLS,
     clock: bool = True,
 ) -> SweepRun:
-    """``run_one``'s SweepRun. ``clock``: stamp the shared phase's times (``prep_ns``, read
-    only by a report's stage events and spans; without it they stay 0)."""
+    """``run_one``'s SweepRun. ``clock``: stamp the shared phase's and the stages' times
+    (``prep_ns``, ``stage_ns``, read only by a report's stage events and spans; without it
+    they stay 0)."""
     if table.n_sets != 1:
         raise ValueError(f"run_one runs one item set, the table holds {table.n_sets}")
     if plan.has_columns:
@@ -295,7 +296,7 @@ def run_sweep_one(
     out = SweepRun(table, [Variant("", plan.policy, budget)], cls, shared.plan)
     if clock:
         out.prep_ns[:] = (t_start, t_cls, time.time_ns())
-    run_variant(shared, out, 0, _Scratch(table.n, cls.sc_rows.shape[0]), plan.slicer_args(table))
+    run_variant(shared, out, 0, _Scratch(table.n, cls.sc_rows.shape[0]), plan.slicer_args(table), clock)
     return out
 
 
