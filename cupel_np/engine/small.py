@@ -45,7 +45,9 @@ from cupel_np.model.items import ItemTable
 from cupel_np.model.policy import Policy
 from cupel_np.model.scorers import (
     ColumnScorer,
+    DecayScorer,
     FrequencyScorer,
+    FunctionScorer,
     KindScorer,
     PriorityScorer,
     RecencyScorer,
@@ -84,6 +86,12 @@ class PolicyPlan:
     has_columns: bool
     chrono: bool  #: chronological placement (the shared timestamp order is needed)
     greedy_chrono: bool  #: ... by a greedy slicer or a quota over greedy
+    #: ``ItemRows.from_items``'s ``cold_min`` for this policy: 0 (new items of any number read
+    #: column by column, their records made the second time) when neither its placer nor a
+    #: scorer it names reads timestamps; else None (the default ``COLD_MIN``: converting a
+    #: short list's timestamps costs about what making its records does, which the next
+    #: sighting then reads). Speed only: the columns are the same either way
+    cold_min: int | None
     #: the slicer's kernel arrays (``slicers.slicer_args``) per kind vocabulary: they depend on
     #: the table only through it, and a service's requests mostly share one
     _args: dict = field(default_factory=dict, compare=False, repr=False)
@@ -117,6 +125,7 @@ class PolicyPlan:
         """The plan of ``policy`` (build once, reuse for every run)."""
         children, term_off, term_col, term_w = _score_terms([Variant("", policy, ContextBudget(0, 0))])
         chrono = policy.placer == "chronological"
+        timed = chrono or any(isinstance(s, _READS_TIMESTAMPS) for s in iter_scorers(policy.scorer))
         return cls(
             policy,
             tuple(children),
@@ -126,7 +135,12 @@ class PolicyPlan:
             any(isinstance(s, ColumnScorer) for s in iter_scorers(policy.scorer)),
             chrono,
             chrono and greedy_inside(policy.slicer),
+            None if timed else 0,
         )
+
+
+#: scorers that read timestamps, or may (a function or column scorer reads what it likes)
+_READS_TIMESTAMPS = (RecencyScorer, DecayScorer, FunctionScorer, ColumnScorer)
 
 
 def _two(a: int, b: int) -> np.ndarray:

@@ -85,7 +85,7 @@ COLD_MIN = 256
 _MARK_STRIDE = 8
 
 
-def _records(items: list[ContextItem]) -> tuple[np.ndarray | None, bool]:
+def _records(items: list[ContextItem], cold_min: int | None = None) -> tuple[np.ndarray | None, bool]:
     """Every item's numeric record (``_RECORD``), read-only, and whether every item had its
     record already; ``(None, False)`` for a list of items no selection has read before (each
     is marked as seen once, and the table reads the columns it needs from the attributes).
@@ -94,13 +94,15 @@ def _records(items: list[ContextItem]) -> tuple[np.ndarray | None, bool]:
     own) than the columns a selection reads, so it is made the second time a selection sees
     the item: a request whose items were all built for it makes none, and a selection over
     items it has seen twice reads one attribute per item and converts nothing. Fewer than
-    ``COLD_MIN`` new items get their records at once. Whether a long list was seen before is
-    read from a sample of its items (``_MARK_STRIDE``): the records are the same either way,
-    only when they are made differs."""
+    ``COLD_MIN`` new items get their records at once (``cold_min``: the caller's threshold
+    instead, see ``ItemRows.from_items``). Whether a long list was seen before is read from a
+    sample of its items (``_MARK_STRIDE``): the records are the same either way, only when
+    they are made differs."""
+    cold = COLD_MIN if cold_min is None else cold_min
     try:
         buf = b"".join(map(_GET_ROW, items))
     except AttributeError:  # an item no selection has seen
-        if len(items) >= COLD_MIN:
+        if len(items) >= cold:
             # every ``_MARK_STRIDE``-th item stands for the list: what each held, then each
             # marked (frozen: __setattr__ refuses; the item's own dict does not). A list whose
             # sampled items were all seen before gets its records; one with a new sampled
@@ -113,7 +115,7 @@ def _records(items: list[ContextItem]) -> tuple[np.ndarray | None, bool]:
     else:
         if len(buf) == _RECORD.itemsize * len(items):
             return np.frombuffer(buf, dtype=_RECORD), True
-    if len(items) < COLD_MIN:  # few: no kind ids (their string path costs as little there)
+    if len(items) < cold:  # few: no kind ids (their string path costs as little there)
         for it in items:  # records for those without
             d = it.__dict__
             if not d.get(ROW_KEY):
@@ -160,6 +162,25 @@ def _arrow_values(arr: pa.Array, dtype) -> tuple[np.ndarray, np.ndarray]:
         return values.copy(), np.ones(n, dtype=np.bool_)
     valid = np.unpackbits(np.frombuffer(bits, dtype=np.uint8), count=n, bitorder="little").view(np.bool_)
     return np.where(valid, values, 0), valid
+
+
+#: the most values ``_optional_values`` converts in Python: below, Arrow's and NumPy's
+#: per-call costs (~6 us for ``pa.array`` and ``_arrow_values``) exceed a pass per value
+#: (50 priorities: 3.8 us against 6.5; 128: 8.1 against 7.8; 500: 29 against 13)
+_PY_VALUES_MAX = 100
+
+
+def _optional_values(values: list, arrow_type: pa.DataType, dtype, zero) -> tuple[np.ndarray, np.ndarray]:
+    """``_arrow_values(pa.array(values, type=arrow_type), dtype)`` for a list of numbers or
+    None (the items' priorities or hints, each checked on the item): the values, ``zero``
+    where None, and whether each is one. A short list is converted in Python (the same
+    conversions: an int to int64, a float or int to float64)."""
+    if len(values) > _PY_VALUES_MAX:
+        return _arrow_values(pa.array(values, type=arrow_type), dtype)
+    return (
+        np.array([zero if v is None else v for v in values], dtype=dtype),
+        np.array([v is not None for v in values], dtype=np.bool_),
+    )
 
 
 def _timestamps_of(items: list[ContextItem]) -> tuple[np.ndarray, np.ndarray]:
@@ -461,14 +482,15 @@ class ItemRows(ItemTable):
         self._kind_index = fold
 
     @classmethod
-    def from_items(cls, items, set_column: str | None = None) -> ItemTable:
+    def from_items(cls, items, set_column: str | None = None, *, cold_min: int | None = None) -> ItemTable:
         """An ``ItemRows`` for a list or tuple of ContextItems (one set) whose token counts sum
         far below the limit; ``ItemTable.from_items`` (the Arrow path and its checks) for
-        anything else."""
+        anything else. ``cold_min``: the fewest new items read column by column (``_records``;
+        ``COLD_MIN`` by default), a choice of speed only: every column is the same either way."""
         if set_column is None and isinstance(items, (list, tuple)):
             kept = list(items)
             if set(map(type, kept)) <= {ContextItem} or all(isinstance(it, ContextItem) for it in kept):
-                rec, seen = _records(kept)
+                rec, seen = _records(kept, cold_min)
                 if rec is None:  # items new to selections: columns from their attributes
                     tokens = np.fromiter(map(_TOKENS, kept), dtype=np.int64, count=len(kept))
                     if _small_sum(tokens):
@@ -526,7 +548,7 @@ class ItemRows(ItemTable):
     @cached_property
     def _priority(self):
         if self._rec is None:
-            return _arrow_values(pa.array(list(map(_PRIORITY, self._rows)), type=pa.int64()), np.int64)
+            return _optional_values(list(map(_PRIORITY, self._rows)), pa.int64(), np.int64, 0)
         return _column(self._rec, "priority"), _column(self._rec, "priority_valid")
 
     @cached_property
@@ -540,7 +562,7 @@ class ItemRows(ItemTable):
     @cached_property
     def _hint(self):
         if self._rec is None:
-            return _arrow_values(pa.array(list(map(_HINT, self._rows)), type=pa.float64()), np.float64)
+            return _optional_values(list(map(_HINT, self._rows)), pa.float64(), np.float64, 0.0)
         return _column(self._rec, "hint"), _column(self._rec, "hint_valid")
 
     @cached_property
