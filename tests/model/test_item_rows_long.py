@@ -106,7 +106,7 @@ def test_records_hold_the_fields_and_the_kind_ids_from_a_long_list():
     items = _items(300, 8)
     assert item_rows._records(items) == (None, False)  # new: marked
     rec, seen = item_rows._records(items)  # seen once: records made
-    assert not seen and rec.dtype == item_rows._RECORD and rec.dtype.itemsize == 52
+    assert not seen and rec.dtype == item_rows._RECORD and rec.dtype.itemsize == 60
     assert rec["tokens"].tolist() == [it.tokens for it in items]
     assert [item_rows._GID_KIND[g] for g in rec["kind"].tolist()] == [it.kind.lower() for it in items]
     few = _items(50, 9)  # a short list: records at once, no kind ids (its kinds read from the items)
