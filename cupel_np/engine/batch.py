@@ -35,7 +35,15 @@ from cupel_np.engine.reasons import R_COUNT_CAP_EXCEEDED, R_DEDUPLICATED, R_NEGA
 from cupel_np.engine.scorers import ScoreContext, check_scorer_columns
 from cupel_np.engine.slicers import SlicerArgs, nested, row_order, slicer_args
 from cupel_np.engine.slicers.codes import ERR_SCARCITY
-from cupel_np.engine.slicers.greedy import GreedyScratch, fresh_ranks, greedy_segments
+from cupel_np.engine.slicers.greedy import (
+    BIG_GREEDY,
+    MEDIUM_MIN,
+    GreedyScratch,
+    _greedy_medium,
+    _greedy_small,
+    fresh_ranks,
+    greedy_segments,
+)
 from cupel_np.engine.slicers.knapsack import KNAPSACK_ROW_CELLS
 from cupel_np.engine.sweep_run import (
     Classified,
@@ -205,6 +213,8 @@ def _deduplicate(sh: SweepShared, out: SweepRun, v: int, sc: np.ndarray) -> tupl
 
 #: candidates from which ``_slice_greedy`` keeps its buffers for the sweep's next variants
 _SCRATCH_MIN = 32768
+#: the segment list of a one-set table's only segment (``slicers.greedy._greedy_medium``)
+_FIRST_SET = np.zeros(1, dtype=np.int64)
 
 
 def _slice_greedy(
@@ -228,10 +238,20 @@ def _slice_greedy(
     compared = None
     if placer == "chronological" and sh.chrono_compared is not None:
         compared = sh.chrono_compared if every else sh.chrono_compared[surv]
-    scratch = w.greedy() if surv.shape[0] >= _SCRATCH_MIN else None
-    greedy_segments(
-        cand_tok, cand_score, surv_off, targets, rank, prefix=rank_prefix, compared=compared, scratch=scratch
-    )
+    k = surv.shape[0]
+    if surv_off.shape[0] == 2 and k < BIG_GREEDY:
+        # one set below the big path (a service's selection): the kernel ``greedy_segments``
+        # would pick for it, without its per-segment NumPy bookkeeping (~9 us of a 500-row
+        # selection); the answer does not depend on the path
+        if k <= MEDIUM_MIN:
+            _greedy_small(cand_tok, cand_score, surv_off, targets, rank, BIG_GREEDY)
+        elif targets[0] > 0:
+            _greedy_medium(cand_tok, cand_score, surv_off, targets, rank, _FIRST_SET)
+    else:
+        scratch = w.greedy() if k >= _SCRATCH_MIN else None
+        greedy_segments(
+            cand_tok, cand_score, surv_off, targets, rank, prefix=rank_prefix, compared=compared, scratch=scratch
+        )
     cand_rows = sc_rows if every else sc_rows[surv]
     return place_stage.Candidates(cand_rows, cand_score, surv_off, rank, rank_prefix, cand_tok, compared is not None)
 
