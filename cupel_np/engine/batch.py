@@ -33,17 +33,9 @@ from cupel_np.engine.batch_kernels import duplicate_winners, included_positions
 from cupel_np.engine.parallel import run_tasks, threads_for
 from cupel_np.engine.reasons import R_COUNT_CAP_EXCEEDED, R_DEDUPLICATED, R_NEGATIVE_TOKENS
 from cupel_np.engine.scorers import ScoreContext, check_scorer_columns
-from cupel_np.engine.slicers import SlicerArgs, nested, row_order, slicer_args
+from cupel_np.engine.slicers import SlicerArgs, greedy, nested, row_order, slicer_args
 from cupel_np.engine.slicers.codes import ERR_SCARCITY
-from cupel_np.engine.slicers.greedy import (
-    BIG_GREEDY,
-    MEDIUM_MIN,
-    GreedyScratch,
-    _greedy_medium,
-    _greedy_small,
-    fresh_ranks,
-    greedy_segments,
-)
+from cupel_np.engine.slicers.greedy import GreedyScratch, fresh_ranks, greedy_segments
 from cupel_np.engine.slicers.knapsack import KNAPSACK_ROW_CELLS
 from cupel_np.engine.sweep_run import (
     Classified,
@@ -239,14 +231,15 @@ def _slice_greedy(
     if placer == "chronological" and sh.chrono_compared is not None:
         compared = sh.chrono_compared if every else sh.chrono_compared[surv]
     k = surv.shape[0]
-    if surv_off.shape[0] == 2 and k < BIG_GREEDY:
+    big = greedy.BIG_GREEDY  # (read now, as ``fresh_ranks`` and ``greedy_segments`` do: tests lower it)
+    if surv_off.shape[0] == 2 and k < big:
         # one set below the big path (a service's selection): the kernel ``greedy_segments``
         # would pick for it, without its per-segment NumPy bookkeeping (~9 us of a 500-row
         # selection); the answer does not depend on the path
-        if k <= MEDIUM_MIN:
-            _greedy_small(cand_tok, cand_score, surv_off, targets, rank, BIG_GREEDY)
+        if k <= greedy.MEDIUM_MIN:
+            greedy._greedy_small(cand_tok, cand_score, surv_off, targets, rank, big)
         elif targets[0] > 0:
-            _greedy_medium(cand_tok, cand_score, surv_off, targets, rank, _FIRST_SET)
+            greedy._greedy_medium(cand_tok, cand_score, surv_off, targets, rank, _FIRST_SET)
     else:
         scratch = w.greedy() if k >= _SCRATCH_MIN else None
         greedy_segments(
