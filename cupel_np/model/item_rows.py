@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from itertools import chain, count, repeat
-from operator import attrgetter, itemgetter
+from operator import attrgetter, countOf, itemgetter
 
 import numpy as np
 import pyarrow as pa
@@ -500,7 +500,8 @@ class ItemRows(ItemTable):
         ``COLD_MIN`` by default), a choice of speed only: every column is the same either way."""
         if set_column is None and isinstance(items, (list, tuple)):
             kept = list(items)
-            if set(map(type, kept)) <= {ContextItem} or all(isinstance(it, ContextItem) for it in kept):
+            # (every item's type ContextItem: counted in C by identity, a set of types costs more)
+            if countOf(map(type, kept), ContextItem) == len(kept) or all(isinstance(it, ContextItem) for it in kept):
                 rec, seen = _records(kept, cold_min)
                 if rec is None:  # items new to selections: columns from their attributes
                     tokens = np.fromiter(map(_TOKENS, kept), dtype=np.int64, count=len(kept))
