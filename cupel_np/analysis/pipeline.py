@@ -62,7 +62,8 @@ class Pipeline(PolicySource):
 
     def _sweep_single(self, items, budget, policy, threads=None, clock: bool = True) -> SweepRun:
         """The SweepRun of ``policy`` over ``items`` (one set), its errors not raised.
-        ``clock``: stamp the stage times a report's events read (``small.run_sweep_one``)."""
+        ``clock``: a report reads the run (its stage times, budget figures and details,
+        ``small.run_sweep_one``); ``run`` without a collector needs none of them."""
         plan = self._plan(policy)
         # (a list of items: the plan says when its new items are read column by column)
         table = (

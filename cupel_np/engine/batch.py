@@ -86,7 +86,7 @@ _NONE = np.zeros(0, dtype=np.int64)
 
 
 def _no_clock() -> int:
-    """The stage time of a run that keeps none (``run_variant(clock=False)``)."""
+    """The stage time of a run that keeps none (``run_variant(report=False)``)."""
     return 0
 
 
@@ -344,9 +344,12 @@ def _place(
     w: _Scratch,
     label: str,
     plan: grp.GroupPlan | None = None,
+    report: bool = True,
 ) -> None:
     """Place: merge pinned and sliced rows, apply the overflow strategy, run the placer and
-    write every row's reason into the variant's rows of the result matrices. With ``plan``
+    write every row's reason into the variant's rows of the result matrices (``report``
+    False: no report reads this run, so the per-set budget figures, truncation order and
+    count-cap details are not kept, ``run_variant``). With ``plan``
     (groups) the candidates are units: their first members carry the units' tokens, and
     ``groups.expand`` gives every member its unit's outcome and place."""
     table, cls, var = sh.table, sh.classified, out.variants[v]
@@ -400,6 +403,9 @@ def _place(
         grp.expand(plan, table.offsets, out.included[v], out.reason[v], w.position, seq, detail_a, detail_b)
     if np.count_nonzero(err):
         out.errors[v].add(np.flatnonzero(err), partial(_overflow_error, table, err_a, bud.target_tokens, label))
+    if not report:  # the placed positions only (``Pipeline.run`` reads those and the errors)
+        _record(out, v, w.position, None, None)
+        return
     out.avail_slice[v] = eff - sliced_tok
     out.avail_place[v] = bud.target_tokens - kept_tok
     _record(
@@ -470,13 +476,16 @@ def _unit_space(sh: SweepShared, plan: grp.GroupPlan) -> SweepShared:
 
 
 def run_variant(
-    sh: SweepShared, out: SweepRun, v: int, w: _Scratch, args: SlicerArgs | None = None, clock: bool = True
+    sh: SweepShared, out: SweepRun, v: int, w: _Scratch, args: SlicerArgs | None = None, report: bool = True
 ) -> None:
     """Variant ``v`` over every set: its scores, the pinned-budget check, then deduplicate,
     slice and place, each writing only variant ``v``'s rows of ``out``. ``args``: the
     slicer's ``slicer_args`` for this table when the caller keeps them (``small.PolicyPlan``).
-    ``clock``: stamp the stage times (``stage_ns``, read only by reports; else they stay 0)."""
-    now = time.time_ns if clock else _no_clock
+    ``report``: a report reads this run; without one (``Pipeline.run``: the included rows, their
+    placed positions and the errors) what only reports read is not written: the stage times
+    (``stage_ns`` stay 0), the per-set budget figures, the truncation order and count-cap
+    details (``_place``)."""
+    now = time.time_ns if report else _no_clock
     stamp = out.stage_ns[v]
     stamp[0] = now()
     var = out.variants[v]
@@ -499,7 +508,8 @@ def run_variant(
     surv, surv_off = _deduplicate(sh, out, v, sc)
     stamp[2] = now()
     eff = effective_targets(var.budget, pinned_tokens)
-    out.effective_target[v] = eff
+    if report:
+        out.effective_target[v] = eff
     run_targets = eff.copy()
     if errors:
         run_targets[errors.sets()] = 0
@@ -510,7 +520,7 @@ def run_variant(
     else:
         cut = _slice_sorted(sh, out, v, args, sc, surv, surv_off, run_targets, label)
     stamp[3] = now()
-    _place(sh, out, v, args, cut, eff, w, label, plan)
+    _place(sh, out, v, args, cut, eff, w, label, plan, report)
     stamp[4] = now()
 
 

@@ -316,9 +316,10 @@ def run_sweep_one(
     max_cells: int = KNAPSACK_MAX_CELLS,
     clock: bool = True,
 ) -> SweepRun:
-    """``run_one``'s SweepRun. ``clock``: stamp the shared phase's and the stages' times
-    (``prep_ns``, ``stage_ns``, read only by a report's stage events and spans; without it
-    they stay 0)."""
+    """``run_one``'s SweepRun. ``clock``: a report reads it: stamp the shared phase's and the
+    stages' times (``prep_ns``, ``stage_ns``, read by a report's stage events and spans) and
+    keep what only a report reads (``batch.run_variant``'s ``report``); without it
+    (``Pipeline.run``: the included rows in placed order and the errors) the times stay 0."""
     if table.n_sets != 1:
         raise ValueError(f"run_one runs one item set, the table holds {table.n_sets}")
     if plan.has_columns:
@@ -330,7 +331,7 @@ def run_sweep_one(
     out = SweepRun(table, [Variant("", plan.policy, budget)], cls, shared.plan)
     if clock:
         out.prep_ns[:] = (t_start, t_cls, time.time_ns())
-    run_variant(shared, out, 0, _Scratch(table.n, cls.sc_rows.shape[0]), plan.slicer_args(table), clock)
+    run_variant(shared, out, 0, _Scratch(table.n, cls.sc_rows.shape[0]), plan.slicer_args(table), report=clock)
     return out
 
 
