@@ -9,7 +9,8 @@ process's CPU time (``time.process_time``, every thread): on the shared machine 
 other processes. The items are the benchmark matrix's generator (``matrix_data.py``) as
 ContextItems; the target is a quarter of the set's tokens. An item keeps its numeric fields
 packed once selections have seen it (``model.item_rows``: a list of fewer than ``COLD_MIN`` new
-items at once, a longer one the second time), so the timed calls read records; the table also
+items at once, a longer one the second time; any list the second time under a policy that reads
+no timestamps, ``small.PolicyPlan.cold_min``), so the timed calls read records; the table also
 shows ``run`` and ``dry_run`` on items seen for the first time (not asserted), which read the
 columns the policy needs from the items' attributes. Targets, for every policy: at 50
 items <= 150 us, at 500 <= 400 us, and ``run`` never slower than ``dry_run`` (5% allowed for

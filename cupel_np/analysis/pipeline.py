@@ -22,6 +22,7 @@ from cupel_np.errors import CupelError, InvalidInputTypeError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.grid import PolicySource
 from cupel_np.model.hints import Items, Variants
+from cupel_np.model.item_rows import ItemRows
 from cupel_np.model.items import ContextItem
 from cupel_np.model.policy import Policy
 
@@ -61,8 +62,13 @@ class Pipeline(PolicySource):
 
     def _sweep_single(self, items, budget, policy, threads=None, clock: bool = True) -> SweepRun:
         """The SweepRun of ``policy`` over ``items`` (one set), its errors not raised.
-        ``clock``: stamp the stage times a report's events read (``small.run_sweep_one``)."""
-        table = as_table(items)
+        ``clock``: a report reads the run (its stage times, budget figures and details,
+        ``small.run_sweep_one``); ``run`` without a collector needs none of them."""
+        plan = self._plan(policy)
+        # (a list of items: the plan says when its new items are read column by column)
+        table = (
+            ItemRows.from_items(items, cold_min=plan.cold_min) if isinstance(items, (list, tuple)) else as_table(items)
+        )
         budget = check_budget(budget)
         if table.n_sets != 1:
             raise CupelError(
@@ -70,7 +76,7 @@ class Pipeline(PolicySource):
                 "(select one, or use cupel_np.sweep for many sets)"
             )
         if table.n <= SMALL_SET or threads_for(threads, table.n) == 1:  # the small-set driver
-            return run_sweep_one(table, budget, self._plan(policy), clock=clock)
+            return run_sweep_one(table, budget, plan, clock=clock)
         return run_policy(table, budget, policy, threads=threads).sweep
 
     def run(self, items: Items, budget: ContextBudget, *, trace: TraceCollector | None = None) -> list[ContextItem]:

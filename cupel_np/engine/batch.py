@@ -33,7 +33,7 @@ from cupel_np.engine.batch_kernels import duplicate_winners, included_positions
 from cupel_np.engine.parallel import run_tasks, threads_for
 from cupel_np.engine.reasons import R_COUNT_CAP_EXCEEDED, R_DEDUPLICATED, R_NEGATIVE_TOKENS
 from cupel_np.engine.scorers import ScoreContext, check_scorer_columns
-from cupel_np.engine.slicers import SlicerArgs, nested, row_order, slicer_args
+from cupel_np.engine.slicers import SlicerArgs, greedy, nested, row_order, slicer_args
 from cupel_np.engine.slicers.codes import ERR_SCARCITY
 from cupel_np.engine.slicers.greedy import GreedyScratch, fresh_ranks, greedy_segments
 from cupel_np.engine.slicers.knapsack import KNAPSACK_ROW_CELLS
@@ -77,6 +77,17 @@ def _set_label(table: ItemTable, s: int) -> str:
 
 
 # --- phase 2: one variant -----------------------------------------------------------------------
+
+
+#: the empty rows (and values) of a variant's sparse details when it has none: every variant
+#: shares it, as ``sweep_run._NOT_RUN`` (empty: nothing to write; writable, so a kernel that
+#: reads it needs no read-only specialization)
+_NONE = np.zeros(0, dtype=np.int64)
+
+
+def _no_clock() -> int:
+    """The stage time of a run that keeps none (``run_variant(report=False)``)."""
+    return 0
 
 
 class _Scratch:
@@ -174,7 +185,7 @@ def _deduplicate(sh: SweepShared, out: SweepRun, v: int, sc: np.ndarray) -> tupl
     loser's reason and winner."""
     cls = sh.classified
     if not (out.variants[v].policy.deduplication and sh.dup_members.size):
-        out.dedup_winner[v] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        out.dedup_winner[v] = (_NONE, _NONE)
         return sh.all_sc, cls.sc_offsets
     members = sh.dup_members
     winners = duplicate_winners(members, sh.dup_offsets, sc)
@@ -194,6 +205,8 @@ def _deduplicate(sh: SweepShared, out: SweepRun, v: int, sc: np.ndarray) -> tupl
 
 #: candidates from which ``_slice_greedy`` keeps its buffers for the sweep's next variants
 _SCRATCH_MIN = 32768
+#: the segment list of a one-set table's only segment (``slicers.greedy._greedy_medium``)
+_FIRST_SET = np.zeros(1, dtype=np.int64)
 
 
 def _slice_greedy(
@@ -217,10 +230,21 @@ def _slice_greedy(
     compared = None
     if placer == "chronological" and sh.chrono_compared is not None:
         compared = sh.chrono_compared if every else sh.chrono_compared[surv]
-    scratch = w.greedy() if surv.shape[0] >= _SCRATCH_MIN else None
-    greedy_segments(
-        cand_tok, cand_score, surv_off, targets, rank, prefix=rank_prefix, compared=compared, scratch=scratch
-    )
+    k = surv.shape[0]
+    big = greedy.BIG_GREEDY  # (read now, as ``fresh_ranks`` and ``greedy_segments`` do: tests lower it)
+    if surv_off.shape[0] == 2 and k < big:
+        # one set below the big path (a service's selection): the kernel ``greedy_segments``
+        # would pick for it, without its per-segment NumPy bookkeeping (~9 us of a 500-row
+        # selection); the answer does not depend on the path
+        if k <= greedy.MEDIUM_MIN:
+            greedy._greedy_small(cand_tok, cand_score, surv_off, targets, rank, big)
+        elif targets[0] > 0:
+            greedy._greedy_medium(cand_tok, cand_score, surv_off, targets, rank, _FIRST_SET)
+    else:
+        scratch = w.greedy() if k >= _SCRATCH_MIN else None
+        greedy_segments(
+            cand_tok, cand_score, surv_off, targets, rank, prefix=rank_prefix, compared=compared, scratch=scratch
+        )
     cand_rows = sc_rows if every else sc_rows[surv]
     return place_stage.Candidates(cand_rows, cand_score, surv_off, rank, rank_prefix, cand_tok, compared is not None)
 
@@ -320,9 +344,12 @@ def _place(
     w: _Scratch,
     label: str,
     plan: grp.GroupPlan | None = None,
+    report: bool = True,
 ) -> None:
     """Place: merge pinned and sliced rows, apply the overflow strategy, run the placer and
-    write every row's reason into the variant's rows of the result matrices. With ``plan``
+    write every row's reason into the variant's rows of the result matrices (``report``
+    False: no report reads this run, so the per-set budget figures, truncation order and
+    count-cap details are not kept, ``run_variant``). With ``plan``
     (groups) the candidates are units: their first members carry the units' tokens, and
     ``groups.expand`` gives every member its unit's outcome and place."""
     table, cls, var = sh.table, sh.classified, out.variants[v]
@@ -376,6 +403,9 @@ def _place(
         grp.expand(plan, table.offsets, out.included[v], out.reason[v], w.position, seq, detail_a, detail_b)
     if np.count_nonzero(err):
         out.errors[v].add(np.flatnonzero(err), partial(_overflow_error, table, err_a, bud.target_tokens, label))
+    if not report:  # the placed positions only (``Pipeline.run`` reads those and the errors)
+        _record(out, v, w.position, None, None)
+        return
     out.avail_slice[v] = eff - sliced_tok
     out.avail_place[v] = bud.target_tokens - kept_tok
     _record(
@@ -411,7 +441,7 @@ def _record(
         reason[trunc] = stages.truncation_reasons(trunc, out.table.offsets, out.classified.pin_offsets)
         out.trunc_order[v] = (trunc, seq[trunc] - 3 * n)
     else:
-        out.trunc_order[v] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        out.trunc_order[v] = (_NONE, _NONE)
     if details is not None:
         rows = np.flatnonzero(reason == R_COUNT_CAP_EXCEEDED)
         out.count_cap[v] = (rows, details[0][rows].copy(), details[1][rows].copy())
@@ -422,7 +452,7 @@ def _record(
             rows, cap, count = rows[o], cap[o], count[o]
         out.count_cap[v] = (rows.copy(), cap.copy(), count.copy())  # (views of bigger buffers)
     else:
-        out.count_cap[v] = (np.zeros(0, np.int64),) * 3
+        out.count_cap[v] = (_NONE, _NONE, _NONE)
     inc = out.included[v]
     # the kernel for big tables (NumPy's masked gather is slow there), NumPy's below (a kernel
     # call costs more than a few thousand rows)
@@ -445,21 +475,28 @@ def _unit_space(sh: SweepShared, plan: grp.GroupPlan) -> SweepShared:
     )
 
 
-def run_variant(sh: SweepShared, out: SweepRun, v: int, w: _Scratch, args: SlicerArgs | None = None) -> None:
+def run_variant(
+    sh: SweepShared, out: SweepRun, v: int, w: _Scratch, args: SlicerArgs | None = None, report: bool = True
+) -> None:
     """Variant ``v`` over every set: its scores, the pinned-budget check, then deduplicate,
     slice and place, each writing only variant ``v``'s rows of ``out``. ``args``: the
-    slicer's ``slicer_args`` for this table when the caller keeps them (``small.PolicyPlan``)."""
+    slicer's ``slicer_args`` for this table when the caller keeps them (``small.PolicyPlan``).
+    ``report``: a report reads this run; without one (``Pipeline.run``: the included rows, their
+    placed positions and the errors) what only reports read is not written: the stage times
+    (``stage_ns`` stay 0), the per-set budget figures, the truncation order and count-cap
+    details (``_place``)."""
+    now = time.time_ns if report else _no_clock
     stamp = out.stage_ns[v]
-    stamp[0] = time.time_ns()
+    stamp[0] = now()
     var = out.variants[v]
     label = f"variant {var.label!r}: " if var.label else ""
     errors = out.errors[v]
     sc = _one_variant(*sh.plan, v, out=w.scores)
-    stamp[1] = time.time_ns()
+    stamp[1] = now()
     avail = var.budget.max_tokens - var.budget.output_reserve
     pinned_tokens = sh.classified.pinned_tokens
     over = pinned_tokens > avail
-    if over.any():
+    if np.count_nonzero(over):  # (one C call: ``.any()`` goes through NumPy's Python wrapper)
         errors.add(np.flatnonzero(over), partial(_pinned_error, sh.table, pinned_tokens, avail, label))
     if sh.neg_rows.shape[0]:
         out.reason[v][sh.neg_rows] = R_NEGATIVE_TOKENS
@@ -469,9 +506,10 @@ def run_variant(sh: SweepShared, out: SweepRun, v: int, w: _Scratch, args: Slice
         sc = grp.unit_scores(plan, sc, w.unit_scores())
         sh = _unit_space(sh, plan)
     surv, surv_off = _deduplicate(sh, out, v, sc)
-    stamp[2] = time.time_ns()
+    stamp[2] = now()
     eff = effective_targets(var.budget, pinned_tokens)
-    out.effective_target[v] = eff
+    if report:
+        out.effective_target[v] = eff
     run_targets = eff.copy()
     if errors:
         run_targets[errors.sets()] = 0
@@ -481,9 +519,9 @@ def run_variant(sh: SweepShared, out: SweepRun, v: int, w: _Scratch, args: Slice
         cut = _slice_greedy(sh, w, var.policy.placer, sc, surv, surv_off, run_targets)
     else:
         cut = _slice_sorted(sh, out, v, args, sc, surv, surv_off, run_targets, label)
-    stamp[3] = time.time_ns()
-    _place(sh, out, v, args, cut, eff, w, label, plan)
-    stamp[4] = time.time_ns()
+    stamp[3] = now()
+    _place(sh, out, v, args, cut, eff, w, label, plan, report)
+    stamp[4] = now()
 
 
 # --- the sweep ----------------------------------------------------------------------------------

@@ -45,7 +45,9 @@ from cupel_np.model.items import ItemTable
 from cupel_np.model.policy import Policy
 from cupel_np.model.scorers import (
     ColumnScorer,
+    DecayScorer,
     FrequencyScorer,
+    FunctionScorer,
     KindScorer,
     PriorityScorer,
     RecencyScorer,
@@ -64,6 +66,11 @@ SMALL_SET = 10_000
 #: ``SweepShared.memo`` key of the timestamp order ``_shared`` leaves for ``batch._place`` to
 #: build where placement reads it (a function of no argument; the key is spelled out there)
 TS_ORDER_LATER = "ts_order_later"
+#: the fewest items from which a chronological policy's RecencyScorer ranks the timestamps
+#: by the order placement reads (``_shared``); below, a set may keep too few for placement
+#: to read it, and a sort of the few timestamps costs less than building the order
+RECENCY_FROM_ORDER_MIN = 256
+_NO_POS = np.zeros(0, dtype=np.int64)
 #: kind vocabularies a PolicyPlan keeps the slicer arrays of (then it starts again)
 _ARGS_KEPT = 64
 I64, B1 = np.int64, np.bool_
@@ -84,6 +91,15 @@ class PolicyPlan:
     has_columns: bool
     chrono: bool  #: chronological placement (the shared timestamp order is needed)
     greedy_chrono: bool  #: ... by a greedy slicer or a quota over greedy
+    #: ``ItemRows.from_items``'s ``cold_min`` for this policy: 0 (new items of any number read
+    #: column by column, their records made the second time) when neither its placer nor a
+    #: scorer it names reads timestamps; else None (the default ``COLD_MIN``: converting a
+    #: short list's timestamps costs about what making its records does, which the next
+    #: sighting then reads). Speed only: the columns are the same either way
+    cold_min: int | None
+    #: the column of ``children`` that is a RecencyScorer, -1 for none (a chronological
+    #: policy's big enough set ranks it from the timestamp order placement reads, ``_shared``)
+    recency_col: int
     #: the slicer's kernel arrays (``slicers.slicer_args``) per kind vocabulary: they depend on
     #: the table only through it, and a service's requests mostly share one
     _args: dict = field(default_factory=dict, compare=False, repr=False)
@@ -117,6 +133,7 @@ class PolicyPlan:
         """The plan of ``policy`` (build once, reuse for every run)."""
         children, term_off, term_col, term_w = _score_terms([Variant("", policy, ContextBudget(0, 0))])
         chrono = policy.placer == "chronological"
+        timed = chrono or any(isinstance(s, _READS_TIMESTAMPS) for s in iter_scorers(policy.scorer))
         return cls(
             policy,
             tuple(children),
@@ -126,7 +143,13 @@ class PolicyPlan:
             any(isinstance(s, ColumnScorer) for s in iter_scorers(policy.scorer)),
             chrono,
             chrono and greedy_inside(policy.slicer),
+            None if timed else 0,
+            next((j for j, s in enumerate(children) if isinstance(s, RecencyScorer)), -1),
         )
+
+
+#: scorers that read timestamps, or may (a function or column scorer reads what it likes)
+_READS_TIMESTAMPS = (RecencyScorer, DecayScorer, FunctionScorer, ColumnScorer)
 
 
 def _two(a: int, b: int) -> np.ndarray:
@@ -236,17 +259,28 @@ def _shared(table: ItemTable, plan: PolicyPlan, cls: Classified, max_cells: int)
     sc_rows, sc_off = cls.sc_rows, cls.sc_offsets
     ctx = ScoreContext(table, sc_rows, sc_off)
     ts_order, compared, memo = None, None, {}
+    every = sc_rows.shape[0] == table.n  # the scoreable rows (ascending) are every row
+    recency = plan.recency_col if every and table.n >= RECENCY_FROM_ORDER_MIN else -1
     if plan.chrono and table.n < BIG_GREEDY and plan.policy.groups is None:
-        # no compared rows to build (a set below BIG_GREEDY), and the order is read only when
-        # the set keeps more than CHRONO_FILTER_MIN items: ``batch._place`` builds it then
-        # (a 50-item request keeping 12 builds none)
-        memo[TS_ORDER_LATER] = partial(_timestamp_order, table)
+        if recency >= 0:
+            # the order now: the recency ranks by one walk of it (instead of a sort of their
+            # own), and placement reads it (a set this big keeps more than CHRONO_FILTER_MIN)
+            ts_order = _timestamp_order(table)
+        else:
+            # no compared rows to build (a set below BIG_GREEDY), and the order is read only
+            # when the set keeps more than CHRONO_FILTER_MIN items: ``batch._place`` builds it
+            # then (a 50-item request keeping 12 builds none)
+            memo[TS_ORDER_LATER] = partial(_timestamp_order, table)
     elif plan.chrono:
         ts_order, compared = _timestamps(table, sc_rows, plan.greedy_chrono)
     base = np.empty((sc_rows.shape[0], len(plan.children)), dtype=np.float64)
-    every = sc_rows.shape[0] == table.n  # the scoreable rows (ascending) are every row
     for j, child in enumerate(plan.children):  # distinct: no need for the context's cache and locks
-        base[:, j] = _score(child, table, ctx, plan, every)
+        if j == recency and ts_order is not None:  # (``sweep_shared._timestamps_and_recency``)
+            base[:, j] = kernels.rank_scores_from_order(
+                ts_order.order, ts_order.sorted, ts_order.offsets, _NO_POS, True, sc_rows.shape[0]
+            )
+        else:
+            base[:, j] = _score(child, table, ctx, plan, every)
     col = plan.policy.groups
     group = grp.group_plan(table, col, sc_rows, sc_off) if col is not None else None
     if getattr(table, "contents_distinct", False):  # what duplicate_groups finds: no group
@@ -282,8 +316,10 @@ def run_sweep_one(
     max_cells: int = KNAPSACK_MAX_CELLS,
     clock: bool = True,
 ) -> SweepRun:
-    """``run_one``'s SweepRun. ``clock``: stamp the shared phase's times (``prep_ns``, read
-    only by a report's stage events and spans; without it they stay 0)."""
+    """``run_one``'s SweepRun. ``clock``: a report reads it: stamp the shared phase's and the
+    stages' times (``prep_ns``, ``stage_ns``, read by a report's stage events and spans) and
+    keep what only a report reads (``batch.run_variant``'s ``report``); without it
+    (``Pipeline.run``: the included rows in placed order and the errors) the times stay 0."""
     if table.n_sets != 1:
         raise ValueError(f"run_one runs one item set, the table holds {table.n_sets}")
     if plan.has_columns:
@@ -295,7 +331,7 @@ def run_sweep_one(
     out = SweepRun(table, [Variant("", plan.policy, budget)], cls, shared.plan)
     if clock:
         out.prep_ns[:] = (t_start, t_cls, time.time_ns())
-    run_variant(shared, out, 0, _Scratch(table.n, cls.sc_rows.shape[0]), plan.slicer_args(table))
+    run_variant(shared, out, 0, _Scratch(table.n, cls.sc_rows.shape[0]), plan.slicer_args(table), report=clock)
     return out
 
 

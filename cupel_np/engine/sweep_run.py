@@ -121,9 +121,17 @@ def classify(table: ItemTable) -> Classified:
 def effective_targets(budget: ContextBudget, pinned_tokens: np.ndarray) -> np.ndarray:
     """The spec's effective target for every set at once (same float ops as the scalar form)."""
     reserved = budget.reserved_tokens
+    margin = budget.estimation_safety_margin_percent
+    if pinned_tokens.shape[0] == 1 and not margin > 0:  # one set, no margin: the integer formula in Python
+        pinned = int(pinned_tokens[0])  # (every term within 2**62: no int64 wraparound to mirror)
+        out = np.empty(1, dtype=np.int64)
+        out[0] = min(
+            max(0, budget.target_tokens - pinned - reserved),
+            max(0, budget.max_tokens - budget.output_reserve - pinned - reserved),
+        )
+        return out
     eff_max = np.maximum(0, budget.max_tokens - budget.output_reserve - pinned_tokens - reserved)
     eff_t = np.minimum(np.maximum(0, budget.target_tokens - pinned_tokens - reserved), eff_max)
-    margin = budget.estimation_safety_margin_percent
     if margin > 0:
         mult = 1.0 - margin / 100.0
         eff_max = np.floor(eff_max.astype(np.float64) * mult).astype(np.int64)
@@ -155,10 +163,10 @@ class SweepRun:
         # scores are not stored per variant: scores_for(v) rebuilds them from the shared base
         # columns (8 bytes per item per variant saved)
         self._plan = plan
-        self.effective_target = np.zeros((v, s), dtype=np.int64)
-        self.avail_slice = np.zeros((v, s), dtype=np.int64)
-        self.avail_place = np.zeros((v, s), dtype=np.int64)
-        self.cap_dropped = np.zeros((v, s), dtype=np.int64)
+        # (four views of one allocation: a single selection's microseconds count)
+        self.effective_target, self.avail_slice, self.avail_place, self.cap_dropped = np.zeros(
+            (4, v, s), dtype=np.int64
+        )
         # per variant {set: error} and {set: [(kind, required, satisfied), ...]}, built lazily
         self.errors: list[SetMap] = [SetMap(s) for _ in range(v)]
         self.shortfalls: list[SetMap] = [SetMap(s) for _ in range(v)]

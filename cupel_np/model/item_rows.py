@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from itertools import chain, count, repeat
-from operator import attrgetter, itemgetter
+from operator import attrgetter, countOf, itemgetter
 
 import numpy as np
 import pyarrow as pa
@@ -37,12 +37,13 @@ _ONE_SET = np.zeros(2, dtype=np.int64)
 #: made from its fields the first time a selection reads it, stays right for the item's life
 #: (``copy.copy`` carries it along with the same fields; ``dataclasses.replace`` builds a new
 #: item, without one). The name carries the record's layout version.
-ROW_KEY = "_cupel_np_row_v3"
+ROW_KEY = "_cupel_np_row_v4"
 #: the record: tokens, timestamp (UTC microseconds since the epoch, 0 when None), priority
 #: (0 when None), future_relevance_hint (0.0 when None), the number of tags, the process-wide
-#: id of the folded kind (``_kind_gid``; -1 once the kind ids are all given), then pinned and
-#: the three "has a value" flags; 52 bytes, native byte order, no padding
-_PACK = struct.Struct("=qqqdqq????").pack
+#: id of the folded kind (``_kind_gid``; -1 once the kind ids are all given), the content's
+#: ``hash`` (this process's: records are never pickled), then pinned and the three "has a
+#: value" flags; 60 bytes, native byte order, no padding
+_PACK = struct.Struct("=qqqdqqq????").pack
 _RECORD = np.dtype(
     {
         "names": [
@@ -52,14 +53,15 @@ _RECORD = np.dtype(
             "hint",
             "n_tags",
             "kind",
+            "content_hash",
             "pinned",
             "timestamp_valid",
             "priority_valid",
             "hint_valid",
         ],
-        "formats": ["i8", "i8", "i8", "f8", "i8", "i8", "?", "?", "?", "?"],
-        "offsets": [0, 8, 16, 24, 32, 40, 48, 49, 50, 51],
-        "itemsize": 52,
+        "formats": ["i8", "i8", "i8", "f8", "i8", "i8", "i8", "?", "?", "?", "?"],
+        "offsets": [0, 8, 16, 24, 32, 40, 48, 56, 57, 58, 59],
+        "itemsize": 60,
     }
 )
 _GET_ROW = attrgetter(ROW_KEY)
@@ -72,7 +74,7 @@ _TIMESTAMP = attrgetter("timestamp")
 _PRIORITY = attrgetter("priority")
 _HINT = attrgetter("future_relevance_hint")
 _DICT = attrgetter("__dict__")
-_NUMERIC = attrgetter("tokens", "pinned", "timestamp", "priority", "future_relevance_hint", "tags")
+_NUMERIC = attrgetter("tokens", "pinned", "timestamp", "priority", "future_relevance_hint", "tags", "content")
 
 
 #: what an item a selection has seen once holds under ``ROW_KEY`` (no record yet: falsy)
@@ -85,7 +87,7 @@ COLD_MIN = 256
 _MARK_STRIDE = 8
 
 
-def _records(items: list[ContextItem]) -> tuple[np.ndarray | None, bool]:
+def _records(items: list[ContextItem], cold_min: int | None = None) -> tuple[np.ndarray | None, bool]:
     """Every item's numeric record (``_RECORD``), read-only, and whether every item had its
     record already; ``(None, False)`` for a list of items no selection has read before (each
     is marked as seen once, and the table reads the columns it needs from the attributes).
@@ -94,13 +96,15 @@ def _records(items: list[ContextItem]) -> tuple[np.ndarray | None, bool]:
     own) than the columns a selection reads, so it is made the second time a selection sees
     the item: a request whose items were all built for it makes none, and a selection over
     items it has seen twice reads one attribute per item and converts nothing. Fewer than
-    ``COLD_MIN`` new items get their records at once. Whether a long list was seen before is
-    read from a sample of its items (``_MARK_STRIDE``): the records are the same either way,
-    only when they are made differs."""
+    ``COLD_MIN`` new items get their records at once (``cold_min``: the caller's threshold
+    instead, see ``ItemRows.from_items``). Whether a long list was seen before is read from a
+    sample of its items (``_MARK_STRIDE``): the records are the same either way, only when
+    they are made differs."""
+    cold = COLD_MIN if cold_min is None else cold_min
     try:
         buf = b"".join(map(_GET_ROW, items))
     except AttributeError:  # an item no selection has seen
-        if len(items) >= COLD_MIN:
+        if len(items) >= cold:
             # every ``_MARK_STRIDE``-th item stands for the list: what each held, then each
             # marked (frozen: __setattr__ refuses; the item's own dict does not). A list whose
             # sampled items were all seen before gets its records; one with a new sampled
@@ -113,11 +117,11 @@ def _records(items: list[ContextItem]) -> tuple[np.ndarray | None, bool]:
     else:
         if len(buf) == _RECORD.itemsize * len(items):
             return np.frombuffer(buf, dtype=_RECORD), True
-    if len(items) < COLD_MIN:  # few: no kind ids (their string path costs as little there)
+    if len(items) < cold:  # few: no kind ids (their string path costs as little there)
         for it in items:  # records for those without
             d = it.__dict__
             if not d.get(ROW_KEY):
-                tokens, pinned, ts, prio, hint, tags = _NUMERIC(it)  # (inline: a call per item costs 10%)
+                tokens, pinned, ts, prio, hint, tags, content = _NUMERIC(it)  # (inline: a call per item costs 10%)
                 d[ROW_KEY] = _PACK(
                     tokens,
                     0 if ts is None else (ts - _EPOCH) // _US,
@@ -125,6 +129,7 @@ def _records(items: list[ContextItem]) -> tuple[np.ndarray | None, bool]:
                     0.0 if hint is None else hint,
                     len(tags),
                     -1,
+                    hash(content),
                     pinned,
                     ts is not None,
                     prio is not None,
@@ -134,7 +139,7 @@ def _records(items: list[ContextItem]) -> tuple[np.ndarray | None, bool]:
     for it in items:  # seen before (or alongside items with records): records for those without
         d = it.__dict__
         if not d.get(ROW_KEY):
-            tokens, pinned, ts, prio, hint, tags = _NUMERIC(it)
+            tokens, pinned, ts, prio, hint, tags, content = _NUMERIC(it)
             d[ROW_KEY] = _PACK(
                 tokens,
                 0 if ts is None else (ts - _EPOCH) // _US,
@@ -142,6 +147,7 @@ def _records(items: list[ContextItem]) -> tuple[np.ndarray | None, bool]:
                 0.0 if hint is None else hint,
                 len(tags),
                 _KIND_GID[it.kind],  # (given on a miss: ``_KindIds.__missing__``)
+                hash(content),
                 pinned,
                 ts is not None,
                 prio is not None,
@@ -160,6 +166,25 @@ def _arrow_values(arr: pa.Array, dtype) -> tuple[np.ndarray, np.ndarray]:
         return values.copy(), np.ones(n, dtype=np.bool_)
     valid = np.unpackbits(np.frombuffer(bits, dtype=np.uint8), count=n, bitorder="little").view(np.bool_)
     return np.where(valid, values, 0), valid
+
+
+#: the most values ``_optional_values`` converts in Python: below, Arrow's and NumPy's
+#: per-call costs (~6 us for ``pa.array`` and ``_arrow_values``) exceed a pass per value
+#: (50 priorities: 3.8 us against 6.5; 128: 8.1 against 7.8; 500: 29 against 13)
+_PY_VALUES_MAX = 100
+
+
+def _optional_values(values: list, arrow_type: pa.DataType, dtype, zero) -> tuple[np.ndarray, np.ndarray]:
+    """``_arrow_values(pa.array(values, type=arrow_type), dtype)`` for a list of numbers or
+    None (the items' priorities or hints, each checked on the item): the values, ``zero``
+    where None, and whether each is one. A short list is converted in Python (the same
+    conversions: an int to int64, a float or int to float64)."""
+    if len(values) > _PY_VALUES_MAX:
+        return _arrow_values(pa.array(values, type=arrow_type), dtype)
+    return (
+        np.array([zero if v is None else v for v in values], dtype=dtype),
+        np.array([v is not None for v in values], dtype=np.bool_),
+    )
 
 
 def _timestamps_of(items: list[ContextItem]) -> tuple[np.ndarray, np.ndarray]:
@@ -305,10 +330,17 @@ def _folded(raw: np.ndarray, index: dict) -> tuple[np.ndarray, dict]:
     return (lut[raw] if raw.shape[0] else raw), fold
 
 
-def _distinct_ids(items: list[ContextItem]) -> tuple[np.ndarray, bool]:
+def _distinct_ids(items: list[ContextItem], hashes: np.ndarray | None = None) -> tuple[np.ndarray, bool]:
     """``_ids`` of the items' contents without the map (a set is the cheaper check that all
-    differ, read straight from the items), and whether all differ."""
-    if len(set(map(_CONTENT, items))) == len(items):
+    differ, read straight from the items), and whether all differ. ``hashes``: the contents'
+    hashes (the records'): when they all differ, so do the contents (equal strings hash
+    alike), and no content is read (500 items: a sort, ~5 us, against a set, 15-30)."""
+    n = len(items)
+    if hashes is not None and n > 1:
+        h = np.sort(hashes)
+        if np.count_nonzero(h[1:] == h[:-1]) == 0:
+            return np.arange(n, dtype=np.int64), True
+    if len(set(map(_CONTENT, items))) == n:
         return np.arange(len(items), dtype=np.int64), True
     return _ids(list(map(_CONTENT, items)))[0], False
 
@@ -416,8 +448,9 @@ def _small_sum(tokens: np.ndarray) -> bool:
 
 
 #: the fewest rows ``ItemRows.rows`` takes through an object array of the items (a run's
-#: included items: 3,800 of 5,000 in ~63 us against ~78 by ``tolist`` and an itemgetter)
-_OBJECT_TAKE_MIN = 1024
+#: included items: 3,800 of 5,000 in ~58 us against ~71 by ``tolist`` and an itemgetter, 406
+#: of 500 in 6.3 against 8.4; 40 of 50 in 1.3 against 0.7)
+_OBJECT_TAKE_MIN = 256
 
 
 class ItemRows(ItemTable):
@@ -453,21 +486,23 @@ class ItemRows(ItemTable):
             self.tokens = _column(rec, "tokens")
             self.pinned = _column(rec, "pinned")
         #: every content differs (no duplicate groups to look for)
-        self.content_id, self.contents_distinct = _distinct_ids(items)
+        self.content_id, self.contents_distinct = _distinct_ids(items, None if rec is None else rec["content_hash"])
         kinds = None if rec is None else _kind_ids_of_records(rec["kind"])
         self.kind_id, fold = _kind_ids(items) if kinds is None else kinds
         self.kind_vocab = list(fold)
         self._kind_index = fold
 
     @classmethod
-    def from_items(cls, items, set_column: str | None = None) -> ItemTable:
+    def from_items(cls, items, set_column: str | None = None, *, cold_min: int | None = None) -> ItemTable:
         """An ``ItemRows`` for a list or tuple of ContextItems (one set) whose token counts sum
         far below the limit; ``ItemTable.from_items`` (the Arrow path and its checks) for
-        anything else."""
+        anything else. ``cold_min``: the fewest new items read column by column (``_records``;
+        ``COLD_MIN`` by default), a choice of speed only: every column is the same either way."""
         if set_column is None and isinstance(items, (list, tuple)):
             kept = list(items)
-            if set(map(type, kept)) <= {ContextItem} or all(isinstance(it, ContextItem) for it in kept):
-                rec, seen = _records(kept)
+            # (every item's type ContextItem: counted in C by identity, a set of types costs more)
+            if countOf(map(type, kept), ContextItem) == len(kept) or all(isinstance(it, ContextItem) for it in kept):
+                rec, seen = _records(kept, cold_min)
                 if rec is None:  # items new to selections: columns from their attributes
                     tokens = np.fromiter(map(_TOKENS, kept), dtype=np.int64, count=len(kept))
                     if _small_sum(tokens):
@@ -525,7 +560,7 @@ class ItemRows(ItemTable):
     @cached_property
     def _priority(self):
         if self._rec is None:
-            return _arrow_values(pa.array(list(map(_PRIORITY, self._rows)), type=pa.int64()), np.int64)
+            return _optional_values(list(map(_PRIORITY, self._rows)), pa.int64(), np.int64, 0)
         return _column(self._rec, "priority"), _column(self._rec, "priority_valid")
 
     @cached_property
@@ -539,7 +574,7 @@ class ItemRows(ItemTable):
     @cached_property
     def _hint(self):
         if self._rec is None:
-            return _arrow_values(pa.array(list(map(_HINT, self._rows)), type=pa.float64()), np.float64)
+            return _optional_values(list(map(_HINT, self._rows)), pa.float64(), np.float64, 0.0)
         return _column(self._rec, "hint"), _column(self._rec, "hint_valid")
 
     @cached_property

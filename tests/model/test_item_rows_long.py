@@ -106,10 +106,33 @@ def test_records_hold_the_fields_and_the_kind_ids_from_a_long_list():
     items = _items(300, 8)
     assert item_rows._records(items) == (None, False)  # new: marked
     rec, seen = item_rows._records(items)  # seen once: records made
-    assert not seen and rec.dtype == item_rows._RECORD and rec.dtype.itemsize == 52
+    assert not seen and rec.dtype == item_rows._RECORD and rec.dtype.itemsize == 60
     assert rec["tokens"].tolist() == [it.tokens for it in items]
     assert [item_rows._GID_KIND[g] for g in rec["kind"].tolist()] == [it.kind.lower() for it in items]
     few = _items(50, 9)  # a short list: records at once, no kind ids (its kinds read from the items)
     rec, seen = item_rows._records(few)
     assert not seen and (rec["kind"] == -1).all()
     _same_columns(ItemRows.from_items(few), c.ItemTable.from_items(few))
+
+
+def test_a_policy_reading_no_timestamps_reads_a_short_new_list_column_by_column():
+    """``PolicyPlan.cold_min``: 0 for a policy whose placer and scorers read no timestamps
+    (a short list of new items is read from the attributes, records the second time), the
+    default (records at once) for one that reads them; the selection is the same either way."""
+    from cupel_np.engine.small import PolicyPlan
+
+    quiet = c.Policy(c.CompositeScorer(((c.KindScorer(), 1.0), (c.ReflexiveScorer(), 1.0))), placer="u_shaped")
+    timed = [c.Policy(c.ReflexiveScorer(), placer="chronological"), c.Policy(c.RecencyScorer(), placer="u_shaped")]
+    assert PolicyPlan.of(quiet).cold_min == 0
+    assert [PolicyPlan.of(p).cold_min for p in timed] == [None, None]
+    budget = c.ContextBudget(max_tokens=3000, target_tokens=2000)
+    want = c.Pipeline(quiet).run(c.ItemTable.from_items(_items(40, 6)), budget)
+    items = _items(40, 6)
+    for sighting in range(3):
+        got = c.Pipeline(quiet).run(items, budget)
+        assert [it.content for it in got] == [it.content for it in want]
+        with_records = sum(bool(vars(it).get(item_rows.ROW_KEY)) for it in items)
+        assert with_records == (0 if sighting == 0 else 40), sighting
+    items = _items(40, 6)
+    c.Pipeline(timed[0]).run(items, budget)  # records at once
+    assert all(vars(it).get(item_rows.ROW_KEY) for it in items)
