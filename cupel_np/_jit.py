@@ -20,8 +20,7 @@ specialization, and Numba specializes on more than the dtype:
 * NumPy functions inside kernels compile their own implementations: ``np.partition`` pulls
   in ``np.unique``, ``np.sort`` and a quicksort (seconds, cold), and every dtype and ``kind``
   of ``np.argsort``/``np.sort`` is another one. Kernels sort with
-  :func:`cupel_np.engine.sortkeys.stable_argsort` (uint64 keys: ``desc_bits``, ``ordered_bits``,
-  ``int_keys``) or ``radix_argsort``, never a NumPy sort; a short written-out loop is often
+  :func:`cupel_np.engine.sortkeys.stable_argsort` (uint64 keys: ``desc_bits``, ``int_keys``) or ``radix_argsort``, never a NumPy sort; a short written-out loop is often
   both cheaper to compile and faster.
 * Every kernel is compiled without Numba's C-ABI (cfunc) wrapper (``JIT_OPTIONS``): only
   the CPython wrapper and the native function are ever called. A kernel that only other

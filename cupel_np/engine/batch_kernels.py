@@ -185,10 +185,3 @@ def popcount(x):
     x = x + (x >> np.uint64(16))
     x = x + (x >> np.uint64(32))
     return np.int64(x & np.uint64(0x7F))
-
-
-@jit_inner
-def bit_rank(bits, pre, j):
-    """The set bits of ``bits`` before bit ``j`` (``pre``: the set bits before each word)."""
-    w = j >> 6
-    return pre[w] + popcount(bits[w] & ((BIT1 << np.uint64(j & 63)) - BIT1))

@@ -1,7 +1,8 @@
 """Order-preserving integer sort keys.
 
-``ordered_bits`` maps float64 to uint64 so that integer order is float order (-0.0 and 0.0
-share one key, as they compare equal). ``desc_bits`` is the spec's "score descending, NaN
+Float64 bit patterns become uint64 keys whose integer order is float order (-0.0 and 0.0
+share one key, as they compare equal): greedy's ``density_bits`` writes that loop out.
+``desc_bits`` is the spec's "score descending, NaN
 lowest" as an ascending uint64 key: NaN sorts after every number, -inf included (a float key
 cannot say that: negating -inf gives the same +inf a NaN would be mapped to)."""
 
@@ -31,21 +32,9 @@ def score_cmp(a, b):
 
 
 # Float64 bit patterns (as uint64) become order-preserving keys by ``~b if b & _SIGN else
-# b | _SIGN``; the loop is written out in both key functions rather than shared through a
-# helper kernel: every kernel is a separate compile (~0.05 s each when cold, for a 3-line loop).
-
-
-@jit
-def ordered_bits(x):
-    """Order-preserving uint64 keys of float64 values (no NaN); -0.0 and 0.0 share one key."""
-    y = np.empty(x.shape[0], dtype=np.float64)
-    for i in range(x.shape[0]):
-        y[i] = x[i] + 0.0  # -0.0 + 0.0 == +0.0
-    u = y.view(np.uint64)
-    for i in range(u.shape[0]):
-        b = u[i]
-        u[i] = ~b if b & _SIGN else b | _SIGN
-    return u
+# b | _SIGN``; the loop is written out in each key function (here and greedy.density_bits)
+# rather than shared through a helper kernel: every kernel is a separate compile (~0.05 s
+# each when cold, for a 3-line loop).
 
 
 @jit
@@ -186,7 +175,7 @@ def sort_pairs(key, row, key2, row2, count):
 
 @jit
 def stable_argsort(key):
-    """Stable argsort of uint64 keys (``desc_bits``, ``ordered_bits``, ``int_keys``) by
+    """Stable argsort of uint64 keys (``desc_bits``, ``int_keys``, greedy's ``density_bits``) by
     :func:`sort_pairs`; large inputs go to :func:`radix_argsort` at the caller's threshold."""
     n = key.shape[0]
     idx = np.empty(n, dtype=np.int64)

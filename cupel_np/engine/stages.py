@@ -38,7 +38,7 @@ from cupel_np.engine.reasons import (  # noqa: E402
     R_TRUNCATED_PINNED,
     R_ZERO_TOKEN,
 )
-from cupel_np.engine.sortkeys import desc_bits, int_keys, ordered_bits, radix_argsort, stable_argsort  # noqa: F401 (radix_argsort: re-exported)
+from cupel_np.engine.sortkeys import desc_bits, int_keys, radix_argsort, stable_argsort  # noqa: F401 (radix_argsort: re-exported)
 
 ERR_OVERFLOW = 2
 

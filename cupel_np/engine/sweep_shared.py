@@ -193,8 +193,11 @@ def prepare_sweep(
     children, term_off, term_col, term_w = _score_terms(variants)
     # column-major from COLUMN_MAJOR_MIN rows: a variant reads each column it weights as one
     # contiguous stream (``variant_scores``), and each task writes its column contiguously
-    order = "F" if sc_rows.shape[0] >= COLUMN_MAJOR_MIN else "C"
-    base = np.empty((sc_rows.shape[0], len(children)), dtype=np.float64, order=order)
+    shape = (sc_rows.shape[0], len(children))
+    if sc_rows.shape[0] >= COLUMN_MAJOR_MIN:
+        base = np.empty(shape, dtype=np.float64, order="F")
+    else:
+        base = np.empty(shape, dtype=np.float64)
     chrono = [var for var in variants if var.policy.placer == "chronological"]
     tasks: list[Callable[[], Any]] = []
     # with a timestamp order to build anyway, a RecencyScorer column is read from it where a set

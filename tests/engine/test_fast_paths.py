@@ -27,7 +27,7 @@ import strategies as S  # noqa: E402
 import cupel_np as c  # noqa: E402
 from cupel_np.engine import placers, stages, u_order  # noqa: E402
 from cupel_np.engine.slicers import greedy  # noqa: E402
-from cupel_np.engine.sortkeys import desc_bits, int_keys, ordered_bits, stable_argsort  # noqa: E402
+from cupel_np.engine.sortkeys import desc_bits, int_keys, stable_argsort  # noqa: E402
 
 SETTINGS = settings(
     max_examples=120,
@@ -257,10 +257,12 @@ def test_radix_argsort_is_the_spec_descending_order(xs):
 
 @SETTINGS
 @given(st.lists(st.floats(allow_nan=False), min_size=2, max_size=50))
-def test_ordered_bits_preserve_float_order(xs):
-    b = ordered_bits(np.array(xs, dtype=np.float64))
+def test_density_bits_preserve_float_order(xs):
+    """One token each: the keys ascend as the scores descend; equal scores (-0.0 and 0.0
+    too) share a key."""
+    b = greedy.density_bits(np.ones(len(xs), dtype=np.int64), np.array(xs, dtype=np.float64))
     for i in range(len(xs) - 1):
-        assert (xs[i] < xs[i + 1]) == (b[i] < b[i + 1]) and (xs[i] == xs[i + 1]) == (b[i] == b[i + 1])
+        assert (xs[i] > xs[i + 1]) == (b[i] < b[i + 1]) and (xs[i] == xs[i + 1]) == (b[i] == b[i + 1])
 
 
 def test_radix_argsort_empty():

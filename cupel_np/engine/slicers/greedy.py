@@ -34,7 +34,7 @@ import numpy as np
 
 from cupel_np._jit import jit, jit_inner
 from cupel_np.engine.slicers.packed import _pack_keys, _rank_packed, _walk_packed, pack_bits
-from cupel_np.engine.sortkeys import _SIGN, desc_bits, int_keys, ordered_bits, radix_argsort, score_cmp, stable_argsort
+from cupel_np.engine.sortkeys import _SIGN, desc_bits, int_keys, radix_argsort, score_cmp, stable_argsort
 
 #: greedy partitions at least this long are ordered by the radix sort
 RADIX_PICK = 4096
@@ -60,45 +60,6 @@ def density_key(t, s):
     ``0.0 - d`` folds -0.0 into +0.0, so equal densities share one key and one bit pattern)."""
     d = MAX_FLOAT if t == 0 else s / np.float64(t)
     return np.inf if d != d else 0.0 - d
-
-
-@jit_inner
-def density_keys(tok, score):
-    """:func:`density_key` of every candidate."""
-    k = tok.shape[0]
-    keyd = np.empty(k, dtype=np.float64)
-    for j in range(k):
-        keyd[j] = density_key(tok[j], score[j])
-    return keyd
-
-
-@jit_inner
-def _before(keyd, keys, a, b):
-    """True when position ``a`` precedes ``b`` in (keyd, keys, index) order."""
-    if keyd[a] != keyd[b]:
-        return keyd[a] < keyd[b]
-    if keys[a] != keys[b]:
-        return keys[a] < keys[b]
-    return a < b
-
-
-@jit_inner
-def _lex_order(keyd, keys, idx):
-    """Positions of ``idx`` ordered by (keyd, keys, idx) ascending."""
-    n = idx.shape[0]
-    if n <= INSERTION_MAX:
-        out = idx.copy()
-        for i in range(1, n):
-            x = out[i]
-            j = i - 1
-            while j >= 0 and _before(keyd, keys, x, out[j]):
-                out[j + 1] = out[j]
-                j -= 1
-            out[j + 1] = x
-        return out
-    o = stable_argsort(keys[idx])  # keys: desc_bits of the scores
-    o2 = stable_argsort(ordered_bits(keyd[idx[o]]))
-    return idx[o[o2]]
 
 
 @jit
@@ -224,14 +185,14 @@ def repair_runs(order, ks, score):
 
 @jit
 def density_bits(tok, score):
-    """``ordered_bits(density_keys(tok, score))`` in one pass: ascending uint64 keys for
+    """The order-preserving bits of every candidate's ``density_key``, in one pass: ascending uint64 keys for
     'density descending, NaN last'; -0.0 and 0.0 share one key, as comparisons do."""
     k = tok.shape[0]
     y = np.empty(k, dtype=np.float64)
     for j in range(k):
         y[j] = density_key(tok[j], score[j])
     u = y.view(np.uint64)
-    for j in range(k):  # float bit patterns to order-preserving keys (as sortkeys.ordered_bits)
+    for j in range(k):  # float bit patterns to order-preserving keys (see sortkeys)
         b = u[j]
         u[j] = ~b if b & _SIGN else b | _SIGN
     return u
