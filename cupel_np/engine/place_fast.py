@@ -59,41 +59,25 @@ def _select_pass(
     spare = umark.shape[0] - 1
     rk = rank[clo:chi]  # (slices indexed from 0: provably non-negative, no wraparound select)
     rows = cand_rows[clo:chi]
-    if umark.shape[0] > 0:
-        for p in range(chi - clo):
-            r = rk[p]
-            row = np.uint64(rows[p])  # (unsigned: no wraparound select per access)
-            t = tokens[row]
-            sel = r >= 0
-            n_sel += np.int64(sel)
-            sliced += t if sel else 0
-            ex = R_PINNED_OVERRIDE if has_pin & (t > eff_target) & (t <= override_max) else R_BUDGET_EXCEEDED
-            if cap_of_kind is not None and count_caps:
-                k = kind[row]
-                kind_count[k] += np.int64(sel)
-                defer[n_def] = np.int64(row)
-                n_def += np.int64((not sel) & (cap_of_kind[k] >= 0) & (t <= eff_target))
-            old = reason[row]
-            reason[row] = old if sel else ex
-            included[row] = sel
+    marks = umark.shape[0] > 0  # (loop-invariant: LLVM unswitches the loop on it)
+    for p in range(chi - clo):
+        r = rk[p]
+        row = np.uint64(rows[p])  # (unsigned: no wraparound select per access)
+        t = tokens[row]
+        sel = r >= 0
+        n_sel += np.int64(sel)
+        sliced += t if sel else 0
+        ex = R_PINNED_OVERRIDE if has_pin & (t > eff_target) & (t <= override_max) else R_BUDGET_EXCEEDED
+        if cap_of_kind is not None and count_caps:
+            k = kind[row]
+            kind_count[k] += np.int64(sel)
+            defer[n_def] = np.int64(row)
+            n_def += np.int64((not sel) & (cap_of_kind[k] >= 0) & (t <= eff_target))
+        old = reason[row]
+        reason[row] = old if sel else ex
+        included[row] = sel
+        if marks:
             umark[np.uint64(n_pin + r if sel else spare)] = 0 if ts_valid[row] else 1  # (each position once)
-    else:
-        for p in range(chi - clo):
-            r = rk[p]
-            row = np.uint64(rows[p])  # (unsigned: no wraparound select per access)
-            t = tokens[row]
-            sel = r >= 0
-            n_sel += np.int64(sel)
-            sliced += t if sel else 0
-            ex = R_PINNED_OVERRIDE if has_pin & (t > eff_target) & (t <= override_max) else R_BUDGET_EXCEEDED
-            if cap_of_kind is not None and count_caps:
-                k = kind[row]
-                kind_count[k] += np.int64(sel)
-                defer[n_def] = np.int64(row)
-                n_def += np.int64((not sel) & (cap_of_kind[k] >= 0) & (t <= eff_target))
-            old = reason[row]
-            reason[row] = old if sel else ex
-            included[row] = sel
     return n_sel, sliced, n_def
 
 
