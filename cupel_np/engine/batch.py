@@ -33,7 +33,7 @@ from cupel_np.engine.batch_kernels import duplicate_winners, included_positions
 from cupel_np.engine.parallel import run_tasks, threads_for
 from cupel_np.engine.reasons import R_COUNT_CAP_EXCEEDED, R_DEDUPLICATED, R_NEGATIVE_TOKENS
 from cupel_np.engine.scorers import ScoreContext, check_scorer_columns
-from cupel_np.engine.slicers import SlicerArgs, greedy, nested, row_order, slicer_args
+from cupel_np.engine.slicers import SlicerArgs, nested, row_order, slicer_args
 from cupel_np.engine.slicers.codes import ERR_SCARCITY
 from cupel_np.engine.slicers.greedy import GreedyScratch, fresh_ranks, greedy_segments
 from cupel_np.engine.slicers.knapsack import KNAPSACK_ROW_CELLS
@@ -205,8 +205,6 @@ def _deduplicate(sh: SweepShared, out: SweepRun, v: int, sc: np.ndarray) -> tupl
 
 #: candidates from which ``_slice_greedy`` keeps its buffers for the sweep's next variants
 _SCRATCH_MIN = 32768
-#: the segment list of a one-set table's only segment (``slicers.greedy._greedy_medium``)
-_FIRST_SET = np.zeros(1, dtype=np.int64)
 
 
 def _slice_greedy(
@@ -230,21 +228,10 @@ def _slice_greedy(
     compared = None
     if placer == "chronological" and sh.chrono_compared is not None:
         compared = sh.chrono_compared if every else sh.chrono_compared[surv]
-    k = surv.shape[0]
-    big = greedy.BIG_GREEDY  # (read now, as ``fresh_ranks`` and ``greedy_segments`` do: tests lower it)
-    if surv_off.shape[0] == 2 and k < big:
-        # one set below the big path (a service's selection): the kernel ``greedy_segments``
-        # would pick for it, without its per-segment NumPy bookkeeping (~9 us of a 500-row
-        # selection); the answer does not depend on the path
-        if k <= greedy.MEDIUM_MIN:
-            greedy._greedy_small(cand_tok, cand_score, surv_off, targets, rank, big)
-        elif targets[0] > 0:
-            greedy._greedy_medium(cand_tok, cand_score, surv_off, targets, rank, _FIRST_SET)
-    else:
-        scratch = w.greedy() if k >= _SCRATCH_MIN else None
-        greedy_segments(
-            cand_tok, cand_score, surv_off, targets, rank, prefix=rank_prefix, compared=compared, scratch=scratch
-        )
+    scratch = w.greedy() if surv.shape[0] >= _SCRATCH_MIN else None
+    greedy_segments(
+        cand_tok, cand_score, surv_off, targets, rank, prefix=rank_prefix, compared=compared, scratch=scratch
+    )
     cand_rows = sc_rows if every else sc_rows[surv]
     return place_stage.Candidates(cand_rows, cand_score, surv_off, rank, rank_prefix, cand_tok, compared is not None)
 
