@@ -216,15 +216,22 @@ _GID_KEPT = 1 << 20
 _tag_key = ["_cupel_np_tags_0"]
 _generation = [0]
 _TAG_LOCK = threading.Lock()  #: held while ids are assigned (and the maps started again)
+#: a tuple of exact tags -> its tags' ids packed (int64, native order) and then -1, for items that keep
+#: none (``looked_up_tag_ids``): started again with the maps, and after ``_TUPLES_KEPT`` tuples
+_END = array("q", (-1,)).tobytes()
+_TUPLE_IDS: dict[tuple[str, ...], bytes] = {(): _END}
+_TUPLES_KEPT = 1 << 16
 
 
 def _restart_if_full() -> None:
     """Start the maps again (under a new key) once they hold ``_GID_KEPT`` tags. Call with
     ``_TAG_LOCK`` held."""
     if len(_RAW_GID) >= _GID_KEPT:
+        _generation[0] += 1  # (first: a reader that meets an id of the new maps sees it changed)
         _RAW_GID.clear()
         _FOLD_GID.clear()
-        _generation[0] += 1
+        _TUPLE_IDS.clear()
+        _TUPLE_IDS[()] = _END
         _tag_key[0] = f"_cupel_np_tags_{_generation[0]}"
 
 
@@ -287,21 +294,37 @@ def tag_ids(items: list[ContextItem], off: np.ndarray) -> tuple[np.ndarray, np.n
     return _compact(off, np.frombuffer(b"".join(bufs), dtype=np.int64))
 
 
-def looked_up_tag_ids(tags: list[tuple[str, ...]], off: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """``tag_ids`` of items that keep none: the same process-wide ids, looked up per tag
-    (one dict look-up per tag occurrence, nothing kept on the items)."""
+def looked_up_tag_ids(tags: list[tuple[str, ...]]) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(off, ids, n_ids)`` as ``tag_ids`` gives them (the tag offsets too) for items that keep
+    none: the same process-wide ids, looked up per item by its tuple of tags (``_TUPLE_IDS``:
+    one dict look-up per item, most carrying 0-3 tags, where a look-up per tag walks a chain of
+    the tuples), nothing kept on the items. Each tuple's ids end with -1, so the offsets are
+    where the -1s are (no length read per item)."""
     generation = _generation[0]
-    try:  # every tag seen before: one look-up each, straight into the array
-        ids = np.fromiter(map(_RAW_GID.__getitem__, chain.from_iterable(tags)), dtype=np.int64, count=int(off[-1]))
-    except KeyError:
-        ids = None
-    # a tag never seen is assigned under the lock; so are all when the maps started again
+    try:
+        bufs = list(map(_TUPLE_IDS.get, tags))
+    except TypeError:  # (a subclass's tags that are no tuple)
+        tags = list(map(tuple, tags))
+        bufs = list(map(_TUPLE_IDS.get, tags))
+    # a tuple never seen is packed under the lock; so are all when the maps started again
     # meanwhile (ids of two generations may be equal for different tags)
-    if ids is None or _generation[0] != generation:
+    if None in bufs or _generation[0] != generation:
         with _TAG_LOCK:
             _restart_if_full()
-            ids = np.array(_gids(list(chain.from_iterable(tags))), dtype=np.int64)
-    return _compact(off, ids)
+            if len(_TUPLE_IDS) >= _TUPLES_KEPT:
+                _TUPLE_IDS.clear()
+                _TUPLE_IDS[()] = _END
+            for t in dict.fromkeys(tags):  # (new tags numbered in row order)
+                if t not in _TUPLE_IDS:
+                    _TUPLE_IDS[t] = array("q", _gids(list(t))).tobytes() + _END
+            bufs = list(map(_TUPLE_IDS.__getitem__, tags))
+    flat = np.frombuffer(b"".join(bufs), dtype=np.int64)
+    end = flat < 0
+    ends = end.nonzero()[0]  # item i's -1, after the ids of items 0..i
+    off = np.empty(ends.shape[0] + 1, dtype=np.int64)
+    off[0] = 0
+    np.subtract(ends, np.arange(ends.shape[0]), out=off[1:])
+    return _compact(off, flat[~end])
 
 
 def _column(rec: np.ndarray, name: str) -> np.ndarray:
@@ -617,4 +640,5 @@ class ItemRows(ItemTable):
         request whose items are all new)."""
         if self._seen:
             return tag_ids(self._rows, self.tag_offsets)
-        return looked_up_tag_ids(self._item_tags, self.tag_offsets)
+        off, ids, n_ids = looked_up_tag_ids(self._item_tags)
+        return self.__dict__.setdefault("tag_offsets", off), ids, n_ids  # (the same offsets)
