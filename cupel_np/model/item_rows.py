@@ -301,6 +301,7 @@ def looked_up_tag_ids(tags: list[tuple[str, ...]]) -> tuple[np.ndarray, np.ndarr
     the tuples), nothing kept on the items. Each tuple's ids end with -1, so the offsets are
     where the -1s are (no length read per item)."""
     generation = _generation[0]
+    bufs: list  # bytes once the Nones are filled
     try:
         bufs = list(map(_TUPLE_IDS.get, tags))
     except TypeError:  # (a subclass's tags that are no tuple)
@@ -635,9 +636,9 @@ class ItemRows(ItemTable):
     def frequency_tags(self) -> tuple[np.ndarray, np.ndarray, int]:
         """The frequency scorer's input: on items a selection has seen before (each had its
         record), ``tag_ids``, ids kept on the items, so nothing is folded or looked up; on a
-        list with a new item, the same process-wide ids looked up per tag and not kept
-        (``looked_up_tag_ids``), as keeping ids costs more than looking them up once (a
-        request whose items are all new)."""
+        list with a new item, the same process-wide ids looked up per item's tuple of tags
+        and not kept (``looked_up_tag_ids``, which gives the tag offsets too), as keeping ids
+        costs more than looking them up once (a request whose items are all new)."""
         if self._seen:
             return tag_ids(self._rows, self.tag_offsets)
         off, ids, n_ids = looked_up_tag_ids(self._item_tags)
