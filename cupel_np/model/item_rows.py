@@ -216,22 +216,15 @@ _GID_KEPT = 1 << 20
 _tag_key = ["_cupel_np_tags_0"]
 _generation = [0]
 _TAG_LOCK = threading.Lock()  #: held while ids are assigned (and the maps started again)
-#: a tuple of exact tags -> its tags' ids packed (int64, native order) and then -1, for items that keep
-#: none (``looked_up_tag_ids``): started again with the maps, and after ``_TUPLES_KEPT`` tuples
-_END = array("q", (-1,)).tobytes()
-_TUPLE_IDS: dict[tuple[str, ...], bytes] = {(): _END}
-_TUPLES_KEPT = 1 << 16
 
 
 def _restart_if_full() -> None:
     """Start the maps again (under a new key) once they hold ``_GID_KEPT`` tags. Call with
     ``_TAG_LOCK`` held."""
     if len(_RAW_GID) >= _GID_KEPT:
-        _generation[0] += 1  # (first: a reader that meets an id of the new maps sees it changed)
         _RAW_GID.clear()
         _FOLD_GID.clear()
-        _TUPLE_IDS.clear()
-        _TUPLE_IDS[()] = _END
+        _generation[0] += 1
         _tag_key[0] = f"_cupel_np_tags_{_generation[0]}"
 
 
@@ -294,38 +287,23 @@ def tag_ids(items: list[ContextItem], off: np.ndarray) -> tuple[np.ndarray, np.n
     return _compact(off, np.frombuffer(b"".join(bufs), dtype=np.int64))
 
 
-def looked_up_tag_ids(tags: list[tuple[str, ...]]) -> tuple[np.ndarray, np.ndarray, int]:
-    """``(off, ids, n_ids)`` as ``tag_ids`` gives them (the tag offsets too) for items that keep
-    none: the same process-wide ids, looked up per item by its tuple of tags (``_TUPLE_IDS``:
-    one dict look-up per item, most carrying 0-3 tags, where a look-up per tag walks a chain of
-    the tuples), nothing kept on the items. Each tuple's ids end with -1, so the offsets are
-    where the -1s are (no length read per item)."""
+def looked_up_tag_ids(tags: list[tuple[str, ...]], off: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """``tag_ids`` of items that keep none: the same process-wide ids, looked up per tag
+    (one dict look-up per tag occurrence, nothing kept on the items)."""
     generation = _generation[0]
-    bufs: list  # bytes once the Nones are filled
-    try:
-        bufs = list(map(_TUPLE_IDS.get, tags))
-    except TypeError:  # (a subclass's tags that are no tuple)
-        tags = list(map(tuple, tags))
-        bufs = list(map(_TUPLE_IDS.get, tags))
-    # a tuple never seen is packed under the lock; so are all when the maps started again
+    flat = list(chain.from_iterable(tags))
+    try:  # every tag seen before: the look-ups in one C call (an itemgetter of several gives a tuple)
+        got = itemgetter(*flat)(_RAW_GID) if len(flat) > 1 else [_RAW_GID[t] for t in flat]
+        ids = np.fromiter(got, dtype=np.int64, count=len(flat))
+    except KeyError:
+        ids = None
+    # a tag never seen is assigned under the lock; so are all when the maps started again
     # meanwhile (ids of two generations may be equal for different tags)
-    if None in bufs or _generation[0] != generation:
+    if ids is None or _generation[0] != generation:
         with _TAG_LOCK:
             _restart_if_full()
-            if len(_TUPLE_IDS) >= _TUPLES_KEPT:
-                _TUPLE_IDS.clear()
-                _TUPLE_IDS[()] = _END
-            for t in dict.fromkeys(tags):  # (new tags numbered in row order)
-                if t not in _TUPLE_IDS:
-                    _TUPLE_IDS[t] = array("q", _gids(list(t))).tobytes() + _END
-            bufs = list(map(_TUPLE_IDS.__getitem__, tags))
-    flat = np.frombuffer(b"".join(bufs), dtype=np.int64)
-    end = flat < 0
-    ends = end.nonzero()[0]  # item i's -1, after the ids of items 0..i
-    off = np.empty(ends.shape[0] + 1, dtype=np.int64)
-    off[0] = 0
-    np.subtract(ends, np.arange(ends.shape[0]), out=off[1:])
-    return _compact(off, flat[~end])
+            ids = np.array(_gids(flat), dtype=np.int64)
+    return _compact(off, ids)
 
 
 def _column(rec: np.ndarray, name: str) -> np.ndarray:
@@ -636,10 +614,9 @@ class ItemRows(ItemTable):
     def frequency_tags(self) -> tuple[np.ndarray, np.ndarray, int]:
         """The frequency scorer's input: on items a selection has seen before (each had its
         record), ``tag_ids``, ids kept on the items, so nothing is folded or looked up; on a
-        list with a new item, the same process-wide ids looked up per item's tuple of tags
-        and not kept (``looked_up_tag_ids``, which gives the tag offsets too), as keeping ids
-        costs more than looking them up once (a request whose items are all new)."""
+        list with a new item, the same process-wide ids looked up per tag and not kept
+        (``looked_up_tag_ids``), as keeping ids costs more than looking them up once (a
+        request whose items are all new)."""
         if self._seen:
             return tag_ids(self._rows, self.tag_offsets)
-        off, ids, n_ids = looked_up_tag_ids(self._item_tags)
-        return self.__dict__.setdefault("tag_offsets", off), ids, n_ids  # (the same offsets)
+        return looked_up_tag_ids(self._item_tags, self.tag_offsets)

@@ -1,6 +1,6 @@
-"""The frequency scorer's tag ids of items no selection has seen (``item_rows.looked_up_tag_ids``:
-one look-up per item's tuple of tags, the offsets read from where each tuple's ids end) against
-the Arrow path's folded tag ids, and against the ids kept on items seen before."""
+"""The frequency scorer's tag ids of items no selection has seen (``item_rows.looked_up_tag_ids``,
+the look-ups of all their tags in one call) against the Arrow path's folded tag ids, and against
+the ids kept on items seen before."""
 
 import numpy as np
 import pytest
@@ -49,26 +49,19 @@ def test_first_seen_tag_ids_name_the_folded_tags(order):
     assert off.dtype == ids.dtype == np.int64
     assert 0 <= ids.min() and ids.max() < n_ids
     assert _same_partition(off, ids, arrow.tag_offsets, arrow.tag_fold_id)
-    again = _first_seen(_items(TAGS[::order], prefix="d")).frequency_tags  # new items, the tuples known
+    again = _first_seen(_items(TAGS[::order], prefix="d")).frequency_tags  # new items, every tag known
     assert np.array_equal(again[0], off) and np.array_equal(again[1], ids)
 
 
-def test_first_seen_offsets_equal_the_table_tag_offsets_whichever_is_read_first():
-    items = _items(TAGS)
-    by_tags = _first_seen(items)
-    off, _, _ = by_tags.frequency_tags
-    assert by_tags.tag_offsets is off
-    by_offsets = _first_seen(_items(TAGS, prefix="e"))
-    first = by_offsets.tag_offsets  # read from the lengths
-    assert np.array_equal(by_offsets.frequency_tags[0], first)
-    assert np.array_equal(first, c.ItemTable.from_items(items).tag_offsets)
-
-
-def test_an_empty_list_and_items_without_tags():
-    off, ids, n_ids = item_rows.looked_up_tag_ids([])
-    assert off.tolist() == [0] and ids.shape == (0,) and n_ids == 0
-    off, ids, n_ids = _first_seen(_items([(), (), ()])).frequency_tags
-    assert off.tolist() == [0, 0, 0, 0] and ids.shape == (0,) and n_ids == 0
+@pytest.mark.parametrize("tag_lists", [[], [()], [(), ()], [("solo-tag",)], [(), ("solo-tag",), ()], [("a-new-one",)]])
+def test_no_tag_or_one_tag(tag_lists):
+    items = _items(tag_lists, prefix="o")
+    off, ids, n_ids = (
+        _first_seen(items).frequency_tags if items else item_rows.looked_up_tag_ids([], np.zeros(1, np.int64))
+    )
+    arrow_off = c.ItemTable.from_items(items).tag_offsets if items else np.zeros(1, np.int64)
+    assert np.array_equal(off, arrow_off) and ids.dtype == np.int64
+    assert ids.shape == (sum(map(len, tag_lists)),) and (ids.shape[0] == 0 or ids[0] < n_ids)
 
 
 def test_first_seen_ids_equal_the_ids_kept_on_seen_items():
@@ -81,40 +74,11 @@ def test_first_seen_ids_equal_the_ids_kept_on_seen_items():
     assert np.array_equal(off, first[0]) and np.array_equal(ids, first[1]) and n_ids == first[2]
 
 
-def test_the_tuples_start_again_with_the_maps(monkeypatch):
-    assert _first_seen(_items(TAGS, prefix="m")).frequency_tags[2] >= 2
-    assert ("alpha", "Alpha") in item_rows._TUPLE_IDS
+def test_a_new_tag_starts_the_full_maps_again(monkeypatch):
     generation = item_rows._generation[0]
-    monkeypatch.setattr(item_rows, "_GID_KEPT", 1)  # full: a new tuple starts the maps again
+    monkeypatch.setattr(item_rows, "_GID_KEPT", 1)  # full: a new tag starts the maps again
     fresh = [("zeta-new",), ("Zeta-New", "alpha"), ("alpha", "Alpha")]
     off, ids, n_ids = _first_seen(_items(fresh, prefix="n")).frequency_tags
     assert item_rows._generation[0] == generation + 1
-    assert set(item_rows._TUPLE_IDS) == {(), *fresh}  # the old tuples' ids are gone with their maps
     assert ids.tolist() == [0, 0, 1, 1, 1] and n_ids == 2  # numbered again, in row order
     assert off.tolist() == [0, 1, 3, 5]
-
-
-def test_a_full_tuple_map_starts_again(monkeypatch):
-    assert _first_seen(_items([("kept-before",)], prefix="b")).frequency_tags[1].shape == (1,)
-    assert ("kept-before",) in item_rows._TUPLE_IDS
-    monkeypatch.setattr(item_rows, "_TUPLES_KEPT", 2)
-    arrow = c.ItemTable.from_items(_items(TAGS))
-    for prefix in ("f", "g"):  # the map started again, then every tuple found
-        off, ids, _ = _first_seen(_items(TAGS, prefix=prefix)).frequency_tags
-        assert _same_partition(off, ids, arrow.tag_offsets, arrow.tag_fold_id)
-        assert set(item_rows._TUPLE_IDS) == {(), *TAGS}
-
-
-class _ListTags(c.ContextItem):
-    """A subclass whose tags read as a list (no tuple to look up)."""
-
-    def __getattribute__(self, name):
-        v = super().__getattribute__(name)
-        return list(v) if name == "tags" else v
-
-
-def test_tags_that_are_no_tuple_are_looked_up_as_tuples():
-    items = [_ListTags(f"s{i}", 1, tags=t) for i, t in enumerate(TAGS)]
-    off, ids, _ = _first_seen(items).frequency_tags
-    arrow = c.ItemTable.from_items(_items(TAGS))
-    assert _same_partition(off, ids, arrow.tag_offsets, arrow.tag_fold_id)
