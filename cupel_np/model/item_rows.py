@@ -291,8 +291,10 @@ def looked_up_tag_ids(tags: list[tuple[str, ...]], off: np.ndarray) -> tuple[np.
     """``tag_ids`` of items that keep none: the same process-wide ids, looked up per tag
     (one dict look-up per tag occurrence, nothing kept on the items)."""
     generation = _generation[0]
-    try:  # every tag seen before: one look-up each, straight into the array
-        ids = np.fromiter(map(_RAW_GID.__getitem__, chain.from_iterable(tags)), dtype=np.int64, count=int(off[-1]))
+    flat = list(chain.from_iterable(tags))
+    try:  # every tag seen before: the look-ups in one C call (an itemgetter of several gives a tuple)
+        got = itemgetter(*flat)(_RAW_GID) if len(flat) > 1 else [_RAW_GID[t] for t in flat]
+        ids = np.fromiter(got, dtype=np.int64, count=len(flat))
     except KeyError:
         ids = None
     # a tag never seen is assigned under the lock; so are all when the maps started again
@@ -300,7 +302,7 @@ def looked_up_tag_ids(tags: list[tuple[str, ...]], off: np.ndarray) -> tuple[np.
     if ids is None or _generation[0] != generation:
         with _TAG_LOCK:
             _restart_if_full()
-            ids = np.array(_gids(list(chain.from_iterable(tags))), dtype=np.int64)
+            ids = np.array(_gids(flat), dtype=np.int64)
     return _compact(off, ids)
 
 
