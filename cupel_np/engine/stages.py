@@ -224,7 +224,8 @@ def _place_segments(
         detail_a, detail_b : the cap and the count of a CountCapExceeded row (with
             ``count_caps``, when not empty: the same as the returned ``cc_*``); other reasons'
             fields are rebuilt on demand
-        position : the placed position of an included row (nothing else is written)
+        position : the placed position of an included row (other rows' entries mean
+            nothing: a fast pass writes one to every candidate of its segment)
 
     Returns
         per segment ``(err, err_a, sliced_tokens, kept_tokens, trunc, ties)``, then
