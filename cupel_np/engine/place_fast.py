@@ -105,15 +105,16 @@ def _unselect(pin_rows, plo, phi, cand_rows, clo, chi, included):
 
 @jit_inner
 def _chrono_pass(
-    rank, cand_rows, consecutive, clo, chi, n_pin, ts_code, bp, u_base, tied_any, n_ts, key_at, position, reason
+    rank, cand_rows, consecutive, clo, chi, n_pin, ts_code, bp, u_base, tied_mode, n_ts, key_at, position, reason
 ):
     """Chronological placement of one segment's selected candidates on the bitmaps
     ``chrono_bits._chrono_words`` filled (``bp``: per word its bits, then the marks before it;
     a timestamped row at bit ``i``, its index in the shared order; an untimestamped one at bit
     ``u_base + n_pin + rank``): the place of a marked bit is the marks before it. Writes their
     ``position`` (and a meaningless one to every candidate not selected) and reason, and, with
-    ``tied_any``, a tied row's input position to ``key_at[i]`` (``key_at[n_ts]`` takes the
-    others' stores). Every selected row's reason is written Scored: the caller then writes
+    ``tied_mode`` above 0, a selected tied row's input position to ``key_at[i]``: 1, for many
+    tied rows, by a store per candidate (``key_at[n_ts]`` takes the others'), 2, for few, by a
+    branch that is rarely taken (0: no tied row). Every selected row's reason is written Scored: the caller then writes
     ZeroToken to those of zero tokens (``_select_pass`` lists them; reading every candidate's
     tokens again cost more). ``consecutive``: the candidates are the rows ``cand_rows[clo]``,
     ``cand_rows[clo] + 1``, ... (as ``_select_pass`` found), and ``cand_rows`` is not read
@@ -136,8 +137,11 @@ def _chrono_pass(
         # old value compiled to a branch per row, mispredicted for a fifth of them (4.4 ->
         # 2.9 ms a pass over 1M candidates, 80% selected)
         position[row] = np.int64(bp[w + BIT1]) + popcount64(bp[w] & ((BIT1 << np.uint64(b & 63)) - BIT1))
-        if tied_any:
-            key_at[i if sel & stamped & ((code & 1) == 1) else n_ts] = j
+        tied = sel & stamped & ((code & 1) == 1)
+        if tied_mode == 1:  # (loop-invariant: unswitched)
+            key_at[i if tied else n_ts] = j
+        elif tied_mode == 2 and tied:
+            key_at[i] = j
         old = reason[row]
         reason[row] = R_SCORED if sel else old
 

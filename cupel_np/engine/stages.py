@@ -616,8 +616,14 @@ def _place_segments(
                 position, reason,
             )  # fmt: skip
         elif ts_code is not None and fast_chrono:
+            tied_mode = 0  # the key_at stores: none without tied rows, a branch for few (see _chrono_pass)
+            if tied_any:
+                n_tied = 0
+                for r in range(ts_run_offsets[s], ts_run_offsets[s + 1]):
+                    n_tied += ts_runs[2 * r + 1] - ts_runs[2 * r]
+                tied_mode = 0 if n_tied == 0 else 2 if n_tied * 16 <= chi - clo else 1
             _chrono_pass(
-                rank, cand_rows, consecutive, clo, chi, n_pin, ts_code, bp, u_word << 6, tied_any, n_ts, key_at,
+                rank, cand_rows, consecutive, clo, chi, n_pin, ts_code, bp, u_word << 6, tied_mode, n_ts, key_at,
                 position, reason,
             )  # fmt: skip
             for u in range(n_zero):  # (it wrote Scored)
