@@ -298,7 +298,8 @@ def _place_segments(
     if ts_code is not None:
         chrono = placer == PLACER_CHRONOLOGICAL
         u_word = (n_ts + 63) >> 6 if chrono else 0
-        umark = np.empty(max_m + 1 if chrono else 0, dtype=np.uint8)  # (+1: a spare slot)
+        # (+1: a spare slot; a multiple of 8: chrono_bits reads it eight marks at a time)
+        umark = np.empty((max_m + 8) & ~7 if chrono else 0, dtype=np.uint8)
         zrow = np.empty(n_cand + 1 if chrono else 0, dtype=np.int64)  # selected rows of zero tokens
         # (+1 word: a candidate not selected reads the word of input position n_pin)
         bp = np.empty(2 * (u_word + ((max_m + 64) >> 6)) if chrono else 0, dtype=np.uint64)
