@@ -38,6 +38,16 @@ popcount64 = intrinsic(_llvm_ctpop) if hasattr(popcount, "get_call_template") el
 
 
 @jit_inner
+def _pack8(x):
+    """Eight marks (bytes of 0 or 1, the first in the low byte of ``x``) as the low 8 bits,
+    the first mark in bit 0: each fold doubles the marks gathered in every byte."""
+    x |= x >> np.uint64(7)
+    x |= x >> np.uint64(14)
+    x |= x >> np.uint64(28)
+    return x & np.uint64(0xFF)
+
+
+@jit_inner
 def _chrono_words(ts_order, a, b, included, umark, m, bp, u_word, gather):
     """Chronological placement of one segment whose merged items are all kept in merged
     order (input position = pinned index, or ``n_pin + rank`` for a sliced item): the bitmaps
@@ -47,7 +57,8 @@ def _chrono_words(ts_order, a, b, included, umark, m, bp, u_word, gather):
     row is ``included`` (the shared order filtered by the kept rows, gathered in order: the
     segment's other bits stay 0, so its words need no clearing); bit ``u_word * 64 + j`` for
     ``j < m``, ``umark[j]``: whether the row at input position ``j`` is untimestamped (1 or 0),
-    its set bits before it counted after every timestamped kept row. Returns that count
+    its set bits before it counted after every timestamped kept row (``umark``: its length a
+    multiple of 8, read eight marks at a time). Returns that count
     ``c``: a timestamped row goes to the set bits before its bit ``i``, an untimestamped one
     to ``c`` plus the set bits before ``j`` (after them, in input order), as ``bp``'s counts
     say (:func:`_chrono_at`). Runs of equal timestamps are left to :func:`_chrono_ties`.
@@ -65,11 +76,16 @@ def _chrono_words(ts_order, a, b, included, umark, m, bp, u_word, gather):
             bp[2 * w + 1] = np.uint64(c)
             c += popcount64(x)
     t = c
+    um = umark.view(np.uint64)  # eight marks a load (``umark``'s length is a multiple of 8)
     for v in range((m + 63) >> 6):
         x = np.uint64(0)
         base = v << 6
-        for k in range(min(64, m - base)):
-            x |= np.uint64(umark[base + k]) << np.uint64(k)
+        if base + 64 <= m:
+            for g in range(8):
+                x |= _pack8(um[(base >> 3) + g]) << np.uint64(8 * g)
+        else:
+            for k in range(m - base):
+                x |= np.uint64(umark[base + k]) << np.uint64(k)
         bp[2 * (u_word + v)] = x
         bp[2 * (u_word + v) + 1] = np.uint64(t)
         t += popcount64(x)

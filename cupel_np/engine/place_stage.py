@@ -151,7 +151,7 @@ class PlaceOutputs(NamedTuple):
     reason: np.ndarray  #: int8 reason code (``engine.reasons``)
     detail_a: np.ndarray  #: a CountCapExceeded row's cap (with ``count_caps``; may be empty otherwise)
     detail_b: np.ndarray  #: and its count
-    position: np.ndarray  #: the placed position of an included row
+    position: np.ndarray  #: the placed position of an included row (other rows': undefined)
     #: written only for the rows truncation drops (see ``_place_segments``; may be empty when
     #: the overflow strategy is not truncate)
     seq: np.ndarray

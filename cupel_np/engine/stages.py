@@ -224,7 +224,8 @@ def _place_segments(
         detail_a, detail_b : the cap and the count of a CountCapExceeded row (with
             ``count_caps``, when not empty: the same as the returned ``cc_*``); other reasons'
             fields are rebuilt on demand
-        position : the placed position of an included row (nothing else is written)
+        position : the placed position of an included row (other rows' entries mean
+            nothing: a fast pass writes one to every candidate of its segment)
 
     Returns
         per segment ``(err, err_a, sliced_tokens, kept_tokens, trunc, ties)``, then
@@ -297,12 +298,15 @@ def _place_segments(
     if ts_code is not None:
         chrono = placer == PLACER_CHRONOLOGICAL
         u_word = (n_ts + 63) >> 6 if chrono else 0
-        umark = np.empty(max_m + 1 if chrono else 0, dtype=np.uint8)  # (+1: a spare slot)
+        # (+1: a spare slot; a multiple of 8: chrono_bits reads it eight marks at a time)
+        umark = np.empty((max_m + 8) & ~7 if chrono else 0, dtype=np.uint8)
+        zrow = np.empty(n_cand + 1 if chrono else 0, dtype=np.int64)  # selected rows of zero tokens
         # (+1 word: a candidate not selected reads the word of input position n_pin)
         bp = np.empty(2 * (u_word + ((max_m + 64) >> 6)) if chrono else 0, dtype=np.uint64)
         tied_any = chrono and ts_runs.shape[0] > 0
     key_at = np.empty(n_ts + 1 if tied_any else 0, dtype=np.int64)  # (+1: the others' stores)
     no_mark = np.empty(0, dtype=np.uint8)
+    no_zero = np.empty(0, dtype=np.int64)
     # ``cap_of_kind`` None (no count caps, short lists only): Numba prunes every branch on
     # ``cap_of_kind is not None``, so that specialization compiles none of the caps' code
     n_kinds = 1
@@ -367,20 +371,22 @@ def _place_segments(
                 n_hit += np.int64(rank[p] >= 0)
             may_chrono = n_hit * 2 >= n_try
         fused = (u_at is not None and fast_u) or (ts_code is not None and may_chrono)
+        n_zero = 0  # (``_select_pass``, chronological: the selected rows of zero tokens in ``zrow``)
+        consecutive = False
         if fused:
             for q in range(plo, phi):
                 included[pin_rows[q]] = True
         if ts_code is not None and may_chrono:
             for q in range(n_pin):  # input position q: whether its row is untimestamped
                 umark[q] = 0 if ts_valid[pin_rows[plo + q]] else 1
-            n_sel, sliced_tokens, n_def = _select_pass(
+            n_sel, sliced_tokens, n_def, n_zero, consecutive = _select_pass(
                 rank, cand_rows, tokens, kind, clo, chi, has_pin, eff_target, override_max, cap_of_kind,
-                count_caps, kind_count, defer, n_def, reason, included, ts_valid, umark, n_pin,
+                count_caps, kind_count, defer, n_def, reason, included, ts_valid, umark, n_pin, zrow,
             )  # fmt: skip
         elif fused:
-            n_sel, sliced_tokens, n_def = _select_pass(
+            n_sel, sliced_tokens, n_def, _nz, _cons = _select_pass(
                 rank, cand_rows, tokens, kind, clo, chi, has_pin, eff_target, override_max, cap_of_kind,
-                count_caps, kind_count, defer, n_def, reason, included, ts_valid, no_mark, n_pin,
+                count_caps, kind_count, defer, n_def, reason, included, ts_valid, no_mark, n_pin, no_zero,
             )  # fmt: skip
         # nearly every candidate selected (counted first: a pass that vectorizes, a tenth of
         # the others): branches rarely mispredict, so the passes branch instead and walk the
@@ -611,10 +617,18 @@ def _place_segments(
                 position, reason,
             )  # fmt: skip
         elif ts_code is not None and fast_chrono:
+            tied_mode = 0  # the key_at stores: none without tied rows, a branch for few (see _chrono_pass)
+            if tied_any:
+                n_tied = 0
+                for r in range(ts_run_offsets[s], ts_run_offsets[s + 1]):
+                    n_tied += ts_runs[2 * r + 1] - ts_runs[2 * r]
+                tied_mode = 0 if n_tied == 0 else 2 if n_tied * 16 <= chi - clo else 1
             _chrono_pass(
-                rank, cand_rows, tokens, clo, chi, n_pin, ts_code, bp, u_word << 6, tied_any, n_ts, key_at,
+                rank, cand_rows, consecutive, clo, chi, n_pin, ts_code, bp, u_word << 6, tied_mode, n_ts, key_at,
                 position, reason,
             )  # fmt: skip
+            for u in range(n_zero):  # (it wrote Scored)
+                reason[zrow[u]] = R_ZERO_TOKEN
         elif u_at is not None and fast_u:
             _u_pass(rank, cand_rows, tokens, clo, chi, u_at, position, reason)
         else:
