@@ -16,6 +16,14 @@ _ONE_KEY = np.uint64(0xBFF0000000000000 ^ 0xFFFFFFFFFFFFFFFF)
 _MAGNITUDE = np.uint64(0x7FFFFFFFFFFFFFFF)
 _INF_BITS = np.uint64(0x7FF0000000000000)
 _NO_TOKENS = np.zeros(0, dtype=np.int64)
+#: ``u_at`` holds positions as int32 (half the memory its scattered writes and the place
+#: kernel's pass over it touch) unless a set could hold 2**31 items
+_NO_PLACES = np.zeros(0, dtype=np.int32)
+
+
+def _u_at_dtype(n_places: int):
+    """``u_at``'s dtype when positions go up to ``n_places``: int32, else int64."""
+    return np.int32 if n_places < 2**31 else np.int64
 
 
 @jit_inner
@@ -479,7 +487,8 @@ def _sliced_score_order(rank, cand_score, cand_tok, cand_offsets, pin_offsets, m
     pinned ones (score 1.0) inserted before the first one not scored above 1.0. One NumPy SIMD
     sort of distinct uint64 keys (score key high bits, candidate index low bits: ``_u_pack``),
     then ``_u_finish`` orders the runs that share the high bits. Returns ``(u_at, u_pin)``: per
-    candidate of a placed segment, its position (``u_at``, not written for the others); per
+    candidate of a placed segment, its position (``u_at``, int32 below 2**31 places: see
+    ``_u_at_dtype``; not written for the others); per
     segment, the pinned items' first place in u-shaped order, -1 when the segment is left to
     the place kernel.
 
@@ -511,9 +520,9 @@ def _sliced_score_order(rank, cand_score, cand_tok, cand_offsets, pin_offsets, m
             continue
         packed.sort()  # NumPy's SIMD quicksort; the keys are distinct, so any sort agrees
         if u_at is None:
-            u_at = np.empty(rank.shape[0], dtype=np.int64)
+            u_at = np.empty(rank.shape[0], dtype=_u_at_dtype(rank.shape[0] + int(pin_offsets[-1])))
         n_pin = int(pin_offsets[s + 1] - pin_offsets[s])
         u_pin[s] = _u_finish(
             packed, shift, lo, rank, score_bits, cand_score, tok, r_lo[a:b], r_hi[a:b], _ONE_KEY, n_pin, u_at
         )
-    return (_NO_TOKENS if u_at is None else u_at), u_pin
+    return (_NO_PLACES if u_at is None else u_at), u_pin

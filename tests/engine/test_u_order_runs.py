@@ -102,3 +102,19 @@ def test_runs_without_ranges_are_in_rank_order():
     at, first_pin = _reference(rank, score, tok, [], 1)
     assert u_pin[0] == first_pin
     assert {p: int(u_at[p]) for p in at} == at
+
+
+def test_positions_are_int32_below_two_to_the_31():
+    """``u_at`` is int32 (its scattered writes touch half the memory) unless a set could
+    hold 2**31 places; a run with nothing placed returns an int32 empty array too (the place
+    kernel sees one type)."""
+    assert u_order._u_at_dtype(2**31 - 1) is np.int32
+    assert u_order._u_at_dtype(2**31) is np.int64
+    n = 50
+    score = np.linspace(0.1, 0.9, n)
+    tok = np.ones(n, dtype=np.int64)
+    rank = np.arange(n)
+    u_at, _ = u_order._sliced_score_order(rank, score, tok, np.array([0, n]), np.array([0, 0]), 0, None)
+    assert u_at.dtype == np.int32
+    none, u_pin = u_order._sliced_score_order(rank, score, tok, np.array([0, n]), np.array([0, 0]), n + 1, None)
+    assert none.dtype == np.int32 and none.shape == (0,) and u_pin[0] == -1
