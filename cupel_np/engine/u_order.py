@@ -16,6 +16,14 @@ _ONE_KEY = np.uint64(0xBFF0000000000000 ^ 0xFFFFFFFFFFFFFFFF)
 _MAGNITUDE = np.uint64(0x7FFFFFFFFFFFFFFF)
 _INF_BITS = np.uint64(0x7FF0000000000000)
 _NO_TOKENS = np.zeros(0, dtype=np.int64)
+#: ``u_at`` holds positions as int32 (half the memory its scattered writes and the place
+#: kernel's pass over it touch) unless a set could hold 2**31 items
+_NO_PLACES = np.zeros(0, dtype=np.int32)
+
+
+def _u_at_dtype(n_places: int):
+    """``u_at``'s dtype when positions go up to ``n_places``: int32, else int64."""
+    return np.int32 if n_places < 2**31 else np.int64
 
 
 @jit_inner
@@ -124,9 +132,6 @@ def _range_of(r_lo, r_hi, r):
     return a - 1 if a > 0 and r < r_hi[a - 1] else -1
 
 
-#: runs (keys sharing their high bits) up to this long use ``_u_finish``'s scratch; a longer
-#: one allocates its own
-RUN_SCRATCH = 16384
 #: runs longer than this are first tried in token order by a radix sort (``_place_run``)
 RUN_RADIX_MIN = 64
 
@@ -169,16 +174,80 @@ def _in_order(o, fk, bk, tk, rk, n):
 
 
 @jit_inner
+def _u_place(j, m):
+    """Item ``j`` of u-shaped order (``m`` items): its position."""
+    return j // 2 + (m - 1 - 2 * (j // 2)) * (j & 1)
+
+
+#: a run of one score whose tokens are all below this is ordered by (tokens, rank) directly
+#: (``_one_score_run``); with ranks below ``2**38`` the pair packs into one uint64
+TOK_LIMIT = 1 << 26
+_TOK_SHIFT = np.uint64(38)
+
+
+@jit_inner
+def _one_score_run(sc, fk, rk, key, ix, r_n, r_lo, r_hi, one_key, n_pin, m, j, n_before, u_at, key2, o, row2, cnt):
+    """``_place_run``'s common case, without densities: every entry of the run has one score
+    bit pattern ``s`` with ``2**-900 < s < 2**1000`` and one unordered range, and fewer than
+    ``TOK_LIMIT`` tokens. Then the tie key (density descending) is token order exactly: zero
+    tokens' density (MAX_FLOAT) is above every ``s / t``, and for ``1 <= t1 < t2 < 2**26`` the
+    exact quotients differ by a factor above ``1 + 2**-26``, which rounding to normal doubles
+    (``s / t > 2**-926``) keeps strict; equal tokens tie, then rank. So the run is in (tokens,
+    rank) order: by tokens from candidate order (a radix sort) when that puts equal tokens in
+    rank order (a range ranked in index order), else by both packed in one key. Returns
+    ``(placed, j, n_before)``; nothing is written when the case does not apply."""
+    s = sc[0]
+    if not (s > 2.0**-900 and s < 2.0**1000) or r_lo.shape[0] == 0:  # (NaN fails too)
+        return False, j, n_before
+    g = _range_of(r_lo, r_hi, rk[0])
+    if g < 0 or r_hi[g] > (1 << 38):
+        return False, j, n_before
+    b0 = fk[0]
+    a = r_lo[g]
+    b = r_hi[g]
+    ok = True
+    for u in range(r_n):
+        r = rk[u]
+        ok &= (fk[u] == b0) & (r >= a) & (r < b) & (key[u] < np.uint64(TOK_LIMIT))
+    if not ok:
+        return False, j, n_before
+    for u in range(r_n):
+        o[u] = u
+    done = False
+    if r_n > RUN_RADIX_MIN:
+        _radix_by(key, o, row2, cnt, r_n)
+        done = True
+        for u in range(1, r_n):
+            x = o[u - 1]
+            y = o[u]
+            done &= (key[x] < key[y]) | ((key[x] == key[y]) & (rk[x] < rk[y]))
+        if not done:
+            for u in range(r_n):
+                o[u] = u
+    if not done:
+        for u in range(r_n):
+            key[u] = (key[u] << _TOK_SHIFT) | np.uint64(rk[u])
+        if r_n > RUN_RADIX_MIN:
+            _radix_by(key, o, row2, cnt, r_n)
+        else:
+            sort_pairs(key, o, key2, row2, r_n)
+    if n_before < 0 and _bits_key(b0) >= one_key:
+        n_before = j
+        j += n_pin
+    for u in range(r_n):
+        u_at[ix[o[u]]] = _u_place(j, m)
+        j += 1
+    return True, j, n_before
+
+
+@jit_inner
 def _place_run(
-    packed,
-    i,
+    sc,
+    fk,
+    rk,
+    key,
+    ix,
     r_n,
-    low,
-    lo,
-    rank,
-    score_bits,
-    cand_score,
-    cand_tok,
     r_lo,
     r_hi,
     one_key,
@@ -189,12 +258,17 @@ def _place_run(
     u_at,
     scratch_u,
     scratch_i,
+    scratch_f,
+    scratch_fb,
 ):
-    """Place the run ``packed[i:i + r_n]`` of ``_u_finish`` (keys that share their high bits,
-    in candidate order) from place ``j`` on: ordered by score key ``fk``, block ``bk``, tie
-    key ``tk``, then rank ``rk`` (``_tie_before``; see ``_u_finish``), each entry's position
-    written to ``u_at``. Returns ``(j, n_before)`` after the run. ``scratch_u``/``scratch_i``:
-    uint64 / int64 scratch, used when it holds ``4 * r_n`` / ``5 * r_n`` entries.
+    """Place one run of ``_u_finish`` (keys that share their high bits) from place ``j`` on:
+    its entries (in candidate order) are candidates ``ix[:r_n]`` with scores ``sc`` (``fk``:
+    the same memory as uint64 bits), ranks ``rk`` and tokens ``key`` (every one gathered by
+    the caller; ``fk`` and ``key`` are overwritten), ordered by score key ``fk``, block ``bk``,
+    tie key ``tk``, then rank ``rk`` (``_tie_before``; see ``_u_finish``), each entry's
+    position written to ``u_at``. Returns ``(j, n_before)`` after the run.
+    ``scratch_u``/``scratch_i``/``scratch_f``: uint64 / int64 / float64 scratch of ``2 * r_n`` /
+    ``3 * r_n + 256`` / ``r_n`` entries at least, ``scratch_fb`` the same memory as ``scratch_f``.
 
     The order is found by stable sorts of one key each, least significant first, from
     candidate order, each skipped when the whole run shares its key, and then checked
@@ -209,61 +283,48 @@ def _place_run(
     * else by the comparison sort ``_tie_order``.
 
     Outside the ranges ``bk`` is the rank itself and ``tk`` is 0."""
-    if scratch_u.shape[0] < 4 * r_n:  # longer than the caller's scratch: its own (allocated
-        # here, not in the caller's loop, where a reassigned array is reference counted per item)
-        scratch_u = np.empty(4 * r_n, dtype=np.uint64)
-        scratch_i = np.empty(5 * r_n, dtype=np.int64)
-    fk = scratch_u[:r_n]
-    tk = scratch_u[r_n : 2 * r_n]
-    key = scratch_u[2 * r_n : 3 * r_n]
-    key2 = scratch_u[3 * r_n : 4 * r_n]
+    tk = scratch_u[:r_n]
+    key2 = scratch_u[r_n : 2 * r_n]
     bk = scratch_i[:r_n]
-    rk = scratch_i[r_n : 2 * r_n]
-    ix = scratch_i[2 * r_n : 3 * r_n]
-    o = scratch_i[3 * r_n : 4 * r_n]
-    row2 = scratch_i[4 * r_n : 5 * r_n]
+    o = scratch_i[r_n : 2 * r_n]
+    row2 = scratch_i[2 * r_n : 3 * r_n]
+    cnt = scratch_i[3 * r_n : 3 * r_n + 256]
+    placed, j1, nb = _one_score_run(
+        sc, fk, rk, key, ix, r_n, r_lo, r_hi, one_key, n_pin, m, j, n_before, u_at, key2, o, row2, cnt
+    )
+    if placed:
+        return j1, nb
+    dens = scratch_f[:r_n]
+    dens_bits = scratch_fb[:r_n]
     n_r = r_lo.shape[0]
-    fb = np.empty(1, dtype=np.float64)
-    ub = fb.view(np.uint64)
     same_f = True
     same_b = True
     same_t = True
-    # the run's candidates are scattered over the segment: their reads first, in a loop of
-    # their own whose cache misses overlap (in the loop below each waited for the last)
     for u in range(r_n):
-        p = lo + np.int64(packed[i + u] & low)
-        ix[u] = p
-        fk[u] = score_bits[p]
-        rk[u] = rank[p]
-        key[u] = np.uint64(cand_tok[p]) if n_r else np.uint64(0)  # (``cand_tok`` may be empty without ranges)
-    for u in range(r_n):
-        bits = fk[u]
-        f = _bits_key(bits)
-        fk[u] = f
+        s = sc[u]  # (``fk``'s float: read before ``fk[u]`` is written)
+        f = _bits_key(fk[u])
         r = rk[u]
         # the block: the first rank of its unordered range, else its own rank (ranges are
         # disjoint, so blocks compare as the ranks of the output order do)
-        b = r
-        t = np.uint64(0)
-        tok = key[u]
-        key[u] = 0
         g = _range_of(r_lo, r_hi, r) if n_r else -1
-        if g >= 0:
-            b = r_lo[g]
-            ub[0] = bits  # (the score: ``score_bits`` are ``cand_score``'s bits)
-            fb[0] = density_key(np.int64(tok), fb[0]) + 0.0  # -0.0 + 0.0 == +0.0
-            x = ub[0]
-            t = ~x if x & _SIGN else x | _SIGN
-            key[u] = tok
+        inside = g >= 0
+        b = r_lo[g] if inside else r
+        tok = key[u]
+        dens[u] = density_key(np.int64(tok), s) + 0.0  # -0.0 + 0.0 == +0.0 (used inside a range only)
+        key[u] = tok if inside else np.uint64(0)
+        tk[u] = np.uint64(inside)  # (the tie key below, from the density's bits)
+        fk[u] = f
         bk[u] = b
-        tk[u] = t
         same_f &= f == fk[0]
         same_b &= b == bk[0]
-        same_t &= t == tk[0]
         o[u] = u
+    for u in range(r_n):
+        x = dens_bits[u]
+        t = (~x if x & _SIGN else x | _SIGN) if tk[u] else np.uint64(0)
+        tk[u] = t
+        same_t &= t == tk[0]
     done = False
     if r_n > RUN_RADIX_MIN and not same_t:
-        cnt = np.empty(256, dtype=np.int64)
         _radix_by(key, o, row2, cnt, r_n)
         if not same_b:
             for u in range(r_n):
@@ -296,7 +357,7 @@ def _place_run(
         if n_before < 0 and fk[q] >= one_key:
             n_before = j
             j += n_pin
-        u_at[ix[q]] = j // 2 + (m - 1 - 2 * (j // 2)) * (j & 1)
+        u_at[ix[q]] = _u_place(j, m)
         j += 1
     return j, n_before
 
@@ -312,55 +373,108 @@ def _u_finish(packed, shift, lo, rank, score_bits, cand_score, cand_tok, r_lo, r
     ``density_key``), then rank. The ``n_pin`` pinned items (score 1.0, key ``one_key``) come
     after the sliced items scored above 1.0 and before the others; item ``j`` of that order
     (``m`` in all) is placed at ``j // 2`` (even ``j``) or ``m - 1 - j // 2`` (odd ``j``): written
-    to ``u_at[p]`` for candidate ``p``. Returns the pinned items' first ``j``."""
+    to ``u_at[p]`` for candidate ``p``. Returns the pinned items' first ``j``.
+
+    Three passes: the keys in order, a lone key's candidate placed at once and each run's
+    keys moved to the front of ``packed`` (its first place and length noted); then every run
+    entry's scattered reads in one loop (their cache misses overlap, which they do not between
+    the writes of the first pass); then each run ordered and placed (``_place_run``). The
+    pinned items go in when the first key not below ``one_key``'s high bits is met; when that
+    is a run's, the run places them (its places are known: the run's and the pinned's)."""
     n = packed.shape[0]
     m = n + n_pin
     sh = np.uint64(shift)
     low = (np.uint64(1) << sh) - np.uint64(1)
     one_high = one_key >> sh
-    cap = min(n, RUN_SCRATCH)
-    scratch_u = np.empty(4 * cap, dtype=np.uint64)
-    scratch_i = np.empty(5 * cap, dtype=np.int64)
+    ulo = np.uint64(lo)
+    # per run (at most n // 2): its first key, its first place, its length (pages are touched
+    # only where written)
+    runs = np.empty(3 * (n // 2) + 3, dtype=np.int64)
+    n_runs = 0
+    pin_run = -1  # the run the pinned items go into, if any
+    c = 0  # the runs' keys in all
+    longest = 0
     j = 0  # the next item's place in u-shaped order, pinned items included
-    n_before = -1  # the pinned items' first place, once known
+    n_before = -1  # the pinned items' first place, once known (or left to ``pin_run``)
+    pins_open = True
     i = 0
     while i < n:
-        h = packed[i] >> sh
+        k = packed[i]
+        h = k >> sh
         e = i + 1
         while e < n and packed[e] >> sh == h:
             e += 1
-        if n_before < 0 and h >= one_high:
-            if h > one_high or e - i == 1:
-                if h > one_high or _bits_key(score_bits[lo + np.int64(packed[i] & low)]) >= one_key:
-                    n_before = j
-                    j += n_pin
-        if e - i > 1:
-            r_n = e - i
-            j, n_before = _place_run(
-                packed,
-                i,
-                r_n,
-                low,
-                lo,
-                rank,
-                score_bits,
-                cand_score,
-                cand_tok,
-                r_lo,
-                r_hi,
-                one_key,
-                n_pin,
-                m,
-                j,
-                n_before,
-                u_at,
-                scratch_u,
-                scratch_i,
-            )
-        else:
-            u_at[np.uint64(lo) + (packed[i] & low)] = j // 2 + (m - 1 - 2 * (j // 2)) * (j & 1)
+        r_n = e - i
+        if pins_open and h >= one_high:
+            if h > one_high or (r_n == 1 and _bits_key(score_bits[ulo + (k & low)]) >= one_key):
+                n_before = j
+                j += n_pin
+                pins_open = False
+            elif r_n > 1:  # the run decides where in it they go
+                pin_run = n_runs
+                pins_open = False
+        if r_n == 1:
+            u_at[ulo + (k & low)] = _u_place(j, m)
             j += 1
+        else:
+            runs[3 * n_runs] = i
+            runs[3 * n_runs + 1] = j
+            runs[3 * n_runs + 2] = r_n
+            n_runs += 1
+            c += r_n
+            longest = max(longest, r_n)
+            j += r_n + (n_pin if pin_run == n_runs - 1 else 0)
         i = e
+    if n_runs == 0:
+        return j if n_before < 0 else n_before
+    sc = np.empty(c, dtype=np.float64)
+    fk = sc.view(np.uint64)
+    tok = np.empty(c, dtype=np.uint64)
+    rk = np.empty(c, dtype=np.int64)
+    ix = np.empty(c, dtype=np.int64)
+    with_tok = r_lo.shape[0] > 0  # (``cand_tok`` may be empty without ranges)
+    u = 0
+    for q in range(n_runs):
+        i = runs[3 * q]
+        for e in range(i, i + runs[3 * q + 2]):
+            p = lo + np.int64(packed[e] & low)
+            ix[u] = p
+            sc[u] = cand_score[p]
+            rk[u] = rank[p]
+            tok[u] = np.uint64(cand_tok[p]) if with_tok else np.uint64(0)
+            u += 1
+    scratch_u = np.empty(2 * longest, dtype=np.uint64)
+    scratch_i = np.empty(3 * longest + 256, dtype=np.int64)
+    scratch_f = np.empty(longest, dtype=np.float64)
+    scratch_fb = scratch_f.view(np.uint64)
+    a = 0
+    for q in range(n_runs):
+        j0 = runs[3 * q + 1]
+        r_n = runs[3 * q + 2]
+        b = a + r_n
+        j1, nb = _place_run(
+            sc[a:b],
+            fk[a:b],
+            rk[a:b],
+            tok[a:b],
+            ix[a:b],
+            r_n,
+            r_lo,
+            r_hi,
+            one_key,
+            n_pin,
+            m,
+            j0,
+            -1 if q == pin_run else 0,
+            u_at,
+            scratch_u,
+            scratch_i,
+            scratch_f,
+            scratch_fb,
+        )
+        if q == pin_run:
+            n_before = nb if nb >= 0 else j1  # none of the run at 1.0 or below: right after it
+        a = b
     if n_before < 0:
         n_before = j
     return n_before
@@ -373,7 +487,8 @@ def _sliced_score_order(rank, cand_score, cand_tok, cand_offsets, pin_offsets, m
     pinned ones (score 1.0) inserted before the first one not scored above 1.0. One NumPy SIMD
     sort of distinct uint64 keys (score key high bits, candidate index low bits: ``_u_pack``),
     then ``_u_finish`` orders the runs that share the high bits. Returns ``(u_at, u_pin)``: per
-    candidate of a placed segment, its position (``u_at``, not written for the others); per
+    candidate of a placed segment, its position (``u_at``, int32 below 2**31 places: see
+    ``_u_at_dtype``; not written for the others); per
     segment, the pinned items' first place in u-shaped order, -1 when the segment is left to
     the place kernel.
 
@@ -405,9 +520,9 @@ def _sliced_score_order(rank, cand_score, cand_tok, cand_offsets, pin_offsets, m
             continue
         packed.sort()  # NumPy's SIMD quicksort; the keys are distinct, so any sort agrees
         if u_at is None:
-            u_at = np.empty(rank.shape[0], dtype=np.int64)
+            u_at = np.empty(rank.shape[0], dtype=_u_at_dtype(rank.shape[0] + int(pin_offsets[-1])))
         n_pin = int(pin_offsets[s + 1] - pin_offsets[s])
         u_pin[s] = _u_finish(
             packed, shift, lo, rank, score_bits, cand_score, tok, r_lo[a:b], r_hi[a:b], _ONE_KEY, n_pin, u_at
         )
-    return (_NO_TOKENS if u_at is None else u_at), u_pin
+    return (_NO_PLACES if u_at is None else u_at), u_pin
