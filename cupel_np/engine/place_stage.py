@@ -191,7 +191,8 @@ def _order_for_placer(tokens, pin_rows, pin_offsets, cand: Candidates, budget_ta
         return _sliced_score_order(
             cand.rank, cand.cand_score, cand_tok, cand.cand_offsets, pin_offsets, placers.U_SORT_MIN, left
         )
-    return np.zeros(0, np.int64), np.full(pin_offsets.shape[0] - 1, -1, np.int64)
+    # (int32: u-shaped's ``u_at`` type, so the place kernel has one specialization for both)
+    return np.zeros(0, np.int32), np.full(pin_offsets.shape[0] - 1, -1, np.int64)
 
 
 _EMPTY = np.zeros(0, np.int64)
