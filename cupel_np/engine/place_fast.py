@@ -149,16 +149,17 @@ def _chrono_pass(
 @jit_inner
 def _u_pass(rank, cand_rows, tokens, clo, chi, u_at, position, reason):
     """U-shaped placement of one segment's selected candidates at their places in ``u_at``
-    (``u_order._sliced_score_order``): their ``position`` and reason."""
+    (``u_order._sliced_score_order``): their ``position`` and reason (and a meaningless
+    position to every candidate not selected, as ``_chrono_pass`` writes: a row's position
+    means something only while it is included, and a store of a select of the old value
+    compiles to a branch per row)."""
     rk = rank[clo:chi]
     rows = cand_rows[clo:chi]
     at_p = u_at[clo:chi]
     for p in range(chi - clo):
         sel = rk[p] >= 0
         row = np.uint64(rows[p])
-        at = at_p[p]
-        old_at = position[row]
-        position[row] = at if sel else old_at
+        position[row] = at_p[p]
         old = reason[row]
         placed = R_ZERO_TOKEN if tokens[row] == 0 else R_SCORED
         reason[row] = placed if sel else old
