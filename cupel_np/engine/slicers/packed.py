@@ -158,9 +158,19 @@ def _order_run(qs, kp, sp):
                 w -= 1
             qs[w + 1] = x
         return
-    # two stable sorts of the position-ordered run: by score, then by full key
+    # two stable sorts of the position-ordered run: by score, then by full key (only when
+    # the run holds several keys: a long run is usually one key, e.g. zero-token candidates)
     o = stable_argsort(desc_bits(sp[qs]))
-    o2 = stable_argsort(kp[qs[o]])
-    tmp = qs[o[o2]]
+    k0 = kp[qs[0]]
+    one_key = True
+    for u in range(1, n_run):
+        if kp[qs[u]] != k0:
+            one_key = False
+            break
+    if one_key:
+        tmp = qs[o]
+    else:
+        o2 = stable_argsort(kp[qs[o]])
+        tmp = qs[o[o2]]
     for u in range(n_run):
         qs[u] = tmp[u]
