@@ -74,6 +74,8 @@ _NO_POS = np.zeros(0, dtype=np.int64)
 #: kind vocabularies a PolicyPlan keeps the slicer arrays of (then it starts again)
 _ARGS_KEPT = 64
 I64, B1 = np.int64, np.bool_
+#: the ufunc ``np.clip`` ends in for a float array (``numpy.core`` before NumPy 2)
+_CLIP = (np._core if hasattr(np, "_core") else np.core).umath.clip
 
 
 @dataclass(frozen=True)
@@ -240,9 +242,9 @@ def _score(child: Scorer, table: ItemTable, ctx: ScoreContext, plan: PolicyPlan,
     if every and isinstance(child, ReflexiveScorer):  # ``_evaluate``'s clip and mask, without the gathers
         hint = table.hint
         ok = table.hint_valid & np.isfinite(hint)  # before clipping, which makes an infinity finite
-        h = np.clip(hint, 0.0, 1.0)  # a new array: the table's column stays as it is
-        h[~ok] = 0.0
-        return h
+        # (new arrays: the table's column stays as it is; the clip ufunc ``np.clip`` calls for
+        # a float column, without its Python wrapper, and 0.0 where not ok: ~1.5 of 3.7 us)
+        return np.where(ok, _CLIP(hint, 0.0, 1.0), 0.0)
     if every and isinstance(child, FrequencyScorer):  # the table's own tag CSR (``ScoreContext._tag_csr``)
         seg = as_input(ctx.offsets, I64)
         small = int(seg[1] - seg[0]) <= kernels.SMALL_SET

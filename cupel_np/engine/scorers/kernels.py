@@ -142,8 +142,10 @@ def _rank_sorted(values, valid, offsets, skip_big):
     """:func:`rank_scores` by sorting each segment's valid (value, row) pairs in scratch
     buffers allocated once per call (written out rather than ``np.argsort``: NumPy's sorts
     cost seconds to compile cold; the keys are uint64 so ``sort_pairs`` compiles once, for the
-    keys every other caller uses). With ``skip_big``, a segment of at least
-    ``RANK_RADIX_MIN`` valid values is left for :func:`_rank_linear`."""
+    keys every other caller uses); a segment whose values span at most twice their number
+    (priorities) is ranked by counting instead (``_rank_counting``, the same ranks: 259
+    priorities of a 500-item request in ~1 us against ~4.5 by sorting). With ``skip_big``, a
+    segment of at least ``RANK_RADIX_MIN`` valid values is left for :func:`_rank_linear`."""
     n = values.shape[0]
     out = np.empty(n, dtype=np.float64)  # np.empty and a loop, not np.zeros (see cupel_np._jit)
     for i in range(n):
@@ -156,6 +158,18 @@ def _rank_sorted(values, valid, offsets, skip_big):
             continue
         if count == 1:
             out[row[0]] = 1.0
+            continue
+        kmin = key[0]
+        kmax = key[0]
+        for j in range(count):
+            if key[j] < kmin:
+                kmin = key[j]
+            if key[j] > kmax:
+                kmax = key[j]
+        if kmax - kmin <= np.uint64(2 * count):  # a small span (priorities): count, no sort
+            for j in range(count):
+                key[j] -= kmin
+            _rank_counting(key, row, count, np.int64(kmax - kmin), out)
             continue
         sort_pairs(key, row, key2, row2, count)
         _ranks_of_sorted(key, row, count, out)
