@@ -74,8 +74,9 @@ _NO_POS = np.zeros(0, dtype=np.int64)
 #: kind vocabularies a PolicyPlan keeps the slicer arrays of (then it starts again)
 _ARGS_KEPT = 64
 I64, B1 = np.int64, np.bool_
-#: the ufunc ``np.clip`` ends in for a float array (``numpy.core`` before NumPy 2)
-_CLIP = (np._core if hasattr(np, "_core") else np.core).umath.clip
+#: the ufunc ``np.clip`` ends in for a float array (``numpy._core.umath.clip``, private: where
+#: a NumPy lacks it, ``np.clip`` itself, the same values through its Python wrapper)
+_CLIP = getattr(getattr(getattr(np, "_core", None), "umath", None), "clip", np.clip)
 
 
 @dataclass(frozen=True)
