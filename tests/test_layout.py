@@ -24,7 +24,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "cupel_np"
 
 #: bottom to top; a module belongs to the wing of its first path component under cupel_np/
 WINGS = ["ground", "model", "engine", "analysis", "testing", "io", "tuning", "report", "cli", "faces"]
-GROUND = {"errors", "text", "_jit", "_files", "_fs", "_cloud", "_version", "_cores", "data"}
+GROUND = {"errors", "text", "_jit", "_files", "_fs", "_cloud", "_version", "_cores", "_malloc", "data"}
 FACES = {"__init__", "__main__", "dask", "conformance"}  # the package face and the moved-path shims
 
 MAX_LINES = 100
@@ -364,6 +364,7 @@ TOP_LEVEL_TESTS = {
     "test_package_face.py": "cupel_np/__init__.py (the face): its names imported on first use",
     "test_naive_oracle.py": "the oracle tests/naive.py itself, against the conformance vectors",
     "test_jit.py": "cupel_np/_jit.py (ground)",
+    "test_malloc.py": "cupel_np/_malloc.py (ground): glibc's malloc thresholds before a big sweep",
     "test_storage.py": "cupel_np/_fs.py (ground): every reader and writer of every wing on object storage",
     "test_sample_data.py": "cupel_np/data/ (ground): the sample corpus",
 }

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from cupel_np import _malloc
 from cupel_np.engine import groups as grp
 from cupel_np.engine import place_stage, placers, stages
 from cupel_np.engine.batch_kernels import duplicate_winners, included_positions
@@ -549,6 +550,8 @@ def run_sweep(
     if score_context is None:  # a custom scorer's column must exist and be numeric: say so first
         check_scorer_columns(table, (var.policy.scorer for var in variants))
     threads = threads_for(threads, table.n * len(variants))
+    if table.n >= _malloc.BIG_ROWS:  # its arrays reused, not faulted in afresh by history
+        _malloc.tune_once()
     t_start = time.time_ns()
     cls = classified or classify(table)
     t_cls = time.time_ns()
