@@ -12,6 +12,7 @@ import pytest
 from cupel_np.engine import place_stage, placers, stages
 from cupel_np.engine.placers import timestamp_order
 from cupel_np.engine.reasons import R_BUDGET_EXCEEDED, R_SCORED, R_ZERO_TOKEN
+from tests.engine.test_chrono_bits import _expected as _expected_places  # the same plain sort
 
 
 def _case(seed, ties, pinned_frac):
@@ -72,20 +73,6 @@ def _place(n, offsets, ts, valid, tokens, pins, cands, ts_order):
         ts_order,
     )
     return out
-
-
-def _expected_places(n, offsets, ts, valid, pins, cands):
-    """Per segment the kept items by (timestamped first, timestamp, input position)."""
-    (pin_rows, pin_off), (cand_rows, cand_off, rank) = pins, cands
-    want = np.full(n, -1, dtype=np.int64)
-    for s in range(offsets.shape[0] - 1):
-        pr = pin_rows[pin_off[s] : pin_off[s + 1]]
-        cr, rk = cand_rows[cand_off[s] : cand_off[s + 1]], rank[cand_off[s] : cand_off[s + 1]]
-        rows = np.concatenate([pr, cr[rk >= 0]])
-        inpos = np.concatenate([np.arange(pr.shape[0]), pr.shape[0] + rk[rk >= 0]])
-        order = np.lexsort((inpos, np.where(valid[rows], ts[rows], 0), ~valid[rows]))
-        want[rows[order]] = np.arange(rows.shape[0])
-    return want
 
 
 @pytest.mark.parametrize("ties", ["none", "few", "many"])

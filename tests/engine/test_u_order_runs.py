@@ -9,32 +9,7 @@ import numpy as np
 import pytest
 
 from cupel_np.engine import u_order
-from cupel_np.engine.sortkeys import desc_bits
-
-
-def _density_desc(t, s):
-    d = np.finfo(np.float64).max if t == 0 else s / t
-    return np.inf if d != d else -d + 0.0
-
-
-def _reference(rank, score, tok, ranges, n_pin):
-    key = desc_bits(score)
-
-    def order_key(p):
-        r = int(rank[p])
-        for a, b in ranges:
-            if a <= r < b:
-                return (int(key[p]), a, _density_desc(int(tok[p]), float(score[p])), r)
-        return (int(key[p]), r, 0.0, r)
-
-    order = sorted((p for p in range(rank.shape[0]) if rank[p] >= 0), key=order_key)
-    first_pin = next((i for i, p in enumerate(order) if key[p] >= u_order._ONE_KEY), len(order))
-    m = len(order) + n_pin
-    at = {}
-    for i, p in enumerate(order):
-        j = i if i < first_pin else i + n_pin
-        at[p] = j // 2 if j % 2 == 0 else m - 1 - j // 2
-    return at, first_pin
+from tests.engine.test_u_shaped_order import reference as _reference  # the same plain sort
 
 
 def _check(score, tok, rank, ranges, n_pin):

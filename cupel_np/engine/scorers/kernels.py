@@ -137,6 +137,19 @@ def _pair_scratch(offsets):
     )
 
 
+@jit_inner
+def _key_bounds(key, count):
+    """The smallest and the largest of ``key[:count]`` (``count >= 1``)."""
+    kmin = key[0]
+    kmax = key[0]
+    for j in range(count):
+        if key[j] < kmin:
+            kmin = key[j]
+        if key[j] > kmax:
+            kmax = key[j]
+    return kmin, kmax
+
+
 @jit
 def _rank_sorted(values, valid, offsets, skip_big):
     """:func:`rank_scores` by sorting each segment's valid (value, row) pairs in scratch
@@ -159,13 +172,7 @@ def _rank_sorted(values, valid, offsets, skip_big):
         if count == 1:
             out[row[0]] = 1.0
             continue
-        kmin = key[0]
-        kmax = key[0]
-        for j in range(count):
-            if key[j] < kmin:
-                kmin = key[j]
-            if key[j] > kmax:
-                kmax = key[j]
+        kmin, kmax = _key_bounds(key, count)
         if kmax - kmin <= np.uint64(2 * count):  # a small span (priorities): count, no sort
             for j in range(count):
                 key[j] -= kmin
@@ -188,13 +195,7 @@ def _rank_linear(values, valid, offsets, out):
         count = _valid_keys(values, valid, offsets[s], offsets[s + 1], key, row)
         if count < RANK_RADIX_MIN:
             continue
-        kmin = key[0]
-        kmax = key[0]
-        for j in range(count):
-            if key[j] < kmin:
-                kmin = key[j]
-            if key[j] > kmax:
-                kmax = key[j]
+        kmin, kmax = _key_bounds(key, count)
         span = kmax - kmin
         for j in range(count):
             key[j] -= kmin
