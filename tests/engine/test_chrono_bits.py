@@ -20,14 +20,24 @@ def _case(seed, coarse, shuffled):
     ts = rng.integers(0, 6 if coarse else 10**12, n).astype(np.int64)
     valid = rng.random(n) < 0.7
     pinned = rng.random(n) < 0.05
+    return (n, offsets, ts, valid, *segment_lists(rng, offsets, pinned, shuffled=shuffled))
+
+
+def segment_lists(rng, offsets, pinned, *, sel_frac=None, shuffled=False, permute_pins=True):
+    """Per segment its pinned rows (in any input order with ``permute_pins``) and its other rows
+    as candidates (shuffled or in row order), a ``sel_frac`` of them selected (a random
+    fraction in 0.2-1.0 by default) and ranked at random: ``(pin_rows, pin_off), (cand_rows,
+    cand_off, rank)``."""
     pin_rows, pin_off, cand_rows, cand_off, rank = [], [0], [], [0], []
-    for s in range(sizes.shape[0]):
+    for s in range(offsets.shape[0] - 1):
         rows = np.arange(offsets[s], offsets[s + 1])
-        pins = rng.permutation(rows[pinned[rows]])  # pinned input order: any
+        pins = rows[pinned[rows]]
+        if permute_pins:
+            pins = rng.permutation(pins)
         cands = rows[~pinned[rows]]
         if shuffled:
             cands = rng.permutation(cands)
-        sel = rng.random(cands.shape[0]) < rng.uniform(0.2, 1.0)
+        sel = rng.random(cands.shape[0]) < (rng.uniform(0.2, 1.0) if sel_frac is None else sel_frac)
         rk = np.full(cands.shape[0], -1, dtype=np.int64)
         rk[sel] = rng.permutation(int(sel.sum()))
         pin_rows.append(pins)
@@ -36,13 +46,10 @@ def _case(seed, coarse, shuffled):
         cand_off.append(cand_off[-1] + cands.shape[0])
         rank.append(rk)
     cat = lambda xs: np.concatenate(xs).astype(np.int64)  # noqa: E731
-    return (
-        n,
-        offsets,
-        ts,
-        valid,
-        (cat(pin_rows), np.array(pin_off, dtype=np.int64)),
-        (cat(cand_rows), np.array(cand_off, dtype=np.int64), cat(rank)),
+    return (cat(pin_rows), np.array(pin_off, dtype=np.int64)), (
+        cat(cand_rows),
+        np.array(cand_off, dtype=np.int64),
+        cat(rank),
     )
 
 

@@ -13,6 +13,7 @@ from cupel_np.engine import place_stage, placers, stages
 from cupel_np.engine.placers import timestamp_order
 from cupel_np.engine.reasons import R_BUDGET_EXCEEDED, R_SCORED, R_ZERO_TOKEN
 from tests.engine.test_chrono_bits import _expected as _expected_places  # the same plain sort
+from tests.engine.test_chrono_bits import segment_lists
 
 
 def _case(seed, ties, pinned_frac):
@@ -37,22 +38,7 @@ def _case(seed, ties, pinned_frac):
     valid = rng.random(n) < 0.7
     tokens = np.where(rng.random(n) < 0.1, 0, rng.integers(1, 50, n)).astype(np.int64)
     pinned = rng.random(n) < pinned_frac
-    pin_rows, pin_off, cand_rows, cand_off, rank = [], [0], [], [0], []
-    for s in range(sizes.shape[0]):
-        rows = np.arange(offsets[s], offsets[s + 1])
-        pins = rows[pinned[rows]]
-        cands = rows[~pinned[rows]]
-        sel = rng.random(cands.shape[0]) < 0.8
-        rk = np.full(cands.shape[0], -1, dtype=np.int64)
-        rk[sel] = rng.permutation(int(sel.sum()))
-        pin_rows.append(pins)
-        pin_off.append(pin_off[-1] + pins.shape[0])
-        cand_rows.append(cands)
-        cand_off.append(cand_off[-1] + cands.shape[0])
-        rank.append(rk)
-    cat = lambda xs: np.concatenate(xs).astype(np.int64)  # noqa: E731
-    pins = (cat(pin_rows), np.array(pin_off, dtype=np.int64))
-    cands = (cat(cand_rows), np.array(cand_off, dtype=np.int64), cat(rank))
+    pins, cands = segment_lists(rng, offsets, pinned, sel_frac=0.8, permute_pins=False)
     return n, offsets, ts, valid, tokens, pins, cands
 
 
