@@ -287,14 +287,21 @@ def tag_ids(items: list[ContextItem], off: np.ndarray) -> tuple[np.ndarray, np.n
     return _compact(off, np.frombuffer(b"".join(bufs), dtype=np.int64))
 
 
+def _look_up_all(source, keys: list):
+    """``[source[k] for k in keys]``, in one C call where there are several (an itemgetter of
+    several keys gives a tuple of their values)."""
+    if len(keys) > 1:
+        return itemgetter(*keys)(source)
+    return [source[k] for k in keys]
+
+
 def looked_up_tag_ids(tags: list[tuple[str, ...]], off: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """``tag_ids`` of items that keep none: the same process-wide ids, looked up per tag
     (one dict look-up per tag occurrence, nothing kept on the items)."""
     generation = _generation[0]
     flat = list(chain.from_iterable(tags))
     try:  # every tag seen before: the look-ups in one C call (an itemgetter of several gives a tuple)
-        got = itemgetter(*flat)(_RAW_GID) if len(flat) > 1 else [_RAW_GID[t] for t in flat]
-        ids = np.fromiter(got, dtype=np.int64, count=len(flat))
+        ids = np.fromiter(_look_up_all(_RAW_GID, flat), dtype=np.int64, count=len(flat))
     except KeyError:
         ids = None
     # a tag never seen is assigned under the lock; so are all when the maps started again
@@ -532,10 +539,7 @@ class ItemRows(ItemTable):
             return super().rows(idx)
         if idx.shape[0] >= _OBJECT_TAKE_MIN:  # three C calls, no Python int per row taken
             return np.fromiter(self._rows, dtype=object, count=self.n)[idx].tolist()
-        take = idx.tolist()
-        if len(take) > 1:  # one C call (an itemgetter of several gives a tuple)
-            return list(itemgetter(*take)(self._rows))
-        return [self._rows[i] for i in take]
+        return list(_look_up_all(self._rows, idx.tolist()))
 
     # -- what the Arrow path would hold, built the long way on first use -----------------
     @cached_property
