@@ -7,7 +7,7 @@ ContextItems in them) are built only when read.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 
@@ -170,6 +170,8 @@ _INCLUSION = {
     reasons.R_PINNED: InclusionReason.Pinned,
     reasons.R_ZERO_TOKEN: InclusionReason.ZeroToken,
 }
+#: ``_INCLUSION`` as a list by code (a missing code: None, which no included row holds)
+_INCLUSION_BY_CODE = [_INCLUSION.get(code) for code in range(256)]
 
 
 def _sparse(pairs, row: int):
@@ -204,6 +206,65 @@ def exclusion_reason(run, row: int, segment: int) -> ExclusionReason:
         unit_row = row if plan is None or plan.member_rep[row] < 0 else int(plan.member_rep[row])
         return CountCapExceeded(t.kind[unit_row].as_py(), cap, count)  # the unit's kind: its first member's
     raise ValueError(f"row {row} has no exclusion reason (code {code})")
+
+
+_NEW = object.__new__
+
+
+def _build3(cls, first: list, second: list, third: list) -> list:
+    """``list(map(cls, first, second, third))`` for a frozen dataclass of three fields and no
+    ``__post_init__`` (``IncludedItem``, ``ExcludedItem``): each instance's fields written
+    straight into its ``__dict__``, in field order, as the generated ``__init__`` writes them
+    (its three ``object.__setattr__`` calls cost twice the rest; a report of 5,000 items)."""
+    a, b, c = (f.name for f in fields(cls))
+    out: list = []
+    append = out.append
+    for x, y, z in zip(first, second, third, strict=True):
+        obj = _NEW(cls)
+        d = obj.__dict__
+        d[a] = x
+        d[b] = y
+        d[c] = z
+        append(obj)
+    return out
+
+
+def _build2(cls, first: list, second) -> list:
+    """``_build3`` for a frozen dataclass of two fields (``BudgetExceeded``); ``second`` one
+    value for every instance."""
+    a, b = (f.name for f in fields(cls))
+    out: list = []
+    append = out.append
+    for x in first:
+        obj = _NEW(cls)
+        d = obj.__dict__
+        d[a] = x
+        d[b] = second
+        append(obj)
+    return out
+
+
+def exclusion_reasons(run, rows: np.ndarray, segment: int) -> list[ExclusionReason]:
+    """``[exclusion_reason(run, r, segment) for r in rows]``: the budget reasons (most of a
+    report's excluded items) built from one column read, the others row by row."""
+    n = rows.shape[0]
+    codes = run.reason[rows]
+    out: list = [None] * n
+    sw, v = run.sweep, run.v
+    plan = sw.group_plan[v]
+    tokens = run.table.tokens if plan is None else plan.unit_row_tokens
+    for code, avail in (
+        (reasons.R_BUDGET_EXCEEDED, sw.avail_slice[v, segment] if n else 0),
+        (reasons.R_TRUNCATED, sw.avail_place[v, segment] if n else 0),
+    ):
+        at = np.flatnonzero(codes == code)
+        if at.shape[0]:
+            built = _build2(BudgetExceeded, tokens[rows[at]].tolist(), int(avail))
+            for i, r in zip(at.tolist(), built):
+                out[i] = r
+    for i in [i for i, r in enumerate(out) if r is None]:
+        out[i] = exclusion_reason(run, int(rows[i]), segment)
+    return out
 
 
 def _stage_rank(reason: np.ndarray) -> np.ndarray:
@@ -294,22 +355,19 @@ class SelectionReport:
     @cached_property
     def included(self) -> list[IncludedItem]:
         run = self._run
-        t = run.table
         rows = self.included_rows
-        return [
-            IncludedItem(t.row(r), float(sc), _INCLUSION[int(run.reason[r])])
-            for r, sc in zip(rows, run.scores_at(rows))
-        ]
+        reason_of = list(map(_INCLUSION_BY_CODE.__getitem__, run.reason[rows].tolist()))
+        if None in reason_of:
+            code = run.reason[rows[reason_of.index(None)]]
+            raise ValueError(f"an included row holds exclusion code {int(code)}")
+        return _build3(IncludedItem, run.table.rows(rows), run.scores_at(rows).tolist(), reason_of)
 
     @cached_property
     def excluded(self) -> list[ExcludedItem]:
         run = self._run
-        t = run.table
         rows = self.excluded_rows
-        return [
-            ExcludedItem(t.row(r), float(sc), exclusion_reason(run, int(r), self._seg))
-            for r, sc in zip(rows, run.scores_at(rows))
-        ]
+        reason_of = exclusion_reasons(run, rows, self._seg)
+        return _build3(ExcludedItem, run.table.rows(rows), run.scores_at(rows).tolist(), reason_of)
 
     @property
     def total_candidates(self) -> int:
