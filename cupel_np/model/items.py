@@ -21,6 +21,7 @@ from cupel_np.model._arrays import _dict_encoded, _one, _plain
 from cupel_np.model._readers import one_line, read_items_table
 from cupel_np.model.columns import ITEM_FIELDS, ITEM_SCHEMA, SET_COLUMN, _normalize
 from cupel_np.model.datasets import RowSource
+from cupel_np.model.decoded_rows import decoded_rows
 from cupel_np.model.fields import (
     TOKEN_LIMIT,
     require_bool,
@@ -579,30 +580,13 @@ class ItemTable:
         i = int(i)
         if self._items is not None:
             return self._items[int(self.input_row[i])]
-        ts = None
-        if self.timestamp_valid[i]:
-            ts = _to_datetime(int(self.timestamp[i]), self.timestamp_unit)
-        col = self.table.column
-        md = _plain(_one(col("metadata")).slice(i, 1))[0].as_py() or []
-        return ContextItem(
-            content=self.content[i].as_py(),
-            tokens=int(self.tokens[i]),
-            kind=_one(col("kind"))[i].as_py(),
-            source=_one(col("source"))[i].as_py(),
-            priority=int(self.priority[i]) if self.priority_valid[i] else None,
-            tags=tuple(_plain(_one(col("tags")).slice(i, 1))[0].as_py() or ()),
-            metadata=dict(md),
-            timestamp=ts,
-            future_relevance_hint=float(self.hint[i]) if self.hint_valid[i] else None,
-            pinned=bool(self.pinned[i]),
-            original_tokens=int(self.original_tokens_col[i]) if self.original_tokens_valid[i] else None,
-        )
+        return decoded_rows(self, np.array([i], dtype=np.int64), ContextItem)[0]
 
     def rows(self, rows: np.ndarray) -> list[ContextItem]:
-        """``[self.row(r) for r in rows]``, with one vectorized lookup when the table holds the
-        ContextItems it was built from."""
+        """``[self.row(r) for r in rows]``: one vectorized lookup when the table holds the
+        ContextItems it was built from, else each column decoded once for all the rows."""
         if self._items is None:
-            return [self.row(r) for r in rows]
+            return decoded_rows(self, rows, ContextItem)
         items = self._items
         return [items[i] for i in self.input_row[rows].tolist()]
 
@@ -658,15 +642,6 @@ def _extra_columns(table, set_column: str | None) -> pa.Table:
             seen.add(nm)
             keep.append(i)
     return table.select(keep)
-
-
-def _to_datetime(v: int, unit: str) -> datetime:
-    from datetime import timedelta
-
-    if unit == "ns":
-        return _EPOCH + timedelta(microseconds=v // 1000)
-    mult = {"s": 1_000_000, "ms": 1000, "us": 1}[unit]
-    return _EPOCH + timedelta(microseconds=v * mult)
 
 
 def _int_values(col) -> tuple[np.ndarray, np.ndarray]:
