@@ -4,7 +4,6 @@ compiles (name, signature, depth: 0 when called from Python), in the order the c
 
 PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
     "demo": (
-        ("cupel_np.engine.placers.timestamp_ranks", "int64[1C] int64[1C] int64[1C] int64", 0),
         ("cupel_np.engine.scorers.kernels._rank_sorted", "int64[1Cr] bool[1Cr] int64[1Cr] bool", 0),
         ("cupel_np.engine.scorers.kernels._pair_scratch", "int64[1Cr]", 1),
         ("cupel_np.engine.scorers.kernels._valid_keys", "int64[1Cr] bool[1Cr] int64 int64 uint64[1C] int64[1C]", 1),
@@ -49,7 +48,6 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ),
     ),
     "check": (
-        ("cupel_np.engine.placers.timestamp_ranks", "int64[1C] int64[1C] int64[1C] int64", 0),
         ("cupel_np.engine.scorers.kernels._rank_sorted", "int64[1Cr] bool[1Cr] int64[1Cr] bool", 0),
         ("cupel_np.engine.scorers.kernels._pair_scratch", "int64[1Cr]", 1),
         ("cupel_np.engine.scorers.kernels._valid_keys", "int64[1Cr] bool[1Cr] int64 int64 uint64[1C] int64[1C]", 1),
