@@ -26,7 +26,6 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
             "int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool none bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] int64[1C] int64[1C] int64[1C] none int64[1C] int64[1C] int32[1C] int64 int64 none none int64[1C]",
             0,
         ),
-        ("cupel_np.engine.batch_kernels.included_positions", "int32[1C] bool[1C]", 0),
         ("cupel_np.engine.stages._sort_short_segments", "float64[1C] int64[1C] int64[1C]", 0),
         (
             "cupel_np.engine.slicers.knapsack._slice_knapsack",
@@ -69,7 +68,6 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
             "int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool none bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] int64[1C] int64[1C] int64[1C] none int64[1C] int64[1C] int32[1C] int64 int64 none none int64[1C]",
             0,
         ),
-        ("cupel_np.engine.batch_kernels.included_positions", "int32[1C] bool[1C]", 0),
         ("cupel_np.testing._kernels._top_n_fail_kernel", "float64[1Cr] int64[1Cr] int64[1Cr] int64 int64[1C]", 0),
     ),
 }
