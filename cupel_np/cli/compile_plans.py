@@ -4,14 +4,7 @@ compiles (name, signature, depth: 0 when called from Python), in the order the c
 
 PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
     "demo": (
-        ("cupel_np.engine.scorers.kernels._rank_sorted", "int64[1Cr] bool[1Cr] int64[1Cr] bool", 0),
-        ("cupel_np.engine.placers.timestamp_ranks", "int64[1C] int64[1C] int64[1C] int64", 0),
-        ("cupel_np.engine.scorers.kernels._pair_scratch", "int64[1Cr]", 1),
-        ("cupel_np.engine.scorers.kernels._valid_keys", "int64[1Cr] bool[1Cr] int64 int64 uint64[1C] int64[1C]", 1),
-        ("cupel_np.engine.scorers.kernels._key_bounds", "uint64[1C] int64", 1),
-        ("cupel_np.engine.scorers.kernels._rank_counting", "uint64[1C] int64[1C] int64 int64 float64[1C]", 1),
-        ("cupel_np.engine.sortkeys.sort_pairs", "uint64[1C] int64[1C] uint64[1C] int64[1C] int64", 1),
-        ("cupel_np.engine.scorers.kernels._ranks_of_sorted", "uint64[1C] int64[1C] int64 float64[1C]", 1),
+        ("cupel_np.engine.scorers.kernels._rank_short", "int64[1Cr] bool[1Cr] int64[1Cr] int64", 0),
         ("cupel_np.engine.scorers.kernels.frequency_scores_small", "int64[1Cr] int64[1Cr] int64 int64[1Cr]", 0),
         ("cupel_np.engine.batch_kernels.variant_scores", "float64[2C] int64[1C] int64[1C] float64[1C] float64[2C]", 0),
         ("cupel_np.engine.batch_kernels.duplicate_winners", "int64[1C] int64[1C] float64[1C]", 0),
@@ -27,10 +20,7 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
             "int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool none bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] int64[1C] int64[1C] int64[1C] none int64[1C] int64[1C] int32[1C] int64 int64 none none int64[1C]",
             0,
         ),
-        ("cupel_np.engine.batch_kernels.included_positions", "int32[1C] bool[1C]", 0),
-        ("cupel_np.engine.stages._sort_small_segments", "float64[1C] int64[1C] int64[1C]", 0),
-        ("cupel_np.engine.sortkeys.desc_bits", "float64[1C]", 1),
-        ("cupel_np.engine.sortkeys.stable_argsort", "uint64[1C]", 1),
+        ("cupel_np.engine.stages._sort_short_segments", "float64[1C] int64[1C] int64[1C]", 0),
         (
             "cupel_np.engine.slicers.knapsack._slice_knapsack",
             "int64[1C] float64[1C] int64[1C] int64[1C] int64 int64 int64[1C] int8[1C] int64[1C] int64[1C]",
@@ -51,14 +41,7 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ),
     ),
     "check": (
-        ("cupel_np.engine.scorers.kernels._rank_sorted", "int64[1Cr] bool[1Cr] int64[1Cr] bool", 0),
-        ("cupel_np.engine.placers.timestamp_ranks", "int64[1C] int64[1C] int64[1C] int64", 0),
-        ("cupel_np.engine.scorers.kernels._pair_scratch", "int64[1Cr]", 1),
-        ("cupel_np.engine.scorers.kernels._valid_keys", "int64[1Cr] bool[1Cr] int64 int64 uint64[1C] int64[1C]", 1),
-        ("cupel_np.engine.scorers.kernels._key_bounds", "uint64[1C] int64", 1),
-        ("cupel_np.engine.scorers.kernels._rank_counting", "uint64[1C] int64[1C] int64 int64 float64[1C]", 1),
-        ("cupel_np.engine.sortkeys.sort_pairs", "uint64[1C] int64[1C] uint64[1C] int64[1C] int64", 1),
-        ("cupel_np.engine.scorers.kernels._ranks_of_sorted", "uint64[1C] int64[1C] int64 float64[1C]", 1),
+        ("cupel_np.engine.scorers.kernels._rank_short", "int64[1Cr] bool[1Cr] int64[1Cr] int64", 0),
         ("cupel_np.engine.batch_kernels.variant_scores", "float64[2C] int64[1C] int64[1C] float64[1C] float64[2C]", 0),
         ("cupel_np.engine.batch_kernels.duplicate_winners", "int64[1C] int64[1C] float64[1C]", 0),
         (
@@ -73,7 +56,6 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
             "int64[1C] int64[1C] int64[1C] bool[1C] int64[1C] int64[1C] int64[1C] float64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64[1C] int64 int64 bool none bool[1C] int8[1C] int64[1C] int64[1C] int32[1C] int64[1C] int64[1C] int64[1C] none int64[1C] int64[1C] int32[1C] int64 int64 none none int64[1C]",
             0,
         ),
-        ("cupel_np.engine.batch_kernels.included_positions", "int32[1C] bool[1C]", 0),
         ("cupel_np.testing._kernels._top_n_fail_kernel", "float64[1Cr] int64[1Cr] int64[1Cr] int64 int64[1C]", 0),
     ),
 }

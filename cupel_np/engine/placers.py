@@ -231,10 +231,12 @@ def chrono_compared(ts_valid, ts_order, ts_sorted, rows):
     return flag[rows] | ~ts_valid[rows]
 
 
-def timestamp_order(ts, ts_valid, offsets):
+def timestamp_order(ts, ts_valid, offsets, ranks: bool = True):
     """Every segment's timestamped rows sorted by timestamp (shared by all variants), their
     timestamps in that order, and the segment offsets; then what placement reads of that
-    order (``timestamp_ranks``: each row's index in it, the runs of equal timestamps). Equal
+    order (``timestamp_ranks``: each row's index in it, the runs of equal timestamps), or
+    three None without ``ranks`` (no set is long enough to be placed on bitmaps: a sweep of
+    small sets does not compile ``timestamp_ranks``). Equal
     timestamps of a segment come in no particular order (placement repairs them to its input
     order).
 
@@ -249,7 +251,7 @@ def timestamp_order(ts, ts_valid, offsets):
     tv = ts[rows]
     if n < 2:
         order = rows.astype(np.int64)
-        return (order, ts[order], off, *timestamp_ranks(order, ts[order], off, ts.shape[0]))
+        return (order, ts[order], off, *_ranks(order, ts[order], off, ts.shape[0], ranks))
     lo = int(tv.min())
     t_bits = (int(tv.max()) - lo).bit_length()
     seg_bits = (n_seg - 1).bit_length()
@@ -279,7 +281,12 @@ def timestamp_order(ts, ts_valid, offsets):
     else:
         order = rows[np.argsort(key)].astype(np.int64)
         ts_sorted = ts[order]
-    return (order, ts_sorted, off, *timestamp_ranks(order, ts_sorted, off, ts.shape[0]))
+    return (order, ts_sorted, off, *_ranks(order, ts_sorted, off, ts.shape[0], ranks))
+
+
+def _ranks(order, ts_sorted, off, n_rows: int, ranks: bool):
+    """``timestamp_ranks`` of the order when ``ranks``, else three None."""
+    return timestamp_ranks(order, ts_sorted, off, n_rows) if ranks else (None, None, None)
 
 
 @jit_inner

@@ -69,6 +69,31 @@ OVERFLOW_PROCEED = 2
 BIG_SEGMENT = 65536
 
 
+#: a run whose segments all have at most this many rows sorts them by insertion
+#: (``_sort_short_segments``) and compiles neither ``stable_argsort`` nor ``desc_bits`` under
+#: the sort stage (a corpus of small sets: the demo's, the samples')
+SHORT_SEGMENT = 64
+
+
+@jit
+def _sort_short_segments(score, offsets, out):
+    """``_sort_small_segments`` for segments of at most ``SHORT_SEGMENT`` rows: a stable
+    insertion sort, score descending with NaN lowest (-0.0 ties 0.0, NaN ties NaN), the order
+    of ``stable_argsort(desc_bits(...))``. Writes positions into ``out``."""
+    for s in range(offsets.shape[0] - 1):
+        lo = offsets[s]
+        for i in range(lo, offsets[s + 1]):
+            x = score[i]
+            j = i
+            while j > lo:
+                a = score[out[j - 1]]
+                if not (a < x or (a != a and x == x)):  # x does not come before a: stop
+                    break
+                out[j] = out[j - 1]
+                j -= 1
+            out[j] = i
+
+
 @jit
 def _sort_small_segments(score, offsets, out):
     for s in range(offsets.shape[0] - 1):
@@ -110,8 +135,11 @@ def _index_order_runs(order, key):
 def sort_segments(score, offsets):
     """Stable per-segment order by score descending (NaN lowest); returns positions."""
     out = np.empty(score.shape[0], dtype=np.int64)
-    _sort_small_segments(score, offsets, out)
     sizes = np.diff(offsets)
+    if sizes.shape[0] == 0 or sizes.max() <= SHORT_SEGMENT:
+        _sort_short_segments(score, offsets, out)
+        return out
+    _sort_small_segments(score, offsets, out)
     for s in np.flatnonzero(sizes >= BIG_SEGMENT):
         lo, hi = int(offsets[s]), int(offsets[s + 1])
         key = desc_bits(score[lo:hi])

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from cupel_np.engine import groups as grp
-from cupel_np.engine import place_stage, placers
+from cupel_np.engine import place_stage, placers, stages
 from cupel_np.engine.batch_kernels import duplicate_groups
 from cupel_np.engine.parallel import run_tasks
 from cupel_np.engine.scorers import ScoreContext
@@ -118,7 +118,12 @@ def _timestamps(
     largest = int(np.max(np.diff(table.offsets))) if table.offsets.shape[0] > 1 else 0
     if largest <= placers.CHRONO_FILTER_MIN and not need_order:
         return None, None
-    ts = place_stage.TimestampOrder(*placers.timestamp_order(table.timestamp, table.timestamp_valid, table.offsets))
+    # the per-row codes and runs only where a set may be placed on bitmaps (more items than
+    # SMALL_PLACE, ``place_stage._has_long``): a sweep of small sets does not compile them
+    ranks = largest > stages.SMALL_PLACE
+    ts = place_stage.TimestampOrder(
+        *placers.timestamp_order(table.timestamp, table.timestamp_valid, table.offsets, ranks=ranks)
+    )
     read = greedy_chrono and largest >= greedy.BIG_GREEDY
     compared = placers.chrono_compared(table.timestamp_valid, ts.order, ts.sorted, sc_rows) if read else None
     return ts, compared

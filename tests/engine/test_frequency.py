@@ -292,7 +292,7 @@ def test_scorer_kernels_compile_one_specialization():
     )
     specs = json.loads(out.stdout.strip().splitlines()[-1])
     assert {k.rsplit(".", 1)[1] for k in specs} >= {
-        "_rank_sorted",
+        "_rank_short",
         "tag_scores",
         "frequency_scores",
         "frequency_scores_small",

@@ -86,15 +86,62 @@ def rank_scores(values, valid, offsets):
 
     O(n log n) per segment instead of the spec's O(n^2) double loop (:func:`_rank_sorted`); a
     segment of at least ``RANK_RADIX_MIN`` valid values in linear time (:func:`_rank_linear`,
-    a kernel of its own: a run of small sets, such as the demo, never compiles it)."""
+    a kernel of its own: a run of small sets, such as the demo, never compiles it); sets all
+    of at most ``RANK_SHORT`` rows by :func:`_rank_short` alone (the same ranks)."""
     n_seg = offsets.shape[0] - 1
     if n_seg == 1:  # one set (a single selection): no NumPy call
-        big = offsets[1] - offsets[0] >= RANK_RADIX_MIN
+        longest = int(offsets[1] - offsets[0])
     else:
-        big = n_seg > 1 and int(np.max(offsets[1:] - offsets[:-1])) >= RANK_RADIX_MIN
+        longest = int(np.max(offsets[1:] - offsets[:-1])) if n_seg > 1 else 0
+    if longest <= RANK_SHORT:
+        return _rank_short(values, valid, offsets, longest)
+    big = longest >= RANK_RADIX_MIN
     out = _rank_sorted(values, valid, offsets, big)
     if big:
         _rank_linear(values, valid, offsets, out)
+    return out
+
+
+#: segments of at most this many rows are ranked by :func:`_rank_short` (a run of small sets,
+#: the demo's, compiles neither ``sort_pairs`` nor the counting path under the ranks)
+RANK_SHORT = 64
+
+
+@jit
+def _rank_short(values, valid, offsets, longest):
+    """:func:`rank_scores` of segments of at most ``longest`` rows: each segment's valid
+    values sorted by insertion (with their rows), then every run of equal values gets the
+    index of its first over ``count - 1``: the ranks of :func:`_rank_sorted` (a rank does not
+    depend on the order of equal values)."""
+    n = values.shape[0]
+    out = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        out[i] = 0.0
+    key = np.empty(longest, dtype=np.int64)
+    row = np.empty(longest, dtype=np.int64)
+    for s in range(offsets.shape[0] - 1):
+        count = 0
+        for i in range(offsets[s], offsets[s + 1]):
+            if not valid[i]:
+                continue
+            v = values[i]
+            j = count
+            while j > 0 and key[j - 1] > v:
+                key[j] = key[j - 1]
+                row[j] = row[j - 1]
+                j -= 1
+            key[j] = v
+            row[j] = i
+            count += 1
+        if count == 1:
+            out[row[0]] = 1.0
+        elif count > 1:
+            denom = np.float64(count - 1)
+            rank = 0
+            for j in range(count):
+                if j > 0 and key[j] != key[j - 1]:
+                    rank = j
+                out[row[j]] = np.float64(rank) / denom
     return out
 
 
