@@ -198,8 +198,6 @@ def density_bits(tok, score):
     return u
 
 
-#: candidates per block of :func:`_frontier`'s key pass
-FRONTIER_BLOCK = 512
 #: digit bits of :func:`frontier_of`'s levels after the first (16-bit) digit
 LOW_DIGIT_BITS = 12
 
@@ -207,23 +205,21 @@ LOW_DIGIT_BITS = 12
 @jit_inner
 def keys_and_top_digits(tok, score, kb):
     """:func:`density_bits` of every candidate, into ``kb``, and the histogram of their first
-    16-bit digits weighted by tokens (returned, 65,536 entries): the keys a block at a time
-    through a small scratch (its bit patterns read as uint64), one pass over the candidates'
-    memory while the block stays in L1."""
+    16-bit digits weighted by tokens (returned, 65,536 entries), in two loops: the keys (the
+    float written and turned into its order-preserving bits in place, a loop that vectorizes),
+    then the histogram. Faster than one pass over blocks of a small scratch (keys and
+    histogram of a block while it stays in L1: measured 2.0 against 1.5 ms a 1M-row variant;
+    the scatter-add holds the block loop back) although it reads ``kb`` and ``tok`` twice."""
     n = tok.shape[0]
+    y = kb.view(np.float64)
+    for i in range(n):
+        y[i] = density_key(tok[i], score[i])
+        b = kb[i]  # float bit patterns to order-preserving keys (as density_bits)
+        kb[i] = ~b if b & _SIGN else b | _SIGN
     w = np.zeros(65536, dtype=np.int64)
     sh = np.uint64(48)
-    y = np.empty(FRONTIER_BLOCK, dtype=np.float64)
-    yb = y.view(np.uint64)
-    for lo in range(0, n, FRONTIER_BLOCK):
-        hi = min(lo + FRONTIER_BLOCK, n)
-        for i in range(lo, hi):
-            y[i - lo] = density_key(tok[i], score[i])
-        for i in range(lo, hi):  # float bit patterns to order-preserving keys (as density_bits)
-            b = yb[i - lo]
-            b = ~b if b & _SIGN else b | _SIGN
-            kb[i] = b
-            w[b >> sh] += tok[i]
+    for i in range(n):
+        w[kb[i] >> sh] += tok[i]
     return w
 
 
