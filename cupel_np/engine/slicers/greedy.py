@@ -333,12 +333,14 @@ def _greedy_big(tok, score, target, rank, min_chunk, marked, scratch):
     else:
         bits = pack_bits(n)
         kp = scratch.get("kp", n, np.uint64)
-        k, n_pre, m = _prefix_ranks_marked(kb, tok, thr, every, remaining, rank, marked, bits, pk, pos, kp, cand)
+        sp = scratch.get("sp", n, np.float64)
+        k, n_pre, m = _prefix_ranks_marked(
+            kb, tok, score, thr, every, remaining, rank, marked, bits, pk, pos, kp, sp, cand
+        )
         if k:
             pk = pk[:k]
             pk.sort()  # NumPy's SIMD sort of distinct uint64 keys, in place
-            r, sp = scratch.get("r", k, np.int64), scratch.get("sp", k, np.float64)
-            _rank_packed(pk, pos[:k], kp[:k], bits, score, rank, n_pre, r, sp)
+            _rank_packed(pk, pos[:k], kp[:k], sp[:k], bits, rank, n_pre, scratch.get("r", k, np.int64))
             n_pre += k
     cand = cand[:m]
     if not every:
@@ -387,13 +389,14 @@ def _prefix_ranks(kb, tok, thr, every, remaining, rank, cand):
 
 
 @jit
-def _prefix_ranks_marked(kb, tok, thr, every, remaining, rank, marked, bits, pk, pos, kp, cand):
+def _prefix_ranks_marked(kb, tok, score, thr, every, remaining, rank, marked, bits, pk, pos, kp, sp, cand):
     """:func:`_prefix_ranks` with ``marked``: only the unmarked prefix candidates get ranks
     0, 1, ... in index order (the marked ones -1). The ``k`` marked prefix candidates go to
-    ``pos[:k]`` (positions, ascending), ``kp[:k]`` (their density keys) and ``pk[:k]`` (packed keys: the density key with its
+    ``pos[:k]`` (positions, ascending), ``kp[:k]`` (their density keys), ``sp[:k]`` (their
+    scores, from ``score``) and ``pk[:k]`` (packed keys: the density key with its
     low ``bits`` bits replaced by the index into ``pos``, which sorts them by key and, among
-    keys that share their high bits, by position; see ``packed._rank_packed``). ``pk``, ``pos``
-    and ``kp`` are scratch of the segment's length. Returns ``k``, the count of unmarked prefix
+    keys that share their high bits, by position; see ``packed._rank_packed``). ``pk``, ``pos``,
+    ``kp`` and ``sp`` are scratch of the segment's length. Returns ``k``, the count of unmarked prefix
     candidates, and the count ``m`` of the candidates beyond the prefix that still fit
     ``remaining`` tokens, written to ``cand[:m]`` (as in :func:`_prefix_ranks`). Branch-free."""
     n = kb.shape[0]
@@ -411,6 +414,7 @@ def _prefix_ranks_marked(kb, tok, thr, every, remaining, rank, marked, bits, pk,
         pk[k] = (key & hi_mask) | np.uint64(k)
         pos[k] = i
         kp[k] = key
+        sp[k] = score[i]
         k += mk
         if not every:
             cand[m] = i
