@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from cupel_np._jit import jit, jit_inner
-from cupel_np.engine.slicers.packed import _pack_keys, _rank_packed, _walk_packed, pack_bits
+from cupel_np.engine.slicers.packed import _pack_keys, _rank_packed, _walk_packed, offsets_dtype, pack_bits
 from cupel_np.engine.sortkeys import _SIGN, desc_bits, int_keys, radix_argsort, score_cmp, stable_argsort
 
 #: greedy partitions at least this long are ordered by the radix sort
@@ -340,7 +340,7 @@ def _greedy_big(tok, score, target, rank, min_chunk, marked, scratch):
         if k:
             pk = pk[:k]
             pk.sort()  # NumPy's SIMD sort of distinct uint64 keys, in place
-            _rank_packed(pk, pos[:k], kp[:k], sp[:k], bits, rank, n_pre, scratch.get("r", k, np.int64))
+            _rank_packed(pk, pos[:k], kp[:k], sp[:k], bits, rank, n_pre, scratch.get("r", k, offsets_dtype(k)))
             n_pre += k
     cand = cand[:m]
     if not every:
