@@ -173,8 +173,12 @@ def _rank_sorted(values, valid, offsets, skip_big):
     key, row, key2, row2 = _pair_scratch(offsets)
     for s in range(n_seg):
         lo, hi = offsets[s], offsets[s + 1]
-        if skip_big and hi - lo >= RANK_RADIX_MIN and valid_bounds(values, valid, lo, hi)[0] >= RANK_RADIX_MIN:
-            continue  # (counted without writing its keys: left for _rank_linear)
+        if skip_big and hi - lo >= RANK_RADIX_MIN:  # counted without writing its keys (inline:
+            c = 0  # an inner kernel here would be one more compile for every small set)
+            for i in range(lo, hi):
+                c += 1 if valid[i] else 0
+            if c >= RANK_RADIX_MIN:
+                continue  # left for _rank_linear
         count = _valid_keys(values, valid, lo, hi, key, row)
         if count == 0:
             continue
