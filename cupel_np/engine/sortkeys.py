@@ -185,3 +185,47 @@ def stable_argsort(key):
     m = n if n > INSERTION_RUN else 0  # the merge scratch is needed past one run only
     sort_pairs(k, idx, np.empty(m, dtype=np.uint64), np.empty(m, dtype=np.int64), n)
     return idx
+
+
+@jit_inner
+def valid_bounds(values, valid, lo, hi):
+    """The count of the valid values of rows ``lo:hi`` and the smallest and largest of their
+    order-preserving keys (as ``scorers.kernels._valid_keys``'; ``(0, 2**64 - 1, 0)`` when none), in one
+    reading pass: no keys written."""
+    count = 0
+    kmin = ~np.uint64(0)
+    kmax = np.uint64(0)
+    for i in range(lo, hi):
+        ok = valid[i]
+        k = np.uint64(values[i]) ^ _SIGN
+        kmin = min(kmin, k) if ok else kmin
+        kmax = max(kmax, k) if ok else kmax
+        count += 1 if ok else 0
+    return count, kmin, kmax
+
+
+@jit_inner
+def bit_length(x):
+    """The bits of a non-negative integer (0 for 0)."""
+    x = np.uint64(x)
+    b = 0
+    while x != np.uint64(0):
+        x >>= np.uint64(1)
+        b += 1
+    return b
+
+
+@jit
+def pack_valid(values, valid, lo, hi, kmin, ib):
+    """The valid values of rows ``lo:hi`` as packed keys: the order-preserving key minus
+    ``kmin`` (the smallest) above ``ib`` bits that hold the row's position in the segment -
+    distinct keys that sort by (value, row). Branch-free: every row written, valid ones kept."""
+    pk = np.empty(hi - lo, dtype=np.uint64)
+    sh = np.uint64(ib)
+    c = 0
+    for i in range(lo, hi):
+        ok = valid[i]
+        k = np.uint64(values[i]) ^ _SIGN if ok else kmin  # (a null row's key would wrap)
+        pk[c] = ((k - kmin) << sh) | np.uint64(i - lo)
+        c += 1 if ok else 0
+    return pk[:c]

@@ -84,3 +84,20 @@ def test_scratch_hands_out_reused_buffers():
 def test_pack_bits_hold_every_position(pack_bits_min):
     packed.PACK_BITS_MIN = 1
     assert [packed.pack_bits(n) for n in (1, 2, 3, 4, 5, 1 << 20, (1 << 20) + 1)] == [1, 1, 2, 2, 3, 20, 21]
+
+
+def test_rank_offsets_wide_when_int32_cannot_hold_them(monkeypatch):
+    # int32 offsets while they fit, int64 past; the kernel gives the same ranks with either
+    assert packed.offsets_dtype(2**31 - 1) == np.int32 and packed.offsets_dtype(2**31) == np.int64
+    tok, score, marked = _case(5, 2000)
+    target = int(tok.sum()) // 3
+    ranks = []
+    for dtype in (np.int32, np.int64):
+        monkeypatch.setattr(greedy, "offsets_dtype", lambda k, dtype=dtype: dtype)
+        got = np.full(tok.shape[0], 777, dtype=np.int64)
+        pre = np.zeros(1, dtype=np.int64)
+        greedy.greedy_segments(
+            tok, score, np.array([0, tok.shape[0]]), np.array([target]), got, big=1, prefix=pre, compared=marked
+        )
+        ranks.append(got)
+    assert (ranks[0] == ranks[1]).all() and (ranks[0] >= int(pre[0])).any()

@@ -29,7 +29,7 @@ from cupel_np.engine.slicers.greedy import (
     keys_and_top_digits,
     order_positions,
 )
-from cupel_np.engine.slicers.packed import _rank_packed, pack_bits
+from cupel_np.engine.slicers.packed import _rank_packed, offsets_dtype, pack_bits
 from cupel_np.engine.sortkeys import _SIGN, NAN_LAST, desc_bits, radix_argsort, stable_argsort
 
 #: an entry's top ``require_count`` of its kind are kept in a sorted buffer up to this many
@@ -303,9 +303,10 @@ def _count_prefix(kb, tok, thr, remaining, rank, r0, cand):
 
 
 @jit
-def _count_prefix_marked(kb, tok, thr, remaining, rank, r0, marked, bits, pk, pos, kp, cand):
+def _count_prefix_marked(kb, tok, score, thr, remaining, rank, r0, marked, bits, pk, pos, kp, sp, cand):
     """``greedy._prefix_ranks_marked`` with the keys :data:`MARK` left out (as
-    :func:`_count_prefix`; unmarked prefix ranks from ``r0``). Returns ``(k, c, m)``."""
+    :func:`_count_prefix`; unmarked prefix ranks from ``r0``; the marked ones' scores to
+    ``sp``). Returns ``(k, c, m)``."""
     n = kb.shape[0]
     hi_mask = ~((np.uint64(1) << np.uint64(bits)) - np.uint64(1))
     k = 0
@@ -321,6 +322,7 @@ def _count_prefix_marked(kb, tok, thr, remaining, rank, r0, marked, bits, pk, po
         pk[k] = (key & hi_mask) | np.uint64(k)
         pos[k] = i
         kp[k] = key
+        sp[k] = score[i]
         k += mk
         cand[m] = i
         m += (1 - inside) & (1 if key != MARK else 0) & (1 if tok[i] <= remaining else 0)
@@ -421,12 +423,14 @@ def _count_big(args, tok, score, kind, lo, target, marked, order, rank, taken, s
     else:
         bits = pack_bits(n)
         kp = scratch.get("kp", n, np.uint64)
-        k, n_pre, m = _count_prefix_marked(kb, tok, thr, remaining, rank, n_c, marked, bits, pk, pos, kp, cand)
+        sp = scratch.get("sp", n, np.float64)
+        k, n_pre, m = _count_prefix_marked(
+            kb, tok, score, thr, remaining, rank, n_c, marked, bits, pk, pos, kp, sp, cand
+        )
         if k:
             pk = pk[:k]
             pk.sort()  # NumPy's SIMD sort of distinct uint64 keys, in place
-            r, sp = scratch.get("r", k, np.int64), scratch.get("sp", k, np.float64)
-            _rank_packed(pk, pos[:k], kp[:k], bits, score, rank, n_c + n_pre, r, sp)
+            _rank_packed(pk, pos[:k], kp[:k], sp[:k], bits, rank, n_c + n_pre, scratch.get("r", k, offsets_dtype(k)))
             n_pre += k
     cand = cand[:m]
     if m:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from cupel_np._jit import jit, jit_inner
-from cupel_np.engine.slicers.packed import _pack_keys, _rank_packed, _walk_packed, pack_bits
+from cupel_np.engine.slicers.packed import _pack_keys, _rank_packed, _walk_packed, offsets_dtype, pack_bits
 from cupel_np.engine.sortkeys import _SIGN, desc_bits, int_keys, radix_argsort, score_cmp, stable_argsort
 
 #: greedy partitions at least this long are ordered by the radix sort
@@ -198,8 +198,6 @@ def density_bits(tok, score):
     return u
 
 
-#: candidates per block of :func:`_frontier`'s key pass
-FRONTIER_BLOCK = 512
 #: digit bits of :func:`frontier_of`'s levels after the first (16-bit) digit
 LOW_DIGIT_BITS = 12
 
@@ -207,23 +205,21 @@ LOW_DIGIT_BITS = 12
 @jit_inner
 def keys_and_top_digits(tok, score, kb):
     """:func:`density_bits` of every candidate, into ``kb``, and the histogram of their first
-    16-bit digits weighted by tokens (returned, 65,536 entries): the keys a block at a time
-    through a small scratch (its bit patterns read as uint64), one pass over the candidates'
-    memory while the block stays in L1."""
+    16-bit digits weighted by tokens (returned, 65,536 entries), in two loops: the keys (the
+    float written and turned into its order-preserving bits in place, a loop that vectorizes),
+    then the histogram. Faster than one pass over blocks of a small scratch (keys and
+    histogram of a block while it stays in L1: measured 2.0 against 1.5 ms a 1M-row variant;
+    the scatter-add holds the block loop back) although it reads ``kb`` and ``tok`` twice."""
     n = tok.shape[0]
+    y = kb.view(np.float64)
+    for i in range(n):
+        y[i] = density_key(tok[i], score[i])
+        b = kb[i]  # float bit patterns to order-preserving keys (as density_bits)
+        kb[i] = ~b if b & _SIGN else b | _SIGN
     w = np.zeros(65536, dtype=np.int64)
     sh = np.uint64(48)
-    y = np.empty(FRONTIER_BLOCK, dtype=np.float64)
-    yb = y.view(np.uint64)
-    for lo in range(0, n, FRONTIER_BLOCK):
-        hi = min(lo + FRONTIER_BLOCK, n)
-        for i in range(lo, hi):
-            y[i - lo] = density_key(tok[i], score[i])
-        for i in range(lo, hi):  # float bit patterns to order-preserving keys (as density_bits)
-            b = yb[i - lo]
-            b = ~b if b & _SIGN else b | _SIGN
-            kb[i] = b
-            w[b >> sh] += tok[i]
+    for i in range(n):
+        w[kb[i] >> sh] += tok[i]
     return w
 
 
@@ -337,12 +333,14 @@ def _greedy_big(tok, score, target, rank, min_chunk, marked, scratch):
     else:
         bits = pack_bits(n)
         kp = scratch.get("kp", n, np.uint64)
-        k, n_pre, m = _prefix_ranks_marked(kb, tok, thr, every, remaining, rank, marked, bits, pk, pos, kp, cand)
+        sp = scratch.get("sp", n, np.float64)
+        k, n_pre, m = _prefix_ranks_marked(
+            kb, tok, score, thr, every, remaining, rank, marked, bits, pk, pos, kp, sp, cand
+        )
         if k:
             pk = pk[:k]
             pk.sort()  # NumPy's SIMD sort of distinct uint64 keys, in place
-            r, sp = scratch.get("r", k, np.int64), scratch.get("sp", k, np.float64)
-            _rank_packed(pk, pos[:k], kp[:k], bits, score, rank, n_pre, r, sp)
+            _rank_packed(pk, pos[:k], kp[:k], sp[:k], bits, rank, n_pre, scratch.get("r", k, offsets_dtype(k)))
             n_pre += k
     cand = cand[:m]
     if not every:
@@ -391,13 +389,14 @@ def _prefix_ranks(kb, tok, thr, every, remaining, rank, cand):
 
 
 @jit
-def _prefix_ranks_marked(kb, tok, thr, every, remaining, rank, marked, bits, pk, pos, kp, cand):
+def _prefix_ranks_marked(kb, tok, score, thr, every, remaining, rank, marked, bits, pk, pos, kp, sp, cand):
     """:func:`_prefix_ranks` with ``marked``: only the unmarked prefix candidates get ranks
     0, 1, ... in index order (the marked ones -1). The ``k`` marked prefix candidates go to
-    ``pos[:k]`` (positions, ascending), ``kp[:k]`` (their density keys) and ``pk[:k]`` (packed keys: the density key with its
+    ``pos[:k]`` (positions, ascending), ``kp[:k]`` (their density keys), ``sp[:k]`` (their
+    scores, from ``score``) and ``pk[:k]`` (packed keys: the density key with its
     low ``bits`` bits replaced by the index into ``pos``, which sorts them by key and, among
-    keys that share their high bits, by position; see ``packed._rank_packed``). ``pk``, ``pos``
-    and ``kp`` are scratch of the segment's length. Returns ``k``, the count of unmarked prefix
+    keys that share their high bits, by position; see ``packed._rank_packed``). ``pk``, ``pos``,
+    ``kp`` and ``sp`` are scratch of the segment's length. Returns ``k``, the count of unmarked prefix
     candidates, and the count ``m`` of the candidates beyond the prefix that still fit
     ``remaining`` tokens, written to ``cand[:m]`` (as in :func:`_prefix_ranks`). Branch-free."""
     n = kb.shape[0]
@@ -415,6 +414,7 @@ def _prefix_ranks_marked(kb, tok, thr, every, remaining, rank, marked, bits, pk,
         pk[k] = (key & hi_mask) | np.uint64(k)
         pos[k] = i
         kp[k] = key
+        sp[k] = score[i]
         k += mk
         if not every:
             cand[m] = i
