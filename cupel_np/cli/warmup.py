@@ -79,6 +79,7 @@ KERNEL_MODULES = (
     "cupel_np.engine.placers",
     "cupel_np.engine.u_order",
     "cupel_np.engine.scorers.kernels",
+    "cupel_np.engine.scorers.ranks",
     "cupel_np.engine.slicers.greedy",
     "cupel_np.engine.slicers.packed",
     "cupel_np.engine.slicers.knapsack",

@@ -34,7 +34,7 @@ from cupel_np.engine import place_stage, placers
 from cupel_np.engine.batch import KNAPSACK_MAX_CELLS, _Scratch, run_variant
 from cupel_np.engine.placers import _mark_tied
 from cupel_np.engine.runner import PolicyRun
-from cupel_np.engine.scorers import ScoreContext, _evaluate, check_scorer_columns, kernels
+from cupel_np.engine.scorers import ScoreContext, _evaluate, check_scorer_columns, kernels, ranks
 from cupel_np.engine.slicers import SlicerArgs, greedy_inside, slicer_args
 from cupel_np.engine.slicers.greedy import BIG_GREEDY
 from cupel_np.engine.sweep_run import Classified, ScorePlan, SweepRun
@@ -233,11 +233,11 @@ def _score(child: Scorer, table: ItemTable, ctx: ScoreContext, plan: PolicyPlan,
             return np.zeros(0)
         return plan.kind_lut(child, table)[table.kind_id if every else table.kind_id[rows]]
     if every and isinstance(child, RecencyScorer):
-        return kernels.rank_scores(
+        return ranks.rank_scores(
             as_input(table.timestamp, I64), as_input(table.timestamp_valid, B1), as_input(ctx.offsets, I64)
         )
     if every and isinstance(child, PriorityScorer):
-        return kernels.rank_scores(
+        return ranks.rank_scores(
             as_input(table.priority, I64), as_input(table.priority_valid, B1), as_input(ctx.offsets, I64)
         )
     if every and isinstance(child, ReflexiveScorer):  # ``_evaluate``'s clip and mask, without the gathers
@@ -279,7 +279,7 @@ def _shared(table: ItemTable, plan: PolicyPlan, cls: Classified, max_cells: int)
     base = np.empty((sc_rows.shape[0], len(plan.children)), dtype=np.float64)
     for j, child in enumerate(plan.children):  # distinct: no need for the context's cache and locks
         if j == recency and ts_order is not None:  # (``sweep_shared._timestamps_and_recency``)
-            base[:, j] = kernels.rank_scores_from_order(
+            base[:, j] = ranks.rank_scores_from_order(
                 ts_order.order, ts_order.sorted, ts_order.offsets, _NO_POS, True, sc_rows.shape[0]
             )
         else:

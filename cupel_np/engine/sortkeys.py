@@ -190,7 +190,7 @@ def stable_argsort(key):
 @jit_inner
 def valid_bounds(values, valid, lo, hi):
     """The count of the valid values of rows ``lo:hi`` and the smallest and largest of their
-    order-preserving keys (as ``scorers.kernels._valid_keys``'; ``(0, 2**64 - 1, 0)`` when none), in one
+    order-preserving keys (as ``scorers.ranks._valid_keys``'; ``(0, 2**64 - 1, 0)`` when none), in one
     reading pass: no keys written."""
     count = 0
     kmin = ~np.uint64(0)

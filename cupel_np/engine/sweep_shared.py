@@ -22,7 +22,7 @@ from cupel_np.engine import place_stage, placers, stages
 from cupel_np.engine.batch_kernels import duplicate_groups
 from cupel_np.engine.parallel import run_tasks
 from cupel_np.engine.scorers import ScoreContext
-from cupel_np.engine.scorers.kernels import RANK_RADIX_MIN, rank_scores_from_order
+from cupel_np.engine.scorers.ranks import RANK_RADIX_MIN, rank_scores_from_order
 from cupel_np.engine.slicers import greedy_inside
 from cupel_np.engine.sweep_run import Classified, ScorePlan
 from cupel_np.model.grid import Variant

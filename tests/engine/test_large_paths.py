@@ -31,6 +31,7 @@ from cupel_np.analysis.selection import SelectionReport  # noqa: E402
 from cupel_np.engine import stages  # noqa: E402
 from cupel_np.engine.batch_kernels import duplicate_groups  # noqa: E402
 from cupel_np.engine.scorers import kernels as sck  # noqa: E402
+from cupel_np.engine.scorers import ranks as rk  # noqa: E402
 from cupel_np.engine.slicers.greedy import greedy_segments  # noqa: E402
 from cupel_np.errors import TableTooLargeError  # noqa: E402
 
@@ -100,7 +101,7 @@ def test_rank_scores_quicksort_matches_strict_rank_formula():
     n = 50_000
     vals = rng.integers(0, 300, n)
     valid = rng.random(n) < 0.8
-    got = sck.rank_scores(vals, valid, np.array([0, n]))
+    got = rk.rank_scores(vals, valid, np.array([0, n]))
     v = np.sort(vals[valid])
     rank = np.searchsorted(v, vals, side="left")
     want = np.where(valid, rank / (valid.sum() - 1), 0.0)
@@ -129,7 +130,7 @@ def _strict_ranks(vals, valid, off):
 )
 def test_rank_scores_linear_paths_match_strict_rank_formula(span):
     rng = np.random.default_rng(5)
-    n = 3 * sck.RANK_RADIX_MIN
+    n = 3 * rk.RANK_RADIX_MIN
     vals = {
         "counting": rng.integers(-50, 2 * n - 50, n),
         "radix": 1_700_000_000_000_000 + rng.integers(0, 10**12, n),
@@ -138,7 +139,7 @@ def test_rank_scores_linear_paths_match_strict_rank_formula(span):
     vals[::97] = vals[5]  # runs of equal values
     valid = rng.random(n) < 0.8
     off = np.array([0, 7, n // 2, n])  # a small segment (merge sort) between two linear ones
-    got = sck.rank_scores(vals, valid, off)
+    got = rk.rank_scores(vals, valid, off)
     assert np.array_equal(got, _strict_ranks(vals, valid, off))
 
 
@@ -330,6 +331,6 @@ def test_recency_from_the_timestamp_order_equals_rank_scores(every):
     order, ts_sorted, ts_off, *_ = placers.timestamp_order(ts, valid, offsets)
     sc_pos = np.full(n, -1, dtype=np.int64)
     sc_pos[rows] = np.arange(rows.shape[0])
-    got = sck.rank_scores_from_order(order, ts_sorted, ts_off, sc_pos, every, rows.shape[0])
-    want = sck.rank_scores(np.ascontiguousarray(ts[rows]), np.ascontiguousarray(valid[rows]), sc_off)
+    got = rk.rank_scores_from_order(order, ts_sorted, ts_off, sc_pos, every, rows.shape[0])
+    want = rk.rank_scores(np.ascontiguousarray(ts[rows]), np.ascontiguousarray(valid[rows]), sc_off)
     assert np.array_equal(got, want)

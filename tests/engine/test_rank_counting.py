@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cupel_np.engine.scorers import kernels as sck
+from cupel_np.engine.scorers import ranks as rk
 
 I64_MIN, I64_MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
 
@@ -51,7 +51,7 @@ def test_small_and_wide_spans_match_the_strict_formula(seed):
         else:  # timestamps (sorted)
             values[lo:hi] = rng.integers(1_700_000_000_000_000, 1_800_000_000_000_000, m)
     valid = rng.random(n) < 0.8
-    got = sck.rank_scores(values, valid, offsets)
+    got = rk.rank_scores(values, valid, offsets)
     assert got.tobytes() == _strict(values, valid, offsets).tobytes()
     # both paths ran: some segment counted (span <= 2 x count), some sorted
     ratios = [_span_ratio(values, valid, int(offsets[s]), int(offsets[s + 1])) for s in range(sizes.shape[0])]
@@ -65,7 +65,7 @@ def test_span_exactly_twice_the_count_and_one_more():
         values = np.array([5, 5, 5 + 2 * 4 + extra, 6], dtype=np.int64)
         valid = np.ones(4, dtype=np.bool_)
         offsets = np.array([0, 4], dtype=np.int64)
-        got = sck.rank_scores(values, valid, offsets)
+        got = rk.rank_scores(values, valid, offsets)
         assert got.tolist() == [0.0, 0.0, 1.0, 2 / 3]
 
 
@@ -73,4 +73,4 @@ def test_lone_and_null_values():
     values = np.array([7, 3, 3, 9, 1], dtype=np.int64)
     valid = np.array([False, True, False, False, False])
     offsets = np.array([0, 2, 5], dtype=np.int64)
-    assert sck.rank_scores(values, valid, offsets).tolist() == [0.0, 1.0, 0.0, 0.0, 0.0]
+    assert rk.rank_scores(values, valid, offsets).tolist() == [0.0, 1.0, 0.0, 0.0, 0.0]

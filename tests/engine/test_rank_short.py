@@ -3,7 +3,7 @@ per set) against the general kernel ``_rank_sorted``, bit for bit."""
 
 import numpy as np
 
-from cupel_np.engine.scorers import kernels as sck
+from cupel_np.engine.scorers import ranks as rk
 
 I64_MIN, I64_MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
 
@@ -12,7 +12,7 @@ def test_short_sets_rank_as_the_general_kernel():
     rng = np.random.default_rng(5)
     for trial in range(400):
         n_seg = int(rng.integers(1, 20))
-        sizes = rng.integers(0, sck.RANK_SHORT + 1, n_seg)
+        sizes = rng.integers(0, rk.RANK_SHORT + 1, n_seg)
         if trial % 5 == 0:
             sizes[:] = rng.integers(0, 3, n_seg)  # empty sets and lone items
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -26,6 +26,6 @@ def test_short_sets_rank_as_the_general_kernel():
             values = rng.choice(np.array([I64_MIN, I64_MAX, 0, -1, 1]), n)
         values = np.ascontiguousarray(values, dtype=np.int64)
         valid = rng.random(n) < (0.3 if trial % 2 else 0.95)
-        got = sck.rank_scores(values, valid, offsets)
-        want = sck._rank_sorted(values, valid, offsets, False)
+        got = rk.rank_scores(values, valid, offsets)
+        want = rk._rank_sorted(values, valid, offsets, False)
         assert got.tobytes() == want.tobytes()

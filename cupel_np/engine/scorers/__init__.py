@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from cupel_np._jit import as_input
-from cupel_np.engine.scorers import kernels
+from cupel_np.engine.scorers import kernels, ranks
 from cupel_np.engine.scorers.custom import check_scorer_columns, column_scores, function_scores
 from cupel_np.model.curves import ExponentialCurve, StepCurve, WindowCurve
 from cupel_np.model.scorers import (
@@ -113,11 +113,11 @@ def _evaluate(scorer: Scorer, ctx: ScoreContext) -> np.ndarray:
     t = ctx.table
     rows = ctx.rows
     if isinstance(scorer, RecencyScorer):
-        return kernels.rank_scores(
+        return ranks.rank_scores(
             as_input(t.timestamp[rows], I64), as_input(t.timestamp_valid[rows], B1), as_input(ctx.offsets, I64)
         )
     if isinstance(scorer, PriorityScorer):
-        return kernels.rank_scores(
+        return ranks.rank_scores(
             as_input(t.priority[rows], I64), as_input(t.priority_valid[rows], B1), as_input(ctx.offsets, I64)
         )
     if isinstance(scorer, ReflexiveScorer):
