@@ -125,14 +125,14 @@ def _rank_short(values, valid, offsets, longest):
     out = np.empty(n, dtype=np.float64)
     for i in range(n):
         out[i] = 0.0
-    key = np.empty(longest, dtype=np.int64)
+    key = np.empty(longest, dtype=np.uint64)
     row = np.empty(longest, dtype=np.int64)
     for s in range(offsets.shape[0] - 1):
         count = 0
         for i in range(offsets[s], offsets[s + 1]):
             if not valid[i]:
                 continue
-            v = values[i]
+            v = np.uint64(values[i]) ^ _SIGN  # (the order-preserving keys of ``_valid_keys``)
             j = count
             while j > 0 and key[j - 1] > v:
                 key[j] = key[j - 1]
@@ -144,12 +144,7 @@ def _rank_short(values, valid, offsets, longest):
         if count == 1:
             out[row[0]] = 1.0
         elif count > 1:
-            denom = np.float64(count - 1)
-            rank = 0
-            for j in range(count):
-                if j > 0 and key[j] != key[j - 1]:
-                    rank = j
-                out[row[j]] = np.float64(rank) / denom
+            _ranks_of_sorted(key, row, count, out)
     return out
 
 
