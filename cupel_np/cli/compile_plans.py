@@ -5,6 +5,7 @@ compiles (name, signature, depth: 0 when called from Python), in the order the c
 PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
     "demo": (
         ("cupel_np.engine.scorers.ranks._rank_short", "int64[1Cr] bool[1Cr] int64[1Cr] int64", 0),
+        ("cupel_np.engine.scorers.ranks._ranks_of_sorted", "uint64[1C] int64[1C] int64 float64[1C]", 1),
         ("cupel_np.engine.scorers.kernels.frequency_scores_small", "int64[1Cr] int64[1Cr] int64 int64[1Cr]", 0),
         ("cupel_np.engine.batch_kernels.variant_scores", "float64[2C] int64[1C] int64[1C] float64[1C] float64[2C]", 0),
         ("cupel_np.engine.batch_kernels.duplicate_winners", "int64[1C] int64[1C] float64[1C]", 0),
@@ -42,6 +43,7 @@ PLANS: dict[str, tuple[tuple[str, str, int], ...]] = {
     ),
     "check": (
         ("cupel_np.engine.scorers.ranks._rank_short", "int64[1Cr] bool[1Cr] int64[1Cr] int64", 0),
+        ("cupel_np.engine.scorers.ranks._ranks_of_sorted", "uint64[1C] int64[1C] int64 float64[1C]", 1),
         ("cupel_np.engine.batch_kernels.variant_scores", "float64[2C] int64[1C] int64[1C] float64[1C] float64[2C]", 0),
         ("cupel_np.engine.batch_kernels.duplicate_winners", "int64[1C] int64[1C] float64[1C]", 0),
         (
