@@ -63,11 +63,14 @@ class Pipeline(PolicySource):
     def _sweep_single(self, items, budget, policy, threads=None, clock: bool = True) -> SweepRun:
         """The SweepRun of ``policy`` over ``items`` (one set), its errors not raised.
         ``clock``: a report reads the run (its stage times, budget figures and details,
-        ``small.run_sweep_one``); ``run`` without a collector needs none of them."""
+        ``small.run_sweep_one``); ``run`` without a collector needs none of them, nor a copy
+        of the list (the table does not outlive the call)."""
         plan = self._plan(policy)
         # (a list of items: the plan says when its new items are read column by column)
         table = (
-            ItemRows.from_items(items, cold_min=plan.cold_min) if isinstance(items, (list, tuple)) else as_table(items)
+            ItemRows.from_items(items, cold_min=plan.cold_min, copy=clock)
+            if isinstance(items, (list, tuple))
+            else as_table(items)
         )
         budget = check_budget(budget)
         if table.n_sets != 1:

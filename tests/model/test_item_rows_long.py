@@ -136,3 +136,28 @@ def test_a_policy_reading_no_timestamps_reads_a_short_new_list_column_by_column(
     items = _items(40, 6)
     c.Pipeline(timed[0]).run(items, budget)  # records at once
     assert all(vars(it).get(item_rows.ROW_KEY) for it in items)
+
+
+@pytest.mark.parametrize("at", [0, -1])
+def test_a_seen_list_with_a_foreign_object_is_still_refused_by_row(at):
+    """Items that all hold records skip the type check (only ContextItems get one); an object
+    that answers every attribute (a Mock: not bytes) or none (a string) still takes the
+    checked path, which names its row."""
+    from unittest import mock
+
+    items = _items(300, 8)
+    for _ in range(3):  # records made, then read
+        ItemRows.from_items(items)
+    assert ItemRows.from_items(items)._seen
+    for bad in (mock.Mock(), "text"):
+        listed = [bad, *items] if at == 0 else [*items, bad]
+        with pytest.raises(c.InvalidInputTypeError, match=f"row {0 if at == 0 else 300}: expected a ContextItem"):
+            ItemRows.from_items(listed)
+
+
+def test_a_table_for_run_holds_the_callers_list_and_a_reports_a_copy():
+    items = _items(300, 9)
+    assert ItemRows.from_items(items, copy=False)._rows is items
+    kept = ItemRows.from_items(items)._rows
+    assert kept is not items and kept == items
+    assert type(ItemRows.from_items(tuple(items), copy=False)._rows) is list
