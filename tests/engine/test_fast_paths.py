@@ -215,6 +215,43 @@ def test_greedy_big_set_default_thresholds(seed, target):
     assert engine_greedy(tokens, scores, target) == naive_greedy(tokens, scores, target)
 
 
+def _medium_sets(rng, sizes, coarse):
+    """Candidates of sets of ``sizes`` (one array each of tokens and scores) with many equal
+    densities when ``coarse``: zero tokens, NaN, -0.0 and infinite scores among them."""
+    n = sum(sizes)
+    tokens = np.floor(np.exp(rng.uniform(0, np.log(2000), n))).astype(np.int64)
+    tokens[rng.random(n) < 0.02] = 0
+    scores = rng.choice(np.array(TIE_VALUES), n) if coarse else rng.random(n)
+    scores[rng.random(n) < 0.02] = -0.0
+    return tokens, scores, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+
+@pytest.mark.parametrize("sizes", [(193,), (700,), (5000,), (150, 700, 2500, 400), (640, 639, 641)])
+@pytest.mark.parametrize("coarse", [False, True])
+@pytest.mark.parametrize("frac", [0.0, 0.01, 0.25, 0.9, 1.5])
+def test_medium_sets_rank_alike_by_the_packed_sort_and_the_merge_sort(monkeypatch, sizes, coarse, frac):
+    """``PACKED_MIN`` picks the path of a set below ``BIG_GREEDY`` (one sort of packed keys, or
+    the kernel's stable merge sort), never the ranks: every set's ranks are equal both ways
+    and the spec's (the naive oracle's order) with the default threshold."""
+    rng = np.random.default_rng(len(sizes) * 1000 + sizes[0])
+    tokens, scores, offsets = _medium_sets(rng, sizes, coarse)
+    targets = (np.add.reduceat(tokens, offsets[:-1]) * frac).astype(np.int64)
+
+    def ranks(packed_min):
+        monkeypatch.setattr(greedy, "PACKED_MIN", packed_min)
+        rank = np.full(tokens.shape[0], -1, dtype=np.int64)
+        greedy.greedy_segments(tokens, scores, offsets, targets, rank)
+        return rank
+
+    default = ranks(greedy.PACKED_MIN)
+    assert np.array_equal(ranks(1), default) and np.array_equal(ranks(10**9), default)
+    for s in range(len(sizes)):
+        lo, hi = offsets[s], offsets[s + 1]
+        r = default[lo:hi]
+        sel = np.flatnonzero(r >= 0)
+        assert list(sel[np.argsort(r[sel])]) == naive_greedy(tokens[lo:hi], scores[lo:hi], int(targets[s]))
+
+
 def test_fresh_ranks_unwritten_only_where_the_big_path_writes_all():
     big = greedy.BIG_GREEDY
     assert greedy.fresh_ranks(np.array([0, big]), np.array([5])).shape == (big,)

@@ -5,8 +5,10 @@ in that order. The order is the lexicographic key (density desc, score desc, ind
 score-sorted position is exactly (score desc, index asc), so the pipeline's score sort is not
 needed for greedy at all.
 
-Small segments (a corpus of many sets) are handled inside one kernel. Big segments (at least
-``BIG_GREEDY`` candidates) need no order to decide most of the selection:
+Small segments (a corpus of many sets) are handled inside one kernel, segments of up to
+``PACKED_MIN`` candidates by a stable sort in another; longer ones below ``BIG_GREEDY`` by the
+packed sort described below, the whole segment as one chunk (``_greedy_packed``). Big segments
+(at least ``BIG_GREEDY`` candidates) need no order to decide most of the selection:
 
 * the *fitting prefix* - every candidate whose density key is below the budget frontier, the
   first key at which the running token total passes the target - is selected whole; the
@@ -51,6 +53,12 @@ MIN_CHUNK = 65536
 INSERTION_MAX = 48
 #: segments of more candidates than this (and fewer than ``BIG_GREEDY``) go to ``_greedy_medium``
 MEDIUM_MIN = INSERTION_MAX * 4
+#: segments of at least this many candidates (and fewer than ``BIG_GREEDY``) are ordered by one
+#: packed sort instead (``_greedy_packed``): the kernel's stable merge sort mispredicts a branch
+#: per comparison once a segment outgrows the first cache level (one set, measured: 500
+#: candidates 9-10 us either way, 1,000 ~35 against ~16, 5,000 ~325 against ~63, 20,000 ~1,600
+#: against ~265)
+PACKED_MIN = 640
 
 
 @jit_inner
@@ -118,7 +126,7 @@ def _greedy_small(tok, score, offsets, targets, rank, big):
 @jit
 def _greedy_medium(tok, score, offsets, targets, rank, segs):
     """Greedy over the segments ``segs`` (more than ``MEDIUM_MIN`` candidates, fewer than
-    ``BIG_GREEDY``; target above 0): candidates in (density key, score key, position) order
+    ``PACKED_MIN``; target above 0): candidates in (density key, score key, position) order
     by one stable sort of the density keys (equal keys stay in position order) and a repair
     of the runs of equal keys by score (``repair_runs``; runs are rare, so one sort costs
     about half of sorting by score first), then the walk. Called only when such a set exists
@@ -312,6 +320,15 @@ def _walk_chunks(kb, tok, score, cand, remaining, rank, n_out, chunk):
         chunk *= 4
 
 
+def _greedy_packed(tok, score, lo, hi, target, rank):
+    """One segment (candidates ``lo:hi``) of fewer than ``BIG_GREEDY`` candidates in exact
+    order: the big path's walk with the whole segment as its one chunk (``_walk_chunks``: one
+    NumPy SIMD sort of packed keys, the runs that share high bits repaired). The same ranks
+    as ``_greedy_medium`` gives; its kernels are the big path's."""
+    t, s = tok[lo:hi], score[lo:hi]
+    _walk_chunks(density_bits(t, s), t, s, np.arange(hi - lo, dtype=np.int64), target, rank[lo:hi], 0, hi - lo)
+
+
 def _greedy_big(tok, score, target, rank, min_chunk, marked, scratch):
     """One big segment (``tok``, ``score``, ``rank``, ``marked`` are the segment's slices). The
     prefix of the density order that fits the budget whole (every candidate before the
@@ -491,17 +508,25 @@ def greedy_segments(
     if offsets.shape[0] == 2 and offsets[1] - offsets[0] < big:
         # one set below the big path (a service's selection): its kernel without the
         # per-segment NumPy bookkeeping below (~9 us of a 500-row selection)
-        if offsets[1] - offsets[0] <= MEDIUM_MIN:
+        k = offsets[1] - offsets[0]
+        if k <= MEDIUM_MIN:
             _greedy_small(tok, score, offsets, targets, rank, big)
         elif targets[0] > 0:
-            _greedy_medium(tok, score, offsets, targets, rank, _FIRST_SET)
+            if k >= PACKED_MIN:
+                _greedy_packed(tok, score, int(offsets[0]), int(offsets[1]), int(targets[0]), rank)
+            else:
+                _greedy_medium(tok, score, offsets, targets, rank, _FIRST_SET)
         return
     _greedy_small(tok, score, offsets, targets, rank, big)
     sizes = np.diff(offsets)
     if sizes.shape[0] and sizes.max() > MEDIUM_MIN:
-        medium = np.flatnonzero((sizes > MEDIUM_MIN) & (sizes < big) & (targets > 0))
-        if medium.shape[0]:  # a kernel of its own: a run of small sets never compiles its sorts
-            _greedy_medium(tok, score, offsets, targets, rank, medium.astype(np.int64))
+        medium = (sizes > MEDIUM_MIN) & (sizes < big) & (targets > 0)
+        packed = medium & (sizes >= PACKED_MIN)
+        for p in np.flatnonzero(packed).tolist():  # each costs ~60 us and more: the calls' ~8 do not count
+            _greedy_packed(tok, score, int(offsets[p]), int(offsets[p + 1]), int(targets[p]), rank)
+        rest = np.flatnonzero(medium & ~packed)
+        if rest.shape[0]:  # a kernel of its own: a run of small sets never compiles its sorts
+            _greedy_medium(tok, score, offsets, targets, rank, rest.astype(np.int64))
     for s in np.flatnonzero((sizes >= big) & (targets > 0)):  # a few big sets at most
         lo, hi = int(offsets[s]), int(offsets[s + 1])
         marked = None if compared is None or prefix is None else compared[lo:hi]
