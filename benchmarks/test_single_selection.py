@@ -27,6 +27,7 @@ import pytest
 from matrix_data import BASE, matrix_arrow
 
 import cupel_np as c
+from cupel_np.model.item_rows import ROW_KEY
 
 SIZES = (50, 500, 5000)
 TARGET_US = {50: 150.0, 500: 400.0}
@@ -59,8 +60,10 @@ def _median_us(pipe, items, budget, rounds: int) -> tuple[float, float, float, f
     first: dict = {pipe.run: [], pipe.dry_run: []}
     for i in range(2 * max(5, rounds // 4)):
         for it in items:
-            for key in [k for k in vars(it) if k.startswith("_cupel_np_")]:  # the record and the tag ids
+            for key in [k for k in vars(it) if k.startswith("_cupel_np_")]:  # the tag ids
                 del vars(it)[key]
+            if hasattr(it, ROW_KEY):  # the record (a slot)
+                object.__delattr__(it, ROW_KEY)
         call = pipe.run if i % 2 == 0 else pipe.dry_run
         t0 = time.process_time()
         call(items, budget)

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from cupel_np.model.fields import TOKEN_LIMIT
-from cupel_np.model.items import ContextItem, ItemTable
+from cupel_np.model.items import RECORD_SLOT, ContextItem, ItemTable
 from cupel_np.text import ascii_fold
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -33,11 +33,11 @@ _US = timedelta(microseconds=1)
 _NO_EXTRA = pa.table({})
 _ONE_SET = np.zeros(2, dtype=np.int64)
 
-#: Where an item keeps its numeric record (below): a ContextItem is immutable, so the record,
-#: made from its fields the first time a selection reads it, stays right for the item's life
-#: (``copy.copy`` carries it along with the same fields; ``dataclasses.replace`` builds a new
-#: item, without one). The name carries the record's layout version.
-ROW_KEY = "_cupel_np_row_v4"
+#: Where an item keeps its numeric record (below; ``ContextItem``'s slot): a ContextItem is
+#: immutable, so the record, made from its fields the first time a selection reads it, stays
+#: right for the item's life (``copy.copy`` carries it along with the same fields;
+#: ``dataclasses.replace`` builds a new item, without one).
+ROW_KEY = RECORD_SLOT
 #: the record: tokens, timestamp (UTC microseconds since the epoch, 0 when None), priority
 #: (0 when None), future_relevance_hint (0.0 when None), the number of tags, the process-wide
 #: id of the folded kind (``_kind_gid``; -1 once the kind ids are all given), the content's
@@ -73,7 +73,8 @@ _PINNED = attrgetter("pinned")
 _TIMESTAMP = attrgetter("timestamp")
 _PRIORITY = attrgetter("priority")
 _HINT = attrgetter("future_relevance_hint")
-_DICT = attrgetter("__dict__")
+#: writes an item's record slot (the item is frozen: its own ``__setattr__`` refuses)
+_SET = object.__setattr__
 _NUMERIC = attrgetter("tokens", "pinned", "timestamp", "priority", "future_relevance_hint", "tags", "content")
 
 
@@ -108,51 +109,38 @@ def _records(
     if buf is None:  # an item no selection has seen
         if len(items) >= cold:
             # every ``_MARK_STRIDE``-th item stands for the list: what each held, then each
-            # marked (frozen: __setattr__ refuses; the item's own dict does not). A list whose
+            # marked (frozen: the item's __setattr__ refuses; object's does not). A list whose
             # sampled items were all seen before gets its records; one with a new sampled
             # item and none with a record (new, or seen once) needs none
-            sample = list(map(_DICT, items[::_MARK_STRIDE]))
-            held = list(map(dict.get, sample, repeat(ROW_KEY)))
+            sample = items[::_MARK_STRIDE]
+            held = list(map(getattr, sample, repeat(ROW_KEY), repeat(None)))
             if None in held and not any(held):
-                any(map(dict.setdefault, sample, repeat(ROW_KEY), repeat(_SEEN_ONCE)))
+                for it, h in zip(sample, held):
+                    if h is None:
+                        _SET(it, ROW_KEY, _SEEN_ONCE)
                 return None, False
     elif len(buf) == _RECORD.itemsize * len(items):
         return np.frombuffer(buf, dtype=_RECORD), True
-    if len(items) < cold:  # few: no kind ids (their string path costs as little there)
-        for it in items:  # records for those without
-            d = it.__dict__
-            if not d.get(ROW_KEY):
-                tokens, pinned, ts, prio, hint, tags, content = _NUMERIC(it)  # (inline: a call per item costs 10%)
-                d[ROW_KEY] = _PACK(
+    short = len(items) < cold  # few: no kind ids (their string path costs as little there)
+    for it in items:  # records for those without (new, seen once, or beside items with records)
+        if not getattr(it, ROW_KEY, None):
+            tokens, pinned, ts, prio, hint, tags, content = _NUMERIC(it)  # (inline: a call per item costs 10%)
+            _SET(
+                it,
+                ROW_KEY,
+                _PACK(
                     tokens,
                     0 if ts is None else (ts - _EPOCH) // _US,
                     0 if prio is None else prio,
                     0.0 if hint is None else hint,
                     len(tags),
-                    -1,
+                    -1 if short else _KIND_GID[it.kind],  # (given on a miss: ``_KindIds.__missing__``)
                     hash(content),
                     pinned,
                     ts is not None,
                     prio is not None,
                     hint is not None,
-                )
-        return np.frombuffer(b"".join(map(_GET_ROW, items)), dtype=_RECORD), False
-    for it in items:  # seen before (or alongside items with records): records for those without
-        d = it.__dict__
-        if not d.get(ROW_KEY):
-            tokens, pinned, ts, prio, hint, tags, content = _NUMERIC(it)
-            d[ROW_KEY] = _PACK(
-                tokens,
-                0 if ts is None else (ts - _EPOCH) // _US,
-                0 if prio is None else prio,
-                0.0 if hint is None else hint,
-                len(tags),
-                _KIND_GID[it.kind],  # (given on a miss: ``_KindIds.__missing__``)
-                hash(content),
-                pinned,
-                ts is not None,
-                prio is not None,
-                hint is not None,
+                ),
             )
     return np.frombuffer(b"".join(map(_GET_ROW, items)), dtype=_RECORD), False
 

@@ -20,7 +20,9 @@ def _as_items(dicts):
 
 
 def _kept(item) -> set[str]:
-    return {k for k in vars(item) if k.startswith("_cupel_np_")}
+    """What a selection kept on the item: the record's slot when set, and its tag ids."""
+    kept = {k for k in vars(item) if k.startswith("_cupel_np_")}
+    return kept | ({item_rows.ROW_KEY} if hasattr(item, item_rows.ROW_KEY) else set())
 
 
 def _same_fields(a, b) -> bool:
@@ -52,6 +54,7 @@ def test_every_field_survives_a_round_trip():
     assert deep == item and _kept(deep) == set()
     shallow = copy.copy(item)  # same process: keeps the record and tag ids
     assert shallow == item and shallow is not item and vars(shallow) == vars(item)
+    assert getattr(shallow, item_rows.ROW_KEY) is getattr(item, item_rows.ROW_KEY)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -66,7 +66,7 @@ def test_a_long_list_reads_as_the_arrow_path_on_every_sighting(n, seed):
 def test_a_new_sampled_item_keeps_a_seen_list_on_the_columns():
     items = _items(400, 4)
     ItemRows.from_items(items)  # marked (a sample)
-    marked = [i for i, it in enumerate(items) if item_rows.ROW_KEY in vars(it)]
+    marked = [i for i, it in enumerate(items) if hasattr(it, item_rows.ROW_KEY)]
     assert marked == list(range(0, 400, item_rows._MARK_STRIDE))
     new = _items(400, 5)
     mixed = [new[0]] + items[1:]  # the first (sampled) item new, no item with a record
@@ -131,11 +131,11 @@ def test_a_policy_reading_no_timestamps_reads_a_short_new_list_column_by_column(
     for sighting in range(3):
         got = c.Pipeline(quiet).run(items, budget)
         assert [it.content for it in got] == [it.content for it in want]
-        with_records = sum(bool(vars(it).get(item_rows.ROW_KEY)) for it in items)
+        with_records = sum(bool(getattr(it, item_rows.ROW_KEY, None)) for it in items)
         assert with_records == (0 if sighting == 0 else 40), sighting
     items = _items(40, 6)
     c.Pipeline(timed[0]).run(items, budget)  # records at once
-    assert all(vars(it).get(item_rows.ROW_KEY) for it in items)
+    assert all(getattr(it, item_rows.ROW_KEY, None) for it in items)
 
 
 @pytest.mark.parametrize("at", [0, -1])
