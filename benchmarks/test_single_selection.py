@@ -62,8 +62,7 @@ def _median_us(pipe, items, budget, rounds: int) -> tuple[float, float, float, f
         for it in items:
             for key in [k for k in vars(it) if k.startswith("_cupel_np_")]:  # the tag ids
                 del vars(it)[key]
-            if hasattr(it, ROW_KEY):  # the record (a slot)
-                object.__delattr__(it, ROW_KEY)
+            object.__setattr__(it, ROW_KEY, None)  # the record (a slot: None until made)
         call = pipe.run if i % 2 == 0 else pipe.dry_run
         t0 = time.process_time()
         call(items, budget)

@@ -78,7 +78,8 @@ _SET = object.__setattr__
 _NUMERIC = attrgetter("tokens", "pinned", "timestamp", "priority", "future_relevance_hint", "tags", "content")
 
 
-#: what an item a selection has seen once holds under ``ROW_KEY`` (no record yet: falsy)
+#: what an item a selection has seen once holds under ``ROW_KEY`` (no record yet: falsy; a
+#: new item holds None)
 _SEEN_ONCE = b""
 #: the fewest new items read column by column from their attributes: below, Arrow's and
 #: NumPy's per-call costs exceed what the records cost, and the items get theirs at once

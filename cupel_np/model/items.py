@@ -56,9 +56,9 @@ def _restore(cls, kwargs: dict):
 
 
 #: The slot where a selection keeps an item's packed numeric record (``model.item_rows``;
-#: the name carries the record's layout version). A slot is read at a fixed offset in the
-#: item: the ``__dict__`` look-up it replaced cost ~1.5x as much per item, ~90 us of a
-#: 5,000-item selection.
+#: the name carries the record's layout version; None until a selection has seen the item).
+#: A slot is read at a fixed offset in the item: the ``__dict__`` look-up it replaced cost
+#: ~1.5x as much per item, ~90 us of a 5,000-item selection.
 RECORD_SLOT = "_cupel_np_row_v5"
 
 
@@ -137,6 +137,9 @@ class ContextItem:
         if h is not None:
             set_(self, "future_relevance_hint", require_number("ContextItem.future_relevance_hint", h, optional=True))
         set_(self, "pinned", require_bool("ContextItem.pinned", self.pinned))
+        # no record yet: a slot left unset raises on every read, and a selection's look-up
+        # of new items would pay an exception per item
+        set_(self, RECORD_SLOT, None)
 
     def __reduce__(self):
         """Pickle (and ``copy.deepcopy``) as the constructor call with the item's fields:
@@ -151,9 +154,7 @@ class ContextItem:
         """The same fields (and whatever a selection kept on the item), not validated again."""
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
-        record = getattr(self, RECORD_SLOT, None)
-        if record is not None:
-            object.__setattr__(new, RECORD_SLOT, record)
+        object.__setattr__(new, RECORD_SLOT, getattr(self, RECORD_SLOT, None))
         return new
 
     def _key(self):

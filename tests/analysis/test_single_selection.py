@@ -126,9 +126,9 @@ def test_the_records_items_keep_give_the_columns_they_were_made_from(dicts, data
     from cupel_np.model.item_rows import ROW_KEY, ItemRows
 
     items = _as_items(dicts)
-    fresh = [not hasattr(i, ROW_KEY) for i in items]
+    fresh = [getattr(i, ROW_KEY) is None for i in items]
     first = ItemRows.from_items(items)
-    assert all(fresh) and all(hasattr(i, ROW_KEY) for i in items)
+    assert all(fresh) and all(getattr(i, ROW_KEY) for i in items)
     extra = _as_items(data.draw(item_lists(max_size=4)))
     for again in (items, items[::-1] + extra, [copy.copy(i) for i in items]):
         table, arrow = ItemRows.from_items(again), c.ItemTable.from_items(again)

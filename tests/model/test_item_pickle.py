@@ -22,7 +22,7 @@ def _as_items(dicts):
 def _kept(item) -> set[str]:
     """What a selection kept on the item: the record's slot when set, and its tag ids."""
     kept = {k for k in vars(item) if k.startswith("_cupel_np_")}
-    return kept | ({item_rows.ROW_KEY} if hasattr(item, item_rows.ROW_KEY) else set())
+    return kept | ({item_rows.ROW_KEY} if getattr(item, item_rows.ROW_KEY) is not None else set())
 
 
 def _same_fields(a, b) -> bool:

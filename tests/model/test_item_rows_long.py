@@ -66,7 +66,7 @@ def test_a_long_list_reads_as_the_arrow_path_on_every_sighting(n, seed):
 def test_a_new_sampled_item_keeps_a_seen_list_on_the_columns():
     items = _items(400, 4)
     ItemRows.from_items(items)  # marked (a sample)
-    marked = [i for i, it in enumerate(items) if hasattr(it, item_rows.ROW_KEY)]
+    marked = [i for i, it in enumerate(items) if getattr(it, item_rows.ROW_KEY) is not None]
     assert marked == list(range(0, 400, item_rows._MARK_STRIDE))
     new = _items(400, 5)
     mixed = [new[0]] + items[1:]  # the first (sampled) item new, no item with a record
@@ -161,3 +161,16 @@ def test_a_table_for_run_holds_the_callers_list_and_a_reports_a_copy():
     kept = ItemRows.from_items(items)._rows
     assert kept is not items and kept == items
     assert type(ItemRows.from_items(tuple(items), copy=False)._rows) is list
+
+
+@pytest.mark.parametrize("n", [50, 300])
+def test_items_whose_record_slot_was_never_set_read_as_new_ones(n):
+    """A new item holds None in its record slot; one built without ``__post_init__`` (a
+    subclass that skips it) holds nothing there at all, and reads the same."""
+    items = _items(n, 10)
+    for it in items[::3]:
+        object.__delattr__(it, item_rows.ROW_KEY)
+    arrow = c.ItemTable.from_items(items)
+    for _ in range(3):  # new, seen once, records
+        _same_columns(ItemRows.from_items(items), arrow)
+    assert all(getattr(it, item_rows.ROW_KEY) for it in items)
