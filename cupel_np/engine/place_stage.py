@@ -247,7 +247,10 @@ def place_segments(
     pin_rows, pin_offsets = segments.pin_rows, segments.pin_offsets
     u_at, u_pin = _order_for_placer(rows.tokens, pin_rows, pin_offsets, cand, segments.budget_targets, policy)
     # (a segment placed from ``u_at`` is longer, but for U_SORT_MIN set below SMALL_PLACE)
-    long = _has_long(pin_offsets, cand.cand_offsets) or (policy.placer == PLACER_U_SHAPED and bool((u_pin >= 0).any()))
+    # (``np.count_nonzero``, one C call: ``.any()`` goes through NumPy's Python wrapper)
+    long = _has_long(pin_offsets, cand.cand_offsets) or (
+        policy.placer == PLACER_U_SHAPED and int(np.count_nonzero(u_pin >= 0)) > 0
+    )
     use_ts_order = ts_order is not None
     ts_rows, ts_sorted, ts_offsets, ts_code, ts_runs, ts_run_off = _timestamp_args(
         ts_order, long and policy.placer == PLACER_CHRONOLOGICAL, rows.ts.dtype, pin_offsets.shape[0], n_rows
@@ -290,9 +293,9 @@ def place_segments(
         u_at if long else None,
         u_pin,
     )
-    if ties.any():  # a kernel of its own: a run without equal timestamps never compiles it
+    if np.count_nonzero(ties):  # a kernel of its own: a run without equal timestamps never compiles it
         _chrono_ties(np.flatnonzero(ties), ts_rows, ts_runs, ts_run_off, out.included, key_at, out.position)
-    if trunc.any():  # a kernel of its own: a run that never truncates never compiles it
+    if np.count_nonzero(trunc):  # a kernel of its own: a run that never truncates never compiles it
         _place_truncated(
             np.flatnonzero(trunc),
             n_rows,

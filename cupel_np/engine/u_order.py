@@ -498,6 +498,8 @@ def _sliced_score_order(rank, cand_score, cand_tok, cand_offsets, pin_offsets, m
     ``cand_tok`` (tokens per candidate) is read only with ranges."""
     n_seg = cand_offsets.shape[0] - 1
     u_pin = np.full(n_seg, -1, dtype=np.int64)
+    if ranges is None and int(cand_offsets[-1]) < min_sel:  # too few candidates in all: no NumPy steps
+        return _NO_PLACES, u_pin
     u_at = None
     sizes = np.diff(cand_offsets)
     big = sizes >= max(min_sel, 1)
