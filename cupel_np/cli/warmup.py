@@ -194,6 +194,9 @@ def _engine_small() -> None:
     """Every scorer, slicer, placer and overflow strategy on a corpus of small sets."""
 
     _sweep(_table(3000, 60, 1), [ContextBudget(20_000, 6_000, 500), ContextBudget(3_000, 1_000)])
+    # sets of more than greedy.MEDIUM_MIN candidates and fewer than greedy.PACKED_MIN: the
+    # medium greedy kernel (longer sets take the packed walk, shorter ones the small kernel)
+    _sweep(_table(800, 2, 6), [ContextBudget(200_000, 100_000)])
 
     grid = Sweep([Policy(ColumnScorer("signal"), slicer=KnapsackSlice(50))], budgets=[ContextBudget(9000, 6000)])
     sweep(_table(600, 20, 2), None, grid, on_error="collect", threads=1)  # split knapsack rows
