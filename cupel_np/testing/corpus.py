@@ -42,6 +42,31 @@ def _codes(name: str) -> np.ndarray:
     return np.array([c for c, n in REASON_NAMES.items() if n == name], dtype=np.int8)
 
 
+#: the set bits of every 16-bit value
+_POPCOUNT16 = np.unpackbits(np.arange(1 << 16, dtype=np.uint16).view(np.uint8)).reshape(-1, 16).sum(1, dtype=np.int64)
+
+
+def _kind_bits(kind_id: np.ndarray, k: int) -> np.ndarray | None:
+    """Each row's kind as one bit (``1 << kind_id``) for at most 16 kinds (uint8 for up to 8),
+    else None."""
+    if k > 16:
+        return None
+    dtype = np.uint8 if k <= 8 else np.uint16
+    return np.left_shift(dtype(1), kind_id.astype(dtype))
+
+
+def _segment_or(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Per segment the bitwise OR of its values (0 for an empty one), as ``sweep_run.segment_sums``
+    sums them: one ``reduceat`` over the non-empty segments."""
+    n_seg = offsets.shape[0] - 1
+    sizes = offsets[1:] - offsets[:-1]
+    out = np.zeros(n_seg, dtype=values.dtype)
+    full = np.flatnonzero(sizes)
+    if full.shape[0]:
+        out[full] = np.bitwise_or.reduceat(values[: int(offsets[-1])], offsets[full])
+    return out
+
+
 def _condition(pred) -> Condition:
     if not isinstance(pred, Condition):
         raise InvalidConfigError(
@@ -330,11 +355,13 @@ class CorpusAssertionChain:
         if budget is not None and not isinstance(budget, ContextBudget):
             raise InvalidConfigError(f"budget must be a ContextBudget, got {type(budget).__name__}")
         tokens = self.table.tokens
+        kept = np.empty_like(tokens)  # one buffer for every variant (a fresh one faults its pages in)
 
         def per(v):
             b = budget if budget is not None else self.result.variants[v].budget
             _positive_max(b)
-            used = segment_sums(np.where(self.run.included[v], tokens, 0), self._offsets)
+            # (the included rows' tokens, 0 elsewhere: a product costs half of ``np.where``)
+            used = segment_sums(np.multiply(tokens, self.run.included[v], out=kept), self._offsets)
             util = used / b.max_tokens  # analytics.budget_utilization per set, on the matrices
             return util >= threshold, util
 
@@ -351,12 +378,16 @@ class CorpusAssertionChain:
         t = self.table
         k = max(len(t.kind_vocab), 1)
 
-        dense = t.n_sets * k <= 4 * t.n + 1_000_000  # a dense (set, kind) count table is small
+        # up to 16 kinds: each row's kind as one bit, OR-ed per set and the bits counted
+        bits = _kind_bits(t.kind_id, k)
+        dense = bits is None and t.n_sets * k <= 4 * t.n + 1_000_000  # a dense (set, kind) count table is small
         pair = self._seg * k + t.kind_id if dense else None
 
         def per(v):
             inc = self.run.included[v]
-            if pair is not None:
+            if bits is not None:
+                cnt = _POPCOUNT16[_segment_or(bits * inc, self._offsets)]
+            elif pair is not None:
                 hit = np.bincount(pair[inc], minlength=t.n_sets * k)
                 cnt = np.count_nonzero(hit.reshape(t.n_sets, k), axis=1)
             else:
