@@ -28,6 +28,7 @@ from cupel_np._jit import jit
 from cupel_np.analysis._budget_probe import _CopiedScores, _ProbeTable
 from cupel_np.engine.batch import run_sweep
 from cupel_np.engine.groups import group_codes, group_plan
+from cupel_np.engine.parallel import run_tasks, threads_for
 from cupel_np.engine.runner import as_table, run_policy
 from cupel_np.engine.scorers import ScoreContext
 from cupel_np.engine.sweep_run import SweepRun, classify
@@ -361,16 +362,33 @@ def budget_curves(
     run = run_sweep(table, cols)
     n_cols, n_sets = len(cols), table.n_sets
     failed = np.zeros((n_cols, n_sets), dtype=np.bool_)
-    errors: list = [None] * (n_cols * n_sets)
+    err_at: list[int] = []  # (column, set) flat positions of the failed runs, and their errors
+    err_text: list[str] = []
     for c, errs in enumerate(run.errors):
         for s, e in errs.items():
             if on_error == "raise":
                 raise e
             failed[c, s] = True
-            errors[c * n_sets + s] = str(e)
+            err_at.append(c * n_sets + s)
+            err_text.append(str(e))
     count = np.zeros((n_cols, n_sets), dtype=np.int64)
     used = np.zeros((n_cols, n_sets), dtype=np.int64)
-    _set_totals_kernel(run.included, failed, table.tokens, table.offsets, count, used)
+    # per row x variant, in input row order: each variant's ladder statistics and its columns'
+    # set totals are its own task on the engine's pool (each writes only its own arrays and
+    # rows, so the answer is the same for any thread count)
+    set_of_row = np.repeat(np.arange(n_sets, dtype=np.int64), np.diff(table.offsets))
+    # (each variant's own arrays: Arrow may hold a NumPy array without copying it)
+    stats = [
+        (np.empty(table.n, dtype=np.int64), np.empty(table.n, dtype=np.int32), np.empty(table.n, dtype=np.bool_))
+        for _ in vs
+    ]
+
+    def per_variant(p: int, _state: None) -> None:
+        a, b = p * n_b, (p + 1) * n_b  # its columns (row slices of C-ordered matrices: contiguous)
+        _set_totals_kernel(run.included[a:b], failed[a:b], table.tokens, table.offsets, count[a:b], used[a:b])
+        _ladder_kernel(run.included, failed, set_of_row, p, n_b, *stats[p])
+
+    run_tasks(len(vs), threads_for(None, table.n * n_cols), lambda: None, per_variant)
     target = np.repeat(np.array([b.target_tokens for b in ladder] * len(vs), dtype=np.int64), n_sets)
     used_flat = used.reshape(-1)
     util = np.divide(used_flat.astype(np.float64), target, out=np.zeros(used_flat.shape[0]), where=target > 0)
@@ -379,7 +397,7 @@ def budget_curves(
     keys = _set_keys_array(table)
     curves = pa.table(
         {
-            "variant": pa.array(np.repeat(np.array([v.label for v in vs], dtype=object), n_b * n_sets), pa.string()),
+            "variant": _repeat_strings([v.label for v in vs], n_b * n_sets),
             "budget": pa.array(
                 np.repeat(np.tile(np.array([b.max_tokens for b in ladder], dtype=np.int64), len(vs)), n_sets)
             ),
@@ -388,26 +406,32 @@ def budget_curves(
             "included_count": pa.array(count.reshape(-1), mask=fmask),
             "tokens_used": pa.array(used_flat, mask=fmask),
             "target_utilization": pa.array(util, mask=fmask),
-            "error": pa.array(errors, pa.string()),
+            "error": _errors_column(n_cols * n_sets, err_at, err_text),
         }
     )
-    # per row x variant, in input row order
-    set_of_row = np.repeat(np.arange(n_sets, dtype=np.int64), np.diff(table.offsets))
-    to_input = np.empty(table.n, dtype=np.int64)
-    to_input[table.input_row] = np.arange(table.n, dtype=np.int64)
+    in_order = bool((table.input_row == np.arange(table.n)).all())  # rows already set by set
+    to_input = None
+    if not in_order:
+        to_input = np.empty(table.n, dtype=np.int64)
+        to_input[table.input_row] = np.arange(table.n, dtype=np.int64)
     ladder_vals = np.array([b.max_tokens for b in ladder], dtype=np.int64)
-    stable = np.empty(table.n, dtype=np.int64)
-    flips = np.empty(table.n, dtype=np.int32)
-    went_out = np.empty(table.n, dtype=np.bool_)
+    # the columns every variant's rows share (Arrow arrays are immutable: shared, not copied)
+    row_keys = None
+    if table.set_column:
+        row_keys = keys.take(pa.array(set_of_row if to_input is None else set_of_row[to_input]))
+    input_row = pa.array(np.arange(table.n, dtype=np.int64))
     parts = []
     for p in range(len(vs)):  # one kernel pass per variant (never per set or row)
-        _ladder_kernel(run.included, failed, set_of_row, p, n_b, stable, flips, went_out)
-        st, fl, wo = stable[to_input], flips[to_input], went_out[to_input]
+        stable, flips, went_out = stats[p]
+        if to_input is None:
+            st, fl, wo = stable, flips, went_out
+        else:
+            st, fl, wo = stable[to_input], flips[to_input], went_out[to_input]
         cols_p = {}
-        if table.set_column:
-            cols_p[set_col] = keys.take(pa.array(set_of_row[to_input]))
-        cols_p["input_row"] = pa.array(np.arange(table.n, dtype=np.int64))
-        cols_p["variant"] = pa.array(np.full(table.n, vs[p].label, dtype=object), pa.string())
+        if row_keys is not None:
+            cols_p[set_col] = row_keys
+        cols_p["input_row"] = input_row
+        cols_p["variant"] = _repeat_strings([vs[p].label], table.n)
         cols_p["min_stable_budget"] = pa.array(ladder_vals[np.maximum(st, 0)], mask=st < 0)
         cols_p["flips"] = pa.array(fl)
         cols_p["flips_more_than_once"] = pa.array(fl > 1)
@@ -415,6 +439,22 @@ def budget_curves(
         parts.append(pa.table(cols_p))
     rows = pa.concat_tables(parts)
     return BudgetCurves([v.label for v in vs], ladder, curves, rows, run)
+
+
+def _repeat_strings(values: list[str], each: int) -> pa.Array:
+    """``values``, each repeated ``each`` times, as an Arrow string array (built in Arrow: a
+    NumPy object array of a million references and its conversion cost ~70 ms)."""
+    index = np.repeat(np.arange(len(values), dtype=np.int32), each)
+    return pa.array(values, pa.string()).take(pa.array(index))
+
+
+def _errors_column(n: int, at: list[int], text: list[str]) -> pa.Array:
+    """A string column of ``n`` nulls with ``text[i]`` at position ``at[i]``."""
+    if not at:
+        return pa.nulls(n, pa.string())
+    index = np.full(n, -1, dtype=np.int64)
+    index[np.asarray(at, dtype=np.int64)] = np.arange(len(at), dtype=np.int64)
+    return pa.array(text, pa.string()).take(pa.array(index, mask=index < 0))
 
 
 # --------------------------------------------------------------------------- min budgets

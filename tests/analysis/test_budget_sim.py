@@ -435,6 +435,39 @@ def test_curves_collect_failures_and_can_raise():
         c.budget_curves(items, ["chat"], [40, 100], on_error="raise")
 
 
+def test_curves_are_the_same_for_any_thread_count_and_row_order(monkeypatch):
+    """The per-variant statistics run as tasks on the engine's pool: one thread and two give
+    the same tables, for sets whose rows are in input order and for interleaved ones (rows
+    gathered back to input order), with failed (column, set) cells among them."""
+    rng = np.random.default_rng(7)
+    n = 1200
+    sid = np.repeat(np.arange(40), 30)
+    rows = [
+        {
+            "content": f"c{i}",
+            "tokens": int(rng.integers(1, 400)),
+            "kind": ["Message", "Document", "ToolOutput"][int(rng.integers(3))],
+            "priority": int(rng.integers(0, 9)),
+            "pinned": bool(i % 30 == 0 and (i // 30) % 7 == 0),
+        }
+        for i in range(n)
+    ]
+    variants = [("chat", c.preset("chat")), ("rag", c.preset("rag")), ("code", c.preset("code_review"))]
+    ladder = c.budget_ladder(200, 20_000, 12, output_reserve=50)
+    for order in (np.arange(n), rng.permutation(n)):
+        table = ItemTable.from_items([dict(rows[i], s=int(sid[i])) for i in order], set_column="s")
+        out = {}
+        for threads in ("1", "2"):
+            monkeypatch.setenv("CUPEL_NP_THREADS", threads)
+            res = c.budget_curves(table, variants, ladder)
+            out[threads] = (res.curves, res.rows)
+        assert out["1"][0].equals(out["2"][0]) and out["1"][1].equals(out["2"][1])
+        curves = out["1"][0].to_pylist()
+        assert any(r["error"] for r in curves) and any(r["included_count"] for r in curves)
+        assert out["1"][1].num_rows == n * len(variants)
+        assert out["1"][1].column("input_row").to_pylist() == list(range(n)) * len(variants)
+
+
 def test_budget_ladder():
     lad = c.budget_ladder(4000, 200_000, 16, output_reserve=1000)
     vals = [b.max_tokens for b in lad]
