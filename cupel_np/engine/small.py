@@ -271,8 +271,8 @@ def _shared(table: ItemTable, plan: PolicyPlan, cls: Classified, max_cells: int)
             ts_order = _timestamp_order(table)
         else:
             # no compared rows to build (a set below BIG_GREEDY), and the order is read only
-            # when the set keeps more than CHRONO_FILTER_MIN items: ``batch._place`` builds it
-            # then (a 50-item request keeping 12 builds none)
+            # when the set keeps more than SMALL_PLACE items: ``batch._place`` builds it then
+            # (a 50-item request builds none: the kernel sorts what it keeps)
             memo[TS_ORDER_LATER] = partial(_timestamp_order, table)
     elif plan.chrono:
         ts_order, compared = _timestamps(table, sc_rows, plan.greedy_chrono)

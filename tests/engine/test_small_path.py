@@ -255,12 +255,14 @@ def test_u_shaped_placement_leaves_the_timestamps_unread():
 
 def test_the_timestamp_order_is_built_only_where_placement_reads_it(monkeypatch):
     """A single set's shared timestamp order is built by the place stage, and only when the
-    set may keep more than ``placers.CHRONO_FILTER_MIN`` items and 1/32 of its timestamped
-    rows (else the place kernel sorts the kept items itself); the selection is the batch
-    engine's either way (tied timestamps, a pinned item, both overflow strategies that place)."""
+    set may keep more than ``stages.SMALL_PLACE`` items (and ``placers.CHRONO_FILTER_MIN``)
+    and 1/32 of its timestamped rows (else the place kernel sorts the kept items itself, by
+    insertion); the selection is the batch engine's either way, whose sweep filters the
+    shared order from CHRONO_FILTER_MIN kept items (tied timestamps, a pinned item, both
+    overflow strategies that place)."""
     from datetime import UTC, datetime, timedelta
 
-    from cupel_np.engine import placers, small
+    from cupel_np.engine import placers, small, stages
 
     built = []
     order_of = small._timestamp_order
@@ -268,12 +270,16 @@ def test_the_timestamp_order_is_built_only_where_placement_reads_it(monkeypatch)
     t0 = datetime(2024, 1, 1, tzinfo=UTC)
     items = [
         c.ContextItem(f"c{i}", 10, timestamp=None if i % 5 == 0 else t0 + timedelta(hours=i % 6), pinned=i == 3)
-        for i in range(60)
+        for i in range(150)
     ]
-    for keep, overflow in ((5, "throw"), (placers.CHRONO_FILTER_MIN, "truncate"), (40, "throw"), (40, "truncate")):
-        budget = c.ContextBudget(max_tokens=10 * keep + 50, target_tokens=10 * keep)
-        policy = c.Policy(c.RecencyScorer(), placer="chronological", overflow_strategy=overflow)
-        built.clear()
-        got = run_one(ItemRows.from_items(items), budget, PolicyPlan.of(policy))
-        assert bool(built) == (keep > placers.CHRONO_FILTER_MIN), keep
-        assert_same_run(got, run_policy(c.ItemTable.from_items(items), budget, policy))
+    least = max(placers.CHRONO_FILTER_MIN, stages.SMALL_PLACE)
+    keeps = [5, placers.CHRONO_FILTER_MIN, 40, least, least + 1, 120]
+    for keep in keeps:
+        for overflow in ("throw", "truncate"):
+            budget = c.ContextBudget(max_tokens=10 * keep + 50, target_tokens=10 * keep)
+            policy = c.Policy(c.RecencyScorer(), placer="chronological", overflow_strategy=overflow)
+            built.clear()
+            got = run_one(ItemRows.from_items(items), budget, PolicyPlan.of(policy))
+            assert bool(built) == (keep > least), (keep, overflow)
+            assert int(np.count_nonzero(got.sweep.included[0])) == keep
+            assert_same_run(got, run_policy(c.ItemTable.from_items(items), budget, policy))
