@@ -257,12 +257,15 @@ def _keep_tag_ids(items: list[ContextItem], key: str) -> None:
         pos = end
 
 
+_MAX = np.maximum.reduce
+
+
 def _compact(off: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """``(off, ids, n_ids)`` with every id below ``n_ids``, renumbered when the process-wide
     ids are too far apart for the kernel's scratch (``n_ids`` long)."""
     if ids.shape[0] == 0:
         return off, ids, 0
-    top = int(ids.max()) + 1
+    top = int(_MAX(ids)) + 1  # (the ufunc's reduce: ``.max()`` goes through NumPy's Python wrapper)
     if top <= 8 * ids.shape[0] + 1024:  # the kernel's scratch is n_ids long: small enough
         return off, ids, top
     uniq, local = np.unique(ids, return_inverse=True)
@@ -276,14 +279,14 @@ def tag_ids(items: list[ContextItem], off: np.ndarray) -> tuple[np.ndarray, np.n
     reads one attribute; nothing is folded or looked up per call."""
     key = _tag_key[0]
     try:
-        bufs = list(map(attrgetter(key), items))
+        joined = b"".join(map(attrgetter(key), items))
     except AttributeError:
         with _TAG_LOCK:
             _restart_if_full()
             key = _tag_key[0]
             _keep_tag_ids(items, key)
-            bufs = list(map(attrgetter(key), items))
-    return _compact(off, np.frombuffer(b"".join(bufs), dtype=np.int64))
+            joined = b"".join(map(attrgetter(key), items))
+    return _compact(off, np.frombuffer(joined, dtype=np.int64))
 
 
 def _look_up_all(source, keys: list):
