@@ -39,7 +39,7 @@ def segment_sums(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     sizes = offsets[1:] - offsets[:-1]
     x = values[: int(offsets[-1])]
-    acc = np.int64
+    acc: type[np.signedinteger] = np.int64
     if values.dtype.kind == "b":
         x = x.view(np.uint8)
         longest = int(sizes.max())
