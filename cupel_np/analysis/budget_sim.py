@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from cupel_np._jit import jit
 from cupel_np.analysis._budget_probe import _CopiedScores, _ProbeTable
+from cupel_np.analysis._curve_tables import repeat_strings, rows_table, strings_at
 from cupel_np.engine.batch import run_sweep
 from cupel_np.engine.groups import group_codes, group_plan
 from cupel_np.engine.parallel import run_tasks, threads_for
@@ -397,7 +398,7 @@ def budget_curves(
     keys = _set_keys_array(table)
     curves = pa.table(
         {
-            "variant": _repeat_strings([v.label for v in vs], n_b * n_sets),
+            "variant": repeat_strings([v.label for v in vs], n_b * n_sets),
             "budget": pa.array(
                 np.repeat(np.tile(np.array([b.max_tokens for b in ladder], dtype=np.int64), len(vs)), n_sets)
             ),
@@ -406,55 +407,13 @@ def budget_curves(
             "included_count": pa.array(count.reshape(-1), mask=fmask),
             "tokens_used": pa.array(used_flat, mask=fmask),
             "target_utilization": pa.array(util, mask=fmask),
-            "error": _errors_column(n_cols * n_sets, err_at, err_text),
+            "error": strings_at(n_cols * n_sets, err_at, err_text),
         }
     )
-    in_order = bool((table.input_row == np.arange(table.n)).all())  # rows already set by set
-    to_input = None
-    if not in_order:
-        to_input = np.empty(table.n, dtype=np.int64)
-        to_input[table.input_row] = np.arange(table.n, dtype=np.int64)
     ladder_vals = np.array([b.max_tokens for b in ladder], dtype=np.int64)
-    # the columns every variant's rows share (Arrow arrays are immutable: shared, not copied)
-    row_keys = None
-    if table.set_column:
-        row_keys = keys.take(pa.array(set_of_row if to_input is None else set_of_row[to_input]))
-    input_row = pa.array(np.arange(table.n, dtype=np.int64))
-    parts = []
-    for p in range(len(vs)):  # one kernel pass per variant (never per set or row)
-        stable, flips, went_out = stats[p]
-        if to_input is None:
-            st, fl, wo = stable, flips, went_out
-        else:
-            st, fl, wo = stable[to_input], flips[to_input], went_out[to_input]
-        cols_p = {}
-        if row_keys is not None:
-            cols_p[set_col] = row_keys
-        cols_p["input_row"] = input_row
-        cols_p["variant"] = _repeat_strings([vs[p].label], table.n)
-        cols_p["min_stable_budget"] = pa.array(ladder_vals[np.maximum(st, 0)], mask=st < 0)
-        cols_p["flips"] = pa.array(fl)
-        cols_p["flips_more_than_once"] = pa.array(fl > 1)
-        cols_p["non_monotonic"] = pa.array(wo)
-        parts.append(pa.table(cols_p))
-    rows = pa.concat_tables(parts)
+    keys_or_none = keys if table.set_column else None
+    rows = rows_table(table.input_row, set_of_row, keys_or_none, set_col, [v.label for v in vs], ladder_vals, stats)
     return BudgetCurves([v.label for v in vs], ladder, curves, rows, run)
-
-
-def _repeat_strings(values: list[str], each: int) -> pa.Array:
-    """``values``, each repeated ``each`` times, as an Arrow string array (built in Arrow: a
-    NumPy object array of a million references and its conversion cost ~70 ms)."""
-    index = np.repeat(np.arange(len(values), dtype=np.int32), each)
-    return pa.array(values, pa.string()).take(pa.array(index))
-
-
-def _errors_column(n: int, at: list[int], text: list[str]) -> pa.Array:
-    """A string column of ``n`` nulls with ``text[i]`` at position ``at[i]``."""
-    if not at:
-        return pa.nulls(n, pa.string())
-    index = np.full(n, -1, dtype=np.int64)
-    index[np.asarray(at, dtype=np.int64)] = np.arange(len(at), dtype=np.int64)
-    return pa.array(text, pa.string()).take(pa.array(index, mask=index < 0))
 
 
 # --------------------------------------------------------------------------- min budgets
