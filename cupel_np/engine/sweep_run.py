@@ -259,6 +259,14 @@ class SweepRun:
         out[cls.pin_rows] = 1.0
         return out
 
+    def nan_score_rows(self, v: int) -> np.ndarray:
+        """``np.flatnonzero(np.isnan(scores_for(v)))`` without building the whole column: only
+        a scoreable row's composite score can be NaN (pinned rows score 1.0, negative-token
+        rows 0.0), so the rows are the scoreable ones whose score is (ascending)."""
+        base, term_off, term_col, term_w = self._plan
+        sc_rows = self.classified.sc_rows
+        return sc_rows[np.isnan(_one_variant(base, term_off, term_col, term_w, v))]
+
     def scores_at(self, v: int, rows: np.ndarray) -> np.ndarray:
         """``scores_for(v)[rows]`` without building the whole column."""
         rows = np.asarray(rows, dtype=np.int64)

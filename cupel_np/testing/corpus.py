@@ -333,9 +333,10 @@ class CorpusAssertionChain:
 
         def per(v):
             exc = ~self.run.included[v]
-            nan = exc & np.isnan(self.run.scores_for(v))
             n_exc = self._count(exc)
-            n_nan = self._count(nan)
+            nan_rows = self.run.nan_score_rows(v)  # (usually none: no score column to build)
+            nan_rows = nan_rows[exc[nan_rows]]
+            n_nan = np.bincount(self._seg[nan_rows], minlength=self.table.n_sets)
             n_num = n_exc - n_nan
             first = np.where(n_num > 0, n_num - 1, 0)
             first = np.where((n_nan > 0) & (n_exc >= 2), first, -1)

@@ -313,3 +313,43 @@ def test_top_n_at_edges_corpus_form_agrees_with_report_form_for_odd_and_even_n(p
             assert (key in failing) == single, (placer, n, key)
             verdicts.add(single)
     assert verdicts == {True, False}
+
+
+def test_excluded_order_check_finds_nan_scores_without_the_score_column():
+    """``excluded_items_are_sorted_by_score_descending`` reads only the rows whose score is NaN
+    (``SweepRun.nan_score_rows``: scoreable rows; pinned score 1.0): an infinity minus an
+    infinity makes some composites NaN, and each set's verdict is the single report's."""
+    import math
+
+    import numpy as np
+    import pyarrow as pa
+
+    n = 400
+    rng = np.random.default_rng(3)
+    a, b = rng.random(n), rng.random(n)
+    bad = rng.random(n) < 0.05
+    a[bad], b[bad] = math.inf, -math.inf
+    t = pa.table(
+        {
+            "content": [f"x{i}" for i in range(n)],
+            "tokens": rng.integers(1, 50, n),
+            "a": a,
+            "b": b,
+            "s": np.repeat(np.arange(40), 10),
+            "pinned": rng.random(n) < 0.05,
+        }
+    )
+    table = c.ItemTable.from_arrow(t, set_column="s")
+    policy = c.Policy(c.CompositeScorer(((c.ColumnScorer("a"), 1.0), (c.ColumnScorer("b"), 1.0))))
+    res = c.sweep(table, c.ContextBudget(120, 100), [("v", policy)])
+    scores = res.run.scores_for(0)
+    assert np.array_equal(res.run.nan_score_rows(0), np.flatnonzero(np.isnan(scores)))
+    ch = should(res).every_set(collect=True).excluded_items_are_sorted_by_score_descending()
+    failing = {r["set"] for r in ch.failures().to_pylist()}
+    want = set()
+    for key in table.set_keys:
+        try:
+            should(res.selection_report("v", key)).excluded_items_are_sorted_by_score_descending()
+        except SelectionReportAssertionError:
+            want.add(str(key))
+    assert failing == want and 0 < len(want) < table.n_sets
