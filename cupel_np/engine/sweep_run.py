@@ -254,6 +254,8 @@ class SweepRun:
         1.0 for pinned rows, 0.0 for negative-token rows."""
         base, term_off, term_col, term_w = self._plan
         cls = self.classified
+        if cls.sc_rows.shape[0] == self.table.n:  # every row scoreable: the composite is the column
+            return _one_variant(base, term_off, term_col, term_w, v)
         out = np.zeros(self.table.n, dtype=np.float64)
         out[cls.sc_rows] = _one_variant(base, term_off, term_col, term_w, v)
         out[cls.pin_rows] = 1.0
