@@ -24,32 +24,40 @@ def segment_sums(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Per segment ``s`` the sum of ``values[offsets[s]:offsets[s + 1]]``: int64 for bool and
     integer values, float64 for floats (the differences of one running sum, as ever).
 
-    Integers and bools are summed segment by segment (``np.add.reduceat`` over the non-empty
-    segments: the empty ones sum to 0), a bool mask in the narrowest accumulator its longest
-    segment fits: 5M rows in ~1.4 ms where the running sum took ~26 (NumPy casts every bool
-    to int64 on its way into ``cumsum``). The same integers either way (integer sums wrap
-    alike in any order)."""
+    Integers and bools are summed segment by segment (:func:`segment_reduce`), a bool mask in
+    the narrowest accumulator its longest segment fits: 5M rows in ~1.4 ms where the running
+    sum took ~26 (NumPy casts every bool to int64 on its way into ``cumsum``). The same
+    integers either way (integer sums wrap alike in any order)."""
     if values.dtype.kind not in "biu":
         cs = np.zeros(values.shape[0] + 1, dtype=np.float64)
         np.cumsum(values, out=cs[1:])
         return cs[offsets[1:]] - cs[offsets[:-1]]
     offsets = np.asarray(offsets, dtype=np.int64)
-    n_seg = offsets.shape[0] - 1
-    if n_seg <= 0:
-        return np.zeros(0, dtype=np.int64)
-    sizes = offsets[1:] - offsets[:-1]
-    x = values[: int(offsets[-1])]
     acc: type[np.signedinteger] = np.int64
     if values.dtype.kind == "b":
-        x = x.view(np.uint8)
-        longest = int(sizes.max())
+        values = values.view(np.uint8)
+        longest = int((offsets[1:] - offsets[:-1]).max()) if offsets.shape[0] > 1 else 0
         acc = np.int16 if longest <= np.iinfo(np.int16).max else np.int32 if longest <= _I32_MAX else np.int64
+    return segment_reduce(np.add, values, offsets, acc).astype(np.int64, copy=False)
+
+
+def segment_reduce(ufunc: np.ufunc, values: np.ndarray, offsets: np.ndarray, dtype=None) -> np.ndarray:
+    """Per segment ``ufunc``'s reduction of ``values[offsets[s]:offsets[s + 1]]`` (in
+    ``dtype``, by default the values'), 0 for an empty segment: one ``ufunc.reduceat`` over
+    the non-empty segments (a reduction from a non-empty start runs to the next one, and an
+    empty segment between them holds nothing)."""
+    n_seg = offsets.shape[0] - 1
+    dtype = values.dtype if dtype is None else np.dtype(dtype)
+    if n_seg <= 0:
+        return np.zeros(0, dtype=dtype)
+    x = values[: int(offsets[-1])]
+    sizes = offsets[1:] - offsets[:-1]
     if int(np.count_nonzero(sizes)) == n_seg:  # no empty segment: each start is its own index
-        return np.add.reduceat(x, offsets[:-1], dtype=acc).astype(np.int64)
-    out = np.zeros(n_seg, dtype=np.int64)
-    full = np.flatnonzero(sizes)  # a reduction from a non-empty start runs to the next one
+        return ufunc.reduceat(x, offsets[:-1], dtype=dtype)
+    out = np.zeros(n_seg, dtype=dtype)
+    full = np.flatnonzero(sizes)
     if full.shape[0]:
-        out[full] = np.add.reduceat(x, offsets[full], dtype=acc)
+        out[full] = ufunc.reduceat(x, offsets[full], dtype=dtype)
     return out
 
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cupel_np.engine.reasons import R_BUDGET_EXCEEDED, R_TRUNCATED, REASON_NAMES
-from cupel_np.engine.sweep_run import segment_sums
+from cupel_np.engine.sweep_run import segment_reduce, segment_sums
 from cupel_np.errors import CorpusAssertionError, InvalidConfigError
 from cupel_np.model.budget import ContextBudget
 from cupel_np.testing._kernels import top_n_fail_counts
@@ -53,18 +53,6 @@ def _kind_bits(kind_id: np.ndarray, k: int) -> np.ndarray | None:
         return None
     dtype = np.uint8 if k <= 8 else np.uint16
     return np.left_shift(dtype(1), kind_id.astype(dtype))
-
-
-def _segment_or(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Per segment the bitwise OR of its values (0 for an empty one), as ``sweep_run.segment_sums``
-    sums them: one ``reduceat`` over the non-empty segments."""
-    n_seg = offsets.shape[0] - 1
-    sizes = offsets[1:] - offsets[:-1]
-    out = np.zeros(n_seg, dtype=values.dtype)
-    full = np.flatnonzero(sizes)
-    if full.shape[0]:
-        out[full] = np.bitwise_or.reduceat(values[: int(offsets[-1])], offsets[full])
-    return out
 
 
 def _condition(pred) -> Condition:
@@ -387,7 +375,7 @@ class CorpusAssertionChain:
         def per(v):
             inc = self.run.included[v]
             if bits is not None:
-                cnt = _POPCOUNT16[_segment_or(bits * inc, self._offsets)]
+                cnt = _POPCOUNT16[segment_reduce(np.bitwise_or, bits * inc, self._offsets)]
             elif pair is not None:
                 hit = np.bincount(pair[inc], minlength=t.n_sets * k)
                 cnt = np.count_nonzero(hit.reshape(t.n_sets, k), axis=1)

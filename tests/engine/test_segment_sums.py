@@ -1,5 +1,5 @@
-"""``sweep_run.segment_sums`` (per-segment reductions by ``np.add.reduceat``) and the corpus
-checks' per-set bit OR (``testing.corpus._segment_or``) against the running-sum and the
+"""``sweep_run.segment_sums`` and ``segment_reduce`` (per-segment reductions by ``reduceat``: the
+sums, and the corpus checks' per-set bit OR) against the running-sum and the
 set-by-set definitions, over empty segments, segments longer than an int16 accumulator holds
 and values past the last offset."""
 
@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 
 import cupel_np as c
-from cupel_np.engine.sweep_run import segment_sums
+from cupel_np.engine.sweep_run import segment_reduce, segment_sums
 from cupel_np.testing import should
-from cupel_np.testing.corpus import _segment_or
 
 
 def _running(values, offsets):
@@ -49,7 +48,7 @@ def test_segment_sums_equal_the_running_sums():
 def test_segment_or_is_each_sets_or():
     for rng, offsets, n in _cases(2, 200):
         values = rng.integers(0, 1 << 16, n).astype(np.uint16) * (rng.random(n) < 0.3)
-        got = _segment_or(values, offsets)
+        got = segment_reduce(np.bitwise_or, values, offsets)
         want = [np.bitwise_or.reduce(values[a:b]) if b > a else 0 for a, b in zip(offsets[:-1], offsets[1:])]
         assert got.dtype == np.uint16 and got.tolist() == [int(w) for w in want]
 
