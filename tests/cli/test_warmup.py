@@ -3,6 +3,7 @@ workloads reach every kernel is checked here on an empty cache (~40 s); what a c
 costs with them is measured by benchmarks/test_cold_start.py."""
 
 import ast
+import json
 import os
 import subprocess
 import sys
@@ -101,3 +102,30 @@ def test_the_workloads_reach_every_kernel(monkeypatch, tmp_path):
     r = warmup.warmup(jobs=2)
     assert len(r.kernels) > 100  # every module's kernels were imported
     assert r.missing == [], r.missing
+
+
+def _result(missing):
+    kernels = ["m.a", "m.b", *missing]
+    return warmup.WarmupResult(kernels, {"m.a": ["()"], "m.b": ["()"]}, 0.5, 2, list(missing))
+
+
+def test_a_partial_warmup_exits_1_and_names_what_it_missed(monkeypatch, capsys):
+    """A kernel no workload reached compiles on its first use: the command says so on stderr
+    and in its exit status (also with --json), unless --allow-missing."""
+    monkeypatch.setattr(warmup, "warmup", lambda jobs: _result(["m.c"]))
+    assert main(["warmup"]) == 1
+    out, err = capsys.readouterr()
+    assert "2 of 3 kernels" in out
+    assert "warmup incomplete: 1 kernel not reached" in err and "m.c" in err and "--allow-missing" in err
+    assert main(["warmup", "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out)["missing"] == ["m.c"] and "m.c" in err
+    assert main(["warmup", "--allow-missing"]) == 0
+    assert "m.c" in capsys.readouterr().err
+
+
+def test_a_complete_warmup_exits_0(monkeypatch, capsys):
+    monkeypatch.setattr(warmup, "warmup", lambda jobs: _result([]))
+    assert main(["warmup"]) == 0
+    out, err = capsys.readouterr()
+    assert "2 of 2 kernels" in out and err == ""
