@@ -106,6 +106,14 @@ def _type_calls_without_literals(d) -> None:
     d.get_call_template = get_call_template
 
 
+def filled(shape, value, dtype) -> np.ndarray:
+    """``np.full(shape, value, dtype)`` without its Python wrapper (``empty`` and ``fill``: ~0.35
+    against ~0.75 us; a single selection makes several)."""
+    a = np.empty(shape, dtype=dtype)
+    a.fill(value)
+    return a
+
+
 def as_input(a, dtype) -> np.ndarray:
     """``a`` as a C-contiguous array of ``dtype``, returned as a read-only view, for a kernel
     argument the kernel only reads. Zero-copy when ``a`` already has that dtype and layout

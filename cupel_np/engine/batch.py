@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from cupel_np import _malloc
+from cupel_np._jit import filled
 from cupel_np.engine import groups as grp
 from cupel_np.engine import place_stage, placers, stages
 from cupel_np.engine.batch_kernels import duplicate_winners, included_positions
@@ -99,7 +100,7 @@ class _Scratch:
     def __init__(self, n: int, m: int):
         self.n = n
         self.position = np.zeros(n, dtype=np.int32)
-        self.lstpos = np.full(n, -1, dtype=np.int32)
+        self.lstpos = filled(n, -1, np.int32)
         self.scores = np.empty(m, dtype=np.float64)
         self.empty = np.zeros(0, dtype=np.int64)
         self._seq: np.ndarray | None = None
@@ -360,7 +361,8 @@ def _place(
     ts, ts_valid = (table.timestamp, table.timestamp_valid) if chrono else (w.empty, np.zeros(0, np.bool_))
     ts_order = sh.ts_order
     later = sh.memo.get("ts_order_later") if chrono and ts_order is None else None  # (``small._shared``)
-    if later is not None:
+    # (a set of at most SMALL_PLACE rows keeps at most that many: no count needed)
+    if later is not None and table.n > max(placers.CHRONO_FILTER_MIN, stages.SMALL_PLACE):
         # one set's timestamp order, built only where the place kernels read it: a set keeping
         # more than SMALL_PLACE items and at least 1/32 of its timestamped rows (it keeps at
         # most its pinned rows and its selected candidates); else the kernel sorts its own.

@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from cupel_np._jit import filled
 from cupel_np.engine import placers, stages
 from cupel_np.engine.chrono_bits import _chrono_ties
 from cupel_np.engine.placers import (
@@ -163,7 +164,8 @@ def _order_for_placer(tokens, pin_rows, pin_offsets, cand: Candidates, budget_ta
     ``(u_at, u_pin)``, empty for chronological placement."""
     cand_tok, placer = cand.cand_tok, policy.placer
     ranges = cand.prefix_ranges
-    if ranges is None and cand.rank_prefix is not None and (cand.rank_prefix > 1).any():
+    # (``np.count_nonzero``, one C call: ``.any()`` goes through NumPy's Python wrapper)
+    if ranges is None and cand.rank_prefix is not None and np.count_nonzero(cand.rank_prefix > 1):
         has = cand.rank_prefix > 1  # greedy: its prefix [0, rank_prefix[s]) where longer than 1
         r_off = np.concatenate(([0], np.cumsum(has))).astype(np.int64)
         ranges = r_off, np.zeros(int(r_off[-1]), dtype=np.int64), cand.rank_prefix[has].astype(np.int64)
@@ -192,7 +194,7 @@ def _order_for_placer(tokens, pin_rows, pin_offsets, cand: Candidates, budget_ta
             cand.rank, cand.cand_score, cand_tok, cand.cand_offsets, pin_offsets, placers.U_SORT_MIN, left
         )
     # (int32: u-shaped's ``u_at`` type, so the place kernel has one specialization for both)
-    return np.zeros(0, np.int32), np.full(pin_offsets.shape[0] - 1, -1, np.int64)
+    return np.zeros(0, np.int32), filled(pin_offsets.shape[0] - 1, -1, np.int64)
 
 
 _EMPTY = np.zeros(0, np.int64)
@@ -256,7 +258,7 @@ def place_segments(
         ts_order, long and policy.placer == PLACER_CHRONOLOGICAL, rows.ts.dtype, pin_offsets.shape[0], n_rows
     )
     if lstpos is None:
-        lstpos = np.full(n_rows, -1, dtype=np.int32)  # (the sweep's scratch type: one specialization)
+        lstpos = filled(n_rows, -1, np.int32)  # (the sweep's scratch type: one specialization)
     err, err_a, sliced, kept, trunc, ties, key_at, cc_rows, cc_cap, cc_count = _place_segments(
         rows.tokens,
         rows.kind,

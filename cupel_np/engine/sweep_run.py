@@ -10,6 +10,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from cupel_np._jit import filled
 from cupel_np.engine.batch_kernels import variant_scores
 from cupel_np.engine.groups import GroupPlan
 from cupel_np.model.budget import ContextBudget
@@ -78,13 +79,16 @@ class SetMap(Mapping):
     within a chunk)."""
 
     def __init__(self, n_sets: int):
-        self._has = np.zeros(n_sets, dtype=np.bool_)
+        self._n_sets = n_sets
+        self._has: np.ndarray | None = None  # per set, whether present (made by the first add)
         self._chunks: list[tuple[np.ndarray, Callable[[int], object]]] = []
         self._cache: dict[int, object] = {}
         self._len = 0
 
     def add(self, sets: np.ndarray, build: Callable[[int], object]) -> None:
         sets = np.asarray(sets, dtype=np.int64)
+        if self._has is None:
+            self._has = np.zeros(self._n_sets, dtype=np.bool_)
         sets = sets[~self._has[sets]]
         if sets.size:
             self._has[sets] = True
@@ -97,7 +101,7 @@ class SetMap(Mapping):
 
     def __contains__(self, s) -> bool:
         try:
-            return 0 <= s < self._has.shape[0] and bool(self._has[s])
+            return self._has is not None and 0 <= s < self._n_sets and bool(self._has[s])
         except TypeError:
             return False
 
@@ -141,7 +145,7 @@ def classify(table: ItemTable) -> Classified:
     sc = ~neg & ~pin
     pin_rows = np.flatnonzero(pin)
     pin_off = _offsets(segment_sums(pin.astype(np.int64), table.offsets))
-    first = np.full(table.n_sets, -1, dtype=np.int64)
+    first = filled(table.n_sets, -1, np.int64)
     has = pin_off[1:] > pin_off[:-1]
     first[has] = pin_rows[pin_off[:-1][has]]
     return Classified(
@@ -192,7 +196,7 @@ class SweepRun:
         self.variants = list(variants)
         self.classified = cls
         self.included = np.zeros((v, n), dtype=np.bool_)
-        self.reason = np.full((v, n), -1, dtype=np.int8)
+        self.reason = filled((v, n), -1, np.int8)
         # placed positions are kept for included rows only, in row order: ``placed_pos[v][i]``
         # is the position of the i-th row of ``flatnonzero(included[v])`` (4 bytes per included
         # item; the rows themselves are the inclusion matrix's, never stored twice)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cupel_np._jit import jit, jit_inner
+from cupel_np._jit import filled, jit, jit_inner
 from cupel_np.engine.slicers.greedy import density_key
 from cupel_np.engine.sortkeys import _SIGN, NAN_LAST, sort_pairs
 
@@ -497,7 +497,7 @@ def _sliced_score_order(rank, cand_score, cand_tok, cand_offsets, pin_offsets, m
     greedy fitting prefixes ranked in index order, ``place_stage.Candidates.prefix_ranges``).
     ``cand_tok`` (tokens per candidate) is read only with ranges."""
     n_seg = cand_offsets.shape[0] - 1
-    u_pin = np.full(n_seg, -1, dtype=np.int64)
+    u_pin = filled(n_seg, -1, np.int64)
     if ranges is None and int(cand_offsets[-1]) < min_sel:  # too few candidates in all: no NumPy steps
         return _NO_PLACES, u_pin
     u_at = None

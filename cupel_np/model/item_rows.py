@@ -75,6 +75,7 @@ _PRIORITY = attrgetter("priority")
 _HINT = attrgetter("future_relevance_hint")
 #: writes an item's record slot (the item is frozen: its own ``__setattr__`` refuses)
 _SET = object.__setattr__
+_ACCUMULATE = np.add.accumulate
 _NUMERIC = attrgetter("tokens", "pinned", "timestamp", "priority", "future_relevance_hint", "tags", "content")
 
 
@@ -258,6 +259,7 @@ def _keep_tag_ids(items: list[ContextItem], key: str) -> None:
 
 
 _MAX = np.maximum.reduce
+_MIN = np.minimum.reduce
 
 
 def _compact(off: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
@@ -475,7 +477,7 @@ def _small_sum(tokens: np.ndarray) -> bool:
     n = tokens.shape[0]
     if n == 0:
         return True
-    top = max(int(tokens.max()), -int(tokens.min()))
+    top = max(int(_MAX(tokens)), -int(_MIN(tokens)))  # (the ufuncs' reduce: no NumPy wrapper)
     if top * n < TOKEN_LIMIT // 2:
         return True
     return sum(map(abs, tokens.tolist())) < TOKEN_LIMIT / 2
@@ -627,10 +629,12 @@ class ItemRows(ItemTable):
     @cached_property
     def tag_offsets(self) -> np.ndarray:
         off = np.zeros(self.n + 1, dtype=np.int64)
+        # (the ufunc's accumulate: ``np.cumsum`` of the records' strided field costs ~2.3 us
+        # of a 50-item call through NumPy's wrapper, this ~0.9)
         if self._rec is None:
-            np.cumsum(np.fromiter(map(len, self._item_tags), dtype=np.int64, count=self.n), out=off[1:])
+            _ACCUMULATE(np.fromiter(map(len, self._item_tags), dtype=np.int64, count=self.n), out=off[1:])
         else:
-            np.cumsum(self._rec["n_tags"], out=off[1:])
+            _ACCUMULATE(self._rec["n_tags"], out=off[1:])
         return off
 
     @cached_property

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cupel_np._jit import jit, jit_inner
+from cupel_np._jit import filled, jit, jit_inner
 from cupel_np.engine.slicers.packed import _pack_keys, _rank_packed, _walk_packed, offsets_dtype, pack_bits
 from cupel_np.engine.sortkeys import _SIGN, desc_bits, int_keys, radix_argsort, score_cmp, stable_argsort
 
@@ -467,7 +467,7 @@ def fresh_ranks(offsets: np.ndarray, targets: np.ndarray) -> np.ndarray:
         sizes = np.diff(offsets)
         if sizes.shape[0] and bool(((sizes >= BIG_GREEDY) & (targets > 0)).all()):
             return np.empty(n, dtype=np.int64)
-    return np.full(n, -1, dtype=np.int64)
+    return filled(n, -1, np.int64)
 
 
 #: the segment list of a one-set table's only segment (``_greedy_medium``)
