@@ -164,11 +164,13 @@ def _order_for_placer(tokens, pin_rows, pin_offsets, cand: Candidates, budget_ta
     ``(u_at, u_pin)``, empty for chronological placement."""
     cand_tok, placer = cand.cand_tok, policy.placer
     ranges = cand.prefix_ranges
-    # (``np.count_nonzero``, one C call: ``.any()`` goes through NumPy's Python wrapper)
-    if ranges is None and cand.rank_prefix is not None and np.count_nonzero(cand.rank_prefix > 1):
-        has = cand.rank_prefix > 1  # greedy: its prefix [0, rank_prefix[s]) where longer than 1
+    # greedy: its prefix [0, rank_prefix[s]) where longer than 1 (``np.count_nonzero``, one C
+    # call: ``.any()`` goes through NumPy's Python wrapper)
+    prefix = cand.rank_prefix
+    has = prefix > 1 if ranges is None and prefix is not None else None
+    if prefix is not None and has is not None and np.count_nonzero(has):
         r_off = np.concatenate(([0], np.cumsum(has))).astype(np.int64)
-        ranges = r_off, np.zeros(int(r_off[-1]), dtype=np.int64), cand.rank_prefix[has].astype(np.int64)
+        ranges = r_off, np.zeros(int(r_off[-1]), dtype=np.int64), prefix[has].astype(np.int64)
     if ranges is not None and ranges[1].shape[0] == 0:
         ranges = None
     if cand_tok is None and ranges is not None:

@@ -154,9 +154,7 @@ def _score_column(ctx: ScoreContext, scorer: Scorer, base: np.ndarray, j: int) -
 
 
 def _duplicates(table: ItemTable, sc_rows: np.ndarray, sc_off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    ids = table.content_id
-    # (every row scoreable: ``sc_rows``, ascending, is every row; the groups only read the ids)
-    return duplicate_groups(ids if sc_rows.shape[0] == ids.shape[0] else ids[sc_rows], sc_off)
+    return duplicate_groups(_scoreable(table.content_id, sc_rows), sc_off)  # (the groups only read the ids)
 
 
 def _gathers(table: ItemTable, cls: Classified) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
