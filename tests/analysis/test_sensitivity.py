@@ -492,3 +492,25 @@ def test_variants_table_tokens_used_is_exact_above_2_53():
     p = c.Policy(c.ReflexiveScorer())
     vt = c.sweep(items, b, [("x", p), ("y", p)]).variants_table()
     assert vt.column("tokens_used").to_pylist() == [2**61 + 4, 2**61 + 4]
+
+
+def test_status_strings_match_the_python_strings(monkeypatch):
+    """The diffs table's status columns, built from Arrow buffers, equal one Python string per
+    row: one chunk (its own offsets, or offsets shared between columns) and several chunks."""
+    import numpy as np
+
+    from cupel_np.analysis import sensitivity as sens
+
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 7, 1000):
+        inc = rng.random(n) < 0.5
+        null = rng.random(n) < 0.2
+        want = [None if z else ("Included" if i else "Excluded") for i, z in zip(inc.tolist(), null.tolist())]
+        assert sens._status_strings(inc, null).to_pylist() == want
+        assert sens._status_strings(inc, null, sens._status_offsets(n)).to_pylist() == want
+        assert sens._status_strings(inc, np.zeros(n, np.bool_)).null_count == 0
+        with monkeypatch.context() as m:
+            m.setattr(sens, "_STATUS_CHUNK", 3)
+            chunked = sens._status_strings(inc, null)
+            assert chunked.to_pylist() == want
+            assert n <= 3 or chunked.num_chunks == -(-n // 3)
