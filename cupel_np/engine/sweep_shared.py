@@ -150,7 +150,7 @@ _NO_POS = np.zeros(0, dtype=np.int64)
 
 
 def _score_column(ctx: ScoreContext, scorer: Scorer, base: np.ndarray, j: int) -> None:
-    base[:, j] = ctx.score(scorer)
+    ctx.score_into(scorer, base[:, j])
 
 
 def _duplicates(table: ItemTable, sc_rows: np.ndarray, sc_off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

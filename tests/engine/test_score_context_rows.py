@@ -97,3 +97,37 @@ def test_sweeps_are_the_same_with_and_without_reading_the_columns(monkeypatch, p
     for a, b in zip(runs[None], runs[False]):
         assert a.tobytes() == b.tobytes()
     assert runs[None][0].any() and not runs[None][0].all()  # a budget that keeps some and not all
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("n", [0, 1, 7, 40])
+def test_score_into_writes_the_scores_of_score(n, order):
+    """``ScoreContext.score_into`` (a sweep's base columns): every scorer's column bit for bit
+    ``score``'s, into a strided column (a small sweep's row-major matrix) or a contiguous one;
+    a ReflexiveScorer or KindScorer written directly is not kept, one already kept is copied;
+    the table's columns unchanged. The reflexive scores are the spec's: the hint clipped to
+    [0, 1], 0 where it is null, infinite or NaN."""
+    items = _items(n)
+    table = c.ItemTable.from_items(items)
+    rows = np.arange(n, dtype=np.int64)
+    before = {k: getattr(table, k).copy() for k in ("hint", "kind_id")}
+    for every in (None, False):
+        base = np.full((n, len(SCORERS) + 1), 7.0, order=order)
+        ctx = _context(table, rows, every)
+        for j, scorer in enumerate(SCORERS):
+            ctx.score_into(scorer, base[:, j])
+        direct = {type(s) for s in SCORERS if s in ctx._cache}
+        assert c.ReflexiveScorer not in direct and c.KindScorer not in direct
+        want_ctx = _context(table, rows, every)
+        for j, scorer in enumerate(SCORERS):
+            assert base[:, j].tobytes() == want_ctx.score(scorer).tobytes(), scorer
+        assert (base[:, -1] == 7.0).all()  # nothing written beside the columns asked for
+        ctx.score(c.ReflexiveScorer())  # kept now: copied from the kept column
+        base[:, 0] = 7.0
+        ctx.score_into(c.ReflexiveScorer(), base[:, 0])
+        assert base[:, 0].tobytes() == want_ctx.score(c.ReflexiveScorer()).tobytes()
+    hints = [it.future_relevance_hint for it in items]
+    oracle = [0.0 if h is None or not np.isfinite(h) else min(max(h, 0.0), 1.0) for h in hints]
+    assert base[:, 0].tolist() == oracle
+    for k, col in before.items():
+        assert getattr(table, k).tobytes() == col.tobytes(), k

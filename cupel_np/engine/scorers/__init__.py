@@ -98,6 +98,20 @@ class ScoreContext:
         """The read-only float64 scores of ``scorer`` per scoreable row (computed once)."""
         return self._once(self._cache, scorer, lambda: _read_only(_evaluate(scorer, self)))
 
+    def score_into(self, scorer: Scorer, out: np.ndarray) -> None:
+        """``out[:] = self.score(scorer)`` (``out``: a float64 column, one entry per scoreable
+        row, e.g. a column of a sweep's base-score matrix). A ReflexiveScorer or KindScorer not
+        computed yet is written into ``out`` directly and not kept (a 1M-row column: no 8 MB
+        array of its own, no copy); anything else is computed once, kept and copied."""
+        if scorer not in self._cache:
+            if isinstance(scorer, ReflexiveScorer):
+                _reflexive(self, out)
+                return
+            if isinstance(scorer, KindScorer):
+                _kind(self, scorer, out)
+                return
+        out[:] = self.score(scorer)
+
     def tags(self, which: str) -> tuple[np.ndarray, np.ndarray]:
         """CSR (offsets, ids) of the scoreable rows' tags; ``which`` = "raw" or "fold"."""
         return self._once(self._tags, which, lambda: self._tag_csr(which))
@@ -140,15 +154,9 @@ def _evaluate(scorer: Scorer, ctx: ScoreContext) -> np.ndarray:
             as_input(ctx.at(t.priority), I64), as_input(ctx.at(t.priority_valid), B1), as_input(ctx.offsets, I64)
         )
     if isinstance(scorer, ReflexiveScorer):
-        h = ctx.at(t.hint)
-        ok = ctx.at(t.hint_valid) & np.isfinite(h)  # (before clipping, which makes an infinity finite)
-        out = np.clip(h, 0.0, 1.0)  # a new array: the table's column stays as it is
-        out[~ok] = 0.0
-        return out
+        return _reflexive(ctx, np.empty(len(rows), dtype=np.float64))
     if isinstance(scorer, KindScorer):
-        w = scorer.effective_weights()
-        lut = np.array([w.get(k, 0.0) for k in t.kind_vocab] + [0.0], dtype=np.float64)
-        return lut[ctx.at(t.kind_id)] if len(rows) else np.zeros(0)
+        return _kind(ctx, scorer, np.empty(len(rows), dtype=np.float64))
     if isinstance(scorer, TagScorer):
         weights, total = scorer.effective_weights()
         lut = np.full(t.n_raw_tags + 1, -1.0, dtype=np.float64)
@@ -219,6 +227,31 @@ def _evaluate(scorer: Scorer, ctx: ScoreContext) -> np.ndarray:
     if isinstance(scorer, FunctionScorer):
         return function_scores(t, rows, ctx.offsets, scorer)
     raise TypeError(f"unsupported scorer spec: {scorer!r}")
+
+
+def _reflexive(ctx: ScoreContext, out: np.ndarray) -> np.ndarray:
+    """ReflexiveScorer into ``out`` (never the table's column): the hint clipped to [0, 1], 0
+    where it is null or not finite (tested before clipping, which makes an infinity finite)."""
+    t = ctx.table
+    h = ctx.at(t.hint)
+    np.clip(h, 0.0, 1.0, out=out)
+    bad = np.isfinite(h)  # (a new array: flipped in place into "null or not finite")
+    bad &= ctx.at(t.hint_valid)
+    np.logical_not(bad, out=bad)
+    np.putmask(out, bad, 0.0)  # (a masked assignment ``out[bad] = 0`` costs ~1.5x as much)
+    return out
+
+
+def _kind(ctx: ScoreContext, scorer: KindScorer, out: np.ndarray) -> np.ndarray:
+    """KindScorer into ``out``: each row's kind weight (0.0 for a kind without one)."""
+    t = ctx.table
+    w = scorer.effective_weights()
+    lut = np.array([w.get(k, 0.0) for k in t.kind_vocab] + [0.0], dtype=np.float64)
+    if out.shape[0]:
+        # every kind id indexes the vocabulary (the table's own encoding), so no index is
+        # clipped; ``mode="raise"`` would buffer the output (1M rows: 1.8 ms against 0.6)
+        np.take(lut, ctx.at(t.kind_id), out=out, mode="clip")
+    return out
 
 
 def _reference(dt, unit: str) -> int:
