@@ -78,3 +78,7 @@ class _CopiedScores:
 
     def score(self, scorer) -> np.ndarray:
         return self._parent.score(scorer)[self._pos]
+
+    def score_into(self, scorer, out: np.ndarray) -> None:
+        """``out[:] = self.score(scorer)`` (``ScoreContext.score_into``: a sweep's base column)."""
+        out[:] = self.score(scorer)
