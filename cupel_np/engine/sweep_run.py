@@ -144,18 +144,24 @@ def classify(table: ItemTable) -> Classified:
     pin = table.pinned & ~neg
     sc = ~neg & ~pin
     pin_rows = np.flatnonzero(pin)
-    pin_off = _offsets(segment_sums(pin.astype(np.int64), table.offsets))
+    # (the masks summed as they are: ``segment_sums`` counts a bool mask in a narrow
+    # accumulator, where a cast to int64 first wrote 8 MB per 1M rows)
+    pin_off = _offsets(segment_sums(pin, table.offsets))
     first = filled(table.n_sets, -1, np.int64)
     has = pin_off[1:] > pin_off[:-1]
     first[has] = pin_rows[pin_off[:-1][has]]
+    if pin_rows.shape[0]:  # the pinned rows' tokens per set, from those rows only
+        pinned_tokens = segment_sums(table.tokens[pin_rows], pin_off)
+    else:
+        pinned_tokens = np.zeros(table.n_sets, dtype=np.int64)
     return Classified(
         neg,
         pin,
         np.flatnonzero(sc),
-        _offsets(segment_sums(sc.astype(np.int64), table.offsets)),
+        _offsets(segment_sums(sc, table.offsets)),
         pin_rows,
         pin_off,
-        segment_sums(np.where(pin, table.tokens, 0), table.offsets),
+        pinned_tokens,
         first,
     )
 
@@ -218,6 +224,10 @@ class SweepRun:
         self.count_cap: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [(_NOT_RUN, _NOT_RUN, _NOT_RUN)] * v
         #: per variant its units (``engine.groups.GroupPlan``), None for a variant without groups
         self.group_plan: list[GroupPlan | None] = [None] * v
+        #: the table's duplicate-content groups (``batch_kernels.duplicate_groups(table.content_id,
+        #: table.offsets)``: members, offsets) when the sweep found them over every row (the
+        #: scoreable rows are every row), else None: a sweep result finds them itself
+        self.content_groups: tuple[np.ndarray, np.ndarray] | None = None
         # wall clock (time.time_ns) at the phase boundaries, for stage timings and trace spans:
         # prep_ns = (start, classified, shared scoring done); stage_ns[v] = (variant start,
         # scored, deduplicated, sliced, placed)

@@ -133,6 +133,37 @@ def test_classify_one_equals_classify():
             assert x.dtype == y.dtype and np.array_equal(x, y), (len(some), f.name)
 
 
+def test_classify_over_many_sets_equals_a_row_by_row_count():
+    """``classify`` of a table of several sets (one empty, some without pins, pinned rows of
+    negative tokens) against a count row by row: the scoreable and pinned rows and offsets,
+    each set's pinned tokens and first pinned row."""
+    rng = np.random.default_rng(5)
+    sizes = [0, 4, 9, 1, 12, 0, 6]
+    rows = []
+    for s, k in enumerate(sizes):
+        for i in range(k):
+            pinned = s % 2 == 0 and rng.random() < 0.4
+            rows.append({"sid": s, "content": f"{s}-{i}", "tokens": int(rng.integers(-3, 20)), "pinned": pinned})
+    t = c.ItemTable.from_arrow(pa.Table.from_pylist(rows), set_column="sid")
+    got = classify(t)
+    tok, pin = t.tokens.tolist(), t.pinned.tolist()
+    want_sc, want_pin, sc_off, pin_off, pin_tok, first = [], [], [0], [0], [], []
+    for s in range(t.n_sets):
+        lo, hi = int(t.offsets[s]), int(t.offsets[s + 1])
+        p = [r for r in range(lo, hi) if pin[r] and tok[r] >= 0]
+        want_pin += p
+        want_sc += [r for r in range(lo, hi) if tok[r] >= 0 and not pin[r]]
+        sc_off.append(len(want_sc))
+        pin_off.append(len(want_pin))
+        pin_tok.append(sum(tok[r] for r in p))
+        first.append(p[0] if p else -1)
+    assert got.sc_rows.tolist() == want_sc and got.sc_offsets.tolist() == sc_off
+    assert got.pin_rows.tolist() == want_pin and got.pin_offsets.tolist() == pin_off
+    assert got.pinned_tokens.dtype == np.int64 and got.pinned_tokens.tolist() == pin_tok
+    assert got.first_pin.tolist() == first
+    assert any(pin_tok) and got.negative.tolist() == [x < 0 for x in tok]
+
+
 def test_column_scorer_is_checked_and_scored_like_the_batch_engine():
     table = c.ItemTable.from_arrow(
         pa.table({"content": ["a", "b", "c"], "tokens": [5, 5, 5], "s": [0.5, 2.0, 1.0], "word": ["x", "y", "z"]})
