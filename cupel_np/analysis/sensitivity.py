@@ -78,8 +78,13 @@ class SweepResult:
         v = len(self.labels)
         # content groups: (set, exact content), numbered in order of first appearance. Every
         # row is its own group except the (usually few) rows repeating an earlier content.
-        set_of_row = np.repeat(np.arange(n_sets, dtype=np.int64), np.diff(t.offsets))
-        members, goff = duplicate_groups(t.content_id, t.offsets)
+        if n_sets == 1:  # (zeros: pages touched only where read)
+            set_of_row = np.zeros(t.n, dtype=np.int64)
+        else:
+            set_of_row = np.repeat(np.arange(n_sets, dtype=np.int64), np.diff(t.offsets))
+        # (found by the sweep when it searched every row: a 1M-row table's pass not done twice)
+        groups = run.content_groups
+        members, goff = duplicate_groups(t.content_id, t.offsets) if groups is None else groups
         if members.size:
             leader = np.arange(t.n, dtype=np.int64)
             leader[members] = np.repeat(members[goff[:-1]], np.diff(goff))

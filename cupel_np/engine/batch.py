@@ -569,6 +569,8 @@ def run_sweep(
     t_cls = time.time_ns()
     shared = prepare_sweep(table, variants, cls, score_context, threads, max_cells)
     out = SweepRun(table, variants, cls, shared.plan)
+    if cls.sc_rows.shape[0] == table.n:  # the groups over the scoreable rows are the table's
+        out.content_groups = (shared.dup_members, shared.dup_offsets)
     out.prep_ns[:] = (t_start, t_cls, time.time_ns())
     done = _Progress(progress, len(variants))
 

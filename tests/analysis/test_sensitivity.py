@@ -514,3 +514,38 @@ def test_status_strings_match_the_python_strings(monkeypatch):
             chunked = sens._status_strings(inc, null)
             assert chunked.to_pylist() == want
             assert n <= 3 or chunked.num_chunks == -(-n // 3)
+
+
+def test_sweep_result_reuses_the_sweeps_content_groups():
+    """A sweep over every row (nothing pinned, no negative tokens) hands its duplicate-content
+    groups to the result (``SweepRun.content_groups``): equal to the table's own, and the result
+    built from them equals one that finds them itself; with a pinned row it hands none."""
+    import numpy as np
+
+    from cupel_np.analysis.sensitivity import SweepResult
+    from cupel_np.engine.batch_kernels import duplicate_groups
+
+    def rows(pin: bool):
+        out = []
+        for s in range(3):
+            for i in range(40):
+                text = f"dup {i % 7}" if i % 3 == 0 else f"s{s} item {i}"
+                out.append({"sid": s, "content": text, "tokens": 1 + (i * 7) % 13, "pinned": pin and i == 5})
+        return out
+
+    variants = [("a", c.Policy(c.ReflexiveScorer())), ("b", c.Policy(c.PriorityScorer(), placer="u_shaped"))]
+    for pin in (False, True):
+        table = c.ItemTable.from_arrow(pa.Table.from_pylist(rows(pin)), set_column="sid")
+        res = c.sweep(table, c.ContextBudget(60, 40), variants, threads=1)
+        groups = res.run.content_groups
+        want = duplicate_groups(table.content_id, table.offsets)
+        if pin:
+            assert groups is None
+        else:
+            assert groups is not None and want[0].size > 0
+            assert all(np.array_equal(g, w) for g, w in zip(groups, want, strict=True))
+        res.run.content_groups = None
+        own = SweepResult(res.run)
+        for name in ("group_of_row", "group_first_row", "group_set", "group_offsets", "swing_groups", "swing_offsets"):
+            assert np.array_equal(getattr(res, name), getattr(own, name)), name
+        assert res.diffs_table().equals(own.diffs_table())
