@@ -192,8 +192,11 @@ def group_plan(table, column: str, sc_rows: np.ndarray, sc_offsets: np.ndarray) 
         as_input(table.tokens if every else table.tokens[sc_rows], np.int64),
     )
     size = np.diff(m_off)
-    u_rows = sc_rows[first].astype(np.int64)
-    m_rows = sc_rows[m_pos].astype(np.int64)
+    if every:  # position p is row p: the kernel's positions are the rows (no 8 MB gathers)
+        u_rows, m_rows = first, m_pos
+    else:
+        u_rows = sc_rows[first].astype(np.int64, copy=False)
+        m_rows = sc_rows[m_pos].astype(np.int64, copy=False)
     row_tokens = table.tokens.copy()
     row_tokens[u_rows] = u_tok
     multi = np.flatnonzero(size > 1).astype(np.int64)
@@ -242,7 +245,9 @@ def unit_scores(plan: GroupPlan, score: np.ndarray, out: np.ndarray) -> np.ndarr
     long; its first U entries are returned): the highest member score, NaN lowest, so a unit
     of one scores as its item."""
     u = out[: plan.first.shape[0]]
-    np.take(score, plan.first, out=u)
+    # (every first member is a scoreable position, so no index is clipped; ``mode="raise"``
+    # buffers the output: ~800k units 1.7 ms against 0.7)
+    np.take(score, plan.first, out=u, mode="clip")
     if plan.multi.size:
         _max_members(
             as_input(plan.multi, np.int64),
