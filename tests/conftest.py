@@ -20,6 +20,18 @@ for _folder in sorted({p.parent for p in Path(__file__).resolve().parent.rglob("
         sys.path.append(str(_folder))
 
 
+#: seconds a test on a dask cluster (one using a ``client`` fixture) may take before it fails:
+#: a lost task leaves ``as_completed`` waiting for ever, which stalled a CI run until its own
+#: limit instead of failing with a traceback (the slowest such test takes ~10 s here)
+DASK_TEST_TIMEOUT = 300
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "client" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.timeout(DASK_TEST_TIMEOUT))
+
+
 def missing_conformance(where: Path = CONFORMANCE) -> None:
     """The conformance vectors are absent: skip the calling test, or fail it when the
     environment variable CI is set (CI must run every conformance test)."""

@@ -213,3 +213,13 @@ def test_streamed_chunks_list_failures_in_the_whole_runs_order(small, capsys):
     code2, chunked, _ = _run(capsys, "check", src, "--checks", checks, "--max-rows", "1000", "--chunk-rows", "150")
     assert code == code2 == 1
     assert chunked == whole
+
+
+def test_a_test_on_the_cluster_is_bounded_in_time(client, request):
+    """A test using the cluster carries the suite's timeout (tests/conftest.py): a hung
+    gather fails the test instead of stalling the run."""
+    from conftest import DASK_TEST_TIMEOUT
+
+    marker = request.node.get_closest_marker("timeout")
+    assert marker is not None and marker.args == (DASK_TEST_TIMEOUT,)
+    assert request.config.pluginmanager.hasplugin("timeout")
