@@ -558,10 +558,8 @@ def build_scorer(entry):
         return ReflexiveScorer()
 
     if scorer_type == "kind":
-        if "weights" in entry:
+        if "weights" in entry and entry.get("use_default_weights") is not True:
             return KindScorer(_weight_pairs(entry["weights"], "kind"))
-        if entry.get("use_default_weights", True) is False:
-            return KindScorer([])
         return KindScorer(list(DEFAULT_KIND_WEIGHTS.items()))
 
     if scorer_type == "tag":

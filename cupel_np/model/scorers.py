@@ -497,11 +497,13 @@ def _priority(e: Mapping, where: str) -> Scorer:
 
 @scorer_dict_parser("kind", ("weights", "use_default_weights"))
 def _kind_scorer(e: Mapping, where: str) -> Scorer:
+    # upstream's reading (its conformance runner; the format's "when true, use default weight
+    # map"): the defaults when use_default_weights is true, even beside a weights list, or when
+    # no weights list is given (false alone names no map); an empty map is ``weights = []``
+    use_default = require_bool(f"{where}.use_default_weights", e.get("use_default_weights", False))
     ws = e.get("weights")
-    if ws is None:
-        # no custom map: the defaults, unless use_default_weights = false (empty map)
-        use_default = require_bool(f"{where}.use_default_weights", e.get("use_default_weights", True))
-        return KindScorer(None if use_default else ())
+    if use_default or ws is None:
+        return KindScorer(None)
     return KindScorer(_weight_pairs(f"{where}.weights", ws, "kind"))
 
 
