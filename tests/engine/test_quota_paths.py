@@ -289,3 +289,79 @@ def test_quota_greedy_kernel_with_compared_marks(sets, targets, quotas, min_chun
             assert sorted(got[s]) == sorted(want)
             m = marks[lo:hi]
             assert [p for p in got[s] if m[p]] == [p for p in want if m[p]]
+
+
+# -- targets beyond float64's integers -------------------------------------------------------
+#: above 2**53 and rounding down as a float64 (to ...704832); with HUGE_MASS tokens of the one
+#: kind among the candidates, the split's float quotient rounds up past it (to ...705088)
+HUGE_TARGET = 2262488131819704833
+HUGE_MASS = 3232125902599577899
+
+
+def _huge_items():
+    from datetime import UTC, datetime
+
+    import cupel_np as c
+
+    # timestamped, so recency gives the two small ones positive values; "huge" fits no budget
+    return [
+        c.ContextItem(name, tok, timestamp=datetime(2025, 1, day, tzinfo=UTC))
+        for name, tok, day in (("zero", 0, 1), ("one", 5, 2), ("two", 7, 3))
+    ] + [c.ContextItem("huge", HUGE_MASS)]
+
+
+def _huge_run(slicer, items):
+    import cupel_np as c
+
+    policy = c.Policy(c.RecencyScorer(), slicer=slicer, placer="chronological")
+    report = c.Pipeline(policy).dry_run(items, c.ContextBudget(HUGE_TARGET, HUGE_TARGET))
+    return [i.item.content for i in report.included]
+
+
+def test_quota_sub_budget_of_a_kind_without_quota_is_capped_as_the_spec_casts_it():
+    """The spec makes a kind's sub-budget with ``maxTokens = floor(cap / 100.0 * target)``
+    (cap 100 for a kind without a quota), and the Rust crate caps the kind's target at it: here
+    ...704832, one token below the target. A knapsack whose bucket is the whole target then
+    gets capacity 0 and keeps only zero-token items; capped by the split's exact target alone,
+    the kind kept its whole target and the knapsack one item. Found by the huge-tokens property
+    test against tests/naive.py."""
+    import cupel_np as c
+
+    items = _huge_items()
+    assert _huge_run(c.QuotaSlice((), c.KnapsackSlice(HUGE_TARGET)), items) == ["zero"]
+    # a quota on another kind leaves "Message" without one of its own
+    other = (c.QuotaEntry("Document", require=0, cap=50),)
+    assert _huge_run(c.QuotaSlice(other, c.KnapsackSlice(HUGE_TARGET)), items) == ["zero"]
+    # the knapsack alone gets the exact target: capacity 1, the most recent item
+    assert _huge_run(c.KnapsackSlice(HUGE_TARGET), items) == ["zero", "two"]
+    want = naive.run_pipeline(
+        [{"content": i.content, "tokens": i.tokens, "timestamp": i.timestamp} for i in items],
+        {"max_tokens": HUGE_TARGET, "target_tokens": HUGE_TARGET},
+        {
+            "slicer": "quota",
+            "quotas": [],
+            "inner_slicer": "knapsack",
+            "bucket_size": HUGE_TARGET,
+            "scorers": [{"type": "recency"}],
+        },
+    )
+    assert [items[r].content for r in want["placed"]] == ["zero"]
+
+
+def test_quota_percentages_saturate_like_rusts_cast():
+    """``floor(100 / 100.0 * target)`` for a target within 512 of 2**63 is 2**63 as a float64:
+    Rust's ``as i64`` saturates it; an unchecked conversion gave -2**63 (a negative cap, so
+    the kind got no budget)."""
+    from cupel_np.engine.slicers.quota import budget_split
+
+    target = 2**63 - 1
+    kb = np.zeros(2, dtype=np.int64)
+    found = np.array([0, 1], dtype=np.int64)
+    mass = np.array([10, 30], dtype=np.int64)
+    q_has = np.array([True, False])
+    q_req = np.array([0.0, 0.0])
+    q_cap = np.array([100.0, 100.0])
+    budget_split(found, 2, mass, target, q_has, q_req, q_cap, np.array([0.0]), kb)
+    # both kinds share the whole target by their masses (1/4 and 3/4), none negative
+    assert kb[0] > 2**60 and kb[1] > 2**62, kb
+    assert kb[0] <= target and kb[1] <= target

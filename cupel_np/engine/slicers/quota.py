@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cupel_np._jit import jit
+from cupel_np._jit import jit, jit_inner
 from cupel_np.engine.slicers.codes import ERR_TABLE_TOO_LARGE, MODE_QUOTA
 from cupel_np.engine.slicers.greedy import fresh_ranks, greedy_pick, greedy_segments
 from cupel_np.engine.slicers.knapsack import knapsack_pick
@@ -401,15 +401,37 @@ def _kinds_present(tok, kind, lo, hi, kind_rank, mass, cnt, found):
     return present
 
 
+#: 2**63 as a float64: the first value above every int64
+_I64_SPAN = 9.223372036854775808e18
+
+
+@jit_inner
+def _floor_i64(x):
+    """``floor(x)`` as int64 the way Rust's ``as i64`` casts it (the spec's percentages of a
+    target are computed so): saturating at the int64 range, NaN 0. Numba's own conversion of a
+    float at or past 2**63 is undefined (x86 gives -2**63)."""
+    if x != x:
+        return np.int64(0)
+    if x >= _I64_SPAN:
+        return np.int64(0x7FFFFFFFFFFFFFFF)
+    if x < -_I64_SPAN:
+        return np.int64(-0x7FFFFFFFFFFFFFFF - 1)
+    return np.int64(np.floor(x))
+
+
 @jit
 def budget_split(found, present, mass, target, q_has, q_req, q_cap, q_req_all, kb):
     """The spec's split of a segment's ``target`` (> 0) over its kinds ``found[:present]``
-    (partition order; ``mass``: tokens per kind): ``kb[kind]`` = each one's token budget. The
-    one implementation every quota path uses."""
+    (partition order; ``mass``: tokens per kind): ``kb[kind]`` = each one's token budget, the
+    target its inner slicer gets. The one implementation every quota path uses.
+
+    A kind without a quota is capped at ``target`` in the split and at ``floor(100 / 100.0 *
+    target)`` when its sub-budget is made (the spec's per-kind slicing, and the Rust crate's
+    guard); the two differ only when ``target`` is above 2**53 and rounds down as a float64."""
     tgt = np.float64(target)
     total_required = 0
     for e in range(q_req_all.shape[0]):
-        total_required += np.int64(np.floor(q_req_all[e] / 100.0 * tgt))
+        total_required += _floor_i64(q_req_all[e] / 100.0 * tgt)
     unassigned = target - total_required
     if unassigned < 0:
         unassigned = 0
@@ -419,20 +441,24 @@ def budget_split(found, present, mass, target, q_has, q_req, q_cap, q_req_all, k
         req, cap = _req_cap(kk, q_has, q_req, q_cap, target, tgt)
         if cap > req:
             total_mass += mass[kk]
+    whole = _floor_i64(100.0 / 100.0 * tgt)  # the sub-budget cap of a kind without a quota
     for j in range(present):
         kk = found[j]
         req, cap = _req_cap(kk, q_has, q_req, q_cap, target, tgt)
         proportional = 0
         if total_mass > 0 and cap > req:
-            proportional = np.int64(np.floor(np.float64(unassigned) * np.float64(mass[kk]) / np.float64(total_mass)))
+            proportional = _floor_i64(np.float64(unassigned) * np.float64(mass[kk]) / np.float64(total_mass))
         b = req + proportional
-        kb[kk] = cap if b > cap else b
+        b = cap if b > cap else b
+        if not q_has[kk] and b > whole:
+            b = whole
+        kb[kk] = b
 
 
 @jit
 def _req_cap(kk, q_has, q_req, q_cap, target, tgt):
     if q_has[kk]:
-        return np.int64(np.floor(q_req[kk] / 100.0 * tgt)), np.int64(np.floor(q_cap[kk] / 100.0 * tgt))
+        return _floor_i64(q_req[kk] / 100.0 * tgt), _floor_i64(q_cap[kk] / 100.0 * tgt)
     return np.int64(0), np.int64(target)
 
 
