@@ -140,3 +140,31 @@ def test_project_sensitivity_vectors():
     out = io.StringIO()
     passed, failed = conformance.run([vectors], out=out)
     assert failed == 0 and passed >= 4, out.getvalue()
+
+
+def test_sensitivity_statuses_compare_by_label_in_any_order(tmp_path):
+    """EXTENSIONS.md compares diffs "as a set keyed by content"; each entry's statuses are one
+    per label, so a vector may list them in any order. A wrong status or a label given twice
+    still fails."""
+    src = (Path(__file__).resolve().parent / "vectors" / "sensitivity" / "basic-two-variants.toml").read_text()
+    flipped = src.replace(
+        'statuses = [ { label = "prio", status = "Included" }, { label = "refl", status = "Excluded" } ]',
+        'statuses = [ { label = "refl", status = "Excluded" }, { label = "prio", status = "Included" } ]',
+    )
+    assert flipped != src
+    p = tmp_path / "flipped.toml"
+    p.write_text(flipped)
+    assert conformance.run_vector(p) is None
+    wrong = flipped.replace(
+        '{ label = "refl", status = "Excluded" }, { label = "prio", status = "Included" }',
+        '{ label = "refl", status = "Included" }, { label = "prio", status = "Included" }',
+    )
+    p.write_text(wrong)
+    assert "statuses of" in conformance.run_vector(p)
+    twice = flipped.replace(
+        '{ label = "refl", status = "Excluded" }, { label = "prio", status = "Included" }',
+        '{ label = "refl", status = "Excluded" }, { label = "prio", status = "Included" }, '
+        '{ label = "prio", status = "Included" }',
+    )
+    p.write_text(twice)
+    assert "statuses of" in conformance.run_vector(p)
