@@ -345,7 +345,7 @@ def sweep(
         b, v, r = _shared(budget), _shared(vs), _shared(rows_from)
         tasks = [run(p, i, b, v, set_column, on_error, str(out), carrier, r, label_column) for i, p in enumerate(parts)]
         futures = client.compute(tasks)
-        results = _gather(futures, progress)
+        results = _gather(client, futures, progress)
     except BaseException as e:
         if futures:
             if isinstance(e, Exception):  # let running tasks end so none writes after the cleanup
@@ -380,18 +380,24 @@ def _warm_ups(client, budget, vs, warm: bool) -> list:
     return submit_warm_ups(client, budget, vs)
 
 
-def _gather(futures, progress: bool) -> list[dict]:
+def _gather(client, futures, progress: bool) -> list[dict]:
     """The tasks' summaries as they finish (a progress line on stderr when ``progress``).
-    The results are fetched as they come in (``with_results``): one round trip to the scheduler
-    per ``result()`` call cost ~36 ms a task on a loaded machine, 100 tasks 4 s."""
+
+    ``as_completed`` only watches the tasks' states; the results are fetched here, one
+    ``client.gather`` per batch of tasks that finished together (one round trip to the
+    scheduler per ``result()`` call cost ~36 ms a task on a loaded machine). Its
+    ``with_results`` mode fetched each result in a background coroutine of the client, and
+    when that fetch failed (a CI run: an AssertionError inside Tornado's stream write) the
+    exception went to the event loop's log and the task never came out of the iterator: the
+    sweep waited forever. A failing fetch here raises in the caller."""
     from distributed import as_completed
 
-    results = []
-    for done, (_fut, res) in enumerate(as_completed(futures, with_results=True), 1):
-        results.append(res)
+    results: list[dict] = []
+    for batch in as_completed(futures).batches():
+        results.extend(client.gather(batch))
         if progress:
             s = sum(r["rows"] for r in results)
-            sys.stderr.write(f"\rpartitions {done}/{len(futures)}  rows {s:,}")
+            sys.stderr.write(f"\rpartitions {len(results)}/{len(futures)}  rows {s:,}")
             sys.stderr.flush()
     if progress:
         sys.stderr.write("\n")
@@ -485,7 +491,7 @@ def check(
         run = _delayed(_check_partition)
         shared_cf, r = _shared(cf), _shared(rows_from)
         futures = client.compute([run(p, shared_cf, set_column, keep, r) for p in parts])
-        results = _gather(futures, progress)
+        results = _gather(client, futures, progress)
     except BaseException:
         if futures:
             client.cancel(futures)

@@ -369,3 +369,47 @@ def test_tasks_run_the_engine_on_their_workers_share(client):
     ):
         assert two.submit(cdask.worker_threads, pure=False).result() == 3
     assert cdask.worker_threads() == 1  # outside any worker
+
+
+def _summary_task(i):
+    return {"rows": i}
+
+
+def test_gather_raises_when_fetching_a_result_fails_instead_of_waiting_forever(client, monkeypatch):
+    """A CI run hung for good in a Dask sweep: fetching one task's result failed inside the
+    client (an AssertionError in Tornado's stream write), ``as_completed(with_results=True)``
+    sent that to the event loop's log, and the task never came out of the iterator. Now the
+    first fetch that fails raises in the sweep's thread (and the others are fetched as usual)."""
+    import threading
+
+    import dask
+
+    from cupel_np.io.dask import _gather
+
+    futures = client.compute([dask.delayed(_summary_task, pure=False)(i) for i in range(4)])
+    assert sorted(r["rows"] for r in _gather(client, futures, False)) == [0, 1, 2, 3]
+
+    real = client._gather
+    calls = []
+
+    async def failing_once(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise AssertionError("write buffer")
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(client, "_gather", failing_once)
+    futures = client.compute([dask.delayed(_summary_task, pure=False)(i) for i in range(4)])
+    outcome: list = []
+
+    def run():
+        try:
+            outcome.append(_gather(client, futures, False))
+        except AssertionError as e:
+            outcome.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), "the gather is still waiting"
+    assert len(outcome) == 1 and isinstance(outcome[0], AssertionError), outcome
