@@ -41,6 +41,14 @@ def test_missing_path_is_a_usage_error(tmp_path):
     assert conformance.main([str(tmp_path / "nope")]) == 2
 
 
+def test_module_runner_refuses_a_path_with_no_vectors(tmp_path, capsys):
+    """``python -m cupel_np.conformance`` on a directory without vectors ran nothing and exited
+    0 ("0 passed, 0 failed"); like ``cupel-np conformance`` it is now a usage error."""
+    (tmp_path / "notes.txt").write_text("not a vector")
+    assert conformance.main([str(tmp_path)]) == 2
+    assert "no .toml conformance vectors found" in capsys.readouterr().err
+
+
 EXT_PIPELINE = """
 [test]
 name = "ext: reserved slots, margin, metadata_key composite, quota in pipeline"

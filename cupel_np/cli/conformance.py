@@ -4,7 +4,8 @@ Runs every ``.toml`` vector under the given files / directories (recursively): t
 format (scoring, slicing, placing, pipeline with diagnostics) and the extensions in
 ``EXTENSIONS.md`` (pipeline options, expected errors, sensitivity vectors). Prints one line
 per failing vector (path and the first difference) and ends with ``N passed, M failed``.
-Exit status 0 exactly when nothing failed. Unknown keys are ignored.
+Exit status 0 exactly when vectors ran and none failed (2 when a path holds none). Unknown
+keys are ignored.
 """
 
 from __future__ import annotations
@@ -515,10 +516,14 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 0 if args else 2
     try:
-        _, failed = run(args)
+        files = collect(args)
     except FileNotFoundError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if not files:  # nothing run is not a pass (as ``cupel-np conformance`` says)
+        print(f"error: no .toml conformance vectors found under {', '.join(args)}", file=sys.stderr)
+        return 2
+    _, failed = run(files)
     return 0 if failed == 0 else 1
 
 
