@@ -18,7 +18,7 @@ PLACER_U_SHAPED = 1
 #: kept lists at least this long are ordered by the radix sort in u-shaped placement
 RADIX_MIN = 4096
 #: u-shaped placement of a segment whose slicer selected at least this many items orders them
-#: outside the kernel: NumPy's SIMD quicksort of keys that pack each score key's high bits with
+#: outside the kernel: one sort (``sortkeys.sort_keys``) of keys that pack each score key's high bits with
 #: the candidate's index, then every run that shares the high bits repaired to (score,
 #: slicer-output) order (``_sliced_score_order``). The kernel's own sorts mispredict a branch
 #: per comparison: one set of 5,000 items placed u-shaped, ~1,000 us a dry_run at 1,024 against

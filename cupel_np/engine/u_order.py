@@ -10,7 +10,7 @@ import numpy as np
 
 from cupel_np._jit import filled, jit, jit_inner
 from cupel_np.engine.slicers.greedy import density_key
-from cupel_np.engine.sortkeys import _SIGN, NAN_LAST, sort_pairs
+from cupel_np.engine.sortkeys import _SIGN, NAN_LAST, sort_keys, sort_pairs
 
 _ONE_KEY = np.uint64(0xBFF0000000000000 ^ 0xFFFFFFFFFFFFFFFF)
 _MAGNITUDE = np.uint64(0x7FFFFFFFFFFFFFFF)
@@ -520,7 +520,7 @@ def _sliced_score_order(rank, cand_score, cand_tok, cand_offsets, pin_offsets, m
         packed = _u_pack(rank, score_bits, lo, hi, shift)
         if (packed.shape[0] < min_sel and not has_range[s]) or packed.shape[0] == 0:
             continue
-        packed.sort()  # NumPy's SIMD quicksort; the keys are distinct, so any sort agrees
+        sort_keys(packed, shift)  # the keys are distinct, so any sort agrees
         if u_at is None:
             u_at = np.empty(rank.shape[0], dtype=_u_at_dtype(rank.shape[0] + int(pin_offsets[-1])))
         n_pin = int(pin_offsets[s + 1] - pin_offsets[s])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from cupel_np._jit import jit, jit_inner
-from cupel_np.engine.sortkeys import _SIGN, bit_length, pack_valid, sort_pairs, valid_bounds
+from cupel_np.engine.sortkeys import _SIGN, bit_length, pack_valid, sort_keys, sort_pairs, valid_bounds
 
 #: valid values per segment from which ranks come from a counting or radix pass instead of
 #: ``sort_pairs`` (a merge sort: ~20 passes over a 1M-value segment)
@@ -105,7 +105,7 @@ def rank_scores(values, valid, offsets):
             lo, hi = int(offsets[s]), int(offsets[s + 1])
             ib = int(hi - lo - 1).bit_length()
             pk = pack_valid(values, valid, lo, hi, kmins[s], ib)
-            pk.sort()  # NumPy's SIMD sort of distinct uint64 keys, in place
+            sort_keys(pk, ib)  # distinct uint64 keys, in place
             _ranks_of_packed(pk, ib, lo, out)
     return out
 

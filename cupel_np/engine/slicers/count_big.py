@@ -30,7 +30,7 @@ from cupel_np.engine.slicers.greedy import (
     order_positions,
 )
 from cupel_np.engine.slicers.packed import _rank_packed, offsets_dtype, pack_bits
-from cupel_np.engine.sortkeys import _SIGN, NAN_LAST, desc_bits, radix_argsort, stable_argsort
+from cupel_np.engine.sortkeys import _SIGN, NAN_LAST, desc_bits, radix_argsort, sort_keys, stable_argsort
 
 #: an entry's top ``require_count`` of its kind are kept in a sorted buffer up to this many
 #: (one pass, a comparison per candidate of the kind); more are found by sorting the kind
@@ -429,7 +429,7 @@ def _count_big(args, tok, score, kind, lo, target, marked, order, rank, taken, s
         )
         if k:
             pk = pk[:k]
-            pk.sort()  # NumPy's SIMD sort of distinct uint64 keys, in place
+            sort_keys(pk, bits)  # distinct uint64 keys, in place
             _rank_packed(pk, pos[:k], kp[:k], sp[:k], bits, rank, n_c + n_pre, scratch.get("r", k, offsets_dtype(k)))
             n_pre += k
     cand = cand[:m]

@@ -16,7 +16,7 @@ packed sort described below, the whole segment as one chunk (``_greedy_packed``)
 * beyond it, only candidates with ``tokens <= remaining budget`` can still be selected (the
   remaining budget never grows); they are walked in exact order, chunk by chunk: a chunk is
   every remaining candidate whose key is at most a threshold (a linear-time partition, so runs
-  of equal keys are never split), ordered by a *packed* sort: one NumPy SIMD sort of
+  of equal keys are never split), ordered by a *packed* sort: one sort (``sortkeys.sort_keys``) of
   distinct uint64 keys, each the density key's high bits with the candidate's index in the
   low bits, then a repair of the runs that share the high bits to (density, score desc,
   index asc) - the spec's total order (``packed._walk_packed``).
@@ -36,7 +36,7 @@ import numpy as np
 
 from cupel_np._jit import filled, jit, jit_inner
 from cupel_np.engine.slicers.packed import _pack_keys, _rank_packed, _walk_packed, offsets_dtype, pack_bits
-from cupel_np.engine.sortkeys import _SIGN, desc_bits, int_keys, radix_argsort, score_cmp, stable_argsort
+from cupel_np.engine.sortkeys import _SIGN, desc_bits, int_keys, radix_argsort, score_cmp, sort_keys, stable_argsort
 
 #: greedy partitions at least this long are ordered by the radix sort
 RADIX_PICK = 4096
@@ -312,7 +312,7 @@ def _walk_chunks(kb, tok, score, cand, remaining, rank, n_out, chunk):
             cand, rest = cand[inside], cand[~inside]
         bits = pack_bits(cand.shape[0])
         pk, kp, sc, tc = _pack_keys(kb, cand, score, tok, bits)
-        pk.sort()  # NumPy's SIMD sort of distinct uint64 keys, in place
+        sort_keys(pk, bits)  # distinct uint64 keys, in place
         remaining, n_out = _walk_packed(pk, cand, kp, sc, tc, bits, remaining, rank, n_out)
         if rest is None:
             return
@@ -323,7 +323,7 @@ def _walk_chunks(kb, tok, score, cand, remaining, rank, n_out, chunk):
 def _greedy_packed(tok, score, lo, hi, target, rank):
     """One segment (candidates ``lo:hi``) of fewer than ``BIG_GREEDY`` candidates in exact
     order: the big path's walk with the whole segment as its one chunk (``_walk_chunks``: one
-    NumPy SIMD sort of packed keys, the runs that share high bits repaired). The same ranks
+    sort of packed keys, the runs that share high bits repaired). The same ranks
     as ``_greedy_medium`` gives; its kernels are the big path's."""
     t, s = tok[lo:hi], score[lo:hi]
     _walk_chunks(density_bits(t, s), t, s, np.arange(hi - lo, dtype=np.int64), target, rank[lo:hi], 0, hi - lo)
@@ -356,7 +356,7 @@ def _greedy_big(tok, score, target, rank, min_chunk, marked, scratch):
         )
         if k:
             pk = pk[:k]
-            pk.sort()  # NumPy's SIMD sort of distinct uint64 keys, in place
+            sort_keys(pk, bits)  # distinct uint64 keys, in place
             _rank_packed(pk, pos[:k], kp[:k], sp[:k], bits, rank, n_pre, scratch.get("r", k, offsets_dtype(k)))
             n_pre += k
     cand = cand[:m]

@@ -1,5 +1,5 @@
 """Packed sort keys: the greedy slicer's exact order (density key ascending, then score
-descending with NaN last, then position) by one NumPy SIMD sort of distinct uint64 keys - a
+descending with NaN last, then position) by one sort of distinct uint64 keys (``sortkeys.sort_keys``) - a
 candidate's density key with its low bits replaced by its index, so keys that share their high
 bits sort by index - and a repair of the runs that share the high bits, which reads only
 compact arrays (the candidates' full keys and scores, gathered in position order). Cheaper

@@ -1,0 +1,201 @@
+"""``sortkeys.sort_keys``: NumPy's sort, or the package's radix sort where NumPy's AVX-512 sort
+is slow (AMD Zen 4). The radix sort must give NumPy's order for every packed key array the
+engine sorts, and a whole sweep must not change with the choice: these tests force it
+(``radix_everywhere``: every sort, however short) and compare with NumPy's."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import cupel_np as c
+from cupel_np.engine import sortkeys
+from cupel_np.engine.sortkeys import cpu_of, radix_sort, simd_sort_is_slow
+from cupel_np.errors import InvalidConfigError
+
+
+def _packed(rng, n, low, high_bits):
+    """``n`` keys: ``high_bits`` random bits above the position in the low ``low`` bits."""
+    high = rng.integers(0, 1 << high_bits, n, dtype=np.uint64) if high_bits else np.zeros(n, np.uint64)
+    return (high << np.uint64(low)) | np.arange(n, dtype=np.uint64)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 17, 1000, 70_000])
+@pytest.mark.parametrize("high_bits", [0, 1, 5, 16, 17, 33, 44])
+def test_radix_sort_is_numpys_order_for_packed_keys(n, high_bits):
+    rng = np.random.default_rng(n * 100 + high_bits)
+    low = max(1, int(n).bit_length())
+    keys = _packed(rng, n, low, min(high_bits, 64 - low))
+    want = np.sort(keys)
+    radix_sort(keys, np.empty_like(keys), low)
+    assert np.array_equal(keys, want)
+
+
+def test_radix_sort_of_clustered_and_extreme_keys():
+    """Keys like the engine's: a few distinct high parts (score keys sharing their exponent),
+    the top bit set on some (NaN's key), every bit set on one."""
+    rng = np.random.default_rng(7)
+    n, low = 50_000, 16
+    high = rng.choice(np.array([0x3FF0_0000_0000, 0x3FE8_0000_0001, 0xFFFF_FFFF_FFFF, 0x8000_0000_0000], np.uint64), n)
+    keys = (high << np.uint64(low)) | np.arange(n, dtype=np.uint64)
+    keys[-1] = ~np.uint64(0)  # position n - 1 in the low bits is below 2**16 - 1: its high part holds the rest
+    want = np.sort(keys)
+    radix_sort(keys, np.empty_like(keys), low)
+    assert np.array_equal(keys, want)
+
+
+def test_radix_sort_of_plain_values():
+    """``low = 0``: any uint64 values, duplicates included (an LSD sort of every varying bit)."""
+    rng = np.random.default_rng(3)
+    for keys in (rng.integers(0, 2**64 - 1, 40_000, dtype=np.uint64), rng.integers(0, 5, 40_000).astype(np.uint64)):
+        want = np.sort(keys)
+        radix_sort(keys, np.empty_like(keys), 0)
+        assert np.array_equal(keys, want)
+
+
+@pytest.mark.parametrize(
+    "features, vendor, family, slow",
+    [
+        ({"X86_V4": True}, "AuthenticAMD", 25, True),  # Zen 4, NumPy >= 2.3's name
+        ({"AVX512_SKX": True}, "AuthenticAMD", 25, True),  # Zen 4, older NumPy
+        ({"X86_V4": False, "AVX512_SKX": False}, "AuthenticAMD", 25, False),  # AVX-512 off
+        ({"X86_V4": True}, "AuthenticAMD", 26, False),  # Zen 5
+        ({"X86_V4": True}, "GenuineIntel", 6, False),  # Intel's AVX-512: the fast one
+        ({"X86_V3": True}, "AuthenticAMD", 23, False),  # Zen 2: no AVX-512
+        ({"X86_V4": True}, "", None, False),  # unknown CPU: NumPy
+    ],
+)
+def test_simd_sort_is_slow_on_zen4_only(features, vendor, family, slow):
+    assert simd_sort_is_slow(features, vendor, family) is slow
+
+
+def test_cpu_of_reads_linux_and_windows_descriptions():
+    linux = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\n"
+    assert cpu_of(linux) == ("AuthenticAMD", 25)
+    assert cpu_of("AMD64 Family 25 Model 17 Stepping 1, AuthenticAMD") == ("AuthenticAMD", 25)
+    assert cpu_of("Intel64 Family 6 Model 85 Stepping 7, GenuineIntel") == ("GenuineIntel", 6)
+    assert cpu_of("arm") == ("", None)
+
+
+@pytest.fixture
+def fresh_choice(monkeypatch):
+    monkeypatch.setattr(sortkeys, "_SORT_CHOICE", [])
+    return monkeypatch
+
+
+def test_environment_chooses(fresh_choice):
+    fresh_choice.setenv(sortkeys.SORT_ENV, "radix")
+    assert sortkeys._radix_chosen() is True
+    fresh_choice.setattr(sortkeys, "_SORT_CHOICE", [])
+    fresh_choice.setenv(sortkeys.SORT_ENV, "numpy")
+    assert sortkeys._radix_chosen() is False
+    fresh_choice.setattr(sortkeys, "_SORT_CHOICE", [])
+    fresh_choice.setenv(sortkeys.SORT_ENV, "auto")
+    assert sortkeys._radix_chosen() is simd_sort_is_slow(sortkeys.numpy_cpu_features(), *sortkeys._this_cpu())
+    fresh_choice.setattr(sortkeys, "_SORT_CHOICE", [])
+    fresh_choice.setenv(sortkeys.SORT_ENV, "quick")
+    with pytest.raises(InvalidConfigError, match="CUPEL_NP_SORT must be auto, numpy or radix, got 'quick'"):
+        sortkeys._radix_chosen()
+
+
+@pytest.fixture
+def radix_everywhere(monkeypatch):
+    """Every ``sort_keys`` call goes to the radix sort (counted per caller)."""
+    calls: dict[str, int] = {}
+    real = sortkeys.radix_sort
+
+    class Counting:
+        def __call__(self, keys, tmp, low):
+            import sys
+
+            caller = sys._getframe(2).f_code.co_name
+            calls[caller] = calls.get(caller, 0) + 1
+            return real(keys, tmp, low)
+
+    monkeypatch.setattr(sortkeys, "_SORT_CHOICE", [True])
+    monkeypatch.setattr(sortkeys, "RADIX_SORT_MIN", 2)
+    monkeypatch.setattr(sortkeys, "radix_sort", Counting())
+    return calls
+
+
+def _table(n: int, seed: int) -> c.ItemTable:
+    """One set over greedy's big path: 4 kinds, timestamps (recency ranks), priorities
+    (priority ranks) with gaps, few distinct tokens and scores (long runs of equal keys)."""
+    rng = np.random.default_rng(seed)
+    ts = (1_700_000_000 + rng.integers(0, 10**7, n)) * 1_000_000
+    return c.ItemTable.from_arrow(
+        pa.table(
+            {
+                "content": pa.array([f"i{i}" for i in range(n)]),
+                "tokens": rng.choice(np.array([0, 1, 2, 3, 5, 8, 40]), n),
+                "kind": pa.array(np.array(["Message", "Document", "Note", "Memory"])[rng.integers(0, 4, n)]),
+                "timestamp": pa.array(
+                    ts.astype("datetime64[us]"), pa.timestamp("us", tz="UTC"), mask=rng.random(n) < 0.3
+                ),
+                "priority": pa.array(rng.integers(-50, 10**6, n), mask=rng.random(n) < 0.5),
+                "pinned": pa.array(rng.random(n) < 0.0005),
+            }
+        )
+    )
+
+
+def _variants(slicer, placer):
+    weights = [(0.4, 0.3, 0.2, 0.1), (0.1, 0.1, 0.7, 0.1), (0.25, 0.25, 0.25, 0.25)]
+    out = []
+    for i, w in enumerate(weights):
+        scorer = c.CompositeScorer(
+            (
+                (c.RecencyScorer(), w[0]),
+                (c.PriorityScorer(), w[1]),
+                (c.KindScorer(), w[2]),
+                (c.ReflexiveScorer(), w[3]),
+            )
+        )
+        out.append((f"v{i}", c.Policy(scorer, slicer=slicer, placer=placer)))
+    return out
+
+
+SLICERS = {
+    "greedy": c.GreedySlice(),
+    "quota": c.QuotaSlice(
+        (c.QuotaEntry("Message", require=10, cap=60), c.QuotaEntry("Document", require=5, cap=40)), c.GreedySlice()
+    ),
+    "count_quota": c.CountQuotaSlice(
+        (
+            c.CountQuotaEntry("Message", require_count=10, cap_count=4000),
+            c.CountQuotaEntry("Document", require_count=5),
+        ),
+        c.GreedySlice(),
+    ),
+}
+
+
+def _outputs(t, budget, variants):
+    run = c.sweep(t, budget, variants, threads=1).run
+    return [
+        (v, run.included[v].copy(), run.reason[v].copy(), run.placed_pos[v].copy(), run.scores_at(v, np.arange(t.n)))
+        for v in range(len(variants))
+    ]
+
+
+@pytest.mark.parametrize("slicer", list(SLICERS))
+def test_sweeps_equal_numpys_sort(radix_everywhere, slicer):
+    """Whole sweeps (both placers, four budgets, three variants) with every packed sort done
+    by the radix sort equal the ones with NumPy's sort; the sorts the sweep reached are those
+    of the rank scorers, greedy's packed walk and prefix and u-shaped placement (and for a
+    count quota its own prefix)."""
+    t = _table(40_000, 5)
+    total = int(t.tokens.sum())
+    for placer in ("chronological", "u_shaped"):
+        vs = _variants(SLICERS[slicer], placer)
+        for frac in (0.001, 0.1, 0.5, 0.95):
+            budget = c.ContextBudget(total, max(1, int(total * frac)))
+            got = _outputs(t, budget, vs)
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(sortkeys, "_SORT_CHOICE", [False])
+                want = _outputs(t, budget, vs)
+            for g, w in zip(got, want, strict=True):
+                for a, b in zip(g[1:], w[1:], strict=True):
+                    assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), (slicer, placer, frac, g[0])
+    reached = set(radix_everywhere)
+    assert {"rank_scores", "_sliced_score_order"} <= reached, reached
+    assert reached & {"_walk_chunks", "_greedy_big", "_count_big"}, reached
