@@ -367,6 +367,7 @@ TOP_LEVEL_TESTS = {
     "test_malloc.py": "cupel_np/_malloc.py (ground): glibc's malloc thresholds before a big sweep",
     "test_storage.py": "cupel_np/_fs.py (ground): every reader and writer of every wing on object storage",
     "test_sample_data.py": "cupel_np/data/ (ground): the sample corpus",
+    "test_cores.py": "cupel_np/_cores.py (ground): the CPU, and whether NumPy's sort is slow on it",
 }
 
 

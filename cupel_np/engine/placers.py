@@ -10,7 +10,7 @@ import numpy as np
 
 from cupel_np._jit import jit, jit_inner
 from cupel_np.engine.reasons import R_BUDGET_EXCEEDED, R_PINNED, R_SCORED, R_ZERO_TOKEN
-from cupel_np.engine.sortkeys import _SIGN, desc_bits, int_keys, radix_argsort, sort_pairs, stable_argsort
+from cupel_np.engine.sortkeys import _SIGN, desc_bits, int_keys, radix_argsort, sort_keys, sort_pairs, stable_argsort
 
 PLACER_CHRONOLOGICAL = 0
 PLACER_U_SHAPED = 1
@@ -242,7 +242,7 @@ def timestamp_order(ts, ts_valid, offsets, ranks: bool = True):
     timestamps of a segment come in no particular order (placement repairs them to its input
     order).
 
-    One NumPy SIMD sort (releases the GIL) of a (segment, timestamp) key packed in a uint64;
+    One sort (``sortkeys.sort_keys``; NumPy's releases the GIL, the radix kernel is nogil) of a (segment, timestamp) key packed in a uint64;
     when the two do not fit in 64 bits the timestamps are replaced by their ranks. With the
     index in the low bits as well (when that fits) the keys are sorted themselves, not
     argsorted (a third of the time), and the sorted timestamps are read back from them."""
@@ -271,7 +271,7 @@ def timestamp_order(ts, ts_valid, offsets, ranks: bool = True):
     if t_bits + seg_bits + i_bits <= 64:
         key <<= np.uint64(i_bits)
         key |= np.arange(n, dtype=np.uint64)
-        key.sort()
+        sort_keys(key, i_bits)
         order = rows[(key & np.uint64((1 << i_bits) - 1)).astype(np.int64)]
         if exact:  # ts - lo back from the key's timestamp bits, then + lo (modulo 2**64)
             key >>= np.uint64(i_bits)

@@ -8,9 +8,9 @@ import pyarrow as pa
 import pytest
 
 import cupel_np as c
+from cupel_np import _cores
 from cupel_np.engine import sortkeys
-from cupel_np.engine.sortkeys import cpu_of, radix_sort, simd_sort_is_slow
-from cupel_np.errors import InvalidConfigError
+from cupel_np.engine.sortkeys import radix_sort
 
 
 def _packed(rng, n, low, high_bits):
@@ -52,51 +52,6 @@ def test_radix_sort_of_plain_values():
         assert np.array_equal(keys, want)
 
 
-@pytest.mark.parametrize(
-    "features, vendor, family, slow",
-    [
-        ({"X86_V4": True}, "AuthenticAMD", 25, True),  # Zen 4, NumPy >= 2.3's name
-        ({"AVX512_SKX": True}, "AuthenticAMD", 25, True),  # Zen 4, older NumPy
-        ({"X86_V4": False, "AVX512_SKX": False}, "AuthenticAMD", 25, False),  # AVX-512 off
-        ({"X86_V4": True}, "AuthenticAMD", 26, False),  # Zen 5
-        ({"X86_V4": True}, "GenuineIntel", 6, False),  # Intel's AVX-512: the fast one
-        ({"X86_V3": True}, "AuthenticAMD", 23, False),  # Zen 2: no AVX-512
-        ({"X86_V4": True}, "", None, False),  # unknown CPU: NumPy
-    ],
-)
-def test_simd_sort_is_slow_on_zen4_only(features, vendor, family, slow):
-    assert simd_sort_is_slow(features, vendor, family) is slow
-
-
-def test_cpu_of_reads_linux_and_windows_descriptions():
-    linux = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\n"
-    assert cpu_of(linux) == ("AuthenticAMD", 25)
-    assert cpu_of("AMD64 Family 25 Model 17 Stepping 1, AuthenticAMD") == ("AuthenticAMD", 25)
-    assert cpu_of("Intel64 Family 6 Model 85 Stepping 7, GenuineIntel") == ("GenuineIntel", 6)
-    assert cpu_of("arm") == ("", None)
-
-
-@pytest.fixture
-def fresh_choice(monkeypatch):
-    monkeypatch.setattr(sortkeys, "_SORT_CHOICE", [])
-    return monkeypatch
-
-
-def test_environment_chooses(fresh_choice):
-    fresh_choice.setenv(sortkeys.SORT_ENV, "radix")
-    assert sortkeys._radix_chosen() is True
-    fresh_choice.setattr(sortkeys, "_SORT_CHOICE", [])
-    fresh_choice.setenv(sortkeys.SORT_ENV, "numpy")
-    assert sortkeys._radix_chosen() is False
-    fresh_choice.setattr(sortkeys, "_SORT_CHOICE", [])
-    fresh_choice.setenv(sortkeys.SORT_ENV, "auto")
-    assert sortkeys._radix_chosen() is simd_sort_is_slow(sortkeys.numpy_cpu_features(), *sortkeys._this_cpu())
-    fresh_choice.setattr(sortkeys, "_SORT_CHOICE", [])
-    fresh_choice.setenv(sortkeys.SORT_ENV, "quick")
-    with pytest.raises(InvalidConfigError, match="CUPEL_NP_SORT must be auto, numpy or radix, got 'quick'"):
-        sortkeys._radix_chosen()
-
-
 @pytest.fixture
 def radix_everywhere(monkeypatch):
     """Every ``sort_keys`` call goes to the radix sort (counted per caller)."""
@@ -111,7 +66,7 @@ def radix_everywhere(monkeypatch):
             calls[caller] = calls.get(caller, 0) + 1
             return real(keys, tmp, low)
 
-    monkeypatch.setattr(sortkeys, "_SORT_CHOICE", [True])
+    monkeypatch.setattr(_cores, "_SORT_CHOICE", [True])
     monkeypatch.setattr(sortkeys, "RADIX_SORT_MIN", 2)
     monkeypatch.setattr(sortkeys, "radix_sort", Counting())
     return calls
@@ -181,8 +136,8 @@ def _outputs(t, budget, variants):
 def test_sweeps_equal_numpys_sort(radix_everywhere, slicer):
     """Whole sweeps (both placers, four budgets, three variants) with every packed sort done
     by the radix sort equal the ones with NumPy's sort; the sorts the sweep reached are those
-    of the rank scorers, greedy's packed walk and prefix and u-shaped placement (and for a
-    count quota its own prefix)."""
+    of the timestamp order, the rank scorers, greedy's packed walk and prefix and u-shaped
+    placement (and for a count quota its own prefix)."""
     t = _table(40_000, 5)
     total = int(t.tokens.sum())
     for placer in ("chronological", "u_shaped"):
@@ -191,11 +146,11 @@ def test_sweeps_equal_numpys_sort(radix_everywhere, slicer):
             budget = c.ContextBudget(total, max(1, int(total * frac)))
             got = _outputs(t, budget, vs)
             with pytest.MonkeyPatch.context() as mp:
-                mp.setattr(sortkeys, "_SORT_CHOICE", [False])
+                mp.setattr(_cores, "_SORT_CHOICE", [False])
                 want = _outputs(t, budget, vs)
             for g, w in zip(got, want, strict=True):
                 for a, b in zip(g[1:], w[1:], strict=True):
                     assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), (slicer, placer, frac, g[0])
     reached = set(radix_everywhere)
-    assert {"rank_scores", "_sliced_score_order"} <= reached, reached
+    assert {"timestamp_order", "rank_scores", "_sliced_score_order"} <= reached, reached
     assert reached & {"_walk_chunks", "_greedy_big", "_count_big"}, reached
