@@ -34,8 +34,10 @@ from cupel_np.analysis.toolpairs import tool_links
 from cupel_np.cli import shared
 from cupel_np.cli.sweeps import _write_outputs
 from cupel_np.data import sample_path
+from cupel_np.engine import stages
 from cupel_np.engine.batch import KNAPSACK_MAX_CELLS
 from cupel_np.engine.slicers import slicer_args
+from cupel_np.engine.sortkeys import radix_sort
 from cupel_np.errors import CupelError, InvalidConfigError
 from cupel_np.io.importers.tokens import estimate_tokens_many
 from cupel_np.model.budget import ContextBudget
@@ -221,9 +223,16 @@ def _engine_small() -> None:
 
 
 def _engine_large() -> None:
-    """The paths only big sets reach: density-prefix greedy, radix sorts, bitset frequency."""
+    """The paths only big sets reach: density-prefix greedy, radix sorts, bitset frequency;
+    and both sides of the one choice that depends on the CPU (``_cores.simd_sort_is_slow``:
+    an image warmed on one machine may run on another): the packed-key radix sort, and the
+    repair of NumPy's unstable argsort that the radix argsort makes unnecessary."""
 
     _sweep(_table(70_000, 1, 3), [ContextBudget(20_000_000, 8_000_000)])
+    keys = np.arange(64, dtype=np.uint64)[::-1].copy()
+    radix_sort(keys, np.empty_like(keys), 0)
+    order = np.argsort(keys)
+    stages._index_order_runs(order, keys[order])
 
 
 def demo_grid():

@@ -289,12 +289,18 @@ def radix_sort(key, tmp, low):
             key[i] = tmp[i]
 
 
+def radix_for(n: int) -> bool:
+    """Whether a sort of ``n`` keys goes to this module's radix kernels instead of NumPy's
+    quicksort: a big one, where that quicksort is slow (``_cores.radix_sort_chosen``)."""
+    return n >= RADIX_SORT_MIN and radix_sort_chosen()
+
+
 def sort_keys(keys: np.ndarray, low: int) -> None:
     """Sort packed uint64 keys ascending in place, given that their low ``low`` bits ascend
     along the array (a position each, as every packed key here holds): NumPy's SIMD sort, or
     :func:`radix_sort` for a big array where that sort is slow (``_cores.simd_sort_is_slow``;
     ``CUPEL_NP_SORT``). The same order either way (a sort of values, not of positions)."""
-    if keys.shape[0] >= RADIX_SORT_MIN and radix_sort_chosen():
+    if radix_for(keys.shape[0]):
         radix_sort(keys, np.empty_like(keys), low)
     else:
         keys.sort()

@@ -38,7 +38,13 @@ from cupel_np.engine.reasons import (  # noqa: E402
     R_TRUNCATED_PINNED,
     R_ZERO_TOKEN,
 )
-from cupel_np.engine.sortkeys import desc_bits, int_keys, radix_argsort, stable_argsort  # noqa: F401 (radix_argsort: re-exported)
+from cupel_np.engine.sortkeys import (  # noqa: F401 (radix_argsort: re-exported)
+    desc_bits,
+    int_keys,
+    radix_argsort,
+    radix_for,
+    stable_argsort,
+)
 
 ERR_OVERFLOW = 2
 
@@ -143,8 +149,11 @@ def sort_segments(score, offsets):
     for s in np.flatnonzero(sizes >= BIG_SEGMENT):
         lo, hi = int(offsets[s]), int(offsets[s + 1])
         key = desc_bits(score[lo:hi])
-        o = np.argsort(key)  # unstable SIMD quicksort, then equal-key runs back to index order
-        _index_order_runs(o, key[o])
+        if radix_for(hi - lo):  # NumPy's quicksort is slow here
+            o = radix_argsort(key)  # stable: equal keys in index order
+        else:
+            o = np.argsort(key)  # unstable SIMD quicksort, then equal-key runs back to index order
+            _index_order_runs(o, key[o])
         out[lo:hi] = o + lo
     return out
 

@@ -154,3 +154,40 @@ def test_sweeps_equal_numpys_sort(radix_everywhere, slicer):
     reached = set(radix_everywhere)
     assert {"timestamp_order", "rank_scores", "_sliced_score_order"} <= reached, reached
     assert reached & {"_walk_chunks", "_greedy_big", "_count_big"}, reached
+
+
+def test_argsorts_of_big_segments_equal_numpys(monkeypatch):
+    """The stable argsorts that take ``radix_argsort`` where NumPy's quicksort is slow
+    (``stages.sort_segments`` over a segment of ``BIG_SEGMENT`` rows or more, greedy's
+    ``order_positions``) give the order of NumPy's quicksort plus the tie repair: scores with
+    long runs of ties, NaN, -0.0 and infinities, two segments."""
+    from cupel_np.engine import stages
+    from cupel_np.engine.slicers import greedy
+
+    rng = np.random.default_rng(11)
+    n = stages.BIG_SEGMENT + 5_000
+    score = rng.choice(np.array([0.0, -0.0, 0.5, 1.0, np.nan, np.inf, -np.inf, 0.25]), n)
+    score = np.where(rng.random(n) < 0.3, rng.random(n), score)
+    offsets = np.array([0, stages.BIG_SEGMENT + 100, n])
+    tok = rng.choice(np.array([0, 1, 2, 5]), n).astype(np.int64)
+    pos = np.flatnonzero(rng.random(n) < 0.9)
+
+    def both():
+        return stages.sort_segments(score, offsets), greedy.order_positions(tok, score, pos)
+
+    monkeypatch.setattr(_cores, "_SORT_CHOICE", [False])
+    want = both()
+    calls = []
+    real = stages.radix_argsort
+
+    def counted(key):
+        calls.append(key.shape[0])
+        return real(key)
+
+    monkeypatch.setattr(stages, "radix_argsort", counted)
+    monkeypatch.setattr(greedy, "radix_argsort", counted)
+    monkeypatch.setattr(_cores, "_SORT_CHOICE", [True])
+    got = both()
+    assert sorted(calls) == [pos.shape[0], stages.BIG_SEGMENT + 100]  # both went to the kernel
+    for g, w in zip(got, want, strict=True):
+        assert np.array_equal(g, w)

@@ -36,7 +36,16 @@ import numpy as np
 
 from cupel_np._jit import filled, jit, jit_inner
 from cupel_np.engine.slicers.packed import _pack_keys, _rank_packed, _walk_packed, offsets_dtype, pack_bits
-from cupel_np.engine.sortkeys import _SIGN, desc_bits, int_keys, radix_argsort, score_cmp, sort_keys, stable_argsort
+from cupel_np.engine.sortkeys import (
+    _SIGN,
+    desc_bits,
+    int_keys,
+    radix_argsort,
+    radix_for,
+    score_cmp,
+    sort_keys,
+    stable_argsort,
+)
 
 #: greedy partitions at least this long are ordered by the radix sort
 RADIX_PICK = 4096
@@ -444,7 +453,10 @@ def order_positions(tok, score, pos, kb=None):
     score, then index (NumPy's SIMD quicksort plus a repair of runs of equal keys). ``kb``:
     the segment's ``density_bits`` when already computed."""
     kp = density_bits(tok[pos], score[pos]) if kb is None else kb[pos]
-    o = np.argsort(kp)  # unstable; runs of equal keys repaired to (score, index) below
+    if radix_for(kp.shape[0]):  # NumPy's quicksort is slow here
+        o = radix_argsort(kp)  # stable; runs of equal keys repaired to (score, index) below
+    else:
+        o = np.argsort(kp)  # unstable; runs of equal keys repaired to (score, index) below
     order = pos[o]
     repair_runs(order, kp[o], score)
     return order
