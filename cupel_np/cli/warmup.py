@@ -232,7 +232,7 @@ def _engine_large() -> None:
     keys = np.arange(64, dtype=np.uint64)[::-1].copy()
     radix_sort(keys, np.empty_like(keys), 0)
     order = np.argsort(keys)
-    stages._index_order_runs(order, keys[order])
+    stages.index_order_runs(order, keys[order])
 
 
 def demo_grid():

@@ -113,7 +113,7 @@ def _sort_small_segments(score, offsets, out):
 
 
 @jit
-def _index_order_runs(order, key):
+def index_order_runs(order, key):
     """``order`` sorted by ``key`` with ties in any order: each run of equal keys back to
     ascending index order (short runs by insertion, long ones by a sort). In place."""
     n = order.shape[0]
@@ -153,7 +153,7 @@ def sort_segments(score, offsets):
             o = radix_argsort(key)  # stable: equal keys in index order
         else:
             o = np.argsort(key)  # unstable SIMD quicksort, then equal-key runs back to index order
-            _index_order_runs(o, key[o])
+            index_order_runs(o, key[o])
         out[lo:hi] = o + lo
     return out
 
