@@ -68,6 +68,8 @@ def radix_everywhere(monkeypatch):
 
     monkeypatch.setattr(_cores, "_SORT_CHOICE", [True])
     monkeypatch.setattr(sortkeys, "RADIX_SORT_MIN", 2)
+    monkeypatch.setattr(sortkeys, "STABLE_SORT_MIN", 2)
+    monkeypatch.setattr(sortkeys, "RADIX_ARGSORT_MIN", 2)
     monkeypatch.setattr(sortkeys, "radix_sort", Counting())
     return calls
 
@@ -154,6 +156,23 @@ def test_sweeps_equal_numpys_sort(radix_everywhere, slicer):
     reached = set(radix_everywhere)
     assert {"timestamp_order", "rank_scores", "_sliced_score_order"} <= reached, reached
     assert reached & {"_walk_chunks", "_greedy_big", "_count_big"}, reached
+
+
+@pytest.mark.parametrize("n", [500, sortkeys.STABLE_SORT_MIN, 3000, sortkeys.RADIX_SORT_MIN, 20_000])
+def test_sort_keys_sends_each_size_to_its_sort(monkeypatch, n):
+    """Where NumPy's quicksort is slow: short arrays stay with it, middling ones take NumPy's
+    stable sort, long ones the radix kernel; each gives NumPy's order."""
+    rng = np.random.default_rng(n)
+    low = int(n - 1).bit_length()
+    keys = _packed(rng, n, low, 40)
+    want = np.sort(keys)
+    kernel_calls = []
+    real = sortkeys.radix_sort
+    monkeypatch.setattr(sortkeys, "radix_sort", lambda k, t, lo: kernel_calls.append(k.shape[0]) or real(k, t, lo))
+    monkeypatch.setattr(_cores, "_SORT_CHOICE", [True])
+    sortkeys.sort_keys(keys, low)
+    assert np.array_equal(keys, want)
+    assert kernel_calls == ([n] if n >= sortkeys.RADIX_SORT_MIN else [])
 
 
 def test_argsorts_of_big_segments_equal_numpys(monkeypatch):
