@@ -52,3 +52,21 @@ def test_environment_chooses(fresh_choice):
     fresh_choice.setenv(_cores.SORT_ENV, "quick")
     with pytest.raises(InvalidConfigError, match="CUPEL_NP_SORT must be auto, numpy or radix, got 'quick'"):
         _cores.radix_sort_chosen()
+
+
+def test_a_bad_sort_setting_is_refused_by_any_run(fresh_choice, capsys, tmp_path):
+    """``CUPEL_NP_SORT`` is read on every sweep and selection, so a mistyped value is an error
+    even for a run too small to sort anything big (the command line: exit 2, the value named)."""
+    import cupel_np as c
+    from cupel_np.cli.app import main
+
+    fresh_choice.setenv(_cores.SORT_ENV, "fast")
+    items = [c.ContextItem(content=f"m{i}", tokens=10) for i in range(5)]
+    with pytest.raises(InvalidConfigError, match="CUPEL_NP_SORT must be auto, numpy or radix, got 'fast'"):
+        c.Pipeline(c.preset("chat")).run(items, c.ContextBudget(max_tokens=100, target_tokens=30))
+    fresh_choice.setattr(_cores, "_SORT_CHOICE", [])
+    with pytest.raises(InvalidConfigError, match="CUPEL_NP_SORT"):
+        c.sweep(items, c.ContextBudget(max_tokens=100, target_tokens=30), ["chat", "rag"])
+    fresh_choice.setattr(_cores, "_SORT_CHOICE", [])
+    assert main(["demo", "--quiet", "--out", str(tmp_path / "out")]) == 2
+    assert "CUPEL_NP_SORT must be auto, numpy or radix, got 'fast'" in capsys.readouterr().err

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from cupel_np import _malloc
+from cupel_np._cores import radix_sort_chosen
 from cupel_np._jit import filled
 from cupel_np.engine import groups as grp
 from cupel_np.engine import place_stage, placers, stages
@@ -562,6 +563,7 @@ def run_sweep(
     if score_context is None:  # a custom scorer's column must exist and be numeric: say so first
         check_scorer_columns(table, (var.policy.scorer for var in variants))
     threads = threads_for(threads, table.n * len(variants))
+    radix_sort_chosen()  # (CUPEL_NP_SORT checked on every sweep, not only one with a big sort)
     if table.n >= _malloc.BIG_ROWS:  # its arrays reused, not faulted in afresh by history
         _malloc.tune_once()
     t_start = time.time_ns()

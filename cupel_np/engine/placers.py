@@ -242,8 +242,8 @@ def timestamp_order(ts, ts_valid, offsets, ranks: bool = True):
     timestamps of a segment come in no particular order (placement repairs them to its input
     order).
 
-    One sort (``sortkeys.sort_keys``; NumPy's releases the GIL, the radix kernel is nogil) of a (segment, timestamp) key packed in a uint64;
-    when the two do not fit in 64 bits the timestamps are replaced by their ranks. With the
+    One sort (``sortkeys.sort_keys``: NumPy's releases the GIL, the radix kernel is nogil) of a
+    (segment, timestamp) key packed in a uint64; when the two do not fit in 64 bits the timestamps are replaced by their ranks. With the
     index in the low bits as well (when that fits) the keys are sorted themselves, not
     argsorted (a third of the time), and the sorted timestamps are read back from them."""
     rows = np.flatnonzero(ts_valid)

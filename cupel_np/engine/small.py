@@ -28,6 +28,7 @@ from functools import partial
 
 import numpy as np
 
+from cupel_np._cores import radix_sort_chosen
 from cupel_np._jit import as_input
 from cupel_np.engine import groups as grp
 from cupel_np.engine import place_stage, placers
@@ -198,7 +199,7 @@ def _timestamp_order(table: ItemTable) -> place_stage.TimestampOrder | None:
     either way): timestamps mostly come in order, which NumPy's stable sort (timsort) passes
     in near-linear time (5,000 nearly ordered: ~22 us against ~100-130 for its quicksort,
     whose AVX-512 version is slow on AMD Zen 4: ~140 us for 5,000 in random order against
-    ~57 stable; ``sortkeys.simd_sort_is_slow``)."""
+    ~57 stable; ``_cores.simd_sort_is_slow``)."""
     ts, valid = table.timestamp, table.timestamp_valid
     if valid.shape[0] <= placers.CHRONO_FILTER_MIN:
         return None
@@ -329,6 +330,7 @@ def run_sweep_one(
     (``Pipeline.run``: the included rows in placed order and the errors) the times stay 0."""
     if table.n_sets != 1:
         raise ValueError(f"run_one runs one item set, the table holds {table.n_sets}")
+    radix_sort_chosen()  # (CUPEL_NP_SORT checked on every selection, as ``batch.run_sweep`` does)
     if plan.has_columns:
         check_scorer_columns(table, (plan.policy.scorer,))
     t_start = time.time_ns() if clock else 0

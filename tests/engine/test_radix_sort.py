@@ -3,6 +3,8 @@ is slow (AMD Zen 4). The radix sort must give NumPy's order for every packed key
 engine sorts, and a whole sweep must not change with the choice: these tests force it
 (``radix_everywhere``: every sort, however short) and compare with NumPy's."""
 
+import sys
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -60,8 +62,6 @@ def radix_everywhere(monkeypatch):
 
     class Counting:
         def __call__(self, keys, tmp, low):
-            import sys
-
             caller = sys._getframe(2).f_code.co_name
             calls[caller] = calls.get(caller, 0) + 1
             return real(keys, tmp, low)

@@ -450,7 +450,8 @@ def _prefix_ranks_marked(kb, tok, score, thr, every, remaining, rank, marked, bi
 
 def order_positions(tok, score, pos, kb=None):
     """The candidates ``pos`` (positions) in slicer-output order: density descending, then
-    score, then index (NumPy's SIMD quicksort plus a repair of runs of equal keys). ``kb``:
+    score, then index (an argsort of the density keys - NumPy's quicksort, or the stable radix
+    argsort where that is slow, ``sortkeys.radix_for`` - plus a repair of runs of equal keys). ``kb``:
     the segment's ``density_bits`` when already computed."""
     kp = density_bits(tok[pos], score[pos]) if kb is None else kb[pos]
     if radix_for(kp.shape[0]):  # NumPy's quicksort is slow here
