@@ -233,16 +233,23 @@ def pack_valid(values, valid, lo, hi, kmin, ib):
 
 
 #: where NumPy's quicksort is the slow one (``_cores.radix_sort_chosen``), :func:`sort_keys`
-#: hands arrays of at least this many keys to :func:`radix_sort`, and from ``STABLE_SORT_MIN``
-#: up to there to NumPy's stable sort (timsort). Measured on a Zen 4 (random packed keys, us):
-#: 2,000 keys quicksort 32 / stable 22 / radix 52; 5,000: 104 / 55 / 95; 10,000: 245 / 347 /
-#: 128; 32,768: 1,012 / 1,399 / 320. Below ``STABLE_SORT_MIN`` the three cost about the same.
-RADIX_SORT_MIN = 1 << 13
-STABLE_SORT_MIN = 1 << 10
+#: hands arrays of at least this many keys to :func:`radix_sort`. Measured on a Zen 4 with a
+#: fresh array each call (random packed keys, us; the same array sorted again and again
+#: lets the branch predictor learn it: NumPy's stable sort of 5,000 keys then takes 57 us,
+#: with fresh keys 175): 1,024 keys quicksort 12-17 / stable 27-32 / radix 13-21; 2,048:
+#: 32-45 / 61-72 / 23-36; 5,000: 103-144 / 173-198 / 58-79; 32,768: 1,040-1,434 / 1,408-1,651
+#: / 334-465. NumPy's stable sort is never the cheapest of the three.
+RADIX_SORT_MIN = 1 << 11
 #: the fewest keys :func:`radix_for` hands to the radix argsort there (the big stable argsorts)
 RADIX_ARGSORT_MIN = 1 << 15
-#: the widest digit (bits) of one :func:`radix_sort` pass: 2**16 counters per digit
+#: the widest digit (bits) of one :func:`radix_sort` pass: 2**16 counters per digit, for
+#: arrays of at least ``_WIDE_MIN`` keys; shorter ones take digits of at most
+#: ``_NARROW_WIDTH`` bits (clearing and summing 65,536 counters a pass costs more than the
+#: pass saved: 5,000 keys of 40 varying bits, 77-119 us in three 14-bit passes, 58-79 in four
+#: of 10 bits; 16,384 keys cost about the same either way)
 _RADIX_WIDTH = 16
+_NARROW_WIDTH = 11
+_WIDE_MIN = 1 << 14
 
 
 @jit
@@ -250,8 +257,9 @@ def radix_sort(key, tmp, low):
     """Sort uint64 ``key`` ascending in place, given keys whose low ``low`` bits ascend along
     the array (the packed keys of this package: a position in the low bits, each once): an LSD
     radix sort, stable, of the bits above ``low`` is then the whole order. Only the bits that
-    vary among the keys are digits (as few passes of at most 16 bits as they need; none when
-    every key shares its high bits). ``tmp``: scratch of the same length."""
+    vary among the keys are digits (as few passes of at most 16 bits as they need, 11 for an
+    array shorter than ``_WIDE_MIN``; none when every key shares its high bits). ``tmp``:
+    scratch of the same length."""
     n = key.shape[0]
     x_and = ~np.uint64(0)
     x_or = np.uint64(0)
@@ -264,7 +272,8 @@ def radix_sort(key, tmp, low):
         top += 1
     if top == 0:
         return
-    n_pass = (top + _RADIX_WIDTH - 1) // _RADIX_WIDTH
+    width = _RADIX_WIDTH if n >= _WIDE_MIN else _NARROW_WIDTH
+    n_pass = (top + width - 1) // width
     w = (top + n_pass - 1) // n_pass
     nb = 1 << w
     mask = np.uint64(nb - 1)
@@ -305,13 +314,9 @@ def sort_keys(keys: np.ndarray, low: int) -> None:
     """Sort packed uint64 keys ascending in place, given that their low ``low`` bits ascend
     along the array (a position each, as every packed key here holds): NumPy's SIMD sort, or
     where that sort is slow (``_cores.simd_sort_is_slow``; ``CUPEL_NP_SORT``) :func:`radix_sort`
-    for a big array and NumPy's stable sort for a middling one (``RADIX_SORT_MIN``). The same
-    order every way (a sort of values, not of positions)."""
-    n = keys.shape[0]
-    if n >= STABLE_SORT_MIN and radix_sort_chosen():
-        if n >= RADIX_SORT_MIN:
-            radix_sort(keys, np.empty_like(keys), low)
-        else:
-            keys.sort(kind="stable")
+    for an array of ``RADIX_SORT_MIN`` keys or more. The same order every way (a sort of
+    values, not of positions)."""
+    if keys.shape[0] >= RADIX_SORT_MIN and radix_sort_chosen():
+        radix_sort(keys, np.empty_like(keys), low)
     else:
         keys.sort()

@@ -21,7 +21,7 @@ def _packed(rng, n, low, high_bits):
     return (high << np.uint64(low)) | np.arange(n, dtype=np.uint64)
 
 
-@pytest.mark.parametrize("n", [0, 1, 2, 3, 17, 1000, 70_000])
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 17, 1000, 5000, sortkeys._WIDE_MIN - 1, sortkeys._WIDE_MIN, 70_000])
 @pytest.mark.parametrize("high_bits", [0, 1, 5, 16, 17, 33, 44])
 def test_radix_sort_is_numpys_order_for_packed_keys(n, high_bits):
     rng = np.random.default_rng(n * 100 + high_bits)
@@ -46,12 +46,14 @@ def test_radix_sort_of_clustered_and_extreme_keys():
 
 
 def test_radix_sort_of_plain_values():
-    """``low = 0``: any uint64 values, duplicates included (an LSD sort of every varying bit)."""
+    """``low = 0``: any uint64 values, duplicates included (an LSD sort of every varying bit),
+    in narrow digits and in wide ones."""
     rng = np.random.default_rng(3)
-    for keys in (rng.integers(0, 2**64 - 1, 40_000, dtype=np.uint64), rng.integers(0, 5, 40_000).astype(np.uint64)):
-        want = np.sort(keys)
-        radix_sort(keys, np.empty_like(keys), 0)
-        assert np.array_equal(keys, want)
+    for n in (5000, 40_000):
+        for keys in (rng.integers(0, 2**64 - 1, n, dtype=np.uint64), rng.integers(0, 5, n).astype(np.uint64)):
+            want = np.sort(keys)
+            radix_sort(keys, np.empty_like(keys), 0)
+            assert np.array_equal(keys, want)
 
 
 @pytest.fixture
@@ -68,7 +70,6 @@ def radix_everywhere(monkeypatch):
 
     monkeypatch.setattr(_cores, "_SORT_CHOICE", [True])
     monkeypatch.setattr(sortkeys, "RADIX_SORT_MIN", 2)
-    monkeypatch.setattr(sortkeys, "STABLE_SORT_MIN", 2)
     monkeypatch.setattr(sortkeys, "RADIX_ARGSORT_MIN", 2)
     monkeypatch.setattr(sortkeys, "radix_sort", Counting())
     return calls
@@ -158,10 +159,22 @@ def test_sweeps_equal_numpys_sort(radix_everywhere, slicer):
     assert reached & {"_walk_chunks", "_greedy_big", "_count_big"}, reached
 
 
-@pytest.mark.parametrize("n", [500, sortkeys.STABLE_SORT_MIN, 3000, sortkeys.RADIX_SORT_MIN, 20_000])
+@pytest.mark.parametrize(
+    "n",
+    [
+        500,
+        sortkeys.RADIX_SORT_MIN - 1,
+        sortkeys.RADIX_SORT_MIN,
+        5000,
+        sortkeys._WIDE_MIN - 1,
+        sortkeys._WIDE_MIN,
+        20_000,
+    ],
+)
 def test_sort_keys_sends_each_size_to_its_sort(monkeypatch, n):
-    """Where NumPy's quicksort is slow: short arrays stay with it, middling ones take NumPy's
-    stable sort, long ones the radix kernel; each gives NumPy's order."""
+    """Where NumPy's quicksort is slow: short arrays stay with it, long ones take the radix
+    kernel (narrow digits below ``_WIDE_MIN`` keys, 16-bit ones from there); each gives
+    NumPy's order."""
     rng = np.random.default_rng(n)
     low = int(n - 1).bit_length()
     keys = _packed(rng, n, low, 40)
