@@ -207,3 +207,51 @@ def test_finer_than_microsecond_timestamps_read_as_the_arrow_path_reads_them():
                 rows = ItemRows.from_items(items)
                 assert np.array_equal(rows.timestamp, arrow.timestamp)
                 assert np.array_equal(rows.timestamp_valid, arrow.timestamp_valid)
+
+
+@pytest.mark.parametrize("n", [2, 3, 500, item_rows._BUCKETS_MIN - 1, item_rows._BUCKETS_MIN, 5000])
+def test_hashes_differ_finds_any_repeated_hash(n):
+    """The content-hash check (a sort, or buckets by low bits from ``_BUCKETS_MIN``): random
+    hashes differ; one repeated at any two places does not; hashes that all share their low
+    bits (every one in one bucket) are still told apart; a strided view (a record field)."""
+    rng = np.random.default_rng(n)
+    h = rng.integers(-(2**63), 2**63 - 1, n)
+    assert item_rows._hashes_differ(h)
+    for i, j in ((0, 1), (0, n - 1), (n - 1, n // 3)):
+        dup = h.copy()
+        dup[j] = dup[i]
+        assert not item_rows._hashes_differ(dup), (i, j)
+    shared = (h >> 24) << 24  # the low 24 bits the same for every hash
+    assert item_rows._hashes_differ(shared) == (np.unique(shared).shape[0] == n)
+    shared[-1] = shared[0]
+    assert not item_rows._hashes_differ(shared)
+    rec = np.zeros(n, dtype=[("a", np.int32), ("h", np.int64)])
+    rec["h"] = h
+    assert item_rows._hashes_differ(rec["h"])
+    rec["h"][1] = rec["h"][0]
+    assert not item_rows._hashes_differ(rec["h"])
+
+
+def test_a_long_list_with_repeated_contents_deduplicates_as_the_arrow_path():
+    """Over ``_BUCKETS_MIN`` items held in records (seen before), a few contents repeated:
+    the records' hash check finds them, and the selection equals the Arrow path's."""
+    t0 = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
+    items = [
+        c.ContextItem(
+            content=f"c{i % 1490}",
+            tokens=1 + i % 7,
+            kind="message",
+            timestamp=datetime.fromtimestamp(t0 + i, UTC),
+            priority=i % 5,
+        )
+        for i in range(1500)
+    ]
+    assert item_rows.ItemRows.from_items(items)._rec is None  # new: marked, then held in records
+    rows = item_rows.ItemRows.from_items(items)
+    assert rows._rec is not None and not rows.contents_distinct
+    policy = c.Policy(c.CompositeScorer(((c.RecencyScorer(), 1.0), (c.PriorityScorer(), 1.0))), deduplication=True)
+    budget = c.ContextBudget(max_tokens=3000, target_tokens=2500)
+    pipe = c.Pipeline(policy)
+    got = _outcome(pipe, items, budget)
+    assert got == _outcome(pipe, c.ItemTable.from_items(items), budget)
+    assert sum(e[2].reason == "Deduplicated" for e in got[1]) == 10, got[1][:3]
