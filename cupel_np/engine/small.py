@@ -75,6 +75,8 @@ _NO_POS = np.zeros(0, dtype=np.int64)
 #: kind vocabularies a PolicyPlan keeps the slicer arrays of (then it starts again)
 _ARGS_KEPT = 64
 I64, B1 = np.int64, np.bool_
+#: the ufuncs' reduce (``.max()`` and ``.min()`` go through NumPy's Python wrapper)
+_MAX, _MIN = np.maximum.reduce, np.minimum.reduce
 #: the ufunc ``np.clip`` ends in for a float array (``numpy._core.umath.clip``, private: where
 #: a NumPy lacks it, ``np.clip`` itself, the same values through its Python wrapper)
 _CLIP = getattr(getattr(getattr(np, "_core", None), "umath", None), "clip", np.clip)
@@ -192,20 +194,36 @@ def classify_one(table: ItemTable) -> Classified:
     return Classified(neg, pin, sc_rows, _two(0, sc_rows.shape[0]), pin_rows, _two(0, n_pin), pinned_tokens, first)
 
 
+#: the fewest timestamped rows ``_timestamp_order`` may sort by packed keys
+TS_PACKED_MIN = 512
+
+
 def _timestamp_order(table: ItemTable) -> place_stage.TimestampOrder | None:
     """``placers.timestamp_order`` for one set: its timestamped rows sorted by timestamp, None
     for a set of at most ``placers.CHRONO_FILTER_MIN`` items (placement never reads it there).
-    A stable argsort (equal timestamps in row order; placement repairs ties to input order
-    either way): timestamps mostly come in order, which NumPy's stable sort (timsort) passes
-    in near-linear time (5,000 nearly ordered: ~22 us against ~100-130 for its quicksort,
-    whose AVX-512 version is slow on AMD Zen 4: ~140 us for 5,000 in random order against
-    ~57 stable; ``_cores.simd_sort_is_slow``)."""
+    Equal timestamps in row order either way. Timestamps mostly come in order (a session's
+    messages), which NumPy's stable sort (timsort) passes in near-linear time: 5,000 in order
+    ~4 us, with one in ten swapped with its neighbour ~15. In no order (retrieved documents'
+    dates) timsort's branches mispredict (5,000: ~210 us), and a set of ``TS_PACKED_MIN`` rows
+    or more whose timestamps descend at more than one step in eight takes the sweep's sort of
+    packed (timestamp, row) keys instead (~77 us: ``sortkeys.sort_keys``)."""
     ts, valid = table.timestamp, table.timestamp_valid
-    if valid.shape[0] <= placers.CHRONO_FILTER_MIN:
+    n = valid.shape[0]
+    if n <= placers.CHRONO_FILTER_MIN:
         return None
     rows = valid.nonzero()[0]
-    order = rows[ts[rows].argsort(kind="stable")]
-    return place_stage.TimestampOrder(order, ts[order], _two(0, rows.shape[0]))
+    tv = ts[rows]
+    m = rows.shape[0]
+    if (
+        m >= TS_PACKED_MIN
+        and np.count_nonzero(tv[1:] < tv[:-1]) > m >> 3
+        # (the row index fits beside the timestamp: ties stay in row order)
+        and (int(_MAX(tv)) - int(_MIN(tv))).bit_length() + (m - 1).bit_length() <= 64
+    ):
+        order, ts_sorted, off, _, _, _ = placers.timestamp_order(ts, valid, _two(0, n), ranks=False)
+        return place_stage.TimestampOrder(order, ts_sorted, off)
+    order = rows[tv.argsort(kind="stable")]
+    return place_stage.TimestampOrder(order, ts[order], _two(0, m))
 
 
 def _timestamps(

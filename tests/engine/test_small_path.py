@@ -314,3 +314,51 @@ def test_the_timestamp_order_is_built_only_where_placement_reads_it(monkeypatch)
             assert bool(built) == (keep > least), (keep, overflow)
             assert int(np.count_nonzero(got.sweep.included[0])) == keep
             assert_same_run(got, run_policy(c.ItemTable.from_items(items), budget, policy))
+
+
+@pytest.mark.parametrize("shape", ["ordered", "swapped", "shuffled", "shuffled_ties", "centuries"])
+def test_the_timestamp_order_of_one_set_is_the_stable_argsorts(monkeypatch, shape):
+    """``small._timestamp_order`` sorts timestamps that come nearly in order with NumPy's stable
+    sort and a set of ``TS_PACKED_MIN`` rows or more far from order by packed (timestamp, row)
+    keys; the order is the stable argsort's either way (ties in row order), on any CPU's sort
+    (``CUPEL_NP_SORT``'s choice forced both ways), untimestamped rows left out; timestamps too
+    far apart for the row index to fit beside them stay with the stable sort."""
+    from datetime import UTC, datetime, timedelta
+
+    from cupel_np import _cores
+    from cupel_np.engine import placers, small
+
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    rng = np.random.default_rng(len(shape))
+    n = 3000
+    ts = 1_700_000_000_000_000 + np.sort(rng.integers(0, 10**10, n))
+    if shape == "swapped":  # one in ten next to its neighbour's place
+        i = rng.choice(n - 1, n // 10, replace=False)
+        ts[i], ts[i + 1] = ts[i + 1].copy(), ts[i].copy()
+    elif shape in ("shuffled", "centuries"):
+        ts = rng.permutation(ts)
+    elif shape == "shuffled_ties":
+        ts = rng.integers(0, 40, n) * 10**9
+    if shape == "centuries":  # year 1 to 9999 in microseconds: 58 bits, and 12 bits of rows
+        ts[::2] = -62_135_596_800_000_000
+        ts[1::2] = 253_402_300_799_000_000
+    valid = rng.random(n) > 0.1
+    table = ItemRows.from_items(
+        [
+            c.ContextItem(f"c{i}", 1, timestamp=epoch + timedelta(microseconds=int(t)) if ok else None)
+            for i, (t, ok) in enumerate(zip(ts, valid, strict=True))
+        ]
+    )
+    ts, valid = table.timestamp, table.timestamp_valid
+    rows = valid.nonzero()[0]
+    want = rows[np.argsort(ts[rows], kind="stable")]
+    packed = []
+    real = placers.timestamp_order
+    monkeypatch.setattr(placers, "timestamp_order", lambda *a, **k: packed.append(1) or real(*a, **k))
+    for chosen in (True, False):
+        monkeypatch.setattr(_cores, "_SORT_CHOICE", [chosen])
+        got = small._timestamp_order(table)
+        assert np.array_equal(got.order, want)
+        assert np.array_equal(got.sorted, ts[want])
+        assert list(got.offsets) == [0, rows.shape[0]]
+    assert bool(packed) == (shape in ("shuffled", "shuffled_ties")), shape
