@@ -207,6 +207,7 @@ def _link_rows(id_off, id_data, role_off, role_data, rows, set_off, call, result
             slots = np.empty(1 << bits, dtype=np.int64)
             stamp = np.zeros(1 << bits, dtype=np.int64)
         mask = (1 << bits) - 1
+        link = -1
         for k in range(k0, k1):
             i = rows[k]
             a = role_off[i]
@@ -217,22 +218,25 @@ def _link_rows(id_off, id_data, role_off, role_data, rows, set_off, call, result
                 role[k] = 1
             else:
                 return -1 - k
-            p = np.int64((_id_hash(id_off, id_data, i) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
-            while True:
-                if stamp[p] != s + 1:  # a free slot (of this set's table): a new link
-                    link = n_link
-                    n_link += 1
-                    stamp[p] = s + 1
-                    slots[p] = link
-                    links[0, link] = s
-                    links[1, link] = i
-                    links[2, link] = 0
-                    links[3, link] = 0
-                    break
-                link = slots[p]
-                if _same_id(id_off, id_data, i, links[1, link]):
-                    break
-                p = (p + 1) & mask
+            # the previous linked row's id (a result mostly follows its call): that link,
+            # without hashing; else the set's table
+            if k == k0 or not _same_id(id_off, id_data, i, rows[k - 1]):
+                p = np.int64((_id_hash(id_off, id_data, i) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
+                while True:
+                    if stamp[p] != s + 1:  # a free slot (of this set's table): a new link
+                        link = n_link
+                        n_link += 1
+                        stamp[p] = s + 1
+                        slots[p] = link
+                        links[0, link] = s
+                        links[1, link] = i
+                        links[2, link] = 0
+                        links[3, link] = 0
+                        break
+                    link = slots[p]
+                    if _same_id(id_off, id_data, i, links[1, link]):
+                        break
+                    p = (p + 1) & mask
             link_of[k] = link
             links[2 + role[k], link] += 1
         k0 = k1
@@ -278,25 +282,74 @@ def _place_links(rows, role, link_of, links, n_link, out_rows, out_call, n_calls
     return kept, n_out
 
 
-def build_links(ids, roles, rows: np.ndarray, set_off: np.ndarray):
+#: the fewest linked rows ``build_links`` splits into parts (whole sets each) for the pool
+SPLIT_MIN = 1 << 15
+
+
+def _parts(rows: np.ndarray, set_off: np.ndarray, threads: int) -> list[int]:
+    """Boundaries ``0 = b0 < b1 < ... = len(rows)`` of up to ``threads`` parts of about equal
+    length, each ending where a set ends (a set's linked rows stay in one part)."""
+    n = rows.shape[0]
+    bounds = [0]
+    for p in range(1, threads):
+        k = n * p // threads
+        if k <= bounds[-1]:
+            continue
+        s = int(np.searchsorted(set_off, rows[k], side="right")) - 1  # the set of row ``rows[k]``
+        k = int(np.searchsorted(rows, set_off[s + 1]))  # that set's end
+        if bounds[-1] < k < n:
+            bounds.append(k)
+    bounds.append(n)
+    return bounds
+
+
+def build_links(ids, roles, rows: np.ndarray, set_off: np.ndarray, threads: int | None = None):
     """The links of the linked rows ``rows`` (ascending; non-null ``ids`` and ``roles``, string
     arrays) within the sets ``set_off``: (rows int32, is_call, n_calls, link_off, link_set,
     unmatched [S, 2]) as ``ToolLinks`` holds them, or None when a row has a role that is
-    neither a call nor a result (the caller names it)."""
+    neither a call nor a result (the caller names it). From ``SPLIT_MIN`` linked rows the
+    hash pass runs on the engine's pool (``threads`` as in ``sweep``) in parts of whole sets,
+    each numbering its links from 0; the parts' numbers are then shifted by the links before
+    them, which is the one pass's numbering (links in order of first row): the same answer
+    for any thread count."""
     n = rows.shape[0]
     n_sets = set_off.shape[0] - 1
     rows_in = as_input(rows, np.int64)
+    off_in = as_input(set_off, np.int64)
     role = np.empty(n, dtype=np.int8)
     link_of = np.empty(n, dtype=np.int64)
-    links = np.empty((4, n), dtype=np.int64)
-    # the id hash multiplies modulo 2**64 on purpose: compiled, that is silent; with
-    # NUMBA_DISABLE_JIT it runs on NumPy scalars, which would warn of an overflow
-    with np.errstate(over="ignore"):
-        n_link = _link_rows(
-            *_buffers(ids), *_buffers(roles), rows_in, as_input(set_off, np.int64), _CALL, _RESULT, role, link_of, links
-        )
-    if n_link < 0:
-        return None
+    id_bufs, role_bufs = _buffers(ids), _buffers(roles)
+    bounds = _parts(rows_in, off_in, resolve_threads(threads)) if n >= SPLIT_MIN else [0, n]
+    if len(bounds) == 2:
+        links = np.empty((4, n), dtype=np.int64)
+        # the id hash multiplies modulo 2**64 on purpose: compiled, that is silent; with
+        # NUMBA_DISABLE_JIT it runs on NumPy scalars, which would warn of an overflow
+        with np.errstate(over="ignore"):
+            n_link = _link_rows(*id_bufs, *role_bufs, rows_in, off_in, _CALL, _RESULT, role, link_of, links)
+        if n_link < 0:
+            return None
+    else:
+        part_links: list = [None] * (len(bounds) - 1)
+        counts = [0] * (len(bounds) - 1)
+
+        def task(p: int, _state: None) -> None:
+            a, b = bounds[p], bounds[p + 1]
+            part_links[p] = np.empty((4, b - a), dtype=np.int64)
+            with np.errstate(over="ignore"):
+                counts[p] = _link_rows(
+                    *id_bufs, *role_bufs, rows_in[a:b], off_in, _CALL, _RESULT, role[a:b], link_of[a:b], part_links[p]
+                )
+
+        run_tasks(len(counts), len(counts), lambda: None, task)
+        if min(counts) < 0:
+            return None
+        base = 0
+        for p, c in enumerate(counts):
+            if base:
+                link_of[bounds[p] : bounds[p + 1]] += base
+            base += c
+        n_link = base
+        links = np.concatenate([pl[:, :c] for pl, c in zip(part_links, counts, strict=True)], axis=1)
     out_rows = np.empty(n, dtype=np.int32 if n == 0 or int(rows[-1]) < 2**31 else np.int64)
     out_call = np.empty(n, dtype=np.bool_)
     n_calls = np.empty(n_link, dtype=np.int64)

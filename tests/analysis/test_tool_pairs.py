@@ -225,6 +225,26 @@ def test_bad_link_columns_are_named():
     assert tool_links(t).n_links == 1
 
 
+@pytest.mark.parametrize("bad_set", [0, 2])
+def test_a_bad_role_in_any_part_of_a_split_link_pass_is_named(monkeypatch, bad_set):
+    """The link pass split into parts of whole sets (``SPLIT_MIN``) refuses a bad role in its
+    first part or its last, naming the row."""
+    from cupel_np.analysis import _toolpair_kernels
+
+    monkeypatch.setattr(_toolpair_kernels, "SPLIT_MIN", 1)
+    monkeypatch.setenv("CUPEL_NP_THREADS", "3")
+    rows = []
+    for s in range(3):
+        for k in range(4):
+            role = "reslt" if (s, k) == (bad_set, 3) else ("call" if k % 2 == 0 else "result")
+            rows.append(
+                {"conv": f"c{s}", "content": f"{s}-{k}", "tokens": 1, "tool_call_id": f"x{k // 2}", "tool_role": role}
+            )
+    t = ItemTable.from_arrow(pa.Table.from_pylist(rows), set_column="conv")
+    with pytest.raises(InvalidConfigError, match=rf"input row {4 * bad_set + 3} has 'reslt'"):
+        tool_links(t)
+
+
 def test_corpus_pattern_and_checks_file_rule():
     rows = transcript_rows(4)
     table = table_of(rows)
@@ -351,10 +371,13 @@ def _links_of(t):
 
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("large", [False, True])
-def test_links_equal_a_direct_build(seed, large):
+@pytest.mark.parametrize("runs", [False, True])
+def test_links_equal_a_direct_build(seed, large, runs):
     """Many ids per set (the per-set hash tables probe past taken slots), ids that are
     prefixes of one another, the empty id, long ids, one id in several sets (a link per set),
-    ids differing in one byte, mixed-case roles: the links are exactly the definition's."""
+    ids differing in one byte, mixed-case roles: the links are exactly the definition's.
+    ``runs``: most rows repeat the id of the row before (a call, then its results: the
+    kernel's look at the previous linked row), runs crossing from one set into the next."""
     rng = random.Random(seed)
     pool = ["", "a", "aa", "aaa", "ab", "ba", "toolu_01" + "x" * 40, "toolu_01" + "x" * 39 + "y"]
     pool += [f"call_{k}" for k in range(300)]
@@ -364,6 +387,8 @@ def test_links_equal_a_direct_build(seed, large):
     for s, size in enumerate(sizes):
         for _ in range(size):
             cid = rng.choice(pool) if rng.random() < 0.9 else None
+            if runs and rows and rng.random() < 0.6:
+                cid = rows[-1]["tool_call_id"]  # (the last row may be of the set before)
             role = rng.choice(["call", "result", "Result", "CALL", None])
             rows.append(
                 {"conv": f"c{s}", "content": f"{len(rows)}", "tokens": 1, "tool_call_id": cid, "tool_role": role}
@@ -382,6 +407,20 @@ def test_links_equal_a_direct_build(seed, large):
     assert (np.diff(links.link_set) >= 0).all()
     assert links.unmatched_calls.tolist() == [lone_calls.get(s, 0) for s in range(t.n_sets)]
     assert links.unmatched_results.tolist() == [lone_results.get(s, 0) for s in range(t.n_sets)]
+    # the hash pass in parts of whole sets on the pool: the same arrays for any thread count
+    from cupel_np.analysis import _toolpair_kernels, toolpairs
+
+    id_col, role_col = toolpairs._link_columns(t)
+    linked = np.flatnonzero(np.array([a is not None and b is not None for a, b in zip(ids, roles, strict=True)]))
+    offsets = np.asarray(t.offsets, dtype=np.int64)
+    one = _toolpair_kernels.build_links(id_col, role_col, linked, offsets, threads=1)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_toolpair_kernels, "SPLIT_MIN", 1)
+        for threads in (2, 3, 5):
+            assert len(_toolpair_kernels._parts(linked, offsets, threads)) > 2 or max(sizes) == sum(sizes)
+            got = _toolpair_kernels.build_links(id_col, role_col, linked, offsets, threads=threads)
+            for a, b in zip(got, one, strict=True):
+                assert a.dtype == b.dtype and np.array_equal(a, b), threads
 
 
 def test_integer_ids_link_as_their_strings():
