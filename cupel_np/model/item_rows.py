@@ -149,7 +149,12 @@ def _records(
 
 def _held_records(items: Sequence[object]) -> bytes | None:
     """The records the items hold, joined; None when an item holds none (new to selections)
-    or is no ContextItem (it has no such attribute, or one that is not bytes)."""
+    or is no ContextItem (it has no such attribute, or one that is not bytes). The first and
+    the last item are looked at first: a list of new items, or one with a new item at its end
+    (a conversation's next turn), is answered without a pass over every item (``join``
+    reads them all before it finds the None: ~140-600 us of a first selection of 5,000)."""
+    if items and not (getattr(items[0], ROW_KEY, None) and getattr(items[-1], ROW_KEY, None)):
+        return None  # (an empty record, seen once, holds no bytes: the caller makes records then)
     try:
         return b"".join(map(_GET_ROW, items))
     except (AttributeError, TypeError):

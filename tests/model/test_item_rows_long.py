@@ -174,3 +174,25 @@ def test_items_whose_record_slot_was_never_set_read_as_new_ones(n):
     for _ in range(3):  # new, seen once, records
         _same_columns(ItemRows.from_items(items), arrow)
     assert all(getattr(it, item_rows.ROW_KEY) for it in items)
+
+
+@pytest.mark.parametrize("n", [50, 300])
+@pytest.mark.parametrize("at", [0, -1, "middle"])
+def test_a_seen_list_with_a_new_item_reads_as_the_arrow_path(n, at):
+    """A conversation's next turn: items that hold records plus one new item (at the end, at
+    the start, or inside). ``_held_records`` answers None without joining when the first or
+    the last item holds none; the new item gets its record, the columns equal the Arrow
+    path's, and the list after that holds every record."""
+    items = _items(n, 11)
+    for _ in range(2):  # new (a long list: marked), then records
+        ItemRows.from_items(items)
+    assert all(getattr(it, item_rows.ROW_KEY) for it in items)
+    (new,) = _items(1, 12)
+    listed = [new, *items] if at == 0 else [*items, new] if at == -1 else [*items[:7], new, *items[7:]]
+    assert item_rows._held_records(listed) is None
+    first = ItemRows.from_items(listed)
+    _same_columns(first, c.ItemTable.from_items(listed))
+    assert getattr(new, item_rows.ROW_KEY)  # made at once: beside items with records
+    again = ItemRows.from_items(listed)
+    assert again._seen and len(item_rows._held_records(listed)) == item_rows._RECORD.itemsize * (n + 1)
+    _same_columns(again, c.ItemTable.from_items(listed))
