@@ -301,3 +301,52 @@ def test_scorer_kernels_compile_one_specialization():
         "decay_scores",
     }
     assert all(len(v) == 1 for v in specs.values()), specs
+
+
+def _by_definition(offs, ids, seg):
+    """Frequency scores by the definition: per set, each tag's items; an item's peers are the
+    union of its tags' items, itself included."""
+    out = np.zeros(offs.shape[0] - 1)
+    for lo, hi in zip(seg[:-1].tolist(), seg[1:].tolist(), strict=True):
+        m = hi - lo
+        if m <= 1:
+            continue
+        tags = [set(ids[offs[r] : offs[r + 1]].tolist()) for r in range(lo, hi)]
+        items_of: dict = {}
+        for r, ts in enumerate(tags):
+            for t in ts:
+                items_of.setdefault(t, set()).add(r)
+        for r, ts in enumerate(tags):
+            if ts:
+                out[lo + r] = (len(set().union(*(items_of[t] for t in ts))) - 1) / (m - 1)
+    return out
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["mid_density", "dense", "sparse", "one_item_of_four_tags", "repeated_tags", "mixed_sets"],
+)
+def test_subset_counts_and_the_walk_give_the_definitions_scores(shape):
+    """Sets whose items carry at most ``SUBSET_MAX_TAGS`` distinct tags are scored by subset
+    counts (inclusion-exclusion) when the posting-list walk would cost more; others by the
+    walk and its bitsets. Both equal the definition, to the bit: posting lists of ~10 (the
+    counts), of hundreds (counts, where the walk would OR bitsets), of ~1 (the walk), one item
+    of four tags (the walk for its whole set), a tag repeated on one item (counted once), and
+    sets of each kind side by side."""
+    rng = np.random.default_rng(len(shape))
+    n, vocab, kmax = {"dense": (2000, 20, 4), "sparse": (2000, 4000, 4)}.get(shape, (2000, 200, 4))
+    k = rng.integers(0, kmax, n)
+    if shape == "one_item_of_four_tags":
+        k[n // 2] = 4
+    offs = np.concatenate([[0], np.cumsum(k)]).astype(np.int64)
+    ids = rng.integers(0, vocab, int(k.sum())).astype(np.int64)
+    if shape == "repeated_tags":  # some items name one tag twice
+        two = np.flatnonzero(k >= 2)[::3]
+        ids[offs[two] + 1] = ids[offs[two]]
+    seg = np.array([0, n], dtype=np.int64)
+    if shape == "mixed_sets":
+        seg = np.array([0, 700, 701, 1500, n], dtype=np.int64)
+        ids[offs[1500] :] = rng.integers(0, 5000, ids.shape[0] - offs[1500])  # a sparse last set
+    want = _by_definition(offs, ids, seg)
+    got = sck.frequency_scores(offs, ids, max(vocab, 5000), seg)
+    assert np.array_equal(got, want)
