@@ -247,13 +247,23 @@ def timestamp_order(ts, ts_valid, offsets, ranks: bool = True):
     index in the low bits as well (when that fits) the keys are sorted themselves, not
     argsorted (a third of the time), and the sorted timestamps are read back from them."""
     rows = np.flatnonzero(ts_valid)
-    n = rows.shape[0]
-    n_seg = offsets.shape[0] - 1
     off = np.searchsorted(rows, offsets).astype(np.int64)
-    tv = ts[rows]
+    order, ts_sorted = sorted_by_timestamp(rows, ts[rows], off)
+    return (order, ts_sorted, off, *_ranks(order, ts_sorted, off, ts.shape[0], ranks))
+
+
+def sorted_by_timestamp(rows: np.ndarray, tv: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``timestamp_order``'s sort: the timestamped ``rows`` (ascending, grouped by segment:
+    ``off``, offsets into ``rows``) sorted by (segment, timestamp), and their timestamps in
+    that order (``tv``: the rows' timestamps, a new array of the caller's). Where the row's
+    index fits in the packed key beside them, equal timestamps come in row order; else (spans
+    of over 2**(64 - index bits) timestamp units) the keys are argsorted stably, which keeps
+    that order too unless segment and timestamp need more than 64 bits themselves (the
+    timestamps replaced by their ranks: ties in no particular order)."""
+    n = rows.shape[0]
+    n_seg = off.shape[0] - 1
     if n < 2:
-        order = rows.astype(np.int64)
-        return (order, ts[order], off, *_ranks(order, ts[order], off, ts.shape[0], ranks))
+        return rows.astype(np.int64), tv
     lo = int(tv.min())
     t_bits = (int(tv.max()) - lo).bit_length()
     seg_bits = (n_seg - 1).bit_length()
@@ -272,18 +282,15 @@ def timestamp_order(ts, ts_valid, offsets, ranks: bool = True):
         key <<= np.uint64(i_bits)
         key |= np.arange(n, dtype=np.uint64)
         sort_keys(key, i_bits)
-        order = rows[(key & np.uint64((1 << i_bits) - 1)).astype(np.int64)]
+        pos = (key & np.uint64((1 << i_bits) - 1)).astype(np.int64)
         if exact:  # ts - lo back from the key's timestamp bits, then + lo (modulo 2**64)
             key >>= np.uint64(i_bits)
             key &= np.uint64((1 << t_bits) - 1)
             key += np.uint64(lo % 2**64)
-            ts_sorted = key.view(np.int64)
-        else:
-            ts_sorted = ts[order]
+            return rows[pos], key.view(np.int64)
     else:
-        order = rows[np.argsort(key)].astype(np.int64)
-        ts_sorted = ts[order]
-    return (order, ts_sorted, off, *_ranks(order, ts_sorted, off, ts.shape[0], ranks))
+        pos = np.argsort(key, kind="stable")
+    return rows[pos].astype(np.int64), tv[pos]
 
 
 def _ranks(order, ts_sorted, off, n_rows: int, ranks: bool):

@@ -75,8 +75,6 @@ _NO_POS = np.zeros(0, dtype=np.int64)
 #: kind vocabularies a PolicyPlan keeps the slicer arrays of (then it starts again)
 _ARGS_KEPT = 64
 I64, B1 = np.int64, np.bool_
-#: the ufuncs' reduce (``.max()`` and ``.min()`` go through NumPy's Python wrapper)
-_MAX, _MIN = np.maximum.reduce, np.minimum.reduce
 #: the ufunc ``np.clip`` ends in for a float array (``numpy._core.umath.clip``, private: where
 #: a NumPy lacks it, ``np.clip`` itself, the same values through its Python wrapper)
 _CLIP = getattr(getattr(getattr(np, "_core", None), "umath", None), "clip", np.clip)
@@ -206,24 +204,19 @@ def _timestamp_order(table: ItemTable) -> place_stage.TimestampOrder | None:
     ~4 us, with one in ten swapped with its neighbour ~15. In no order (retrieved documents'
     dates) timsort's branches mispredict (5,000: ~210 us), and a set of ``TS_PACKED_MIN`` rows
     or more whose timestamps descend at more than one step in eight takes the sweep's sort of
-    packed (timestamp, row) keys instead (~77 us: ``sortkeys.sort_keys``)."""
+    packed (timestamp, row) keys instead (~77 us: ``placers.sorted_by_timestamp``)."""
     ts, valid = table.timestamp, table.timestamp_valid
-    n = valid.shape[0]
-    if n <= placers.CHRONO_FILTER_MIN:
+    if valid.shape[0] <= placers.CHRONO_FILTER_MIN:
         return None
     rows = valid.nonzero()[0]
     tv = ts[rows]
     m = rows.shape[0]
-    if (
-        m >= TS_PACKED_MIN
-        and np.count_nonzero(tv[1:] < tv[:-1]) > m >> 3
-        # (the row index fits beside the timestamp: ties stay in row order)
-        and (int(_MAX(tv)) - int(_MIN(tv))).bit_length() + (m - 1).bit_length() <= 64
-    ):
-        order, ts_sorted, off, _, _, _ = placers.timestamp_order(ts, valid, _two(0, n), ranks=False)
+    off = _two(0, m)
+    if m >= TS_PACKED_MIN and np.count_nonzero(tv[1:] < tv[:-1]) > m >> 3:
+        order, ts_sorted = placers.sorted_by_timestamp(rows, tv, off)
         return place_stage.TimestampOrder(order, ts_sorted, off)
     order = rows[tv.argsort(kind="stable")]
-    return place_stage.TimestampOrder(order, ts[order], _two(0, m))
+    return place_stage.TimestampOrder(order, ts[order], off)
 
 
 def _timestamps(

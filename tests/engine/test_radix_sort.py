@@ -155,7 +155,7 @@ def test_sweeps_equal_numpys_sort(radix_everywhere, slicer):
                 for a, b in zip(g[1:], w[1:], strict=True):
                     assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), (slicer, placer, frac, g[0])
     reached = set(radix_everywhere)
-    assert {"timestamp_order", "rank_scores", "_sliced_score_order"} <= reached, reached
+    assert {"sorted_by_timestamp", "rank_scores", "_sliced_score_order"} <= reached, reached
     assert reached & {"_walk_chunks", "_greedy_big", "_count_big"}, reached
 
 
