@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cupel_np._jit import jit
+from cupel_np._jit import jit, jit_inner
 
 
 @jit
@@ -49,6 +49,61 @@ SUBSET_WALK_RATIO = 3
 #: cost of walking one posting-list entry with the stamp array, in bitset words OR-ed and
 #: counted (random access vs vectorized streaming; measured on the 200k Zipf benchmark)
 STAMP_COST = 8
+
+
+@jit_inner
+def _union_sizes_by_subsets(uoff, utag, start, m, t_bits, n_sub, sub_key, sub_mask, sub_at, out, lo, denom):
+    """``frequency_scores``' subset counts for one segment of ``m`` items (their distinct local
+    tags ``utag[uoff[r]:uoff[r + 1]]``, ascending, at most ``SUBSET_MAX_TAGS``; posting-list
+    lengths from ``start``): count every subset of two tags or more (``sub_key``: an open
+    table, a key at ``2 * slot`` and its count after it, all 0 on entry and on exit), then write
+    ``out[lo + r]`` from each item's union size, the signed sum of its tags' list lengths and
+    its subsets' counts. ``sub_at`` (``n_sub`` long): each item's subsets' slots, in item order,
+    ``-1 - slot`` for a subset of even size."""
+    c = 0
+    for r in range(m):
+        a = uoff[r]
+        kr = uoff[r + 1] - a
+        for mask in range(3, 1 << kr):
+            if mask & (mask - 1) == 0:  # one tag: its posting list's length
+                continue
+            key = 0
+            size = 0
+            for j in range(kr):
+                if (mask >> j) & 1:
+                    key |= (utag[a + j] + 1) << (t_bits * size)  # ascending tags: one key a set
+                    size += 1
+            # a 31-bit fold times a 32-bit odd constant: below 2**63, so no product wraps
+            # (valid as plain Python); the middle bits pick the slot
+            h = ((key ^ (key >> 29) ^ (key >> 47)) & 0x7FFFFFFF) * 0x9E3779B1
+            slot = (h >> 24) & sub_mask
+            while sub_key[2 * slot] != 0 and sub_key[2 * slot] != key:
+                slot = (slot + 1) & sub_mask
+            if sub_key[2 * slot] == 0:
+                sub_key[2 * slot] = key
+                sub_key[2 * slot + 1] = 0
+            sub_key[2 * slot + 1] += 1
+            sub_at[c] = slot if size % 2 == 1 else -1 - slot
+            c += 1
+    c = 0
+    for r in range(m):
+        a = uoff[r]
+        b = uoff[r + 1]
+        if a == b:
+            continue
+        total = 0
+        for p in range(a, b):
+            t = utag[p]
+            total += start[t + 1] - start[t]
+        n_s = (1 << (b - a)) - (b - a) - 1
+        for x in range(c, c + n_s):
+            z = sub_at[x]
+            total += sub_key[2 * z + 1] if z >= 0 else -sub_key[-1 - 2 * z]
+        c += n_s
+        out[r + lo] = np.float64(total - 1) / denom
+    for x in range(n_sub):
+        z = sub_at[x]
+        sub_key[2 * z if z >= 0 else -2 - 2 * z] = 0
 
 
 @jit
@@ -194,50 +249,7 @@ def frequency_scores(tag_offsets, tag_ids, n_tags, offsets):
                     sub_key[x] = 0
             if n_sub > sub_at.shape[0]:
                 sub_at = np.empty(n_sub, dtype=np.int64)
-            sub_mask = sub_cap - 1
-            c = 0  # each item's counted subsets: slots at ``sub_at[c]``, in item order
-            for r in range(m):
-                a = uoff[r]
-                kr = uoff[r + 1] - a
-                for mask in range(3, 1 << kr):
-                    if mask & (mask - 1) == 0:  # one tag: its posting list's length
-                        continue
-                    key = 0
-                    size = 0
-                    for j in range(kr):
-                        if (mask >> j) & 1:
-                            key |= (utag[a + j] + 1) << (t_bits * size)  # ascending tags: one key a set
-                            size += 1
-                    # a 31-bit fold times a 32-bit odd constant: below 2**63, so no product
-                    # wraps (valid as plain Python); the middle bits pick the slot
-                    h = ((key ^ (key >> 29) ^ (key >> 47)) & 0x7FFFFFFF) * 0x9E3779B1
-                    slot = (h >> 24) & sub_mask
-                    while sub_key[2 * slot] != 0 and sub_key[2 * slot] != key:
-                        slot = (slot + 1) & sub_mask
-                    if sub_key[2 * slot] == 0:
-                        sub_key[2 * slot] = key
-                        sub_key[2 * slot + 1] = 0
-                    sub_key[2 * slot + 1] += 1
-                    sub_at[c] = slot if size % 2 == 1 else -1 - slot
-                    c += 1
-            c = 0
-            for r in range(m):
-                a = uoff[r]
-                b = uoff[r + 1]
-                if a == b:
-                    continue
-                total = 0
-                for p in range(a, b):
-                    t = utag[p]
-                    total += start[t + 1] - start[t]
-                for x in range(c, c + (1 << (b - a)) - (b - a) - 1):
-                    z = sub_at[x]
-                    total += sub_key[2 * z + 1] if z >= 0 else -sub_key[-1 - 2 * z]
-                c += (1 << (b - a)) - (b - a) - 1
-                out[r + lo] = np.float64(total - 1) / denom
-            for x in range(n_sub):
-                z = sub_at[x]
-                sub_key[2 * z if z >= 0 else -2 - 2 * z] = 0
+            _union_sizes_by_subsets(uoff, utag, start, m, t_bits, n_sub, sub_key, sub_cap - 1, sub_at, out, lo, denom)
             continue
         for r in range(m):
             for p in range(uoff[r], uoff[r + 1]):
