@@ -198,6 +198,29 @@ class ContextItem:
         }
 
 
+def _field_lists(items: list[ContextItem]) -> dict[str, list]:
+    """Each of ``ITEM_FIELDS``' values over the items, a list per field. Comprehensions naming
+    each field: CPython specialises their reads, ``getattr(it, name)`` looks each one up
+    (5,000 items: ~1.0 ms against ~2.3 for the eleven fields)."""
+    return {
+        "content": [it.content for it in items],
+        "tokens": [it.tokens for it in items],
+        "kind": [it.kind for it in items],
+        "source": [it.source for it in items],
+        "priority": [it.priority for it in items],
+        "tags": [it.tags for it in items],
+        "metadata": [it.metadata for it in items],
+        "timestamp": [it.timestamp for it in items],
+        "future_relevance_hint": [it.future_relevance_hint for it in items],
+        "pinned": [it.pinned for it in items],
+        "original_tokens": [it.original_tokens for it in items],
+    }
+
+
+if tuple(_field_lists([])) != ITEM_FIELDS:  # pragma: no cover - a field added to one, not the other
+    raise ImportError("items._field_lists does not list ITEM_FIELDS in order")
+
+
 class ItemTable:
     """Columnar item store. Rows are held grouped by item set (stable: input order is kept
     inside a set); ``input_row`` maps every stored row back to its input row and ``offsets``
@@ -306,7 +329,7 @@ class ItemTable:
             else:
                 raise InvalidInputTypeError(f"row {i}: expected a ContextItem or a dict, got {type(it).__name__}")
             kept.append(item)
-        cols: dict[str, list] = {f: [getattr(it, f) for it in kept] for f in ITEM_FIELDS}
+        cols = _field_lists(kept)
         cols["metadata"] = [list(md.items()) for md in cols["metadata"]]
         arrays = [pa.array(cols[f.name], type=f.type) for f in ITEM_SCHEMA]
         names = list(ITEM_SCHEMA.names)
