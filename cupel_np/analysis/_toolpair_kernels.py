@@ -320,36 +320,37 @@ def build_links(ids, roles, rows: np.ndarray, set_off: np.ndarray, threads: int 
     link_of = np.empty(n, dtype=np.int64)
     id_bufs, role_bufs = _buffers(ids), _buffers(roles)
     bounds = _parts(rows_in, off_in, resolve_threads(threads)) if n >= SPLIT_MIN else [0, n]
-    if len(bounds) == 2:
-        links = np.empty((4, n), dtype=np.int64)
+    n_parts = len(bounds) - 1
+    part_links: list = [None] * n_parts
+    counts = [0] * n_parts
+
+    def task(p: int, _state: None) -> None:
+        a, b = bounds[p], bounds[p + 1]
+        part_links[p] = np.empty((4, b - a), dtype=np.int64)
         # the id hash multiplies modulo 2**64 on purpose: compiled, that is silent; with
         # NUMBA_DISABLE_JIT it runs on NumPy scalars, which would warn of an overflow
         with np.errstate(over="ignore"):
-            n_link = _link_rows(*id_bufs, *role_bufs, rows_in, off_in, _CALL, _RESULT, role, link_of, links)
-        if n_link < 0:
-            return None
+            counts[p] = _link_rows(
+                *id_bufs, *role_bufs, rows_in[a:b], off_in, _CALL, _RESULT, role[a:b], link_of[a:b], part_links[p]
+            )
+
+    if n_parts == 1:  # (on the calling thread)
+        task(0, None)
     else:
-        part_links: list = [None] * (len(bounds) - 1)
-        counts = [0] * (len(bounds) - 1)
-
-        def task(p: int, _state: None) -> None:
-            a, b = bounds[p], bounds[p + 1]
-            part_links[p] = np.empty((4, b - a), dtype=np.int64)
-            with np.errstate(over="ignore"):
-                counts[p] = _link_rows(
-                    *id_bufs, *role_bufs, rows_in[a:b], off_in, _CALL, _RESULT, role[a:b], link_of[a:b], part_links[p]
-                )
-
-        run_tasks(len(counts), len(counts), lambda: None, task)
-        if min(counts) < 0:
-            return None
-        base = 0
-        for p, c in enumerate(counts):
-            if base:
-                link_of[bounds[p] : bounds[p + 1]] += base
-            base += c
-        n_link = base
-        links = np.concatenate([pl[:, :c] for pl, c in zip(part_links, counts, strict=True)], axis=1)
+        run_tasks(n_parts, n_parts, lambda: None, task)
+    if min(counts) < 0:
+        return None
+    base = 0
+    for p, c in enumerate(counts):
+        if base:
+            link_of[bounds[p] : bounds[p + 1]] += base
+        base += c
+    n_link = base
+    links = (
+        part_links[0]
+        if n_parts == 1
+        else np.concatenate([pl[:, :c] for pl, c in zip(part_links, counts, strict=True)], axis=1)
+    )
     out_rows = np.empty(n, dtype=np.int32 if n == 0 or int(rows[-1]) < 2**31 else np.int64)
     out_call = np.empty(n, dtype=np.bool_)
     n_calls = np.empty(n_link, dtype=np.int64)
