@@ -106,14 +106,14 @@ def _cold_and_warm(name, args, ok=(0,), out=None):
 
 
 def _tables(out):
-    """The demo's Parquet outputs as Arrow tables and its charts' PNG bytes (a cold demo's
+    """The demo's Parquet outputs as Arrow tables and its charts' SVG bytes (a cold demo's
     compile child draws some of them) (None for a command without outputs)."""
     if out is None:
         return None
     import pyarrow.parquet as pq
 
     tables = {p.name: pq.read_table(p) for p in sorted(Path(out).glob("*.parquet"))}
-    return tables | {p.name: p.read_bytes() for p in sorted(Path(out).glob("*.png"))}
+    return tables | {p.name: p.read_bytes() for p in sorted(Path(out).glob("*.svg"))}
 
 
 def test_demo_cold_and_warm():

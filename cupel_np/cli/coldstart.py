@@ -23,11 +23,6 @@ other. A child that dies, or a plan the code no longer matches, only costs time:
 compiles what it needs itself. The child is stopped when the command ends (each cache file is
 written whole under a temporary name, so a stopped write leaves nothing).
 
-Once its compile is done, the demo's child imports pyplot and draws the report's charts it
-claims first (:func:`serve_charts`, :class:`_ChartShare`): the command draws the others, and
-whichever the child did not deliver. The charts were most of the command's serial tail, after
-the compile, with the child idle.
-
 Two processes on two cores: never more (``available_cores() < 2`` shares nothing), and only
 when the load average leaves a core free (``early.core_to_spare``). ``CUPEL_NP_COMPILE_AHEAD=0``
 turns sharing off, ``=1`` shares whatever the load (the benchmark does).
@@ -37,7 +32,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import pickle
 import re
 import sys
 import time
@@ -52,7 +46,6 @@ from numba.core.compiler_lock import global_compiler_lock
 from cupel_np.cli import early
 from cupel_np.cli.compile_plans import PLANS
 from cupel_np.engine import batch_kernels
-from cupel_np.report import charts  # light: pyplot is imported when a chart is drawn (``charts.plt``)
 
 #: how long the command waits for a kernel the child is compiling before compiling it itself
 WAIT_SECONDS = 600.0
@@ -220,86 +213,14 @@ class _Claims:
             del d.compile  # the instance attribute: back to the class's method
 
 
-class _ChartShare:
-    """The command's side of drawing a page's charts with the child (``charts.drawn_by``;
-    :func:`serve_charts` is the child's): every job is posted in the claim directory, the
-    child draws them from the first (the page lists its longest first), the command from the
-    last; each chart is drawn by whoever claims it first (``chart-claim-K``), so neither
-    waits for a chart the other has not started. A chart the child fails to draw, or does not
-    finish (it died), is drawn here: the same function on the same arguments, so the same
-    bytes either way."""
-
-    def __init__(self, directory: str, other_alive: Callable[[], bool]):
-        self.dir = directory
-        self.other_alive = other_alive
-        self.posted = 0  # jobs posted so far (a job's number is its file name)
-
-    def __call__(self, jobs):
-        first, self.posted = self.posted, self.posted + len(jobs)
-        numbered = list(enumerate(jobs, start=first))
-        for k, (_, function, args) in numbered:
-            _write_whole(Path(self.dir, f"chart-job-{k}"), pickle.dumps((function, args), pickle.HIGHEST_PROTOCOL))
-        pngs: dict[str, bytes] = {}
-        for k, (name, function, args) in reversed(numbered):
-            if _claim_path(Path(self.dir, f"chart-claim-{k}")):
-                pngs[name] = charts.draw(function, args)
-        for k, (name, function, args) in numbered:
-            if name not in pngs:
-                drawn = self.wait(k)
-                pngs[name] = drawn if drawn is not None else charts.draw(function, args)
-        return {name: pngs[name] for name, _, _ in jobs}
-
-    def wait(self, k: int) -> bytes | None:
-        """Chart ``k`` as the child drew it, or ``None`` when it failed or died first."""
-        png, failed = Path(self.dir, f"chart-{k}.png"), Path(self.dir, f"chart-fail-{k}")
-        t_end = time.monotonic() + WAIT_SECONDS
-        while not png.exists():
-            if failed.exists() or not self.other_alive() or time.monotonic() > t_end:
-                return None if not png.exists() else png.read_bytes()
-            time.sleep(0.002)
-        return png.read_bytes()
-
-
-def serve_charts(directory: str, other_alive: Callable[[], bool]) -> None:
-    """The child's side of :class:`_ChartShare`, once its compile is done: import pyplot, then
-    draw the posted chart jobs in order that the command has not claimed, until the command
-    ends."""
-    charts.plt()
-    k = 0
-    while other_alive():
-        job = Path(directory, f"chart-job-{k}")
-        if not job.exists():
-            time.sleep(0.005)
-            continue
-        if _claim_path(Path(directory, f"chart-claim-{k}")):
-            try:
-                function, args = pickle.loads(job.read_bytes())
-                png = charts.draw(function, args)
-            except Exception:  # the command draws it (and raises there, if it must)
-                Path(directory, f"chart-fail-{k}").touch()
-            else:
-                _write_whole(Path(directory, f"chart-{k}.png"), png)
-        k += 1
-
-
-def _write_whole(path: Path, data: bytes) -> None:
-    """Write ``path`` under a temporary name, then rename it: a reader never sees it part-written."""
-    part = path.with_name(path.name + ".part")
-    part.write_bytes(data)
-    os.replace(part, path)
-
-
 class _Sharing:
-    """The command's side: its claims, its charts (:class:`_ChartShare`) and the child
-    (``early.Started``)."""
+    """The command's side: its claims and the child (``early.Started``)."""
 
     def __init__(self, plan: tuple[tuple[str, str, int], ...], started: early.Started):
         self.started = started
         self.dir = started.dir
         self.child = started.child
         self.claims = _Claims(plan, self.dir, lambda: self.child.poll() is None)
-        serves = os.path.exists(os.path.join(self.dir, early.CHARTS_FLAG))
-        self.charts = _ChartShare(self.dir, lambda: self.child.poll() is None) if serves else None
 
     def close(self) -> None:
         self.claims.unhook()
@@ -363,12 +284,6 @@ def compile_ahead(sharing) -> None:
         sharing.claims.compile_ahead()
 
 
-def chart_drawer(sharing):
-    """What draws a page's charts during ``sharing`` (``charts.drawn_by``): the command and
-    its child together when the child serves charts, else ``None`` (the command alone)."""
-    return None if sharing is None else sharing.charts
-
-
 def end_sharing(sharing) -> None:
     """Remove the hooks and stop the child (``sharing`` may be ``None``)."""
     if sharing is not None:
@@ -430,5 +345,3 @@ def child_main() -> None:
     while (i := claims.next_untaken_root()) is not None:
         claims.compile_entry(i)
     claims.unhook()
-    if os.path.exists(os.path.join(directory, early.CHARTS_FLAG)):
-        serve_charts(directory, lambda: os.getppid() == parent)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 
 from cupel_np._fs import as_path
 from cupel_np.analysis.sensitivity import sweep
-from cupel_np.cli.coldstart import chart_drawer, compile_ahead, end_sharing, share_compile
+from cupel_np.cli.coldstart import compile_ahead, end_sharing, share_compile
 from cupel_np.cli.shared import (
     EXIT_OK,
     _claim_out,
@@ -25,7 +24,6 @@ from cupel_np.cli.warmup import demo_grid
 from cupel_np.data import sample_path
 from cupel_np.errors import InvalidConfigError
 from cupel_np.io.outdir import KIND_SWEEP, read_manifest, run_id, write_manifest
-from cupel_np.report import charts
 
 
 def cmd_demo(args) -> int:
@@ -41,37 +39,15 @@ def cmd_demo(args) -> int:
     # ahead of the sweep in the order that keeps both busy
     sharing = share_compile("demo")
     try:
-        prefetch = _prefetch(_import_charts)
         compile_ahead(sharing)
-        # the compile child, idle by the time the report is drawn, draws some of its charts
-        with charts.drawn_by(chart_drawer(sharing)):
-            return _run_demo(args, items, t0, prefetch)
+        return _run_demo(args, items, t0)
     finally:
         end_sharing(sharing)
 
 
-def _prefetch(work) -> threading.Thread:
-    """Run ``work`` on a thread beside the sweep (joined before the outputs are written)."""
-    thread = threading.Thread(target=work, name="cupel_np-prefetch", daemon=True)
-    thread.start()
-    return thread
-
-
-def _import_charts() -> None:
-    """Import matplotlib's pyplot (~0.3 s of CPU), which the report draws its charts with,
-    beside the work before it: on a cold kernel cache the compile, shared by two processes to
-    its end (the import moves from the command's serial tail into that), on a warm one the
-    sweep, whose kernels release the GIL."""
-    try:
-        charts.plt()
-    except Exception:  # the report imports it again, and raises where it is needed
-        pass
-
-
-def _run_demo(args, items, t0: float, prefetch: threading.Thread) -> int:
+def _run_demo(args, items, t0: float) -> int:
     table = _load_table(items, args.set_column)
     result = sweep(table, None, demo_grid(), on_error="collect", progress=_progress_enabled(args), threads=args.threads)
-    prefetch.join()
     paths = _write_outputs(result, args.out, title="cupel_np demo: presets x budgets on the sample corpus")
     write_manifest(as_path(args.out), KIND_SWEEP, run_id(result), [], written_by="demo")
     elapsed = time.perf_counter() - t0

@@ -52,11 +52,6 @@ CHILD_IMPORTS = (
 #: what the child runs
 CHILD = CHILD_IMPORTS + "sys.modules['cupel_np.cli.coldstart'].child_main()\n"
 
-#: the commands whose child, its compile done, also draws charts (``coldstart.serve_charts``)
-DRAWS_CHARTS = ("demo",)
-#: the file in the claim directory that tells the child so
-CHARTS_FLAG = "charts"
-
 #: the kernel whose cache index says the kernels are cached (``coldstart.kernels_cached``)
 PROBE_MODULE, PROBE_KERNEL = "batch_kernels", "variant_scores"
 
@@ -157,8 +152,6 @@ def spawn(command: str) -> Started:
     """Start the compile child of ``command``'s plan (see ``cupel_np.cli.coldstart``)."""
     plan = PLANS[command]
     directory = tempfile.mkdtemp(prefix="cupel-np-compile-")
-    if command in DRAWS_CHARTS:
-        Path(directory, CHARTS_FLAG).touch()
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, directory, *["|".join(map(str, e)) for e in plan]],
         stdin=subprocess.DEVNULL,

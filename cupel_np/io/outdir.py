@@ -36,7 +36,9 @@ OUTCOME_FILES = ("outcomes.parquet",)
 #: the same, of a Dask sweep: one part file per partition
 OUTCOME_PARTS = ("outcomes",)
 #: the pages and their charts (also written beside the page)
-PAGE_FILES = ("report.html", "heatmap.png", "tokens.png", "kinds.png", "utilization.png", "included.png")
+PAGE_FILES = ("report.html", "heatmap.svg", "tokens.svg", "kinds.svg", "utilization.svg", "included.svg")
+#: the PNG charts earlier versions' pages wrote (still outputs: an overwrite removes them)
+LEGACY_PAGE_FILES = ("heatmap.png", "tokens.png", "kinds.png", "utilization.png", "included.png")
 #: a policy search (``cupel-np tune``), beside its ``best-N.toml`` policy files
 TUNE_FILES = ("leaderboard.parquet", "pareto.parquet", "comparison.parquet", "pareto.png", "summary.json")
 #: every name a cupel_np writer puts in an output directory (plus temp files ``.NAME.*.tmp``
@@ -49,6 +51,7 @@ OUTPUT_NAMES = (
     *PARTS_DIRS,
     *BUDGET_FILES,
     *PAGE_FILES,
+    *LEGACY_PAGE_FILES,
     *TUNE_FILES,
 )
 _BEST_POLICY = re.compile(r"best-[0-9]+\.toml")

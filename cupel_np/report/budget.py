@@ -1,5 +1,5 @@
 """Outputs of ``cupel-np budget``: ``curves.parquet``, ``rows.parquet`` and a self-contained
-``report.html`` (PNGs embedded; also written beside the page).
+``report.html`` (SVG charts embedded; also written beside the page).
 
 The page is built from the two Arrow tables alone (``summarize``), so it shows exactly what
 the Parquet files hold: per variant, the median and inter-quartile band across sets of
@@ -16,7 +16,6 @@ with both, stating the token counter.
 
 from __future__ import annotations
 
-import base64
 import html
 import warnings
 
@@ -26,8 +25,8 @@ import pyarrow.parquet as pq
 
 from cupel_np._fs import AnyPath
 from cupel_np.errors import InvalidConfigError
-from cupel_np.report.charts import curve_png
-from cupel_np.report.page import CSS
+from cupel_np.report.charts import curve_svg
+from cupel_np.report.page import CSS, chart_img
 
 #: the shares of the largest-budget selection the report locates
 LEVELS = (0.90, 0.95, 0.99)
@@ -98,9 +97,9 @@ def summarize(curves: pa.Table, rows: pa.Table) -> dict:
     return out
 
 
-def _curve_png(summary: dict, key: str, ylabel: str, title: str, percent: bool) -> bytes:
+def _curve_svg(summary: dict, key: str, ylabel: str, title: str, percent: bool) -> bytes:
     curves = {lab: summary["variants"][lab][key] for lab in summary["labels"]}
-    return curve_png(summary["budgets"], curves, ylabel, title, percent)
+    return curve_svg(summary["budgets"], curves, ylabel, title, percent)
 
 
 def _fmt(v) -> str:
@@ -188,9 +187,9 @@ def start_here(summary: dict) -> str:
     return '<div id="start"><h2>Start here</h2><p>' + " ".join(p for p in parts if p) + "</p></div>"
 
 
-def render_html(summary: dict, pngs: dict[str, bytes], *, title: str, meta: str, extra: str = "") -> str:
+def render_html(summary: dict, svgs: dict[str, bytes], *, title: str, meta: str, extra: str = "") -> str:
     def img(name, alt):
-        return f'<img alt="{alt}" src="data:image/png;base64,{base64.b64encode(pngs[name]).decode()}">'
+        return chart_img(svgs, name, alt)
 
     levels = [f"{round(lv * 100)}%" for lv in LEVELS]
     head = "".join(f"<th>{l} at</th>" for l in levels)
@@ -218,9 +217,9 @@ def render_html(summary: dict, pngs: dict[str, bytes], *, title: str, meta: str,
 <h2>Utilization by budget</h2>
 <p class="meta">Tokens used / target tokens per item set: the line is the median across sets, the band the
 inter-quartile range (failed cells left out).</p>
-{img("utilization.png", "utilization curves per variant")}
+{img("utilization.svg", "utilization curves per variant")}
 <h2>Included items by budget</h2>
-{img("included.png", "included-count curves per variant")}
+{img("included.svg", "included-count curves per variant")}
 <h2>Budget needed</h2>
 <p class="meta">The smallest ladder budget at which the variant's included count, summed over all sets,
 reaches the given share of its count at the largest budget.</p>
@@ -238,7 +237,7 @@ quotas, count quotas), rows whose status changes more than once along the ladder
 def write_budget_outputs(
     result, out_dir, *, title: str, overwrite: bool = False, labels=None, tokens: str = ""
 ) -> dict[str, AnyPath]:
-    """Write ``curves.parquet``, ``rows.parquet`` (zstd, atomically), the two PNGs,
+    """Write ``curves.parquet``, ``rows.parquet`` (zstd, atomically), the two SVG charts,
     ``report.html`` and ``manifest.json`` for a ``BudgetCurves`` result; returns the paths. A
     directory holding another run's outputs is refused unless ``overwrite=True``. With
     ``labels`` (a Labels, or a column the items kept) also ``outcomes.parquet`` and
@@ -265,13 +264,13 @@ def write_budget_outputs(
         paths[name] = out / f"{name}.parquet"
         atomic_write_bytes(paths[name], sink.getvalue().to_pybytes())
     summary = summarize(result.curves, result.rows)
-    pngs = {
-        "utilization.png": _curve_png(summary, "util_q", "target util (median, IQR)", "Utilization by budget", True),
-        "included.png": _curve_png(
+    svgs = {
+        "utilization.svg": _curve_svg(summary, "util_q", "target util (median, IQR)", "Utilization by budget", True),
+        "included.svg": _curve_svg(
             summary, "count_q", "included items per set (median, IQR)", "Included items by budget", False
         ),
     }
-    for name, data in pngs.items():
+    for name, data in svgs.items():
         atomic_write_bytes(out / name, data)
     t = result.run.table
     meta = (
@@ -279,10 +278,10 @@ def write_budget_outputs(
         f"{len(result.budgets)} budgets from {result.budgets[0].max_tokens:,} to "
         f"{result.budgets[-1].max_tokens:,} tokens (output reserve {result.budgets[0].output_reserve:,})."
     )
-    page = render_html(summary, pngs, title=title, meta=meta, extra=extra)
+    page = render_html(summary, svgs, title=title, meta=meta, extra=extra)
     paths["report"] = out / "report.html"
     atomic_write_bytes(paths["report"], page.encode("utf-8"))
-    write_manifest(out, KIND_BUDGET, run_id(result), [*(p.name for p in paths.values()), *pngs])
+    write_manifest(out, KIND_BUDGET, run_id(result), [*(p.name for p in paths.values()), *svgs])
     return paths
 
 

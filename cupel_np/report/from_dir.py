@@ -15,7 +15,7 @@ from cupel_np.analysis.toolpairs import GROUP_COLUMN
 from cupel_np.errors import InvalidConfigError
 from cupel_np.io.outdir import KIND_PAGE, read_manifest, write_manifest
 from cupel_np.model import datasets  # read at call time: tests replace default_memory_limit
-from cupel_np.report.page import PAGE_FROM_OUTPUTS, PAGE_FROM_RESULT, PageData, write_page
+from cupel_np.report.page import CHARTS, PAGE_FROM_OUTPUTS, PAGE_FROM_RESULT, PageData, write_page
 from cupel_np.report.sweep_dir import (
     _READAHEAD,
     BATCH_ROWS,
@@ -606,7 +606,7 @@ def write_dir_report(
     out_dir, *, title: str | None = None, top_k: int = 200, overwrite: bool = False, max_sets: int = 5
 ) -> AnyPath:
     """Write ``report.html`` (the same sections and charts as ``write_html_report``'s page;
-    PNGs embedded and beside it) for the sweep written in ``out_dir``: ``top_k`` swinging
+    SVG charts embedded and beside it) for the sweep written in ``out_dir``: ``top_k`` swinging
     items in the table (the heatmap shows up to 40 of them). A directory holding more than one
     run's outputs is refused, and so is replacing a page built from the in-memory result,
     unless ``overwrite=True``."""
@@ -618,10 +618,10 @@ def write_dir_report(
     pa.default_memory_pool().release_unused()  # what a sweep run just before in this process freed
     d = dir_page_data(out, title=title, max_rows=top_k, max_sets=max_sets, top_k=min(40, top_k))
     # the Arrow memory the scans freed goes back to the system before the charts are drawn
-    # (with NumPy and matplotlib, outside Arrow's pool): kept by the pool, it added to their peak
+    # (with NumPy, outside Arrow's pool): kept by the pool, it added to their peak
     pa.default_memory_pool().release_unused()
     path = write_page(d, out)
     m = read_manifest(out) or {}
     if m.get("run_id"):
-        write_manifest(out, KIND_PAGE, m["run_id"], [path.name, "heatmap.png", "tokens.png", "kinds.png"])
+        write_manifest(out, KIND_PAGE, m["run_id"], [path.name, *CHARTS])
     return path

@@ -26,9 +26,9 @@ from cupel_np.analysis.losses import check_lines, outcome_page_data
 from cupel_np.analysis.signals import token_counter_of
 from cupel_np.analysis.toolpairs import shown_group_keys
 from cupel_np.io.outdir import KIND_PAGE, claim_out_dir, run_id, write_manifest
-from cupel_np.report.page import PAGE_FROM_RESULT, PageData, write_page
+from cupel_np.report.page import CHARTS, PAGE_FROM_RESULT, PageData, write_page
 
-TOP_K = 40  # rows of the heatmap PNG
+TOP_K = 40  # rows of the heatmap chart
 
 
 def _rows(result, groups: np.ndarray, keys: dict[str, pa.Array]) -> list[dict]:
@@ -153,7 +153,7 @@ def write_html_report(
     n_boot: int = 500,
     tokens: str = "",
 ) -> AnyPath:
-    """Write ``report.html`` plus ``heatmap.png``, ``tokens.png`` and ``kinds.png`` into
+    """Write ``report.html`` plus ``heatmap.svg``, ``tokens.svg`` and ``kinds.svg`` into
     ``out_dir`` (atomically) and return the page's path. The page's size is bounded for any
     sweep: ``max_rows`` swinging items, ``max_sets`` drill-down sets, ``max_pairs`` variant
     pairs, plus aggregates over everything. A directory holding another run's outputs is
@@ -168,5 +168,5 @@ def write_html_report(
     if labels is not None:
         d.outcomes = outcome_page_data(result, labels, n_boot=n_boot, tokens=tokens or token_counter_of(None))
     path = write_page(d, out)
-    write_manifest(out, KIND_PAGE, run_id(result), [path.name, "heatmap.png", "tokens.png", "kinds.png"])
+    write_manifest(out, KIND_PAGE, run_id(result), [path.name, *CHARTS])
     return path

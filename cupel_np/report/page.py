@@ -26,6 +26,8 @@ from cupel_np.text import shorten as _short
 
 #: the generator tag of each kind of page (``<meta name="generator">``)
 PAGE_FROM_RESULT, PAGE_FROM_OUTPUTS = "cupel_np report from-result", "cupel_np report from-outputs"
+#: the charts a sweep page writes beside itself (and embeds)
+CHARTS = ("heatmap.svg", "tokens.svg", "kinds.svg")
 #: the sections every sweep page has, in order (``data-sections`` on the body)
 SECTIONS = ("start", "variants", "agreement", "by-kind", "by-source", "why", "sets", "charts")
 #: past this many variants the page is bounded: the V x V matrices become each variant's
@@ -536,7 +538,7 @@ def section_sets(d: PageData) -> str:
     )
 
 
-def chart_pngs(d: PageData) -> dict[str, bytes]:
+def chart_svgs(d: PageData) -> dict[str, bytes]:
     """The page's charts (also written beside the page), drawn by ``report.charts``."""
     heat = d.rows[: d.heat_rows]
     status = np.array(
@@ -544,30 +546,33 @@ def chart_pngs(d: PageData) -> dict[str, bytes]:
     ).reshape(len(heat), len(d.labels))
     row_labels = [f"{r['set']}: {_short(r['content'], 48)}" if d.has_sets else _short(r["content"], 48) for r in heat]
     return charts.draw_all(
-        [  # the longest first (``charts.draw_all`` may draw them in two processes)
-            ("heatmap.png", "heatmap_png", (status, row_labels, d.labels)),
-            ("tokens.png", "tokens_png", (d.labels, d.used, d.target, d.could)),
-            ("kinds.png", "kinds_png", (d.labels, d.kind_names, d.kind_mix)),
+        [
+            ("heatmap.svg", "heatmap_svg", (status, row_labels, d.labels)),
+            ("tokens.svg", "tokens_svg", (d.labels, d.used, d.target, d.could)),
+            ("kinds.svg", "kinds_svg", (d.labels, d.kind_names, d.kind_mix)),
         ]
     )
 
 
-def section_charts(pngs: dict[str, bytes]) -> str:
+def chart_img(svgs: dict[str, bytes], name: str, alt: str) -> str:
+    """Chart ``name`` of ``svgs`` embedded as an image (its text can neither run nor restyle
+    the page)."""
+    return f'<img alt="{alt}" src="data:image/svg+xml;base64,{base64.b64encode(svgs[name]).decode()}">'
+
+
+def section_charts(svgs: dict[str, bytes]) -> str:
     """8. The charts, embedded."""
-
-    def img(name, alt):
-        return f'<img alt="{alt}" src="data:image/png;base64,{base64.b64encode(pngs[name]).decode()}">'
-
     return (
-        f'<h2 id="charts">Swinging items at a glance</h2>{img("heatmap.png", "heatmap of swinging items by variant")}'
+        '<h2 id="charts">Swinging items at a glance</h2>'
+        f"{chart_img(svgs, 'heatmap.svg', 'heatmap of swinging items by variant')}"
         '<h2>Tokens used vs budget</h2><p class="meta">Per variant over the sets that ran: the target, what the '
         "sets could use at most (their tokens, capped at the target) and what was used; the percentage is used / "
-        f"could use.</p>{img('tokens.png', 'tokens used per variant')}"
-        f"<h2>Kind mix per variant</h2>{img('kinds.png', 'kind mix per variant')}"
+        f"could use.</p>{chart_img(svgs, 'tokens.svg', 'tokens used per variant')}"
+        f"<h2>Kind mix per variant</h2>{chart_img(svgs, 'kinds.svg', 'kind mix per variant')}"
     )
 
 
-def render_page(d: PageData, pngs: dict[str, bytes]) -> str:
+def render_page(d: PageData, svgs: dict[str, bytes]) -> str:
     """The whole page: every section in order, CSS and script inline."""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="generator" content="{d.generator}">
@@ -578,20 +583,20 @@ def render_page(d: PageData, pngs: dict[str, bytes]) -> str:
 {d.n_items:,} items in {d.n_sets:,} item set(s); {len(d.labels)} variants; {d.n_swing:,} swinging contents
 (a content swings when at least two variants that ran on its set disagree on it).</p>
 {cut_notice(d)}{section_start(d)}{section_variants(d)}{section_checks(d.checks)}{section_outcomes(d.outcomes)}{section_agreement(d)}{section_pairs(d, "kind")}{section_pairs(d, "source")}
-{section_why(d)}{section_sets(d)}{section_charts(pngs)}
+{section_why(d)}{section_sets(d)}{section_charts(svgs)}
 <script>{JS}</script>
 </body></html>
 """
 
 
 def write_page(d: PageData, out: AnyPath) -> AnyPath:
-    """Write ``report.html`` and its charts (PNGs, embedded and beside the page) into ``out``;
-    a ``kinds.png`` or other chart of an earlier page is replaced, never left stale."""
-    pngs = chart_pngs(d)
-    for name, data in pngs.items():
+    """Write ``report.html`` and its charts (SVGs, embedded and beside the page) into ``out``;
+    a ``kinds.svg`` or other chart of an earlier page is replaced, never left stale."""
+    svgs = chart_svgs(d)
+    for name, data in svgs.items():
         atomic_write_bytes(out / name, data)
     path = out / "report.html"
-    atomic_write_bytes(path, render_page(d, pngs).encode("utf-8"))
+    atomic_write_bytes(path, render_page(d, svgs).encode("utf-8"))
     return path
 
 

@@ -3,12 +3,10 @@ plans match what the commands compile, and what sharing saves, is measured by
 benchmarks/test_cold_start.py (it compiles everything into an empty cache)."""
 
 import os
-import pickle
 import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 
 import numpy as np
 import pytest
@@ -382,87 +380,3 @@ def test_the_command_compiles_ahead_the_childs_chain_from_its_end_then_the_large
         first = coldstart.root_order(plan, from_end=True)[0]
         roots = {i for i, e in enumerate(plan) if e[2] == 0}
         assert sorted(order) == sorted(roots | set(range(first + 1, first + claims.size[first]))), command
-
-
-def _chart_jobs(n: int):
-    """``n`` small tokens charts, each different (the arguments a page hands ``charts.draw_all``)."""
-    labels = ["a", "b"]
-    return [
-        (f"c{k}.png", "tokens_png", (labels, np.array([5.0 + k, 6.0]), np.array([10.0, 10.0]), None)) for k in range(n)
-    ]
-
-
-SERVE = textwrap.dedent(
-    """
-    import os, sys
-    from cupel_np.cli import coldstart
-    parent = os.getppid()
-    coldstart.serve_charts(sys.argv[1], lambda: os.getppid() == parent and not os.path.exists(sys.argv[2]))
-    """
-)
-
-
-def test_charts_drawn_with_the_child_are_the_bytes_drawn_here(tmp_path):
-    """The command and a child serving charts (``serve_charts``, as the compile child does
-    once its compile is done) draw a page's charts between them: each exactly once, by
-    whoever claimed it, and the same bytes as drawn in one process."""
-    from cupel_np.report import charts
-
-    d, stop = tmp_path / "claims", tmp_path / "stop"
-    d.mkdir()
-    env = dict(os.environ)
-    env.pop("NUMBA_DISABLE_JIT", None)
-    child = subprocess.Popen([sys.executable, "-c", SERVE, str(d), str(stop)], env=env)
-    try:
-        # a job the command posted and left: the child draws it
-        (_, function, args), *_ = _chart_jobs(1)
-        coldstart._write_whole(d / "chart-job-0", pickle.dumps((function, args)))
-        t_end = time.monotonic() + 300
-        while not (d / "chart-0.png").exists() and time.monotonic() < t_end:
-            time.sleep(0.01)
-        assert (d / "chart-0.png").read_bytes() == charts.draw(function, args)
-        share = coldstart._ChartShare(str(d), lambda: child.poll() is None)
-        share.posted = 1
-        # jobs posted while the child is idle: it draws from the first, the command from the last
-        jobs = _chart_jobs(4)[1:]
-        got = share(jobs)
-        assert got == {name: charts.draw(function, args) for name, function, args in jobs}
-        claimed = sorted(p.name for p in d.iterdir() if p.name.startswith("chart-claim-"))
-        assert claimed == [f"chart-claim-{k}" for k in range(4)]
-        assert not any(p.name.endswith(".part") or p.name.startswith("chart-fail") for p in d.iterdir())
-    finally:
-        stop.touch()
-        child.wait(timeout=60)
-    assert child.returncode == 0
-
-
-def test_a_chart_the_child_does_not_deliver_is_drawn_here(tmp_path):
-    """A chart the child claimed and then failed to draw, or did not finish before it died,
-    is drawn by the command."""
-    from cupel_np.report import charts
-
-    jobs = _chart_jobs(2)
-    want = {name: charts.draw(function, args) for name, function, args in jobs}
-    for case in ("failed", "died"):
-        d = tmp_path / case
-        d.mkdir()
-        for k in range(2):
-            assert coldstart._claim_path(d / f"chart-claim-{k}")  # the child took both
-        if case == "failed":
-            (d / "chart-fail-0").touch()
-            (d / "chart-fail-1").touch()
-        share = coldstart._ChartShare(str(d), lambda case=case: case == "failed")
-        assert share(jobs) == want
-        assert sorted(p.name for p in d.iterdir() if p.name.startswith("chart-job-")) == ["chart-job-0", "chart-job-1"]
-
-
-def test_only_the_demos_child_serves_charts(monkeypatch):
-    """The demo's claim directory says the child draws charts; the check's does not (it draws
-    none: its child stops when its compile is done)."""
-    dirs = {}
-    monkeypatch.setattr(early.subprocess, "Popen", lambda *a, **k: _FakeChild())
-    for command in ("demo", "check"):
-        started = early.spawn(command)
-        dirs[command] = os.path.exists(os.path.join(started.dir, early.CHARTS_FLAG))
-        started.stop()
-    assert dirs == {"demo": True, "check": False}

@@ -70,13 +70,29 @@ def test_same_result_page_joins_its_files_another_result_does_not(tmp_path, resu
     write_sweep(results[0], out)
     write_html_report(results[0], out)  # the same run: allowed
     assert {"report.html", "items.parquet", "manifest.json"} <= {p.name for p in out.iterdir()}
-    assert set(read_manifest(out)["outputs"]) >= {"items.parquet", "report.html", "heatmap.png"}
+    assert set(read_manifest(out)["outputs"]) >= {"items.parquet", "report.html", "heatmap.svg"}
     with pytest.raises(OutputExistsError):
         write_html_report(results[1], out)
     with pytest.raises(OutputExistsError):
         write_sweep(results[1], out, items=False)  # would leave the first run's items.parquet behind
     write_sweep(results[1], out, items=False, overwrite=True)
     assert not (out / "items.parquet").exists() and not (out / "report.html").exists()
+
+
+def test_an_earlier_versions_png_charts_are_outputs_an_overwrite_removes(tmp_path, results):
+    """Pages wrote PNG charts before they wrote SVG: a directory holding those is another
+    run's outputs (refused), and ``overwrite`` removes them rather than leaving stale charts."""
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in ("heatmap.png", "tokens.png", "kinds.png", "utilization.png"):
+        (out / name).write_bytes(b"\x89PNG old")
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(OutputExistsError, match="heatmap.png"):
+        write_html_report(results[0], out)
+    write_html_report(results[0], out, overwrite=True)
+    assert sorted(p.name for p in out.iterdir()) == [
+        "heatmap.svg", "kinds.svg", "manifest.json", "notes.txt", "report.html", "tokens.svg"
+    ]  # fmt: skip
 
 
 def test_streamed_and_budget_writers_refuse_too(tmp_path, results, small):
@@ -175,7 +191,7 @@ def test_one_page_whatever_the_path(tmp_path, small):
         small, BUDGET, variants, tmp_path / "str", set_column="session_id", chunk_rows=300, on_error="collect"
     )
     assert _norm(write_dir_report(tmp_path / "str", title="T")) == want
-    assert {"heatmap.png", "tokens.png", "kinds.png"} <= {p.name for p in (tmp_path / "str").iterdir()}
+    assert {"heatmap.svg", "tokens.svg", "kinds.svg"} <= {p.name for p in (tmp_path / "str").iterdir()}
 
 
 def test_cli_streamed_run_writes_the_full_page(tmp_path, small, capsys):

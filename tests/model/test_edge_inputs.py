@@ -69,7 +69,8 @@ def test_dollar_signs_in_content_and_labels_do_not_break_the_report(tmp_path):
     from cupel_np.report.from_result import write_html_report
 
     page = write_html_report(r, tmp_path).read_text()
-    assert r"run $\badcmd{x}$ now" in page and (tmp_path / "heatmap.png").stat().st_size > 0
+    assert r"run $\badcmd{x}$ now" in page and (tmp_path / "heatmap.svg").stat().st_size > 0
+    assert rb"run $\badcmd{x}$ now" in (tmp_path / "heatmap.svg").read_bytes()  # drawn as it is
 
 
 def test_cli_with_empty_items_and_a_set_column(tmp_path, capsys):

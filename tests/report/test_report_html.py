@@ -461,11 +461,12 @@ def test_hostile_strings_stay_inert_and_bounded(tmp_path):
     assert "contents swing" in start and "\u202e" not in start
     assert "one budget (max 8,000 tokens, target 6,000, output reserve 1,000)" in start, start
     # every chart stays a sane size whatever the labels
-    import struct
+    import base64
 
-    for m in re.finditer(r'src="data:image/png;base64,([^"]+)"', src):
-        import base64
-
-        png = base64.b64decode(m.group(1))
-        w, h = struct.unpack(">II", png[16:24])
+    charts = re.findall(r'src="data:image/svg\+xml;base64,([^"]+)"', src)
+    assert len(charts) == 3
+    for data in charts:
+        svg = base64.b64decode(data)
+        w, h = (int(v) for v in re.match(rb'<svg [^>]*width="([0-9]+)" height="([0-9]+)"', svg).groups())
         assert w < 4000 and h < 4000, (w, h)
+        assert b"KKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKK" not in svg  # the 1 MB kind cut in the legend
