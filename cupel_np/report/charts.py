@@ -15,8 +15,11 @@ escaped (a chart is embedded as an image, so nothing in it can run or restyle th
 
 from __future__ import annotations
 
+import base64
 import html
 import math
+import re
+import struct
 import zlib
 from collections.abc import Callable, Sequence
 
@@ -57,13 +60,18 @@ ROW_PX = 18
 FONT = "DejaVu Sans, Verdana, Arial, Helvetica, sans-serif"
 
 
+#: code points XML does not allow even escaped (surrogates cannot be written as UTF-8 either)
+_NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+
 def label_text(s) -> str:
     """A user string as a chart shows it: cut to ``CHART_LABEL_LIMIT`` characters (a 1 MB kind
-    made a 7-million-pixel legend), control and bidi characters made visible. Not escaped."""
+    made a 7-million-pixel legend), control and bidi characters and what XML cannot hold made
+    visible. Not escaped."""
     s = str(s)
     if len(s) > CHART_LABEL_LIMIT:
         s = s[: CHART_LABEL_LIMIT - 1] + "…"
-    return display_text(s)
+    return _NOT_XML.sub(lambda m: f"\u27e8U+{ord(m.group()):04X}\u27e9", display_text(s))
 
 
 def text_width(s: str, size: float) -> float:
@@ -84,7 +92,7 @@ def kind_colour(kind: str) -> str:
     if k in KNOWN_KINDS:
         return PALETTE[KNOWN_KINDS.index(k)]
     rest = PALETTE[len(KNOWN_KINDS) :]
-    return rest[zlib.crc32(k.encode("utf-8")) % len(rest)]
+    return rest[zlib.crc32(k.encode("utf-8", "surrogatepass")) % len(rest)]
 
 
 def human(v: float) -> str:
@@ -102,23 +110,29 @@ def percent(v: float) -> str:
 
 
 def nice_ticks(lo: float, hi: float, most: int = 6) -> list[float]:
-    """Round tick values covering ``[lo, hi]`` (steps of 1, 2, 2.5 or 5 times a power of ten),
-    at most about ``most`` of them."""
+    """Round tick values from at or below ``lo`` to the first at or above ``hi`` (steps of 1,
+    2, 2.5 or 5 times a power of ten), about ``most`` of them: the axis ends on a tick."""
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
         return [lo] if math.isfinite(lo) else [0.0]
     raw = (hi - lo) / max(1, most - 1)
     mag = 10.0 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
     first = math.floor(lo / step + 1e-9) * step
-    ticks = []
-    k = 0
-    while True:
-        t = first + k * step
-        if t > hi + step * 1e-9:
-            break
-        ticks.append(round(t, 12) + 0.0)
-        k += 1
+    ticks = [round(first, 12) + 0.0]
+    while ticks[-1] < hi - step * 1e-9:
+        ticks.append(round(first + len(ticks) * step, 12) + 0.0)
     return ticks
+
+
+def tick_format(ticks: list[float], as_percent: bool) -> Callable[[float], str]:
+    """The labels of ``ticks``: human units, or percentages with as many decimals as their
+    step needs (never two equal labels)."""
+    if not as_percent:
+        return human
+    step = (ticks[1] - ticks[0]) * 100 if len(ticks) > 1 else 1.0
+    digits = max(0, -math.floor(math.log10(step) + 1e-9)) if step > 0 else 0
+    digits += 1 if step * 10**digits % 1 > 1e-9 else 0  # 2.5, 0.25, ...
+    return lambda v: f"{v * 100:.{digits}f}%"
 
 
 class Svg:
@@ -159,7 +173,7 @@ class Svg:
 
 def _plot_width(v: int) -> float:
     """A chart's plot width for ``v`` variants (capped at ``MAX_WIDE`` of them)."""
-    return max(6, VARIANT_PX * min(max(v, 1), MAX_WIDE) * 1.0)
+    return float(VARIANT_PX * min(max(v, 1), MAX_WIDE))
 
 
 def _variant_labels(labels: Sequence[str]) -> list[tuple[int, str]]:
@@ -168,10 +182,18 @@ def _variant_labels(labels: Sequence[str]) -> list[tuple[int, str]]:
     return [(i, label_text(labels[i])) for i in range(0, len(labels), step)]
 
 
+def _longest(shown: list[tuple[int, str]], size: float) -> float:
+    return max((text_width(s, size) for _, s in shown), default=0.0)
+
+
 def _labels_depth(shown: list[tuple[int, str]], size: float) -> float:
     """The height the variant labels, turned 45 degrees, take below the axis."""
-    longest = max((text_width(s, size) for _, s in shown), default=0.0)
-    return longest * 0.71 + size + 6
+    return _longest(shown, size) * 0.71 + size + 6
+
+
+def _left_of_labels(x0: float, shown: list[tuple[int, str]], size: float, cw: float) -> float:
+    """``x0``, moved right as far as the first turned variant label reaches left of it."""
+    return max(x0, _longest(shown[:1], size) * 0.71 - cw / 2 + 8)
 
 
 def _legend(svg: Svg, x: float, y: float, entries: list[tuple[str, str]], title: str | None = None) -> None:
@@ -185,46 +207,65 @@ def _legend(svg: Svg, x: float, y: float, entries: list[tuple[str, str]], title:
         y += 16
 
 
-def _legend_width(entries: list[tuple[str, str]], title: str | None = None) -> float:
+def _legend_size(entries: list[tuple[str, str]], title: str | None = None) -> tuple[float, float]:
+    """The width and height :func:`_legend` takes (none without entries)."""
+    if not entries:
+        return 0.0, 0.0
     widest = max([text_width(s, 10) + 15 for _, s in entries] + [text_width(title or "", 10)])
-    return widest + 20
+    return widest + 20, 16.0 * (len(entries) + bool(title)) + 10
 
 
-def _bar_frame(
-    svg: Svg, x0: float, y0: float, pw: float, ph: float, top: float, ylabel: str, fmt=human
-) -> tuple[float, Callable]:
-    """The y axis of a bar chart from 0 to ``top`` (ticks, grid, label) in the plot box at
-    ``(x0, y0)`` sized ``pw`` x ``ph``; returns the scale's top and the value-to-y map."""
-    top *= 1.06  # room for the labels over the tallest bar
-    ticks = nice_ticks(0.0, top)
-    top = max(top, ticks[-1]) or 1.0
+def _y_axis(svg: Svg, x0: float, y0: float, pw: float, ph: float, ticks: list[float], fmt, ylabel: str):
+    """The y axis from ``ticks[0]`` to ``ticks[-1]`` (grid, labels, title) in the plot box at
+    ``(x0, y0)`` sized ``pw`` x ``ph``; returns the value-to-y map."""
+    lo, hi = ticks[0], ticks[-1]
+    span = (hi - lo) or 1.0
 
     def y_of(v: float) -> float:
-        return y0 + ph - ph * v / top
+        return y0 + ph - ph * (v - lo) / span
 
     for t in ticks:
-        y = y_of(t)
-        svg.line(x0, y, x0 + pw, y, "#e5e5e5")
-        svg.text(x0 - 5, y + 3.5, fmt(t), 9, "end")
+        svg.line(x0, y_of(t), x0 + pw, y_of(t), "#e5e5e5")
+        svg.text(x0 - 5, y_of(t) + 3.5, fmt(t), 9, "end")
     svg.line(x0, y0, x0, y0 + ph)
     svg.line(x0, y0 + ph, x0 + pw, y0 + ph)
     svg.rotated(14, y0 + ph / 2, ylabel, 10, -90, "middle")
-    return top, y_of
+    return y_of
 
 
-def _y_axis_width(top: float, fmt=human) -> float:
-    return max(text_width(fmt(t), 9) for t in nice_ticks(0.0, top)) + 30
+def _axis_width(ticks: list[float], fmt) -> float:
+    return max(text_width(fmt(t), 9) for t in ticks) + 30
+
+
+def _png(rgb: np.ndarray) -> bytes:
+    """``rgb`` (rows x columns x 3, uint8) as a PNG image."""
+    h, w, _ = rgb.shape
+    raw = b"".join(b"\x00" + row.tobytes() for row in rgb)  # filter 0 before every row
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    head = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head) + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b"")
+
+
+def _rgb(colour: str) -> tuple[int, int, int]:
+    return int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16)
 
 
 def heatmap_svg(status: np.ndarray, row_labels: list[str], labels: list[str]) -> bytes:
-    """Swinging items x variants: ``status`` [rows, V] 1 included, 0 excluded, NaN failed."""
+    """Swinging items x variants: ``status`` [rows, V] 1 included, 0 excluded, NaN failed.
+    Up to ``MAX_WIDE`` variants a cell is a rectangle (one per run of equal cells); past it the
+    cells are one pixel each of an image scaled to the plot (a few bytes a cell however the
+    statuses alternate)."""
     v = len(labels)
     n = len(row_labels)
     shown = _variant_labels(labels)
     rows = [label_text(r) for r in row_labels]
-    left = max([text_width(r, 10) for r in rows] + [40.0]) + 12
     pw = _plot_width(v)
-    x0, y0 = left, 30.0
+    cw = pw / max(v, 1)
+    x0 = _left_of_labels(max([text_width(r, 10) for r in rows] + [40.0]) + 12, shown, 9, cw)
+    y0 = 30.0
     title = "Most contested swinging items (green = included, red = excluded, grey = variant failed)"
     if not n:
         svg = Svg(max(pw + x0 + 20, text_width(title, 11) + 20), 120)
@@ -234,68 +275,75 @@ def heatmap_svg(status: np.ndarray, row_labels: list[str], labels: list[str]) ->
     ph = ROW_PX * n
     svg = Svg(max(x0 + pw + 20, text_width(title, 11) + 20), y0 + ph + _labels_depth(shown, 9))
     svg.text(10, 16, title, 11)
-    cw = pw / max(v, 1)
+    status = np.asarray(status, dtype=np.float64).reshape(n, v)
     cell = np.where(np.isnan(status), 2, status == 1).astype(np.int8)
     colours = (OUT, IN, FAILED)
+    if v > MAX_WIDE:
+        rgb = np.array([_rgb(c) for c in colours], dtype=np.uint8)[cell]
+        data = base64.b64encode(_png(rgb)).decode()
+        svg.add(
+            f'<image x="{x0:.1f}" y="{y0:.1f}" width="{pw:.1f}" height="{ph:.1f}" preserveAspectRatio="none" '
+            f'style="image-rendering:pixelated" href="data:image/png;base64,{data}"/>'
+        )
     for i in range(n):
         y = y0 + i * ROW_PX
         svg.text(x0 - 6, y + ROW_PX / 2 + 3.5, rows[i], 10, "end")
+        if v > MAX_WIDE:
+            continue
         row = cell[i]
-        # one rectangle a run of equal cells: bounded by the changes, not by the variants
-        cuts = np.flatnonzero(np.diff(row)) + 1
-        starts = [0, *cuts.tolist()]
-        ends = [*cuts.tolist(), v]
-        for a, b in zip(starts, ends):
+        cuts = (np.flatnonzero(np.diff(row)) + 1).tolist()
+        for a, b in zip([0, *cuts], [*cuts, v]):
             if b > a:
                 svg.rect(x0 + a * cw, y, (b - a) * cw, ROW_PX, colours[row[a]])
     for i in range(n + 1):  # the rows' borders
         svg.line(x0, y0 + i * ROW_PX, x0 + pw, y0 + i * ROW_PX, "#ffffff", ' stroke-width="0.6"')
-    for i, s in shown:
-        x = x0 + (i + 0.5) * cw
-        svg.line(x, y0 + ph, x, y0 + ph + 4)
-        svg.rotated(x, y0 + ph + 12, s, 9, -45)
+    _x_labels(svg, shown, x0, y0 + ph, cw)
     return svg.bytes()
 
 
-def _bars_layout(labels, legend_entries, legend_title, top, fmt=human):
+def _bar_chart(labels, title, ylabel, top, entries, legend_title=None):
+    """The frame of a bar chart over ``labels`` up to ``top``: the document, the y map, the
+    plot's left edge, top and column width."""
     shown = _variant_labels(labels)
-    x0 = _y_axis_width(top, fmt)
     pw = _plot_width(len(labels))
+    cw = pw / max(len(labels), 1)
+    ticks = nice_ticks(0.0, top * 1.06)  # (room for the labels over the tallest bar)
+    x0 = _left_of_labels(_axis_width(ticks, human), shown, 9, cw)
     y0, ph = 30.0, 240.0
-    lw = _legend_width(legend_entries, legend_title)
-    return shown, x0, y0, pw, ph, lw
+    lw, lh = _legend_size(entries, legend_title)
+    svg = Svg(max(x0 + pw + lw + 12, text_width(title, 11) + 20), max(y0 + ph + _labels_depth(shown, 9), y0 + lh))
+    svg.text(10, 16, title, 11)
+    y_of = _y_axis(svg, x0, y0, pw, ph, ticks, human, ylabel)
+    _x_labels(svg, shown, x0, y0 + ph, cw)
+    if entries:
+        _legend(svg, x0 + pw + 12, y0, entries, legend_title)
+    return svg, y_of, x0, y0 + ph, cw
 
 
 def tokens_svg(labels: list[str], used: np.ndarray, target: np.ndarray, could: np.ndarray | None = None) -> bytes:
     """Per variant: tokens used against the target, and (``could``) against what the sets
     could use at most (their tokens, capped at the target, summed)."""
-    used, target = _finite(used), _finite(target)
-    could = _finite(could) if could is not None else None
+    used, target = _amounts(used), _amounts(target)
+    could = _amounts(could) if could is not None else None
     series = [("#cccccc", "target tokens (sets that ran)", target)]
     if could is not None:
         series.append(("#9ecae1", "usable: min(set tokens, target)", could))
     series.append(("#337ab7", "tokens used", used))
     top = max([float(s.max()) if s.size else 0.0 for _, _, s in series] + [1.0])
-    entries = [(c, s) for c, s, _ in series]
-    shown, x0, y0, pw, ph, lw = _bars_layout(labels, entries, None, top)
     title = "Tokens used vs budget per variant (% of what the sets could use)"
-    svg = Svg(max(x0 + pw + lw + 10, text_width(title, 11) + 20), y0 + ph + _labels_depth(shown, 9))
-    svg.text(10, 16, title, 11)
-    top, y_of = _bar_frame(svg, x0, y0, pw, ph, top, "tokens (all sets)")
+    entries = [(c, s) for c, s, _ in series]
+    svg, y_of, x0, base_y, cw = _bar_chart(labels, title, "tokens (all sets)", top, entries)
     v = len(labels)
-    cw = pw / max(v, 1)
     bw = cw * 0.8 / len(series)
     for k, (colour, _, vals) in enumerate(series):
         for i in range(v):
-            h = y0 + ph - y_of(vals[i])
-            svg.rect(x0 + i * cw + cw * 0.1 + k * bw, y0 + ph - h, bw, h, colour)
+            y = y_of(vals[i])
+            svg.rect(x0 + i * cw + cw * 0.1 + k * bw, y, bw, base_y - y, colour)
     for i in range(v if v <= MAX_WIDE else 0):
         base = could[i] if could is not None and could[i] else target[i]
         if base:
             x = x0 + i * cw + cw * 0.1 + (len(series) - 0.5) * bw
             svg.text(x, y_of(used[i]) - 3, percent(used[i] / base), 8, "middle")
-    _x_labels(svg, shown, x0, y0 + ph, cw)
-    _legend(svg, x0 + pw + 12, y0, entries)
     return svg.bytes()
 
 
@@ -303,16 +351,12 @@ def kinds_svg(labels: list[str], kinds: list[str], mix: np.ndarray) -> bytes:
     """Stacked bars: ``mix`` [V, K] selected tokens per variant and kind (colours per kind
     name, the same in every report)."""
     v = len(labels)
-    mix = _finite(np.asarray(mix, dtype=np.float64).reshape(v, len(kinds)))
-    order = np.argsort(-mix.sum(axis=0), kind="stable") if len(kinds) else np.zeros(0, np.intp)
+    mix = _amounts(mix).reshape(v, len(kinds)) if len(kinds) else np.zeros((v, 0))
+    order = np.argsort(-mix.sum(axis=0), kind="stable").tolist()
     entries = [(kind_colour(kinds[j]), label_text(kinds[j])) for j in order]
-    top = max(float(mix.sum(axis=1).max()) if v and len(kinds) else 0.0, 1.0)
-    shown, x0, y0, pw, ph, lw = _bars_layout(labels, entries or [("#ffffff", "")], "kind", top)
+    top = max(float(mix.sum(axis=1).max()) if mix.size else 0.0, 1.0)
     title = "Kind mix of the selected tokens per variant"
-    svg = Svg(max(x0 + pw + lw + 10, text_width(title, 11) + 20), y0 + ph + _labels_depth(shown, 9))
-    svg.text(10, 16, title, 11)
-    top, y_of = _bar_frame(svg, x0, y0, pw, ph, top, "selected tokens")
-    cw = pw / max(v, 1)
+    svg, y_of, x0, base_y, cw = _bar_chart(labels, title, "selected tokens", top, entries, "kind")
     for i in range(v):
         bottom = 0.0
         for j in order:
@@ -321,9 +365,6 @@ def kinds_svg(labels: list[str], kinds: list[str], mix: np.ndarray) -> bytes:
                 y_hi, y_lo = y_of(bottom + val), y_of(bottom)
                 svg.rect(x0 + i * cw + cw * 0.15, y_hi, cw * 0.7, y_lo - y_hi, kind_colour(kinds[j]))
             bottom += val
-    _x_labels(svg, shown, x0, y0 + ph, cw)
-    if entries:
-        _legend(svg, x0 + pw + 12, y0, entries, "kind")
     return svg.bytes()
 
 
@@ -334,17 +375,28 @@ def _x_labels(svg: Svg, shown, x0: float, y: float, cw: float) -> None:
         svg.rotated(x, y + 12, s, 9, -45)
 
 
-def _finite(a) -> np.ndarray:
-    """``a`` as float64 with every NaN or infinity drawn as 0."""
+def _amounts(a) -> np.ndarray:
+    """``a`` as float64 amounts to draw: NaN, infinities and negative values as 0."""
     a = np.asarray(a, dtype=np.float64)
-    return np.where(np.isfinite(a), a, 0.0)
+    return np.where(np.isfinite(a) & (a > 0), a, 0.0)
+
+
+def _geometric(x: np.ndarray) -> bool:
+    """Whether the budgets ``x`` (ascending, positive) span more than 8x in steps of about
+    one ratio rather than one difference: such a ladder is drawn on a log axis."""
+    if x.size < 2 or x[0] <= 0 or x[-1] / x[0] <= 8:
+        return False
+    if x.size == 2:
+        return True
+    ratio, step = x[1:] / x[:-1], np.diff(x)
+    return bool(ratio.max() / ratio.min() <= step.max() / max(step.min(), 1e-300))
 
 
 def curve_svg(budgets: list[int], curves: dict[str, list], ylabel: str, title: str, as_percent: bool) -> bytes:
     """Budget-ladder curves: per label (q25, q50, q75) lists over ``budgets``; the median as a
-    line with a dot per budget, the quartiles as a band; every ladder budget labelled on the x
-    axis (a log axis when the ladder spans more than 8x)."""
-    fmt = percent if as_percent else human
+    line with a dot per budget, the quartiles as a band; the ladder's budgets labelled on the x
+    axis (a log axis for a geometric ladder spanning more than 8x; a label that would overlap
+    the one before is left out)."""
     x = np.array(budgets, dtype=np.float64)
     drawn = []
     for lab, (q25, q50, q75) in curves.items():
@@ -355,13 +407,12 @@ def curve_svg(budgets: list[int], curves: dict[str, list], ylabel: str, title: s
     lo = min([float(f.min()) for f in finite if f.size] + [0.0])
     hi = max([float(f.max()) for f in finite if f.size] + [lo + (0.01 if as_percent else 1.0)])
     ticks = nice_ticks(lo, hi)
-    lo, hi = min(lo, ticks[0]), max(hi, ticks[-1])
+    fmt = tick_format(ticks, as_percent)
     entries = [(LINES[k % len(LINES)], lab) for k, (lab, *_) in enumerate(drawn)]
-    x0 = max([text_width(fmt(t), 9) for t in ticks] + [20.0]) + 30
+    x0 = max(_axis_width(ticks, fmt), 50.0)
     y0, pw, ph = 30.0, 560.0, 260.0
-    log = bool(drawn) and x.size > 0 and x[0] > 0 and x[-1] / x[0] > 8
     if x.size:
-        xs = np.log10(x) if log else x
+        xs = np.log10(x) if drawn and _geometric(x) else x
         span = float(xs[-1] - xs[0]) or 1.0
         px = x0 + 10 + (pw - 20) * (xs - xs[0]) / span
     else:
@@ -369,26 +420,22 @@ def curve_svg(budgets: list[int], curves: dict[str, list], ylabel: str, title: s
     tick_text = [human(b) for b in x] if drawn else []
     turn = x.size > 8
     depth = (max([text_width(s, 8) for s in tick_text] + [0.0]) * (0.71 if turn else 0.0)) + 40
-    lw = _legend_width(entries) if entries else 0.0
-    svg = Svg(max(x0 + pw + lw + 10, text_width(title, 11) + 20), y0 + ph + depth)
+    lw, lh = _legend_size(entries)
+    svg = Svg(max(x0 + pw + lw + 12, text_width(title, 11) + 20), max(y0 + ph + depth, y0 + lh))
     svg.text(10, 16, title, 11)
-
-    def y_of(v):
-        return y0 + ph - ph * (v - lo) / ((hi - lo) or 1.0)
-
-    for t in ticks:
-        svg.line(x0, y_of(t), x0 + pw, y_of(t), "#e5e5e5")
-        svg.text(x0 - 5, y_of(t) + 3.5, fmt(t), 9, "end")
+    y_of = _y_axis(svg, x0, y0, pw, ph, ticks, fmt, ylabel)
+    last = -math.inf
     for i, s in enumerate(tick_text):
         svg.line(px[i], y0, px[i], y0 + ph, "#eeeeee")
         svg.line(px[i], y0 + ph, px[i], y0 + ph + 4)
+        room = 12.0 if turn else text_width(s, 8) + 6
+        if px[i] - last < room:  # would overlap the label before
+            continue
+        last = px[i]
         if turn:
             svg.rotated(px[i], y0 + ph + 12, s, 8, -45)
         else:
             svg.text(px[i], y0 + ph + 14, s, 8, "middle")
-    svg.line(x0, y0, x0, y0 + ph)
-    svg.line(x0, y0 + ph, x0 + pw, y0 + ph)
-    svg.rotated(14, y0 + ph / 2, ylabel, 10, -90, "middle")
     svg.text(x0 + pw / 2, y0 + ph + depth - 8, "budget (max_tokens), one tick per ladder step", 10, "middle")
     if not drawn:  # every cell failed: nothing to scale
         svg.text(x0 + pw / 2, y0 + ph / 2, "every dry run failed: no curve", 11, "middle")
@@ -396,10 +443,9 @@ def curve_svg(budgets: list[int], curves: dict[str, list], ylabel: str, title: s
         colour = LINES[k % len(LINES)]
         band = np.isfinite(q25) & np.isfinite(q75)
         for a, b in _runs(band):
-            pts = [(px[i], y_of(q75[i])) for i in range(a, b)] + [
-                (px[i], y_of(q25[i])) for i in range(b - 1, a - 1, -1)
-            ]
-            svg.add(f'<polygon points="{_points(pts)}" fill="{colour}" fill-opacity="0.18"/>')
+            upper = [(px[i], y_of(q75[i])) for i in range(a, b)]
+            lower = [(px[i], y_of(q25[i])) for i in range(b - 1, a - 1, -1)]
+            svg.add(f'<polygon points="{_points(upper + lower)}" fill="{colour}" fill-opacity="0.18"/>')
         ok = np.isfinite(q50)
         for a, b in _runs(ok):
             pts = [(px[i], y_of(q50[i])) for i in range(a, b)]

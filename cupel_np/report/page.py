@@ -19,6 +19,7 @@ import numpy as np
 
 from cupel_np._files import atomic_write_bytes
 from cupel_np._fs import AnyPath
+from cupel_np.io.outdir import LEGACY_PAGE_FILES
 from cupel_np.report import charts
 from cupel_np.report.outcomes_section import section_checks, section_outcomes
 from cupel_np.text import escape_html as _e
@@ -595,6 +596,9 @@ def write_page(d: PageData, out: AnyPath) -> AnyPath:
     svgs = chart_svgs(d)
     for name, data in svgs.items():
         atomic_write_bytes(out / name, data)
+    for name in LEGACY_PAGE_FILES:  # an earlier version's PNG charts would no longer match
+        if name.removesuffix(".png") + ".svg" in svgs:
+            (out / name).unlink(missing_ok=True)
     path = out / "report.html"
     atomic_write_bytes(path, render_page(d, svgs).encode("utf-8"))
     return path

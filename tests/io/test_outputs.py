@@ -95,6 +95,19 @@ def test_an_earlier_versions_png_charts_are_outputs_an_overwrite_removes(tmp_pat
     ]  # fmt: skip
 
 
+def test_a_page_rebuilt_from_outputs_leaves_no_png_chart_of_an_earlier_version(tmp_path, results):
+    """``cupel-np report --overwrite`` on a sweep directory an earlier version wrote (its page
+    with PNG charts): the new page's SVG charts replace them, none is left stale beside it."""
+    out = tmp_path / "out"
+    write_sweep(results[0], out)
+    for name in ("heatmap.png", "tokens.png", "kinds.png"):
+        (out / name).write_bytes(b"\x89PNG old")
+    write_dir_report(out, overwrite=True)
+    names = {p.name for p in out.iterdir()}
+    assert {"heatmap.svg", "tokens.svg", "kinds.svg", "report.html"} <= names
+    assert not any(n.endswith(".png") for n in names)
+
+
 def test_streamed_and_budget_writers_refuse_too(tmp_path, results, small):
     out = tmp_path / "out"
     write_sweep(results[0], out)
