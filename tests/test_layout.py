@@ -24,7 +24,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "cupel_np"
 
 #: bottom to top; a module belongs to the wing of its first path component under cupel_np/
 WINGS = ["ground", "model", "engine", "analysis", "testing", "io", "tuning", "report", "cli", "faces"]
-GROUND = {"errors", "text", "_jit", "_files", "_fs", "_cloud", "_version", "_cores", "_malloc", "data"}
+GROUND = {"errors", "text", "_jit", "_files", "_fs", "_cloud", "_version", "_cores", "_malloc", "_svg", "data"}
 FACES = {"__init__", "__main__", "dask", "conformance"}  # the package face and the moved-path shims
 
 MAX_LINES = 100
@@ -220,7 +220,7 @@ def test_the_length_rule_counts_plain_functions_and_skips_kernels():
 
 
 #: the only imports the command line may delay to a function: optional extras (each heavy)
-LAZY_CLI_IMPORTS = {"optuna", "matplotlib", "dask", "distributed"}
+LAZY_CLI_IMPORTS = {"optuna", "dask", "distributed"}
 #: and one delayed import of the library itself, with its reason: the entry point starts a cold
 #: run's compile child (cli/early.py) before it imports the rest (issue 31)
 LAZY_CLI_ENTRY = {("entry.py", "cupel_np.cli.app")}

@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> NoReturn:
     """The ``cupel-np`` process: :func:`main` on ``sys.argv[1:]``, then exit with its status
-    without the interpreter's teardown (freeing Numba's, pyarrow's and matplotlib's objects
+    without the interpreter's teardown (freeing Numba's and pyarrow's objects
     one by one: ~0.3 s of CPU at the end of every run, which the process's exit does at once).
     Threads that are not daemons are joined and the exit handlers run, as at a normal exit,
     and the standard streams are flushed; every output file is

@@ -38,9 +38,9 @@ OUTCOME_PARTS = ("outcomes",)
 #: the pages and their charts (also written beside the page)
 PAGE_FILES = ("report.html", "heatmap.svg", "tokens.svg", "kinds.svg", "utilization.svg", "included.svg")
 #: the PNG charts earlier versions' pages wrote (still outputs: an overwrite removes them)
-LEGACY_PAGE_FILES = ("heatmap.png", "tokens.png", "kinds.png", "utilization.png", "included.png")
+LEGACY_PAGE_FILES = ("heatmap.png", "tokens.png", "kinds.png", "utilization.png", "included.png", "pareto.png")
 #: a policy search (``cupel-np tune``), beside its ``best-N.toml`` policy files
-TUNE_FILES = ("leaderboard.parquet", "pareto.parquet", "comparison.parquet", "pareto.png", "summary.json")
+TUNE_FILES = ("leaderboard.parquet", "pareto.parquet", "comparison.parquet", "pareto.svg", "summary.json")
 #: every name a cupel_np writer puts in an output directory (plus temp files ``.NAME.*.tmp``
 #: and a search's ``best-N.toml``)
 OUTPUT_NAMES = (

@@ -16,16 +16,27 @@ escaped (a chart is embedded as an image, so nothing in it can run or restyle th
 from __future__ import annotations
 
 import base64
-import html
 import math
-import re
 import struct
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from cupel_np.text import display_text
+from cupel_np._svg import (
+    Svg,
+    axis_width,
+    human,
+    label_text,
+    legend,
+    legend_size,
+    nice_ticks,
+    percent,
+    points,
+    text_width,
+    tick_format,
+    y_axis,
+)
 
 #: kind colours (colour-blind-friendly "tab10"-like set, then lighter tones)
 PALETTE = (
@@ -46,9 +57,6 @@ IN, OUT, FAILED = "#5cb85c", "#d9534f", "#bbbbbb"
 #: the budget curves' line colours, one per variant in order (matplotlib's default cycle)
 LINES = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 
-#: characters of a label a chart shows (legends and ticks grow with the longest label)
-CHART_LABEL_LIMIT = 40
-
 #: charts are as wide as this many variants at most (``VARIANT_PX`` each); past it, every
 #: k-th variant is labelled and the per-bar percentages are left out, so a chart's size stays
 #: bounded however many variants
@@ -57,30 +65,6 @@ MAX_WIDE = 60
 VARIANT_PX = 64
 #: a heatmap row's height
 ROW_PX = 18
-FONT = "DejaVu Sans, Verdana, Arial, Helvetica, sans-serif"
-
-
-#: code points XML does not allow even escaped (surrogates cannot be written as UTF-8 either)
-_NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
-
-
-def label_text(s) -> str:
-    """A user string as a chart shows it: cut to ``CHART_LABEL_LIMIT`` characters (a 1 MB kind
-    made a 7-million-pixel legend), control and bidi characters and what XML cannot hold made
-    visible. Not escaped."""
-    s = str(s)
-    if len(s) > CHART_LABEL_LIMIT:
-        s = s[: CHART_LABEL_LIMIT - 1] + "…"
-    return _NOT_XML.sub(lambda m: f"\u27e8U+{ord(m.group()):04X}\u27e9", display_text(s))
-
-
-def text_width(s: str, size: float) -> float:
-    """About how wide ``s`` is at font ``size`` (px): an average sans-serif glyph, wide
-    characters counted wider. Only places the axes: a label that runs past it is not cut."""
-    wide = sum(1 for ch in s if ch.isupper() or ch in "mwMW@%" or ord(ch) > 0x2E80)
-    return size * (0.56 * len(s) + 0.2 * wide)
-
-
 #: the spec's kinds get fixed, distinct colours; any other kind a stable hash of its name
 KNOWN_KINDS = ("message", "document", "tooloutput", "memory", "systemprompt", "toolcall")
 
@@ -93,82 +77,6 @@ def kind_colour(kind: str) -> str:
         return PALETTE[KNOWN_KINDS.index(k)]
     rest = PALETTE[len(KNOWN_KINDS) :]
     return rest[zlib.crc32(k.encode("utf-8", "surrogatepass")) % len(rest)]
-
-
-def human(v: float) -> str:
-    """1500000 -> '1.5M', 20000 -> '20k', 950 -> '950'."""
-    a = abs(v)
-    for div, suf in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if a >= div:
-            return f"{v / div:.2f}".rstrip("0").rstrip(".") + suf
-    return f"{v:.0f}" if float(v).is_integer() else f"{v:.2g}"
-
-
-def percent(v: float) -> str:
-    """0.25 -> '25%'."""
-    return f"{v:.0%}"
-
-
-def nice_ticks(lo: float, hi: float, most: int = 6) -> list[float]:
-    """Round tick values from at or below ``lo`` to the first at or above ``hi`` (steps of 1,
-    2, 2.5 or 5 times a power of ten), about ``most`` of them: the axis ends on a tick."""
-    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
-        return [lo] if math.isfinite(lo) else [0.0]
-    raw = (hi - lo) / max(1, most - 1)
-    mag = 10.0 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    first = math.floor(lo / step + 1e-9) * step
-    ticks = [round(first, 12) + 0.0]
-    while ticks[-1] < hi - step * 1e-9:
-        ticks.append(round(first + len(ticks) * step, 12) + 0.0)
-    return ticks
-
-
-def tick_format(ticks: list[float], as_percent: bool) -> Callable[[float], str]:
-    """The labels of ``ticks``: human units, or percentages with as many decimals as their
-    step needs (never two equal labels)."""
-    if not as_percent:
-        return human
-    step = (ticks[1] - ticks[0]) * 100 if len(ticks) > 1 else 1.0
-    digits = max(0, -math.floor(math.log10(step) + 1e-9)) if step > 0 else 0
-    digits += 1 if step * 10**digits % 1 > 1e-9 else 0  # 2.5, 0.25, ...
-    return lambda v: f"{v * 100:.{digits}f}%"
-
-
-class Svg:
-    """An SVG document built element by element (coordinates in px, origin top left)."""
-
-    def __init__(self, width: float, height: float):
-        self.width, self.height = math.ceil(width), math.ceil(height)
-        self.parts: list[str] = []
-
-    def add(self, element: str) -> None:
-        self.parts.append(element)
-
-    def rect(self, x, y, w, h, fill: str, extra: str = "") -> None:
-        self.add(f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" fill="{fill}"{extra}/>')
-
-    def line(self, x1, y1, x2, y2, stroke: str = "#333", extra: str = "") -> None:
-        self.add(f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{stroke}"{extra}/>')
-
-    def text(self, x, y, s: str, size: float = 10, anchor: str = "start", extra: str = "") -> None:
-        """``s`` (shown as is, escaped here) at ``(x, y)``, its baseline at ``y``."""
-        self.add(
-            f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size:g}" text-anchor="{anchor}"{extra}>'
-            f"{html.escape(s, quote=False)}</text>"
-        )
-
-    def rotated(self, x, y, s: str, size: float, angle: float, anchor: str = "end") -> None:
-        """``s`` turned by ``angle`` degrees about its anchor point ``(x, y)``."""
-        self.text(x, y, s, size, anchor, f' transform="rotate({angle:g} {x:.1f} {y:.1f})"')
-
-    def bytes(self) -> bytes:
-        head = (
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width}" height="{self.height}" '
-            f'viewBox="0 0 {self.width} {self.height}" font-family="{FONT}">'
-            f'<rect width="100%" height="100%" fill="#ffffff"/>'
-        )
-        return (head + "".join(self.parts) + "</svg>").encode("utf-8")
 
 
 def _plot_width(v: int) -> float:
@@ -194,47 +102,6 @@ def _labels_depth(shown: list[tuple[int, str]], size: float) -> float:
 def _left_of_labels(x0: float, shown: list[tuple[int, str]], size: float, cw: float) -> float:
     """``x0``, moved right as far as the first turned variant label reaches left of it."""
     return max(x0, _longest(shown[:1], size) * 0.71 - cw / 2 + 8)
-
-
-def _legend(svg: Svg, x: float, y: float, entries: list[tuple[str, str]], title: str | None = None) -> None:
-    """A legend of coloured squares and their (already cut) labels, top left at ``(x, y)``."""
-    if title:
-        svg.text(x, y + 10, title, 10, extra=' font-weight="bold"')
-        y += 16
-    for colour, s in entries:
-        svg.rect(x, y, 10, 10, colour)
-        svg.text(x + 15, y + 9, s, 10)
-        y += 16
-
-
-def _legend_size(entries: list[tuple[str, str]], title: str | None = None) -> tuple[float, float]:
-    """The width and height :func:`_legend` takes (none without entries)."""
-    if not entries:
-        return 0.0, 0.0
-    widest = max([text_width(s, 10) + 15 for _, s in entries] + [text_width(title or "", 10)])
-    return widest + 20, 16.0 * (len(entries) + bool(title)) + 10
-
-
-def _y_axis(svg: Svg, x0: float, y0: float, pw: float, ph: float, ticks: list[float], fmt, ylabel: str):
-    """The y axis from ``ticks[0]`` to ``ticks[-1]`` (grid, labels, title) in the plot box at
-    ``(x0, y0)`` sized ``pw`` x ``ph``; returns the value-to-y map."""
-    lo, hi = ticks[0], ticks[-1]
-    span = (hi - lo) or 1.0
-
-    def y_of(v: float) -> float:
-        return y0 + ph - ph * (v - lo) / span
-
-    for t in ticks:
-        svg.line(x0, y_of(t), x0 + pw, y_of(t), "#e5e5e5")
-        svg.text(x0 - 5, y_of(t) + 3.5, fmt(t), 9, "end")
-    svg.line(x0, y0, x0, y0 + ph)
-    svg.line(x0, y0 + ph, x0 + pw, y0 + ph)
-    svg.rotated(14, y0 + ph / 2, ylabel, 10, -90, "middle")
-    return y_of
-
-
-def _axis_width(ticks: list[float], fmt) -> float:
-    return max(text_width(fmt(t), 9) for t in ticks) + 30
 
 
 def _png(rgb: np.ndarray) -> bytes:
@@ -308,15 +175,15 @@ def _bar_chart(labels, title, ylabel, top, entries, legend_title=None):
     pw = _plot_width(len(labels))
     cw = pw / max(len(labels), 1)
     ticks = nice_ticks(0.0, top * 1.06)  # (room for the labels over the tallest bar)
-    x0 = _left_of_labels(_axis_width(ticks, human), shown, 9, cw)
+    x0 = _left_of_labels(axis_width(ticks, human), shown, 9, cw)
     y0, ph = 30.0, 240.0
-    lw, lh = _legend_size(entries, legend_title)
+    lw, lh = legend_size(entries, legend_title)
     svg = Svg(max(x0 + pw + lw + 12, text_width(title, 11) + 20), max(y0 + ph + _labels_depth(shown, 9), y0 + lh))
     svg.text(10, 16, title, 11)
-    y_of = _y_axis(svg, x0, y0, pw, ph, ticks, human, ylabel)
+    y_of = y_axis(svg, x0, y0, pw, ph, ticks, human, ylabel)
     _x_labels(svg, shown, x0, y0 + ph, cw)
     if entries:
-        _legend(svg, x0 + pw + 12, y0, entries, legend_title)
+        legend(svg, x0 + pw + 12, y0, entries, legend_title)
     return svg, y_of, x0, y0 + ph, cw
 
 
@@ -409,7 +276,7 @@ def curve_svg(budgets: list[int], curves: dict[str, list], ylabel: str, title: s
     ticks = nice_ticks(lo, hi)
     fmt = tick_format(ticks, as_percent)
     entries = [(LINES[k % len(LINES)], lab) for k, (lab, *_) in enumerate(drawn)]
-    x0 = max(_axis_width(ticks, fmt), 50.0)
+    x0 = max(axis_width(ticks, fmt), 50.0)
     y0, pw, ph = 30.0, 560.0, 260.0
     if x.size:
         xs = np.log10(x) if drawn and _geometric(x) else x
@@ -420,10 +287,10 @@ def curve_svg(budgets: list[int], curves: dict[str, list], ylabel: str, title: s
     tick_text = [human(b) for b in x] if drawn else []
     turn = x.size > 8
     depth = (max([text_width(s, 8) for s in tick_text] + [0.0]) * (0.71 if turn else 0.0)) + 40
-    lw, lh = _legend_size(entries)
+    lw, lh = legend_size(entries)
     svg = Svg(max(x0 + pw + lw + 12, text_width(title, 11) + 20), max(y0 + ph + depth, y0 + lh))
     svg.text(10, 16, title, 11)
-    y_of = _y_axis(svg, x0, y0, pw, ph, ticks, fmt, ylabel)
+    y_of = y_axis(svg, x0, y0, pw, ph, ticks, fmt, ylabel)
     last = -math.inf
     for i, s in enumerate(tick_text):
         svg.line(px[i], y0, px[i], y0 + ph, "#eeeeee")
@@ -445,15 +312,15 @@ def curve_svg(budgets: list[int], curves: dict[str, list], ylabel: str, title: s
         for a, b in _runs(band):
             upper = [(px[i], y_of(q75[i])) for i in range(a, b)]
             lower = [(px[i], y_of(q25[i])) for i in range(b - 1, a - 1, -1)]
-            svg.add(f'<polygon points="{_points(upper + lower)}" fill="{colour}" fill-opacity="0.18"/>')
+            svg.add(f'<polygon points="{points(upper + lower)}" fill="{colour}" fill-opacity="0.18"/>')
         ok = np.isfinite(q50)
         for a, b in _runs(ok):
             pts = [(px[i], y_of(q50[i])) for i in range(a, b)]
-            svg.add(f'<polyline points="{_points(pts)}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
+            svg.add(f'<polyline points="{points(pts)}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
         for i in np.flatnonzero(ok).tolist():
             svg.add(f'<circle cx="{px[i]:.1f}" cy="{y_of(q50[i]):.1f}" r="2.5" fill="{colour}"/>')
     if entries:
-        _legend(svg, x0 + pw + 12, y0, entries)
+        legend(svg, x0 + pw + 12, y0, entries)
     return svg.bytes()
 
 
@@ -461,10 +328,6 @@ def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
     """The ``[a, b)`` runs of True in ``mask``."""
     edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.astype(np.int8), [0]))))
     return list(zip(edges[::2].tolist(), edges[1::2].tolist()))
-
-
-def _points(pts) -> str:
-    return " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)
 
 
 #: the functions a chart job may name (``draw_all``): each returns its chart's SVG bytes

@@ -1,12 +1,11 @@
 """What ``cupel-np tune`` writes: ``leaderboard.parquet`` (one row per trial),
 ``pareto.parquet`` (the search Pareto front of token recall against tokens used),
 ``comparison.parquet`` (the best policies and the presets on the held-out sets),
-``best-1.toml`` ... (policy files any ``--policy`` option reads), ``pareto.png`` and
+``best-1.toml`` ... (policy files any ``--policy`` option reads), ``pareto.svg`` and
 ``report.html``, and ``summary.json``."""
 
 from __future__ import annotations
 
-import io
 import json
 import math
 from datetime import datetime
@@ -16,6 +15,18 @@ from typing import Any
 import numpy as np
 
 from cupel_np._files import atomic_write_bytes, dumps_json
+from cupel_np._svg import (
+    Svg,
+    axis_width,
+    human,
+    label_text,
+    legend,
+    legend_size,
+    nice_ticks,
+    points,
+    text_width,
+    y_axis,
+)
 from cupel_np.analysis.signals import policy_scorer_names
 from cupel_np.errors import InvalidConfigError
 from cupel_np.io.outdir import KIND_TUNE, claim_out_dir, new_run_id, write_manifest
@@ -115,7 +126,7 @@ def write_tune(result, out, *, overwrite: bool = False, title: str = "cupel_np t
             note += f"\nselects as: {', '.join(result.equivalents[label])}"
         text = policy_toml(pol, b, note)
         paths[f"best-{i}"] = str(_write(out / f"best-{i}.toml", text.encode()))
-    paths["plot"] = str(_pareto_png(result, out / "pareto.png"))
+    paths["plot"] = str(_pareto_svg(result, out / "pareto.svg"))
     paths["report"] = str(_report_html(result, out / "report.html", title))
     summary = summary_dict(result, paths)
     paths["summary"] = str(_write(out / "summary.json", dumps_json(summary, indent=2).encode()))
@@ -168,37 +179,66 @@ def summary_dict(result, paths: dict | None = None) -> dict:
     }
 
 
-def _pareto_png(result, path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def _pareto_svg(result, path: Path) -> Path:
     lb = result.leaderboard
-    ok = np.array([s == "ok" for s in lb["state"].to_pylist()])
+    ok = np.array([s == "ok" for s in lb["state"].to_pylist()], dtype=bool)
     x = np.array(lb["search_tokens_used"].to_pylist(), dtype=float)[ok]
     y = np.array(lb["search_token_recall"].to_pylist(), dtype=float)[ok]
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
-    ax.scatter(x, y, s=10, alpha=0.35, color="#7f8c9d", label="trials")
     fx = np.array(result.pareto["search_tokens_used"].to_pylist(), dtype=float)
     fy = np.array(result.pareto["search_token_recall"].to_pylist(), dtype=float)
-    ax.plot(fx, fy, "-o", ms=4, color="#1f77b4", label="Pareto front (search sets)")
-    cmp = result.comparison.to_pylist()
-    for r in cmp:
-        if r["kind"] == "preset" and r["search_token_recall"] is not None:
-            xy = (r["search_tokens_used"] or 0.0, r["search_token_recall"])
-            ax.scatter([xy[0]], [xy[1]], marker="s", s=28, color="#d62728")
-            ax.annotate(r["label"], xy, fontsize=7)
-    ax.scatter([], [], marker="s", color="#d62728", label="presets")
-    ax.set_xlabel("tokens used per set (mean)")
-    ax.set_ylabel("token recall (mean over search sets)")
-    ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    return _write(path, buf.getvalue())
+    presets = [
+        (r["label"], float(r["search_tokens_used"] or 0.0), float(r["search_token_recall"]))
+        for r in result.comparison.to_pylist()
+        if r["kind"] == "preset" and r["search_token_recall"] is not None
+    ]
+    return _write(path, pareto_svg(x, y, fx, fy, presets))
+
+
+def pareto_svg(
+    x: np.ndarray, y: np.ndarray, front_x: np.ndarray, front_y: np.ndarray, presets: list[tuple[str, float, float]]
+) -> bytes:
+    """A policy search's trials (``x`` tokens used, ``y`` token recall), its Pareto front as a
+    line, and the presets as labelled squares."""
+    x, y, front_x, front_y = (np.asarray(a, dtype=np.float64) for a in (x, y, front_x, front_y))
+    ok = np.isfinite(x) & np.isfinite(y)
+    front = np.isfinite(front_x) & np.isfinite(front_y)
+    marks = [
+        (label_text(lab), float(px), float(py)) for lab, px, py in presets if math.isfinite(px) and math.isfinite(py)
+    ]
+    xs = np.concatenate([x[ok], front_x[front], [m[1] for m in marks]])
+    ys = np.concatenate([y[ok], front_y[front], [m[2] for m in marks]])
+    x_lo, x_hi = (float(xs.min()), float(xs.max())) if xs.size else (0.0, 1.0)
+    y_lo, y_hi = (float(ys.min()), float(ys.max())) if ys.size else (0.0, 1.0)
+    xt = nice_ticks(x_lo, x_hi if x_hi > x_lo else x_lo + 1.0)
+    yt = nice_ticks(y_lo, y_hi if y_hi > y_lo else y_lo + 0.01)
+    yfmt = human if yt[-1] - yt[0] >= 5 else (lambda v: f"{v:.2f}".rstrip("0").rstrip("."))
+    entries = [("#7f8c9d", "trials"), ("#1f77b4", "Pareto front (search sets)"), ("#d62728", "presets")]
+    x0 = max(axis_width(yt, yfmt), 50.0)
+    y0, pw, ph = 20.0, 520.0, 300.0
+    lw, lh = legend_size(entries)
+    svg = Svg(x0 + pw + max(lw, max([text_width(m[0], 8) for m in marks] + [0.0]) * 0.5) + 20, y0 + ph + 50)
+    y_of = y_axis(svg, x0, y0, pw, ph, yt, yfmt, "token recall (mean over search sets)")
+    x_span = (xt[-1] - xt[0]) or 1.0
+
+    def x_of(v: float) -> float:
+        return x0 + pw * (v - xt[0]) / x_span
+
+    for t in xt:
+        svg.line(x_of(t), y0, x_of(t), y0 + ph, "#eeeeee")
+        svg.text(x_of(t), y0 + ph + 14, human(t), 9, "middle")
+    svg.text(x0 + pw / 2, y0 + ph + 36, "tokens used per set (mean)", 10, "middle")
+    for px, py in zip(x[ok].tolist(), y[ok].tolist()):
+        svg.add(f'<circle cx="{x_of(px):.1f}" cy="{y_of(py):.1f}" r="2.5" fill="#7f8c9d" fill-opacity="0.35"/>')
+    pts = [(x_of(a), y_of(b)) for a, b in zip(front_x[front].tolist(), front_y[front].tolist())]
+    if pts:
+        svg.add(f'<polyline points="{points(pts)}" fill="none" stroke="#1f77b4" stroke-width="1.5"/>')
+    for px, py in pts:
+        svg.add(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="#1f77b4"/>')
+    for lab, px, py in marks:
+        svg.rect(x_of(px) - 3.5, y_of(py) - 3.5, 7, 7, "#d62728")
+        svg.text(x_of(px) + 6, y_of(py) - 5, lab, 8)
+    legend(svg, x0 + pw + 12, y0, entries)
+    return svg.bytes()
 
 
 def _fmt(v) -> str:
@@ -327,7 +367,7 @@ Tokens: {escape_html(result.token_counter)}.</p>
 <p>{s["swinging"]} contents of the held-out sets are kept by one of {escape_html(s["a"])} and {escape_html(s["b"])} only;
 {s["relevant_swinging"]} of them are relevant: {s["relevant_kept_by_a_only"]} kept by {escape_html(s["a"])} alone,
 {s["relevant_kept_by_b_only"]} by {escape_html(s["b"])} alone.</p>
-<h2>Token recall against tokens used</h2><img src="pareto.png" alt="Pareto front">
+<h2>Token recall against tokens used</h2><img src="pareto.svg" alt="Pareto front">
 <h2>The best policy (best-1.toml)</h2><pre>{escape_html(best_toml)}</pre>
 </body></html>"""
     atomic_write_bytes(path, html.encode("utf-8"))

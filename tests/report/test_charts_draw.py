@@ -14,6 +14,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from cupel_np import _svg as prim
 from cupel_np.report import charts
 
 NS = "{http://www.w3.org/2000/svg}"
@@ -96,7 +97,7 @@ def test_user_strings_are_escaped_and_cut():
     shown = [t for t in texts if t.startswith("<script>")]
     assert len(shown) == 1 and shown[0].endswith("…") and "⟨U+202E⟩" in shown[0]
     # cut to the limit, then the bidi control made visible
-    assert len(shown[0].replace("⟨U+202E⟩", "\u202e")) == charts.CHART_LABEL_LIMIT
+    assert len(shown[0].replace("⟨U+202E⟩", "\u202e")) == prim.CHART_LABEL_LIMIT
     # what XML cannot hold, even escaped, is made visible too (the chart stays well formed)
     odd = charts.kinds_svg(["v"], ["a\ufffeb\ud800c"], np.array([[1.0]]))
     assert "a⟨U+FFFE⟩b⟨U+D800⟩c" in _texts(_svg(odd))
@@ -126,16 +127,16 @@ def test_curves_use_a_log_axis_past_8x_and_break_at_failed_cells():
 
 
 def test_nice_ticks_are_round_and_end_at_or_above_the_data():
-    assert charts.nice_ticks(0, 1_800_000) == [0, 500_000, 1_000_000, 1_500_000, 2_000_000]
-    assert charts.nice_ticks(0, 0.93) == pytest.approx([0, 0.2, 0.4, 0.6, 0.8, 1.0])
-    assert charts.nice_ticks(0, 8) == [0, 2, 4, 6, 8]
-    assert charts.nice_ticks(5, 5) == [5]
+    assert prim.nice_ticks(0, 1_800_000) == [0, 500_000, 1_000_000, 1_500_000, 2_000_000]
+    assert prim.nice_ticks(0, 0.93) == pytest.approx([0, 0.2, 0.4, 0.6, 0.8, 1.0])
+    assert prim.nice_ticks(0, 8) == [0, 2, 4, 6, 8]
+    assert prim.nice_ticks(5, 5) == [5]
     # percentages with as many decimals as the step needs: never two equal labels
     for hi in (0.012, 0.03, 0.93, 0.0004):
-        ticks = charts.nice_ticks(0, hi)
-        text = [charts.tick_format(ticks, True)(t) for t in ticks]
+        ticks = prim.nice_ticks(0, hi)
+        text = [prim.tick_format(ticks, True)(t) for t in ticks]
         assert len(set(text)) == len(text), text
-    assert [charts.tick_format([0, 0.0025], True)(t) for t in (0, 0.0025)] == ["0.00%", "0.25%"]
+    assert [prim.tick_format([0, 0.0025], True)(t) for t in (0, 0.0025)] == ["0.00%", "0.25%"]
 
 
 def test_legends_and_turned_labels_stay_inside_the_chart():
@@ -150,9 +151,9 @@ def test_legends_and_turned_labels_stay_inside_the_chart():
         charts.heatmap_svg(np.ones((1, 3)), ["r"], long),
     ):
         first = next(
-            t for t in _svg(svg).iter(NS + "text") if t.get("transform") and t.text == charts.label_text(long[0])
+            t for t in _svg(svg).iter(NS + "text") if t.get("transform") and t.text == prim.label_text(long[0])
         )
-        assert float(first.get("x")) - 0.71 * charts.text_width(first.text, 9) >= 0  # its start is not cut
+        assert float(first.get("x")) - 0.71 * prim.text_width(first.text, 9) >= 0  # its start is not cut
 
 
 def test_a_linear_ladder_is_drawn_on_a_linear_axis():

@@ -323,7 +323,7 @@ def test_cli_tune_writes_outputs_usable_by_other_commands(tmp_path, capsys, corp
         "pareto.parquet",
         "comparison.parquet",
         "best-1.toml",
-        "pareto.png",
+        "pareto.svg",
         "report.html",
     ):
         assert (out / name).is_file()
