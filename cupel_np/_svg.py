@@ -11,7 +11,7 @@ import math
 import re
 from collections.abc import Callable
 
-from cupel_np.text import display_text
+from cupel_np.text import display_text, shorten
 
 #: characters of a label a chart shows (legends and ticks grow with the longest label)
 CHART_LABEL_LIMIT = 40
@@ -27,10 +27,8 @@ def label_text(s) -> str:
     """A user string as a chart shows it: cut to ``CHART_LABEL_LIMIT`` characters (a 1 MB kind
     made a 7-million-pixel legend), control and bidi characters and what XML cannot hold made
     visible. Not escaped."""
-    s = str(s)
-    if len(s) > CHART_LABEL_LIMIT:
-        s = s[: CHART_LABEL_LIMIT - 1] + "…"
-    return _NOT_XML.sub(lambda m: f"\u27e8U+{ord(m.group()):04X}\u27e9", display_text(s))
+    s = display_text(shorten(str(s), CHART_LABEL_LIMIT))
+    return _NOT_XML.sub(lambda m: f"\u27e8U+{ord(m.group()):04X}\u27e9", s)
 
 
 def text_width(s: str, size: float) -> float:

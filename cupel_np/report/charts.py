@@ -328,23 +328,3 @@ def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
     """The ``[a, b)`` runs of True in ``mask``."""
     edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.astype(np.int8), [0]))))
     return list(zip(edges[::2].tolist(), edges[1::2].tolist()))
-
-
-#: the functions a chart job may name (``draw_all``): each returns its chart's SVG bytes
-CHART_FUNCTIONS = ("heatmap_svg", "tokens_svg", "kinds_svg", "curve_svg")
-
-#: a chart job: the file name, the name of a function of ``CHART_FUNCTIONS``, its arguments
-ChartJob = tuple[str, str, tuple]
-
-
-def draw(function: str, args: tuple) -> bytes:
-    """The SVG bytes of the chart function named ``function`` (one of ``CHART_FUNCTIONS``) on
-    ``args``."""
-    if function not in CHART_FUNCTIONS:
-        raise ValueError(f"no chart function {function!r}")
-    return globals()[function](*args)
-
-
-def draw_all(jobs: Sequence[ChartJob]) -> dict[str, bytes]:
-    """Every job's chart, by its file name."""
-    return {name: draw(function, args) for name, function, args in jobs}

@@ -163,10 +163,12 @@ def test_a_linear_ladder_is_drawn_on_a_linear_axis():
     assert np.allclose(np.diff(xs), xs[1] - xs[0], atol=0.2)
 
 
-def test_draw_all_names_every_chart_and_refuses_other_functions():
-    jobs = [("k.svg", "kinds_svg", (["v0", "v1"], ["message"], np.array([[3.0], [4.0]])))]
-    here = charts.draw_all(jobs)
-    assert set(here) == {"k.svg"} and here["k.svg"].startswith(b"<svg ")
-    assert here == charts.draw_all(jobs)  # the same bytes every time
-    with pytest.raises(ValueError, match="no chart function"):
-        charts.draw("svg", ())
+def test_kinds_are_stacked_largest_first_in_their_own_colours():
+    mix = np.array([[1.0, 3.0], [1.0, 4.0]])  # Memory 2 tokens in all, message 7
+    root = _svg(charts.kinds_svg(["v0", "v1"], ["Memory", "message"], mix))
+    legend = [t.text for t in root.iter(NS + "text") if t.text in ("Memory", "message")]
+    assert legend == ["message", "Memory"]  # the legend lists the larger first
+    bars = [r for r in root.iter(NS + "rect") if r.get("width") != "100%" and float(r.get("width")) > 10]
+    assert [b.get("fill") for b in bars] == [charts.kind_colour(k) for k in ("message", "Memory") * 2]
+    heights = [float(b.get("height")) for b in bars]
+    assert heights[0] / heights[1] == pytest.approx(3.0) and heights[2] / heights[3] == pytest.approx(4.0)
