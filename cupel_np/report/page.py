@@ -546,11 +546,12 @@ def chart_svgs(d: PageData) -> dict[str, bytes]:
         [[np.nan if s == "failed" else float(s == "Included") for s in r["status"]] for r in heat], dtype=float
     ).reshape(len(heat), len(d.labels))
     row_labels = [f"{r['set']}: {_short(r['content'], 48)}" if d.has_sets else _short(r["content"], 48) for r in heat]
-    return {
-        "heatmap.svg": charts.heatmap_svg(status, row_labels, d.labels),
-        "tokens.svg": charts.tokens_svg(d.labels, d.used, d.target, d.could),
-        "kinds.svg": charts.kinds_svg(d.labels, d.kind_names, d.kind_mix),
-    }
+    drawn = (
+        charts.heatmap_svg(status, row_labels, d.labels),
+        charts.tokens_svg(d.labels, d.used, d.target, d.could),
+        charts.kinds_svg(d.labels, d.kind_names, d.kind_mix),
+    )
+    return dict(zip(CHARTS, drawn, strict=True))
 
 
 def chart_img(svgs: dict[str, bytes], name: str, alt: str) -> str:

@@ -211,13 +211,12 @@ def pareto_svg(
     y_lo, y_hi = (float(ys.min()), float(ys.max())) if ys.size else (0.0, 1.0)
     xt = nice_ticks(x_lo, x_hi if x_hi > x_lo else x_lo + 1.0)
     yt = nice_ticks(y_lo, y_hi if y_hi > y_lo else y_lo + 0.01)
-    yfmt = human if yt[-1] - yt[0] >= 5 else (lambda v: f"{v:.2f}".rstrip("0").rstrip("."))
     entries = [("#7f8c9d", "trials"), ("#1f77b4", "Pareto front (search sets)"), ("#d62728", "presets")]
-    x0 = max(axis_width(yt, yfmt), 50.0)
+    x0 = max(axis_width(yt, human), 50.0)
     y0, pw, ph = 20.0, 520.0, 300.0
     lw, lh = legend_size(entries)
     svg = Svg(x0 + pw + max(lw, max([text_width(m[0], 8) for m in marks] + [0.0]) * 0.5) + 20, y0 + ph + 50)
-    y_of = y_axis(svg, x0, y0, pw, ph, yt, yfmt, "token recall (mean over search sets)")
+    y_of = y_axis(svg, x0, y0, pw, ph, yt, human, "token recall (mean over search sets)")
     x_span = (xt[-1] - xt[0]) or 1.0
 
     def x_of(v: float) -> float:
