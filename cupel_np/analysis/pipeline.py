@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import cached_property
 
-import numpy as np
-
 from cupel_np.analysis import budget_sim
 from cupel_np.analysis import trace as trace_mod
 from cupel_np.analysis.selection import SelectionReport
@@ -16,7 +14,7 @@ from cupel_np.analysis.sensitivity import PolicySensitivityReport, policy_sensit
 from cupel_np.analysis.trace import NULL_COLLECTOR, DiagnosticTraceCollector, OverflowEvent, TraceCollector
 from cupel_np.engine.parallel import threads_for
 from cupel_np.engine.runner import PolicyRun, as_table, check_budget, run_policy
-from cupel_np.engine.small import SMALL_SET, PolicyPlan, run_sweep_one
+from cupel_np.engine.small import SMALL_SET, PolicyPlan, placed_rows, run_sweep_one
 from cupel_np.engine.sweep_run import SweepRun, classify
 from cupel_np.errors import CupelError, InvalidInputTypeError
 from cupel_np.model.budget import ContextBudget
@@ -91,7 +89,7 @@ class Pipeline(PolicySource):
             errors = sweep.errors[0]
             if errors:
                 raise errors[min(errors)]
-            return sweep.table.rows(_in_placed_order(sweep.included[0].nonzero()[0], sweep.placed_pos[0]))
+            return sweep.table.rows(placed_rows(sweep.included[0], sweep.placed_pos[0]))
         report = self._report(items, budget, self.policy, None, trace or NULL_COLLECTOR)
         # the items of ``report.included``, without their scores and reasons
         return report._run.table.rows(report.included_rows)
@@ -177,30 +175,6 @@ class Pipeline(PolicySource):
         """The smallest budget in ``[target_item.tokens, search_ceiling]`` the spec's binary
         search finds that includes ``target_item`` (None when it finds none)."""
         return budget_sim.find_min_budget_for(self.policy, items, target_item, search_ceiling)
-
-
-_MIN = np.minimum.reduce
-
-
-def _in_placed_order(rows: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """``rows[np.argsort(pos, kind="stable")]``: the included rows in placed order. One set's
-    placed positions are ``0 .. k-1``, each once; then the rows are scattered to their
-    positions, which is that argsort's answer, in linear time and four NumPy calls (a slot
-    left at -1, a position out of range or a negative one falls back to the argsort)."""
-    k = pos.shape[0]
-    if k < 256:  # below this NumPy's argsort of a few positions costs less than the checks
-        return rows[pos.argsort(kind="stable")]
-    out = np.empty(k, dtype=rows.dtype)
-    out.fill(-1)
-    try:
-        out[pos] = rows
-    except IndexError:  # a position >= k
-        return rows[np.argsort(pos, kind="stable")]
-    # every slot filled once, none wrapped (the ufunc's reduce: ``.min()`` goes through NumPy's
-    # Python wrapper, a third of this function's time)
-    if k == 0 or (_MIN(out) >= 0 and _MIN(pos) >= 0):
-        return out
-    return rows[np.argsort(pos, kind="stable")]
 
 
 class _StageEventsReport(SelectionReport):

@@ -84,6 +84,31 @@ def included_positions(position, included):
     return out[:k]
 
 
+@jit
+def placed_rows(included, placed_pos):
+    """One item set's included rows (``included``: per row) in placed order, from their
+    placed positions (``placed_pos``: per included row, in row order; ``0 .. k-1`` each once):
+    the rows scattered to their positions in one walk, where ``np.flatnonzero`` and a scatter
+    with its checks take four NumPy calls (~16 us for 4,000 of 5,000 rows, ~5 for 400 of
+    500). Positions that are not such (out of range, taken twice, or not one per included
+    row) give an empty array instead (the caller sorts)."""
+    k = placed_pos.shape[0]
+    out = np.empty(k, dtype=np.int64)
+    for p in range(k):
+        out[p] = -1
+    j = 0
+    for i in range(included.shape[0]):
+        if included[i]:
+            if j == k:
+                return out[:0]
+            p = placed_pos[j]
+            if p < 0 or p >= k or out[p] >= 0:
+                return out[:0]
+            out[p] = i
+            j += 1
+    return out if j == k else out[:0]
+
+
 #: positions from which :func:`duplicate_groups` finds the ids seen twice by :func:`seen_twice`
 #: (NumPy's bincount and gather below: a kernel call costs more, and a small run compiles none)
 SEEN_TWICE_MIN = 65536

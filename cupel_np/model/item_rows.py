@@ -610,7 +610,7 @@ class ItemRows(ItemTable):
         if idx.dtype == np.bool_:
             return super().rows(idx)
         if idx.shape[0] >= _OBJECT_TAKE_MIN:  # three C calls, no Python int per row taken
-            return np.fromiter(self._rows, dtype=object, count=self.n)[idx].tolist()
+            return np.fromiter(self._rows, dtype=object, count=self.n).take(idx).tolist()
         return list(_look_up_all(self._rows, idx.tolist()))
 
     # -- what the Arrow path would hold, built the long way on first use -----------------

@@ -161,15 +161,28 @@ def test_one_plan_over_many_requests_equals_the_batch_engine(lists, target, data
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 700), st.data())
 def test_rows_in_placed_order_equal_the_stable_argsort(k, data):
-    """``run``'s rows in placed order: a permutation of the positions is scattered, anything
-    else sorted; both are the stable argsort's answer."""
-    from cupel_np.analysis.pipeline import _in_placed_order
+    """``run``'s rows in placed order (``small.placed_rows``): a permutation of the positions is
+    scattered by the kernel, anything else sorted; both are the stable argsort's answer."""
+    from cupel_np.engine.batch_kernels import placed_rows as kernel
+    from cupel_np.engine.small import placed_rows
 
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
-    rows = np.sort(rng.choice(10 * k + 1, k, replace=False)).astype(np.int64)
+    included = np.zeros(10 * k + 1, dtype=np.bool_)
+    included[rng.choice(included.shape[0], k, replace=False)] = True
     pos = rng.permutation(k).astype(np.int32)
-    if k and data.draw(st.booleans()):  # not a permutation: a repeated, a too large or a negative position
+    broken = bool(k) and data.draw(st.booleans())
+    if broken:  # not a permutation: a repeated, a too large or a negative position
         pos[rng.integers(k)] = data.draw(st.sampled_from([int(pos[rng.integers(k)]), k + 3, -1, -k]))
-    want = rows[np.argsort(pos, kind="stable")]
-    got = _in_placed_order(rows, pos)
+    want = included.nonzero()[0][np.argsort(pos, kind="stable")]
+    got = placed_rows(included, pos)
     assert got.dtype == want.dtype and np.array_equal(got, want)
+    # the kernel returns nothing unless the positions were a permutation (the caller sorts then)
+    ok = kernel(included, pos).shape[0] == k
+    assert ok == (not broken or np.array_equal(np.sort(pos), np.arange(k)))
+    if k:  # more positions than included rows, or fewer: not a set's placement either
+        fewer = included.copy()
+        fewer[included.nonzero()[0][-1]] = False
+        assert kernel(fewer, pos).shape[0] == 0
+        more = included.copy()
+        more[(~included).nonzero()[0][0]] = True
+        assert kernel(more, pos).shape[0] == 0
