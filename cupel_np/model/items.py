@@ -8,7 +8,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from functools import cached_property
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -25,92 +24,24 @@ from cupel_np.model.decoded_rows import decoded_rows
 from cupel_np.model.fields import (
     TOKEN_LIMIT,
     require_bool,
-    require_int,
     require_keys,
-    require_mapping,
-    require_nonblank,
     require_number,
-    require_str,
-    require_token_count,
+)
+from cupel_np.model.item_checks import (
+    I64_MAX,
+    I64_MIN,
+    NO_METADATA,
+    check_content,
+    check_i64,
+    check_label,
+    check_metadata,
+    check_tags,
+    check_timestamp,
+    check_tokens,
 )
 from cupel_np.text import ascii_fold, parse_rust_f64
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def _encodable(field_name: str, s: str) -> None:
-    """Strings must be valid Unicode text (UTF-8 encodable): a lone surrogate is not."""
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise InvalidConfigError(
-            f"ContextItem.{field_name} is not valid Unicode text: lone surrogate "
-            f"{s[e.start]!r} at character {e.start} (value {s[:40]!r})"
-        ) from None
-
-
-_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
-#: the metadata of every item built without any: a view over an empty dict no one else holds
-_NO_METADATA: Mapping[str, str] = MappingProxyType({})
-
-
-def _check_content(content: Any) -> None:
-    require_str("ContextItem.content", content)
-    if content == "":
-        raise InvalidConfigError("ContextItem.content must be a non-empty string")
-    _encodable("content", content)
-
-
-def _check_tokens(tokens: Any, content: Any) -> int:
-    tokens = require_int("ContextItem.tokens", tokens, suffix=f" (content {content[:40]!r})")
-    return require_token_count("ContextItem.tokens", tokens)
-
-
-def _check_label(name: str, v: Any) -> None:
-    """``kind`` and ``source``: a string, not blank, valid Unicode."""
-    _encodable(name, require_nonblank(f"ContextItem.{name}", v))
-
-
-def _check_i64(name: str, v: Any) -> int:
-    """``priority`` and ``original_tokens`` when given: an integer that fits in 64 bits."""
-    v = require_int(f"ContextItem.{name}", v, optional=True)
-    if not _I64_MIN <= v <= _I64_MAX:
-        raise InvalidConfigError(f"ContextItem.{name} must fit in 64 bits, got {v}")
-    return v
-
-
-def _check_tags(tags: Any) -> tuple[str, ...]:
-    if isinstance(tags, str) or not isinstance(tags, Iterable):
-        raise InvalidInputTypeError(f"ContextItem.tags must be a sequence of strings, got {type(tags).__name__}")
-    tags = tuple(tags)
-    for t in tags:
-        if not isinstance(t, str):
-            raise InvalidInputTypeError(f"ContextItem.tags must contain strings, got {type(t).__name__} {t!r}")
-        _encodable("tags", t)
-    return tags
-
-
-def _check_metadata(metadata: Any) -> Mapping[str, str]:
-    md = require_mapping("ContextItem.metadata", metadata if metadata is not None else {}, "a mapping of str -> str")
-    for k, v in md.items():
-        if not isinstance(k, str) or not isinstance(v, str):
-            raise InvalidInputTypeError(
-                f"ContextItem.metadata must map strings to strings, got {k!r}: {v!r} ({type(v).__name__})"
-            )
-        _encodable("metadata", k)
-        _encodable("metadata", v)
-    return MappingProxyType(dict(md))
-
-
-def _check_timestamp(ts: Any) -> datetime:
-    if not isinstance(ts, datetime):
-        raise InvalidInputTypeError(f"ContextItem.timestamp must be a datetime or None, got {type(ts).__name__}")
-    if ts.tzinfo is None or ts.utcoffset() is None:
-        raise InvalidConfigError(
-            f"ContextItem.timestamp must be timezone-aware (UTC semantics), got naive "
-            f"{ts.isoformat()}; use datetime(..., tzinfo=timezone.utc)"
-        )
-    return ts.astimezone(UTC)
 
 
 def _restore(cls, kwargs: dict):
@@ -158,32 +89,32 @@ class ContextItem:
         set_ = object.__setattr__
         content = self.content
         if not (type(content) is str and content and content.isascii()):
-            _check_content(content)
+            check_content(content)
         tokens = self.tokens
         if not (type(tokens) is int and -TOKEN_LIMIT < tokens < TOKEN_LIMIT):
-            set_(self, "tokens", _check_tokens(tokens, content))
+            set_(self, "tokens", check_tokens(tokens, content))
         kind, source = self.kind, self.source
         if not (type(kind) is str and "!" <= kind[:1] <= "~" and kind.isascii()):
-            _check_label("kind", kind)
+            check_label("kind", kind)
         if not (type(source) is str and "!" <= source[:1] <= "~" and source.isascii()):
-            _check_label("source", source)
+            check_label("source", source)
         v = self.priority
-        if v is not None and not (type(v) is int and _I64_MIN <= v <= _I64_MAX):
-            set_(self, "priority", _check_i64("priority", v))
+        if v is not None and not (type(v) is int and I64_MIN <= v <= I64_MAX):
+            set_(self, "priority", check_i64("priority", v))
         v = self.original_tokens
-        if v is not None and not (type(v) is int and _I64_MIN <= v <= _I64_MAX):
-            set_(self, "original_tokens", _check_i64("original_tokens", v))
+        if v is not None and not (type(v) is int and I64_MIN <= v <= I64_MAX):
+            set_(self, "original_tokens", check_i64("original_tokens", v))
         tags = self.tags
         if type(tags) is not tuple or not all(type(t) is str and t.isascii() for t in tags):
-            set_(self, "tags", _check_tags(tags))
+            set_(self, "tags", check_tags(tags))
         md = self.metadata
         if type(md) is dict and not md:  # (an empty view over a dict no one holds: shared)
-            set_(self, "metadata", _NO_METADATA)
+            set_(self, "metadata", NO_METADATA)
         else:
-            set_(self, "metadata", _check_metadata(md))
+            set_(self, "metadata", check_metadata(md))
         ts = self.timestamp
         if ts is not None and not (type(ts) is datetime and ts.tzinfo is UTC):
-            set_(self, "timestamp", _check_timestamp(ts))
+            set_(self, "timestamp", check_timestamp(ts))
         h = self.future_relevance_hint
         if h is not None and type(h) is not float:
             set_(self, "future_relevance_hint", require_number("ContextItem.future_relevance_hint", h, optional=True))

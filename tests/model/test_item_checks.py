@@ -26,7 +26,7 @@ from cupel_np.model.fields import (
     require_str,
     require_token_count,
 )
-from cupel_np.model.items import _encodable
+from cupel_np.model.item_checks import encodable
 
 
 class Text(str):
@@ -70,11 +70,11 @@ def reference(**kw):
     require_str("ContextItem.content", f["content"])
     if f["content"] == "":
         raise InvalidConfigError("ContextItem.content must be a non-empty string")
-    _encodable("content", f["content"])
+    encodable("content", f["content"])
     tokens = require_int("ContextItem.tokens", f["tokens"], suffix=f" (content {f['content'][:40]!r})")
     f["tokens"] = require_token_count("ContextItem.tokens", tokens)
     for name in ("kind", "source"):
-        _encodable(name, require_nonblank(f"ContextItem.{name}", f[name]))
+        encodable(name, require_nonblank(f"ContextItem.{name}", f[name]))
     for name in ("priority", "original_tokens"):
         v = f[name]
         if v is not None:
@@ -89,7 +89,7 @@ def reference(**kw):
     for t in tags:
         if not isinstance(t, str):
             raise InvalidInputTypeError(f"ContextItem.tags must contain strings, got {type(t).__name__} {t!r}")
-        _encodable("tags", t)
+        encodable("tags", t)
     f["tags"] = tags
     md = require_mapping("ContextItem.metadata", f["metadata"], "a mapping of str -> str")
     for k, v in md.items():
@@ -97,8 +97,8 @@ def reference(**kw):
             raise InvalidInputTypeError(
                 f"ContextItem.metadata must map strings to strings, got {k!r}: {v!r} ({type(v).__name__})"
             )
-        _encodable("metadata", k)
-        _encodable("metadata", v)
+        encodable("metadata", k)
+        encodable("metadata", v)
     f["metadata"] = dict(md)
     ts = f["timestamp"]
     if ts is not None:
