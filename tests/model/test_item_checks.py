@@ -1,12 +1,11 @@
 """ContextItem's constructor checks each field on a fast path for the usual value and a full
-check for the rest (``ContextItem.__post_init__``): whatever the values, the item it builds, or
-the error it raises, must be what the full checks alone give. ``reference`` below is those
-checks as the constructor ran them before the fast paths (the field order, the validators and
-their messages), written out here as the oracle."""
+check for the rest (``ContextItem.__post_init__``, ``model/item_checks.py``): whatever the
+values, the item it builds, or the error it raises, must be what the full checks alone give,
+run in the constructor's field order (``reference``). The full checks' own messages are
+tested with the items (tests/model/test_items.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta, timezone
 from types import MappingProxyType
 
@@ -17,16 +16,16 @@ from hypothesis import strategies as st
 
 import cupel_np as c
 from cupel_np.errors import InvalidConfigError, InvalidInputTypeError
-from cupel_np.model.fields import (
-    require_bool,
-    require_int,
-    require_mapping,
-    require_nonblank,
-    require_number,
-    require_str,
-    require_token_count,
+from cupel_np.model.fields import require_bool, require_number
+from cupel_np.model.item_checks import (
+    check_content,
+    check_i64,
+    check_label,
+    check_metadata,
+    check_tags,
+    check_timestamp,
+    check_tokens,
 )
-from cupel_np.model.item_checks import encodable
 
 
 class Text(str):
@@ -63,56 +62,23 @@ DEFAULTS = dict(
 
 
 def reference(**kw):
-    """The stored fields the full checks give (a dict), in the constructor's order."""
+    """The stored fields the full checks alone give (a dict), in the constructor's order."""
     f = dict(DEFAULTS, **kw)
-    if f["metadata"] is None:
-        f["metadata"] = {}
-    require_str("ContextItem.content", f["content"])
-    if f["content"] == "":
-        raise InvalidConfigError("ContextItem.content must be a non-empty string")
-    encodable("content", f["content"])
-    tokens = require_int("ContextItem.tokens", f["tokens"], suffix=f" (content {f['content'][:40]!r})")
-    f["tokens"] = require_token_count("ContextItem.tokens", tokens)
-    for name in ("kind", "source"):
-        encodable(name, require_nonblank(f"ContextItem.{name}", f[name]))
+    check_content(f["content"])
+    f["tokens"] = check_tokens(f["tokens"], f["content"])
+    check_label("kind", f["kind"])
+    check_label("source", f["source"])
     for name in ("priority", "original_tokens"):
-        v = f[name]
-        if v is not None:
-            v = require_int(f"ContextItem.{name}", v, optional=True)
-            if not -(2**63) <= v < 2**63:
-                raise InvalidConfigError(f"ContextItem.{name} must fit in 64 bits, got {v}")
-            f[name] = v
-    tags = f["tags"]
-    if isinstance(tags, str) or not isinstance(tags, Iterable):
-        raise InvalidInputTypeError(f"ContextItem.tags must be a sequence of strings, got {type(tags).__name__}")
-    tags = tuple(tags)
-    for t in tags:
-        if not isinstance(t, str):
-            raise InvalidInputTypeError(f"ContextItem.tags must contain strings, got {type(t).__name__} {t!r}")
-        encodable("tags", t)
-    f["tags"] = tags
-    md = require_mapping("ContextItem.metadata", f["metadata"], "a mapping of str -> str")
-    for k, v in md.items():
-        if not isinstance(k, str) or not isinstance(v, str):
-            raise InvalidInputTypeError(
-                f"ContextItem.metadata must map strings to strings, got {k!r}: {v!r} ({type(v).__name__})"
-            )
-        encodable("metadata", k)
-        encodable("metadata", v)
-    f["metadata"] = dict(md)
-    ts = f["timestamp"]
-    if ts is not None:
-        if not isinstance(ts, datetime):
-            raise InvalidInputTypeError(f"ContextItem.timestamp must be a datetime or None, got {type(ts).__name__}")
-        if ts.tzinfo is None or ts.utcoffset() is None:
-            raise InvalidConfigError(
-                f"ContextItem.timestamp must be timezone-aware (UTC semantics), got naive "
-                f"{ts.isoformat()}; use datetime(..., tzinfo=timezone.utc)"
-            )
-        f["timestamp"] = ts.astimezone(UTC)
-    h = f["future_relevance_hint"]
-    if h is not None:
-        f["future_relevance_hint"] = require_number("ContextItem.future_relevance_hint", h, optional=True)
+        if f[name] is not None:
+            f[name] = check_i64(name, f[name])
+    f["tags"] = check_tags(f["tags"])
+    f["metadata"] = dict(check_metadata(f["metadata"]))
+    if f["timestamp"] is not None:
+        f["timestamp"] = check_timestamp(f["timestamp"])
+    if f["future_relevance_hint"] is not None:
+        f["future_relevance_hint"] = require_number(
+            "ContextItem.future_relevance_hint", f["future_relevance_hint"], optional=True
+        )
     f["pinned"] = require_bool("ContextItem.pinned", f["pinned"])
     return f
 
