@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import struct
 import threading
-from array import array
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from itertools import chain, count, repeat
-from operator import attrgetter, countOf, itemgetter
+from operator import attrgetter, countOf
 
 import numpy as np
 import pyarrow as pa
 
 from cupel_np.model.fields import TOKEN_LIMIT
 from cupel_np.model.items import RECORD_SLOT, ContextItem, ItemTable
+from cupel_np.model.tag_ids import look_up_all, looked_up_tag_ids, tag_ids
 from cupel_np.text import ascii_fold
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -78,6 +78,8 @@ if ROW_KEY != "_cupel_np_row_v5":  # pragma: no cover - a new record layout rena
 #: writes an item's record slot (the item is frozen: its own ``__setattr__`` refuses)
 _SET = object.__setattr__
 _ACCUMULATE = np.add.accumulate
+_MAX = np.maximum.reduce
+_MIN = np.minimum.reduce
 _NUMERIC = attrgetter("tokens", "pinned", "timestamp", "priority", "future_relevance_hint", "tags", "content")
 
 
@@ -87,6 +89,9 @@ _SEEN_ONCE = b""
 #: the fewest new items read column by column from their attributes: below, Arrow's and
 #: NumPy's per-call costs exceed what the records cost, and the items get theirs at once
 COLD_MIN = 256
+#: a list with at most one item in this many new to selections counts as seen before: the
+#: frequency scorer keeps tag ids on its new items (``ItemRows.frequency_tags``)
+_FEW_NEW = 8
 #: a list of at least ``COLD_MIN`` new items marks every this-many-th item as seen once (not
 #: each: marking is a dict write per item, ~8% of a first selection of 500 items)
 _MARK_STRIDE = 8
@@ -94,10 +99,11 @@ _MARK_STRIDE = 8
 
 def _records(
     items: list[ContextItem], cold_min: int | None = None, *, joined: bytes | None = None, read: bool = False
-) -> tuple[np.ndarray | None, bool]:
-    """Every item's numeric record (``_RECORD``), read-only, and whether every item had its
-    record already; ``(None, False)`` for a list of items no selection has read before (each
-    is marked as seen once, and the table reads the columns it needs from the attributes).
+) -> tuple[np.ndarray | None, int]:
+    """Every item's numeric record (``_RECORD``), read-only, and how many of them were made
+    now (0: every item had its record already); ``(None, len(items))`` for a list of items no
+    selection has read before (each is marked as seen once, and the table reads the columns it
+    needs from the attributes).
 
     A record costs more to make (a packed struct per item, its timestamp converted on its
     own) than the columns a selection reads, so it is made the second time a selection sees
@@ -122,31 +128,35 @@ def _records(
                 for it, h in zip(sample, held):
                     if h is None:
                         _SET(it, ROW_KEY, _SEEN_ONCE)
-                return None, False
+                return None, len(items)
     elif len(buf) == _RECORD.itemsize * len(items):
-        return np.frombuffer(buf, dtype=_RECORD), True
+        return np.frombuffer(buf, dtype=_RECORD), 0
     short = len(items) < cold  # few: no kind ids (their string path costs as little there)
-    for it in items:  # records for those without (new, seen once, or beside items with records)
-        if not getattr(it, ROW_KEY, None):
-            tokens, pinned, ts, prio, hint, tags, content = _NUMERIC(it)  # (inline: a call per item costs 10%)
-            _SET(
-                it,
-                ROW_KEY,
-                _PACK(
-                    tokens,
-                    0 if ts is None else (ts - _EPOCH) // _US,
-                    0 if prio is None else prio,
-                    0.0 if hint is None else hint,
-                    len(tags),
-                    -1 if short else _KIND_GID[it.kind],  # (given on a miss: ``_KindIds.__missing__``)
-                    hash(content),
-                    pinned,
-                    ts is not None,
-                    prio is not None,
-                    hint is not None,
-                ),
-            )
-    return np.frombuffer(b"".join(_held(items)), dtype=_RECORD), False
+    # records for those without (new, seen once, or beside items with records: a conversation's
+    # next turn), found in what the items hold; the list of records is then joined as it is
+    try:
+        recs: list = _held(items)
+    except AttributeError:  # an item whose slot was never set (a subclass that skips __post_init__)
+        recs = [getattr(it, ROW_KEY, None) for it in items]
+    missing = [i for i, r in enumerate(recs) if not r]
+    for i in missing:
+        it = items[i]
+        tokens, pinned, ts, prio, hint, tags, content = _NUMERIC(it)  # (inline: a call per item costs 10%)
+        recs[i] = rec = _PACK(
+            tokens,
+            0 if ts is None else (ts - _EPOCH) // _US,
+            0 if prio is None else prio,
+            0.0 if hint is None else hint,
+            len(tags),
+            -1 if short else _KIND_GID[it.kind],  # (given on a miss: ``_KindIds.__missing__``)
+            hash(content),
+            pinned,
+            ts is not None,
+            prio is not None,
+            hint is not None,
+        )
+        _SET(it, ROW_KEY, rec)
+    return np.frombuffer(b"".join(recs), dtype=_RECORD), len(missing)
 
 
 def _held_records(items: Sequence[object]) -> bytes | None:
@@ -209,119 +219,6 @@ def _timestamps_of(items: list[ContextItem]) -> tuple[np.ndarray, np.ndarray]:
 
 
 _PLAIN_DELTAS = {timedelta, type(None)}
-
-
-#: The frequency scorer's tag ids for the small path (``ItemRows.frequency_tags``): each
-#: ASCII-folded tag gets a process-wide id the first time any item carries it, and an item
-#: keeps its tags' ids packed (int64, native order) in its ``__dict__`` under ``_tag_key[0]``.
-#: The scorer only compares ids (equal folded tags, equal ids), so any numbering gives the same
-#: scores. After ``_GID_KEPT`` distinct exact tags the maps start again under a new key (the
-#: ids an item kept under the old key are never read again).
-_RAW_GID: dict[str, int] = {}  #: exact tag -> the id of its folding
-_FOLD_GID: dict[str, int] = {}  #: folded tag -> id
-_GID_KEPT = 1 << 20
-_tag_key = ["_cupel_np_tags_0"]
-_generation = [0]
-_TAG_LOCK = threading.Lock()  #: held while ids are assigned (and the maps started again)
-
-
-def _restart_if_full() -> None:
-    """Start the maps again (under a new key) once they hold ``_GID_KEPT`` tags. Call with
-    ``_TAG_LOCK`` held."""
-    if len(_RAW_GID) >= _GID_KEPT:
-        _RAW_GID.clear()
-        _FOLD_GID.clear()
-        _generation[0] += 1
-        _tag_key[0] = f"_cupel_np_tags_{_generation[0]}"
-
-
-def _gids(flat: list[str]) -> list[int]:
-    """The process-wide id of each of the tags ``flat``: one dict look-up per tag, a tag never
-    seen gets its folding's id (a new one for a new folding). Call with ``_TAG_LOCK`` held
-    when the list holds a tag not in ``_RAW_GID``."""
-    gids: list = list(map(_RAW_GID.get, flat))  # ints once the Nones are filled
-    if None in gids:
-        for j, g in enumerate(gids):
-            if g is None:
-                t = flat[j]
-                g = _RAW_GID.get(t)
-                if g is None:
-                    g = _RAW_GID[t] = _FOLD_GID.setdefault(ascii_fold(t), len(_FOLD_GID))
-                gids[j] = g
-    return gids
-
-
-def _keep_tag_ids(items: list[ContextItem], key: str) -> None:
-    """Give each of ``items`` without one its tags' process-wide ids (each tag folded), packed,
-    under ``key``: one dict look-up per tag occurrence, one slice per item. Call with
-    ``_TAG_LOCK`` held."""
-    new = [it for it in items if key not in it.__dict__]
-    tags = [it.tags for it in new]
-    packed = array("q", _gids(list(chain.from_iterable(tags)))).tobytes()
-    pos = 0
-    for it, t in zip(new, tags):
-        end = pos + 8 * len(t)
-        it.__dict__[key] = packed[pos:end]
-        pos = end
-
-
-_MAX = np.maximum.reduce
-_MIN = np.minimum.reduce
-
-
-def _compact(off: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """``(off, ids, n_ids)`` with every id below ``n_ids``, renumbered when the process-wide
-    ids are too far apart for the kernel's scratch (``n_ids`` long)."""
-    if ids.shape[0] == 0:
-        return off, ids, 0
-    top = int(_MAX(ids)) + 1  # (the ufunc's reduce: ``.max()`` goes through NumPy's Python wrapper)
-    if top <= 8 * ids.shape[0] + 1024:  # the kernel's scratch is n_ids long: small enough
-        return off, ids, top
-    uniq, local = np.unique(ids, return_inverse=True)
-    return off, local.astype(np.int64, copy=False), int(uniq.shape[0])
-
-
-def tag_ids(items: list[ContextItem], off: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """``(off, ids, n_ids)``: CSR (``off``, the tag offsets) of the items' folded tags as ids below ``n_ids``,
-    equal exactly where the folded tags are equal (the frequency scorer's input; not the
-    table's ``tag_fold_id`` numbering, which is by first occurrence). An item seen before
-    reads one attribute; nothing is folded or looked up per call."""
-    key = _tag_key[0]
-    try:
-        joined = b"".join(map(attrgetter(key), items))
-    except AttributeError:
-        with _TAG_LOCK:
-            _restart_if_full()
-            key = _tag_key[0]
-            _keep_tag_ids(items, key)
-            joined = b"".join(map(attrgetter(key), items))
-    return _compact(off, np.frombuffer(joined, dtype=np.int64))
-
-
-def _look_up_all(source, keys: list):
-    """``[source[k] for k in keys]``, in one C call where there are several (an itemgetter of
-    several keys gives a tuple of their values)."""
-    if len(keys) > 1:
-        return itemgetter(*keys)(source)
-    return [source[k] for k in keys]
-
-
-def looked_up_tag_ids(tags: list[tuple[str, ...]], off: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """``tag_ids`` of items that keep none: the same process-wide ids, looked up per tag
-    (one dict look-up per tag occurrence, nothing kept on the items)."""
-    generation = _generation[0]
-    flat = list(chain.from_iterable(tags))
-    try:  # every tag seen before: the look-ups in one C call (an itemgetter of several gives a tuple)
-        ids = np.fromiter(_look_up_all(_RAW_GID, flat), dtype=np.int64, count=len(flat))
-    except KeyError:
-        ids = None
-    # a tag never seen is assigned under the lock; so are all when the maps started again
-    # meanwhile (ids of two generations may be equal for different tags)
-    if ids is None or _generation[0] != generation:
-        with _TAG_LOCK:
-            _restart_if_full()
-            ids = np.array(_gids(flat), dtype=np.int64)
-    return _compact(off, ids)
 
 
 def _column(rec: np.ndarray, name: str) -> np.ndarray:
@@ -546,7 +443,9 @@ class ItemRows(ItemTable):
         self._set_index = None
         #: the items' records (``_records``), or None: then each column is read from the items
         self._rec = rec
-        self._seen = seen  #: every item had its record: selections have seen these items before
+        #: selections have seen these items before: each had its record, but for at most one
+        #: in ``_FEW_NEW`` (a conversation's next turn)
+        self._seen = seen
         if rec is None:
             self.tokens = _tokens_of(items) if tokens is None else tokens
             pinned = [it.pinned for it in items]
@@ -583,13 +482,13 @@ class ItemRows(ItemTable):
                     return cls(kept, held, True)
             # (every item's type ContextItem: counted in C by identity, a set of types costs more)
             elif countOf(map(type, kept), ContextItem) == len(kept) or all(isinstance(it, ContextItem) for it in kept):
-                rec, seen = _records(kept, cold_min, joined=joined, read=True)
+                rec, made = _records(kept, cold_min, joined=joined, read=True)
                 if rec is None:  # items new to selections: columns from their attributes
                     tokens = _tokens_of(kept)
                     if _small_sum(tokens):
                         return cls(kept, None, False, tokens)
                 elif _small_sum(rec["tokens"]):  # else the loader's check runs and says so
-                    return cls(kept, rec, seen)
+                    return cls(kept, rec, made * _FEW_NEW <= len(kept))
         return ItemTable.from_items(items, set_column)
 
     @cached_property
@@ -611,7 +510,7 @@ class ItemRows(ItemTable):
             return super().rows(idx)
         if idx.shape[0] >= _OBJECT_TAKE_MIN:  # three C calls, no Python int per row taken
             return np.fromiter(self._rows, dtype=object, count=self.n).take(idx).tolist()
-        return list(_look_up_all(self._rows, idx.tolist()))
+        return list(look_up_all(self._rows, idx.tolist()))
 
     # -- what the Arrow path would hold, built the long way on first use -----------------
     @cached_property
@@ -691,8 +590,9 @@ class ItemRows(ItemTable):
     @cached_property
     def frequency_tags(self) -> tuple[np.ndarray, np.ndarray, int]:
         """The frequency scorer's input: on items a selection has seen before (each had its
-        record), ``tag_ids``, ids kept on the items, so nothing is folded or looked up; on a
-        list with a new item, the same process-wide ids looked up per tag and not kept
+        record, but for at most one in ``_FEW_NEW``), ``tag_ids``, ids kept on the items, so
+        nothing is folded or looked up but the few new items' tags (whose ids are kept then);
+        on a list with more new items, the same process-wide ids looked up per tag and not kept
         (``looked_up_tag_ids``), as keeping ids costs more than looking them up once (a
         request whose items are all new)."""
         if self._seen:

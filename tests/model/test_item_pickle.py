@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from strategies import item_lists
 
 import cupel_np as c
-from cupel_np.model import item_rows
+from cupel_np.model import item_rows, tag_ids
 
 
 def _as_items(dicts):
@@ -45,7 +45,7 @@ def test_every_field_survives_a_round_trip():
     )
     for _ in range(3):  # a list of new items: marked (few: records) first, then records, then tag ids
         assert item_rows.ItemRows.from_items([item]).frequency_tags[1].shape == (2,)  # what the small path reads
-    assert _kept(item) == {item_rows.ROW_KEY, item_rows._tag_key[0]}
+    assert _kept(item) == {item_rows.ROW_KEY, tag_ids._tag_key[0]}
     for back in (pickle.loads(pickle.dumps(item, protocol=p)) for p in range(2, pickle.HIGHEST_PROTOCOL + 1)):
         assert type(back) is c.ContextItem and back == item and _same_fields(back, item)
         assert isinstance(back.metadata, MappingProxyType) and back.timestamp.tzinfo is UTC

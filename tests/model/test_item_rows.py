@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from strategies import item_lists
 
 import cupel_np as c
-from cupel_np.model import item_rows
+from cupel_np.model import item_rows, tag_ids
 from cupel_np.model.item_rows import ItemRows
 
 COLUMNS = (
@@ -166,13 +166,13 @@ def test_the_frequency_tags_start_again_when_the_maps_are_full(monkeypatch):
     ItemRows.from_items(old)
     ItemRows.from_items(old)
     assert ItemRows.from_items(old).frequency_tags[2] >= 3  # alpha, b, c (and the ids before them)
-    key = item_rows._tag_key[0]
-    monkeypatch.setattr(item_rows, "_GID_KEPT", 1)  # full: the next new item starts the maps again
+    key = tag_ids._tag_key[0]
+    monkeypatch.setattr(tag_ids, "_GID_KEPT", 1)  # full: the next new item starts the maps again
     fresh = make([("alpha",), ("B", "d")])
     ItemRows.from_items(fresh)
     ItemRows.from_items(fresh)
     assert ItemRows.from_items(fresh).frequency_tags[2] == 3  # alpha, b, d: numbered again
-    assert item_rows._tag_key[0] != key and all(key in vars(it) for it in old)
+    assert tag_ids._tag_key[0] != key and all(key in vars(it) for it in old)
     mixed = old + fresh  # the old items' ids are worked out again under the new key
     off, ids, _ = ItemRows.from_items(mixed).frequency_tags
     arrow = c.ItemTable.from_items(mixed)
@@ -180,10 +180,34 @@ def test_the_frequency_tags_start_again_when_the_maps_are_full(monkeypatch):
     assert ids.tolist()[0] == ids.tolist()[2] == ids.tolist()[4]  # Alpha, ALPHA, alpha
 
 
+@pytest.mark.parametrize("n_new", [1, 3, 4, 20])
+def test_a_next_turn_keeps_tag_ids_on_its_few_new_items(n_new):
+    """A list whose items a selection has seen but for a few new ones (a conversation's next
+    turn: at most one in ``_FEW_NEW``) counts as seen: the frequency scorer's ids are read from
+    the items and kept on the new ones. With more new items they are looked up and kept on
+    none. The ids name the folded tags either way."""
+    tags = [("Alpha", "b"), ("ALPHA",), ("c",), (), ("B", "d")]
+    seen = [c.ContextItem(f"c{i}", 1, tags=tags[i % 5]) for i in range(24)]
+    for _ in range(3):  # records, then tag ids kept on the items
+        _ = ItemRows.from_items(seen).frequency_tags
+    key = tag_ids._tag_key[0]
+    assert all(key in vars(it) for it in seen)
+    new = [c.ContextItem(f"n{i}", 1, tags=tags[(i + 1) % 5]) for i in range(n_new)]
+    listed = seen + new
+    rows = ItemRows.from_items(listed)
+    few = n_new * item_rows._FEW_NEW <= len(listed)
+    assert rows._seen == few
+    off, ids, _ = rows.frequency_tags
+    arrow = c.ItemTable.from_items(listed)
+    assert _same_partition(off, ids, arrow.tag_offsets, arrow.tag_fold_id)
+    assert all((key in vars(it)) == few for it in new)
+    assert all(getattr(it, item_rows.ROW_KEY) for it in listed)  # every item has its record now
+
+
 def test_far_apart_ids_are_renumbered_for_the_kernels_scratch(monkeypatch):
     items = [c.ContextItem("x", 1, tags=("far-tag-one",)), c.ContextItem("y", 1, tags=("Far-Tag-One", "q"))]
-    monkeypatch.setitem(item_rows._RAW_GID, "far-tag-one", 10**7)  # as after many distinct tags
-    monkeypatch.setitem(item_rows._RAW_GID, "Far-Tag-One", 10**7)
+    monkeypatch.setitem(tag_ids._RAW_GID, "far-tag-one", 10**7)  # as after many distinct tags
+    monkeypatch.setitem(tag_ids._RAW_GID, "Far-Tag-One", 10**7)
     monkeypatch.setattr(item_rows, "COLD_MIN", 0)  # new items: marked, records the second time, tag ids the third
     ItemRows.from_items(items)
     ItemRows.from_items(items)

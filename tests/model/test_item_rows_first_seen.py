@@ -1,4 +1,4 @@
-"""The frequency scorer's tag ids of items no selection has seen (``item_rows.looked_up_tag_ids``,
+"""The frequency scorer's tag ids of items no selection has seen (``tag_ids.looked_up_tag_ids``,
 the look-ups of all their tags in one call) against the Arrow path's folded tag ids, and against
 the ids kept on items seen before."""
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import cupel_np as c
-from cupel_np.model import item_rows
+from cupel_np.model import tag_ids
 from cupel_np.model.item_rows import ItemRows
 
 #: duplicates, ASCII case variants (one folded tag), non-ASCII ones (folded apart), blanks
@@ -57,7 +57,7 @@ def test_first_seen_tag_ids_name_the_folded_tags(order):
 def test_no_tag_or_one_tag(tag_lists):
     items = _items(tag_lists, prefix="o")
     off, ids, n_ids = (
-        _first_seen(items).frequency_tags if items else item_rows.looked_up_tag_ids([], np.zeros(1, np.int64))
+        _first_seen(items).frequency_tags if items else tag_ids.looked_up_tag_ids([], np.zeros(1, np.int64))
     )
     arrow_off = c.ItemTable.from_items(items).tag_offsets if items else np.zeros(1, np.int64)
     assert np.array_equal(off, arrow_off) and ids.dtype == np.int64
@@ -75,10 +75,10 @@ def test_first_seen_ids_equal_the_ids_kept_on_seen_items():
 
 
 def test_a_new_tag_starts_the_full_maps_again(monkeypatch):
-    generation = item_rows._generation[0]
-    monkeypatch.setattr(item_rows, "_GID_KEPT", 1)  # full: a new tag starts the maps again
+    generation = tag_ids._generation[0]
+    monkeypatch.setattr(tag_ids, "_GID_KEPT", 1)  # full: a new tag starts the maps again
     fresh = [("zeta-new",), ("Zeta-New", "alpha"), ("alpha", "Alpha")]
     off, ids, n_ids = _first_seen(_items(fresh, prefix="n")).frequency_tags
-    assert item_rows._generation[0] == generation + 1
+    assert tag_ids._generation[0] == generation + 1
     assert ids.tolist() == [0, 0, 1, 1, 1] and n_ids == 2  # numbered again, in row order
     assert off.tolist() == [0, 1, 3, 5]

@@ -104,14 +104,15 @@ def test_far_apart_kind_ids_are_numbered_without_a_long_table(monkeypatch):
 
 def test_records_hold_the_fields_and_the_kind_ids_from_a_long_list():
     items = _items(300, 8)
-    assert item_rows._records(items) == (None, False)  # new: marked
-    rec, seen = item_rows._records(items)  # seen once: records made
-    assert not seen and rec.dtype == item_rows._RECORD and rec.dtype.itemsize == 60
+    assert item_rows._records(items) == (None, 300)  # new: marked
+    rec, made = item_rows._records(items)  # seen once: records made
+    assert made == 300 and rec.dtype == item_rows._RECORD and rec.dtype.itemsize == 60
+    assert item_rows._records(items)[1] == 0  # every record held
     assert rec["tokens"].tolist() == [it.tokens for it in items]
     assert [item_rows._GID_KIND[g] for g in rec["kind"].tolist()] == [it.kind.lower() for it in items]
     few = _items(50, 9)  # a short list: records at once, no kind ids (its kinds read from the items)
-    rec, seen = item_rows._records(few)
-    assert not seen and (rec["kind"] == -1).all()
+    rec, made = item_rows._records(few)
+    assert made == 50 and (rec["kind"] == -1).all()
     _same_columns(ItemRows.from_items(few), c.ItemTable.from_items(few))
 
 
