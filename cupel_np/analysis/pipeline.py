@@ -89,7 +89,10 @@ class Pipeline(PolicySource):
             errors = sweep.errors[0]
             if errors:
                 raise errors[min(errors)]
-            return sweep.table.rows(placed_rows(sweep.included[0], sweep.placed_pos[0]))
+            included = sweep.included[0]
+            rows, in_order = placed_rows(included, sweep.placed_pos[0])
+            # (in row order: taken by the mask, no index per item)
+            return sweep.table.rows(included if in_order else rows)
         report = self._report(items, budget, self.policy, None, trace or NULL_COLLECTOR)
         # the items of ``report.included``, without their scores and reasons
         return report._run.table.rows(report.included_rows)

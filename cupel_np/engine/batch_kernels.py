@@ -90,12 +90,15 @@ def placed_rows(included, placed_pos):
     placed positions (``placed_pos``: per included row, in row order; ``0 .. k-1`` each once):
     the rows scattered to their positions in one walk, where ``np.flatnonzero`` and a scatter
     with its checks take four NumPy calls (~16 us for 4,000 of 5,000 rows, ~5 for 400 of
-    500). Positions that are not such (out of range, taken twice, or not one per included
-    row) give an empty array instead (the caller sorts)."""
+    500). One more entry at the end says whether the placed order is row order (1; a
+    session's messages placed chronologically) or not (0). Positions that are not such (out
+    of range, taken twice, or not one per included row) give an empty array instead (the
+    caller sorts)."""
     k = placed_pos.shape[0]
-    out = np.empty(k, dtype=np.int64)
+    out = np.empty(k + 1, dtype=np.int64)
     for p in range(k):
         out[p] = -1
+    in_order = 1
     j = 0
     for i in range(included.shape[0]):
         if included[i]:
@@ -105,8 +108,13 @@ def placed_rows(included, placed_pos):
             if p < 0 or p >= k or out[p] >= 0:
                 return out[:0]
             out[p] = i
+            if p != j:
+                in_order = 0
             j += 1
-    return out if j == k else out[:0]
+    if j != k:
+        return out[:0]
+    out[k] = in_order
+    return out
 
 
 #: positions from which :func:`duplicate_groups` finds the ids seen twice by :func:`seen_twice`

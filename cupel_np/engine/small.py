@@ -356,16 +356,19 @@ def run_sweep_one(
     return out
 
 
-def placed_rows(included: np.ndarray, placed_pos: np.ndarray) -> np.ndarray:
+def placed_rows(included: np.ndarray, placed_pos: np.ndarray) -> tuple[np.ndarray, bool]:
     """One item set's included rows (``included``: per row) in placed order, from
     ``placed_pos`` (a SweepRun's, per included row in row order; ``Pipeline.run`` returns its
-    items in this order): one kernel walk (``batch_kernels.placed_rows``). Positions that are
-    not ``0 .. k-1`` each once (never written by the place stage) are sorted instead, as a
-    report sorts them: the stable argsort's answer either way."""
-    rows = _placed_rows(included, placed_pos)
-    if rows.shape[0] == placed_pos.shape[0]:
-        return rows
-    return included.nonzero()[0][np.argsort(placed_pos, kind="stable")]
+    items in this order), and whether that order is row order (a session's messages placed
+    chronologically: the items can then be taken by ``included`` itself): one kernel walk
+    (``batch_kernels.placed_rows``). Positions that are not ``0 .. k-1`` each once (never
+    written by the place stage) are sorted instead, as a report sorts them: the stable
+    argsort's answer either way."""
+    k = placed_pos.shape[0]
+    out = _placed_rows(included, placed_pos)
+    if out.shape[0] == k + 1:
+        return out[:k], bool(out[k])
+    return included.nonzero()[0][np.argsort(placed_pos, kind="stable")], False
 
 
 def run_one(

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
-from itertools import chain, count, repeat
+from itertools import chain, compress, count, repeat
 from operator import attrgetter, countOf
 
 import numpy as np
@@ -507,6 +507,8 @@ class ItemRows(ItemTable):
         """``[self.row(r) for r in rows]``: the items themselves (row ``i`` is item ``i``)."""
         idx = np.asarray(rows)
         if idx.dtype == np.bool_:
+            if idx.shape == (self.n,):  # the items where the mask is set, in one C pass
+                return list(compress(self._rows, idx.tobytes()))
             return super().rows(idx)
         if idx.shape[0] >= _OBJECT_TAKE_MIN:  # three C calls, no Python int per row taken
             return np.fromiter(self._rows, dtype=object, count=self.n).take(idx).tolist()

@@ -5,6 +5,7 @@ small sweep runs on the calling thread; items keep their numeric records and a P
 policy's plan between calls. Each is compared with the long way here."""
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -158,27 +159,33 @@ def test_one_plan_over_many_requests_equals_the_batch_engine(lists, target, data
         )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.integers(0, 700), st.data())
 def test_rows_in_placed_order_equal_the_stable_argsort(k, data):
     """``run``'s rows in placed order (``small.placed_rows``): a permutation of the positions is
-    scattered by the kernel, anything else sorted; both are the stable argsort's answer."""
+    scattered by the kernel, anything else sorted; both are the stable argsort's answer, and
+    the order is said to be row order exactly when it is."""
     from cupel_np.engine.batch_kernels import placed_rows as kernel
     from cupel_np.engine.small import placed_rows
 
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     included = np.zeros(10 * k + 1, dtype=np.bool_)
     included[rng.choice(included.shape[0], k, replace=False)] = True
-    pos = rng.permutation(k).astype(np.int32)
+    shape = data.draw(st.sampled_from(["shuffled", "in order", "one swap"]))
+    pos = np.arange(k, dtype=np.int32) if shape != "shuffled" else rng.permutation(k).astype(np.int32)
+    if shape == "one swap" and k > 1:
+        i, j = rng.choice(k, 2, replace=False)
+        pos[[i, j]] = pos[[j, i]]
     broken = bool(k) and data.draw(st.booleans())
     if broken:  # not a permutation: a repeated, a too large or a negative position
         pos[rng.integers(k)] = data.draw(st.sampled_from([int(pos[rng.integers(k)]), k + 3, -1, -k]))
+    permutation = np.array_equal(np.sort(pos), np.arange(k))
     want = included.nonzero()[0][np.argsort(pos, kind="stable")]
-    got = placed_rows(included, pos)
+    got, in_order = placed_rows(included, pos)
     assert got.dtype == want.dtype and np.array_equal(got, want)
+    assert in_order == (permutation and np.array_equal(pos, np.arange(k)))
     # the kernel returns nothing unless the positions were a permutation (the caller sorts then)
-    ok = kernel(included, pos).shape[0] == k
-    assert ok == (not broken or np.array_equal(np.sort(pos), np.arange(k)))
+    assert (kernel(included, pos).shape[0] == k + 1) == permutation
     if k:  # more positions than included rows, or fewer: not a set's placement either
         fewer = included.copy()
         fewer[included.nonzero()[0][-1]] = False
@@ -186,3 +193,31 @@ def test_rows_in_placed_order_equal_the_stable_argsort(k, data):
         more = included.copy()
         more[(~included).nonzero()[0][0]] = True
         assert kernel(more, pos).shape[0] == 0
+
+
+@pytest.mark.parametrize("n", [40, 300, 3000])
+def test_a_session_placed_in_row_order_returns_the_callers_items(n):
+    """A session's messages, timestamped in order and placed chronologically, come out in row
+    order: ``run`` takes them by the inclusion mask (``ItemRows.rows``) and returns the caller's
+    own objects in the report's order; a shuffled copy of the session is placed out of row
+    order and returns the same objects in the same (chronological) order."""
+    from datetime import UTC, datetime, timedelta
+
+    from cupel_np.engine.small import placed_rows
+
+    t0 = datetime(2025, 3, 1, tzinfo=UTC)
+    items = [
+        c.ContextItem(f"m{i}", 5 + i % 23, kind=("Message", "ToolOutput")[i % 2], timestamp=t0 + timedelta(seconds=i))
+        for i in range(n)
+    ]
+    budget = c.ContextBudget(max_tokens=10**6, target_tokens=sum(i.tokens for i in items) // 2)
+    pipe = c.Pipeline(
+        c.Policy(c.CompositeScorer(((c.RecencyScorer(), 1.0), (c.KindScorer(), 1.0))), placer="chronological")
+    )
+    for listed in (items, items[::-1]):
+        sweep = pipe._sweep_single(listed, budget, pipe.policy, clock=False)
+        assert placed_rows(sweep.included[0], sweep.placed_pos[0])[1] == (listed is items)
+        ran = pipe.run(listed, budget)
+        report = pipe.dry_run(listed, budget)
+        assert [id(i) for i in ran] == [id(i.item) for i in report.included]
+        assert [i.timestamp for i in ran] == sorted(i.timestamp for i in ran) and 0 < len(ran) < n
