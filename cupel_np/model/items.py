@@ -80,12 +80,13 @@ class ContextItem:
     original_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        # Each field has a fast path for the usual value (an exact str of printable ASCII, an
-        # int in range, a UTC timestamp, a tuple of such tags, ...) that accepts only what the
-        # full check below it accepts, with the same stored value; anything else takes the
-        # full check, whose errors name the field. A service builds its items per request:
-        # the checks were ~5 of ~6.3 us an item (tests/model/test_item_checks.py holds both
-        # paths to the answers of the checks alone).
+        # Each field has a fast path for the usual value (content: an exact, non-empty ASCII
+        # str; kind and source: one starting with printable ASCII other than a space; an int
+        # in range; a UTC timestamp; a tuple of ASCII tags; no metadata) that accepts only what
+        # the full check (``item_checks``) accepts, with the same stored value; anything else
+        # takes the full check, whose errors name the field. A service builds its items per
+        # request: the checks were ~5 of ~6.3 us an item (tests/model/test_item_checks.py
+        # holds the constructor to the full checks run in this order).
         set_ = object.__setattr__
         content = self.content
         if not (type(content) is str and content and content.isascii()):
@@ -604,7 +605,15 @@ class ItemTable:
 
     def rows(self, rows: np.ndarray) -> list[ContextItem]:
         """``[self.row(r) for r in rows]``: one vectorized lookup when the table holds the
-        ContextItems it was built from, else each column decoded once for all the rows."""
+        ContextItems it was built from, else each column decoded once for all the rows.
+        ``rows`` may also be a boolean mask over every row (the rows where it is set)."""
+        idx = np.asarray(rows)
+        if idx.dtype == np.bool_:
+            if idx.shape != (self.n,):
+                raise IndexError(
+                    f"a boolean mask of rows must have one entry per row ({self.n}), got shape {idx.shape}"
+                )
+            rows = np.flatnonzero(idx)
         if self._items is None:
             return decoded_rows(self, rows, ContextItem)
         items = self._items

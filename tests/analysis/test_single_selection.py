@@ -221,3 +221,8 @@ def test_a_session_placed_in_row_order_returns_the_callers_items(n):
         report = pipe.dry_run(listed, budget)
         assert [id(i) for i in ran] == [id(i.item) for i in report.included]
         assert [i.timestamp for i in ran] == sorted(i.timestamp for i in ran) and 0 < len(ran) < n
+    # the same session as a table that does not hold its items (decoded from Arrow), and as a
+    # list of dicts: the same items, by content, in the same order
+    want = [i.content for i in pipe.run(items, budget)]
+    for other in (c.ItemTable.from_arrow(c.ItemTable.from_items(items).table), [i.to_dict() for i in items]):
+        assert [i.content for i in pipe.run(other, budget)] == want

@@ -3,6 +3,7 @@
 import dataclasses
 from datetime import UTC, datetime
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -176,3 +177,16 @@ def test_pipeline_errors_are_cupel_errors():
     )
     with pytest.raises(CupelError, match="holds 2 item sets"):
         c.Pipeline(pol).dry_run(many, c.ContextBudget(10, 10))
+
+
+def test_rows_by_a_boolean_mask_are_the_rows_where_it_is_set():
+    """``ItemTable.rows`` takes a mask over every row as well as row numbers, whether the
+    table holds its items or decodes them from Arrow; a mask of another length is refused."""
+    items = [c.ContextItem(f"c{i}", i + 1, kind=("Message", "Doc")[i % 2]) for i in range(7)]
+    mask = np.array([True, False, False, True, True, False, True])
+    for table in (c.ItemTable.from_items(items), c.ItemTable.from_arrow(c.ItemTable.from_items(items).table)):
+        assert [i.content for i in table.rows(mask)] == ["c0", "c3", "c4", "c6"]
+        assert table.rows(mask) == table.rows(np.flatnonzero(mask))
+        assert table.rows(np.zeros(7, dtype=np.bool_)) == []
+        with pytest.raises(IndexError, match="one entry per row"):
+            table.rows(mask[:5])
