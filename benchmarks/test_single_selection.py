@@ -54,6 +54,7 @@ def _fields(items: list[c.ContextItem]) -> list[dict]:
     return [
         {f: getattr(it, f) for f in ("content", "tokens", "kind", "source", "priority", "tags", "timestamp")}
         | {"metadata": dict(it.metadata), "future_relevance_hint": it.future_relevance_hint, "pinned": it.pinned}
+        | {"original_tokens": it.original_tokens}
         for it in items
     ]
 

@@ -368,7 +368,10 @@ def placed_rows(included: np.ndarray, placed_pos: np.ndarray) -> tuple[np.ndarra
     out = _placed_rows(included, placed_pos)
     if out.shape[0] == k + 1:
         return out[:k], bool(out[k])
-    return included.nonzero()[0][np.argsort(placed_pos, kind="stable")], False
+    rows = included.nonzero()[0]
+    if rows.shape[0] != k:  # (a SweepRun keeps one position per included row)
+        raise ValueError(f"{k} placed positions for {rows.shape[0]} included rows")
+    return rows[np.argsort(placed_pos, kind="stable")], False
 
 
 def run_one(
