@@ -193,6 +193,9 @@ def test_rows_in_placed_order_equal_the_stable_argsort(k, data):
         more = included.copy()
         more[(~included).nonzero()[0][0]] = True
         assert kernel(more, pos).shape[0] == 0
+        for wrong in (fewer, more):  # never from the place stage: said, not truncated
+            with pytest.raises(ValueError, match="placed positions for"):
+                placed_rows(wrong, pos)
 
 
 @pytest.mark.parametrize("n", [40, 300, 3000])
