@@ -102,7 +102,14 @@ class S3:
                 {
                     "Effect": "Allow",
                     # moto names a HEAD of the bucket s3:HeadBucket (AWS counts it as ListBucket)
-                    "Action": ["s3:GetObject", "s3:ListBucket", "s3:GetBucketLocation", "s3:HeadBucket"],
+                    # and, from moto 5.2.6, a HEAD of an object s3:HeadObject (AWS: GetObject)
+                    "Action": [
+                        "s3:GetObject",
+                        "s3:ListBucket",
+                        "s3:GetBucketLocation",
+                        "s3:HeadBucket",
+                        "s3:HeadObject",
+                    ],
                     "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"],
                 }
             ],
