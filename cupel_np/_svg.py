@@ -126,7 +126,7 @@ def legend(svg: Svg, x: float, y: float, entries: list[tuple[str, str]], title: 
 
 
 def legend_size(entries: list[tuple[str, str]], title: str | None = None) -> tuple[float, float]:
-    """The width and height :func:`_legend` takes (none without entries)."""
+    """The width and height :func:`legend` takes (none without entries)."""
     if not entries:
         return 0.0, 0.0
     widest = max([text_width(s, 10) + 15 for _, s in entries] + [text_width(title or "", 10)])

@@ -14,7 +14,7 @@ from cupel_np.analysis.sensitivity import PolicySensitivityReport, policy_sensit
 from cupel_np.analysis.trace import NULL_COLLECTOR, DiagnosticTraceCollector, OverflowEvent, TraceCollector
 from cupel_np.engine.parallel import threads_for
 from cupel_np.engine.runner import PolicyRun, as_table, check_budget, run_policy
-from cupel_np.engine.small import SMALL_SET, PolicyPlan, placed_rows, run_sweep_one
+from cupel_np.engine.small import SMALL_SET, PolicyPlan, run_sweep_one
 from cupel_np.engine.sweep_run import SweepRun, classify
 from cupel_np.errors import CupelError, InvalidInputTypeError
 from cupel_np.model.budget import ContextBudget
@@ -89,10 +89,9 @@ class Pipeline(PolicySource):
             errors = sweep.errors[0]
             if errors:
                 raise errors[min(errors)]
-            included = sweep.included[0]
-            rows, in_order = placed_rows(included, sweep.placed_pos[0])
+            rows, in_order = sweep.placed_order(0, 0)
             # (in row order: taken by the mask, no index per item)
-            return sweep.table.rows(included if in_order else rows)
+            return sweep.table.rows(sweep.included[0] if in_order else rows)
         report = self._report(items, budget, self.policy, None, trace or NULL_COLLECTOR)
         # the items of ``report.included``, without their scores and reasons
         return report._run.table.rows(report.included_rows)

@@ -345,8 +345,7 @@ class SelectionReport:
     def included_rows(self) -> np.ndarray:
         """Grouped-order rows of the included items, in placed order."""
         run = self._run
-        rows, pos = run.sweep.placed_in(run.v, self._seg)
-        return rows[np.argsort(pos, kind="stable")]
+        return run.sweep.placed_order(run.v, self._seg)[0]
 
     @cached_property
     def excluded_rows(self) -> np.ndarray:

@@ -33,7 +33,6 @@ from cupel_np._jit import as_input
 from cupel_np.engine import groups as grp
 from cupel_np.engine import place_stage, placers
 from cupel_np.engine.batch import KNAPSACK_MAX_CELLS, _Scratch, run_variant
-from cupel_np.engine.batch_kernels import placed_rows as _placed_rows
 from cupel_np.engine.placers import _mark_tied
 from cupel_np.engine.runner import PolicyRun
 from cupel_np.engine.scorers import ScoreContext, _evaluate, check_scorer_columns, kernels, ranks
@@ -354,24 +353,6 @@ def run_sweep_one(
         out.prep_ns[:] = (t_start, t_cls, time.time_ns())
     run_variant(shared, out, 0, _Scratch(table.n, cls.sc_rows.shape[0]), plan.slicer_args(table), report=clock)
     return out
-
-
-def placed_rows(included: np.ndarray, placed_pos: np.ndarray) -> tuple[np.ndarray, bool]:
-    """One item set's included rows (``included``: per row) in placed order, from
-    ``placed_pos`` (a SweepRun's, per included row in row order; ``Pipeline.run`` returns its
-    items in this order), and whether that order is row order (a session's messages placed
-    chronologically: the items can then be taken by ``included`` itself): one kernel walk
-    (``batch_kernels.placed_rows``). Positions that are not ``0 .. k-1`` each once (never
-    written by the place stage) are sorted instead, as a report sorts them: the stable
-    argsort's answer either way."""
-    k = placed_pos.shape[0]
-    out = _placed_rows(included, placed_pos)
-    if out.shape[0] == k + 1:
-        return out[:k], bool(out[k])
-    rows = included.nonzero()[0]
-    if rows.shape[0] != k:  # (a SweepRun keeps one position per included row)
-        raise ValueError(f"{k} placed positions for {rows.shape[0]} included rows")
-    return rows[np.argsort(placed_pos, kind="stable")], False
 
 
 def run_one(

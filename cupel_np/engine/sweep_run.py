@@ -11,7 +11,7 @@ from typing import NamedTuple
 import numpy as np
 
 from cupel_np._jit import filled
-from cupel_np.engine.batch_kernels import variant_scores
+from cupel_np.engine.batch_kernels import placed_rows, variant_scores
 from cupel_np.engine.groups import GroupPlan
 from cupel_np.model.budget import ContextBudget
 from cupel_np.model.grid import Variant
@@ -188,6 +188,23 @@ def effective_targets(budget: ContextBudget, pinned_tokens: np.ndarray) -> np.nd
     return eff_t.astype(np.int64)
 
 
+def in_placed_order(included: np.ndarray, placed_pos: np.ndarray) -> tuple[np.ndarray, bool]:
+    """One item set's included rows (``included``: per row) in placed order, from their placed
+    positions (``placed_pos``: per included row, in row order), and whether that order is row
+    order (a session's messages placed chronologically: the items can then be taken by
+    ``included`` itself): one kernel walk that scatters the rows to their positions
+    (``batch_kernels.placed_rows``). Positions that are not ``0 .. k-1`` each once (never
+    written by the place stage) are sorted instead: the stable argsort's answer either way."""
+    k = placed_pos.shape[0]
+    out = placed_rows(included, placed_pos)
+    if out.shape[0] == k + 1:
+        return out[:k], bool(out[k])
+    rows = included.nonzero()[0]
+    if rows.shape[0] != k:  # (one position per included row)
+        raise ValueError(f"{k} placed positions for {rows.shape[0]} included rows")
+    return rows[np.argsort(placed_pos, kind="stable")], False
+
+
 class SweepRun:
     """Result matrices of V variants over one table (rows in the table's grouped order).
 
@@ -251,6 +268,11 @@ class SweepRun:
 
     def placed_in(self, v: int, seg: int) -> tuple[np.ndarray, np.ndarray]:
         """Variant ``v``'s included rows of set ``seg`` (ascending) and their placed positions."""
+        lo = int(self.table.offsets[seg])
+        rows = lo + np.flatnonzero(self.included[v, lo : int(self.table.offsets[seg + 1])])
+        return rows, self._placed_pos_of(v, seg)
+
+    def _placed_pos_of(self, v: int, seg: int) -> np.ndarray:
         off = self._placed_off.get(v)
         if off is None:  # included rows before each set, once per variant
             off = self._placed_off[v] = (
@@ -258,9 +280,14 @@ class SweepRun:
                 if self.table.n_sets == 1
                 else _offsets(segment_sums(self.included[v], self.table.offsets))
             )
-        lo = int(self.table.offsets[seg])
-        rows = lo + np.flatnonzero(self.included[v, lo : int(self.table.offsets[seg + 1])])
-        return rows, self.placed_pos[v][off[seg] : off[seg + 1]]
+        return self.placed_pos[v][off[seg] : off[seg + 1]]
+
+    def placed_order(self, v: int, seg: int) -> tuple[np.ndarray, bool]:
+        """Variant ``v``'s included rows of set ``seg`` in placed order, and whether that order
+        is row order (:func:`in_placed_order`)."""
+        lo, hi = int(self.table.offsets[seg]), int(self.table.offsets[seg + 1])
+        rows, in_order = in_placed_order(self.included[v, lo:hi], self._placed_pos_of(v, seg))
+        return (rows if lo == 0 else lo + rows), in_order
 
     @property
     def position(self) -> np.ndarray:

@@ -162,11 +162,12 @@ def test_one_plan_over_many_requests_equals_the_batch_engine(lists, target, data
 @settings(max_examples=80, deadline=None)
 @given(st.integers(0, 700), st.data())
 def test_rows_in_placed_order_equal_the_stable_argsort(k, data):
-    """``run``'s rows in placed order (``small.placed_rows``): a permutation of the positions is
+    """Rows in placed order (``sweep_run.in_placed_order``: ``run``'s items and a report's
+    included rows): a permutation of the positions is
     scattered by the kernel, anything else sorted; both are the stable argsort's answer, and
     the order is said to be row order exactly when it is."""
     from cupel_np.engine.batch_kernels import placed_rows as kernel
-    from cupel_np.engine.small import placed_rows
+    from cupel_np.engine.sweep_run import in_placed_order as placed_rows
 
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     included = np.zeros(10 * k + 1, dtype=np.bool_)
@@ -206,8 +207,6 @@ def test_a_session_placed_in_row_order_returns_the_callers_items(n):
     order and returns the same objects in the same (chronological) order."""
     from datetime import UTC, datetime, timedelta
 
-    from cupel_np.engine.small import placed_rows
-
     t0 = datetime(2025, 3, 1, tzinfo=UTC)
     items = [
         c.ContextItem(f"m{i}", 5 + i % 23, kind=("Message", "ToolOutput")[i % 2], timestamp=t0 + timedelta(seconds=i))
@@ -219,7 +218,7 @@ def test_a_session_placed_in_row_order_returns_the_callers_items(n):
     )
     for listed in (items, items[::-1]):
         sweep = pipe._sweep_single(listed, budget, pipe.policy, clock=False)
-        assert placed_rows(sweep.included[0], sweep.placed_pos[0])[1] == (listed is items)
+        assert sweep.placed_order(0, 0)[1] == (listed is items)
         ran = pipe.run(listed, budget)
         report = pipe.dry_run(listed, budget)
         assert [id(i) for i in ran] == [id(i.item) for i in report.included]

@@ -229,8 +229,9 @@ print(json.dumps([before, _jit.specializations()]))
 """
 
 
-#: the one kernel only ``Pipeline.run`` calls: its items' placed order (``small.placed_rows``;
-#: ``cupel-np warmup`` runs ``Pipeline.run``, so it compiles it)
+#: the one kernel the batch engine's run does not call: the included rows' placed order, which
+#: ``Pipeline.run`` and a report's included rows read (``SweepRun.placed_order``; ``cupel-np
+#: warmup`` runs ``Pipeline.run``, so it compiles it)
 RUN_ONLY = "cupel_np.engine.batch_kernels.placed_rows"
 
 
