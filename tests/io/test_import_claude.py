@@ -327,6 +327,26 @@ def test_a_file_of_unreadable_records_names_the_format_asked_for(tmp_path, fmt):
         import_transcripts(fmt, p, skip_bad=True)
 
 
+def test_document_blocks_with_text_are_documents(tmp_path):
+    """A ``document`` block holding its text (a plain-text source, or content blocks) is a
+    Document item; one the log holds no text of (a base64 PDF) is counted."""
+    docs = [
+        {"type": "document", "source": {"type": "text", "data": "spec text"}, "title": "spec.md"},
+        {"type": "document", "source": {"type": "content", "content": [{"type": "text", "text": "part"}]}},
+        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"}},
+        {"type": "text", "text": "summarise these"},
+    ]
+    res = import_transcripts("claude-code", write(tmp_path / "d.jsonl", [rec("user", "u1", None, docs, ts=1)]))
+    t = rows(res)
+    assert [(r["kind"], r["content"]) for r in t] == [
+        ("Document", "spec text"),
+        ("Document", "part"),
+        ("Message", "summarise these"),
+    ]
+    assert md(t[0])["title"] == "spec.md" and "title" not in md(t[1])
+    assert res.skipped == {"claude-code block 'document' (no text in the log)": 1}
+
+
 def test_nothing_to_import_is_an_error(tmp_path):
     p = write(tmp_path / "meta.jsonl", [{"type": "summary", "summary": "x", "leafUuid": "u"}])
     with pytest.raises(EmptyImportError, match=r"0 items from 1 line"):

@@ -2,6 +2,7 @@
 refusals, names, usage), the tool-pair columns, and the token estimate against a literal
 transcription of its rule."""
 
+import base64
 import json
 import math
 import random
@@ -115,6 +116,174 @@ def test_orphan_result_has_its_own_group(tmp_path):
     p.write_text(json.dumps({"id": "c", "messages": msgs}) + "\n")
     t = import_transcripts("openai", p).table.to_pylist()
     assert (t[1]["tool_role"], t[1]["tool_call_id"], t[1]["tool_group"]) == ("result", "call_gone", "c:call_gone")
+
+
+# ----------------------------------------------------------------------------- Anthropic bodies
+def _png(width, height):
+    """The first bytes of a PNG of that size (what the image reader looks at), base64."""
+    head = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + width.to_bytes(4, "big") + height.to_bytes(4, "big")
+    return base64.b64encode(head + b"\x08\x02\x00\x00\x00").decode()
+
+
+def anthropic_body():
+    """A Messages API request body as a proxy logs it, with the reply's usage."""
+    return {
+        "id": "msg-body-1",
+        "model": "claude-sonnet",
+        "system": [
+            {"type": "text", "text": "You are a coding agent."},
+            {"type": "text", "text": "Project notes: use pytest.", "cache_control": {"type": "ephemeral"}},
+        ],
+        "tools": [{"name": "bash", "description": "Run a command", "input_schema": {"type": "object"}}],
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "document", "source": {"type": "text", "data": "README: run make."}, "title": "README"},
+                    {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"}},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": _png(1000, 750)}},
+                    {"type": "text", "text": "Why does the build fail?"},
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "check the log", "signature": "sig"},
+                    {"type": "text", "text": "Let me look."},
+                    {"type": "tool_use", "id": "toolu_a", "name": "bash", "input": {"cmd": "make"}},
+                    {"type": "tool_use", "id": "toolu_b", "name": "bash", "input": {"cmd": "cat log"}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_a", "content": "make: error 2", "is_error": True},
+                    {"type": "tool_result", "tool_use_id": "toolu_b", "content": [{"type": "text", "text": "E: x"}]},
+                    {"type": "text", "text": "Both ran."},
+                ],
+            },
+            {"role": "assistant", "content": "The log shows error x."},
+        ],
+        "usage": {"input_tokens": 90, "cache_read_input_tokens": 400},
+    }
+
+
+def test_anthropic_messages_body(tmp_path):
+    """A Messages API body: the system blocks, documents with text, images by size, calls and
+    results linked in one group, ``is_error``; thinking and a PDF without text counted."""
+    p = tmp_path / "a.jsonl"
+    p.write_text(json.dumps(anthropic_body()) + "\n")
+    res = import_transcripts("auto", p)  # detected as the openai reader's shape
+    t = res.table.to_pylist()
+    md = [dict(r["metadata"]) for r in t]
+    assert [r["kind"] for r in t] == [
+        "ToolSchema",
+        "SystemPrompt",
+        "SystemPrompt",
+        "Document",
+        "Image",
+        "Message",
+        "Message",
+        "ToolCall",
+        "ToolCall",
+        "ToolOutput",
+        "ToolOutput",
+        "Message",
+        "Message",
+    ]
+    assert [r["content"] for r in t[1:4]] == [
+        "You are a coding agent.",
+        "Project notes: use pytest.",
+        "README: run make.",
+    ]
+    assert [r["pinned"] for r in t[:4]] == [True, True, True, False]
+    assert md[0]["tool_name"] == "bash" and md[3]["title"] == "README"
+    assert t[4]["tokens"] == 1000 and md[4]["image"] == "1000x750"  # 1000 x 750 / 750
+    assert t[7]["content"] == 'bash({"cmd": "make"})'
+    assert [(r["tool_role"], r["tool_call_id"]) for r in t[7:11]] == [
+        ("call", "toolu_a"),
+        ("call", "toolu_b"),
+        ("result", "toolu_a"),
+        ("result", "toolu_b"),
+    ]
+    assert {r["tool_group"] for r in t[7:11]} == {"msg-body-1:toolu_a"}
+    assert [md[k]["is_error"] for k in (9, 10)] == ["true", "false"] and md[10]["tool_name"] == "bash"
+    assert all(r["tool_group"] is None for r in t[:7] + t[11:])
+    assert res.skipped == {"anthropic block 'thinking'": 1, "anthropic block 'document' (no text in the log)": 1}
+    (chk,) = res.tokens
+    assert chk["api"] == 490 and chk["estimate"] == sum(r["tokens"] for r in t[:12])
+    for fmt in ("openai", "anthropic"):  # named: the same reader
+        assert import_transcripts(fmt, p).table.equals(res.table)
+
+
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        ({"system": 7, "messages": []}, "system: expected a string or a list of text blocks, got int"),
+        ({"system": [{"type": "image"}], "messages": []}, "system[0]: expected a text block"),
+        (
+            {"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "t"}]}]},
+            "messages[0].content[0]: tool_use block without a 'name'",
+        ),
+        (
+            {"messages": [{"role": "system", "content": [{"type": "tool_result", "tool_use_id": "t"}]}]},
+            "messages[0]: content blocks in a 'system' message",
+        ),
+    ],
+)
+def test_anthropic_bad_bodies_are_named(tmp_path, body, message):
+    p = tmp_path / "bad.jsonl"
+    p.write_text(json.dumps({"messages": [{"role": "user", "content": "ok"}]}) + "\n" + json.dumps(body) + "\n")
+    res = import_transcripts("openai", p, skip_bad=True)
+    (bad,) = res.bad
+    assert bad.line == 2 and message in bad.message, bad
+
+
+def test_batch_api_input_lines(tmp_path):
+    """Batch API input files: each line wraps a request (OpenAI ``body``, Anthropic ``params``)
+    under a ``custom_id``, which names the conversation; ``auto`` detects both."""
+    openai_line = {
+        "custom_id": "req-1",
+        "method": "POST",
+        "url": "/v1/chat/completions",
+        "body": {
+            "model": "gpt",
+            "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}],
+        },
+    }
+    anthropic_line = {"custom_id": "req-2", "params": anthropic_body()}
+    for name, line in (("o", openai_line), ("a", anthropic_line)):
+        p = tmp_path / f"{name}.jsonl"
+        p.write_text(json.dumps(line) + "\n")
+        res = import_transcripts("auto", p)
+        plain = tmp_path / f"{name}-plain.jsonl"
+        inner = dict(line.get("body") or line["params"], id=line["custom_id"])
+        plain.write_text(json.dumps(inner) + "\n")
+        want = import_transcripts("openai", plain).table
+        assert res.table.drop_columns("metadata").equals(want.drop_columns("metadata"))
+        no_file = [[kv for kv in md if kv[0] != "file"] for md in res.table.column("metadata").to_pylist()]
+        assert no_file == [[kv for kv in md if kv[0] != "file"] for md in want.column("metadata").to_pylist()]
+        assert set(res.table.column("conversation_id").to_pylist()) == {line["custom_id"]}
+    assert import_transcripts("auto", tmp_path / "o.jsonl").items == 2
+    # a line with a custom_id but no request in it is no batch line: named as one without messages
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"custom_id": "x", "body": {"input": "hi"}}) + "\n" + json.dumps(openai_line) + "\n")
+    res = import_transcripts("openai", bad, skip_bad=True)
+    assert [(b.line, b.message) for b in res.bad] == [(1, "missing 'messages' (a list of chat messages)")]
+
+
+def test_openai_part_lists_stay_one_item(tmp_path):
+    """Text-only part lists (either API's) are one item, as before; an OpenAI ``image_url`` part
+    does not turn a message into Anthropic blocks."""
+    msgs = [
+        {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+        {"role": "user", "content": [{"type": "text", "text": "c"}, {"type": "image", "image_url": {}}]},
+    ]
+    p = tmp_path / "o.jsonl"
+    p.write_text(json.dumps({"messages": msgs}) + "\n")
+    res = import_transcripts("openai", p)
+    assert [r["content"] for r in res.table.to_pylist()] == ["a\nb", "c"]
+    assert res.skipped == {"non-text part 'image'": 1}
 
 
 # ----------------------------------------------------------------------------- the estimate

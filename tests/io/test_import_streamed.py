@@ -28,6 +28,7 @@ FIXTURES = [
     ("claude-code", "data/transcripts/claude_code_rewind", {"keep_rewound": True}),
     ("stream-json", "data/transcripts/stream_json.jsonl", {}),
     ("openai", "data/transcripts/openai_chat.jsonl", {"tool_call_kind": "ToolUse"}),
+    ("auto", "data/transcripts/anthropic.jsonl", {}),
     ("sharegpt", "data/transcripts/sharegpt.json", {}),
     ("llama-factory", "data/transcripts/llama_factory_v1.jsonl", {}),
     ("swe-agent", "data/transcripts/trajectories/demo__dates-7.traj", {}),

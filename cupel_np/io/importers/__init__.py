@@ -1,7 +1,8 @@
 """Transcript import: chat and agent logs -> an items table (one item per message part).
 
 Formats (``FORMATS``; docs/importing.md has the full table): ``openai`` (chat-completions
-JSONL, ``tools`` included), ``claude-code`` (session logs) and ``stream-json`` (the headless /
+JSONL, ``tools`` included) and ``anthropic`` (Messages API request bodies, read by the same
+reader), ``claude-code`` (session logs) and ``stream-json`` (the headless /
 Agent SDK message stream, read by the same reader), ``sharegpt`` (ShareGPT and LLaMA-Factory
 files), ``swe-agent`` (``.traj``), ``mini-swe-agent`` (``.traj.json``), ``otel``
 (OpenTelemetry GenAI spans, OTLP JSON), ``messages`` (JSONL / CSV / TSV / Parquet with a column
@@ -75,6 +76,7 @@ STREAM_CHUNK_CHARS = 1 << 20
 FORMATS = (
     "auto",
     "openai",
+    "anthropic",
     "claude-code",
     "stream-json",
     "sharegpt",
@@ -131,8 +133,8 @@ def _read(fmt: str, files, reader: Reader, opts: dict) -> tuple[Iterable[Convers
             streamed=opts["streamed"],
             fmt=fmt,
         ), []
-    if fmt == "openai":
-        return openai.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind), []
+    if fmt in ("openai", "anthropic"):  # one reader: the bodies share ``messages`` (``auto`` says openai)
+        return openai.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind, fmt=fmt), []
     if fmt in ("sharegpt", "llama-factory"):
         return sharegpt.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind), []
     if fmt in ("swe-agent", "mini-swe-agent"):

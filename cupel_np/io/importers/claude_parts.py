@@ -150,9 +150,31 @@ def _image_part(b: dict, role: str, ts, uid, tcid: str | None = None) -> Part | 
     )
 
 
-def user_parts(obj: dict, content, ts, uid, skipped: dict) -> list[Part]:
+def _document_part(b: dict, ts, uid) -> Part | None:
+    """A ``document`` block whose text the log holds (source ``text``, or ``content`` of text
+    blocks) as a ``Document`` item; None for one it does not (a base64 PDF, a URL, a file id)."""
+    src = b.get("source")
+    if not isinstance(src, dict):
+        return None
+    if src.get("type") == "text" and isinstance(src.get("data"), str):
+        text = src["data"]
+    elif src.get("type") == "content" and isinstance(src.get("content"), (str, list)):
+        text = text_of(src["content"], "document.source.content", {})
+    else:
+        return None
+    if blank(text):
+        return None
+    extra = {"document": "true"}
+    for k in ("title", "context"):
+        if isinstance(b.get(k), str) and b[k]:
+            extra[k] = b[k]
+    return Part(text, "Document", "Chat", False, "user", ts, uid, extra=extra)
+
+
+def user_parts(obj: dict, content, ts, uid, skipped: dict, label: str = "claude-code") -> list[Part]:
     """The parts of a ``user`` record's content: text, tool results (and their images), images,
-    ``!cmd`` input and output; other blocks are counted in ``skipped``."""
+    documents with their text, ``!cmd`` input and output; other blocks are counted in
+    ``skipped`` (as ``LABEL block 'TYPE'``)."""
     if isinstance(content, str):
         shell = _shell_parts(content, "user", ts, uid)
         if shell is not None:
@@ -177,9 +199,15 @@ def user_parts(obj: dict, content, ts, uid, skipped: dict) -> list[Part]:
         elif bt == "image":
             img = _image_part(b, "user", ts, uid)
             if img is None:
-                count(skipped, "claude-code block 'image'")
+                count(skipped, f"{label} block 'image'")
             else:
                 parts.append(img)
+        elif bt == "document":
+            doc = _document_part(b, ts, uid)
+            if doc is None:
+                count(skipped, f"{label} block 'document' (no text in the log)")
+            else:
+                parts.append(doc)
         elif bt == "tool_result":
             tcid = b.get("tool_use_id") if isinstance(b.get("tool_use_id"), str) else None
             rc = _references(b.get("content"))
@@ -222,7 +250,7 @@ def user_parts(obj: dict, content, ts, uid, skipped: dict) -> list[Part]:
             )
             parts.extend(images)
         else:
-            key = f"claude-code block '{bt}'"
+            key = f"{label} block '{bt}'"
             count(skipped, key)
     return parts
 
@@ -287,9 +315,13 @@ def attachment_parts(obj: dict, ts, uid, skipped: dict) -> list[Part]:
     return [Part(text, "Attachment", "Chat", False, "user", ts, uid, extra=extra)]
 
 
-def assistant_parts(content, ts, uid, turn, tool_call_kind: str, skipped: dict) -> list[Part]:
-    """The parts of an ``assistant`` record's content: text and tool calls; thinking and other
-    blocks are counted in ``skipped``."""
+def assistant_parts(
+    content, ts, uid, turn, tool_call_kind: str, skipped: dict, label: str = "claude-code"
+) -> list[Part]:
+    """The parts of an ``assistant`` record's content: text, tool calls (``tool_use``, and the
+    API's server-run ``server_tool_use`` / ``mcp_tool_use``) and the MCP results the API put
+    beside them (``mcp_tool_result``); thinking and other blocks are counted in ``skipped``
+    (as ``LABEL block 'TYPE'``)."""
     parts: list[Part] = []
     for i, b in enumerate(_blocks(content)):
         if not isinstance(b, dict) or not isinstance(b.get("type"), str):
@@ -302,7 +334,7 @@ def assistant_parts(content, ts, uid, turn, tool_call_kind: str, skipped: dict) 
                 count(skipped, "empty content")
                 continue
             parts.append(Part(b["text"], "Message", "Chat", False, "assistant", ts, uid, turn=turn))
-        elif bt in ("tool_use", "server_tool_use"):
+        elif bt in ("tool_use", "server_tool_use", "mcp_tool_use"):
             name = b.get("name")
             if not isinstance(name, str):
                 raise Bad(f"message.content[{i}]: tool_use block without a 'name'")
@@ -322,7 +354,28 @@ def assistant_parts(content, ts, uid, turn, tool_call_kind: str, skipped: dict) 
                     turn=turn,
                 )
             )
-        else:  # thinking, redacted_thinking, image ...: not resent as plain context
-            key = f"claude-code block '{bt}'"
+        elif bt == "mcp_tool_result":
+            tcid = b.get("tool_use_id") if isinstance(b.get("tool_use_id"), str) else None
+            text = text_of(b.get("content"), f"message.content[{i}].content", skipped)
+            if blank(text):
+                count(skipped, "empty content")
+                continue
+            err = b.get("is_error")
+            parts.append(
+                Part(
+                    text,
+                    "ToolOutput",
+                    "Tool",
+                    False,
+                    "tool",
+                    ts,
+                    uid,
+                    tool_call_id=tcid,
+                    tool_role="result" if tcid else None,
+                    is_error=bool(err) if err is not None else False,
+                )
+            )
+        else:  # thinking, redacted_thinking, image, web search results ...: not resent as plain context
+            key = f"{label} block '{bt}'"
             count(skipped, key)
     return parts

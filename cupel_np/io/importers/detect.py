@@ -8,6 +8,7 @@ from typing import Any
 
 from cupel_np.errors import BadTranscriptError, InvalidConfigError
 from cupel_np.io.importers import jsonread
+from cupel_np.io.importers.openai import batch_request
 
 
 def _first_record(path: Path) -> Any:
@@ -75,6 +76,8 @@ def detect(path: Path) -> str | None:
         if any(isinstance(p, dict) and "value" in p and "text" not in p for p in parts):
             return "llama-factory"
         return "openai"
+    if batch_request(first) is not None:  # a Batch API input line (either API's)
+        return "openai"
     if isinstance(first.get("history"), list) and isinstance(first.get("trajectory"), list):
         return "swe-agent"
     return None
@@ -90,7 +93,7 @@ def detect_all(files: list[tuple[Path, str]], *, mapped: bool = False) -> str:
         if fmt is None:
             raise InvalidConfigError(
                 f"{name}: cannot tell its transcript format from its name and first record; "
-                "name the format (openai, claude-code, stream-json, sharegpt, swe-agent, mini-swe-agent, otel, messages)"
+                "name the format (openai, anthropic, claude-code, stream-json, sharegpt, swe-agent, mini-swe-agent, otel, messages)"
             )
         found.setdefault(fmt, []).append(name)
     if set(found) == {"swe-agent", "mini-swe-agent"}:  # one reader reads both

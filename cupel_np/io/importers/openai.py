@@ -6,6 +6,12 @@ one per tool, first in the conversation: the API sends them with every request);
 with ``content`` as a string or a list of parts (``text``, ``refusal``; others counted in
 ``skipped``), a ``refusal`` field, ``tool_calls`` (or a legacy ``function_call``), a tool
 message's ``tool_call_id`` or ``tool_call_ids`` list (SWE-agent) and ``name``.
+
+Anthropic Messages API request bodies share the shape and are read by the same reader: a
+top-level ``system`` (a string or text blocks: a ``SystemPrompt`` item each), and content
+blocks (``tool_use`` / ``tool_result`` as linked calls and outputs, ``image`` with its size,
+``document`` with its text; ``thinking`` counted in ``skipped``) read as the ``claude-code``
+reader reads them (``claude_parts``).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from cupel_np.io.importers.claude_parts import assistant_parts, user_parts
 from cupel_np.io.importers.core import (
     ApiCount,
     Bad,
@@ -124,10 +131,94 @@ def _result_ids(m: dict, role: str, name, parts: list[Part]) -> tuple[str | None
     return None, []
 
 
+#: content block types only the Anthropic Messages API has (an OpenAI part list holds
+#: ``text``, ``refusal``, ``image_url``, ``input_audio``, ``file``)
+_BLOCKS = frozenset(
+    {
+        "tool_use",
+        "tool_result",
+        "server_tool_use",
+        "mcp_tool_use",
+        "mcp_tool_result",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "thinking",
+        "redacted_thinking",
+        "document",
+        "search_result",
+        "container_upload",
+    }
+)
+
+
+def _anthropic_blocks(content) -> bool:
+    """Whether ``content`` is a list of Anthropic content blocks that are more than text (its
+    text alone reads the same either way: joined, as an OpenAI part list)."""
+    return isinstance(content, list) and any(
+        isinstance(b, dict)
+        and (b.get("type") in _BLOCKS or (b.get("type") == "image" and isinstance(b.get("source"), dict)))
+        for b in content
+    )
+
+
+def _system_parts(system, skipped: dict) -> list[Part]:
+    """An Anthropic request's top-level ``system``: a string, or text blocks (one
+    ``SystemPrompt`` item each, as the API's cache breakpoints may split them)."""
+    kind, source, pinned, role = role_part("system", "system")
+    if isinstance(system, str):
+        texts = [system]
+    elif isinstance(system, list):
+        texts = []
+        for j, b in enumerate(system):
+            if isinstance(b, dict) and isinstance(b.get("text"), str):
+                texts.append(b["text"])
+            elif isinstance(b, str):
+                texts.append(b)
+            else:
+                raise Bad(f"system[{j}]: expected a text block, got {b!r:.60}")
+    else:
+        raise Bad(f"system: expected a string or a list of text blocks, got {type(system).__name__}")
+    parts = []
+    for t in texts:
+        if blank(t):
+            count(skipped, "empty content")
+        else:
+            parts.append(Part(t, kind, source, pinned, role, turn="system"))
+    return parts
+
+
+def _block_parts(m: dict, w: str, i: int, role: str, ts, mid, tool_call_kind: str, skipped: dict) -> list[Part]:
+    """The parts of an Anthropic message whose content holds blocks beyond text."""
+    try:
+        if role == "assistant":
+            return assistant_parts(m["content"], ts, mid, f"m{i}", tool_call_kind, skipped, label="anthropic")
+        if role == "user":
+            return user_parts({}, m["content"], ts, mid, skipped, label="anthropic")
+    except Bad as e:  # (its message names the block as ``message.content[j]``: say which message)
+        raise Bad(f"{w}.{str(e).removeprefix('message.')}") from None
+    raise Bad(f"{w}: content blocks in a {role!r} message (the Messages API has them in user and assistant messages)")
+
+
+def batch_request(obj) -> dict | None:
+    """The request a Batch API input line wraps (OpenAI ``{"custom_id", "body": {...}}``,
+    Anthropic ``{"custom_id", "params": {...}}``), its ``custom_id`` as its id; None for a line
+    that is no such wrapper."""
+    if not isinstance(obj, dict) or "messages" in obj or "custom_id" not in obj:
+        return None
+    inner = obj.get("body") if isinstance(obj.get("body"), dict) else obj.get("params")
+    if not isinstance(inner, dict) or not isinstance(inner.get("messages"), list):
+        return None
+    return {**inner, "id": obj["custom_id"]}
+
+
 def conversation(obj, skipped: dict, tool_call_kind: str, msgs_key: str = "messages") -> tuple[Any, list[Part], list]:
-    """(conversation id or None, parts, API counts) of one OpenAI-shaped conversation."""
+    """(conversation id or None, parts, API counts) of one OpenAI-shaped conversation (or a
+    Batch API line wrapping one: ``batch_request``)."""
     if not isinstance(obj, dict):
         raise Bad(f"expected a JSON object with 'messages', got {type(obj).__name__}")
+    if msgs_key == "messages" and (request := batch_request(obj)) is not None:
+        obj = request
     msgs = obj.get(msgs_key)
     if not isinstance(msgs, list):
         raise Bad(f"missing '{msgs_key}' (a list of chat messages)")
@@ -135,6 +226,8 @@ def conversation(obj, skipped: dict, tool_call_kind: str, msgs_key: str = "messa
     if cid is not None and not isinstance(cid, (str, int)):
         raise Bad(f"conversation id must be a string or integer, got {cid!r}")
     parts = tool_schema_parts(obj.get("tools"), "tools") + tool_schema_parts(obj.get("functions"), "functions")
+    if obj.get("system") is not None:  # Anthropic: the system prompt beside the messages
+        parts += _system_parts(obj["system"], skipped)
     api: list[ApiCount] = []
     if not msgs:
         count(skipped, "conversation without messages")
@@ -152,6 +245,9 @@ def conversation(obj, skipped: dict, tool_call_kind: str, msgs_key: str = "messa
             t = api_tokens(m.get("usage", resp.get("usage") if isinstance(resp, dict) else None))
             if t is not None:
                 api.append(ApiCount(len(parts), t))
+        if _anthropic_blocks(m.get("content")):
+            parts += _block_parts(m, w, i, role, ts, mid, tool_call_kind, skipped)
+            continue
         name = m.get("name") if isinstance(m.get("name"), str) else None
         text = text_of(m.get("content"), f"{w}.content", skipped)
         calls = _calls(m, w, i, role, ts, mid, tool_call_kind)
@@ -235,4 +331,4 @@ def read(
 
 
 def looks_like(first: Any) -> bool:
-    return isinstance(first, dict) and isinstance(first.get("messages"), list)
+    return isinstance(first, dict) and (isinstance(first.get("messages"), list) or batch_request(first) is not None)
