@@ -267,9 +267,100 @@ def test_batch_api_input_lines(tmp_path):
     assert import_transcripts("auto", tmp_path / "o.jsonl").items == 2
     # a line with a custom_id but no request in it is no batch line: named as one without messages
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(json.dumps({"custom_id": "x", "body": {"input": "hi"}}) + "\n" + json.dumps(openai_line) + "\n")
+    bad.write_text(json.dumps({"custom_id": "x", "body": {"prompt": "hi"}}) + "\n" + json.dumps(openai_line) + "\n")
     res = import_transcripts("openai", bad, skip_bad=True)
     assert [(b.line, b.message) for b in res.bad] == [(1, "missing 'messages' (a list of chat messages)")]
+
+
+def responses_body():
+    """A Responses API request body with the response logged beside it."""
+    return {
+        "id": "resp-1",
+        "model": "gpt",
+        "instructions": "You are a shell agent.",
+        "tools": [{"type": "function", "name": "shell", "parameters": {"type": "object"}}],
+        "input": [
+            {"role": "user", "content": "list files"},
+            {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"},
+            {"type": "function_call", "call_id": "call_1", "name": "shell", "arguments": '{"cmd":"ls"}'},
+            {"type": "function_call", "call_id": "call_2", "name": "shell", "arguments": '{"cmd":"pwd"}'},
+            {"type": "function_call_output", "call_id": "call_1", "output": "a.txt"},
+            {"type": "function_call_output", "call_id": "call_2", "output": [{"type": "input_text", "text": "/home"}]},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "One file."}]},
+            {"role": "user", "content": [{"type": "input_text", "text": "patch it"}, {"type": "input_image"}]},
+            {"type": "custom_tool_call", "call_id": "call_3", "name": "apply_patch", "input": "*** Begin Patch"},
+            {"type": "custom_tool_call_output", "call_id": "call_3", "output": {"content": "failed", "success": False}},
+            {"type": "local_shell_call", "call_id": "call_4", "action": {"type": "exec", "command": ["ls", "-a"]}},
+            {"type": "local_shell_call_output", "call_id": "call_4", "output": ".git"},
+        ],
+        "usage": {"input_tokens": 300, "output_tokens": 4},
+        "output": [
+            {
+                "type": "mcp_call",
+                "id": "mcp_1",
+                "name": "search",
+                "server_label": "docs",
+                "arguments": "{}",
+                "output": "hit",
+            },
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done."}]},
+        ],
+    }
+
+
+def test_responses_api_body(tmp_path):
+    """A Responses body: instructions pinned, items in order, each response's calls one group,
+    outputs linked by call_id with their tool's name and failure; the response's output items
+    after the API's count of the input."""
+    p = tmp_path / "r.jsonl"
+    p.write_text(json.dumps(responses_body()) + "\n")
+    res = import_transcripts("auto", p)
+    t = res.table.to_pylist()
+    md = [dict(r["metadata"]) for r in t]
+    assert [(r["kind"], r["content"]) for r in t] == [
+        ("ToolSchema", '{"type":"function","name":"shell","parameters":{"type":"object"}}'),
+        ("SystemPrompt", "You are a shell agent."),
+        ("Message", "list files"),
+        ("ToolCall", 'shell({"cmd":"ls"})'),
+        ("ToolCall", 'shell({"cmd":"pwd"})'),
+        ("ToolOutput", "a.txt"),
+        ("ToolOutput", "/home"),
+        ("Message", "One file."),
+        ("Message", "patch it"),
+        ("ToolCall", "apply_patch(*** Begin Patch)"),
+        ("ToolOutput", "failed"),
+        ("ToolCall", "local_shell(ls -a)"),
+        ("ToolOutput", ".git"),
+        ("ToolCall", "search({})"),
+        ("ToolOutput", "hit"),
+        ("Message", "Done."),
+    ]
+    assert [r["pinned"] for r in t[:3]] == [True, True, False]
+    groups = [r["tool_group"] for r in t]
+    assert groups[3:7] == ["resp-1:call_1"] * 4 and groups[7:9] == [None, None]
+    assert groups[9:11] == ["resp-1:call_3"] * 2 and groups[11:13] == ["resp-1:call_4"] * 2
+    assert groups[13:15] == ["resp-1:mcp_1"] * 2
+    assert [md[k]["tool_name"] for k in (5, 6, 10, 12, 14)] == [
+        "shell",
+        "shell",
+        "apply_patch",
+        "local_shell",
+        "search",
+    ]
+    assert md[10]["is_error"] == "true" and "is_error" not in md[5]
+    assert res.skipped == {"responses item 'reasoning'": 1, "non-text part 'input_image'": 1}
+    (chk,) = res.tokens
+    assert chk["api"] == 300 and chk["estimate"] == sum(r["tokens"] for r in t[:13])
+    batch = tmp_path / "batch.jsonl"  # the same body in a Batch API line
+    batch.write_text(json.dumps({"custom_id": "resp-1", "url": "/v1/responses", "body": responses_body()}) + "\n")
+    assert import_transcripts("auto", batch).table.drop_columns("metadata").equals(res.table.drop_columns("metadata"))
+
+
+def test_responses_input_as_a_string(tmp_path):
+    p = tmp_path / "s.jsonl"
+    p.write_text(json.dumps({"model": "gpt", "input": "hello"}) + "\n")
+    t = import_transcripts("auto", p).table.to_pylist()
+    assert [(r["kind"], r["content"]) for r in t] == [("Message", "hello")]
 
 
 def test_openai_part_lists_stay_one_item(tmp_path):

@@ -1,8 +1,8 @@
 """Transcript import: chat and agent logs -> an items table (one item per message part).
 
 Formats (``FORMATS``; docs/importing.md has the full table): ``openai`` (chat-completions
-JSONL, ``tools`` included) and ``anthropic`` (Messages API request bodies, read by the same
-reader), ``claude-code`` (session logs) and ``stream-json`` (the headless /
+JSONL, ``tools`` included; Responses API bodies and Batch API input lines too) and
+``anthropic`` (Messages API request bodies, read by the same reader), ``claude-code`` (session logs) and ``stream-json`` (the headless /
 Agent SDK message stream, read by the same reader), ``sharegpt`` (ShareGPT and LLaMA-Factory
 files), ``swe-agent`` (``.traj``), ``mini-swe-agent`` (``.traj.json``), ``otel``
 (OpenTelemetry GenAI spans, OTLP JSON), ``messages`` (JSONL / CSV / TSV / Parquet with a column

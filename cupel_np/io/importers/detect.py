@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from cupel_np.errors import BadTranscriptError, InvalidConfigError
-from cupel_np.io.importers import jsonread
-from cupel_np.io.importers.openai import batch_request
+from cupel_np.io.importers import jsonread, openai
 
 
 def _first_record(path: Path) -> Any:
@@ -76,7 +75,7 @@ def detect(path: Path) -> str | None:
         if any(isinstance(p, dict) and "value" in p and "text" not in p for p in parts):
             return "llama-factory"
         return "openai"
-    if batch_request(first) is not None:  # a Batch API input line (either API's)
+    if openai.looks_like(first):  # a Responses body, a Batch API input line (either API's)
         return "openai"
     if isinstance(first.get("history"), list) and isinstance(first.get("trajectory"), list):
         return "swe-agent"

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from cupel_np.io.importers import responses
 from cupel_np.io.importers.claude_parts import assistant_parts, user_parts
 from cupel_np.io.importers.core import (
     ApiCount,
@@ -207,9 +208,45 @@ def batch_request(obj) -> dict | None:
     if not isinstance(obj, dict) or "messages" in obj or "custom_id" not in obj:
         return None
     inner = obj.get("body") if isinstance(obj.get("body"), dict) else obj.get("params")
-    if not isinstance(inner, dict) or not isinstance(inner.get("messages"), list):
+    if not isinstance(inner, dict) or not (isinstance(inner.get("messages"), list) or _is_responses(inner)):
         return None
     return {**inner, "id": obj["custom_id"]}
+
+
+def _is_responses(obj: dict) -> bool:
+    """A Responses API request body (``input``, no ``messages``)."""
+    return "messages" not in obj and isinstance(obj.get("input"), (list, str))
+
+
+def _responses_conversation(obj: dict, skipped: dict, tool_call_kind: str) -> tuple[list[Part], list[ApiCount]]:
+    """The parts of a Responses API request body: its ``tools``, ``instructions`` (a pinned
+    ``SystemPrompt``), the ``input`` items and, when the line logs the response too, its
+    ``output`` items (the API's count of the input, ``usage.input_tokens``, before them)."""
+    parts = tool_schema_parts(obj.get("tools"), "tools")
+    instructions = obj.get("instructions")
+    if instructions is not None:
+        if not isinstance(instructions, str):
+            raise Bad(f"instructions: expected a string, got {type(instructions).__name__}")
+        if blank(instructions):
+            count(skipped, "empty content")
+        else:
+            kind, source, pinned, role = role_part("developer", "instructions")
+            parts.append(Part(instructions, kind, source, pinned, role, turn="instructions"))
+    items = obj["input"]
+    if isinstance(items, str):
+        items = [{"role": "user", "content": items}]
+    turns = responses.Turns()
+    for i, it in enumerate(items):
+        parts += responses.item_parts(it, f"input[{i}]", turns, None, tool_call_kind, skipped, "responses")
+    api: list[ApiCount] = []
+    t = api_tokens(obj.get("usage"))
+    output = obj.get("output")
+    if t is not None:
+        api.append(ApiCount(len(parts), t))
+    if isinstance(output, list):
+        for i, it in enumerate(output):
+            parts += responses.item_parts(it, f"output[{i}]", turns, None, tool_call_kind, skipped, "responses")
+    return parts, api
 
 
 def conversation(obj, skipped: dict, tool_call_kind: str, msgs_key: str = "messages") -> tuple[Any, list[Part], list]:
@@ -219,6 +256,11 @@ def conversation(obj, skipped: dict, tool_call_kind: str, msgs_key: str = "messa
         raise Bad(f"expected a JSON object with 'messages', got {type(obj).__name__}")
     if msgs_key == "messages" and (request := batch_request(obj)) is not None:
         obj = request
+    if msgs_key == "messages" and _is_responses(obj):
+        cid = obj.get("conversation_id", obj.get("id"))
+        if cid is not None and not isinstance(cid, (str, int)):
+            raise Bad(f"conversation id must be a string or integer, got {cid!r}")
+        return (cid, *_responses_conversation(obj, skipped, tool_call_kind))
     msgs = obj.get(msgs_key)
     if not isinstance(msgs, list):
         raise Bad(f"missing '{msgs_key}' (a list of chat messages)")
@@ -331,4 +373,10 @@ def read(
 
 
 def looks_like(first: Any) -> bool:
-    return isinstance(first, dict) and (isinstance(first.get("messages"), list) or batch_request(first) is not None)
+    """An OpenAI-shaped first record: chat ``messages``, a Responses ``input`` with a ``model``
+    or ``instructions``, or a Batch API line wrapping either."""
+    return isinstance(first, dict) and (
+        isinstance(first.get("messages"), list)
+        or (_is_responses(first) and ("model" in first or "instructions" in first))
+        or batch_request(first) is not None
+    )
