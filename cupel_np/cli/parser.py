@@ -239,6 +239,7 @@ IMPORT_FORMATS = [
     "anthropic",
     "claude-code",
     "stream-json",
+    "codex",
     "sharegpt",
     "llama-factory",
     "swe-agent",
@@ -253,7 +254,7 @@ def _add_files(sub, common) -> None:
     p.add_argument(
         "format",
         choices=IMPORT_FORMATS,
-        help="auto (detected), openai, anthropic (Messages API bodies), claude-code, stream-json, sharegpt, llama-factory, swe-agent, "
+        help="auto (detected), openai, anthropic (Messages API bodies), claude-code, stream-json, codex, sharegpt, llama-factory, swe-agent, "
         "mini-swe-agent, otel, messages (JSONL/CSV/TSV/Parquet + --map); see docs/importing.md",
     )
     p.add_argument("inputs", nargs="+", metavar="IN", help="input files or directories")

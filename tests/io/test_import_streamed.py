@@ -29,6 +29,7 @@ FIXTURES = [
     ("stream-json", "data/transcripts/stream_json.jsonl", {}),
     ("openai", "data/transcripts/openai_chat.jsonl", {"tool_call_kind": "ToolUse"}),
     ("auto", "data/transcripts/anthropic.jsonl", {}),
+    ("codex", "data/transcripts/codex", {}),
     ("sharegpt", "data/transcripts/sharegpt.json", {}),
     ("llama-factory", "data/transcripts/llama_factory_v1.jsonl", {}),
     ("swe-agent", "data/transcripts/trajectories/demo__dates-7.traj", {}),

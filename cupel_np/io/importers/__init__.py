@@ -3,7 +3,8 @@
 Formats (``FORMATS``; docs/importing.md has the full table): ``openai`` (chat-completions
 JSONL, ``tools`` included; Responses API bodies and Batch API input lines too) and
 ``anthropic`` (Messages API request bodies, read by the same reader), ``claude-code`` (session logs) and ``stream-json`` (the headless /
-Agent SDK message stream, read by the same reader), ``sharegpt`` (ShareGPT and LLaMA-Factory
+Agent SDK message stream, read by the same reader), ``codex`` (Codex CLI session logs),
+``sharegpt`` (ShareGPT and LLaMA-Factory
 files), ``swe-agent`` (``.traj``), ``mini-swe-agent`` (``.traj.json``), ``otel``
 (OpenTelemetry GenAI spans, OTLP JSON), ``messages`` (JSONL / CSV / TSV / Parquet with a column
 mapping), and ``auto`` (detected from each file's first record).
@@ -43,7 +44,7 @@ from pathlib import Path
 
 from cupel_np._fs import as_path
 from cupel_np.errors import InvalidConfigError
-from cupel_np.io.importers import claude_code, detect, messages, openai, otel, sharegpt, trajectories
+from cupel_np.io.importers import claude_code, codex, detect, messages, openai, otel, sharegpt, trajectories
 from cupel_np.io.importers.core import (
     ITEM_COLUMNS,
     BadRecord,
@@ -79,6 +80,7 @@ FORMATS = (
     "anthropic",
     "claude-code",
     "stream-json",
+    "codex",
     "sharegpt",
     "llama-factory",
     "swe-agent",
@@ -133,6 +135,8 @@ def _read(fmt: str, files, reader: Reader, opts: dict) -> tuple[Iterable[Convers
             streamed=opts["streamed"],
             fmt=fmt,
         ), []
+    if fmt == "codex":
+        return codex.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind), []
     if fmt in ("openai", "anthropic"):  # one reader: the bodies share ``messages`` (``auto`` says openai)
         return openai.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind, fmt=fmt), []
     if fmt in ("sharegpt", "llama-factory"):

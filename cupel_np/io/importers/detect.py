@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from cupel_np.errors import BadTranscriptError, InvalidConfigError
-from cupel_np.io.importers import jsonread, openai
+from cupel_np.io.importers import codex, jsonread, openai
 
 
 def _first_record(path: Path) -> Any:
@@ -58,6 +58,8 @@ def detect(path: Path) -> str | None:
         return None
     if "resourceSpans" in first:
         return "otel"
+    if codex.looks_like(first):
+        return "codex"
     if isinstance(first.get("type"), str) and (
         "sessionId" in first or first.get("type") in ("summary", "file-history-snapshot", "queue-operation")
     ):
@@ -92,7 +94,7 @@ def detect_all(files: list[tuple[Path, str]], *, mapped: bool = False) -> str:
         if fmt is None:
             raise InvalidConfigError(
                 f"{name}: cannot tell its transcript format from its name and first record; "
-                "name the format (openai, anthropic, claude-code, stream-json, sharegpt, swe-agent, mini-swe-agent, otel, messages)"
+                "name the format (openai, anthropic, claude-code, stream-json, codex, sharegpt, swe-agent, mini-swe-agent, otel, messages)"
             )
         found.setdefault(fmt, []).append(name)
     if set(found) == {"swe-agent", "mini-swe-agent"}:  # one reader reads both

@@ -107,6 +107,47 @@ def _output_text(output, w: str, skipped: dict) -> tuple[str, bool | None]:
     raise Bad(f"{w}.output: expected a string, content parts or an object, got {type(output).__name__}")
 
 
+def _call_parts(item: dict, t: str, w: str, turn, ts, mid, tool_call_kind: str, skipped: dict) -> list[Part]:
+    """A call item as a ``ToolCall`` part (an ``mcp_call``, which the API ran, with its output
+    or error as a ``ToolOutput``)."""
+    name = item.get("name")
+    if not isinstance(name, str) or not name:
+        name = {"local_shell_call": "local_shell", "shell_call": "shell", "apply_patch_call": "apply_patch"}.get(
+            t, t.removesuffix("_call")
+        )
+    cid = item.get("call_id", item.get("id"))
+    cid = cid if isinstance(cid, str) and cid else None
+    args = item.get("arguments", "") if t == "mcp_call" else _arguments(item, w)
+    extra = {"item_type": t}
+    if t == "mcp_call" and isinstance(item.get("server_label"), str):
+        extra["server"] = item["server_label"]
+    parts = [
+        Part(
+            call_text(name, args if not isinstance(args, dict) else json.dumps(args, ensure_ascii=False)),
+            tool_call_kind,
+            "Tool",
+            False,
+            "assistant",
+            ts,
+            mid,
+            tool_name=name,
+            tool_call_id=cid,
+            tool_role="call" if cid else None,
+            turn=turn,
+            extra=extra,
+        )
+    ]
+    if t != "mcp_call":
+        return parts
+    err, out = item.get("error"), item.get("output")
+    ran: str = err if isinstance(err, str) and err else out if isinstance(out, str) else ""
+    if blank(ran):
+        count(skipped, "empty content")
+        return parts
+    role = "result" if cid else None
+    return [*parts, Part(ran, "ToolOutput", "Tool", False, "tool", ts, mid, name, cid, role, is_error=bool(err))]
+
+
 def item_parts(item, w: str, turns: Turns, ts, tool_call_kind: str, skipped: dict, label: str) -> list[Part]:
     """The parts of one Responses item (``w`` names it in errors; ``label`` names the format in
     ``skipped``). An output's tool name is its call's (``core.link_results``)."""
@@ -127,57 +168,7 @@ def item_parts(item, w: str, turns: Turns, ts, tool_call_kind: str, skipped: dic
             return []
         return [Part(text, kind, source, pinned, role, ts, mid, turn=turn)]
     if t in CALLS or t == "mcp_call":
-        turn = turns.of(True)
-        name = item.get("name")
-        if not isinstance(name, str) or not name:
-            name = {"local_shell_call": "local_shell", "shell_call": "shell", "apply_patch_call": "apply_patch"}.get(
-                t, t.removesuffix("_call")
-            )
-        cid = item.get("call_id", item.get("id"))
-        cid = cid if isinstance(cid, str) and cid else None
-        args = item.get("arguments", "") if t == "mcp_call" else _arguments(item, w)
-        extra = {"item_type": t}
-        if t == "mcp_call" and isinstance(item.get("server_label"), str):
-            extra["server"] = item["server_label"]
-        parts = [
-            Part(
-                call_text(name, args if not isinstance(args, dict) else json.dumps(args, ensure_ascii=False)),
-                tool_call_kind,
-                "Tool",
-                False,
-                "assistant",
-                ts,
-                mid,
-                tool_name=name,
-                tool_call_id=cid,
-                tool_role="call" if cid else None,
-                turn=turn,
-                extra=extra,
-            )
-        ]
-        if t == "mcp_call":  # the API ran it: its output (or error) is in the same item
-            err = item.get("error")
-            out = item.get("output")
-            ran: str = err if isinstance(err, str) and err else out if isinstance(out, str) else ""
-            if blank(ran):
-                count(skipped, "empty content")
-            else:
-                parts.append(
-                    Part(
-                        ran,
-                        "ToolOutput",
-                        "Tool",
-                        False,
-                        "tool",
-                        ts,
-                        mid,
-                        tool_name=name,
-                        tool_call_id=cid,
-                        tool_role="result" if cid else None,
-                        is_error=bool(err),
-                    )
-                )
-        return parts
+        return _call_parts(item, t, w, turns.of(True), ts, mid, tool_call_kind, skipped)
     if t in OUTPUTS:
         turns.of(False)
         cid = item.get("call_id", item.get("id"))
