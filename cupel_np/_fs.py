@@ -417,7 +417,7 @@ class RemotePath:
 
     def read_bytes(self) -> bytes:
         try:
-            with self.fs.open_input_stream(self.path) as f:
+            with self.fs.open_input_stream(self.path, compression=None) as f:  # (the stored bytes, as a local read)
                 return f.read()
         except OSError as e:
             if isinstance(e, FileNotFoundError) or "not found" in str(e).lower() and "bucket" not in str(e).lower():
@@ -431,7 +431,7 @@ class RemotePath:
         if mode not in ("r", "rb"):
             raise ValueError(f"RemotePath.open: only reading ('r', 'rb'), got {mode!r}")
         try:
-            raw = self.fs.open_input_stream(self.path)
+            raw = self.fs.open_input_stream(self.path, compression=None)  # (not by the name's suffix)
         except OSError as e:
             if isinstance(e, FileNotFoundError) or "not found" in str(e).lower() and "bucket" not in str(e).lower():
                 raise self.not_found() from None

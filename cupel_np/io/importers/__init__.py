@@ -62,6 +62,7 @@ from cupel_np.io.importers.core import (
 )
 from cupel_np.io.importers.labels import distinctive_strings, reuse_labels
 from cupel_np.io.importers.messages import MAP_TARGETS, parse_mapping
+from cupel_np.io.importers.spool import decompressed
 from cupel_np.io.importers.tokens import count_all, estimate_tokens, estimate_tokens_many, make_token_counter
 from cupel_np.io.parquet import _AtomicWriter, _finish_all
 from cupel_np.text import is_blank
@@ -180,6 +181,7 @@ def _start(
     if not isinstance(set_column, str) or not set_column or set_column in ITEM_COLUMNS:
         raise InvalidConfigError(f"set_column {set_column!r} clashes with an items column")
     parsed_mapping = parse_mapping(mapping)
+    files = decompressed(files)  # (after the options' checks: nothing decompressed for a bad call)
     if fmt == "auto":
         fmt = detect.detect_all(files, mapped=bool(parsed_mapping))
     if parsed_mapping and fmt != "messages":

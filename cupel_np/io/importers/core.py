@@ -28,7 +28,7 @@ from cupel_np.io.importers.jsonread import (  # noqa: F401 - the readers' shared
     json_lines,
     streamed_array,
 )
-from cupel_np.io.importers.spool import spool_remote  # noqa: F401
+from cupel_np.io.importers.spool import COMPRESSED, spool_remote  # noqa: F401
 from cupel_np.text import is_blank
 
 ROLE_KINDS = {
@@ -214,12 +214,15 @@ def blank(s: str) -> bool:
 
 # ----------------------------------------------------------------------------- files
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".ndjson", ".csv", ".tsv", ".parquet", ".traj")
+#: what a directory's compressed transcript files end with (``logs.jsonl.gz``: ``spool.decompressed``)
+_COMPRESSED_SUFFIXES = tuple(s + c for s in TRANSCRIPT_SUFFIXES for c in COMPRESSED)
 
 
 def transcript_files(paths) -> list[tuple[Any, str]]:
     """(file, its name in metadata) for every file ``paths`` names (a path or a list; a
-    directory means its transcript files, sorted, each named relative to the directory as
-    given, e.g. ``logs/proj/abc.jsonl``); an error for a missing file, an empty directory
+    directory means its transcript files, compressed ones too (``.gz``, ``.bz2``, ``.xz``,
+    ``.zst``), sorted, each named relative to the directory as given, e.g.
+    ``logs/proj/abc.jsonl``); an error for a missing file, an empty directory
     or no file at all."""
     if isinstance(paths, (str, Path, RemotePath)):
         paths = [paths]
@@ -227,7 +230,11 @@ def transcript_files(paths) -> list[tuple[Any, str]]:
     for given in paths:
         p: Any = as_path(given)  # a local Path, or a RemotePath for an object-store URL
         if p.is_dir():
-            found = sorted(x for x in p.rglob("*") if x.name.lower().endswith(TRANSCRIPT_SUFFIXES) and x.is_file())
+            found = sorted(
+                x
+                for x in p.rglob("*")
+                if x.name.lower().endswith(TRANSCRIPT_SUFFIXES + _COMPRESSED_SUFFIXES) and x.is_file()
+            )
             if not found:
                 raise InvalidConfigError(f"no transcript files in directory {p}")
             files.extend((x, str(p / x.relative_to(p))) for x in found)
