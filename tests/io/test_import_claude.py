@@ -347,6 +347,26 @@ def test_document_blocks_with_text_are_documents(tmp_path):
     assert res.skipped == {"claude-code block 'document' (no text in the log)": 1}
 
 
+def test_an_empty_tool_result_keeps_its_pair(tmp_path):
+    """A tool_result with no text (a command that printed nothing) is an item, ``[no text]``:
+    dropping it would leave its call without a result, a context no API takes."""
+    call = [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "true"}}]
+    result = [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "", "is_error": False}]
+    recs = [rec("user", "u1", None, "run it", ts=1), rec("assistant", "a1", "u1", call, ts=2, id="m1")]
+    recs.append(rec("user", "u2", "a1", result, ts=3))
+    res = import_transcripts("claude-code", write(tmp_path / "e.jsonl", recs))
+    t = rows(res)
+    assert [(r["kind"], r["content"], r["tool_role"]) for r in t] == [
+        ("Message", "run it", None),
+        ("ToolCall", 'Bash({"command": "true"})', "call"),
+        ("ToolOutput", "[no text]", "result"),
+    ]
+    assert (
+        t[1]["tool_group"] == t[2]["tool_group"] and md(t[2])["no_text"] == "true" and md(t[2])["tool_name"] == "Bash"
+    )
+    assert "empty content" not in res.skipped
+
+
 def test_nothing_to_import_is_an_error(tmp_path):
     p = write(tmp_path / "meta.jsonl", [{"type": "summary", "summary": "x", "leafUuid": "u"}])
     with pytest.raises(EmptyImportError, match=r"0 items from 1 line"):

@@ -127,17 +127,44 @@ def test_session_items_segments_and_counts(tmp_path):
     assert checks[f"{SID}#1"]["requests"] == 1 and checks[f"{SID}#1"]["api"] == 1000
 
 
-def test_a_compaction_without_history_opens_with_its_summary(tmp_path):
+def test_a_compaction_without_history_is_rebuilt_as_codex_did(tmp_path):
+    """A 2025 compaction (a summary, no replacement history): the new segment holds the
+    session's first context, the messages the user typed (not Codex's own, not an earlier
+    summary) and the summary; a compacted record that cannot be read opens no segment."""
     recs = [
-        meta(),
+        meta(base_instructions={"text": "You are Codex."}),
+        msg("user", "<environment_context>/app</environment_context>"),
         msg("user", "a"),
         msg("assistant", "b"),
-        line("compacted", {"message": "Summary: a, b."}),
+        line("compacted", {"message": "Summary one."}),
         msg("user", "c"),
+        line("compacted", {"replacement_history": [{"type": "message", "role": "user"}, "not an item"]}),
+        line("compacted", {"message": "Summary two."}),
+        msg("user", "d"),
     ]
-    t = rows(import_transcripts("codex", write(tmp_path / "s.jsonl", recs)))
-    assert [(r["segment"], r["content"]) for r in t] == [(0, "a"), (0, "b"), (1, "Summary: a, b."), (1, "c")]
-    assert t[2]["metadata"]["compact_summary"] == "true"
+    res = import_transcripts("codex", write(tmp_path / "s.jsonl", recs), skip_bad=True)
+    t = rows(res)
+    assert [(r["segment"], r["content"]) for r in t] == [
+        (0, "You are Codex."),
+        (0, "<environment_context>/app</environment_context>"),
+        (0, "a"),
+        (0, "b"),
+        (1, "You are Codex."),
+        (1, "<environment_context>/app</environment_context>"),
+        (1, "a"),
+        (1, "Summary one."),
+        (1, "c"),
+        (2, "You are Codex."),
+        (2, "<environment_context>/app</environment_context>"),
+        (2, "a"),
+        (2, "c"),
+        (2, "Summary two."),
+        (2, "d"),
+    ]
+    assert [b.line for b in res.bad] == [7]  # the bad compaction: no segment of its own
+    assert [r["metadata"].get("compacted") for r in t[4:8]] == ["true", "true", "true", None]
+    assert t[7]["metadata"]["compact_summary"] == "true" and t[4]["pinned"] and t[5]["metadata"]["is_meta"] == "true"
+    assert {r["conversation_id"] for r in t[9:]} == {f"{SID}#2"}
 
 
 def test_undone_turns_are_removed(tmp_path):
@@ -180,12 +207,38 @@ def test_the_oldest_logs_and_copies_and_forks(tmp_path):
     assert res.skipped["codex record 'state'"] == 1
 
 
+def record(rid, n):
+    return {"type": "token_usage_record", "payload": {"response_id": rid, "usage": {"input_tokens": n}}}
+
+
 def test_usage_records_are_the_counts_where_logged(tmp_path):
-    rec = {"type": "token_usage_record", "payload": {"response_id": "r1", "usage": {"input_tokens": 700}}}
-    recs = [meta(), msg("user", "q"), usage(600, 610, 600), msg("assistant", "a"), rec, rec]  # a repeated record
+    """One count a response (a repeated record once), where the response began; the counts of
+    an undone turn's requests go with it."""
+    recs = [meta(), msg("user", "q"), usage(600, 610, 600), msg("assistant", "a"), record("r1", 700), record("r1", 700)]
+    recs += [msg("user", "long " * 50), msg("assistant", "b"), record("r2", 900)]
+    recs += [
+        line("event_msg", {"type": "thread_rolled_back", "num_turns": 1}),
+        msg("user", "again"),
+        msg("assistant", "c"),
+    ]
+    recs += [record("r3", 750)]
     res = import_transcripts("codex", write(tmp_path / "s.jsonl", recs))
+    t = rows(res)
+    assert [r["content"] for r in t] == ["q", "a", "again", "c"]
     ((chk),) = res.tokens
-    assert chk["requests"] == 1 and chk["api"] == 700
+    assert chk["requests"] == 2 and chk["api"] == 750  # r1 before "a", r3 before "c"; r2 undone
+    assert chk["estimate"] == sum(r["tokens"] for r in t[:3])
+    assert (
+        res.skipped["codex item undone (thread_rolled_back)"] == 2
+        and "codex record 'token_usage_record'" in res.skipped
+    )
+
+
+def test_records_without_what_they_need_are_named(tmp_path):
+    recs = [meta(), msg("user", "q"), {"type": "response_item"}, line("event_msg", {"no": "type"})]
+    res = import_transcripts("codex", write(tmp_path / "s.jsonl", recs), skip_bad=True)
+    assert [(b.line, b.message) for b in res.bad] == [(3, "a 'response_item' record without a payload")]
+    assert res.skipped == {"codex event (no type)": 1}
 
 
 def test_a_bad_line_is_named(tmp_path):

@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from cupel_np.io.importers import estimate_tokens, estimate_tokens_many, import_transcripts
+from cupel_np.io.importers import BadTranscriptError, estimate_tokens, estimate_tokens_many, import_transcripts
+from cupel_np.io.importers.detect import detect
 
 TOOLS = [
     {
@@ -219,15 +220,14 @@ def test_anthropic_messages_body(tmp_path):
 @pytest.mark.parametrize(
     "body,message",
     [
-        ({"system": 7, "messages": []}, "system: expected a string or a list of text blocks, got int"),
         ({"system": [{"type": "image"}], "messages": []}, "system[0]: expected a text block"),
         (
             {"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "t"}]}]},
             "messages[0].content[0]: tool_use block without a 'name'",
         ),
         (
-            {"messages": [{"role": "system", "content": [{"type": "tool_result", "tool_use_id": "t"}]}]},
-            "messages[0]: content blocks in a 'system' message",
+            {"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": 5}]}]},
+            "messages[0].content[0].content: content must be a string or a list of parts, got int",
         ),
     ],
 )
@@ -361,6 +361,131 @@ def test_responses_input_as_a_string(tmp_path):
     p.write_text(json.dumps({"model": "gpt", "input": "hello"}) + "\n")
     t = import_transcripts("auto", p).table.to_pylist()
     assert [(r["kind"], r["content"]) for r in t] == [("Message", "hello")]
+
+
+def _one(tmp_path, body, fmt="openai", **kw):
+    p = tmp_path / "one.jsonl"
+    p.write_text(json.dumps(body) + "\n")
+    return import_transcripts(fmt, p, **kw)
+
+
+def test_an_openai_line_keeps_its_shape_whatever_parts_it_holds(tmp_path):
+    """A line with what only OpenAI's chat messages have (tool_calls, a tool role, a system
+    message) is read as OpenAI's throughout: a thinking part or an image with a source does not
+    turn a message into Anthropic blocks (its calls, refusal and name stay); a part whose type
+    is not a string is counted, not a crash."""
+    body = {
+        "id": "c",
+        "messages": [
+            {"role": "system", "content": [{"type": "text", "text": "sys"}, {"type": "document", "source": {}}]},
+            {
+                "role": "user",
+                "name": "ann",
+                "content": [{"type": "text", "text": "hi"}, {"type": ["text"], "text": "x"}],
+            },
+            {
+                "role": "assistant",
+                "content": [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "calling"}],
+                "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}],
+                "refusal": "no way",
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": [{"type": "image", "source": {"type": "url"}}]},
+        ],
+    }
+    res = _one(tmp_path, body)
+    t = res.table.to_pylist()
+    assert [(r["kind"], r["content"], r["tool_role"]) for r in t] == [
+        ("SystemPrompt", "sys", None),
+        ("Message", "hi\nx", None),
+        ("Message", "calling", None),
+        ("Message", "no way", None),
+        ("ToolCall", "ls({})", "call"),
+        ("ToolOutput", "[no text]", "result"),  # its image is not text: the pair stays whole
+    ]
+    md = [dict(r["metadata"]) for r in t]
+    assert md[1]["name"] == "ann" and md[5]["tool_name"] == "ls" and md[5]["no_text"] == "true"
+    assert t[4]["tool_group"] == t[5]["tool_group"] == "c:call_1"
+    assert res.skipped == {"non-text part 'document'": 1, "non-text part 'thinking'": 1, "non-text part 'image'": 1}
+
+
+def test_empty_tool_results_are_items(tmp_path):
+    """A result without text keeps its call's pair in every shape: an OpenAI tool message, an
+    Anthropic tool_result, a Responses output (and a screenshot, counted as a non-text part)."""
+    openai_body = {
+        "messages": [
+            {"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": ""},
+        ]
+    }
+    anthropic_body = {
+        "messages": [
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "", "is_error": True}]},
+        ]
+    }
+    responses_body = {
+        "model": "m",
+        "input": [
+            {"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "a", "output": ""},
+            {"type": "computer_call", "call_id": "b", "action": {"type": "screenshot"}},
+            {
+                "type": "computer_call_output",
+                "call_id": "b",
+                "output": {"type": "computer_screenshot", "image_url": "x"},
+            },
+        ],
+    }
+    for body in (openai_body, anthropic_body, responses_body):
+        res = _one(tmp_path, body)
+        t = res.table.to_pylist()
+        outputs = [r for r in t if r["kind"] == "ToolOutput"]
+        assert outputs and all(r["content"] == "[no text]" for r in outputs), t
+        assert all(dict(r["metadata"])["no_text"] == "true" for r in outputs)
+        calls = {r["tool_call_id"]: r["tool_group"] for r in t if r["tool_role"] == "call"}
+        assert {r["tool_call_id"]: r["tool_group"] for r in outputs} == calls
+        assert "empty content" not in res.skipped
+    assert dict(outputs[1]["metadata"])["tool_name"] == "computer"
+    assert res.skipped == {"non-text part 'computer_screenshot'": 1}
+    assert dict(_one(tmp_path, anthropic_body).table.to_pylist()[1]["metadata"])["is_error"] == "true"
+
+
+def test_a_responses_output_links_by_its_call_id_only(tmp_path):
+    body = {"model": "m", "input": [{"type": "function_call_output", "id": "fco_1", "output": "late"}]}
+    (r,) = _one(tmp_path, body).table.to_pylist()
+    assert (r["tool_role"], r["tool_call_id"], r["tool_group"]) == (None, None, None)
+
+
+def test_usage_counts_the_whole_request_unless_the_reply_is_logged(tmp_path):
+    """A body's usage: before the last message when that is the reply (an assistant message),
+    else after every message (a request as sent)."""
+    msgs = [
+        {"role": "user", "content": "q1"},
+        {"role": "assistant", "content": "a1"},
+        {"role": "user", "content": "q2"},
+    ]
+    for body_msgs, before in ((msgs, 3), (msgs[:2], 1)):
+        res = _one(tmp_path, {"id": "c", "messages": body_msgs, "usage": {"input_tokens": 50}})
+        (chk,) = res.tokens
+        t = res.table.to_pylist()
+        assert chk["api"] == 50 and chk["estimate"] == sum(r["tokens"] for r in t[:before])
+
+
+def test_lines_of_other_datasets_are_no_requests(tmp_path):
+    """An Alpaca line (``instruction`` / ``input`` / ``output``) is no Responses body, and an
+    embeddings batch line no conversation: named, not read as chat."""
+    with pytest.raises(BadTranscriptError, match=r"could be read as 'openai' \(first, line 1: missing 'messages'"):
+        _one(tmp_path, {"instruction": "Translate", "input": "Bonjour", "output": "Hello"})
+    emb = tmp_path / "emb.jsonl"
+    emb.write_text(json.dumps({"custom_id": "e", "url": "/v1/embeddings", "body": {"model": "m", "input": "x"}}) + "\n")
+    assert detect(emb) is None
+    chat = {
+        "custom_id": "c9",
+        "url": "/v1/chat/completions",
+        "body": {"conversation_id": "inner", "messages": [{"role": "user", "content": "hi"}]},
+    }
+    (r,) = _one(tmp_path, chat, "auto").table.to_pylist()
+    assert r["conversation_id"] == "c9"  # a batch line's set is its custom_id
 
 
 def test_openai_part_lists_stay_one_item(tmp_path):

@@ -11,7 +11,7 @@ import math
 import re
 import struct
 
-from cupel_np.io.importers.core import Bad, Part, blank, call_text, count, text_of
+from cupel_np.io.importers.core import Bad, Part, blank, call_text, count, no_text_result, text_of
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _BASH_IN = re.compile(r"<bash-input>(.*?)</bash-input>", re.S)
@@ -150,7 +150,7 @@ def _image_part(b: dict, role: str, ts, uid, tcid: str | None = None) -> Part | 
     )
 
 
-def _document_part(b: dict, ts, uid) -> Part | None:
+def _document_part(b: dict, ts, uid, skipped: dict) -> Part | None:
     """A ``document`` block whose text the log holds (source ``text``, or ``content`` of text
     blocks) as a ``Document`` item; None for one it does not (a base64 PDF, a URL, a file id)."""
     src = b.get("source")
@@ -159,7 +159,7 @@ def _document_part(b: dict, ts, uid) -> Part | None:
     if src.get("type") == "text" and isinstance(src.get("data"), str):
         text = src["data"]
     elif src.get("type") == "content" and isinstance(src.get("content"), (str, list)):
-        text = text_of(src["content"], "document.source.content", {})
+        text = text_of(src["content"], "document.source.content", skipped)
     else:
         return None
     if blank(text):
@@ -203,7 +203,7 @@ def user_parts(obj: dict, content, ts, uid, skipped: dict, label: str = "claude-
             else:
                 parts.append(img)
         elif bt == "document":
-            doc = _document_part(b, ts, uid)
+            doc = _document_part(b, ts, uid, skipped)
             if doc is None:
                 count(skipped, f"{label} block 'document' (no text in the log)")
             else:
@@ -230,9 +230,12 @@ def user_parts(obj: dict, content, ts, uid, skipped: dict, label: str = "claude-
             for img in images:
                 img.is_error = bool(err) if err is not None else False
             if blank(text):
-                if not images:
+                if images:
+                    parts.extend(images)
+                elif tcid:  # an empty result: an item all the same, its call keeps its pair
+                    parts.append(no_text_result("tool", ts, uid, None, tcid, bool(err) if err is not None else False))
+                else:
                     count(skipped, "empty content")
-                parts.extend(images)
                 continue
             parts.append(
                 Part(
@@ -357,10 +360,13 @@ def assistant_parts(
         elif bt == "mcp_tool_result":
             tcid = b.get("tool_use_id") if isinstance(b.get("tool_use_id"), str) else None
             text = text_of(b.get("content"), f"message.content[{i}].content", skipped)
-            if blank(text):
-                count(skipped, "empty content")
-                continue
             err = b.get("is_error")
+            if blank(text):
+                if tcid:  # (as an empty tool_result)
+                    parts.append(no_text_result("tool", ts, uid, None, tcid, bool(err) if err is not None else False))
+                else:
+                    count(skipped, "empty content")
+                continue
             parts.append(
                 Part(
                     text,

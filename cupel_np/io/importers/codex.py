@@ -51,13 +51,22 @@ from cupel_np.io.importers.core import (
 )
 
 LABEL = "codex"
+#: the skip reason of items an undone turn (``thread_rolled_back``) removed
+UNDONE = "codex item undone (thread_rolled_back)"
 #: user messages Codex writes itself (instructions, the environment, notices): context the
 #: model sees, marked ``is_meta`` as Claude Code's own reminders are
 _INJECTED = re.compile(
     r"\s*(<environment_context>|<user_instructions>|# AGENTS\.md instructions for |<INSTRUCTIONS>|<skill>"
     r"|<turn_aborted>|<subagent_notification>|<user_shell_command>)"
 )
+#: how much of the user's messages a 2025 compaction kept (Codex: 20,000 tokens, ~4 bytes each)
+_KEPT_USER_CHARS = 80_000
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
+
+
+def _copy(pt: Part, ts) -> Part:
+    """``pt`` again, in a new segment (the compaction's time)."""
+    return Part(pt.content, pt.kind, pt.source, pt.pinned, pt.role, ts, pt.id, tokens=pt.tokens, extra=pt.extra)
 
 
 def session_key(path: Path) -> str:
@@ -109,26 +118,56 @@ class _Session:
         return self.turn_start if self.turns.in_model else len(self.parts)
 
     def compacted(self, payload: dict, line: int, ts) -> None:
-        self.convs.append(Conversation(f"{self.key}#{len(self.convs)}"))
-        self.turns = responses.Turns()
-        self.turn_start = 0
+        """A compaction: a new segment holding the history Codex continued from. Its
+        ``replacement_history`` when logged; else (logs of 2025) what Codex rebuilt then: the
+        session's first context (instructions, environment), the user's messages (the newest,
+        up to ``_KEPT_USER_CHARS``) and the summary as a user message."""
         history = payload.get("replacement_history")
+        turns = responses.Turns()
         if isinstance(history, list):
-            for j, it in enumerate(history):
-                parts = responses.item_parts(
-                    it, f"line {line}.replacement_history[{j}]", self.turns, ts, self.kind, self.skipped, LABEL
-                )
-                for pt in parts:
-                    pt.extra = {**(pt.extra or {}), "compacted": "true"}
-                self.add(parts, line)
-            self.turns.in_model = False
-            return
-        summary = payload.get("message")
-        if isinstance(summary, str) and not blank(summary):
-            kind, source, pinned, role = role_part("user", "compacted")
-            self.add([Part(summary, kind, source, pinned, role, ts, extra={"compact_summary": "true"})], line)
+            parts = []
+            for j, it in enumerate(history):  # (all read before the segment opens: a bad item leaves none)
+                w = f"line {line}.replacement_history[{j}]"
+                parts += responses.item_parts(it, w, turns, ts, self.kind, self.skipped, LABEL)
         else:
-            count(self.skipped, "empty content")
+            summary = payload.get("message")
+            if not isinstance(summary, str) or blank(summary):
+                raise Bad("compacted: neither a replacement_history nor a summary message")
+            parts = [_copy(pt, ts) for pt in self._initial() + self._user_messages()]
+            kind, source, pinned, role = role_part("user", "compacted")
+            parts.append(Part(summary, kind, source, pinned, role, ts, extra={"compact_summary": "true"}))
+        for pt in parts:
+            if not (pt.extra or {}).get("compact_summary"):
+                pt.extra = {**(pt.extra or {}), "compacted": "true"}
+        self.convs.append(Conversation(f"{self.key}#{len(self.convs)}"))
+        self.turns, self.turn_start = turns, 0
+        turns.in_model = False
+        self.add(parts, line)
+
+    def _initial(self) -> list[Part]:
+        """The session's first context: what its first segment holds before the first message
+        the user typed (base instructions, developer messages, Codex's own user messages)."""
+        out = []
+        for pt in self.convs[0].parts:
+            if pt.role == "user" and not (pt.extra or {}).get("is_meta"):
+                break
+            if pt.role in ("system", "developer", "user"):
+                out.append(pt)
+        return out
+
+    def _user_messages(self) -> list[Part]:
+        """The messages the user typed in the current segment (earlier summaries excluded), the
+        newest first up to ``_KEPT_USER_CHARS`` characters, in their order."""
+        kept, size = [], 0
+        for pt in reversed(self.parts):
+            extra = pt.extra or {}
+            if pt.role != "user" or pt.kind != "Message" or extra.get("is_meta") or extra.get("compact_summary"):
+                continue
+            if size + len(pt.content) > _KEPT_USER_CHARS:
+                break
+            kept.append(pt)
+            size += len(pt.content)
+        return kept[::-1]
 
     def rolled_back(self, n: int) -> None:
         """Drop the segment's last ``n`` user turns (from its n-th last message the user typed)."""
@@ -136,10 +175,11 @@ class _Session:
         if n <= 0 or not users:
             return
         cut = users[-min(n, len(users))]
-        count(self.skipped, "codex item undone (thread_rolled_back)", len(self.parts) - cut)
+        count(self.skipped, UNDONE, len(self.parts) - cut)
         del self.parts[cut:]
-        conv = self.convs[-1]
-        conv.api = [a for a in conv.api if a.before <= cut]
+        conv, seg = self.convs[-1], len(self.convs) - 1
+        conv.api = [a for a in conv.api if a.before <= cut]  # (a count of the undone turns' requests goes too)
+        self.records = [r for r in self.records if r[0] != seg or r[1] <= cut]
         self.turns.in_model = False
 
     def token_count(self, payload: dict) -> None:
@@ -204,9 +244,11 @@ def _record(s: _Session, obj: Any, line: int) -> None:
     rtype = obj.get("type")
     ts = parse_ts(obj.get("timestamp"), "timestamp")
     if "payload" not in obj:  # the oldest logs: bare items, state lines, the session line
+        if rtype in _RECORDS:
+            raise Bad(f"a '{rtype}' record without a payload")
         if "record_type" in obj:
             count(s.skipped, f"codex record '{obj['record_type']}'")
-        elif rtype is None and "id" in obj:  # (its instructions are the user's, sent as a message too)
+        elif rtype is None and "id" in obj and "role" not in obj:  # (its instructions are the user's, also a message)
             s.metas += 1
             if s.metas > 1:
                 count(s.skipped, "codex record 'session_meta' (a fork's copied history)")
@@ -228,16 +270,21 @@ def _record(s: _Session, obj: Any, line: int) -> None:
             s.token_count(payload)
         elif et == "thread_rolled_back" and type(payload.get("num_turns")) is int:
             s.rolled_back(payload["num_turns"])
-        count(s.skipped, f"codex event '{et}'")
+        count(s.skipped, f"codex event '{et}'" if isinstance(et, str) else "codex event (no type)")
     else:
         if rtype == "token_usage_record":
             s.usage_record(payload)
         count(s.skipped, f"codex record '{rtype}'")
 
 
+#: the wrapped records' types (one without a payload is a bad line, not an item)
+_RECORDS = frozenset({"session_meta", "response_item", "compacted", "turn_context", "event_msg", "token_usage_record"})
+
+
 def _is_metadata(reason: str) -> bool:
-    """Records that are never context (the "skipped more than kept" check leaves them out)."""
-    return reason.startswith(("codex record", "codex event"))
+    """Records that are never context, and undone turns (the "skipped more than kept" check
+    leaves them out)."""
+    return reason.startswith(("codex record", "codex event")) or reason == UNDONE
 
 
 def read(

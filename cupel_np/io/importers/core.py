@@ -101,6 +101,29 @@ class Part:
     row: dict[str, Any] | None = None  # extra columns of a messages row, kept as read
 
 
+#: the content of a tool result without text (an empty output, or one whose images the log
+#: does not hold): an item all the same, so that its call keeps its pair (``metadata.no_text``)
+NO_TEXT = "[no text]"
+
+
+def no_text_result(role: str, ts, mid, name: str | None, call_id: str, is_error: bool | None = None) -> Part:
+    """A result of call ``call_id`` whose text is empty: ``NO_TEXT``, a ``ToolOutput``."""
+    return Part(
+        NO_TEXT,
+        "ToolOutput",
+        "Tool",
+        False,
+        role,
+        ts,
+        mid,
+        tool_name=name,
+        tool_call_id=call_id,
+        tool_role="result",
+        is_error=is_error,
+        extra={"no_text": "true"},
+    )
+
+
 @dataclass
 class ApiCount:
     """The API's own count of a request's input: ``before`` parts of the conversation were in

@@ -36,6 +36,7 @@ from cupel_np.io.importers.core import (
     count,
     json_document,
     json_lines,
+    no_text_result,
     parse_ts,
     raise_first_bad,
     role_part,
@@ -153,14 +154,33 @@ _BLOCKS = frozenset(
 )
 
 
-def _anthropic_blocks(content) -> bool:
-    """Whether ``content`` is a list of Anthropic content blocks that are more than text (its
-    text alone reads the same either way: joined, as an OpenAI part list)."""
-    return isinstance(content, list) and any(
-        isinstance(b, dict)
-        and (b.get("type") in _BLOCKS or (b.get("type") == "image" and isinstance(b.get("source"), dict)))
-        for b in content
-    )
+def _block_type(b) -> bool:
+    """Whether ``b`` is a content block only the Anthropic Messages API has."""
+    t = b.get("type") if isinstance(b, dict) else None
+    return isinstance(t, str) and (t in _BLOCKS or (t == "image" and isinstance(b.get("source"), dict)))
+
+
+#: what only an OpenAI chat message has: a line holding one is read as OpenAI's throughout
+_OPENAI_ROLES = frozenset({"system", "developer", "tool", "function"})
+_OPENAI_KEYS = ("tool_calls", "function_call", "tool_call_id", "tool_call_ids", "refusal")
+
+
+def anthropic_line(obj: dict, msgs: list) -> bool:
+    """Whether a line's messages are the Messages API's: some message's content holds a block
+    only that API has (``_BLOCKS``, an image with a ``source``), and no message has what only
+    OpenAI's chat messages have (a ``system`` / ``developer`` / ``tool`` role, ``tool_calls``,
+    ``tool_call_id``, ``refusal``). An OpenAI line keeps its part lists as they were read (a
+    block of another API counted as a non-text part), whatever parts a gateway put in them."""
+    blocks = False
+    for m in msgs:
+        if not isinstance(m, dict):
+            continue
+        role = m.get("role")
+        if (isinstance(role, str) and role.strip().lower() in _OPENAI_ROLES) or any(k in m for k in _OPENAI_KEYS):
+            return False
+        content = m.get("content")
+        blocks = blocks or (isinstance(content, list) and any(_block_type(b) for b in content))
+    return blocks
 
 
 def _system_parts(system, skipped: dict) -> list[Part]:
@@ -180,7 +200,7 @@ def _system_parts(system, skipped: dict) -> list[Part]:
                 raise Bad(f"system[{j}]: expected a text block, got {b!r:.60}")
     else:
         raise Bad(f"system: expected a string or a list of text blocks, got {type(system).__name__}")
-    parts = []
+    parts: list[Part] = []
     for t in texts:
         if blank(t):
             count(skipped, "empty content")
@@ -190,15 +210,14 @@ def _system_parts(system, skipped: dict) -> list[Part]:
 
 
 def _block_parts(m: dict, w: str, i: int, role: str, ts, mid, tool_call_kind: str, skipped: dict) -> list[Part]:
-    """The parts of an Anthropic message whose content holds blocks beyond text."""
+    """The parts of a Messages API message whose content is a list of blocks (a user or an
+    assistant message: ``anthropic_line`` leaves no other role)."""
     try:
         if role == "assistant":
             return assistant_parts(m["content"], ts, mid, f"m{i}", tool_call_kind, skipped, label="anthropic")
-        if role == "user":
-            return user_parts({}, m["content"], ts, mid, skipped, label="anthropic")
+        return user_parts({}, m["content"], ts, mid, skipped, label="anthropic")
     except Bad as e:  # (its message names the block as ``message.content[j]``: say which message)
         raise Bad(f"{w}.{str(e).removeprefix('message.')}") from None
-    raise Bad(f"{w}: content blocks in a {role!r} message (the Messages API has them in user and assistant messages)")
 
 
 def batch_request(obj) -> dict | None:
@@ -207,15 +226,31 @@ def batch_request(obj) -> dict | None:
     that is no such wrapper."""
     if not isinstance(obj, dict) or "messages" in obj or "custom_id" not in obj:
         return None
+    url = obj.get("url")
+    if isinstance(url, str) and not url.rstrip("/").endswith(_BATCH_URLS):  # (embeddings, moderations ...)
+        return None
     inner = obj.get("body") if isinstance(obj.get("body"), dict) else obj.get("params")
     if not isinstance(inner, dict) or not (isinstance(inner.get("messages"), list) or _is_responses(inner)):
         return None
-    return {**inner, "id": obj["custom_id"]}
+    return {**inner, "conversation_id": obj["custom_id"]}
+
+
+#: the endpoints of batch lines that hold a conversation
+_BATCH_URLS = ("/chat/completions", "/responses", "/messages")
 
 
 def _is_responses(obj: dict) -> bool:
-    """A Responses API request body (``input``, no ``messages``)."""
-    return "messages" not in obj and isinstance(obj.get("input"), (list, str))
+    """A Responses API request body: ``input`` (a string, or a list of items) and no
+    ``messages``, with a ``model`` or ``instructions`` beside it, or items that are objects (a
+    line of another dataset with an ``input`` field, e.g. Alpaca's, is none)."""
+    if "messages" in obj:
+        return False
+    items = obj.get("input")
+    if isinstance(items, str):
+        return "model" in obj or "instructions" in obj
+    return isinstance(items, list) and (
+        "model" in obj or "instructions" in obj or (bool(items) and all(isinstance(x, dict) for x in items))
+    )
 
 
 def _responses_conversation(obj: dict, skipped: dict, tool_call_kind: str) -> tuple[list[Part], list[ApiCount]]:
@@ -268,17 +303,24 @@ def conversation(obj, skipped: dict, tool_call_kind: str, msgs_key: str = "messa
     if cid is not None and not isinstance(cid, (str, int)):
         raise Bad(f"conversation id must be a string or integer, got {cid!r}")
     parts = tool_schema_parts(obj.get("tools"), "tools") + tool_schema_parts(obj.get("functions"), "functions")
-    if obj.get("system") is not None:  # Anthropic: the system prompt beside the messages
-        parts += _system_parts(obj["system"], skipped)
+    blocks = anthropic_line(obj, msgs)
+    system = obj.get("system")
+    if system is not None:  # Anthropic: the system prompt beside the messages
+        has_role = any(isinstance(m, dict) and m.get("role") in ("system", "developer") for m in msgs)
+        if has_role or not isinstance(system, (str, list)):  # (a dataset's own field: not read twice)
+            count(skipped, "top-level 'system' beside system messages" if has_role else "top-level 'system' (not text)")
+        else:
+            parts += _system_parts(system, skipped)
     api: list[ApiCount] = []
     if not msgs:
         count(skipped, "conversation without messages")
-    last_assistant = None
+    last_assistant, last_role = None, None
     for i, m in enumerate(msgs):
         w = f"{msgs_key}[{i}]"
         if not isinstance(m, dict):
             raise Bad(f"{w}: expected an object, got {type(m).__name__}")
         kind, source, pinned, role = role_part(m.get("role"), f"{w}.role")
+        last_role = role
         ts = parse_ts(m.get("timestamp", m.get("created_at")), f"{w}.timestamp")
         mid = None if m.get("id") is None else str(m.get("id"))
         if role == "assistant":
@@ -287,7 +329,7 @@ def conversation(obj, skipped: dict, tool_call_kind: str, msgs_key: str = "messa
             t = api_tokens(m.get("usage", resp.get("usage") if isinstance(resp, dict) else None))
             if t is not None:
                 api.append(ApiCount(len(parts), t))
-        if _anthropic_blocks(m.get("content")):
+        if blocks and isinstance(m.get("content"), list) and any(_block_type(b) for b in m["content"]):
             parts += _block_parts(m, w, i, role, ts, mid, tool_call_kind, skipped)
             continue
         name = m.get("name") if isinstance(m.get("name"), str) else None
@@ -304,16 +346,24 @@ def conversation(obj, skipped: dict, tool_call_kind: str, msgs_key: str = "messa
             elif name:
                 pt.extra = {"name": name}
             parts.append(pt)
-        elif not calls and not isinstance(m.get("refusal"), str):
-            count(skipped, "empty content")
+        else:
+            first, ids = _result_ids(m, role, name, parts) if role in ("tool", "function") else (None, [])
+            if first is not None:  # an empty result: an item all the same, its call keeps its pair
+                empty = no_text_result(role, ts, mid, name, first)
+                if len(ids) > 1:
+                    empty.extra = {**(empty.extra or {}), "tool_call_ids": ",".join(ids)}
+                parts.append(empty)
+            elif not calls and not isinstance(m.get("refusal"), str):
+                count(skipped, "empty content")
         if isinstance(m.get("refusal"), str) and not blank(m["refusal"]):
             parts.append(
                 Part(m["refusal"], kind, source, pinned, role, ts, mid, turn=f"m{i}", extra={"refusal": "true"})
             )
         parts.extend(calls)
     t = api_tokens(obj.get("usage"))
-    if t is not None:  # a logged request + response: the prompt is everything before the reply
-        api.append(ApiCount(last_assistant if last_assistant is not None else len(parts), t))
+    if t is not None:  # a logged request + its reply: the prompt is everything before the reply
+        reply = last_role == "assistant" and last_assistant is not None
+        api.append(ApiCount(last_assistant if reply else len(parts), t))  # type: ignore[arg-type]
     return cid, parts, api
 
 

@@ -8,7 +8,8 @@ An item is a ``message`` (``role``; ``content`` a string or parts: ``input_text`
 (``function_call_output``, ``custom_tool_call_output``, ``local_shell_call_output``, ...),
 linked by ``call_id``. ``reasoning`` items (a summary, encrypted content) are not resent as
 text and are counted, as are items the log holds no text of (web and file searches,
-computer-use screenshots, generated images, ``item_reference``).
+generated images, ``item_reference``); an output without text (empty, or a computer-use
+screenshot, counted as a non-text part) is a ``NO_TEXT`` item, so its call keeps its pair.
 
 ``Turns`` numbers the model's turns: the items from one model response (its messages and
 calls) share a turn, so the calls of one response share a ``tool_group``.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import json
 
-from cupel_np.io.importers.core import Bad, Part, blank, call_text, count, role_part, text_of
+from cupel_np.io.importers.core import Bad, Part, blank, call_text, count, no_text_result, role_part, text_of
 
 #: call item type -> its output item's type
 CALLS = {
@@ -48,6 +49,11 @@ _NO_TEXT = frozenset(
         "compaction_summary",
     }
 )
+
+
+#: calls whose own ``id`` links them when they have no ``call_id`` (Codex answers a local shell
+#: call by its id; an MCP call holds its own output)
+_ID_LINKED = frozenset({"local_shell_call", "mcp_call"})
 
 
 class Turns:
@@ -93,6 +99,8 @@ def _output_text(output, w: str, skipped: dict) -> tuple[str, bool | None]:
     Codex's ``{"content", "success"}`` (older logs); a JSON string ``{"output": ...,
     "metadata": {"exit_code"}}`` (Codex's shell tools) is kept as it is, the text the model
     was sent."""
+    if isinstance(output, dict) and "content" not in output and "output" not in output and "type" in output:
+        return text_of([output], f"{w}.output", skipped), None  # a part (a screenshot: counted)
     if isinstance(output, dict):
         ok = output.get("success")
         body = output.get("content", output.get("output"))
@@ -115,7 +123,9 @@ def _call_parts(item: dict, t: str, w: str, turn, ts, mid, tool_call_kind: str, 
         name = {"local_shell_call": "local_shell", "shell_call": "shell", "apply_patch_call": "apply_patch"}.get(
             t, t.removesuffix("_call")
         )
-    cid = item.get("call_id", item.get("id"))
+    cid = item.get("call_id")
+    if not (isinstance(cid, str) and cid) and t in _ID_LINKED:
+        cid = item.get("id")
     cid = cid if isinstance(cid, str) and cid else None
     args = item.get("arguments", "") if t == "mcp_call" else _arguments(item, w)
     extra = {"item_type": t}
@@ -171,10 +181,12 @@ def item_parts(item, w: str, turns: Turns, ts, tool_call_kind: str, skipped: dic
         return _call_parts(item, t, w, turns.of(True), ts, mid, tool_call_kind, skipped)
     if t in OUTPUTS:
         turns.of(False)
-        cid = item.get("call_id", item.get("id"))
+        cid = item.get("call_id")  # (an output's own id is never its call's)
         cid = cid if isinstance(cid, str) and cid else None
         text, failed = _output_text(item.get("output"), w, skipped)
         if blank(text):
+            if cid:  # an empty output (or a screenshot): an item all the same, its call keeps its pair
+                return [no_text_result("tool", ts, mid, None, cid, failed)]
             count(skipped, "empty content")
             return []
         return [
