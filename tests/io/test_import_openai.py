@@ -488,6 +488,75 @@ def test_lines_of_other_datasets_are_no_requests(tmp_path):
     assert r["conversation_id"] == "c9"  # a batch line's set is its custom_id
 
 
+def test_http_captures(tmp_path):
+    """Capture lines (claude-trace, logging proxies): each request's body is a set, counted by
+    its response's usage (a JSON body's, a stream's message_start or response.completed) after
+    every message it sent; the capture's other calls are counted as metadata."""
+    sse = "event: message_start\ndata: " + json.dumps(
+        {"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": 30, "cache_read_input_tokens": 100}}}
+    )
+    done = "event: response.completed\ndata: " + json.dumps(
+        {"type": "response.completed", "response": {"usage": {"input_tokens": 44}}}
+    )
+    url = "https://api.anthropic.com/v1/messages"
+    lines = [
+        {
+            "request": {
+                "method": "POST",
+                "url": url,
+                "body": {"system": "S", "messages": [{"role": "user", "content": "hi"}]},
+            },
+            "response": {
+                "status_code": 200,
+                "body": {"content": [{"type": "text", "text": "yo"}], "usage": {"input_tokens": 12}},
+            },
+        },
+        {
+            "request": {"method": "GET", "url": "https://api.anthropic.com/v1/models"},
+            "response": {"body": {"data": []}},
+        },
+        {
+            "request": {
+                "url": url,
+                "body": json.dumps(
+                    {
+                        "messages": [
+                            {"role": "user", "content": "a"},
+                            {"role": "assistant", "content": "b"},
+                            {"role": "user", "content": "c"},
+                        ]
+                    }
+                ),
+            },
+            "response": {"body": None, "body_raw": sse + "\n\nevent: message_stop\ndata: {}\n"},
+        },
+        {
+            "request": {"url": "https://api.openai.com/v1/responses", "body": {"model": "m", "input": "q"}},
+            "response": {"body_raw": done},
+        },
+    ]
+    p = tmp_path / "cap.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    res = import_transcripts("auto", p)
+    t = res.table.to_pylist()
+    assert [(r["conversation_id"], r["content"]) for r in t] == [
+        ("cap:1", "S"),
+        ("cap:1", "hi"),
+        ("cap:3", "a"),
+        ("cap:3", "b"),
+        ("cap:3", "c"),
+        ("cap:4", "q"),
+    ]
+    checks = {c["set"]: c for c in res.tokens}
+    assert {k: (c["api"], c["estimate"]) for k, c in checks.items()} == {
+        "cap:1": (12, t[0]["tokens"] + t[1]["tokens"]),
+        "cap:3": (130, sum(r["tokens"] for r in t[2:5])),
+        "cap:4": (44, t[5]["tokens"]),
+    }
+    assert res.skipped == {"http exchange without a conversation (not a model request)": 1}
+    assert res.metadata_reasons == {"http exchange without a conversation (not a model request)"}
+
+
 def test_openai_part_lists_stay_one_item(tmp_path):
     """Text-only part lists (either API's) are one item, as before; an OpenAI ``image_url`` part
     does not turn a message into Anthropic blocks."""

@@ -235,6 +235,58 @@ def batch_request(obj) -> dict | None:
     return {**inner, "conversation_id": obj["custom_id"]}
 
 
+def exchange_request(obj) -> dict | None:
+    """The request body an HTTP capture line holds (``{"request": {"url", "body"}, "response":
+    {"body" | "body_raw"}}``, as claude-trace and logging proxies write them), with the API's
+    usage from its response (a JSON body's ``usage``, or a stream's ``message_start`` /
+    ``response.completed`` event) as the body's ``usage``: the request as sent, counted after
+    every message. None for a line that is no such capture."""
+    if not isinstance(obj, dict) or "messages" in obj or not isinstance(obj.get("request"), dict):
+        return None
+    body = obj["request"].get("body")
+    if isinstance(body, str):
+        try:
+            body = json.loads(body)
+        except json.JSONDecodeError:
+            return None
+    if not isinstance(body, dict) or not (isinstance(body.get("messages"), list) or _is_responses(body)):
+        return None
+    out = {k: v for k, v in body.items() if k not in ("usage", "output")}
+    resp = obj.get("response")
+    rb = resp.get("body") if isinstance(resp, dict) else None
+    usage = (
+        rb.get("usage")
+        if isinstance(rb, dict)
+        else _stream_usage(resp.get("body_raw"))
+        if isinstance(resp, dict)
+        else None
+    )
+    if usage is not None:
+        out["usage"] = usage
+    return out
+
+
+def _stream_usage(raw) -> dict | None:
+    """The input usage of a streamed (server-sent events) response: Anthropic's
+    ``message_start`` message, a Responses stream's ``response.completed`` response."""
+    if not isinstance(raw, str):
+        return None
+    for line in raw.splitlines():
+        if not line.startswith("data:") or ("message_start" not in line and "response.completed" not in line):
+            continue
+        try:
+            ev = json.loads(line[5:])
+        except json.JSONDecodeError:
+            continue
+        holder = ev.get("message") or ev.get("response") if isinstance(ev, dict) else None
+        if isinstance(holder, dict) and isinstance(holder.get("usage"), dict):
+            return holder["usage"]
+    return None
+
+
+#: the skip reason of an HTTP capture's line that is no model request (metadata, not content)
+NOT_A_REQUEST = "http exchange without a conversation (not a model request)"
+
 #: the endpoints of batch lines that hold a conversation
 _BATCH_URLS = ("/chat/completions", "/responses", "/messages")
 
@@ -289,8 +341,11 @@ def conversation(obj, skipped: dict, tool_call_kind: str, msgs_key: str = "messa
     Batch API line wrapping one: ``batch_request``)."""
     if not isinstance(obj, dict):
         raise Bad(f"expected a JSON object with 'messages', got {type(obj).__name__}")
-    if msgs_key == "messages" and (request := batch_request(obj)) is not None:
+    if msgs_key == "messages" and (request := batch_request(obj) or exchange_request(obj)) is not None:
         obj = request
+    elif msgs_key == "messages" and "messages" not in obj and isinstance(obj.get("request"), dict):
+        count(skipped, NOT_A_REQUEST)  # (a capture's other calls)
+        return None, [], []
     if msgs_key == "messages" and _is_responses(obj):
         cid = obj.get("conversation_id", obj.get("id"))
         if cid is not None and not isinstance(cid, (str, int)):
@@ -413,7 +468,7 @@ def read(
                 reader.bad.append(BadRecord(name, line, str(e), unit))
                 continue
             for r, c in local.items():
-                reader.skip(r, c)
+                reader.skip(r, c, metadata=r == NOT_A_REQUEST)
             for pt in parts:
                 pt.file, pt.line, pt.unit = name, line, unit
             key = str(cid) if cid is not None else f"{path.stem}:{line}"
@@ -424,9 +479,10 @@ def read(
 
 def looks_like(first: Any) -> bool:
     """An OpenAI-shaped first record: chat ``messages``, a Responses ``input`` with a ``model``
-    or ``instructions``, or a Batch API line wrapping either."""
+    or ``instructions``, or a Batch API line or an HTTP capture line wrapping either."""
     return isinstance(first, dict) and (
         isinstance(first.get("messages"), list)
         or (_is_responses(first) and ("model" in first or "instructions" in first))
         or batch_request(first) is not None
+        or exchange_request(first) is not None
     )
