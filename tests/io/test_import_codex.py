@@ -234,6 +234,29 @@ def test_usage_records_are_the_counts_where_logged(tmp_path):
     )
 
 
+def test_an_interrupted_call_gets_the_output_codex_sent(tmp_path):
+    """A call left without an output (the turn interrupted) is answered ``aborted`` in every
+    later request (Codex's own rule): the item follows the call, the counts after it move; a
+    call the session ends on (no later request) stays unanswered."""
+    call = {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"}
+    recs = [meta(), msg("user", "run"), item(call, 1), usage(100, 105, 100, 1)]
+    recs += [msg("user", "stop, do this instead", 2), msg("assistant", "ok", 3), usage(300, 310, 200, 3)]
+    recs += [item({**call, "call_id": "c2"}, 4)]
+    t = rows(res := import_transcripts("codex", write(tmp_path / "s.jsonl", recs)))
+    assert [(r["kind"], r["content"], r["tool_call_id"]) for r in t] == [
+        ("Message", "run", None),
+        ("ToolCall", "shell({})", "c1"),
+        ("ToolOutput", "aborted", "c1"),
+        ("Message", "stop, do this instead", None),
+        ("Message", "ok", None),
+        ("ToolCall", "shell({})", "c2"),
+    ]
+    assert t[2]["metadata"]["synthesized"] == "aborted" and t[2]["tool_group"] == t[1]["tool_group"]
+    assert t[2]["metadata"]["tool_name"] == "shell" and t[5]["tool_group"] == f"{SID}:c2"
+    ((chk),) = res.tokens
+    assert chk["requests"] == 2 and chk["estimate"] == sum(r["tokens"] for r in t[:4])  # "ok" was the reply
+
+
 def test_records_without_what_they_need_are_named(tmp_path):
     recs = [meta(), msg("user", "q"), {"type": "response_item"}, line("event_msg", {"no": "type"})]
     res = import_transcripts("codex", write(tmp_path / "s.jsonl", recs), skip_bad=True)

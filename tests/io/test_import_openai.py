@@ -489,9 +489,11 @@ def test_lines_of_other_datasets_are_no_requests(tmp_path):
 
 
 def test_http_captures(tmp_path):
-    """Capture lines (claude-trace, logging proxies): each request's body is a set, counted by
-    its response's usage (a JSON body's, a stream's message_start or response.completed) after
-    every message it sent; the capture's other calls are counted as metadata."""
+    """Capture lines (claude-trace, logging proxies): each request's body is a set, timestamped
+    when it was sent, counted by its response's usage (a JSON body's, a stream's message_start
+    or response.completed) after every message it sent (a trailing assistant prefill too); the
+    capture's other calls and its failed requests are counted as metadata, and ``auto`` tells
+    a capture whatever its first call."""
     sse = "event: message_start\ndata: " + json.dumps(
         {"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": 30, "cache_read_input_tokens": 100}}}
     )
@@ -499,10 +501,16 @@ def test_http_captures(tmp_path):
         {"type": "response.completed", "response": {"usage": {"input_tokens": 44}}}
     )
     url = "https://api.anthropic.com/v1/messages"
+    three = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]
+    prefill = [{"role": "user", "content": "d"}, {"role": "assistant", "content": "{"}]
     lines = [
         {
+            "request": {"method": "GET", "url": "https://api.anthropic.com/v1/models"},
+            "response": {"body": {"data": []}},
+        },
+        {
             "request": {
-                "method": "POST",
+                "timestamp": 1748554704.5,
                 "url": url,
                 "body": {"system": "S", "messages": [{"role": "user", "content": "hi"}]},
             },
@@ -512,27 +520,17 @@ def test_http_captures(tmp_path):
             },
         },
         {
-            "request": {"method": "GET", "url": "https://api.anthropic.com/v1/models"},
-            "response": {"body": {"data": []}},
-        },
-        {
-            "request": {
-                "url": url,
-                "body": json.dumps(
-                    {
-                        "messages": [
-                            {"role": "user", "content": "a"},
-                            {"role": "assistant", "content": "b"},
-                            {"role": "user", "content": "c"},
-                        ]
-                    }
-                ),
-            },
+            "request": {"url": url, "body": json.dumps({"messages": three})},
             "response": {"body": None, "body_raw": sse + "\n\nevent: message_stop\ndata: {}\n"},
         },
         {
             "request": {"url": "https://api.openai.com/v1/responses", "body": {"model": "m", "input": "q"}},
             "response": {"body_raw": done},
+        },
+        {"request": {"url": url, "body": {"messages": prefill}}, "response": {"body": {"usage": {"input_tokens": 9}}}},
+        {
+            "request": {"url": url, "body": {"messages": prefill}},
+            "response": {"status_code": 529, "body": {"type": "error"}},
         },
     ]
     p = tmp_path / "cap.jsonl"
@@ -540,21 +538,29 @@ def test_http_captures(tmp_path):
     res = import_transcripts("auto", p)
     t = res.table.to_pylist()
     assert [(r["conversation_id"], r["content"]) for r in t] == [
-        ("cap:1", "S"),
-        ("cap:1", "hi"),
+        ("cap:2", "S"),
+        ("cap:2", "hi"),
         ("cap:3", "a"),
         ("cap:3", "b"),
         ("cap:3", "c"),
         ("cap:4", "q"),
+        ("cap:5", "d"),
+        ("cap:5", "{"),
     ]
+    assert t[0]["timestamp"].isoformat() == t[1]["timestamp"].isoformat() == "2025-05-29T21:38:24.500000+00:00"
+    assert t[2]["timestamp"] is None
     checks = {c["set"]: c for c in res.tokens}
     assert {k: (c["api"], c["estimate"]) for k, c in checks.items()} == {
-        "cap:1": (12, t[0]["tokens"] + t[1]["tokens"]),
+        "cap:2": (12, t[0]["tokens"] + t[1]["tokens"]),
         "cap:3": (130, sum(r["tokens"] for r in t[2:5])),
         "cap:4": (44, t[5]["tokens"]),
+        "cap:5": (9, t[6]["tokens"] + t[7]["tokens"]),  # the prefill was sent: counted
     }
-    assert res.skipped == {"http exchange without a conversation (not a model request)": 1}
-    assert res.metadata_reasons == {"http exchange without a conversation (not a model request)"}
+    assert res.skipped == {
+        "http exchange without a conversation (not a model request)": 1,
+        "http exchange that failed (status 529)": 1,
+    }
+    assert res.metadata_reasons == set(res.skipped)
 
 
 def test_openai_part_lists_stay_one_item(tmp_path):

@@ -11,7 +11,7 @@ import math
 import re
 import struct
 
-from cupel_np.io.importers.core import Bad, Part, blank, call_text, count, no_text_result, text_of
+from cupel_np.io.importers.core import Bad, Part, blank, call_text, count, result_parts, text_of
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _BASH_IN = re.compile(r"<bash-input>(.*?)</bash-input>", re.S)
@@ -229,28 +229,8 @@ def user_parts(obj: dict, content, ts, uid, skipped: dict, label: str = "claude-
             err = b.get("is_error")
             for img in images:
                 img.is_error = bool(err) if err is not None else False
-            if blank(text):
-                if images:
-                    parts.extend(images)
-                elif tcid:  # an empty result: an item all the same, its call keeps its pair
-                    parts.append(no_text_result("tool", ts, uid, None, tcid, bool(err) if err is not None else False))
-                else:
-                    count(skipped, "empty content")
-                continue
-            parts.append(
-                Part(
-                    strip_ansi(text),
-                    "ToolOutput",
-                    "Tool",
-                    False,
-                    "tool",
-                    ts,
-                    uid,
-                    tool_call_id=tcid,
-                    tool_role="result" if tcid else None,
-                    is_error=bool(err) if err is not None else False,
-                )
-            )
+            if not (blank(text) and images):  # (the images answer the call then)
+                parts += result_parts(strip_ansi(text), ts, uid, tcid, bool(err) if err is not None else False, skipped)
             parts.extend(images)
         else:
             key = f"{label} block '{bt}'"
@@ -361,26 +341,7 @@ def assistant_parts(
             tcid = b.get("tool_use_id") if isinstance(b.get("tool_use_id"), str) else None
             text = text_of(b.get("content"), f"message.content[{i}].content", skipped)
             err = b.get("is_error")
-            if blank(text):
-                if tcid:  # (as an empty tool_result)
-                    parts.append(no_text_result("tool", ts, uid, None, tcid, bool(err) if err is not None else False))
-                else:
-                    count(skipped, "empty content")
-                continue
-            parts.append(
-                Part(
-                    text,
-                    "ToolOutput",
-                    "Tool",
-                    False,
-                    "tool",
-                    ts,
-                    uid,
-                    tool_call_id=tcid,
-                    tool_role="result" if tcid else None,
-                    is_error=bool(err) if err is not None else False,
-                )
-            )
+            parts += result_parts(text, ts, uid, tcid, bool(err) if err is not None else False, skipped)
         else:  # thinking, redacted_thinking, image, web search results ...: not resent as plain context
             key = f"{label} block '{bt}'"
             count(skipped, key)

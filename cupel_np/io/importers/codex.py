@@ -28,6 +28,7 @@ The model (docs/importing.md, "Codex CLI"):
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -102,9 +103,9 @@ class _Session:
             pt.file, pt.line, pt.segment = self.name, line, seg
         self.parts.extend(parts)
 
-    def item(self, item: Any, line: int, ts) -> None:
+    def item(self, item: Any, line: int, ts, w: str = "payload") -> None:
         was_model = self.turns.in_model
-        parts = responses.item_parts(item, f"line {line}", self.turns, ts, self.kind, self.skipped, LABEL)
+        parts = responses.item_parts(item, w, self.turns, ts, self.kind, self.skipped, LABEL)
         if self.turns.in_model and not was_model:
             self.turn_start = len(self.parts)
         for pt in parts:
@@ -127,7 +128,7 @@ class _Session:
         if isinstance(history, list):
             parts = []
             for j, it in enumerate(history):  # (all read before the segment opens: a bad item leaves none)
-                w = f"line {line}.replacement_history[{j}]"
+                w = f"payload.replacement_history[{j}]"
                 parts += responses.item_parts(it, w, turns, ts, self.kind, self.skipped, LABEL)
         else:
             summary = payload.get("message")
@@ -211,7 +212,38 @@ class _Session:
                 c.api = []
             for seg, before, n in self.records:
                 self.convs[seg].api.append(ApiCount(before, n))
+        for c in self.convs:
+            _abort_unanswered(c)
         return [c for c in self.convs if c.parts or c is self.convs[0]]
+
+
+def _abort_unanswered(conv: Conversation) -> None:
+    """The output Codex sends for a call that has none (an interrupted turn) in every later
+    request: ``aborted``, right after the call (its ``ensure_call_outputs_present``), where a
+    later request was made (an item of another turn follows the call)."""
+    parts = conv.parts
+    if not parts:
+        return
+    answered = {pt.tool_call_id for pt in parts if pt.tool_role == "result"}
+    last = parts[-1].turn
+    last_other = max((k for k, q in enumerate(parts) if q.turn != last), default=-1)
+    out: list[Part] = []
+    after: list[int] = []  # the calls an output was put after
+    for i, pt in enumerate(parts):
+        out.append(pt)
+        cid = pt.tool_call_id
+        if pt.tool_role == "call" and cid and cid not in answered and (pt.turn != last or last_other > i):
+            aborted = Part(
+                "aborted", "ToolOutput", "Tool", False, "tool", pt.timestamp, None, pt.tool_name, cid, "result"
+            )
+            aborted.file, aborted.line, aborted.segment = pt.file, pt.line, pt.segment
+            aborted.extra = {"synthesized": "aborted"}
+            out.append(aborted)
+            answered.add(cid)
+            after.append(i)
+    if after:
+        conv.parts = out
+        conv.api = [ApiCount(a.before + bisect.bisect_left(after, a.before), a.tokens) for a in conv.api]
 
 
 def _meta(s: _Session, payload: dict, line: int, ts) -> None:
@@ -253,7 +285,7 @@ def _record(s: _Session, obj: Any, line: int) -> None:
             if s.metas > 1:
                 count(s.skipped, "codex record 'session_meta' (a fork's copied history)")
         else:
-            s.item(obj, line, ts)
+            s.item(obj, line, ts, "item")
         return
     payload = obj["payload"]
     if not isinstance(payload, dict):

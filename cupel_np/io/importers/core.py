@@ -124,6 +124,23 @@ def no_text_result(role: str, ts, mid, name: str | None, call_id: str, is_error:
     )
 
 
+def result_parts(
+    text: str, ts, mid, call_id: str | None, is_error: bool | None, skipped: dict, extra: dict | None = None
+) -> list[Part]:
+    """A tool result (role ``tool``): its text as a ``ToolOutput`` linked to ``call_id``;
+    without text, a ``NO_TEXT`` item when it is linked (its call keeps its pair), else nothing
+    (counted as ``empty content``)."""
+    if blank(text):
+        if call_id:
+            return [no_text_result("tool", ts, mid, None, call_id, is_error)]
+        count(skipped, "empty content")
+        return []
+    role = "result" if call_id else None
+    return [
+        Part(text, "ToolOutput", "Tool", False, "tool", ts, mid, None, call_id, role, is_error=is_error, extra=extra)
+    ]
+
+
 @dataclass
 class ApiCount:
     """The API's own count of a request's input: ``before`` parts of the conversation were in

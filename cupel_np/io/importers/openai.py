@@ -16,6 +16,7 @@ reader reads them (``claude_parts``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -252,18 +253,23 @@ def exchange_request(obj) -> dict | None:
     if not isinstance(body, dict) or not (isinstance(body.get("messages"), list) or _is_responses(body)):
         return None
     out = {k: v for k, v in body.items() if k not in ("usage", "output")}
-    resp = obj.get("response")
-    rb = resp.get("body") if isinstance(resp, dict) else None
-    usage = (
-        rb.get("usage")
-        if isinstance(rb, dict)
-        else _stream_usage(resp.get("body_raw"))
-        if isinstance(resp, dict)
-        else None
-    )
-    if usage is not None:
-        out["usage"] = usage
+    resp: dict = obj["response"] if isinstance(obj.get("response"), dict) else {}
+    rb = resp.get("body")
+    usage = rb.get("usage") if isinstance(rb, dict) else _stream_usage(resp.get("body_raw"))
+    out[_SENT] = (usage, obj["request"].get("timestamp"))
     return out
+
+
+#: the key under which ``exchange_request`` hands a captured request's usage and time to
+#: ``conversation`` (its usage counts every message, a trailing assistant prefill included)
+_SENT = "\x00sent"
+
+
+def _failed(obj: dict) -> int | None:
+    """A capture line's response status when it is an error (a failed request, retried)."""
+    resp = obj.get("response")
+    status = resp.get("status_code", resp.get("status")) if isinstance(resp, dict) else None
+    return status if type(status) is int and status >= 400 else None
 
 
 def _stream_usage(raw) -> dict | None:
@@ -284,8 +290,10 @@ def _stream_usage(raw) -> dict | None:
     return None
 
 
-#: the skip reason of an HTTP capture's line that is no model request (metadata, not content)
+#: the skip reasons of an HTTP capture's lines that are no model request, or a request that
+#: failed (metadata, not content)
 NOT_A_REQUEST = "http exchange without a conversation (not a model request)"
+FAILED_REQUEST = "http exchange that failed"
 
 #: the endpoints of batch lines that hold a conversation
 _BATCH_URLS = ("/chat/completions", "/responses", "/messages")
@@ -342,15 +350,23 @@ def conversation(obj, skipped: dict, tool_call_kind: str, msgs_key: str = "messa
     if not isinstance(obj, dict):
         raise Bad(f"expected a JSON object with 'messages', got {type(obj).__name__}")
     if msgs_key == "messages" and (request := batch_request(obj) or exchange_request(obj)) is not None:
+        if _SENT in request and (status := _failed(obj)) is not None:
+            count(skipped, f"{FAILED_REQUEST} (status {status})")  # (retried: its context is the next line's)
+            return None, [], []
         obj = request
     elif msgs_key == "messages" and "messages" not in obj and isinstance(obj.get("request"), dict):
         count(skipped, NOT_A_REQUEST)  # (a capture's other calls)
         return None, [], []
+    sent = obj.get(_SENT)
+    if sent is not None:  # a captured request: its usage, its time on every message without one
+        obj = {k: v for k, v in obj.items() if k != _SENT}
+        obj["usage"] = sent[0]
     if msgs_key == "messages" and _is_responses(obj):
         cid = obj.get("conversation_id", obj.get("id"))
         if cid is not None and not isinstance(cid, (str, int)):
             raise Bad(f"conversation id must be a string or integer, got {cid!r}")
-        return (cid, *_responses_conversation(obj, skipped, tool_call_kind))
+        r_parts, r_api = _responses_conversation(obj, skipped, tool_call_kind)
+        return cid, _at(r_parts, sent), r_api
     msgs = obj.get(msgs_key)
     if not isinstance(msgs, list):
         raise Bad(f"missing '{msgs_key}' (a list of chat messages)")
@@ -417,9 +433,17 @@ def conversation(obj, skipped: dict, tool_call_kind: str, msgs_key: str = "messa
         parts.extend(calls)
     t = api_tokens(obj.get("usage"))
     if t is not None:  # a logged request + its reply: the prompt is everything before the reply
-        reply = last_role == "assistant" and last_assistant is not None
+        reply = last_role == "assistant" and last_assistant is not None and sent is None
         api.append(ApiCount(last_assistant if reply else len(parts), t))  # type: ignore[arg-type]
-    return cid, parts, api
+    return cid, _at(parts, sent), api
+
+
+def _at(parts: list[Part], sent) -> list[Part]:
+    """A captured request's parts, timestamped when it was sent where they hold no time."""
+    ts = parse_ts(sent[1], "request.timestamp") if sent is not None and sent[1] is not None else None
+    if ts is None:
+        return parts
+    return [pt if pt.timestamp is not None else dataclasses.replace(pt, timestamp=ts) for pt in parts]
 
 
 _END = object()
@@ -468,7 +492,7 @@ def read(
                 reader.bad.append(BadRecord(name, line, str(e), unit))
                 continue
             for r, c in local.items():
-                reader.skip(r, c, metadata=r == NOT_A_REQUEST)
+                reader.skip(r, c, metadata=r == NOT_A_REQUEST or r.startswith(FAILED_REQUEST))
             for pt in parts:
                 pt.file, pt.line, pt.unit = name, line, unit
             key = str(cid) if cid is not None else f"{path.stem}:{line}"
@@ -484,5 +508,5 @@ def looks_like(first: Any) -> bool:
         isinstance(first.get("messages"), list)
         or (_is_responses(first) and ("model" in first or "instructions" in first))
         or batch_request(first) is not None
-        or exchange_request(first) is not None
+        or (isinstance(first.get("request"), dict) and "response" in first)  # a capture (of any call first)
     )

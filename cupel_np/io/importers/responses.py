@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 
-from cupel_np.io.importers.core import Bad, Part, blank, call_text, count, no_text_result, role_part, text_of
+from cupel_np.io.importers.core import Bad, Part, blank, call_text, count, result_parts, role_part, text_of
 
 #: call item type -> its output item's type
 CALLS = {
@@ -184,26 +184,7 @@ def item_parts(item, w: str, turns: Turns, ts, tool_call_kind: str, skipped: dic
         cid = item.get("call_id")  # (an output's own id is never its call's)
         cid = cid if isinstance(cid, str) and cid else None
         text, failed = _output_text(item.get("output"), w, skipped)
-        if blank(text):
-            if cid:  # an empty output (or a screenshot): an item all the same, its call keeps its pair
-                return [no_text_result("tool", ts, mid, None, cid, failed)]
-            count(skipped, "empty content")
-            return []
-        return [
-            Part(
-                text,
-                "ToolOutput",
-                "Tool",
-                False,
-                "tool",
-                ts,
-                mid,
-                tool_call_id=cid,
-                tool_role="result" if cid else None,
-                is_error=failed,
-                extra={"item_type": t},
-            )
-        ]
+        return result_parts(text, ts, mid, cid, failed, skipped, extra={"item_type": t})
     if t in _NO_TEXT:
         if t != "item_reference":
             turns.of(True)
