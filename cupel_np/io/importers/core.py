@@ -106,39 +106,19 @@ class Part:
 NO_TEXT = "[no text]"
 
 
-def no_text_result(role: str, ts, mid, name: str | None, call_id: str, is_error: bool | None = None) -> Part:
-    """A result of call ``call_id`` whose text is empty: ``NO_TEXT``, a ``ToolOutput``."""
-    return Part(
-        NO_TEXT,
-        "ToolOutput",
-        "Tool",
-        False,
-        role,
-        ts,
-        mid,
-        tool_name=name,
-        tool_call_id=call_id,
-        tool_role="result",
-        is_error=is_error,
-        extra={"no_text": "true"},
-    )
-
-
 def result_parts(
-    text: str, ts, mid, call_id: str | None, is_error: bool | None, skipped: dict, extra: dict | None = None
+    text: str, ts, mid, call_id, is_error, skipped: dict, extra=None, *, name=None, role: str = "tool"
 ) -> list[Part]:
-    """A tool result (role ``tool``): its text as a ``ToolOutput`` linked to ``call_id``;
-    without text, a ``NO_TEXT`` item when it is linked (its call keeps its pair), else nothing
-    (counted as ``empty content``)."""
-    if blank(text):
-        if call_id:
-            return [no_text_result("tool", ts, mid, None, call_id, is_error)]
+    """A tool result: its text as a ``ToolOutput`` linked to ``call_id``; without text, a
+    ``NO_TEXT`` item (``metadata.no_text``) when it is linked, so that its call keeps its pair,
+    else nothing (counted as ``empty content``)."""
+    if blank(text) and not call_id:
         count(skipped, "empty content")
         return []
-    role = "result" if call_id else None
-    return [
-        Part(text, "ToolOutput", "Tool", False, "tool", ts, mid, None, call_id, role, is_error=is_error, extra=extra)
-    ]
+    if blank(text):
+        text, extra = NO_TEXT, {**(extra or {}), "no_text": "true"}
+    link = "result" if call_id else None
+    return [Part(text, "ToolOutput", "Tool", False, role, ts, mid, name, call_id, link, is_error=is_error, extra=extra)]
 
 
 @dataclass

@@ -37,9 +37,9 @@ from cupel_np.io.importers.core import (
     count,
     json_document,
     json_lines,
-    no_text_result,
     parse_ts,
     raise_first_bad,
+    result_parts,
     role_part,
     streamed_array,
     text_of,
@@ -420,10 +420,8 @@ def conversation(obj, skipped: dict, tool_call_kind: str, msgs_key: str = "messa
         else:
             first, ids = _result_ids(m, role, name, parts) if role in ("tool", "function") else (None, [])
             if first is not None:  # an empty result: an item all the same, its call keeps its pair
-                empty = no_text_result(role, ts, mid, name, first)
-                if len(ids) > 1:
-                    empty.extra = {**(empty.extra or {}), "tool_call_ids": ",".join(ids)}
-                parts.append(empty)
+                many = {"tool_call_ids": ",".join(ids)} if len(ids) > 1 else None
+                parts += result_parts("", ts, mid, first, None, skipped, many, name=name, role=role)
             elif not calls and not isinstance(m.get("refusal"), str):
                 count(skipped, "empty content")
         if isinstance(m.get("refusal"), str) and not blank(m["refusal"]):
