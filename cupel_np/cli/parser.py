@@ -237,6 +237,7 @@ IMPORT_FORMATS = [
     "auto",
     "openai",
     "anthropic",
+    "gemini",
     "claude-code",
     "stream-json",
     "codex",
@@ -254,7 +255,7 @@ def _add_files(sub, common) -> None:
     p.add_argument(
         "format",
         choices=IMPORT_FORMATS,
-        help="auto (detected), openai, anthropic (Messages API bodies), claude-code, stream-json, codex, sharegpt, llama-factory, swe-agent, "
+        help="auto (detected), openai, anthropic (Messages API bodies), gemini (generateContent bodies), claude-code, stream-json, codex, sharegpt, llama-factory, swe-agent, "
         "mini-swe-agent, otel, messages (JSONL/CSV/TSV/Parquet + --map); see docs/importing.md",
     )
     p.add_argument("inputs", nargs="+", metavar="IN", help="input files or directories")

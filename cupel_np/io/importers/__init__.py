@@ -2,7 +2,8 @@
 
 Formats (``FORMATS``; docs/importing.md has the full table): ``openai`` (chat-completions
 JSONL, ``tools`` included; Responses API bodies and Batch API input lines too) and
-``anthropic`` (Messages API request bodies, read by the same reader), ``claude-code`` (session logs) and ``stream-json`` (the headless /
+``anthropic`` (Messages API request bodies) and ``gemini`` (``generateContent`` bodies), read by
+the same reader, ``claude-code`` (session logs) and ``stream-json`` (the headless /
 Agent SDK message stream, read by the same reader), ``codex`` (Codex CLI session logs),
 ``sharegpt`` (ShareGPT and LLaMA-Factory
 files), ``swe-agent`` (``.traj``), ``mini-swe-agent`` (``.traj.json``), ``otel``
@@ -79,6 +80,7 @@ FORMATS = (
     "auto",
     "openai",
     "anthropic",
+    "gemini",
     "claude-code",
     "stream-json",
     "codex",
@@ -138,7 +140,7 @@ def _read(fmt: str, files, reader: Reader, opts: dict) -> tuple[Iterable[Convers
         ), []
     if fmt == "codex":
         return codex.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind), []
-    if fmt in ("openai", "anthropic"):  # one reader: the bodies share ``messages`` (``auto`` says openai)
+    if fmt in ("openai", "anthropic", "gemini"):  # one reader: the bodies share ``messages`` (``auto`` says openai)
         return openai.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind, fmt=fmt), []
     if fmt in ("sharegpt", "llama-factory"):
         return sharegpt.read(files, reader, skip_bad=skip_bad, tool_call_kind=kind), []

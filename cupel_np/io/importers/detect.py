@@ -94,7 +94,7 @@ def detect_all(files: list[tuple[Path, str]], *, mapped: bool = False) -> str:
         if fmt is None:
             raise InvalidConfigError(
                 f"{name}: cannot tell its transcript format from its name and first record; "
-                "name the format (openai, anthropic, claude-code, stream-json, codex, sharegpt, swe-agent, mini-swe-agent, otel, messages)"
+                "name the format (openai, anthropic, gemini, claude-code, stream-json, codex, sharegpt, swe-agent, mini-swe-agent, otel, messages)"
             )
         found.setdefault(fmt, []).append(name)
     if set(found) == {"swe-agent", "mini-swe-agent"}:  # one reader reads both

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from cupel_np.io.importers import responses
+from cupel_np.io.importers import gemini, responses
 from cupel_np.io.importers.claude_parts import assistant_parts, user_parts
 from cupel_np.io.importers.core import (
     ApiCount,
@@ -250,12 +250,16 @@ def exchange_request(obj) -> dict | None:
             body = json.loads(body)
         except json.JSONDecodeError:
             return None
-    if not isinstance(body, dict) or not (isinstance(body.get("messages"), list) or _is_responses(body)):
+    if not isinstance(body, dict) or not (
+        isinstance(body.get("messages"), list) or _is_responses(body) or gemini.is_body(body)
+    ):
         return None
     out = {k: v for k, v in body.items() if k not in ("usage", "output")}
     resp: dict = obj["response"] if isinstance(obj.get("response"), dict) else {}
     rb = resp.get("body")
-    usage = rb.get("usage") if isinstance(rb, dict) else _stream_usage(resp.get("body_raw"))
+    usage = (
+        (rb.get("usage") or rb.get("usageMetadata")) if isinstance(rb, dict) else _stream_usage(resp.get("body_raw"))
+    )
     out[_SENT] = (usage, obj["request"].get("timestamp"))
     return out
 
@@ -349,6 +353,8 @@ def conversation(obj, skipped: dict, tool_call_kind: str, msgs_key: str = "messa
     Batch API line wrapping one: ``batch_request``)."""
     if not isinstance(obj, dict):
         raise Bad(f"expected a JSON object with 'messages', got {type(obj).__name__}")
+    if msgs_key == "messages" and (body := gemini.request_of(obj)) is not None:  # a generateContent body
+        return gemini.conversation(body, skipped, tool_call_kind)
     if msgs_key == "messages" and (request := batch_request(obj) or exchange_request(obj)) is not None:
         if _SENT in request and (status := _failed(obj)) is not None:
             count(skipped, f"{FAILED_REQUEST} (status {status})")  # (retried: its context is the next line's)
@@ -361,6 +367,11 @@ def conversation(obj, skipped: dict, tool_call_kind: str, msgs_key: str = "messa
     if sent is not None:  # a captured request: its usage, its time on every message without one
         obj = {k: v for k, v in obj.items() if k != _SENT}
         obj["usage"] = sent[0]
+        if gemini.is_body(obj):
+            meta = sent[0] if isinstance(sent[0], dict) else {}
+            obj["usage_prompt"] = meta.get("promptTokenCount")
+            g_cid, g_parts, g_api = gemini.conversation(obj, skipped, tool_call_kind)
+            return g_cid, _at(g_parts, sent), g_api
     if msgs_key == "messages" and _is_responses(obj):
         cid = obj.get("conversation_id", obj.get("id"))
         if cid is not None and not isinstance(cid, (str, int)):
@@ -506,5 +517,6 @@ def looks_like(first: Any) -> bool:
         isinstance(first.get("messages"), list)
         or (_is_responses(first) and ("model" in first or "instructions" in first))
         or batch_request(first) is not None
+        or gemini.request_of(first) is not None
         or (isinstance(first.get("request"), dict) and "response" in first)  # a capture (of any call first)
     )
