@@ -129,8 +129,11 @@ def test_session_items_segments_and_counts(tmp_path):
 
 def test_a_compaction_without_history_is_rebuilt_as_codex_did(tmp_path):
     """A 2025 compaction (a summary, no replacement history): the new segment holds the
-    session's first context, the messages the user typed (not Codex's own, not an earlier
-    summary) and the summary; a compacted record that cannot be read opens no segment."""
+    session's first context, the messages the user typed (those carried over too; not Codex's
+    own, not an earlier summary; the one over the budget cut in its middle) and the summary
+    (none when empty). A compaction whose history holds an unreadable item opens its segment
+    with the others, and the line is reported."""
+    big = "x" * 80_006 + "TAIL"
     recs = [
         meta(base_instructions={"text": "You are Codex."}),
         msg("user", "<environment_context>/app</environment_context>"),
@@ -138,13 +141,16 @@ def test_a_compaction_without_history_is_rebuilt_as_codex_did(tmp_path):
         msg("assistant", "b"),
         line("compacted", {"message": "Summary one."}),
         msg("user", "c"),
-        line("compacted", {"replacement_history": [{"type": "message", "role": "user"}, "not an item"]}),
+        line("compacted", {"replacement_history": [msg("user", "kept")["payload"], "not an item"]}),
         line("compacted", {"message": "Summary two."}),
+        msg("user", big),
+        line("compacted", {"message": ""}),
         msg("user", "d"),
     ]
     res = import_transcripts("codex", write(tmp_path / "s.jsonl", recs), skip_bad=True)
     t = rows(res)
-    assert [(r["segment"], r["content"]) for r in t] == [
+    got = [(r["segment"], r["content"] if len(r["content"]) < 100 else "BIG") for r in t]
+    assert got == [
         (0, "You are Codex."),
         (0, "<environment_context>/app</environment_context>"),
         (0, "a"),
@@ -154,17 +160,24 @@ def test_a_compaction_without_history_is_rebuilt_as_codex_did(tmp_path):
         (1, "a"),
         (1, "Summary one."),
         (1, "c"),
-        (2, "You are Codex."),
-        (2, "<environment_context>/app</environment_context>"),
-        (2, "a"),
-        (2, "c"),
-        (2, "Summary two."),
-        (2, "d"),
+        (2, "kept"),
+        (3, "You are Codex."),
+        (3, "<environment_context>/app</environment_context>"),
+        (3, "kept"),
+        (3, "Summary two."),
+        (3, "BIG"),
+        (4, "You are Codex."),
+        (4, "<environment_context>/app</environment_context>"),
+        (4, "BIG"),  # over the budget: cut in its middle, the oldest kept ("kept" is not)
+        (4, "d"),
     ]
-    assert [b.line for b in res.bad] == [7]  # the bad compaction: no segment of its own
+    assert [b.line for b in res.bad] == [7]
     assert [r["metadata"].get("compacted") for r in t[4:8]] == ["true", "true", "true", None]
     assert t[7]["metadata"]["compact_summary"] == "true" and t[4]["pinned"] and t[5]["metadata"]["is_meta"] == "true"
-    assert {r["conversation_id"] for r in t[9:]} == {f"{SID}#2"}
+    assert t[14]["content"] == big and t[17]["metadata"]["truncated"] == "true"
+    cut = t[17]["content"]
+    assert len(cut) < len(big) and cut.startswith("xxx") and cut.endswith("TAIL") and "\n…\n" in cut
+    assert {r["conversation_id"] for r in t[9:10]} == {f"{SID}#2"} and res.skipped["empty content"] == 1
 
 
 def test_undone_turns_are_removed(tmp_path):
@@ -255,6 +268,21 @@ def test_an_interrupted_call_gets_the_output_codex_sent(tmp_path):
     assert t[2]["metadata"]["tool_name"] == "shell" and t[5]["tool_group"] == f"{SID}:c2"
     ((chk),) = res.tokens
     assert chk["requests"] == 2 and chk["estimate"] == sum(r["tokens"] for r in t[:4])  # "ok" was the reply
+
+
+def test_a_session_ending_mid_response_adds_no_output(tmp_path):
+    """Two calls of one response, one answered, and the session ends: no later request was
+    made, so the other call stays unanswered (an output beside it is no request)."""
+    call = {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"}
+    recs = [meta(), msg("user", "go"), item(call), item({**call, "call_id": "c2"})]
+    recs.append(item({"type": "function_call_output", "call_id": "c1", "output": "ok"}))
+    t = rows(import_transcripts("codex", write(tmp_path / "s.jsonl", recs)))
+    assert [(r["content"], r["tool_call_id"]) for r in t] == [
+        ("go", None),
+        ("shell({})", "c1"),
+        ("shell({})", "c2"),
+        ("ok", "c1"),
+    ]
 
 
 def test_records_without_what_they_need_are_named(tmp_path):

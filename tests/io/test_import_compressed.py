@@ -96,3 +96,26 @@ def test_a_file_that_does_not_decompress_is_named(tmp_path, ext):
     cut.write_bytes(PACK[ext]((ROOT / "data/transcripts/openai_chat.jsonl").read_bytes())[:-20])
     with pytest.raises(BadTranscriptError, match=rf"cut\.jsonl\{ext}: cannot be decompressed"):
         import_transcripts("openai", cut)
+
+
+def test_many_compressed_files_hold_no_descriptor_each(tmp_path):
+    """A directory of more compressed files than the process may open at once (Codex's
+    archive): each is decompressed into a named temp file, so no descriptor is held per file."""
+    resource = pytest.importorskip("resource")
+    src = (ROOT / "data/transcripts/openai_chat.jsonl").read_bytes()
+    for i in range(150):
+        (tmp_path / f"s{i:03d}.jsonl.gz").write_bytes(gzip.compress(src.replace(b'"id": "', f'"id": "f{i}-'.encode())))
+    code = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))\n"
+        "from cupel_np.io.importers import import_transcripts\n"
+        f"print(import_transcripts('auto', {str(tmp_path)!r}).conversations)\n"
+    )
+    import subprocess
+    import sys
+
+    assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] > 64
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    plain = import_transcripts("openai", ROOT / "data/transcripts/openai_chat.jsonl").conversations
+    assert int(done.stdout.strip()) == 150 * plain

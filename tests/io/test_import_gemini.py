@@ -134,3 +134,29 @@ def test_bad_bodies_are_named(tmp_path):
     ):
         import_transcripts("gemini", p)
     assert import_transcripts("gemini", p, skip_bad=True).items == 12
+
+
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        ({"contents": [], "systemInstruction": {"parts": [None]}}, "systemInstruction: expected a string or a Content"),
+        ({"contents": [], "systemInstruction": {"parts": -1}}, "systemInstruction: expected a string or a Content"),
+        (
+            {"contents": [], "tools": [{"functionDeclarations": [1]}]},
+            "tools[0].functionDeclarations[0]: expected an object",
+        ),
+        ({"key": "k", "request": {"contents": None}}, "request: its 'contents' is no conversation this reader reads"),
+        (
+            {"request": {"url": "u", "body": {"messages": "oops"}}, "response": {}},
+            "request: its 'messages' is no conversation",
+        ),
+    ],
+)
+def test_malformed_lines_are_bad_lines(tmp_path, line, message):
+    """Never an uncaught error, never a silent skip: a malformed body is a bad line."""
+    p = tmp_path / "m.jsonl"
+    mixed = {"contents": [{"role": "model", "parts": [{"functionCall": "x", "executableCode": {"code": "1"}}]}]}
+    p.write_text(json.dumps(body()) + "\n" + json.dumps(line) + "\n" + json.dumps(mixed) + "\n")
+    res = import_transcripts("gemini", p, skip_bad=True)
+    assert [b.line for b in res.bad] == [2] and message in res.bad[0].message
+    assert res.table.to_pylist()[-1]["content"] == "code_execution(1)"  # (a string functionCall beside code)

@@ -563,6 +563,36 @@ def test_http_captures(tmp_path):
     assert res.metadata_reasons == set(res.skipped)
 
 
+def test_capture_streams_and_what_is_no_capture(tmp_path):
+    """A streamed chat-completions or Gemini capture is counted by its last usage chunk; a
+    plain line cannot pass for a capture's internals; a generic request/response dataset is
+    not detected as a capture; a capitalised System role counts as a system message."""
+    chunk = "data: " + json.dumps({"choices": [], "usage": {"prompt_tokens": 21}}) + "\n\ndata: [DONE]\n"
+    gem = "data: " + json.dumps({"candidates": [], "usageMetadata": {"promptTokenCount": 8}}) + "\n"
+    lines = [
+        {
+            "request": {"url": "u", "body": {"messages": [{"role": "user", "content": "a"}]}},
+            "response": {"body_raw": chunk},
+        },
+        {
+            "request": {"url": "u", "body": {"contents": [{"role": "user", "parts": [{"text": "b"}]}]}},
+            "response": {"body_raw": gem},
+        },
+    ]
+    p = tmp_path / "cap.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert [c["api"] for c in import_transcripts("auto", p).tokens] == [21, 8]
+    sneaky = {"messages": [{"role": "user", "content": "x"}], "\u0000sent": [None, "2025-01-01"]}
+    (r,) = _one(tmp_path, sneaky).table.to_pylist()
+    assert r["timestamp"] is None
+    generic = tmp_path / "generic.jsonl"
+    generic.write_text(json.dumps({"request": {"prompt": "hi"}, "response": {"text": "yo"}}) + "\n")
+    assert detect(generic) is None
+    both = {"system": "TOP", "messages": [{"role": "System", "content": "sys"}, {"role": "user", "content": "q"}]}
+    res = _one(tmp_path, both)
+    assert [r["content"] for r in res.table.to_pylist()] == ["sys", "q"]
+
+
 def test_openai_part_lists_stay_one_item(tmp_path):
     """Text-only part lists (either API's) are one item, as before; an OpenAI ``image_url`` part
     does not turn a message into Anthropic blocks."""

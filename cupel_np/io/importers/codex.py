@@ -122,21 +122,29 @@ class _Session:
         """A compaction: a new segment holding the history Codex continued from. Its
         ``replacement_history`` when logged; else (logs of 2025) what Codex rebuilt then: the
         session's first context (instructions, environment), the user's messages (the newest,
-        up to ``_KEPT_USER_CHARS``) and the summary as a user message."""
+        up to ``_KEPT_USER_CHARS``) and the summary as a user message (none when empty). The
+        compaction happened whatever its record holds: the segment opens with the items that
+        can be read, and an item that cannot makes the line bad (raised once it is open)."""
         history = payload.get("replacement_history")
         turns = responses.Turns()
+        parts: list[Part] = []
+        bad = None
         if isinstance(history, list):
-            parts = []
-            for j, it in enumerate(history):  # (all read before the segment opens: a bad item leaves none)
-                w = f"payload.replacement_history[{j}]"
-                parts += responses.item_parts(it, w, turns, ts, self.kind, self.skipped, LABEL)
+            for j, it in enumerate(history):
+                try:
+                    parts += responses.item_parts(
+                        it, f"payload.replacement_history[{j}]", turns, ts, self.kind, self.skipped, LABEL
+                    )
+                except Bad as e:
+                    bad = bad or e
         else:
-            summary = payload.get("message")
-            if not isinstance(summary, str) or blank(summary):
-                raise Bad("compacted: neither a replacement_history nor a summary message")
             parts = [_copy(pt, ts) for pt in self._initial() + self._user_messages()]
-            kind, source, pinned, role = role_part("user", "compacted")
-            parts.append(Part(summary, kind, source, pinned, role, ts, extra={"compact_summary": "true"}))
+            summary = payload.get("message")
+            if isinstance(summary, str) and not blank(summary):
+                kind, source, pinned, role = role_part("user", "compacted")
+                parts.append(Part(summary, kind, source, pinned, role, ts, extra={"compact_summary": "true"}))
+            else:
+                count(self.skipped, "empty content")
         for pt in parts:
             if not (pt.extra or {}).get("compact_summary"):
                 pt.extra = {**(pt.extra or {}), "compacted": "true"}
@@ -144,6 +152,8 @@ class _Session:
         self.turns, self.turn_start = turns, 0
         turns.in_model = False
         self.add(parts, line)
+        if bad is not None:
+            raise bad
 
     def _initial(self) -> list[Part]:
         """The session's first context: what its first segment holds before the first message
@@ -157,14 +167,32 @@ class _Session:
         return out
 
     def _user_messages(self) -> list[Part]:
-        """The messages the user typed in the current segment (earlier summaries excluded), the
-        newest first up to ``_KEPT_USER_CHARS`` characters, in their order."""
+        """The messages the user typed in the current segment (those an earlier compaction
+        carried over included, its summary not), the newest first up to ``_KEPT_USER_CHARS``
+        characters, in their order; the one that overflows is kept cut in its middle, as Codex
+        cut it, and is the oldest kept."""
         kept, size = [], 0
         for pt in reversed(self.parts):
             extra = pt.extra or {}
             if pt.role != "user" or pt.kind != "Message" or extra.get("is_meta") or extra.get("compact_summary"):
                 continue
-            if size + len(pt.content) > _KEPT_USER_CHARS:
+            room = _KEPT_USER_CHARS - size
+            if len(pt.content) > room:
+                if room > 0:
+                    half = room // 2
+                    cut = pt.content[:half] + "\n…\n" + pt.content[len(pt.content) - half :]
+                    kept.append(
+                        Part(
+                            cut,
+                            pt.kind,
+                            pt.source,
+                            pt.pinned,
+                            pt.role,
+                            pt.timestamp,
+                            pt.id,
+                            extra={"truncated": "true"},
+                        )
+                    )
                 break
             kept.append(pt)
             size += len(pt.content)
@@ -220,19 +248,23 @@ class _Session:
 def _abort_unanswered(conv: Conversation) -> None:
     """The output Codex sends for a call that has none (an interrupted turn) in every later
     request: ``aborted``, right after the call (its ``ensure_call_outputs_present``), where a
-    later request was made (an item of another turn follows the call)."""
+    later request was made: a message (the user's, Codex's own) or a model item of another
+    turn follows the call (an output of a call beside it does not: no request followed it)."""
     parts = conv.parts
     if not parts:
         return
     answered = {pt.tool_call_id for pt in parts if pt.tool_role == "result"}
-    last = parts[-1].turn
-    last_other = max((k for k, q in enumerate(parts) if q.turn != last), default=-1)
+    last_msg = max((k for k, q in enumerate(parts) if q.role in ("user", "system", "developer")), default=-1)
+    model = [(k, q.turn) for k, q in enumerate(parts) if q.turn is not None and q.role == "assistant"]
+    last_turn = model[-1][1] if model else None
+    last_model, other_model = (model[-1][0] if model else -1), max((k for k, t in model if t != last_turn), default=-1)
     out: list[Part] = []
     after: list[int] = []  # the calls an output was put after
     for i, pt in enumerate(parts):
         out.append(pt)
         cid = pt.tool_call_id
-        if pt.tool_role == "call" and cid and cid not in answered and (pt.turn != last or last_other > i):
+        later = last_msg > i or other_model > i or (pt.turn != last_turn and last_model > i)
+        if pt.tool_role == "call" and cid and cid not in answered and later:
             aborted = Part(
                 "aborted", "ToolOutput", "Tool", False, "tool", pt.timestamp, None, pt.tool_name, cid, "result"
             )

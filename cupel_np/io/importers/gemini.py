@@ -50,8 +50,13 @@ def request_of(obj: Any) -> dict | None:
     resp = obj.get("response")
     meta = _get(resp, "usageMetadata") if isinstance(resp, dict) else None
     if isinstance(meta, dict):
-        out["usage_prompt"] = _get(meta, "promptTokenCount")
+        out["usage_prompt"] = prompt_tokens(meta)
     return out
+
+
+def prompt_tokens(meta: dict) -> Any:
+    """``usageMetadata.promptTokenCount`` (or its snake_case spelling)."""
+    return _get(meta, "promptTokenCount")
 
 
 def _tools(tools: Any) -> list[Part]:
@@ -67,8 +72,10 @@ def _tools(tools: Any) -> list[Part]:
             raise Bad(f"tools[{j}]: expected an object, got {type(t).__name__}")
         decls = _get(t, "functionDeclarations")
         entries = decls if isinstance(decls, list) else [t]
-        for d in entries:
-            name = d.get("name") if isinstance(d, dict) and isinstance(d.get("name"), str) else None
+        for k, d in enumerate(entries):
+            if not isinstance(d, dict):
+                raise Bad(f"tools[{j}].functionDeclarations[{k}]: expected an object, got {type(d).__name__}")
+            name = d.get("name") if isinstance(d.get("name"), str) else None
             text = json.dumps(d, ensure_ascii=False, separators=(",", ":"))
             parts.append(Part(text, "ToolSchema", "Tool", True, "", tool_name=name, extra={"tool_schema": "true"}))
     return parts
@@ -79,10 +86,12 @@ def _system(si: Any, skipped: dict) -> list[Part]:
     ``SystemPrompt`` per text part."""
     if si is None:
         return []
-    texts = (
-        [si] if isinstance(si, str) else [p.get("text") for p in si.get("parts", [])] if isinstance(si, dict) else None
-    )
-    if texts is None or not all(isinstance(x, str) for x in texts):
+    sp = si.get("parts") if isinstance(si, dict) else None
+    if isinstance(si, str):
+        texts = [si]
+    elif isinstance(sp, list) and all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in sp):
+        texts = [p["text"] for p in sp]
+    else:
         raise Bad("systemInstruction: expected a string or a Content of text parts")
     kind, source, pinned, role = role_part("system", "systemInstruction")
     out = []
@@ -150,7 +159,7 @@ def _part(p: Any, w: str, i: int, j: int, model: bool, pending, tool_call_kind: 
             args: Any = call.get("args", {})
         else:
             name, args = "code_execution", code.get("code", "")
-        given = (call or {}).get("id")
+        given = call.get("id") if isinstance(call, dict) else None
         cid = given if isinstance(given, str) and given else f"#{i}.{j}"
         pending.append((cid, name))
         part = Part(call_text(name, args), tool_call_kind, "Tool", False, "assistant", turn=turn, tool_name=name)

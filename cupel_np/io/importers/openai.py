@@ -257,16 +257,31 @@ def exchange_request(obj) -> dict | None:
     out = {k: v for k, v in body.items() if k not in ("usage", "output")}
     resp: dict = obj["response"] if isinstance(obj.get("response"), dict) else {}
     rb = resp.get("body")
-    usage = (
-        (rb.get("usage") or rb.get("usageMetadata")) if isinstance(rb, dict) else _stream_usage(resp.get("body_raw"))
-    )
+    usage = _body_usage(rb) if isinstance(rb, dict) else _stream_usage(resp.get("body_raw"))
     out[_SENT] = (usage, obj["request"].get("timestamp"))
     return out
 
 
+def _body_usage(body: dict) -> dict | None:
+    """A response body's usage: ``usage`` (OpenAI, Anthropic), ``usageMetadata`` (Gemini, or
+    the Python SDK's ``usage_metadata``)."""
+    for k in ("usage", "usageMetadata", "usage_metadata"):
+        if isinstance(body.get(k), dict):
+            return body[k]
+    return None
+
+
 #: the key under which ``exchange_request`` hands a captured request's usage and time to
-#: ``conversation`` (its usage counts every message, a trailing assistant prefill included)
-_SENT = "\x00sent"
+#: ``conversation`` (its usage counts every message, a trailing assistant prefill included);
+#: not a string, so no JSON key is it
+_SENT: Any = ("cupel_np", "sent")
+
+
+def _capture(first: dict) -> bool:
+    """An HTTP capture's line (of any call): a request with a ``url`` or a ``body``, and a
+    response."""
+    req = first.get("request")
+    return isinstance(req, dict) and "response" in first and ("url" in req or "body" in req)
 
 
 def _failed(obj: dict) -> int | None:
@@ -278,20 +293,26 @@ def _failed(obj: dict) -> int | None:
 
 def _stream_usage(raw) -> dict | None:
     """The input usage of a streamed (server-sent events) response: Anthropic's
-    ``message_start`` message, a Responses stream's ``response.completed`` response."""
+    ``message_start`` message, a Responses stream's ``response.completed`` response, else the
+    last event's own usage (a chat-completions stream's final chunk, Gemini's chunks)."""
     if not isinstance(raw, str):
         return None
+    last = None
     for line in raw.splitlines():
-        if not line.startswith("data:") or ("message_start" not in line and "response.completed" not in line):
+        if not line.startswith("data:") or "sage" not in line:  # (usage, usageMetadata, usage_metadata)
             continue
         try:
             ev = json.loads(line[5:])
         except json.JSONDecodeError:
             continue
-        holder = ev.get("message") or ev.get("response") if isinstance(ev, dict) else None
-        if isinstance(holder, dict) and isinstance(holder.get("usage"), dict):
-            return holder["usage"]
-    return None
+        if not isinstance(ev, dict):
+            continue
+        holder = ev.get("message") if ev.get("type") == "message_start" else ev.get("response")
+        if ev.get("type") in ("message_start", "response.completed") and isinstance(holder, dict):
+            if isinstance(holder.get("usage"), dict):
+                return holder["usage"]
+        last = _body_usage(ev) or last
+    return last
 
 
 #: the skip reasons of an HTTP capture's lines that are no model request, or a request that
@@ -348,36 +369,53 @@ def _responses_conversation(obj: dict, skipped: dict, tool_call_kind: str) -> tu
     return parts, api
 
 
-def conversation(obj, skipped: dict, tool_call_kind: str, msgs_key: str = "messages") -> tuple[Any, list[Part], list]:
-    """(conversation id or None, parts, API counts) of one OpenAI-shaped conversation (or a
-    Batch API line wrapping one: ``batch_request``)."""
-    if not isinstance(obj, dict):
-        raise Bad(f"expected a JSON object with 'messages', got {type(obj).__name__}")
-    if msgs_key == "messages" and (body := gemini.request_of(obj)) is not None:  # a generateContent body
-        return gemini.conversation(body, skipped, tool_call_kind)
-    if msgs_key == "messages" and (request := batch_request(obj) or exchange_request(obj)) is not None:
+def _unwrapped(obj: dict, skipped: dict, tool_call_kind: str) -> tuple[tuple | None, dict, Any]:
+    """The shapes around a chat conversation: (the conversation when it is read here, else
+    None; the chat body to read; a captured request's usage and time). A Gemini body, a batch
+    line, an HTTP capture (its failed requests and other calls counted), a Responses body."""
+    if (body := gemini.request_of(obj)) is not None:  # a generateContent body
+        return gemini.conversation(body, skipped, tool_call_kind), obj, None
+    if (request := batch_request(obj) or exchange_request(obj)) is not None:
         if _SENT in request and (status := _failed(obj)) is not None:
             count(skipped, f"{FAILED_REQUEST} (status {status})")  # (retried: its context is the next line's)
-            return None, [], []
+            return (None, [], []), obj, None
         obj = request
-    elif msgs_key == "messages" and "messages" not in obj and isinstance(obj.get("request"), dict):
+    elif "messages" not in obj and isinstance(obj.get("request"), dict):
+        req = obj["request"]
+        inner = req.get("body") if isinstance(req.get("body"), dict) else req
+        held = [k for k in ("messages", "contents", "input") if k in inner]
+        if held:  # a request that holds a conversation, not readable: a bad line, not another call
+            raise Bad(f"request: its '{held[0]}' is no conversation this reader reads")
         count(skipped, NOT_A_REQUEST)  # (a capture's other calls)
-        return None, [], []
+        return (None, [], []), obj, None
     sent = obj.get(_SENT)
     if sent is not None:  # a captured request: its usage, its time on every message without one
         obj = {k: v for k, v in obj.items() if k != _SENT}
         obj["usage"] = sent[0]
         if gemini.is_body(obj):
             meta = sent[0] if isinstance(sent[0], dict) else {}
-            obj["usage_prompt"] = meta.get("promptTokenCount")
+            obj["usage_prompt"] = gemini.prompt_tokens(meta)
             g_cid, g_parts, g_api = gemini.conversation(obj, skipped, tool_call_kind)
-            return g_cid, _at(g_parts, sent), g_api
-    if msgs_key == "messages" and _is_responses(obj):
+            return (g_cid, _at(g_parts, sent), g_api), obj, sent
+    if _is_responses(obj):
         cid = obj.get("conversation_id", obj.get("id"))
         if cid is not None and not isinstance(cid, (str, int)):
             raise Bad(f"conversation id must be a string or integer, got {cid!r}")
         r_parts, r_api = _responses_conversation(obj, skipped, tool_call_kind)
-        return cid, _at(r_parts, sent), r_api
+        return (cid, _at(r_parts, sent), r_api), obj, sent
+    return None, obj, sent
+
+
+def conversation(obj, skipped: dict, tool_call_kind: str, msgs_key: str = "messages") -> tuple[Any, list[Part], list]:
+    """(conversation id or None, parts, API counts) of one OpenAI-shaped conversation (or a
+    shape around one: ``_unwrapped``)."""
+    if not isinstance(obj, dict):
+        raise Bad(f"expected a JSON object with 'messages', got {type(obj).__name__}")
+    sent = None
+    if msgs_key == "messages":
+        done, obj, sent = _unwrapped(obj, skipped, tool_call_kind)
+        if done is not None:
+            return done
     msgs = obj.get(msgs_key)
     if not isinstance(msgs, list):
         raise Bad(f"missing '{msgs_key}' (a list of chat messages)")
@@ -388,7 +426,9 @@ def conversation(obj, skipped: dict, tool_call_kind: str, msgs_key: str = "messa
     blocks = anthropic_line(obj, msgs)
     system = obj.get("system")
     if system is not None:  # Anthropic: the system prompt beside the messages
-        has_role = any(isinstance(m, dict) and m.get("role") in ("system", "developer") for m in msgs)
+        has_role = any(
+            isinstance(m, dict) and str(m.get("role")).strip().lower() in ("system", "developer") for m in msgs
+        )
         if has_role or not isinstance(system, (str, list)):  # (a dataset's own field: not read twice)
             count(skipped, "top-level 'system' beside system messages" if has_role else "top-level 'system' (not text)")
         else:
@@ -518,5 +558,5 @@ def looks_like(first: Any) -> bool:
         or (_is_responses(first) and ("model" in first or "instructions" in first))
         or batch_request(first) is not None
         or gemini.request_of(first) is not None
-        or (isinstance(first.get("request"), dict) and "response" in first)  # a capture (of any call first)
+        or _capture(first)
     )

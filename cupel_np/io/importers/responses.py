@@ -151,11 +151,7 @@ def _call_parts(item: dict, t: str, w: str, turn, ts, mid, tool_call_kind: str, 
         return parts
     err, out = item.get("error"), item.get("output")
     ran: str = err if isinstance(err, str) and err else out if isinstance(out, str) else ""
-    if blank(ran):
-        count(skipped, "empty content")
-        return parts
-    role = "result" if cid else None
-    return [*parts, Part(ran, "ToolOutput", "Tool", False, "tool", ts, mid, name, cid, role, is_error=bool(err))]
+    return parts + result_parts(ran, ts, mid, cid, bool(err), skipped)
 
 
 def item_parts(item, w: str, turns: Turns, ts, tool_call_kind: str, skipped: dict, label: str) -> list[Part]:

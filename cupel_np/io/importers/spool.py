@@ -80,7 +80,9 @@ def compression_of(name: str) -> str | None:
 
 def decompressed(files: list[tuple[Any, str]]) -> list[tuple[Any, str]]:
     """``files`` with each compressed one (by its name's suffix: ``COMPRESSED``) decompressed
-    into a local temp file as it is read (memory: a read buffer), named without the suffix for
+    into a local temp file (a named one: a directory of thousands holds no file descriptor per
+    file; disk: the files' decompressed sizes until the import ends) as it is read (memory: a
+    read buffer), named without the suffix for
     the readers (``logs.jsonl.gz`` reads as ``logs.jsonl``: its format detected and read as
     such); names in metadata stay the files' own. A file that does not decompress is an error
     naming it."""
@@ -92,30 +94,32 @@ def decompressed(files: list[tuple[Any, str]]) -> list[tuple[Any, str]]:
             continue
         inner = PurePosixPath(p.name[: -len(ext)])
         try:
-            out.append((_spool(p, inner, COMPRESSED[ext]), name))
+            out.append((_spool(p, inner, COMPRESSED[ext], named=True), name))
         except (OSError, EOFError, lzma.LZMAError, ValueError) as e:  # (pyarrow's errors are OSError / ValueError)
             raise BadTranscriptError(f"{name}: cannot be decompressed as {ext[1:]}: {e}") from None
     return out
 
 
-def _spool(p, shown: Any = None, decode: Any = None) -> SpooledPath:
+def _spool(p, shown: Any = None, decode: Any = None, named: bool = False) -> SpooledPath:
     """One copy of ``p`` (downloaded, and decompressed by ``decode`` when given) into a local
     file: an unnamed temp file reopened through ``/proc/self/fd`` where that exists (told
-    before the copy, so the file is read once on every system), else a named copy in a private
-    directory. ``shown``: what the copy is named as (``p`` by default)."""
+    before the copy, so the file is read once on every system), else (or ``named``: no file
+    descriptor held per copy, for inputs of many files) a named copy in a private directory.
+    ``shown``: what the copy is named as (``p`` by default)."""
     import contextlib
     import shutil
     import tempfile
     import weakref
 
-    f = tempfile.TemporaryFile(prefix="cupel-spool-")
-    here = f"/proc/self/fd/{f.fileno()}"
-    if os.path.exists(here):
+    f = None if named else tempfile.TemporaryFile(prefix="cupel-spool-")
+    here = "" if f is None else f"/proc/self/fd/{f.fileno()}"
+    if f is not None and os.path.exists(here):
         out = SpooledPath(here)
         out._keep = weakref.finalize(out, f.close)  # the file lives as long as the path
         dst: Any = contextlib.nullcontext(f)
     else:  # no /proc (macOS, some containers): a named copy in a private directory, removed with the path
-        f.close()
+        if f is not None:
+            f.close()
         tmp = tempfile.mkdtemp(prefix="cupel-spool-")
         local = os.path.join(tmp, "input" + (p if shown is None else shown).suffix)
         out = SpooledPath(local)
