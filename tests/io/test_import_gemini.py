@@ -2,6 +2,7 @@
 function calls and responses linked (by id, else by name in order), code execution, thoughts
 and media counted, both spellings of the fields, batch and Vertex lines, and captures."""
 
+import base64
 import json
 
 import pytest
@@ -160,3 +161,41 @@ def test_malformed_lines_are_bad_lines(tmp_path, line, message):
     res = import_transcripts("gemini", p, skip_bad=True)
     assert [b.line for b in res.bad] == [2] and message in res.bad[0].message
     assert res.table.to_pylist()[-1]["content"] == "code_execution(1)"  # (a string functionCall beside code)
+
+
+def _png(width, height):
+    head = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + width.to_bytes(4, "big") + height.to_bytes(4, "big")
+    return base64.b64encode(head + b"\x08\x02\x00\x00\x00").decode()
+
+
+def test_single_values_roles_and_inline_images(tmp_path):
+    """What the API accepts, read: a repeated field's single value (``contents``, ``parts``,
+    the system instruction's ``parts``: a real Vertex batch writes them so), roles in capitals;
+    an inline image is an Image item counted as Gemini counts it (258 tokens a 768 x 768 tile,
+    one for an image of at most 384 pixels a side); a file by URI is counted."""
+    line = {
+        "system_instruction": {"parts": {"text": "sys"}},
+        "contents": [
+            {"role": "USER", "parts": {"text": "look"}},
+            {
+                "role": "user",
+                "parts": [
+                    {"inlineData": {"mimeType": "image/png", "data": _png(300, 200)}},
+                    {"inline_data": {"mime_type": "image/png", "data": _png(1000, 800)}},
+                    {"fileData": None, "file_data": {"file_uri": "gs://b/x.jpeg", "mime_type": "image/jpeg"}},
+                ],
+            },
+            {"role": "MODEL", "parts": [{"text": "a desk"}]},
+        ],
+    }
+    _, res = _import(tmp_path, line)
+    t = res.table.to_pylist()
+    assert [(r["kind"], r["content"], r["tokens"]) for r in t[2:4]] == [
+        ("Image", "[image image/png 300x200]", 258),
+        ("Image", "[image image/png 1000x800]", 4 * 258),
+    ]
+    assert [r["kind"] for r in t] == ["SystemPrompt", "Message", "Image", "Image", "Message"]
+    assert dict(t[4]["metadata"])["role"] == "assistant"
+    assert res.skipped == {"gemini part 'file_data'": 1}
+    _, one = _import(tmp_path, {"contents": {"role": "user", "parts": {"text": "alone"}}})
+    assert [r["content"] for r in one.table.to_pylist()] == ["alone"]

@@ -119,7 +119,7 @@ def image_tokens(width: int, height: int) -> int:
     return max(1, min(1600, math.ceil(width * s * height * s / 750)))
 
 
-def _image_part(b: dict, role: str, ts, uid, tcid: str | None = None) -> Part | None:
+def image_part(b: dict, role: str, ts, uid, tcid: str | None = None) -> Part | None:
     """An ``image`` block (base64 data, as Claude Code logs a pasted or read image) as an item
     of kind ``Image`` whose tokens are the API's count for its size; None when its size cannot
     be read (a URL or file source, or data that is not a known image format)."""
@@ -197,7 +197,7 @@ def user_parts(obj: dict, content, ts, uid, skipped: dict, label: str = "claude-
                 continue
             parts.append(Part(b["text"], "Message", "Chat", False, "user", ts, uid, extra=dict(extra) or None))
         elif bt == "image":
-            img = _image_part(b, "user", ts, uid)
+            img = image_part(b, "user", ts, uid)
             if img is None:
                 count(skipped, f"{label} block 'image'")
             else:
@@ -216,7 +216,7 @@ def user_parts(obj: dict, content, ts, uid, skipped: dict, label: str = "claude-
                 kept = []
                 for p in rc:
                     img = (
-                        _image_part(p, "tool", ts, uid, tcid)
+                        image_part(p, "tool", ts, uid, tcid)
                         if isinstance(p, dict) and p.get("type") == "image"
                         else None
                     )

@@ -14,8 +14,10 @@ and ``codeExecutionResult`` (the code-execution tool's call and output); media
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
+from cupel_np.io.importers.claude_parts import image_part
 from cupel_np.io.importers.core import ApiCount, Bad, Part, blank, call_text, count, result_parts, role_part
 
 LABEL = "gemini"
@@ -29,8 +31,17 @@ def _get(d: dict, camel: str) -> Any:
 
 
 def is_body(obj: Any) -> bool:
-    """A ``generateContent`` request body: ``contents`` (a list), no chat ``messages``."""
-    return isinstance(obj, dict) and isinstance(obj.get("contents"), list) and "messages" not in obj
+    """A ``generateContent`` request body: ``contents`` (a list, or one Content: the API takes
+    a repeated field's single value as its one element), no chat ``messages``."""
+    if not isinstance(obj, dict) or "messages" in obj:
+        return False
+    c = obj.get("contents")
+    return isinstance(c, list) or (isinstance(c, dict) and "parts" in c)
+
+
+def _many(v: Any) -> Any:
+    """A repeated field's value as a list (a single object is its one element)."""
+    return [v] if isinstance(v, dict) else v
 
 
 def request_of(obj: Any) -> dict | None:
@@ -86,7 +97,7 @@ def _system(si: Any, skipped: dict) -> list[Part]:
     ``SystemPrompt`` per text part."""
     if si is None:
         return []
-    sp = si.get("parts") if isinstance(si, dict) else None
+    sp = _many(si.get("parts")) if isinstance(si, dict) else None
     if isinstance(si, str):
         texts = [si]
     elif isinstance(sp, list) and all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in sp):
@@ -110,15 +121,16 @@ def conversation(obj: dict, skipped: dict, tool_call_kind: str) -> tuple[Any, li
         raise Bad(f"conversation id must be a string or integer, got {cid!r}")
     parts = _tools(obj.get("tools")) + _system(_get(obj, "systemInstruction"), skipped)
     pending: list[tuple[str, str]] = []  # (call id, tool name) of the calls not yet answered, in order
-    for i, c in enumerate(obj["contents"]):
+    for i, c in enumerate(_many(obj["contents"])):
         w = f"contents[{i}]"
-        if not isinstance(c, dict) or not isinstance(c.get("parts"), list):
+        cparts = _many(c.get("parts")) if isinstance(c, dict) else None
+        if not isinstance(cparts, list):
             raise Bad(f"{w}: expected a Content with 'parts', got {c!r:.60}")
         role = c.get("role", "user")
-        if role not in ("user", "model", "function", "tool"):
+        if not isinstance(role, str) or role.lower() not in ("user", "model", "function", "tool"):
             raise Bad(f"{w}.role: expected user or model, got {role!r}")
-        model = role == "model"
-        for j, p in enumerate(c["parts"]):
+        model = role.lower() == "model"
+        for j, p in enumerate(cparts):
             parts += _part(p, f"{w}.parts[{j}]", i, j, model, pending, tool_call_kind, skipped)
     api: list[ApiCount] = []
     n = obj.get("usage_prompt")
@@ -175,6 +187,24 @@ def _part(p: Any, w: str, i: int, j: int, model: bool, pending, tool_call_kind: 
         out: str = result["output"] if isinstance(result.get("output"), str) else ""
         failed = result.get("outcome") not in (None, "OUTCOME_OK")
         return result_parts(out, None, None, _answer(pending, None, "code_execution"), failed, skipped)
-    kinds = [k for k in p if k not in ("thoughtSignature", "thought_signature", "thought")]
+    image = _image(_get(p, "inlineData"), role, turn)
+    if image is not None:
+        return [image]
+    kinds = [k for k, v in p.items() if v is not None and k not in ("thoughtSignature", "thought_signature", "thought")]
     count(skipped, f"{LABEL} part '{kinds[0] if kinds else 'empty'}'")
     return []
+
+
+def _image(data: Any, role: str, turn) -> Part | None:
+    """An ``inlineData`` image whose size its bytes tell, as an ``Image`` item: Gemini counts
+    258 tokens for an image of at most 384 pixels a side, else 258 a 768 x 768 tile."""
+    if not isinstance(data, dict) or not str(_get(data, "mimeType") or "").startswith("image/"):
+        return None
+    block = {"source": {"type": "base64", "data": data.get("data"), "media_type": _get(data, "mimeType")}}
+    part = image_part(block, role, None, None)
+    if part is None:
+        return None
+    w, h = (int(x) for x in (part.extra or {})["image"].split("x"))
+    tiles = 1 if max(w, h) <= 384 else math.ceil(w / 768) * math.ceil(h / 768)
+    part.tokens, part.turn = 258 * tiles, turn
+    return part
