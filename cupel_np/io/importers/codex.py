@@ -29,6 +29,7 @@ The model (docs/importing.md, "Codex CLI"):
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,11 +64,6 @@ _INJECTED = re.compile(
 #: how much of the user's messages a 2025 compaction kept (Codex: 20,000 tokens, ~4 bytes each)
 _KEPT_USER_CHARS = 80_000
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
-
-
-def _copy(pt: Part, ts) -> Part:
-    """``pt`` again, in a new segment (the compaction's time)."""
-    return Part(pt.content, pt.kind, pt.source, pt.pinned, pt.role, ts, pt.id, tokens=pt.tokens, extra=pt.extra)
 
 
 def session_key(path: Path) -> str:
@@ -138,7 +134,7 @@ class _Session:
                 except Bad as e:
                     bad = bad or e
         else:
-            parts = [_copy(pt, ts) for pt in self._initial() + self._user_messages()]
+            parts = [dataclasses.replace(pt, timestamp=ts) for pt in self._initial() + self._user_messages()]
             summary = payload.get("message")
             if isinstance(summary, str) and not blank(summary):
                 kind, source, pinned, role = role_part("user", "compacted")
@@ -181,18 +177,7 @@ class _Session:
                 if room > 0:
                     half = room // 2
                     cut = pt.content[:half] + "\n…\n" + pt.content[len(pt.content) - half :]
-                    kept.append(
-                        Part(
-                            cut,
-                            pt.kind,
-                            pt.source,
-                            pt.pinned,
-                            pt.role,
-                            pt.timestamp,
-                            pt.id,
-                            extra={"truncated": "true"},
-                        )
-                    )
+                    kept.append(dataclasses.replace(pt, content=cut, extra={**extra, "truncated": "true"}))
                 break
             kept.append(pt)
             size += len(pt.content)
@@ -265,12 +250,19 @@ def _abort_unanswered(conv: Conversation) -> None:
         cid = pt.tool_call_id
         later = last_msg > i or other_model > i or (pt.turn != last_turn and last_model > i)
         if pt.tool_role == "call" and cid and cid not in answered and later:
-            aborted = Part(
-                "aborted", "ToolOutput", "Tool", False, "tool", pt.timestamp, None, pt.tool_name, cid, "result"
+            out.append(
+                dataclasses.replace(
+                    pt,
+                    content="aborted",
+                    kind="ToolOutput",
+                    role="tool",
+                    id=None,
+                    tool_role="result",
+                    turn=None,
+                    tokens=None,
+                    extra={"synthesized": "aborted"},
+                )
             )
-            aborted.file, aborted.line, aborted.segment = pt.file, pt.line, pt.segment
-            aborted.extra = {"synthesized": "aborted"}
-            out.append(aborted)
             answered.add(cid)
             after.append(i)
     if after:
@@ -302,6 +294,10 @@ def _session_id(obj: Any) -> str | None:
     return sid if isinstance(sid, str) and sid else None
 
 
+#: the wrapped records' types (one without a payload is a bad line, not an item)
+_RECORDS = frozenset({"session_meta", "response_item", "compacted", "turn_context", "event_msg", "token_usage_record"})
+
+
 def _record(s: _Session, obj: Any, line: int) -> None:
     if not isinstance(obj, dict):
         raise Bad(f"expected a record object, got {type(obj).__name__}")
@@ -313,9 +309,7 @@ def _record(s: _Session, obj: Any, line: int) -> None:
         if "record_type" in obj:
             count(s.skipped, f"codex record '{obj['record_type']}'")
         elif rtype is None and "id" in obj and "role" not in obj:  # (its instructions are the user's, also a message)
-            s.metas += 1
-            if s.metas > 1:
-                count(s.skipped, "codex record 'session_meta' (a fork's copied history)")
+            _meta(s, obj, line, ts)
         else:
             s.item(obj, line, ts, "item")
         return
@@ -339,10 +333,6 @@ def _record(s: _Session, obj: Any, line: int) -> None:
         if rtype == "token_usage_record":
             s.usage_record(payload)
         count(s.skipped, f"codex record '{rtype}'")
-
-
-#: the wrapped records' types (one without a payload is a bad line, not an item)
-_RECORDS = frozenset({"session_meta", "response_item", "compacted", "turn_context", "event_msg", "token_usage_record"})
 
 
 def _is_metadata(reason: str) -> bool:

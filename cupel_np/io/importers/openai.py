@@ -236,12 +236,13 @@ def batch_request(obj) -> dict | None:
     return {**inner, "conversation_id": obj["custom_id"]}
 
 
-def exchange_request(obj) -> dict | None:
+def exchange_request(obj) -> tuple[dict, tuple[Any, Any]] | None:
     """The request body an HTTP capture line holds (``{"request": {"url", "body"}, "response":
     {"body" | "body_raw"}}``, as claude-trace and logging proxies write them), with the API's
     usage from its response (a JSON body's ``usage``, or a stream's ``message_start`` /
-    ``response.completed`` event) as the body's ``usage``: the request as sent, counted after
-    every message. None for a line that is no such capture."""
+    ``response.completed`` event) as the body's ``usage``, and what was sent: (that usage, the
+    request's ``timestamp``; the usage counts every message, a trailing assistant prefill
+    included). None for a line that is no such capture."""
     if not isinstance(obj, dict) or "messages" in obj or not isinstance(obj.get("request"), dict):
         return None
     body = obj["request"].get("body")
@@ -254,12 +255,12 @@ def exchange_request(obj) -> dict | None:
         isinstance(body.get("messages"), list) or _is_responses(body) or gemini.is_body(body)
     ):
         return None
-    out = {k: v for k, v in body.items() if k not in ("usage", "output")}
     resp: dict = obj["response"] if isinstance(obj.get("response"), dict) else {}
     rb = resp.get("body")
     usage = _body_usage(rb) if isinstance(rb, dict) else _stream_usage(resp.get("body_raw"))
-    out[_SENT] = (usage, obj["request"].get("timestamp"))
-    return out
+    out = {k: v for k, v in body.items() if k != "output"}
+    out["usage"] = usage
+    return out, (usage, obj["request"].get("timestamp"))
 
 
 def _body_usage(body: dict) -> dict | None:
@@ -269,12 +270,6 @@ def _body_usage(body: dict) -> dict | None:
         if isinstance(body.get(k), dict):
             return body[k]
     return None
-
-
-#: the key under which ``exchange_request`` hands a captured request's usage and time to
-#: ``conversation`` (its usage counts every message, a trailing assistant prefill included);
-#: not a string, so no JSON key is it
-_SENT: Any = ("cupel_np", "sent")
 
 
 def _capture(first: dict) -> bool:
@@ -375,11 +370,14 @@ def _unwrapped(obj: dict, skipped: dict, tool_call_kind: str) -> tuple[tuple | N
     line, an HTTP capture (its failed requests and other calls counted), a Responses body."""
     if (body := gemini.request_of(obj)) is not None:  # a generateContent body
         return gemini.conversation(body, skipped, tool_call_kind), obj, None
-    if (request := batch_request(obj) or exchange_request(obj)) is not None:
-        if _SENT in request and (status := _failed(obj)) is not None:
+    sent = None
+    if (request := batch_request(obj)) is not None:
+        obj = request
+    elif (captured := exchange_request(obj)) is not None:
+        if (status := _failed(obj)) is not None:
             count(skipped, f"{FAILED_REQUEST} (status {status})")  # (retried: its context is the next line's)
             return (None, [], []), obj, None
-        obj = request
+        obj, sent = captured
     elif "messages" not in obj and isinstance(obj.get("request"), dict):
         req = obj["request"]
         inner = req.get("body") if isinstance(req.get("body"), dict) else req
@@ -388,15 +386,10 @@ def _unwrapped(obj: dict, skipped: dict, tool_call_kind: str) -> tuple[tuple | N
             raise Bad(f"request: its '{held[0]}' is no conversation this reader reads")
         count(skipped, NOT_A_REQUEST)  # (a capture's other calls)
         return (None, [], []), obj, None
-    sent = obj.get(_SENT)
-    if sent is not None:  # a captured request: its usage, its time on every message without one
-        obj = {k: v for k, v in obj.items() if k != _SENT}
-        obj["usage"] = sent[0]
-        if gemini.is_body(obj):
-            meta = sent[0] if isinstance(sent[0], dict) else {}
-            obj["usage_prompt"] = gemini.prompt_tokens(meta)
-            g_cid, g_parts, g_api = gemini.conversation(obj, skipped, tool_call_kind)
-            return (g_cid, _at(g_parts, sent), g_api), obj, sent
+    if sent is not None and gemini.is_body(obj):  # a captured Gemini request
+        obj["usage_prompt"] = gemini.prompt_tokens(sent[0] if isinstance(sent[0], dict) else {})
+        g_cid, g_parts, g_api = gemini.conversation(obj, skipped, tool_call_kind)
+        return (g_cid, _at(g_parts, sent), g_api), obj, sent
     if _is_responses(obj):
         cid = obj.get("conversation_id", obj.get("id"))
         if cid is not None and not isinstance(cid, (str, int)):
