@@ -228,9 +228,9 @@ def user_parts(obj: dict, content, ts, uid, skipped: dict, label: str = "claude-
             text = text_of(rc, f"message.content[{i}].content", skipped)
             err = b.get("is_error")
             for img in images:
-                img.is_error = bool(err) if err is not None else False
+                img.is_error = bool(err)
             if not (blank(text) and images):  # (the images answer the call then)
-                parts += result_parts(strip_ansi(text), ts, uid, tcid, bool(err) if err is not None else False, skipped)
+                parts += result_parts(strip_ansi(text), ts, uid, tcid, bool(err), skipped)
             parts.extend(images)
         else:
             key = f"{label} block '{bt}'"
@@ -341,7 +341,7 @@ def assistant_parts(
             tcid = b.get("tool_use_id") if isinstance(b.get("tool_use_id"), str) else None
             text = text_of(b.get("content"), f"message.content[{i}].content", skipped)
             err = b.get("is_error")
-            parts += result_parts(text, ts, uid, tcid, bool(err) if err is not None else False, skipped)
+            parts += result_parts(text, ts, uid, tcid, bool(err), skipped)
         else:  # thinking, redacted_thinking, image, web search results ...: not resent as plain context
             key = f"{label} block '{bt}'"
             count(skipped, key)
