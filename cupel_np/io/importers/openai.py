@@ -166,7 +166,7 @@ _OPENAI_ROLES = frozenset({"system", "developer", "tool", "function"})
 _OPENAI_KEYS = ("tool_calls", "function_call", "tool_call_id", "tool_call_ids", "refusal")
 
 
-def anthropic_line(obj: dict, msgs: list) -> bool:
+def anthropic_line(msgs: list) -> bool:
     """Whether a line's messages are the Messages API's: some message's content holds a block
     only that API has (``_BLOCKS``, an image with a ``source``), and no message has what only
     OpenAI's chat messages have (a ``system`` / ``developer`` / ``tool`` role, ``tool_calls``,
@@ -416,7 +416,7 @@ def conversation(obj, skipped: dict, tool_call_kind: str, msgs_key: str = "messa
     if cid is not None and not isinstance(cid, (str, int)):
         raise Bad(f"conversation id must be a string or integer, got {cid!r}")
     parts = tool_schema_parts(obj.get("tools"), "tools") + tool_schema_parts(obj.get("functions"), "functions")
-    blocks = anthropic_line(obj, msgs)
+    blocks = anthropic_line(msgs)
     system = obj.get("system")
     if system is not None:  # Anthropic: the system prompt beside the messages
         has_role = any(
