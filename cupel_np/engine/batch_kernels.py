@@ -86,21 +86,25 @@ def included_positions(position, included):
 
 @jit
 def placed_rows(included, placed_pos):
-    """One item set's included rows (``included``: per row) in placed order, from their
-    placed positions (``placed_pos``: per included row, in row order; ``0 .. k-1`` each once):
-    the rows scattered to their positions in one walk (~5 us for 4,000 of 5,000 rows, ~1.3
-    for 400 of 500, where ``np.flatnonzero`` and a checked scatter took ~19 and ~5; a stable
-    argsort of the positions ~52 and ~5). One more entry at the end says whether the placed
-    order is row order (1; a session's messages placed chronologically) or not (0).
-    Positions that are not such (out of range, taken twice, or not one per included row)
-    give an empty array instead (the caller sorts)."""
+    """Every row of one item set once (``included``: per row): the included rows in placed
+    order, from their placed positions (``placed_pos``: per included row, in row order;
+    ``0 .. k-1`` each once), then the other rows ascending; the included rows scattered to
+    their positions in the same walk that lists the others (~5 us for 5,000 rows, ~1.3 for
+    500, where ``np.flatnonzero`` and a checked scatter took ~19 and ~5; a stable argsort of the
+    positions ~52 and ~5). One more entry at the end says whether the placed order is row order
+    (1; a session's messages placed chronologically) or not (0). Positions that are not such
+    (out of range, taken twice, or not one per included row) give an empty array instead (the
+    caller sorts). The first ``k`` entries are ``run``'s and a report's included rows; the
+    whole is a permutation of the rows (``object_take.first_of_permutation`` relies on it)."""
     k = placed_pos.shape[0]
-    out = np.empty(k + 1, dtype=np.int64)
+    n = included.shape[0]
+    out = np.empty(n + 1, dtype=np.int64)
     for p in range(k):
         out[p] = -1
     in_order = 1
     j = 0
-    for i in range(included.shape[0]):
+    e = k  # the next slot of the rows not included
+    for i in range(n):
         if included[i]:
             if j == k:
                 return out[:0]
@@ -111,9 +115,14 @@ def placed_rows(included, placed_pos):
             if p != j:
                 in_order = 0
             j += 1
+        else:
+            if e == n:  # (more rows not included than n - k: fewer included than positions)
+                return out[:0]
+            out[e] = i
+            e += 1
     if j != k:
         return out[:0]
-    out[k] = in_order
+    out[n] = in_order
     return out
 
 

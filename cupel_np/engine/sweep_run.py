@@ -188,21 +188,30 @@ def effective_targets(budget: ContextBudget, pinned_tokens: np.ndarray) -> np.nd
     return eff_t.astype(np.int64)
 
 
-def in_placed_order(included: np.ndarray, placed_pos: np.ndarray) -> tuple[np.ndarray, bool]:
-    """One item set's included rows (``included``: per row) in placed order, from their placed
-    positions (``placed_pos``: per included row, in row order), and whether that order is row
-    order (a session's messages placed chronologically: the items can then be taken by
-    ``included`` itself): one kernel walk that scatters the rows to their positions
-    (``batch_kernels.placed_rows``). Positions that are not ``0 .. k-1`` each once (never
+def placed_permutation(included: np.ndarray, placed_pos: np.ndarray) -> tuple[np.ndarray, int, bool]:
+    """Every row of one item set once: its included rows (``included``: per row) in placed
+    order, from their placed positions (``placed_pos``: per included row, in row order), then
+    the rows not included, ascending; the number of included rows ``k`` (the order's first
+    ``k``); and whether the placed order is row order (a session's messages placed
+    chronologically: the items can then be taken by ``included`` itself). One kernel walk
+    (``batch_kernels.placed_rows``); positions that are not ``0 .. k-1`` each once (never
     written by the place stage) are sorted instead: the stable argsort's answer either way."""
     k = placed_pos.shape[0]
+    n = included.shape[0]
     out = placed_rows(included, placed_pos)
-    if out.shape[0] == k + 1:
-        return out[:k], bool(out[k])
+    if out.shape[0] == n + 1:
+        return out[:n], k, bool(out[n])
     rows = included.nonzero()[0]
     if rows.shape[0] != k:  # (one position per included row)
         raise ValueError(f"{k} placed positions for {rows.shape[0]} included rows")
-    return rows[np.argsort(placed_pos, kind="stable")], False
+    return np.concatenate((rows[np.argsort(placed_pos, kind="stable")], (~included).nonzero()[0])), k, False
+
+
+def in_placed_order(included: np.ndarray, placed_pos: np.ndarray) -> tuple[np.ndarray, bool]:
+    """One item set's included rows in placed order, and whether that order is row order
+    (:func:`placed_permutation`'s first ``k``)."""
+    order, k, in_order = placed_permutation(included, placed_pos)
+    return order[:k], in_order
 
 
 class SweepRun:

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from cupel_np.model.fields import TOKEN_LIMIT
 from cupel_np.model.items import RECORD_SLOT, ContextItem, ItemTable
+from cupel_np.model.object_take import first_of_permutation, take_objects
 from cupel_np.model.tag_ids import look_up_all, looked_up_tag_ids, tag_ids
 from cupel_np.text import ascii_fold
 
@@ -414,10 +415,12 @@ def _small_sum(tokens: np.ndarray) -> bool:
     return sum(map(abs, tokens.tolist())) < TOKEN_LIMIT / 2
 
 
-#: the fewest rows ``ItemRows.rows`` takes through an object array of the items (a run's
-#: included items: 3,800 of 5,000 in ~58 us against ~71 by ``tolist`` and an itemgetter, 406
-#: of 500 in 6.3 against 8.4; 40 of 50 in 1.3 against 0.7)
-_OBJECT_TAKE_MIN = 256
+#: the fewest rows ``ItemRows.rows`` takes with ``object_take.take_objects`` (4,000 of 5,000
+#: items in ~26 us against ~99 by ``tolist`` and an itemgetter; in a run, 400 of 500 cost ~2 us
+#: more than the itemgetter), and ``placed_items`` with ``first_of_permutation`` (in a run, 400
+#: of 500 ~2.5 us less than the itemgetter, 160 of 200 ~3 more)
+_OBJECT_TAKE_MIN = 1024
+_PERMUTE_MIN = 256
 
 
 class ItemRows(ItemTable):
@@ -510,9 +513,17 @@ class ItemRows(ItemTable):
             if idx.shape == (self.n,):  # the items where the mask is set, in one C pass
                 return list(compress(self._rows, idx.tobytes()))
             return super().rows(idx)
-        if idx.shape[0] >= _OBJECT_TAKE_MIN:  # three C calls, no Python int per row taken
-            return np.fromiter(self._rows, dtype=object, count=self.n).take(idx).tolist()
+        if idx.shape[0] >= _OBJECT_TAKE_MIN:  # a few C calls, no Python int per row taken
+            return take_objects(self._rows, idx)
         return list(look_up_all(self._rows, idx.tolist()))
+
+    def placed_items(self, order: np.ndarray, k: int) -> list[ContextItem]:
+        """``self.rows(order[:k])`` for a permutation ``order`` of the rows: a copy of the
+        list, reordered and cut (``object_take.first_of_permutation``: no reference taken
+        per item kept) from ``_PERMUTE_MIN`` rows."""
+        if k >= _PERMUTE_MIN:
+            return first_of_permutation(self._rows, order, k)
+        return self.rows(order[:k])
 
     # -- what the Arrow path would hold, built the long way on first use -----------------
     @cached_property

@@ -619,6 +619,11 @@ class ItemTable:
         items = self._items
         return [items[i] for i in self.input_row[rows].tolist()]
 
+    def placed_items(self, order: np.ndarray, k: int) -> list[ContextItem]:
+        """``self.rows(order[:k])``, where ``order`` is a permutation of the rows
+        (``sweep_run.placed_permutation``; ``ItemRows`` reorders a copy of its list)."""
+        return self.rows(order[:k])
+
     def segment_of(self, key: object) -> int:
         """The index of the item set ``key`` in the table's set order (``key`` None for a table
         without a set column). Raises ``InvalidConfigError`` for an unknown key, naming the set

@@ -165,9 +165,12 @@ def test_rows_in_placed_order_equal_the_stable_argsort(k, data):
     """Rows in placed order (``sweep_run.in_placed_order``: ``run``'s items and a report's
     included rows): a permutation of the positions is
     scattered by the kernel, anything else sorted; both are the stable argsort's answer, and
-    the order is said to be row order exactly when it is."""
+    the order is said to be row order exactly when it is. The whole order
+    (``placed_permutation``) is every row once, the rows not included after the others,
+    ascending: ``object_take.first_of_permutation`` reorders a list's pointers by it."""
     from cupel_np.engine.batch_kernels import placed_rows as kernel
     from cupel_np.engine.sweep_run import in_placed_order as placed_rows
+    from cupel_np.engine.sweep_run import placed_permutation
 
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     included = np.zeros(10 * k + 1, dtype=np.bool_)
@@ -185,8 +188,12 @@ def test_rows_in_placed_order_equal_the_stable_argsort(k, data):
     got, in_order = placed_rows(included, pos)
     assert got.dtype == want.dtype and np.array_equal(got, want)
     assert in_order == (permutation and np.array_equal(pos, np.arange(k)))
+    order, k_got, in_order_too = placed_permutation(included, pos)
+    assert k_got == k and in_order_too == in_order and np.array_equal(order[:k], want)
+    assert np.array_equal(np.sort(order), np.arange(included.shape[0]))  # every row once
+    assert np.array_equal(order[k:], (~included).nonzero()[0])
     # the kernel returns nothing unless the positions were a permutation (the caller sorts then)
-    assert (kernel(included, pos).shape[0] == k + 1) == permutation
+    assert (kernel(included, pos).shape[0] == included.shape[0] + 1) == permutation
     if k:  # more positions than included rows, or fewer: not a set's placement either
         fewer = included.copy()
         fewer[included.nonzero()[0][-1]] = False
@@ -197,6 +204,8 @@ def test_rows_in_placed_order_equal_the_stable_argsort(k, data):
         for wrong in (fewer, more):  # never from the place stage: said, not truncated
             with pytest.raises(ValueError, match="placed positions for"):
                 placed_rows(wrong, pos)
+            with pytest.raises(ValueError, match="placed positions for"):
+                placed_permutation(wrong, pos)
 
 
 @pytest.mark.parametrize("n", [40, 300, 3000])
