@@ -32,7 +32,7 @@ import cupel_np as c
 
 SIZES = (50, 500, 5000)
 TARGET_US = {50: 150.0, 500: 400.0}
-ROUNDS = {50: 301, 500: 101, 5000: 21}
+ROUNDS = {50: 301, 500: 101, 5000: 101}
 
 LINEAR_MIX = c.Policy(
     c.CompositeScorer(tuple(zip(BASE, (0.4, 0.3, 0.2, 0.1)))), slicer=c.GreedySlice(), placer="chronological"
