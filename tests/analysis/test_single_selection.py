@@ -237,3 +237,39 @@ def test_a_session_placed_in_row_order_returns_the_callers_items(n):
     want = [i.content for i in pipe.run(items, budget)]
     for other in (c.ItemTable.from_arrow(c.ItemTable.from_items(items).table), [i.to_dict() for i in items]):
         assert [i.content for i in pipe.run(other, budget)] == want
+
+
+@pytest.mark.parametrize("preset", ["chat", "rag", "long_running"])
+@pytest.mark.parametrize("n", [300, 2500])
+def test_run_of_hundreds_of_items_is_the_reports_and_leaves_the_list_alone(preset, n):
+    """From 256 selected items ``run`` reorders a copy of the caller's list by pointer
+    (``object_take.first_of_permutation``): the same objects as the report's included items,
+    in its order; the caller's list unchanged; no reference left behind once the result goes."""
+    import sys
+    from datetime import UTC, datetime, timedelta
+
+    rng = np.random.default_rng(n)
+    t0 = datetime(2025, 3, 1, tzinfo=UTC)
+    kinds = ("Message", "ToolOutput", "Document", "Memory")
+    items = [
+        c.ContextItem(
+            f"item {i} {rng.integers(10**6)}",
+            int(rng.integers(1, 60)),
+            kind=kinds[int(rng.integers(4))],
+            priority=int(rng.integers(0, 5)) if rng.random() < 0.5 else None,
+            timestamp=t0 + timedelta(seconds=int(rng.integers(10**6))) if rng.random() < 0.8 else None,
+            tags=("a", "b")[: int(rng.integers(0, 3))],
+        )
+        for i in range(n)
+    ]
+    listed = list(items)
+    budget = c.ContextBudget(max_tokens=10**7, target_tokens=sum(i.tokens for i in items) * 9 // 10)
+    pipe = c.Pipeline(dict(c.PRESETS)[preset])
+    pipe.run(items, budget)  # (the items keep their records: later counts are steady)
+    counts = [sys.getrefcount(i) for i in items]
+    ran = pipe.run(items, budget)
+    assert len(ran) >= 256 and ran is not items
+    assert [id(i.item) for i in pipe.dry_run(items, budget).included] == [id(i) for i in ran]
+    assert all(a is b for a, b in zip(items, listed)) and len(items) == n
+    del ran
+    assert [sys.getrefcount(i) for i in items] == counts
