@@ -61,6 +61,17 @@ def jit(fn):
     return d
 
 
+def jit_with_gil(fn):
+    """:func:`jit` holding the GIL while it runs (``nogil`` off): for a kernel that writes
+    memory Python objects are made of (``model.object_take``: a list's item pointers), which no
+    other thread, and no collection in one, may see half written."""
+    d = numba.njit(**{**JIT_OPTIONS, "nogil": False})(fn)
+    if hasattr(d, "get_call_template"):  # absent under NUMBA_DISABLE_JIT=1
+        _type_calls_without_literals(d)
+    KERNELS.append(d)
+    return d
+
+
 def jit_inner(fn):
     """Decorate a kernel that only other kernels call, never Python code: :func:`jit`
     without Numba's CPython wrapper (the code that unboxes Python arguments, builds the

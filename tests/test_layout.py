@@ -176,10 +176,14 @@ def test_no_underscore_name_crosses_a_wing():
     assert not bad, "\n".join(bad)
 
 
+#: the project's kernel decorators (``cupel_np._jit``), bare or qualified
+_KERNEL_DECORATORS = {f"{p}{d}" for p in ("", "_jit.") for d in ("jit", "jit_inner", "jit_with_gil")}
+
+
 def _jitted(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Decorated with one of the project's kernel decorators (``from cupel_np._jit import jit``,
-    or ``jit_inner`` for a kernel only other kernels call)."""
-    return any(ast.unparse(d) in ("jit", "_jit.jit", "jit_inner", "_jit.jit_inner") for d in fn.decorator_list)
+    ``jit_inner`` for a kernel only other kernels call, ``jit_with_gil``)."""
+    return any(ast.unparse(d) in _KERNEL_DECORATORS for d in fn.decorator_list)
 
 
 def _long_in(source: str) -> list[tuple[str, int, int]]:

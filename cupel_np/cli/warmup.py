@@ -88,6 +88,7 @@ KERNEL_MODULES = (
     "cupel_np.engine.slicers.quota",
     "cupel_np.engine.slicers.count",
     "cupel_np.engine.slicers.count_big",
+    "cupel_np.model.object_take",
     "cupel_np.engine.slicers.nested",
     "cupel_np.analysis.outcomes",
     "cupel_np.analysis.budget_sim",
@@ -220,6 +221,9 @@ def _engine_small() -> None:
     items = t.rows(np.arange(t.n))
     for p in PRESETS.values():
         Pipeline(p).run(items, ContextBudget(5000, 2000))
+    # hundreds of items kept out of row order: run's list by pointer (``model.object_take``)
+    big = _table(600, 1, 7)
+    Pipeline(Policy(RecencyScorer(), placer="u_shaped")).run(big.rows(np.arange(big.n)), ContextBudget(10**9, 10**8))
 
 
 def _engine_large() -> None:

@@ -99,6 +99,8 @@ def placed_rows(included, placed_pos):
     k = placed_pos.shape[0]
     n = included.shape[0]
     out = np.empty(n + 1, dtype=np.int64)
+    if k > n:  # (more positions than rows: never a placement, and ``out`` has n + 1 slots)
+        return out[:0]
     for p in range(k):
         out[p] = -1
     in_order = 1

@@ -17,9 +17,11 @@ Safety:
   pass): no other thread and no finalizer can change or free it, or its items, while their
   pointers are read and referenced; the copy is dropped once ``tolist`` holds its own references;
 * ``take`` checks every index against the copy's length (IndexError, as ``items[i]`` would);
-* ``first_of_permutation`` writes pointers, into the copy only, and only a permutation of the
-  copy's own (its caller's promise, kept by the kernel that makes the order: tested), so the
-  copy holds each of its references once at every moment, whenever a collection looks;
+* ``first_of_permutation`` writes pointers into the copy only, and only a permutation of the
+  copy's own: its kernel checks the order is one (every index once) before it writes anything,
+  and anything else is taken by index; the kernel holds the GIL (``_jit.jit_with_gil``), so no
+  other thread, and no collection in one, sees the copy half written. Without the JIT (where
+  a kernel is plain Python, interruptible between writes) the order is taken by index too;
 * views that do not own their memory never release the objects they show (NumPy clears object
   references only in arrays that own their buffer), so the counts stay exact (tested);
 * the layout is checked once, on a probe list, before it is relied on: anywhere it does not hold
@@ -34,6 +36,8 @@ import sys
 from collections.abc import Sequence
 
 import numpy as np
+
+from cupel_np._jit import as_input, jit_with_gil
 
 _WORD = np.dtype(np.uintp)
 _OBJECT = np.dtype(object)
@@ -83,7 +87,8 @@ _ITEMS_OFFSET = _WORD.itemsize * (ITEMS_WORD or 0)
 
 def take_objects(items: Sequence, rows: np.ndarray) -> list:
     """``[items[i] for i in rows]`` (``rows``: integers; ``items``: a list or a tuple)."""
-    if ITEMS_WORD is None:
+    rows = np.asarray(rows)
+    if ITEMS_WORD is None or rows.ndim != 1:  # (other shapes: NumPy's answer, as before)
         return np.fromiter(items, dtype=object, count=len(items)).take(rows).tolist()
     own = list(items)  # (private: see the module's note)
     n = len(own)
@@ -95,22 +100,47 @@ def take_objects(items: Sequence, rows: np.ndarray) -> list:
     return taken
 
 
+@jit_with_gil
+def _permute_words(words, order):
+    """Put ``words`` in ``order`` (``words[i]`` becomes the old ``words[order[i]]``) and say
+    True when ``order`` is a permutation of ``words``' indices; else write nothing and say
+    False. Every index is checked before the first write."""
+    n = words.shape[0]
+    if order.shape[0] != n:
+        return False
+    moved = np.empty(n, dtype=words.dtype)
+    seen = np.zeros(n, dtype=np.bool_)
+    for i in range(n):
+        j = order[i]
+        if j < 0 or j >= n or seen[j]:
+            return False
+        seen[j] = True
+        moved[i] = words[j]
+    for i in range(n):
+        words[i] = moved[i]
+    return True
+
+
+#: False under ``NUMBA_DISABLE_JIT=1``: the kernel is plain Python then, interruptible between writes
+_COMPILED = hasattr(_permute_words, "get_call_template")
+
+
 def first_of_permutation(items: Sequence, order: np.ndarray, k: int) -> list:
-    """``[items[i] for i in order[:k]]`` where ``order`` is a permutation of
-    ``range(len(items))`` (every index once: ``sweep_run.placed_permutation``'s). The items'
-    pointers in a private copy of the list are put in that order (a permutation keeps every
-    reference the copy holds, once) and the copy cut to its first ``k``, which releases the
-    others: no new reference per item kept and none dropped from it, where ``take_objects``
-    takes one per item kept and drops the copy's (4,000 of 5,000 items in ~15 us against ~29).
-    ``order`` of another length than the items' (changed during the run) is taken by index."""
-    if ITEMS_WORD is None:
+    """``[items[i] for i in order[:k]]``, for ``order`` a permutation of ``range(len(items))``
+    (``sweep_run.placed_permutation``'s): the item pointers of a private copy of the list are
+    put in that order (a permutation keeps every reference the copy holds, once) and the copy
+    cut to its first ``k``, which releases the others: no new reference per item kept and none
+    dropped from it, where ``take_objects`` takes one per item kept and drops the copy's (4,000
+    of 5,000 items in ~13 us against ~27). Any other order (not every index once, another
+    length than the items': a list changed during the run) is taken by index."""
+    order = np.asarray(order)
+    if ITEMS_WORD is None or not _COMPILED or order.dtype.kind not in "iu":
         return take_objects(items, order[:k])
     own = list(items)  # (private: see the module's note)
     n = len(own)
     if order.shape != (n,) or not 0 <= k <= n:
         return take_objects(own, order[:k])
-    if n:
-        pointers = _view(_items_of(own), n, _WORD, read_only=False)
-        pointers[:] = pointers.take(order)  # (take copies first, checking every index)
+    if n and not _permute_words(_view(_items_of(own), n, _WORD, read_only=False), as_input(order, np.int64)):
+        return take_objects(own, order[:k])
     del own[k:]
     return own

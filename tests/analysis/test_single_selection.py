@@ -201,6 +201,8 @@ def test_rows_in_placed_order_equal_the_stable_argsort(k, data):
         more = included.copy()
         more[(~included).nonzero()[0][0]] = True
         assert kernel(more, pos).shape[0] == 0
+        # more positions than rows at all (the kernel's buffer has a slot per row): nothing
+        assert kernel(included[:1].copy(), np.arange(3 * k + 5, dtype=np.int32)).shape[0] == 0
         for wrong in (fewer, more):  # never from the place stage: said, not truncated
             with pytest.raises(ValueError, match="placed positions for"):
                 placed_rows(wrong, pos)

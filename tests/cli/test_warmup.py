@@ -21,7 +21,7 @@ def _modules_with_kernels() -> set[str]:
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef) and any(
-                ast.unparse(d) in ("jit", "_jit.jit") for d in node.decorator_list
+                ast.unparse(d) in ("jit", "_jit.jit", "jit_with_gil", "_jit.jit_with_gil") for d in node.decorator_list
             ):
                 rel = path.relative_to(PACKAGE.parent).with_suffix("")
                 out.add(".".join(rel.parts))

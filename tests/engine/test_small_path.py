@@ -229,9 +229,10 @@ print(json.dumps([before, _jit.specializations()]))
 """
 
 
-#: the one kernel the batch engine's run does not call: the included rows' placed order, which
-#: ``Pipeline.run`` and a report's included rows read (``SweepRun.placed_order``; ``cupel-np
-#: warmup`` runs ``Pipeline.run``, so it compiles it)
+#: the one kernel the batch engine's run does not call on these sets: the included rows' placed
+#: order, which ``Pipeline.run`` and a report's included rows read (``SweepRun.placed_order``;
+#: ``cupel-np warmup`` runs ``Pipeline.run``, so it compiles it; from 256 selected items ``run``
+#: also reaches ``model.object_take._permute_words``, which warmup reaches too)
 RUN_ONLY = "cupel_np.engine.batch_kernels.placed_rows"
 
 

@@ -42,7 +42,8 @@ def layout(request, monkeypatch):
 def test_the_layout_is_checked_on_this_interpreter():
     """Every CPython 3 build with the GIL keeps a list's item pointer in its fourth word; the
     check found it here (no silent fallback where CI runs)."""
-    if sys.implementation.name == "cpython" and not sysconfig.get_config_var("Py_GIL_DISABLED"):
+    plain = not sysconfig.get_config_var("Py_GIL_DISABLED") and not hasattr(sys, "getobjects")  # (trace-refs)
+    if sys.implementation.name == "cpython" and plain:
         assert object_take.ITEMS_WORD == 3
     else:  # pragma: no cover - other interpreters take the fallback
         assert object_take.ITEMS_WORD is None
@@ -185,3 +186,66 @@ def test_a_list_changed_by_another_thread_while_it_is_taken():
     items.clear()
     gc.collect()
     assert _counts(keep) == [b - 1 for b in before]  # (the caller's list no longer holds them)
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        np.zeros(300, np.int64),  # one row 300 times
+        np.r_[0, -300, np.arange(2, 300)],  # -300 is row 0 again
+        np.r_[np.arange(299), 300],  # one row past the end
+        np.append(np.arange(299, dtype=np.uint64), np.uint64(2**64 - 1)),  # a uint64 that would wrap to -1
+        np.arange(300, dtype=np.int32)[::-1],  # a permutation, as int32 and strided
+    ],
+)
+def test_first_of_permutation_takes_any_other_order_by_index(order):
+    """An order of the right length that is not every index once never reaches the pointer
+    write (the kernel checks it first): the first k are taken by index, as the comprehension
+    would take them (or refused as indexing refuses), and no item is freed or leaked."""
+    import weakref
+
+    items = [_Item(i) for i in range(300)]
+    alive = [weakref.ref(x) for x in items]
+    before = _counts(items)
+    try:
+        want = [items[i] for i in order[:200].tolist()]
+    except IndexError:
+        with pytest.raises(IndexError):
+            first_of_permutation(items, order, 200)
+    else:
+        got = first_of_permutation(items, order, 200)
+        assert len(got) == 200 and all(a is b for a, b in zip(got, want))
+        del got, want
+    assert _counts(items) == before and all(w() is not None for w in alive)
+
+
+def test_the_pointer_write_is_the_checked_kernel_holding_the_gil(monkeypatch):
+    """A permutation goes through ``_permute_words`` (not a silent fallback), compiled with the
+    GIL held so no other thread sees the copy half written; it writes nothing when the order
+    is not one."""
+    compiled = object_take._COMPILED  # (False under NUMBA_DISABLE_JIT=1: the kernel is Python)
+    assert not compiled or object_take._permute_words.targetoptions["nogil"] is False
+    calls = []
+    kernel = object_take._permute_words
+
+    def spy(words, order):
+        calls.append(kernel(words, order))
+        return calls[-1]
+
+    monkeypatch.setattr(object_take, "_permute_words", spy)
+    items = [_Item(i) for i in range(400)]
+    got = first_of_permutation(items, np.random.default_rng(2).permutation(400), 300)
+    assert calls == ([True] if compiled else []) and len(got) == 300  # (without the JIT: by index)
+    words = np.arange(5, dtype=np.uint64)
+    for bad in (np.array([0, 0, 2, 3, 4]), np.array([0, 1, 2, 3]), np.array([4, 3, 2, 1, 5])):
+        assert not kernel(words, bad) and words.tolist() == [0, 1, 2, 3, 4]
+    assert kernel(words, np.array([4, 3, 2, 1, 0])) and words.tolist() == [4, 3, 2, 1, 0]
+
+
+def test_take_objects_of_other_shapes_is_numpys(layout):
+    """Rows of two dimensions are NumPy's take of the items (nested lists), never a pointer read."""
+    items = [_Item(i) for i in range(3000)]
+    rows = np.array([[3, 4], [5, 6]])
+    got = take_objects(items, rows)
+    assert [[x.i for x in r] for r in got] == [[3, 4], [5, 6]]
+    assert take_objects(items, np.zeros((4096, 0), np.int64)) == [[]] * 4096
