@@ -13,6 +13,7 @@ differ only by ASCII case (and non-ASCII letters that must NOT fold), pinned,
 zero- and negative-token items, budgets that are zero or a few tokens.
 """
 
+import math
 from datetime import UTC, datetime, timedelta, timezone
 
 from hypothesis import strategies as st
@@ -501,11 +502,13 @@ def _kind_pool(kinds):
 @st.composite
 def quota_lists(draw, kinds=()):
     kinds = _unique_fold(draw(st.lists(_kind_pool(kinds), max_size=4)))
-    remaining = 100.0
+    total = 0.0  # (summed as QuotaSlice sums them: in order, in floats)
     quotas = []
     for kind in kinds:
         require = draw(_weighted((2, st.sampled_from([0.0, 10.0, 25.0, 33.3, 50.0])), (1, st.floats(0.0, 100.0))))
-        require = min(require, remaining)
+        require = min(require, 100.0 - total)
+        while total + require > 100.0:  # (100 - total may round up: 34.53... + 33.3 + 32.16... > 100.0)
+            require = math.nextafter(require, 0.0)
         cap = draw(
             _weighted(
                 (1, st.just(require)),
@@ -514,7 +517,7 @@ def quota_lists(draw, kinds=()):
                 (1, st.floats(require, 100.0)),
             )
         )
-        remaining -= require
+        total += require
         entry = {"kind": kind}
         if require or draw(st.booleans()):
             entry["require"] = require
