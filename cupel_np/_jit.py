@@ -2,7 +2,8 @@
 
 Every kernel is compiled ``nopython`` (object mode can never be reached: numba.njit raises
 instead of falling back), ``nogil`` and ``cache=True`` so the compile cost is paid once per
-machine. No ``fastmath``: results must agree with the spec to 1e-9 and NaN ordering matters.
+machine; the one kernel that writes memory Python objects are made of holds the GIL instead
+(:func:`jit_with_gil`). No ``fastmath``: results must agree with the spec to 1e-9 and NaN ordering matters.
 ``NUMBA_DISABLE_JIT=1`` runs the same functions as plain Python (the test suite uses it).
 
 Compile cost (a cold ``cupel-np demo`` is almost all compilation) grows with every distinct
