@@ -11,7 +11,7 @@ import math
 import re
 import struct
 
-from cupel_np.io.importers.core import Bad, Part, blank, call_text, count, result_parts, text_of
+from cupel_np.io.importers.core import Bad, Part, blank, call_part, count, result_parts, text_of
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _BASH_IN = re.compile(r"<bash-input>(.*?)</bash-input>", re.S)
@@ -322,21 +322,7 @@ def assistant_parts(
             if not isinstance(name, str):
                 raise Bad(f"message.content[{i}]: tool_use block without a 'name'")
             tid = b.get("id") if isinstance(b.get("id"), str) else None
-            parts.append(
-                Part(
-                    call_text(name, b.get("input", {})),
-                    tool_call_kind,
-                    "Tool",
-                    False,
-                    "assistant",
-                    ts,
-                    uid,
-                    tool_name=name,
-                    tool_call_id=tid,
-                    tool_role="call" if tid else None,
-                    turn=turn,
-                )
-            )
+            parts.append(call_part(name, b.get("input", {}), tool_call_kind, "assistant", ts, uid, tid, turn))
         elif bt == "mcp_tool_result":
             tcid = b.get("tool_use_id") if isinstance(b.get("tool_use_id"), str) else None
             text = text_of(b.get("content"), f"message.content[{i}].content", skipped)

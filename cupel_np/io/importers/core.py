@@ -121,6 +121,13 @@ def result_parts(
     return [Part(text, "ToolOutput", "Tool", False, role, ts, mid, name, call_id, link, is_error=is_error, extra=extra)]
 
 
+def call_part(name: str, args, kind: str, role: str, ts, mid, call_id, turn, extra=None) -> Part:
+    """A tool call: ``name(arguments)`` (``call_text``) as a ``kind`` item, linked to ``call_id``
+    (a call without an id has no link), in the assistant turn ``turn``."""
+    link = "call" if call_id else None
+    return Part(call_text(name, args), kind, "Tool", False, role, ts, mid, name, call_id, link, turn, extra=extra)
+
+
 @dataclass
 class ApiCount:
     """The API's own count of a request's input: ``before`` parts of the conversation were in

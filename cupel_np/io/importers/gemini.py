@@ -18,7 +18,7 @@ import math
 from typing import Any
 
 from cupel_np.io.importers.claude_parts import image_part
-from cupel_np.io.importers.core import ApiCount, Bad, Part, blank, call_text, count, result_parts, role_part
+from cupel_np.io.importers.core import ApiCount, Bad, Part, blank, call_part, count, result_parts, role_part
 
 LABEL = "gemini"
 
@@ -174,9 +174,7 @@ def _part(p: Any, w: str, i: int, j: int, model: bool, pending, tool_call_kind: 
         given = call.get("id") if isinstance(call, dict) else None
         cid = given if isinstance(given, str) and given else f"#{i}.{j}"
         pending.append((cid, name))
-        part = Part(call_text(name, args), tool_call_kind, "Tool", False, "assistant", turn=turn, tool_name=name)
-        part.tool_call_id, part.tool_role = cid, "call"
-        return [part]
+        return [call_part(name, args, tool_call_kind, "assistant", None, None, cid, turn)]
     resp, result = _get(p, "functionResponse"), _get(p, "codeExecutionResult")
     if isinstance(resp, dict):
         name = resp.get("name") if isinstance(resp.get("name"), str) else None

@@ -32,7 +32,7 @@ from cupel_np.io.importers.core import (
     Part,
     Reader,
     blank,
-    call_text,
+    call_part,
     check_not_all_bad,
     count,
     json_document,
@@ -99,21 +99,7 @@ def _calls(m: dict, w: str, i: int, role: str, ts, mid, tool_call_kind: str) -> 
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             raise Bad(f"{w}.tool_calls[{j}]: expected {{'function': {{'name', 'arguments'}}}}, got {c!r:.80}")
         cid = c.get("id") if isinstance(c.get("id"), str) and c.get("id") else f"#{i}.{j}"
-        out.append(
-            Part(
-                call_text(fn["name"], fn.get("arguments", "")),
-                tool_call_kind,
-                "Tool",
-                False,
-                role,
-                ts,
-                mid,
-                tool_name=fn["name"],
-                tool_call_id=cid,
-                tool_role="call",
-                turn=f"m{i}",
-            )
-        )
+        out.append(call_part(fn["name"], fn.get("arguments", ""), tool_call_kind, role, ts, mid, cid, f"m{i}"))
     return out
 
 

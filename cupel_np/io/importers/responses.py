@@ -17,9 +17,7 @@ calls) share a turn, so the calls of one response share a ``tool_group``.
 
 from __future__ import annotations
 
-import json
-
-from cupel_np.io.importers.core import Bad, Part, blank, call_text, count, result_parts, role_part, text_of
+from cupel_np.io.importers.core import Bad, Part, blank, call_part, count, result_parts, role_part, text_of
 
 #: call item type -> its output item's type
 CALLS = {
@@ -131,22 +129,7 @@ def _call_parts(item: dict, t: str, w: str, turn, ts, mid, tool_call_kind: str, 
     extra = {"item_type": t}
     if t == "mcp_call" and isinstance(item.get("server_label"), str):
         extra["server"] = item["server_label"]
-    parts = [
-        Part(
-            call_text(name, args if not isinstance(args, dict) else json.dumps(args, ensure_ascii=False)),
-            tool_call_kind,
-            "Tool",
-            False,
-            "assistant",
-            ts,
-            mid,
-            tool_name=name,
-            tool_call_id=cid,
-            tool_role="call" if cid else None,
-            turn=turn,
-            extra=extra,
-        )
-    ]
+    parts = [call_part(name, args, tool_call_kind, "assistant", ts, mid, cid, turn, extra)]
     if t != "mcp_call":
         return parts
     err, out = item.get("error"), item.get("output")

@@ -26,7 +26,7 @@ from cupel_np.io.importers.core import (
     Part,
     Reader,
     blank,
-    call_text,
+    call_part,
     check_not_all_bad,
     count,
     json_document,
@@ -77,19 +77,8 @@ def _calls(value, where: str, i: int, tool_call_kind: str) -> list[Part]:
     for j, c in enumerate(calls):
         if not isinstance(c, dict) or not isinstance(c.get("name"), str):
             raise Bad(f"{where}: a function call must have a 'name', got {c!r:.60}")
-        out.append(
-            Part(
-                call_text(c["name"], c.get("arguments", c.get("parameters", {}))),
-                tool_call_kind,
-                "Tool",
-                False,
-                "assistant",
-                tool_name=c["name"],
-                tool_call_id=f"#{i}.{j}",
-                tool_role="call",
-                turn=f"m{i}",
-            )
-        )
+        args = c.get("arguments", c.get("parameters", {}))
+        out.append(call_part(c["name"], args, tool_call_kind, "assistant", None, None, f"#{i}.{j}", f"m{i}"))
     return out
 
 
