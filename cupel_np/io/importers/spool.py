@@ -82,10 +82,9 @@ def decompressed(files: list[tuple[Any, str]]) -> list[tuple[Any, str]]:
     """``files`` with each compressed one (by its name's suffix: ``COMPRESSED``) decompressed
     into a local temp file (a named one: a directory of thousands holds no file descriptor per
     file; disk: the files' decompressed sizes until the import ends) as it is read (memory: a
-    read buffer), named without the suffix for
-    the readers (``logs.jsonl.gz`` reads as ``logs.jsonl``: its format detected and read as
-    such); names in metadata stay the files' own. A file that does not decompress is an error
-    naming it."""
+    read buffer), named without the suffix for the readers (``logs.jsonl.gz`` reads as
+    ``logs.jsonl``: its format detected and read as such); names in metadata stay the files'
+    own. A file that does not decompress is an error naming it."""
     out = []
     for p, name in files:
         ext = compression_of(p.name)
